@@ -1,0 +1,100 @@
+# costbench: one non-recursive Makefile.
+#   make          build ./costbench (installs the Debian packages first when missing)
+#   make test     build and run the tests
+#   make report   measure this machine and write out/report.md
+#   make test SAN=1   the same tests built with -fsanitize=address,undefined (in build-san/)
+#   make WERROR=1     warnings as errors (CI)
+
+CC      ?= cc
+SAN     ?=
+WERROR  ?=
+BUILD   := build
+ifeq ($(SAN),1)
+BUILD   := build-san
+endif
+
+DEBIAN_PKGS := libopenblas-dev libgsl-dev libcsv-dev libplplot-dev plplot-driver-cairo pkg-config
+PC_PKGS     := openblas gsl plplot
+
+# snprintf truncation into bounded buffers is by design: -Wno-format-truncation.
+WARN    := -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Wno-format-truncation
+OPT     := -O3 -march=native
+ifeq ($(SAN),1)
+OPT     := -O1 -march=native -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+endif
+ifeq ($(WERROR),1)
+WARN    += -Werror
+endif
+BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -g -fopenmp $(OPT) $(WARN)
+# Expanded when a recipe runs, after `deps` has installed pkg-config and the libraries.
+# GSL's own CBLAS is left out: OpenBLAS provides the cblas_* symbols for GSL and for us.
+PKG_CFLAGS = $(shell pkg-config --cflags $(PC_PKGS) 2>/dev/null)
+PKG_LIBS   = $(filter-out -lgslcblas,$(shell pkg-config --libs $(PC_PKGS) 2>/dev/null)) -lcsv -lm
+ALL_CFLAGS = $(BASE_CFLAGS) $(PKG_CFLAGS) -I$(BUILD) $(CFLAGS)
+ALL_LDFLAGS = -fopenmp $(OPT) $(LDFLAGS)
+
+LIB_SRC  := $(wildcard common/*.c kernels/*.c model/*.c bench/*.c report/*.c)
+CLI_SRC  := $(wildcard src/*.c)
+TEST_SRC := $(wildcard tests/*.c)
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
+CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
+TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
+CLI_NOMAIN := $(filter-out $(BUILD)/src/main.o,$(CLI_OBJ))
+
+ifeq ($(SAN),1)
+BIN := $(BUILD)/costbench
+else
+BIN := costbench
+endif
+TEST_BIN := $(BUILD)/tests/costbench_tests
+
+.PHONY: all deps test report clean FORCE
+all: $(BIN)
+
+deps:
+	@missing=""; \
+	for p in $(DEBIAN_PKGS); do \
+	  dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q ' installed$$' || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "costbench: installing Debian packages:$$missing"; \
+	    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing || exit 1; \
+	  else \
+	    echo "error: missing Debian packages:$$missing" >&2; \
+	    echo "hint: run: sudo apt-get install -y$$missing" >&2; exit 1; \
+	  fi; \
+	fi
+
+# Build identity for result files: rewritten only when it changes.
+$(BUILD)/version.h: FORCE | deps
+	@mkdir -p $(BUILD)
+	@rev=$$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown); \
+	git diff --quiet HEAD 2>/dev/null || rev="$$rev-dirty"; \
+	printf '#define CB_GIT_REV "%s"\n#define CB_CFLAGS "%s"\n' "$$rev" "$(CC) $(BASE_CFLAGS)" > $@.tmp; \
+	cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
+
+$(BUILD)/%.o: %.c | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/common/machine.o: $(BUILD)/version.h
+
+$(BIN): $(LIB_OBJ) $(CLI_OBJ)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+$(TEST_BIN): $(TEST_OBJ) $(LIB_OBJ) $(CLI_NOMAIN)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+test: $(BIN) $(TEST_BIN)
+	./$(TEST_BIN) ./$(BIN)
+
+# The main job: measure this machine and write out/ (see README.md).
+report: $(BIN)
+	@./report/make_report.sh
+
+clean:
+	rm -rf build build-san costbench
+
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d)

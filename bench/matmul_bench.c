@@ -1,0 +1,225 @@
+#include "matmul_bench.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/err.h"
+#include "../common/mem.h"
+#include "../common/timer.h"
+#include "../kernels/matmul.h"
+
+const rec_col mm_cols[MM_NCOLS] = {
+    {"op", "", REC_STR, 0},           {"phase", "", REC_STR, 0},          {"n", "", REC_NUM, 0},
+    {"k", "", REC_NUM, 0},            {"m", "", REC_NUM, 0},              {"count", "per step", REC_NUM, 0},
+    {"gflops_median", "GFLOP/s", REC_NUM, 1}, {"gflops_min", "GFLOP/s", REC_NUM, 1},
+    {"gflops_max", "GFLOP/s", REC_NUM, 1}, {"cv_pct", "%", REC_NUM, 1}, {"ms_median", "ms", REC_NUM, 3},
+    {"pct_of_peak", "%", REC_NUM, 1}, {"step_ms", "ms", REC_NUM, 2},
+};
+
+static mm_shape mk(const char *op, const char *phase, int n, int k, int m, int ta, int tb, int lda, int ldb, int ldc,
+                   double count)
+{
+    mm_shape s;
+    memset(&s, 0, sizeof s);
+    snprintf(s.op, sizeof s.op, "%s", op);
+    snprintf(s.phase, sizeof s.phase, "%s", phase);
+    s.n = n, s.k = k, s.m = m, s.trans_a = ta, s.trans_b = tb, s.lda = lda, s.ldb = ldb, s.ldc = ldc, s.count = count;
+    return s;
+}
+
+int mm_shapes_sweep(mm_shape *out, int cap, const long *ns, int nn, const long *ks, int nk)
+{
+    int c = 0;
+    for (int i = 0; i < nk; i++)
+        for (int j = 0; j < nn && c < cap; j++) {
+            int n = (int)ns[j], k = (int)ks[i];
+            out[c++] = mk("linear", "fwd", n, k, k, 0, 1, k, k, k, NAN);
+        }
+    return c;
+}
+
+/* A linear layer Y (N, OC) = X (N, IC) W^T: forward, dX = dY W, dW = dY^T X (as kernels/matmul.c). */
+static int linear3(mm_shape *o, const char *op, int N, int IC, int OC, double count)
+{
+    o[0] = mk(op, "fwd", N, IC, OC, 0, 1, IC, IC, OC, count);
+    o[1] = mk(op, "bwd_input", N, OC, IC, 0, 0, OC, IC, IC, count);
+    o[2] = mk(op, "bwd_weight", OC, N, IC, 1, 0, OC, IC, IC, count);
+    return 3;
+}
+
+int mm_shapes_transformer(mm_shape *out, int cap, const model_config *cfg, int B, int T)
+{
+    if (cap < 24) return CB_EFAIL;
+    const int N = B * T, C = cfg->C, HS = cfg->HS, C3 = 3 * C;
+    const double L = cfg->L, heads = (double)cfg->L * B * cfg->NH;
+    int c = 0;
+    c += linear3(out + c, "qkv", N, C, 3 * C, L);
+    c += linear3(out + c, "attn_out", N, C, C, L);
+    c += linear3(out + c, "mlp_up", N, C, 4 * C, L);
+    c += linear3(out + c, "mlp_down", N, 4 * C, C, L);
+    /* attention per (batch, head), with the strides of the fused QKV layout (kernels/attention.c) */
+    out[c++] = mk("attn_scores", "fwd", T, HS, T, 0, 1, C3, C3, T, heads);
+    out[c++] = mk("attn_pv", "fwd", T, T, HS, 0, 0, T, C3, C, heads);
+    out[c++] = mk("attn_dp", "bwd_input", T, HS, T, 0, 1, C, C3, T, heads);
+    out[c++] = mk("attn_dv", "bwd_weight", T, T, HS, 1, 0, T, C, C3, heads);
+    out[c++] = mk("attn_dq", "bwd_input", T, T, HS, 0, 0, T, C3, C3, heads);
+    out[c++] = mk("attn_dk", "bwd_weight", T, T, HS, 1, 0, T, C3, C3, heads);
+    c += linear3(out + c, "logits", N, C, cfg->V, 1);
+    return c;
+}
+
+static double a_elems(const mm_shape *s) { return (double)(s->trans_a ? s->k : s->n) * s->lda; }
+static double b_elems(const mm_shape *s) { return (double)(s->trans_b ? s->m : s->k) * s->ldb; }
+static double c_elems(const mm_shape *s) { return (double)s->n * s->ldc; }
+
+double mm_shapes_bytes(const mm_shape *s, int n)
+{
+    double a = 0, b = 0, c = 0;
+    for (int i = 0; i < n; i++) {
+        a = fmax(a, a_elems(&s[i]));
+        b = fmax(b, b_elems(&s[i]));
+        c = fmax(c, c_elems(&s[i]));
+    }
+    return 4.0 * (a + b + c);
+}
+
+typedef struct {
+    const mm_shape *s;
+    float *A, *B, *C;
+} mm_ctx;
+
+static void mm_call(void *p)
+{
+    mm_ctx *c = p;
+    const mm_shape *s = c->s;
+    matmul_gemm(s->trans_a, s->trans_b, s->n, s->m, s->k, 1.0f, c->A, s->lda, c->B, s->ldb, 0.0f, c->C, s->ldc);
+}
+
+/* 32 sampled outputs against a double-precision dot product, bounded by k * eps * sum|a b|. */
+static int mm_check(void *p, char *msg, size_t n)
+{
+    mm_ctx *c = p;
+    const mm_shape *s = c->s;
+    mm_call(p);
+    unsigned seed = 12345u;
+    for (int t = 0; t < 32; t++) {
+        seed = seed * 1103515245u + 12345u;
+        int i = (int)((seed >> 8) % (unsigned)s->n);
+        seed = seed * 1103515245u + 12345u;
+        int j = (int)((seed >> 8) % (unsigned)s->m);
+        double ref = 0, mag = 0;
+        for (int q = 0; q < s->k; q++) {
+            double a = s->trans_a ? c->A[(size_t)q * s->lda + i] : c->A[(size_t)i * s->lda + q];
+            double b = s->trans_b ? c->B[(size_t)j * s->ldb + q] : c->B[(size_t)q * s->ldb + j];
+            ref += a * b;
+            mag += fabs(a * b);
+        }
+        double got = c->C[(size_t)i * s->ldc + j], tol = (double)s->k * FLT_EPSILON * mag + 1e-6;
+        if (!(fabs(got - ref) <= tol)) {
+            snprintf(msg, n, "C[%d][%d] = %.7g, reference %.7g (tolerance %.3g)", i, j, got, ref, tol);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void fill(float *x, double n, unsigned seed)
+{
+    long len = (long)n;
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < len; i++) {
+        unsigned h = (unsigned)i * 2654435761u ^ seed;
+        h ^= h >> 15;
+        h *= 2246822519u;
+        h ^= h >> 13;
+        x[i] = (float)((h & 0xffff) / 32768.0 - 1.0);
+    }
+}
+
+int mm_run(const mm_shape *s, int n, const runner_opts *ro, double budget_s, double peak_gflops, record *rec)
+{
+    double amax = 0, bmax = 0, cmax = 0;
+    for (int i = 0; i < n; i++) {
+        amax = fmax(amax, a_elems(&s[i]));
+        bmax = fmax(bmax, b_elems(&s[i]));
+        cmax = fmax(cmax, c_elems(&s[i]));
+    }
+    mm_ctx ctx = {0};
+    ctx.A = mem_alloc((size_t)amax, sizeof(float), "matmul A");
+    ctx.B = mem_alloc((size_t)bmax, sizeof(float), "matmul B");
+    ctx.C = mem_alloc((size_t)cmax, sizeof(float), "matmul C");
+    int rc = 0;
+    if (!ctx.A || !ctx.B || !ctx.C) {
+        rc = CB_EFAIL;
+        goto out;
+    }
+    fill(ctx.A, amax, 1u);
+    fill(ctx.B, bmax, 2u);
+    fill(ctx.C, cmax, 3u);
+    double t_start = timer_now_s(), best_gf = 0, step_ms = 0, step_flops = 0;
+    int skipped = 0;
+    char skipped_list[512] = "";
+    for (int i = 0; i < n; i++) {
+        const mm_shape *sh = &s[i];
+        double flops = 2.0 * sh->n * sh->m * sh->k;
+        /* predicted from the best rate measured so far; the first shape always runs */
+        double predict = best_gf > 0 ? flops / best_gf / 1e9 * (ro->warmup + ro->min_samples + 1) : 0;
+        if (predict < ro->min_time_s) predict = ro->min_time_s;
+        if (best_gf > 0 && budget_s > 0 && timer_now_s() - t_start + predict > budget_s) {
+            skipped++;
+            size_t l = strlen(skipped_list);
+            snprintf(skipped_list + l, sizeof skipped_list - l, "%s%s n=%d k=%d m=%d", skipped > 1 ? ";" : "", sh->op,
+                     sh->n, sh->k, sh->m);
+            continue;
+        }
+        char label[96];
+        snprintf(label, sizeof label, "%s %s n=%d k=%d m=%d", sh->op, sh->phase, sh->n, sh->k, sh->m);
+        runner_progress(i, n, label);
+        ctx.s = sh;
+        bench_case bc = {label, mm_call, mm_check};
+        runner_result r;
+        if (runner_run(ro, &bc, &ctx, &r) != 0) {
+            rc = CB_EFAIL;
+            goto out;
+        }
+        double gf = flops / r.s.median / 1e9;
+        if (gf > best_gf) best_gf = gf;
+        int row = record_add_row(rec);
+        if (row < 0) {
+            rc = CB_EFAIL;
+            goto out;
+        }
+        record_str(rec, row, MM_OP, sh->op);
+        record_str(rec, row, MM_PHASE, sh->phase);
+        record_num(rec, row, MM_N, sh->n);
+        record_num(rec, row, MM_K, sh->k);
+        record_num(rec, row, MM_M, sh->m);
+        record_num(rec, row, MM_COUNT, sh->count);
+        record_num(rec, row, MM_GF_MED, gf);
+        record_num(rec, row, MM_GF_MIN, flops / r.s.max / 1e9);
+        record_num(rec, row, MM_GF_MAX, flops / r.s.min / 1e9);
+        record_num(rec, row, MM_CV, r.s.cv_pct);
+        record_num(rec, row, MM_MS, r.s.median * 1e3);
+        record_num(rec, row, MM_PCT, peak_gflops > 0 ? 100.0 * gf / peak_gflops : NAN);
+        if (isfinite(sh->count)) {
+            record_num(rec, row, MM_STEP_MS, sh->count * r.s.median * 1e3);
+            step_ms += sh->count * r.s.median * 1e3;
+            step_flops += sh->count * flops;
+        }
+    }
+    runner_progress(n, n, "");
+    if (skipped)
+        record_note(rec, "time budget %.0f s reached: %d shape(s) not measured (%s); raise --budget-s to include them",
+                    budget_s, skipped, skipped_list);
+    if (step_ms > 0)
+        record_note(rec, "one training step's matmuls: %.3f TFLOP, %.1f ms predicted from these medians (%.1f GFLOP/s overall)%s",
+                    step_flops / 1e12, step_ms, step_flops / step_ms / 1e6, skipped ? "; incomplete: shapes were skipped" : "");
+out:
+    free(ctx.A);
+    free(ctx.B);
+    free(ctx.C);
+    return rc;
+}

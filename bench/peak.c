@@ -1,0 +1,352 @@
+#include "peak.h"
+
+#include <immintrin.h>
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <strings.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../common/csvio.h"
+#include "../common/err.h"
+#include "../common/mem.h"
+#include "../kernels/matmul.h"
+#include "blascore.h"
+
+const rec_col peak_cols[PK_NCOLS] = {
+    {"probe", "", REC_STR, 0},          {"threads", "", REC_NUM, 0},       {"isa", "", REC_STR, 0},
+    {"blas_core", "", REC_STR, 0},      {"gflops_median", "GFLOP/s", REC_NUM, 1},
+    {"gflops_min", "GFLOP/s", REC_NUM, 1}, {"gflops_max", "GFLOP/s", REC_NUM, 1},
+    {"gbps_median", "GB/s", REC_NUM, 2}, {"gbps_min", "GB/s", REC_NUM, 2},   {"gbps_max", "GB/s", REC_NUM, 2},
+    {"cv_pct", "%", REC_NUM, 1},        {"pct_of_fma_peak", "%", REC_NUM, 1}, {"array_mib", "MiB", REC_NUM, 0},
+};
+
+/* ---------------------------------------------------------------- compute probes
+ * 16 independent accumulator chains hide the FMA latency (4-5 cycles) on two ports.
+ * FLOPs per iteration: chains * lanes * 2 (a fused multiply-add counts as two). */
+enum { CHAINS = 16, FMA_ITERS = 100000 };
+
+__attribute__((target("avx512f"))) static float fma512(long iters)
+{
+    __m512 acc[CHAINS];
+    const __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
+    for (int c = 0; c < CHAINS; c++) acc[c] = _mm512_set1_ps((float)c);
+    for (long i = 0; i < iters; i++)
+        for (int c = 0; c < CHAINS; c++) acc[c] = _mm512_fmadd_ps(acc[c], a, b);
+    __m512 s = acc[0];
+    for (int c = 1; c < CHAINS; c++) s = _mm512_add_ps(s, acc[c]);
+    return _mm512_reduce_add_ps(s);
+}
+
+__attribute__((target("avx2,fma"))) static float fma256(long iters)
+{
+    __m256 acc[CHAINS];
+    const __m256 a = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-7f);
+    for (int c = 0; c < CHAINS; c++) acc[c] = _mm256_set1_ps((float)c);
+    for (long i = 0; i < iters; i++)
+        for (int c = 0; c < CHAINS; c++) acc[c] = _mm256_fmadd_ps(acc[c], a, b);
+    __m256 s = acc[0];
+    for (int c = 1; c < CHAINS; c++) s = _mm256_add_ps(s, acc[c]);
+    float out[8];
+    _mm256_storeu_ps(out, s);
+    return out[0] + out[1] + out[2] + out[3] + out[4] + out[5] + out[6] + out[7];
+}
+
+/* vdpbf16ps: 16 lanes x 2 bf16 products accumulated in fp32 = 64 FLOP per instruction. */
+__attribute__((target("avx512f,avx512bf16"))) static float bf16dot512(long iters)
+{
+    __m512 acc[CHAINS];
+    const __m512bh a = (__m512bh)_mm512_set1_epi16(0x3f80), b = (__m512bh)_mm512_set1_epi16(0x3380);
+    for (int c = 0; c < CHAINS; c++) acc[c] = _mm512_set1_ps((float)c);
+    for (long i = 0; i < iters; i++)
+        for (int c = 0; c < CHAINS; c++) acc[c] = _mm512_dpbf16_ps(acc[c], a, b);
+    __m512 s = acc[0];
+    for (int c = 1; c < CHAINS; c++) s = _mm512_add_ps(s, acc[c]);
+    return _mm512_reduce_add_ps(s);
+}
+
+typedef struct {
+    int threads;
+    int kind; /* 0 fma512, 1 fma256, 2 bf16 */
+    volatile float sink;
+} compute_ctx;
+
+static void compute_run(void *p)
+{
+    compute_ctx *c = p;
+    float total = 0;
+#pragma omp parallel num_threads(c->threads) reduction(+ : total)
+    {
+        float v = c->kind == 0 ? fma512(FMA_ITERS) : c->kind == 1 ? fma256(FMA_ITERS) : bf16dot512(FMA_ITERS);
+        total += v;
+    }
+    c->sink = total;
+}
+
+static double compute_flops_per_call(const compute_ctx *c)
+{
+    double lanes_flops = c->kind == 0 ? 16 * 2 : c->kind == 1 ? 8 * 2 : 16 * 2 * 2;
+    return (double)c->threads * FMA_ITERS * CHAINS * lanes_flops;
+}
+
+static int have_avx512(void) { return __builtin_cpu_supports("avx512f"); }
+static int have_bf16(void) { return have_avx512() && machine_has_cpu_flag("avx512_bf16"); }
+
+double peak_fma_gflops(int threads, const runner_opts *ro, const char **isa)
+{
+    compute_ctx c = {.threads = threads, .kind = have_avx512() ? 0 : 1};
+    if (isa) *isa = c.kind == 0 ? "avx512" : "avx2";
+    bench_case bc = {"fp32_fma", compute_run, NULL};
+    runner_result r;
+    if (runner_run(ro, &bc, &c, &r) != 0) return NAN;
+    return compute_flops_per_call(&c) / r.s.median / 1e9;
+}
+
+/* ---------------------------------------------------------------- memory probes (STREAM)
+ * Bytes counted as STREAM does: copy 16 B per element (read 8, write 8), triad 24 B.
+ * Loops are kept as loops (no memcpy with non-temporal stores) so the figure is the
+ * bandwidth ordinary loads and stores reach, as in the kernels compared against it. */
+typedef struct {
+    double *a, *b, *c;
+    size_t n;
+    int threads;
+} stream_ctx;
+
+__attribute__((optimize("no-tree-loop-distribute-patterns"))) static void copy_run(void *p)
+{
+    stream_ctx *s = p;
+    double *restrict a = s->a;
+    const double *restrict b = s->b;
+    long n = (long)s->n;
+#pragma omp parallel for schedule(static) num_threads(s->threads)
+    for (long i = 0; i < n; i++) a[i] = b[i];
+}
+
+static void triad_run(void *p)
+{
+    stream_ctx *s = p;
+    double *restrict a = s->a;
+    const double *restrict b = s->b, *restrict c = s->c;
+    const double q = 3.0;
+    long n = (long)s->n;
+#pragma omp parallel for schedule(static) num_threads(s->threads)
+    for (long i = 0; i < n; i++) a[i] = b[i] + q * c[i];
+}
+
+static int stream_alloc(stream_ctx *s, double array_bytes, int arrays)
+{
+    s->n = (size_t)(array_bytes / sizeof(double));
+    s->a = mem_alloc(s->n, sizeof(double), "stream array a");
+    s->b = mem_alloc(s->n, sizeof(double), "stream array b");
+    s->c = arrays > 2 ? mem_alloc(s->n, sizeof(double), "stream array c") : NULL;
+    if (!s->a || !s->b || (arrays > 2 && !s->c)) return CB_EFAIL;
+    long n = (long)s->n;
+    /* first touch by the threads that use the pages */
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < n; i++) {
+        s->a[i] = 0.0;
+        s->b[i] = 1.0;
+        if (s->c) s->c[i] = 2.0;
+    }
+    return 0;
+}
+
+static void stream_free(stream_ctx *s)
+{
+    free(s->a);
+    free(s->b);
+    free(s->c);
+}
+
+double peak_default_array_bytes(const machine_info *m)
+{
+    double b = 4.0 * m->llc_bytes;
+    if (b < 256.0 * 1048576) b = 256.0 * 1048576;
+    double cap = m->mem_total_bytes / 8;
+    if (cap > 0 && b > cap) b = cap;
+    return b;
+}
+
+double peak_copy_gbps(int threads, double array_bytes, const runner_opts *ro)
+{
+    stream_ctx s = {.threads = threads};
+    if (stream_alloc(&s, array_bytes, 2) != 0) {
+        stream_free(&s);
+        return NAN;
+    }
+    bench_case bc = {"copy", copy_run, NULL};
+    runner_result r;
+    double g = NAN;
+    if (runner_run(ro, &bc, &s, &r) == 0) g = 16.0 * (double)s.n / r.s.median / 1e9;
+    stream_free(&s);
+    return g;
+}
+
+/* ---------------------------------------------------------------- sgemm per OpenBLAS kernel */
+
+/* Runs `costbench matmul --n 4096 --k 2048 --blas-core CORE` in a child with the user's
+ * environment and reads its CSV. Returns GFLOP/s (median, min, max) and the kernel it used. */
+static int sgemm_child(char **argv0, const char *core, double gf[3], char *used, size_t usedsz)
+{
+    char tmp[] = "/tmp/costbench-sgemm-XXXXXX";
+    int fd = mkstemp(tmp);
+    if (fd < 0) return err_msg("cannot create a temporary file: %s", strerror(errno));
+    close(fd);
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) {
+        unlink(tmp);
+        return err_msg("fork failed: %s", strerror(errno));
+    }
+    if (pid == 0) {
+        blascore_restore_env();
+        const char *args[] = {argv0[0], "matmul", "--n", "4096", "--k", "2048", "--blas-core", core,
+                              "--csv", tmp, "--peak-gflops", "1", "--min-time", "0.5", NULL};
+        int devnull = open("/dev/null", O_WRONLY);
+        if (devnull >= 0) dup2(devnull, STDOUT_FILENO);
+        execv("/proc/self/exe", (char **)args);
+        _exit(127);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        unlink(tmp);
+        return err_msg("sgemm probe with --blas-core %s failed (status %d)", core, status);
+    }
+    table t;
+    int rc = table_load(&t, tmp);
+    unlink(tmp);
+    if (rc != 0) return CB_EFAIL;
+    int c0 = table_col(&t, "gflops_median", 1), c1 = table_col(&t, "gflops_min", 1),
+        c2 = table_col(&t, "gflops_max", 1), cb = table_col(&t, "blas_core", 1);
+    if (c0 < 0 || c1 < 0 || c2 < 0 || cb < 0 || t.nrows < 1 || table_get_double(&t, 0, c0, 0, 1e9, &gf[0]) != 0 ||
+        table_get_double(&t, 0, c1, 0, 1e9, &gf[1]) != 0 || table_get_double(&t, 0, c2, 0, 1e9, &gf[2]) != 0) {
+        table_free(&t);
+        return CB_EFAIL;
+    }
+    snprintf(used, usedsz, "%s", table_cell(&t, 0, cb));
+    table_free(&t);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- the peak command */
+
+static void add_compute_row(record *rec, const char *probe, const char *isa, int threads, const runner_result *r,
+                            double flops)
+{
+    int row = record_add_row(rec);
+    if (row < 0) return;
+    record_str(rec, row, PK_PROBE, probe);
+    record_num(rec, row, PK_THREADS, threads);
+    record_str(rec, row, PK_ISA, isa);
+    record_num(rec, row, PK_GF_MED, flops / r->s.median / 1e9);
+    record_num(rec, row, PK_GF_MIN, flops / r->s.max / 1e9);
+    record_num(rec, row, PK_GF_MAX, flops / r->s.min / 1e9);
+    record_num(rec, row, PK_CV, r->s.cv_pct);
+}
+
+int peak_run(const peak_opts *o, const runner_opts *ro, record *rec, machine_info *m)
+{
+    int nthreads = m->threads;
+    int counts[2] = {1, nthreads};
+    int ncounts = nthreads > 1 ? 2 : 1;
+    double fma_all = NAN;
+    const char *isa512 = have_avx512() ? "avx512" : "avx2";
+    for (int ci = 0; ci < ncounts; ci++) {
+        compute_ctx c = {.threads = counts[ci], .kind = have_avx512() ? 0 : 1};
+        bench_case bc = {"fp32_fma", compute_run, NULL};
+        runner_result r;
+        if (runner_run(ro, &bc, &c, &r) != 0) return CB_EFAIL;
+        add_compute_row(rec, "fp32_fma", isa512, counts[ci], &r, compute_flops_per_call(&c));
+        if (counts[ci] == nthreads) fma_all = compute_flops_per_call(&c) / r.s.median / 1e9;
+    }
+    if (have_bf16()) {
+        for (int ci = 0; ci < ncounts; ci++) {
+            compute_ctx c = {.threads = counts[ci], .kind = 2};
+            bench_case bc = {"bf16_dot", compute_run, NULL};
+            runner_result r;
+            if (runner_run(ro, &bc, &c, &r) != 0) return CB_EFAIL;
+            add_compute_row(rec, "bf16_dot", "avx512_bf16", counts[ci], &r, compute_flops_per_call(&c));
+        }
+    } else {
+        record_note(rec, "bf16_dot: this CPU has no AVX512_BF16; probe skipped");
+    }
+    double bytes = o->array_mib > 0 ? o->array_mib * 1048576.0 : peak_default_array_bytes(m);
+    if (mem_check_fits(3 * bytes, "the copy/triad arrays") != 0) return CB_EUSAGE;
+    stream_ctx s = {0};
+    if (stream_alloc(&s, bytes, 3) != 0) {
+        stream_free(&s);
+        return CB_EFAIL;
+    }
+    for (int probe = 0; probe < 2; probe++)
+        for (int ci = 0; ci < ncounts; ci++) {
+            s.threads = counts[ci];
+            bench_case bc = {probe == 0 ? "copy" : "triad", probe == 0 ? copy_run : triad_run, NULL};
+            runner_result r;
+            if (runner_run(ro, &bc, &s, &r) != 0) {
+                stream_free(&s);
+                return CB_EFAIL;
+            }
+            double moved = (probe == 0 ? 16.0 : 24.0) * (double)s.n;
+            int row = record_add_row(rec);
+            if (row < 0) break;
+            record_str(rec, row, PK_PROBE, bc.name);
+            record_num(rec, row, PK_THREADS, counts[ci]);
+            record_num(rec, row, PK_GB_MED, moved / r.s.median / 1e9);
+            record_num(rec, row, PK_GB_MIN, moved / r.s.max / 1e9);
+            record_num(rec, row, PK_GB_MAX, moved / r.s.min / 1e9);
+            record_num(rec, row, PK_CV, r.s.cv_pct);
+            record_num(rec, row, PK_MIB, (double)s.n * 8 / 1048576.0);
+        }
+    stream_free(&s);
+    record_note(rec, "copy/triad: STREAM byte counts (16 and 24 B per element), %.0f MiB per array (last-level cache %.0f MiB)",
+                (double)s.n * 8 / 1048576.0, m->llc_bytes / 1048576.0);
+
+    /* sgemm under the environment's kernel and under the best kernel for this CPU */
+    char best[32] = "";
+    blascore_best(best, sizeof best);
+    const char *orig = blascore_env_orig();
+    if (!o->skip_sgemm) {
+        double gf_env[3] = {NAN, NAN, NAN}, gf_best[3] = {NAN, NAN, NAN};
+        char used_env[64] = "", used_best[64] = "";
+        if (sgemm_child(o->argv0, "env", gf_env, used_env, sizeof used_env) != 0) return CB_EFAIL;
+        if (best[0] && sgemm_child(o->argv0, best, gf_best, used_best, sizeof used_best) != 0) return CB_EFAIL;
+        for (int k = 0; k < 2; k++) {
+            double *g = k == 0 ? gf_env : gf_best;
+            if (!isfinite(g[0])) continue;
+            int row = record_add_row(rec);
+            if (row < 0) break;
+            record_str(rec, row, PK_PROBE, k == 0 ? "sgemm_env" : "sgemm_best");
+            record_num(rec, row, PK_THREADS, nthreads);
+            record_str(rec, row, PK_BLAS, k == 0 ? used_env : used_best);
+            record_num(rec, row, PK_GF_MED, g[0]);
+            record_num(rec, row, PK_GF_MIN, g[1]);
+            record_num(rec, row, PK_GF_MAX, g[2]);
+            record_num(rec, row, PK_PCT, 100.0 * g[0] / fma_all);
+        }
+        if (*orig)
+            record_note(rec, "OPENBLAS_CORETYPE=%s in the environment forces OpenBLAS's %s kernels", orig, used_env);
+        else
+            record_note(rec, "OPENBLAS_CORETYPE is not set: OpenBLAS detects this CPU as %s", used_env);
+        if (best[0] && isfinite(gf_best[0]) && strcasecmp(used_env, used_best) != 0)
+            record_note(rec,
+                        "sgemm 4096x2048x2048: %.0f GFLOP/s with %s vs %.0f GFLOP/s with %s, the best kernel for this CPU (%.2fx); the benchmarks use %s by default (--blas-core auto)",
+                        gf_env[0], used_env, gf_best[0], best, gf_best[0] / gf_env[0], best);
+        else if (best[0])
+            record_note(rec, "sgemm 4096x2048x2048: the environment's kernel %s is already the best for this CPU", used_env);
+    }
+    for (int i = 0; i < rec->nrows; i++) {
+        const char *p = rec->str[(size_t)i * rec->ncols + PK_PROBE];
+        if (p && (strcmp(p, "fp32_fma") == 0 || strcmp(p, "bf16_dot") == 0))
+            record_num(rec, i, PK_PCT, 100.0 * rec->num[(size_t)i * rec->ncols + PK_GF_MED] / fma_all);
+    }
+    record_note(rec, "pct_of_fma_peak: against fp32_fma at %d threads, %.1f GFLOP/s, measured in this run", nthreads,
+                fma_all);
+    return 0;
+}

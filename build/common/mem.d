@@ -1,0 +1,3 @@
+build/common/mem.o: common/mem.c common/mem.h common/err.h
+common/mem.h:
+common/err.h:

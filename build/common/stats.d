@@ -1,0 +1,2 @@
+build/common/stats.o: common/stats.c common/stats.h
+common/stats.h:

@@ -1,0 +1,2 @@
+build/kernels/adamw.o: kernels/adamw.c kernels/adamw.h
+kernels/adamw.h:

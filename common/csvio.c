@@ -1,0 +1,336 @@
+#include "csvio.h"
+
+#include <csv.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "err.h"
+#include "parse.h"
+
+#define ROW_NOT_BEGUN 0 /* libcsv's pstate at a record boundary */
+
+typedef struct {
+    table *t;
+    int line;      /* physical line being fed */
+    int rec_line;  /* line where the current record began */
+    int nfield;    /* fields so far in the current record */
+    char **row;    /* fields of the current record */
+    int rowcap;
+    int header_done;
+    int nalloc;    /* capacity of t->cells in rows */
+    int failed;
+} load_ctx;
+
+static char *dup_field(const void *s, size_t len)
+{
+    char *p = malloc(len + 1);
+    if (!p) return NULL;
+    memcpy(p, s, len);
+    p[len] = '\0';
+    /* trim surrounding blanks of unquoted-looking values */
+    size_t a = 0, b = len;
+    while (a < b && (p[a] == ' ' || p[a] == '\t')) a++;
+    while (b > a && (p[b - 1] == ' ' || p[b - 1] == '\t' || p[b - 1] == '\r')) b--;
+    memmove(p, p + a, b - a);
+    p[b - a] = '\0';
+    return p;
+}
+
+static void on_field(void *s, size_t len, void *data)
+{
+    load_ctx *c = data;
+    if (c->failed) return;
+    if (c->nfield == 0) c->rec_line = c->line;
+    if (c->nfield == c->rowcap) {
+        int cap = c->rowcap ? 2 * c->rowcap : 16;
+        char **r = realloc(c->row, (size_t)cap * sizeof *r);
+        if (!r) { c->failed = err_msg("%s:%d: out of memory", c->t->path, c->line); return; }
+        c->row = r;
+        c->rowcap = cap;
+    }
+    char *f = dup_field(s ? s : "", s ? len : 0);
+    if (!f) { c->failed = err_msg("%s:%d: out of memory", c->t->path, c->line); return; }
+    c->row[c->nfield++] = f;
+}
+
+static void drop_row(load_ctx *c)
+{
+    for (int i = 0; i < c->nfield; i++) free(c->row[i]);
+    c->nfield = 0;
+}
+
+static void on_row(int term, void *data)
+{
+    (void)term;
+    load_ctx *c = data;
+    table *t = c->t;
+    if (c->failed) { drop_row(c); return; }
+    if (c->nfield == 0) return;
+    /* a row of one empty field is a blank line */
+    if (c->nfield == 1 && c->row[0][0] == '\0') { drop_row(c); return; }
+    if (!c->header_done) {
+        t->ncols = c->nfield;
+        t->header = malloc((size_t)c->nfield * sizeof *t->header);
+        if (!t->header) { c->failed = err_msg("%s: out of memory", t->path); drop_row(c); return; }
+        for (int i = 0; i < c->nfield; i++) {
+            t->header[i] = c->row[i];
+            if (t->header[i][0] == '\0') {
+                c->failed = err_msg("%s:%d: header: column %d has no name", t->path, c->rec_line, i + 1);
+            }
+            for (int j = 0; j < i && !c->failed; j++)
+                if (strcmp(t->header[j], t->header[i]) == 0)
+                    c->failed = err_msg("%s:%d: header: column '%s' appears twice", t->path, c->rec_line, t->header[i]);
+        }
+        c->nfield = 0;
+        c->header_done = 1;
+        return;
+    }
+    if (c->nfield != t->ncols) {
+        c->failed = err_msg("%s:%d: expected %d fields (as the header), got %d", t->path, c->rec_line, t->ncols,
+                            c->nfield);
+        drop_row(c);
+        return;
+    }
+    if (t->nrows == c->nalloc) {
+        int cap = c->nalloc ? 2 * c->nalloc : 32;
+        char **cells = realloc(t->cells, (size_t)cap * (size_t)t->ncols * sizeof *cells);
+        int *lines = realloc(t->lines, (size_t)cap * sizeof *lines);
+        if (cells) t->cells = cells;
+        if (lines) t->lines = lines;
+        if (!cells || !lines) { c->failed = err_msg("%s: out of memory", t->path); drop_row(c); return; }
+        c->nalloc = cap;
+    }
+    memcpy(t->cells + (size_t)t->nrows * (size_t)t->ncols, c->row, (size_t)t->ncols * sizeof(char *));
+    t->lines[t->nrows] = c->rec_line;
+    t->nrows++;
+    c->nfield = 0;
+}
+
+int table_load(table *t, const char *path)
+{
+    memset(t, 0, sizeof *t);
+    t->path = strdup(path);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        err_msg("cannot open '%s': %s", path, strerror(errno));
+        table_free(t);
+        return CB_EFAIL;
+    }
+    struct csv_parser p;
+    if (csv_init(&p, CSV_STRICT | CSV_APPEND_NULL | CSV_STRICT_FINI) != 0) {
+        fclose(f);
+        table_free(t);
+        return err_msg("%s: cannot initialise the CSV parser", path);
+    }
+    load_ctx c = {.t = t};
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    while (!c.failed && (len = getline(&line, &cap, f)) >= 0) {
+        c.line++;
+        if (memchr(line, '\0', (size_t)len)) {
+            c.failed = err_msg("%s:%d: binary data (a NUL byte) in a CSV file", path, c.line);
+            break;
+        }
+        if (p.pstate == ROW_NOT_BEGUN && c.nfield == 0 && line[0] == '#') continue;
+        if (csv_parse(&p, line, (size_t)len, on_field, on_row, &c) != (size_t)len) {
+            c.failed = err_msg("%s:%d: malformed CSV: %s", path, c.line, csv_strerror(csv_error(&p)));
+            break;
+        }
+    }
+    if (!c.failed && ferror(f)) c.failed = err_msg("%s: read error: %s", path, strerror(errno));
+    if (!c.failed && csv_fini(&p, on_field, on_row, &c) != 0)
+        c.failed = err_msg("%s:%d: malformed CSV: %s", path, c.line, csv_strerror(csv_error(&p)));
+    if (!c.failed && !c.header_done) c.failed = err_msg("%s: empty file: expected a header row", path);
+    drop_row(&c);
+    free(c.row);
+    free(line);
+    csv_free(&p);
+    fclose(f);
+    if (c.failed) {
+        table_free(t);
+        return CB_EFAIL;
+    }
+    return 0;
+}
+
+void table_free(table *t)
+{
+    if (!t) return;
+    if (t->header)
+        for (int i = 0; i < t->ncols; i++) free(t->header[i]);
+    if (t->cells)
+        for (size_t i = 0; i < (size_t)t->nrows * (size_t)t->ncols; i++) free(t->cells[i]);
+    free(t->header);
+    free(t->cells);
+    free(t->lines);
+    free(t->path);
+    memset(t, 0, sizeof *t);
+}
+
+int table_col(const table *t, const char *name, int required)
+{
+    for (int i = 0; i < t->ncols; i++)
+        if (strcmp(t->header[i], name) == 0) return i;
+    if (required) err_msg("%s:1: missing column '%s'", t->path, name);
+    return -1;
+}
+
+const char *table_cell(const table *t, int row, int col)
+{
+    return t->cells[(size_t)row * (size_t)t->ncols + (size_t)col];
+}
+
+static void where(const table *t, int row, int col, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s:%d: column '%s'", t->path, t->lines[row], t->header[col]);
+}
+
+int table_get_long(const table *t, int row, int col, long lo, long hi, long *out)
+{
+    char w[512];
+    where(t, row, col, w, sizeof w);
+    return parse_long(table_cell(t, row, col), lo, hi, 0, w, out) == 0 ? 0 : CB_EFAIL;
+}
+
+int table_get_double(const table *t, int row, int col, double lo, double hi, double *out)
+{
+    char w[512];
+    where(t, row, col, w, sizeof w);
+    return parse_double(table_cell(t, row, col), lo, hi, w, out) == 0 ? 0 : CB_EFAIL;
+}
+
+int table_get_bool(const table *t, int row, int col, int *out)
+{
+    const char *s = table_cell(t, row, col);
+    static const char *yes[] = {"true", "1", "yes"}, *no[] = {"false", "0", "no"};
+    for (int i = 0; i < 3; i++) {
+        if (strcasecmp(s, yes[i]) == 0) { *out = 1; return 0; }
+        if (strcasecmp(s, no[i]) == 0) { *out = 0; return 0; }
+    }
+    return err_msg("%s:%d: column '%s': expected true or false, got '%s'", t->path, t->lines[row], t->header[col], s);
+}
+
+int table_get_str(const table *t, int row, int col, const char **out)
+{
+    const char *s = table_cell(t, row, col);
+    if (*s == '\0') return err_msg("%s:%d: column '%s': expected a value, got an empty cell", t->path, t->lines[row], t->header[col]);
+    *out = s;
+    return 0;
+}
+
+/* ---- writer ---- */
+
+int csvw_open(csv_writer *w, const char *path)
+{
+    memset(w, 0, sizeof *w);
+    if (strcmp(path, "-") == 0) {
+        w->f = stdout;
+        w->to_stdout = 1;
+        return 0;
+    }
+    w->path = strdup(path);
+    size_t n = strlen(path) + 32;
+    w->tmp = malloc(n);
+    if (!w->path || !w->tmp) { csvw_abort(w); return err_msg("out of memory"); }
+    snprintf(w->tmp, n, "%s.tmp.%ld", path, (long)getpid());
+    w->f = fopen(w->tmp, "w");
+    if (!w->f) {
+        int e = errno;
+        csvw_abort(w);
+        return err_msg("cannot write '%s': %s", path, strerror(e));
+    }
+    return 0;
+}
+
+static void sep(csv_writer *w)
+{
+    if (w->nfield++ > 0) fputc(',', w->f);
+}
+
+void csvw_str(csv_writer *w, const char *s)
+{
+    sep(w);
+    if (!s || !*s) return;
+    if (strpbrk(s, ",\"\n\r") || s[0] == ' ' || s[0] == '#')
+        csv_fwrite(w->f, s, strlen(s));
+    else
+        fputs(s, w->f);
+}
+
+void csvw_num(csv_writer *w, double v)
+{
+    sep(w);
+    if (isfinite(v)) fprintf(w->f, "%.9g", v);
+}
+
+void csvw_endrow(csv_writer *w)
+{
+    fputc('\n', w->f);
+    w->nfield = 0;
+}
+
+int file_commit(const char *tmp, const char *path)
+{
+    int fd = open(tmp, O_RDONLY);
+    if (fd < 0 || fsync(fd) != 0) {
+        int e = errno;
+        if (fd >= 0) close(fd);
+        unlink(tmp);
+        return err_msg("cannot write '%s': %s", path, strerror(e));
+    }
+    close(fd);
+    if (rename(tmp, path) != 0) {
+        int e = errno;
+        unlink(tmp);
+        return err_msg("cannot write '%s': %s", path, strerror(e));
+    }
+    char *d = strdup(path);
+    if (d) {
+        int dfd = open(dirname(d), O_RDONLY | O_DIRECTORY);
+        if (dfd >= 0) {
+            fsync(dfd);
+            close(dfd);
+        }
+        free(d);
+    }
+    return 0;
+}
+
+int csvw_commit(csv_writer *w)
+{
+    int rc = 0;
+    if (w->to_stdout) {
+        fflush(stdout);
+    } else if (w->f) {
+        int bad = ferror(w->f);
+        if (fclose(w->f) != 0 || bad) {
+            w->f = NULL;
+            err_msg("cannot write '%s': %s", w->path, strerror(errno));
+            csvw_abort(w);
+            return CB_EFAIL;
+        }
+        w->f = NULL;
+        rc = file_commit(w->tmp, w->path);
+    }
+    free(w->path);
+    free(w->tmp);
+    memset(w, 0, sizeof *w);
+    return rc;
+}
+
+void csvw_abort(csv_writer *w)
+{
+    if (!w) return;
+    if (w->f && !w->to_stdout) fclose(w->f);
+    if (w->tmp) unlink(w->tmp);
+    free(w->path);
+    free(w->tmp);
+    memset(w, 0, sizeof *w);
+}

@@ -1,0 +1,54 @@
+/* csvio.h: the one CSV loader (libcsv, strict) and writer of the project.
+ * Loader: a header row, then records; blank lines and lines starting with '#' are skipped;
+ * every record keeps its line number so that errors read "file:line: column 'x': ...".
+ * Writer: fields quoted where needed, numbers as %.9g, empty cell for unknown (NaN),
+ * written to a temporary file and renamed into place only when complete. */
+#ifndef CB_CSVIO_H
+#define CB_CSVIO_H
+
+#include <stdio.h>
+
+typedef struct {
+    char *path;
+    int nrows, ncols;
+    char **header; /* (ncols) */
+    char **cells;  /* (nrows, ncols), each a private copy */
+    int *lines;    /* (nrows) line number of each record */
+} table;
+
+/* Loads `path`. Returns 0, or CB_EFAIL after printing "error: path:line: ...". */
+int table_load(table *t, const char *path);
+void table_free(table *t);
+/* Column index of `name`, or -1 (and an error naming the file and the column when required). */
+int table_col(const table *t, const char *name, int required);
+const char *table_cell(const table *t, int row, int col);
+/* Typed access with file:line errors. Empty cells are errors unless noted. */
+int table_get_long(const table *t, int row, int col, long lo, long hi, long *out);
+int table_get_double(const table *t, int row, int col, double lo, double hi, double *out);
+/* true/false/1/0/yes/no */
+int table_get_bool(const table *t, int row, int col, int *out);
+/* Non-empty string; returns the cell (owned by the table). */
+int table_get_str(const table *t, int row, int col, const char **out);
+
+typedef struct {
+    FILE *f;
+    char *path, *tmp;
+    int to_stdout;
+    int nfield; /* fields written in the current row */
+    int failed;
+} csv_writer;
+
+/* path "-" writes to stdout. Returns 0 or CB_EFAIL. */
+int csvw_open(csv_writer *w, const char *path);
+void csvw_str(csv_writer *w, const char *s);
+void csvw_num(csv_writer *w, double v);  /* NaN -> empty cell */
+void csvw_endrow(csv_writer *w);
+/* Flushes, fsyncs and renames into place. Returns 0 or CB_EFAIL (the old file stays). */
+int csvw_commit(csv_writer *w);
+/* Drops the temporary file. */
+void csvw_abort(csv_writer *w);
+
+/* Writes `tmp` durably and renames it over `path` (fsync of file and directory). */
+int file_commit(const char *tmp, const char *path);
+
+#endif

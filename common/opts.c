@@ -1,0 +1,117 @@
+#include "opts.h"
+
+#include <string.h>
+
+#include "err.h"
+#include "parse.h"
+
+#define OPTS_MAX 64
+/* Which specs were given: kept per spec table address (a handful of tables per process). */
+static struct { const opt_spec *table; unsigned char given[OPTS_MAX]; } seen_tab[8];
+
+static unsigned char *seen_for(const opt_spec *specs)
+{
+    for (int i = 0; i < 8; i++)
+        if (seen_tab[i].table == specs) return seen_tab[i].given;
+    for (int i = 0; i < 8; i++)
+        if (seen_tab[i].table == NULL) {
+            seen_tab[i].table = specs;
+            return seen_tab[i].given;
+        }
+    return NULL;
+}
+
+int opts_given(const opt_spec *specs, const char *name)
+{
+    unsigned char *seen = seen_for(specs);
+    for (int i = 0; specs[i].name && i < OPTS_MAX; i++)
+        if (strcmp(specs[i].name, name) == 0) return seen ? seen[i] : 0;
+    return 0;
+}
+
+void opts_help(FILE *f, const char *cmd, const char *synopsis, const opt_spec *specs)
+{
+    fprintf(f, "usage: costbench %s %s\n", cmd, synopsis ? synopsis : "[options]");
+    if (!specs || !specs[0].name) return;
+    fprintf(f, "\noptions:\n");
+    for (int i = 0; specs[i].name; i++) {
+        char left[64];
+        if (specs[i].kind == OPT_FLAG)
+            snprintf(left, sizeof left, "--%s", specs[i].name);
+        else
+            snprintf(left, sizeof left, "--%s %s", specs[i].name, specs[i].metavar ? specs[i].metavar : "VALUE");
+        fprintf(f, "  %-26s %s\n", left, specs[i].help ? specs[i].help : "");
+    }
+    fprintf(f, "  %-26s %s\n", "--help", "show this help");
+}
+
+static int set_value(const opt_spec *o, const char *val)
+{
+    char what[96];
+    snprintf(what, sizeof what, "flag '--%s'", o->name);
+    switch (o->kind) {
+    case OPT_LONG: return parse_long(val, o->lo, o->hi, 1, what, (long *)o->dst);
+    case OPT_DOUBLE: return parse_double(val, o->dlo, o->dhi, what, (double *)o->dst);
+    case OPT_STR:
+        if (val == NULL || *val == '\0') return err_usage("%s: expected a value, got an empty one", what);
+        *(const char **)o->dst = val;
+        return 0;
+    case OPT_LONG_LIST: {
+        opt_list *l = (opt_list *)o->dst;
+        int n = parse_long_list(val, o->lo, o->hi, 1, what, l->v, OPT_LIST_CAP);
+        if (n < 0) return n;
+        l->n = n;
+        return 0;
+    }
+    case OPT_FLAG: *(int *)o->dst = 1; return 0;
+    }
+    return CB_EUSAGE;
+}
+
+int opts_parse(const char *cmd, const char *synopsis, const opt_spec *specs, int argc, char **argv,
+               int first, char **positional, int *npositional)
+{
+    unsigned char *seen = seen_for(specs);
+    if (seen) memset(seen, 0, OPTS_MAX);
+    int maxpos = npositional ? *npositional : 0, npos = 0;
+    for (int i = first; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            opts_help(stdout, cmd, synopsis, specs);
+            return 1;
+        }
+        if (strncmp(a, "--", 2) != 0 || a[2] == '\0') {
+            if (positional && npos < maxpos) {
+                positional[npos++] = argv[i];
+                continue;
+            }
+            err_usage("costbench %s: unexpected argument '%s'", cmd, a);
+            opts_help(stderr, cmd, synopsis, specs);
+            return CB_EUSAGE;
+        }
+        const char *name = a + 2, *eq = strchr(name, '=');
+        size_t len = eq ? (size_t)(eq - name) : strlen(name);
+        int k = -1;
+        for (int j = 0; specs[j].name; j++)
+            if (strlen(specs[j].name) == len && strncmp(specs[j].name, name, len) == 0) { k = j; break; }
+        if (k < 0) {
+            err_usage("costbench %s: unknown flag '--%.*s'", cmd, (int)len, name);
+            opts_help(stderr, cmd, synopsis, specs);
+            return CB_EUSAGE;
+        }
+        const opt_spec *o = &specs[k];
+        const char *val = NULL;
+        if (o->kind == OPT_FLAG) {
+            if (eq) return err_usage("flag '--%s' takes no value", o->name);
+        } else if (eq) {
+            val = eq + 1;
+        } else {
+            if (i + 1 >= argc) return err_usage("flag '--%s' needs a value (%s)", o->name, o->metavar ? o->metavar : "VALUE");
+            val = argv[++i];
+        }
+        if (set_value(o, val) != 0) return CB_EUSAGE;
+        if (seen && k < OPTS_MAX) seen[k] = 1;
+    }
+    if (npositional) *npositional = npos;
+    return 0;
+}

@@ -1,0 +1,43 @@
+/* record.h: one result table, two writers: an aligned human table on stdout (a units row,
+ * '#' context lines above it) and CSV (--csv FILE: header once, %.9g, units in the column
+ * names, empty cell for unknown, machine metadata columns on every row). */
+#ifndef CB_RECORD_H
+#define CB_RECORD_H
+
+#include <stdio.h>
+
+#include "machine.h"
+
+typedef enum { REC_NUM, REC_STR } rec_kind;
+
+typedef struct {
+    const char *name; /* CSV column name, units in it (gflops_median, ns_per_token_median) */
+    const char *unit; /* shown in the table's units row ("GFLOP/s"), "" if none */
+    rec_kind kind;
+    int prec;         /* decimals in the human table (numbers) */
+} rec_col;
+
+#define REC_MAX_NOTES 48
+
+typedef struct {
+    const rec_col *cols;
+    int ncols, nrows, cap;
+    double *num; /* (nrows, ncols), NaN when unset */
+    char **str;  /* (nrows, ncols), NULL when unset */
+    char *notes[REC_MAX_NOTES];
+    int nnotes;
+} record;
+
+int record_init(record *r, const rec_col *cols, int ncols);
+void record_free(record *r);
+/* Appends an empty row; returns its index or CB_EFAIL. */
+int record_add_row(record *r);
+void record_num(record *r, int row, int col, double v);
+void record_str(record *r, int row, int col, const char *s);
+/* A context line printed above the table as "# ...". */
+void record_note(record *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void record_print(const record *r, FILE *f);
+/* Writes the CSV atomically (or to stdout for "-"); metadata from m on every row. */
+int record_write_csv(const record *r, const char *path, const machine_info *m);
+
+#endif

@@ -1,0 +1,21 @@
+/* adamw.h: AdamW (Loshchilov & Hutter 2019: decoupled weight decay, bias-corrected moments),
+ * global gradient L2 norm and clipping by it. t is the 1-based step count. */
+#ifndef CB_ADAMW_H
+#define CB_ADAMW_H
+
+#include <stddef.h>
+
+typedef struct {
+    float lr, beta1, beta2, eps, weight_decay;
+} adamw_params;
+
+/* m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;  p -= lr * (m/(1-b1^t) / (sqrt(v/(1-b2^t)) + eps) + wd p) */
+void adamw_update(float *params, const float *grads, float *m, float *v, size_t n, const adamw_params *hp, int t);
+void adamw_update_ref(double *params, const double *grads, double *m, double *v, size_t n, const adamw_params *hp,
+                      int t);
+/* Sum of squares accumulated in double (combine buffers, then sqrt for the global norm). */
+double grad_sumsq(const float *g, size_t n);
+/* Scales g by max_norm / norm when norm > max_norm; returns the factor applied (1 if none). */
+float grad_clip(float *g, size_t n, double norm, float max_norm);
+
+#endif

@@ -1,0 +1,19 @@
+/* attention.h: causal softmax attention over the fused QKV layout, scores and outputs via
+ * sgemm (matmul_gemm), scaled by 1/sqrt(HS).
+ *   qkv  (B, T, NH, 3*HS)  per head q, k, v blocks (the projection's layout, after rotary)
+ *   out  (B, T, NH*HS)
+ *   att  (B, NH, T, T)     softmax probabilities, saved for backward (zero above the diagonal)
+ * Backward accumulates (+=) into dqkv and needs (T, T) floats of scratch. */
+#ifndef CB_ATTENTION_H
+#define CB_ATTENTION_H
+
+#include <stddef.h>
+
+void attention_forward(float *out, float *att, const float *qkv, int B, int T, int NH, int HS);
+void attention_backward(float *dqkv, float *scratch, const float *dout, const float *qkv, const float *att, int B,
+                        int T, int NH, int HS);
+size_t attention_scratch_floats(int T);
+
+void attention_forward_ref(double *out, const double *qkv, int B, int T, int NH, int HS);
+
+#endif

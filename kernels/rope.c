@@ -1,0 +1,302 @@
+#include "rope.h"
+
+#include <math.h>
+#include <string.h>
+
+int rope_rotary_dims(int HS, double rotary_pct)
+{
+    int r = (int)(HS * rotary_pct);
+    r -= r % 2;
+    if (r < 0) r = 0;
+    if (r > HS) r = HS - HS % 2;
+    return r;
+}
+
+size_t rope_tables_floats(int T, int r, int HS)
+{
+    return (size_t)T * ((size_t)r /* half cos+sin */ + 2 * (size_t)r + 2 * (size_t)HS);
+}
+
+void rope_tables_init(rope_tables *tb, float *storage, int T, int r, int HS, double base)
+{
+    int h = r / 2;
+    tb->T = T;
+    tb->r = r;
+    tb->HS = HS;
+    tb->cos_half = storage;
+    tb->sin_half = tb->cos_half + (size_t)T * h;
+    tb->cos_r = tb->sin_half + (size_t)T * h;
+    tb->sin_r = tb->cos_r + (size_t)T * r;
+    tb->cos_full = tb->sin_r + (size_t)T * r;
+    tb->sin_full = tb->cos_full + (size_t)T * HS;
+    for (int t = 0; t < T; t++) {
+        for (int i = 0; i < h; i++) {
+            double inv_freq = pow(base, -2.0 * i / (double)r);
+            double a = (double)t * inv_freq;
+            float c = (float)cos(a), sn = (float)sin(a);
+            tb->cos_half[(size_t)t * h + i] = c;
+            tb->sin_half[(size_t)t * h + i] = sn;
+            tb->cos_r[(size_t)t * r + i] = c;
+            tb->cos_r[(size_t)t * r + i + h] = c;
+            tb->sin_r[(size_t)t * r + i] = sn;
+            tb->sin_r[(size_t)t * r + i + h] = sn;
+            tb->cos_full[(size_t)t * HS + i] = c;
+            tb->cos_full[(size_t)t * HS + i + h] = c;
+            tb->sin_full[(size_t)t * HS + i] = sn;
+            tb->sin_full[(size_t)t * HS + i + h] = sn;
+        }
+        for (int d = r; d < HS; d++) {
+            tb->cos_full[(size_t)t * HS + d] = 1.0f;
+            tb->sin_full[(size_t)t * HS + d] = 0.0f;
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- reference (Hugging Face) */
+
+/* Index helpers: temporaries are (B, NH, T, w) contiguous; qkv is (B, T, NH, 3*HS). */
+#define ROWS(s) ((size_t)(s)->B * (size_t)(s)->NH * (size_t)(s)->T)
+
+static inline size_t src_off(const rope_shape *s, size_t row, int which)
+{
+    /* row enumerates (b, head, t) in (B, NH, T) order */
+    size_t t = row % (size_t)s->T, bh = row / (size_t)s->T;
+    size_t hh = bh % (size_t)s->NH, b = bh / (size_t)s->NH;
+    return ((b * (size_t)s->T + t) * (size_t)s->NH + hh) * 3 * (size_t)s->HS + (size_t)which * (size_t)s->HS;
+}
+
+size_t rope_ref_scratch_floats(const rope_shape *s)
+{
+    size_t h = (size_t)s->r / 2, r = (size_t)s->r;
+    return ROWS(s) * (h + 4 * r);
+}
+
+/* One tensor (q: which=0, k: which=1). Each loop is one torch op over the whole tensor. */
+static void ref_forward_one(float *out, const float *qkv, const rope_shape *s, const rope_tables *tb, float *scratch,
+                            int which)
+{
+    const long rows = (long)ROWS(s);
+    const int r = s->r, h = r / 2, HS = s->HS, T = s->T;
+    float *neg = scratch, *half = neg + ROWS(s) * h, *a = half + ROWS(s) * r, *bb = a + ROWS(s) * r,
+          *emb = bb + ROWS(s) * r;
+    /* x2 = x[..., h:r]; neg = -x2 */
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < rows; i++) {
+        const float *x = qkv + src_off(s, (size_t)i, which);
+        for (int d = 0; d < h; d++) neg[(size_t)i * h + d] = -x[h + d];
+    }
+    /* half = cat(neg, x1) */
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < rows; i++) {
+        const float *x = qkv + src_off(s, (size_t)i, which);
+        for (int d = 0; d < h; d++) half[(size_t)i * r + d] = neg[(size_t)i * h + d];
+        for (int d = 0; d < h; d++) half[(size_t)i * r + h + d] = x[d];
+    }
+    /* a = x[..., :r] * cos */
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < rows; i++) {
+        const float *x = qkv + src_off(s, (size_t)i, which), *c = tb->cos_r + (size_t)(i % T) * r;
+        for (int d = 0; d < r; d++) a[(size_t)i * r + d] = x[d] * c[d];
+    }
+    /* b = half * sin */
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < rows; i++) {
+        const float *sn = tb->sin_r + (size_t)(i % T) * r;
+        for (int d = 0; d < r; d++) bb[(size_t)i * r + d] = half[(size_t)i * r + d] * sn[d];
+    }
+    /* emb = a + b */
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < rows * r; i++) emb[i] = a[i] + bb[i];
+    /* out = cat(emb, x[..., r:]) */
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < rows; i++) {
+        const float *x = qkv + src_off(s, (size_t)i, which);
+        float *o = out + (size_t)i * HS;
+        memcpy(o, emb + (size_t)i * r, (size_t)r * sizeof(float));
+        memcpy(o + r, x + r, (size_t)(HS - r) * sizeof(float));
+    }
+}
+
+void rope_forward_ref(float *q_out, float *k_out, const float *qkv, const rope_shape *s, const rope_tables *tb,
+                      float *scratch)
+{
+    ref_forward_one(q_out, qkv, s, tb, scratch, 0);
+    ref_forward_one(k_out, qkv, s, tb, scratch, 1);
+}
+
+/* The ops autograd runs for the forward above, each over a materialised temporary
+ * (the zero-filled tensors of slice-backward are not modelled: this is a lower bound). */
+static void ref_backward_one(float *dqkv, const float *dy, const rope_shape *s, const rope_tables *tb, float *scratch,
+                             int which)
+{
+    const long rows = (long)ROWS(s);
+    const int r = s->r, h = r / 2, HS = s->HS, T = s->T;
+    float *dhalf = scratch, *dxr1 = dhalf + ROWS(s) * r, *dx2 = dxr1 + ROWS(s) * r, *cat = dx2 + ROWS(s) * h,
+          *g = cat + ROWS(s) * r;
+    /* mul-by-sin backward: dhalf = demb * sin */
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < rows; i++) {
+        const float *sn = tb->sin_r + (size_t)(i % T) * r, *d = dy + (size_t)i * HS;
+        for (int k = 0; k < r; k++) dhalf[(size_t)i * r + k] = d[k] * sn[k];
+    }
+    /* mul-by-cos backward: dxr1 = demb * cos */
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < rows; i++) {
+        const float *c = tb->cos_r + (size_t)(i % T) * r, *d = dy + (size_t)i * HS;
+        for (int k = 0; k < r; k++) dxr1[(size_t)i * r + k] = d[k] * c[k];
+    }
+    /* neg backward on dhalf[..., :h] */
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < rows; i++)
+        for (int k = 0; k < h; k++) dx2[(size_t)i * h + k] = -dhalf[(size_t)i * r + k];
+    /* cat backward + slice backward: cat(dhalf[..., h:], dx2) */
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < rows; i++) {
+        for (int k = 0; k < h; k++) cat[(size_t)i * r + k] = dhalf[(size_t)i * r + h + k];
+        for (int k = 0; k < h; k++) cat[(size_t)i * r + h + k] = dx2[(size_t)i * h + k];
+    }
+    /* gradient accumulation of the two paths into x[..., :r] */
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < rows * r; i++) g[i] = dxr1[i] + cat[i];
+    /* concatenate with the pass-through gradient into the qkv layout */
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < rows; i++) {
+        float *dx = dqkv + src_off(s, (size_t)i, which);
+        memcpy(dx, g + (size_t)i * r, (size_t)r * sizeof(float));
+        memcpy(dx + r, dy + (size_t)i * HS + r, (size_t)(HS - r) * sizeof(float));
+    }
+}
+
+void rope_backward_ref(float *dqkv, const float *dq_out, const float *dk_out, const rope_shape *s,
+                       const rope_tables *tb, float *scratch)
+{
+    ref_backward_one(dqkv, dq_out, s, tb, scratch, 0);
+    ref_backward_one(dqkv, dk_out, s, tb, scratch, 1);
+}
+
+/* ---------------------------------------------------------------- zero-frequency (whole head) */
+
+/* out[d] = x[d] * C[d] + R(x)[d] * S[d] over all HS dims, with R(x) = (-x[h:r], x[0:h], x[r:HS])
+ * and (C, S) = (1, 0) on the pass-through dims. */
+static inline void zf_head_forward(float *restrict o, const float *restrict x, const float *restrict C,
+                                   const float *restrict S, int r, int HS)
+{
+    const int h = r / 2;
+    for (int d = 0; d < h; d++) o[d] = x[d] * C[d] - x[d + h] * S[d];
+    for (int d = h; d < r; d++) o[d] = x[d] * C[d] + x[d - h] * S[d];
+    for (int d = r; d < HS; d++) o[d] = x[d] * C[d] + x[d] * S[d];
+}
+
+/* dx[j] = dy[j] C[j] + R^T(dy * S)[j], R^T(z) = (z[h:r], -z[0:h], z[r:HS]). */
+static inline void zf_head_backward(float *restrict dx, const float *restrict dy, const float *restrict C,
+                                    const float *restrict S, int r, int HS)
+{
+    const int h = r / 2;
+    for (int j = 0; j < h; j++) dx[j] = dy[j] * C[j] + dy[j + h] * S[j + h];
+    for (int j = h; j < r; j++) dx[j] = dy[j] * C[j] - dy[j - h] * S[j - h];
+    for (int j = r; j < HS; j++) dx[j] = dy[j] * C[j] + dy[j] * S[j];
+}
+
+void rope_forward_zero_freq(float *q_out, float *k_out, const float *qkv, const rope_shape *s,
+                            const rope_tables *tb)
+{
+    const long rows = (long)ROWS(s);
+    const int HS = s->HS, T = s->T;
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < rows; i++) {
+        const float *C = tb->cos_full + (size_t)(i % T) * HS, *S = tb->sin_full + (size_t)(i % T) * HS;
+        size_t q = src_off(s, (size_t)i, 0);
+        zf_head_forward(q_out + (size_t)i * HS, qkv + q, C, S, s->r, HS);
+        zf_head_forward(k_out + (size_t)i * HS, qkv + q + HS, C, S, s->r, HS);
+    }
+}
+
+void rope_backward_zero_freq(float *dqkv, const float *dq_out, const float *dk_out, const rope_shape *s,
+                             const rope_tables *tb)
+{
+    const long rows = (long)ROWS(s);
+    const int HS = s->HS, T = s->T;
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < rows; i++) {
+        const float *C = tb->cos_full + (size_t)(i % T) * HS, *S = tb->sin_full + (size_t)(i % T) * HS;
+        size_t q = src_off(s, (size_t)i, 0);
+        zf_head_backward(dqkv + q, dq_out + (size_t)i * HS, C, S, s->r, HS);
+        zf_head_backward(dqkv + q + HS, dk_out + (size_t)i * HS, C, S, s->r, HS);
+    }
+}
+
+/* ---------------------------------------------------------------- fused, in place */
+
+/* One rotation over the pairs (x[i], x[i + h]), i < h. With AVX-512, 16 pairs per step under a
+ * mask, so that any h (12 for NeoX-20B, 16 for Pythia-6.9B) is one or two vector steps;
+ * sign = -1 applies the inverse rotation (backward). */
+#ifdef __AVX512F__
+#include <immintrin.h>
+static inline void rot_pairs(float *x, const float *c, const float *sn, int h, float sign)
+{
+    const __m512 sg = _mm512_set1_ps(sign);
+    for (int i = 0; i < h; i += 16) {
+        __mmask16 k = h - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (h - i)) - 1u);
+        __m512 a = _mm512_maskz_loadu_ps(k, x + i), b = _mm512_maskz_loadu_ps(k, x + h + i);
+        __m512 cc = _mm512_maskz_loadu_ps(k, c + i), ss = _mm512_mul_ps(sg, _mm512_maskz_loadu_ps(k, sn + i));
+        _mm512_mask_storeu_ps(x + i, k, _mm512_fnmadd_ps(b, ss, _mm512_mul_ps(a, cc)));
+        _mm512_mask_storeu_ps(x + h + i, k, _mm512_fmadd_ps(a, ss, _mm512_mul_ps(b, cc)));
+    }
+}
+#else
+static inline void rot_pairs(float *restrict x, const float *restrict c, const float *restrict sn, int h, float sign)
+{
+    float *restrict x2 = x + h;
+    for (int i = 0; i < h; i++) {
+        float a = x[i], b = x2[i], sv = sign * sn[i];
+        x[i] = a * c[i] - b * sv;
+        x2[i] = b * c[i] + a * sv;
+    }
+}
+#endif
+
+static void rope_fused_inplace(float *qkv, const rope_shape *s, const rope_tables *tb, float sign)
+{
+    const long N = (long)s->B * s->T;
+    const int h = s->r / 2, NH = s->NH, HS = s->HS, T = s->T;
+    if (h == 0) return;
+#pragma omp parallel for schedule(static)
+    for (long n = 0; n < N; n++) {
+        const float *c = tb->cos_half + (size_t)(n % T) * h, *sn = tb->sin_half + (size_t)(n % T) * h;
+        float *tok = qkv + (size_t)n * 3 * NH * HS;
+        for (int hh = 0; hh < NH; hh++) {
+            float *q = tok + (size_t)hh * 3 * HS;
+            rot_pairs(q, c, sn, h, sign);
+            rot_pairs(q + HS, c, sn, h, sign);
+        }
+    }
+}
+
+void rope_forward_fused(float *qkv, const rope_shape *s, const rope_tables *tb) { rope_fused_inplace(qkv, s, tb, 1.0f); }
+
+/* The rotation is orthogonal: its backward is the rotation by -angle. */
+void rope_backward_fused(float *dqkv, const rope_shape *s, const rope_tables *tb)
+{
+    rope_fused_inplace(dqkv, s, tb, -1.0f);
+}
+
+/* Bytes model (floats read + written, x4), per token, for q and k together (x2):
+ *   fused      per head: read r, write r; tables r/2 cos + r/2 sin once per token.
+ *   zero_freq  per head: read HS, write HS; tables HS cos + HS sin once per token.
+ *   reference  forward per head: neg (h, h), cat (2h, r), mul cos (r, r), mul sin (r, r),
+ *              add (2r, r), cat (HS, HS) = 10r + 2HS; tables: r cos + r sin per token.
+ *              backward per head: mul sin (r, r), mul cos (r, r), neg (h, h), cat (2h, r),
+ *              add (2r, r), cat (HS, HS) = 10r + 2HS; tables as forward.
+ * Tables are shared by all heads of a token and read once per token per tensor. */
+double rope_bytes_per_token(const rope_shape *s, int variant, int direction)
+{
+    (void)direction; /* the backward passes move the same amounts as their forwards */
+    const double r = s->r, HS = s->HS, NH = s->NH;
+    double per_head, tables;
+    switch (variant) {
+    case 0: per_head = 10 * r + 2 * HS; tables = 2 * r; break;
+    case 1: per_head = 2 * HS; tables = 2 * HS; break;
+    default: per_head = 2 * r; tables = r; break;
+    }
+    return 4.0 * 2.0 * (NH * per_head + tables);
+}

@@ -1,0 +1,139 @@
+#include "plot.h"
+
+#include <math.h>
+#include <plplot.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../common/csvio.h"
+#include "../common/err.h"
+
+/* Okabe-Ito palette, in cmap0 slots 1..8 (0 is the background). */
+static const int palette[8][3] = {{0, 114, 178}, {230, 159, 0}, {0, 158, 115}, {204, 121, 167},
+                                  {86, 180, 233}, {213, 94, 0}, {240, 228, 66}, {0, 0, 0}};
+enum { COL_BG = 0, COL_AXIS = 9, COL_GRID = 10, COL_REF = 11 };
+
+/* PLplot's plexit() exits the process after calling the handler: jump out instead. */
+static jmp_buf plot_jmp;
+static int plot_exit_handler(const char *msg)
+{
+    err_msg("plot: %s", msg);
+    longjmp(plot_jmp, 1);
+}
+
+static double tr(double v, int log) { return log ? log10(v) : v; }
+
+int plot_lines(const char *path, const plot_spec *sp)
+{
+    const char *ext = strrchr(path, '.');
+    const char *dev = ext && strcmp(ext, ".svg") == 0 ? "svgcairo" : "pngcairo";
+    if (!ext || (strcmp(ext, ".png") != 0 && strcmp(ext, ".svg") != 0))
+        return err_usage("plot '%s': expected a file name ending in .png or .svg", path);
+    double xmin = INFINITY, xmax = -INFINITY, ymin = INFINITY, ymax = -INFINITY;
+    for (int s = 0; s < sp->nseries; s++)
+        for (int i = 0; i < sp->series[s].n; i++) {
+            double x = sp->series[s].x[i], y = sp->series[s].y[i];
+            if (!isfinite(x) || !isfinite(y) || (sp->logx && x <= 0) || (sp->logy && y <= 0)) continue;
+            xmin = fmin(xmin, x), xmax = fmax(xmax, x), ymin = fmin(ymin, y), ymax = fmax(ymax, y);
+        }
+    if (isfinite(sp->hline)) ymin = fmin(ymin, sp->hline), ymax = fmax(ymax, sp->hline);
+    if (!isfinite(xmin) || !isfinite(ymin)) return err_msg("plot '%s': no data to plot", path);
+    double x0 = tr(xmin, sp->logx), x1 = tr(xmax, sp->logx), y0 = tr(ymin, sp->logy), y1 = tr(ymax, sp->logy);
+    double dx = x1 > x0 ? 0.05 * (x1 - x0) : 0.5, dy = y1 > y0 ? 0.08 * (y1 - y0) : 0.5;
+    x0 -= dx, x1 += dx;
+    y1 += dy;
+    y0 = sp->logy ? y0 - dy : (ymin >= 0 ? 0 : y0 - dy);
+
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld%s", path, (long)getpid(), ext);
+    int nl = sp->nseries + (isfinite(sp->hline) ? 1 : 0), nmax = 1;
+    for (int s = 0; s < sp->nseries; s++)
+        if (sp->series[s].n > nmax) nmax = sp->series[s].n;
+    PLINT *opt = calloc((size_t)nl, sizeof *opt), *tcol = calloc((size_t)nl, sizeof *tcol),
+          *lcol = calloc((size_t)nl, sizeof *lcol), *lsty = calloc((size_t)nl, sizeof *lsty),
+          *scol = calloc((size_t)nl, sizeof *scol), *snum = calloc((size_t)nl, sizeof *snum);
+    PLFLT *lw = calloc((size_t)nl, sizeof *lw), *ssc = calloc((size_t)nl, sizeof *ssc);
+    const char **text = calloc((size_t)nl, sizeof *text), **sym = calloc((size_t)nl, sizeof *sym);
+    double *px = malloc((size_t)nmax * sizeof *px), *py = malloc((size_t)nmax * sizeof *py);
+    volatile int rc = 0;
+    if (!opt || !tcol || !lcol || !lsty || !scol || !snum || !lw || !ssc || !text || !sym || !px || !py) {
+        rc = err_msg("out of memory");
+        goto done_nopl;
+    }
+    if (setjmp(plot_jmp) != 0) {
+        rc = CB_EFAIL;
+        goto done;
+    }
+    plsexit(plot_exit_handler);
+    plsdev(dev);
+    plsfnam(tmp);
+    plsetopt("geometry", "1200x800");
+    plscolbg(255, 255, 255);
+    for (int i = 0; i < 8; i++) plscol0(i + 1, palette[i][0], palette[i][1], palette[i][2]);
+    plscol0(COL_AXIS, 0, 0, 0);
+    plscol0(COL_GRID, 200, 200, 200);
+    plscol0(COL_REF, 120, 120, 120);
+    plinit();
+    pladv(0);
+    plvpor(0.10, 0.72, 0.12, 0.90);
+    plwind(x0, x1, y0, y1);
+    plschr(0, 1.1);
+    /* grid first, then the axes over it */
+    plcol0(COL_GRID);
+    pllsty(2);
+    plbox(sp->logx ? "gl" : "g", 0, 0, sp->logy ? "gl" : "g", 0, 0);
+    pllsty(1);
+    plcol0(COL_AXIS);
+    plbox(sp->logx ? "bcnstl" : "bcnst", 0, 0, sp->logy ? "bcnstvl" : "bcnstv", 0, 0);
+    pllab(sp->xlabel, sp->ylabel, sp->title);
+
+    for (int s = 0; s < sp->nseries; s++) {
+        const plot_series *se = &sp->series[s];
+        int col = 1 + s % 8;
+        int m = 0;
+        for (int i = 0; i < se->n; i++) {
+            double x = se->x[i], y = se->y[i];
+            if (!isfinite(x) || !isfinite(y) || (sp->logx && x <= 0) || (sp->logy && y <= 0)) continue;
+            px[m] = tr(x, sp->logx), py[m] = tr(y, sp->logy), m++;
+        }
+        plcol0(col);
+        plwidth(2.5);
+        if (!se->points_only && m > 1) plline(m, px, py);
+        plssym(0, 1.2);
+        plstring(m, px, py, "#(727)");
+        opt[s] = se->points_only ? PL_LEGEND_SYMBOL : (PL_LEGEND_LINE | PL_LEGEND_SYMBOL);
+        tcol[s] = COL_AXIS, lcol[s] = col, lsty[s] = 1, lw[s] = 2.5, scol[s] = col, ssc[s] = 1.0, snum[s] = 1;
+        text[s] = se->label, sym[s] = "#(727)";
+    }
+    if (isfinite(sp->hline)) {
+        double hx[2] = {x0, x1}, hy[2] = {tr(sp->hline, sp->logy), tr(sp->hline, sp->logy)};
+        plcol0(COL_REF);
+        plwidth(2.0);
+        pllsty(3);
+        plline(2, hx, hy);
+        pllsty(1);
+        int s = sp->nseries;
+        opt[s] = PL_LEGEND_LINE;
+        tcol[s] = COL_AXIS, lcol[s] = COL_REF, lsty[s] = 3, lw[s] = 2.0, text[s] = sp->hline_label ? sp->hline_label : "reference";
+        sym[s] = "";
+    }
+    PLFLT lw_out, lh_out;
+    plwidth(1.0);
+    pllegend(&lw_out, &lh_out, PL_LEGEND_BACKGROUND | PL_LEGEND_BOUNDING_BOX, PL_POSITION_RIGHT | PL_POSITION_OUTSIDE |
+             PL_POSITION_TOP, 0.02, 0.0, 0.1, 0, COL_AXIS, 1, 0, 0, nl, opt, 1.0, 0.9, 2.0, 1.0, tcol, text, NULL, NULL,
+             NULL, NULL, lcol, lsty, lw, scol, ssc, snum, sym);
+done:
+    plend();
+done_nopl:
+    free(px), free(py), free(opt), free(tcol), free(lcol), free(lsty), free(scol), free(snum), free(lw), free(ssc);
+    free(text), free(sym);
+    if (rc != 0) {
+        unlink(tmp);
+        return rc;
+    }
+    if (access(tmp, F_OK) != 0) return err_msg("plot '%s': PLplot wrote nothing (driver %s missing?)", path, dev);
+    return file_commit(tmp, path);
+}

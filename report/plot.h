@@ -1,0 +1,26 @@
+/* plot.h: line plots to PNG or SVG files with PLplot (the one place PLplot is called from):
+ * white background, colour-blind-safe palette (Okabe-Ito), grid, legend, titles and axis
+ * labels with units, optional log axes and a labelled horizontal reference line. */
+#ifndef CB_PLOT_H
+#define CB_PLOT_H
+
+typedef struct {
+    const char *label;
+    int n;
+    const double *x, *y;
+    int points_only; /* markers without a line (measured points) */
+} plot_series;
+
+typedef struct {
+    const char *title, *xlabel, *ylabel;
+    int logx, logy;
+    const plot_series *series;
+    int nseries;
+    double hline;            /* NaN for none */
+    const char *hline_label;
+} plot_spec;
+
+/* Writes `path` (.png or .svg) atomically. Returns 0 or CB_EFAIL. */
+int plot_lines(const char *path, const plot_spec *spec);
+
+#endif

@@ -1,0 +1,349 @@
+/* The benchmark subcommands: flags, validation, then bench/ does the work. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../bench/blascore.h"
+#include "../bench/matmul_bench.h"
+#include "../bench/peak.h"
+#include "../bench/rope_bench.h"
+#include "../common/err.h"
+#include "../common/machine.h"
+#include "../common/mem.h"
+#include "../common/opts.h"
+#include "../common/parse.h"
+#include "../common/record.h"
+#include "../kernels/rope.h"
+#include "../model/config.h"
+#include "../report/plot.h"
+#include "commands.h"
+
+/* Flags every benchmark shares. */
+typedef struct {
+    const char *csv, *blas_core;
+    double min_time;
+    long min_samples;
+} common_flags;
+
+#define COMMON_SPECS(cf)                                                                                           \
+    {"csv", OPT_STR, &(cf).csv, 0, 0, 0, 0, "FILE", "also write the results as CSV (- for stdout)"},               \
+    {"blas-core", OPT_STR, &(cf).blas_core, 0, 0, 0, 0, "auto|env|NAME",                                          \
+     "OpenBLAS kernel: auto = best for this CPU (default), env = as the environment sets it"},                     \
+    {"min-time", OPT_DOUBLE, &(cf).min_time, 0, 0, 0.001, 600, "S", "minimum timed seconds per case"},          \
+    {"min-samples", OPT_LONG, &(cf).min_samples, 1, 10000, 0, 0, "N", "minimum samples per case (default 5)"}
+
+static void common_defaults(common_flags *cf, double min_time)
+{
+    cf->csv = NULL;
+    cf->blas_core = "auto";
+    cf->min_time = min_time;
+    cf->min_samples = 5;
+}
+
+static int bench_setup(const common_flags *cf, char **argv, machine_info *m, runner_opts *ro)
+{
+    int rc = blascore_select(cf->blas_core, argv);
+    if (rc != 0) return rc;
+    machine_probe(m);
+    blascore_fill(m);
+    runner_defaults(ro);
+    ro->min_time_s = cf->min_time;
+    ro->min_samples = (int)cf->min_samples;
+    return 0;
+}
+
+static void add_machine_notes(record *rec, const machine_info *m)
+{
+    char blas[512];
+    blascore_describe(blas, sizeof blas);
+    record_note(rec, "%s, %d cores, %d OpenMP threads, %d OpenBLAS threads, OMP_WAIT_POLICY %s; measured here %s (git %s)",
+                m->cpu_model, m->cores, m->threads, m->blas_threads, m->omp_wait_policy, m->date_utc, m->git_rev);
+    record_note(rec, "%s", blas);
+}
+
+static int finish(record *rec, const common_flags *cf, const machine_info *m)
+{
+    record_print(rec, stdout);
+    int rc = 0;
+    if (cf->csv) rc = record_write_csv(rec, cf->csv, m);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ peak */
+
+int cmd_peak(int argc, char **argv)
+{
+    common_flags cf;
+    common_defaults(&cf, 0.3);
+    double array_mib = 0;
+    int no_sgemm = 0;
+    const opt_spec specs[] = {
+        COMMON_SPECS(cf),
+        {"array-mib", OPT_DOUBLE, &array_mib, 0, 0, 1, 1 << 20, "MIB", "copy/triad array size (default 4x LLC, >= 256)"},
+        {"no-sgemm", OPT_FLAG, &no_sgemm, 0, 0, 0, 0, NULL, "skip the sgemm probes under each OpenBLAS kernel"},
+        {0},
+    };
+    int rc = opts_parse("peak", "[options]", specs, argc, argv, 2, NULL, NULL);
+    if (rc != 0) return rc > 0 ? 0 : rc;
+    machine_info m;
+    runner_opts ro;
+    if ((rc = bench_setup(&cf, argv, &m, &ro)) != 0) return rc;
+    record rec;
+    record_init(&rec, peak_cols, PK_NCOLS);
+    add_machine_notes(&rec, &m);
+    peak_opts po = {.array_mib = array_mib, .skip_sgemm = no_sgemm, .argv0 = argv};
+    rc = peak_run(&po, &ro, &rec, &m);
+    if (rc == 0) rc = finish(&rec, &cf, &m);
+    record_free(&rec);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ matmul */
+
+static int matmul_plot(const char *path, const record *rec, const machine_info *m, double peak, int transformer)
+{
+    /* sweep: one line per k, GFLOP/s against n; transformer: one line per phase against FLOPs per call */
+    double xs[512], ys[512];
+    plot_series series[32];
+    char labels[32][48];
+    int ns = 0, used = 0;
+    for (int i = 0; i < rec->nrows && ns < 32; i++) {
+        const double *row = rec->num + (size_t)i * rec->ncols;
+        char key[48];
+        if (transformer) snprintf(key, sizeof key, "%s", rec->str[(size_t)i * rec->ncols + MM_PHASE]);
+        else snprintf(key, sizeof key, "K = %.0f", row[MM_K]);
+        int s = -1;
+        for (int j = 0; j < ns; j++)
+            if (strcmp(labels[j], key) == 0) s = j;
+        if (s >= 0) continue;
+        s = ns++;
+        snprintf(labels[s], sizeof labels[s], "%s", key);
+        series[s] = (plot_series){labels[s], 0, xs + used, ys + used, transformer};
+        for (int k = i; k < rec->nrows && used < 512; k++) {
+            const double *r2 = rec->num + (size_t)k * rec->ncols;
+            char key2[48];
+            if (transformer) snprintf(key2, sizeof key2, "%s", rec->str[(size_t)k * rec->ncols + MM_PHASE]);
+            else snprintf(key2, sizeof key2, "K = %.0f", r2[MM_K]);
+            if (strcmp(key, key2) != 0) continue;
+            xs[used] = transformer ? 2.0 * r2[MM_N] * r2[MM_K] * r2[MM_M] : r2[MM_N];
+            ys[used] = r2[MM_GF_MED];
+            used++;
+            series[s].n++;
+        }
+    }
+    char title[256], peak_label[64];
+    snprintf(title, sizeof title, "fp32 sgemm, OpenBLAS %s, %d threads, %.40s", m->blas_core, m->blas_threads,
+             m->cpu_model);
+    snprintf(peak_label, sizeof peak_label, "FMA peak %.0f", peak);
+    plot_spec sp = {title,
+                    transformer ? "FLOPs per call" : "N = tokens per device (rows of X)",
+                    "GFLOP/s (median)", 1, 0, series, ns, peak > 0 ? peak : NAN, peak_label};
+    return plot_lines(path, &sp);
+}
+
+int cmd_matmul(int argc, char **argv)
+{
+    common_flags cf;
+    common_defaults(&cf, 0.1);
+    opt_list nl = {{512, 1024, 2048, 4096, 8192, 16384}, 6};
+    opt_list kl = {{768, 1024, 2048, 2560, 4096, 5120, 6144}, 7};
+    const char *shapes = NULL, *model = NULL, *plot = NULL;
+    long B = 1, T = 0;
+    double budget = 150, peak_gf = 0;
+    const opt_spec specs[] = {
+        COMMON_SPECS(cf),
+        {"n", OPT_LONG_LIST, &nl, 1, 1 << 20, 0, 0, "LIST", "tokens per device N (default 512,...,16384)"},
+        {"k", OPT_LONG_LIST, &kl, 1, 131072, 0, 0, "LIST", "model widths K (default 768,...,6144)"},
+        {"shapes", OPT_STR, &shapes, 0, 0, 0, 0, "sweep|transformer", "the N x K sweep, or one training step's matmuls"},
+        {"model", OPT_STR, &model, 0, 0, 0, 0, "PRESET", "preset for --shapes transformer (data/models.csv)"},
+        {"micro-batch", OPT_LONG, &B, 1, 65536, 0, 0, "B", "sequences per micro-batch (transformer; default 1)"},
+        {"seq", OPT_LONG, &T, 1, 1 << 20, 0, 0, "T", "sequence length (transformer; default the preset's, <= 2048)"},
+        {"budget-s", OPT_DOUBLE, &budget, 0, 0, 1, 86400, "S", "skip shapes that would exceed this time (default 150)"},
+        {"peak-gflops", OPT_DOUBLE, &peak_gf, 0, 0, 0, 1e9, "G", "FMA peak for pct_of_peak (default: measured now)"},
+        {"plot", OPT_STR, &plot, 0, 0, 0, 0, "FILE.png", "draw GFLOP/s against N, one line per K"},
+        {0},
+    };
+    int rc = opts_parse("matmul", "[options]", specs, argc, argv, 2, NULL, NULL);
+    if (rc != 0) return rc > 0 ? 0 : rc;
+    int transformer = 0;
+    if (shapes) {
+        if (strcmp(shapes, "transformer") == 0) transformer = 1;
+        else if (strcmp(shapes, "sweep") != 0)
+            return err_usage("flag '--shapes': expected sweep or transformer, got '%s'", shapes);
+    } else if (model) {
+        transformer = 1;
+    }
+    if (transformer && !model) return err_usage("flag '--shapes transformer' needs '--model PRESET'");
+    if (!transformer && (opts_given(specs, "micro-batch") || opts_given(specs, "seq")))
+        return err_usage("flags '--micro-batch' and '--seq' go with '--shapes transformer --model PRESET'");
+    if (plot && (!strstr(plot, ".png") && !strstr(plot, ".svg")))
+        return err_usage("flag '--plot': expected a file name ending in .png or .svg, got '%s'", plot);
+    mm_shape sh[1024];
+    int nsh;
+    model_config cfg;
+    if (transformer) {
+        if ((rc = model_preset_find(model, &cfg)) != 0) return rc;
+        if (T == 0) T = cfg.max_T < 2048 ? cfg.max_T : 2048;
+        if (T > cfg.max_T) return err_usage("flag '--seq': %ld exceeds %s's max_seq_len %d", T, cfg.name, cfg.max_T);
+        if (B * T > (1L << 22)) return err_usage("flags '--micro-batch' x '--seq': %ld tokens is more than 4194304", B * T);
+        nsh = mm_shapes_transformer(sh, 1024, &cfg, (int)B, (int)T);
+    } else {
+        nsh = mm_shapes_sweep(sh, 1024, nl.v, nl.n, kl.v, kl.n);
+    }
+    char what[160];
+    if (transformer) snprintf(what, sizeof what, "matmul shapes of %s at B=%ld T=%ld", model, B, T);
+    else snprintf(what, sizeof what, "matmul sweep up to N=%ld K=%ld", nl.v[0], kl.v[0]);
+    if ((rc = mem_check_fits(mm_shapes_bytes(sh, nsh), what)) != 0) return rc;
+    machine_info m;
+    runner_opts ro;
+    if ((rc = bench_setup(&cf, argv, &m, &ro)) != 0) return rc;
+    ro.min_samples = (int)cf.min_samples < 3 ? (int)cf.min_samples : 3;
+    if (opts_given(specs, "min-samples")) ro.min_samples = (int)cf.min_samples;
+    const char *isa = "";
+    int measured_peak = peak_gf <= 0;
+    if (measured_peak) {
+        runner_opts pro;
+        runner_defaults(&pro);
+        peak_gf = peak_fma_gflops(m.threads, &pro, &isa);
+    }
+    record rec;
+    record_init(&rec, mm_cols, MM_NCOLS);
+    add_machine_notes(&rec, &m);
+    if (measured_peak)
+        record_note(&rec, "pct_of_peak: against the fp32 FMA peak measured in this run: %.1f GFLOP/s (%s, %d threads)",
+                    peak_gf, isa, m.threads);
+    else
+        record_note(&rec, "pct_of_peak: against --peak-gflops %.1f (given, not measured in this run)", peak_gf);
+    if (transformer)
+        record_note(&rec, "%s: L=%d C=%d heads=%d V=%d, micro-batch %ld x seq %ld = %ld tokens; count = calls per training step",
+                    cfg.name, cfg.L, cfg.C, cfg.NH, cfg.V, B, T, B * T);
+    else
+        record_note(&rec, "Y (n x m) = X (n x k) @ W^T, W (m x k), m = k: the linear layer's forward product");
+    rc = mm_run(sh, nsh, &ro, budget, peak_gf, &rec);
+    if (rc == 0) rc = finish(&rec, &cf, &m);
+    if (rc == 0 && plot) {
+        rc = matmul_plot(plot, &rec, &m, peak_gf, transformer);
+        if (rc == 0) fprintf(stderr, "wrote %s\n", plot);
+    }
+    record_free(&rec);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ rope */
+
+int cmd_rope(int argc, char **argv)
+{
+    common_flags cf;
+    common_defaults(&cf, 0.2);
+    const char *models = "pythia-160m,pythia-6.9b,neox-20b";
+    long tokens = 8192, T = 0;
+    double copy_gbps = 0;
+    const opt_spec specs[] = {
+        COMMON_SPECS(cf),
+        {"model", OPT_STR, &models, 0, 0, 0, 0, "LIST", "presets (default pythia-160m,pythia-6.9b,neox-20b)"},
+        {"tokens", OPT_LONG, &tokens, 1, 1 << 24, 0, 0, "N", "tokens per call, B x T (default 8192)"},
+        {"seq", OPT_LONG, &T, 1, 1 << 20, 0, 0, "T", "sequence length (default min(tokens, 2048))"},
+        {"copy-gbps", OPT_DOUBLE, &copy_gbps, 0, 0, 0, 1e6, "G", "copy bandwidth for pct_of_copy_bw (default: measured now)"},
+        {0},
+    };
+    int rc = opts_parse("rope", "[options]", specs, argc, argv, 2, NULL, NULL);
+    if (rc != 0) return rc > 0 ? 0 : rc;
+    char buf[1024];
+    char *names[32];
+    int nm = parse_word_list(models, "flag '--model'", buf, sizeof buf, names, 32);
+    if (nm < 0) return nm;
+    model_config cfgs[32];
+    for (int i = 0; i < nm; i++) {
+        if ((rc = model_preset_find(names[i], &cfgs[i])) != 0) return rc;
+        if (cfgs[i].rotary_pct <= 0 || rope_rotary_dims(cfgs[i].HS, cfgs[i].rotary_pct) == 0)
+            return err_usage("flag '--model': '%s' has no rotary embedding (rotary_pct %g)", cfgs[i].name, cfgs[i].rotary_pct);
+    }
+    if (T == 0) T = tokens < 2048 ? tokens : 2048;
+    if (T > tokens) return err_usage("flag '--seq': %ld is more than --tokens %ld", T, tokens);
+    if (tokens % T != 0) return err_usage("flag '--tokens': %ld is not a multiple of --seq %ld", tokens, T);
+    for (int i = 0; i < nm; i++) {
+        char what[128];
+        snprintf(what, sizeof what, "rope on %s at %ld tokens", cfgs[i].name, tokens);
+        if ((rc = mem_check_fits(rope_bench_bytes(&cfgs[i], (int)tokens), what)) != 0) return rc;
+    }
+    machine_info m;
+    runner_opts ro;
+    if ((rc = bench_setup(&cf, argv, &m, &ro)) != 0) return rc;
+    record rec;
+    record_init(&rec, rb_cols, RB_NCOLS);
+    add_machine_notes(&rec, &m);
+    if (copy_gbps <= 0) {
+        runner_opts co;
+        runner_defaults(&co);
+        co.min_samples = 3;
+        double bytes = peak_default_array_bytes(&m);
+        copy_gbps = peak_copy_gbps(m.threads, bytes, &co);
+        record_note(&rec, "pct_of_copy_bw: against copy bandwidth measured in this run: %.2f GB/s (%d threads, %.0f MiB arrays)",
+                    copy_gbps, m.threads, bytes / 1048576);
+    } else {
+        record_note(&rec, "pct_of_copy_bw: against --copy-gbps %.2f (given, not measured in this run)", copy_gbps);
+    }
+    record_note(&rec, "bytes_per_token: what each variant reads and writes (model in kernels/rope.c); the variants were checked to agree, forward and backward, before timing");
+    for (int i = 0; i < nm && rc == 0; i++) rc = rope_bench_run(&cfgs[i], (int)tokens, (int)T, &ro, copy_gbps, &rec);
+    if (rc == 0) rc = finish(&rec, &cf, &m);
+    record_free(&rec);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ models */
+
+static const rec_col model_cols[] = {
+    {"name", "", REC_STR, 0},        {"layers", "", REC_NUM, 0},        {"d_model", "", REC_NUM, 0},
+    {"heads", "", REC_NUM, 0},       {"head_dim", "", REC_NUM, 0},      {"vocab", "", REC_NUM, 0},
+    {"rotary_dims", "", REC_NUM, 0}, {"pos_emb", "", REC_STR, 0},       {"parallel_residual", "", REC_STR, 0},
+    {"tied_embeddings", "", REC_STR, 0}, {"params_m", "M", REC_NUM, 1}, {"non_embedding_params_m", "M", REC_NUM, 1},
+};
+
+int cmd_models(int argc, char **argv)
+{
+    const char *csv = NULL;
+    const opt_spec specs[] = {
+        {"csv", OPT_STR, &csv, 0, 0, 0, 0, "FILE", "also write the list as CSV"},
+        {0},
+    };
+    int rc = opts_parse("models", "[options]", specs, argc, argv, 2, NULL, NULL);
+    if (rc != 0) return rc > 0 ? 0 : rc;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/models.csv", machine_data_dir());
+    model_config *all;
+    int n;
+    if (model_presets_load(path, &all, &n) != 0) return CB_EFAIL;
+    record rec;
+    record_init(&rec, model_cols, (int)(sizeof model_cols / sizeof model_cols[0]));
+    record_note(&rec, "from %s; params: embeddings + L x (12 C^2 + 13 C) + final LayerNorm + unembedding (untied)", path);
+    for (int i = 0; i < n; i++) {
+        const model_config *c = &all[i];
+        double C = c->C, layer = 12.0 * C * C + 13.0 * C;
+        double emb = (double)c->V * C + (c->learned_pos ? (double)c->max_T * C : 0);
+        double total = emb + c->L * layer + 2 * C + (c->tied_embeddings ? 0 : (double)c->V * C);
+        int row = record_add_row(&rec);
+        if (row < 0) break;
+        record_str(&rec, row, 0, c->name);
+        record_num(&rec, row, 1, c->L);
+        record_num(&rec, row, 2, c->C);
+        record_num(&rec, row, 3, c->NH);
+        record_num(&rec, row, 4, c->HS);
+        record_num(&rec, row, 5, c->V);
+        record_num(&rec, row, 6, c->learned_pos ? 0 : rope_rotary_dims(c->HS, c->rotary_pct));
+        record_str(&rec, row, 7, c->learned_pos ? "learned" : "rotary");
+        record_str(&rec, row, 8, c->parallel_residual ? "true" : "false");
+        record_str(&rec, row, 9, c->tied_embeddings ? "true" : "false");
+        record_num(&rec, row, 10, total / 1e6);
+        record_num(&rec, row, 11, c->L * layer / 1e6);
+    }
+    free(all);
+    record_print(&rec, stdout);
+    if (csv) {
+        machine_info m;
+        machine_probe(&m);
+        rc = record_write_csv(&rec, csv, &m);
+    }
+    record_free(&rec);
+    return rc;
+}

@@ -1,0 +1,10 @@
+/* commands.h: the subcommands of costbench. Each returns 0, CB_EFAIL or CB_EUSAGE. */
+#ifndef CB_COMMANDS_H
+#define CB_COMMANDS_H
+
+int cmd_peak(int argc, char **argv);
+int cmd_matmul(int argc, char **argv);
+int cmd_rope(int argc, char **argv);
+int cmd_models(int argc, char **argv);
+
+#endif

@@ -1,0 +1,60 @@
+/* costbench: benchmark and cost-analysis harness for training large language models.
+ * The only place that turns errors into exit codes: 0 ok, 1 runtime failure, 2 usage. */
+#include <stdio.h>
+#include <string.h>
+
+#include "../common/err.h"
+#include "../common/stats.h"
+#include "commands.h"
+
+typedef struct {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+    const char *summary;
+} command;
+
+static const command commands[] = {
+    {"peak", cmd_peak, "this machine's limits: fp32 FMA, BF16 dot, memory bandwidth, sgemm per OpenBLAS kernel"},
+    {"matmul", cmd_matmul, "sgemm sweep over (N x K) @ (K x K), or every matmul of a preset's training step"},
+    {"rope", cmd_rope, "rotary embedding variants (reference, zero_freq, fused), forward and backward"},
+    {"models", cmd_models, "the model presets of data/models.csv with their parameter counts"},
+};
+enum { NCOMMANDS = sizeof commands / sizeof commands[0] };
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: costbench <command> [options]\n\ncommands:\n");
+    for (int i = 0; i < NCOMMANDS; i++) fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "  %-8s %s\n", "help", "this text, or 'costbench help <command>' for a command's options");
+    fprintf(f, "\nEvery command takes --help. Results: a table on stdout, --csv FILE for CSV.\n");
+}
+
+int main(int argc, char **argv)
+{
+    stats_init();
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
+        if (argc >= 3)
+            for (int i = 0; i < NCOMMANDS; i++)
+                if (strcmp(argv[2], commands[i].name) == 0) {
+                    char *hargv[] = {argv[0], argv[2], "--help", NULL};
+                    return err_exit_status(commands[i].fn(3, hargv));
+                }
+        if (argc >= 3) {
+            err_usage("unknown command '%s'", argv[2]);
+            usage(stderr);
+            return 2;
+        }
+        usage(stdout);
+        return 0;
+    }
+    for (int i = 0; i < NCOMMANDS; i++)
+        if (strcmp(cmd, commands[i].name) == 0) return err_exit_status(commands[i].fn(argc, argv));
+    err_usage("unknown command '%s'", cmd);
+    usage(stderr);
+    return 2;
+}
