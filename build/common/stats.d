@@ -1,2 +1,0 @@
-build/common/stats.o: common/stats.c common/stats.h
-common/stats.h:

@@ -1,3 +1,0 @@
-build/kernels/crossentropy.o: kernels/crossentropy.c \
- kernels/crossentropy.h
-kernels/crossentropy.h:

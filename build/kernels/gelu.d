@@ -1,2 +1,0 @@
-build/kernels/gelu.o: kernels/gelu.c kernels/gelu.h
-kernels/gelu.h:

@@ -1,2 +1,0 @@
-build/kernels/layernorm.o: kernels/layernorm.c kernels/layernorm.h
-kernels/layernorm.h:
