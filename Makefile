@@ -87,8 +87,12 @@ $(TEST_BIN): $(TEST_OBJ) $(LIB_OBJ) $(CLI_NOMAIN)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
+ifeq ($(SAN),1)
+TEST_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0 UBSAN_OPTIONS=print_stacktrace=1
+endif
+
 test: $(BIN) $(TEST_BIN)
-	./$(TEST_BIN) ./$(BIN)
+	$(TEST_ENV) ./$(TEST_BIN) ./$(BIN)
 
 # The main job: measure this machine and write out/ (see README.md).
 report: $(BIN)

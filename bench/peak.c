@@ -20,7 +20,7 @@
 
 const rec_col peak_cols[PK_NCOLS] = {
     {"probe", "", REC_STR, 0},          {"threads", "", REC_NUM, 0},       {"isa", "", REC_STR, 0},
-    {"blas_core", "", REC_STR, 0},      {"gflops_median", "GFLOP/s", REC_NUM, 1},
+    {"sgemm_core", "", REC_STR, 0},     {"gflops_median", "GFLOP/s", REC_NUM, 1},
     {"gflops_min", "GFLOP/s", REC_NUM, 1}, {"gflops_max", "GFLOP/s", REC_NUM, 1},
     {"gbps_median", "GB/s", REC_NUM, 2}, {"gbps_min", "GB/s", REC_NUM, 2},   {"gbps_max", "GB/s", REC_NUM, 2},
     {"cv_pct", "%", REC_NUM, 1},        {"pct_of_fma_peak", "%", REC_NUM, 1}, {"array_mib", "MiB", REC_NUM, 0},

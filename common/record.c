@@ -116,7 +116,7 @@ int record_write_csv(const record *r, const char *path, const machine_info *m)
 {
     csv_writer w;
     if (csvw_open(&w, path) != 0) return CB_EFAIL;
-    static const char *meta[] = {"cpu_model", "cores", "threads", "blas_threads", "blas_core", "blas_core_env",
+    static const char *meta[] = {"cpu_model", "cores", "omp_threads", "blas_threads", "blas_core", "blas_core_env",
                                  "blas_core_choice", "omp_wait_policy", "cflags", "git_rev", "date_utc"};
     for (int c = 0; c < r->ncols; c++) csvw_str(&w, r->cols[c].name);
     for (size_t i = 0; i < sizeof meta / sizeof meta[0]; i++) csvw_str(&w, meta[i]);

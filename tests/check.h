@@ -1,0 +1,42 @@
+/* check.h: the test framework: CHECK records a failure and goes on; a test passes when none
+ * of its checks failed; the runner ends with "N passed, N failed" and exits non-zero on any. */
+#ifndef CB_CHECK_H
+#define CB_CHECK_H
+
+#include <stddef.h>
+
+void check_fail(const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+#define CHECK(cond, ...)                                              \
+    do {                                                              \
+        if (!(cond)) check_fail(__FILE__, __LINE__, __VA_ARGS__);     \
+    } while (0)
+
+typedef struct {
+    const char *name;
+    void (*fn)(void);
+} test_case;
+
+/* |x - ref| <= atol + rtol * |ref| elementwise; prints the worst element and the max abs/rel
+ * errors when it fails. Returns 1 when close. */
+int allclose(const char *what, const float *x, const double *ref, size_t n, double atol, double rtol);
+/* Central finite differences in double of loss(x) at `nsample` elements (all when n is small)
+ * against the analytic gradient `grad`; error |a - n| / max(|n|, rms of numeric) <= tol. */
+int fd_check(const char *what, double *x, size_t n, const float *grad, double (*loss)(void *ctx, const double *x),
+             void *ctx, int nsample, double tol);
+
+/* Deterministic uniform numbers in [-1, 1). */
+void rand_fill(float *x, size_t n, unsigned *state);
+void rand_fill_d(double *x, size_t n, unsigned *state);
+void to_double(double *d, const float *f, size_t n);
+void to_float(float *f, const double *d, size_t n);
+
+/* stderr captured into a buffer around a call (to check one-line error messages). */
+void capture_stderr_begin(void);
+const char *capture_stderr_end(void);
+
+/* The binary under test, for CLI tests (argv[1] of the runner). */
+extern const char *g_costbench;
+
+extern const test_case tests_common[], tests_kernels[], tests_rope[], tests_cli[];
+
+#endif

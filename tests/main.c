@@ -1,0 +1,49 @@
+/* The test runner: every test of every file, then "N passed, N failed". */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../common/stats.h"
+#include "check.h"
+
+const char *g_costbench = "./costbench";
+static int g_failed_checks;
+
+void check_fail(const char *file, int line, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stdout, "    %s:%d: ", file, line);
+    vfprintf(stdout, fmt, ap);
+    fputc('\n', stdout);
+    fflush(stdout);
+    va_end(ap);
+    g_failed_checks++;
+}
+
+int main(int argc, char **argv)
+{
+    stats_init();
+    if (argc > 1) g_costbench = argv[1];
+    const char *only = argc > 2 ? argv[2] : NULL;
+    const test_case *groups[] = {tests_common, tests_kernels, tests_rope, tests_cli};
+    int passed = 0, failed = 0;
+    for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++)
+        for (const test_case *t = groups[g]; t->name; t++) {
+            if (only && !strstr(t->name, only)) continue;
+            int before = g_failed_checks;
+            t->fn();
+            if (g_failed_checks == before) {
+                passed++;
+                printf("ok   %s\n", t->name);
+            } else {
+                failed++;
+                printf("FAIL %s\n", t->name);
+            }
+            fflush(stdout);
+        }
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}

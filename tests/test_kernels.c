@@ -1,0 +1,345 @@
+/* Kernels against double-precision references, backward passes against central finite
+ * differences, and closed-form properties. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../kernels/adamw.h"
+#include "../kernels/attention.h"
+#include "../kernels/crossentropy.h"
+#include "../kernels/gelu.h"
+#include "../kernels/layernorm.h"
+#include "../kernels/matmul.h"
+#include "check.h"
+
+/* ---------------------------------------------------------------- comparator */
+
+static void test_comparator_catches_perturbation(void)
+{
+    enum { N = 64 };
+    float x[N];
+    double r[N];
+    unsigned st = 1;
+    rand_fill(x, N, &st);
+    to_double(r, x, N);
+    CHECK(allclose("identical", x, r, N, 1e-7, 1e-6), "identical arrays must compare equal");
+    x[17] += 1e-3f;
+    printf("    (the next line is the comparator rejecting a perturbed array, as it must)\n");
+    CHECK(!allclose("perturbed", x, r, N, 1e-6, 1e-5), "a 1e-3 perturbation passed a 1e-6 tolerance");
+    x[17] = NAN;
+    CHECK(!allclose("nan", x, r, N, 1e30, 1e30), "a NaN passed the comparator");
+}
+
+/* ---------------------------------------------------------------- matmul */
+
+typedef struct {
+    int N, C, OC, which; /* which: 0 inp, 1 weight, 2 bias */
+    double *x, *w, *b, *dout, *out;
+} mm_fd;
+
+static double mm_loss(void *p, const double *v)
+{
+    mm_fd *c = p;
+    const double *x = c->which == 0 ? v : c->x, *w = c->which == 1 ? v : c->w, *b = c->which == 2 ? v : c->b;
+    matmul_forward_ref(c->out, x, w, b, c->N, c->C, c->OC);
+    double l = 0;
+    for (int i = 0; i < c->N * c->OC; i++) l += c->dout[i] * c->out[i];
+    return l;
+}
+
+static void test_matmul_forward_backward(void)
+{
+    const int sizes[2][3] = {{7, 5, 6}, {64, 96, 80}};
+    for (int s = 0; s < 2; s++) {
+        int N = sizes[s][0], C = sizes[s][1], OC = sizes[s][2];
+        unsigned st = 42u + s;
+        float *x = malloc(sizeof(float) * N * C), *w = malloc(sizeof(float) * OC * C), *b = malloc(sizeof(float) * OC);
+        float *out = malloc(sizeof(float) * N * OC), *dout = malloc(sizeof(float) * N * OC);
+        float *dx = calloc((size_t)N * C, sizeof(float)), *dw = calloc((size_t)OC * C, sizeof(float)),
+              *db = calloc((size_t)OC, sizeof(float));
+        double *xd = malloc(sizeof(double) * N * C), *wd = malloc(sizeof(double) * OC * C), *bd = malloc(sizeof(double) * OC);
+        double *outd = malloc(sizeof(double) * N * OC), *doutd = malloc(sizeof(double) * N * OC);
+        double *dxd = calloc((size_t)N * C, sizeof(double)), *dwd = calloc((size_t)OC * C, sizeof(double)),
+               *dbd = calloc((size_t)OC, sizeof(double));
+        rand_fill(x, (size_t)N * C, &st);
+        rand_fill(w, (size_t)OC * C, &st);
+        rand_fill(b, (size_t)OC, &st);
+        rand_fill(dout, (size_t)N * OC, &st);
+        to_double(xd, x, (size_t)N * C);
+        to_double(wd, w, (size_t)OC * C);
+        to_double(bd, b, (size_t)OC);
+        to_double(doutd, dout, (size_t)N * OC);
+        CHECK(matmul_forward(out, x, w, b, N, C, OC) == 0, "matmul_forward refused valid dims");
+        matmul_forward_ref(outd, xd, wd, bd, N, C, OC);
+        CHECK(allclose("matmul forward", out, outd, (size_t)N * OC, 1e-5, 1e-5), "forward differs from reference");
+        CHECK(matmul_backward_input(dx, dout, w, N, C, OC) == 0, "backward_input refused valid dims");
+        CHECK(matmul_backward_weight(dw, db, dout, x, N, C, OC) == 0, "backward_weight refused valid dims");
+        matmul_backward_input_ref(dxd, doutd, wd, N, C, OC);
+        matmul_backward_weight_ref(dwd, dbd, doutd, xd, N, C, OC);
+        CHECK(allclose("matmul dinp", dx, dxd, (size_t)N * C, 1e-5, 1e-5), "dinp differs from reference");
+        CHECK(allclose("matmul dweight", dw, dwd, (size_t)OC * C, 1e-5, 1e-5), "dweight differs from reference");
+        CHECK(allclose("matmul dbias", db, dbd, (size_t)OC, 1e-5, 1e-5), "dbias differs from reference");
+        mm_fd c = {N, C, OC, 0, xd, wd, bd, doutd, outd};
+        c.which = 0;
+        CHECK(fd_check("matmul dinp", xd, (size_t)N * C, dx, mm_loss, &c, 200, 1e-4), "dinp vs finite differences");
+        c.which = 1;
+        CHECK(fd_check("matmul dweight", wd, (size_t)OC * C, dw, mm_loss, &c, 200, 1e-4), "dweight vs finite differences");
+        c.which = 2;
+        CHECK(fd_check("matmul dbias", bd, (size_t)OC, db, mm_loss, &c, 200, 1e-4), "dbias vs finite differences");
+        free(x), free(w), free(b), free(out), free(dout), free(dx), free(dw), free(db);
+        free(xd), free(wd), free(bd), free(outd), free(doutd), free(dxd), free(dwd), free(dbd);
+    }
+}
+
+static void test_matmul_dimension_checks(void)
+{
+    float a[4] = {0}, b[4] = {0}, c[4] = {0};
+    CHECK(matmul_forward(c, a, b, NULL, 0, 2, 2) == MATMUL_EDIM, "N = 0 accepted");
+    CHECK(matmul_forward(c, a, b, NULL, 2, -1, 2) == MATMUL_EDIM, "C < 0 accepted");
+    CHECK(matmul_forward(c, a, b, NULL, 1 << 20, 1 << 20, 2) == MATMUL_EDIM, "an int-overflowing operand accepted");
+    CHECK(matmul_backward_input(NULL, a, b, 2, 2, 2) == MATMUL_EDIM, "NULL dinp accepted");
+    CHECK(matmul_gemm(0, 0, 2, 2, 2, 1.0f, a, 1, b, 2, 0.0f, c, 2) == MATMUL_EDIM, "lda < k accepted");
+    CHECK(matmul_gemm(0, 0, 2, 2, 2, 1.0f, a, 2, b, 2, 0.0f, c, 2) == MATMUL_OK, "valid gemm refused");
+}
+
+/* ---------------------------------------------------------------- layernorm */
+
+typedef struct {
+    int N, C, which;
+    double *x, *w, *b, *dout, *out;
+} ln_fd;
+
+static double ln_loss(void *p, const double *v)
+{
+    ln_fd *c = p;
+    layernorm_forward_ref(c->out, c->which == 0 ? v : c->x, c->which == 1 ? v : c->w, c->which == 2 ? v : c->b, c->N, c->C);
+    double l = 0;
+    for (int i = 0; i < c->N * c->C; i++) l += c->dout[i] * c->out[i];
+    return l;
+}
+
+static void test_layernorm(void)
+{
+    enum { N = 5, C = 33 };
+    unsigned st = 7;
+    float x[N * C], w[C], b[C], out[N * C], mean[N], rstd[N], dout[N * C], dx[N * C] = {0}, dw[C] = {0}, db[C] = {0};
+    double xd[N * C], wd[C], bd[C], outd[N * C], doutd[N * C];
+    rand_fill(x, N * C, &st);
+    for (int i = 0; i < N * C; i++) x[i] = 3.0f * x[i] + 0.5f;
+    rand_fill(w, C, &st);
+    rand_fill(b, C, &st);
+    rand_fill(dout, N * C, &st);
+    to_double(xd, x, N * C), to_double(wd, w, C), to_double(bd, b, C), to_double(doutd, dout, N * C);
+    layernorm_forward(out, mean, rstd, x, w, b, N, C);
+    layernorm_forward_ref(outd, xd, wd, bd, N, C);
+    CHECK(allclose("layernorm forward", out, outd, N * C, 1e-5, 1e-5), "forward differs from reference");
+    layernorm_backward(dx, dw, db, dout, x, w, mean, rstd, N, C);
+    ln_fd c = {N, C, 0, xd, wd, bd, doutd, outd};
+    CHECK(fd_check("layernorm dinp", xd, N * C, dx, ln_loss, &c, 400, 1e-3), "dinp vs finite differences");
+    c.which = 1;
+    CHECK(fd_check("layernorm dweight", wd, C, dw, ln_loss, &c, 400, 1e-3), "dweight vs finite differences");
+    c.which = 2;
+    CHECK(fd_check("layernorm dbias", bd, C, db, ln_loss, &c, 400, 1e-3), "dbias vs finite differences");
+    /* property: with unit weight and zero bias every row has mean 0 and variance 1 */
+    for (int i = 0; i < C; i++) w[i] = 1.0f, b[i] = 0.0f;
+    layernorm_forward(out, mean, rstd, x, w, b, N, C);
+    for (int r = 0; r < N; r++) {
+        double m = 0, v = 0;
+        for (int i = 0; i < C; i++) m += out[r * C + i];
+        m /= C;
+        for (int i = 0; i < C; i++) v += (out[r * C + i] - m) * (out[r * C + i] - m);
+        v /= C;
+        CHECK(fabs(m) < 1e-5 && fabs(v - 1.0) < 1e-3, "row %d: mean %.3g variance %.6g", r, m, v);
+    }
+}
+
+/* ---------------------------------------------------------------- gelu */
+
+typedef struct {
+    size_t n;
+    double *dout, *out;
+} gelu_fd;
+
+static double gelu_loss(void *p, const double *v)
+{
+    gelu_fd *c = p;
+    gelu_forward_ref(c->out, v, c->n);
+    double l = 0;
+    for (size_t i = 0; i < c->n; i++) l += c->dout[i] * c->out[i];
+    return l;
+}
+
+static void test_gelu(void)
+{
+    enum { N = 200 };
+    float x[N], out[N], dout[N], dx[N] = {0};
+    double xd[N], outd[N], doutd[N];
+    unsigned st = 11;
+    rand_fill(x, N, &st);
+    for (int i = 0; i < N; i++) x[i] *= 5.0f;
+    rand_fill(dout, N, &st);
+    to_double(xd, x, N), to_double(doutd, dout, N);
+    gelu_forward(out, x, N);
+    gelu_forward_ref(outd, xd, N);
+    CHECK(allclose("gelu forward", out, outd, N, 1e-6, 1e-5), "forward differs from reference");
+    gelu_backward(dx, x, dout, N);
+    gelu_fd c = {N, doutd, outd};
+    CHECK(fd_check("gelu dinp", xd, N, dx, gelu_loss, &c, N, 1e-4), "dinp vs finite differences");
+    /* exact form, not the tanh approximation: gelu(1) = 0.8413447460685429 */
+    float one = 1.0f, g;
+    gelu_forward(&g, &one, 1);
+    CHECK(fabs(g - 0.8413447460685429) < 1e-6, "gelu(1) = %.9g, exact erf form gives 0.841344746", g);
+}
+
+/* ---------------------------------------------------------------- attention */
+
+typedef struct {
+    int B, T, NH, HS;
+    double *dout, *out;
+} att_fd;
+
+static double att_loss(void *p, const double *v)
+{
+    att_fd *c = p;
+    attention_forward_ref(c->out, v, c->B, c->T, c->NH, c->HS);
+    double l = 0;
+    for (int i = 0; i < c->B * c->T * c->NH * c->HS; i++) l += c->dout[i] * c->out[i];
+    return l;
+}
+
+static void test_attention(void)
+{
+    enum { B = 2, T = 6, NH = 2, HS = 4, C = NH * HS, C3 = 3 * C };
+    unsigned st = 5;
+    float qkv[B * T * C3], out[B * T * C], att[B * NH * T * T], dout[B * T * C], dqkv[B * T * C3] = {0},
+          scratch[T * T];
+    double qkvd[B * T * C3], outd[B * T * C], doutd[B * T * C];
+    rand_fill(qkv, B * T * C3, &st);
+    for (int i = 0; i < B * T * C3; i++) qkv[i] *= 2.0f;
+    rand_fill(dout, B * T * C, &st);
+    to_double(qkvd, qkv, B * T * C3), to_double(doutd, dout, B * T * C);
+    attention_forward(out, att, qkv, B, T, NH, HS);
+    attention_forward_ref(outd, qkvd, B, T, NH, HS);
+    CHECK(allclose("attention forward", out, outd, B * T * C, 1e-5, 1e-4), "forward differs from reference");
+    /* softmax rows sum to 1 and nothing attends to the future */
+    for (int r = 0; r < B * NH * T; r++) {
+        int i = r % T;
+        double s = 0, future = 0;
+        for (int j = 0; j < T; j++) {
+            if (j <= i) s += att[r * T + j];
+            else future += att[r * T + j];
+        }
+        CHECK(fabs(s - 1.0) < 1e-5 && future == 0.0, "row %d: sum %.9g, future mass %.3g", r, s, future);
+    }
+    attention_backward(dqkv, scratch, dout, qkv, att, B, T, NH, HS);
+    att_fd c = {B, T, NH, HS, doutd, outd};
+    CHECK(fd_check("attention dqkv", qkvd, B * T * C3, dqkv, att_loss, &c, B * T * C3, 1e-3), "dqkv vs finite differences");
+}
+
+/* ---------------------------------------------------------------- cross-entropy */
+
+typedef struct {
+    int N, V;
+    const int *targets;
+    double *dl, *losses;
+} ce_fd;
+
+static double ce_loss(void *p, const double *v)
+{
+    ce_fd *c = p;
+    crossentropy_forward_ref(c->losses, v, c->targets, c->N, c->V);
+    double l = 0;
+    for (int i = 0; i < c->N; i++) l += c->dl[i] * c->losses[i];
+    return l;
+}
+
+static void test_crossentropy(void)
+{
+    enum { N = 4, V = 37 };
+    unsigned st = 3;
+    float logits[N * V], losses[N], lse[N], dl[N], dlogits[N * V] = {0};
+    double logitsd[N * V], lossesd[N], dld[N];
+    int targets[N] = {0, 36, 5, 17};
+    rand_fill(logits, N * V, &st);
+    for (int i = 0; i < N * V; i++) logits[i] *= 8.0f;
+    rand_fill(dl, N, &st);
+    to_double(logitsd, logits, N * V), to_double(dld, dl, N);
+    CHECK(crossentropy_forward(losses, lse, logits, targets, N, V) == 0, "valid targets refused");
+    crossentropy_forward_ref(lossesd, logitsd, targets, N, V);
+    CHECK(allclose("cross-entropy forward", losses, lossesd, N, 1e-5, 1e-5), "forward differs from reference");
+    crossentropy_backward(dlogits, dl, logits, lse, targets, N, V);
+    ce_fd c = {N, V, targets, dld, lossesd};
+    CHECK(fd_check("cross-entropy dlogits", logitsd, N * V, dlogits, ce_loss, &c, N * V, 1e-4), "dlogits vs finite differences");
+    /* uniform logits: loss = ln V */
+    for (int i = 0; i < N * V; i++) logits[i] = 0.25f;
+    crossentropy_forward(losses, lse, logits, targets, N, V);
+    CHECK(fabs(losses[0] - log((double)V)) < 1e-5, "uniform logits: loss %.7g, ln V = %.7g", losses[0], log((double)V));
+    int bad[N] = {0, V, 1, 2};
+    CHECK(crossentropy_forward(losses, lse, logits, bad, N, V) == -1, "a target of V was accepted");
+    bad[1] = -1;
+    CHECK(crossentropy_backward(dlogits, dl, logits, lse, bad, N, V) == -1, "a target of -1 was accepted");
+}
+
+/* ---------------------------------------------------------------- AdamW, norm, clip */
+
+static void test_adamw_matches_reference(void)
+{
+    enum { N = 50 };
+    unsigned st = 9;
+    float p[N], g[N], m[N] = {0}, v[N] = {0};
+    double pd[N], gd[N], md[N] = {0}, vd[N] = {0};
+    rand_fill(p, N, &st);
+    to_double(pd, p, N);
+    adamw_params hp = {1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f};
+    for (int t = 1; t <= 5; t++) {
+        rand_fill(g, N, &st);
+        to_double(gd, g, N);
+        adamw_update(p, g, m, v, N, &hp, t);
+        adamw_update_ref(pd, gd, md, vd, N, &hp, t);
+    }
+    CHECK(allclose("adamw params after 5 steps", p, pd, N, 1e-6, 1e-5), "AdamW differs from reference");
+}
+
+static void test_adamw_closed_form(void)
+{
+    /* constant gradient g: bias-corrected m = g, v = g^2, so every step is p <- a p - lr s with
+     * a = 1 - lr wd and s = g / (|g| + eps): p_t = a^t p0 - lr s (1 - a^t) / (1 - a) */
+    enum { N = 4, STEPS = 25 };
+    float p[N] = {1.0f, -2.0f, 0.5f, 0.0f}, g[N] = {0.3f, -1.5f, 2e-3f, 1.0f}, m[N] = {0}, v[N] = {0};
+    adamw_params hp = {1e-2f, 0.9f, 0.999f, 1e-8f, 0.05f};
+    double p0[N];
+    to_double(p0, p, N);
+    for (int t = 1; t <= STEPS; t++) adamw_update(p, g, m, v, N, &hp, t);
+    double a = 1.0 - (double)hp.lr * hp.weight_decay, at = pow(a, STEPS), expect[N];
+    for (int i = 0; i < N; i++) {
+        double s = g[i] / (fabs((double)g[i]) + hp.eps);
+        expect[i] = at * p0[i] - (double)hp.lr * s * (1 - at) / (1 - a);
+    }
+    CHECK(allclose("adamw closed form", p, expect, N, 1e-5, 1e-4), "AdamW does not match its closed form");
+}
+
+static void test_grad_norm_and_clip(void)
+{
+    float g[3] = {3.0f, 4.0f, 12.0f};
+    double norm = sqrt(grad_sumsq(g, 3));
+    CHECK(fabs(norm - 13.0) < 1e-9, "norm of (3, 4, 12) = %.9g, expected 13", norm);
+    float f = grad_clip(g, 3, norm, 1.0f);
+    double after = sqrt(grad_sumsq(g, 3));
+    CHECK(fabs(after - 1.0) < 1e-5 && fabs(f - 1.0 / 13.0) < 1e-6, "clipped norm %.7g (factor %.7g)", after, f);
+    CHECK(grad_clip(g, 3, after, 5.0f) == 1.0f, "a norm under the limit was clipped");
+}
+
+const test_case tests_kernels[] = {
+    {"comparator: rejects a perturbed array", test_comparator_catches_perturbation},
+    {"matmul: forward and backward vs reference and finite differences", test_matmul_forward_backward},
+    {"matmul: dimension checks", test_matmul_dimension_checks},
+    {"layernorm: forward, backward (finite differences), mean 0 variance 1", test_layernorm},
+    {"gelu: exact erf form, backward (finite differences)", test_gelu},
+    {"attention: causal softmax rows sum to 1, backward (finite differences)", test_attention},
+    {"cross-entropy: fused softmax, backward (finite differences), bad targets", test_crossentropy},
+    {"adamw: matches the double-precision reference", test_adamw_matches_reference},
+    {"adamw: constant gradient matches the closed form", test_adamw_closed_form},
+    {"grad norm and clipping", test_grad_norm_and_clip},
+    {NULL, NULL},
+};

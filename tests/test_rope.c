@@ -1,0 +1,239 @@
+/* Rotary embedding: the three variants agree, backward against finite differences, and the
+ * properties (norm kept, position 0 and rotary_pct 0 identity, q.k depends on m - n only). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../kernels/rope.h"
+#include "check.h"
+
+typedef struct {
+    rope_shape s;
+    float *tables;
+    rope_tables tb;
+} rope_env;
+
+static void env_init(rope_env *e, int B, int T, int NH, int HS, int r)
+{
+    e->s = (rope_shape){B, T, NH, HS, r};
+    e->tables = malloc(sizeof(float) * (rope_tables_floats(T, r, HS) + 1));
+    rope_tables_init(&e->tb, e->tables, T, r, HS, 10000.0);
+}
+
+static size_t nqkv(const rope_shape *s) { return (size_t)s->B * s->T * 3 * s->NH * s->HS; }
+static size_t nout(const rope_shape *s) { return (size_t)s->B * s->T * s->NH * s->HS; }
+static size_t qkv_index(const rope_shape *s, int b, int t, int h, int w, int d)
+{
+    return (((size_t)b * s->T + t) * s->NH + h) * 3 * s->HS + (size_t)w * s->HS + d;
+}
+static size_t out_index(const rope_shape *s, int b, int t, int h, int d)
+{
+    return (((size_t)b * s->NH + h) * s->T + t) * s->HS + d;
+}
+
+/* Double-precision forward straight from the definition (Hugging Face's rotate_half). */
+static void rope_forward_d(double *q, double *k, const double *qkv, const rope_shape *s, double base)
+{
+    int r = s->r, h = r / 2;
+    for (int b = 0; b < s->B; b++)
+        for (int t = 0; t < s->T; t++)
+            for (int hh = 0; hh < s->NH; hh++)
+                for (int w = 0; w < 2; w++) {
+                    const double *x = qkv + qkv_index(s, b, t, hh, w, 0);
+                    double *o = (w ? k : q) + out_index(s, b, t, hh, 0);
+                    for (int d = 0; d < s->HS; d++) {
+                        if (d >= r) { o[d] = x[d]; continue; }
+                        int i = d % h;
+                        double ang = t * pow(base, -2.0 * i / r);
+                        double rot = d < h ? -x[d + h] : x[d - h];
+                        o[d] = x[d] * cos(ang) + rot * sin(ang);
+                    }
+                }
+}
+
+typedef struct {
+    rope_shape s;
+    double *q, *k, *dq, *dk;
+} rope_fd;
+
+static double rope_loss(void *p, const double *v)
+{
+    rope_fd *c = p;
+    rope_forward_d(c->q, c->k, v, &c->s, 10000.0);
+    double l = 0;
+    for (size_t i = 0; i < nout(&c->s); i++) l += c->dq[i] * c->q[i] + c->dk[i] * c->k[i];
+    return l;
+}
+
+/* Extracts the q/k blocks of a qkv-layout buffer into (B, NH, T, HS) tensors. */
+static void split_qk(float *q, float *k, const float *qkv, const rope_shape *s)
+{
+    for (int b = 0; b < s->B; b++)
+        for (int t = 0; t < s->T; t++)
+            for (int h = 0; h < s->NH; h++) {
+                memcpy(q + out_index(s, b, t, h, 0), qkv + qkv_index(s, b, t, h, 0, 0), sizeof(float) * s->HS);
+                memcpy(k + out_index(s, b, t, h, 0), qkv + qkv_index(s, b, t, h, 1, 0), sizeof(float) * s->HS);
+            }
+}
+
+static void merge_qk(float *qkv, const float *q, const float *k, const rope_shape *s)
+{
+    for (int b = 0; b < s->B; b++)
+        for (int t = 0; t < s->T; t++)
+            for (int h = 0; h < s->NH; h++) {
+                memcpy(qkv + qkv_index(s, b, t, h, 0, 0), q + out_index(s, b, t, h, 0), sizeof(float) * s->HS);
+                memcpy(qkv + qkv_index(s, b, t, h, 1, 0), k + out_index(s, b, t, h, 0), sizeof(float) * s->HS);
+            }
+}
+
+static void check_shape(int B, int T, int NH, int HS, int r, const char *label)
+{
+    rope_env e;
+    env_init(&e, B, T, NH, HS, r);
+    const rope_shape *s = &e.s;
+    size_t nq = nqkv(s), no = nout(s);
+    float *qkv = malloc(sizeof(float) * nq), *fused = malloc(sizeof(float) * nq);
+    float *q = malloc(sizeof(float) * no), *k = malloc(sizeof(float) * no), *fq = malloc(sizeof(float) * no),
+          *fk = malloc(sizeof(float) * no);
+    float *scratch = malloc(sizeof(float) * (rope_ref_scratch_floats(s) + 1));
+    double *qkvd = malloc(sizeof(double) * nq), *qd = malloc(sizeof(double) * no), *kd = malloc(sizeof(double) * no);
+    unsigned st = 77u + (unsigned)HS;
+    rand_fill(qkv, nq, &st);
+    to_double(qkvd, qkv, nq);
+    rope_forward_d(qd, kd, qkvd, s, 10000.0);
+    char what[128];
+    /* forward: each variant against the double-precision definition */
+    rope_forward_ref(q, k, qkv, s, &e.tb, scratch);
+    snprintf(what, sizeof what, "%s reference forward q", label);
+    CHECK(allclose(what, q, qd, no, 1e-6, 1e-5) && allclose(what, k, kd, no, 1e-6, 1e-5), "%s", what);
+    rope_forward_zero_freq(q, k, qkv, s, &e.tb);
+    snprintf(what, sizeof what, "%s zero_freq forward", label);
+    CHECK(allclose(what, q, qd, no, 1e-6, 1e-5) && allclose(what, k, kd, no, 1e-6, 1e-5), "%s", what);
+    memcpy(fused, qkv, sizeof(float) * nq);
+    rope_forward_fused(fused, s, &e.tb);
+    split_qk(fq, fk, fused, s);
+    snprintf(what, sizeof what, "%s fused forward", label);
+    CHECK(allclose(what, fq, qd, no, 1e-6, 1e-5) && allclose(what, fk, kd, no, 1e-6, 1e-5), "%s", what);
+    for (size_t i = 0; i < nq; i++)
+        if ((i / s->HS) % 3 == 2) CHECK(fused[i] == qkv[i], "fused forward touched a v element at %zu", i);
+
+    /* backward: each variant against finite differences of the definition */
+    float *dq = malloc(sizeof(float) * no), *dk = malloc(sizeof(float) * no), *dqkv = malloc(sizeof(float) * nq);
+    double *dqd = malloc(sizeof(double) * no), *dkd = malloc(sizeof(double) * no);
+    rand_fill(dq, no, &st);
+    rand_fill(dk, no, &st);
+    to_double(dqd, dq, no), to_double(dkd, dk, no);
+    rope_fd c = {*s, qd, kd, dqd, dkd};
+    for (int v = 0; v < 3; v++) {
+        memset(dqkv, 0, sizeof(float) * nq);
+        if (v == 0) rope_backward_ref(dqkv, dq, dk, s, &e.tb, scratch);
+        if (v == 1) rope_backward_zero_freq(dqkv, dq, dk, s, &e.tb);
+        if (v == 2) {
+            merge_qk(dqkv, dq, dk, s);
+            rope_backward_fused(dqkv, s, &e.tb);
+        }
+        snprintf(what, sizeof what, "%s %s backward", label, v == 0 ? "reference" : v == 1 ? "zero_freq" : "fused");
+        /* v blocks carry no gradient through rotary: zero them in the comparison */
+        for (size_t i = 0; i < nq; i++)
+            if ((i / s->HS) % 3 == 2) dqkv[i] = 0.0f;
+        CHECK(fd_check(what, qkvd, nq, dqkv, rope_loss, &c, 600, 1e-5), "%s vs finite differences", what);
+    }
+    free(dq), free(dk), free(dqkv), free(dqd), free(dkd);
+    free(qkv), free(fused), free(q), free(k), free(fq), free(fk), free(scratch), free(qkvd), free(qd), free(kd);
+    free(e.tables);
+}
+
+static void test_rope_variants_pythia69b(void) { check_shape(2, 5, 2, 128, 32, "pythia-6.9b head (128, r 32)"); }
+static void test_rope_variants_neox20b(void) { check_shape(2, 5, 2, 96, 24, "neox-20b head (96, r 24)"); }
+static void test_rope_variants_small(void)
+{
+    check_shape(1, 7, 3, 32, 8, "pythia-14m head (32, r 8)");
+    check_shape(1, 3, 1, 64, 64, "full rotary (64, r 64)");
+}
+
+static void test_rope_rotary_dims(void)
+{
+    CHECK(rope_rotary_dims(128, 0.25) == 32, "pythia-6.9b: r = %d", rope_rotary_dims(128, 0.25));
+    CHECK(rope_rotary_dims(96, 0.25) == 24, "neox-20b: r = %d", rope_rotary_dims(96, 0.25));
+    CHECK(rope_rotary_dims(80, 0.25) == 20, "pythia-2.8b: r = %d", rope_rotary_dims(80, 0.25));
+    CHECK(rope_rotary_dims(64, 0.0) == 0, "rotary_pct 0: r = %d", rope_rotary_dims(64, 0.0));
+}
+
+static void test_rope_properties(void)
+{
+    rope_env e;
+    const int T = 16, HS = 96, r = 24;
+    env_init(&e, 1, T, 1, HS, r);
+    size_t nq = nqkv(&e.s);
+    float *qkv = malloc(sizeof(float) * nq), *orig = malloc(sizeof(float) * nq);
+    unsigned st = 99;
+    float qv[96], kv[96];
+    rand_fill(qv, HS, &st);
+    rand_fill(kv, HS, &st);
+    /* the same q and k vectors at every position */
+    for (int t = 0; t < T; t++) {
+        memcpy(qkv + qkv_index(&e.s, 0, t, 0, 0, 0), qv, sizeof qv);
+        memcpy(qkv + qkv_index(&e.s, 0, t, 0, 1, 0), kv, sizeof kv);
+        memset(qkv + qkv_index(&e.s, 0, t, 0, 2, 0), 0, sizeof qv);
+    }
+    memcpy(orig, qkv, sizeof(float) * nq);
+    rope_forward_fused(qkv, &e.s, &e.tb);
+    /* position 0 is the identity */
+    for (int d = 0; d < HS; d++) CHECK(qkv[d] == orig[d], "position 0 changed dim %d", d);
+    /* norms are kept */
+    for (int t = 0; t < T; t++) {
+        double n0 = 0, n1 = 0;
+        for (int d = 0; d < HS; d++) {
+            double a = orig[qkv_index(&e.s, 0, t, 0, 0, d)], b = qkv[qkv_index(&e.s, 0, t, 0, 0, d)];
+            n0 += a * a, n1 += b * b;
+        }
+        CHECK(fabs(sqrt(n1) - sqrt(n0)) < 1e-5 * sqrt(n0), "position %d: norm %.9g became %.9g", t, sqrt(n0), sqrt(n1));
+    }
+    /* q_m . k_n depends only on m - n */
+    for (int delta = 0; delta < 4; delta++) {
+        double first = NAN;
+        for (int n = 0; n + delta < T; n++) {
+            int m = n + delta;
+            double dot = 0;
+            for (int d = 0; d < HS; d++)
+                dot += (double)qkv[qkv_index(&e.s, 0, m, 0, 0, d)] * qkv[qkv_index(&e.s, 0, n, 0, 1, d)];
+            if (n == 0) first = dot;
+            else CHECK(fabs(dot - first) < 1e-4 * (1 + fabs(first)), "m - n = %d: q.k %.9g at n=%d vs %.9g at n=0", delta, dot, n, first);
+        }
+    }
+    free(e.tables);
+    /* rotary_pct 0: every variant is the identity */
+    env_init(&e, 1, T, 1, HS, 0);
+    float *q = malloc(sizeof(float) * nout(&e.s)), *k = malloc(sizeof(float) * nout(&e.s));
+    float *scratch = malloc(sizeof(float) * (rope_ref_scratch_floats(&e.s) + 1));
+    memcpy(qkv, orig, sizeof(float) * nq);
+    rope_forward_fused(qkv, &e.s, &e.tb);
+    CHECK(memcmp(qkv, orig, sizeof(float) * nq) == 0, "rotary_pct 0: fused changed the input");
+    rope_forward_zero_freq(q, k, orig, &e.s, &e.tb);
+    CHECK(memcmp(q, qv, sizeof qv) == 0 && memcmp(k + (size_t)(T - 1) * HS, kv, sizeof kv) == 0,
+          "rotary_pct 0: zero_freq is not the identity");
+    rope_forward_ref(q, k, orig, &e.s, &e.tb, scratch);
+    CHECK(memcmp(q + (size_t)(T - 1) * HS, qv, sizeof qv) == 0 && memcmp(k, kv, sizeof kv) == 0,
+          "rotary_pct 0: reference is not the identity");
+    free(q), free(k), free(scratch), free(qkv), free(orig), free(e.tables);
+}
+
+static void test_rope_bytes_model(void)
+{
+    rope_shape s = {1, 1, 32, 128, 32};
+    /* fused: q and k, r floats read and written per head, plus r table floats per token */
+    double f = rope_bytes_per_token(&s, 2, 0);
+    CHECK(f == 4.0 * 2 * (32 * 2 * 32 + 32), "fused bytes per token %.0f", f);
+    CHECK(rope_bytes_per_token(&s, 0, 0) > 4 * f, "the reference moves less than 4x the fused bytes");
+}
+
+const test_case tests_rope[] = {
+    {"rope: rotary dims from rotary_pct", test_rope_rotary_dims},
+    {"rope: three variants vs definition and finite differences, pythia-6.9b head", test_rope_variants_pythia69b},
+    {"rope: three variants vs definition and finite differences, neox-20b head", test_rope_variants_neox20b},
+    {"rope: three variants, small and full-rotary heads", test_rope_variants_small},
+    {"rope: norm kept, position 0 identity, q.k depends on m - n, rotary_pct 0 identity", test_rope_properties},
+    {"rope: bytes model", test_rope_bytes_model},
+    {NULL, NULL},
+};

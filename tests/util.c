@@ -1,0 +1,122 @@
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+
+int allclose(const char *what, const float *x, const double *ref, size_t n, double atol, double rtol)
+{
+    size_t worst = 0, bad = 0;
+    double max_abs = 0, max_rel = 0, worst_excess = -1;
+    for (size_t i = 0; i < n; i++) {
+        double e = fabs((double)x[i] - ref[i]), lim = atol + rtol * fabs(ref[i]);
+        if (e > max_abs) max_abs = e;
+        if (fabs(ref[i]) > 0 && e / fabs(ref[i]) > max_rel) max_rel = e / fabs(ref[i]);
+        if (!(e <= lim) || !isfinite(x[i])) {
+            bad++;
+            if (e - lim > worst_excess || !isfinite(x[i])) worst_excess = e - lim, worst = i;
+        }
+    }
+    if (bad) {
+        printf("    %s: %zu of %zu elements beyond atol %.1e + rtol %.1e; worst [%zu] %.9g vs %.9g; max abs %.3e, max rel %.3e\n",
+               what, bad, n, atol, rtol, worst, x[worst], ref[worst], max_abs, max_rel);
+        return 0;
+    }
+    return 1;
+}
+
+int fd_check(const char *what, double *x, size_t n, const float *grad, double (*loss)(void *ctx, const double *x),
+             void *ctx, int nsample, double tol)
+{
+    size_t idx[4096];
+    int m = 0;
+    unsigned st = 987654321u;
+    if ((size_t)nsample >= n) {
+        for (size_t i = 0; i < n && m < 4096; i++) idx[m++] = i;
+    } else {
+        for (int i = 0; i < nsample && i < 4096; i++) {
+            st = st * 1664525u + 1013904223u;
+            idx[m++] = (size_t)(st >> 4) % n;
+        }
+    }
+    double num[4096], rms = 0;
+    for (int i = 0; i < m; i++) {
+        double x0 = x[idx[i]], h = 1e-5 * fmax(1.0, fabs(x0));
+        x[idx[i]] = x0 + h;
+        double lp = loss(ctx, x);
+        x[idx[i]] = x0 - h;
+        double lm = loss(ctx, x);
+        x[idx[i]] = x0;
+        num[i] = (lp - lm) / (2 * h);
+        rms += num[i] * num[i];
+    }
+    rms = sqrt(rms / m);
+    double worst = 0;
+    int wi = 0;
+    for (int i = 0; i < m; i++) {
+        double e = fabs((double)grad[idx[i]] - num[i]) / fmax(fabs(num[i]), rms > 0 ? rms : 1e-30);
+        if (e > worst || !isfinite(grad[idx[i]])) worst = isfinite(grad[idx[i]]) ? e : INFINITY, wi = i;
+    }
+    if (!(worst <= tol)) {
+        printf("    %s: finite differences disagree: element %zu analytic %.9g numeric %.9g (error %.3e > %.1e, rms %.3e)\n",
+               what, idx[wi], grad[idx[wi]], num[wi], worst, tol, rms);
+        return 0;
+    }
+    return 1;
+}
+
+void rand_fill(float *x, size_t n, unsigned *state)
+{
+    for (size_t i = 0; i < n; i++) {
+        *state = *state * 1664525u + 1013904223u;
+        x[i] = (float)((*state >> 8) / 8388608.0 - 1.0);
+    }
+}
+
+void rand_fill_d(double *x, size_t n, unsigned *state)
+{
+    for (size_t i = 0; i < n; i++) {
+        *state = *state * 1664525u + 1013904223u;
+        x[i] = (*state >> 8) / 8388608.0 - 1.0;
+    }
+}
+
+void to_double(double *d, const float *f, size_t n)
+{
+    for (size_t i = 0; i < n; i++) d[i] = f[i];
+}
+
+void to_float(float *f, const double *d, size_t n)
+{
+    for (size_t i = 0; i < n; i++) f[i] = (float)d[i];
+}
+
+static int saved_fd = -1;
+static char cap_path[64];
+static char cap_buf[8192];
+
+void capture_stderr_begin(void)
+{
+    fflush(stderr);
+    snprintf(cap_path, sizeof cap_path, "/tmp/costbench-test-err-XXXXXX");
+    int fd = mkstemp(cap_path);
+    saved_fd = dup(STDERR_FILENO);
+    dup2(fd, STDERR_FILENO);
+    close(fd);
+}
+
+const char *capture_stderr_end(void)
+{
+    fflush(stderr);
+    dup2(saved_fd, STDERR_FILENO);
+    close(saved_fd);
+    FILE *f = fopen(cap_path, "r");
+    size_t n = f ? fread(cap_buf, 1, sizeof cap_buf - 1, f) : 0;
+    cap_buf[n] = '\0';
+    if (f) fclose(f);
+    unlink(cap_path);
+    return cap_buf;
+}
