@@ -107,6 +107,7 @@ int blascore_select(const char *choice, char **argv)
     }
     const char *orig = getenv("OPENBLAS_CORETYPE");
     setenv("COSTBENCH_BLAS_ENV_ORIG", orig ? orig : "", 1);
+    setenv("COSTBENCH_BLAS_ENV_CORE", matmul_blas_core(), 1);
     setenv("OPENBLAS_CORETYPE", target, 1);
     setenv("COSTBENCH_BLAS_REEXEC", "1", 1);
     fflush(stdout);
@@ -124,6 +125,7 @@ void blascore_restore_env(void)
         else unsetenv("OPENBLAS_CORETYPE");
     }
     unsetenv("COSTBENCH_BLAS_ENV_ORIG");
+    unsetenv("COSTBENCH_BLAS_ENV_CORE");
     unsetenv("COSTBENCH_BLAS_REEXEC");
 }
 
@@ -138,10 +140,14 @@ void blascore_fill(machine_info *m)
 void blascore_describe(char *out, size_t n)
 {
     const char *orig = blascore_env_orig(), *cur = matmul_blas_core();
-    if (getenv("COSTBENCH_BLAS_REEXEC") && strcmp(g_choice, "env") != 0)
-        snprintf(out, n, "OpenBLAS kernel %s (--blas-core %s; the environment %s%s%s, so costbench re-ran itself with OPENBLAS_CORETYPE=%s; --blas-core env keeps the environment's)",
-                 cur, g_choice, *orig ? "sets OPENBLAS_CORETYPE=" : "leaves OpenBLAS to detect the CPU", orig,
-                 *orig ? "" : "", cur);
+    const char *envcore = getenv("COSTBENCH_BLAS_ENV_CORE");
+    if (getenv("COSTBENCH_BLAS_REEXEC") && strcmp(g_choice, "env") != 0) {
+        char why[128];
+        if (*orig) snprintf(why, sizeof why, "OPENBLAS_CORETYPE=%s in the environment forces %s", orig, envcore ? envcore : orig);
+        else snprintf(why, sizeof why, "OpenBLAS's own detection picks %s", envcore ? envcore : "another kernel");
+        snprintf(out, n, "OpenBLAS kernel %s (--blas-core %s: %s, so costbench re-ran itself with OPENBLAS_CORETYPE=%s; --blas-core env keeps the environment's)",
+                 cur, g_choice, why, cur);
+    }
     else if (*orig)
         snprintf(out, n, "OpenBLAS kernel %s (forced by OPENBLAS_CORETYPE=%s in the environment, --blas-core %s)", cur,
                  orig, g_choice);

@@ -194,6 +194,9 @@ int rope_bench_run(const model_config *cfg, int tokens, int T, const runner_opts
         }
     }
     runner_progress(6, 6, "");
+    record_note(rec, "%s: B=%d T=%d; per call the fused variant reads and writes %.1f MB in place, the reference %.1f MB",
+                cfg->name, c.s.B, c.s.T, rope_bytes_per_token(&c.s, 2, 0) * tokens / 1e6,
+                rope_bytes_per_token(&c.s, 0, 0) * tokens / 1e6);
 out:
     free(c.tables);
     free(c.qkv);

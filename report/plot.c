@@ -11,9 +11,11 @@
 #include "../common/csvio.h"
 #include "../common/err.h"
 
-/* Okabe-Ito palette, in cmap0 slots 1..8 (0 is the background). */
+/* Okabe-Ito palette (its yellow replaced by black, which reads on white), in cmap0 slots 1..8
+ * (0 is the background); each series also gets its own marker. */
 static const int palette[8][3] = {{0, 114, 178}, {230, 159, 0}, {0, 158, 115}, {204, 121, 167},
-                                  {86, 180, 233}, {213, 94, 0}, {240, 228, 66}, {0, 0, 0}};
+                                  {86, 180, 233}, {213, 94, 0}, {0, 0, 0}, {120, 94, 240}};
+static const char *markers[8] = {"●", "▲", "■", "◆", "○", "△", "□", "◇"};
 enum { COL_BG = 0, COL_AXIS = 9, COL_GRID = 10, COL_REF = 11 };
 
 /* PLplot's plexit() exits the process after calling the handler: jump out instead. */
@@ -24,7 +26,25 @@ static int plot_exit_handler(const char *msg)
     longjmp(plot_jmp, 1);
 }
 
+/* Log x axes are drawn in log2 space with a tick per power of two (or every few), labelled with
+ * plain numbers (512, 1024, ... 16384) or SI suffixes for large values; log y axes in log10 space
+ * with PLplot's decade labels. */
+static double trx(double v, int log) { return log ? log2(v) : v; }
 static double tr(double v, int log) { return log ? log10(v) : v; }
+
+static void label_x_log2(PLINT axis, PLFLT value, char *label, PLINT length, PLPointer data)
+{
+    (void)data;
+    if (axis != PL_X_AXIS) {
+        snprintf(label, (size_t)length, "%g", value);
+        return;
+    }
+    double v = exp2(value);
+    if (v < 1e5) snprintf(label, (size_t)length, "%.0f", v);
+    else if (v < 1e9) snprintf(label, (size_t)length, "%.3gM", v / 1e6);
+    else if (v < 1e12) snprintf(label, (size_t)length, "%.3gG", v / 1e9);
+    else snprintf(label, (size_t)length, "%.3gT", v / 1e12);
+}
 
 int plot_lines(const char *path, const plot_spec *sp)
 {
@@ -41,7 +61,7 @@ int plot_lines(const char *path, const plot_spec *sp)
         }
     if (isfinite(sp->hline)) ymin = fmin(ymin, sp->hline), ymax = fmax(ymax, sp->hline);
     if (!isfinite(xmin) || !isfinite(ymin)) return err_msg("plot '%s': no data to plot", path);
-    double x0 = tr(xmin, sp->logx), x1 = tr(xmax, sp->logx), y0 = tr(ymin, sp->logy), y1 = tr(ymax, sp->logy);
+    double x0 = trx(xmin, sp->logx), x1 = trx(xmax, sp->logx), y0 = tr(ymin, sp->logy), y1 = tr(ymax, sp->logy);
     double dx = x1 > x0 ? 0.05 * (x1 - x0) : 0.5, dy = y1 > y0 ? 0.08 * (y1 - y0) : 0.5;
     x0 -= dx, x1 += dx;
     y1 += dy;
@@ -78,17 +98,25 @@ int plot_lines(const char *path, const plot_spec *sp)
     plscol0(COL_REF, 120, 120, 120);
     plinit();
     pladv(0);
-    plvpor(0.10, 0.72, 0.12, 0.90);
+    plvpor(0.11, 0.74, 0.11, 0.86);
     plwind(x0, x1, y0, y1);
     plschr(0, 1.1);
     /* grid first, then the axes over it */
     plcol0(COL_GRID);
     pllsty(2);
-    plbox(sp->logx ? "gl" : "g", 0, 0, sp->logy ? "gl" : "g", 0, 0);
+    double xtick = sp->logx ? fmax(1.0, ceil((x1 - x0) / 10.0)) : 0;
+    if (sp->logx) plslabelfunc(label_x_log2, NULL);
+    plbox("g", xtick, 0, sp->logy ? "gl" : "g", 0, 0);
     pllsty(1);
     plcol0(COL_AXIS);
-    plbox(sp->logx ? "bcnstl" : "bcnst", 0, 0, sp->logy ? "bcnstvl" : "bcnstv", 0, 0);
-    pllab(sp->xlabel, sp->ylabel, sp->title);
+    plbox(sp->logx ? "bcnsto" : "bcnst", xtick, sp->logx ? 1 : 0, sp->logy ? "bcnstvl" : "bcnstv", 0, 0);
+    plslabelfunc(NULL, NULL);
+    pllab(sp->xlabel, sp->ylabel, "");
+    plschr(0, 1.3);
+    plmtex("t", 2.6, 0.5, 0.5, sp->title);
+    plschr(0, 0.75);
+    if (sp->subtitle) plmtex("t", 1.3, 0.5, 0.5, sp->subtitle);
+    plschr(0, 1.1);
 
     for (int s = 0; s < sp->nseries; s++) {
         const plot_series *se = &sp->series[s];
@@ -97,16 +125,17 @@ int plot_lines(const char *path, const plot_spec *sp)
         for (int i = 0; i < se->n; i++) {
             double x = se->x[i], y = se->y[i];
             if (!isfinite(x) || !isfinite(y) || (sp->logx && x <= 0) || (sp->logy && y <= 0)) continue;
-            px[m] = tr(x, sp->logx), py[m] = tr(y, sp->logy), m++;
+            px[m] = trx(x, sp->logx), py[m] = tr(y, sp->logy), m++;
         }
         plcol0(col);
         plwidth(2.5);
         if (!se->points_only && m > 1) plline(m, px, py);
-        plssym(0, 1.2);
-        plstring(m, px, py, "#(727)");
+        plschr(0, 1.0);
+        plstring(m, px, py, markers[s % 8]);
+        plschr(0, 1.1);
         opt[s] = se->points_only ? PL_LEGEND_SYMBOL : (PL_LEGEND_LINE | PL_LEGEND_SYMBOL);
         tcol[s] = COL_AXIS, lcol[s] = col, lsty[s] = 1, lw[s] = 2.5, scol[s] = col, ssc[s] = 1.0, snum[s] = 1;
-        text[s] = se->label, sym[s] = "#(727)";
+        text[s] = se->label, sym[s] = markers[s % 8];
     }
     if (isfinite(sp->hline)) {
         double hx[2] = {x0, x1}, hy[2] = {tr(sp->hline, sp->logy), tr(sp->hline, sp->logy)};
@@ -122,8 +151,9 @@ int plot_lines(const char *path, const plot_spec *sp)
     }
     PLFLT lw_out, lh_out;
     plwidth(1.0);
-    pllegend(&lw_out, &lh_out, PL_LEGEND_BACKGROUND | PL_LEGEND_BOUNDING_BOX, PL_POSITION_RIGHT | PL_POSITION_OUTSIDE |
-             PL_POSITION_TOP, 0.02, 0.0, 0.1, 0, COL_AXIS, 1, 0, 0, nl, opt, 1.0, 0.9, 2.0, 1.0, tcol, text, NULL, NULL,
+    plschr(0, 0.9);
+    pllegend(&lw_out, &lh_out, PL_LEGEND_BACKGROUND | PL_LEGEND_BOUNDING_BOX, PL_POSITION_RIGHT | PL_POSITION_OUTSIDE, 0.02,
+             0.0, 0.08, 0, COL_AXIS, 1, 0, 0, nl, opt, 1.0, 1.0, 2.0, 0.0, tcol, text, NULL, NULL,
              NULL, NULL, lcol, lsty, lw, scol, ssc, snum, sym);
 done:
     plend();

@@ -12,7 +12,7 @@ typedef struct {
 } plot_series;
 
 typedef struct {
-    const char *title, *xlabel, *ylabel;
+    const char *title, *subtitle, *xlabel, *ylabel; /* subtitle may be NULL */
     int logx, logy;
     const plot_series *series;
     int nseries;

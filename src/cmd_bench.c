@@ -132,11 +132,11 @@ static int matmul_plot(const char *path, const record *rec, const machine_info *
             series[s].n++;
         }
     }
-    char title[256], peak_label[64];
-    snprintf(title, sizeof title, "fp32 sgemm, OpenBLAS %s, %d threads, %.40s", m->blas_core, m->blas_threads,
-             m->cpu_model);
-    snprintf(peak_label, sizeof peak_label, "FMA peak %.0f", peak);
-    plot_spec sp = {title,
+    char sub[256], peak_label[64];
+    snprintf(sub, sizeof sub, "measured %.10s on %.48s, OpenBLAS %s, %d threads", m->date_utc, m->cpu_model, m->blas_core,
+             m->blas_threads);
+    snprintf(peak_label, sizeof peak_label, "FMA peak %.0f GFLOP/s", peak);
+    plot_spec sp = {transformer ? "fp32 sgemm throughput of one training step's matmuls" : "fp32 sgemm throughput, (N x K) @ (K x K)", sub,
                     transformer ? "FLOPs per call" : "N = tokens per device (rows of X)",
                     "GFLOP/s (median)", 1, 0, series, ns, peak > 0 ? peak : NAN, peak_label};
     return plot_lines(path, &sp);
@@ -285,6 +285,8 @@ int cmd_rope(int argc, char **argv)
         record_note(&rec, "pct_of_copy_bw: against --copy-gbps %.2f (given, not measured in this run)", copy_gbps);
     }
     record_note(&rec, "bytes_per_token: what each variant reads and writes (model in kernels/rope.c); the variants were checked to agree, forward and backward, before timing");
+    record_note(&rec, "an in-place update has no write-allocate traffic (a copy's store has), and data that fits the %.0f MiB last-level cache stays there between calls: either can put a variant above 100%% of copy bandwidth",
+                m.llc_bytes / 1048576);
     for (int i = 0; i < nm && rc == 0; i++) rc = rope_bench_run(&cfgs[i], (int)tokens, (int)T, &ro, copy_gbps, &rec);
     if (rc == 0) rc = finish(&rec, &cf, &m);
     record_free(&rec);
