@@ -179,7 +179,7 @@ int mm_run(const mm_shape *s, int n, const runner_opts *ro, double budget_s, dou
         snprintf(label, sizeof label, "%s %s n=%d k=%d m=%d", sh->op, sh->phase, sh->n, sh->k, sh->m);
         runner_progress(i, n, label);
         ctx.s = sh;
-        bench_case bc = {label, mm_call, mm_check};
+        bench_case bc = {label, mm_call, mm_check, NULL};
         runner_result r;
         if (runner_run(ro, &bc, &ctx, &r) != 0) {
             rc = CB_EFAIL;

@@ -112,7 +112,7 @@ double peak_fma_gflops(int threads, const runner_opts *ro, const char **isa)
 {
     compute_ctx c = {.threads = threads, .kind = have_avx512() ? 0 : 1};
     if (isa) *isa = c.kind == 0 ? "avx512" : "avx2";
-    bench_case bc = {"fp32_fma", compute_run, NULL};
+    bench_case bc = {"fp32_fma", compute_run, NULL, NULL};
     runner_result r;
     runner_opts co = compute_opts(ro);
     if (runner_run(&co, &bc, &c, &r) != 0) return NAN;
@@ -191,7 +191,7 @@ double peak_copy_gbps(int threads, double array_bytes, const runner_opts *ro)
         stream_free(&s);
         return NAN;
     }
-    bench_case bc = {"copy", copy_run, NULL};
+    bench_case bc = {"copy", copy_run, NULL, NULL};
     runner_result r;
     double g = NAN;
     if (runner_run(ro, &bc, &s, &r) == 0) g = 16.0 * (double)s.n / r.s.median / 1e9;
@@ -273,7 +273,7 @@ int peak_run(const peak_opts *o, const runner_opts *ro, record *rec, machine_inf
     runner_opts co = compute_opts(ro);
     for (int ci = 0; ci < ncounts; ci++) {
         compute_ctx c = {.threads = counts[ci], .kind = have_avx512() ? 0 : 1};
-        bench_case bc = {"fp32_fma", compute_run, NULL};
+        bench_case bc = {"fp32_fma", compute_run, NULL, NULL};
         runner_result r;
         if (runner_run(&co, &bc, &c, &r) != 0) return CB_EFAIL;
         add_compute_row(rec, "fp32_fma", isa512, counts[ci], &r, compute_flops_per_call(&c));
@@ -282,7 +282,7 @@ int peak_run(const peak_opts *o, const runner_opts *ro, record *rec, machine_inf
     if (have_bf16()) {
         for (int ci = 0; ci < ncounts; ci++) {
             compute_ctx c = {.threads = counts[ci], .kind = 2};
-            bench_case bc = {"bf16_dot", compute_run, NULL};
+            bench_case bc = {"bf16_dot", compute_run, NULL, NULL};
             runner_result r;
             if (runner_run(&co, &bc, &c, &r) != 0) return CB_EFAIL;
             add_compute_row(rec, "bf16_dot", "avx512_bf16", counts[ci], &r, compute_flops_per_call(&c));
@@ -300,7 +300,7 @@ int peak_run(const peak_opts *o, const runner_opts *ro, record *rec, machine_inf
     for (int probe = 0; probe < 2; probe++)
         for (int ci = 0; ci < ncounts; ci++) {
             s.threads = counts[ci];
-            bench_case bc = {probe == 0 ? "copy" : "triad", probe == 0 ? copy_run : triad_run, NULL};
+            bench_case bc = {probe == 0 ? "copy" : "triad", probe == 0 ? copy_run : triad_run, NULL, NULL};
             runner_result r;
             if (runner_run(ro, &bc, &s, &r) != 0) {
                 stream_free(&s);

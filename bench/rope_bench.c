@@ -11,6 +11,7 @@
 
 const rec_col rb_cols[RB_NCOLS] = {
     {"model", "", REC_STR, 0},      {"variant", "", REC_STR, 0},         {"direction", "", REC_STR, 0},
+    {"cache", "", REC_STR, 0},
     {"tokens", "", REC_NUM, 0},     {"heads", "", REC_NUM, 0},           {"head_dim", "", REC_NUM, 0},
     {"rotary_dims", "", REC_NUM, 0}, {"ns_per_token_median", "ns", REC_NUM, 2},
     {"ns_per_token_min", "ns", REC_NUM, 2}, {"ns_per_token_max", "ns", REC_NUM, 2}, {"cv_pct", "%", REC_NUM, 1},
@@ -22,7 +23,21 @@ typedef struct {
     rope_shape s;
     rope_tables tb;
     float *tables, *qkv, *dqkv, *q_out, *k_out, *dq, *dk, *scratch;
+    double *flush;
+    size_t nflush;
+    volatile double sink;
 } rb_ctx;
+
+/* Evicts the caches: reads a buffer larger than the last-level cache (untimed). */
+static void rb_flush(void *p)
+{
+    rb_ctx *c = p;
+    double s = 0;
+    long n = (long)c->nflush;
+#pragma omp parallel for schedule(static) reduction(+ : s)
+    for (long i = 0; i < n; i += 8) s += c->flush[i];
+    c->sink = s;
+}
 
 static void run_ref_f(void *p) { rb_ctx *c = p; rope_forward_ref(c->q_out, c->k_out, c->qkv, &c->s, &c->tb, c->scratch); }
 static void run_zf_f(void *p) { rb_ctx *c = p; rope_forward_zero_freq(c->q_out, c->k_out, c->qkv, &c->s, &c->tb); }
@@ -123,7 +138,8 @@ static int rb_verify(rb_ctx *c, float *save, char *msg, size_t n)
     return 0;
 }
 
-int rope_bench_run(const model_config *cfg, int tokens, int T, const runner_opts *ro, double copy_gbps, record *rec)
+int rope_bench_run(const model_config *cfg, int tokens, int T, const runner_opts *ro, double copy_gbps,
+                   double flush_bytes, record *rec)
 {
     rb_ctx c;
     memset(&c, 0, sizeof c);
@@ -140,6 +156,17 @@ int rope_bench_run(const model_config *cfg, int tokens, int T, const runner_opts
     c.dk = mem_alloc(no, sizeof(float), "dk");
     c.scratch = mem_alloc(rope_ref_scratch_floats(&c.s), sizeof(float), "reference scratch");
     int rc = 0;
+    if (flush_bytes > 0) {
+        c.nflush = (size_t)(flush_bytes / sizeof(double));
+        c.flush = mem_alloc(c.nflush, sizeof(double), "cache flush buffer");
+        if (!c.flush) {
+            rc = CB_EFAIL;
+            goto out;
+        }
+        long nf = (long)c.nflush;
+#pragma omp parallel for schedule(static)
+        for (long i = 0; i < nf; i++) c.flush[i] = 1.0;
+    }
     if (!c.tables || !c.qkv || !c.dqkv || !save || !c.q_out || !c.k_out || !c.dq || !c.dk || !c.scratch) {
         rc = CB_EFAIL;
         goto out;
@@ -166,7 +193,7 @@ int rope_bench_run(const model_config *cfg, int tokens, int T, const runner_opts
             char label[96];
             snprintf(label, sizeof label, "%s %s %s", cfg->name, vname[v], dname[d]);
             runner_progress(d * 3 + v, 6, label);
-            bench_case bc = {label, fns[d][v], NULL};
+            bench_case bc = {label, fns[d][v], NULL, c.flush ? rb_flush : NULL};
             runner_result r;
             if (runner_run(ro, &bc, &c, &r) != 0) {
                 rc = CB_EFAIL;
@@ -179,6 +206,7 @@ int rope_bench_run(const model_config *cfg, int tokens, int T, const runner_opts
             record_str(rec, row, RB_MODEL, cfg->name);
             record_str(rec, row, RB_VARIANT, vname[v]);
             record_str(rec, row, RB_DIR, dname[d]);
+            record_str(rec, row, RB_CACHE, c.flush ? "cold" : "warm");
             record_num(rec, row, RB_TOKENS, tokens);
             record_num(rec, row, RB_HEADS, c.s.NH);
             record_num(rec, row, RB_HS, c.s.HS);
@@ -207,5 +235,6 @@ out:
     free(c.dq);
     free(c.dk);
     free(c.scratch);
+    free(c.flush);
     return rc;
 }

@@ -33,7 +33,7 @@ int runner_run(const runner_opts *o, const bench_case *c, void *ctx, runner_resu
         once = timer_now_s() - t0;
     }
     int reps = 1;
-    if (once < o->min_sample_s) reps = (int)ceil(o->min_sample_s / (once > 1e-9 ? once : 1e-9));
+    if (!c->before && once < o->min_sample_s) reps = (int)ceil(o->min_sample_s / (once > 1e-9 ? once : 1e-9));
     if (reps > 1000000) reps = 1000000;
     int cap = o->max_samples > o->min_samples ? o->max_samples : o->min_samples;
     double *x = malloc((size_t)cap * sizeof *x);
@@ -41,6 +41,7 @@ int runner_run(const runner_opts *o, const bench_case *c, void *ctx, runner_resu
     int n = 0;
     double total = 0;
     while (n < cap) {
+        if (c->before) c->before(ctx);
         double a = timer_now_s();
         for (int r = 0; r < reps; r++) c->run(ctx);
         double dt = timer_now_s() - a;

@@ -23,6 +23,9 @@ typedef struct {
     void (*run)(void *ctx);
     /* Called once before timing; returns 0 or fills msg and returns non-zero. May be NULL. */
     int (*check)(void *ctx, char *msg, size_t msgsz);
+    /* Called before every sample, untimed (e.g. flushing the caches); a sample is then one call.
+     * May be NULL. */
+    void (*before)(void *ctx);
 } bench_case;
 
 typedef struct {

@@ -89,6 +89,7 @@ static void test_cli_bad_input(void)
         {{"rope", "--tokens", "1000", "--seq", "300"}, "not a multiple of --seq 300"},
         {{"rope", "--model", "neox-20b", "--tokens", "16777216"}, "GiB available"},
         {{"rope", "--min-time", "nan"}, "flag '--min-time'"},
+        {{"rope", "--cache", "lukewarm"}, "flag '--cache': expected cold or warm"},
         {{"peak", "--array-mib", "-1"}, "flag '--array-mib'"},
         {{"models", "extra"}, "unexpected argument 'extra'"},
     };
@@ -189,10 +190,11 @@ static void test_cli_rope_runs(void)
     int rc = run(args);
     CHECK(rc == 0, "rope: exit %d: %s", rc, g_err);
     table t;
-    const char *cols[] = {"model", "variant", "direction", "tokens", "ns_per_token_median", "gbps_median",
+    const char *cols[] = {"model", "variant", "direction", "cache", "tokens", "ns_per_token_median", "gbps_median",
                           "pct_of_copy_bw", "speedup_vs_reference", NULL};
     if (load_csv(&t, csv, cols)) {
         CHECK(t.nrows == 12, "rows %d, expected 12", t.nrows);
+        CHECK(column_has(&t, "cache", "cold"), "the default is not a cold cache");
         CHECK(column_has(&t, "variant", "reference") && column_has(&t, "variant", "zero_freq") &&
                   column_has(&t, "variant", "fused") && column_has(&t, "direction", "backward"),
               "variants or directions missing");
