@@ -126,19 +126,6 @@ static int mm_check(void *p, char *msg, size_t n)
     return 0;
 }
 
-static void fill(float *x, double n, unsigned seed)
-{
-    long len = (long)n;
-#pragma omp parallel for schedule(static)
-    for (long i = 0; i < len; i++) {
-        unsigned h = (unsigned)i * 2654435761u ^ seed;
-        h ^= h >> 15;
-        h *= 2246822519u;
-        h ^= h >> 13;
-        x[i] = (float)((h & 0xffff) / 32768.0 - 1.0);
-    }
-}
-
 int mm_run(const mm_shape *s, int n, const runner_opts *ro, double budget_s, double peak_gflops, record *rec)
 {
     double amax = 0, bmax = 0, cmax = 0;
@@ -156,9 +143,9 @@ int mm_run(const mm_shape *s, int n, const runner_opts *ro, double budget_s, dou
         rc = CB_EFAIL;
         goto out;
     }
-    fill(ctx.A, amax, 1u);
-    fill(ctx.B, bmax, 2u);
-    fill(ctx.C, cmax, 3u);
+    runner_fill(ctx.A, (size_t)amax, 1u);
+    runner_fill(ctx.B, (size_t)bmax, 2u);
+    runner_fill(ctx.C, (size_t)cmax, 3u);
     double t_start = timer_now_s(), best_gf = 0, step_ms = 0, step_flops = 0;
     int skipped = 0;
     char skipped_list[512] = "";

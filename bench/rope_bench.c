@@ -56,19 +56,6 @@ double rope_bench_bytes(const model_config *cfg, int tokens)
     return 4.0 * (3.0 * qkv_floats(&s) + 4.0 * out_floats(&s) + rope_ref_scratch_floats(&s));
 }
 
-static void fill(float *x, size_t n, unsigned seed)
-{
-    long len = (long)n;
-#pragma omp parallel for schedule(static)
-    for (long i = 0; i < len; i++) {
-        unsigned h = (unsigned)i * 2654435761u ^ seed;
-        h ^= h >> 15;
-        h *= 2246822519u;
-        h ^= h >> 13;
-        x[i] = (float)((h & 0xffff) / 32768.0 - 1.0);
-    }
-}
-
 /* Compares the q/k blocks of a qkv-layout buffer with (B, NH, T, HS) q and k tensors. */
 static int agree_layout(const rope_shape *s, const float *qkv, const float *q, const float *k, const char *what,
                         char *msg, size_t n)
@@ -172,12 +159,12 @@ int rope_bench_run(const model_config *cfg, int tokens, int T, const runner_opts
         goto out;
     }
     rope_tables_init(&c.tb, c.tables, T, c.s.r, c.s.HS, cfg->rotary_base);
-    fill(c.qkv, nq, 7u);
-    fill(c.dqkv, nq, 8u);
-    fill(c.dq, no, 9u);
-    fill(c.dk, no, 10u);
-    fill(c.q_out, no, 11u);
-    fill(c.k_out, no, 12u);
+    runner_fill(c.qkv, nq, 7u);
+    runner_fill(c.dqkv, nq, 8u);
+    runner_fill(c.dq, no, 9u);
+    runner_fill(c.dk, no, 10u);
+    runner_fill(c.q_out, no, 11u);
+    runner_fill(c.k_out, no, 12u);
     char msg[512] = "";
     if (rb_verify(&c, save, msg, sizeof msg) != 0) {
         rc = err_msg("rope %s: the variants disagree: %s", cfg->name, msg);

@@ -65,3 +65,16 @@ void runner_progress(int i, int n, const char *label)
     else fprintf(stderr, "\r\033[K[%d/%d] %s", i + 1, n, label);
     fflush(stderr);
 }
+
+void runner_fill(float *x, size_t n, unsigned seed)
+{
+    long len = (long)n;
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < len; i++) {
+        unsigned h = (unsigned)i * 2654435761u ^ seed;
+        h ^= h >> 15;
+        h *= 2246822519u;
+        h ^= h >> 13;
+        x[i] = (float)((h & 0xffff) / 32768.0 - 1.0);
+    }
+}

@@ -37,6 +37,9 @@ typedef struct {
 void runner_defaults(runner_opts *o);
 /* Returns 0, or CB_EFAIL when the check fails (its message printed). */
 int runner_run(const runner_opts *o, const bench_case *c, void *ctx, runner_result *res);
+/* Deterministic values in [-1, 1) from a hash of the index, filled by the threads that will use
+ * the pages (first touch). */
+void runner_fill(float *x, size_t n, unsigned seed);
 /* Sweep progress on stderr, only when stderr is a terminal; i == n clears the line. */
 void runner_progress(int i, int n, const char *label);
 

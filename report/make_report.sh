@@ -25,7 +25,7 @@ step "rope (pythia-160m, pythia-6.9b, neox-20b at 8192 tokens)"
 {
     echo "# costbench report: $(grep -m1 '^# ' "$tmp/peak.txt" | sed 's/^# //')"
     echo
-    echo "Every figure below was **measured on this machine** in this run; nothing is imported or predicted."
+    echo "Every figure below was **measured on this machine** in this run; nothing is imported. The only derived figures are the step totals of the transformer matmul table (count x measured median), labelled as predictions."
     echo "The training step (\`costbench train\`) is not in this version, so there are no seq/s or tokens/\$ figures yet."
     echo
     for part in peak:"Machine limits (costbench peak)" \
@@ -47,6 +47,7 @@ step "rope (pythia-160m, pythia-6.9b, neox-20b at 8192 tokens)"
 
 rm -rf "$OUT.old"
 [ -e "$OUT" ] && mv "$OUT" "$OUT.old"
+chmod 755 "$tmp"
 mv "$tmp" "$OUT"
 rm -rf "$OUT.old"
 trap - EXIT
