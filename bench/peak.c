@@ -97,14 +97,15 @@ static double compute_flops_per_call(const compute_ctx *c)
 static int have_avx512(void) { return __builtin_cpu_supports("avx512f"); }
 static int have_bf16(void) { return have_avx512() && machine_has_cpu_flag("avx512_bf16"); }
 
-/* Compute probes sample for >= 20 ms each: with 1 ms samples, preemption and frequency steps on a
- * shared machine spread single samples by +-20%, while the sgemm calls they are compared with
- * last 10 ms to seconds. */
+/* Compute probes sample for >= 20 ms each over >= 1 s: with 1 ms samples, preemption and frequency
+ * steps on a shared machine spread single samples by +-20%, while the sgemm calls they are
+ * compared with last 10 ms to seconds. */
 static runner_opts compute_opts(const runner_opts *ro)
 {
     runner_opts o = *ro;
     if (o.min_sample_s < 0.02) o.min_sample_s = 0.02;
     if (o.min_samples < 10) o.min_samples = 10;
+    if (o.min_time_s < 1.0) o.min_time_s = 1.0; /* a median over a second, not a lucky instant */
     return o;
 }
 
