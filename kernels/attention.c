@@ -50,9 +50,9 @@ void attention_backward(float *dqkv, float *scratch, const float *dout, const fl
             float *dq = dqkv + qo, *dk = dq + HS, *dv = dq + 2 * HS;
             const float *P = att + ((size_t)b * NH + h) * (size_t)T * T;
             const float *dO = dout + (size_t)b * T * C + (size_t)h * HS;
-            /* dP = dO V^T; dV += P^T dO */
+            /* dP = dO V^T; dV = P^T dO */
             matmul_gemm(0, 1, T, T, HS, 1.0f, dO, C, v, C3, 0.0f, dP, T);
-            matmul_gemm(1, 0, T, HS, T, 1.0f, P, T, dO, C, 1.0f, dv, C3);
+            matmul_gemm(1, 0, T, HS, T, 1.0f, P, T, dO, C, 0.0f, dv, C3);
             /* dS = scale * P * (dP - rowsum(dP * P)) */
 #pragma omp parallel for schedule(static)
             for (int i = 0; i < T; i++) {
@@ -63,9 +63,9 @@ void attention_backward(float *dqkv, float *scratch, const float *dout, const fl
                 for (int j = 0; j <= i; j++) d[j] = scale * p[j] * (d[j] - dot);
                 for (int j = i + 1; j < T; j++) d[j] = 0.0f;
             }
-            /* dQ += dS K; dK += dS^T Q */
-            matmul_gemm(0, 0, T, HS, T, 1.0f, dP, T, k, C3, 1.0f, dq, C3);
-            matmul_gemm(1, 0, T, HS, T, 1.0f, dP, T, q, C3, 1.0f, dk, C3);
+            /* dQ = dS K; dK = dS^T Q */
+            matmul_gemm(0, 0, T, HS, T, 1.0f, dP, T, k, C3, 0.0f, dq, C3);
+            matmul_gemm(1, 0, T, HS, T, 1.0f, dP, T, q, C3, 0.0f, dk, C3);
         }
 }
 

@@ -3,7 +3,7 @@
  *   qkv  (B, T, NH, 3*HS)  per head q, k, v blocks (the projection's layout, after rotary)
  *   out  (B, T, NH*HS)
  *   att  (B, NH, T, T)     softmax probabilities, saved for backward (zero above the diagonal)
- * Backward accumulates (+=) into dqkv and needs (T, T) floats of scratch. */
+ * Backward writes every element of dqkv (q, k and v blocks) and needs (T, T) floats of scratch. */
 #ifndef CB_ATTENTION_H
 #define CB_ATTENTION_H
 

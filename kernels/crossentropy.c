@@ -42,6 +42,20 @@ int crossentropy_backward(float *dlogits, const float *dlosses, const float *log
     return 0;
 }
 
+int crossentropy_backward_inplace(float *logits, const float *dlosses, const float *lse, const int *targets, int N,
+                                  int V)
+{
+    if (!targets_ok(targets, N, V)) return -1;
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < N; i++) {
+        float *x = logits + (size_t)i * V;
+        float g = dlosses[i], l = lse[i];
+        for (int j = 0; j < V; j++) x[j] = g * expf(x[j] - l);
+        x[targets[i]] -= g;
+    }
+    return 0;
+}
+
 void crossentropy_forward_ref(double *losses, const double *logits, const int *targets, int N, int V)
 {
     for (int i = 0; i < N; i++) {

@@ -9,6 +9,9 @@
 int crossentropy_forward(float *losses, float *lse, const float *logits, const int *targets, int N, int V);
 int crossentropy_backward(float *dlogits, const float *dlosses, const float *logits, const float *lse,
                           const int *targets, int N, int V);
+/* Same gradient, overwriting the logits with it (no second (N, V) buffer). */
+int crossentropy_backward_inplace(float *logits, const float *dlosses, const float *lse, const int *targets, int N,
+                                  int V);
 void crossentropy_forward_ref(double *losses, const double *logits, const int *targets, int N, int V);
 
 #endif

@@ -21,7 +21,7 @@ void gelu_backward(float *dinp, const float *inp, const float *dout, size_t n)
         float x = inp[i];
         float cdf = 0.5f * (1.0f + erff(x * INV_SQRT2));
         float pdf = INV_SQRT_2PI * expf(-0.5f * x * x);
-        dinp[i] += dout[i] * (cdf + x * pdf);
+        dinp[i] = dout[i] * (cdf + x * pdf);
     }
 }
 

@@ -1,5 +1,5 @@
 /* gelu.h: GELU, exact erf form as GPT-NeoX (hidden_act "gelu"): 0.5 x (1 + erf(x / sqrt 2)).
- * Backward accumulates (+=) into dinp. */
+ * Backward writes dinp = dout * gelu'(inp); dinp may be dout (in place). */
 #ifndef CB_GELU_H
 #define CB_GELU_H
 

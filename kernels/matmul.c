@@ -34,7 +34,7 @@ int matmul_forward(float *out, const float *inp, const float *weight, const floa
 int matmul_backward_input(float *dinp, const float *dout, const float *weight, int N, int C, int OC)
 {
     if (!dinp || !dout || !weight || !dims_ok(N, C, OC)) return MATMUL_EDIM;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, C, OC, 1.0f, dout, OC, weight, C, 1.0f, dinp, C);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, C, OC, 1.0f, dout, OC, weight, C, 0.0f, dinp, C);
     return MATMUL_OK;
 }
 
@@ -79,7 +79,7 @@ void matmul_backward_input_ref(double *dinp, const double *dout, const double *w
         for (int c = 0; c < C; c++) {
             double s = 0.0;
             for (int j = 0; j < OC; j++) s += dout[(size_t)i * OC + j] * weight[(size_t)j * C + c];
-            dinp[(size_t)i * C + c] += s;
+            dinp[(size_t)i * C + c] = s;
         }
 }
 

@@ -10,7 +10,7 @@ enum { MATMUL_OK = 0, MATMUL_EDIM = -1 };
 
 /* out = inp @ weight^T + bias.   out (N, OC), inp (N, C), weight (OC, C), bias (OC) or NULL */
 int matmul_forward(float *out, const float *inp, const float *weight, const float *bias, int N, int C, int OC);
-/* dinp += dout @ weight.          dinp (N, C), dout (N, OC), weight (OC, C) */
+/* dinp = dout @ weight.           dinp (N, C), dout (N, OC), weight (OC, C) (overwritten) */
 int matmul_backward_input(float *dinp, const float *dout, const float *weight, int N, int C, int OC);
 /* dweight += dout^T @ inp, dbias += colsum(dout).  dweight (OC, C), dbias (OC) or NULL */
 int matmul_backward_weight(float *dweight, float *dbias, const float *dout, const float *inp, int N, int C, int OC);

@@ -186,6 +186,10 @@ static void test_gelu(void)
     gelu_backward(dx, x, dout, N);
     gelu_fd c = {N, doutd, outd};
     CHECK(fd_check("gelu dinp", xd, N, dx, gelu_loss, &c, N, 1e-4), "dinp vs finite differences");
+    double dref[N];
+    to_double(dref, dx, N);
+    gelu_backward(dout, x, dout, N); /* in place */
+    CHECK(allclose("gelu in-place backward", dout, dref, N, 0, 0), "in-place backward differs");
     /* exact form, not the tanh approximation: gelu(1) = 0.8413447460685429 */
     float one = 1.0f, g;
     gelu_forward(&g, &one, 1);
@@ -271,6 +275,12 @@ static void test_crossentropy(void)
     crossentropy_backward(dlogits, dl, logits, lse, targets, N, V);
     ce_fd c = {N, V, targets, dld, lossesd};
     CHECK(fd_check("cross-entropy dlogits", logitsd, N * V, dlogits, ce_loss, &c, N * V, 1e-4), "dlogits vs finite differences");
+    float inplace[N * V];
+    memcpy(inplace, logits, sizeof inplace);
+    double dref[N * V];
+    to_double(dref, dlogits, N * V);
+    CHECK(crossentropy_backward_inplace(inplace, dl, lse, targets, N, V) == 0, "in-place backward refused");
+    CHECK(allclose("cross-entropy in-place backward", inplace, dref, N * V, 1e-7, 1e-6), "in-place differs");
     /* uniform logits: loss = ln V */
     for (int i = 0; i < N * V; i++) logits[i] = 0.25f;
     crossentropy_forward(losses, lse, logits, targets, N, V);

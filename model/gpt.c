@@ -1,0 +1,454 @@
+#include "gpt.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/err.h"
+#include "../common/mem.h"
+#include "../common/timer.h"
+#include "../kernels/attention.h"
+#include "../kernels/crossentropy.h"
+#include "../kernels/gelu.h"
+#include "../kernels/layernorm.h"
+#include "../kernels/matmul.h"
+
+const char *const gpt_kind_names[8] = {"matmul", "attention", "rotary", "layernorm", "gelu", "cross_entropy",
+                                       "optimizer", "other"};
+
+static void param_sizes(const model_config *c, size_t *s)
+{
+    size_t L = (size_t)c->L, C = (size_t)c->C, V = (size_t)c->V;
+    s[P_WTE] = V * C;
+    s[P_WPE] = c->learned_pos ? (size_t)c->max_T * C : 0;
+    s[P_LN1W] = s[P_LN1B] = s[P_LN2W] = s[P_LN2B] = L * C;
+    s[P_QKVW] = L * 3 * C * C;
+    s[P_QKVB] = L * 3 * C;
+    s[P_ATTPROJW] = L * C * C;
+    s[P_ATTPROJB] = L * C;
+    s[P_FCW] = L * 4 * C * C;
+    s[P_FCB] = L * 4 * C;
+    s[P_FCPROJW] = L * C * 4 * C;
+    s[P_FCPROJB] = L * C;
+    s[P_LNFW] = s[P_LNFB] = C;
+    s[P_UNEMBED] = c->tied_embeddings ? 0 : V * C;
+}
+
+/* Floats of one layer's saved activations. */
+static double layer_act_floats(const model_config *c, int B, int T)
+{
+    double BT = (double)B * T, C = c->C;
+    double f = BT * C + 2 * BT      /* ln1 */
+               + 3 * BT * C         /* qkv */
+               + (double)B * c->NH * T * T /* att */
+               + BT * C             /* atty */
+               + BT * C + 2 * BT    /* ln2 */
+               + 8 * BT * C;        /* fch, fchg */
+    if (!c->parallel_residual) f += BT * C; /* res2 */
+    return f;
+}
+
+void gpt_estimate(const model_config *cfg, int B, int T, int recompute, gpt_mem *mem)
+{
+    size_t s[P_COUNT];
+    param_sizes(cfg, s);
+    double n = 0;
+    for (int k = 0; k < P_COUNT; k++) n += (double)s[k];
+    double BT = (double)B * T, C = cfg->C, V = cfg->V, L = cfg->L;
+    mem->params = 4 * n;
+    mem->grads = 4 * n;
+    mem->moments = 8 * n;
+    mem->acts_kept = 4 * ((L + 1) * BT * C);
+    mem->acts_layer = 4 * layer_act_floats(cfg, B, T);
+    mem->logits = 4 * (BT * V + BT * C + 5 * BT);
+    /* dres, dln, dqkv, datty, dfch, attproj; (T, T) attention scratch; token ids */
+    mem->scratch = 4 * (BT * C * (1 + 1 + 3 + 1 + 4 + 1) + (double)T * T) + 8 * BT;
+    mem->acts_full_no_recompute = mem->acts_kept + L * mem->acts_layer + mem->logits;
+    mem->acts_full_recompute = mem->acts_kept + mem->acts_layer + mem->logits;
+    double acts = recompute ? mem->acts_full_recompute : mem->acts_full_no_recompute;
+    mem->total = mem->params + mem->grads + mem->moments + acts + mem->scratch +
+                 4.0 * rope_tables_floats(T, rope_rotary_dims(cfg->HS, cfg->rotary_pct), cfg->HS);
+}
+
+void gpt_param_name(const gpt_model *m, int k, int layer, char *buf, size_t n)
+{
+    static const char *layer_names[P_COUNT] = {
+        [P_LN1W] = "input_layernorm.weight", [P_LN1B] = "input_layernorm.bias",
+        [P_QKVW] = "attention.query_key_value.weight", [P_QKVB] = "attention.query_key_value.bias",
+        [P_ATTPROJW] = "attention.dense.weight", [P_ATTPROJB] = "attention.dense.bias",
+        [P_LN2W] = "post_attention_layernorm.weight", [P_LN2B] = "post_attention_layernorm.bias",
+        [P_FCW] = "mlp.dense_h_to_4h.weight", [P_FCB] = "mlp.dense_h_to_4h.bias",
+        [P_FCPROJW] = "mlp.dense_4h_to_h.weight", [P_FCPROJB] = "mlp.dense_4h_to_h.bias"};
+    (void)m;
+    switch (k) {
+    case P_WTE: snprintf(buf, n, "gpt_neox.embed_in.weight"); break;
+    case P_WPE: snprintf(buf, n, "gpt_neox.embed_pos.weight"); break;
+    case P_LNFW: snprintf(buf, n, "gpt_neox.final_layer_norm.weight"); break;
+    case P_LNFB: snprintf(buf, n, "gpt_neox.final_layer_norm.bias"); break;
+    case P_UNEMBED: snprintf(buf, n, "embed_out.weight"); break;
+    default: snprintf(buf, n, "gpt_neox.layers.%d.%s", layer, layer_names[k]); break;
+    }
+}
+
+static void set_layer_views(gpt_model *m, float **cursor)
+{
+    const model_config *c = &m->cfg;
+    size_t BT = (size_t)m->B * m->T, C = (size_t)c->C;
+    int nviews = m->recompute ? 1 : c->L;
+    for (int l = 0; l < c->L; l++) {
+        gpt_layer_acts *a = &m->layer[l];
+        if (l >= nviews) {
+            *a = m->layer[0];
+            continue;
+        }
+        float *p = *cursor;
+        a->ln1 = p, p += BT * C;
+        a->ln1_mean = p, p += BT;
+        a->ln1_rstd = p, p += BT;
+        a->qkv = p, p += 3 * BT * C;
+        a->att = p, p += (size_t)m->B * c->NH * m->T * m->T;
+        a->atty = p, p += BT * C;
+        a->ln2 = p, p += BT * C;
+        a->ln2_mean = p, p += BT;
+        a->ln2_rstd = p, p += BT;
+        a->fch = p, p += 4 * BT * C;
+        a->fchg = p, p += 4 * BT * C;
+        if (!c->parallel_residual) a->res2 = p, p += BT * C;
+        else a->res2 = NULL;
+        a->attproj = NULL; /* set below: one shared buffer */
+        *cursor = p;
+    }
+}
+
+int gpt_init(gpt_model *m, const model_config *cfg, int B, int T, int recompute)
+{
+    memset(m, 0, sizeof *m);
+    m->cfg = *cfg;
+    m->B = B, m->T = T, m->recompute = recompute;
+    param_sizes(cfg, m->sizes);
+    size_t off = 0;
+    for (int k = 0; k < P_COUNT; k++) {
+        m->offsets[k] = off;
+        off += (m->sizes[k] + 15) / 16 * 16; /* every tensor 64-byte aligned inside the slab */
+    }
+    m->nparams = off;
+    m->params = mem_calloc(off, sizeof(float), "parameters");
+    m->grads = mem_calloc(off, sizeof(float), "gradients");
+    m->m = mem_calloc(off, sizeof(float), "AdamW first moments");
+    m->v = mem_calloc(off, sizeof(float), "AdamW second moments");
+    if (!m->params || !m->grads || !m->m || !m->v) goto fail;
+    for (int k = 0; k < P_COUNT; k++) {
+        m->p[k] = m->params + m->offsets[k];
+        m->g[k] = m->grads + m->offsets[k];
+    }
+    if (cfg->tied_embeddings) {
+        m->p[P_UNEMBED] = m->p[P_WTE];
+        m->g[P_UNEMBED] = m->g[P_WTE];
+    }
+    m->rotary_dims = cfg->learned_pos ? 0 : rope_rotary_dims(cfg->HS, cfg->rotary_pct);
+    m->rope_store = mem_alloc(rope_tables_floats(T, m->rotary_dims, cfg->HS) + 16, sizeof(float), "rotary tables");
+    if (!m->rope_store) goto fail;
+    rope_tables_init(&m->rope, m->rope_store, T, m->rotary_dims, cfg->HS, cfg->rotary_base);
+
+    size_t BT = (size_t)B * T, C = (size_t)cfg->C, V = (size_t)cfg->V;
+    double layer = layer_act_floats(cfg, B, T);
+    size_t total = (size_t)(cfg->L + 1) * BT * C + (size_t)layer * (recompute ? 1 : (size_t)cfg->L) + BT * V +
+                   BT * C + 5 * BT + BT * C * 11 + (size_t)T * T + 64 * 32;
+    m->acts = mem_alloc(total, sizeof(float), "activations");
+    m->layer = calloc((size_t)cfg->L, sizeof *m->layer);
+    m->inputs = calloc(BT, sizeof(int));
+    m->targets = calloc(BT, sizeof(int));
+    if (!m->acts || !m->layer || !m->inputs || !m->targets) goto fail;
+    float *p = m->acts;
+    m->x = p, p += (size_t)(cfg->L + 1) * BT * C;
+    set_layer_views(m, &p);
+    m->lnf = p, p += BT * C;
+    m->lnf_mean = p, p += BT;
+    m->lnf_rstd = p, p += BT;
+    m->lse = p, p += BT;
+    m->losses = p, p += BT;
+    m->dlosses = p, p += BT;
+    m->logits = p, p += BT * V;
+    m->dres = p, p += BT * C;
+    m->dln = p, p += BT * C;
+    m->dqkv = p, p += 3 * BT * C;
+    m->datty = p, p += BT * C;
+    m->dfch = p, p += 4 * BT * C;
+    float *attproj = p;
+    p += BT * C;
+    m->datt_scratch = p, p += (size_t)T * T;
+    for (int l = 0; l < cfg->L; l++) m->layer[l].attproj = attproj;
+    if ((size_t)(p - m->acts) > total) {
+        err_msg("internal: activation layout overflows its slab");
+        goto fail;
+    }
+    return 0;
+fail:
+    gpt_free(m);
+    return CB_EFAIL;
+}
+
+void gpt_free(gpt_model *m)
+{
+    if (!m) return;
+    free(m->params), free(m->grads), free(m->m), free(m->v), free(m->rope_store), free(m->acts), free(m->layer);
+    free(m->inputs), free(m->targets);
+    memset(m, 0, sizeof *m);
+}
+
+/* splitmix64 + Box-Muller: deterministic normal numbers. */
+static unsigned long long sm64(unsigned long long *s)
+{
+    unsigned long long z = (*s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+static void normal_fill(float *x, size_t n, double sd, unsigned long long seed)
+{
+    unsigned long long s = seed;
+    for (size_t i = 0; i < n; i += 2) {
+        double u1 = ((sm64(&s) >> 11) + 1.0) / 9007199254740993.0, u2 = (sm64(&s) >> 11) / 9007199254740992.0;
+        double r = sqrt(-2.0 * log(u1));
+        x[i] = (float)(sd * r * cos(2 * M_PI * u2));
+        if (i + 1 < n) x[i + 1] = (float)(sd * r * sin(2 * M_PI * u2));
+    }
+}
+
+/* Hugging Face GPTNeoXPreTrainedModel._init_weights: Linear and Embedding weights N(0, 0.02),
+ * biases 0, LayerNorm weight 1 and bias 0. */
+void gpt_init_weights(gpt_model *m, unsigned long long seed)
+{
+    memset(m->params, 0, m->nparams * sizeof(float));
+    static const int normal[] = {P_WTE, P_WPE, P_QKVW, P_ATTPROJW, P_FCW, P_FCPROJW, P_UNEMBED};
+    for (size_t i = 0; i < sizeof normal / sizeof normal[0]; i++) {
+        int k = normal[i];
+        if (m->sizes[k]) normal_fill(m->p[k], m->sizes[k], 0.02, seed * 1000003ULL + (unsigned long long)k);
+    }
+    static const int ones[] = {P_LN1W, P_LN2W, P_LNFW};
+    for (size_t i = 0; i < 3; i++)
+        for (size_t j = 0; j < m->sizes[ones[i]]; j++) m->p[ones[i]][j] = 1.0f;
+    memset(m->m, 0, m->nparams * sizeof(float));
+    memset(m->v, 0, m->nparams * sizeof(float));
+    m->adam_t = 0;
+}
+
+/* ---------------------------------------------------------------- forward */
+
+#define TIMED(m, kind, stmt)                         \
+    do {                                             \
+        double t0_ = timer_now_s();                  \
+        stmt;                                        \
+        (m)->t_kind[kind] += timer_now_s() - t0_;    \
+    } while (0)
+
+/* Element-wise helpers (parallel loops cannot sit inside the TIMED macro). */
+static void vec_add(float *out, const float *a, const float *b, size_t n)
+{
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < (long)n; i++) out[i] = a[i] + b[i];
+}
+
+static void vec_add_into(float *out, const float *a, size_t n)
+{
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < (long)n; i++) out[i] += a[i];
+}
+
+static void vec_add2_into(float *out, const float *a, const float *b, size_t n)
+{
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < (long)n; i++) out[i] += a[i] + b[i];
+}
+
+static void embed_forward(float *x0, const float *wte, const float *wpe, const int *in, int BT, int T, int C)
+{
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < BT; i++) {
+        const float *e = wte + (size_t)in[i] * C;
+        float *o = x0 + (size_t)i * C;
+        if (wpe) {
+            const float *pe = wpe + (size_t)(i % T) * C;
+            for (int k = 0; k < C; k++) o[k] = e[k] + pe[k];
+        } else {
+            memcpy(o, e, (size_t)C * sizeof(float));
+        }
+    }
+}
+
+/* Scatter-add by column blocks: deterministic, no races. */
+static void embed_backward(float *dwte, float *dwpe, const float *dres, const int *in, int BT, int T, int C)
+{
+    enum { CB = 64 };
+    int nblk = (C + CB - 1) / CB;
+#pragma omp parallel for schedule(static)
+    for (int blk = 0; blk < nblk; blk++) {
+        int c0 = blk * CB, c1 = c0 + CB < C ? c0 + CB : C;
+        for (int i = 0; i < BT; i++) {
+            const float *d = dres + (size_t)i * C;
+            float *w = dwte + (size_t)in[i] * C;
+            for (int k = c0; k < c1; k++) w[k] += d[k];
+            if (dwpe) {
+                float *pe = dwpe + (size_t)(i % T) * C;
+                for (int k = c0; k < c1; k++) pe[k] += d[k];
+            }
+        }
+    }
+}
+
+static void layer_forward(gpt_model *m, int l, int write_output)
+{
+    const model_config *c = &m->cfg;
+    const int B = m->B, T = m->T, BT = B * T, C = c->C;
+    gpt_layer_acts *a = &m->layer[l];
+    float *x = m->x + (size_t)l * BT * C, *out = m->x + (size_t)(l + 1) * BT * C;
+    const size_t L1 = (size_t)l;
+    TIMED(m, K_LAYERNORM, layernorm_forward(a->ln1, a->ln1_mean, a->ln1_rstd, x, m->p[P_LN1W] + L1 * C,
+                                            m->p[P_LN1B] + L1 * C, BT, C));
+    TIMED(m, K_MATMUL, matmul_forward(a->qkv, a->ln1, m->p[P_QKVW] + L1 * 3 * C * C, m->p[P_QKVB] + L1 * 3 * C, BT, C,
+                                      3 * C));
+    if (m->rotary_dims > 0) {
+        rope_shape rs = {B, T, c->NH, c->HS, m->rotary_dims};
+        TIMED(m, K_ROTARY, rope_forward_fused(a->qkv, &rs, &m->rope));
+    }
+    TIMED(m, K_ATTENTION, attention_forward(a->atty, a->att, a->qkv, B, T, c->NH, c->HS));
+    TIMED(m, K_MATMUL, matmul_forward(a->attproj, a->atty, m->p[P_ATTPROJW] + L1 * C * C, m->p[P_ATTPROJB] + L1 * C,
+                                      BT, C, C));
+    const float *ln2_in = x;
+    if (!c->parallel_residual) {
+        TIMED(m, K_OTHER, vec_add(a->res2, x, a->attproj, (size_t)BT * C));
+        ln2_in = a->res2;
+    }
+    TIMED(m, K_LAYERNORM, layernorm_forward(a->ln2, a->ln2_mean, a->ln2_rstd, ln2_in, m->p[P_LN2W] + L1 * C,
+                                            m->p[P_LN2B] + L1 * C, BT, C));
+    TIMED(m, K_MATMUL, matmul_forward(a->fch, a->ln2, m->p[P_FCW] + L1 * 4 * C * C, m->p[P_FCB] + L1 * 4 * C, BT, C,
+                                      4 * C));
+    TIMED(m, K_GELU, gelu_forward(a->fchg, a->fch, (size_t)BT * 4 * C));
+    if (!write_output) return;
+    TIMED(m, K_MATMUL, matmul_forward(out, a->fchg, m->p[P_FCPROJW] + L1 * C * 4 * C, m->p[P_FCPROJB] + L1 * C, BT,
+                                      4 * C, C));
+    if (c->parallel_residual) TIMED(m, K_OTHER, vec_add2_into(out, x, a->attproj, (size_t)BT * C));
+    else TIMED(m, K_OTHER, vec_add_into(out, a->res2, (size_t)BT * C));
+}
+
+double gpt_forward(gpt_model *m)
+{
+    const model_config *c = &m->cfg;
+    const int B = m->B, T = m->T, BT = B * T, C = c->C, V = c->V;
+    TIMED(m, K_OTHER, embed_forward(m->x, m->p[P_WTE], c->learned_pos ? m->p[P_WPE] : NULL, m->inputs, BT, T, C));
+    for (int l = 0; l < c->L; l++) layer_forward(m, l, 1);
+    const float *xl = m->x + (size_t)c->L * BT * C;
+    TIMED(m, K_LAYERNORM, layernorm_forward(m->lnf, m->lnf_mean, m->lnf_rstd, xl, m->p[P_LNFW], m->p[P_LNFB], BT, C));
+    TIMED(m, K_MATMUL, matmul_forward(m->logits, m->lnf, m->p[P_UNEMBED], NULL, BT, C, V));
+    TIMED(m, K_XENT, crossentropy_forward(m->losses, m->lse, m->logits, m->targets, BT, V));
+    double sum = 0;
+    for (int i = 0; i < BT; i++) sum += m->losses[i];
+    m->last_loss = sum / BT;
+    return m->last_loss;
+}
+
+/* ---------------------------------------------------------------- backward */
+
+static void layer_backward(gpt_model *m, int l)
+{
+    const model_config *c = &m->cfg;
+    const int B = m->B, T = m->T, BT = B * T, C = c->C;
+    const size_t L1 = (size_t)l;
+    if (m->recompute) layer_forward(m, l, 0);
+    gpt_layer_acts *a = &m->layer[l];
+    const float *x = m->x + (size_t)l * BT * C;
+    float *dres = m->dres;
+    /* MLP output projection, and (parallel residual) the attention projection, both from d(out) */
+    TIMED(m, K_MATMUL, {
+        matmul_backward_input(m->dfch, dres, m->p[P_FCPROJW] + L1 * C * 4 * C, BT, 4 * C, C);
+        matmul_backward_weight(m->g[P_FCPROJW] + L1 * C * 4 * C, m->g[P_FCPROJB] + L1 * C, dres, a->fchg, BT, 4 * C, C);
+        if (c->parallel_residual) {
+            matmul_backward_input(m->datty, dres, m->p[P_ATTPROJW] + L1 * C * C, BT, C, C);
+            matmul_backward_weight(m->g[P_ATTPROJW] + L1 * C * C, m->g[P_ATTPROJB] + L1 * C, dres, a->atty, BT, C, C);
+        }
+    });
+    TIMED(m, K_GELU, gelu_backward(m->dfch, a->fch, m->dfch, (size_t)BT * 4 * C));
+    TIMED(m, K_MATMUL, {
+        matmul_backward_input(m->dln, m->dfch, m->p[P_FCW] + L1 * 4 * C * C, BT, C, 4 * C);
+        matmul_backward_weight(m->g[P_FCW] + L1 * 4 * C * C, m->g[P_FCB] + L1 * 4 * C, m->dfch, a->ln2, BT, C, 4 * C);
+    });
+    const float *ln2_in = c->parallel_residual ? x : a->res2;
+    TIMED(m, K_LAYERNORM, layernorm_backward(dres, m->g[P_LN2W] + L1 * C, m->g[P_LN2B] + L1 * C, m->dln, ln2_in,
+                                             m->p[P_LN2W] + L1 * C, a->ln2_mean, a->ln2_rstd, BT, C));
+    if (!c->parallel_residual) {
+        /* dres is now d(res2) = d(attn) */
+        TIMED(m, K_MATMUL, {
+            matmul_backward_input(m->datty, dres, m->p[P_ATTPROJW] + L1 * C * C, BT, C, C);
+            matmul_backward_weight(m->g[P_ATTPROJW] + L1 * C * C, m->g[P_ATTPROJB] + L1 * C, dres, a->atty, BT, C, C);
+        });
+    }
+    TIMED(m, K_ATTENTION, attention_backward(m->dqkv, m->datt_scratch, m->datty, a->qkv, a->att, B, T, c->NH, c->HS));
+    if (m->rotary_dims > 0) {
+        rope_shape rs = {B, T, c->NH, c->HS, m->rotary_dims};
+        TIMED(m, K_ROTARY, rope_backward_fused(m->dqkv, &rs, &m->rope));
+    }
+    TIMED(m, K_MATMUL, {
+        matmul_backward_input(m->dln, m->dqkv, m->p[P_QKVW] + L1 * 3 * C * C, BT, C, 3 * C);
+        matmul_backward_weight(m->g[P_QKVW] + L1 * 3 * C * C, m->g[P_QKVB] + L1 * 3 * C, m->dqkv, a->ln1, BT, C, 3 * C);
+    });
+    TIMED(m, K_LAYERNORM, layernorm_backward(dres, m->g[P_LN1W] + L1 * C, m->g[P_LN1B] + L1 * C, m->dln, x,
+                                             m->p[P_LN1W] + L1 * C, a->ln1_mean, a->ln1_rstd, BT, C));
+}
+
+void gpt_backward(gpt_model *m, float scale)
+{
+    const model_config *c = &m->cfg;
+    const int B = m->B, T = m->T, BT = B * T, C = c->C, V = c->V;
+    for (int i = 0; i < BT; i++) m->dlosses[i] = scale / (float)BT;
+    TIMED(m, K_XENT, crossentropy_backward_inplace(m->logits, m->dlosses, m->lse, m->targets, BT, V));
+    float *dlogits = m->logits;
+    TIMED(m, K_MATMUL, {
+        matmul_backward_input(m->dln, dlogits, m->p[P_UNEMBED], BT, C, V);
+        matmul_backward_weight(m->g[P_UNEMBED], NULL, dlogits, m->lnf, BT, C, V);
+    });
+    TIMED(m, K_OTHER, memset(m->dres, 0, (size_t)BT * C * sizeof(float)));
+    const float *xl = m->x + (size_t)c->L * BT * C;
+    TIMED(m, K_LAYERNORM, layernorm_backward(m->dres, m->g[P_LNFW], m->g[P_LNFB], m->dln, xl, m->p[P_LNFW], m->lnf_mean,
+                                             m->lnf_rstd, BT, C));
+    for (int l = c->L - 1; l >= 0; l--) layer_backward(m, l);
+    TIMED(m, K_OTHER, embed_backward(m->g[P_WTE], c->learned_pos ? m->g[P_WPE] : NULL, m->dres, m->inputs, BT, T, C));
+}
+
+void gpt_zero_grad(gpt_model *m)
+{
+    TIMED(m, K_OTHER, memset(m->grads, 0, m->nparams * sizeof(float)));
+}
+
+double gpt_grad_norm(const gpt_model *m) { return sqrt(grad_sumsq(m->grads, m->nparams)); }
+
+void gpt_update(gpt_model *m, const adamw_params *hp, double grad_norm, float max_norm)
+{
+    double t0 = timer_now_s();
+    if (max_norm > 0) grad_clip(m->grads, m->nparams, grad_norm, max_norm);
+    m->adam_t++;
+    for (int k = 0; k < P_COUNT; k++) {
+        if (m->sizes[k] == 0) continue;
+        adamw_params h = *hp;
+        int decay = k == P_WTE || k == P_WPE || k == P_QKVW || k == P_ATTPROJW || k == P_FCW || k == P_FCPROJW ||
+                    k == P_UNEMBED;
+        if (!decay) h.weight_decay = 0.0f;
+        size_t o = m->offsets[k];
+        adamw_update(m->params + o, m->grads + o, m->m + o, m->v + o, m->sizes[k], &h, m->adam_t);
+    }
+    m->t_kind[K_OPTIMIZER] += timer_now_s() - t0;
+}
+
+double gpt_model_flops_per_token(const model_config *c, int T)
+{
+    double N = 12.0 * c->L * (double)c->C * c->C + (double)c->V * c->C; /* matmul weights + output projection */
+    return 6.0 * N + 12.0 * c->L * (double)c->C * T;
+}
+
+double gpt_hardware_flops_per_token(const model_config *c, int T, int recompute)
+{
+    double f = gpt_model_flops_per_token(c, T);
+    if (recompute) f += 2.0 * 12.0 * c->L * (double)c->C * c->C + 4.0 * c->L * (double)c->C * T; /* one more layer forward */
+    return f;
+}
