@@ -1,0 +1,290 @@
+#include "dataset.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../common/csvio.h"
+#include "../common/err.h"
+
+static const unsigned char MAGIC[9] = {'M', 'M', 'I', 'D', 'I', 'D', 'X', 0, 0};
+enum { HDR_BYTES = 9 + 8 + 1 + 8 + 8 };
+
+static uint64_t rd64(const unsigned char *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
+    return v;
+}
+
+static int32_t rd32(const unsigned char *p)
+{
+    uint32_t v = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+    int32_t s;
+    memcpy(&s, &v, 4);
+    return s;
+}
+
+static int read_file(const char *path, unsigned char **buf, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return err_msg("cannot open '%s': %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+        fclose(f);
+        return err_msg("'%s': not a regular file", path);
+    }
+    *n = (size_t)st.st_size;
+    *buf = malloc(*n ? *n : 1);
+    if (!*buf) {
+        fclose(f);
+        return err_msg("'%s': out of memory (%zu bytes)", path, *n);
+    }
+    if (fread(*buf, 1, *n, f) != *n) {
+        fclose(f);
+        free(*buf);
+        return err_msg("'%s': read error", path);
+    }
+    fclose(f);
+    return 0;
+}
+
+int dataset_open(dataset *d, const char *prefix)
+{
+    memset(d, 0, sizeof *d);
+    d->max_token = -1;
+    snprintf(d->prefix, sizeof d->prefix, "%s", prefix);
+    char idx[1100], bin[1100];
+    snprintf(idx, sizeof idx, "%s.idx", prefix);
+    snprintf(bin, sizeof bin, "%s.bin", prefix);
+    unsigned char *b = NULL;
+    size_t n = 0;
+    if (read_file(idx, &b, &n) != 0) return CB_EFAIL;
+    int rc = CB_EFAIL;
+    if (n < HDR_BYTES || memcmp(b, MAGIC, 9) != 0) {
+        err_msg("%s: not a Megatron indexed dataset index (expected the 'MMIDIDX' header)", idx);
+        goto out;
+    }
+    uint64_t version = rd64(b + 9);
+    if (version != 1) {
+        err_msg("%s: index version %llu, expected 1", idx, (unsigned long long)version);
+        goto out;
+    }
+    d->dtype = b[17];
+    if (d->dtype == 8) d->elem = 2;
+    else if (d->dtype == 4) d->elem = 4;
+    else {
+        err_msg("%s: token dtype code %d, expected 8 (uint16) or 4 (int32)", idx, d->dtype);
+        goto out;
+    }
+    d->nseq = rd64(b + 18);
+    d->ndoc = rd64(b + 26);
+    /* the arrays must fill the file exactly: checked in 128-bit-safe steps */
+    if (d->nseq > (n - HDR_BYTES) / 12 || d->ndoc > (n - HDR_BYTES - 12 * d->nseq) / 8 ||
+        HDR_BYTES + 12 * d->nseq + 8 * d->ndoc != n) {
+        err_msg("%s: %zu bytes do not hold the %llu sequences and %llu documents its header declares: truncated or corrupt",
+                idx, n, (unsigned long long)d->nseq, (unsigned long long)d->ndoc);
+        goto out;
+    }
+    const unsigned char *sizes = b + HDR_BYTES, *ptrs = sizes + 4 * d->nseq, *docs = ptrs + 8 * d->nseq;
+    int fd = open(bin, O_RDONLY);
+    if (fd < 0) {
+        err_msg("cannot open '%s': %s", bin, strerror(errno));
+        goto out;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        close(fd);
+        err_msg("'%s': %s", bin, strerror(errno));
+        goto out;
+    }
+    d->bin_bytes = (size_t)st.st_size;
+    uint64_t expect = 0;
+    for (uint64_t i = 0; i < d->nseq; i++) {
+        int32_t sz = rd32(sizes + 4 * i);
+        uint64_t p = rd64(ptrs + 8 * i);
+        if (sz < 0 || p != expect) {
+            close(fd);
+            err_msg("%s: sequence %llu: size %d at byte %llu, expected a size >= 0 at byte %llu", idx,
+                    (unsigned long long)i, sz, (unsigned long long)p, (unsigned long long)expect);
+            goto out;
+        }
+        expect += (uint64_t)sz * d->elem;
+    }
+    if (expect > d->bin_bytes) {
+        close(fd);
+        err_msg("%s: %zu bytes, but the index describes %llu bytes of tokens: truncated", bin, d->bin_bytes,
+                (unsigned long long)expect);
+        goto out;
+    }
+    uint64_t prev = 0;
+    for (uint64_t i = 0; i < d->ndoc; i++) {
+        uint64_t v = rd64(docs + 8 * i);
+        if (v < prev || v > d->nseq || (i == 0 && v != 0)) {
+            close(fd);
+            err_msg("%s: document index %llu: %llu is out of order or beyond %llu sequences", idx,
+                    (unsigned long long)i, (unsigned long long)v, (unsigned long long)d->nseq);
+            goto out;
+        }
+        prev = v;
+    }
+    d->ntokens = expect / d->elem;
+    if (expect > 0) {
+        void *map = mmap(NULL, (size_t)expect, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (map == MAP_FAILED) {
+            close(fd);
+            err_msg("'%s': cannot map: %s", bin, strerror(errno));
+            goto out;
+        }
+        d->bin = map;
+    }
+    d->bin_bytes = (size_t)expect;
+    close(fd);
+    rc = 0;
+out:
+    free(b);
+    return rc;
+}
+
+void dataset_close(dataset *d)
+{
+    if (d && d->bin) munmap((void *)d->bin, d->bin_bytes);
+    if (d) memset(d, 0, sizeof *d);
+}
+
+static unsigned long long mix(unsigned long long x)
+{
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+static unsigned long long draw(unsigned long long seed, long step, int micro, long i)
+{
+    return mix(mix(mix(seed) ^ (unsigned long long)step) ^ ((unsigned long long)micro << 32 | 0x5bd1e995ULL)) ^
+           mix((unsigned long long)i);
+}
+
+int dataset_batch(const dataset *d, unsigned long long seed, long step, int micro, int *inputs, int *targets, int B,
+                  int T, int V)
+{
+    if (d->ntokens < (uint64_t)T + 1)
+        return err_msg("%s: %llu tokens, fewer than one window of %d", d->prefix, (unsigned long long)d->ntokens, T + 1);
+    uint64_t nwin = d->ntokens - (uint64_t)T;
+    for (int b = 0; b < B; b++) {
+        uint64_t start = draw(seed, step, micro, b) % nwin;
+        for (int t = 0; t <= T; t++) {
+            int tok = dataset_token(d, start + (uint64_t)t);
+            if (tok < 0 || tok >= V)
+                return err_msg("%s.bin: token %d at position %llu is outside the model's vocabulary (0..%d)", d->prefix, tok,
+                               (unsigned long long)(start + (uint64_t)t), V - 1);
+            if (t < T) inputs[b * T + t] = tok;
+            if (t > 0) targets[b * T + t - 1] = tok;
+        }
+    }
+    return 0;
+}
+
+void synthetic_batch(unsigned long long seed, long step, int micro, int *inputs, int *targets, int B, int T, int V)
+{
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t <= T; t++) {
+            int tok = (int)(draw(seed ^ 0xabcdefULL, step, micro, (long)b * (T + 1) + t) % (unsigned long long)V);
+            if (t < T) inputs[b * T + t] = tok;
+            if (t > 0) targets[b * T + t - 1] = tok;
+        }
+}
+
+static void put64(unsigned char *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+
+int dataset_build(const char *prefix, char **files, int nfiles, uint64_t *ntokens_out)
+{
+    char bin[1100], idx[1100], tbin[1200], tidx[1200];
+    snprintf(bin, sizeof bin, "%s.bin", prefix);
+    snprintf(idx, sizeof idx, "%s.idx", prefix);
+    snprintf(tbin, sizeof tbin, "%s.tmp.%ld", bin, (long)getpid());
+    snprintf(tidx, sizeof tidx, "%s.tmp.%ld", idx, (long)getpid());
+    FILE *fb = fopen(tbin, "wb");
+    if (!fb) return err_msg("cannot write '%s': %s", bin, strerror(errno));
+    int32_t *sizes = calloc((size_t)nfiles, sizeof *sizes);
+    if (!sizes) {
+        fclose(fb);
+        unlink(tbin);
+        return err_msg("out of memory");
+    }
+    uint64_t total = 0;
+    int rc = 0;
+    for (int i = 0; i < nfiles && rc == 0; i++) {
+        FILE *f = fopen(files[i], "rb");
+        if (!f) {
+            rc = err_msg("cannot open '%s': %s", files[i], strerror(errno));
+            break;
+        }
+        unsigned char buf[65536];
+        uint16_t tok[65536];
+        size_t k;
+        uint64_t n = 0;
+        while ((k = fread(buf, 1, sizeof buf, f)) > 0) {
+            for (size_t j = 0; j < k; j++) tok[j] = buf[j]; /* byte-level tokens, little-endian uint16 */
+            if (fwrite(tok, 2, k, fb) != k) rc = err_msg("cannot write '%s': %s", bin, strerror(errno));
+            n += k;
+        }
+        if (ferror(f)) rc = err_msg("'%s': read error", files[i]);
+        fclose(f);
+        if (n > INT32_MAX) rc = err_msg("'%s': %llu bytes; a document holds at most 2^31-1 tokens", files[i], (unsigned long long)n);
+        sizes[i] = (int32_t)n;
+        total += n;
+    }
+    if (fclose(fb) != 0 && rc == 0) rc = err_msg("cannot write '%s': %s", bin, strerror(errno));
+    if (rc == 0) {
+        FILE *fi = fopen(tidx, "wb");
+        if (!fi) rc = err_msg("cannot write '%s': %s", idx, strerror(errno));
+        else {
+            unsigned char h[HDR_BYTES];
+            memcpy(h, MAGIC, 9);
+            put64(h + 9, 1);
+            h[17] = 8; /* uint16 */
+            put64(h + 18, (uint64_t)nfiles);
+            put64(h + 26, (uint64_t)nfiles + 1);
+            fwrite(h, 1, sizeof h, fi);
+            for (int i = 0; i < nfiles; i++) {
+                unsigned char s[4];
+                uint32_t u = (uint32_t)sizes[i];
+                for (int j = 0; j < 4; j++) s[j] = (unsigned char)(u >> (8 * j));
+                fwrite(s, 1, 4, fi);
+            }
+            uint64_t off = 0;
+            for (int i = 0; i < nfiles; i++) {
+                unsigned char p[8];
+                put64(p, off);
+                fwrite(p, 1, 8, fi);
+                off += 2 * (uint64_t)sizes[i];
+            }
+            for (int i = 0; i <= nfiles; i++) { /* one document per sequence */
+                unsigned char p[8];
+                put64(p, (uint64_t)i);
+                fwrite(p, 1, 8, fi);
+            }
+            if (ferror(fi) | (fclose(fi) != 0)) rc = err_msg("cannot write '%s': %s", idx, strerror(errno));
+        }
+    }
+    free(sizes);
+    if (rc == 0) rc = file_commit(tbin, bin);
+    if (rc == 0) rc = file_commit(tidx, idx);
+    if (rc != 0) {
+        unlink(tbin);
+        unlink(tidx);
+        return CB_EFAIL;
+    }
+    if (ntokens_out) *ntokens_out = total;
+    return 0;
+}
