@@ -13,8 +13,13 @@ ifeq ($(SAN),1)
 BUILD   := build-san
 endif
 
-DEBIAN_PKGS := libopenblas-dev libgsl-dev libcsv-dev libplplot-dev plplot-driver-cairo pkg-config
+# OpenBLAS: Debian's OpenMP build (libopenblas-openmp-dev), so that sgemm and our own OpenMP
+# kernels share one thread pool instead of two pools spinning against each other on the cores;
+# the binary is linked with an rpath to it, whatever the system's libopenblas alternative.
+DEBIAN_PKGS := libopenblas-dev libopenblas-openmp-dev libgsl-dev libcsv-dev libplplot-dev plplot-driver-cairo pkg-config
 PC_PKGS     := openblas gsl plplot
+MULTIARCH   := $(shell $(CC) -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
+OPENBLAS_DIR := /usr/lib/$(MULTIARCH)/openblas-openmp
 
 # snprintf truncation into bounded buffers is by design: -Wno-format-truncation.
 WARN    := -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Wno-format-truncation
@@ -28,8 +33,10 @@ endif
 BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -g -fopenmp $(OPT) $(WARN)
 # Expanded when a recipe runs, after `deps` has installed pkg-config and the libraries.
 # GSL's own CBLAS is left out: OpenBLAS provides the cblas_* symbols for GSL and for us.
-PKG_CFLAGS = $(shell pkg-config --cflags $(PC_PKGS) 2>/dev/null)
-PKG_LIBS   = $(filter-out -lgslcblas,$(shell pkg-config --libs $(PC_PKGS) 2>/dev/null)) -lcsv -lm
+PKG_CONFIG_ENV = PKG_CONFIG_PATH=$(OPENBLAS_DIR)/pkgconfig
+PKG_CFLAGS = $(shell $(PKG_CONFIG_ENV) pkg-config --cflags $(PC_PKGS) 2>/dev/null)
+PKG_LIBS   = $(filter-out -lgslcblas,$(shell $(PKG_CONFIG_ENV) pkg-config --libs $(PC_PKGS) 2>/dev/null)) -lcsv -lm \
+             -Wl,-rpath,$(OPENBLAS_DIR)
 ALL_CFLAGS = $(BASE_CFLAGS) $(PKG_CFLAGS) -I$(BUILD) $(CFLAGS)
 ALL_LDFLAGS = -fopenmp $(OPT) $(LDFLAGS)
 

@@ -5,36 +5,52 @@
 
 #include "matmul.h"
 
-size_t attention_scratch_floats(int T) { return (size_t)T * (size_t)T; }
+#include <omp.h>
+
+/* Rows are processed in blocks of ATT_BLOCK: block [r0, r1) only needs keys [0, r1), so the
+ * causal mask skips the upper-right blocks (about 40% of the score and value products at
+ * T = 512). Heads run in parallel, one (batch, head) per thread; the sgemm calls inside run
+ * single-threaded (OpenBLAS's OpenMP build does so inside a parallel region). */
+#define ATT_BLOCK 128
+
+size_t attention_scratch_floats(int T) { return (size_t)T * (size_t)T * (size_t)omp_get_max_threads(); }
+
+static void softmax_rows(float *P, int T, int r0, int r1)
+{
+    for (int i = r0; i < r1; i++) {
+        float *row = P + (size_t)i * T;
+        float mx = -INFINITY;
+        for (int j = 0; j <= i; j++) mx = row[j] > mx ? row[j] : mx;
+        float sum = 0.0f;
+        for (int j = 0; j <= i; j++) {
+            row[j] = expf(row[j] - mx);
+            sum += row[j];
+        }
+        float inv = 1.0f / sum;
+        for (int j = 0; j <= i; j++) row[j] *= inv;
+        for (int j = i + 1; j < r1; j++) row[j] = 0.0f;
+    }
+}
 
 void attention_forward(float *out, float *att, const float *qkv, int B, int T, int NH, int HS)
 {
     const int C3 = 3 * NH * HS, C = NH * HS;
     const float scale = 1.0f / sqrtf((float)HS);
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < NH; h++) {
-            const float *q = qkv + (size_t)b * T * C3 + (size_t)h * 3 * HS, *k = q + HS, *v = q + 2 * HS;
-            float *P = att + ((size_t)b * NH + h) * (size_t)T * T;
-            /* S = scale * Q K^T */
-            matmul_gemm(0, 1, T, T, HS, scale, q, C3, k, C3, 0.0f, P, T);
-            /* causal softmax per row */
-#pragma omp parallel for schedule(static)
-            for (int i = 0; i < T; i++) {
-                float *row = P + (size_t)i * T;
-                float mx = -INFINITY;
-                for (int j = 0; j <= i; j++) mx = row[j] > mx ? row[j] : mx;
-                float sum = 0.0f;
-                for (int j = 0; j <= i; j++) {
-                    row[j] = expf(row[j] - mx);
-                    sum += row[j];
-                }
-                float inv = 1.0f / sum;
-                for (int j = 0; j <= i; j++) row[j] *= inv;
-                for (int j = i + 1; j < T; j++) row[j] = 0.0f;
-            }
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int bh = 0; bh < B * NH; bh++) {
+        int b = bh / NH, h = bh % NH;
+        const float *q = qkv + (size_t)b * T * C3 + (size_t)h * 3 * HS, *k = q + HS, *v = q + 2 * HS;
+        float *P = att + (size_t)bh * T * T;
+        float *o = out + (size_t)b * T * C + (size_t)h * HS;
+        for (int r0 = 0; r0 < T; r0 += ATT_BLOCK) {
+            int r1 = r0 + ATT_BLOCK < T ? r0 + ATT_BLOCK : T, nr = r1 - r0;
+            /* S = scale * Q K^T for rows [r0, r1), keys [0, r1) */
+            matmul_gemm(0, 1, nr, r1, HS, scale, q + (size_t)r0 * C3, C3, k, C3, 0.0f, P + (size_t)r0 * T, T);
+            softmax_rows(P, T, r0, r1);
             /* O = P V */
-            matmul_gemm(0, 0, T, HS, T, 1.0f, P, T, v, C3, 0.0f, out + (size_t)b * T * C + (size_t)h * HS, C);
+            matmul_gemm(0, 0, nr, HS, r1, 1.0f, P + (size_t)r0 * T, T, v, C3, 0.0f, o + (size_t)r0 * C, C);
         }
+    }
 }
 
 void attention_backward(float *dqkv, float *scratch, const float *dout, const float *qkv, const float *att, int B,
@@ -42,31 +58,40 @@ void attention_backward(float *dqkv, float *scratch, const float *dout, const fl
 {
     const int C3 = 3 * NH * HS, C = NH * HS;
     const float scale = 1.0f / sqrtf((float)HS);
-    float *dP = scratch;
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < NH; h++) {
-            size_t qo = (size_t)b * T * C3 + (size_t)h * 3 * HS;
-            const float *q = qkv + qo, *k = q + HS, *v = q + 2 * HS;
-            float *dq = dqkv + qo, *dk = dq + HS, *dv = dq + 2 * HS;
-            const float *P = att + ((size_t)b * NH + h) * (size_t)T * T;
-            const float *dO = dout + (size_t)b * T * C + (size_t)h * HS;
-            /* dP = dO V^T; dV = P^T dO */
-            matmul_gemm(0, 1, T, T, HS, 1.0f, dO, C, v, C3, 0.0f, dP, T);
-            matmul_gemm(1, 0, T, HS, T, 1.0f, P, T, dO, C, 0.0f, dv, C3);
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int bh = 0; bh < B * NH; bh++) {
+        int b = bh / NH, h = bh % NH;
+        float *dP = scratch + (size_t)omp_get_thread_num() * T * T;
+        size_t qo = (size_t)b * T * C3 + (size_t)h * 3 * HS;
+        const float *q = qkv + qo, *k = q + HS, *v = q + 2 * HS;
+        float *dq = dqkv + qo, *dk = dq + HS, *dv = dq + 2 * HS;
+        const float *P = att + (size_t)bh * T * T;
+        const float *dO = dout + (size_t)b * T * C + (size_t)h * HS;
+        for (int t = 0; t < T; t++) {
+            memset(dk + (size_t)t * C3, 0, (size_t)HS * sizeof(float));
+            memset(dv + (size_t)t * C3, 0, (size_t)HS * sizeof(float));
+        }
+        for (int r0 = 0; r0 < T; r0 += ATT_BLOCK) {
+            int r1 = r0 + ATT_BLOCK < T ? r0 + ATT_BLOCK : T, nr = r1 - r0;
+            const float *Pb = P + (size_t)r0 * T;
+            float *dPb = dP + (size_t)r0 * T;
+            /* dP = dO V^T; dV += P^T dO (keys [0, r1)) */
+            matmul_gemm(0, 1, nr, r1, HS, 1.0f, dO + (size_t)r0 * C, C, v, C3, 0.0f, dPb, T);
+            matmul_gemm(1, 0, r1, HS, nr, 1.0f, Pb, T, dO + (size_t)r0 * C, C, 1.0f, dv, C3);
             /* dS = scale * P * (dP - rowsum(dP * P)) */
-#pragma omp parallel for schedule(static)
-            for (int i = 0; i < T; i++) {
+            for (int i = r0; i < r1; i++) {
                 const float *p = P + (size_t)i * T;
                 float *d = dP + (size_t)i * T;
                 float dot = 0.0f;
                 for (int j = 0; j <= i; j++) dot += p[j] * d[j];
                 for (int j = 0; j <= i; j++) d[j] = scale * p[j] * (d[j] - dot);
-                for (int j = i + 1; j < T; j++) d[j] = 0.0f;
+                for (int j = i + 1; j < r1; j++) d[j] = 0.0f;
             }
-            /* dQ = dS K; dK = dS^T Q */
-            matmul_gemm(0, 0, T, HS, T, 1.0f, dP, T, k, C3, 0.0f, dq, C3);
-            matmul_gemm(1, 0, T, HS, T, 1.0f, dP, T, q, C3, 0.0f, dk, C3);
+            /* dQ = dS K; dK += dS^T Q */
+            matmul_gemm(0, 0, nr, HS, r1, 1.0f, dPb, T, k, C3, 0.0f, dq + (size_t)r0 * C3, C3);
+            matmul_gemm(1, 0, r1, HS, nr, 1.0f, dPb, T, q + (size_t)r0 * C3, C3, 1.0f, dk, C3);
         }
+    }
 }
 
 void attention_forward_ref(double *out, const double *qkv, int B, int T, int NH, int HS)

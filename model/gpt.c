@@ -63,7 +63,7 @@ void gpt_estimate(const model_config *cfg, int B, int T, int recompute, gpt_mem 
     mem->acts_layer = 4 * layer_act_floats(cfg, B, T);
     mem->logits = 4 * (BT * V + BT * C + 5 * BT);
     /* dres, dln, dqkv, datty, dfch, attproj; (T, T) attention scratch; token ids */
-    mem->scratch = 4 * (BT * C * (1 + 1 + 3 + 1 + 4 + 1) + (double)T * T) + 8 * BT;
+    mem->scratch = 4 * (BT * C * (1 + 1 + 3 + 1 + 4 + 1) + (double)attention_scratch_floats(T)) + 8 * BT;
     mem->acts_full_no_recompute = mem->acts_kept + L * mem->acts_layer + mem->logits;
     mem->acts_full_recompute = mem->acts_kept + mem->acts_layer + mem->logits;
     double acts = recompute ? mem->acts_full_recompute : mem->acts_full_no_recompute;
@@ -154,7 +154,7 @@ int gpt_init(gpt_model *m, const model_config *cfg, int B, int T, int recompute)
     size_t BT = (size_t)B * T, C = (size_t)cfg->C, V = (size_t)cfg->V;
     double layer = layer_act_floats(cfg, B, T);
     size_t total = (size_t)(cfg->L + 1) * BT * C + (size_t)layer * (recompute ? 1 : (size_t)cfg->L) + BT * V +
-                   BT * C + 5 * BT + BT * C * 11 + (size_t)T * T + 64 * 32;
+                   BT * C + 5 * BT + BT * C * 11 + attention_scratch_floats(T) + 64 * 32;
     m->acts = mem_alloc(total, sizeof(float), "activations");
     m->layer = calloc((size_t)cfg->L, sizeof *m->layer);
     m->inputs = calloc(BT, sizeof(int));
@@ -177,7 +177,7 @@ int gpt_init(gpt_model *m, const model_config *cfg, int B, int T, int recompute)
     m->dfch = p, p += 4 * BT * C;
     float *attproj = p;
     p += BT * C;
-    m->datt_scratch = p, p += (size_t)T * T;
+    m->datt_scratch = p, p += attention_scratch_floats(T);
     for (int l = 0; l < cfg->L; l++) m->layer[l].attproj = attproj;
     if ((size_t)(p - m->acts) > total) {
         err_msg("internal: activation layout overflows its slab");

@@ -6,5 +6,7 @@ int cmd_peak(int argc, char **argv);
 int cmd_matmul(int argc, char **argv);
 int cmd_rope(int argc, char **argv);
 int cmd_models(int argc, char **argv);
+int cmd_train(int argc, char **argv);
+int cmd_dataset(int argc, char **argv);
 
 #endif

@@ -18,6 +18,8 @@ static const command commands[] = {
     {"matmul", cmd_matmul, "sgemm sweep over (N x K) @ (K x K), or every matmul of a preset's training step"},
     {"rope", cmd_rope, "rotary embedding variants (reference, zero_freq, fused), forward and backward"},
     {"models", cmd_models, "the model presets of data/models.csv with their parameter counts"},
+    {"train", cmd_train, "train a preset (forward, backward, AdamW) and measure seq/s, tokens/s, MFU"},
+    {"dataset", cmd_dataset, "build or inspect a Megatron indexed dataset (PREFIX.bin/.idx)"},
 };
 enum { NCOMMANDS = sizeof commands / sizeof commands[0] };
 

@@ -216,8 +216,8 @@ static void test_attention(void)
 {
     enum { B = 2, T = 6, NH = 2, HS = 4, C = NH * HS, C3 = 3 * C };
     unsigned st = 5;
-    float qkv[B * T * C3], out[B * T * C], att[B * NH * T * T], dout[B * T * C], dqkv[B * T * C3] = {0},
-          scratch[T * T];
+    float qkv[B * T * C3], out[B * T * C], att[B * NH * T * T], dout[B * T * C], dqkv[B * T * C3] = {0};
+    float *scratch = malloc(attention_scratch_floats(T) * sizeof(float));
     double qkvd[B * T * C3], outd[B * T * C], doutd[B * T * C];
     rand_fill(qkv, B * T * C3, &st);
     for (int i = 0; i < B * T * C3; i++) qkv[i] *= 2.0f;
@@ -239,6 +239,7 @@ static void test_attention(void)
     attention_backward(dqkv, scratch, dout, qkv, att, B, T, NH, HS);
     att_fd c = {B, T, NH, HS, doutd, outd};
     CHECK(fd_check("attention dqkv", qkvd, B * T * C3, dqkv, att_loss, &c, B * T * C3, 1e-3), "dqkv vs finite differences");
+    free(scratch);
 }
 
 /* ---------------------------------------------------------------- cross-entropy */

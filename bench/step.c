@@ -1,0 +1,348 @@
+#include "step.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/err.h"
+#include "../common/mem.h"
+#include "../common/stats.h"
+#include "../common/timer.h"
+#include "../kernels/rope.h"
+#include "../model/checkpoint.h"
+#include "../model/dataset.h"
+#include "../model/gpt.h"
+#include "matmul_bench.h"
+#include "peak.h"
+
+const rec_col step_log_cols[SL_NCOLS] = {
+    {"step", "", REC_NUM, 0},        {"loss", "nats", REC_NUM, 4},       {"grad_norm", "", REC_NUM, 4},
+    {"lr", "", REC_NUM, 7},          {"ms", "ms", REC_NUM, 1},           {"tokens_per_s", "tok/s", REC_NUM, 1},
+    {"seq_per_s", "seq/s", REC_NUM, 3}, {"mfu", "%", REC_NUM, 1},        {"hfu", "%", REC_NUM, 1},
+};
+
+const rec_col step_summary_cols[SS_NCOLS] = {
+    {"model", "", REC_STR, 0},          {"tensor_parallel", "", REC_NUM, 0}, {"pipeline_parallel", "", REC_NUM, 0},
+    {"instances", "", REC_NUM, 0},      {"instance_type", "", REC_STR, 0},   {"seq_len", "", REC_NUM, 0},
+    {"global_batch", "seq", REC_NUM, 0}, {"micro_batch", "seq", REC_NUM, 0}, {"steps_timed", "", REC_NUM, 0},
+    {"seq_per_s", "seq/s", REC_NUM, 3}, {"seq_per_s_min", "seq/s", REC_NUM, 3}, {"seq_per_s_max", "seq/s", REC_NUM, 3},
+    {"tokens_per_s", "tok/s", REC_NUM, 1}, {"step_ms", "ms", REC_NUM, 1},   {"mfu", "%", REC_NUM, 1},
+    {"hfu", "%", REC_NUM, 1},           {"peak_gflops", "GFLOP/s", REC_NUM, 1}, {"recompute", "", REC_NUM, 0},
+    {"peak_rss_gib", "GiB", REC_NUM, 3}, {"estimate_gib", "GiB", REC_NUM, 3}, {"source", "", REC_STR, 0},
+};
+
+const rec_col step_breakdown_cols[SB_NCOLS] = {
+    {"kind", "", REC_STR, 0},        {"ms_per_step", "ms", REC_NUM, 1}, {"pct_of_step", "%", REC_NUM, 1},
+    {"predicted_ms", "ms", REC_NUM, 1}, {"gap_pct", "%", REC_NUM, 1},   {"prediction", "", REC_STR, 0},
+};
+
+double step_lr(const step_opts *o, long s)
+{
+    if (s < o->lr_warmup) return o->lr * (double)(s + 1) / (double)o->lr_warmup;
+    long span = o->steps - o->lr_warmup;
+    double progress = span > 1 ? (double)(s - o->lr_warmup) / (double)(span - 1) : 1.0;
+    if (progress > 1) progress = 1;
+    return o->min_lr + 0.5 * (o->lr - o->min_lr) * (1.0 + cos(M_PI * progress));
+}
+
+/* ---------------------------------------------------------------- the prediction (the feed) */
+
+typedef struct {
+    float *qkv;
+    rope_shape s;
+    rope_tables *tb;
+} rope_ctx;
+
+static void rope_fb(void *p)
+{
+    rope_ctx *c = p;
+    rope_forward_fused(c->qkv, &c->s, c->tb);
+    rope_backward_fused(c->qkv, &c->s, c->tb);
+}
+
+/* Predicted ms per optimizer step for each kind; how[] says where each figure comes from. */
+static int predict_kinds(const step_opts *o, const gpt_model *m, double pred[8], char how[8][160])
+{
+    const model_config *c = &o->cfg;
+    const double BT = (double)o->B * o->T, C = c->C, L = c->L, V = c->V, acc = o->accum;
+    for (int k = 0; k < 8; k++) pred[k] = NAN, how[k][0] = '\0';
+    /* matmuls: every shape of one micro-step, measured now as `costbench matmul --shapes transformer` does */
+    mm_shape sh[64];
+    int n = mm_shapes_transformer(sh, 64, c, o->B, o->T);
+    record r;
+    record_init(&r, mm_cols, MM_NCOLS);
+    runner_opts ro;
+    runner_defaults(&ro);
+    ro.min_samples = 3, ro.min_time_s = 0.05;
+    fprintf(stderr, "costbench train: measuring the step's %d matmul shapes and the rotary kernel for the prediction\n", n);
+    if (mm_run(sh, n, &ro, o->budget_s, o->peak_gflops, &r) != 0) {
+        record_free(&r);
+        return CB_EFAIL;
+    }
+    double mm = 0, att = 0;
+    int measured = r.nrows;
+    for (int i = 0; i < r.nrows; i++) {
+        const char *op = r.str[(size_t)i * r.ncols + MM_OP];
+        double ms = r.num[(size_t)i * r.ncols + MM_STEP_MS];
+        if (strncmp(op, "attn_", 5) == 0) att += ms;
+        else mm += ms;
+    }
+    record_free(&r);
+    if (measured < n) snprintf(how[K_MATMUL], 160, "incomplete: %d of %d shapes measured within --budget-s", measured, n);
+    /* rotary: the fused kernel at this shape, forward + backward, as `costbench rope` times it */
+    double rope_ms = 0;
+    if (m->rotary_dims > 0) {
+        rope_ctx rc = {mem_alloc((size_t)BT * 3 * C, sizeof(float), "rotary buffer"),
+                       {o->B, o->T, c->NH, c->HS, m->rotary_dims}, (rope_tables *)&m->rope};
+        if (!rc.qkv) return CB_EFAIL;
+        runner_fill(rc.qkv, (size_t)BT * 3 * C, 3u);
+        bench_case bc = {"rope", rope_fb, NULL, NULL};
+        runner_result rr;
+        if (runner_run(&ro, &bc, &rc, &rr) != 0) {
+            free(rc.qkv);
+            return CB_EFAIL;
+        }
+        free(rc.qkv);
+        rope_ms = rr.s.median * 1e3 * L;
+    }
+    /* memory-bound kernels: the bytes they must move at the copy bandwidth measured now */
+    runner_opts co;
+    runner_defaults(&co);
+    co.min_samples = 3;
+    double gbps = peak_copy_gbps(omp_get_max_threads(), 256.0 * 1048576, &co);
+    double bw = gbps * 1e9 / 1e3; /* bytes per ms */
+    double att_soft = L * (double)o->B * c->NH * o->T * o->T * (8.0 /* softmax: read S, write P */ + 12.0 /* dS */);
+    double ln = (2 * L + 1) * BT * C * (8.0 + 16.0);
+    double gelu = L * BT * 4 * C * (8.0 + 12.0);
+    double xent = BT * V * (8.0 + 8.0);
+    double other = L * BT * C * (c->parallel_residual ? 16.0 : 24.0) + BT * C * 8.0 * 2; /* residual adds, embedding */
+    double opt_bytes = (double)m->nparams * (28.0 + 4.0 + 4.0); /* AdamW, norm, zeroing */
+    pred[K_MATMUL] = acc * mm;
+    pred[K_ATTENTION] = acc * (att + att_soft / bw);
+    pred[K_ROTARY] = acc * rope_ms;
+    pred[K_LAYERNORM] = acc * ln / bw;
+    pred[K_GELU] = acc * gelu / bw;
+    pred[K_XENT] = acc * xent / bw;
+    pred[K_OPTIMIZER] = opt_bytes / bw;
+    pred[K_OTHER] = acc * other / bw;
+    if (!how[K_MATMUL][0]) snprintf(how[K_MATMUL], 160, "costbench matmul: %d shapes measured now", n);
+    snprintf(how[K_ATTENTION], 160, "costbench matmul attention shapes + softmax bytes at %.1f GB/s copy", gbps);
+    if (m->rotary_dims > 0) snprintf(how[K_ROTARY], 160, "costbench rope: fused forward+backward measured now");
+    else snprintf(how[K_ROTARY], 160, "no rotary embedding");
+    for (int k = K_LAYERNORM; k <= K_OTHER; k++)
+        if (k != K_ROTARY) snprintf(how[k], 160, "bytes moved at %.1f GB/s copy bandwidth (lower bound)", gbps);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- the loop */
+
+static double median_of(const double *x, int n)
+{
+    if (n <= 0) return NAN;
+    double *y = malloc((size_t)n * sizeof *y);
+    if (!y) return NAN;
+    memcpy(y, x, (size_t)n * sizeof *y);
+    stats_summary s;
+    stats_summarize(y, n, &s);
+    free(y);
+    return s.median;
+}
+
+int step_run(const step_opts *o, machine_info *mi, record *log, record *summary, record *breakdown)
+{
+    const model_config *c = &o->cfg;
+    gpt_model m;
+    dataset ds;
+    int have_ds = 0, rc = 0;
+    double *step_ms = NULL, (*kind_ms)[8] = NULL;
+    if (gpt_init(&m, c, o->B, o->T, o->recompute) != 0) return CB_EFAIL;
+    if (o->data) {
+        if (dataset_open(&ds, o->data) != 0) {
+            gpt_free(&m);
+            return CB_EFAIL;
+        }
+        have_ds = 1;
+    }
+    gpt_init_weights(&m, o->seed);
+    long start = 0;
+    ckpt_state want = {0, o->seed, o->B, o->T, o->accum};
+    if (o->resume_dir) {
+        ckpt_state got;
+        if ((rc = ckpt_resume(&m, o->resume_dir, &want, &got)) != 0) goto out;
+        start = got.step;
+        fprintf(stderr, "costbench train: resumed from %s at step %ld\n", o->resume_dir, start);
+        if (start >= o->steps) {
+            rc = err_usage("--resume %s: the checkpoint is at step %ld, and --steps is %ld: nothing to do", o->resume_dir,
+                           start, o->steps);
+            goto out;
+        }
+    } else if (o->init_path) {
+        if ((rc = ckpt_load_weights(&m, o->init_path)) != 0) goto out;
+        fprintf(stderr, "costbench train: weights from %s\n", o->init_path);
+    }
+    double pred[8] = {NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN};
+    char how[8][160] = {{0}};
+    if (o->predict && (rc = predict_kinds(o, &m, pred, how)) != 0) goto out;
+
+    const double tokens_per_step = (double)o->B * o->T * o->accum;
+    const double mflops = gpt_model_flops_per_token(c, o->T), hflops = gpt_hardware_flops_per_token(c, o->T, o->recompute);
+    long nsteps = o->steps - start;
+    step_ms = calloc((size_t)nsteps, sizeof *step_ms);
+    kind_ms = calloc((size_t)nsteps, sizeof *kind_ms);
+    if (!step_ms || !kind_ms) {
+        rc = err_msg("out of memory");
+        goto out;
+    }
+    if (!o->quiet) {
+        for (int i = 0; i < log->nnotes; i++) printf("# %s\n", log->notes[i]);
+        printf("%4s  %8s  %9s  %10s  %8s  %12s  %9s  %5s  %5s\n", "step", "loss", "grad_norm", "lr", "ms", "tokens_per_s",
+               "seq_per_s", "mfu", "hfu");
+        printf("%4s  %8s  %9s  %10s  %8s  %12s  %9s  %5s  %5s\n", "", "[nats]", "", "", "[ms]", "[tok/s]", "[seq/s]", "[%]",
+               "[%]");
+        fflush(stdout);
+    }
+    for (long s = start; s < o->steps; s++) {
+        memset(m.t_kind, 0, sizeof m.t_kind);
+        double t0 = timer_now_s();
+        gpt_zero_grad(&m);
+        double loss = 0;
+        for (int mi_ = 0; mi_ < o->accum; mi_++) {
+            if (have_ds) {
+                if ((rc = dataset_batch(&ds, o->seed, s, mi_, m.inputs, m.targets, o->B, o->T, c->V)) != 0) goto out;
+            } else {
+                synthetic_batch(o->seed, s, mi_, m.inputs, m.targets, o->B, o->T, c->V);
+            }
+            loss += gpt_forward(&m) / o->accum;
+            gpt_backward(&m, 1.0f / (float)o->accum);
+        }
+        double gn0 = timer_now_s();
+        double gnorm = gpt_grad_norm(&m);
+        m.t_kind[K_OPTIMIZER] += timer_now_s() - gn0;
+        adamw_params hp = o->hp;
+        double lr = step_lr(o, s);
+        hp.lr = (float)lr;
+        gpt_update(&m, &hp, gnorm, o->clip);
+        double dt = timer_now_s() - t0;
+        if (!isfinite(loss)) {
+            rc = err_msg("step %ld: the loss is %g (diverged); lower --lr", s + 1, loss);
+            goto out;
+        }
+        long i = s - start;
+        step_ms[i] = dt * 1e3;
+        double attributed = 0;
+        for (int k = 0; k < 8; k++) attributed += m.t_kind[k];
+        m.t_kind[K_OTHER] += dt - attributed; /* loop overhead, data */
+        for (int k = 0; k < 8; k++) kind_ms[i][k] = m.t_kind[k] * 1e3;
+        int row = record_add_row(log);
+        if (row < 0) {
+            rc = CB_EFAIL;
+            goto out;
+        }
+        double tps = tokens_per_step / dt;
+        record_num(log, row, SL_STEP, (double)(s + 1));
+        record_num(log, row, SL_LOSS, loss);
+        record_num(log, row, SL_GNORM, gnorm);
+        record_num(log, row, SL_LR, lr);
+        record_num(log, row, SL_MS, dt * 1e3);
+        record_num(log, row, SL_TOKS, tps);
+        record_num(log, row, SL_SEQS, tps / o->T);
+        record_num(log, row, SL_MFU, 100.0 * mflops * tps / (o->peak_gflops * 1e9));
+        record_num(log, row, SL_HFU, 100.0 * hflops * tps / (o->peak_gflops * 1e9));
+        if (!o->quiet) {
+            printf("%4ld  %8.4f  %9.4f  %10.3e  %8.1f  %12.1f  %9.3f  %5.1f  %5.1f\n", s + 1, loss, gnorm, lr, dt * 1e3, tps,
+                   tps / o->T, 100.0 * mflops * tps / (o->peak_gflops * 1e9), 100.0 * hflops * tps / (o->peak_gflops * 1e9));
+            fflush(stdout);
+        }
+        if (o->save_dir && ((o->save_every > 0 && (s + 1) % o->save_every == 0) || s + 1 == o->steps)) {
+            ckpt_state st = {s + 1, o->seed, o->B, o->T, o->accum};
+            if ((rc = ckpt_save(&m, o->save_dir, &st)) != 0) goto out;
+        }
+    }
+    /* summary over the steps after the discarded warm-up ones */
+    long first = o->discard < nsteps ? o->discard : 0;
+    int nt = (int)(nsteps - first);
+    double *sps = malloc((size_t)nt * sizeof *sps);
+    if (!sps) {
+        rc = err_msg("out of memory");
+        goto out;
+    }
+    for (int i = 0; i < nt; i++) sps[i] = tokens_per_step / o->T / (step_ms[first + i] / 1e3);
+    stats_summary ss;
+    stats_summarize(sps, nt, &ss);
+    free(sps);
+    double med_ms = median_of(step_ms + first, nt);
+    int row = record_add_row(summary);
+    if (row < 0) {
+        rc = CB_EFAIL;
+        goto out;
+    }
+    double rss = mem_peak_rss_bytes();
+    record_str(summary, row, SS_MODEL, c->name);
+    record_num(summary, row, SS_TP, 1);
+    record_num(summary, row, SS_PP, 1);
+    record_num(summary, row, SS_INSTANCES, 1);
+    record_str(summary, row, SS_INSTANCE, "this machine");
+    record_num(summary, row, SS_SEQ, o->T);
+    record_num(summary, row, SS_GBATCH, o->B * o->accum);
+    record_num(summary, row, SS_MBATCH, o->B);
+    record_num(summary, row, SS_STEPS, nt);
+    record_num(summary, row, SS_SEQS, ss.median);
+    record_num(summary, row, SS_SEQS_MIN, ss.min);
+    record_num(summary, row, SS_SEQS_MAX, ss.max);
+    record_num(summary, row, SS_TOKS, ss.median * o->T);
+    record_num(summary, row, SS_STEP_MS, med_ms);
+    record_num(summary, row, SS_MFU, 100.0 * mflops * ss.median * o->T / (o->peak_gflops * 1e9));
+    record_num(summary, row, SS_HFU, 100.0 * hflops * ss.median * o->T / (o->peak_gflops * 1e9));
+    record_num(summary, row, SS_PEAK, o->peak_gflops);
+    record_num(summary, row, SS_RECOMPUTE, o->recompute);
+    record_num(summary, row, SS_RSS, rss / 1073741824.0);
+    record_num(summary, row, SS_EST, o->estimate_bytes / 1073741824.0);
+    char src[256];
+    snprintf(src, sizeof src, "measured here %s", mi->date_utc);
+    record_str(summary, row, SS_SOURCE, src);
+    record_note(summary, "median of %d steps after discarding %ld; MFU = %.0f model FLOPs/token (6N + 12 L C T, PaLM appendix B) x tokens/s / %s",
+                nt, first, mflops, o->peak_note);
+    record_note(summary, "peak RSS %.3f GiB = %.2fx the printed estimate of %.3f GiB", rss / 1073741824.0,
+                rss / o->estimate_bytes, o->estimate_bytes / 1073741824.0);
+    /* breakdown by kind */
+    double tot_meas = 0, tot_pred = 0;
+    int pred_complete = 1;
+    for (int k = 0; k < 8; k++) {
+        double col[4096];
+        int nk = nt < 4096 ? nt : 4096;
+        for (int i = 0; i < nk; i++) col[i] = kind_ms[first + i][k];
+        double ms = median_of(col, nk);
+        int r2 = record_add_row(breakdown);
+        if (r2 < 0) break;
+        record_str(breakdown, r2, SB_KIND, gpt_kind_names[k]);
+        record_num(breakdown, r2, SB_MS, ms);
+        record_num(breakdown, r2, SB_PCT, 100.0 * ms / med_ms);
+        record_num(breakdown, r2, SB_PRED, pred[k]);
+        record_num(breakdown, r2, SB_GAP, isfinite(pred[k]) && pred[k] > 0 ? 100.0 * (ms - pred[k]) / pred[k] : NAN);
+        record_str(breakdown, r2, SB_HOW, how[k][0] ? how[k] : "not predicted (--no-predict)");
+        tot_meas += ms;
+        if (isfinite(pred[k])) tot_pred += pred[k];
+        else pred_complete = 0;
+    }
+    int r3 = record_add_row(breakdown);
+    if (r3 >= 0) {
+        record_str(breakdown, r3, SB_KIND, "step");
+        record_num(breakdown, r3, SB_MS, med_ms);
+        record_num(breakdown, r3, SB_PCT, 100.0);
+        if (pred_complete) {
+            record_num(breakdown, r3, SB_PRED, tot_pred);
+            record_num(breakdown, r3, SB_GAP, 100.0 * (med_ms - tot_pred) / tot_pred);
+            record_str(breakdown, r3, SB_HOW, "sum of the predictions above");
+        }
+    }
+    (void)tot_meas;
+    record_note(breakdown, "ms_per_step: median over the timed steps of each kind's time; predicted_ms: what the microbenchmarks measured in this run predict for the same shapes");
+out:
+    free(step_ms);
+    free(kind_ms);
+    if (have_ds) dataset_close(&ds);
+    gpt_free(&m);
+    return rc;
+}
