@@ -5,10 +5,11 @@
 void adamw_update(float *params, const float *grads, float *m, float *v, size_t n, const adamw_params *hp, int t)
 {
     const float b1 = hp->beta1, b2 = hp->beta2, lr = hp->lr, eps = hp->eps, wd = hp->weight_decay;
+    const float gs = hp->grad_scale != 0.0f ? hp->grad_scale : 1.0f;
     const float c1 = 1.0f / (float)(1.0 - pow((double)b1, t)), c2 = 1.0f / (float)(1.0 - pow((double)b2, t));
 #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < n; i++) {
-        float g = grads[i];
+        float g = grads[i] * gs;
         float mi = b1 * m[i] + (1.0f - b1) * g;
         float vi = b2 * v[i] + (1.0f - b2) * g * g;
         m[i] = mi;
@@ -20,9 +21,11 @@ void adamw_update(float *params, const float *grads, float *m, float *v, size_t 
 void adamw_update_ref(double *params, const double *grads, double *m, double *v, size_t n, const adamw_params *hp,
                       int t)
 {
+    const double gs = hp->grad_scale != 0.0f ? hp->grad_scale : 1.0;
     for (size_t i = 0; i < n; i++) {
-        m[i] = hp->beta1 * m[i] + (1.0 - hp->beta1) * grads[i];
-        v[i] = hp->beta2 * v[i] + (1.0 - hp->beta2) * grads[i] * grads[i];
+        double g = grads[i] * gs;
+        m[i] = hp->beta1 * m[i] + (1.0 - hp->beta1) * g;
+        v[i] = hp->beta2 * v[i] + (1.0 - hp->beta2) * g * g;
         double mh = m[i] / (1.0 - pow(hp->beta1, t)), vh = v[i] / (1.0 - pow(hp->beta2, t));
         params[i] -= hp->lr * (mh / (sqrt(vh) + hp->eps) + hp->weight_decay * params[i]);
     }

@@ -7,6 +7,7 @@
 
 typedef struct {
     float lr, beta1, beta2, eps, weight_decay;
+    float grad_scale; /* gradients are multiplied by this first (clipping); 0 means 1 */
 } adamw_params;
 
 /* m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;  p -= lr * (m/(1-b1^t) / (sqrt(v/(1-b2^t)) + eps) + wd p) */

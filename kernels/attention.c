@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "matmul.h"
+#include "vmath.h"
 
 #include <omp.h>
 
@@ -19,16 +20,37 @@ static void softmax_rows(float *P, int T, int r0, int r1)
 {
     for (int i = r0; i < r1; i++) {
         float *row = P + (size_t)i * T;
+        int n = i + 1;
+#ifdef __AVX512F__
+        __m512 vm = _mm512_set1_ps(-INFINITY);
+        for (int j = 0; j < n; j += 16) {
+            __mmask16 k = n - j >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - j)) - 1u);
+            vm = _mm512_mask_max_ps(vm, k, vm, _mm512_maskz_loadu_ps(k, row + j));
+        }
+        __m512 vmx = _mm512_set1_ps(_mm512_reduce_max_ps(vm)), vs = _mm512_setzero_ps();
+        for (int j = 0; j < n; j += 16) {
+            __mmask16 k = n - j >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - j)) - 1u);
+            __m512 e = _mm512_maskz_mov_ps(k, vexp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, row + j), vmx)));
+            _mm512_mask_storeu_ps(row + j, k, e);
+            vs = _mm512_add_ps(vs, e);
+        }
+        __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(vs));
+        for (int j = 0; j < n; j += 16) {
+            __mmask16 k = n - j >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - j)) - 1u);
+            _mm512_mask_storeu_ps(row + j, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, row + j), inv));
+        }
+#else
         float mx = -INFINITY;
-        for (int j = 0; j <= i; j++) mx = row[j] > mx ? row[j] : mx;
+        for (int j = 0; j < n; j++) mx = row[j] > mx ? row[j] : mx;
         float sum = 0.0f;
-        for (int j = 0; j <= i; j++) {
+        for (int j = 0; j < n; j++) {
             row[j] = expf(row[j] - mx);
             sum += row[j];
         }
         float inv = 1.0f / sum;
-        for (int j = 0; j <= i; j++) row[j] *= inv;
-        for (int j = i + 1; j < r1; j++) row[j] = 0.0f;
+        for (int j = 0; j < n; j++) row[j] *= inv;
+#endif
+        for (int j = n; j < r1; j++) row[j] = 0.0f;
     }
 }
 

@@ -3,6 +3,50 @@
 #include <math.h>
 #include <stddef.h>
 
+#include "vmath.h"
+
+/* max and log-sum-exp of one row */
+static float row_lse(const float *x, int V)
+{
+#ifdef __AVX512F__
+    __m512 vm = _mm512_set1_ps(-INFINITY);
+    int j = 0;
+    for (; j + 16 <= V; j += 16) vm = _mm512_max_ps(vm, _mm512_loadu_ps(x + j));
+    float mx = _mm512_reduce_max_ps(vm);
+    for (; j < V; j++) mx = x[j] > mx ? x[j] : mx;
+    __m512 vs = _mm512_setzero_ps(), vmx = _mm512_set1_ps(mx);
+    for (j = 0; j + 16 <= V; j += 16) vs = _mm512_add_ps(vs, vexp512(_mm512_sub_ps(_mm512_loadu_ps(x + j), vmx)));
+    if (j < V) {
+        __mmask16 k = (__mmask16)((1u << (V - j)) - 1u);
+        vs = _mm512_add_ps(vs, _mm512_maskz_mov_ps(k, vexp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + j), vmx))));
+    }
+    return mx + logf(_mm512_reduce_add_ps(vs));
+#else
+    float mx = -INFINITY;
+    for (int j = 0; j < V; j++) mx = x[j] > mx ? x[j] : mx;
+    float sum = 0.0f;
+    for (int j = 0; j < V; j++) sum += expf(x[j] - mx);
+    return mx + logf(sum);
+#endif
+}
+
+/* y[j] (+)= g * exp(x[j] - l) */
+static void row_grad(float *y, const float *x, float g, float l, int V, int accumulate)
+{
+#ifdef __AVX512F__
+    __m512 vg = _mm512_set1_ps(g), vl = _mm512_set1_ps(l);
+    int j = 0;
+    for (; j < V; j += 16) {
+        __mmask16 k = V - j >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (V - j)) - 1u);
+        __m512 e = _mm512_mul_ps(vg, vexp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + j), vl)));
+        if (accumulate) e = _mm512_add_ps(e, _mm512_maskz_loadu_ps(k, y + j));
+        _mm512_mask_storeu_ps(y + j, k, e);
+    }
+#else
+    for (int j = 0; j < V; j++) y[j] = (accumulate ? y[j] : 0.0f) + g * expf(x[j] - l);
+#endif
+}
+
 static int targets_ok(const int *targets, int N, int V)
 {
     for (int i = 0; i < N; i++)
@@ -16,11 +60,7 @@ int crossentropy_forward(float *losses, float *lse, const float *logits, const i
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < N; i++) {
         const float *x = logits + (size_t)i * V;
-        float mx = -INFINITY;
-        for (int j = 0; j < V; j++) mx = x[j] > mx ? x[j] : mx;
-        float sum = 0.0f;
-        for (int j = 0; j < V; j++) sum += expf(x[j] - mx);
-        float l = mx + logf(sum);
+        float l = row_lse(x, V);
         lse[i] = l;
         losses[i] = l - x[targets[i]];
     }
@@ -35,9 +75,8 @@ int crossentropy_backward(float *dlogits, const float *dlosses, const float *log
     for (int i = 0; i < N; i++) {
         const float *x = logits + (size_t)i * V;
         float *dx = dlogits + (size_t)i * V;
-        float g = dlosses[i], l = lse[i];
-        for (int j = 0; j < V; j++) dx[j] += g * expf(x[j] - l);
-        dx[targets[i]] -= g;
+        row_grad(dx, x, dlosses[i], lse[i], V, 1);
+        dx[targets[i]] -= dlosses[i];
     }
     return 0;
 }
@@ -49,9 +88,8 @@ int crossentropy_backward_inplace(float *logits, const float *dlosses, const flo
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < N; i++) {
         float *x = logits + (size_t)i * V;
-        float g = dlosses[i], l = lse[i];
-        for (int j = 0; j < V; j++) x[j] = g * expf(x[j] - l);
-        x[targets[i]] -= g;
+        row_grad(x, x, dlosses[i], lse[i], V, 0);
+        x[targets[i]] -= dlosses[i];
     }
     return 0;
 }

@@ -2,20 +2,60 @@
 
 #include <math.h>
 
+#include "vmath.h"
+
 #define INV_SQRT2 0.70710678118654752440f
 #define INV_SQRT_2PI 0.39894228040143267794f
 
+#ifdef __AVX512F__
+/* cdf(x) = 0.5 (1 + erf(x / sqrt 2)) and e = exp(-x^2 / 2) for 16 lanes */
+static inline __m512 cdf512(__m512 x, __m512 *e)
+{
+    *e = vexp512(_mm512_mul_ps(_mm512_set1_ps(-0.5f), _mm512_mul_ps(x, x)));
+    __m512 erf = verf512_from(_mm512_mul_ps(x, _mm512_set1_ps(INV_SQRT2)), *e);
+    return _mm512_mul_ps(_mm512_set1_ps(0.5f), _mm512_add_ps(_mm512_set1_ps(1.0f), erf));
+}
+
+static inline __mmask16 tail(size_t n, size_t i)
+{
+    return n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1u);
+}
+#endif
+
 void gelu_forward(float *out, const float *inp, size_t n)
 {
+#ifdef __AVX512F__
+    long nv = (long)((n + 15) / 16);
+#pragma omp parallel for schedule(static)
+    for (long v = 0; v < nv; v++) {
+        size_t i = (size_t)v * 16;
+        __mmask16 k = tail(n, i);
+        __m512 x = _mm512_maskz_loadu_ps(k, inp + i), e;
+        _mm512_mask_storeu_ps(out + i, k, _mm512_mul_ps(x, cdf512(x, &e)));
+    }
+#else
 #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < n; i++) {
         float x = inp[i];
         out[i] = 0.5f * x * (1.0f + erff(x * INV_SQRT2));
     }
+#endif
 }
 
 void gelu_backward(float *dinp, const float *inp, const float *dout, size_t n)
 {
+#ifdef __AVX512F__
+    long nv = (long)((n + 15) / 16);
+#pragma omp parallel for schedule(static)
+    for (long v = 0; v < nv; v++) {
+        size_t i = (size_t)v * 16;
+        __mmask16 k = tail(n, i);
+        __m512 x = _mm512_maskz_loadu_ps(k, inp + i), e;
+        __m512 cdf = cdf512(x, &e);
+        __m512 d = _mm512_fmadd_ps(_mm512_mul_ps(x, _mm512_set1_ps(INV_SQRT_2PI)), e, cdf);
+        _mm512_mask_storeu_ps(dinp + i, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, dout + i), d));
+    }
+#else
 #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < n; i++) {
         float x = inp[i];
@@ -23,6 +63,7 @@ void gelu_backward(float *dinp, const float *inp, const float *dout, size_t n)
         float pdf = INV_SQRT_2PI * expf(-0.5f * x * x);
         dinp[i] = dout[i] * (cdf + x * pdf);
     }
+#endif
 }
 
 void gelu_forward_ref(double *out, const double *inp, size_t n)

@@ -21,6 +21,7 @@ int matmul_forward(float *out, const float *inp, const float *weight, const floa
 {
     if (!out || !inp || !weight || !dims_ok(N, C, OC)) return MATMUL_EDIM;
     if (bias) {
+#pragma omp parallel for schedule(static)
         for (int i = 0; i < N; i++) {
             float *o = out + (size_t)i * OC;
             for (int j = 0; j < OC; j++) o[j] = bias[j];
@@ -43,11 +44,17 @@ int matmul_backward_weight(float *dweight, float *dbias, const float *dout, cons
     if (!dweight || !dout || !inp || !dims_ok(N, C, OC)) return MATMUL_EDIM;
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, C, N, 1.0f, dout, OC, inp, C, 1.0f, dweight, C);
     if (dbias) {
+        /* column sums by blocks of 64 columns, rows streamed contiguously */
+        int nblk = (OC + 63) / 64;
 #pragma omp parallel for schedule(static)
-        for (int j = 0; j < OC; j++) {
-            float s = 0.0f;
-            for (int i = 0; i < N; i++) s += dout[(size_t)i * OC + j];
-            dbias[j] += s;
+        for (int blk = 0; blk < nblk; blk++) {
+            int j0 = blk * 64, j1 = j0 + 64 < OC ? j0 + 64 : OC;
+            float acc[64] = {0};
+            for (int i = 0; i < N; i++) {
+                const float *row = dout + (size_t)i * OC;
+                for (int j = j0; j < j1; j++) acc[j - j0] += row[j];
+            }
+            for (int j = j0; j < j1; j++) dbias[j] += acc[j - j0];
         }
     }
     return MATMUL_OK;

@@ -426,11 +426,13 @@ double gpt_grad_norm(const gpt_model *m) { return sqrt(grad_sumsq(m->grads, m->n
 void gpt_update(gpt_model *m, const adamw_params *hp, double grad_norm, float max_norm)
 {
     double t0 = timer_now_s();
-    if (max_norm > 0) grad_clip(m->grads, m->nparams, grad_norm, max_norm);
+    /* clipping as a factor folded into the update: the same result as grad_clip(), one pass less */
+    float scale = max_norm > 0 && grad_norm > max_norm ? (float)(max_norm / (grad_norm + 1e-6)) : 1.0f;
     m->adam_t++;
     for (int k = 0; k < P_COUNT; k++) {
         if (m->sizes[k] == 0) continue;
         adamw_params h = *hp;
+        h.grad_scale = scale;
         int decay = k == P_WTE || k == P_WPE || k == P_QKVW || k == P_ATTPROJW || k == P_FCW || k == P_FCPROJW ||
                     k == P_UNEMBED;
         if (!decay) h.weight_decay = 0.0f;

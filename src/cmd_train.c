@@ -91,6 +91,8 @@ int cmd_train(int argc, char **argv)
     if ((double)cfg.V * cfg.C > 2147483647.0 || (double)B * T * cfg.V > 4e12)
         return err_usage("model '%s': a %d x %d embedding or the logits are beyond this harness's int indexing", cfg.name, cfg.V, cfg.C);
 
+    if ((rc = blascore_select(blas, argv)) != 0) return rc; /* may re-exec: before any output */
+
     /* memory, estimated and shown before anything is allocated */
     gpt_mem mem;
     gpt_estimate(&cfg, (int)B, (int)T, recompute, &mem);
@@ -110,7 +112,6 @@ int cmd_train(int argc, char **argv)
         return rc;
     }
 
-    if ((rc = blascore_select(blas, argv)) != 0) return rc;
     machine_info mi;
     machine_probe(&mi);
     blascore_fill(&mi);
@@ -138,7 +139,7 @@ int cmd_train(int argc, char **argv)
     record_note(&log, "mfu/hfu: against %s", peak_note);
     step_opts so = {.cfg = cfg, .B = (int)B, .T = (int)T, .accum = (int)(G / B), .steps = steps, .lr_warmup = warmup,
                     .discard = discard, .lr = lr, .min_lr = min_lr,
-                    .hp = {(float)lr, (float)beta1, (float)beta2, (float)eps, (float)wd}, .clip = (float)clip,
+                    .hp = {(float)lr, (float)beta1, (float)beta2, (float)eps, (float)wd, 0.0f}, .clip = (float)clip,
                     .seed = (unsigned long long)seed, .recompute = recompute, .data = data, .save_dir = save,
                     .resume_dir = resume, .init_path = init, .save_every = save_every, .peak_gflops = peak,
                     .peak_note = peak_note, .predict = !no_predict, .budget_s = budget, .quiet = quiet,

@@ -302,7 +302,7 @@ static void test_adamw_matches_reference(void)
     double pd[N], gd[N], md[N] = {0}, vd[N] = {0};
     rand_fill(p, N, &st);
     to_double(pd, p, N);
-    adamw_params hp = {1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f};
+    adamw_params hp = {1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.5f};
     for (int t = 1; t <= 5; t++) {
         rand_fill(g, N, &st);
         to_double(gd, g, N);
@@ -318,7 +318,7 @@ static void test_adamw_closed_form(void)
      * a = 1 - lr wd and s = g / (|g| + eps): p_t = a^t p0 - lr s (1 - a^t) / (1 - a) */
     enum { N = 4, STEPS = 25 };
     float p[N] = {1.0f, -2.0f, 0.5f, 0.0f}, g[N] = {0.3f, -1.5f, 2e-3f, 1.0f}, m[N] = {0}, v[N] = {0};
-    adamw_params hp = {1e-2f, 0.9f, 0.999f, 1e-8f, 0.05f};
+    adamw_params hp = {1e-2f, 0.9f, 0.999f, 1e-8f, 0.05f, 0.0f};
     double p0[N];
     to_double(p0, p, N);
     for (int t = 1; t <= STEPS; t++) adamw_update(p, g, m, v, N, &hp, t);

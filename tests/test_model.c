@@ -137,7 +137,7 @@ static void test_model_gradient_gpt3(void) { check_model_gradient(0, 1, 1, "gpt3
 
 static double train_steps(gpt_model *m, int steps, float lr, double *losses)
 {
-    adamw_params hp = {lr, 0.9f, 0.95f, 1e-8f, 0.0f};
+    adamw_params hp = {lr, 0.9f, 0.95f, 1e-8f, 0.0f, 0.0f};
     double loss = 0;
     for (int s = 0; s < steps; s++) {
         gpt_zero_grad(m);
