@@ -92,7 +92,7 @@ int ckpt_save(const gpt_model *m, const char *dir, const ckpt_state *st)
     snprintf(final, sizeof final, "%s/%s", dir, name);
     remove_step_dir(tmp);
     if (mkdir(tmp, 0755) != 0) return err_msg("cannot create '%s': %s", tmp, strerror(errno));
-    int nt = max_tensors(m);
+    int nt = 2 * max_tensors(m); /* the optimizer file holds two tensors per parameter tensor */
     st_out *t = calloc((size_t)nt, sizeof *t);
     char(*names)[96] = calloc((size_t)nt, sizeof *names);
     char mbuf[24][64];

@@ -37,6 +37,6 @@ const char *capture_stderr_end(void);
 /* The binary under test, for CLI tests (argv[1] of the runner). */
 extern const char *g_costbench;
 
-extern const test_case tests_common[], tests_kernels[], tests_rope[], tests_model[], tests_cli[];
+extern const test_case tests_common[], tests_kernels[], tests_rope[], tests_model[], tests_train[], tests_cli[];
 
 #endif
