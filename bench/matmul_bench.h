@@ -14,6 +14,7 @@ typedef struct {
     int n, k, m;
     int trans_a, trans_b, lda, ldb, ldc;
     double count;   /* times per training step (transformer mode), NaN otherwise */
+    int concurrent; /* one single-threaded call per thread at once (attention heads run so) */
 } mm_shape;
 
 enum { MM_OP, MM_PHASE, MM_N, MM_K, MM_M, MM_COUNT, MM_GF_MED, MM_GF_MIN, MM_GF_MAX, MM_CV, MM_MS, MM_PCT,

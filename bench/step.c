@@ -62,15 +62,21 @@ static void rope_fb(void *p)
     rope_backward_fused(c->qkv, &c->s, c->tb);
 }
 
-/* Predicted ms per optimizer step for each kind; how[] says where each figure comes from. */
-static int predict_kinds(const step_opts *o, const gpt_model *m, double pred[8], char how[8][160])
+/* Predicted ms per optimizer step for each kind; how[] says where each figure comes from. Runs
+ * before the model is allocated, so that its buffers do not add to the run's peak memory. */
+static int predict_kinds(const step_opts *o, double pred[8], char how[8][160])
 {
     const model_config *c = &o->cfg;
+    gpt_mem mem;
+    gpt_estimate(c, o->B, o->T, o->recompute, &mem);
+    const double nparams = mem.params / 4;
+    const int rdims = c->learned_pos ? 0 : rope_rotary_dims(c->HS, c->rotary_pct);
     const double BT = (double)o->B * o->T, C = c->C, L = c->L, V = c->V, acc = o->accum;
     for (int k = 0; k < 8; k++) pred[k] = NAN, how[k][0] = '\0';
     /* matmuls: every shape of one micro-step, measured now as `costbench matmul --shapes transformer` does */
-    mm_shape sh[64];
-    int n = mm_shapes_transformer(sh, 64, c, o->B, o->T);
+    static mm_shape sh[4096];
+    int n = mm_shapes_transformer(sh, 4096, c, o->B, o->T);
+    if (n < 0) return err_msg("internal: too many matmul shapes at T=%d", o->T);
     record r;
     record_init(&r, mm_cols, MM_NCOLS);
     runner_opts ro;
@@ -93,18 +99,21 @@ static int predict_kinds(const step_opts *o, const gpt_model *m, double pred[8],
     if (measured < n) snprintf(how[K_MATMUL], 160, "incomplete: %d of %d shapes measured within --budget-s", measured, n);
     /* rotary: the fused kernel at this shape, forward + backward, as `costbench rope` times it */
     double rope_ms = 0;
-    if (m->rotary_dims > 0) {
-        rope_ctx rc = {mem_alloc((size_t)BT * 3 * C, sizeof(float), "rotary buffer"),
-                       {o->B, o->T, c->NH, c->HS, m->rotary_dims}, (rope_tables *)&m->rope};
-        if (!rc.qkv) return CB_EFAIL;
+    if (rdims > 0) {
+        rope_tables tb;
+        float *store = mem_alloc(rope_tables_floats(o->T, rdims, c->HS), sizeof(float), "rotary tables");
+        rope_ctx rc = {mem_alloc((size_t)BT * 3 * C, sizeof(float), "rotary buffer"), {o->B, o->T, c->NH, c->HS, rdims}, &tb};
+        if (!rc.qkv || !store) {
+            free(rc.qkv), free(store);
+            return CB_EFAIL;
+        }
+        rope_tables_init(&tb, store, o->T, rdims, c->HS, c->rotary_base);
         runner_fill(rc.qkv, (size_t)BT * 3 * C, 3u);
         bench_case bc = {"rope", rope_fb, NULL, NULL};
         runner_result rr;
-        if (runner_run(&ro, &bc, &rc, &rr) != 0) {
-            free(rc.qkv);
-            return CB_EFAIL;
-        }
-        free(rc.qkv);
+        int bad = runner_run(&ro, &bc, &rc, &rr);
+        free(rc.qkv), free(store);
+        if (bad) return CB_EFAIL;
         rope_ms = rr.s.median * 1e3 * L;
     }
     /* memory-bound kernels: the bytes they must move at the copy bandwidth measured now */
@@ -118,7 +127,7 @@ static int predict_kinds(const step_opts *o, const gpt_model *m, double pred[8],
     double gelu = L * BT * 4 * C * (8.0 + 12.0);
     double xent = BT * V * (8.0 + 8.0);
     double other = L * BT * C * (c->parallel_residual ? 16.0 : 24.0) + BT * C * 8.0 * 2; /* residual adds, embedding */
-    double opt_bytes = (double)m->nparams * (28.0 + 4.0 + 4.0); /* AdamW, norm, zeroing */
+    double opt_bytes = nparams * (28.0 + 4.0 + 4.0); /* AdamW, norm, zeroing */
     pred[K_MATMUL] = acc * mm;
     pred[K_ATTENTION] = acc * (att + att_soft / bw);
     pred[K_ROTARY] = acc * rope_ms;
@@ -129,7 +138,7 @@ static int predict_kinds(const step_opts *o, const gpt_model *m, double pred[8],
     pred[K_OTHER] = acc * other / bw;
     if (!how[K_MATMUL][0]) snprintf(how[K_MATMUL], 160, "costbench matmul: %d shapes measured now", n);
     snprintf(how[K_ATTENTION], 160, "costbench matmul attention shapes + softmax bytes at %.1f GB/s copy", gbps);
-    if (m->rotary_dims > 0) snprintf(how[K_ROTARY], 160, "costbench rope: fused forward+backward measured now");
+    if (rdims > 0) snprintf(how[K_ROTARY], 160, "costbench rope: fused forward+backward measured now");
     else snprintf(how[K_ROTARY], 160, "no rotary embedding");
     for (int k = K_LAYERNORM; k <= K_OTHER; k++)
         if (k != K_ROTARY) snprintf(how[k], 160, "bytes moved at %.1f GB/s copy bandwidth (lower bound)", gbps);
@@ -157,6 +166,9 @@ int step_run(const step_opts *o, machine_info *mi, record *log, record *summary,
     dataset ds;
     int have_ds = 0, rc = 0;
     double *step_ms = NULL, (*kind_ms)[8] = NULL;
+    double pred[8] = {NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN};
+    char how[8][160] = {{0}};
+    if (o->predict && (rc = predict_kinds(o, pred, how)) != 0) return rc;
     if (gpt_init(&m, c, o->B, o->T, o->recompute) != 0) return CB_EFAIL;
     if (o->data) {
         if (dataset_open(&ds, o->data) != 0) {
@@ -182,9 +194,6 @@ int step_run(const step_opts *o, machine_info *mi, record *log, record *summary,
         if ((rc = ckpt_load_weights(&m, o->init_path)) != 0) goto out;
         fprintf(stderr, "costbench train: weights from %s\n", o->init_path);
     }
-    double pred[8] = {NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN};
-    char how[8][160] = {{0}};
-    if (o->predict && (rc = predict_kinds(o, &m, pred, how)) != 0) goto out;
 
     const double tokens_per_step = (double)o->B * o->T * o->accum;
     const double mflops = gpt_model_flops_per_token(c, o->T), hflops = gpt_hardware_flops_per_token(c, o->T, o->recompute);

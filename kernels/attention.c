@@ -12,7 +12,7 @@
  * causal mask skips the upper-right blocks (about 40% of the score and value products at
  * T = 512). Heads run in parallel, one (batch, head) per thread; the sgemm calls inside run
  * single-threaded (OpenBLAS's OpenMP build does so inside a parallel region). */
-#define ATT_BLOCK 128
+#define ATT_BLOCK ATTENTION_BLOCK
 
 size_t attention_scratch_floats(int T) { return (size_t)T * (size_t)T * (size_t)omp_get_max_threads(); }
 

@@ -9,6 +9,10 @@
 
 #include <stddef.h>
 
+/* Rows are processed in blocks of this many (the causal mask skips the blocks above the
+ * diagonal); the matmul benchmark's transformer shapes use the same blocks. */
+#define ATTENTION_BLOCK 128
+
 void attention_forward(float *out, float *att, const float *qkv, int B, int T, int NH, int HS);
 void attention_backward(float *dqkv, float *scratch, const float *dout, const float *qkv, const float *att, int B,
                         int T, int NH, int HS);

@@ -179,7 +179,7 @@ int cmd_matmul(int argc, char **argv)
         return err_usage("flags '--micro-batch' and '--seq' go with '--shapes transformer --model PRESET'");
     if (plot && (!strstr(plot, ".png") && !strstr(plot, ".svg")))
         return err_usage("flag '--plot': expected a file name ending in .png or .svg, got '%s'", plot);
-    mm_shape sh[1024];
+    static mm_shape sh[4096];
     int nsh;
     model_config cfg;
     if (transformer) {
@@ -187,9 +187,10 @@ int cmd_matmul(int argc, char **argv)
         if (T == 0) T = cfg.max_T < 2048 ? cfg.max_T : 2048;
         if (T > cfg.max_T) return err_usage("flag '--seq': %ld exceeds %s's max_seq_len %d", T, cfg.name, cfg.max_T);
         if (B * T > (1L << 22)) return err_usage("flags '--micro-batch' x '--seq': %ld tokens is more than 4194304", B * T);
-        nsh = mm_shapes_transformer(sh, 1024, &cfg, (int)B, (int)T);
+        nsh = mm_shapes_transformer(sh, 4096, &cfg, (int)B, (int)T);
+        if (nsh < 0) return err_usage("flag '--seq': %ld gives more attention blocks than this harness tabulates", T);
     } else {
-        nsh = mm_shapes_sweep(sh, 1024, nl.v, nl.n, kl.v, kl.n);
+        nsh = mm_shapes_sweep(sh, 4096, nl.v, nl.n, kl.v, kl.n);
     }
     char what[160];
     if (transformer) snprintf(what, sizeof what, "matmul shapes of %s at B=%ld T=%ld", model, B, T);
