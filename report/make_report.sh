@@ -21,17 +21,20 @@ step "matmul (pythia-160m training-step shapes, micro-batch 4 x 512)"
     --csv "$tmp/matmul_pythia-160m.csv" > "$tmp/matmul_pythia-160m.txt"
 step "rope (pythia-160m, pythia-6.9b, neox-20b at 8192 tokens)"
 "$BIN" rope --csv "$tmp/rope.csv" > "$tmp/rope.txt"
+step "train (pythia-70m, micro-batch 4 x seq 512, 10 steps)"
+"$BIN" train --model pythia-70m --micro-batch 4 --seq 512 --steps 10 --budget-s 30 \
+    --csv "$tmp/train_log.csv" --summary-csv "$tmp/train.csv" --breakdown-csv "$tmp/train_breakdown.csv" > "$tmp/train.txt"
 
 {
     echo "# costbench report: $(grep -m1 '^# ' "$tmp/peak.txt" | sed 's/^# //')"
     echo
-    echo "Every figure below was **measured on this machine** in this run; nothing is imported. The only derived figures are the step totals of the transformer matmul table (count x measured median), labelled as predictions."
-    echo "The training step (\`costbench train\`) is not in this version, so there are no seq/s or tokens/\$ figures yet."
+    echo "Every figure below was **measured on this machine** in this run; nothing is imported. The only derived figures are labelled as predictions: the step totals of the transformer matmul table (count x measured median) and the predicted_ms column of the training step's breakdown."
     echo
     for part in peak:"Machine limits (costbench peak)" \
                 matmul:"sgemm sweep, (N x K) @ (K x K) (costbench matmul)" \
                 matmul_pythia-160m:"One pythia-160m training step's matmuls (costbench matmul --shapes transformer)" \
-                rope:"Rotary embedding variants (costbench rope)"; do
+                rope:"Rotary embedding variants (costbench rope)" \
+                train:"Training step, pythia-70m (costbench train)"; do
         name=${part%%:*}
         echo "## ${part#*:}"
         echo
