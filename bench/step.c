@@ -318,11 +318,14 @@ int step_run(const step_opts *o, machine_info *mi, record *log, record *summary,
     /* breakdown by kind */
     double tot_meas = 0, tot_pred = 0;
     int pred_complete = 1;
+    double *col = malloc((size_t)(nt > 0 ? nt : 1) * sizeof *col);
+    if (!col) {
+        rc = err_msg("out of memory");
+        goto out;
+    }
     for (int k = 0; k < 8; k++) {
-        double col[4096];
-        int nk = nt < 4096 ? nt : 4096;
-        for (int i = 0; i < nk; i++) col[i] = kind_ms[first + i][k];
-        double ms = median_of(col, nk);
+        for (int i = 0; i < nt; i++) col[i] = kind_ms[first + i][k];
+        double ms = median_of(col, nt);
         int r2 = record_add_row(breakdown);
         if (r2 < 0) break;
         record_str(breakdown, r2, SB_KIND, gpt_kind_names[k]);
@@ -335,6 +338,7 @@ int step_run(const step_opts *o, machine_info *mi, record *log, record *summary,
         if (isfinite(pred[k])) tot_pred += pred[k];
         else pred_complete = 0;
     }
+    free(col);
     int r3 = record_add_row(breakdown);
     if (r3 >= 0) {
         record_str(breakdown, r3, SB_KIND, "step");

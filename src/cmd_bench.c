@@ -192,6 +192,13 @@ int cmd_matmul(int argc, char **argv)
     } else {
         nsh = mm_shapes_sweep(sh, 4096, nl.v, nl.n, kl.v, kl.n);
     }
+    for (int i = 0; i < nsh; i++) {
+        /* OpenBLAS takes int dimensions: every operand must have fewer than 2^31 elements */
+        double big = fmax((double)sh[i].n * sh[i].k, fmax((double)sh[i].k * sh[i].m, (double)sh[i].n * sh[i].m));
+        if (big > 2147483647.0)
+            return err_usage("shape n=%d k=%d m=%d: an operand exceeds 2^31-1 elements, the largest matrix BLAS indexes",
+                             sh[i].n, sh[i].k, sh[i].m);
+    }
     char what[160];
     if (transformer) snprintf(what, sizeof what, "matmul shapes of %s at B=%ld T=%ld", model, B, T);
     else snprintf(what, sizeof what, "matmul sweep up to N=%ld K=%ld", nl.v[0], kl.v[0]);

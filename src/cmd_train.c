@@ -88,8 +88,11 @@ int cmd_train(int argc, char **argv)
     if (min_lr < 0) min_lr = lr / 10;
     if (save_every && !save) return err_usage("flag '--save-every' needs '--save DIR'");
     if (resume && init) return err_usage("flags '--resume' and '--init' exclude each other");
-    if ((double)cfg.V * cfg.C > 2147483647.0 || (double)B * T * cfg.V > 4e12)
-        return err_usage("model '%s': a %d x %d embedding or the logits are beyond this harness's int indexing", cfg.name, cfg.V, cfg.C);
+    /* OpenBLAS takes int dimensions: every matrix must have fewer than 2^31 elements */
+    if ((double)cfg.V * cfg.C > 2147483647.0 || (double)B * T * cfg.V > 2147483647.0 ||
+        (double)B * T * 4 * cfg.C > 2147483647.0)
+        return err_usage("flags '--micro-batch' x '--seq': the logits (%ld x %d) or the MLP activations (%ld x %d) exceed 2^31-1 elements, the largest matrix BLAS indexes; use a smaller --micro-batch with --global-batch",
+                         B * T, cfg.V, B * T, 4 * cfg.C);
 
     if ((rc = blascore_select(blas, argv)) != 0) return rc; /* may re-exec: before any output */
 

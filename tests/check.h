@@ -34,6 +34,10 @@ void to_float(float *f, const double *d, size_t n);
 void capture_stderr_begin(void);
 const char *capture_stderr_end(void);
 
+/* Runs the binary under test with args (NULL-terminated) and returns its exit status (-1 if it
+ * died of a signal); its stdout and stderr go to out/err (NULL: discarded). */
+int cli_run(const char *const *args, char *out, size_t outsz, char *err, size_t errsz);
+
 /* The binary under test, for CLI tests (argv[1] of the runner). */
 extern const char *g_costbench;
 

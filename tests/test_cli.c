@@ -1,10 +1,8 @@
 /* The command line: bad input gives one clear error line and exit 2; the benchmarks run and
  * write the CSV columns and files they promise. */
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../common/csvio.h"
@@ -20,35 +18,7 @@ static void slurp(const char *path, char *buf, size_t n)
     if (f) fclose(f);
 }
 
-/* Runs costbench with args (NULL-terminated); returns the exit status (-1 if it crashed). */
-static int run(const char *const *args)
-{
-    char outp[] = "/tmp/costbench-cli-out-XXXXXX", errp[] = "/tmp/costbench-cli-err-XXXXXX";
-    int fo = mkstemp(outp), fe = mkstemp(errp);
-    const char *argv[64];
-    int n = 0;
-    argv[n++] = g_costbench;
-    for (int i = 0; args[i] && n < 63; i++) argv[n++] = args[i];
-    argv[n] = NULL;
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    if (pid == 0) {
-        dup2(fo, STDOUT_FILENO);
-        dup2(fe, STDERR_FILENO);
-        execv(g_costbench, (char **)argv);
-        _exit(127);
-    }
-    int st = 0;
-    waitpid(pid, &st, 0);
-    close(fo);
-    close(fe);
-    slurp(outp, g_out, sizeof g_out);
-    slurp(errp, g_err, sizeof g_err);
-    unlink(outp);
-    unlink(errp);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
+static int run(const char *const *args) { return cli_run(args, g_out, sizeof g_out, g_err, sizeof g_err); }
 
 static int count_lines_starting(const char *text, const char *prefix)
 {
@@ -80,7 +50,8 @@ static void test_cli_bad_input(void)
         {{"matmul", "--shapes", "transformer"}, "needs '--model PRESET'"},
         {{"matmul", "--shapes", "diagonal"}, "flag '--shapes'"},
         {{"matmul", "--model", "pythia-70m", "--seq", "4096"}, "exceeds pythia-70m's max_seq_len 2048"},
-        {{"matmul", "--n", "1048576", "--k", "131072"}, "GiB available"},
+        {{"matmul", "--n", "1048576", "--k", "131072"}, "exceeds 2^31-1 elements"},
+        {{"matmul", "--n", "53000", "--k", "40000"}, "GiB available"},
         {{"matmul", "--plot", "out.jpg"}, "flag '--plot'"},
         {{"matmul", "--blas-core", "Bogus"}, "flag '--blas-core'"},
         {{"rope", "--model", "nope"}, "unknown model preset 'nope'"},

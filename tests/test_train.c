@@ -239,34 +239,7 @@ static void test_gradient_accumulation(void)
 
 /* ---------------------------------------------------------------- command line */
 
-static int run_quiet(const char *const *args, char *err, size_t errsz)
-{
-    char errp[] = "/tmp/costbench-train-err-XXXXXX";
-    int fe = mkstemp(errp);
-    const char *argv[64];
-    int n = 0;
-    argv[n++] = g_costbench;
-    for (int i = 0; args[i] && n < 63; i++) argv[n++] = args[i];
-    argv[n] = NULL;
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid == 0) {
-        int dn = open("/dev/null", O_WRONLY);
-        dup2(dn, STDOUT_FILENO);
-        dup2(fe, STDERR_FILENO);
-        execv(g_costbench, (char **)argv);
-        _exit(127);
-    }
-    int st = 0;
-    waitpid(pid, &st, 0);
-    FILE *f = fdopen(fe, "r");
-    rewind(f);
-    size_t k = fread(err, 1, errsz - 1, f);
-    err[k] = '\0';
-    fclose(f);
-    unlink(errp);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
+static int run_quiet(const char *const *args, char *err, size_t errsz) { return cli_run(args, NULL, 0, err, errsz); }
 
 #define TINY "--model", "pythia-14m", "--layers", "2", "--d-model", "64", "--heads", "4", "--vocab", "256", "--seq", "32", \
              "--micro-batch", "2", "--no-predict", "--peak-gflops", "100", "--quiet", "--discard-steps", "0"

@@ -1,4 +1,5 @@
 #include <fcntl.h>
+#include <sys/wait.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,4 +120,41 @@ const char *capture_stderr_end(void)
     if (f) fclose(f);
     unlink(cap_path);
     return cap_buf;
+}
+
+static void slurp_fd(int fd, char *buf, size_t n)
+{
+    if (!buf || n == 0) return;
+    lseek(fd, 0, SEEK_SET);
+    ssize_t k = read(fd, buf, n - 1);
+    buf[k > 0 ? k : 0] = '\0';
+}
+
+int cli_run(const char *const *args, char *out, size_t outsz, char *err, size_t errsz)
+{
+    char outp[] = "/tmp/costbench-cli-out-XXXXXX", errp[] = "/tmp/costbench-cli-err-XXXXXX";
+    int fo = mkstemp(outp), fe = mkstemp(errp);
+    unlink(outp);
+    unlink(errp);
+    const char *argv[64];
+    int n = 0;
+    argv[n++] = g_costbench;
+    for (int i = 0; args[i] && n < 63; i++) argv[n++] = args[i];
+    argv[n] = NULL;
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fo, STDOUT_FILENO);
+        dup2(fe, STDERR_FILENO);
+        execv(g_costbench, (char **)argv);
+        _exit(127);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    slurp_fd(fo, out, outsz);
+    slurp_fd(fe, err, errsz);
+    close(fo);
+    close(fe);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
