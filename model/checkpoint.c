@@ -132,6 +132,12 @@ int ckpt_save(const gpt_model *m, const char *dir, const ckpt_state *st)
     if (had) remove_step_dir(old);
     char latest[4300], ltmp[4400];
     snprintf(latest, sizeof latest, "%s/latest", dir);
+    long prev = -1; /* the step `latest` pointed at before: kept as the fallback */
+    FILE *pf = fopen(latest, "r");
+    if (pf) {
+        if (fscanf(pf, "step-%ld", &prev) != 1) prev = -1;
+        fclose(pf);
+    }
     snprintf(ltmp, sizeof ltmp, "%s.tmp.%ld", latest, (long)getpid());
     FILE *f = fopen(ltmp, "w");
     if (!f || fprintf(f, "%s\n", name) < 0 || fclose(f) != 0) {
@@ -139,14 +145,17 @@ int ckpt_save(const gpt_model *m, const char *dir, const ckpt_state *st)
         goto out;
     }
     if (file_commit(ltmp, latest) != 0) goto out;
-    /* keep the newest two step directories */
+    /* keep this checkpoint and the previous one; drop older ones and temporary directories
+     * that killed runs left behind */
     DIR *d = opendir(dir);
     if (d) {
         struct dirent *e;
         while ((e = readdir(d)) != NULL) {
-            long s;
+            long s, pid;
             char extra;
-            if (sscanf(e->d_name, "step-%ld%c", &s, &extra) == 1 && s < st->step - 1 && s != st->step) {
+            int stale_tmp = sscanf(e->d_name, "step-%ld.tmp.%ld", &s, &pid) == 2;
+            int superseded = sscanf(e->d_name, "step-%ld%c", &s, &extra) == 1 && s != st->step && s != prev;
+            if (stale_tmp || superseded) {
                 snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
                 remove_step_dir(path);
             }
@@ -228,7 +237,7 @@ int ckpt_resume(gpt_model *m, const char *dir, const ckpt_state *expect, ckpt_st
     if (rc != 0) return rc;
     snprintf(path, sizeof path, "%s/%s/optimizer.safetensors", dir, name);
     if (st_open(&f, path) != 0) return CB_EFAIL;
-    long step, adam_t, B, T, accum, seed;
+    long step, adam_t, B, T, accum;
     rc = load_all(m, &f, m->m, "exp_avg/", 0);
     if (rc == 0) rc = load_all(m, &f, m->v, "exp_avg_sq/", 0);
     if (rc == 0) rc = meta_long(&f, "step", 0, 1L << 50, &step);
@@ -242,13 +251,11 @@ int ckpt_resume(gpt_model *m, const char *dir, const ckpt_state *expect, ckpt_st
         errno = 0;
         unsigned long long sd = sv ? strtoull(sv, &end, 10) : 0;
         if (!sv || *end || errno) rc = err_msg("%s: metadata 'seed' is missing or not a number", path);
-        seed = (long)sd;
         got->seed = sd;
     }
     st_close(&f);
     if (rc != 0) return rc;
     got->step = step, got->B = (int)B, got->T = (int)T, got->accum = (int)accum;
-    (void)seed;
     if (expect->B != got->B || expect->T != got->T || expect->accum != got->accum || expect->seed != got->seed)
         return err_usage("--resume %s: the checkpoint was written with --micro-batch %d --seq %d --global-batch %d --seed %llu; this run has %d, %d, %d, %llu",
                          dir, got->B, got->T, got->B * got->accum, got->seed, expect->B, expect->T, expect->B * expect->accum,
