@@ -24,19 +24,19 @@ static void softmax_rows(float *P, int T, int r0, int r1)
 #ifdef __AVX512F__
         __m512 vm = _mm512_set1_ps(-INFINITY);
         for (int j = 0; j < n; j += 16) {
-            __mmask16 k = n - j >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - j)) - 1u);
+            __mmask16 k = vmask_tail(n - j);
             vm = _mm512_mask_max_ps(vm, k, vm, _mm512_maskz_loadu_ps(k, row + j));
         }
         __m512 vmx = _mm512_set1_ps(_mm512_reduce_max_ps(vm)), vs = _mm512_setzero_ps();
         for (int j = 0; j < n; j += 16) {
-            __mmask16 k = n - j >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - j)) - 1u);
+            __mmask16 k = vmask_tail(n - j);
             __m512 e = _mm512_maskz_mov_ps(k, vexp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, row + j), vmx)));
             _mm512_mask_storeu_ps(row + j, k, e);
             vs = _mm512_add_ps(vs, e);
         }
         __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(vs));
         for (int j = 0; j < n; j += 16) {
-            __mmask16 k = n - j >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - j)) - 1u);
+            __mmask16 k = vmask_tail(n - j);
             _mm512_mask_storeu_ps(row + j, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, row + j), inv));
         }
 #else

@@ -17,7 +17,7 @@ static float row_lse(const float *x, int V)
     __m512 vs = _mm512_setzero_ps(), vmx = _mm512_set1_ps(mx);
     for (j = 0; j + 16 <= V; j += 16) vs = _mm512_add_ps(vs, vexp512(_mm512_sub_ps(_mm512_loadu_ps(x + j), vmx)));
     if (j < V) {
-        __mmask16 k = (__mmask16)((1u << (V - j)) - 1u);
+        __mmask16 k = vmask_tail(V - j);
         vs = _mm512_add_ps(vs, _mm512_maskz_mov_ps(k, vexp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + j), vmx))));
     }
     return mx + logf(_mm512_reduce_add_ps(vs));
@@ -37,7 +37,7 @@ static void row_grad(float *y, const float *x, float g, float l, int V, int accu
     __m512 vg = _mm512_set1_ps(g), vl = _mm512_set1_ps(l);
     int j = 0;
     for (; j < V; j += 16) {
-        __mmask16 k = V - j >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (V - j)) - 1u);
+        __mmask16 k = vmask_tail(V - j);
         __m512 e = _mm512_mul_ps(vg, vexp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + j), vl)));
         if (accumulate) e = _mm512_add_ps(e, _mm512_maskz_loadu_ps(k, y + j));
         _mm512_mask_storeu_ps(y + j, k, e);

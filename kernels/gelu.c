@@ -15,11 +15,6 @@ static inline __m512 cdf512(__m512 x, __m512 *e)
     __m512 erf = verf512_from(_mm512_mul_ps(x, _mm512_set1_ps(INV_SQRT2)), *e);
     return _mm512_mul_ps(_mm512_set1_ps(0.5f), _mm512_add_ps(_mm512_set1_ps(1.0f), erf));
 }
-
-static inline __mmask16 tail(size_t n, size_t i)
-{
-    return n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1u);
-}
 #endif
 
 void gelu_forward(float *out, const float *inp, size_t n)
@@ -29,7 +24,7 @@ void gelu_forward(float *out, const float *inp, size_t n)
 #pragma omp parallel for schedule(static)
     for (long v = 0; v < nv; v++) {
         size_t i = (size_t)v * 16;
-        __mmask16 k = tail(n, i);
+        __mmask16 k = vmask_tail((long)(n - i));
         __m512 x = _mm512_maskz_loadu_ps(k, inp + i), e;
         _mm512_mask_storeu_ps(out + i, k, _mm512_mul_ps(x, cdf512(x, &e)));
     }
@@ -49,7 +44,7 @@ void gelu_backward(float *dinp, const float *inp, const float *dout, size_t n)
 #pragma omp parallel for schedule(static)
     for (long v = 0; v < nv; v++) {
         size_t i = (size_t)v * 16;
-        __mmask16 k = tail(n, i);
+        __mmask16 k = vmask_tail((long)(n - i));
         __m512 x = _mm512_maskz_loadu_ps(k, inp + i), e;
         __m512 cdf = cdf512(x, &e);
         __m512 d = _mm512_fmadd_ps(_mm512_mul_ps(x, _mm512_set1_ps(INV_SQRT_2PI)), e, cdf);

@@ -231,12 +231,12 @@ void rope_backward_zero_freq(float *dqkv, const float *dq_out, const float *dk_o
  * mask, so that any h (12 for NeoX-20B, 16 for Pythia-6.9B) is one or two vector steps;
  * sign = -1 applies the inverse rotation (backward). */
 #ifdef __AVX512F__
-#include <immintrin.h>
+#include "vmath.h"
 static inline void rot_pairs(float *x, const float *c, const float *sn, int h, float sign)
 {
     const __m512 sg = _mm512_set1_ps(sign);
     for (int i = 0; i < h; i += 16) {
-        __mmask16 k = h - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (h - i)) - 1u);
+        __mmask16 k = vmask_tail(h - i);
         __m512 a = _mm512_maskz_loadu_ps(k, x + i), b = _mm512_maskz_loadu_ps(k, x + h + i);
         __m512 cc = _mm512_maskz_loadu_ps(k, c + i), ss = _mm512_mul_ps(sg, _mm512_maskz_loadu_ps(k, sn + i));
         _mm512_mask_storeu_ps(x + i, k, _mm512_fnmadd_ps(b, ss, _mm512_mul_ps(a, cc)));

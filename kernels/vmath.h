@@ -10,6 +10,12 @@
 #ifdef __AVX512F__
 #include <immintrin.h>
 
+/* Lanes of a 16-wide step that hold data when `left` elements remain (all 16 when left >= 16). */
+static inline __mmask16 vmask_tail(long left)
+{
+    return left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1u);
+}
+
 static inline __m512 vexp512(__m512 x)
 {
     x = _mm512_max_ps(_mm512_min_ps(x, _mm512_set1_ps(88.5f)), _mm512_set1_ps(-104.0f));

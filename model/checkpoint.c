@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,22 +55,38 @@ static int list_tensors(const gpt_model *m, const float *base, const char *prefi
 
 static int max_tensors(const gpt_model *m) { return 8 + 12 * m->cfg.L; }
 
-static void meta_model(const gpt_model *m, char (*buf)[64], const char **kv, int *n)
+/* Safetensors metadata: key/value pairs whose values are formatted into buf[*n]. */
+typedef struct {
+    char buf[24][64];
+    const char *kv[48];
+    int n;
+} meta_list;
+
+static void meta_add(meta_list *ml, const char *key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void meta_add(meta_list *ml, const char *key, const char *fmt, ...)
+{
+    if (ml->n == 24) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ml->buf[ml->n], 64, fmt, ap);
+    va_end(ap);
+    ml->kv[2 * ml->n] = key;
+    ml->kv[2 * ml->n + 1] = ml->buf[ml->n];
+    ml->n++;
+}
+
+static void meta_model(const gpt_model *m, meta_list *ml)
 {
     const model_config *c = &m->cfg;
-    int i = *n;
-#define KV(k, fmt, v) (snprintf(buf[i], 64, fmt, v), kv[2 * i] = k, kv[2 * i + 1] = buf[i], i++)
-    KV("format", "%s", "pt");
-    KV("costbench_model", "%s", c->name);
-    KV("layers", "%d", c->L);
-    KV("d_model", "%d", c->C);
-    KV("heads", "%d", c->NH);
-    KV("vocab", "%d", c->V);
-    KV("rotary_pct", "%.9g", c->rotary_pct);
-    KV("parallel_residual", "%d", c->parallel_residual);
-    KV("tied_embeddings", "%d", c->tied_embeddings);
-#undef KV
-    *n = i;
+    meta_add(ml, "format", "%s", "pt");
+    meta_add(ml, "costbench_model", "%s", c->name);
+    meta_add(ml, "layers", "%d", c->L);
+    meta_add(ml, "d_model", "%d", c->C);
+    meta_add(ml, "heads", "%d", c->NH);
+    meta_add(ml, "vocab", "%d", c->V);
+    meta_add(ml, "rotary_pct", "%.9g", c->rotary_pct);
+    meta_add(ml, "parallel_residual", "%d", c->parallel_residual);
+    meta_add(ml, "tied_embeddings", "%d", c->tied_embeddings);
 }
 
 static int remove_step_dir(const char *path)
@@ -95,31 +112,28 @@ int ckpt_save(const gpt_model *m, const char *dir, const ckpt_state *st)
     int nt = 2 * max_tensors(m); /* the optimizer file holds two tensors per parameter tensor */
     st_out *t = calloc((size_t)nt, sizeof *t);
     char(*names)[96] = calloc((size_t)nt, sizeof *names);
-    char mbuf[24][64];
-    const char *kv[48];
+    meta_list ml;
+    ml.n = 0;
     int rc = CB_EFAIL;
     if (!t || !names) {
         err_msg("out of memory");
         goto out;
     }
-    int nmeta = 0;
-    meta_model(m, mbuf, kv, &nmeta);
+    meta_model(m, &ml);
     int n = list_tensors(m, m->params, "", t, names);
     snprintf(path, sizeof path, "%s/model.safetensors", tmp);
-    if (st_write(path, t, n, kv, nmeta) != 0) goto out;
+    if (st_write(path, t, n, ml.kv, ml.n) != 0) goto out;
     /* optimizer: both moments, and where the loop stands */
     int n1 = list_tensors(m, m->m, "exp_avg/", t, names);
     int n2 = list_tensors(m, m->v, "exp_avg_sq/", t + n1, names + n1);
-#define KV(k, fmt, v) (snprintf(mbuf[nmeta], 64, fmt, v), kv[2 * nmeta] = k, kv[2 * nmeta + 1] = mbuf[nmeta], nmeta++)
-    KV("step", "%ld", st->step);
-    KV("adam_t", "%d", m->adam_t);
-    KV("seed", "%llu", st->seed);
-    KV("micro_batch", "%d", st->B);
-    KV("seq", "%d", st->T);
-    KV("accum", "%d", st->accum);
-#undef KV
+    meta_add(&ml, "step", "%ld", st->step);
+    meta_add(&ml, "adam_t", "%d", m->adam_t);
+    meta_add(&ml, "seed", "%llu", st->seed);
+    meta_add(&ml, "micro_batch", "%d", st->B);
+    meta_add(&ml, "seq", "%d", st->T);
+    meta_add(&ml, "accum", "%d", st->accum);
     snprintf(path, sizeof path, "%s/optimizer.safetensors", tmp);
-    if (st_write(path, t, n1 + n2, kv, nmeta) != 0) goto out;
+    if (st_write(path, t, n1 + n2, ml.kv, ml.n) != 0) goto out;
     /* publish: rename the directory, then point `latest` at it */
     char old[4300];
     snprintf(old, sizeof old, "%s.old.%ld", final, (long)getpid());
