@@ -5,7 +5,7 @@
 #define CB_MATMUL_BENCH_H
 
 #include "../common/record.h"
-#include "../model/config.h"
+#include "../common/presets.h"
 #include "runner.h"
 
 typedef struct {

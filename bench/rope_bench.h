@@ -4,7 +4,7 @@
 #define CB_ROPE_BENCH_H
 
 #include "../common/record.h"
-#include "../model/config.h"
+#include "../common/presets.h"
 #include "runner.h"
 
 enum { RB_MODEL, RB_VARIANT, RB_DIR, RB_CACHE, RB_TOKENS, RB_HEADS, RB_HS, RB_R, RB_NS_MED, RB_NS_MIN, RB_NS_MAX, RB_CV,

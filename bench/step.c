@@ -196,7 +196,7 @@ int step_run(const step_opts *o, machine_info *mi, record *log, record *summary,
     }
 
     const double tokens_per_step = (double)o->B * o->T * o->accum;
-    const double mflops = gpt_model_flops_per_token(c, o->T), hflops = gpt_hardware_flops_per_token(c, o->T, o->recompute);
+    const double mflops = model_flops_per_token(c, o->T), hflops = model_hardware_flops_per_token(c, o->T, o->recompute);
     long nsteps = o->steps - start;
     step_ms = calloc((size_t)nsteps, sizeof *step_ms);
     kind_ms = calloc((size_t)nsteps, sizeof *kind_ms);

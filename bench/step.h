@@ -9,7 +9,7 @@
 #include "../common/machine.h"
 #include "../common/record.h"
 #include "../kernels/adamw.h"
-#include "../model/config.h"
+#include "../common/presets.h"
 #include "runner.h"
 
 typedef struct {

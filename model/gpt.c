@@ -441,16 +441,3 @@ void gpt_update(gpt_model *m, const adamw_params *hp, double grad_norm, float ma
     }
     m->t_kind[K_OPTIMIZER] += timer_now_s() - t0;
 }
-
-double gpt_model_flops_per_token(const model_config *c, int T)
-{
-    double N = 12.0 * c->L * (double)c->C * c->C + (double)c->V * c->C; /* matmul weights + output projection */
-    return 6.0 * N + 12.0 * c->L * (double)c->C * T;
-}
-
-double gpt_hardware_flops_per_token(const model_config *c, int T, int recompute)
-{
-    double f = gpt_model_flops_per_token(c, T);
-    if (recompute) f += 2.0 * 12.0 * c->L * (double)c->C * c->C + 4.0 * c->L * (double)c->C * T; /* one more layer forward */
-    return f;
-}

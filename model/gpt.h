@@ -14,7 +14,7 @@
 
 #include "../kernels/adamw.h"
 #include "../kernels/rope.h"
-#include "config.h"
+#include "../common/presets.h"
 
 /* Parameter tensors, in Hugging Face order; (L, ...) ones hold every layer back to back. */
 enum {
@@ -105,10 +105,5 @@ double gpt_grad_norm(const gpt_model *m);
 /* Clips to max_norm (if > 0), then AdamW at learning rate lr: weight decay on matrices and
  * embeddings only. */
 void gpt_update(gpt_model *m, const adamw_params *hp, double grad_norm, float max_norm);
-
-/* FLOPs per token: model (PaLM appendix B: 6N + 12 L C T, N = non-embedding matmul parameters
- * including the output projection) and hardware (adds the recomputed forward). */
-double gpt_model_flops_per_token(const model_config *cfg, int T);
-double gpt_hardware_flops_per_token(const model_config *cfg, int T, int recompute);
 
 #endif

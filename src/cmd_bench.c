@@ -15,7 +15,7 @@
 #include "../common/parse.h"
 #include "../common/record.h"
 #include "../kernels/rope.h"
-#include "../model/config.h"
+#include "../common/presets.h"
 #include "../report/plot.h"
 #include "commands.h"
 
@@ -344,9 +344,6 @@ int cmd_models(int argc, char **argv)
     record_note(&rec, "from %s; params: embeddings + L x (12 C^2 + 13 C) + final LayerNorm + unembedding (untied)", path);
     for (int i = 0; i < n; i++) {
         const model_config *c = &all[i];
-        double C = c->C, layer = 12.0 * C * C + 13.0 * C;
-        double emb = (double)c->V * C + (c->learned_pos ? (double)c->max_T * C : 0);
-        double total = emb + c->L * layer + 2 * C + (c->tied_embeddings ? 0 : (double)c->V * C);
         int row = record_add_row(&rec);
         if (row < 0) break;
         record_str(&rec, row, 0, c->name);
@@ -359,8 +356,8 @@ int cmd_models(int argc, char **argv)
         record_str(&rec, row, 7, c->learned_pos ? "learned" : "rotary");
         record_str(&rec, row, 8, c->parallel_residual ? "true" : "false");
         record_str(&rec, row, 9, c->tied_embeddings ? "true" : "false");
-        record_num(&rec, row, 10, total / 1e6);
-        record_num(&rec, row, 11, c->L * layer / 1e6);
+        record_num(&rec, row, 10, model_params_total(c) / 1e6);
+        record_num(&rec, row, 11, model_params_non_embedding(c) / 1e6);
     }
     free(all);
     record_print(&rec, stdout);

@@ -14,7 +14,7 @@
 #include "../common/opts.h"
 #include "../common/record.h"
 #include "../kernels/matmul.h"
-#include "../model/config.h"
+#include "../common/presets.h"
 #include "../model/dataset.h"
 #include "../model/gpt.h"
 #include "commands.h"

@@ -13,7 +13,7 @@
 #include "../common/parse.h"
 #include "../common/record.h"
 #include "../common/stats.h"
-#include "../model/config.h"
+#include "../common/presets.h"
 #include "check.h"
 
 static void write_file(const char *path, const char *text)

@@ -1,6 +1,8 @@
-/* config.h: model architectures (data/models.csv) by name. */
-#ifndef CB_CONFIG_H
-#define CB_CONFIG_H
+/* presets.h: model architectures (data/models.csv) by name, their parameter counts and FLOPs
+ * per token: plain data and arithmetic shared by the model and the report (which never links
+ * the model). */
+#ifndef CB_PRESETS_H
+#define CB_PRESETS_H
 
 typedef struct {
     char name[48];
@@ -24,5 +26,14 @@ int model_presets_load(const char *path, model_config **out, int *n);
 /* Finds `name` in data/models.csv (machine_data_dir()). Unknown name: CB_EUSAGE with the list.
  * A broken file: CB_EFAIL. */
 int model_preset_find(const char *name, model_config *out);
+
+/* Parameter counts: every tensor of the decoder (embeddings + L x (12 C^2 + 13 C) + final
+ * LayerNorm + untied unembedding), and the non-embedding per-layer part L x (12 C^2 + 13 C). */
+double model_params_total(const model_config *cfg);
+double model_params_non_embedding(const model_config *cfg);
+/* FLOPs per token: model (PaLM appendix B: 6N + 12 L C T, N = non-embedding matmul parameters
+ * including the output projection) and hardware (adds the recomputed forward). */
+double model_flops_per_token(const model_config *cfg, int T);
+double model_hardware_flops_per_token(const model_config *cfg, int T, int recompute);
 
 #endif

@@ -1,12 +1,12 @@
-#include "config.h"
+#include "presets.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/csvio.h"
-#include "../common/err.h"
-#include "../common/machine.h"
+#include "csvio.h"
+#include "err.h"
+#include "machine.h"
 
 int model_presets_load(const char *path, model_config **out, int *n)
 {
@@ -106,4 +106,30 @@ int model_preset_find(const char *name, model_config *out)
     err_usage("unknown model preset '%s' (not in %s)", name, path);
     err_hint("known presets: %s", list);
     return CB_EUSAGE;
+}
+
+double model_params_non_embedding(const model_config *c)
+{
+    double C = c->C;
+    return c->L * (12.0 * C * C + 13.0 * C);
+}
+
+double model_params_total(const model_config *c)
+{
+    double C = c->C;
+    double emb = (double)c->V * C + (c->learned_pos ? (double)c->max_T * C : 0);
+    return emb + model_params_non_embedding(c) + 2 * C + (c->tied_embeddings ? 0 : (double)c->V * C);
+}
+
+double model_flops_per_token(const model_config *c, int T)
+{
+    double N = 12.0 * c->L * (double)c->C * c->C + (double)c->V * c->C; /* matmul weights + output projection */
+    return 6.0 * N + 12.0 * c->L * (double)c->C * T;
+}
+
+double model_hardware_flops_per_token(const model_config *c, int T, int recompute)
+{
+    double f = model_flops_per_token(c, T);
+    if (recompute) f += 2.0 * 12.0 * c->L * (double)c->C * c->C + 4.0 * c->L * (double)c->C * T; /* one more layer forward */
+    return f;
 }
