@@ -78,6 +78,11 @@ static void cell_text(const record *r, int row, int col, char *buf, size_t n)
     }
 }
 
+void record_csv_only(record *r, int col)
+{
+    if (col >= 0 && col < 64) r->csv_only[col] = 1;
+}
+
 void record_print(const record *r, FILE *f)
 {
     for (int i = 0; i < r->nnotes; i++) fprintf(f, "# %s\n", r->notes[i]);
@@ -93,19 +98,29 @@ void record_print(const record *r, FILE *f)
             if (l > w[c]) w[c] = l;
         }
     }
-    for (int c = 0; c < nc; c++)
-        fprintf(f, "%s%*s", c ? "  " : "", r->cols[c].kind == REC_STR ? -w[c] : w[c], r->cols[c].name);
-    fputc('\n', f);
+    int first = 1;
     for (int c = 0; c < nc; c++) {
+        if (r->csv_only[c]) continue;
+        fprintf(f, "%s%*s", first ? "" : "  ", r->cols[c].kind == REC_STR ? -w[c] : w[c], r->cols[c].name);
+        first = 0;
+    }
+    fputc('\n', f);
+    first = 1;
+    for (int c = 0; c < nc; c++) {
+        if (r->csv_only[c]) continue;
         if (r->cols[c].unit[0]) snprintf(buf, sizeof buf, "[%s]", r->cols[c].unit);
         else buf[0] = '\0';
-        fprintf(f, "%s%*s", c ? "  " : "", r->cols[c].kind == REC_STR ? -w[c] : w[c], buf);
+        fprintf(f, "%s%*s", first ? "" : "  ", r->cols[c].kind == REC_STR ? -w[c] : w[c], buf);
+        first = 0;
     }
     fputc('\n', f);
     for (int i = 0; i < r->nrows; i++) {
+        first = 1;
         for (int c = 0; c < nc; c++) {
+            if (r->csv_only[c]) continue;
             cell_text(r, i, c, buf, sizeof buf);
-            fprintf(f, "%s%*s", c ? "  " : "", r->cols[c].kind == REC_STR ? -w[c] : w[c], buf);
+            fprintf(f, "%s%*s", first ? "" : "  ", r->cols[c].kind == REC_STR ? -w[c] : w[c], buf);
+            first = 0;
         }
         fputc('\n', f);
     }
@@ -119,13 +134,17 @@ int record_write_csv(const record *r, const char *path, const machine_info *m)
     static const char *meta[] = {"cpu_model", "cores", "omp_threads", "blas_threads", "blas_core", "blas_core_env",
                                  "blas_core_choice", "omp_wait_policy", "cflags", "git_rev", "date_utc"};
     for (int c = 0; c < r->ncols; c++) csvw_str(&w, r->cols[c].name);
-    for (size_t i = 0; i < sizeof meta / sizeof meta[0]; i++) csvw_str(&w, meta[i]);
+    for (size_t i = 0; m && i < sizeof meta / sizeof meta[0]; i++) csvw_str(&w, meta[i]);
     csvw_endrow(&w);
     for (int i = 0; i < r->nrows; i++) {
         for (int c = 0; c < r->ncols; c++) {
             size_t k = (size_t)i * (size_t)r->ncols + (size_t)c;
             if (r->cols[c].kind == REC_STR) csvw_str(&w, r->str[k]);
             else csvw_num(&w, r->num[k]);
+        }
+        if (!m) {
+            csvw_endrow(&w);
+            continue;
         }
         csvw_str(&w, m->cpu_model);
         csvw_num(&w, m->cores);

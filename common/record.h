@@ -24,6 +24,7 @@ typedef struct {
     int ncols, nrows, cap;
     double *num; /* (nrows, ncols), NaN when unset */
     char **str;  /* (nrows, ncols), NULL when unset */
+    unsigned char csv_only[64]; /* columns left out of the human table (provenance, details) */
     char *notes[REC_MAX_NOTES];
     int nnotes;
 } record;
@@ -36,8 +37,11 @@ void record_num(record *r, int row, int col, double v);
 void record_str(record *r, int row, int col, const char *s);
 /* A context line printed above the table as "# ...". */
 void record_note(record *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Leaves column `col` out of the human table (it stays in the CSV). */
+void record_csv_only(record *r, int col);
 void record_print(const record *r, FILE *f);
-/* Writes the CSV atomically (or to stdout for "-"); metadata from m on every row. */
+/* Writes the CSV atomically (or to stdout for "-"); metadata from m on every row (none when m is
+ * NULL: rows that did not come from this machine). */
 int record_write_csv(const record *r, const char *path, const machine_info *m);
 
 #endif

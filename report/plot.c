@@ -26,24 +26,39 @@ static int plot_exit_handler(const char *msg)
     longjmp(plot_jmp, 1);
 }
 
-/* Log x axes are drawn in log2 space with a tick per power of two (or every few), labelled with
- * plain numbers (512, 1024, ... 16384) or SI suffixes for large values; log y axes in log10 space
- * with PLplot's decade labels. */
+/* Log axes are drawn in log2 space with a tick per power of two (or every few), labelled with
+ * plain numbers (0.5, 16, 512, 16384) or SI suffixes for large values, so that a curve spanning less
+ * than a decade still gets labelled ticks. */
 static double trx(double v, int log) { return log ? log2(v) : v; }
-static double tr(double v, int log) { return log ? log10(v) : v; }
+static double tr(double v, int log) { return log ? log2(v) : v; }
 
-static void label_x_log2(PLINT axis, PLFLT value, char *label, PLINT length, PLPointer data)
+typedef struct {
+    int logx, logy;
+} axes_kind;
+
+static void label_log2(PLINT axis, PLFLT value, char *label, PLINT length, PLPointer data)
 {
-    (void)data;
-    if (axis != PL_X_AXIS) {
-        snprintf(label, (size_t)length, "%g", value);
+    const axes_kind *k = data;
+    int log = axis == PL_X_AXIS ? k->logx : axis == PL_Y_AXIS ? k->logy : 0;
+    double v = log ? exp2(value) : value;
+    if (!log && fabs(v) < 1e5) {
+        snprintf(label, (size_t)length, "%g", fabs(v) < 1e-12 ? 0.0 : v);
         return;
     }
-    double v = exp2(value);
-    if (v < 1e5) snprintf(label, (size_t)length, "%.0f", v);
-    else if (v < 1e9) snprintf(label, (size_t)length, "%.3gM", v / 1e6);
+    if (fabs(v) < 1) snprintf(label, (size_t)length, "%g", v);
+    else if (fabs(v) < 1e5) snprintf(label, (size_t)length, "%.0f", v);
+    else if (fabs(v) < 1e9) snprintf(label, (size_t)length, "%.3gM", v / 1e6);
     else if (v < 1e12) snprintf(label, (size_t)length, "%.3gG", v / 1e9);
     else snprintf(label, (size_t)length, "%.3gT", v / 1e12);
+}
+
+/* Characters (not bytes) of a UTF-8 label. */
+static int utf8_len(const char *s)
+{
+    int n = 0;
+    for (; *s; s++)
+        if (((unsigned char)*s & 0xC0) != 0x80) n++;
+    return n;
 }
 
 int plot_lines(const char *path, const plot_spec *sp)
@@ -65,7 +80,7 @@ int plot_lines(const char *path, const plot_spec *sp)
     double dx = x1 > x0 ? 0.05 * (x1 - x0) : 0.5, dy = y1 > y0 ? 0.08 * (y1 - y0) : 0.5;
     x0 -= dx, x1 += dx;
     y1 += dy;
-    y0 = sp->logy ? y0 - dy : (ymin >= 0 ? 0 : y0 - dy);
+    y0 = sp->logy || sp->y_tight ? y0 - dy : (ymin >= 0 ? 0 : y0 - dy);
 
     char tmp[4200];
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld%s", path, (long)getpid(), ext);
@@ -98,29 +113,41 @@ int plot_lines(const char *path, const plot_spec *sp)
     plscol0(COL_REF, 120, 120, 120);
     plinit();
     pladv(0);
-    plvpor(0.11, 0.74, 0.11, 0.86);
+    /* room on the right for the legend, from its longest label */
+    int maxlen = sp->hline_label && isfinite(sp->hline) ? utf8_len(sp->hline_label) : 0;
+    for (int i = 0; i < sp->nseries; i++)
+        if (sp->series[i].label && utf8_len(sp->series[i].label) > maxlen) maxlen = utf8_len(sp->series[i].label);
+    double right = fmin(0.80, fmax(0.50, 0.97 - (0.11 + 0.0098 * maxlen)));
+    plvpor(0.11, right, 0.11, 0.86);
     plwind(x0, x1, y0, y1);
     plschr(0, 1.1);
     /* grid first, then the axes over it */
     plcol0(COL_GRID);
     pllsty(2);
     double xtick = sp->logx ? fmax(1.0, ceil((x1 - x0) / 10.0)) : 0;
-    if (sp->logx) plslabelfunc(label_x_log2, NULL);
-    plbox("g", xtick, 0, sp->logy ? "gl" : "g", 0, 0);
+    double ytick = sp->logy ? fmax(1.0, ceil((y1 - y0) / 8.0)) : 0;
+    axes_kind ak = {sp->logx, sp->logy};
+    plslabelfunc(label_log2, &ak); /* every axis: plain numbers and SI suffixes, never "(x10^7)" */
+    plbox("g", xtick, 0, "g", ytick, 0);
     pllsty(1);
     plcol0(COL_AXIS);
-    plbox(sp->logx ? "bcnsto" : "bcnst", xtick, sp->logx ? 1 : 0, sp->logy ? "bcnstvl" : "bcnstv", 0, 0);
+    plbox("bcnsto", xtick, sp->logx ? 1 : 0, "bcnstvo", ytick, sp->logy ? 1 : 0);
     plslabelfunc(NULL, NULL);
     pllab(sp->xlabel, sp->ylabel, "");
+    /* title and subtitle centred on the page, not on the (narrower) plot area */
+    plvpor(0.04, 0.96, 0.11, 0.86);
+    plwind(0, 1, 0, 1);
     plschr(0, 1.3);
     plmtex("t", 2.6, 0.5, 0.5, sp->title);
     plschr(0, 0.75);
     if (sp->subtitle) plmtex("t", 1.3, 0.5, 0.5, sp->subtitle);
+    plvpor(0.11, right, 0.11, 0.86);
+    plwind(x0, x1, y0, y1);
     plschr(0, 1.1);
 
     for (int s = 0; s < sp->nseries; s++) {
         const plot_series *se = &sp->series[s];
-        int col = 1 + s % 8;
+        int col = se->color > 0 ? 1 + (se->color - 1) % 8 : 1 + s % 8;
         int m = 0;
         for (int i = 0; i < se->n; i++) {
             double x = se->x[i], y = se->y[i];
@@ -129,13 +156,15 @@ int plot_lines(const char *path, const plot_spec *sp)
         }
         plcol0(col);
         plwidth(2.5);
+        if (se->dashed) pllsty(2);
         if (!se->points_only && m > 1) plline(m, px, py);
+        pllsty(1);
         plschr(0, 1.0);
-        plstring(m, px, py, markers[s % 8]);
+        if (!se->dashed) plstring(m, px, py, markers[s % 8]);
         plschr(0, 1.1);
-        opt[s] = se->points_only ? PL_LEGEND_SYMBOL : (PL_LEGEND_LINE | PL_LEGEND_SYMBOL);
-        tcol[s] = COL_AXIS, lcol[s] = col, lsty[s] = 1, lw[s] = 2.5, scol[s] = col, ssc[s] = 1.0, snum[s] = 1;
-        text[s] = se->label, sym[s] = markers[s % 8];
+        opt[s] = se->points_only ? PL_LEGEND_SYMBOL : se->dashed ? PL_LEGEND_LINE : (PL_LEGEND_LINE | PL_LEGEND_SYMBOL);
+        tcol[s] = COL_AXIS, lcol[s] = col, lsty[s] = se->dashed ? 2 : 1, lw[s] = 2.5, scol[s] = col, ssc[s] = 1.0, snum[s] = 1;
+        text[s] = se->label, sym[s] = se->dashed ? "" : markers[s % 8];
     }
     if (isfinite(sp->hline)) {
         double hx[2] = {x0, x1}, hy[2] = {tr(sp->hline, sp->logy), tr(sp->hline, sp->logy)};

@@ -9,6 +9,8 @@ typedef struct {
     int n;
     const double *x, *y;
     int points_only; /* markers without a line (measured points) */
+    int dashed;      /* a dashed line without markers (ideal scaling, a model's curve) */
+    int color;       /* palette slot 1..8; 0: by position */
 } plot_series;
 
 typedef struct {
@@ -18,6 +20,7 @@ typedef struct {
     int nseries;
     double hline;            /* NaN for none */
     const char *hline_label;
+    int y_tight;             /* linear y axis from the data's range instead of from 0 */
 } plot_spec;
 
 /* Writes `path` (.png or .svg) atomically. Returns 0 or CB_EFAIL. */

@@ -16,7 +16,7 @@
 #include "../common/record.h"
 #include "../kernels/rope.h"
 #include "../common/presets.h"
-#include "../report/plot.h"
+#include "../report/charts.h"
 #include "commands.h"
 
 /* Flags every benchmark shares. */
@@ -103,43 +103,18 @@ int cmd_peak(int argc, char **argv)
 
 static int matmul_plot(const char *path, const record *rec, const machine_info *m, double peak, int transformer)
 {
-    /* sweep: one line per k, GFLOP/s against n; transformer: one line per phase against FLOPs per call */
-    double xs[512], ys[512];
-    plot_series series[32];
-    char labels[32][48];
-    int ns = 0, used = 0;
-    for (int i = 0; i < rec->nrows && ns < 32; i++) {
+    chart_mm_point *pts = calloc((size_t)(rec->nrows ? rec->nrows : 1), sizeof *pts);
+    if (!pts) return err_msg("out of memory");
+    for (int i = 0; i < rec->nrows; i++) {
         const double *row = rec->num + (size_t)i * rec->ncols;
-        char key[48];
-        if (transformer) snprintf(key, sizeof key, "%s", rec->str[(size_t)i * rec->ncols + MM_PHASE]);
-        else snprintf(key, sizeof key, "K = %.0f", row[MM_K]);
-        int s = -1;
-        for (int j = 0; j < ns; j++)
-            if (strcmp(labels[j], key) == 0) s = j;
-        if (s >= 0) continue;
-        s = ns++;
-        snprintf(labels[s], sizeof labels[s], "%s", key);
-        series[s] = (plot_series){labels[s], 0, xs + used, ys + used, transformer};
-        for (int k = i; k < rec->nrows && used < 512; k++) {
-            const double *r2 = rec->num + (size_t)k * rec->ncols;
-            char key2[48];
-            if (transformer) snprintf(key2, sizeof key2, "%s", rec->str[(size_t)k * rec->ncols + MM_PHASE]);
-            else snprintf(key2, sizeof key2, "K = %.0f", r2[MM_K]);
-            if (strcmp(key, key2) != 0) continue;
-            xs[used] = transformer ? 2.0 * r2[MM_N] * r2[MM_K] * r2[MM_M] : r2[MM_N];
-            ys[used] = r2[MM_GF_MED];
-            used++;
-            series[s].n++;
-        }
+        pts[i] = (chart_mm_point){rec->str[(size_t)i * rec->ncols + MM_PHASE], row[MM_N], row[MM_K], row[MM_M], row[MM_GF_MED]};
     }
-    char sub[256], peak_label[64];
+    char sub[256];
     snprintf(sub, sizeof sub, "measured %.10s on %.48s, OpenBLAS %s, %d threads", m->date_utc, m->cpu_model, m->blas_core,
              m->blas_threads);
-    snprintf(peak_label, sizeof peak_label, "FMA peak %.0f GFLOP/s", peak);
-    plot_spec sp = {transformer ? "fp32 sgemm throughput of one training step's matmuls" : "fp32 sgemm throughput, (N x K) @ (K x K)", sub,
-                    transformer ? "FLOPs per call" : "N = tokens per device (rows of X)",
-                    "GFLOP/s (median)", 1, 0, series, ns, peak > 0 ? peak : NAN, peak_label};
-    return plot_lines(path, &sp);
+    int rc = chart_matmul(path, pts, rec->nrows, transformer, peak > 0 ? peak : NAN, sub);
+    free(pts);
+    return rc;
 }
 
 int cmd_matmul(int argc, char **argv)

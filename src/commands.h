@@ -8,5 +8,7 @@ int cmd_rope(int argc, char **argv);
 int cmd_models(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_dataset(int argc, char **argv);
+int cmd_scale(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 
 #endif

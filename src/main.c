@@ -19,6 +19,8 @@ static const command commands[] = {
     {"rope", cmd_rope, "rotary embedding variants (reference, zero_freq, fused), forward and backward"},
     {"models", cmd_models, "the model presets of data/models.csv with their parameter counts"},
     {"train", cmd_train, "train a preset (forward, backward, AdamW) and measure seq/s, tokens/s, MFU"},
+    {"report", cmd_report, "Table-1-style cost report: seq/s, tokens/$, cost to train, scaling, plots"},
+    {"scale", cmd_scale, "predict seq/s, tokens/$ and efficiency across node counts (fits measured points)"},
     {"dataset", cmd_dataset, "build or inspect a Megatron indexed dataset (PREFIX.bin/.idx)"},
 };
 enum { NCOMMANDS = sizeof commands / sizeof commands[0] };

@@ -1,0 +1,85 @@
+/* inputs.h: the tables the report and the scaling model read: instance prices (data/prices.csv),
+ * accelerator specs per instance type (data/hardware.csv) and throughput rows (the summary CSV
+ * `costbench train` writes, imported measurements such as data/reference/trn1_table1.csv, and
+ * the predictions `costbench scale` writes; the same columns, so they mix).
+ * Every loader checks every cell and reports "file:line: column 'x': ..." on bad input. */
+#ifndef CB_INPUTS_H
+#define CB_INPUTS_H
+
+typedef struct {
+    char provider[32], instance[64], region[32], option[24], as_of[24];
+    char source[256];
+    double usd_per_hour; /* per instance */
+    int line;
+} price_row;
+
+typedef struct {
+    char path[4096];
+    price_row *rows;
+    int n;
+} price_table;
+
+/* The pricing options a prices.csv row may name. */
+int price_option_valid(const char *option);
+#define PRICE_OPTIONS "on_demand, reserved_1y, reserved_3y, ri_effective, spot"
+
+int prices_load(price_table *t, const char *path);
+void prices_free(price_table *t);
+/* The row for (instance, option) in `region` (NULL: the only region listed, or an error naming
+ * the regions). Returns the row or NULL after printing an error. */
+const price_row *prices_find(const price_table *t, const char *instance, const char *option, const char *region);
+
+typedef struct {
+    char instance[64], accelerator[48];
+    int accelerators, workers;      /* per instance; ranks per accelerator */
+    double bf16_tflops, fp32_tflops; /* dense, per accelerator; NaN when unknown */
+    double mem_gib, mem_gb_per_s;    /* per accelerator */
+    double intra_gb_per_s;           /* device-to-device link per accelerator, NaN when unknown */
+    double net_gbit_per_s;           /* instance network */
+    double net_latency_us;           /* NaN when unknown */
+    char source[256];
+    int line;
+} hw_row;
+
+typedef struct {
+    char path[4096];
+    hw_row *rows;
+    int n;
+} hw_table;
+
+int hardware_load(hw_table *t, const char *path);
+void hardware_free(hw_table *t);
+/* NULL when the instance type is not listed (no error printed). */
+const hw_row *hardware_find(const hw_table *t, const char *instance);
+
+typedef enum { SRC_MEASURED, SRC_IMPORTED, SRC_PREDICTED } src_kind;
+extern const char *const src_kind_names[3];
+
+/* One throughput row. Optional columns read as NaN (numbers) or "" (strings) when absent. */
+typedef struct {
+    char model[48], instance[64];
+    int tp, pp;
+    long instances, seq_len, global_batch, micro_batch; /* micro_batch 0: unknown */
+    double seq_per_s, seq_per_s_min, seq_per_s_max;
+    double usd_per_hour;   /* total for all instances, as imported (NaN: not given) */
+    double tokens_per_usd; /* as imported (NaN: not given) */
+    double mfu, peak_gflops; /* measured here: MFU against this machine's measured peak */
+    src_kind kind;
+    char source[256], cpu_model[128], date[32];
+    char file[4096];
+    int line;
+} tput_row;
+
+typedef struct {
+    tput_row *rows;
+    int n, cap;
+} tput_set;
+
+/* Appends the rows of `path` to `set`. Required columns: model, instances (or nodes),
+ * instance_type, seq_len, global_batch, seq_per_s; the rest are optional. A row that repeats
+ * the key (model, parallelism, instances, instance type, sequence length, global batch) of an
+ * earlier row of the same kind is an error. Returns 0 or CB_EFAIL. */
+int throughput_load(tput_set *set, const char *path);
+void throughput_free(tput_set *set);
+
+#endif

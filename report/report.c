@@ -1,0 +1,623 @@
+#include "report.h"
+
+#include <errno.h>
+#include <ftw.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../common/csvio.h"
+#include "../common/err.h"
+#include "../common/machine.h"
+#include "../common/record.h"
+#include "charts.h"
+#include "plot.h"
+
+#define THIS_MACHINE "this machine"
+
+/* ------------------------------------------------------------------ pricing and figures */
+
+static int instance_priced(const price_table *p, const char *instance)
+{
+    for (int i = 0; i < p->n; i++)
+        if (strcmp(p->rows[i].instance, instance) == 0) return 1;
+    return 0;
+}
+
+/* Price of one row under one option: per-hour total into r->usd_per_hour (NaN when the option
+ * has no price and `required` is 0). */
+static int price_row_under(report_row *r, const char *option, int required, const price_table *prices, const report_opts *o)
+{
+    const tput_row *t = r->in;
+    const char *instance = t->instance;
+    int here = strcmp(t->instance, THIS_MACHINE) == 0;
+    r->usd_per_hour = NAN;
+    snprintf(r->instance, sizeof r->instance, "%s", t->instance);
+    snprintf(r->pricing, sizeof r->pricing, "%s", option);
+    if (here) {
+        if (isfinite(o->usd_per_hour)) {
+            r->usd_per_hour = o->usd_per_hour * (double)t->instances;
+            snprintf(r->pricing, sizeof r->pricing, "given");
+            snprintf(r->price_note, sizeof r->price_note, "this machine at $%g per hour (--usd-per-hour)", o->usd_per_hour);
+            return 0;
+        }
+        if (!o->instance)
+            return err_usage("%s:%d: measured on '%s': name its instance type with --instance TYPE, or its price with --usd-per-hour USD",
+                             t->file, t->line, THIS_MACHINE);
+        instance = o->instance;
+        snprintf(r->instance, sizeof r->instance, "%s (this machine)", o->instance);
+    } else if (strcmp(option, "auto") == 0 && isfinite(t->usd_per_hour)) {
+        r->usd_per_hour = t->usd_per_hour;
+        snprintf(r->pricing, sizeof r->pricing, "imported");
+        snprintf(r->price_note, sizeof r->price_note, "as imported with the throughput (%s:%d)", t->file, t->line);
+        return 0;
+    }
+    const char *opt = strcmp(option, "auto") == 0 ? "on_demand" : option;
+    snprintf(r->pricing, sizeof r->pricing, "%s", opt);
+    if (!instance_priced(prices, instance)) {
+        if (here) return err_usage("flag '--instance': unknown instance type '%s' (not in %s)", instance, prices->path);
+        return err_msg("%s:%d: column 'instance_type': unknown instance type '%s' (not in %s)", t->file, t->line, instance, prices->path);
+    }
+    const price_row *p = NULL;
+    for (int i = 0; i < prices->n; i++) {
+        const price_row *q = &prices->rows[i];
+        if (strcmp(q->instance, instance) != 0 || strcmp(q->option, opt) != 0) continue;
+        if (o->region && strcmp(q->region, o->region) != 0) continue;
+        if (p) return err_usage("%s: %s %s is priced in several regions (%s, %s): choose one with --region", prices->path, instance, opt,
+                                p->region, q->region);
+        p = q;
+    }
+    if (!p) {
+        if (!required) {
+            snprintf(r->price_note, sizeof r->price_note, "no %s price for %s in %s", opt, instance, prices->path);
+            return 0;
+        }
+        return err_msg("%s:%d: no '%s' price for %s%s%s in %s", t->file, t->line, opt, instance, o->region ? " in " : "",
+                       o->region ? o->region : "", prices->path);
+    }
+    r->usd_per_hour = p->usd_per_hour * (double)t->instances;
+    snprintf(r->price_note, sizeof r->price_note, "%s %s %s $%g per instance-hour (%s:%d, as of %s: %s)", instance, p->region, opt,
+             p->usd_per_hour, prices->path, p->line, p->as_of, p->source);
+    return 0;
+}
+
+static int same_group(const report_row *a, const report_row *b)
+{
+    const tput_row *x = a->in, *y = b->in;
+    return x->kind == y->kind && strcmp(x->model, y->model) == 0 && x->tp == y->tp && x->pp == y->pp && x->seq_len == y->seq_len &&
+           x->global_batch == y->global_batch && strcmp(x->instance, y->instance) == 0;
+}
+
+int report_compute(const tput_set *in, const price_table *prices, const hw_table *hw, const report_opts *o, report_row **out,
+                   int *nout)
+{
+    *out = NULL;
+    *nout = 0;
+    model_config *models;
+    int nmodels;
+    if (model_presets_load(o->models_path, &models, &nmodels) != 0) return CB_EFAIL;
+    int n = in->n, total = n * o->npricing, rc = 0;
+    report_row *rows = calloc((size_t)(total ? total : 1), sizeof *rows);
+    if (!rows) {
+        free(models);
+        return err_msg("out of memory");
+    }
+    for (int k = 0; k < o->npricing && rc == 0; k++)
+        for (int i = 0; i < n && rc == 0; i++) {
+            report_row *r = &rows[k * n + i];
+            const tput_row *t = &in->rows[i];
+            r->in = t;
+            int found = 0;
+            for (int j = 0; j < nmodels; j++)
+                if (strcmp(models[j].name, t->model) == 0) r->cfg = models[j], found = 1;
+            if (!found) {
+                rc = err_msg("%s:%d: column 'model': unknown model '%s' (not in %s)", t->file, t->line, t->model, o->models_path);
+                break;
+            }
+            if ((rc = price_row_under(r, o->pricing[k], k == 0, prices, o)) != 0) break;
+            r->tokens_per_s = t->seq_per_s * (double)t->seq_len;
+            /* Table 1: tokens/$ = seq/s x seq_len x 3600 / ($ per hour of all instances used) */
+            r->tokens_per_usd = r->tokens_per_s * 3600.0 / r->usd_per_hour;
+            r->usd_per_1b_tokens = 1e9 / r->tokens_per_usd;
+            r->mfu_pct = NAN;
+            const hw_row *h = hardware_find(hw, t->instance);
+            if (isfinite(t->mfu)) {
+                r->mfu_pct = t->mfu;
+                if (isfinite(t->peak_gflops)) snprintf(r->mfu_peak, sizeof r->mfu_peak, "measured fp32 FMA peak %.0f GFLOP/s", t->peak_gflops);
+                else snprintf(r->mfu_peak, sizeof r->mfu_peak, "as imported");
+            } else if (h && isfinite(h->bf16_tflops)) {
+                double peak = h->bf16_tflops * 1e12 * h->accelerators * (double)t->instances;
+                r->mfu_pct = 100.0 * model_flops_per_token(&r->cfg, (int)t->seq_len) * r->tokens_per_s / peak;
+                snprintf(r->mfu_peak, sizeof r->mfu_peak, "data-sheet dense BF16 %g TFLOP/s x %d %s", h->bf16_tflops, h->accelerators,
+                         h->accelerator);
+            }
+            r->train_tokens = isfinite(o->tokens_budget) ? o->tokens_budget : 20.0 * model_params_total(&r->cfg);
+            r->train_days = r->train_tokens / r->tokens_per_s / 86400.0;
+            r->train_usd = r->train_days * 24.0 * r->usd_per_hour;
+        }
+    /* scaling efficiency against the smallest node count of the same configuration and kind */
+    for (int i = 0; rc == 0 && i < total; i++) {
+        const report_row *base = &rows[i];
+        for (int j = (i / n) * n; j < (i / n + 1) * n; j++)
+            if (same_group(&rows[j], &rows[i]) && rows[j].in->instances < base->in->instances) base = &rows[j];
+        rows[i].efficiency = (rows[i].in->seq_per_s / (double)rows[i].in->instances) /
+                             (base->in->seq_per_s / (double)base->in->instances);
+    }
+    free(models);
+    if (rc) {
+        free(rows);
+        return rc;
+    }
+    *out = rows;
+    *nout = total;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ formatting */
+
+static void fmt_money(char *b, size_t n, double usd)
+{
+    if (!isfinite(usd)) snprintf(b, n, "-");
+    else if (usd >= 1e9) snprintf(b, n, "$%.3gB", usd / 1e9);
+    else if (usd >= 1e6) snprintf(b, n, "$%.3gM", usd / 1e6);
+    else if (usd >= 1e4) snprintf(b, n, "$%.3gk", usd / 1e3);
+    else snprintf(b, n, "$%.2f", usd);
+}
+
+static void fmt_count(char *b, size_t n, double v)
+{
+    if (v >= 1e12) snprintf(b, n, "%.3gT", v / 1e12);
+    else if (v >= 1e9) snprintf(b, n, "%.3gB", v / 1e9);
+    else if (v >= 1e6) snprintf(b, n, "%.3gM", v / 1e6);
+    else snprintf(b, n, "%.0f", v);
+}
+
+static void fmt_days(char *b, size_t n, double days)
+{
+    if (!isfinite(days)) snprintf(b, n, "-");
+    else if (days >= 730) snprintf(b, n, "%.1f years", days / 365.25);
+    else if (days >= 2) snprintf(b, n, "%.1f days", days);
+    else snprintf(b, n, "%.1f hours", days * 24);
+}
+
+static void fmt_sps(char *b, size_t n, double v) { snprintf(b, n, v < 10 ? "%.3f" : "%.2f", v); }
+
+static const char *kind_label(src_kind k) { return k == SRC_MEASURED ? "measured here" : k == SRC_IMPORTED ? "imported" : "predicted"; }
+
+/* ------------------------------------------------------------------ CSV and stdout table */
+
+enum { RC_MODEL, RC_TP, RC_PP, RC_INST, RC_USD, RC_SEQ, RC_GB, RC_SEQS, RC_TPU, RC_TOKS, RC_USD1B, RC_EFF, RC_MFU, RC_TTOK,
+       RC_TDAYS, RC_TUSD, RC_ITYPE, RC_PRICING, RC_KIND, RC_SOURCE, RC_PRICE_SRC, RC_MFU_PEAK, RC_NCOLS };
+static const rec_col report_cols[RC_NCOLS] = {
+    {"model", "", REC_STR, 0},                {"tensor_parallel", "", REC_NUM, 0},    {"pipeline_parallel", "", REC_NUM, 0},
+    {"instances", "", REC_NUM, 0},            {"usd_per_hour", "$/h", REC_NUM, 2},    {"seq_len", "", REC_NUM, 0},
+    {"global_batch", "seq", REC_NUM, 0},      {"seq_per_s", "seq/s", REC_NUM, 3},     {"tokens_per_usd", "tok/$", REC_NUM, 0},
+    {"tokens_per_s", "tok/s", REC_NUM, 0},    {"usd_per_1b_tokens", "$", REC_NUM, 2}, {"scaling_efficiency", "", REC_NUM, 3},
+    {"mfu", "%", REC_NUM, 1},                 {"train_tokens", "tok", REC_NUM, 0},    {"train_days", "days", REC_NUM, 1},
+    {"train_usd", "$", REC_NUM, 0},           {"instance_type", "", REC_STR, 0},      {"pricing_option", "", REC_STR, 0},
+    {"source_kind", "", REC_STR, 0},          {"source", "", REC_STR, 0},             {"price_source", "", REC_STR, 0},
+    {"mfu_peak", "", REC_STR, 0},
+};
+
+static int fill_record(record *rec, const report_row *rows, int n)
+{
+    if (record_init(rec, report_cols, RC_NCOLS) != 0) return CB_EFAIL;
+    for (int c = RC_TTOK; c < RC_NCOLS; c++)
+        if (c != RC_TDAYS && c != RC_ITYPE && c != RC_PRICING && c != RC_KIND) record_csv_only(rec, c);
+    for (int i = 0; i < n; i++) {
+        const report_row *r = &rows[i];
+        const tput_row *t = r->in;
+        int row = record_add_row(rec);
+        if (row < 0) return CB_EFAIL;
+        record_str(rec, row, RC_MODEL, t->model);
+        record_num(rec, row, RC_TP, t->tp);
+        record_num(rec, row, RC_PP, t->pp);
+        record_num(rec, row, RC_INST, (double)t->instances);
+        record_num(rec, row, RC_USD, r->usd_per_hour);
+        record_num(rec, row, RC_SEQ, (double)t->seq_len);
+        record_num(rec, row, RC_GB, (double)t->global_batch);
+        record_num(rec, row, RC_SEQS, t->seq_per_s);
+        /* rounded to whole tokens, as Table 1 prints it */
+        record_num(rec, row, RC_TPU, round(r->tokens_per_usd));
+        record_num(rec, row, RC_TOKS, r->tokens_per_s);
+        record_num(rec, row, RC_USD1B, r->usd_per_1b_tokens);
+        record_num(rec, row, RC_EFF, r->efficiency);
+        record_num(rec, row, RC_MFU, r->mfu_pct);
+        record_num(rec, row, RC_TTOK, r->train_tokens);
+        record_num(rec, row, RC_TDAYS, r->train_days);
+        record_num(rec, row, RC_TUSD, r->train_usd);
+        record_str(rec, row, RC_ITYPE, r->instance);
+        record_str(rec, row, RC_PRICING, r->pricing);
+        record_str(rec, row, RC_KIND, src_kind_names[t->kind]);
+        record_str(rec, row, RC_SOURCE, t->source);
+        record_str(rec, row, RC_PRICE_SRC, r->price_note);
+        record_str(rec, row, RC_MFU_PEAK, r->mfu_peak);
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ plots */
+
+/* Configuration groups for the scaling plots (pricing option 0 only). */
+static int group_of(const report_row *rows, int n, int i)
+{
+    for (int j = 0; j < i && j < n; j++) {
+        const tput_row *a = rows[j].in, *b = rows[i].in;
+        if (strcmp(a->model, b->model) == 0 && a->tp == b->tp && a->pp == b->pp && a->seq_len == b->seq_len &&
+            a->global_batch == b->global_batch && strcmp(a->instance, b->instance) == 0)
+            return group_of(rows, n, j);
+    }
+    return i;
+}
+
+static int plot_scaling(const char *dir, const report_row *rows, int n, int *wrote_tput, int *wrote_tpu)
+{
+    *wrote_tput = *wrote_tpu = 0;
+    enum { MAXS = 24 };
+    double *buf = malloc(((size_t)n * 8 + 8) * sizeof *buf); /* 3 per point, 4 per ideal line */
+    if (!buf) return err_msg("out of memory");
+    plot_series s_tput[MAXS], s_tpu[MAXS];
+    char labels[MAXS][96], ideal_labels[MAXS][96];
+    int ns = 0, nt = 0, used = 0, ngroups = 0, multi = 0;
+    for (int g = 0; g < n; g++) {
+        if (group_of(rows, n, g) != g) continue;
+        int color = 1 + ngroups++ % 8;
+        for (int k = 0; k < 3 && ns < MAXS - 1; k++) {
+            int cnt = 0;
+            for (int i = 0; i < n; i++)
+                if (group_of(rows, n, i) == g && (int)rows[i].in->kind == k) cnt++;
+            if (!cnt) continue;
+            double *x = buf + used, *y = x + cnt, *yt = y + cnt;
+            int m = 0;
+            /* sorted by node count */
+            for (int i = 0; i < n; i++) {
+                if (group_of(rows, n, i) != g || (int)rows[i].in->kind != k) continue;
+                int at = m++;
+                while (at > 0 && x[at - 1] > (double)rows[i].in->instances) {
+                    x[at] = x[at - 1], y[at] = y[at - 1], yt[at] = yt[at - 1];
+                    at--;
+                }
+                x[at] = (double)rows[i].in->instances, y[at] = rows[i].in->seq_per_s, yt[at] = rows[i].tokens_per_usd;
+            }
+            used += 3 * cnt;
+            if (m > 1 && x[m - 1] > x[0]) multi = 1;
+            const tput_row *t = rows[g].in;
+            int one_instance = 1;
+            for (int i = 0; i < n; i++)
+                if (strcmp(rows[i].in->instance, t->instance) != 0) one_instance = 0;
+            snprintf(labels[ns], sizeof labels[ns], "%s TP%d PP%d%s%s, %s", t->model, t->tp, t->pp, one_instance ? "" : " ",
+                     one_instance ? "" : strcmp(t->instance, THIS_MACHINE) == 0 ? "here" : t->instance, src_kind_names[k]);
+            int pts = k != SRC_PREDICTED;
+            s_tput[ns] = (plot_series){labels[ns], m, x, y, pts, 0, color};
+            s_tpu[nt++] = (plot_series){labels[ns], m, x, yt, pts, 0, color};
+            ns++;
+            /* the ideal line from the smallest measured or imported point of the group */
+            if (k != SRC_PREDICTED && m > 1 && ns < MAXS) {
+                double *ix = buf + used, *iy = ix + 2;
+                used += 4;
+                ix[0] = x[0], ix[1] = x[m - 1], iy[0] = y[0], iy[1] = y[0] * x[m - 1] / x[0];
+                int id = ns++;
+                snprintf(ideal_labels[id], sizeof ideal_labels[id], "linear from %.0f", x[0]);
+                s_tput[id] = (plot_series){ideal_labels[id], 2, ix, iy, 0, 1, color};
+            }
+        }
+    }
+    int rc = 0;
+    char path[4200], sub[160];
+    snprintf(sub, sizeof sub, "points: measured or imported; lines: predicted by costbench scale; dashed: linear scaling");
+    if (multi && ns) {
+        snprintf(path, sizeof path, "%s/throughput.png", dir);
+        plot_spec sp = {"Training throughput vs node count", sub, "nodes (instances)", "throughput (seq/s)", 1, 1, s_tput, ns, NAN, NULL, 0};
+        rc = plot_lines(path, &sp);
+        if (rc == 0) *wrote_tput = 1;
+        if (rc == 0) {
+            snprintf(path, sizeof path, "%s/tokens_per_usd.png", dir);
+            snprintf(sub, sizeof sub, "tokens/$ = seq/s x seq_len x 3600 / ($ per hour of all instances); pricing: %s", rows[0].pricing);
+            plot_spec sp2 = {"Cost-throughput ratio vs node count", sub, "nodes (instances)", "tokens per dollar", 1, 0, s_tpu, nt, NAN, NULL, 0};
+            rc = plot_lines(path, &sp2);
+            if (rc == 0) *wrote_tpu = 1;
+        }
+    }
+    free(buf);
+    return rc;
+}
+
+/* A matmul bench CSV: the chart, and the number of points drawn. */
+static int plot_matmul_csv(const char *dir, const table *t, int *drew)
+{
+    *drew = 0;
+    int cn = table_col(t, "n", 0), ck = table_col(t, "k", 0), cm = table_col(t, "m", 0), cg = table_col(t, "gflops_median", 0);
+    int cp = table_col(t, "phase", 0), cc = table_col(t, "count", 0), cpk = table_col(t, "pct_of_peak", 0);
+    int ccpu = table_col(t, "cpu_model", 0), cdate = table_col(t, "date_utc", 0), cblas = table_col(t, "blas_core", 0);
+    if (cn < 0 || ck < 0 || cm < 0 || cg < 0 || cp < 0 || t->nrows == 0) return 0;
+    chart_mm_point *pts = calloc((size_t)t->nrows, sizeof *pts);
+    if (!pts) return err_msg("out of memory");
+    int transformer = 0, rc = 0;
+    double peak = NAN;
+    for (int i = 0; i < t->nrows && rc == 0; i++) {
+        if ((rc = table_get_double(t, i, cn, 1, 1e12, &pts[i].n)) != 0) break;
+        if ((rc = table_get_double(t, i, ck, 1, 1e12, &pts[i].k)) != 0) break;
+        if ((rc = table_get_double(t, i, cm, 1, 1e12, &pts[i].m)) != 0) break;
+        if ((rc = table_get_double(t, i, cg, 0, 1e9, &pts[i].gflops)) != 0) break;
+        pts[i].phase = table_cell(t, i, cp);
+        if (cc >= 0 && *table_cell(t, i, cc)) transformer = 1;
+        double pct;
+        if (cpk >= 0 && *table_cell(t, i, cpk) && table_get_double(t, i, cpk, 1e-9, 1e6, &pct) == 0) peak = pts[i].gflops / (pct / 100);
+    }
+    if (rc == 0) {
+        char path[4200], sub[300];
+        snprintf(path, sizeof path, "%s/matmul.png", dir);
+        snprintf(sub, sizeof sub, "measured %.10s on %.60s, OpenBLAS %s (%s)", cdate >= 0 ? table_cell(t, 0, cdate) : "?",
+                 ccpu >= 0 ? table_cell(t, 0, ccpu) : "?", cblas >= 0 ? table_cell(t, 0, cblas) : "?", t->path);
+        rc = chart_matmul(path, pts, t->nrows, transformer, peak, sub);
+        if (rc == 0) *drew = 1;
+    }
+    free(pts);
+    return rc;
+}
+
+/* Training logs: loss and gradient norm against step, one line per log. */
+static int plot_logs(const char *dir, const report_extras *x, int *drew)
+{
+    *drew = 0;
+    if (x->nlogs == 0) return 0;
+    table t[16];
+    double *arr[16][3];
+    chart_run loss[16], gn[16];
+    char labels[16][96];
+    int nl = 0, rc = 0;
+    memset(arr, 0, sizeof arr);
+    for (int i = 0; i < x->nlogs && rc == 0; i++) {
+        if (table_load(&t[i], x->logs[i]) != 0) {
+            rc = CB_EFAIL;
+            break;
+        }
+        nl = i + 1;
+        int cs = table_col(&t[i], "step", 1), cl = table_col(&t[i], "loss", 1), cg = table_col(&t[i], "grad_norm", 1);
+        if (cs < 0 || cl < 0 || cg < 0) {
+            rc = CB_EFAIL;
+            break;
+        }
+        int n = t[i].nrows;
+        for (int a = 0; a < 3; a++)
+            if (!(arr[i][a] = malloc((size_t)(n ? n : 1) * sizeof(double)))) rc = err_msg("out of memory");
+        for (int r = 0; r < n && rc == 0; r++) {
+            if ((rc = table_get_double(&t[i], r, cs, 0, 1e15, &arr[i][0][r])) != 0) break;
+            if ((rc = table_get_double(&t[i], r, cl, 0, 1e6, &arr[i][1][r])) != 0) break;
+            rc = table_get_double(&t[i], r, cg, 0, 1e30, &arr[i][2][r]);
+        }
+        const char *base = strrchr(x->logs[i], '/');
+        snprintf(labels[i], sizeof labels[i], "%s", base ? base + 1 : x->logs[i]);
+        loss[i] = (chart_run){labels[i], n, arr[i][0], arr[i][1]};
+        gn[i] = (chart_run){labels[i], n, arr[i][0], arr[i][2]};
+    }
+    if (rc == 0) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/loss.png", dir);
+        rc = chart_runs(path, "Training loss", "loss (nats per token)", loss, nl, "one line per training log");
+        if (rc == 0) {
+            snprintf(path, sizeof path, "%s/grad_norm.png", dir);
+            rc = chart_runs(path, "Gradient norm (before clipping)", "global L2 norm", gn, nl, "one line per training log");
+        }
+        if (rc == 0) *drew = 1;
+    }
+    for (int i = 0; i < nl; i++) {
+        table_free(&t[i]);
+        for (int a = 0; a < 3; a++) free(arr[i][a]);
+    }
+    return rc;
+}
+
+/* ------------------------------------------------------------------ markdown */
+
+static void md_main_table(FILE *f, const report_row *rows, int n)
+{
+    fprintf(f, "| Model | Tensor Parallel | Pipeline Parallel | Number of instances | Cost ($/hour) | Sequence length | "
+               "Global batch size | Throughput (seq/sec) | Cost-throughput ratio (tokens/$) | Tokens/s | Cost per 1B tokens | "
+               "Scaling efficiency | MFU | Tokens to train | Time to train | Cost to train | Source |\n");
+    fprintf(f, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
+    for (int i = 0; i < n; i++) {
+        const report_row *r = &rows[i];
+        const tput_row *t = r->in;
+        char sps[32], c1b[32], ttok[32], tdays[32], tusd[32], mfu[32], eff[32];
+        fmt_sps(sps, sizeof sps, t->seq_per_s);
+        fmt_money(c1b, sizeof c1b, r->usd_per_1b_tokens);
+        fmt_count(ttok, sizeof ttok, r->train_tokens);
+        fmt_days(tdays, sizeof tdays, r->train_days);
+        fmt_money(tusd, sizeof tusd, r->train_usd);
+        if (isfinite(r->mfu_pct)) snprintf(mfu, sizeof mfu, "%.1f%%", r->mfu_pct);
+        else snprintf(mfu, sizeof mfu, "-");
+        snprintf(eff, sizeof eff, "%.1f%%", 100 * r->efficiency);
+        fprintf(f, "| %s | %d | %d | %ld | %.2f | %ld | %ld | %s | %.0f | %.0f | %s | %s | %s | %s | %s | %s | %s [%d] |\n", t->model,
+                t->tp, t->pp, t->instances, r->usd_per_hour, t->seq_len, t->global_batch, sps, round(r->tokens_per_usd),
+                r->tokens_per_s, c1b, eff, mfu, ttok, tdays, tusd, kind_label(t->kind), i + 1);
+    }
+    fprintf(f, "\n");
+    for (int i = 0; i < n; i++) {
+        const report_row *r = &rows[i];
+        const tput_row *t = r->in;
+        fprintf(f, "%d. %s, %s: %s", i + 1, t->model, r->instance, t->source);
+        if (t->kind == SRC_MEASURED && t->cpu_model[0]) fprintf(f, " on %s", t->cpu_model);
+        fprintf(f, " (%s:%d). Price: %s.", t->file, t->line, r->price_note);
+        if (r->mfu_peak[0]) fprintf(f, " MFU against the %s.", r->mfu_peak);
+        fprintf(f, "\n");
+    }
+    fprintf(f, "\n");
+}
+
+static void md_side_by_side(FILE *f, const report_row *rows, int n_in, const report_opts *o)
+{
+    fprintf(f, "## Pricing options side by side\n\n| Model | Number of instances | Instance | Throughput (seq/sec) |");
+    for (int k = 0; k < o->npricing; k++) fprintf(f, " Cost ($/hour), %s | tokens/$, %s |", o->pricing[k], o->pricing[k]);
+    fprintf(f, "\n|---|---:|---|---:|");
+    for (int k = 0; k < o->npricing; k++) fprintf(f, "---:|---:|");
+    fprintf(f, "\n");
+    for (int i = 0; i < n_in; i++) {
+        char sps[32];
+        fmt_sps(sps, sizeof sps, rows[i].in->seq_per_s);
+        fprintf(f, "| %s | %ld | %s | %s |", rows[i].in->model, rows[i].in->instances, rows[i].instance, sps);
+        for (int k = 0; k < o->npricing; k++) {
+            const report_row *r = &rows[k * n_in + i];
+            if (isfinite(r->usd_per_hour)) fprintf(f, " %.2f | %.0f |", r->usd_per_hour, round(r->tokens_per_usd));
+            else fprintf(f, " - | - |");
+        }
+        fprintf(f, "\n");
+    }
+    fprintf(f, "\nAn empty cell: no price for that instance type under that option in the price table.\n\n");
+}
+
+static void md_bench(FILE *f, const table *t)
+{
+    /* a compact table of the columns a reader needs; all of them are in the CSV */
+    static const char *const wanted[] = {"model", "op", "phase", "variant", "direction", "n", "k", "m", "count", "tokens",
+                                         "gflops_median", "gflops_min", "gflops_max", "pct_of_peak", "ns_per_token_median",
+                                         "gbps_median", "pct_of_copy_bw", "speedup_vs_reference"};
+    int cols[32], nc = 0;
+    for (size_t i = 0; i < sizeof wanted / sizeof wanted[0]; i++) {
+        int c = table_col(t, wanted[i], 0);
+        if (c >= 0) cols[nc++] = c;
+    }
+    int ccpu = table_col(t, "cpu_model", 0), cdate = table_col(t, "date_utc", 0);
+    fprintf(f, "Measured here: %s, %s (`%s`).\n\n|", ccpu >= 0 && t->nrows ? table_cell(t, 0, ccpu) : "machine not recorded",
+            cdate >= 0 && t->nrows ? table_cell(t, 0, cdate) : "date not recorded", t->path);
+    for (int c = 0; c < nc; c++) fprintf(f, " %s |", t->header[cols[c]]);
+    fprintf(f, "\n|");
+    for (int c = 0; c < nc; c++) fprintf(f, "---|");
+    fprintf(f, "\n");
+    for (int r = 0; r < t->nrows && r < 200; r++) {
+        fprintf(f, "|");
+        for (int c = 0; c < nc; c++) fprintf(f, " %s |", table_cell(t, r, cols[c]));
+        fprintf(f, "\n");
+    }
+    fprintf(f, "\n");
+}
+
+/* ------------------------------------------------------------------ the directory */
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+static void rm_tree(const char *dir) { nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
+
+/* An existing output directory may be replaced only when it holds an earlier report (or nothing). */
+static int out_dir_replaceable(const char *dir, int *exists)
+{
+    struct stat st;
+    *exists = 0;
+    if (stat(dir, &st) != 0) return errno == ENOENT ? 0 : err_msg("--out '%s': %s", dir, strerror(errno));
+    *exists = 1;
+    if (!S_ISDIR(st.st_mode)) return err_usage("flag '--out': '%s' exists and is not a directory", dir);
+    char p[4200];
+    snprintf(p, sizeof p, "%s/report.md", dir);
+    if (access(p, F_OK) == 0) return 0;
+    if (rmdir(dir) == 0) { /* empty: nothing to keep */
+        *exists = 0;
+        return 0;
+    }
+    return err_usage("flag '--out': '%s' exists and is not a costbench report directory (no report.md); choose another", dir);
+}
+
+int report_write(const char *dir, const report_row *rows, int n, const report_opts *o, const report_extras *x)
+{
+    int exists, rc;
+    if ((rc = out_dir_replaceable(dir, &exists)) != 0) return rc;
+    char tmp[4200], path[4300];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", dir, (long)getpid());
+    rm_tree(tmp);
+    if (mkdir(tmp, 0755) != 0) return err_msg("cannot create '%s': %s", tmp, strerror(errno));
+    int n_in = o->npricing ? n / o->npricing : n;
+    record rec;
+    if ((rc = fill_record(&rec, rows, n)) != 0) goto fail;
+    snprintf(path, sizeof path, "%s/report.csv", tmp);
+    if ((rc = record_write_csv(&rec, path, NULL)) != 0) goto fail_rec;
+    int wrote_tput = 0, wrote_tpu = 0, wrote_mm = 0, wrote_logs = 0;
+    if ((rc = plot_scaling(tmp, rows, n_in, &wrote_tput, &wrote_tpu)) != 0) goto fail_rec;
+    table bench[16];
+    int nb = 0;
+    for (int i = 0; i < x->nbench; i++) {
+        if (table_load(&bench[i], x->bench[i]) != 0) {
+            rc = CB_EFAIL;
+            goto fail_bench;
+        }
+        nb = i + 1;
+        int drew = 0;
+        if (!wrote_mm && (rc = plot_matmul_csv(tmp, &bench[i], &drew)) != 0) goto fail_bench;
+        if (drew) wrote_mm = 1;
+    }
+    if ((rc = plot_logs(tmp, x, &wrote_logs)) != 0) goto fail_bench;
+
+    snprintf(path, sizeof path, "%s/report.md", tmp);
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        rc = err_msg("cannot write '%s': %s", path, strerror(errno));
+        goto fail_bench;
+    }
+    machine_info mi;
+    machine_probe(&mi);
+    fprintf(f, "# costbench cost report\n\nWritten %s by costbench %s. Every row says where its throughput comes from: "
+               "**measured here** (this machine, with its date), **imported** (with its source) or **predicted** (by `costbench scale`, "
+               "with its inputs).\n\n", mi.date_utc, mi.git_rev);
+    fprintf(f, "## Cost and throughput, pricing: %s\n\n", o->pricing[0]);
+    md_main_table(f, rows, n_in);
+    fprintf(f, "Formulas: tokens/$ = seq/s x seq_len x 3600 / (cost per hour of all instances), rounded as in Table 1; cost per 1B tokens = 1e9 / (tokens/$); "
+               "scaling efficiency = (seq/s per instance) / (seq/s per instance at the smallest instance count of the same model, parallelism, "
+               "sequence length, global batch, instance type and source kind); MFU = (6N + 12 L d T) FLOPs per token (PaLM appendix B) x tokens/s / peak; "
+               "time to train = T / (tokens/s) and cost to train = time x cost per hour, with T = %s.\n\n",
+            isfinite(o->tokens_budget) ? "the budget given with --tokens" : "20 tokens per parameter (Chinchilla)");
+    if (o->npricing > 1) md_side_by_side(f, rows, n_in, o);
+    if (wrote_tput || wrote_tpu) {
+        fprintf(f, "## Scaling across node counts\n\n");
+        if (wrote_tput) fprintf(f, "![throughput against node count, log-log, with ideal linear scaling](throughput.png)\n\n");
+        if (wrote_tpu) fprintf(f, "![tokens per dollar against node count](tokens_per_usd.png)\n\n");
+    }
+    if (nb) {
+        fprintf(f, "## Kernel benchmarks\n\n");
+        for (int i = 0; i < nb; i++) md_bench(f, &bench[i]);
+        if (wrote_mm) fprintf(f, "![sgemm GFLOP/s against N, one line per K](matmul.png)\n\n");
+    }
+    if (wrote_logs) {
+        fprintf(f, "## Training curves\n\n");
+        for (int i = 0; i < x->nlogs; i++) fprintf(f, "- `%s`\n", x->logs[i]);
+        fprintf(f, "\n![loss against step](loss.png)\n\n![gradient norm against step](grad_norm.png)\n\n");
+    }
+    fprintf(f, "## Files\n\n`report.csv`: the rows above, one per pricing option (columns of Table 1 in snake_case, then the rest).\n");
+    if (fclose(f) != 0) {
+        rc = err_msg("cannot write '%s': %s", path, strerror(errno));
+        goto fail_bench;
+    }
+    for (int i = 0; i < nb; i++) table_free(&bench[i]);
+    record_print(&rec, stdout);
+    record_free(&rec);
+
+    /* publish: the old report moves aside, the new one takes its name, the old one goes */
+    char old[4300];
+    snprintf(old, sizeof old, "%s.old.%ld", dir, (long)getpid());
+    if (exists && rename(dir, old) != 0) {
+        rc = err_msg("cannot move the earlier report '%s' aside: %s", dir, strerror(errno));
+        rm_tree(tmp);
+        return rc;
+    }
+    if (rename(tmp, dir) != 0) {
+        rc = err_msg("cannot rename '%s' to '%s': %s", tmp, dir, strerror(errno));
+        if (exists) rename(old, dir);
+        rm_tree(tmp);
+        return rc;
+    }
+    if (exists) rm_tree(old);
+    return 0;
+
+fail_bench:
+    for (int i = 0; i < nb; i++) table_free(&bench[i]);
+fail_rec:
+    record_free(&rec);
+fail:
+    rm_tree(tmp);
+    return rc;
+}
