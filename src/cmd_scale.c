@@ -278,7 +278,7 @@ int cmd_scale(int argc, char **argv)
         record_num(&rec, row, SC_NODES, (double)nodes.v[i]);
         record_num(&rec, row, SC_SEQS, p.seq_per_s);
         record_num(&rec, row, SC_TOKS, p.tokens_per_s);
-        record_num(&rec, row, SC_TPU, p.tokens_per_s * 3600.0 / usd_h);
+        record_num(&rec, row, SC_TPU, round(p.tokens_per_s * 3600.0 / usd_h)); /* whole tokens, as Table 1 */
         record_num(&rec, row, SC_EFF, p.seq_per_s / (double)nodes.v[i] / eff0);
         for (int j = 0; j < meas.n + cmp.n; j++) {
             const point_list *pl = j < meas.n ? &meas : &cmp;

@@ -41,6 +41,6 @@ int cli_run(const char *const *args, char *out, size_t outsz, char *err, size_t 
 /* The binary under test, for CLI tests (argv[1] of the runner). */
 extern const char *g_costbench;
 
-extern const test_case tests_common[], tests_kernels[], tests_rope[], tests_model[], tests_train[], tests_cli[];
+extern const test_case tests_common[], tests_kernels[], tests_rope[], tests_model[], tests_train[], tests_cli[], tests_report[];
 
 #endif
