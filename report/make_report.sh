@@ -1,11 +1,26 @@
 #!/usr/bin/env bash
-# make report: measure this machine and write out/ (report.md, the CSVs, the plot).
+# make report: measure this machine and write out/ (report.md, the CSVs, the plots): this
+# machine's training throughput priced as INSTANCE (or at USD_PER_HOUR), Table 1's reference rows,
+# and a NeoX-20B scaling curve on trn1.32xlarge.
 # Everything is written to a temporary directory first and renamed to out/ at the end, so an
 # interrupted run never leaves a report that looks complete.
+#   make report INSTANCE=m7i.xlarge        price this machine as that instance type (data/prices.csv)
+#   make report USD_PER_HOUR=0.25          or at this price per hour
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-out}
 BIN=${COSTBENCH:-./costbench}
+INSTANCE=${INSTANCE:-}
+USD_PER_HOUR=${USD_PER_HOUR:-}
+if [ -n "$USD_PER_HOUR" ]; then
+    price_flags=(--usd-per-hour "$USD_PER_HOUR")
+    priced_as="at \$$USD_PER_HOUR per hour (USD_PER_HOUR)"
+else
+    # default: AWS c7a.large, 2 cores of a Zen 4 with AVX-512 and AVX512_BF16, the closest listed match
+    # for a 2-core AVX-512 machine; say which instance you run on with INSTANCE=
+    price_flags=(--instance "${INSTANCE:-c7a.large}")
+    priced_as="as ${INSTANCE:-c7a.large} ${INSTANCE:+(INSTANCE)}${INSTANCE:-(the default: set INSTANCE= or USD_PER_HOUR= to price your own instance)}"
+fi
 tmp=$(mktemp -d "${OUT%/}.tmp.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
@@ -25,10 +40,44 @@ step "train (pythia-70m, micro-batch 4 x seq 512, 10 steps)"
 "$BIN" train --model pythia-70m --micro-batch 4 --seq 512 --steps 10 --budget-s 30 \
     --csv "$tmp/train_log.csv" --summary-csv "$tmp/train.csv" --breakdown-csv "$tmp/train_breakdown.csv" > "$tmp/train.txt"
 
+step "train (pythia-14m on this repository's own text, two learning rates, for the loss curves)"
+"$BIN" dataset build --out "$tmp/corpus" README.md common/*.c kernels/*.c model/*.c bench/*.c report/*.c src/*.c > /dev/null
+for lr in 6e-4 2e-3; do
+    "$BIN" train --model pythia-14m --data "$tmp/corpus" --micro-batch 4 --seq 256 --steps 80 --lr $lr \
+        --no-predict --quiet --csv "$tmp/loss_pythia-14m_lr$lr.csv" > /dev/null
+done
+rm -f "$tmp/corpus.bin" "$tmp/corpus.idx"
+
+step "scale (NeoX-20B on trn1.32xlarge from Table 1's 4-node point)"
+"$BIN" scale --model neox-20b --instance trn1.32xlarge --tp 8 --pp 4 --seq 2048 --global-batch 16384 \
+    --base-nodes 4 --base-seq-per-s 13.6 --nodes 4,8,16,32,64,128 --pricing reserved_3y \
+    --compare data/reference/trn1_table1.csv \
+    --csv "$tmp/scale_neox-20b.csv" --plot "$tmp/scale_neox-20b.png" > "$tmp/scale_neox-20b.txt"
+step "report (this machine priced $priced_as; Table 1; the scaling curve)"
+"$BIN" report --throughput "$tmp/train.csv" --throughput data/reference/trn1_table1.csv \
+    --throughput "$tmp/scale_neox-20b.csv" "${price_flags[@]}" --pricing auto,on_demand \
+    --log "$tmp/loss_pythia-14m_lr6e-4.csv" --log "$tmp/loss_pythia-14m_lr2e-3.csv" \
+    --out "$tmp/cost" > "$tmp/cost.txt"
+mv "$tmp/cost/report.csv" "$tmp/report.csv"
+for f in "$tmp"/cost/*.png; do mv "$f" "$tmp/"; done
+
 {
     echo "# costbench report: $(grep -m1 '^# ' "$tmp/peak.txt" | sed 's/^# //')"
     echo
-    echo "Every figure below was **measured on this machine** in this run; nothing is imported. The only derived figures are labelled as predictions: the step totals of the transformer matmul table (count x measured median) and the predicted_ms column of the training step's breakdown."
+    echo "Three kinds of figures, each labelled: **measured here** (this machine, this run: every benchmark below and the pythia-70m training row), **imported** (Table 1 from the AWS Neuron documentation, data/reference/trn1_table1.csv) and **predicted** (the NeoX-20B scaling curve of \`costbench scale\`, calibrated on Table 1's 4-node point; the step totals of the transformer matmul table; the predicted_ms column of the training step's breakdown). This machine is priced $priced_as."
+    echo
+    # the cost report's own sections, without its title line
+    sed '1,/^## /{/^## /!d}' "$tmp/cost/report.md"
+    echo
+    echo "## NeoX-20B on trn1.32xlarge: predicted scaling (costbench scale)"
+    echo
+    echo '```'
+    cat "$tmp/scale_neox-20b.txt"
+    echo '```'
+    echo
+    echo "![NeoX-20B throughput against node count: model and Table 1](scale_neox-20b.png)"
+    echo
+    echo "CSV: \`scale_neox-20b.csv\`"
     echo
     for part in peak:"Machine limits (costbench peak)" \
                 matmul:"sgemm sweep, (N x K) @ (K x K) (costbench matmul)" \
@@ -45,8 +94,10 @@ step "train (pythia-70m, micro-batch 4 x seq 512, 10 steps)"
         echo "CSV: \`$name.csv\`"
         echo
     done
-    echo "![sgemm GFLOP/s against N, one line per K](matmul.png)"
-} > "$tmp/report.md"
+} > "$tmp/report.md.part"
+# the notes name the files the report was built from: by their names inside out/
+sed -e "s#$tmp/cost/##g" -e "s#$tmp/##g" "$tmp/report.md.part" > "$tmp/report.md"
+rm -rf "$tmp/cost" "$tmp/report.md.part"
 
 rm -rf "$OUT.old"
 [ -e "$OUT" ] && mv "$OUT" "$OUT.old"

@@ -117,8 +117,10 @@ int plot_lines(const char *path, const plot_spec *sp)
     int maxlen = sp->hline_label && isfinite(sp->hline) ? utf8_len(sp->hline_label) : 0;
     for (int i = 0; i < sp->nseries; i++)
         if (sp->series[i].label && utf8_len(sp->series[i].label) > maxlen) maxlen = utf8_len(sp->series[i].label);
-    double right = fmin(0.80, fmax(0.50, 0.97 - (0.11 + 0.0098 * maxlen)));
-    plvpor(0.11, right, 0.11, 0.86);
+    /* long labels get a smaller legend font rather than a clipped legend */
+    double lscale = maxlen > 30 ? fmax(0.55, 30.0 / maxlen) : 1.0;
+    double right = fmin(0.80, fmax(0.50, 0.97 - (0.11 + 0.0098 * lscale * maxlen)));
+    plvpor(0.13, right, 0.11, 0.86);
     plwind(x0, x1, y0, y1);
     plschr(0, 1.1);
     /* grid first, then the axes over it */
@@ -133,7 +135,8 @@ int plot_lines(const char *path, const plot_spec *sp)
     plcol0(COL_AXIS);
     plbox("bcnsto", xtick, sp->logx ? 1 : 0, "bcnstvo", ytick, sp->logy ? 1 : 0);
     plslabelfunc(NULL, NULL);
-    pllab(sp->xlabel, sp->ylabel, "");
+    plmtex("b", 3.2, 0.5, 0.5, sp->xlabel);
+    plmtex("l", 5.0, 0.5, 0.5, sp->ylabel); /* clear of tick labels like 10.96 */
     /* title and subtitle centred on the page, not on the (narrower) plot area */
     plvpor(0.04, 0.96, 0.11, 0.86);
     plwind(0, 1, 0, 1);
@@ -141,7 +144,7 @@ int plot_lines(const char *path, const plot_spec *sp)
     plmtex("t", 2.6, 0.5, 0.5, sp->title);
     plschr(0, 0.75);
     if (sp->subtitle) plmtex("t", 1.3, 0.5, 0.5, sp->subtitle);
-    plvpor(0.11, right, 0.11, 0.86);
+    plvpor(0.13, right, 0.11, 0.86);
     plwind(x0, x1, y0, y1);
     plschr(0, 1.1);
 
@@ -160,7 +163,12 @@ int plot_lines(const char *path, const plot_spec *sp)
         if (!se->points_only && m > 1) plline(m, px, py);
         pllsty(1);
         plschr(0, 1.0);
-        if (!se->dashed) plstring(m, px, py, markers[s % 8]);
+        if (!se->dashed) {
+            /* long series: a marker every few points, so that the line stays visible */
+            int every = se->points_only || m <= 40 ? 1 : (m + 19) / 20, k = 0;
+            for (int i = 0; i < m; i += every) px[k] = px[i], py[k] = py[i], k++;
+            plstring(k, px, py, markers[s % 8]);
+        }
         plschr(0, 1.1);
         opt[s] = se->points_only ? PL_LEGEND_SYMBOL : se->dashed ? PL_LEGEND_LINE : (PL_LEGEND_LINE | PL_LEGEND_SYMBOL);
         tcol[s] = COL_AXIS, lcol[s] = col, lsty[s] = se->dashed ? 2 : 1, lw[s] = 2.5, scol[s] = col, ssc[s] = 1.0, snum[s] = 1;
@@ -180,7 +188,7 @@ int plot_lines(const char *path, const plot_spec *sp)
     }
     PLFLT lw_out, lh_out;
     plwidth(1.0);
-    plschr(0, 0.9);
+    plschr(0, 0.9 * lscale);
     pllegend(&lw_out, &lh_out, PL_LEGEND_BACKGROUND | PL_LEGEND_BOUNDING_BOX, PL_POSITION_RIGHT | PL_POSITION_OUTSIDE, 0.02,
              0.0, 0.08, 0, COL_AXIS, 1, 0, 0, nl, opt, 1.0, 1.0, 2.0, 0.0, tcol, text, NULL, NULL,
              NULL, NULL, lcol, lsty, lw, scol, ssc, snum, sym);

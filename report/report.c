@@ -53,7 +53,7 @@ static int price_row_under(report_row *r, const char *option, int required, cons
     } else if (strcmp(option, "auto") == 0 && isfinite(t->usd_per_hour)) {
         r->usd_per_hour = t->usd_per_hour;
         snprintf(r->pricing, sizeof r->pricing, "imported");
-        snprintf(r->price_note, sizeof r->price_note, "as imported with the throughput (%s:%d)", t->file, t->line);
+        snprintf(r->price_note, sizeof r->price_note, "as given in the throughput file (%s:%d)", t->file, t->line);
         return 0;
     }
     const char *opt = strcmp(option, "auto") == 0 ? "on_demand" : option;
@@ -125,15 +125,18 @@ int report_compute(const tput_set *in, const price_table *prices, const hw_table
             r->usd_per_1b_tokens = 1e9 / r->tokens_per_usd;
             r->mfu_pct = NAN;
             const hw_row *h = hardware_find(hw, t->instance);
-            if (isfinite(t->mfu)) {
+            if (t->kind == SRC_MEASURED && isfinite(t->mfu)) {
                 r->mfu_pct = t->mfu;
-                if (isfinite(t->peak_gflops)) snprintf(r->mfu_peak, sizeof r->mfu_peak, "measured fp32 FMA peak %.0f GFLOP/s", t->peak_gflops);
-                else snprintf(r->mfu_peak, sizeof r->mfu_peak, "as imported");
+                if (isfinite(t->peak_gflops)) snprintf(r->mfu_peak, sizeof r->mfu_peak, "against the measured fp32 FMA peak, %.0f GFLOP/s", t->peak_gflops);
+                else snprintf(r->mfu_peak, sizeof r->mfu_peak, "as given in the throughput file");
             } else if (h && isfinite(h->bf16_tflops)) {
                 double peak = h->bf16_tflops * 1e12 * h->accelerators * (double)t->instances;
                 r->mfu_pct = 100.0 * model_flops_per_token(&r->cfg, (int)t->seq_len) * r->tokens_per_s / peak;
-                snprintf(r->mfu_peak, sizeof r->mfu_peak, "data-sheet dense BF16 %g TFLOP/s x %d %s", h->bf16_tflops, h->accelerators,
-                         h->accelerator);
+                snprintf(r->mfu_peak, sizeof r->mfu_peak, "against the data-sheet dense BF16 peak, %g TFLOP/s x %d %s", h->bf16_tflops,
+                         h->accelerators, h->accelerator);
+            } else if (isfinite(t->mfu)) {
+                r->mfu_pct = t->mfu;
+                snprintf(r->mfu_peak, sizeof r->mfu_peak, "as given in the throughput file");
             }
             r->train_tokens = isfinite(o->tokens_budget) ? o->tokens_budget : 20.0 * model_params_total(&r->cfg);
             r->train_days = r->train_tokens / r->tokens_per_s / 86400.0;
@@ -392,6 +395,8 @@ static int plot_logs(const char *dir, const report_extras *x, int *drew)
         }
         const char *base = strrchr(x->logs[i], '/');
         snprintf(labels[i], sizeof labels[i], "%s", base ? base + 1 : x->logs[i]);
+        char *dot = strrchr(labels[i], '.');
+        if (dot && strcmp(dot, ".csv") == 0) *dot = '\0';
         loss[i] = (chart_run){labels[i], n, arr[i][0], arr[i][1]};
         gn[i] = (chart_run){labels[i], n, arr[i][0], arr[i][2]};
     }
@@ -432,8 +437,10 @@ static void md_main_table(FILE *f, const report_row *rows, int n)
         if (isfinite(r->mfu_pct)) snprintf(mfu, sizeof mfu, "%.1f%%", r->mfu_pct);
         else snprintf(mfu, sizeof mfu, "-");
         snprintf(eff, sizeof eff, "%.1f%%", 100 * r->efficiency);
-        fprintf(f, "| %s | %d | %d | %ld | %.2f | %ld | %ld | %s | %.0f | %.0f | %s | %s | %s | %s | %s | %s | %s [%d] |\n", t->model,
-                t->tp, t->pp, t->instances, r->usd_per_hour, t->seq_len, t->global_batch, sps, round(r->tokens_per_usd),
+        char cost[32];
+        snprintf(cost, sizeof cost, r->usd_per_hour < 10 ? "%.4g" : "%.2f", r->usd_per_hour);
+        fprintf(f, "| %s | %d | %d | %ld | %s | %ld | %ld | %s | %.0f | %.0f | %s | %s | %s | %s | %s | %s | %s [%d] |\n", t->model,
+                t->tp, t->pp, t->instances, cost, t->seq_len, t->global_batch, sps, round(r->tokens_per_usd),
                 r->tokens_per_s, c1b, eff, mfu, ttok, tdays, tusd, kind_label(t->kind), i + 1);
     }
     fprintf(f, "\n");
@@ -443,7 +450,7 @@ static void md_main_table(FILE *f, const report_row *rows, int n)
         fprintf(f, "%d. %s, %s: %s", i + 1, t->model, r->instance, t->source);
         if (t->kind == SRC_MEASURED && t->cpu_model[0]) fprintf(f, " on %s", t->cpu_model);
         fprintf(f, " (%s:%d). Price: %s.", t->file, t->line, r->price_note);
-        if (r->mfu_peak[0]) fprintf(f, " MFU against the %s.", r->mfu_peak);
+        if (r->mfu_peak[0]) fprintf(f, " MFU %s.", r->mfu_peak);
         fprintf(f, "\n");
     }
     fprintf(f, "\n");
@@ -462,7 +469,7 @@ static void md_side_by_side(FILE *f, const report_row *rows, int n_in, const rep
         fprintf(f, "| %s | %ld | %s | %s |", rows[i].in->model, rows[i].in->instances, rows[i].instance, sps);
         for (int k = 0; k < o->npricing; k++) {
             const report_row *r = &rows[k * n_in + i];
-            if (isfinite(r->usd_per_hour)) fprintf(f, " %.2f | %.0f |", r->usd_per_hour, round(r->tokens_per_usd));
+            if (isfinite(r->usd_per_hour)) fprintf(f, r->usd_per_hour < 10 ? " %.4g | %.0f |" : " %.2f | %.0f |", r->usd_per_hour, round(r->tokens_per_usd));
             else fprintf(f, " - | - |");
         }
         fprintf(f, "\n");
