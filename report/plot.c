@@ -188,9 +188,9 @@ int plot_lines(const char *path, const plot_spec *sp)
     }
     PLFLT lw_out, lh_out;
     plwidth(1.0);
-    plschr(0, 0.9 * lscale);
+    plschr(0, 0.9);
     pllegend(&lw_out, &lh_out, PL_LEGEND_BACKGROUND | PL_LEGEND_BOUNDING_BOX, PL_POSITION_RIGHT | PL_POSITION_OUTSIDE, 0.02,
-             0.0, 0.08, 0, COL_AXIS, 1, 0, 0, nl, opt, 1.0, 1.0, 2.0, 0.0, tcol, text, NULL, NULL,
+             0.0, 0.08, 0, COL_AXIS, 1, 0, 0, nl, opt, 1.0, lscale, 2.0, 0.0, tcol, text, NULL, NULL,
              NULL, NULL, lcol, lsty, lw, scol, ssc, snum, sym);
 done:
     plend();
