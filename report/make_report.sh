@@ -44,7 +44,7 @@ step "train (pythia-14m on this repository's own text, two learning rates, for t
 "$BIN" dataset build --out "$tmp/corpus" README.md common/*.c kernels/*.c model/*.c bench/*.c report/*.c src/*.c > /dev/null
 for lr in 6e-4 2e-3; do
     "$BIN" train --model pythia-14m --data "$tmp/corpus" --micro-batch 4 --seq 256 --steps 80 --lr $lr \
-        --no-predict --quiet --csv "$tmp/loss_pythia-14m_lr$lr.csv" > /dev/null
+        --no-predict --quiet --csv "$tmp/train_log_pythia-14m_lr$lr.csv" > /dev/null
 done
 rm -f "$tmp/corpus.bin" "$tmp/corpus.idx"
 
@@ -56,7 +56,7 @@ step "scale (NeoX-20B on trn1.32xlarge from Table 1's 4-node point)"
 step "report (this machine priced $priced_as; Table 1; the scaling curve)"
 "$BIN" report --throughput "$tmp/train.csv" --throughput data/reference/trn1_table1.csv \
     --throughput "$tmp/scale_neox-20b.csv" "${price_flags[@]}" --pricing auto,on_demand \
-    --log "$tmp/loss_pythia-14m_lr6e-4.csv" --log "$tmp/loss_pythia-14m_lr2e-3.csv" \
+    --log "$tmp/train_log_pythia-14m_lr6e-4.csv" --log "$tmp/train_log_pythia-14m_lr2e-3.csv" \
     --out "$tmp/cost" > "$tmp/cost.txt"
 mv "$tmp/cost/report.csv" "$tmp/report.csv"
 for f in "$tmp"/cost/*.png; do mv "$f" "$tmp/"; done

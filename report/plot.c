@@ -119,7 +119,7 @@ int plot_lines(const char *path, const plot_spec *sp)
         if (sp->series[i].label && utf8_len(sp->series[i].label) > maxlen) maxlen = utf8_len(sp->series[i].label);
     /* long labels get a smaller legend font rather than a clipped legend */
     double lscale = maxlen > 30 ? fmax(0.55, 30.0 / maxlen) : 1.0;
-    double right = fmin(0.80, fmax(0.50, 0.97 - (0.11 + 0.0098 * lscale * maxlen)));
+    double right = fmin(0.80, fmax(0.50, 0.97 - (0.11 + 0.0112 * lscale * maxlen)));
     plvpor(0.13, right, 0.11, 0.86);
     plwind(x0, x1, y0, y1);
     plschr(0, 1.1);
