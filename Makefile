@@ -16,7 +16,8 @@ endif
 # OpenBLAS: Debian's OpenMP build (libopenblas-openmp-dev), so that sgemm and our own OpenMP
 # kernels share one thread pool instead of two pools spinning against each other on the cores;
 # the binary is linked with an rpath to it, whatever the system's libopenblas alternative.
-DEBIAN_PKGS := libopenblas-dev libopenblas-openmp-dev libgsl-dev libcsv-dev libplplot-dev plplot-driver-cairo pkg-config
+DEBIAN_PKGS := libopenblas-dev libopenblas-openmp-dev libgsl-dev libcsv-dev libplplot-dev plplot-driver-cairo pkg-config \
+               libopenmpi-dev openmpi-bin
 PC_PKGS     := openblas gsl plplot
 MULTIARCH   := $(shell $(CC) -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
 OPENBLAS_DIR := /usr/lib/$(MULTIARCH)/openblas-openmp
@@ -34,8 +35,10 @@ BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -g -fopenmp $(OPT) $(WARN)
 # Expanded when a recipe runs, after `deps` has installed pkg-config and the libraries.
 # GSL's own CBLAS is left out: OpenBLAS provides the cblas_* symbols for GSL and for us.
 PKG_CONFIG_ENV = PKG_CONFIG_PATH=$(OPENBLAS_DIR)/pkgconfig
-PKG_CFLAGS = $(shell $(PKG_CONFIG_ENV) pkg-config --cflags $(PC_PKGS) 2>/dev/null)
-PKG_LIBS   = $(filter-out -lgslcblas,$(shell $(PKG_CONFIG_ENV) pkg-config --libs $(PC_PKGS) 2>/dev/null)) -lcsv -lm \
+# Open MPI (bench/comm.c) when its pkg-config file is there; without it the binary is one rank.
+MPI_PC     = $(shell pkg-config --exists ompi-c 2>/dev/null && echo ompi-c)
+PKG_CFLAGS = $(shell $(PKG_CONFIG_ENV) pkg-config --cflags $(PC_PKGS) $(MPI_PC) 2>/dev/null) $(if $(MPI_PC),-DCB_HAVE_MPI)
+PKG_LIBS   = $(filter-out -lgslcblas,$(shell $(PKG_CONFIG_ENV) pkg-config --libs $(PC_PKGS) $(MPI_PC) 2>/dev/null)) -lcsv -lm \
              -Wl,-rpath,$(OPENBLAS_DIR)
 ALL_CFLAGS = $(BASE_CFLAGS) $(PKG_CFLAGS) -I$(BUILD) $(CFLAGS)
 ALL_LDFLAGS = -fopenmp $(OPT) $(LDFLAGS)

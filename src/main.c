@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "../common/err.h"
+#include "../bench/comm.h"
 #include "../common/stats.h"
 #include "commands.h"
 
@@ -19,6 +20,7 @@ static const command commands[] = {
     {"rope", cmd_rope, "rotary embedding variants (reference, zero_freq, fused), forward and backward"},
     {"models", cmd_models, "the model presets of data/models.csv with their parameter counts"},
     {"train", cmd_train, "train a preset (forward, backward, AdamW) and measure seq/s, tokens/s, MFU"},
+    {"allreduce", cmd_allreduce, "collective microbenchmark (all-reduce, reduce-scatter, all-gather) under mpirun"},
     {"report", cmd_report, "Table-1-style cost report: seq/s, tokens/$, cost to train, scaling, plots"},
     {"scale", cmd_scale, "predict seq/s, tokens/$ and efficiency across node counts (fits measured points)"},
     {"dataset", cmd_dataset, "build or inspect a Megatron indexed dataset (PREFIX.bin/.idx)"},
@@ -57,7 +59,13 @@ int main(int argc, char **argv)
         return 0;
     }
     for (int i = 0; i < NCOMMANDS; i++)
-        if (strcmp(cmd, commands[i].name) == 0) return err_exit_status(commands[i].fn(argc, argv));
+        if (strcmp(cmd, commands[i].name) == 0) {
+            /* under mpirun every process is a rank; otherwise this is a no-op */
+            if (comm_init(&argc, &argv) != 0) return 1;
+            int rc = commands[i].fn(argc, argv);
+            comm_finalize();
+            return err_exit_status(rc);
+        }
     err_usage("unknown command '%s'", cmd);
     usage(stderr);
     return 2;

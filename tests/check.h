@@ -37,10 +37,15 @@ const char *capture_stderr_end(void);
 /* Runs the binary under test with args (NULL-terminated) and returns its exit status (-1 if it
  * died of a signal); its stdout and stderr go to out/err (NULL: discarded). */
 int cli_run(const char *const *args, char *out, size_t outsz, char *err, size_t errsz);
+/* Runs argv[0] (searched in PATH) with argv, the same way. */
+int cmd_run(const char *const *argv, char *out, size_t outsz, char *err, size_t errsz);
+/* Runs the binary under test with args under `mpirun -np N` (as root too), leak detection off
+ * (Open MPI's own allocations are not ours). */
+int mpi_run(int np, const char *const *args, char *out, size_t outsz, char *err, size_t errsz);
 
 /* The binary under test, for CLI tests (argv[1] of the runner). */
 extern const char *g_costbench;
 
-extern const test_case tests_common[], tests_kernels[], tests_rope[], tests_model[], tests_train[], tests_cli[], tests_report[];
+extern const test_case tests_common[], tests_kernels[], tests_rope[], tests_model[], tests_train[], tests_cli[], tests_report[], tests_comm[];
 
 #endif

@@ -130,24 +130,19 @@ static void slurp_fd(int fd, char *buf, size_t n)
     buf[k > 0 ? k : 0] = '\0';
 }
 
-int cli_run(const char *const *args, char *out, size_t outsz, char *err, size_t errsz)
+int cmd_run(const char *const *argv, char *out, size_t outsz, char *err, size_t errsz)
 {
     char outp[] = "/tmp/costbench-cli-out-XXXXXX", errp[] = "/tmp/costbench-cli-err-XXXXXX";
     int fo = mkstemp(outp), fe = mkstemp(errp);
     unlink(outp);
     unlink(errp);
-    const char *argv[64];
-    int n = 0;
-    argv[n++] = g_costbench;
-    for (int i = 0; args[i] && n < 63; i++) argv[n++] = args[i];
-    argv[n] = NULL;
     fflush(stdout);
     fflush(stderr);
     pid_t pid = fork();
     if (pid == 0) {
         dup2(fo, STDOUT_FILENO);
         dup2(fe, STDERR_FILENO);
-        execv(g_costbench, (char **)argv);
+        execvp(argv[0], (char **)argv);
         _exit(127);
     }
     int st = 0;
@@ -157,4 +152,14 @@ int cli_run(const char *const *args, char *out, size_t outsz, char *err, size_t 
     close(fo);
     close(fe);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+int cli_run(const char *const *args, char *out, size_t outsz, char *err, size_t errsz)
+{
+    const char *argv[64];
+    int n = 0;
+    argv[n++] = g_costbench;
+    for (int i = 0; args[i] && n < 63; i++) argv[n++] = args[i];
+    argv[n] = NULL;
+    return cmd_run(argv, out, outsz, err, errsz);
 }

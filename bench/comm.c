@@ -1,0 +1,168 @@
+#include "comm.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/err.h"
+
+#ifdef CB_HAVE_MPI
+#include <mpi.h>
+
+static int g_mpi, g_rank, g_size = 1;
+static char g_desc[160] = "not started by mpirun";
+
+static int check(int rc, const char *what)
+{
+    if (rc == MPI_SUCCESS) return 0;
+    char msg[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    MPI_Error_string(rc, msg, &len);
+    return err_msg("MPI %s failed on rank %d: %s", what, g_rank, msg);
+}
+
+int comm_init(int *argc, char ***argv)
+{
+    /* Open MPI's launcher sets OMPI_COMM_WORLD_SIZE; PMI/PMIx launchers (srun) set these */
+    if (!getenv("OMPI_COMM_WORLD_SIZE") && !getenv("PMIX_RANK") && !getenv("PMI_RANK")) return 0;
+    int provided;
+    if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) return err_msg("MPI_Init_thread failed");
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    g_mpi = 1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &g_size);
+    char lib[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len = 0;
+    MPI_Get_library_version(lib, &len);
+    char *nl = strpbrk(lib, ",\n");
+    if (nl) *nl = '\0';
+    snprintf(g_desc, sizeof g_desc, "%s, %d ranks", lib, g_size);
+    return 0;
+}
+
+void comm_finalize(void)
+{
+    if (g_mpi) MPI_Finalize();
+    g_mpi = 0;
+}
+
+int comm_rank(void) { return g_rank; }
+int comm_size(void) { return g_size; }
+const char *comm_describe(void) { return g_desc; }
+void comm_barrier(void)
+{
+    if (g_mpi) MPI_Barrier(MPI_COMM_WORLD);
+}
+
+/* MPI counts are int: large buffers go in chunks */
+#define CHUNK ((size_t)1 << 30)
+
+int comm_allreduce_sum(float *buf, size_t n)
+{
+    if (!g_mpi || g_size == 1) return 0;
+    for (size_t o = 0; o < n; o += CHUNK) {
+        size_t k = n - o < CHUNK ? n - o : CHUNK;
+        if (check(MPI_Allreduce(MPI_IN_PLACE, buf + o, (int)k, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD), "all-reduce")) return CB_EFAIL;
+    }
+    return 0;
+}
+
+int comm_reduce_scatter_sum(const float *in, float *out, size_t n)
+{
+    if (!g_mpi || g_size == 1) {
+        if (out != in) memcpy(out, in, n * sizeof *out);
+        return 0;
+    }
+    if (n > (size_t)0x7fffffff) return err_msg("reduce-scatter: %zu floats per rank exceeds MPI's int count", n);
+    return check(MPI_Reduce_scatter_block(in, out, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD), "reduce-scatter");
+}
+
+int comm_allgather(const float *in, float *out, size_t n)
+{
+    if (!g_mpi || g_size == 1) {
+        if (out != in) memcpy(out, in, n * sizeof *out);
+        return 0;
+    }
+    if (n > (size_t)0x7fffffff) return err_msg("all-gather: %zu floats per rank exceeds MPI's int count", n);
+    return check(MPI_Allgather(in, (int)n, MPI_FLOAT, out, (int)n, MPI_FLOAT, MPI_COMM_WORLD), "all-gather");
+}
+
+double comm_max(double v)
+{
+    double r = v;
+    if (g_mpi && g_size > 1) MPI_Allreduce(&v, &r, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return r;
+}
+
+double comm_sum(double v)
+{
+    double r = v;
+    if (g_mpi && g_size > 1) MPI_Allreduce(&v, &r, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    return r;
+}
+
+int comm_iallreduce_sum(float *buf, size_t n, comm_request *r)
+{
+    r->active = 0;
+    if (!g_mpi || g_size == 1) return 0;
+    if (n > (size_t)0x7fffffff) return comm_allreduce_sum(buf, n);
+    MPI_Request *q = malloc(sizeof *q);
+    if (!q) return err_msg("out of memory");
+    if (check(MPI_Iallreduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, q), "all-reduce")) {
+        free(q);
+        return CB_EFAIL;
+    }
+    r->req = q, r->active = 1;
+    return 0;
+}
+
+int comm_wait(comm_request *r)
+{
+    if (!r->active) return 0;
+    int rc = check(MPI_Wait((MPI_Request *)r->req, MPI_STATUS_IGNORE), "wait");
+    free(r->req);
+    r->req = NULL, r->active = 0;
+    return rc;
+}
+
+#else /* built without MPI: one rank */
+
+int comm_init(int *argc, char ***argv)
+{
+    (void)argc, (void)argv;
+    if (getenv("OMPI_COMM_WORLD_SIZE") && atoi(getenv("OMPI_COMM_WORLD_SIZE")) > 1)
+        return err_msg("started by mpirun with %s ranks, but this costbench was built without MPI (install libopenmpi-dev and rebuild)",
+                       getenv("OMPI_COMM_WORLD_SIZE"));
+    return 0;
+}
+void comm_finalize(void) {}
+int comm_rank(void) { return 0; }
+int comm_size(void) { return 1; }
+const char *comm_describe(void) { return "none (built without MPI)"; }
+void comm_barrier(void) {}
+int comm_allreduce_sum(float *buf, size_t n) { (void)buf, (void)n; return 0; }
+int comm_reduce_scatter_sum(const float *in, float *out, size_t n)
+{
+    if (out != in) memcpy(out, in, n * sizeof *out);
+    return 0;
+}
+int comm_allgather(const float *in, float *out, size_t n)
+{
+    if (out != in) memcpy(out, in, n * sizeof *out);
+    return 0;
+}
+double comm_max(double v) { return v; }
+double comm_sum(double v) { return v; }
+int comm_iallreduce_sum(float *buf, size_t n, comm_request *r)
+{
+    (void)buf, (void)n;
+    r->active = 0;
+    return 0;
+}
+int comm_wait(comm_request *r)
+{
+    r->active = 0;
+    return 0;
+}
+
+#endif

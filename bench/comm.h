@@ -1,0 +1,37 @@
+/* comm.h: the communication module (Open MPI; the one place MPI is called from).
+ * Under `mpirun` every process is one rank of MPI_COMM_WORLD; started any other way (or built
+ * without MPI) the program is a single rank and every collective is a copy. Collectives work
+ * in place on fp32 buffers and return 0 or CB_EFAIL after printing the MPI error. */
+#ifndef CB_COMM_H
+#define CB_COMM_H
+
+#include <stddef.h>
+
+/* Initialises MPI when the process was started by mpirun. Returns 0 or CB_EFAIL. */
+int comm_init(int *argc, char ***argv);
+void comm_finalize(void);
+int comm_rank(void);
+int comm_size(void);
+/* "Open MPI 4.1.4" or "none (built without MPI)" or "not started by mpirun". */
+const char *comm_describe(void);
+void comm_barrier(void);
+
+/* sum over ranks, in place, n floats */
+int comm_allreduce_sum(float *buf, size_t n);
+/* in (size x n) -> out (n): this rank's block of the sum over ranks */
+int comm_reduce_scatter_sum(const float *in, float *out, size_t n);
+/* in (n) -> out (size x n): every rank's block */
+int comm_allgather(const float *in, float *out, size_t n);
+/* the maximum / sum of a double over ranks */
+double comm_max(double v);
+double comm_sum(double v);
+
+/* Non-blocking all-reduce (sum, in place), for overlapping gradient buckets with backward. */
+typedef struct {
+    void *req; /* MPI_Request when active */
+    int active;
+} comm_request;
+int comm_iallreduce_sum(float *buf, size_t n, comm_request *r);
+int comm_wait(comm_request *r);
+
+#endif

@@ -1,0 +1,68 @@
+/* costbench allreduce: the collective microbenchmark (run it under mpirun). */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../bench/coll_bench.h"
+#include "../bench/comm.h"
+#include "../common/err.h"
+#include "../common/machine.h"
+#include "../common/mem.h"
+#include "../common/opts.h"
+#include "../common/parse.h"
+#include "../common/record.h"
+#include "commands.h"
+
+int cmd_allreduce(int argc, char **argv)
+{
+    /* nccl-tests' short flags: -b min bytes, -e max bytes, -f factor */
+    for (int i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "-b") == 0) argv[i] = "--min-bytes";
+        else if (strcmp(argv[i], "-e") == 0) argv[i] = "--max-bytes";
+        else if (strcmp(argv[i], "-f") == 0) argv[i] = "--step-factor";
+    }
+    long minb = 8, maxb = 256L << 20;
+    double factor = 2, min_time = 0.2;
+    const char *ops = "allreduce,reduce_scatter,allgather", *csv = NULL;
+    const opt_spec specs[] = {
+        {"min-bytes", OPT_LONG, &minb, 4, 1L << 40, 0, 0, "BYTES", "-b: smallest message (default 8; K/M/G and Ki/Mi/Gi suffixes)"},
+        {"max-bytes", OPT_LONG, &maxb, 4, 1L << 40, 0, 0, "BYTES", "-e: largest message (default 256Mi)"},
+        {"step-factor", OPT_DOUBLE, &factor, 0, 0, 1.01, 1024, "F", "-f: size multiplier from one size to the next (default 2)"},
+        {"ops", OPT_STR, &ops, 0, 0, 0, 0, "LIST", "allreduce,reduce_scatter,allgather (default all three)"},
+        {"min-time", OPT_DOUBLE, &min_time, 0, 0, 0.001, 60, "S", "time per size and op (default 0.2)"},
+        {"csv", OPT_STR, &csv, 0, 0, 0, 0, "FILE", "also write CSV (rank 0)"},
+        {0},
+    };
+    int rc = opts_parse("allreduce", "[-b BYTES] [-e BYTES] [-f F] [options]   (under mpirun -np N)", specs, argc, argv, 2, NULL, NULL);
+    if (rc != 0) return rc > 0 ? 0 : rc;
+    if (minb > maxb) return err_usage("flag '--min-bytes': %ld is larger than --max-bytes %ld", minb, maxb);
+    coll_opts o;
+    memset(&o, 0, sizeof o);
+    o.min_bytes = (double)minb, o.max_bytes = (double)maxb, o.factor = factor, o.min_time_s = min_time, o.min_iters = 5;
+    char buf[256], *words[8];
+    int nw = parse_word_list(ops, "flag '--ops'", buf, sizeof buf, words, 8);
+    if (nw < 0) return nw;
+    for (int i = 0; i < nw; i++) {
+        int k = -1;
+        for (int j = 0; j < COLL_COUNT; j++)
+            if (strcmp(words[i], coll_op_names[j]) == 0) k = j;
+        if (k < 0) return err_usage("flag '--ops': expected allreduce, reduce_scatter or allgather, got '%s'", words[i]);
+        o.ops[k] = 1;
+    }
+    /* two buffers of the largest size on every rank of this machine */
+    if ((rc = mem_check_fits(2.0 * (double)maxb * comm_size(), "allreduce --max-bytes on every rank")) != 0) return rc;
+    machine_info m;
+    machine_probe(&m);
+    record rec;
+    record_init(&rec, coll_cols, CB_NCOLS);
+    record_note(&rec, "%s on %s; fp32 sums; time = the slowest rank's median per call", comm_describe(), m.cpu_model);
+    record_note(&rec, "algbw = bytes / time; busbw = algbw x 2(n-1)/n (all-reduce) or x (n-1)/n (reduce-scatter, all-gather), as nccl-tests");
+    if (comm_size() == 1) record_note(&rec, "one rank: the collectives are copies; run under 'mpirun -np N' to measure communication");
+    rc = coll_bench_run(&o, &rec);
+    if (rc == 0 && comm_rank() == 0) {
+        record_print(&rec, stdout);
+        if (csv) rc = record_write_csv(&rec, csv, &m);
+    }
+    record_free(&rec);
+    return rc;
+}
