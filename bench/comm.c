@@ -6,6 +6,13 @@
 
 #include "../common/err.h"
 
+int comm_local_size(void)
+{
+    const char *s = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    int n = s ? atoi(s) : 1;
+    return n > 0 ? n : 1;
+}
+
 #ifdef CB_HAVE_MPI
 #include <mpi.h>
 
@@ -21,12 +28,16 @@ static int check(int rc, const char *what)
     return err_msg("MPI %s failed on rank %d: %s", what, g_rank, msg);
 }
 
+static int g_tried, g_init_rc;
+
 int comm_init(int *argc, char ***argv)
 {
+    if (g_tried) return g_init_rc;
+    g_tried = 1;
     /* Open MPI's launcher sets OMPI_COMM_WORLD_SIZE; PMI/PMIx launchers (srun) set these */
     if (!getenv("OMPI_COMM_WORLD_SIZE") && !getenv("PMIX_RANK") && !getenv("PMI_RANK")) return 0;
     int provided;
-    if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) return err_msg("MPI_Init_thread failed");
+    if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) return g_init_rc = err_msg("MPI_Init_thread failed");
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     g_mpi = 1;
     MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
@@ -46,11 +57,32 @@ void comm_finalize(void)
     g_mpi = 0;
 }
 
-int comm_rank(void) { return g_rank; }
-int comm_size(void) { return g_size; }
-const char *comm_describe(void) { return g_desc; }
+/* MPI starts on first use, not at program start: `--blas-core auto` may re-execute the program
+ * first, and a process must not exec itself after MPI_Init. */
+#define ENSURE() (void)comm_init(NULL, NULL)
+
+int comm_rank(void)
+{
+    ENSURE();
+    return g_rank;
+}
+int comm_size(void)
+{
+    ENSURE();
+    return g_size;
+}
+void comm_abort(int code)
+{
+    if (g_mpi && g_size > 1) MPI_Abort(MPI_COMM_WORLD, code);
+}
+const char *comm_describe(void)
+{
+    ENSURE();
+    return g_desc;
+}
 void comm_barrier(void)
 {
+    ENSURE();
     if (g_mpi) MPI_Barrier(MPI_COMM_WORLD);
 }
 
@@ -59,6 +91,7 @@ void comm_barrier(void)
 
 int comm_allreduce_sum(float *buf, size_t n)
 {
+    ENSURE();
     if (!g_mpi || g_size == 1) return 0;
     for (size_t o = 0; o < n; o += CHUNK) {
         size_t k = n - o < CHUNK ? n - o : CHUNK;
@@ -69,6 +102,7 @@ int comm_allreduce_sum(float *buf, size_t n)
 
 int comm_reduce_scatter_sum(const float *in, float *out, size_t n)
 {
+    ENSURE();
     if (!g_mpi || g_size == 1) {
         if (out != in) memcpy(out, in, n * sizeof *out);
         return 0;
@@ -79,6 +113,7 @@ int comm_reduce_scatter_sum(const float *in, float *out, size_t n)
 
 int comm_allgather(const float *in, float *out, size_t n)
 {
+    ENSURE();
     if (!g_mpi || g_size == 1) {
         if (out != in) memcpy(out, in, n * sizeof *out);
         return 0;
@@ -89,6 +124,7 @@ int comm_allgather(const float *in, float *out, size_t n)
 
 double comm_max(double v)
 {
+    ENSURE();
     double r = v;
     if (g_mpi && g_size > 1) MPI_Allreduce(&v, &r, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     return r;
@@ -96,6 +132,7 @@ double comm_max(double v)
 
 double comm_sum(double v)
 {
+    ENSURE();
     double r = v;
     if (g_mpi && g_size > 1) MPI_Allreduce(&v, &r, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     return r;
@@ -103,6 +140,7 @@ double comm_sum(double v)
 
 int comm_iallreduce_sum(float *buf, size_t n, comm_request *r)
 {
+    ENSURE();
     r->active = 0;
     if (!g_mpi || g_size == 1) return 0;
     if (n > (size_t)0x7fffffff) return comm_allreduce_sum(buf, n);
@@ -138,6 +176,7 @@ int comm_init(int *argc, char ***argv)
 void comm_finalize(void) {}
 int comm_rank(void) { return 0; }
 int comm_size(void) { return 1; }
+void comm_abort(int code) { (void)code; }
 const char *comm_describe(void) { return "none (built without MPI)"; }
 void comm_barrier(void) {}
 int comm_allreduce_sum(float *buf, size_t n) { (void)buf, (void)n; return 0; }

@@ -7,11 +7,16 @@
 
 #include <stddef.h>
 
-/* Initialises MPI when the process was started by mpirun. Returns 0 or CB_EFAIL. */
+/* Initialises MPI when the process was started by mpirun; every other function calls it on
+ * first use (never before `--blas-core` has re-executed the program). Returns 0 or CB_EFAIL. */
 int comm_init(int *argc, char ***argv);
 void comm_finalize(void);
 int comm_rank(void);
 int comm_size(void);
+/* Ranks on this machine (for memory checks): OMPI_COMM_WORLD_LOCAL_SIZE under mpirun, else 1. */
+int comm_local_size(void);
+/* Ends every rank with `code` (a failure on one rank must not leave the others waiting). */
+void comm_abort(int code);
 /* "Open MPI 4.1.4" or "none (built without MPI)" or "not started by mpirun". */
 const char *comm_describe(void);
 void comm_barrier(void);

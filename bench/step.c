@@ -14,6 +14,7 @@
 #include "../model/checkpoint.h"
 #include "../model/dataset.h"
 #include "../model/gpt.h"
+#include "comm.h"
 #include "matmul_bench.h"
 #include "peak.h"
 
@@ -21,6 +22,7 @@ const rec_col step_log_cols[SL_NCOLS] = {
     {"step", "", REC_NUM, 0},        {"loss", "nats", REC_NUM, 4},       {"grad_norm", "", REC_NUM, 4},
     {"lr", "", REC_NUM, 7},          {"ms", "ms", REC_NUM, 1},           {"tokens_per_s", "tok/s", REC_NUM, 1},
     {"seq_per_s", "seq/s", REC_NUM, 3}, {"mfu", "%", REC_NUM, 1},        {"hfu", "%", REC_NUM, 1},
+    {"comm_ms", "ms", REC_NUM, 1},   {"exposed_comm_ms", "ms", REC_NUM, 1},
 };
 
 const rec_col step_summary_cols[SS_NCOLS] = {
@@ -31,6 +33,8 @@ const rec_col step_summary_cols[SS_NCOLS] = {
     {"tokens_per_s", "tok/s", REC_NUM, 1}, {"step_ms", "ms", REC_NUM, 1},   {"mfu", "%", REC_NUM, 1},
     {"hfu", "%", REC_NUM, 1},           {"peak_gflops", "GFLOP/s", REC_NUM, 1}, {"recompute", "", REC_NUM, 0},
     {"peak_rss_gib", "GiB", REC_NUM, 3}, {"estimate_gib", "GiB", REC_NUM, 3}, {"source", "", REC_STR, 0},
+    {"ranks", "", REC_NUM, 0},          {"compute_ms", "ms", REC_NUM, 1},    {"comm_ms", "ms", REC_NUM, 1},
+    {"exposed_comm_ms", "ms", REC_NUM, 1},
 };
 
 const rec_col step_breakdown_cols[SB_NCOLS] = {
@@ -159,13 +163,35 @@ static double median_of(const double *x, int n)
     return s.median;
 }
 
+/* Sum of the gradients over ranks: buckets of `bucket_bytes`, all started, then all waited for. */
+static int allreduce_buckets(float *g, size_t n, double bucket_bytes)
+{
+    size_t per = (size_t)fmax(1024.0, bucket_bytes / sizeof(float));
+    size_t nb = (n + per - 1) / per;
+    comm_request *req = calloc(nb, sizeof *req);
+    if (!req) return err_msg("out of memory");
+    int rc = 0;
+    size_t started = 0;
+    for (size_t b = 0; b < nb && rc == 0; b++, started++) {
+        size_t o = b * per, k = n - o < per ? n - o : per;
+        rc = comm_iallreduce_sum(g + o, k, &req[b]);
+    }
+    for (size_t b = 0; b < started; b++) {
+        int r = comm_wait(&req[b]);
+        if (rc == 0) rc = r;
+    }
+    free(req);
+    return rc;
+}
+
 int step_run(const step_opts *o, machine_info *mi, record *log, record *summary, record *breakdown)
 {
     const model_config *c = &o->cfg;
     gpt_model m;
     dataset ds;
     int have_ds = 0, rc = 0;
-    double *step_ms = NULL, (*kind_ms)[8] = NULL;
+    double *step_ms = NULL, (*kind_ms)[8] = NULL, *comm_ms = NULL;
+    const int root = o->rank == 0;
     double pred[8] = {NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN};
     char how[8][160] = {{0}};
     if (o->predict && (rc = predict_kinds(o, pred, how)) != 0) return rc;
@@ -184,7 +210,7 @@ int step_run(const step_opts *o, machine_info *mi, record *log, record *summary,
         ckpt_state got;
         if ((rc = ckpt_resume(&m, o->resume_dir, &want, &got)) != 0) goto out;
         start = got.step;
-        fprintf(stderr, "costbench train: resumed from %s at step %ld\n", o->resume_dir, start);
+        if (root) fprintf(stderr, "costbench train: resumed from %s at step %ld\n", o->resume_dir, start);
         if (start >= o->steps) {
             rc = err_usage("--resume %s: the checkpoint is at step %ld, and --steps is %ld: nothing to do", o->resume_dir,
                            start, o->steps);
@@ -192,7 +218,7 @@ int step_run(const step_opts *o, machine_info *mi, record *log, record *summary,
         }
     } else if (o->init_path) {
         if ((rc = ckpt_load_weights(&m, o->init_path)) != 0) goto out;
-        fprintf(stderr, "costbench train: weights from %s\n", o->init_path);
+        if (root) fprintf(stderr, "costbench train: weights from %s\n", o->init_path);
     }
 
     const double tokens_per_step = (double)o->B * o->T * o->accum;
@@ -200,11 +226,12 @@ int step_run(const step_opts *o, machine_info *mi, record *log, record *summary,
     long nsteps = o->steps - start;
     step_ms = calloc((size_t)nsteps, sizeof *step_ms);
     kind_ms = calloc((size_t)nsteps, sizeof *kind_ms);
-    if (!step_ms || !kind_ms) {
+    comm_ms = calloc((size_t)nsteps, sizeof *comm_ms);
+    if (!step_ms || !kind_ms || !comm_ms) {
         rc = err_msg("out of memory");
         goto out;
     }
-    if (!o->quiet) {
+    if (!o->quiet && root) {
         for (int i = 0; i < log->nnotes; i++) printf("# %s\n", log->notes[i]);
         printf("%4s  %8s  %9s  %10s  %8s  %12s  %9s  %5s  %5s\n", "step", "loss", "grad_norm", "lr", "ms", "tokens_per_s",
                "seq_per_s", "mfu", "hfu");
@@ -217,7 +244,8 @@ int step_run(const step_opts *o, machine_info *mi, record *log, record *summary,
         double t0 = timer_now_s();
         gpt_zero_grad(&m);
         double loss = 0;
-        for (int mi_ = 0; mi_ < o->accum; mi_++) {
+        const int per_rank = o->accum / o->ranks, mb0 = o->rank * per_rank;
+        for (int mi_ = mb0; mi_ < mb0 + per_rank; mi_++) {
             if (have_ds) {
                 if ((rc = dataset_batch(&ds, o->seed, s, mi_, m.inputs, m.targets, o->B, o->T, c->V)) != 0) goto out;
             } else {
@@ -226,6 +254,14 @@ int step_run(const step_opts *o, machine_info *mi, record *log, record *summary,
             loss += gpt_forward(&m) / o->accum;
             gpt_backward(&m, 1.0f / (float)o->accum);
         }
+        /* data parallel: the gradients (already scaled by 1/A) summed over ranks, in buckets that
+         * are all in flight at once; the loss too. Exposed = the time the step waits for it. */
+        double c0 = timer_now_s();
+        if (o->ranks > 1) {
+            if ((rc = allreduce_buckets(m.grads, m.nparams, o->bucket_bytes)) != 0) goto out;
+            loss = comm_sum(loss);
+        }
+        double comm_s = timer_now_s() - c0;
         double gn0 = timer_now_s();
         double gnorm = gpt_grad_norm(&m);
         m.t_kind[K_OPTIMIZER] += timer_now_s() - gn0;
@@ -242,7 +278,8 @@ int step_run(const step_opts *o, machine_info *mi, record *log, record *summary,
         step_ms[i] = dt * 1e3;
         double attributed = 0;
         for (int k = 0; k < 8; k++) attributed += m.t_kind[k];
-        m.t_kind[K_OTHER] += dt - attributed; /* loop overhead, data */
+        m.t_kind[K_OTHER] += dt - attributed - comm_s; /* loop overhead, data */
+        comm_ms[i] = comm_s * 1e3;
         for (int k = 0; k < 8; k++) kind_ms[i][k] = m.t_kind[k] * 1e3;
         int row = record_add_row(log);
         if (row < 0) {
@@ -259,12 +296,14 @@ int step_run(const step_opts *o, machine_info *mi, record *log, record *summary,
         record_num(log, row, SL_SEQS, tps / o->T);
         record_num(log, row, SL_MFU, 100.0 * mflops * tps / (o->peak_gflops * 1e9));
         record_num(log, row, SL_HFU, 100.0 * hflops * tps / (o->peak_gflops * 1e9));
-        if (!o->quiet) {
+        record_num(log, row, SL_COMM, comm_s * 1e3);
+        record_num(log, row, SL_EXPOSED, comm_s * 1e3);
+        if (!o->quiet && root) {
             printf("%4ld  %8.4f  %9.4f  %10.3e  %8.1f  %12.1f  %9.3f  %5.1f  %5.1f\n", s + 1, loss, gnorm, lr, dt * 1e3, tps,
                    tps / o->T, 100.0 * mflops * tps / (o->peak_gflops * 1e9), 100.0 * hflops * tps / (o->peak_gflops * 1e9));
             fflush(stdout);
         }
-        if (o->save_dir && ((o->save_every > 0 && (s + 1) % o->save_every == 0) || s + 1 == o->steps)) {
+        if (root && o->save_dir && ((o->save_every > 0 && (s + 1) % o->save_every == 0) || s + 1 == o->steps)) {
             ckpt_state st = {s + 1, o->seed, o->B, o->T, o->accum};
             if ((rc = ckpt_save(&m, o->save_dir, &st)) != 0) goto out;
         }
@@ -311,6 +350,14 @@ int step_run(const step_opts *o, machine_info *mi, record *log, record *summary,
     char src[256];
     snprintf(src, sizeof src, "measured here %s", mi->date_utc);
     record_str(summary, row, SS_SOURCE, src);
+    double med_comm = median_of(comm_ms + first, nt);
+    record_num(summary, row, SS_RANKS, o->ranks);
+    record_num(summary, row, SS_COMPUTE_MS, med_ms - med_comm);
+    record_num(summary, row, SS_COMM_MS, med_comm);
+    record_num(summary, row, SS_EXPOSED_MS, med_comm);
+    if (o->ranks > 1)
+        record_note(summary, "%d data-parallel ranks (%s); gradients all-reduced in %.0f MiB buckets after the last backward: the communication is all exposed (median %.1f ms a step)",
+                    o->ranks, comm_describe(), o->bucket_bytes / 1048576.0, med_comm);
     record_note(summary, "median of %d steps after discarding %ld; MFU = %.0f model FLOPs/token (6N + 12 L C T, PaLM appendix B) x tokens/s / %s",
                 nt, first, mflops, o->peak_note);
     record_note(summary, "peak RSS %.3f GiB = %.2fx the printed estimate of %.3f GiB", rss / 1073741824.0,
@@ -339,6 +386,17 @@ int step_run(const step_opts *o, machine_info *mi, record *log, record *summary,
         else pred_complete = 0;
     }
     free(col);
+    if (o->ranks > 1) {
+        double cm = median_of(comm_ms + first, nt);
+        int r4 = record_add_row(breakdown);
+        if (r4 >= 0) {
+            record_str(breakdown, r4, SB_KIND, "comm_exposed");
+            record_num(breakdown, r4, SB_MS, cm);
+            record_num(breakdown, r4, SB_PCT, 100.0 * cm / med_ms);
+            record_str(breakdown, r4, SB_HOW, "gradient all-reduce the step waits for (measured)");
+        }
+        pred_complete = 0;
+    }
     int r3 = record_add_row(breakdown);
     if (r3 >= 0) {
         record_str(breakdown, r3, SB_KIND, "step");
@@ -355,6 +413,7 @@ int step_run(const step_opts *o, machine_info *mi, record *log, record *summary,
 out:
     free(step_ms);
     free(kind_ms);
+    free(comm_ms);
     if (have_ds) dataset_close(&ds);
     gpt_free(&m);
     return rc;

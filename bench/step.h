@@ -29,17 +29,22 @@ typedef struct {
     double budget_s;       /* for the prediction's matmul measurements */
     int quiet;             /* no per-step lines on stdout */
     double estimate_bytes; /* printed memory estimate, for the RSS comparison */
+    int rank, ranks;       /* data parallel: this process's rank of `ranks` (bench/comm.h) */
+    double bucket_bytes;   /* gradient all-reduce bucket */
 } step_opts;
 
-enum { SL_STEP, SL_LOSS, SL_GNORM, SL_LR, SL_MS, SL_TOKS, SL_SEQS, SL_MFU, SL_HFU, SL_NCOLS };
+enum { SL_STEP, SL_LOSS, SL_GNORM, SL_LR, SL_MS, SL_TOKS, SL_SEQS, SL_MFU, SL_HFU, SL_COMM, SL_EXPOSED, SL_NCOLS };
 extern const rec_col step_log_cols[SL_NCOLS];
 enum { SS_MODEL, SS_TP, SS_PP, SS_INSTANCES, SS_INSTANCE, SS_SEQ, SS_GBATCH, SS_MBATCH, SS_STEPS, SS_SEQS, SS_SEQS_MIN,
-       SS_SEQS_MAX, SS_TOKS, SS_STEP_MS, SS_MFU, SS_HFU, SS_PEAK, SS_RECOMPUTE, SS_RSS, SS_EST, SS_SOURCE, SS_NCOLS };
+       SS_SEQS_MAX, SS_TOKS, SS_STEP_MS, SS_MFU, SS_HFU, SS_PEAK, SS_RECOMPUTE, SS_RSS, SS_EST, SS_SOURCE, SS_RANKS, SS_COMPUTE_MS, SS_COMM_MS, SS_EXPOSED_MS, SS_NCOLS };
 extern const rec_col step_summary_cols[SS_NCOLS];
 enum { SB_KIND, SB_MS, SB_PCT, SB_PRED, SB_GAP, SB_HOW, SB_NCOLS };
 extern const rec_col step_breakdown_cols[SB_NCOLS];
 
-/* Runs the loop. The log, summary and breakdown records must be initialised with the columns
+/* Runs the loop. With ranks > 1 (under mpirun) every rank runs its share of each step's
+ * micro-batches (rank r takes global micro-batches r*A/N .. (r+1)*A/N - 1, so that the data are the
+ * same for any rank count), the gradients are summed over ranks in buckets, and every rank applies
+ * the same AdamW step; only rank 0 prints and saves. The log, summary and breakdown records must be initialised with the columns
  * above. Returns 0, CB_EFAIL or CB_EUSAGE. */
 int step_run(const step_opts *o, machine_info *mi, record *log, record *summary, record *breakdown);
 /* Learning rate at 0-based step s: linear warm-up over lr_warmup steps, then cosine decay to

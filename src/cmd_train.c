@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../bench/blascore.h"
+#include "../bench/comm.h"
 #include "../bench/peak.h"
 #include "../bench/step.h"
 #include "../common/err.h"
@@ -28,6 +29,7 @@ int cmd_train(int argc, char **argv)
     long layers = 0, dmodel = 0, heads = 0, vocab = 0, B = 4, T = 512, G = 0, steps = 20, warmup = -1, discard = 2;
     long seed = 1234, save_every = 0;
     double lr = 6e-4, min_lr = -1, wd = 0.1, beta1 = 0.9, beta2 = 0.95, eps = 1e-8, clip = 1.0, peak = 0, budget = 60;
+    double bucket_mib = 25;
     int recompute = 0, no_predict = 0, quiet = 0;
     const opt_spec specs[] = {
         {"model", OPT_STR, &model, 0, 0, 0, 0, "PRESET", "model preset of data/models.csv (default pythia-70m)"},
@@ -63,6 +65,7 @@ int cmd_train(int argc, char **argv)
         {"breakdown-csv", OPT_STR, &breakdown_csv, 0, 0, 0, 0, "FILE", "the time breakdown as CSV"},
         {"blas-core", OPT_STR, &blas, 0, 0, 0, 0, "auto|env|NAME", "OpenBLAS kernel (default auto)"},
         {"quiet", OPT_FLAG, &quiet, 0, 0, 0, 0, NULL, "no per-step lines"},
+        {"bucket-mib", OPT_DOUBLE, &bucket_mib, 0, 0, 0.01, 1e6, "MIB", "under mpirun: gradient all-reduce bucket size (default 25)"},
         {0},
     };
     int rc = opts_parse("train", "[options]", specs, argc, argv, 2, NULL, NULL);
@@ -83,6 +86,7 @@ int cmd_train(int argc, char **argv)
     if (T > cfg.max_T) return err_usage("flag '--seq': %ld exceeds %s's max_seq_len %d", T, cfg.name, cfg.max_T);
     if (G == 0) G = B;
     if (G % B != 0) return err_usage("flag '--global-batch': %ld is not a multiple of --micro-batch %ld", G, B);
+
     if (B * T > (1L << 24)) return err_usage("flags '--micro-batch' x '--seq': %ld tokens per micro-batch is too many", B * T);
     if (warmup < 0) warmup = steps / 10;
     if (min_lr < 0) min_lr = lr / 10;
@@ -94,22 +98,28 @@ int cmd_train(int argc, char **argv)
         return err_usage("flags '--micro-batch' x '--seq': the logits (%ld x %d) or the MLP activations (%ld x %d) exceed 2^31-1 elements, the largest matrix BLAS indexes; use a smaller --micro-batch with --global-batch",
                          B * T, cfg.V, B * T, 4 * cfg.C);
 
-    if ((rc = blascore_select(blas, argv)) != 0) return rc; /* may re-exec: before any output */
+    if ((rc = blascore_select(blas, argv)) != 0) return rc; /* may re-exec: before any output, before MPI starts */
+    if (comm_init(NULL, NULL) != 0) return CB_EFAIL;
+    const int ranks = comm_size(), rank = comm_rank(), root = rank == 0;
+    if (G % (B * ranks) != 0)
+        return err_usage("flag '--global-batch': %ld is not a multiple of --micro-batch %ld x %d ranks", G, B, ranks);
 
     /* memory, estimated and shown before anything is allocated */
     gpt_mem mem;
     gpt_estimate(&cfg, (int)B, (int)T, recompute, &mem);
-    printf("# %s: L=%d C=%d heads=%d V=%d rotary_dims=%d, %s residual, %s embeddings; micro-batch %ld x seq %ld, global batch %ld (%ld accumulation steps)\n",
+    if (root) printf("# %s: L=%d C=%d heads=%d V=%d rotary_dims=%d, %s residual, %s embeddings; micro-batch %ld x seq %ld, global batch %ld (%ld accumulation steps)\n",
            cfg.name, cfg.L, cfg.C, cfg.NH, cfg.V, cfg.learned_pos ? 0 : rope_rotary_dims(cfg.HS, cfg.rotary_pct),
            cfg.parallel_residual ? "parallel" : "sequential", cfg.tied_embeddings ? "tied" : "untied", B, T, G, G / B);
-    printf("# memory estimate: parameters %.3f GiB, gradients %.3f GiB, AdamW moments %.3f GiB, activations %.3f GiB (%.3f GiB with --recompute, %.3f GiB without), scratch %.3f GiB: total %.3f GiB\n",
+    if (root) printf("# memory estimate: parameters %.3f GiB, gradients %.3f GiB, AdamW moments %.3f GiB, activations %.3f GiB (%.3f GiB with --recompute, %.3f GiB without), scratch %.3f GiB: total %.3f GiB\n",
            gib(mem.params), gib(mem.grads), gib(mem.moments),
            gib(recompute ? mem.acts_full_recompute : mem.acts_full_no_recompute), gib(mem.acts_full_recompute),
            gib(mem.acts_full_no_recompute), gib(mem.scratch), gib(mem.total));
     fflush(stdout);
     char what[160];
-    snprintf(what, sizeof what, "%s at B=%ld T=%ld%s", cfg.name, B, T, recompute ? " with --recompute" : "");
-    if ((rc = mem_check_fits(mem.total, what)) != 0) {
+    int local = comm_local_size();
+    snprintf(what, sizeof what, "%s at B=%ld T=%ld%s%s", cfg.name, B, T, recompute ? " with --recompute" : "",
+             local > 1 ? " on every rank of this machine" : "");
+    if ((rc = mem_check_fits(mem.total * local, what)) != 0) {
         if (!recompute && mem.total - mem.acts_full_no_recompute + mem.acts_full_recompute < 0.9 * mem_available_bytes())
             err_hint("with --recompute it needs %.1f GiB", gib(mem.total - mem.acts_full_no_recompute + mem.acts_full_recompute));
         return rc;
@@ -124,8 +134,14 @@ int cmd_train(int argc, char **argv)
         runner_defaults(&pro);
         const char *isa = "";
         peak = peak_fma_gflops(mi.threads, &pro, &isa);
-        snprintf(peak_note, sizeof peak_note, "the fp32 FMA peak measured in this run, %.1f GFLOP/s (%s, %d threads)", peak, isa,
-                 mi.threads);
+        double one = peak;
+        peak = comm_sum(peak); /* all ranks measure at once: the job's peak */
+        if (ranks > 1)
+            snprintf(peak_note, sizeof peak_note, "the fp32 FMA peak measured in this run on all %d ranks at once, %.1f GFLOP/s (%.1f on rank 0: %s, %d threads)",
+                     ranks, peak, one, isa, mi.threads);
+        else
+            snprintf(peak_note, sizeof peak_note, "the fp32 FMA peak measured in this run, %.1f GFLOP/s (%s, %d threads)", peak, isa,
+                     mi.threads);
     } else {
         snprintf(peak_note, sizeof peak_note, "--peak-gflops %.1f (given, not measured)", peak);
     }
@@ -145,10 +161,11 @@ int cmd_train(int argc, char **argv)
                     .hp = {(float)lr, (float)beta1, (float)beta2, (float)eps, (float)wd, 0.0f}, .clip = (float)clip,
                     .seed = (unsigned long long)seed, .recompute = recompute, .data = data, .save_dir = save,
                     .resume_dir = resume, .init_path = init, .save_every = save_every, .peak_gflops = peak,
-                    .peak_note = peak_note, .predict = !no_predict, .budget_s = budget, .quiet = quiet,
-                    .estimate_bytes = mem.total};
+                    .peak_note = peak_note, .predict = !no_predict && ranks == 1, .budget_s = budget, .quiet = quiet,
+                    .estimate_bytes = mem.total, .rank = rank, .ranks = ranks, .bucket_bytes = bucket_mib * 1048576.0};
+    if (ranks > 1) record_note(&log, "%d data-parallel ranks (%s); the breakdown's prediction is single-process only", ranks, comm_describe());
     rc = step_run(&so, &mi, &log, &sum, &brk);
-    if (rc == 0) {
+    if (rc == 0 && root) {
         printf("\n# summary\n");
         record_print(&sum, stdout);
         printf("\n# where a step's time goes\n");

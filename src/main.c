@@ -60,9 +60,9 @@ int main(int argc, char **argv)
     }
     for (int i = 0; i < NCOMMANDS; i++)
         if (strcmp(cmd, commands[i].name) == 0) {
-            /* under mpirun every process is a rank; otherwise this is a no-op */
-            if (comm_init(&argc, &argv) != 0) return 1;
             int rc = commands[i].fn(argc, argv);
+            /* one rank failing alone would leave the others waiting in a collective */
+            if (rc != 0 && comm_size() > 1) comm_abort(err_exit_status(rc));
             comm_finalize();
             return err_exit_status(rc);
         }

@@ -1,4 +1,5 @@
 /* Multi-process runs under Open MPI's mpirun: the collective benchmark checks every size. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,7 +51,81 @@ static void test_allreduce_two_ranks(void)
     CHECK(rc == 2 && strstr(g_err, "--min-bytes") != NULL, "bad sizes under mpirun: exit %d: %s", rc, g_err);
 }
 
+/* Column `name` of every row of a CSV. */
+static int read_col(const char *path, const char *name, double *out, int cap)
+{
+    table t;
+    if (table_load(&t, path) != 0) return -1;
+    int c = table_col(&t, name, 1), n = 0;
+    for (int i = 0; c >= 0 && i < t.nrows && n < cap; i++) out[n++] = strtod(table_cell(&t, i, c), NULL);
+    table_free(&t);
+    return c >= 0 ? n : -1;
+}
+
+static void test_train_two_ranks_equivalent(void)
+{
+    char dir[] = "/tmp/costbench-dp-XXXXXX";
+    if (!mkdtemp(dir)) {
+        CHECK(0, "mkdtemp");
+        return;
+    }
+    char l1[128], l2[128], l3[128], ck[128], sum[128];
+    snprintf(l1, sizeof l1, "%s/one.csv", dir);
+    snprintf(l2, sizeof l2, "%s/two.csv", dir);
+    snprintf(l3, sizeof l3, "%s/resumed.csv", dir);
+    snprintf(ck, sizeof ck, "%s/ckpt", dir);
+    snprintf(sum, sizeof sum, "%s/summary.csv", dir);
+    const char *a1[] = {"train", "--model", "pythia-14m", "--micro-batch", "2", "--seq", "64", "--global-batch", "8", "--steps", "4",
+                        "--no-predict", "--quiet", "--peak-gflops", "100", "--csv", l1, NULL};
+    int rc = cli_run(a1, g_out, sizeof g_out, g_err, sizeof g_err);
+    CHECK(rc == 0, "1 rank: exit %d: %s", rc, g_err);
+    /* the same global batch over 2 ranks, saving a checkpoint at step 2 */
+    const char *a2[] = {"train", "--model", "pythia-14m", "--micro-batch", "2", "--seq", "64", "--global-batch", "8", "--steps", "4",
+                        "--no-predict", "--quiet", "--peak-gflops", "100", "--csv", l2, "--summary-csv", sum, "--save", ck,
+                        "--save-every", "2", NULL};
+    rc = mpi_run(2, a2, g_out, sizeof g_out, g_err, sizeof g_err);
+    CHECK(rc == 0, "2 ranks: exit %d: %s", rc, g_err);
+    double x1[8], x2[8], g1[8], g2[8];
+    int n1 = read_col(l1, "loss", x1, 8), n2 = read_col(l2, "loss", x2, 8);
+    read_col(l1, "grad_norm", g1, 8);
+    read_col(l2, "grad_norm", g2, 8);
+    CHECK(n1 == 4 && n2 == 4, "rows: %d and %d", n1, n2);
+    for (int i = 0; i < n1 && i < n2; i++) {
+        CHECK(fabs(x1[i] - x2[i]) <= 1e-5 * fabs(x1[i]), "step %d: loss %.9g on 1 rank, %.9g on 2", i + 1, x1[i], x2[i]);
+        CHECK(fabs(g1[i] - g2[i]) <= 1e-4 * fabs(g1[i]), "step %d: grad norm %.9g on 1 rank, %.9g on 2", i + 1, g1[i], g2[i]);
+    }
+    double ranks[2], comm[2];
+    CHECK(read_col(sum, "ranks", ranks, 2) == 1 && ranks[0] == 2, "summary: ranks");
+    CHECK(read_col(sum, "exposed_comm_ms", comm, 2) == 1 && comm[0] > 0, "summary: exposed communication time");
+    /* saved by 2 ranks, resumed on 1 from the step-2 checkpoint (kept as the previous one): steps 3
+     * and 4 as in the uninterrupted runs */
+    char latest[160];
+    snprintf(latest, sizeof latest, "%s/latest", ck);
+    FILE *lf = fopen(latest, "w");
+    if (lf) {
+        fputs("step-00000002\n", lf);
+        fclose(lf);
+    }
+    const char *a3[] = {"train", "--model", "pythia-14m", "--micro-batch", "2", "--seq", "64", "--global-batch", "8", "--steps", "4",
+                        "--no-predict", "--quiet", "--peak-gflops", "100", "--csv", l3, "--resume", ck, NULL};
+    rc = cli_run(a3, g_out, sizeof g_out, g_err, sizeof g_err);
+    CHECK(rc == 0, "resume on 1 rank: exit %d: %s", rc, g_err);
+    double x3[8];
+    int n3 = read_col(l3, "loss", x3, 8);
+    CHECK(n3 == 2, "resumed rows: %d", n3);
+    for (int i = 0; i < n3 && i + 2 < n1; i++)
+        CHECK(fabs(x3[i] - x1[i + 2]) <= 1e-5 * fabs(x1[i + 2]), "resumed step %d: loss %.9g, uninterrupted %.9g", i + 3, x3[i], x1[i + 2]);
+    /* a global batch that does not split over the ranks */
+    const char *a4[] = {"train", "--model", "pythia-14m", "--micro-batch", "2", "--seq", "64", "--global-batch", "2", "--steps", "1", NULL};
+    rc = mpi_run(2, a4, g_out, sizeof g_out, g_err, sizeof g_err);
+    CHECK(rc == 2 && strstr(g_err, "x 2 ranks") != NULL, "global batch 2 over 2 ranks of 2: exit %d: %s", rc, g_err);
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) fprintf(stderr, "warning: could not remove %s\n", dir);
+}
+
 const test_case tests_comm[] = {
+    {"mpi: 2 ranks train like 1 rank at the same global batch; saved on 2, resumed on 1", test_train_two_ranks_equivalent},
     {"mpi: 2-rank allreduce, reduce-scatter and all-gather checked at every size", test_allreduce_two_ranks},
     {NULL, NULL},
 };
