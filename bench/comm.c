@@ -122,6 +122,60 @@ int comm_allgather(const float *in, float *out, size_t n)
     return check(MPI_Allgather(in, (int)n, MPI_FLOAT, out, (int)n, MPI_FLOAT, MPI_COMM_WORLD), "all-gather");
 }
 
+static int displs_of(const int *counts, int *displs)
+{
+    long d = 0;
+    for (int r = 0; r < g_size; r++) {
+        displs[r] = (int)d;
+        d += counts[r];
+        if (d > 0x7fffffffL) return err_msg("MPI: %ld floats exceed MPI's int displacements", d);
+    }
+    return 0;
+}
+
+int comm_reduce_scatter_sum_v(float *buf, const int *counts)
+{
+    ENSURE();
+    if (!g_mpi || g_size == 1) return 0;
+    int *displs = malloc((size_t)g_size * sizeof *displs);
+    if (!displs) return err_msg("out of memory");
+    int rc = displs_of(counts, displs);
+    /* in place, MPI leaves this rank's block at the start of the buffer: move it to its place */
+    if (rc == 0) rc = check(MPI_Reduce_scatter(MPI_IN_PLACE, buf, counts, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD), "reduce-scatter");
+    if (rc == 0 && displs[g_rank] > 0) memmove(buf + displs[g_rank], buf, (size_t)counts[g_rank] * sizeof *buf);
+    free(displs);
+    return rc;
+}
+
+int comm_allgather_v(float *buf, const int *counts)
+{
+    ENSURE();
+    if (!g_mpi || g_size == 1) return 0;
+    int *displs = malloc((size_t)g_size * sizeof *displs);
+    if (!displs) return err_msg("out of memory");
+    int rc = displs_of(counts, displs);
+    if (rc == 0)
+        rc = check(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, counts, displs, MPI_FLOAT, MPI_COMM_WORLD), "all-gather");
+    free(displs);
+    return rc;
+}
+
+int comm_gather_v(const float *mine, float *full, const int *counts)
+{
+    ENSURE();
+    if (!g_mpi || g_size == 1) {
+        if (full != mine) memcpy(full, mine, (size_t)counts[0] * sizeof *full);
+        return 0;
+    }
+    int *displs = malloc((size_t)g_size * sizeof *displs);
+    if (!displs) return err_msg("out of memory");
+    int rc = displs_of(counts, displs);
+    if (rc == 0)
+        rc = check(MPI_Gatherv(mine, counts[g_rank], MPI_FLOAT, full, counts, displs, MPI_FLOAT, 0, MPI_COMM_WORLD), "gather");
+    free(displs);
+    return rc;
+}
+
 double comm_max(double v)
 {
     ENSURE();
@@ -188,6 +242,21 @@ int comm_reduce_scatter_sum(const float *in, float *out, size_t n)
 int comm_allgather(const float *in, float *out, size_t n)
 {
     if (out != in) memcpy(out, in, n * sizeof *out);
+    return 0;
+}
+int comm_reduce_scatter_sum_v(float *buf, const int *counts)
+{
+    (void)buf, (void)counts;
+    return 0;
+}
+int comm_allgather_v(float *buf, const int *counts)
+{
+    (void)buf, (void)counts;
+    return 0;
+}
+int comm_gather_v(const float *mine, float *full, const int *counts)
+{
+    if (full != mine) memcpy(full, mine, (size_t)counts[0] * sizeof *full);
     return 0;
 }
 double comm_max(double v) { return v; }

@@ -27,6 +27,12 @@ int comm_allreduce_sum(float *buf, size_t n);
 int comm_reduce_scatter_sum(const float *in, float *out, size_t n);
 /* in (n) -> out (size x n): every rank's block */
 int comm_allgather(const float *in, float *out, size_t n);
+/* Variable blocks: rank r owns buf[displ_r, displ_r + counts[r]) with displ the prefix sums.
+ * reduce-scatter: every rank's block of the sum over ranks lands in its own block of buf;
+ * all-gather: every rank's block of buf is copied to every rank; gather: to rank 0's `full`. */
+int comm_reduce_scatter_sum_v(float *buf, const int *counts);
+int comm_allgather_v(float *buf, const int *counts);
+int comm_gather_v(const float *mine, float *full, const int *counts);
 /* the maximum / sum of a double over ranks */
 double comm_max(double v);
 double comm_sum(double v);

@@ -14,6 +14,7 @@
 #include "../model/checkpoint.h"
 #include "../model/dataset.h"
 #include "../model/gpt.h"
+#include "../kernels/adamw.h"
 #include "comm.h"
 #include "matmul_bench.h"
 #include "peak.h"
@@ -184,6 +185,34 @@ static int allreduce_buckets(float *g, size_t n, double bucket_bytes)
     return rc;
 }
 
+/* Rank 0 writes the checkpoint; with ZeRO-1 the moment shards are gathered to it first, so a
+ * checkpoint is the same file whatever the rank count (it resumes on any). */
+static int save_checkpoint(gpt_model *m, const step_opts *o, const ckpt_state *st, const int *counts)
+{
+    int rc = 0;
+    if (!counts) return o->rank == 0 ? ckpt_save(m, o->save_dir, st) : 0;
+    float *fm = NULL, *fv = NULL;
+    if (o->rank == 0) {
+        fm = mem_alloc(m->nparams + 16, sizeof(float), "AdamW first moments (gathered for the checkpoint)");
+        fv = mem_alloc(m->nparams + 16, sizeof(float), "AdamW second moments (gathered for the checkpoint)");
+        if (!fm || !fv) rc = CB_EFAIL;
+    }
+    /* every rank takes part in the gathers, whatever happened on rank 0 */
+    if (comm_max(rc ? 1 : 0) > 0) rc = CB_EFAIL;
+    if (rc == 0) rc = comm_gather_v(m->m, fm, counts);
+    if (rc == 0) rc = comm_gather_v(m->v, fv, counts);
+    if (rc == 0 && o->rank == 0) {
+        float *sm = m->m, *sv = m->v;
+        size_t slo = m->mom_lo, shi = m->mom_hi;
+        m->m = fm, m->v = fv, m->mom_lo = 0, m->mom_hi = m->nparams;
+        rc = ckpt_save(m, o->save_dir, st);
+        m->m = sm, m->v = sv, m->mom_lo = slo, m->mom_hi = shi;
+    }
+    free(fm);
+    free(fv);
+    return rc;
+}
+
 int step_run(const step_opts *o, machine_info *mi, record *log, record *summary, record *breakdown)
 {
     const model_config *c = &o->cfg;
@@ -191,6 +220,8 @@ int step_run(const step_opts *o, machine_info *mi, record *log, record *summary,
     dataset ds;
     int have_ds = 0, rc = 0;
     double *step_ms = NULL, (*kind_ms)[8] = NULL, *comm_ms = NULL;
+    int *counts = NULL; /* ZeRO-1: parameters per rank */
+    size_t lo = 0, hi = 0;
     const int root = o->rank == 0;
     double pred[8] = {NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN};
     char how[8][160] = {{0}};
@@ -221,6 +252,25 @@ int step_run(const step_opts *o, machine_info *mi, record *log, record *summary,
         if (root) fprintf(stderr, "costbench train: weights from %s\n", o->init_path);
     }
 
+    /* ZeRO-1: rank r keeps the AdamW moments of params [displ_r, displ_r + counts_r) only: the
+     * gradients are reduce-scattered, each rank updates its block, the params are all-gathered */
+    hi = m.nparams;
+    if (o->zero && o->ranks > 1) {
+        counts = calloc((size_t)o->ranks, sizeof *counts);
+        if (!counts) {
+            rc = err_msg("out of memory");
+            goto out;
+        }
+        size_t per = (m.nparams + (size_t)o->ranks - 1) / (size_t)o->ranks;
+        per = (per + 15) / 16 * 16;
+        for (int r = 0; r < o->ranks; r++) {
+            size_t a = (size_t)r * per < m.nparams ? (size_t)r * per : m.nparams;
+            size_t b = a + per < m.nparams ? a + per : m.nparams;
+            counts[r] = (int)(b - a);
+            if (r == o->rank) lo = a, hi = b;
+        }
+        if ((rc = gpt_shard_moments(&m, lo, hi)) != 0) goto out;
+    }
     const double tokens_per_step = (double)o->B * o->T * o->accum;
     const double mflops = model_flops_per_token(c, o->T), hflops = model_hardware_flops_per_token(c, o->T, o->recompute);
     long nsteps = o->steps - start;
@@ -257,18 +307,25 @@ int step_run(const step_opts *o, machine_info *mi, record *log, record *summary,
         /* data parallel: the gradients (already scaled by 1/A) summed over ranks, in buckets that
          * are all in flight at once; the loss too. Exposed = the time the step waits for it. */
         double c0 = timer_now_s();
-        if (o->ranks > 1) {
+        if (counts) {
+            if ((rc = comm_reduce_scatter_sum_v(m.grads, counts)) != 0) goto out;
+        } else if (o->ranks > 1) {
             if ((rc = allreduce_buckets(m.grads, m.nparams, o->bucket_bytes)) != 0) goto out;
-            loss = comm_sum(loss);
         }
+        if (o->ranks > 1) loss = comm_sum(loss);
         double comm_s = timer_now_s() - c0;
         double gn0 = timer_now_s();
-        double gnorm = gpt_grad_norm(&m);
+        double gnorm = counts ? sqrt(comm_sum(grad_sumsq(m.grads + lo, hi - lo))) : gpt_grad_norm(&m);
         m.t_kind[K_OPTIMIZER] += timer_now_s() - gn0;
         adamw_params hp = o->hp;
         double lr = step_lr(o, s);
         hp.lr = (float)lr;
         gpt_update(&m, &hp, gnorm, o->clip);
+        if (counts) {
+            double a0 = timer_now_s();
+            if ((rc = comm_allgather_v(m.params, counts)) != 0) goto out;
+            comm_s += timer_now_s() - a0;
+        }
         double dt = timer_now_s() - t0;
         if (!isfinite(loss)) {
             rc = err_msg("step %ld: the loss is %g (diverged); lower --lr", s + 1, loss);
@@ -303,9 +360,9 @@ int step_run(const step_opts *o, machine_info *mi, record *log, record *summary,
                    tps / o->T, 100.0 * mflops * tps / (o->peak_gflops * 1e9), 100.0 * hflops * tps / (o->peak_gflops * 1e9));
             fflush(stdout);
         }
-        if (root && o->save_dir && ((o->save_every > 0 && (s + 1) % o->save_every == 0) || s + 1 == o->steps)) {
+        if (o->save_dir && ((o->save_every > 0 && (s + 1) % o->save_every == 0) || s + 1 == o->steps)) {
             ckpt_state st = {s + 1, o->seed, o->B, o->T, o->accum};
-            if ((rc = ckpt_save(&m, o->save_dir, &st)) != 0) goto out;
+            if ((rc = save_checkpoint(&m, o, &st, counts)) != 0) goto out;
         }
     }
     /* summary over the steps after the discarded warm-up ones */
@@ -355,7 +412,10 @@ int step_run(const step_opts *o, machine_info *mi, record *log, record *summary,
     record_num(summary, row, SS_COMPUTE_MS, med_ms - med_comm);
     record_num(summary, row, SS_COMM_MS, med_comm);
     record_num(summary, row, SS_EXPOSED_MS, med_comm);
-    if (o->ranks > 1)
+    if (o->ranks > 1 && counts)
+        record_note(summary, "%d data-parallel ranks (%s), ZeRO-1: gradients reduce-scattered, each rank updates its 1/%d of the params and AdamW moments, params all-gathered; all exposed (median %.1f ms a step)",
+                    o->ranks, comm_describe(), o->ranks, med_comm);
+    else if (o->ranks > 1)
         record_note(summary, "%d data-parallel ranks (%s); gradients all-reduced in %.0f MiB buckets after the last backward: the communication is all exposed (median %.1f ms a step)",
                     o->ranks, comm_describe(), o->bucket_bytes / 1048576.0, med_comm);
     record_note(summary, "median of %d steps after discarding %ld; MFU = %.0f model FLOPs/token (6N + 12 L C T, PaLM appendix B) x tokens/s / %s",
@@ -414,6 +474,7 @@ out:
     free(step_ms);
     free(kind_ms);
     free(comm_ms);
+    free(counts);
     if (have_ds) dataset_close(&ds);
     gpt_free(&m);
     return rc;

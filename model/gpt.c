@@ -133,6 +133,7 @@ int gpt_init(gpt_model *m, const model_config *cfg, int B, int T, int recompute)
         off += (m->sizes[k] + 15) / 16 * 16; /* every tensor 64-byte aligned inside the slab */
     }
     m->nparams = off;
+    m->mom_lo = 0, m->mom_hi = off;
     m->params = mem_calloc(off, sizeof(float), "parameters");
     m->grads = mem_calloc(off, sizeof(float), "gradients");
     m->m = mem_calloc(off, sizeof(float), "AdamW first moments");
@@ -423,6 +424,23 @@ void gpt_zero_grad(gpt_model *m)
 
 double gpt_grad_norm(const gpt_model *m) { return sqrt(grad_sumsq(m->grads, m->nparams)); }
 
+int gpt_shard_moments(gpt_model *m, size_t lo, size_t hi)
+{
+    size_t n = hi > lo ? hi - lo : 0;
+    float *mm = mem_alloc(n + 16, sizeof(float), "AdamW first moments (shard)");
+    float *vv = mem_alloc(n + 16, sizeof(float), "AdamW second moments (shard)");
+    if (!mm || !vv) {
+        free(mm), free(vv);
+        return CB_EFAIL;
+    }
+    memcpy(mm, m->m + (lo - m->mom_lo), n * sizeof(float));
+    memcpy(vv, m->v + (lo - m->mom_lo), n * sizeof(float));
+    free(m->m);
+    free(m->v);
+    m->m = mm, m->v = vv, m->mom_lo = lo, m->mom_hi = hi;
+    return 0;
+}
+
 void gpt_update(gpt_model *m, const adamw_params *hp, double grad_norm, float max_norm)
 {
     double t0 = timer_now_s();
@@ -436,8 +454,11 @@ void gpt_update(gpt_model *m, const adamw_params *hp, double grad_norm, float ma
         int decay = k == P_WTE || k == P_WPE || k == P_QKVW || k == P_ATTPROJW || k == P_FCW || k == P_FCPROJW ||
                     k == P_UNEMBED;
         if (!decay) h.weight_decay = 0.0f;
-        size_t o = m->offsets[k];
-        adamw_update(m->params + o, m->grads + o, m->m + o, m->v + o, m->sizes[k], &h, m->adam_t);
+        /* the part of tensor k inside the held range */
+        size_t a = m->offsets[k] > m->mom_lo ? m->offsets[k] : m->mom_lo;
+        size_t b = m->offsets[k] + m->sizes[k] < m->mom_hi ? m->offsets[k] + m->sizes[k] : m->mom_hi;
+        if (a >= b) continue;
+        adamw_update(m->params + a, m->grads + a, m->m + (a - m->mom_lo), m->v + (a - m->mom_lo), b - a, &h, m->adam_t);
     }
     m->t_kind[K_OPTIMIZER] += timer_now_s() - t0;
 }

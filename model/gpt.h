@@ -73,6 +73,7 @@ typedef struct {
     float *dres, *dln, *dqkv, *datty, *dfch, *datt_scratch, *dlosses; /* backward scratch */
     int *inputs, *targets;         /* (B, T) */
     int adam_t;
+    size_t mom_lo, mom_hi;         /* AdamW moments held for params [mom_lo, mom_hi) (ZeRO-1 shard) */
     double last_loss;
     /* time per op kind of the last step, seconds */
     double t_kind[8];
@@ -102,8 +103,11 @@ void gpt_backward(gpt_model *m, float scale);
 void gpt_zero_grad(gpt_model *m);
 /* Global L2 norm of the gradients. */
 double gpt_grad_norm(const gpt_model *m);
-/* Clips to max_norm (if > 0), then AdamW at learning rate lr: weight decay on matrices and
- * embeddings only. */
+/* ZeRO-1: keep the AdamW moments of params [lo, hi) only (m->m and m->v shrink to hi - lo floats,
+ * copied from the full ones) and update only that range. Returns 0 or CB_EFAIL. */
+int gpt_shard_moments(gpt_model *m, size_t lo, size_t hi);
+/* Clips to max_norm (if > 0), then AdamW at learning rate lr on the params whose moments this
+ * model holds (all, or the ZeRO-1 shard): weight decay on matrices and embeddings only. */
 void gpt_update(gpt_model *m, const adamw_params *hp, double grad_norm, float max_norm);
 
 #endif

@@ -30,6 +30,7 @@ int cmd_train(int argc, char **argv)
     long seed = 1234, save_every = 0;
     double lr = 6e-4, min_lr = -1, wd = 0.1, beta1 = 0.9, beta2 = 0.95, eps = 1e-8, clip = 1.0, peak = 0, budget = 60;
     double bucket_mib = 25;
+    long zero = 0;
     int recompute = 0, no_predict = 0, quiet = 0;
     const opt_spec specs[] = {
         {"model", OPT_STR, &model, 0, 0, 0, 0, "PRESET", "model preset of data/models.csv (default pythia-70m)"},
@@ -65,6 +66,7 @@ int cmd_train(int argc, char **argv)
         {"breakdown-csv", OPT_STR, &breakdown_csv, 0, 0, 0, 0, "FILE", "the time breakdown as CSV"},
         {"blas-core", OPT_STR, &blas, 0, 0, 0, 0, "auto|env|NAME", "OpenBLAS kernel (default auto)"},
         {"quiet", OPT_FLAG, &quiet, 0, 0, 0, 0, NULL, "no per-step lines"},
+        {"zero", OPT_LONG, &zero, 0, 1, 0, 0, "0|1", "under mpirun: 1 shards the AdamW moments over the ranks (ZeRO-1)"},
         {"bucket-mib", OPT_DOUBLE, &bucket_mib, 0, 0, 0.01, 1e6, "MIB", "under mpirun: gradient all-reduce bucket size (default 25)"},
         {0},
     };
@@ -107,6 +109,11 @@ int cmd_train(int argc, char **argv)
     /* memory, estimated and shown before anything is allocated */
     gpt_mem mem;
     gpt_estimate(&cfg, (int)B, (int)T, recompute, &mem);
+    double moments_full = mem.moments;
+    if (zero && ranks > 1) { /* ZeRO-1: each rank holds 1/N of the moments */
+        mem.moments /= ranks;
+        mem.total -= moments_full - mem.moments;
+    }
     if (root) printf("# %s: L=%d C=%d heads=%d V=%d rotary_dims=%d, %s residual, %s embeddings; micro-batch %ld x seq %ld, global batch %ld (%ld accumulation steps)\n",
            cfg.name, cfg.L, cfg.C, cfg.NH, cfg.V, cfg.learned_pos ? 0 : rope_rotary_dims(cfg.HS, cfg.rotary_pct),
            cfg.parallel_residual ? "parallel" : "sequential", cfg.tied_embeddings ? "tied" : "untied", B, T, G, G / B);
@@ -114,6 +121,12 @@ int cmd_train(int argc, char **argv)
            gib(mem.params), gib(mem.grads), gib(mem.moments),
            gib(recompute ? mem.acts_full_recompute : mem.acts_full_no_recompute), gib(mem.acts_full_recompute),
            gib(mem.acts_full_no_recompute), gib(mem.scratch), gib(mem.total));
+    if (root && ranks > 1)
+        printf("# %d data-parallel ranks%s: the estimate is per rank%s\n", ranks, zero ? ", ZeRO-1" : "",
+               zero ? "" : " (--zero 1 would shard the AdamW moments)");
+    if (root && zero && ranks > 1)
+        printf("# ZeRO-1: AdamW moments %.3f GiB per rank instead of %.3f GiB (saves %.3f GiB a rank)\n", gib(mem.moments),
+               gib(moments_full), gib(moments_full - mem.moments));
     fflush(stdout);
     char what[160];
     int local = comm_local_size();
@@ -162,7 +175,8 @@ int cmd_train(int argc, char **argv)
                     .seed = (unsigned long long)seed, .recompute = recompute, .data = data, .save_dir = save,
                     .resume_dir = resume, .init_path = init, .save_every = save_every, .peak_gflops = peak,
                     .peak_note = peak_note, .predict = !no_predict && ranks == 1, .budget_s = budget, .quiet = quiet,
-                    .estimate_bytes = mem.total, .rank = rank, .ranks = ranks, .bucket_bytes = bucket_mib * 1048576.0};
+                    .estimate_bytes = mem.total, .rank = rank, .ranks = ranks, .bucket_bytes = bucket_mib * 1048576.0,
+                    .zero = (int)zero};
     if (ranks > 1) record_note(&log, "%d data-parallel ranks (%s); the breakdown's prediction is single-process only", ranks, comm_describe());
     rc = step_run(&so, &mi, &log, &sum, &brk);
     if (rc == 0 && root) {

@@ -124,7 +124,55 @@ static void test_train_two_ranks_equivalent(void)
     if (system(cmd) != 0) fprintf(stderr, "warning: could not remove %s\n", dir);
 }
 
+/* ZeRO-1 on 2 ranks: the losses of 1 rank, the moments' memory halved in the estimate, and a
+ * checkpoint (moments gathered from both shards) that resumes on 1 rank. */
+static void test_train_zero1(void)
+{
+    char dir[] = "/tmp/costbench-zero-XXXXXX";
+    if (!mkdtemp(dir)) {
+        CHECK(0, "mkdtemp");
+        return;
+    }
+    char l1[128], lz[128], lr[128], ck[128], latest[160];
+    snprintf(l1, sizeof l1, "%s/one.csv", dir);
+    snprintf(lz, sizeof lz, "%s/zero.csv", dir);
+    snprintf(lr, sizeof lr, "%s/resumed.csv", dir);
+    snprintf(ck, sizeof ck, "%s/ckpt", dir);
+    snprintf(latest, sizeof latest, "%s/latest", ck);
+    const char *a1[] = {"train", "--model", "pythia-14m", "--micro-batch", "2", "--seq", "64", "--global-batch", "8", "--steps", "4",
+                        "--no-predict", "--quiet", "--peak-gflops", "100", "--csv", l1, NULL};
+    int rc = cli_run(a1, g_out, sizeof g_out, g_err, sizeof g_err);
+    CHECK(rc == 0, "1 rank: exit %d: %s", rc, g_err);
+    const char *a2[] = {"train", "--model", "pythia-14m", "--micro-batch", "2", "--seq", "64", "--global-batch", "8", "--steps", "4",
+                        "--no-predict", "--quiet", "--peak-gflops", "100", "--zero", "1", "--csv", lz, "--save", ck, "--save-every", "2", NULL};
+    rc = mpi_run(2, a2, g_out, sizeof g_out, g_err, sizeof g_err);
+    CHECK(rc == 0, "2 ranks --zero 1: exit %d: %s", rc, g_err);
+    CHECK(strstr(g_out, "ZeRO-1: AdamW moments 0.052 GiB per rank instead of 0.105 GiB") != NULL, "no ZeRO-1 estimate line: %s", g_out);
+    double x1[8], xz[8], xr[8];
+    int n1 = read_col(l1, "loss", x1, 8), nz = read_col(lz, "loss", xz, 8);
+    CHECK(n1 == 4 && nz == 4, "rows: %d and %d", n1, nz);
+    for (int i = 0; i < n1 && i < nz; i++)
+        CHECK(fabs(x1[i] - xz[i]) <= 1e-5 * fabs(x1[i]), "step %d: loss %.9g on 1 rank, %.9g with ZeRO-1 on 2", i + 1, x1[i], xz[i]);
+    FILE *lf = fopen(latest, "w");
+    if (lf) {
+        fputs("step-00000002\n", lf);
+        fclose(lf);
+    }
+    const char *a3[] = {"train", "--model", "pythia-14m", "--micro-batch", "2", "--seq", "64", "--global-batch", "8", "--steps", "4",
+                        "--no-predict", "--quiet", "--peak-gflops", "100", "--csv", lr, "--resume", ck, NULL};
+    rc = cli_run(a3, g_out, sizeof g_out, g_err, sizeof g_err);
+    CHECK(rc == 0, "resume on 1 rank: exit %d: %s", rc, g_err);
+    int nr = read_col(lr, "loss", xr, 8);
+    CHECK(nr == 2, "resumed rows: %d", nr);
+    for (int i = 0; i < nr && i + 2 < n1; i++)
+        CHECK(fabs(xr[i] - x1[i + 2]) <= 1e-5 * fabs(x1[i + 2]), "resumed step %d: loss %.9g, uninterrupted %.9g", i + 3, xr[i], x1[i + 2]);
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) fprintf(stderr, "warning: could not remove %s\n", dir);
+}
+
 const test_case tests_comm[] = {
+    {"mpi: --zero 1 on 2 ranks trains like 1 rank, halves the moments, checkpoints resume on 1", test_train_zero1},
     {"mpi: 2 ranks train like 1 rank at the same global batch; saved on 2, resumed on 1", test_train_two_ranks_equivalent},
     {"mpi: 2-rank allreduce, reduce-scatter and all-gather checked at every size", test_allreduce_two_ranks},
     {NULL, NULL},
