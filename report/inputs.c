@@ -209,7 +209,7 @@ const hw_row *hardware_find(const hw_table *t, const char *instance)
 static int same_key(const tput_row *a, const tput_row *b)
 {
     return a->kind == b->kind && strcmp(a->model, b->model) == 0 && a->tp == b->tp && a->pp == b->pp &&
-           a->instances == b->instances && strcmp(a->instance, b->instance) == 0 && a->seq_len == b->seq_len &&
+           a->instances == b->instances && a->ranks == b->ranks && strcmp(a->instance, b->instance) == 0 && a->seq_len == b->seq_len &&
            a->global_batch == b->global_batch;
 }
 
@@ -226,10 +226,10 @@ int throughput_load(tput_set *set, const char *path)
 {
     table t;
     if (table_load(&t, path) != 0) return CB_EFAIL;
-    enum { MODEL, INST, SEQ, GBATCH, SEQS, TP, PP, MBATCH, SEQS_MIN, SEQS_MAX, USD, TPU, MFU, PEAK, SOURCE, CPU, DATE, NCOL };
+    enum { MODEL, INST, SEQ, GBATCH, SEQS, TP, PP, MBATCH, SEQS_MIN, SEQS_MAX, USD, TPU, MFU, PEAK, SOURCE, CPU, DATE, RANKS, NCOL };
     static const char *const names[NCOL] = {"model", "instance_type", "seq_len", "global_batch", "seq_per_s", "tensor_parallel",
                                            "pipeline_parallel", "micro_batch", "seq_per_s_min", "seq_per_s_max", "usd_per_hour",
-                                           "tokens_per_usd", "mfu", "peak_gflops", "source", "cpu_model", "date_utc"};
+                                           "tokens_per_usd", "mfu", "peak_gflops", "source", "cpu_model", "date_utc", "ranks"};
     int col[NCOL], rc = find_cols(&t, names, col, SEQS + 1, 1);
     for (int i = SEQS + 1; i < NCOL; i++) col[i] = table_col(&t, names[i], 0);
     /* Table 1's name is `instances`; the scaling model's is `nodes`: either will do */
@@ -260,6 +260,7 @@ int throughput_load(tput_set *set, const char *path)
         r->tp = (int)v;
         if ((rc = get_long_col(&t, i, col[PP], 1, 1 << 20, 1, &v)) != 0) break;
         r->pp = (int)v;
+        if ((rc = get_long_col(&t, i, col[RANKS], 1, 1 << 24, 1, &r->ranks)) != 0) break;
         if (col[MBATCH] >= 0 && *table_cell(&t, i, col[MBATCH])) {
             if ((rc = table_get_long(&t, i, col[MBATCH], 1, r->global_batch, &r->micro_batch)) != 0) break;
         }

@@ -60,6 +60,7 @@ typedef struct {
     char model[48], instance[64];
     int tp, pp;
     long instances, seq_len, global_batch, micro_batch; /* micro_batch 0: unknown */
+    long ranks;            /* processes of a data-parallel run on these instances (1 when not given) */
     double seq_per_s, seq_per_s_min, seq_per_s_max;
     double usd_per_hour;   /* total for all instances, as imported (NaN: not given) */
     double tokens_per_usd; /* as imported (NaN: not given) */
@@ -77,8 +78,8 @@ typedef struct {
 
 /* Appends the rows of `path` to `set`. Required columns: model, instances (or nodes),
  * instance_type, seq_len, global_batch, seq_per_s; the rest are optional. A row that repeats
- * the key (model, parallelism, instances, instance type, sequence length, global batch) of an
- * earlier row of the same kind is an error. Returns 0 or CB_EFAIL. */
+ * the key (model, parallelism, instances, ranks, instance type, sequence length, global batch)
+ * of an earlier row of the same kind is an error. Returns 0 or CB_EFAIL. */
 int throughput_load(tput_set *set, const char *path);
 void throughput_free(tput_set *set);
 

@@ -19,6 +19,12 @@
 
 #define THIS_MACHINE "this machine"
 
+static int is_here(const char *instance) { return strncmp(instance, THIS_MACHINE, strlen(THIS_MACHINE)) == 0; }
+
+/* Scaling units of a row: instances, times the data-parallel ranks of a run on one machine. */
+static double units(const tput_row *t) { return (double)t->instances * (double)t->ranks; }
+
+
 /* ------------------------------------------------------------------ pricing and figures */
 
 static int instance_priced(const price_table *p, const char *instance)
@@ -34,20 +40,23 @@ static int price_row_under(report_row *r, const char *option, int required, cons
 {
     const tput_row *t = r->in;
     const char *instance = t->instance;
-    int here = strcmp(t->instance, THIS_MACHINE) == 0;
+    /* "this machine", or a profile of it ("this machine (per rank)") */
+    int here = is_here(t->instance);
     r->usd_per_hour = NAN;
     snprintf(r->instance, sizeof r->instance, "%s", t->instance);
     snprintf(r->pricing, sizeof r->pricing, "%s", option);
     if (here) {
         if (isfinite(o->usd_per_hour)) {
-            r->usd_per_hour = o->usd_per_hour * (double)t->instances;
+            /* a run of R ranks is charged R shares (sweeps give the price of one rank's share) */
+            r->usd_per_hour = o->usd_per_hour * units(t);
             snprintf(r->pricing, sizeof r->pricing, "given");
-            snprintf(r->price_note, sizeof r->price_note, "this machine at $%g per hour (--usd-per-hour)", o->usd_per_hour);
+            snprintf(r->price_note, sizeof r->price_note, "%s at $%g per hour%s (--usd-per-hour)", t->instance, o->usd_per_hour,
+                     t->ranks > 1 ? " per rank" : "");
             return 0;
         }
         if (!o->instance)
             return err_usage("%s:%d: measured on '%s': name its instance type with --instance TYPE, or its price with --usd-per-hour USD",
-                             t->file, t->line, THIS_MACHINE);
+                             t->file, t->line, t->instance);
         instance = o->instance;
         snprintf(r->instance, sizeof r->instance, "%s (this machine)", o->instance);
     } else if (strcmp(option, "auto") == 0 && isfinite(t->usd_per_hour)) {
@@ -85,12 +94,17 @@ static int price_row_under(report_row *r, const char *option, int required, cons
     return 0;
 }
 
-static int same_group(const report_row *a, const report_row *b)
+
+/* Same configuration: rows measured on this machine and predictions from its profile
+ * ("this machine (per rank)") are one configuration. */
+static int same_config(const tput_row *x, const tput_row *y)
 {
-    const tput_row *x = a->in, *y = b->in;
-    return x->kind == y->kind && strcmp(x->model, y->model) == 0 && x->tp == y->tp && x->pp == y->pp && x->seq_len == y->seq_len &&
-           x->global_batch == y->global_batch && strcmp(x->instance, y->instance) == 0;
+    int same_inst = strcmp(x->instance, y->instance) == 0 || (is_here(x->instance) && is_here(y->instance));
+    return strcmp(x->model, y->model) == 0 && x->tp == y->tp && x->pp == y->pp && x->seq_len == y->seq_len &&
+           x->global_batch == y->global_batch && same_inst;
 }
+
+static int same_group(const report_row *a, const report_row *b) { return a->in->kind == b->in->kind && same_config(a->in, b->in); }
 
 int report_compute(const tput_set *in, const price_table *prices, const hw_table *hw, const report_opts *o, report_row **out,
                    int *nout)
@@ -146,9 +160,8 @@ int report_compute(const tput_set *in, const price_table *prices, const hw_table
     for (int i = 0; rc == 0 && i < total; i++) {
         const report_row *base = &rows[i];
         for (int j = (i / n) * n; j < (i / n + 1) * n; j++)
-            if (same_group(&rows[j], &rows[i]) && rows[j].in->instances < base->in->instances) base = &rows[j];
-        rows[i].efficiency = (rows[i].in->seq_per_s / (double)rows[i].in->instances) /
-                             (base->in->seq_per_s / (double)base->in->instances);
+            if (same_group(&rows[j], &rows[i]) && units(rows[j].in) < units(base->in)) base = &rows[j];
+        rows[i].efficiency = (rows[i].in->seq_per_s / units(rows[i].in)) / (base->in->seq_per_s / units(base->in));
     }
     free(models);
     if (rc) {
@@ -194,7 +207,7 @@ static const char *kind_label(src_kind k) { return k == SRC_MEASURED ? "measured
 /* ------------------------------------------------------------------ CSV and stdout table */
 
 enum { RC_MODEL, RC_TP, RC_PP, RC_INST, RC_USD, RC_SEQ, RC_GB, RC_SEQS, RC_TPU, RC_TOKS, RC_USD1B, RC_EFF, RC_MFU, RC_TTOK,
-       RC_TDAYS, RC_TUSD, RC_ITYPE, RC_PRICING, RC_KIND, RC_SOURCE, RC_PRICE_SRC, RC_MFU_PEAK, RC_NCOLS };
+       RC_TDAYS, RC_TUSD, RC_ITYPE, RC_PRICING, RC_KIND, RC_SOURCE, RC_PRICE_SRC, RC_MFU_PEAK, RC_RANKS, RC_NCOLS };
 static const rec_col report_cols[RC_NCOLS] = {
     {"model", "", REC_STR, 0},                {"tensor_parallel", "", REC_NUM, 0},    {"pipeline_parallel", "", REC_NUM, 0},
     {"instances", "", REC_NUM, 0},            {"usd_per_hour", "$/h", REC_NUM, 2},    {"seq_len", "", REC_NUM, 0},
@@ -203,14 +216,14 @@ static const rec_col report_cols[RC_NCOLS] = {
     {"mfu", "%", REC_NUM, 1},                 {"train_tokens", "tok", REC_NUM, 0},    {"train_days", "days", REC_NUM, 1},
     {"train_usd", "$", REC_NUM, 0},           {"instance_type", "", REC_STR, 0},      {"pricing_option", "", REC_STR, 0},
     {"source_kind", "", REC_STR, 0},          {"source", "", REC_STR, 0},             {"price_source", "", REC_STR, 0},
-    {"mfu_peak", "", REC_STR, 0},
+    {"mfu_peak", "", REC_STR, 0},             {"ranks", "", REC_NUM, 0},
 };
 
 static int fill_record(record *rec, const report_row *rows, int n)
 {
     if (record_init(rec, report_cols, RC_NCOLS) != 0) return CB_EFAIL;
     for (int c = RC_TTOK; c < RC_NCOLS; c++)
-        if (c != RC_TDAYS && c != RC_ITYPE && c != RC_PRICING && c != RC_KIND) record_csv_only(rec, c);
+        if (c != RC_TDAYS && c != RC_ITYPE && c != RC_PRICING && c != RC_KIND && c != RC_RANKS) record_csv_only(rec, c);
     for (int i = 0; i < n; i++) {
         const report_row *r = &rows[i];
         const tput_row *t = r->in;
@@ -239,6 +252,7 @@ static int fill_record(record *rec, const report_row *rows, int n)
         record_str(rec, row, RC_SOURCE, t->source);
         record_str(rec, row, RC_PRICE_SRC, r->price_note);
         record_str(rec, row, RC_MFU_PEAK, r->mfu_peak);
+        record_num(rec, row, RC_RANKS, (double)t->ranks);
     }
     return 0;
 }
@@ -248,12 +262,8 @@ static int fill_record(record *rec, const report_row *rows, int n)
 /* Configuration groups for the scaling plots (pricing option 0 only). */
 static int group_of(const report_row *rows, int n, int i)
 {
-    for (int j = 0; j < i && j < n; j++) {
-        const tput_row *a = rows[j].in, *b = rows[i].in;
-        if (strcmp(a->model, b->model) == 0 && a->tp == b->tp && a->pp == b->pp && a->seq_len == b->seq_len &&
-            a->global_batch == b->global_batch && strcmp(a->instance, b->instance) == 0)
-            return group_of(rows, n, j);
-    }
+    for (int j = 0; j < i && j < n; j++)
+        if (same_config(rows[j].in, rows[i].in)) return group_of(rows, n, j);
     return i;
 }
 
@@ -280,20 +290,21 @@ static int plot_scaling(const char *dir, const report_row *rows, int n, int *wro
             for (int i = 0; i < n; i++) {
                 if (group_of(rows, n, i) != g || (int)rows[i].in->kind != k) continue;
                 int at = m++;
-                while (at > 0 && x[at - 1] > (double)rows[i].in->instances) {
+                while (at > 0 && x[at - 1] > units(rows[i].in)) {
                     x[at] = x[at - 1], y[at] = y[at - 1], yt[at] = yt[at - 1];
                     at--;
                 }
-                x[at] = (double)rows[i].in->instances, y[at] = rows[i].in->seq_per_s, yt[at] = rows[i].tokens_per_usd;
+                x[at] = units(rows[i].in), y[at] = rows[i].in->seq_per_s, yt[at] = rows[i].tokens_per_usd;
             }
             used += 3 * cnt;
             if (m > 1 && x[m - 1] > x[0]) multi = 1;
             const tput_row *t = rows[g].in;
             int one_instance = 1;
             for (int i = 0; i < n; i++)
-                if (strcmp(rows[i].in->instance, t->instance) != 0) one_instance = 0;
-            snprintf(labels[ns], sizeof labels[ns], "%s TP%d PP%d%s%s, %s", t->model, t->tp, t->pp, one_instance ? "" : " ",
-                     one_instance ? "" : strcmp(t->instance, THIS_MACHINE) == 0 ? "here" : t->instance, src_kind_names[k]);
+                if (strcmp(rows[i].in->instance, t->instance) != 0 && !(is_here(rows[i].in->instance) && is_here(t->instance)))
+                    one_instance = 0;
+            snprintf(labels[ns], sizeof labels[ns], "%s TP%d PP%d GB%ld%s%s, %s", t->model, t->tp, t->pp, t->global_batch,
+                     one_instance ? "" : " ", one_instance ? "" : is_here(t->instance) ? "here" : t->instance, src_kind_names[k]);
             int pts = k != SRC_PREDICTED;
             s_tput[ns] = (plot_series){labels[ns], m, x, y, pts, 0, color};
             s_tpu[nt++] = (plot_series){labels[ns], m, x, yt, pts, 0, color};
@@ -314,13 +325,13 @@ static int plot_scaling(const char *dir, const report_row *rows, int n, int *wro
     snprintf(sub, sizeof sub, "points: measured or imported; lines: predicted by costbench scale; dashed: linear scaling");
     if (multi && ns) {
         snprintf(path, sizeof path, "%s/throughput.png", dir);
-        plot_spec sp = {"Training throughput vs node count", sub, "nodes (instances)", "throughput (seq/s)", 1, 1, s_tput, ns, NAN, NULL, 0};
+        plot_spec sp = {"Training throughput vs node count", sub, "nodes (instances), or ranks on this machine", "throughput (seq/s)", 1, 1, s_tput, ns, NAN, NULL, 0};
         rc = plot_lines(path, &sp);
         if (rc == 0) *wrote_tput = 1;
         if (rc == 0) {
             snprintf(path, sizeof path, "%s/tokens_per_usd.png", dir);
             snprintf(sub, sizeof sub, "tokens/$ = seq/s x seq_len x 3600 / ($ per hour of all instances); pricing: %s", rows[0].pricing);
-            plot_spec sp2 = {"Cost-throughput ratio vs node count", sub, "nodes (instances)", "tokens per dollar", 1, 0, s_tpu, nt, NAN, NULL, 0};
+            plot_spec sp2 = {"Cost-throughput ratio vs node count", sub, "nodes (instances), or ranks on this machine", "tokens per dollar", 1, 0, s_tpu, nt, NAN, NULL, 0};
             rc = plot_lines(path, &sp2);
             if (rc == 0) *wrote_tpu = 1;
         }
@@ -439,8 +450,11 @@ static void md_main_table(FILE *f, const report_row *rows, int n)
         snprintf(eff, sizeof eff, "%.1f%%", 100 * r->efficiency);
         char cost[32];
         snprintf(cost, sizeof cost, r->usd_per_hour < 10 ? "%.4g" : "%.2f", r->usd_per_hour);
-        fprintf(f, "| %s | %d | %d | %ld | %s | %ld | %ld | %s | %.0f | %.0f | %s | %s | %s | %s | %s | %s | %s [%d] |\n", t->model,
-                t->tp, t->pp, t->instances, cost, t->seq_len, t->global_batch, sps, round(r->tokens_per_usd),
+        char inst[48];
+        if (t->ranks > 1) snprintf(inst, sizeof inst, "%ld (%ld ranks)", t->instances, t->ranks);
+        else snprintf(inst, sizeof inst, "%ld", t->instances);
+        fprintf(f, "| %s | %d | %d | %s | %s | %ld | %ld | %s | %.0f | %.0f | %s | %s | %s | %s | %s | %s | %s [%d] |\n", t->model,
+                t->tp, t->pp, inst, cost, t->seq_len, t->global_batch, sps, round(r->tokens_per_usd),
                 r->tokens_per_s, c1b, eff, mfu, ttok, tdays, tusd, kind_label(t->kind), i + 1);
     }
     fprintf(f, "\n");

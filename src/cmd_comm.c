@@ -5,6 +5,7 @@
 
 #include "../bench/coll_bench.h"
 #include "../bench/comm.h"
+#include "../common/csvio.h"
 #include "../common/err.h"
 #include "../common/machine.h"
 #include "../common/mem.h"
@@ -12,6 +13,48 @@
 #include "../common/parse.h"
 #include "../common/record.h"
 #include "commands.h"
+
+/* The interconnect the ranks see, as one data/hardware.csv row: one rank per "instance", the
+ * network bandwidth = the largest all-reduce's busbw, the latency per hop = the smallest
+ * all-reduce's time / 2(n-1) (a ring's hop count). */
+static int write_profile(const char *path, const record *rec, const machine_info *m)
+{
+    double busbw = 0, small_us = INFINITY, big = 0;
+    int n = comm_size();
+    for (int i = 0; i < rec->nrows; i++) {
+        const double *r = rec->num + (size_t)i * rec->ncols;
+        if (strcmp(rec->str[(size_t)i * rec->ncols + CB_OP], "allreduce") != 0) continue;
+        if (r[CB_BYTES] >= big) big = r[CB_BYTES], busbw = r[CB_BUSBW];
+        if (r[CB_T_MED] < small_us) small_us = r[CB_T_MED];
+    }
+    if (big == 0) return err_msg("--profile: no all-reduce was measured");
+    csv_writer w;
+    if (csvw_open(&w, path) != 0) return CB_EFAIL;
+    static const char *const cols[] = {"instance_type", "accelerator", "accelerators", "workers_per_accelerator", "bf16_tflops",
+                                       "fp32_tflops", "mem_gib", "mem_gb_per_s", "intra_node_gb_per_s", "network_gbit_per_s",
+                                       "network_latency_us", "source"};
+    for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++) csvw_str(&w, cols[i]);
+    csvw_endrow(&w);
+    char src[512];
+    snprintf(src, sizeof src, "measured here by costbench allreduce: %d ranks, all-reduce busbw at %.0f bytes and latency at the smallest size; %s, %s",
+             n, big, m->cpu_model, m->date_utc);
+    csvw_str(&w, "this machine (per rank)");
+    csvw_str(&w, "CPU cores of one rank");
+    csvw_num(&w, 1);
+    csvw_num(&w, 1);
+    csvw_num(&w, NAN);
+    csvw_num(&w, NAN);
+    csvw_num(&w, m->mem_total_bytes / 1073741824.0 / n);
+    csvw_num(&w, NAN);
+    csvw_num(&w, NAN);
+    csvw_num(&w, busbw * 8);
+    csvw_num(&w, small_us / (2.0 * (n - 1)));
+    csvw_str(&w, src);
+    csvw_endrow(&w);
+    if (csvw_commit(&w) != 0) return CB_EFAIL;
+    fprintf(stderr, "wrote %s: %.1f Gbit/s, %.2f us per hop\n", path, busbw * 8, small_us / (2.0 * (n - 1)));
+    return 0;
+}
 
 int cmd_allreduce(int argc, char **argv)
 {
@@ -23,7 +66,7 @@ int cmd_allreduce(int argc, char **argv)
     }
     long minb = 8, maxb = 256L << 20;
     double factor = 2, min_time = 0.2;
-    const char *ops = "allreduce,reduce_scatter,allgather", *csv = NULL;
+    const char *ops = "allreduce,reduce_scatter,allgather", *csv = NULL, *profile = NULL;
     const opt_spec specs[] = {
         {"min-bytes", OPT_LONG, &minb, 4, 1L << 40, 0, 0, "BYTES", "-b: smallest message (default 8; K/M/G and Ki/Mi/Gi suffixes)"},
         {"max-bytes", OPT_LONG, &maxb, 4, 1L << 40, 0, 0, "BYTES", "-e: largest message (default 256Mi)"},
@@ -31,6 +74,7 @@ int cmd_allreduce(int argc, char **argv)
         {"ops", OPT_STR, &ops, 0, 0, 0, 0, "LIST", "allreduce,reduce_scatter,allgather (default all three)"},
         {"min-time", OPT_DOUBLE, &min_time, 0, 0, 0.001, 60, "S", "time per size and op (default 0.2)"},
         {"csv", OPT_STR, &csv, 0, 0, 0, 0, "FILE", "also write CSV (rank 0)"},
+        {"profile", OPT_STR, &profile, 0, 0, 0, 0, "FILE", "write the measured all-reduce bandwidth and latency as a data/hardware.csv row for costbench scale --hardware"},
         {0},
     };
     int rc = opts_parse("allreduce", "[-b BYTES] [-e BYTES] [-f F] [options]   (under mpirun -np N)", specs, argc, argv, 2, NULL, NULL);
@@ -58,10 +102,13 @@ int cmd_allreduce(int argc, char **argv)
     record_note(&rec, "%s on %s; fp32 sums; time = the slowest rank's median per call", comm_describe(), m.cpu_model);
     record_note(&rec, "algbw = bytes / time; busbw = algbw x 2(n-1)/n (all-reduce) or x (n-1)/n (reduce-scatter, all-gather), as nccl-tests");
     if (comm_size() == 1) record_note(&rec, "one rank: the collectives are copies; run under 'mpirun -np N' to measure communication");
+    if (profile && (!o.ops[COLL_ALLREDUCE] || comm_size() < 2))
+        return err_usage("flag '--profile': needs the allreduce op and at least 2 ranks (run under mpirun -np N)");
     rc = coll_bench_run(&o, &rec);
     if (rc == 0 && comm_rank() == 0) {
         record_print(&rec, stdout);
         if (csv) rc = record_write_csv(&rec, csv, &m);
+        if (rc == 0 && profile) rc = write_profile(profile, &rec, &m);
     }
     record_free(&rec);
     return rc;

@@ -52,7 +52,7 @@ int cmd_report(int argc, char **argv)
         {"pricing", OPT_STR, &pricing, 0, 0, 0, 0, "LIST", "auto (a row's own price, else on_demand) or " PRICE_OPTIONS "; several side by side"},
         {"region", OPT_STR, &region, 0, 0, 0, 0, "REGION", "region of the prices (default: the only one listed)"},
         {"instance", OPT_STR, &instance, 0, 0, 0, 0, "TYPE", "instance type to price rows measured on 'this machine' as"},
-        {"usd-per-hour", OPT_DOUBLE, &usd, 0, 0, 1e-9, 1e9, "USD", "or their price per instance-hour"},
+        {"usd-per-hour", OPT_DOUBLE, &usd, 0, 0, 1e-9, 1e9, "USD", "or their price per instance-hour (a run of R ranks pays R times it)"},
         {"tokens", OPT_STR, &tokens_s, 0, 0, 0, 0, "N", "token budget for time and cost to train, e.g. 300B (default 20 per parameter)"},
         {"out", OPT_STR, &out, 0, 0, 0, 0, "DIR", "output directory (default costbench-report; replaced only if it holds a report)"},
         {"prices", OPT_STR, &prices_path, 0, 0, 0, 0, "FILE", "price table (default data/prices.csv)"},

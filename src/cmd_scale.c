@@ -44,15 +44,18 @@ static int points_from_file(const char *path, const scale_model *s, point_list *
     int rc = 0;
     for (int i = 0; i < set.n; i++) {
         const tput_row *r = &set.rows[i];
+        /* rows measured on this machine match its profile ("this machine (per rank)", from
+         * costbench allreduce --profile): one rank is one node of the model */
+        int here = strncmp(s->hw.instance, "this machine", 12) == 0 && strncmp(r->instance, "this machine", 12) == 0;
         if (strcmp(r->model, s->cfg.name) != 0 || r->tp != s->tp || r->pp != s->pp || r->seq_len != s->seq ||
-            strcmp(r->instance, s->hw.instance) != 0)
+            (strcmp(r->instance, s->hw.instance) != 0 && !here))
             continue;
         if (s->global_batch > 0 && r->global_batch != s->global_batch) continue;
         if (pl->n == 256) {
             rc = err_msg("%s: more than 256 matching rows", path);
             break;
         }
-        pl->nodes[pl->n] = r->instances;
+        pl->nodes[pl->n] = r->instances * r->ranks;
         pl->seq_per_s[pl->n] = r->seq_per_s;
         snprintf(pl->where[pl->n], sizeof pl->where[0], "%.40s:%d", path, r->line);
         pl->n++;

@@ -171,7 +171,48 @@ static void test_train_zero1(void)
     if (system(cmd) != 0) fprintf(stderr, "warning: could not remove %s\n", dir);
 }
 
+/* The sweep script end to end on a tiny model, and the cluster scripts: syntax and dry runs. */
+static void test_sweep_and_cluster_scripts(void)
+{
+    static const char *const scripts[] = {"bench/sweep.sh", "bench/slurm/submit.sh", "bench/slurm/train_sweep.sbatch",
+                                          "bench/slurm/allreduce.sbatch", "bench/slurm/collect.sbatch"};
+    for (size_t i = 0; i < sizeof scripts / sizeof scripts[0]; i++) {
+        const char *a[] = {"bash", "-n", scripts[i], NULL};
+        int rc = cmd_run(a, g_out, sizeof g_out, g_err, sizeof g_err);
+        CHECK(rc == 0, "bash -n %s: %s", scripts[i], g_err);
+    }
+    const char *sub[] = {"bash", "bench/slurm/submit.sh", "--nodes", "1,2,4", "--out", "/tmp/x", "--instance", "p4d.24xlarge", "--dry-run", NULL};
+    int rc = cmd_run(sub, g_out, sizeof g_out, g_err, sizeof g_err);
+    CHECK(rc == 0 && strstr(g_err, "sbatch --parsable --nodes 4 --export=ALL,OUT=/tmp/x") != NULL &&
+              strstr(g_err, "allreduce.sbatch") != NULL && strstr(g_err, "--dependency=afterok:") != NULL,
+          "submit.sh --dry-run: exit %d: %s", rc, g_err);
+    const char *job[] = {"env", "DRY_RUN=1", "OUT=/tmp/x", "SLURM_JOB_NUM_NODES=4", "SLURM_NTASKS=4", "bash", "bench/slurm/train_sweep.sbatch", NULL};
+    rc = cmd_run(job, g_out, sizeof g_out, g_err, sizeof g_err);
+    CHECK(rc == 0 && strstr(g_out, "srun --mpi=pmix") && strstr(g_out, "--global-batch 16") && strstr(g_out, "train_4n.csv"),
+          "train_sweep.sbatch dry run: %s%s", g_out, g_err);
+    char dir[] = "/tmp/costbench-sweep-XXXXXX";
+    if (!mkdtemp(dir)) return;
+    char env_bin[4200], out[128], path[256];
+    snprintf(env_bin, sizeof env_bin, "COSTBENCH=%s", g_costbench);
+    snprintf(out, sizeof out, "%s/s", dir);
+    const char *sw[] = {"env", env_bin, "ASAN_OPTIONS=detect_leaks=0", "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1", "bash",
+                        "bench/sweep.sh", "--model", "pythia-14m", "--seq", "64", "--micro-batch", "2", "--steps", "3", "--out", out, NULL};
+    rc = cmd_run(sw, g_out, sizeof g_out, g_err, sizeof g_err);
+    CHECK(rc == 0, "bench/sweep.sh: exit %d: %s", rc, g_err);
+    double ranks[8], meas[8];
+    snprintf(path, sizeof path, "%s/sweep.csv", out);
+    CHECK(read_col(path, "ranks", ranks, 8) == 3, "sweep.csv: expected 3 runs (strong 1 and 2 ranks, weak 1 rank)");
+    snprintf(path, sizeof path, "%s/scale_strong.csv", out);
+    CHECK(read_col(path, "measured_seq_per_s", meas, 8) == 2 && meas[1] > 0, "scale_strong.csv: the 2-rank measurement beside the model");
+    snprintf(path, sizeof path, "%s/report/throughput.png", out);
+    CHECK(access(path, R_OK) == 0, "no report/throughput.png from the sweep");
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) fprintf(stderr, "warning: could not remove %s\n", dir);
+}
+
 const test_case tests_comm[] = {
+    {"mpi: sweep script end to end; Slurm scripts parse and dry-run", test_sweep_and_cluster_scripts},
     {"mpi: --zero 1 on 2 ranks trains like 1 rank, halves the moments, checkpoints resume on 1", test_train_zero1},
     {"mpi: 2 ranks train like 1 rank at the same global batch; saved on 2, resumed on 1", test_train_two_ranks_equivalent},
     {"mpi: 2-rank allreduce, reduce-scatter and all-gather checked at every size", test_allreduce_two_ranks},
