@@ -217,6 +217,18 @@ int comm_wait(comm_request *r)
     return rc;
 }
 
+int comm_test(comm_request *r)
+{
+    if (!r->active) return 1;
+    int done = 0;
+    if (check(MPI_Test((MPI_Request *)r->req, &done, MPI_STATUS_IGNORE), "test")) return CB_EFAIL;
+    if (done) {
+        free(r->req);
+        r->req = NULL, r->active = 0;
+    }
+    return done;
+}
+
 #else /* built without MPI: one rank */
 
 int comm_init(int *argc, char ***argv)
@@ -271,6 +283,11 @@ int comm_wait(comm_request *r)
 {
     r->active = 0;
     return 0;
+}
+int comm_test(comm_request *r)
+{
+    r->active = 0;
+    return 1;
 }
 
 #endif

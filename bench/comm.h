@@ -44,5 +44,8 @@ typedef struct {
 } comm_request;
 int comm_iallreduce_sum(float *buf, size_t n, comm_request *r);
 int comm_wait(comm_request *r);
+/* Lets MPI progress a request (non-blocking collectives move only inside MPI calls); returns 1
+ * when it is complete, 0 when not yet, CB_EFAIL on error. */
+int comm_test(comm_request *r);
 
 #endif

@@ -185,6 +185,57 @@ static int allreduce_buckets(float *g, size_t n, double bucket_bytes)
     return rc;
 }
 
+/* Overlap: during the last local micro-batch's backward, each tensor slice's all-reduce starts as
+ * soon as its gradient is final (the output layer first, then layer L-1 .. 0, the embeddings
+ * last), and the requests in flight are given progress at every layer. */
+typedef struct {
+    comm_request *req;
+    int n, cap, failed;
+    double mpi_s; /* time inside MPI calls during the backward */
+} overlap_ctx;
+
+static void overlap_launch(overlap_ctx *c, float *p, size_t n)
+{
+    if (n == 0 || c->failed) return;
+    if (c->n == c->cap) {
+        int cap = c->cap ? 2 * c->cap : 64;
+        comm_request *r = realloc(c->req, (size_t)cap * sizeof *r);
+        if (!r) {
+            c->failed = err_msg("out of memory");
+            return;
+        }
+        c->req = r, c->cap = cap;
+    }
+    if (comm_iallreduce_sum(p, n, &c->req[c->n]) != 0) c->failed = CB_EFAIL;
+    else c->n++;
+}
+
+static void overlap_on_grads_ready(void *ctx, const gpt_model *m, int layer)
+{
+    overlap_ctx *c = ctx;
+    double t0 = timer_now_s();
+    const int L = m->cfg.L;
+    float *g = m->grads;
+    if (layer == L) {
+        overlap_launch(c, g + m->offsets[P_UNEMBED], m->sizes[P_UNEMBED]); /* empty when tied to wte */
+        overlap_launch(c, g + m->offsets[P_LNFW], m->sizes[P_LNFW]);
+        overlap_launch(c, g + m->offsets[P_LNFB], m->sizes[P_LNFB]);
+    } else if (layer >= 0) {
+        static const int kinds[] = {P_LN1W, P_LN1B, P_QKVW, P_QKVB, P_ATTPROJW, P_ATTPROJB,
+                                    P_LN2W, P_LN2B, P_FCW,  P_FCB,  P_FCPROJW,  P_FCPROJB};
+        for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+            size_t per = m->sizes[kinds[i]] / (size_t)L;
+            overlap_launch(c, g + m->offsets[kinds[i]] + (size_t)layer * per, per);
+        }
+    } else {
+        overlap_launch(c, g + m->offsets[P_WTE], m->sizes[P_WTE]);
+        overlap_launch(c, g + m->offsets[P_WPE], m->sizes[P_WPE]);
+    }
+    for (int i = 0; i < c->n && !c->failed; i++)
+        if (comm_test(&c->req[i]) < 0) c->failed = CB_EFAIL;
+    c->mpi_s += timer_now_s() - t0;
+}
+
 /* Rank 0 writes the checkpoint; with ZeRO-1 the moment shards are gathered to it first, so a
  * checkpoint is the same file whatever the rank count (it resumes on any). */
 static int save_checkpoint(gpt_model *m, const step_opts *o, const ckpt_state *st, const int *counts)
@@ -219,7 +270,7 @@ int step_run(const step_opts *o, machine_info *mi, record *log, record *summary,
     gpt_model m;
     dataset ds;
     int have_ds = 0, rc = 0;
-    double *step_ms = NULL, (*kind_ms)[8] = NULL, *comm_ms = NULL;
+    double *step_ms = NULL, (*kind_ms)[8] = NULL, *comm_ms = NULL, *exposed_ms = NULL;
     int *counts = NULL; /* ZeRO-1: parameters per rank */
     size_t lo = 0, hi = 0;
     const int root = o->rank == 0;
@@ -277,7 +328,8 @@ int step_run(const step_opts *o, machine_info *mi, record *log, record *summary,
     step_ms = calloc((size_t)nsteps, sizeof *step_ms);
     kind_ms = calloc((size_t)nsteps, sizeof *kind_ms);
     comm_ms = calloc((size_t)nsteps, sizeof *comm_ms);
-    if (!step_ms || !kind_ms || !comm_ms) {
+    exposed_ms = calloc((size_t)nsteps, sizeof *exposed_ms);
+    if (!step_ms || !kind_ms || !comm_ms || !exposed_ms) {
         rc = err_msg("out of memory");
         goto out;
     }
@@ -295,7 +347,10 @@ int step_run(const step_opts *o, machine_info *mi, record *log, record *summary,
         gpt_zero_grad(&m);
         double loss = 0;
         const int per_rank = o->accum / o->ranks, mb0 = o->rank * per_rank;
+        const int overlap = o->ranks > 1 && !counts && o->overlap;
+        overlap_ctx ov = {0};
         for (int mi_ = mb0; mi_ < mb0 + per_rank; mi_++) {
+            if (overlap && mi_ == mb0 + per_rank - 1) m.grads_ready = overlap_on_grads_ready, m.grads_ready_ctx = &ov;
             if (have_ds) {
                 if ((rc = dataset_batch(&ds, o->seed, s, mi_, m.inputs, m.targets, o->B, o->T, c->V)) != 0) goto out;
             } else {
@@ -304,16 +359,26 @@ int step_run(const step_opts *o, machine_info *mi, record *log, record *summary,
             loss += gpt_forward(&m) / o->accum;
             gpt_backward(&m, 1.0f / (float)o->accum);
         }
+        m.grads_ready = NULL;
         /* data parallel: the gradients (already scaled by 1/A) summed over ranks, in buckets that
          * are all in flight at once; the loss too. Exposed = the time the step waits for it. */
         double c0 = timer_now_s();
         if (counts) {
             if ((rc = comm_reduce_scatter_sum_v(m.grads, counts)) != 0) goto out;
+        } else if (overlap) {
+            for (int r = 0; r < ov.n; r++) {
+                int w = comm_wait(&ov.req[r]);
+                if (rc == 0) rc = w;
+            }
+            free(ov.req);
+            if (rc == 0 && ov.failed) rc = ov.failed;
+            if (rc) goto out;
         } else if (o->ranks > 1) {
             if ((rc = allreduce_buckets(m.grads, m.nparams, o->bucket_bytes)) != 0) goto out;
         }
         if (o->ranks > 1) loss = comm_sum(loss);
-        double comm_s = timer_now_s() - c0;
+        double exposed_s = timer_now_s() - c0;
+        double comm_s = exposed_s + ov.mpi_s;
         double gn0 = timer_now_s();
         double gnorm = counts ? sqrt(comm_sum(grad_sumsq(m.grads + lo, hi - lo))) : gpt_grad_norm(&m);
         m.t_kind[K_OPTIMIZER] += timer_now_s() - gn0;
@@ -325,6 +390,7 @@ int step_run(const step_opts *o, machine_info *mi, record *log, record *summary,
             double a0 = timer_now_s();
             if ((rc = comm_allgather_v(m.params, counts)) != 0) goto out;
             comm_s += timer_now_s() - a0;
+            exposed_s += timer_now_s() - a0;
         }
         double dt = timer_now_s() - t0;
         if (!isfinite(loss)) {
@@ -337,6 +403,7 @@ int step_run(const step_opts *o, machine_info *mi, record *log, record *summary,
         for (int k = 0; k < 8; k++) attributed += m.t_kind[k];
         m.t_kind[K_OTHER] += dt - attributed - comm_s; /* loop overhead, data */
         comm_ms[i] = comm_s * 1e3;
+        exposed_ms[i] = exposed_s * 1e3;
         for (int k = 0; k < 8; k++) kind_ms[i][k] = m.t_kind[k] * 1e3;
         int row = record_add_row(log);
         if (row < 0) {
@@ -354,7 +421,7 @@ int step_run(const step_opts *o, machine_info *mi, record *log, record *summary,
         record_num(log, row, SL_MFU, 100.0 * mflops * tps / (o->peak_gflops * 1e9));
         record_num(log, row, SL_HFU, 100.0 * hflops * tps / (o->peak_gflops * 1e9));
         record_num(log, row, SL_COMM, comm_s * 1e3);
-        record_num(log, row, SL_EXPOSED, comm_s * 1e3);
+        record_num(log, row, SL_EXPOSED, exposed_s * 1e3);
         if (!o->quiet && root) {
             printf("%4ld  %8.4f  %9.4f  %10.3e  %8.1f  %12.1f  %9.3f  %5.1f  %5.1f\n", s + 1, loss, gnorm, lr, dt * 1e3, tps,
                    tps / o->T, 100.0 * mflops * tps / (o->peak_gflops * 1e9), 100.0 * hflops * tps / (o->peak_gflops * 1e9));
@@ -407,16 +474,19 @@ int step_run(const step_opts *o, machine_info *mi, record *log, record *summary,
     char src[256];
     snprintf(src, sizeof src, "measured here %s", mi->date_utc);
     record_str(summary, row, SS_SOURCE, src);
-    double med_comm = median_of(comm_ms + first, nt);
+    double med_comm = median_of(comm_ms + first, nt), med_exposed = median_of(exposed_ms + first, nt);
     record_num(summary, row, SS_RANKS, o->ranks);
     record_num(summary, row, SS_COMPUTE_MS, med_ms - med_comm);
     record_num(summary, row, SS_COMM_MS, med_comm);
-    record_num(summary, row, SS_EXPOSED_MS, med_comm);
+    record_num(summary, row, SS_EXPOSED_MS, med_exposed);
     if (o->ranks > 1 && counts)
         record_note(summary, "%d data-parallel ranks (%s), ZeRO-1: gradients reduce-scattered, each rank updates its 1/%d of the params and AdamW moments, params all-gathered; all exposed (median %.1f ms a step)",
                     o->ranks, comm_describe(), o->ranks, med_comm);
+    else if (o->ranks > 1 && o->overlap)
+        record_note(summary, "%d data-parallel ranks (%s); each tensor slice's all-reduce starts during the last backward as soon as its gradient is final; comm_ms: time in MPI calls (median %.1f ms), exposed_comm_ms: the wait after the backward (median %.1f ms)",
+                    o->ranks, comm_describe(), med_comm, med_exposed);
     else if (o->ranks > 1)
-        record_note(summary, "%d data-parallel ranks (%s); gradients all-reduced in %.0f MiB buckets after the last backward: the communication is all exposed (median %.1f ms a step)",
+        record_note(summary, "%d data-parallel ranks (%s); gradients all-reduced in %.0f MiB buckets after the last backward (--no-overlap): all exposed (median %.1f ms a step)",
                     o->ranks, comm_describe(), o->bucket_bytes / 1048576.0, med_comm);
     record_note(summary, "median of %d steps after discarding %ld; MFU = %.0f model FLOPs/token (6N + 12 L C T, PaLM appendix B) x tokens/s / %s",
                 nt, first, mflops, o->peak_note);
@@ -447,7 +517,7 @@ int step_run(const step_opts *o, machine_info *mi, record *log, record *summary,
     }
     free(col);
     if (o->ranks > 1) {
-        double cm = median_of(comm_ms + first, nt);
+        double cm = median_of(exposed_ms + first, nt);
         int r4 = record_add_row(breakdown);
         if (r4 >= 0) {
             record_str(breakdown, r4, SB_KIND, "comm_exposed");
@@ -474,6 +544,7 @@ out:
     free(step_ms);
     free(kind_ms);
     free(comm_ms);
+    free(exposed_ms);
     free(counts);
     if (have_ds) dataset_close(&ds);
     gpt_free(&m);

@@ -32,6 +32,7 @@ typedef struct {
     int rank, ranks;       /* data parallel: this process's rank of `ranks` (bench/comm.h) */
     double bucket_bytes;   /* gradient all-reduce bucket */
     int zero;              /* 1: ZeRO-1, AdamW moments sharded over the ranks */
+    int overlap;           /* all-reduce each gradient slice during the last backward */
 } step_opts;
 
 enum { SL_STEP, SL_LOSS, SL_GNORM, SL_LR, SL_MS, SL_TOKS, SL_SEQS, SL_MFU, SL_HFU, SL_COMM, SL_EXPOSED, SL_NCOLS };

@@ -413,8 +413,13 @@ void gpt_backward(gpt_model *m, float scale)
     const float *xl = m->x + (size_t)c->L * BT * C;
     TIMED(m, K_LAYERNORM, layernorm_backward(m->dres, m->g[P_LNFW], m->g[P_LNFB], m->dln, xl, m->p[P_LNFW], m->lnf_mean,
                                              m->lnf_rstd, BT, C));
-    for (int l = c->L - 1; l >= 0; l--) layer_backward(m, l);
+    if (m->grads_ready) m->grads_ready(m->grads_ready_ctx, m, c->L);
+    for (int l = c->L - 1; l >= 0; l--) {
+        layer_backward(m, l);
+        if (m->grads_ready) m->grads_ready(m->grads_ready_ctx, m, l);
+    }
     TIMED(m, K_OTHER, embed_backward(m->g[P_WTE], c->learned_pos ? m->g[P_WPE] : NULL, m->dres, m->inputs, BT, T, C));
+    if (m->grads_ready) m->grads_ready(m->grads_ready_ctx, m, -1);
 }
 
 void gpt_zero_grad(gpt_model *m)

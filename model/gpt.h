@@ -56,7 +56,7 @@ typedef struct {
     double acts_full_no_recompute, acts_full_recompute; /* for the printed comparison */
 } gpt_mem;
 
-typedef struct {
+typedef struct gpt_model_s {
     model_config cfg;
     int B, T, recompute;
     size_t sizes[P_COUNT], offsets[P_COUNT], nparams;
@@ -77,6 +77,10 @@ typedef struct {
     double last_loss;
     /* time per op kind of the last step, seconds */
     double t_kind[8];
+    /* called by gpt_backward when gradients become final: layer == L after the output layer and
+     * the final LayerNorm, layer l after layer l, -1 after the embeddings (NULL: not called) */
+    void (*grads_ready)(void *ctx, const struct gpt_model_s *m, int layer);
+    void *grads_ready_ctx;
 } gpt_model;
 
 enum { K_MATMUL, K_ATTENTION, K_ROTARY, K_LAYERNORM, K_GELU, K_XENT, K_OPTIMIZER, K_OTHER };

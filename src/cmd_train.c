@@ -31,6 +31,7 @@ int cmd_train(int argc, char **argv)
     double lr = 6e-4, min_lr = -1, wd = 0.1, beta1 = 0.9, beta2 = 0.95, eps = 1e-8, clip = 1.0, peak = 0, budget = 60;
     double bucket_mib = 25;
     long zero = 0;
+    int no_overlap = 0;
     int recompute = 0, no_predict = 0, quiet = 0;
     const opt_spec specs[] = {
         {"model", OPT_STR, &model, 0, 0, 0, 0, "PRESET", "model preset of data/models.csv (default pythia-70m)"},
@@ -67,7 +68,8 @@ int cmd_train(int argc, char **argv)
         {"blas-core", OPT_STR, &blas, 0, 0, 0, 0, "auto|env|NAME", "OpenBLAS kernel (default auto)"},
         {"quiet", OPT_FLAG, &quiet, 0, 0, 0, 0, NULL, "no per-step lines"},
         {"zero", OPT_LONG, &zero, 0, 1, 0, 0, "0|1", "under mpirun: 1 shards the AdamW moments over the ranks (ZeRO-1)"},
-        {"bucket-mib", OPT_DOUBLE, &bucket_mib, 0, 0, 0.01, 1e6, "MIB", "under mpirun: gradient all-reduce bucket size (default 25)"},
+        {"no-overlap", OPT_FLAG, &no_overlap, 0, 0, 0, 0, NULL, "under mpirun: all-reduce after the backward, in --bucket-mib buckets"},
+        {"bucket-mib", OPT_DOUBLE, &bucket_mib, 0, 0, 0.01, 1e6, "MIB", "with --no-overlap: gradient all-reduce bucket size (default 25)"},
         {0},
     };
     int rc = opts_parse("train", "[options]", specs, argc, argv, 2, NULL, NULL);
@@ -176,7 +178,7 @@ int cmd_train(int argc, char **argv)
                     .resume_dir = resume, .init_path = init, .save_every = save_every, .peak_gflops = peak,
                     .peak_note = peak_note, .predict = !no_predict && ranks == 1, .budget_s = budget, .quiet = quiet,
                     .estimate_bytes = mem.total, .rank = rank, .ranks = ranks, .bucket_bytes = bucket_mib * 1048576.0,
-                    .zero = (int)zero};
+                    .zero = (int)zero, .overlap = !no_overlap};
     if (ranks > 1) record_note(&log, "%d data-parallel ranks (%s); the breakdown's prediction is single-process only", ranks, comm_describe());
     rc = step_run(&so, &mi, &log, &sum, &brk);
     if (rc == 0 && root) {

@@ -94,6 +94,18 @@ static void test_train_two_ranks_equivalent(void)
         CHECK(fabs(x1[i] - x2[i]) <= 1e-5 * fabs(x1[i]), "step %d: loss %.9g on 1 rank, %.9g on 2", i + 1, x1[i], x2[i]);
         CHECK(fabs(g1[i] - g2[i]) <= 1e-4 * fabs(g1[i]), "step %d: grad norm %.9g on 1 rank, %.9g on 2", i + 1, g1[i], g2[i]);
     }
+    /* the same without overlapping the all-reduce with the backward */
+    char l4[128];
+    snprintf(l4, sizeof l4, "%s/two_no_overlap.csv", dir);
+    const char *a5[] = {"train", "--model", "pythia-14m", "--micro-batch", "2", "--seq", "64", "--global-batch", "8", "--steps", "4",
+                        "--no-predict", "--quiet", "--peak-gflops", "100", "--no-overlap", "--csv", l4, NULL};
+    rc = mpi_run(2, a5, g_out, sizeof g_out, g_err, sizeof g_err);
+    CHECK(rc == 0, "2 ranks --no-overlap: exit %d: %s", rc, g_err);
+    double x4[8];
+    int n4 = read_col(l4, "loss", x4, 8);
+    CHECK(n4 == 4, "rows: %d", n4);
+    for (int i = 0; i < n1 && i < n4; i++)
+        CHECK(fabs(x1[i] - x4[i]) <= 1e-5 * fabs(x1[i]), "step %d: loss %.9g on 1 rank, %.9g on 2 without overlap", i + 1, x1[i], x4[i]);
     double ranks[2], comm[2];
     CHECK(read_col(sum, "ranks", ranks, 2) == 1 && ranks[0] == 2, "summary: ranks");
     CHECK(read_col(sum, "exposed_comm_ms", comm, 2) == 1 && comm[0] > 0, "summary: exposed communication time");
