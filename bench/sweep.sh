@@ -46,7 +46,7 @@ run() { if [ "$dry" = 1 ]; then printf '%q ' "$@"; echo; else "$@"; fi; }
 [ "$dry" = 1 ] || mkdir -p "$out"
 if [ "$max" -ge 2 ]; then
     echo "bench/sweep.sh: the interconnect between $max ranks (costbench allreduce --profile)" >&2
-    run mpirun "${root_flags[@]}" "${over[@]}" --bind-to core -np "$max" "$BIN" allreduce --ops allreduce -b 8 -e 32M -f 4 \
+    run mpirun "${root_flags[@]}" "${over[@]}" --bind-to core -np "$max" "$BIN" allreduce --ops allreduce -b 8 -e 32Mi -f 4 \
         --csv "$out/allreduce.csv" --profile "$out/profile.csv"
 fi
 files=()
