@@ -455,7 +455,7 @@ int step_run(const step_opts *o, machine_info *mi, record *log, record *summary,
     record_num(summary, row, SS_TP, 1);
     record_num(summary, row, SS_PP, 1);
     record_num(summary, row, SS_INSTANCES, 1);
-    record_str(summary, row, SS_INSTANCE, "this machine");
+    record_str(summary, row, SS_INSTANCE, CB_THIS_MACHINE);
     record_num(summary, row, SS_SEQ, o->T);
     record_num(summary, row, SS_GBATCH, o->B * o->accum);
     record_num(summary, row, SS_MBATCH, o->B);

@@ -117,3 +117,8 @@ const char *machine_data_dir(void)
     snprintf(dir, sizeof dir, "data");
     return dir;
 }
+
+int machine_is_this_machine(const char *instance_type)
+{
+    return strncmp(instance_type, CB_THIS_MACHINE, strlen(CB_THIS_MACHINE)) == 0;
+}

@@ -19,6 +19,11 @@ typedef struct {
     char date_utc[32];
 } machine_info;
 
+/* The instance type of results measured on this machine ("this machine"); profiles of it
+ * (`costbench allreduce --profile`: "this machine (per rank)") start with it too. */
+#define CB_THIS_MACHINE "this machine"
+int machine_is_this_machine(const char *instance_type);
+
 /* Fills the CPU, memory, build and date fields (BLAS fields are left to the caller). */
 void machine_probe(machine_info *m);
 /* Whether /proc/cpuinfo lists `flag` (e.g. "avx512f", "avx512_bf16"). */

@@ -7,6 +7,7 @@
 
 #include "../common/csvio.h"
 #include "../common/err.h"
+#include "../common/machine.h"
 
 const char *const src_kind_names[3] = {"measured", "imported", "predicted"};
 
@@ -202,6 +203,19 @@ const hw_row *hardware_find(const hw_table *t, const char *instance)
     for (int i = 0; i < t->n; i++)
         if (strcmp(t->rows[i].instance, instance) == 0) return &t->rows[i];
     return NULL;
+}
+
+int data_tables_load(const char *prices_path, const char *hw_path, price_table *pt, hw_table *ht)
+{
+    char p1[4200], p2[4200];
+    snprintf(p1, sizeof p1, "%s/prices.csv", machine_data_dir());
+    snprintf(p2, sizeof p2, "%s/hardware.csv", machine_data_dir());
+    if (prices_load(pt, prices_path ? prices_path : p1) != 0) return CB_EFAIL;
+    if (hardware_load(ht, hw_path ? hw_path : p2) != 0) {
+        prices_free(pt);
+        return CB_EFAIL;
+    }
+    return 0;
 }
 
 /* ------------------------------------------------------------------ throughput */

@@ -17,9 +17,7 @@
 #include "charts.h"
 #include "plot.h"
 
-#define THIS_MACHINE "this machine"
-
-static int is_here(const char *instance) { return strncmp(instance, THIS_MACHINE, strlen(THIS_MACHINE)) == 0; }
+static int is_here(const char *instance) { return machine_is_this_machine(instance); }
 
 /* Scaling units of a row: instances, times the data-parallel ranks of a run on one machine. */
 static double units(const tput_row *t) { return (double)t->instances * (double)t->ranks; }

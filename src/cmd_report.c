@@ -83,9 +83,7 @@ int cmd_report(int argc, char **argv)
         if ((rc = parse_long(tokens_s, 1, 1000000000000000L, 1, "flag '--tokens'", &t)) != 0) return rc;
         o.tokens_budget = (double)t;
     }
-    char p1[4200], p2[4200], p3[4200];
-    snprintf(p1, sizeof p1, "%s/prices.csv", machine_data_dir());
-    snprintf(p2, sizeof p2, "%s/hardware.csv", machine_data_dir());
+    char p3[4200];
     snprintf(p3, sizeof p3, "%s/models.csv", machine_data_dir());
     o.models_path = models_path ? models_path : p3;
 
@@ -94,11 +92,7 @@ int cmd_report(int argc, char **argv)
     tput_set set = {0};
     report_row *rows = NULL;
     int nrows = 0;
-    if (prices_load(&pt, prices_path ? prices_path : p1) != 0) return CB_EFAIL;
-    if (hardware_load(&ht, hw_path ? hw_path : p2) != 0) {
-        prices_free(&pt);
-        return CB_EFAIL;
-    }
+    if (data_tables_load(prices_path, hw_path, &pt, &ht) != 0) return CB_EFAIL;
     if (instance && !hardware_find(&ht, instance)) {
         int priced = 0;
         for (int i = 0; i < pt.n; i++)

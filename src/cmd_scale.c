@@ -46,7 +46,7 @@ static int points_from_file(const char *path, const scale_model *s, point_list *
         const tput_row *r = &set.rows[i];
         /* rows measured on this machine match its profile ("this machine (per rank)", from
          * costbench allreduce --profile): one rank is one node of the model */
-        int here = strncmp(s->hw.instance, "this machine", 12) == 0 && strncmp(r->instance, "this machine", 12) == 0;
+        int here = machine_is_this_machine(s->hw.instance) && machine_is_this_machine(r->instance);
         if (strcmp(r->model, s->cfg.name) != 0 || r->tp != s->tp || r->pp != s->pp || r->seq_len != s->seq ||
             (strcmp(r->instance, s->hw.instance) != 0 && !here))
             continue;
@@ -65,19 +65,6 @@ static int points_from_file(const char *path, const scale_model *s, point_list *
         rc = err_usage("%s: no row matches %s, tp %d, pp %d, seq_len %ld, %s%s", path, s->cfg.name, s->tp, s->pp, s->seq,
                        s->hw.instance, s->global_batch > 0 ? " and the global batch" : "");
     return rc;
-}
-
-static int load_tables(const char *prices_path, const char *hw_path, price_table *pt, hw_table *ht)
-{
-    char p1[4200], p2[4200];
-    snprintf(p1, sizeof p1, "%s/prices.csv", machine_data_dir());
-    snprintf(p2, sizeof p2, "%s/hardware.csv", machine_data_dir());
-    if (prices_load(pt, prices_path ? prices_path : p1) != 0) return CB_EFAIL;
-    if (hardware_load(ht, hw_path ? hw_path : p2) != 0) {
-        prices_free(pt);
-        return CB_EFAIL;
-    }
-    return 0;
 }
 
 static int scale_plot(const char *path, const scale_model *s, const record *rec, const point_list *meas, const point_list *cmp)
@@ -183,7 +170,7 @@ int cmd_scale(int argc, char **argv)
     if (seq > s.cfg.max_T) return err_usage("flag '--seq': %s has max_seq_len %d, got %ld", model, s.cfg.max_T, seq);
     price_table pt;
     hw_table ht;
-    if (load_tables(prices_path, hw_path, &pt, &ht) != 0) return CB_EFAIL;
+    if (data_tables_load(prices_path, hw_path, &pt, &ht) != 0) return CB_EFAIL;
     const hw_row *hw = hardware_find(&ht, instance);
     double price = usd;
     const price_row *pr = NULL;
