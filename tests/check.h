@@ -43,6 +43,14 @@ int cmd_run(const char *const *argv, char *out, size_t outsz, char *err, size_t 
  * (Open MPI's own allocations are not ours). */
 int mpi_run(int np, const char *const *args, char *out, size_t outsz, char *err, size_t errsz);
 
+/* A file's text into buf (empty when missing). */
+void slurp(const char *path, char *buf, size_t n);
+/* rm -rf dir (a warning when it fails). */
+void rm_tree(const char *dir);
+/* The numbers of column `name` of a CSV, at most cap; returns the count, or -1 (error printed)
+ * when the file or the column is missing. */
+int csv_column(const char *path, const char *name, double *out, int cap);
+
 /* The binary under test, for CLI tests (argv[1] of the runner). */
 extern const char *g_costbench;
 

@@ -10,14 +10,6 @@
 
 static char g_out[65536], g_err[16384];
 
-static void slurp(const char *path, char *buf, size_t n)
-{
-    FILE *f = fopen(path, "r");
-    size_t k = f ? fread(buf, 1, n - 1, f) : 0;
-    buf[k] = '\0';
-    if (f) fclose(f);
-}
-
 static int run(const char *const *args) { return cli_run(args, g_out, sizeof g_out, g_err, sizeof g_err); }
 
 static int count_lines_starting(const char *text, const char *prefix)

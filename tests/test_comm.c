@@ -51,89 +51,101 @@ static void test_allreduce_two_ranks(void)
     CHECK(rc == 2 && strstr(g_err, "--min-bytes") != NULL, "bad sizes under mpirun: exit %d: %s", rc, g_err);
 }
 
-/* Column `name` of every row of a CSV. */
-static int read_col(const char *path, const char *name, double *out, int cap)
+/* The tiny training run every data-parallel test repeats: pythia-14m, micro-batch 2 x 64,
+ * global batch 8, 4 steps, its log in `csv`, on np ranks (0: without mpirun), plus `extra`. */
+static int tiny_train(int np, const char *csv, const char *const *extra)
 {
-    table t;
-    if (table_load(&t, path) != 0) return -1;
-    int c = table_col(&t, name, 1), n = 0;
-    for (int i = 0; c >= 0 && i < t.nrows && n < cap; i++) out[n++] = strtod(table_cell(&t, i, c), NULL);
-    table_free(&t);
-    return c >= 0 ? n : -1;
+    const char *args[40] = {"train", "--model", "pythia-14m", "--micro-batch", "2", "--seq", "64", "--global-batch", "8",
+                            "--steps", "4", "--no-predict", "--quiet", "--peak-gflops", "100", "--csv", csv};
+    int n = 17;
+    for (int i = 0; extra && extra[i] && n < 39; i++) args[n++] = extra[i];
+    args[n] = NULL;
+    return np ? mpi_run(np, args, g_out, sizeof g_out, g_err, sizeof g_err) : cli_run(args, g_out, sizeof g_out, g_err, sizeof g_err);
 }
 
-static void test_train_two_ranks_equivalent(void)
+/* The 1-rank run the others are compared with, run once for all the tests. */
+static char g_ref_dir[] = "/tmp/costbench-dp-ref-XXXXXX", g_ref[128];
+static double g_ref_loss[4];
+static void remove_reference(void) { rm_tree(g_ref_dir); }
+static int reference_losses(void)
 {
-    char dir[] = "/tmp/costbench-dp-XXXXXX";
-    if (!mkdtemp(dir)) {
-        CHECK(0, "mkdtemp");
-        return;
-    }
-    char l1[128], l2[128], l3[128], ck[128], sum[128];
-    snprintf(l1, sizeof l1, "%s/one.csv", dir);
-    snprintf(l2, sizeof l2, "%s/two.csv", dir);
-    snprintf(l3, sizeof l3, "%s/resumed.csv", dir);
-    snprintf(ck, sizeof ck, "%s/ckpt", dir);
-    snprintf(sum, sizeof sum, "%s/summary.csv", dir);
-    const char *a1[] = {"train", "--model", "pythia-14m", "--micro-batch", "2", "--seq", "64", "--global-batch", "8", "--steps", "4",
-                        "--no-predict", "--quiet", "--peak-gflops", "100", "--csv", l1, NULL};
-    int rc = cli_run(a1, g_out, sizeof g_out, g_err, sizeof g_err);
+    static int state; /* 0: not yet, 1: ready, -1: failed */
+    if (state) return state;
+    state = -1;
+    if (!mkdtemp(g_ref_dir)) return state;
+    atexit(remove_reference);
+    snprintf(g_ref, sizeof g_ref, "%s/one.csv", g_ref_dir);
+    int rc = tiny_train(0, g_ref, NULL);
     CHECK(rc == 0, "1 rank: exit %d: %s", rc, g_err);
-    /* the same global batch over 2 ranks, saving a checkpoint at step 2 */
-    const char *a2[] = {"train", "--model", "pythia-14m", "--micro-batch", "2", "--seq", "64", "--global-batch", "8", "--steps", "4",
-                        "--no-predict", "--quiet", "--peak-gflops", "100", "--csv", l2, "--summary-csv", sum, "--save", ck,
-                        "--save-every", "2", NULL};
-    rc = mpi_run(2, a2, g_out, sizeof g_out, g_err, sizeof g_err);
-    CHECK(rc == 0, "2 ranks: exit %d: %s", rc, g_err);
-    double x1[8], x2[8], g1[8], g2[8];
-    int n1 = read_col(l1, "loss", x1, 8), n2 = read_col(l2, "loss", x2, 8);
-    read_col(l1, "grad_norm", g1, 8);
-    read_col(l2, "grad_norm", g2, 8);
-    CHECK(n1 == 4 && n2 == 4, "rows: %d and %d", n1, n2);
-    for (int i = 0; i < n1 && i < n2; i++) {
-        CHECK(fabs(x1[i] - x2[i]) <= 1e-5 * fabs(x1[i]), "step %d: loss %.9g on 1 rank, %.9g on 2", i + 1, x1[i], x2[i]);
-        CHECK(fabs(g1[i] - g2[i]) <= 1e-4 * fabs(g1[i]), "step %d: grad norm %.9g on 1 rank, %.9g on 2", i + 1, g1[i], g2[i]);
-    }
-    /* the same without overlapping the all-reduce with the backward */
-    char l4[128];
-    snprintf(l4, sizeof l4, "%s/two_no_overlap.csv", dir);
-    const char *a5[] = {"train", "--model", "pythia-14m", "--micro-batch", "2", "--seq", "64", "--global-batch", "8", "--steps", "4",
-                        "--no-predict", "--quiet", "--peak-gflops", "100", "--no-overlap", "--csv", l4, NULL};
-    rc = mpi_run(2, a5, g_out, sizeof g_out, g_err, sizeof g_err);
-    CHECK(rc == 0, "2 ranks --no-overlap: exit %d: %s", rc, g_err);
-    double x4[8];
-    int n4 = read_col(l4, "loss", x4, 8);
-    CHECK(n4 == 4, "rows: %d", n4);
-    for (int i = 0; i < n1 && i < n4; i++)
-        CHECK(fabs(x1[i] - x4[i]) <= 1e-5 * fabs(x1[i]), "step %d: loss %.9g on 1 rank, %.9g on 2 without overlap", i + 1, x1[i], x4[i]);
-    double ranks[2], comm[2];
-    CHECK(read_col(sum, "ranks", ranks, 2) == 1 && ranks[0] == 2, "summary: ranks");
-    CHECK(read_col(sum, "exposed_comm_ms", comm, 2) == 1 && comm[0] > 0, "summary: exposed communication time");
-    /* saved by 2 ranks, resumed on 1 from the step-2 checkpoint (kept as the previous one): steps 3
-     * and 4 as in the uninterrupted runs */
-    char latest[160];
+    if (rc == 0 && csv_column(g_ref, "loss", g_ref_loss, 4) == 4) state = 1;
+    return state;
+}
+
+/* The losses of `csv` from step first+1 on equal the 1-rank run's, to fp32 summation order. */
+static void check_losses(const char *what, const char *csv, int first, int want_rows)
+{
+    double x[8];
+    int n = csv_column(csv, "loss", x, 8);
+    CHECK(n == want_rows, "%s: %d rows, expected %d", what, n, want_rows);
+    for (int i = 0; i < n && first + i < 4; i++)
+        CHECK(fabs(x[i] - g_ref_loss[first + i]) <= 1e-5 * fabs(g_ref_loss[first + i]), "%s, step %d: loss %.9g, 1 rank %.9g", what,
+              first + i + 1, x[i], g_ref_loss[first + i]);
+}
+
+/* A checkpoint saved at steps 2 and 4 resumes on 1 rank from step 2 (kept as the previous one)
+ * with the uninterrupted losses of steps 3 and 4. */
+static void check_resume_on_one_rank(const char *dir, const char *ck)
+{
+    char latest[200], log[200];
     snprintf(latest, sizeof latest, "%s/latest", ck);
+    snprintf(log, sizeof log, "%s/resumed.csv", dir);
     FILE *lf = fopen(latest, "w");
     if (lf) {
         fputs("step-00000002\n", lf);
         fclose(lf);
     }
-    const char *a3[] = {"train", "--model", "pythia-14m", "--micro-batch", "2", "--seq", "64", "--global-batch", "8", "--steps", "4",
-                        "--no-predict", "--quiet", "--peak-gflops", "100", "--csv", l3, "--resume", ck, NULL};
-    rc = cli_run(a3, g_out, sizeof g_out, g_err, sizeof g_err);
+    const char *extra[] = {"--resume", ck, NULL};
+    int rc = tiny_train(0, log, extra);
     CHECK(rc == 0, "resume on 1 rank: exit %d: %s", rc, g_err);
-    double x3[8];
-    int n3 = read_col(l3, "loss", x3, 8);
-    CHECK(n3 == 2, "resumed rows: %d", n3);
-    for (int i = 0; i < n3 && i + 2 < n1; i++)
-        CHECK(fabs(x3[i] - x1[i + 2]) <= 1e-5 * fabs(x1[i + 2]), "resumed step %d: loss %.9g, uninterrupted %.9g", i + 3, x3[i], x1[i + 2]);
+    check_losses("resumed on 1 rank", log, 2, 2);
+}
+
+static void test_train_two_ranks_equivalent(void)
+{
+    char dir[] = "/tmp/costbench-dp-XXXXXX";
+    if (reference_losses() != 1 || !mkdtemp(dir)) {
+        CHECK(0, "no 1-rank reference or no directory");
+        return;
+    }
+    char l2[128], l4[128], ck[128], sum[128];
+    snprintf(l2, sizeof l2, "%s/two.csv", dir);
+    snprintf(l4, sizeof l4, "%s/two_no_overlap.csv", dir);
+    snprintf(ck, sizeof ck, "%s/ckpt", dir);
+    snprintf(sum, sizeof sum, "%s/summary.csv", dir);
+    /* the same global batch over 2 ranks, saving checkpoints at steps 2 and 4 */
+    const char *extra[] = {"--summary-csv", sum, "--save", ck, "--save-every", "2", NULL};
+    int rc = tiny_train(2, l2, extra);
+    CHECK(rc == 0, "2 ranks: exit %d: %s", rc, g_err);
+    check_losses("2 ranks", l2, 0, 4);
+    double g1[8], g2[8];
+    int n1 = csv_column(g_ref, "grad_norm", g1, 8), n2 = csv_column(l2, "grad_norm", g2, 8);
+    for (int i = 0; i < n1 && i < n2; i++)
+        CHECK(fabs(g1[i] - g2[i]) <= 1e-4 * fabs(g1[i]), "step %d: grad norm %.9g on 1 rank, %.9g on 2", i + 1, g1[i], g2[i]);
+    double ranks[2], comm[2];
+    CHECK(csv_column(sum, "ranks", ranks, 2) == 1 && ranks[0] == 2, "summary: ranks");
+    CHECK(csv_column(sum, "exposed_comm_ms", comm, 2) == 1 && comm[0] > 0, "summary: exposed communication time");
+    /* the same without overlapping the all-reduce with the backward */
+    const char *no_overlap[] = {"--no-overlap", NULL};
+    rc = tiny_train(2, l4, no_overlap);
+    CHECK(rc == 0, "2 ranks --no-overlap: exit %d: %s", rc, g_err);
+    check_losses("2 ranks without overlap", l4, 0, 4);
+    /* saved by 2 ranks, resumed on 1 */
+    check_resume_on_one_rank(dir, ck);
     /* a global batch that does not split over the ranks */
     const char *a4[] = {"train", "--model", "pythia-14m", "--micro-batch", "2", "--seq", "64", "--global-batch", "2", "--steps", "1", NULL};
     rc = mpi_run(2, a4, g_out, sizeof g_out, g_err, sizeof g_err);
     CHECK(rc == 2 && strstr(g_err, "x 2 ranks") != NULL, "global batch 2 over 2 ranks of 2: exit %d: %s", rc, g_err);
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) fprintf(stderr, "warning: could not remove %s\n", dir);
+    rm_tree(dir);
 }
 
 /* ZeRO-1 on 2 ranks: the losses of 1 rank, the moments' memory halved in the estimate, and a
@@ -141,46 +153,20 @@ static void test_train_two_ranks_equivalent(void)
 static void test_train_zero1(void)
 {
     char dir[] = "/tmp/costbench-zero-XXXXXX";
-    if (!mkdtemp(dir)) {
-        CHECK(0, "mkdtemp");
+    if (reference_losses() != 1 || !mkdtemp(dir)) {
+        CHECK(0, "no 1-rank reference or no directory");
         return;
     }
-    char l1[128], lz[128], lr[128], ck[128], latest[160];
-    snprintf(l1, sizeof l1, "%s/one.csv", dir);
+    char lz[128], ck[128];
     snprintf(lz, sizeof lz, "%s/zero.csv", dir);
-    snprintf(lr, sizeof lr, "%s/resumed.csv", dir);
     snprintf(ck, sizeof ck, "%s/ckpt", dir);
-    snprintf(latest, sizeof latest, "%s/latest", ck);
-    const char *a1[] = {"train", "--model", "pythia-14m", "--micro-batch", "2", "--seq", "64", "--global-batch", "8", "--steps", "4",
-                        "--no-predict", "--quiet", "--peak-gflops", "100", "--csv", l1, NULL};
-    int rc = cli_run(a1, g_out, sizeof g_out, g_err, sizeof g_err);
-    CHECK(rc == 0, "1 rank: exit %d: %s", rc, g_err);
-    const char *a2[] = {"train", "--model", "pythia-14m", "--micro-batch", "2", "--seq", "64", "--global-batch", "8", "--steps", "4",
-                        "--no-predict", "--quiet", "--peak-gflops", "100", "--zero", "1", "--csv", lz, "--save", ck, "--save-every", "2", NULL};
-    rc = mpi_run(2, a2, g_out, sizeof g_out, g_err, sizeof g_err);
+    const char *extra[] = {"--zero", "1", "--save", ck, "--save-every", "2", NULL};
+    int rc = tiny_train(2, lz, extra);
     CHECK(rc == 0, "2 ranks --zero 1: exit %d: %s", rc, g_err);
     CHECK(strstr(g_out, "ZeRO-1: AdamW moments 0.052 GiB per rank instead of 0.105 GiB") != NULL, "no ZeRO-1 estimate line: %s", g_out);
-    double x1[8], xz[8], xr[8];
-    int n1 = read_col(l1, "loss", x1, 8), nz = read_col(lz, "loss", xz, 8);
-    CHECK(n1 == 4 && nz == 4, "rows: %d and %d", n1, nz);
-    for (int i = 0; i < n1 && i < nz; i++)
-        CHECK(fabs(x1[i] - xz[i]) <= 1e-5 * fabs(x1[i]), "step %d: loss %.9g on 1 rank, %.9g with ZeRO-1 on 2", i + 1, x1[i], xz[i]);
-    FILE *lf = fopen(latest, "w");
-    if (lf) {
-        fputs("step-00000002\n", lf);
-        fclose(lf);
-    }
-    const char *a3[] = {"train", "--model", "pythia-14m", "--micro-batch", "2", "--seq", "64", "--global-batch", "8", "--steps", "4",
-                        "--no-predict", "--quiet", "--peak-gflops", "100", "--csv", lr, "--resume", ck, NULL};
-    rc = cli_run(a3, g_out, sizeof g_out, g_err, sizeof g_err);
-    CHECK(rc == 0, "resume on 1 rank: exit %d: %s", rc, g_err);
-    int nr = read_col(lr, "loss", xr, 8);
-    CHECK(nr == 2, "resumed rows: %d", nr);
-    for (int i = 0; i < nr && i + 2 < n1; i++)
-        CHECK(fabs(xr[i] - x1[i + 2]) <= 1e-5 * fabs(x1[i + 2]), "resumed step %d: loss %.9g, uninterrupted %.9g", i + 3, xr[i], x1[i + 2]);
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) fprintf(stderr, "warning: could not remove %s\n", dir);
+    check_losses("2 ranks with ZeRO-1", lz, 0, 4);
+    check_resume_on_one_rank(dir, ck);
+    rm_tree(dir);
 }
 
 /* The sweep script end to end on a tiny model, and the cluster scripts: syntax and dry runs. */
@@ -213,14 +199,12 @@ static void test_sweep_and_cluster_scripts(void)
     CHECK(rc == 0, "bench/sweep.sh: exit %d: %s", rc, g_err);
     double ranks[8], meas[8];
     snprintf(path, sizeof path, "%s/sweep.csv", out);
-    CHECK(read_col(path, "ranks", ranks, 8) == 3, "sweep.csv: expected 3 runs (strong 1 and 2 ranks, weak 1 rank)");
+    CHECK(csv_column(path, "ranks", ranks, 8) == 3, "sweep.csv: expected 3 runs (strong 1 and 2 ranks, weak 1 rank)");
     snprintf(path, sizeof path, "%s/scale_strong.csv", out);
-    CHECK(read_col(path, "measured_seq_per_s", meas, 8) == 2 && meas[1] > 0, "scale_strong.csv: the 2-rank measurement beside the model");
+    CHECK(csv_column(path, "measured_seq_per_s", meas, 8) == 2 && meas[1] > 0, "scale_strong.csv: the 2-rank measurement beside the model");
     snprintf(path, sizeof path, "%s/report/throughput.png", out);
     CHECK(access(path, R_OK) == 0, "no report/throughput.png from the sweep");
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) fprintf(stderr, "warning: could not remove %s\n", dir);
+    rm_tree(dir);
 }
 
 const test_case tests_comm[] = {

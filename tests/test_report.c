@@ -37,21 +37,6 @@ static void write_file(const char *path, const char *text)
     }
 }
 
-static void slurp(const char *path, char *buf, size_t n)
-{
-    FILE *f = fopen(path, "r");
-    size_t k = f ? fread(buf, 1, n - 1, f) : 0;
-    buf[k] = '\0';
-    if (f) fclose(f);
-}
-
-static void rm_rf(const char *dir)
-{
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) fprintf(stderr, "warning: could not remove %s\n", dir);
-}
-
 /* Column `name` of row `row` of a loaded CSV as a number (NaN when absent or empty). */
 static double cell_num(const table *t, int row, const char *name)
 {
@@ -123,7 +108,7 @@ static void test_report_table1(void)
     CHECK(access(path, R_OK) == 0, "no throughput.png");
     snprintf(path, sizeof path, "%s/tokens_per_usd.png", out);
     CHECK(access(path, R_OK) == 0, "no tokens_per_usd.png");
-    rm_rf(d);
+    rm_tree(d);
 }
 
 static void test_report_pricing_options(void)
@@ -151,7 +136,7 @@ static void test_report_pricing_options(void)
     snprintf(path, sizeof path, "%s/report.md", out);
     slurp(path, md, sizeof md);
     CHECK(strstr(md, "Pricing options side by side") != NULL, "no side-by-side table");
-    rm_rf(d);
+    rm_tree(d);
 }
 
 static void test_report_this_machine(void)
@@ -182,7 +167,7 @@ static void test_report_this_machine(void)
         CHECK(cell_num(&rep, 0, "tokens_per_usd") == round(2.0 * 512 * 3600 / 0.5), "tokens/$ %.0f", cell_num(&rep, 0, "tokens_per_usd"));
         table_free(&rep);
     }
-    rm_rf(d);
+    rm_tree(d);
 }
 
 /* The step model's closed forms. */
@@ -272,7 +257,7 @@ static void test_scale_table1(void)
     const char *a4[] = {"report", "--throughput", g_table1, "--throughput", csv, "--pricing", "reserved_3y", "--out", out, NULL};
     rc = run(a4);
     CHECK(rc == 0 && strstr(g_out, "predicted") != NULL, "report with predictions: exit %d: %s", rc, g_err);
-    rm_rf(d);
+    rm_tree(d);
 }
 
 typedef struct {
@@ -340,7 +325,7 @@ static void test_report_bad_input(void)
               "costbench%s: expected exactly one leading 'error:' line: %s", cmd, g_err);
         CHECK(access(out, F_OK) != 0, "costbench%s: a failed report left %s behind", cmd, out);
     }
-    rm_rf(d);
+    rm_tree(d);
 }
 
 static void test_report_atomic(void)
@@ -379,7 +364,7 @@ static void test_report_atomic(void)
     CHECK(access(path, R_OK) == 0, "a foreign directory lost its file");
     /* a second good run replaces the first */
     CHECK(run(a1) == 0, "second report: %s", g_err);
-    rm_rf(d);
+    rm_tree(d);
 }
 
 const test_case tests_report[] = {

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../common/csvio.h"
 #include "check.h"
 
 int allclose(const char *what, const float *x, const double *ref, size_t n, double atol, double rtol)
@@ -162,4 +163,28 @@ int cli_run(const char *const *args, char *out, size_t outsz, char *err, size_t 
     for (int i = 0; args[i] && n < 63; i++) argv[n++] = args[i];
     argv[n] = NULL;
     return cmd_run(argv, out, outsz, err, errsz);
+}
+
+void slurp(const char *path, char *buf, size_t n)
+{
+    FILE *f = fopen(path, "r");
+    size_t k = f ? fread(buf, 1, n - 1, f) : 0;
+    buf[k] = '\0';
+    if (f) fclose(f);
+}
+
+void rm_tree(const char *dir)
+{
+    const char *argv[] = {"rm", "-rf", dir, NULL};
+    if (cmd_run(argv, NULL, 0, NULL, 0) != 0) fprintf(stderr, "warning: could not remove %s\n", dir);
+}
+
+int csv_column(const char *path, const char *name, double *out, int cap)
+{
+    table t;
+    if (table_load(&t, path) != 0) return -1;
+    int c = table_col(&t, name, 1), n = 0;
+    for (int i = 0; c >= 0 && i < t.nrows && n < cap; i++) out[n++] = strtod(table_cell(&t, i, c), NULL);
+    table_free(&t);
+    return c >= 0 ? n : -1;
 }
