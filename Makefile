@@ -22,8 +22,7 @@ PC_PKGS     := openblas gsl plplot
 MULTIARCH   := $(shell $(CC) -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
 OPENBLAS_DIR := /usr/lib/$(MULTIARCH)/openblas-openmp
 
-# snprintf truncation into bounded buffers is by design: -Wno-format-truncation.
-WARN    := -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Wno-format-truncation
+WARN    := -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes
 OPT     := -O3 -march=native
 ifeq ($(SAN),1)
 OPT     := -O1 -march=native -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined

@@ -28,7 +28,7 @@ typedef struct {
 static int load_cores(core_row *rows, int cap)
 {
     char path[4200];
-    snprintf(path, sizeof path, "%s/blas_cores.csv", machine_data_dir());
+    if (machine_data_file(path, sizeof path, "blas_cores.csv") != 0) return CB_EFAIL;
     table t;
     if (table_load(&t, path) != 0) return CB_EFAIL;
     int cc = table_col(&t, "core", 1), rc = table_col(&t, "requires", 1), n = 0;

@@ -47,7 +47,7 @@ int comm_init(int *argc, char ***argv)
     MPI_Get_library_version(lib, &len);
     char *nl = strpbrk(lib, ",\n");
     if (nl) *nl = '\0';
-    snprintf(g_desc, sizeof g_desc, "%s, %d ranks", lib, g_size);
+    snprintf(g_desc, sizeof g_desc, "%.120s, %d ranks", lib, g_size);
     return 0;
 }
 

@@ -3,7 +3,6 @@
 #include <csv.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -274,33 +273,6 @@ void csvw_endrow(csv_writer *w)
 {
     fputc('\n', w->f);
     w->nfield = 0;
-}
-
-int file_commit(const char *tmp, const char *path)
-{
-    int fd = open(tmp, O_RDONLY);
-    if (fd < 0 || fsync(fd) != 0) {
-        int e = errno;
-        if (fd >= 0) close(fd);
-        unlink(tmp);
-        return err_msg("cannot write '%s': %s", path, strerror(e));
-    }
-    close(fd);
-    if (rename(tmp, path) != 0) {
-        int e = errno;
-        unlink(tmp);
-        return err_msg("cannot write '%s': %s", path, strerror(e));
-    }
-    char *d = strdup(path);
-    if (d) {
-        int dfd = open(dirname(d), O_RDONLY | O_DIRECTORY);
-        if (dfd >= 0) {
-            fsync(dfd);
-            close(dfd);
-        }
-        free(d);
-    }
-    return 0;
 }
 
 int csvw_commit(csv_writer *w)

@@ -8,6 +8,8 @@
 
 #include <stdio.h>
 
+#include "files.h"
+
 typedef struct {
     char *path;
     int nrows, ncols;
@@ -47,8 +49,5 @@ void csvw_endrow(csv_writer *w);
 int csvw_commit(csv_writer *w);
 /* Drops the temporary file. */
 void csvw_abort(csv_writer *w);
-
-/* Writes `tmp` durably and renames it over `path` (fsync of file and directory). */
-int file_commit(const char *tmp, const char *path);
 
 #endif

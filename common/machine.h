@@ -28,8 +28,9 @@ int machine_is_this_machine(const char *instance_type);
 void machine_probe(machine_info *m);
 /* Whether /proc/cpuinfo lists `flag` (e.g. "avx512f", "avx512_bf16"). */
 int machine_has_cpu_flag(const char *flag);
-/* Directory of the data tables: $COSTBENCH_DATA, else data/ next to the executable,
- * else ./data. Returns a static buffer. */
-const char *machine_data_dir(void);
+/* The path of data table `name` ("models.csv") into out: in $COSTBENCH_DATA, else in data/ next
+ * to the executable, else in ./data. Returns 0, or CB_EUSAGE when the path does not fit. */
+#include <stddef.h>
+int machine_data_file(char *out, size_t n, const char *name);
 
 #endif

@@ -5,30 +5,6 @@
 #include "err.h"
 #include "parse.h"
 
-#define OPTS_MAX 64
-/* Which specs were given: kept per spec table address (a handful of tables per process). */
-static struct { const opt_spec *table; unsigned char given[OPTS_MAX]; } seen_tab[8];
-
-static unsigned char *seen_for(const opt_spec *specs)
-{
-    for (int i = 0; i < 8; i++)
-        if (seen_tab[i].table == specs) return seen_tab[i].given;
-    for (int i = 0; i < 8; i++)
-        if (seen_tab[i].table == NULL) {
-            seen_tab[i].table = specs;
-            return seen_tab[i].given;
-        }
-    return NULL;
-}
-
-int opts_given(const opt_spec *specs, const char *name)
-{
-    unsigned char *seen = seen_for(specs);
-    for (int i = 0; specs[i].name && i < OPTS_MAX; i++)
-        if (strcmp(specs[i].name, name) == 0) return seen ? seen[i] : 0;
-    return 0;
-}
-
 void opts_help(FILE *f, const char *cmd, const char *synopsis, const opt_spec *specs)
 {
     fprintf(f, "usage: costbench %s %s\n", cmd, synopsis ? synopsis : "[options]");
@@ -71,8 +47,6 @@ static int set_value(const opt_spec *o, const char *val)
 int opts_parse(const char *cmd, const char *synopsis, const opt_spec *specs, int argc, char **argv,
                int first, char **positional, int *npositional)
 {
-    unsigned char *seen = seen_for(specs);
-    if (seen) memset(seen, 0, OPTS_MAX);
     int maxpos = npositional ? *npositional : 0, npos = 0;
     for (int i = first; i < argc; i++) {
         const char *a = argv[i];
@@ -110,7 +84,6 @@ int opts_parse(const char *cmd, const char *synopsis, const opt_spec *specs, int
             val = argv[++i];
         }
         if (set_value(o, val) != 0) return CB_EUSAGE;
-        if (seen && k < OPTS_MAX) seen[k] = 1;
     }
     if (npositional) *npositional = npos;
     return 0;

@@ -36,7 +36,5 @@ typedef struct {
 int opts_parse(const char *cmd, const char *synopsis, const opt_spec *specs, int argc, char **argv,
                int first, char **positional, int *npositional);
 void opts_help(FILE *f, const char *cmd, const char *synopsis, const opt_spec *specs);
-/* Whether a flag was given explicitly on the command line (after opts_parse). */
-int opts_given(const opt_spec *specs, const char *name);
 
 #endif

@@ -87,7 +87,7 @@ int model_presets_load(const char *path, model_config **out, int *n)
 int model_preset_find(const char *name, model_config *out)
 {
     char path[4200];
-    snprintf(path, sizeof path, "%s/models.csv", machine_data_dir());
+    if (machine_data_file(path, sizeof path, "models.csv") != 0) return CB_EUSAGE;
     model_config *all;
     int n;
     if (model_presets_load(path, &all, &n) != 0) return CB_EFAIL;

@@ -23,7 +23,7 @@ typedef struct {
 
 /* Loads every preset of `path`. Returns 0 or CB_EFAIL (file:line error printed). */
 int model_presets_load(const char *path, model_config **out, int *n);
-/* Finds `name` in data/models.csv (machine_data_dir()). Unknown name: CB_EUSAGE with the list.
+/* Finds `name` in data/models.csv (machine_data_file()). Unknown name: CB_EUSAGE with the list.
  * A broken file: CB_EFAIL. */
 int model_preset_find(const char *name, model_config *out);
 

@@ -94,8 +94,7 @@ static int remove_step_dir(const char *path)
     static const char *files[] = {"model.safetensors", "optimizer.safetensors"};
     char f[4400];
     for (int i = 0; i < 2; i++) {
-        snprintf(f, sizeof f, "%s/%s", path, files[i]);
-        unlink(f);
+        if (path_fmt(f, sizeof f, "%s/%s", path, files[i]) == 0) unlink(f);
     }
     return rmdir(path);
 }

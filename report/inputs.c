@@ -208,8 +208,8 @@ const hw_row *hardware_find(const hw_table *t, const char *instance)
 int data_tables_load(const char *prices_path, const char *hw_path, price_table *pt, hw_table *ht)
 {
     char p1[4200], p2[4200];
-    snprintf(p1, sizeof p1, "%s/prices.csv", machine_data_dir());
-    snprintf(p2, sizeof p2, "%s/hardware.csv", machine_data_dir());
+    if (machine_data_file(p1, sizeof p1, "prices.csv") != 0 || machine_data_file(p2, sizeof p2, "hardware.csv") != 0)
+        return CB_EFAIL;
     if (prices_load(pt, prices_path ? prices_path : p1) != 0) return CB_EFAIL;
     if (hardware_load(ht, hw_path ? hw_path : p2) != 0) {
         prices_free(pt);

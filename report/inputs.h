@@ -53,7 +53,7 @@ void hardware_free(hw_table *t);
 const hw_row *hardware_find(const hw_table *t, const char *instance);
 
 /* Loads the price and hardware tables: the given paths, or data/prices.csv and data/hardware.csv
- * (machine_data_dir()) for NULL. Returns 0 (both loaded) or CB_EFAIL (neither). */
+ * (machine_data_file()) for NULL. Returns 0 (both loaded) or CB_EFAIL (neither). */
 int data_tables_load(const char *prices_path, const char *hw_path, price_table *pt, hw_table *ht);
 
 typedef enum { SRC_MEASURED, SRC_IMPORTED, SRC_PREDICTED } src_kind;

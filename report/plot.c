@@ -83,7 +83,7 @@ int plot_lines(const char *path, const plot_spec *sp)
     y0 = sp->logy || sp->y_tight ? y0 - dy : (ymin >= 0 ? 0 : y0 - dy);
 
     char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld%s", path, (long)getpid(), ext);
+    if (path_fmt(tmp, sizeof tmp, "%s.tmp.%ld%s", path, (long)getpid(), ext) != 0) return CB_EUSAGE;
     int nl = sp->nseries + (isfinite(sp->hline) ? 1 : 0), nmax = 1;
     for (int s = 0; s < sp->nseries; s++)
         if (sp->series[s].n > nmax) nmax = sp->series[s].n;

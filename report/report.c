@@ -60,7 +60,7 @@ static int price_row_under(report_row *r, const char *option, int required, cons
     } else if (strcmp(option, "auto") == 0 && isfinite(t->usd_per_hour)) {
         r->usd_per_hour = t->usd_per_hour;
         snprintf(r->pricing, sizeof r->pricing, "imported");
-        snprintf(r->price_note, sizeof r->price_note, "as given in the throughput file (%s:%d)", t->file, t->line);
+        snprintf(r->price_note, sizeof r->price_note, "as given in the throughput file (%.200s:%d)", t->file, t->line);
         return 0;
     }
     const char *opt = strcmp(option, "auto") == 0 ? "on_demand" : option;
@@ -80,14 +80,14 @@ static int price_row_under(report_row *r, const char *option, int required, cons
     }
     if (!p) {
         if (!required) {
-            snprintf(r->price_note, sizeof r->price_note, "no %s price for %s in %s", opt, instance, prices->path);
+            snprintf(r->price_note, sizeof r->price_note, "no %s price for %.63s in %.200s", opt, instance, prices->path);
             return 0;
         }
         return err_msg("%s:%d: no '%s' price for %s%s%s in %s", t->file, t->line, opt, instance, o->region ? " in " : "",
                        o->region ? o->region : "", prices->path);
     }
     r->usd_per_hour = p->usd_per_hour * (double)t->instances;
-    snprintf(r->price_note, sizeof r->price_note, "%s %s %s $%g per instance-hour (%s:%d, as of %s: %s)", instance, p->region, opt,
+    snprintf(r->price_note, sizeof r->price_note, "%.63s %.31s %.23s $%g per instance-hour (%.100s:%d, as of %.23s: %.80s)", instance, p->region, opt,
              p->usd_per_hour, prices->path, p->line, p->as_of, p->source);
     return 0;
 }
@@ -144,7 +144,7 @@ int report_compute(const tput_set *in, const price_table *prices, const hw_table
             } else if (h && isfinite(h->bf16_tflops)) {
                 double peak = h->bf16_tflops * 1e12 * h->accelerators * (double)t->instances;
                 r->mfu_pct = 100.0 * model_flops_per_token(&r->cfg, (int)t->seq_len) * r->tokens_per_s / peak;
-                snprintf(r->mfu_peak, sizeof r->mfu_peak, "against the data-sheet dense BF16 peak, %g TFLOP/s x %d %s", h->bf16_tflops,
+                snprintf(r->mfu_peak, sizeof r->mfu_peak, "against the data-sheet dense BF16 peak, %g TFLOP/s x %d %.30s", h->bf16_tflops,
                          h->accelerators, h->accelerator);
             } else if (isfinite(t->mfu)) {
                 r->mfu_pct = t->mfu;
@@ -301,7 +301,7 @@ static int plot_scaling(const char *dir, const report_row *rows, int n, int *wro
             for (int i = 0; i < n; i++)
                 if (strcmp(rows[i].in->instance, t->instance) != 0 && !(is_here(rows[i].in->instance) && is_here(t->instance)))
                     one_instance = 0;
-            snprintf(labels[ns], sizeof labels[ns], "%s TP%d PP%d GB%ld%s%s, %s", t->model, t->tp, t->pp, t->global_batch,
+            snprintf(labels[ns], sizeof labels[ns], "%.30s TP%d PP%d GB%ld%s%.20s, %s", t->model, t->tp, t->pp, t->global_batch,
                      one_instance ? "" : " ", one_instance ? "" : is_here(t->instance) ? "here" : t->instance, src_kind_names[k]);
             int pts = k != SRC_PREDICTED;
             s_tput[ns] = (plot_series){labels[ns], m, x, y, pts, 0, color};
@@ -322,18 +322,19 @@ static int plot_scaling(const char *dir, const report_row *rows, int n, int *wro
     char path[4200], sub[160];
     snprintf(sub, sizeof sub, "points: measured or imported; lines: predicted by costbench scale; dashed: linear scaling");
     if (multi && ns) {
-        snprintf(path, sizeof path, "%s/throughput.png", dir);
+        if ((rc = path_fmt(path, sizeof path, "%s/throughput.png", dir)) != 0) goto done;
         plot_spec sp = {"Training throughput vs node count", sub, "nodes (instances), or ranks on this machine", "throughput (seq/s)", 1, 1, s_tput, ns, NAN, NULL, 0};
         rc = plot_lines(path, &sp);
         if (rc == 0) *wrote_tput = 1;
         if (rc == 0) {
-            snprintf(path, sizeof path, "%s/tokens_per_usd.png", dir);
-            snprintf(sub, sizeof sub, "tokens/$ = seq/s x seq_len x 3600 / ($ per hour of all instances); pricing: %s", rows[0].pricing);
+            if ((rc = path_fmt(path, sizeof path, "%s/tokens_per_usd.png", dir)) != 0) goto done;
+            snprintf(sub, sizeof sub, "tokens/$ = seq/s x seq_len x 3600 / ($ per hour of all instances); pricing: %.23s", rows[0].pricing);
             plot_spec sp2 = {"Cost-throughput ratio vs node count", sub, "nodes (instances), or ranks on this machine", "tokens per dollar", 1, 0, s_tpu, nt, NAN, NULL, 0};
             rc = plot_lines(path, &sp2);
             if (rc == 0) *wrote_tpu = 1;
         }
     }
+done:
     free(buf);
     return rc;
 }
@@ -362,10 +363,10 @@ static int plot_matmul_csv(const char *dir, const table *t, int *drew)
     }
     if (rc == 0) {
         char path[4200], sub[300];
-        snprintf(path, sizeof path, "%s/matmul.png", dir);
-        snprintf(sub, sizeof sub, "measured %.10s on %.60s, OpenBLAS %s (%s)", cdate >= 0 ? table_cell(t, 0, cdate) : "?",
+        rc = path_fmt(path, sizeof path, "%s/matmul.png", dir);
+        snprintf(sub, sizeof sub, "measured %.10s on %.60s, OpenBLAS %.30s (%.150s)", cdate >= 0 ? table_cell(t, 0, cdate) : "?",
                  ccpu >= 0 ? table_cell(t, 0, ccpu) : "?", cblas >= 0 ? table_cell(t, 0, cblas) : "?", t->path);
-        rc = chart_matmul(path, pts, t->nrows, transformer, peak, sub);
+        if (rc == 0) rc = chart_matmul(path, pts, t->nrows, transformer, peak, sub);
         if (rc == 0) *drew = 1;
     }
     free(pts);
@@ -411,11 +412,11 @@ static int plot_logs(const char *dir, const report_extras *x, int *drew)
     }
     if (rc == 0) {
         char path[4200];
-        snprintf(path, sizeof path, "%s/loss.png", dir);
-        rc = chart_runs(path, "Training loss", "loss (nats per token)", loss, nl, "one line per training log");
+        rc = path_fmt(path, sizeof path, "%s/loss.png", dir);
+        if (rc == 0) rc = chart_runs(path, "Training loss", "loss (nats per token)", loss, nl, "one line per training log");
         if (rc == 0) {
-            snprintf(path, sizeof path, "%s/grad_norm.png", dir);
-            rc = chart_runs(path, "Gradient norm (before clipping)", "global L2 norm", gn, nl, "one line per training log");
+            rc = path_fmt(path, sizeof path, "%s/grad_norm.png", dir);
+            if (rc == 0) rc = chart_runs(path, "Gradient norm (before clipping)", "global L2 norm", gn, nl, "one line per training log");
         }
         if (rc == 0) *drew = 1;
     }
@@ -534,7 +535,7 @@ static int out_dir_replaceable(const char *dir, int *exists)
     *exists = 1;
     if (!S_ISDIR(st.st_mode)) return err_usage("flag '--out': '%s' exists and is not a directory", dir);
     char p[4200];
-    snprintf(p, sizeof p, "%s/report.md", dir);
+    if (path_fmt(p, sizeof p, "%s/report.md", dir) != 0) return CB_EUSAGE;
     if (access(p, F_OK) == 0) return 0;
     if (rmdir(dir) == 0) { /* empty: nothing to keep */
         *exists = 0;
@@ -548,13 +549,13 @@ int report_write(const char *dir, const report_row *rows, int n, const report_op
     int exists, rc;
     if ((rc = out_dir_replaceable(dir, &exists)) != 0) return rc;
     char tmp[4200], path[4300];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", dir, (long)getpid());
+    if ((rc = path_fmt(tmp, sizeof tmp, "%s.tmp.%ld", dir, (long)getpid())) != 0) return rc;
     rm_tree(tmp);
     if (mkdir(tmp, 0755) != 0) return err_msg("cannot create '%s': %s", tmp, strerror(errno));
     int n_in = o->npricing ? n / o->npricing : n;
     record rec;
     if ((rc = fill_record(&rec, rows, n)) != 0) goto fail;
-    snprintf(path, sizeof path, "%s/report.csv", tmp);
+    if ((rc = path_fmt(path, sizeof path, "%s/report.csv", tmp)) != 0) goto fail_rec;
     if ((rc = record_write_csv(&rec, path, NULL)) != 0) goto fail_rec;
     int wrote_tput = 0, wrote_tpu = 0, wrote_mm = 0, wrote_logs = 0;
     if ((rc = plot_scaling(tmp, rows, n_in, &wrote_tput, &wrote_tpu)) != 0) goto fail_rec;
@@ -572,7 +573,7 @@ int report_write(const char *dir, const report_row *rows, int n, const report_op
     }
     if ((rc = plot_logs(tmp, x, &wrote_logs)) != 0) goto fail_bench;
 
-    snprintf(path, sizeof path, "%s/report.md", tmp);
+    if ((rc = path_fmt(path, sizeof path, "%s/report.md", tmp)) != 0) goto fail_bench;
     FILE *f = fopen(path, "w");
     if (!f) {
         rc = err_msg("cannot write '%s': %s", path, strerror(errno));
@@ -617,7 +618,10 @@ int report_write(const char *dir, const report_row *rows, int n, const report_op
 
     /* publish: the old report moves aside, the new one takes its name, the old one goes */
     char old[4300];
-    snprintf(old, sizeof old, "%s.old.%ld", dir, (long)getpid());
+    if ((rc = path_fmt(old, sizeof old, "%s.old.%ld", dir, (long)getpid())) != 0) {
+        rm_tree(tmp);
+        return rc;
+    }
     if (exists && rename(dir, old) != 0) {
         rc = err_msg("cannot move the earlier report '%s' aside: %s", dir, strerror(errno));
         rm_tree(tmp);

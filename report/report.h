@@ -26,7 +26,7 @@ typedef struct {
     model_config cfg;
     char instance[96];     /* as shown ("c7a.large (this machine)") */
     char pricing[24];      /* option the price came from ("imported" for a row's own price) */
-    char price_note[320];  /* where the price came from */
+    char price_note[512];  /* where the price came from */
     double usd_per_hour;   /* all instances; NaN: no price under this option */
     double tokens_per_s, tokens_per_usd, usd_per_1b_tokens, efficiency;
     double mfu_pct;

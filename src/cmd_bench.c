@@ -24,21 +24,24 @@ typedef struct {
     const char *csv, *blas_core;
     double min_time;
     long min_samples;
+    char min_time_help[64], min_samples_help[64]; /* with this command's defaults */
 } common_flags;
 
 #define COMMON_SPECS(cf)                                                                                           \
     {"csv", OPT_STR, &(cf).csv, 0, 0, 0, 0, "FILE", "also write the results as CSV (- for stdout)"},               \
     {"blas-core", OPT_STR, &(cf).blas_core, 0, 0, 0, 0, "auto|env|NAME",                                          \
      "OpenBLAS kernel: auto = best for this CPU (default), env = as the environment sets it"},                     \
-    {"min-time", OPT_DOUBLE, &(cf).min_time, 0, 0, 0.001, 600, "S", "minimum timed seconds per case"},          \
-    {"min-samples", OPT_LONG, &(cf).min_samples, 1, 10000, 0, 0, "N", "minimum samples per case (default 5)"}
+    {"min-time", OPT_DOUBLE, &(cf).min_time, 0, 0, 0.001, 600, "S", (cf).min_time_help},                       \
+    {"min-samples", OPT_LONG, &(cf).min_samples, 1, 10000, 0, 0, "N", (cf).min_samples_help}
 
-static void common_defaults(common_flags *cf, double min_time)
+static void common_defaults(common_flags *cf, double min_time, long min_samples)
 {
     cf->csv = NULL;
     cf->blas_core = "auto";
     cf->min_time = min_time;
-    cf->min_samples = 5;
+    cf->min_samples = min_samples;
+    snprintf(cf->min_time_help, sizeof cf->min_time_help, "minimum timed seconds per case (default %g)", min_time);
+    snprintf(cf->min_samples_help, sizeof cf->min_samples_help, "minimum samples per case (default %ld)", min_samples);
 }
 
 static int bench_setup(const common_flags *cf, char **argv, machine_info *m, runner_opts *ro)
@@ -75,7 +78,7 @@ static int finish(record *rec, const common_flags *cf, const machine_info *m)
 int cmd_peak(int argc, char **argv)
 {
     common_flags cf;
-    common_defaults(&cf, 0.3);
+    common_defaults(&cf, 0.3, 5);
     double array_mib = 0;
     int no_sgemm = 0;
     const opt_spec specs[] = {
@@ -120,11 +123,11 @@ static int matmul_plot(const char *path, const record *rec, const machine_info *
 int cmd_matmul(int argc, char **argv)
 {
     common_flags cf;
-    common_defaults(&cf, 0.1);
+    common_defaults(&cf, 0.1, 3);
     opt_list nl = {{512, 1024, 2048, 4096, 8192, 16384}, 6};
     opt_list kl = {{768, 1024, 2048, 2560, 4096, 5120, 6144}, 7};
     const char *shapes = NULL, *model = NULL, *plot = NULL;
-    long B = 1, T = 0;
+    long B = 0, T = 0; /* 0: not given */
     double budget = 150, peak_gf = 0;
     const opt_spec specs[] = {
         COMMON_SPECS(cf),
@@ -150,7 +153,7 @@ int cmd_matmul(int argc, char **argv)
         transformer = 1;
     }
     if (transformer && !model) return err_usage("flag '--shapes transformer' needs '--model PRESET'");
-    if (!transformer && (opts_given(specs, "micro-batch") || opts_given(specs, "seq")))
+    if (!transformer && (B || T))
         return err_usage("flags '--micro-batch' and '--seq' go with '--shapes transformer --model PRESET'");
     if (plot && (!strstr(plot, ".png") && !strstr(plot, ".svg")))
         return err_usage("flag '--plot': expected a file name ending in .png or .svg, got '%s'", plot);
@@ -159,6 +162,7 @@ int cmd_matmul(int argc, char **argv)
     model_config cfg;
     if (transformer) {
         if ((rc = model_preset_find(model, &cfg)) != 0) return rc;
+        if (B == 0) B = 1;
         if (T == 0) T = cfg.max_T < 2048 ? cfg.max_T : 2048;
         if (T > cfg.max_T) return err_usage("flag '--seq': %ld exceeds %s's max_seq_len %d", T, cfg.name, cfg.max_T);
         if (B * T > (1L << 22)) return err_usage("flags '--micro-batch' x '--seq': %ld tokens is more than 4194304", B * T);
@@ -176,13 +180,16 @@ int cmd_matmul(int argc, char **argv)
     }
     char what[160];
     if (transformer) snprintf(what, sizeof what, "matmul shapes of %s at B=%ld T=%ld", model, B, T);
-    else snprintf(what, sizeof what, "matmul sweep up to N=%ld K=%ld", nl.v[0], kl.v[0]);
+    else {
+        long nmax = 0, kmax = 0;
+        for (int i = 0; i < nl.n; i++) nmax = nl.v[i] > nmax ? nl.v[i] : nmax;
+        for (int i = 0; i < kl.n; i++) kmax = kl.v[i] > kmax ? kl.v[i] : kmax;
+        snprintf(what, sizeof what, "matmul sweep up to N=%ld K=%ld", nmax, kmax);
+    }
     if ((rc = mem_check_fits(mm_shapes_bytes(sh, nsh), what)) != 0) return rc;
     machine_info m;
     runner_opts ro;
     if ((rc = bench_setup(&cf, argv, &m, &ro)) != 0) return rc;
-    ro.min_samples = (int)cf.min_samples < 3 ? (int)cf.min_samples : 3;
-    if (opts_given(specs, "min-samples")) ro.min_samples = (int)cf.min_samples;
     const char *isa = "";
     int measured_peak = peak_gf <= 0;
     if (measured_peak) {
@@ -218,7 +225,7 @@ int cmd_matmul(int argc, char **argv)
 int cmd_rope(int argc, char **argv)
 {
     common_flags cf;
-    common_defaults(&cf, 0.2);
+    common_defaults(&cf, 0.2, 5);
     const char *models = "pythia-160m,pythia-6.9b,neox-20b";
     long tokens = 8192, T = 0;
     double copy_gbps = 0;
@@ -252,7 +259,7 @@ int cmd_rope(int argc, char **argv)
     if (tokens % T != 0) return err_usage("flag '--tokens': %ld is not a multiple of --seq %ld", tokens, T);
     for (int i = 0; i < nm; i++) {
         char what[128];
-        snprintf(what, sizeof what, "rope on %s at %ld tokens", cfgs[i].name, tokens);
+        snprintf(what, sizeof what, "rope on %.47s at %ld tokens", cfgs[i].name, tokens);
         if ((rc = mem_check_fits(rope_bench_bytes(&cfgs[i], (int)tokens), what)) != 0) return rc;
     }
     machine_info m;
@@ -310,7 +317,7 @@ int cmd_models(int argc, char **argv)
     int rc = opts_parse("models", "[options]", specs, argc, argv, 2, NULL, NULL);
     if (rc != 0) return rc > 0 ? 0 : rc;
     char path[4200];
-    snprintf(path, sizeof path, "%s/models.csv", machine_data_dir());
+    if ((rc = machine_data_file(path, sizeof path, "models.csv")) != 0) return rc;
     model_config *all;
     int n;
     if (model_presets_load(path, &all, &n) != 0) return CB_EFAIL;

@@ -84,7 +84,7 @@ int cmd_report(int argc, char **argv)
         o.tokens_budget = (double)t;
     }
     char p3[4200];
-    snprintf(p3, sizeof p3, "%s/models.csv", machine_data_dir());
+    if ((rc = machine_data_file(p3, sizeof p3, "models.csv")) != 0) return rc;
     o.models_path = models_path ? models_path : p3;
 
     price_table pt;

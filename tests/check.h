@@ -54,6 +54,7 @@ int csv_column(const char *path, const char *name, double *out, int cap);
 /* The binary under test, for CLI tests (argv[1] of the runner). */
 extern const char *g_costbench;
 
-extern const test_case tests_common[], tests_kernels[], tests_rope[], tests_model[], tests_train[], tests_cli[], tests_report[], tests_comm[];
+extern const test_case tests_common[], tests_kernels[], tests_rope[], tests_model[], tests_train[], tests_cli[], tests_report[], tests_comm[],
+    tests_plot[], tests_outdir[], tests_scale[], tests_audit[];
 
 #endif
