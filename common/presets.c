@@ -1,5 +1,6 @@
 #include "presets.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,6 +126,24 @@ double model_flops_per_token(const model_config *c, int T)
 {
     double N = 12.0 * c->L * (double)c->C * c->C + (double)c->V * c->C; /* matmul weights + output projection */
     return 6.0 * N + 12.0 * c->L * (double)c->C * T;
+}
+
+double mfu_pct(double flops_per_token, double tokens_per_s, double peak_flops)
+{
+    if (!(peak_flops > 0) || !isfinite(peak_flops)) return NAN;
+    return 100.0 * flops_per_token * tokens_per_s / peak_flops;
+}
+
+int throughput_check(const model_config *cfg, long seq_len, double seq_per_s, double peak_flops, const char *peak_name,
+                     const char *what)
+{
+    if (seq_len > cfg->max_T)
+        return err_usage("%s: seq_len %ld exceeds %s's max_seq_len %d", what, seq_len, cfg->name, cfg->max_T);
+    double mfu = mfu_pct(model_flops_per_token(cfg, (int)seq_len), seq_per_s * (double)seq_len, peak_flops);
+    if (isfinite(mfu) && mfu > 100.0)
+        return err_usage("%s: %.4g seq/s of %s at seq_len %ld needs %.3g%% of %s: impossible", what, seq_per_s, cfg->name,
+                         seq_len, mfu, peak_name);
+    return 0;
 }
 
 double model_hardware_flops_per_token(const model_config *c, int T, int recompute)

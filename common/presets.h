@@ -36,4 +36,17 @@ double model_params_non_embedding(const model_config *cfg);
 double model_flops_per_token(const model_config *cfg, int T);
 double model_hardware_flops_per_token(const model_config *cfg, int T, int recompute);
 
+/* Model FLOPs utilisation in %: flops_per_token x tokens_per_s / peak_flops (PaLM appendix B);
+ * NaN when the peak is unknown (not a positive number). The one definition of MFU (and of HFU
+ * with hardware FLOPs per token). */
+double mfu_pct(double flops_per_token, double tokens_per_s, double peak_flops);
+
+/* The rules a throughput obeys wherever one enters (train, scale, report): seq_len within the
+ * model's max_seq_len, and the model FLOP/s it implies at most `peak_flops` (the peak of all the
+ * hardware it ran on; unchecked when NaN). `what` names where the figure came from (a flag, or
+ * "file:line"), `peak_name` the peak ("the data-sheet dense BF16 peak of 4 x trn1.32xlarge").
+ * Returns 0, or CB_EUSAGE after one error line. */
+int throughput_check(const model_config *cfg, long seq_len, double seq_per_s, double peak_flops, const char *peak_name,
+                     const char *what);
+
 #endif
