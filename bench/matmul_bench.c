@@ -13,13 +13,6 @@
 #include "../kernels/matmul.h"
 #include <omp.h>
 
-const rec_col mm_cols[MM_NCOLS] = {
-    {"op", "", REC_STR, 0},           {"phase", "", REC_STR, 0},          {"n", "", REC_NUM, 0},
-    {"k", "", REC_NUM, 0},            {"m", "", REC_NUM, 0},              {"count", "per step", REC_NUM, 0},
-    {"gflops_median", "GFLOP/s", REC_NUM, 1}, {"gflops_min", "GFLOP/s", REC_NUM, 1},
-    {"gflops_max", "GFLOP/s", REC_NUM, 1}, {"cv_pct", "%", REC_NUM, 1}, {"ms_median", "ms", REC_NUM, 3},
-    {"pct_of_peak", "%", REC_NUM, 1}, {"step_ms", "ms", REC_NUM, 2},
-};
 
 static mm_shape mk(const char *op, const char *phase, int n, int k, int m, int ta, int tb, int lda, int ldb, int ldc,
                    double count)
@@ -52,9 +45,12 @@ static int linear3(mm_shape *o, const char *op, int N, int IC, int OC, double co
     return 3;
 }
 
+/* 4 linear layers and the logits, 3 products each; 6 attention products per causal row block */
+int mm_shapes_transformer_count(int T) { return 5 * 3 + 6 * ((T + ATTENTION_BLOCK - 1) / ATTENTION_BLOCK); }
+
 int mm_shapes_transformer(mm_shape *out, int cap, const model_config *cfg, int B, int T)
 {
-    if (cap < 15 + 6 * ((T + ATTENTION_BLOCK - 1) / ATTENTION_BLOCK)) return CB_EFAIL;
+    if (cap < mm_shapes_transformer_count(T)) return CB_EFAIL;
     const int N = B * T, C = cfg->C, HS = cfg->HS, C3 = 3 * C;
     const double L = cfg->L, heads = (double)cfg->L * B * cfg->NH;
     int c = 0;

@@ -5,6 +5,7 @@
 #define CB_MATMUL_BENCH_H
 
 #include "../common/record.h"
+#include "../common/schema.h"
 #include "../common/presets.h"
 #include "runner.h"
 
@@ -17,14 +18,14 @@ typedef struct {
     int concurrent; /* one single-threaded call per thread at once (attention heads run so) */
 } mm_shape;
 
-enum { MM_OP, MM_PHASE, MM_N, MM_K, MM_M, MM_COUNT, MM_GF_MED, MM_GF_MIN, MM_GF_MAX, MM_CV, MM_MS, MM_PCT,
-       MM_STEP_MS, MM_NCOLS };
-extern const rec_col mm_cols[MM_NCOLS];
+/* The results' columns: mm_cols (common/schema.h). */
 
 /* The sweep shapes: Y (n x m) = X (n x k) W^T with m = k, for each n and k. */
 int mm_shapes_sweep(mm_shape *out, int cap, const long *ns, int nn, const long *ks, int nk);
-/* Every matmul of one training step of `cfg` at micro-batch B and sequence T. */
+/* Every matmul of one training step of `cfg` at micro-batch B and sequence T: at most
+ * mm_shapes_transformer_count(T) shapes (returns the count, or CB_EFAIL when cap is smaller). */
 int mm_shapes_transformer(mm_shape *out, int cap, const model_config *cfg, int B, int T);
+int mm_shapes_transformer_count(int T);
 /* Bytes of the buffers the shapes need (largest A, B and C). */
 double mm_shapes_bytes(const mm_shape *s, int n);
 /* Runs the shapes within budget_s; peak_gflops for pct_of_peak. */

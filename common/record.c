@@ -7,6 +7,7 @@
 
 #include "csvio.h"
 #include "err.h"
+#include "schema.h"
 
 int record_init(record *r, const rec_col *cols, int ncols)
 {
@@ -127,14 +128,54 @@ void record_print(const record *r, FILE *f)
     fflush(f);
 }
 
+static int stream_width(const rec_col *c)
+{
+    int a = (int)strlen(c->name), b = (int)strlen(c->unit) + 2;
+    int w = a > b ? a : b;
+    return w > REC_STREAM_MIN_WIDTH ? w : REC_STREAM_MIN_WIDTH;
+}
+
+void record_stream_header(const record *r, FILE *f)
+{
+    for (int i = 0; i < r->nnotes; i++) fprintf(f, "# %s\n", r->notes[i]);
+    char buf[256];
+    for (int pass = 0; pass < 2; pass++) {
+        int first = 1;
+        for (int c = 0; c < r->ncols && c < 64; c++) {
+            if (r->csv_only[c]) continue;
+            const rec_col *col = &r->cols[c];
+            if (pass == 1 && col->unit[0]) snprintf(buf, sizeof buf, "[%s]", col->unit);
+            else snprintf(buf, sizeof buf, "%s", pass == 0 ? col->name : "");
+            int w = stream_width(col);
+            fprintf(f, "%s%*s", first ? "" : "  ", col->kind == REC_STR ? -w : w, buf);
+            first = 0;
+        }
+        fputc('\n', f);
+    }
+    fflush(f);
+}
+
+void record_stream_row(const record *r, int row, FILE *f)
+{
+    char buf[256];
+    int first = 1;
+    for (int c = 0; c < r->ncols && c < 64; c++) {
+        if (r->csv_only[c]) continue;
+        cell_text(r, row, c, buf, sizeof buf);
+        int w = stream_width(&r->cols[c]);
+        fprintf(f, "%s%*s", first ? "" : "  ", r->cols[c].kind == REC_STR ? -w : w, buf);
+        first = 0;
+    }
+    fputc('\n', f);
+    fflush(f);
+}
+
 int record_write_csv(const record *r, const char *path, const machine_info *m)
 {
     csv_writer w;
     if (csvw_open(&w, path) != 0) return CB_EFAIL;
-    static const char *meta[] = {"cpu_model", "cores", "omp_threads", "blas_threads", "blas_core", "blas_core_env",
-                                 "blas_core_choice", "omp_wait_policy", "cflags", "git_rev", "date_utc"};
     for (int c = 0; c < r->ncols; c++) csvw_str(&w, r->cols[c].name);
-    for (size_t i = 0; m && i < sizeof meta / sizeof meta[0]; i++) csvw_str(&w, meta[i]);
+    for (int i = 0; m && i < MC_NCOLS; i++) csvw_str(&w, machine_cols[i]);
     csvw_endrow(&w);
     for (int i = 0; i < r->nrows; i++) {
         for (int c = 0; c < r->ncols; c++) {

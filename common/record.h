@@ -40,6 +40,12 @@ void record_note(record *r, const char *fmt, ...) __attribute__((format(printf, 
 /* Leaves column `col` out of the human table (it stays in the CSV). */
 void record_csv_only(record *r, int col);
 void record_print(const record *r, FILE *f);
+/* The same table printed as it grows (a training log): the notes, the header and the units row
+ * now, then each row when it is complete. Column widths come from the names and units (at least
+ * REC_STREAM_MIN_WIDTH), so that rows line up without knowing the values to come. */
+#define REC_STREAM_MIN_WIDTH 8
+void record_stream_header(const record *r, FILE *f);
+void record_stream_row(const record *r, int row, FILE *f);
 /* Writes the CSV atomically (or to stdout for "-"); metadata from m on every row (none when m is
  * NULL: rows that did not come from this machine). */
 int record_write_csv(const record *r, const char *path, const machine_info *m);

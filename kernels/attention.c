@@ -14,7 +14,9 @@
  * single-threaded (OpenBLAS's OpenMP build does so inside a parallel region). */
 #define ATT_BLOCK ATTENTION_BLOCK
 
-size_t attention_scratch_floats(int T) { return (size_t)T * (size_t)T * (size_t)omp_get_max_threads(); }
+static size_t block_rows(int T) { return (size_t)(T < ATT_BLOCK ? T : ATT_BLOCK); }
+
+size_t attention_scratch_floats(int T, int threads) { return block_rows(T) * (size_t)T * (size_t)(threads > 0 ? threads : 1); }
 
 static void softmax_rows(float *P, int T, int r0, int r1)
 {
@@ -75,15 +77,15 @@ void attention_forward(float *out, float *att, const float *qkv, int B, int T, i
     }
 }
 
-void attention_backward(float *dqkv, float *scratch, const float *dout, const float *qkv, const float *att, int B,
-                        int T, int NH, int HS)
+void attention_backward(float *dqkv, float *scratch, int threads, const float *dout, const float *qkv,
+                        const float *att, int B, int T, int NH, int HS)
 {
     const int C3 = 3 * NH * HS, C = NH * HS;
     const float scale = 1.0f / sqrtf((float)HS);
-#pragma omp parallel for schedule(dynamic, 1)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads > 0 ? threads : 1)
     for (int bh = 0; bh < B * NH; bh++) {
         int b = bh / NH, h = bh % NH;
-        float *dP = scratch + (size_t)omp_get_thread_num() * T * T;
+        float *dPb = scratch + (size_t)omp_get_thread_num() * block_rows(T) * T; /* rows [r0, r1) of dP */
         size_t qo = (size_t)b * T * C3 + (size_t)h * 3 * HS;
         const float *q = qkv + qo, *k = q + HS, *v = q + 2 * HS;
         float *dq = dqkv + qo, *dk = dq + HS, *dv = dq + 2 * HS;
@@ -96,14 +98,13 @@ void attention_backward(float *dqkv, float *scratch, const float *dout, const fl
         for (int r0 = 0; r0 < T; r0 += ATT_BLOCK) {
             int r1 = r0 + ATT_BLOCK < T ? r0 + ATT_BLOCK : T, nr = r1 - r0;
             const float *Pb = P + (size_t)r0 * T;
-            float *dPb = dP + (size_t)r0 * T;
             /* dP = dO V^T; dV += P^T dO (keys [0, r1)) */
             matmul_gemm(0, 1, nr, r1, HS, 1.0f, dO + (size_t)r0 * C, C, v, C3, 0.0f, dPb, T);
             matmul_gemm(1, 0, r1, HS, nr, 1.0f, Pb, T, dO + (size_t)r0 * C, C, 1.0f, dv, C3);
             /* dS = scale * P * (dP - rowsum(dP * P)) */
             for (int i = r0; i < r1; i++) {
                 const float *p = P + (size_t)i * T;
-                float *d = dP + (size_t)i * T;
+                float *d = dPb + (size_t)(i - r0) * T;
                 float dot = 0.0f;
                 for (int j = 0; j <= i; j++) dot += p[j] * d[j];
                 for (int j = 0; j <= i; j++) d[j] = scale * p[j] * (d[j] - dot);

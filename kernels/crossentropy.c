@@ -30,20 +30,18 @@ static float row_lse(const float *x, int V)
 #endif
 }
 
-/* y[j] (+)= g * exp(x[j] - l) */
-static void row_grad(float *y, const float *x, float g, float l, int V, int accumulate)
+/* y[j] = g * exp(x[j] - l); y may be x */
+static void row_grad(float *y, const float *x, float g, float l, int V)
 {
 #ifdef __AVX512F__
     __m512 vg = _mm512_set1_ps(g), vl = _mm512_set1_ps(l);
     int j = 0;
     for (; j < V; j += 16) {
         __mmask16 k = vmask_tail(V - j);
-        __m512 e = _mm512_mul_ps(vg, vexp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + j), vl)));
-        if (accumulate) e = _mm512_add_ps(e, _mm512_maskz_loadu_ps(k, y + j));
-        _mm512_mask_storeu_ps(y + j, k, e);
+        _mm512_mask_storeu_ps(y + j, k, _mm512_mul_ps(vg, vexp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + j), vl))));
     }
 #else
-    for (int j = 0; j < V; j++) y[j] = (accumulate ? y[j] : 0.0f) + g * expf(x[j] - l);
+    for (int j = 0; j < V; j++) y[j] = g * expf(x[j] - l);
 #endif
 }
 
@@ -56,7 +54,7 @@ static int targets_ok(const int *targets, int N, int V)
 
 int crossentropy_forward(float *losses, float *lse, const float *logits, const int *targets, int N, int V)
 {
-    if (!targets_ok(targets, N, V)) return -1;
+    if (!targets_ok(targets, N, V)) return KERNEL_EINDEX;
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < N; i++) {
         const float *x = logits + (size_t)i * V;
@@ -64,34 +62,34 @@ int crossentropy_forward(float *losses, float *lse, const float *logits, const i
         lse[i] = l;
         losses[i] = l - x[targets[i]];
     }
-    return 0;
+    return KERNEL_OK;
 }
 
 int crossentropy_backward(float *dlogits, const float *dlosses, const float *logits, const float *lse,
                           const int *targets, int N, int V)
 {
-    if (!targets_ok(targets, N, V)) return -1;
+    if (!targets_ok(targets, N, V)) return KERNEL_EINDEX;
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < N; i++) {
         const float *x = logits + (size_t)i * V;
         float *dx = dlogits + (size_t)i * V;
-        row_grad(dx, x, dlosses[i], lse[i], V, 1);
+        row_grad(dx, x, dlosses[i], lse[i], V);
         dx[targets[i]] -= dlosses[i];
     }
-    return 0;
+    return KERNEL_OK;
 }
 
 int crossentropy_backward_inplace(float *logits, const float *dlosses, const float *lse, const int *targets, int N,
                                   int V)
 {
-    if (!targets_ok(targets, N, V)) return -1;
+    if (!targets_ok(targets, N, V)) return KERNEL_EINDEX;
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < N; i++) {
         float *x = logits + (size_t)i * V;
-        row_grad(x, x, dlosses[i], lse[i], V, 0);
+        row_grad(x, x, dlosses[i], lse[i], V);
         x[targets[i]] -= dlosses[i];
     }
-    return 0;
+    return KERNEL_OK;
 }
 
 void crossentropy_forward_ref(double *losses, const double *logits, const int *targets, int N, int V)

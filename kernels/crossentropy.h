@@ -1,15 +1,18 @@
 /* crossentropy.h: softmax cross-entropy over a vocabulary, the softmax fused into the loss
  * (no (N, V) probability tensor): forward keeps each row's log-sum-exp, backward recomputes
  * softmax from the logits. logits (N, V), targets (N) in [0, V), losses and lse (N).
- * Backward accumulates (+=) dlosses[i] * (softmax(logits_i) - onehot(target_i)) into dlogits.
- * Both return 0, or -1 (nothing written) if a target is outside [0, V). */
+ * Backward overwrites dlogits = dlosses[i] * (softmax(logits_i) - onehot(target_i)) (kernels.h),
+ * into a separate buffer or in place over the logits. All return KERNEL_OK, or KERNEL_EINDEX
+ * (nothing written) if a target is outside [0, V). */
 #ifndef CB_CROSSENTROPY_H
 #define CB_CROSSENTROPY_H
+
+#include "kernels.h"
 
 int crossentropy_forward(float *losses, float *lse, const float *logits, const int *targets, int N, int V);
 int crossentropy_backward(float *dlogits, const float *dlosses, const float *logits, const float *lse,
                           const int *targets, int N, int V);
-/* Same gradient, overwriting the logits with it (no second (N, V) buffer). */
+/* Same gradient, written over the logits (no second (N, V) buffer). */
 int crossentropy_backward_inplace(float *logits, const float *dlosses, const float *lse, const int *targets, int N,
                                   int V);
 void crossentropy_forward_ref(double *losses, const double *logits, const int *targets, int N, int V);

@@ -26,14 +26,15 @@ void layernorm_forward(float *out, float *mean, float *rstd, const float *inp, c
     }
 }
 
-void layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
-                        const float *weight, const float *mean, const float *rstd, int N, int C)
+void layernorm_backward(float *dinp, const float *dres, float *dweight, float *dbias, const float *dout,
+                        const float *inp, const float *weight, const float *mean, const float *rstd, int N, int C)
 {
-    /* dinp: per row, dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dout * weight */
+    /* dinp: per row, dx = dres + rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dout * weight */
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < N; i++) {
         const float *dy = dout + (size_t)i * C, *x = inp + (size_t)i * C;
         float *dx = dinp + (size_t)i * C;
+        const float *dr = dres ? dres + (size_t)i * C : NULL;
         float m = mean[i], s = rstd[i];
         float dnorm_mean = 0.0f, dnorm_norm_mean = 0.0f;
         for (int c = 0; c < C; c++) {
@@ -45,7 +46,7 @@ void layernorm_backward(float *dinp, float *dweight, float *dbias, const float *
         dnorm_norm_mean /= (float)C;
         for (int c = 0; c < C; c++) {
             float xhat = (x[c] - m) * s;
-            dx[c] += (weight[c] * dy[c] - dnorm_mean - xhat * dnorm_norm_mean) * s;
+            dx[c] = (dr ? dr[c] : 0.0f) + (weight[c] * dy[c] - dnorm_mean - xhat * dnorm_norm_mean) * s;
         }
     }
     /* dweight, dbias: column sums, one block of columns per thread */

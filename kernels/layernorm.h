@@ -1,15 +1,19 @@
 /* layernorm.h: LayerNorm over the last dim (eps 1e-5, as GPT-NeoX), forward and backward.
- * inp/out (N, C), weight/bias (C), mean/rstd (N) saved for backward. Backward accumulates (+=)
- * into dinp, dweight and dbias. */
+ * inp/out (N, C), weight/bias (C), mean/rstd (N) saved for backward.
+ * Backward (kernels.h's convention): dinp = dres + (the gradient through the LayerNorm), an
+ * overwrite that adds the residual stream's gradient `dres` explicitly (dres may be NULL, or
+ * dinp itself for an in-place update); dweight and dbias accumulate (+=). */
 #ifndef CB_LAYERNORM_H
 #define CB_LAYERNORM_H
+
+#include "kernels.h"
 
 #define LAYERNORM_EPS 1e-5f
 
 void layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *weight, const float *bias,
                        int N, int C);
-void layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
-                        const float *weight, const float *mean, const float *rstd, int N, int C);
+void layernorm_backward(float *dinp, const float *dres, float *dweight, float *dbias, const float *dout,
+                        const float *inp, const float *weight, const float *mean, const float *rstd, int N, int C);
 
 void layernorm_forward_ref(double *out, const double *inp, const double *weight, const double *bias, int N, int C);
 

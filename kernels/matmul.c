@@ -19,7 +19,7 @@ static int dims_ok(int a, int b, int c)
 
 int matmul_forward(float *out, const float *inp, const float *weight, const float *bias, int N, int C, int OC)
 {
-    if (!out || !inp || !weight || !dims_ok(N, C, OC)) return MATMUL_EDIM;
+    if (!out || !inp || !weight || !dims_ok(N, C, OC)) return KERNEL_EDIM;
     if (bias) {
 #pragma omp parallel for schedule(static)
         for (int i = 0; i < N; i++) {
@@ -29,19 +29,19 @@ int matmul_forward(float *out, const float *inp, const float *weight, const floa
     }
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OC, C, 1.0f, inp, C, weight, C, bias ? 1.0f : 0.0f, out,
                 OC);
-    return MATMUL_OK;
+    return KERNEL_OK;
 }
 
 int matmul_backward_input(float *dinp, const float *dout, const float *weight, int N, int C, int OC)
 {
-    if (!dinp || !dout || !weight || !dims_ok(N, C, OC)) return MATMUL_EDIM;
+    if (!dinp || !dout || !weight || !dims_ok(N, C, OC)) return KERNEL_EDIM;
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, C, OC, 1.0f, dout, OC, weight, C, 0.0f, dinp, C);
-    return MATMUL_OK;
+    return KERNEL_OK;
 }
 
 int matmul_backward_weight(float *dweight, float *dbias, const float *dout, const float *inp, int N, int C, int OC)
 {
-    if (!dweight || !dout || !inp || !dims_ok(N, C, OC)) return MATMUL_EDIM;
+    if (!dweight || !dout || !inp || !dims_ok(N, C, OC)) return KERNEL_EDIM;
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, C, N, 1.0f, dout, OC, inp, C, 1.0f, dweight, C);
     if (dbias) {
         /* column sums by blocks of 64 columns, rows streamed contiguously */
@@ -57,17 +57,17 @@ int matmul_backward_weight(float *dweight, float *dbias, const float *dout, cons
             for (int j = j0; j < j1; j++) dbias[j] += acc[j - j0];
         }
     }
-    return MATMUL_OK;
+    return KERNEL_OK;
 }
 
 int matmul_gemm(int trans_a, int trans_b, int n, int m, int k, float alpha, const float *A, int lda, const float *B,
                 int ldb, float beta, float *C, int ldc)
 {
-    if (!A || !B || !C || n <= 0 || m <= 0 || k <= 0) return MATMUL_EDIM;
-    if (lda < (trans_a ? n : k) || ldb < (trans_b ? k : m) || ldc < m) return MATMUL_EDIM;
+    if (!A || !B || !C || n <= 0 || m <= 0 || k <= 0) return KERNEL_EDIM;
+    if (lda < (trans_a ? n : k) || ldb < (trans_b ? k : m) || ldc < m) return KERNEL_EDIM;
     cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, n, m, k,
                 alpha, A, lda, B, ldb, beta, C, ldc);
-    return MATMUL_OK;
+    return KERNEL_OK;
 }
 
 void matmul_forward_ref(double *out, const double *inp, const double *weight, const double *bias, int N, int C, int OC)

@@ -1,18 +1,21 @@
 /* matmul.h: the linear-layer products over cblas_sgemm (the one place OpenBLAS is called
  * from, besides the peak probe), with dimension checks, plus double-precision references.
- * Row-major throughout. Shapes: N rows (tokens), C input width, OC output width. */
+ * Row-major throughout. Shapes: N rows (tokens), C input width, OC output width. Every function
+ * returns KERNEL_OK, or KERNEL_EDIM (nothing written) for a NULL operand, a dimension <= 0 or an
+ * operand beyond 2^31-1 elements (kernels.h). */
 #ifndef CB_MATMUL_H
 #define CB_MATMUL_H
 
 #include <stddef.h>
 
-enum { MATMUL_OK = 0, MATMUL_EDIM = -1 };
+#include "kernels.h"
 
 /* out = inp @ weight^T + bias.   out (N, OC), inp (N, C), weight (OC, C), bias (OC) or NULL */
 int matmul_forward(float *out, const float *inp, const float *weight, const float *bias, int N, int C, int OC);
-/* dinp = dout @ weight.           dinp (N, C), dout (N, OC), weight (OC, C) (overwritten) */
+/* dinp = dout @ weight (overwrites dinp).   dinp (N, C), dout (N, OC), weight (OC, C) */
 int matmul_backward_input(float *dinp, const float *dout, const float *weight, int N, int C, int OC);
-/* dweight += dout^T @ inp, dbias += colsum(dout).  dweight (OC, C), dbias (OC) or NULL */
+/* dweight += dout^T @ inp, dbias += colsum(dout) (parameter gradients accumulate).
+ * dweight (OC, C), dbias (OC) or NULL */
 int matmul_backward_weight(float *dweight, float *dbias, const float *dout, const float *inp, int N, int C, int OC);
 
 /* General C (n x m) = alpha * op(A) (n x k) @ op(B) (k x m) + beta * C, row-major, with leading

@@ -1,7 +1,7 @@
 /* vmath.h: vectorised exp and erf for the memory-bound kernels (AVX-512 where the build targets
  * it, scalar libm otherwise). exp: range reduction x = n ln2 + r, |r| <= ln2/2, Cephes' degree-6
  * polynomial, 2^n by vscalefps (about 1 ulp). erf: Abramowitz & Stegun 7.1.26 (absolute error
- * <= 1.5e-7), sharing exp(-z^2) with the GELU derivative. */
+ * <= 1.5e-7), sharing exp(-z^2) with the GELU derivative. Both propagate NaN (kernels.h). */
 #ifndef CB_VMATH_H
 #define CB_VMATH_H
 
@@ -16,9 +16,12 @@ static inline __mmask16 vmask_tail(long left)
     return left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1u);
 }
 
+/* exp(x). The clamps keep x inside the range where 2^n is representable (exp(89) overflows to
+ * +inf through vscalefps, as it must); x is their SECOND operand because vminps/vmaxps return the
+ * second operand when either is NaN: exp(NaN) is NaN, never a finite number that hides it. */
 static inline __m512 vexp512(__m512 x)
 {
-    x = _mm512_max_ps(_mm512_min_ps(x, _mm512_set1_ps(88.5f)), _mm512_set1_ps(-104.0f));
+    x = _mm512_max_ps(_mm512_set1_ps(-104.0f), _mm512_min_ps(_mm512_set1_ps(89.0f), x));
     __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);

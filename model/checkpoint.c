@@ -4,10 +4,13 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/random.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../common/csvio.h"
@@ -89,28 +92,105 @@ static void meta_model(const gpt_model *m, meta_list *ml)
     meta_add(ml, "tied_embeddings", "%d", c->tied_embeddings);
 }
 
+/* Removes a step directory costbench wrote: its *.safetensors files and their temporaries, then
+ * the directory (which stays, with what it holds, if anything else is in it). */
 static int remove_step_dir(const char *path)
 {
-    static const char *files[] = {"model.safetensors", "optimizer.safetensors"};
+    DIR *d = opendir(path);
+    if (!d) return errno == ENOENT ? 0 : -1;
+    struct dirent *e;
     char f[4400];
-    for (int i = 0; i < 2; i++) {
-        if (path_fmt(f, sizeof f, "%s/%s", path, files[i]) == 0) unlink(f);
+    while ((e = readdir(d)) != NULL) {
+        int ours = strncmp(e->d_name, "model.safetensors", 17) == 0 || strncmp(e->d_name, "optimizer.safetensors", 21) == 0;
+        if (ours && path_fmt(f, sizeof f, "%s/%s", path, e->d_name) == 0) unlink(f);
     }
+    closedir(d);
     return rmdir(path);
 }
 
-int ckpt_save(const gpt_model *m, const char *dir, const ckpt_state *st)
+/* A leftover of a killed save: step-N.tmp.PID or step-N.old.PID (a directory), latest.tmp.PID (a
+ * file), whose process is gone (or is this one). *is_dir says which. */
+static int stale_leftover(const char *name, int *is_dir)
 {
-    if (mkdir(dir, 0755) != 0 && errno != EEXIST) return err_msg("cannot create '%s': %s", dir, strerror(errno));
-    char name[64], tmp[4200], final[4200], path[4400];
-    snprintf(name, sizeof name, "step-%08ld", st->step);
-    snprintf(tmp, sizeof tmp, "%s/%s.tmp.%ld", dir, name, (long)getpid());
-    snprintf(final, sizeof final, "%s/%s", dir, name);
-    remove_step_dir(tmp);
-    if (mkdir(tmp, 0755) != 0) return err_msg("cannot create '%s': %s", tmp, strerror(errno));
+    long s, pid;
+    int n = 0;
+    *is_dir = 1;
+    if (sscanf(name, "step-%ld.tmp.%ld%n", &s, &pid, &n) == 2 && name[n] == '\0') {
+    } else if (sscanf(name, "step-%ld.old.%ld%n", &s, &pid, &n) == 2 && name[n] == '\0') {
+    } else if (sscanf(name, "latest.tmp.%ld%n", &pid, &n) == 1 && name[n] == '\0') {
+        *is_dir = 0;
+    } else {
+        return 0;
+    }
+    if (pid == (long)getpid()) return 1;
+    return pid <= 0 || (kill((pid_t)pid, 0) != 0 && errno == ESRCH);
+}
+
+/* Step directories other than `keep1` and `keep2` are superseded (keep -1: none kept). */
+static void clean_dir(const char *dir, long keep1, long keep2)
+{
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    char path[4400];
+    while ((e = readdir(d)) != NULL) {
+        long s;
+        int n = 0, is_dir = 1;
+        int superseded = keep1 >= 0 && sscanf(e->d_name, "step-%ld%n", &s, &n) == 1 && e->d_name[n] == '\0' && s != keep1 &&
+                         s != keep2;
+        if (!superseded && !stale_leftover(e->d_name, &is_dir)) continue;
+        if (path_fmt(path, sizeof path, "%s/%s", dir, e->d_name) != 0) continue;
+        if (is_dir) remove_step_dir(path);
+        else unlink(path);
+    }
+    closedir(d);
+}
+
+void ckpt_clean(const char *dir) { clean_dir(dir, -1, -1); }
+
+/* The step `DIR/latest` names (-1 when it is missing or unreadable; a CRLF line ending is fine).
+ * name receives the directory name. */
+static long read_latest(const char *dir, char *name, size_t n)
+{
+    char latest[4300];
+    name[0] = '\0';
+    if (path_fmt(latest, sizeof latest, "%s/latest", dir) != 0) return -1;
+    FILE *f = fopen(latest, "r");
+    if (!f) return -1;
+    if (!fgets(name, (int)n, f)) name[0] = '\0';
+    fclose(f);
+    name[strcspn(name, "\r\n")] = '\0';
+    long s;
+    int k = 0;
+    if (sscanf(name, "step-%ld%n", &s, &k) != 1 || name[k] != '\0' || s < 0) return -1;
+    return s;
+}
+
+static int write_latest(const char *dir, const char *name)
+{
+    char latest[4300], ltmp[4400];
+    if (path_fmt(latest, sizeof latest, "%s/latest", dir) != 0 ||
+        path_fmt(ltmp, sizeof ltmp, "%s.tmp.%ld", latest, (long)getpid()) != 0)
+        return CB_EFAIL;
+    FILE *f = fopen(ltmp, "w");
+    if (!f) return err_msg("cannot write '%s': %s", latest, strerror(errno));
+    int bad = fprintf(f, "%s\n", name) < 0;
+    if ((fclose(f) != 0) | bad) {
+        int e = errno;
+        unlink(ltmp);
+        return err_msg("cannot write '%s': %s", latest, strerror(e));
+    }
+    return file_commit(ltmp, latest);
+}
+
+/* Both files of step st->step into the directory `tmp`. */
+static int write_step_files(const gpt_model *m, const float *exp_avg, const float *exp_avg_sq, const char *tmp,
+                            const ckpt_state *st)
+{
     int nt = 2 * max_tensors(m); /* the optimizer file holds two tensors per parameter tensor */
     st_out *t = calloc((size_t)nt, sizeof *t);
     char(*names)[96] = calloc((size_t)nt, sizeof *names);
+    char path[4400];
     meta_list ml;
     ml.n = 0;
     int rc = CB_EFAIL;
@@ -119,68 +199,63 @@ int ckpt_save(const gpt_model *m, const char *dir, const ckpt_state *st)
         goto out;
     }
     meta_model(m, &ml);
-    int n = list_tensors(m, m->params, "", t, names);
-    snprintf(path, sizeof path, "%s/model.safetensors", tmp);
-    if (st_write(path, t, n, ml.kv, ml.n) != 0) goto out;
-    /* optimizer: both moments, and where the loop stands */
-    int n1 = list_tensors(m, m->m, "exp_avg/", t, names);
-    int n2 = list_tensors(m, m->v, "exp_avg_sq/", t + n1, names + n1);
     meta_add(&ml, "step", "%ld", st->step);
+    meta_add(&ml, "run_id", "%016llx", (unsigned long long)st->run_id);
+    int n = list_tensors(m, m->params, "", t, names);
+    if (path_fmt(path, sizeof path, "%s/model.safetensors", tmp) != 0 || st_write(path, t, n, ml.kv, ml.n) != 0) goto out;
+    /* optimizer: both moments, and where the loop stands */
+    int n1 = list_tensors(m, exp_avg, "exp_avg/", t, names);
+    int n2 = list_tensors(m, exp_avg_sq, "exp_avg_sq/", t + n1, names + n1);
     meta_add(&ml, "adam_t", "%d", m->adam_t);
     meta_add(&ml, "seed", "%llu", st->seed);
     meta_add(&ml, "micro_batch", "%d", st->B);
     meta_add(&ml, "seq", "%d", st->T);
     meta_add(&ml, "accum", "%d", st->accum);
-    snprintf(path, sizeof path, "%s/optimizer.safetensors", tmp);
-    if (st_write(path, t, n1 + n2, ml.kv, ml.n) != 0) goto out;
-    /* publish: rename the directory, then point `latest` at it */
-    char old[4300];
-    snprintf(old, sizeof old, "%s.old.%ld", final, (long)getpid());
-    int had = rename(final, old) == 0;
-    if (rename(tmp, final) != 0) {
-        err_msg("cannot rename '%s' to '%s': %s", tmp, final, strerror(errno));
-        if (had) rename(old, final);
+    if (path_fmt(path, sizeof path, "%s/optimizer.safetensors", tmp) != 0 || st_write(path, t, n1 + n2, ml.kv, ml.n) != 0)
         goto out;
-    }
-    if (had) remove_step_dir(old);
-    char latest[4300], ltmp[4400];
-    snprintf(latest, sizeof latest, "%s/latest", dir);
-    long prev = -1; /* the step `latest` pointed at before: kept as the fallback */
-    FILE *pf = fopen(latest, "r");
-    if (pf) {
-        if (fscanf(pf, "step-%ld", &prev) != 1) prev = -1;
-        fclose(pf);
-    }
-    snprintf(ltmp, sizeof ltmp, "%s.tmp.%ld", latest, (long)getpid());
-    FILE *f = fopen(ltmp, "w");
-    if (!f || fprintf(f, "%s\n", name) < 0 || fclose(f) != 0) {
-        err_msg("cannot write '%s': %s", latest, strerror(errno));
-        goto out;
-    }
-    if (file_commit(ltmp, latest) != 0) goto out;
-    /* keep this checkpoint and the previous one; drop older ones and temporary directories
-     * that killed runs left behind */
-    DIR *d = opendir(dir);
-    if (d) {
-        struct dirent *e;
-        while ((e = readdir(d)) != NULL) {
-            long s, pid;
-            char extra;
-            int stale_tmp = sscanf(e->d_name, "step-%ld.tmp.%ld", &s, &pid) == 2;
-            int superseded = sscanf(e->d_name, "step-%ld%c", &s, &extra) == 1 && s != st->step && s != prev;
-            if (stale_tmp || superseded) {
-                snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-                remove_step_dir(path);
-            }
-        }
-        closedir(d);
-    }
     rc = 0;
 out:
-    if (rc != 0) remove_step_dir(tmp);
     free(t);
     free(names);
     return rc;
+}
+
+/* Renames `tmp` to `final` (an existing `final` moved aside first, removed after). */
+static int publish_step(const char *tmp, const char *final)
+{
+    char old[4300];
+    if (path_fmt(old, sizeof old, "%s.old.%ld", final, (long)getpid()) != 0) return CB_EFAIL;
+    int had = rename(final, old) == 0;
+    if (rename(tmp, final) != 0) {
+        int e = errno;
+        if (had) rename(old, final);
+        return err_msg("cannot rename '%s' to '%s': %s", tmp, final, strerror(e));
+    }
+    if (had) remove_step_dir(old);
+    return 0;
+}
+
+int ckpt_save(const gpt_model *m, const float *exp_avg, const float *exp_avg_sq, const char *dir, const ckpt_state *st)
+{
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST) return err_msg("cannot create '%s': %s", dir, strerror(errno));
+    char name[64], tmp[4200], final[4200], prev_name[256];
+    snprintf(name, sizeof name, "step-%08ld", st->step);
+    if (path_fmt(tmp, sizeof tmp, "%s/%s.tmp.%ld", dir, name, (long)getpid()) != 0 ||
+        path_fmt(final, sizeof final, "%s/%s", dir, name) != 0)
+        return CB_EFAIL;
+    remove_step_dir(tmp);
+    if (mkdir(tmp, 0755) != 0) return err_msg("cannot create '%s': %s", tmp, strerror(errno));
+    int rc = write_step_files(m, exp_avg, exp_avg_sq, tmp, st);
+    if (rc == 0) rc = publish_step(tmp, final);
+    if (rc != 0) {
+        remove_step_dir(tmp);
+        return CB_EFAIL;
+    }
+    long prev = read_latest(dir, prev_name, sizeof prev_name); /* kept as the fallback */
+    if (write_latest(dir, name) != 0) return CB_EFAIL;
+    /* keep this checkpoint and the previous one; drop older ones and what killed saves left */
+    clean_dir(dir, st->step, prev);
+    return 0;
 }
 
 static int load_all(gpt_model *m, const st_file *f, float *base, const char *prefix, int weights)
@@ -226,53 +301,90 @@ static int meta_long(const st_file *f, const char *key, long lo, long hi, long *
     const char *v = st_meta(f, key);
     if (!v) return err_msg("%s: metadata '%s' is missing", f->path, key);
     char what[4400];
-    snprintf(what, sizeof what, "%s: metadata '%s'", f->path, key);
+    if (path_fmt(what, sizeof what, "%s: metadata '%s'", f->path, key) != 0) return CB_EFAIL;
     return parse_long(v, lo, hi, 0, what, out) == 0 ? 0 : CB_EFAIL;
+}
+
+static int meta_u64(const st_file *f, const char *key, int base, uint64_t *out)
+{
+    const char *v = st_meta(f, key);
+    char *end = NULL;
+    errno = 0;
+    unsigned long long x = v ? strtoull(v, &end, base) : 0;
+    if (!v || !*v || *end || errno || v[0] == '-')
+        return err_msg("%s: metadata '%s' is %s", f->path, key, v ? "not a number" : "missing");
+    *out = (uint64_t)x;
+    return 0;
+}
+
+/* Step, run id and (optimizer file) loop position of one file's metadata. */
+static int read_position(const st_file *f, int optimizer, ckpt_state *st, long *adam_t)
+{
+    long step, B, T, accum;
+    int rc = meta_long(f, "step", 0, 1L << 50, &step);
+    if (rc == 0) rc = meta_u64(f, "run_id", 16, &st->run_id);
+    if (rc == 0) st->step = step;
+    if (rc != 0 || !optimizer) return rc;
+    uint64_t seed = 0;
+    if (rc == 0) rc = meta_long(f, "adam_t", 0, 1L << 50, adam_t);
+    if (rc == 0) rc = meta_long(f, "micro_batch", 1, 1 << 20, &B);
+    if (rc == 0) rc = meta_long(f, "seq", 1, 1 << 24, &T);
+    if (rc == 0) rc = meta_long(f, "accum", 1, 1 << 20, &accum);
+    if (rc == 0) rc = meta_u64(f, "seed", 10, &seed);
+    if (rc == 0) st->B = (int)B, st->T = (int)T, st->accum = (int)accum, st->seed = seed;
+    return rc;
+}
+
+/* The weights, or the moments and loop position, of step directory `stepdir`. */
+static int load_part(gpt_model *m, const char *stepdir, int optimizer, ckpt_state *st, long *adam_t)
+{
+    char path[4600];
+    st_file f;
+    if (path_fmt(path, sizeof path, "%s/%s", stepdir, optimizer ? "optimizer.safetensors" : "model.safetensors") != 0 ||
+        st_open(&f, path) != 0)
+        return CB_EFAIL;
+    int rc = optimizer ? load_all(m, &f, m->m, "exp_avg/", 0) : load_all(m, &f, m->params, "", 0);
+    if (rc == 0 && optimizer) rc = load_all(m, &f, m->v, "exp_avg_sq/", 0);
+    if (rc == 0) rc = read_position(&f, optimizer, st, adam_t);
+    st_close(&f);
+    return rc;
 }
 
 int ckpt_resume(gpt_model *m, const char *dir, const ckpt_state *expect, ckpt_state *got)
 {
-    char latest[4300], name[256] = "", path[4600];
-    snprintf(latest, sizeof latest, "%s/latest", dir);
-    FILE *fl = fopen(latest, "r");
-    if (!fl) return err_msg("cannot resume from '%s': no '%s' (%s)", dir, latest, strerror(errno));
-    if (!fgets(name, sizeof name, fl)) name[0] = '\0';
-    fclose(fl);
-    name[strcspn(name, "\n")] = '\0';
-    long s;
-    char extra;
-    if (sscanf(name, "step-%ld%c", &s, &extra) != 1) return err_msg("%s: expected a step directory name, got '%s'", latest, name);
-    st_file f;
-    snprintf(path, sizeof path, "%s/%s/model.safetensors", dir, name);
-    if (st_open(&f, path) != 0) return CB_EFAIL;
-    int rc = load_all(m, &f, m->params, "", 0);
-    st_close(&f);
-    if (rc != 0) return rc;
-    snprintf(path, sizeof path, "%s/%s/optimizer.safetensors", dir, name);
-    if (st_open(&f, path) != 0) return CB_EFAIL;
-    long step, adam_t, B, T, accum;
-    rc = load_all(m, &f, m->m, "exp_avg/", 0);
-    if (rc == 0) rc = load_all(m, &f, m->v, "exp_avg_sq/", 0);
-    if (rc == 0) rc = meta_long(&f, "step", 0, 1L << 50, &step);
-    if (rc == 0) rc = meta_long(&f, "adam_t", 0, 1L << 50, &adam_t);
-    if (rc == 0) rc = meta_long(&f, "micro_batch", 1, 1 << 20, &B);
-    if (rc == 0) rc = meta_long(&f, "seq", 1, 1 << 24, &T);
-    if (rc == 0) rc = meta_long(&f, "accum", 1, 1 << 20, &accum);
-    if (rc == 0) {
-        const char *sv = st_meta(&f, "seed");
-        char *end;
-        errno = 0;
-        unsigned long long sd = sv ? strtoull(sv, &end, 10) : 0;
-        if (!sv || *end || errno) rc = err_msg("%s: metadata 'seed' is missing or not a number", path);
-        got->seed = sd;
+    char name[256], stepdir[4400];
+    long s = read_latest(dir, name, sizeof name);
+    if (s < 0) {
+        if (!name[0]) return err_msg("cannot resume from '%s': no readable '%s/latest' (%s)", dir, dir, strerror(errno ? errno : ENOENT));
+        return err_msg("%s/latest: expected a step directory name, got '%s'", dir, name);
     }
-    st_close(&f);
-    if (rc != 0) return rc;
-    got->step = step, got->B = (int)B, got->T = (int)T, got->accum = (int)accum;
+    if (path_fmt(stepdir, sizeof stepdir, "%s/%s", dir, name) != 0) return CB_EFAIL;
+    ckpt_state w = {0};
+    long adam_t = 0;
+    if (load_part(m, stepdir, 0, &w, &adam_t) != 0 || load_part(m, stepdir, 1, got, &adam_t) != 0) return CB_EFAIL;
+    /* the three parts must describe one step of one run */
+    if (w.step != s || got->step != s)
+        return err_msg("%s: the parts disagree: 'latest' names step %ld, model.safetensors says step %ld, optimizer.safetensors step %ld",
+                       stepdir, s, w.step, got->step);
+    if (w.run_id != got->run_id)
+        return err_msg("%s: model.safetensors (run %016llx) and optimizer.safetensors (run %016llx) come from different runs",
+                       stepdir, (unsigned long long)w.run_id, (unsigned long long)got->run_id);
     if (expect->B != got->B || expect->T != got->T || expect->accum != got->accum || expect->seed != got->seed)
         return err_usage("--resume %s: the checkpoint was written with --micro-batch %d --seq %d --global-batch %d --seed %llu; this run has %d, %d, %d, %llu",
                          dir, got->B, got->T, got->B * got->accum, got->seed, expect->B, expect->T, expect->B * expect->accum,
                          expect->seed);
+    if (adam_t > INT32_MAX) return err_msg("%s/optimizer.safetensors: metadata 'adam_t' %ld is too large", stepdir, adam_t);
     m->adam_t = (int)adam_t;
     return 0;
+}
+
+uint64_t ckpt_new_run_id(void)
+{
+    uint64_t id = 0;
+    if (getrandom(&id, sizeof id, 0) != (ssize_t)sizeof id || id == 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        id = ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 16) ^ 1u;
+    }
+    return id;
 }

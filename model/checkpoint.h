@@ -2,14 +2,21 @@
  * (so Pythia checkpoints load with --init, and ours load in Hugging Face), plus the optimizer
  * state and loop position for --resume.
  *
- * DIR/step-NNNNNNNN/model.safetensors      weights, F32
+ * DIR/step-NNNNNNNN/model.safetensors      weights, F32; metadata: model shape, step, run id
  * DIR/step-NNNNNNNN/optimizer.safetensors  exp_avg/<name>, exp_avg_sq/<name>; metadata: step,
- *                                          AdamW step, seed, batch shape, model shape
+ *                                          AdamW step, seed, batch shape, model shape, run id
  * DIR/latest                               the name of the newest complete step directory
- * A step directory is written under a temporary name and renamed when complete, and `latest`
- * is replaced atomically after it: a kill at any moment leaves the previous checkpoint usable. */
+ * A step directory is written under a temporary name (step-N.tmp.PID) and renamed when complete,
+ * and `latest` is replaced atomically after it: a kill at any moment leaves the previous
+ * checkpoint usable. What a killed save leaves behind (step-N.tmp.PID and step-N.old.PID
+ * directories with their *.safetensors* files, latest.tmp.PID) is removed by the next save into
+ * DIR and by ckpt_clean; only files of the names costbench writes are ever deleted.
+ * Resuming checks that the weights, the optimizer state and `latest` name the same step of the
+ * same run (the run id is drawn when a run starts and kept across resumes). */
 #ifndef CB_CHECKPOINT_H
 #define CB_CHECKPOINT_H
+
+#include <stdint.h>
 
 #include "gpt.h"
 
@@ -17,13 +24,20 @@ typedef struct {
     long step;              /* steps completed */
     unsigned long long seed;
     int B, T, accum;
+    uint64_t run_id;        /* identifies one training run across its resumes */
 } ckpt_state;
 
-int ckpt_save(const gpt_model *m, const char *dir, const ckpt_state *st);
-/* Weights only (fine-tuning from a Hugging Face or costbench file). */
+/* Writes the weights of m and the given AdamW moments (m->nparams floats each: the full ones,
+ * whether or not m holds a ZeRO shard) as step st->step of DIR. Returns 0 or CB_EFAIL. */
+int ckpt_save(const gpt_model *m, const float *exp_avg, const float *exp_avg_sq, const char *dir, const ckpt_state *st);
+/* Removes what killed saves left in DIR (see above); a missing DIR is fine. */
+void ckpt_clean(const char *dir);
+/* Weights only (fine-tuning from a Hugging Face or costbench file); non-finite values refused. */
 int ckpt_load_weights(gpt_model *m, const char *path);
 /* Weights, optimizer state and loop position from DIR/latest; checks that the run's shape
- * (expect: B, T, accum, seed) matches the checkpoint's. */
+ * (expect: B, T, accum, seed) matches the checkpoint's, and that its parts belong together. */
 int ckpt_resume(gpt_model *m, const char *dir, const ckpt_state *expect, ckpt_state *got);
+/* A fresh run id (nonzero). */
+uint64_t ckpt_new_run_id(void);
 
 #endif

@@ -1,6 +1,7 @@
 #include "gpt.h"
 
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,9 +13,10 @@
 #include "../kernels/crossentropy.h"
 #include "../kernels/gelu.h"
 #include "../kernels/layernorm.h"
+#include "../kernels/kernels.h"
 #include "../kernels/matmul.h"
 
-const char *const gpt_kind_names[8] = {"matmul", "attention", "rotary", "layernorm", "gelu", "cross_entropy",
+const char *const gpt_kind_names[GPT_KIND_COUNT] = {"matmul", "attention", "rotary", "layernorm", "gelu", "cross_entropy",
                                        "optimizer", "other"};
 
 static void param_sizes(const model_config *c, size_t *s)
@@ -62,8 +64,8 @@ void gpt_estimate(const model_config *cfg, int B, int T, int recompute, gpt_mem 
     mem->acts_kept = 4 * ((L + 1) * BT * C);
     mem->acts_layer = 4 * layer_act_floats(cfg, B, T);
     mem->logits = 4 * (BT * V + BT * C + 5 * BT);
-    /* dres, dln, dqkv, datty, dfch, attproj; (T, T) attention scratch; token ids */
-    mem->scratch = 4 * (BT * C * (1 + 1 + 3 + 1 + 4 + 1) + (double)attention_scratch_floats(T)) + 8 * BT;
+    /* dres, dln, dqkv, datty, dfch, attproj; the attention backward's per-thread scratch; token ids */
+    mem->scratch = 4 * (BT * C * (1 + 1 + 3 + 1 + 4 + 1) + (double)attention_scratch_floats(T, omp_get_max_threads())) + 8 * BT;
     mem->acts_full_no_recompute = mem->acts_kept + L * mem->acts_layer + mem->logits;
     mem->acts_full_recompute = mem->acts_kept + mem->acts_layer + mem->logits;
     double acts = recompute ? mem->acts_full_recompute : mem->acts_full_no_recompute;
@@ -130,7 +132,7 @@ int gpt_init(gpt_model *m, const model_config *cfg, int B, int T, int recompute)
     size_t off = 0;
     for (int k = 0; k < P_COUNT; k++) {
         m->offsets[k] = off;
-        off += (m->sizes[k] + 15) / 16 * 16; /* every tensor 64-byte aligned inside the slab */
+        off += gpt_align_floats(m->sizes[k]);
     }
     m->nparams = off;
     m->mom_lo = 0, m->mom_hi = off;
@@ -154,8 +156,9 @@ int gpt_init(gpt_model *m, const model_config *cfg, int B, int T, int recompute)
 
     size_t BT = (size_t)B * T, C = (size_t)cfg->C, V = (size_t)cfg->V;
     double layer = layer_act_floats(cfg, B, T);
+    m->att_threads = omp_get_max_threads();
     size_t total = (size_t)(cfg->L + 1) * BT * C + (size_t)layer * (recompute ? 1 : (size_t)cfg->L) + BT * V +
-                   BT * C + 5 * BT + BT * C * 11 + attention_scratch_floats(T) + 64 * 32;
+                   BT * C + 5 * BT + BT * C * 11 + attention_scratch_floats(T, m->att_threads);
     m->acts = mem_alloc(total, sizeof(float), "activations");
     m->layer = calloc((size_t)cfg->L, sizeof *m->layer);
     m->inputs = calloc(BT, sizeof(int));
@@ -178,7 +181,7 @@ int gpt_init(gpt_model *m, const model_config *cfg, int B, int T, int recompute)
     m->dfch = p, p += 4 * BT * C;
     float *attproj = p;
     p += BT * C;
-    m->datt_scratch = p, p += attention_scratch_floats(T);
+    m->datt_scratch = p, p += attention_scratch_floats(T, m->att_threads);
     for (int l = 0; l < cfg->L; l++) m->layer[l].attproj = attproj;
     if ((size_t)(p - m->acts) > total) {
         err_msg("internal: activation layout overflows its slab");
@@ -218,8 +221,7 @@ static void normal_fill(float *x, size_t n, double sd, unsigned long long seed)
     }
 }
 
-/* Hugging Face GPTNeoXPreTrainedModel._init_weights: Linear and Embedding weights N(0, 0.02),
- * biases 0, LayerNorm weight 1 and bias 0. */
+/* Hugging Face GPTNeoXPreTrainedModel._init_weights (gpt.h). */
 void gpt_init_weights(gpt_model *m, unsigned long long seed)
 {
     memset(m->params, 0, m->nparams * sizeof(float));
@@ -238,12 +240,28 @@ void gpt_init_weights(gpt_model *m, unsigned long long seed)
 
 /* ---------------------------------------------------------------- forward */
 
-#define TIMED(m, kind, stmt)                         \
-    do {                                             \
-        double t0_ = timer_now_s();                  \
-        stmt;                                        \
-        (m)->t_kind[kind] += timer_now_s() - t0_;    \
+/* A void kernel call, timed under `kind` in the model's profile. */
+#define TIMED(m, kind, stmt)                           \
+    do {                                               \
+        double t0_ = timer_now_s();                    \
+        stmt;                                          \
+        (m)->prof.kind_s[kind] += timer_now_s() - t0_; \
     } while (0)
+
+/* A kernel that can fail (kernels.h): timed like TIMED; its error code ends the calling function
+ * with one message naming the kernel. */
+#define CHECKED(m, kind, call)                                              \
+    do {                                                                    \
+        double t0_ = timer_now_s();                                         \
+        int rc_ = (call);                                                   \
+        (m)->prof.kind_s[kind] += timer_now_s() - t0_;                      \
+        if (rc_ != KERNEL_OK) return kernel_failed(#call, rc_);             \
+    } while (0)
+
+static int kernel_failed(const char *call, int code)
+{
+    return err_msg("internal: %.*s refused its arguments: %s", (int)strcspn(call, "("), call, kernel_strerror(code));
+}
 
 /* Element-wise helpers (parallel loops cannot sit inside the TIMED macro). */
 static void vec_add(float *out, const float *a, const float *b, size_t n)
@@ -279,7 +297,7 @@ static void embed_forward(float *x0, const float *wte, const float *wpe, const i
     }
 }
 
-/* Scatter-add by column blocks: deterministic, no races. */
+/* Scatter-add by column blocks: deterministic, no races (parameter gradients accumulate). */
 static void embed_backward(float *dwte, float *dwpe, const float *dres, const int *in, int BT, int T, int C)
 {
     enum { CB = 64 };
@@ -299,24 +317,36 @@ static void embed_backward(float *dwte, float *dwpe, const float *dres, const in
     }
 }
 
-static void layer_forward(gpt_model *m, int l, int write_output)
+/* Layer l's attention half: ln1, QKV, rotary, attention, output projection (into a->attproj). */
+static int attention_block_forward(gpt_model *m, int l)
 {
     const model_config *c = &m->cfg;
     const int B = m->B, T = m->T, BT = B * T, C = c->C;
     gpt_layer_acts *a = &m->layer[l];
-    float *x = m->x + (size_t)l * BT * C, *out = m->x + (size_t)(l + 1) * BT * C;
+    const float *x = m->x + (size_t)l * BT * C;
     const size_t L1 = (size_t)l;
     TIMED(m, K_LAYERNORM, layernorm_forward(a->ln1, a->ln1_mean, a->ln1_rstd, x, m->p[P_LN1W] + L1 * C,
                                             m->p[P_LN1B] + L1 * C, BT, C));
-    TIMED(m, K_MATMUL, matmul_forward(a->qkv, a->ln1, m->p[P_QKVW] + L1 * 3 * C * C, m->p[P_QKVB] + L1 * 3 * C, BT, C,
-                                      3 * C));
+    CHECKED(m, K_MATMUL, matmul_forward(a->qkv, a->ln1, m->p[P_QKVW] + L1 * 3 * C * C, m->p[P_QKVB] + L1 * 3 * C, BT,
+                                        C, 3 * C));
     if (m->rotary_dims > 0) {
         rope_shape rs = {B, T, c->NH, c->HS, m->rotary_dims};
         TIMED(m, K_ROTARY, rope_forward_fused(a->qkv, &rs, &m->rope));
     }
     TIMED(m, K_ATTENTION, attention_forward(a->atty, a->att, a->qkv, B, T, c->NH, c->HS));
-    TIMED(m, K_MATMUL, matmul_forward(a->attproj, a->atty, m->p[P_ATTPROJW] + L1 * C * C, m->p[P_ATTPROJB] + L1 * C,
-                                      BT, C, C));
+    CHECKED(m, K_MATMUL, matmul_forward(a->attproj, a->atty, m->p[P_ATTPROJW] + L1 * C * C,
+                                        m->p[P_ATTPROJB] + L1 * C, BT, C, C));
+    return 0;
+}
+
+static int layer_forward(gpt_model *m, int l, int write_output)
+{
+    const model_config *c = &m->cfg;
+    const int BT = m->B * m->T, C = c->C;
+    gpt_layer_acts *a = &m->layer[l];
+    float *x = m->x + (size_t)l * BT * C, *out = m->x + (size_t)(l + 1) * BT * C;
+    const size_t L1 = (size_t)l;
+    if (attention_block_forward(m, l) != 0) return CB_EFAIL;
     const float *ln2_in = x;
     if (!c->parallel_residual) {
         TIMED(m, K_OTHER, vec_add(a->res2, x, a->attproj, (size_t)BT * C));
@@ -324,102 +354,118 @@ static void layer_forward(gpt_model *m, int l, int write_output)
     }
     TIMED(m, K_LAYERNORM, layernorm_forward(a->ln2, a->ln2_mean, a->ln2_rstd, ln2_in, m->p[P_LN2W] + L1 * C,
                                             m->p[P_LN2B] + L1 * C, BT, C));
-    TIMED(m, K_MATMUL, matmul_forward(a->fch, a->ln2, m->p[P_FCW] + L1 * 4 * C * C, m->p[P_FCB] + L1 * 4 * C, BT, C,
-                                      4 * C));
+    CHECKED(m, K_MATMUL, matmul_forward(a->fch, a->ln2, m->p[P_FCW] + L1 * 4 * C * C, m->p[P_FCB] + L1 * 4 * C, BT, C,
+                                        4 * C));
     TIMED(m, K_GELU, gelu_forward(a->fchg, a->fch, (size_t)BT * 4 * C));
-    if (!write_output) return;
-    TIMED(m, K_MATMUL, matmul_forward(out, a->fchg, m->p[P_FCPROJW] + L1 * C * 4 * C, m->p[P_FCPROJB] + L1 * C, BT,
-                                      4 * C, C));
+    if (!write_output) return 0;
+    CHECKED(m, K_MATMUL, matmul_forward(out, a->fchg, m->p[P_FCPROJW] + L1 * C * 4 * C, m->p[P_FCPROJB] + L1 * C, BT,
+                                        4 * C, C));
     if (c->parallel_residual) TIMED(m, K_OTHER, vec_add2_into(out, x, a->attproj, (size_t)BT * C));
     else TIMED(m, K_OTHER, vec_add_into(out, a->res2, (size_t)BT * C));
+    return 0;
 }
 
-double gpt_forward(gpt_model *m)
+int gpt_forward(gpt_model *m, double *loss)
 {
     const model_config *c = &m->cfg;
     const int B = m->B, T = m->T, BT = B * T, C = c->C, V = c->V;
     TIMED(m, K_OTHER, embed_forward(m->x, m->p[P_WTE], c->learned_pos ? m->p[P_WPE] : NULL, m->inputs, BT, T, C));
-    for (int l = 0; l < c->L; l++) layer_forward(m, l, 1);
+    for (int l = 0; l < c->L; l++)
+        if (layer_forward(m, l, 1) != 0) return CB_EFAIL;
     const float *xl = m->x + (size_t)c->L * BT * C;
     TIMED(m, K_LAYERNORM, layernorm_forward(m->lnf, m->lnf_mean, m->lnf_rstd, xl, m->p[P_LNFW], m->p[P_LNFB], BT, C));
-    TIMED(m, K_MATMUL, matmul_forward(m->logits, m->lnf, m->p[P_UNEMBED], NULL, BT, C, V));
-    TIMED(m, K_XENT, crossentropy_forward(m->losses, m->lse, m->logits, m->targets, BT, V));
+    CHECKED(m, K_MATMUL, matmul_forward(m->logits, m->lnf, m->p[P_UNEMBED], NULL, BT, C, V));
+    CHECKED(m, K_XENT, crossentropy_forward(m->losses, m->lse, m->logits, m->targets, BT, V));
     double sum = 0;
     for (int i = 0; i < BT; i++) sum += m->losses[i];
     m->last_loss = sum / BT;
-    return m->last_loss;
+    *loss = m->last_loss;
+    return 0;
 }
 
 /* ---------------------------------------------------------------- backward */
 
-static void layer_backward(gpt_model *m, int l)
+/* Gradient of a linear layer: dinp = dout W (overwritten), dW and db accumulate. */
+static int linear_backward(gpt_model *m, float *dinp, float *dw, float *db, const float *dout, const float *inp,
+                           const float *w, int IC, int OC)
+{
+    const int BT = m->B * m->T;
+    CHECKED(m, K_MATMUL, matmul_backward_input(dinp, dout, w, BT, IC, OC));
+    CHECKED(m, K_MATMUL, matmul_backward_weight(dw, db, dout, inp, BT, IC, OC));
+    return 0;
+}
+
+/* From d(attention output) in m->datty back to d(ln1 output) in m->dln. */
+static int attention_block_backward(gpt_model *m, int l)
 {
     const model_config *c = &m->cfg;
-    const int B = m->B, T = m->T, BT = B * T, C = c->C;
+    const int B = m->B, T = m->T, C = c->C;
     const size_t L1 = (size_t)l;
-    if (m->recompute) layer_forward(m, l, 0);
     gpt_layer_acts *a = &m->layer[l];
-    const float *x = m->x + (size_t)l * BT * C;
-    float *dres = m->dres;
-    /* MLP output projection, and (parallel residual) the attention projection, both from d(out) */
-    TIMED(m, K_MATMUL, {
-        matmul_backward_input(m->dfch, dres, m->p[P_FCPROJW] + L1 * C * 4 * C, BT, 4 * C, C);
-        matmul_backward_weight(m->g[P_FCPROJW] + L1 * C * 4 * C, m->g[P_FCPROJB] + L1 * C, dres, a->fchg, BT, 4 * C, C);
-        if (c->parallel_residual) {
-            matmul_backward_input(m->datty, dres, m->p[P_ATTPROJW] + L1 * C * C, BT, C, C);
-            matmul_backward_weight(m->g[P_ATTPROJW] + L1 * C * C, m->g[P_ATTPROJB] + L1 * C, dres, a->atty, BT, C, C);
-        }
-    });
-    TIMED(m, K_GELU, gelu_backward(m->dfch, a->fch, m->dfch, (size_t)BT * 4 * C));
-    TIMED(m, K_MATMUL, {
-        matmul_backward_input(m->dln, m->dfch, m->p[P_FCW] + L1 * 4 * C * C, BT, C, 4 * C);
-        matmul_backward_weight(m->g[P_FCW] + L1 * 4 * C * C, m->g[P_FCB] + L1 * 4 * C, m->dfch, a->ln2, BT, C, 4 * C);
-    });
-    const float *ln2_in = c->parallel_residual ? x : a->res2;
-    TIMED(m, K_LAYERNORM, layernorm_backward(dres, m->g[P_LN2W] + L1 * C, m->g[P_LN2B] + L1 * C, m->dln, ln2_in,
-                                             m->p[P_LN2W] + L1 * C, a->ln2_mean, a->ln2_rstd, BT, C));
-    if (!c->parallel_residual) {
-        /* dres is now d(res2) = d(attn) */
-        TIMED(m, K_MATMUL, {
-            matmul_backward_input(m->datty, dres, m->p[P_ATTPROJW] + L1 * C * C, BT, C, C);
-            matmul_backward_weight(m->g[P_ATTPROJW] + L1 * C * C, m->g[P_ATTPROJB] + L1 * C, dres, a->atty, BT, C, C);
-        });
-    }
-    TIMED(m, K_ATTENTION, attention_backward(m->dqkv, m->datt_scratch, m->datty, a->qkv, a->att, B, T, c->NH, c->HS));
+    TIMED(m, K_ATTENTION, attention_backward(m->dqkv, m->datt_scratch, m->att_threads, m->datty, a->qkv, a->att, B, T,
+                                             c->NH, c->HS));
     if (m->rotary_dims > 0) {
         rope_shape rs = {B, T, c->NH, c->HS, m->rotary_dims};
         TIMED(m, K_ROTARY, rope_backward_fused(m->dqkv, &rs, &m->rope));
     }
-    TIMED(m, K_MATMUL, {
-        matmul_backward_input(m->dln, m->dqkv, m->p[P_QKVW] + L1 * 3 * C * C, BT, C, 3 * C);
-        matmul_backward_weight(m->g[P_QKVW] + L1 * 3 * C * C, m->g[P_QKVB] + L1 * 3 * C, m->dqkv, a->ln1, BT, C, 3 * C);
-    });
-    TIMED(m, K_LAYERNORM, layernorm_backward(dres, m->g[P_LN1W] + L1 * C, m->g[P_LN1B] + L1 * C, m->dln, x,
-                                             m->p[P_LN1W] + L1 * C, a->ln1_mean, a->ln1_rstd, BT, C));
+    return linear_backward(m, m->dln, m->g[P_QKVW] + L1 * 3 * C * C, m->g[P_QKVB] + L1 * 3 * C, m->dqkv, a->ln1,
+                           m->p[P_QKVW] + L1 * 3 * C * C, C, 3 * C);
 }
 
-void gpt_backward(gpt_model *m, float scale)
+/* m->dres holds d(layer output) on entry and d(layer input) on return. */
+static int layer_backward(gpt_model *m, int l)
+{
+    const model_config *c = &m->cfg;
+    const int BT = m->B * m->T, C = c->C;
+    const size_t L1 = (size_t)l;
+    if (m->recompute && layer_forward(m, l, 0) != 0) return CB_EFAIL;
+    gpt_layer_acts *a = &m->layer[l];
+    const float *x = m->x + (size_t)l * BT * C;
+    float *dres = m->dres;
+    /* MLP output projection, and (parallel residual) the attention projection, both from d(out) */
+    if (linear_backward(m, m->dfch, m->g[P_FCPROJW] + L1 * C * 4 * C, m->g[P_FCPROJB] + L1 * C, dres, a->fchg,
+                        m->p[P_FCPROJW] + L1 * C * 4 * C, 4 * C, C) != 0)
+        return CB_EFAIL;
+    if (c->parallel_residual && linear_backward(m, m->datty, m->g[P_ATTPROJW] + L1 * C * C, m->g[P_ATTPROJB] + L1 * C,
+                                                dres, a->atty, m->p[P_ATTPROJW] + L1 * C * C, C, C) != 0)
+        return CB_EFAIL;
+    TIMED(m, K_GELU, gelu_backward(m->dfch, a->fch, m->dfch, (size_t)BT * 4 * C));
+    if (linear_backward(m, m->dln, m->g[P_FCW] + L1 * 4 * C * C, m->g[P_FCB] + L1 * 4 * C, m->dfch, a->ln2,
+                        m->p[P_FCW] + L1 * 4 * C * C, C, 4 * C) != 0)
+        return CB_EFAIL;
+    const float *ln2_in = c->parallel_residual ? x : a->res2;
+    TIMED(m, K_LAYERNORM, layernorm_backward(dres, dres, m->g[P_LN2W] + L1 * C, m->g[P_LN2B] + L1 * C, m->dln, ln2_in,
+                                             m->p[P_LN2W] + L1 * C, a->ln2_mean, a->ln2_rstd, BT, C));
+    /* sequential residual: dres is now d(res2) = d(attention output) as well */
+    if (!c->parallel_residual && linear_backward(m, m->datty, m->g[P_ATTPROJW] + L1 * C * C, m->g[P_ATTPROJB] + L1 * C,
+                                                 dres, a->atty, m->p[P_ATTPROJW] + L1 * C * C, C, C) != 0)
+        return CB_EFAIL;
+    if (attention_block_backward(m, l) != 0) return CB_EFAIL;
+    TIMED(m, K_LAYERNORM, layernorm_backward(dres, dres, m->g[P_LN1W] + L1 * C, m->g[P_LN1B] + L1 * C, m->dln, x,
+                                             m->p[P_LN1W] + L1 * C, a->ln1_mean, a->ln1_rstd, BT, C));
+    return 0;
+}
+
+int gpt_backward(gpt_model *m, float scale)
 {
     const model_config *c = &m->cfg;
     const int B = m->B, T = m->T, BT = B * T, C = c->C, V = c->V;
     for (int i = 0; i < BT; i++) m->dlosses[i] = scale / (float)BT;
-    TIMED(m, K_XENT, crossentropy_backward_inplace(m->logits, m->dlosses, m->lse, m->targets, BT, V));
+    CHECKED(m, K_XENT, crossentropy_backward_inplace(m->logits, m->dlosses, m->lse, m->targets, BT, V));
     float *dlogits = m->logits;
-    TIMED(m, K_MATMUL, {
-        matmul_backward_input(m->dln, dlogits, m->p[P_UNEMBED], BT, C, V);
-        matmul_backward_weight(m->g[P_UNEMBED], NULL, dlogits, m->lnf, BT, C, V);
-    });
-    TIMED(m, K_OTHER, memset(m->dres, 0, (size_t)BT * C * sizeof(float)));
+    CHECKED(m, K_MATMUL, matmul_backward_input(m->dln, dlogits, m->p[P_UNEMBED], BT, C, V));
+    CHECKED(m, K_MATMUL, matmul_backward_weight(m->g[P_UNEMBED], NULL, dlogits, m->lnf, BT, C, V));
     const float *xl = m->x + (size_t)c->L * BT * C;
-    TIMED(m, K_LAYERNORM, layernorm_backward(m->dres, m->g[P_LNFW], m->g[P_LNFB], m->dln, xl, m->p[P_LNFW], m->lnf_mean,
-                                             m->lnf_rstd, BT, C));
+    TIMED(m, K_LAYERNORM, layernorm_backward(m->dres, NULL, m->g[P_LNFW], m->g[P_LNFB], m->dln, xl, m->p[P_LNFW],
+                                             m->lnf_mean, m->lnf_rstd, BT, C));
     if (m->grads_ready) m->grads_ready(m->grads_ready_ctx, m, c->L);
     for (int l = c->L - 1; l >= 0; l--) {
-        layer_backward(m, l);
+        if (layer_backward(m, l) != 0) return CB_EFAIL;
         if (m->grads_ready) m->grads_ready(m->grads_ready_ctx, m, l);
     }
     TIMED(m, K_OTHER, embed_backward(m->g[P_WTE], c->learned_pos ? m->g[P_WPE] : NULL, m->dres, m->inputs, BT, T, C));
     if (m->grads_ready) m->grads_ready(m->grads_ready_ctx, m, -1);
+    return 0;
 }
 
 void gpt_zero_grad(gpt_model *m)
@@ -427,7 +473,16 @@ void gpt_zero_grad(gpt_model *m)
     TIMED(m, K_OTHER, memset(m->grads, 0, m->nparams * sizeof(float)));
 }
 
-double gpt_grad_norm(const gpt_model *m) { return sqrt(grad_sumsq(m->grads, m->nparams)); }
+double gpt_grad_sumsq(gpt_model *m, size_t lo, size_t hi)
+{
+    double s = 0;
+    TIMED(m, K_OPTIMIZER, s = grad_sumsq(m->grads + lo, hi > lo ? hi - lo : 0));
+    return s;
+}
+
+double gpt_grad_norm(gpt_model *m) { return sqrt(gpt_grad_sumsq(m, 0, m->nparams)); }
+
+void gpt_profile_reset(gpt_model *m) { memset(&m->prof, 0, sizeof m->prof); }
 
 int gpt_shard_moments(gpt_model *m, size_t lo, size_t hi)
 {
@@ -465,5 +520,56 @@ void gpt_update(gpt_model *m, const adamw_params *hp, double grad_norm, float ma
         if (a >= b) continue;
         adamw_update(m->params + a, m->grads + a, m->m + (a - m->mom_lo), m->v + (a - m->mom_lo), b - a, &h, m->adam_t);
     }
-    m->t_kind[K_OPTIMIZER] += timer_now_s() - t0;
+    m->prof.kind_s[K_OPTIMIZER] += timer_now_s() - t0;
+}
+
+/* ---------------------------------------------------------------- diagnosis */
+
+static size_t count_nonfinite(const float *x, size_t n)
+{
+    size_t bad = 0;
+#pragma omp parallel for schedule(static) reduction(+ : bad)
+    for (size_t i = 0; i < n; i++) bad += !isfinite(x[i]);
+    return bad;
+}
+
+/* The first tensor of `base` (parameters or gradients) holding a non-finite value. */
+static int nonfinite_tensor(const gpt_model *m, const float *base, const char *what, char *buf, size_t n)
+{
+    for (int k = 0; k < P_COUNT; k++) {
+        int per_layer = k >= P_LN1W && k <= P_FCPROJB;
+        int layers = per_layer ? m->cfg.L : 1;
+        size_t per = m->sizes[k] / (size_t)layers;
+        for (int l = 0; l < layers && per > 0; l++) {
+            size_t bad = count_nonfinite(base + m->offsets[k] + (size_t)l * per, per);
+            if (!bad) continue;
+            char name[96];
+            gpt_param_name(m, k, l, name, sizeof name);
+            snprintf(buf, n, "%s '%s': %zu of %zu values non-finite", what, name, bad, per);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int gpt_find_nonfinite(const gpt_model *m, char *buf, size_t n)
+{
+    if (nonfinite_tensor(m, m->params, "parameter", buf, n)) return 1;
+    const size_t BTC = (size_t)m->B * m->T * m->cfg.C;
+    for (int l = 0; l <= m->cfg.L; l++) {
+        size_t bad = count_nonfinite(m->x + (size_t)l * BTC, BTC);
+        if (!bad) continue;
+        if (l == 0) snprintf(buf, n, "the embeddings' output: %zu of %zu values non-finite", bad, BTC);
+        else snprintf(buf, n, "layer %d's output (its input finite): %zu of %zu values non-finite", l - 1, bad, BTC);
+        return 1;
+    }
+    size_t bad = count_nonfinite(m->losses, (size_t)m->B * m->T);
+    if (bad) {
+        snprintf(buf, n, "the loss of %zu of %d tokens (every layer's output finite: the output projection or the cross-entropy overflowed)",
+                 bad, m->B * m->T);
+        return 1;
+    }
+    if (nonfinite_tensor(m, m->grads, "the gradient of", buf, n)) return 1;
+    buf[0] = '\0';
+    return 0;
 }

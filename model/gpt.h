@@ -6,7 +6,10 @@
  * sequential residual, tied embeddings) run through the same code. fp32.
  *
  * Memory: one slab per kind (parameters, gradients, AdamW moments, activations), 64-byte
- * aligned, allocated up front after the estimate has been checked against this machine. */
+ * aligned, allocated up front after the estimate has been checked against this machine.
+ *
+ * Profile: the model times its own kernels by operation kind (gpt_profile); callers read it and
+ * never write it, except gpt_profile_reset. */
 #ifndef CB_GPT_H
 #define CB_GPT_H
 
@@ -51,6 +54,19 @@ typedef struct {
     float *fch, *fchg;                /* (BT, 4C) before and after GELU */
 } gpt_layer_acts;
 
+/* Operation kinds of a step's time (the breakdown's rows). */
+typedef enum { K_MATMUL, K_ATTENTION, K_ROTARY, K_LAYERNORM, K_GELU, K_XENT, K_OPTIMIZER, K_OTHER, GPT_KIND_COUNT } gpt_kind;
+extern const char *const gpt_kind_names[GPT_KIND_COUNT];
+
+typedef struct {
+    double kind_s[GPT_KIND_COUNT]; /* seconds in each kind's kernels since the last reset */
+} gpt_profile;
+
+/* Every parameter tensor starts on a 64-byte boundary of its slab: sizes round up to this many
+ * floats. */
+#define GPT_TENSOR_ALIGN_FLOATS 16
+static inline size_t gpt_align_floats(size_t n) { return (n + GPT_TENSOR_ALIGN_FLOATS - 1) / GPT_TENSOR_ALIGN_FLOATS * GPT_TENSOR_ALIGN_FLOATS; }
+
 typedef struct {
     double params, grads, moments, acts_kept, acts_layer, logits, scratch, total;
     double acts_full_no_recompute, acts_full_recompute; /* for the printed comparison */
@@ -70,21 +86,19 @@ typedef struct gpt_model_s {
     float *x;                      /* (L+1, BT, C) layer inputs; x[L] is the last layer's output */
     gpt_layer_acts *layer;         /* (L) views, all the same one with recompute */
     float *lnf, *lnf_mean, *lnf_rstd, *logits, *lse, *losses; /* (BT,C) (BT) (BT) (BT,V) (BT) (BT) */
-    float *dres, *dln, *dqkv, *datty, *dfch, *datt_scratch, *dlosses; /* backward scratch */
+    float *dres, *dln, *dqkv, *datty, *dfch, *dlosses; /* backward scratch */
+    float *datt_scratch;           /* attention_scratch_floats(T, att_threads) */
+    int att_threads;
     int *inputs, *targets;         /* (B, T) */
     int adam_t;
     size_t mom_lo, mom_hi;         /* AdamW moments held for params [mom_lo, mom_hi) (ZeRO-1 shard) */
     double last_loss;
-    /* time per op kind of the last step, seconds */
-    double t_kind[8];
+    gpt_profile prof;
     /* called by gpt_backward when gradients become final: layer == L after the output layer and
      * the final LayerNorm, layer l after layer l, -1 after the embeddings (NULL: not called) */
     void (*grads_ready)(void *ctx, const struct gpt_model_s *m, int layer);
     void *grads_ready_ctx;
 } gpt_model;
-
-enum { K_MATMUL, K_ATTENTION, K_ROTARY, K_LAYERNORM, K_GELU, K_XENT, K_OPTIMIZER, K_OTHER };
-extern const char *const gpt_kind_names[8];
 
 /* Hugging Face tensor name of parameter k (layer i for per-layer ones) into buf. */
 void gpt_param_name(const gpt_model *m, int k, int layer, char *buf, size_t n);
@@ -94,19 +108,31 @@ void gpt_estimate(const model_config *cfg, int B, int T, int recompute, gpt_mem 
 /* Allocates the slabs (after the caller checked the estimate). Returns 0 or CB_EFAIL. */
 int gpt_init(gpt_model *m, const model_config *cfg, int B, int T, int recompute);
 void gpt_free(gpt_model *m);
-/* GPT-NeoX initialisation (normal 0.02 for weights, small_init for the output layers as
- * 0.02 / sqrt(2 L)... deterministic in seed); biases zero, LayerNorm weight 1. */
+/* Hugging Face's GPTNeoXPreTrainedModel._init_weights, as the PyTorch peer in ../shared/peers
+ * does: every Linear and Embedding weight N(0, 0.02) (the output layers too: GPT-NeoX's own
+ * small_init / wang_init schemes are not used), biases 0, LayerNorm weight 1 and bias 0;
+ * deterministic in seed. The AdamW moments and step count start at 0. */
 void gpt_init_weights(gpt_model *m, unsigned long long seed);
 
-/* Forward over inputs/targets (B, T) already copied into m->inputs, m->targets; returns the mean
- * loss. With need_grad = 0 the logits are kept as logits. */
-double gpt_forward(gpt_model *m);
+/* Forward over inputs/targets (B, T) already copied into m->inputs, m->targets: the mean loss
+ * into *loss. The logits stay in m->logits until the backward turns them into their gradient.
+ * Returns 0, or CB_EFAIL after one error line when a kernel refuses its arguments. */
+int gpt_forward(gpt_model *m, double *loss);
 /* Backward of the last forward; gradients accumulate (+=) into m->grads scaled by `scale`
- * (1 / accumulation steps). */
-void gpt_backward(gpt_model *m, float scale);
+ * (1 / accumulation steps). Returns 0 or CB_EFAIL, as gpt_forward. */
+int gpt_backward(gpt_model *m, float scale);
 void gpt_zero_grad(gpt_model *m);
-/* Global L2 norm of the gradients. */
-double gpt_grad_norm(const gpt_model *m);
+/* Sum of squares of the gradients of params [lo, hi) (the global L2 norm's square over all of
+ * them), timed as optimizer work. */
+double gpt_grad_sumsq(gpt_model *m, size_t lo, size_t hi);
+/* Global L2 norm of all the gradients. */
+double gpt_grad_norm(gpt_model *m);
+void gpt_profile_reset(gpt_model *m);
+/* Where a non-finite value is, for a message after a non-finite loss or gradient norm: the first
+ * parameter tensor holding one, else the first non-finite activation (layer inputs, logits), else
+ * the first gradient tensor. Writes a phrase such as "parameter 'gpt_neox.layers.0.mlp...': 3 of
+ * 4096 values non-finite" into buf; returns 0 when everything is finite. */
+int gpt_find_nonfinite(const gpt_model *m, char *buf, size_t n);
 /* ZeRO-1: keep the AdamW moments of params [lo, hi) only (m->m and m->v shrink to hi - lo floats,
  * copied from the full ones) and update only that range. Returns 0 or CB_EFAIL. */
 int gpt_shard_moments(gpt_model *m, size_t lo, size_t hi);

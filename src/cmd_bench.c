@@ -120,103 +120,122 @@ static int matmul_plot(const char *path, const record *rec, const machine_info *
     return rc;
 }
 
-int cmd_matmul(int argc, char **argv)
-{
+typedef struct {
     common_flags cf;
-    common_defaults(&cf, 0.1, 3);
-    opt_list nl = {{512, 1024, 2048, 4096, 8192, 16384}, 6};
-    opt_list kl = {{768, 1024, 2048, 2560, 4096, 5120, 6144}, 7};
-    const char *shapes = NULL, *model = NULL, *plot = NULL;
-    long B = 0, T = 0; /* 0: not given */
-    double budget = 150, peak_gf = 0;
+    opt_list nl, kl;
+    const char *shapes, *model, *plot;
+    long B, T; /* 0: not given */
+    double budget, peak_gf;
+    int transformer;
+    model_config cfg;
+} matmul_flags;
+
+static int matmul_parse(matmul_flags *f, int argc, char **argv)
+{
+    *f = (matmul_flags){.nl = {{512, 1024, 2048, 4096, 8192, 16384}, 6}, .kl = {{768, 1024, 2048, 2560, 4096, 5120, 6144}, 7},
+                        .budget = 150};
+    common_defaults(&f->cf, 0.1, 3);
     const opt_spec specs[] = {
-        COMMON_SPECS(cf),
-        {"n", OPT_LONG_LIST, &nl, 1, 1 << 20, 0, 0, "LIST", "tokens per device N (default 512,...,16384)"},
-        {"k", OPT_LONG_LIST, &kl, 1, 131072, 0, 0, "LIST", "model widths K (default 768,...,6144)"},
-        {"shapes", OPT_STR, &shapes, 0, 0, 0, 0, "sweep|transformer", "the N x K sweep, or one training step's matmuls"},
-        {"model", OPT_STR, &model, 0, 0, 0, 0, "PRESET", "preset for --shapes transformer (data/models.csv)"},
-        {"micro-batch", OPT_LONG, &B, 1, 65536, 0, 0, "B", "sequences per micro-batch (transformer; default 1)"},
-        {"seq", OPT_LONG, &T, 1, 1 << 20, 0, 0, "T", "sequence length (transformer; default the preset's, <= 2048)"},
-        {"budget-s", OPT_DOUBLE, &budget, 0, 0, 1, 86400, "S", "skip shapes that would exceed this time (default 150)"},
-        {"peak-gflops", OPT_DOUBLE, &peak_gf, 0, 0, 0, 1e9, "G", "FMA peak for pct_of_peak (default: measured now)"},
-        {"plot", OPT_STR, &plot, 0, 0, 0, 0, "FILE.png", "draw GFLOP/s against N, one line per K"},
+        COMMON_SPECS(f->cf),
+        {"n", OPT_LONG_LIST, &f->nl, 1, 1 << 20, 0, 0, "LIST", "tokens per device N (default 512,...,16384)"},
+        {"k", OPT_LONG_LIST, &f->kl, 1, 131072, 0, 0, "LIST", "model widths K (default 768,...,6144)"},
+        {"shapes", OPT_STR, &f->shapes, 0, 0, 0, 0, "sweep|transformer", "the N x K sweep, or one training step's matmuls"},
+        {"model", OPT_STR, &f->model, 0, 0, 0, 0, "PRESET", "preset for --shapes transformer (data/models.csv)"},
+        {"micro-batch", OPT_LONG, &f->B, 1, 65536, 0, 0, "B", "sequences per micro-batch (transformer; default 1)"},
+        {"seq", OPT_LONG, &f->T, 1, 1 << 20, 0, 0, "T", "sequence length (transformer; default the preset's, <= 2048)"},
+        {"budget-s", OPT_DOUBLE, &f->budget, 0, 0, 1, 86400, "S", "skip shapes that would exceed this time (default 150)"},
+        {"peak-gflops", OPT_DOUBLE, &f->peak_gf, 0, 0, 1, 1e9, "G", "FMA peak for pct_of_peak (default: measured now)"},
+        {"plot", OPT_STR, &f->plot, 0, 0, 0, 0, "FILE.png", "draw GFLOP/s against N, one line per K"},
         {0},
     };
     int rc = opts_parse("matmul", "[options]", specs, argc, argv, 2, NULL, NULL);
-    if (rc != 0) return rc > 0 ? 0 : rc;
-    int transformer = 0;
-    if (shapes) {
-        if (strcmp(shapes, "transformer") == 0) transformer = 1;
-        else if (strcmp(shapes, "sweep") != 0)
-            return err_usage("flag '--shapes': expected sweep or transformer, got '%s'", shapes);
-    } else if (model) {
-        transformer = 1;
-    }
-    if (transformer && !model) return err_usage("flag '--shapes transformer' needs '--model PRESET'");
-    if (!transformer && (B || T))
+    if (rc != 0) return rc > 0 ? 1 : rc;
+    if (f->shapes && strcmp(f->shapes, "transformer") != 0 && strcmp(f->shapes, "sweep") != 0)
+        return err_usage("flag '--shapes': expected sweep or transformer, got '%s'", f->shapes);
+    f->transformer = f->shapes ? strcmp(f->shapes, "transformer") == 0 : f->model != NULL;
+    if (f->transformer && !f->model) return err_usage("flag '--shapes transformer' needs '--model PRESET'");
+    if (!f->transformer && (f->B || f->T))
         return err_usage("flags '--micro-batch' and '--seq' go with '--shapes transformer --model PRESET'");
-    if (plot && (!strstr(plot, ".png") && !strstr(plot, ".svg")))
-        return err_usage("flag '--plot': expected a file name ending in .png or .svg, got '%s'", plot);
-    static mm_shape sh[4096];
-    int nsh;
-    model_config cfg;
-    if (transformer) {
-        if ((rc = model_preset_find(model, &cfg)) != 0) return rc;
-        if (B == 0) B = 1;
-        if (T == 0) T = cfg.max_T < 2048 ? cfg.max_T : 2048;
-        if (T > cfg.max_T) return err_usage("flag '--seq': %ld exceeds %s's max_seq_len %d", T, cfg.name, cfg.max_T);
-        if (B * T > (1L << 22)) return err_usage("flags '--micro-batch' x '--seq': %ld tokens is more than 4194304", B * T);
-        nsh = mm_shapes_transformer(sh, 4096, &cfg, (int)B, (int)T);
-        if (nsh < 0) return err_usage("flag '--seq': %ld gives more attention blocks than this harness tabulates", T);
-    } else {
-        nsh = mm_shapes_sweep(sh, 4096, nl.v, nl.n, kl.v, kl.n);
-    }
-    for (int i = 0; i < nsh; i++) {
+    if (f->plot && (!strstr(f->plot, ".png") && !strstr(f->plot, ".svg")))
+        return err_usage("flag '--plot': expected a file name ending in .png or .svg, got '%s'", f->plot);
+    if (!f->transformer) return 0;
+    if ((rc = model_preset_find(f->model, &f->cfg)) != 0) return rc;
+    if (f->B == 0) f->B = 1;
+    if (f->T == 0) f->T = f->cfg.max_T < 2048 ? f->cfg.max_T : 2048;
+    if (f->T > f->cfg.max_T) return err_usage("flag '--seq': %ld exceeds %s's max_seq_len %d", f->T, f->cfg.name, f->cfg.max_T);
+    if (f->B * f->T > (1L << 22)) return err_usage("flags '--micro-batch' x '--seq': %ld tokens is more than 4194304", f->B * f->T);
+    return 0;
+}
+
+/* The shapes to time (allocated), checked against BLAS indexing and this machine's memory. */
+static int matmul_shapes(const matmul_flags *f, mm_shape **out, int *n)
+{
+    int cap = f->transformer ? mm_shapes_transformer_count((int)f->T) : f->nl.n * f->kl.n;
+    mm_shape *sh = calloc((size_t)cap, sizeof *sh);
+    if (!sh) return err_msg("out of memory");
+    *out = sh;
+    *n = f->transformer ? mm_shapes_transformer(sh, cap, &f->cfg, (int)f->B, (int)f->T)
+                        : mm_shapes_sweep(sh, cap, f->nl.v, f->nl.n, f->kl.v, f->kl.n);
+    long nmax = 0, kmax = 0;
+    for (int i = 0; i < *n; i++) {
         /* OpenBLAS takes int dimensions: every operand must have fewer than 2^31 elements */
         double big = fmax((double)sh[i].n * sh[i].k, fmax((double)sh[i].k * sh[i].m, (double)sh[i].n * sh[i].m));
         if (big > 2147483647.0)
             return err_usage("shape n=%d k=%d m=%d: an operand exceeds 2^31-1 elements, the largest matrix BLAS indexes",
                              sh[i].n, sh[i].k, sh[i].m);
+        nmax = sh[i].n > nmax ? sh[i].n : nmax, kmax = sh[i].k > kmax ? sh[i].k : kmax;
     }
     char what[160];
-    if (transformer) snprintf(what, sizeof what, "matmul shapes of %s at B=%ld T=%ld", model, B, T);
-    else {
-        long nmax = 0, kmax = 0;
-        for (int i = 0; i < nl.n; i++) nmax = nl.v[i] > nmax ? nl.v[i] : nmax;
-        for (int i = 0; i < kl.n; i++) kmax = kl.v[i] > kmax ? kl.v[i] : kmax;
-        snprintf(what, sizeof what, "matmul sweep up to N=%ld K=%ld", nmax, kmax);
-    }
-    if ((rc = mem_check_fits(mm_shapes_bytes(sh, nsh), what)) != 0) return rc;
+    if (f->transformer) snprintf(what, sizeof what, "matmul shapes of %.47s at B=%ld T=%ld", f->model, f->B, f->T);
+    else snprintf(what, sizeof what, "matmul sweep up to N=%ld K=%ld", nmax, kmax);
+    return mem_check_fits(mm_shapes_bytes(sh, *n), what);
+}
+
+static void matmul_notes(record *rec, const matmul_flags *f, const machine_info *m, int measured_peak, const char *isa)
+{
+    add_machine_notes(rec, m);
+    if (measured_peak)
+        record_note(rec, "pct_of_peak: against the fp32 FMA peak measured in this run: %.1f GFLOP/s (%s, %d threads)",
+                    f->peak_gf, isa, m->threads);
+    else
+        record_note(rec, "pct_of_peak: against --peak-gflops %.1f (given, not measured in this run)", f->peak_gf);
+    if (f->transformer)
+        record_note(rec, "%s: L=%d C=%d heads=%d V=%d, micro-batch %ld x seq %ld = %ld tokens; count = calls per training step",
+                    f->cfg.name, f->cfg.L, f->cfg.C, f->cfg.NH, f->cfg.V, f->B, f->T, f->B * f->T);
+    else
+        record_note(rec, "Y (n x m) = X (n x k) @ W^T, W (m x k), m = k: the linear layer's forward product");
+}
+
+int cmd_matmul(int argc, char **argv)
+{
+    matmul_flags f;
+    int rc = matmul_parse(&f, argc, argv), nsh = 0;
+    if (rc != 0) return rc > 0 ? 0 : rc;
+    mm_shape *sh = NULL;
     machine_info m;
     runner_opts ro;
-    if ((rc = bench_setup(&cf, argv, &m, &ro)) != 0) return rc;
+    if ((rc = matmul_shapes(&f, &sh, &nsh)) != 0 || (rc = bench_setup(&f.cf, argv, &m, &ro)) != 0) {
+        free(sh);
+        return rc;
+    }
     const char *isa = "";
-    int measured_peak = peak_gf <= 0;
+    int measured_peak = f.peak_gf <= 0;
     if (measured_peak) {
         runner_opts pro;
         runner_defaults(&pro);
-        peak_gf = peak_fma_gflops(m.threads, &pro, &isa);
+        f.peak_gf = peak_fma_gflops(m.threads, &pro, &isa);
     }
     record rec;
     record_init(&rec, mm_cols, MM_NCOLS);
-    add_machine_notes(&rec, &m);
-    if (measured_peak)
-        record_note(&rec, "pct_of_peak: against the fp32 FMA peak measured in this run: %.1f GFLOP/s (%s, %d threads)",
-                    peak_gf, isa, m.threads);
-    else
-        record_note(&rec, "pct_of_peak: against --peak-gflops %.1f (given, not measured in this run)", peak_gf);
-    if (transformer)
-        record_note(&rec, "%s: L=%d C=%d heads=%d V=%d, micro-batch %ld x seq %ld = %ld tokens; count = calls per training step",
-                    cfg.name, cfg.L, cfg.C, cfg.NH, cfg.V, B, T, B * T);
-    else
-        record_note(&rec, "Y (n x m) = X (n x k) @ W^T, W (m x k), m = k: the linear layer's forward product");
-    rc = mm_run(sh, nsh, &ro, budget, peak_gf, &rec);
-    if (rc == 0) rc = finish(&rec, &cf, &m);
-    if (rc == 0 && plot) {
-        rc = matmul_plot(plot, &rec, &m, peak_gf, transformer);
-        if (rc == 0) fprintf(stderr, "wrote %s\n", plot);
+    matmul_notes(&rec, &f, &m, measured_peak, isa);
+    rc = mm_run(sh, nsh, &ro, f.budget, f.peak_gf, &rec);
+    if (rc == 0) rc = finish(&rec, &f.cf, &m);
+    if (rc == 0 && f.plot) {
+        rc = matmul_plot(f.plot, &rec, &m, f.peak_gf, f.transformer);
+        if (rc == 0) fprintf(stderr, "wrote %s\n", f.plot);
     }
     record_free(&rec);
+    free(sh);
     return rc;
 }
 

@@ -95,12 +95,12 @@ static void test_matmul_forward_backward(void)
 static void test_matmul_dimension_checks(void)
 {
     float a[4] = {0}, b[4] = {0}, c[4] = {0};
-    CHECK(matmul_forward(c, a, b, NULL, 0, 2, 2) == MATMUL_EDIM, "N = 0 accepted");
-    CHECK(matmul_forward(c, a, b, NULL, 2, -1, 2) == MATMUL_EDIM, "C < 0 accepted");
-    CHECK(matmul_forward(c, a, b, NULL, 1 << 20, 1 << 20, 2) == MATMUL_EDIM, "an int-overflowing operand accepted");
-    CHECK(matmul_backward_input(NULL, a, b, 2, 2, 2) == MATMUL_EDIM, "NULL dinp accepted");
-    CHECK(matmul_gemm(0, 0, 2, 2, 2, 1.0f, a, 1, b, 2, 0.0f, c, 2) == MATMUL_EDIM, "lda < k accepted");
-    CHECK(matmul_gemm(0, 0, 2, 2, 2, 1.0f, a, 2, b, 2, 0.0f, c, 2) == MATMUL_OK, "valid gemm refused");
+    CHECK(matmul_forward(c, a, b, NULL, 0, 2, 2) == KERNEL_EDIM, "N = 0 accepted");
+    CHECK(matmul_forward(c, a, b, NULL, 2, -1, 2) == KERNEL_EDIM, "C < 0 accepted");
+    CHECK(matmul_forward(c, a, b, NULL, 1 << 20, 1 << 20, 2) == KERNEL_EDIM, "an int-overflowing operand accepted");
+    CHECK(matmul_backward_input(NULL, a, b, 2, 2, 2) == KERNEL_EDIM, "NULL dinp accepted");
+    CHECK(matmul_gemm(0, 0, 2, 2, 2, 1.0f, a, 1, b, 2, 0.0f, c, 2) == KERNEL_EDIM, "lda < k accepted");
+    CHECK(matmul_gemm(0, 0, 2, 2, 2, 1.0f, a, 2, b, 2, 0.0f, c, 2) == KERNEL_OK, "valid gemm refused");
 }
 
 /* ---------------------------------------------------------------- layernorm */
@@ -134,13 +134,26 @@ static void test_layernorm(void)
     layernorm_forward(out, mean, rstd, x, w, b, N, C);
     layernorm_forward_ref(outd, xd, wd, bd, N, C);
     CHECK(allclose("layernorm forward", out, outd, N * C, 1e-5, 1e-5), "forward differs from reference");
-    layernorm_backward(dx, dw, db, dout, x, w, mean, rstd, N, C);
+    layernorm_backward(dx, NULL, dw, db, dout, x, w, mean, rstd, N, C);
     ln_fd c = {N, C, 0, xd, wd, bd, doutd, outd};
     CHECK(fd_check("layernorm dinp", xd, N * C, dx, ln_loss, &c, 400, 1e-3), "dinp vs finite differences");
     c.which = 1;
     CHECK(fd_check("layernorm dweight", wd, C, dw, ln_loss, &c, 400, 1e-3), "dweight vs finite differences");
     c.which = 2;
     CHECK(fd_check("layernorm dbias", bd, C, db, ln_loss, &c, 400, 1e-3), "dbias vs finite differences");
+    /* the residual's gradient is added explicitly: dinp = dres + dx, also in place (dinp == dres);
+     * whatever dinp held before is overwritten; parameter gradients accumulate */
+    float dres[N * C], dx2[N * C], dw2[C], db2[C];
+    double want[N * C], dw_twice[C];
+    rand_fill(dres, N * C, &st);
+    for (int i = 0; i < N * C; i++) dx2[i] = 1e6f, want[i] = (double)dres[i] + dx[i];
+    memcpy(dw2, dw, sizeof dw2), memcpy(db2, db, sizeof db2);
+    layernorm_backward(dx2, dres, dw2, db2, dout, x, w, mean, rstd, N, C);
+    CHECK(allclose("layernorm dinp = dres + dx", dx2, want, N * C, 1e-6, 1e-6), "dres not added, or dinp not overwritten");
+    layernorm_backward(dres, dres, dw2, db2, dout, x, w, mean, rstd, N, C);
+    CHECK(allclose("layernorm in place", dres, want, N * C, 1e-6, 1e-6), "in-place residual gradient differs");
+    for (int i = 0; i < C; i++) dw_twice[i] = 3.0 * dw[i];
+    CHECK(allclose("layernorm dweight accumulates", dw2, dw_twice, C, 1e-6, 1e-5), "dweight does not accumulate");
     /* property: with unit weight and zero bias every row has mean 0 and variance 1 */
     for (int i = 0; i < C; i++) w[i] = 1.0f, b[i] = 0.0f;
     layernorm_forward(out, mean, rstd, x, w, b, N, C);
@@ -217,7 +230,7 @@ static void test_attention(void)
     enum { B = 2, T = 6, NH = 2, HS = 4, C = NH * HS, C3 = 3 * C };
     unsigned st = 5;
     float qkv[B * T * C3], out[B * T * C], att[B * NH * T * T], dout[B * T * C], dqkv[B * T * C3] = {0};
-    float *scratch = malloc(attention_scratch_floats(T) * sizeof(float));
+    float *scratch = malloc(attention_scratch_floats(T, 1) * sizeof(float)); /* exactly one thread's */
     double qkvd[B * T * C3], outd[B * T * C], doutd[B * T * C];
     rand_fill(qkv, B * T * C3, &st);
     for (int i = 0; i < B * T * C3; i++) qkv[i] *= 2.0f;
@@ -236,10 +249,39 @@ static void test_attention(void)
         }
         CHECK(fabs(s - 1.0) < 1e-5 && future == 0.0, "row %d: sum %.9g, future mass %.3g", r, s, future);
     }
-    attention_backward(dqkv, scratch, dout, qkv, att, B, T, NH, HS);
+    attention_backward(dqkv, scratch, 1, dout, qkv, att, B, T, NH, HS);
     att_fd c = {B, T, NH, HS, doutd, outd};
     CHECK(fd_check("attention dqkv", qkvd, B * T * C3, dqkv, att_loss, &c, B * T * C3, 1e-3), "dqkv vs finite differences");
     free(scratch);
+}
+
+/* The scratch contract past one row block: a scratch of attention_scratch_floats(T, threads)
+ * floats (allocated exactly, so that the sanitizer build catches any overrun) for 1 and for 2
+ * threads; both give the same gradient, which agrees with finite differences on a sample. */
+static void test_attention_scratch_contract(void)
+{
+    enum { B = 1, NH = 2, HS = 4, C = NH * HS, C3 = 3 * C };
+    const int T = ATTENTION_BLOCK + 37;
+    unsigned st = 17;
+    size_t nq = (size_t)B * T * C3, no = (size_t)B * T * C;
+    float *qkv = malloc(nq * sizeof(float)), *out = malloc(no * sizeof(float)), *dout = malloc(no * sizeof(float));
+    float *att = malloc((size_t)B * NH * T * T * sizeof(float));
+    float *d1 = malloc(nq * sizeof(float)), *d2 = malloc(nq * sizeof(float));
+    float *s1 = malloc(attention_scratch_floats(T, 1) * sizeof(float)), *s2 = malloc(attention_scratch_floats(T, 2) * sizeof(float));
+    double *qkvd = malloc(nq * sizeof(double)), *outd = malloc(no * sizeof(double)), *doutd = malloc(no * sizeof(double));
+    CHECK(attention_scratch_floats(T, 2) == 2 * attention_scratch_floats(T, 1), "scratch is not per thread");
+    CHECK(attention_scratch_floats(T, 1) == (size_t)ATTENTION_BLOCK * T, "scratch: %zu floats for one thread at T=%d",
+          attention_scratch_floats(T, 1), T);
+    rand_fill(qkv, nq, &st);
+    rand_fill(dout, no, &st);
+    to_double(qkvd, qkv, nq), to_double(doutd, dout, no);
+    attention_forward(out, att, qkv, B, T, NH, HS);
+    attention_backward(d1, s1, 1, dout, qkv, att, B, T, NH, HS);
+    attention_backward(d2, s2, 2, dout, qkv, att, B, T, NH, HS);
+    CHECK(memcmp(d1, d2, nq * sizeof(float)) == 0, "1 and 2 threads give different gradients");
+    att_fd c = {B, T, NH, HS, doutd, outd};
+    CHECK(fd_check("attention dqkv past one block", qkvd, nq, d1, att_loss, &c, 120, 1e-3), "dqkv vs finite differences");
+    free(qkv), free(out), free(dout), free(att), free(d1), free(d2), free(s1), free(s2), free(qkvd), free(outd), free(doutd);
 }
 
 /* ---------------------------------------------------------------- cross-entropy */
@@ -273,7 +315,8 @@ static void test_crossentropy(void)
     CHECK(crossentropy_forward(losses, lse, logits, targets, N, V) == 0, "valid targets refused");
     crossentropy_forward_ref(lossesd, logitsd, targets, N, V);
     CHECK(allclose("cross-entropy forward", losses, lossesd, N, 1e-5, 1e-5), "forward differs from reference");
-    crossentropy_backward(dlogits, dl, logits, lse, targets, N, V);
+    for (int i = 0; i < N * V; i++) dlogits[i] = 1e6f; /* overwritten, not accumulated into */
+    CHECK(crossentropy_backward(dlogits, dl, logits, lse, targets, N, V) == KERNEL_OK, "valid targets refused");
     ce_fd c = {N, V, targets, dld, lossesd};
     CHECK(fd_check("cross-entropy dlogits", logitsd, N * V, dlogits, ce_loss, &c, N * V, 1e-4), "dlogits vs finite differences");
     float inplace[N * V];
@@ -287,9 +330,10 @@ static void test_crossentropy(void)
     crossentropy_forward(losses, lse, logits, targets, N, V);
     CHECK(fabs(losses[0] - log((double)V)) < 1e-5, "uniform logits: loss %.7g, ln V = %.7g", losses[0], log((double)V));
     int bad[N] = {0, V, 1, 2};
-    CHECK(crossentropy_forward(losses, lse, logits, bad, N, V) == -1, "a target of V was accepted");
+    CHECK(crossentropy_forward(losses, lse, logits, bad, N, V) == KERNEL_EINDEX, "a target of V was accepted");
     bad[1] = -1;
-    CHECK(crossentropy_backward(dlogits, dl, logits, lse, bad, N, V) == -1, "a target of -1 was accepted");
+    CHECK(crossentropy_backward(dlogits, dl, logits, lse, bad, N, V) == KERNEL_EINDEX, "a target of -1 was accepted");
+    CHECK(crossentropy_backward_inplace(logits, dl, lse, bad, N, V) == KERNEL_EINDEX, "in place: a target of -1 was accepted");
 }
 
 /* ---------------------------------------------------------------- AdamW, norm, clip */
@@ -348,6 +392,7 @@ const test_case tests_kernels[] = {
     {"layernorm: forward, backward (finite differences), mean 0 variance 1", test_layernorm},
     {"gelu: exact erf form, backward (finite differences)", test_gelu},
     {"attention: causal softmax rows sum to 1, backward (finite differences)", test_attention},
+    {"attention: scratch per thread past one row block (exactly sized, 1 and 2 threads agree)", test_attention_scratch_contract},
     {"cross-entropy: fused softmax, backward (finite differences), bad targets", test_crossentropy},
     {"adamw: matches the double-precision reference", test_adamw_matches_reference},
     {"adamw: constant gradient matches the closed form", test_adamw_closed_form},

@@ -142,15 +142,15 @@ static void test_checkpoint_roundtrip(void)
     for (size_t i = 0; i < a.nparams; i++) a.v[i] = fabsf(a.v[i]);
     a.adam_t = 17;
     const char *dir = "/tmp/costbench-test-ckpt";
-    ckpt_state s = {17, 99, 2, 16, 1};
-    CHECK(ckpt_save(&a, dir, &s) == 0, "save failed");
+    ckpt_state s = {17, 99, 2, 16, 1, 0x1234};
+    CHECK(ckpt_save(&a, a.m, a.v, dir, &s) == 0, "save failed");
     CHECK(ckpt_load_weights(&b, "/tmp/costbench-test-ckpt/step-00000017/model.safetensors") == 0, "load failed");
     CHECK(memcmp(a.params, b.params, a.nparams * sizeof(float)) == 0, "reloaded weights differ");
     ckpt_state got;
     CHECK(ckpt_resume(&b, dir, &s, &got) == 0 && got.step == 17 && b.adam_t == 17, "resume state");
     CHECK(memcmp(a.m, b.m, a.nparams * sizeof(float)) == 0 && memcmp(a.v, b.v, a.nparams * sizeof(float)) == 0,
           "reloaded optimizer moments differ");
-    ckpt_state other = {0, 98, 2, 16, 1};
+    ckpt_state other = {0, 98, 2, 16, 1, 0};
     capture_stderr_begin();
     int mism = ckpt_resume(&b, dir, &other, &got);
     capture_stderr_end();
@@ -220,14 +220,13 @@ static void test_gradient_accumulation(void)
     memcpy(b.params, a.params, a.nparams * sizeof(float));
     synthetic_batch(5, 0, 0, a.inputs, a.targets, 4, 16, c.V);
     gpt_zero_grad(&a);
-    gpt_forward(&a);
-    gpt_backward(&a, 1.0f);
+    double loss;
+    CHECK(gpt_forward(&a, &loss) == 0 && gpt_backward(&a, 1.0f) == 0, "forward or backward failed");
     gpt_zero_grad(&b);
     for (int mi = 0; mi < 2; mi++) {
         memcpy(b.inputs, a.inputs + mi * 32, 32 * sizeof(int));
         memcpy(b.targets, a.targets + mi * 32, 32 * sizeof(int));
-        gpt_forward(&b);
-        gpt_backward(&b, 0.5f);
+        CHECK(gpt_forward(&b, &loss) == 0 && gpt_backward(&b, 0.5f) == 0, "forward or backward failed");
     }
     double *ref = malloc(a.nparams * sizeof(double));
     to_double(ref, a.grads, a.nparams);

@@ -1,0 +1,152 @@
+#include "calib.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/err.h"
+#include "../common/mem.h"
+#include "../kernels/rope.h"
+#include "comm.h"
+#include "matmul_bench.h"
+#include "peak.h"
+#include "runner.h"
+
+/* The fp32 FMA peak of every rank at once (the job's), or the given one. */
+static int measure_peak(const calib_opts *o, calib *c)
+{
+    if (o->peak_gflops > 0) {
+        c->peak_gflops = o->peak_gflops;
+        snprintf(c->peak_note, sizeof c->peak_note, "--peak-gflops %.1f (given, not measured)", o->peak_gflops);
+        return 0;
+    }
+    runner_opts ro;
+    runner_defaults(&ro);
+    const char *isa = "";
+    double one = peak_fma_gflops(o->threads, &ro, &isa);
+    if (!isfinite(one) || one <= 0) return err_msg("the fp32 FMA peak probe failed");
+    c->peak_gflops = comm_sum(one);
+    int ranks = comm_size();
+    if (ranks > 1)
+        snprintf(c->peak_note, sizeof c->peak_note, "the fp32 FMA peak measured in this run on all %d ranks at once, %.1f GFLOP/s (%.1f on rank 0: %s, %d threads)",
+                 ranks, c->peak_gflops, one, isa, o->threads);
+    else
+        snprintf(c->peak_note, sizeof c->peak_note, "the fp32 FMA peak measured in this run, %.1f GFLOP/s (%s, %d threads)",
+                 c->peak_gflops, isa, o->threads);
+    return 0;
+}
+
+/* Milliseconds of one micro-step's matmuls and attention products, every shape measured now. */
+static int predict_matmuls(const calib_opts *o, const runner_opts *ro, double *mm_ms, double *att_ms, char *how, size_t n)
+{
+    int cap = mm_shapes_transformer_count(o->T);
+    mm_shape *sh = calloc((size_t)cap, sizeof *sh);
+    if (!sh) return err_msg("out of memory");
+    int nsh = mm_shapes_transformer(sh, cap, o->cfg, o->B, o->T);
+    record r;
+    record_init(&r, mm_cols, MM_NCOLS);
+    fprintf(stderr, "costbench train: measuring the step's %d matmul shapes and the rotary kernel for the prediction\n", nsh);
+    int rc = mm_run(sh, nsh, ro, o->budget_s, o->peak_gflops, &r);
+    *mm_ms = *att_ms = 0;
+    for (int i = 0; rc == 0 && i < r.nrows; i++) {
+        double ms = r.num[(size_t)i * r.ncols + MM_STEP_MS];
+        if (strncmp(r.str[(size_t)i * r.ncols + MM_OP], "attn_", 5) == 0) *att_ms += ms;
+        else *mm_ms += ms;
+    }
+    if (r.nrows < nsh) snprintf(how, n, "incomplete: %d of %d shapes measured within --budget-s", r.nrows, nsh);
+    else snprintf(how, n, "costbench matmul: %d shapes measured now", nsh);
+    record_free(&r);
+    free(sh);
+    return rc;
+}
+
+typedef struct {
+    float *qkv;
+    rope_shape s;
+    rope_tables *tb;
+} rope_ctx;
+
+static void rope_fb(void *p)
+{
+    rope_ctx *c = p;
+    rope_forward_fused(c->qkv, &c->s, c->tb);
+    rope_backward_fused(c->qkv, &c->s, c->tb);
+}
+
+/* Milliseconds of the fused rotary kernel, forward + backward, over one micro-step's layers. */
+static int predict_rope(const calib_opts *o, const runner_opts *ro, int rdims, double *ms)
+{
+    const model_config *c = o->cfg;
+    const size_t n = (size_t)o->B * o->T * 3 * c->C;
+    rope_tables tb;
+    float *store = mem_alloc(rope_tables_floats(o->T, rdims, c->HS), sizeof(float), "rotary tables");
+    rope_ctx rc = {mem_alloc(n, sizeof(float), "rotary buffer"), {o->B, o->T, c->NH, c->HS, rdims}, &tb};
+    int bad = CB_EFAIL;
+    if (rc.qkv && store) {
+        rope_tables_init(&tb, store, o->T, rdims, c->HS, c->rotary_base);
+        runner_fill(rc.qkv, n, 3u);
+        bench_case bc = {"rope", rope_fb, NULL, NULL};
+        runner_result rr;
+        bad = runner_run(ro, &bc, &rc, &rr);
+        if (!bad) *ms = rr.s.median * 1e3 * c->L;
+    }
+    free(rc.qkv), free(store);
+    return bad;
+}
+
+/* The memory-bound kinds: the bytes each must move per micro-step, priced at the copy bandwidth. */
+static void predict_memory_bound(const calib_opts *o, double gbps, calib *c)
+{
+    const model_config *m = o->cfg;
+    const double BT = (double)o->B * o->T, C = m->C, L = m->L, V = m->V, acc = o->accum;
+    const double bw = gbps * 1e9 / 1e3; /* bytes per ms */
+    double att_soft = L * (double)o->B * m->NH * o->T * o->T * (8.0 /* softmax: read S, write P */ + 12.0 /* dS */);
+    double bytes[GPT_KIND_COUNT] = {0};
+    bytes[K_LAYERNORM] = acc * (2 * L + 1) * BT * C * (8.0 + 16.0);
+    bytes[K_GELU] = acc * L * BT * 4 * C * (8.0 + 12.0);
+    bytes[K_XENT] = acc * BT * V * (8.0 + 8.0);
+    bytes[K_OTHER] = acc * (L * BT * C * (m->parallel_residual ? 16.0 : 24.0) + BT * C * 8.0 * 2); /* residual adds, embedding */
+    bytes[K_OPTIMIZER] = model_params_total(m) * (28.0 + 4.0 + 4.0);                                /* AdamW, norm, zeroing */
+    for (int k = K_LAYERNORM; k < GPT_KIND_COUNT; k++) {
+        if (k == K_ROTARY) continue;
+        c->pred_ms[k] = bytes[k] / bw;
+        snprintf(c->how[k], sizeof c->how[k], "bytes moved at %.1f GB/s copy bandwidth (lower bound)", gbps);
+    }
+    c->pred_ms[K_ATTENTION] += acc * att_soft / bw;
+    snprintf(c->how[K_ATTENTION], sizeof c->how[K_ATTENTION], "costbench matmul attention shapes + softmax bytes at %.1f GB/s copy", gbps);
+}
+
+static int predict_kinds(const calib_opts *o, calib *c)
+{
+    runner_opts ro;
+    runner_defaults(&ro);
+    ro.min_samples = 3, ro.min_time_s = 0.05;
+    double mm = 0, att = 0, rope_ms = 0;
+    const int rdims = o->cfg->learned_pos ? 0 : rope_rotary_dims(o->cfg->HS, o->cfg->rotary_pct);
+    if (predict_matmuls(o, &ro, &mm, &att, c->how[K_MATMUL], sizeof c->how[K_MATMUL]) != 0) return CB_EFAIL;
+    if (rdims > 0 && predict_rope(o, &ro, rdims, &rope_ms) != 0) return CB_EFAIL;
+    c->pred_ms[K_MATMUL] = o->accum * mm;
+    c->pred_ms[K_ATTENTION] = o->accum * att;
+    c->pred_ms[K_ROTARY] = o->accum * rope_ms;
+    snprintf(c->how[K_ROTARY], sizeof c->how[K_ROTARY], "%s",
+             rdims > 0 ? "costbench rope: fused forward+backward measured now" : "no rotary embedding");
+    runner_opts co;
+    runner_defaults(&co);
+    co.min_samples = 3;
+    double gbps = peak_copy_gbps(o->threads, 256.0 * 1048576, &co);
+    if (!isfinite(gbps) || gbps <= 0) return err_msg("the copy bandwidth probe failed");
+    predict_memory_bound(o, gbps, c);
+    return 0;
+}
+
+int calib_measure(const calib_opts *o, calib *c)
+{
+    memset(c, 0, sizeof *c);
+    for (int k = 0; k < GPT_KIND_COUNT; k++) {
+        c->pred_ms[k] = NAN;
+        snprintf(c->how[k], sizeof c->how[k], "not predicted (--no-predict)");
+    }
+    if (measure_peak(o, c) != 0) return CB_EFAIL;
+    return o->predict ? predict_kinds(o, c) : 0;
+}

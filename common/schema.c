@@ -1,0 +1,97 @@
+#include "schema.h"
+
+
+const schema_col tput_schema[TP_NCOLS] = {
+    [TP_MODEL] = {TPUT_MODEL, 1, 0, 0},
+    [TP_TP] = {TPUT_TP, 0, 1, 1 << 20},
+    [TP_PP] = {TPUT_PP, 0, 1, 1 << 20},
+    [TP_INSTANCES] = {TPUT_INSTANCES, 1, 1, CB_MAX_INSTANCES},
+    [TP_INSTANCE_TYPE] = {TPUT_INSTANCE_TYPE, 1, 0, 0},
+    [TP_SEQ_LEN] = {TPUT_SEQ_LEN, 1, 1, CB_MAX_SEQ_LEN},
+    [TP_GLOBAL_BATCH] = {TPUT_GLOBAL_BATCH, 1, 1, CB_MAX_GLOBAL_BATCH},
+    [TP_MICRO_BATCH] = {TPUT_MICRO_BATCH, 0, 1, CB_MAX_GLOBAL_BATCH},
+    [TP_RANKS] = {TPUT_RANKS, 0, 1, 1 << 24},
+    [TP_SEQ_PER_S] = {TPUT_SEQ_PER_S, 1, 1e-12, 1e15},
+    [TP_SEQ_PER_S_MIN] = {TPUT_SEQ_PER_S_MIN, 0, 0, 1e15},
+    [TP_SEQ_PER_S_MAX] = {TPUT_SEQ_PER_S_MAX, 0, 0, 1e15},
+    [TP_TOKENS_PER_S] = {TPUT_TOKENS_PER_S, 0, 0, 1e18},
+    [TP_USD_PER_HOUR] = {TPUT_USD_PER_HOUR, 0, 1e-9, 1e9},
+    [TP_TOKENS_PER_USD] = {TPUT_TOKENS_PER_USD, 0, 0, 1e18},
+    [TP_MFU] = {TPUT_MFU, 0, 0, 100},
+    [TP_PEAK_GFLOPS] = {TPUT_PEAK_GFLOPS, 0, 1, 1e12},
+    [TP_SOURCE] = {TPUT_SOURCE, 0, 0, 0},
+};
+
+const schema_col hw_schema[HW_NCOLS] = {
+    [HW_INSTANCE_TYPE] = {{"instance_type", "", REC_STR, 0}, 1, 0, 0},
+    [HW_ACCELERATOR] = {{"accelerator", "", REC_STR, 0}, 1, 0, 0},
+    [HW_ACCELERATORS] = {{"accelerators", "", REC_NUM, 0}, 1, 1, 4096},
+    [HW_WORKERS] = {{"workers_per_accelerator", "", REC_NUM, 0}, 1, 1, 64},
+    [HW_BF16_TFLOPS] = {{"bf16_tflops", "TFLOP/s", REC_NUM, 1}, 1, 1e-3, 1e6},
+    [HW_FP32_TFLOPS] = {{"fp32_tflops", "TFLOP/s", REC_NUM, 1}, 1, 1e-3, 1e6},
+    [HW_MEM_GIB] = {{"mem_gib", "GiB", REC_NUM, 1}, 1, 1e-3, 1e6},
+    [HW_MEM_GB_PER_S] = {{"mem_gb_per_s", "GB/s", REC_NUM, 1}, 1, 1e-3, 1e6},
+    [HW_INTRA_GB_PER_S] = {{"intra_node_gb_per_s", "GB/s", REC_NUM, 1}, 1, 1e-3, 1e6},
+    [HW_NETWORK_GBIT_PER_S] = {{"network_gbit_per_s", "Gbit/s", REC_NUM, 1}, 1, 1e-3, 1e6},
+    [HW_NETWORK_LATENCY_US] = {{"network_latency_us", "us", REC_NUM, 2}, 1, 0, 1e6},
+    [HW_SOURCE] = {{"source", "", REC_STR, 0}, 1, 0, 0},
+};
+
+const schema_col price_schema[PR_NCOLS] = {
+    [PR_PROVIDER] = {{"provider", "", REC_STR, 0}, 1, 0, 0},
+    [PR_INSTANCE_TYPE] = {{"instance_type", "", REC_STR, 0}, 1, 0, 0},
+    [PR_REGION] = {{"region", "", REC_STR, 0}, 1, 0, 0},
+    [PR_OPTION] = {{"pricing_option", "", REC_STR, 0}, 1, 0, 0},
+    /* a price of 0 or less would make tokens/$ infinite or negative */
+    [PR_USD_PER_HOUR] = {{"usd_per_hour", "$/h", REC_NUM, 4}, 1, 1e-6, 1e6},
+    [PR_AS_OF] = {{"as_of", "", REC_STR, 0}, 1, 0, 0},
+    [PR_SOURCE] = {{"source", "", REC_STR, 0}, 1, 0, 0},
+};
+
+const schema_col model_schema[MD_NCOLS] = {
+    [MD_NAME] = {{"name", "", REC_STR, 0}, 1, 0, 0},
+    [MD_FAMILY] = {{"family", "", REC_STR, 0}, 1, 0, 0},
+    [MD_LAYERS] = {{"layers", "", REC_NUM, 0}, 1, 1, 1000},
+    [MD_D_MODEL] = {{"d_model", "", REC_NUM, 0}, 1, 1, 131072},
+    [MD_HEADS] = {{"heads", "", REC_NUM, 0}, 1, 1, 4096},
+    [MD_VOCAB] = {{"vocab", "", REC_NUM, 0}, 1, 1, 10000000},
+    [MD_ROTARY_PCT] = {{"rotary_pct", "", REC_NUM, 2}, 1, 0, 1},
+    [MD_ROTARY_BASE] = {{"rotary_base", "", REC_NUM, 0}, 1, 1, 1e12},
+    [MD_PARALLEL_RESIDUAL] = {{"parallel_residual", "", REC_STR, 0}, 1, 0, 0},
+    [MD_TIED_EMBEDDINGS] = {{"tied_embeddings", "", REC_STR, 0}, 1, 0, 0},
+    [MD_POS_EMB] = {{"pos_emb", "", REC_STR, 0}, 1, 0, 0},
+    [MD_MAX_SEQ_LEN] = {{"max_seq_len", "", REC_NUM, 0}, 1, 1, CB_MAX_SEQ_LEN},
+    [MD_SOURCE] = {{"source", "", REC_STR, 0}, 1, 0, 0},
+};
+
+const schema_col blas_core_schema[BC_NCOLS] = {
+    [BC_CORE] = {{"core", "", REC_STR, 0}, 1, 0, 0},
+    [BC_REQUIRES] = {{"requires", "", REC_STR, 0}, 1, 0, 0},
+    [BC_NOTE] = {{"note", "", REC_STR, 0}, 0, 0, 0},
+};
+
+const rec_col step_log_cols[SL_NCOLS] = {
+    [SL_STEP] = {"step", "", REC_NUM, 0},           [SL_LOSS] = {"loss", "nats", REC_NUM, 4},
+    [SL_GNORM] = {"grad_norm", "", REC_NUM, 4},     [SL_LR] = {"lr", "", REC_NUM, 7},
+    [SL_MS] = {"ms", "ms", REC_NUM, 1},             [SL_TOKS] = {"tokens_per_s", "tok/s", REC_NUM, 1},
+    [SL_SEQS] = {"seq_per_s", "seq/s", REC_NUM, 3}, [SL_MFU] = {"mfu", "%", REC_NUM, 1},
+    [SL_HFU] = {"hfu", "%", REC_NUM, 1},            [SL_COMM] = {"comm_ms", "ms", REC_NUM, 1},
+    [SL_EXPOSED] = {"exposed_comm_ms", "ms", REC_NUM, 1},
+};
+
+const rec_col mm_cols[MM_NCOLS] = {
+    [MM_OP] = {"op", "", REC_STR, 0},           [MM_PHASE] = {"phase", "", REC_STR, 0},
+    [MM_N] = {"n", "", REC_NUM, 0},             [MM_K] = {"k", "", REC_NUM, 0},
+    [MM_M] = {"m", "", REC_NUM, 0},             [MM_COUNT] = {"count", "per step", REC_NUM, 0},
+    [MM_GF_MED] = {"gflops_median", "GFLOP/s", REC_NUM, 1}, [MM_GF_MIN] = {"gflops_min", "GFLOP/s", REC_NUM, 1},
+    [MM_GF_MAX] = {"gflops_max", "GFLOP/s", REC_NUM, 1},    [MM_CV] = {"cv_pct", "%", REC_NUM, 1},
+    [MM_MS] = {"ms_median", "ms", REC_NUM, 3},  [MM_PCT] = {"pct_of_peak", "%", REC_NUM, 1},
+    [MM_STEP_MS] = {"step_ms", "ms", REC_NUM, 2},
+};
+
+const char *const machine_cols[MC_NCOLS] = {
+    [MC_CPU_MODEL] = "cpu_model",       [MC_CORES] = "cores",         [MC_OMP_THREADS] = "omp_threads",
+    [MC_BLAS_THREADS] = "blas_threads", [MC_BLAS_CORE] = "blas_core", [MC_BLAS_CORE_ENV] = "blas_core_env",
+    [MC_BLAS_CORE_CHOICE] = "blas_core_choice", [MC_OMP_WAIT_POLICY] = "omp_wait_policy", [MC_CFLAGS] = "cflags",
+    [MC_GIT_REV] = "git_rev",           [MC_DATE_UTC] = "date_utc",
+};

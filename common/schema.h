@@ -1,0 +1,91 @@
+/* schema.h: the CSV formats that travel between modules, each defined here once: every writer
+ * builds its columns from these definitions and every reader looks columns up by them.
+ *
+ *   throughput   what `costbench report` and `costbench scale --measured/--compare` read: the
+ *                summary `train --summary-csv` writes, the rows `scale --csv` writes, report.csv,
+ *                and imported measurements (data/reference/trn1_table1.csv). A writer may add
+ *                columns of its own after or between these; readers ignore columns they do not know.
+ *   hardware     data/hardware.csv, and the row `allreduce --profile` writes for this machine.
+ *   step log     `train --csv`: one row per step (report --log plots it).
+ *   matmul       `matmul --csv` (report --bench plots it; peak's sgemm probe reads it).
+ *   machine      the provenance columns record_write_csv appends to every measured row.
+ * The data tables read by one module only (prices, models, blas_cores) are defined here too, so
+ * that every file costbench reads or writes is described in one place. */
+#ifndef CB_SCHEMA_H
+#define CB_SCHEMA_H
+
+#include "record.h"
+
+/* A column as a reader checks it: its definition, whether a file must have it, and (numbers) the
+ * range a value must lie in. */
+typedef struct {
+    rec_col col;
+    int required;
+    double lo, hi;
+} schema_col;
+
+/* ---- throughput: each column's definition, for writers' column lists (in their own order) */
+#define TPUT_MODEL          {"model", "", REC_STR, 0}
+#define TPUT_TP             {"tensor_parallel", "", REC_NUM, 0}
+#define TPUT_PP             {"pipeline_parallel", "", REC_NUM, 0}
+#define TPUT_INSTANCES      {"instances", "", REC_NUM, 0}
+#define TPUT_INSTANCE_TYPE  {"instance_type", "", REC_STR, 0}
+#define TPUT_SEQ_LEN        {"seq_len", "", REC_NUM, 0}
+#define TPUT_GLOBAL_BATCH   {"global_batch", "seq", REC_NUM, 0}
+#define TPUT_MICRO_BATCH    {"micro_batch", "seq", REC_NUM, 0}
+#define TPUT_RANKS          {"ranks", "", REC_NUM, 0}
+#define TPUT_SEQ_PER_S      {"seq_per_s", "seq/s", REC_NUM, 3}
+#define TPUT_SEQ_PER_S_MIN  {"seq_per_s_min", "seq/s", REC_NUM, 3}
+#define TPUT_SEQ_PER_S_MAX  {"seq_per_s_max", "seq/s", REC_NUM, 3}
+#define TPUT_TOKENS_PER_S   {"tokens_per_s", "tok/s", REC_NUM, 1}
+#define TPUT_USD_PER_HOUR   {"usd_per_hour", "$/h", REC_NUM, 2}
+#define TPUT_TOKENS_PER_USD {"tokens_per_usd", "tok/$", REC_NUM, 0}
+#define TPUT_MFU            {"mfu", "%", REC_NUM, 1}
+#define TPUT_PEAK_GFLOPS    {"peak_gflops", "GFLOP/s", REC_NUM, 1}
+#define TPUT_SOURCE         {"source", "", REC_STR, 0}
+
+/* ... and as a reader checks them (tput_schema[TP_x]). Sizes obey the limits below. */
+enum { TP_MODEL, TP_TP, TP_PP, TP_INSTANCES, TP_INSTANCE_TYPE, TP_SEQ_LEN, TP_GLOBAL_BATCH, TP_MICRO_BATCH, TP_RANKS,
+       TP_SEQ_PER_S, TP_SEQ_PER_S_MIN, TP_SEQ_PER_S_MAX, TP_TOKENS_PER_S, TP_USD_PER_HOUR, TP_TOKENS_PER_USD, TP_MFU,
+       TP_PEAK_GFLOPS, TP_SOURCE, TP_NCOLS };
+extern const schema_col tput_schema[TP_NCOLS];
+
+/* Limits every size obeys wherever it enters (flags and files). */
+#define CB_MAX_SEQ_LEN (1L << 20)       /* tokens per sequence */
+#define CB_MAX_GLOBAL_BATCH (1L << 20)  /* sequences per optimizer step */
+#define CB_MAX_ACCUM (1L << 16)         /* micro-batches per optimizer step */
+#define CB_MAX_INSTANCES 1000000L
+
+/* ---- hardware (data/hardware.csv) */
+enum { HW_INSTANCE_TYPE, HW_ACCELERATOR, HW_ACCELERATORS, HW_WORKERS, HW_BF16_TFLOPS, HW_FP32_TFLOPS, HW_MEM_GIB,
+       HW_MEM_GB_PER_S, HW_INTRA_GB_PER_S, HW_NETWORK_GBIT_PER_S, HW_NETWORK_LATENCY_US, HW_SOURCE, HW_NCOLS };
+extern const schema_col hw_schema[HW_NCOLS];
+
+/* ---- prices (data/prices.csv) */
+enum { PR_PROVIDER, PR_INSTANCE_TYPE, PR_REGION, PR_OPTION, PR_USD_PER_HOUR, PR_AS_OF, PR_SOURCE, PR_NCOLS };
+extern const schema_col price_schema[PR_NCOLS];
+
+/* ---- model presets (data/models.csv) */
+enum { MD_NAME, MD_FAMILY, MD_LAYERS, MD_D_MODEL, MD_HEADS, MD_VOCAB, MD_ROTARY_PCT, MD_ROTARY_BASE, MD_PARALLEL_RESIDUAL,
+       MD_TIED_EMBEDDINGS, MD_POS_EMB, MD_MAX_SEQ_LEN, MD_SOURCE, MD_NCOLS };
+extern const schema_col model_schema[MD_NCOLS];
+
+/* ---- OpenBLAS kernel sets (data/blas_cores.csv) */
+enum { BC_CORE, BC_REQUIRES, BC_NOTE, BC_NCOLS };
+extern const schema_col blas_core_schema[BC_NCOLS];
+
+/* ---- step log (train --csv) */
+enum { SL_STEP, SL_LOSS, SL_GNORM, SL_LR, SL_MS, SL_TOKS, SL_SEQS, SL_MFU, SL_HFU, SL_COMM, SL_EXPOSED, SL_NCOLS };
+extern const rec_col step_log_cols[SL_NCOLS];
+
+/* ---- matmul (matmul --csv) */
+enum { MM_OP, MM_PHASE, MM_N, MM_K, MM_M, MM_COUNT, MM_GF_MED, MM_GF_MIN, MM_GF_MAX, MM_CV, MM_MS, MM_PCT,
+       MM_STEP_MS, MM_NCOLS };
+extern const rec_col mm_cols[MM_NCOLS];
+
+/* ---- machine provenance, appended to measured rows */
+enum { MC_CPU_MODEL, MC_CORES, MC_OMP_THREADS, MC_BLAS_THREADS, MC_BLAS_CORE, MC_BLAS_CORE_ENV, MC_BLAS_CORE_CHOICE,
+       MC_OMP_WAIT_POLICY, MC_CFLAGS, MC_GIT_REV, MC_DATE_UTC, MC_NCOLS };
+extern const char *const machine_cols[MC_NCOLS];
+
+#endif

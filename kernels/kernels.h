@@ -1,0 +1,31 @@
+/* kernels.h: what every kernel of kernels/ promises.
+ *
+ * Memory: kernels never allocate and never print; callers pass every buffer, scratch included,
+ * sized by the kernel's own *_floats() function.
+ *
+ * Gradients: a backward kernel OVERWRITES (=) the gradients of its inputs (activations), and
+ * ACCUMULATES (+=) into the gradients of parameters (weights, biases), so that the micro-batches
+ * of one optimizer step sum there. Where an input gradient must be added to another (a residual
+ * stream), the kernel takes that gradient as an explicit operand (layernorm_backward's `dres`).
+ *
+ * Errors: a kernel that can fail on its arguments returns KERNEL_OK or a negative KERNEL_E*
+ * code and writes nothing; callers check every such return (kernel_strerror names the code).
+ * Kernels without a return value cannot fail on valid pointers.
+ *
+ * NaN and infinities propagate: a non-finite input yields non-finite outputs, never a finite
+ * number that hides it. */
+#ifndef CB_KERNELS_H
+#define CB_KERNELS_H
+
+enum {
+    KERNEL_OK = 0,
+    KERNEL_EDIM = -1,   /* a dimension <= 0, a leading dimension too small, or beyond BLAS int indexing */
+    KERNEL_EINDEX = -2, /* an index argument (a target token) outside its range */
+};
+
+static inline const char *kernel_strerror(int code)
+{
+    return code == KERNEL_EDIM ? "invalid dimensions" : code == KERNEL_EINDEX ? "index out of range" : "unknown error";
+}
+
+#endif
