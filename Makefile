@@ -2,7 +2,7 @@
 #   make          build ./costbench (installs the Debian packages first when missing)
 #   make test     build and run the tests
 #   make report   measure this machine and write out/report.md
-#   make test SAN=1   the same tests built with -fsanitize=address,undefined (in build-san/)
+#   make test SAN=1   the same tests built with -fsanitize=address,undefined,float-cast-overflow (in build-san/)
 #   make WERROR=1     warnings as errors (CI)
 
 CC      ?= cc
@@ -25,7 +25,7 @@ OPENBLAS_DIR := /usr/lib/$(MULTIARCH)/openblas-openmp
 WARN    := -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes
 OPT     := -O3 -march=native
 ifeq ($(SAN),1)
-OPT     := -O1 -march=native -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+OPT     := -O1 -march=native -fsanitize=address,undefined,float-cast-overflow -fno-omit-frame-pointer -fno-sanitize-recover=undefined,float-cast-overflow
 endif
 ifeq ($(WERROR),1)
 WARN    += -Werror

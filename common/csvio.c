@@ -88,6 +88,7 @@ static void on_row(int term, void *data)
         }
         c->nfield = 0;
         c->header_done = 1;
+        t->header_line = c->rec_line;
         return;
     }
     if (c->nfield != t->ncols) {
@@ -115,9 +116,9 @@ int table_load(table *t, const char *path)
 {
     memset(t, 0, sizeof *t);
     t->path = strdup(path);
-    FILE *f = fopen(path, "rb");
+    FILE *f = t->path ? file_open_read(path) : NULL;
     if (!f) {
-        err_msg("cannot open '%s': %s", path, strerror(errno));
+        if (!t->path) err_msg("out of memory");
         table_free(t);
         return CB_EFAIL;
     }
@@ -133,12 +134,14 @@ int table_load(table *t, const char *path)
     ssize_t len;
     while (!c.failed && (len = getline(&line, &cap, f)) >= 0) {
         c.line++;
-        if (memchr(line, '\0', (size_t)len)) {
+        char *text = line;
+        if (c.line == 1 && len >= 3 && memcmp(line, "\xEF\xBB\xBF", 3) == 0) text += 3, len -= 3; /* UTF-8 BOM */
+        if (memchr(text, '\0', (size_t)len)) {
             c.failed = err_msg("%s:%d: binary data (a NUL byte) in a CSV file", path, c.line);
             break;
         }
-        if (p.pstate == ROW_NOT_BEGUN && c.nfield == 0 && line[0] == '#') continue;
-        if (csv_parse(&p, line, (size_t)len, on_field, on_row, &c) != (size_t)len) {
+        if (p.pstate == ROW_NOT_BEGUN && c.nfield == 0 && text[0] == '#') continue;
+        if (csv_parse(&p, text, (size_t)len, on_field, on_row, &c) != (size_t)len) {
             c.failed = err_msg("%s:%d: malformed CSV: %s", path, c.line, csv_strerror(csv_error(&p)));
             break;
         }
@@ -177,7 +180,7 @@ int table_col(const table *t, const char *name, int required)
 {
     for (int i = 0; i < t->ncols; i++)
         if (strcmp(t->header[i], name) == 0) return i;
-    if (required) err_msg("%s:1: missing column '%s'", t->path, name);
+    if (required) err_msg("%s:%d: missing column '%s'", t->path, t->header_line > 0 ? t->header_line : 1, name);
     return -1;
 }
 

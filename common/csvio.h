@@ -1,6 +1,7 @@
 /* csvio.h: the one CSV loader (libcsv, strict) and writer of the project.
- * Loader: a header row, then records; blank lines and lines starting with '#' are skipped;
- * every record keeps its line number so that errors read "file:line: column 'x': ...".
+ * Loader: a header row, then records; blank lines and lines starting with '#' are skipped; a
+ * UTF-8 byte-order mark at the start is skipped; every record keeps its line number (the header
+ * too) so that errors read "file:line: column 'x': ...".
  * Writer: fields quoted where needed, numbers as %.9g, empty cell for unknown (NaN),
  * written to a temporary file and renamed into place only when complete. */
 #ifndef CB_CSVIO_H
@@ -16,12 +17,14 @@ typedef struct {
     char **header; /* (ncols) */
     char **cells;  /* (nrows, ncols), each a private copy */
     int *lines;    /* (nrows) line number of each record */
+    int header_line;
 } table;
 
 /* Loads `path`. Returns 0, or CB_EFAIL after printing "error: path:line: ...". */
 int table_load(table *t, const char *path);
 void table_free(table *t);
-/* Column index of `name`, or -1 (and an error naming the file and the column when required). */
+/* Column index of `name`, or -1 (and an error naming the file, the header's line and the column
+ * when required). */
 int table_col(const table *t, const char *name, int required);
 const char *table_cell(const table *t, int row, int col);
 /* Typed access with file:line errors. Empty cells are errors unless noted. */

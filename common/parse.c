@@ -9,6 +9,12 @@
 
 #include "err.h"
 
+/* 2^63: the first double a long cannot hold ((double)LONG_MAX rounds up to it, so a comparison
+ * with LONG_MAX would let it through to an undefined conversion). */
+#define LONG_LIMIT 9223372036854775808.0
+
+static int fits_long(double d) { return d >= -LONG_LIMIT && d < LONG_LIMIT; }
+
 static int suffix_mult(const char *end, double *mult)
 {
     static const struct { const char *s; double m; } tab[] = {
@@ -35,7 +41,7 @@ int parse_long(const char *s, long lo, long hi, int suffixes, const char *what, 
         if (end == s || errno == ERANGE || !isfinite(d) || suffix_mult(end, &mult) != 0)
             goto bad;
         d *= mult;
-        if (d != floor(d) || d < (double)LONG_MIN || d > (double)LONG_MAX) goto bad;
+        if (d != floor(d) || !fits_long(d)) goto bad;
         v = (long)d;
     } else {
         v = strtol(s, &end, 10);
@@ -43,7 +49,7 @@ int parse_long(const char *s, long lo, long hi, int suffixes, const char *what, 
         if (*end != '\0') {
             if (!suffixes || suffix_mult(end, &mult) != 0) goto bad;
             double d = (double)v * mult;
-            if (d < (double)LONG_MIN || d > (double)LONG_MAX) goto bad;
+            if (!fits_long(d)) goto bad;
             v = (long)d;
         }
     }

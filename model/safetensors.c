@@ -1,9 +1,11 @@
 #include "safetensors.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../common/csvio.h"
@@ -127,10 +129,16 @@ static int parse_tensor(jp *p, st_tensor *t)
             free(key);
             return -1;
         }
+        int bit = !strcmp(key, "dtype") ? 1 : !strcmp(key, "shape") ? 2 : !strcmp(key, "data_offsets") ? 4 : 0;
+        if (bit && (have & bit)) {
+            free(key);
+            return jfail(p, "a tensor field given twice");
+        }
         if (strcmp(key, "dtype") == 0) {
             char *v = jstring(p);
             if (!v) { free(key); return -1; }
-            snprintf(t->dtype, sizeof t->dtype, "%s", v);
+            /* too long for any dtype: kept as "?" so that the check below calls it unknown */
+            snprintf(t->dtype, sizeof t->dtype, "%s", strlen(v) < sizeof t->dtype ? v : "?");
             free(v);
             have |= 1;
         } else if (strcmp(key, "shape") == 0) {
@@ -170,6 +178,11 @@ static int parse_meta(jp *p, st_file *f)
     for (;;) {
         char *k = jstring(p);
         if (!k || expect(p, ':') != 0) { free(k); return -1; }
+        for (int i = 0; i < f->nmeta; i++)
+            if (strcmp(f->meta_keys[i], k) == 0) {
+                free(k);
+                return jfail(p, "a metadata key given twice");
+            }
         char *v = jstring(p);
         if (!v) { free(k); return -1; }
         char **nk = realloc(f->meta_keys, (size_t)(f->nmeta + 1) * sizeof *nk);
@@ -192,24 +205,120 @@ static size_t dtype_bytes(const char *d)
     if (!strcmp(d, "F32") || !strcmp(d, "I32") || !strcmp(d, "U32")) return 4;
     if (!strcmp(d, "F16") || !strcmp(d, "BF16") || !strcmp(d, "I16") || !strcmp(d, "U16")) return 2;
     if (!strcmp(d, "F64") || !strcmp(d, "I64") || !strcmp(d, "U64")) return 8;
-    if (!strcmp(d, "BOOL") || !strcmp(d, "U8") || !strcmp(d, "I8")) return 1;
+    if (!strcmp(d, "BOOL") || !strcmp(d, "U8") || !strcmp(d, "I8") || !strcmp(d, "F8_E4M3") || !strcmp(d, "F8_E5M2")) return 1;
     return 0;
+}
+
+/* One tensor entry's dtype, element count and byte range, against the data section. */
+static int check_tensor(const st_file *f, const st_tensor *t)
+{
+    size_t eb = dtype_bytes(t->dtype);
+    if (eb == 0) return err_msg("%s: tensor '%s': unknown dtype '%s'", f->path, t->name, t->dtype);
+    uint64_t count = 1;
+    for (int i = 0; i < t->ndim; i++) {
+        uint64_t d = (uint64_t)t->shape[i];
+        if (d != 0 && count > UINT64_MAX / d / eb) return err_msg("%s: tensor '%s': its shape overflows 64 bits", f->path, t->name);
+        count *= d;
+    }
+    if (t->end < t->begin || t->end > f->data_bytes || t->end - t->begin != count * eb)
+        return err_msg("%s: tensor '%s' (%s, %llu elements) has data_offsets [%llu, %llu] that do not fit its size or the file's %llu data bytes",
+                       f->path, t->name, t->dtype, (unsigned long long)count, (unsigned long long)t->begin,
+                       (unsigned long long)t->end, (unsigned long long)f->data_bytes);
+    return 0;
+}
+
+static int by_offset(const void *a, const void *b)
+{
+    const st_tensor *x = *(const st_tensor *const *)a, *y = *(const st_tensor *const *)b;
+    if (x->begin != y->begin) return x->begin < y->begin ? -1 : 1;
+    return x->end < y->end ? -1 : x->end > y->end;
+}
+
+/* The tensors must tile the data section exactly, as the safetensors format requires: no two
+ * share bytes, no gaps, nothing after the last (Python's reader refuses the same files). */
+static int check_layout(const st_file *f)
+{
+    const st_tensor **o = malloc((size_t)(f->n ? f->n : 1) * sizeof *o);
+    if (!o) return err_msg("out of memory");
+    for (int i = 0; i < f->n; i++) o[i] = &f->t[i];
+    qsort(o, (size_t)f->n, sizeof *o, by_offset);
+    uint64_t at = 0;
+    int rc = 0;
+    for (int i = 0; i < f->n && rc == 0; i++) {
+        if (o[i]->begin < at)
+            rc = err_msg("%s: tensors '%s' and '%s' share data bytes (offsets %llu..%llu)", f->path, o[i - 1]->name, o[i]->name,
+                         (unsigned long long)o[i]->begin, (unsigned long long)at);
+        else if (o[i]->begin > at)
+            rc = err_msg("%s: bytes %llu..%llu of the data belong to no tensor (before '%s')", f->path, (unsigned long long)at,
+                         (unsigned long long)o[i]->begin, o[i]->name);
+        at = o[i]->end;
+    }
+    if (rc == 0 && at != f->data_bytes)
+        rc = err_msg("%s: the tensors end at byte %llu of %llu data bytes: trailing bytes belong to no tensor", f->path,
+                     (unsigned long long)at, (unsigned long long)f->data_bytes);
+    free(o);
+    return rc;
+}
+
+/* One "name": {...} entry of the header: the metadata (once) or a new tensor (a name once). */
+static int parse_entry(jp *p, st_file *f, int *have_meta)
+{
+    char *key = jstring(p);
+    if (!key || expect(p, ':') != 0) {
+        free(key);
+        return -1;
+    }
+    if (strcmp(key, "__metadata__") == 0) {
+        free(key);
+        if ((*have_meta)++) return jfail(p, "'__metadata__' given twice");
+        return parse_meta(p, f);
+    }
+    if (st_find(f, key)) {
+        err_msg("%s: tensor '%s' appears twice in the header", f->path, key);
+        free(key);
+        p->failed = 1;
+        return -1;
+    }
+    st_tensor *nt = realloc(f->t, (size_t)(f->n + 1) * sizeof *nt);
+    if (!nt) {
+        free(key);
+        return jfail(p, "out of memory");
+    }
+    f->t = nt;
+    st_tensor *t = &f->t[f->n++];
+    memset(t, 0, sizeof *t);
+    t->name = key;
+    if (parse_tensor(p, t) != 0) return -1;
+    return check_tensor(f, t) == 0 ? 0 : (p->failed = 1, -1);
+}
+
+static int parse_header(st_file *f, const char *hdr, uint64_t hlen)
+{
+    jp p = {hdr, hdr + hlen, f->path, hdr, 0};
+    if (expect(&p, '{') != 0) return CB_EFAIL;
+    ws(&p);
+    int first = 1, have_meta = 0;
+    while (!(p.s < p.end && *p.s == '}')) {
+        if (!first && expect(&p, ',') != 0) return CB_EFAIL;
+        first = 0;
+        if (parse_entry(&p, f, &have_meta) != 0) return CB_EFAIL;
+        ws(&p);
+    }
+    return check_layout(f);
 }
 
 int st_open(st_file *f, const char *path)
 {
     memset(f, 0, sizeof *f);
     f->path = strdup(path);
-    FILE *fp = fopen(path, "rb");
+    FILE *fp = f->path ? file_open_read(path) : NULL;
     if (!fp) {
-        int e = errno;
         st_close(f);
-        return err_msg("cannot open '%s': %s", path, strerror(e));
+        return CB_EFAIL;
     }
     unsigned char h8[8];
-    fseek(fp, 0, SEEK_END);
-    long size = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
+    struct stat st;
+    long size = fstat(fileno(fp), &st) == 0 ? (long)st.st_size : -1;
     int rc = CB_EFAIL;
     char *hdr = NULL;
     if (size < 8 || fread(h8, 1, 8, fp) != 8) {
@@ -230,40 +339,7 @@ int st_open(st_file *f, const char *path)
         err_msg("%s: read error or out of memory", path);
         goto out;
     }
-    jp p = {hdr, hdr + hlen, path, hdr, 0};
-    if (expect(&p, '{') != 0) goto out;
-    ws(&p);
-    int first = 1;
-    while (!(p.s < p.end && *p.s == '}')) {
-        if (!first && expect(&p, ',') != 0) goto out;
-        first = 0;
-        char *key = jstring(&p);
-        if (!key || expect(&p, ':') != 0) { free(key); goto out; }
-        if (strcmp(key, "__metadata__") == 0) {
-            free(key);
-            if (parse_meta(&p, f) != 0) goto out;
-        } else {
-            st_tensor *nt = realloc(f->t, (size_t)(f->n + 1) * sizeof *nt);
-            if (!nt) { free(key); err_msg("out of memory"); goto out; }
-            f->t = nt;
-            st_tensor *t = &f->t[f->n];
-            memset(t, 0, sizeof *t);
-            t->name = key;
-            f->n++;
-            if (parse_tensor(&p, t) != 0) goto out;
-            size_t eb = dtype_bytes(t->dtype);
-            uint64_t count = 1;
-            for (int i = 0; i < t->ndim; i++) count *= (uint64_t)t->shape[i];
-            if (eb == 0 || t->end < t->begin || t->end > f->data_bytes || t->end - t->begin != count * eb) {
-                err_msg("%s: tensor '%s' (%s, %llu elements) has data_offsets [%llu, %llu] that do not fit its size or the file's %llu data bytes",
-                        path, t->name, t->dtype, (unsigned long long)count, (unsigned long long)t->begin,
-                        (unsigned long long)t->end, (unsigned long long)f->data_bytes);
-                goto out;
-            }
-        }
-        ws(&p);
-    }
-    rc = 0;
+    rc = parse_header(f, hdr, hlen);
 out:
     free(hdr);
     fclose(fp);
@@ -335,6 +411,12 @@ int st_read_f32(const st_file *f, const char *name, float *out, const int64_t *s
     else if (!strcmp(t->dtype, "F16"))
         for (size_t i = 0; i < count; i++) out[i] = half_to_float((uint16_t)(src[2 * i] | src[2 * i + 1] << 8));
     else return err_msg("%s: tensor '%s' is %s; costbench reads F32, F16 and BF16", f->path, name, t->dtype);
+    size_t bad = 0, first = 0;
+    for (size_t i = count; i-- > 0;)
+        if (!isfinite(out[i])) bad++, first = i;
+    if (bad)
+        return err_msg("%s: tensor '%s': %zu of %zu values are not finite (the first, element %zu, is %g)", f->path, name, bad,
+                       count, first, out[first]);
     return 0;
 }
 

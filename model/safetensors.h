@@ -1,7 +1,9 @@
 /* safetensors.h: reading and writing the safetensors format (8-byte little-endian header
  * length, a JSON header mapping tensor names to {dtype, shape, data_offsets}, then the data),
  * so that Hugging Face checkpoints load and ours load in Hugging Face. Reading validates every
- * offset and size against the file; F32, F16 and BF16 tensors are read as fp32. */
+ * offset and size against the file and refuses what Python's reader refuses: a key (tensor name,
+ * metadata key, tensor field) given twice, tensors sharing bytes or leaving bytes unclaimed, an
+ * unknown dtype, a directory or other non-file. F32, F16 and BF16 tensors are read as fp32. */
 #ifndef CB_SAFETENSORS_H
 #define CB_SAFETENSORS_H
 
@@ -32,7 +34,8 @@ int st_open(st_file *f, const char *path);
 void st_close(st_file *f);
 const st_tensor *st_find(const st_file *f, const char *name);
 const char *st_meta(const st_file *f, const char *key);
-/* Reads tensor `name` into out (count floats), checking the shape (ndim dims). */
+/* Reads tensor `name` into out (count floats), checking the shape (ndim dims); a NaN or infinity
+ * in it is an error naming the file and the tensor. */
 int st_read_f32(const st_file *f, const char *name, float *out, const int64_t *shape, int ndim);
 
 typedef struct {
