@@ -2,7 +2,8 @@
  * predicted) priced against data/prices.csv into Table 1's columns (tokens/$ = seq/s x seq_len x
  * 3600 / $ per hour for all instances), followed by tokens/s, cost per 1B tokens, scaling
  * efficiency, MFU against a stated peak, and the time and cost to train a token budget; written
- * as report.md, report.csv and plots into a directory that appears complete or not at all. */
+ * as report.md, report.csv and plots into a directory that appears complete or not at all, and
+ * that replaces only a directory costbench wrote. */
 #ifndef CB_REPORT_H
 #define CB_REPORT_H
 
@@ -48,9 +49,14 @@ typedef struct {
     int nlogs;
 } report_extras;
 
-/* Writes report.md, report.csv and the plots into a temporary directory next to `dir`, then
- * renames it to `dir` (an earlier report there is replaced; any other existing directory is
- * refused). Prints the main table to stdout. Returns 0 or an error code. */
+/* Writes report.md, report.csv, the plots and the marker `.costbench-report` (the names of the
+ * files it wrote) into a temporary directory next to `dir`, then renames it to `dir`. An absent
+ * or empty `dir` is taken; a report directory is replaced (moved aside, then only the files its
+ * marker lists deleted) when it holds nothing else, as is one of a costbench that wrote no marker
+ * (only the report's own file names, report.md starting with "# costbench cost report"). Any
+ * other `dir` is refused (CB_EUSAGE, one error naming `dir` and a file costbench did not write,
+ * and a hint), untouched: costbench never deletes a file it did not write. Prints the main table
+ * to stdout. Returns 0 or an error code. */
 int report_write(const char *dir, const report_row *rows, int n, const report_opts *o, const report_extras *x);
 
 #endif
