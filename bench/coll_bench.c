@@ -61,8 +61,8 @@ int coll_bench_run(const coll_opts *o, record *rec)
 {
     int size = comm_size(), rank = comm_rank();
     size_t max_count = (size_t)(o->max_bytes / sizeof(float));
-    float *a = mem_alloc(max_count + 16, sizeof(float), "collective send buffer");
-    float *b = mem_alloc(max_count + 16, sizeof(float), "collective receive buffer");
+    float *a = mem_alloc(max_count, sizeof(float), "collective send buffer");
+    float *b = mem_alloc(max_count, sizeof(float), "collective receive buffer");
     if (!a || !b) {
         free(a), free(b);
         return CB_EFAIL;

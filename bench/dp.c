@@ -166,8 +166,8 @@ static int save_zero1(void *ctx, gpt_model *m, const char *dir, const ckpt_state
     int rc = 0;
     float *fm = NULL, *fv = NULL;
     if (d->rank == 0) {
-        fm = mem_alloc(m->nparams + GPT_TENSOR_ALIGN_FLOATS, sizeof(float), "AdamW first moments (gathered for the checkpoint)");
-        fv = mem_alloc(m->nparams + GPT_TENSOR_ALIGN_FLOATS, sizeof(float), "AdamW second moments (gathered for the checkpoint)");
+        fm = mem_alloc(m->nparams, sizeof(float), "AdamW first moments (gathered for the checkpoint)");
+        fv = mem_alloc(m->nparams, sizeof(float), "AdamW second moments (gathered for the checkpoint)");
         if (!fm || !fv) rc = CB_EFAIL;
     }
     /* every rank takes part in the gathers, whatever happened on rank 0 */
@@ -191,7 +191,7 @@ static int zero1_shard(dp_sync *d, gpt_model *m)
 {
     d->counts = calloc((size_t)d->ranks, sizeof *d->counts);
     if (!d->counts) return err_msg("out of memory");
-    size_t per = gpt_align_floats((m->nparams + (size_t)d->ranks - 1) / (size_t)d->ranks);
+    size_t per = mem_round_floats((m->nparams + (size_t)d->ranks - 1) / (size_t)d->ranks);
     for (int r = 0; r < d->ranks; r++) {
         size_t a = (size_t)r * per < m->nparams ? (size_t)r * per : m->nparams;
         size_t b = a + per < m->nparams ? a + per : m->nparams;

@@ -145,95 +145,98 @@ static int mm_check(void *p, char *msg, size_t n)
     return 0;
 }
 
-int mm_run(const mm_shape *s, int n, const runner_opts *ro, double budget_s, double peak_gflops, record *rec)
+/* Buffers for the largest A, B and C of the shapes (C: one per thread for concurrent shapes). */
+static int mm_alloc(mm_ctx *ctx, const mm_shape *s, int n, int nth)
 {
-    double amax = 0, bmax = 0, cmax = 0;
+    double amax = 0, bmax = 0, cmax = 0, cc = 0;
     for (int i = 0; i < n; i++) {
         amax = fmax(amax, a_elems(&s[i]));
         bmax = fmax(bmax, b_elems(&s[i]));
         cmax = fmax(cmax, c_elems(&s[i]));
-    }
-    mm_ctx ctx = {0};
-    int nth = omp_get_max_threads();
-    double cc = 0;
-    for (int i = 0; i < n; i++)
         if (s[i].concurrent) cc = fmax(cc, c_elems(&s[i]));
-    ctx.c_stride = ((size_t)cc + 15) / 16 * 16;
-    size_t cfloats = (size_t)fmax(cmax, (double)ctx.c_stride * nth);
-    ctx.A = mem_alloc((size_t)amax, sizeof(float), "matmul A");
-    ctx.B = mem_alloc((size_t)bmax, sizeof(float), "matmul B");
-    ctx.C = mem_alloc(cfloats, sizeof(float), "matmul C");
-    int rc = 0;
-    if (!ctx.A || !ctx.B || !ctx.C) {
-        rc = CB_EFAIL;
-        goto out;
     }
-    runner_fill(ctx.A, (size_t)amax, 1u);
-    runner_fill(ctx.B, (size_t)bmax, 2u);
-    runner_fill(ctx.C, cfloats, 3u);
-    double t_start = timer_now_s(), best_gf = 0, step_ms = 0, step_flops = 0;
-    int skipped = 0;
-    char skipped_list[512] = "";
-    for (int i = 0; i < n; i++) {
+    ctx->c_stride = mem_round_floats((size_t)cc);
+    size_t cfloats = (size_t)fmax(cmax, (double)ctx->c_stride * nth);
+    ctx->A = mem_alloc((size_t)amax, sizeof(float), "matmul A");
+    ctx->B = mem_alloc((size_t)bmax, sizeof(float), "matmul B");
+    ctx->C = mem_alloc(cfloats, sizeof(float), "matmul C");
+    if (!ctx->A || !ctx->B || !ctx->C) return CB_EFAIL;
+    runner_fill(ctx->A, (size_t)amax, 1u);
+    runner_fill(ctx->B, (size_t)bmax, 2u);
+    runner_fill(ctx->C, cfloats, 3u);
+    return 0;
+}
+
+/* What a sweep measured, for its closing notes. */
+typedef struct {
+    double t_start, best_gf, step_ms, step_flops;
+    int skipped, capped;
+    char skipped_list[512];
+} mm_tally;
+
+static void mm_add_row(record *rec, const mm_shape *sh, const runner_result *r, double peak_gflops, mm_tally *t)
+{
+    double flops = 2.0 * sh->n * sh->m * sh->k, gf = flops / r->s.median / 1e9;
+    if (gf > t->best_gf) t->best_gf = gf;
+    t->capped += r->capped;
+    int row = record_add_row(rec);
+    if (row < 0) return;
+    record_str(rec, row, MM_OP, sh->op);
+    record_str(rec, row, MM_PHASE, sh->phase);
+    const double v[][2] = {{MM_N, sh->n}, {MM_K, sh->k}, {MM_M, sh->m}, {MM_COUNT, sh->count}, {MM_GF_MED, gf},
+                           {MM_GF_MIN, flops / r->s.max / 1e9}, {MM_GF_MAX, flops / r->s.min / 1e9}, {MM_CV, r->s.cv_pct},
+                           {MM_MS, r->s.median * 1e3}, {MM_PCT, peak_gflops > 0 ? 100.0 * gf / peak_gflops : NAN}};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) record_num(rec, row, (int)v[i][0], v[i][1]);
+    if (isfinite(sh->count)) {
+        record_num(rec, row, MM_STEP_MS, sh->count * r->s.median * 1e3);
+        t->step_ms += sh->count * r->s.median * 1e3;
+        t->step_flops += sh->count * flops;
+    }
+}
+
+/* Whether shape sh would overrun the budget, predicted from the best rate so far (the first
+ * shape always runs); a skipped shape is listed. */
+static int mm_skip(const mm_shape *sh, const runner_opts *ro, double budget_s, mm_tally *t)
+{
+    double predict = t->best_gf > 0 ? 2.0 * sh->n * sh->m * sh->k / t->best_gf / 1e9 * (ro->warmup + ro->min_samples + 1) : 0;
+    if (predict < ro->min_time_s) predict = ro->min_time_s;
+    if (!(t->best_gf > 0 && budget_s > 0 && timer_now_s() - t->t_start + predict > budget_s)) return 0;
+    t->skipped++;
+    size_t l = strlen(t->skipped_list);
+    snprintf(t->skipped_list + l, sizeof t->skipped_list - l, "%s%s n=%d k=%d m=%d", t->skipped > 1 ? ";" : "", sh->op, sh->n,
+             sh->k, sh->m);
+    return 1;
+}
+
+int mm_run(const mm_shape *s, int n, const runner_opts *ro, double budget_s, double peak_gflops, record *rec)
+{
+    mm_ctx ctx = {0};
+    int nth = omp_get_max_threads(), rc = mm_alloc(&ctx, s, n, nth);
+    mm_tally t = {.t_start = timer_now_s()};
+    for (int i = 0; i < n && rc == 0; i++) {
         const mm_shape *sh = &s[i];
-        double flops = 2.0 * sh->n * sh->m * sh->k;
-        /* predicted from the best rate measured so far; the first shape always runs */
-        double predict = best_gf > 0 ? flops / best_gf / 1e9 * (ro->warmup + ro->min_samples + 1) : 0;
-        if (predict < ro->min_time_s) predict = ro->min_time_s;
-        if (best_gf > 0 && budget_s > 0 && timer_now_s() - t_start + predict > budget_s) {
-            skipped++;
-            size_t l = strlen(skipped_list);
-            snprintf(skipped_list + l, sizeof skipped_list - l, "%s%s n=%d k=%d m=%d", skipped > 1 ? ";" : "", sh->op,
-                     sh->n, sh->k, sh->m);
-            continue;
-        }
+        if (mm_skip(sh, ro, budget_s, &t)) continue;
         char label[96];
         snprintf(label, sizeof label, "%s %s n=%d k=%d m=%d", sh->op, sh->phase, sh->n, sh->k, sh->m);
         runner_progress(i, n, label);
         ctx.s = sh;
         bench_case bc = {label, mm_call, mm_check, NULL};
         runner_result r;
-        if (runner_run(ro, &bc, &ctx, &r) != 0) {
-            rc = CB_EFAIL;
-            goto out;
-        }
+        if ((rc = runner_run(ro, &bc, &ctx, &r)) != 0) break;
         /* a concurrent sample ran one call per thread: the time per call is the share of one */
-        if (sh->concurrent) {
-            r.s.median /= nth, r.s.min /= nth, r.s.max /= nth;
-        }
-        double gf = flops / r.s.median / 1e9;
-        if (gf > best_gf) best_gf = gf;
-        int row = record_add_row(rec);
-        if (row < 0) {
-            rc = CB_EFAIL;
-            goto out;
-        }
-        record_str(rec, row, MM_OP, sh->op);
-        record_str(rec, row, MM_PHASE, sh->phase);
-        record_num(rec, row, MM_N, sh->n);
-        record_num(rec, row, MM_K, sh->k);
-        record_num(rec, row, MM_M, sh->m);
-        record_num(rec, row, MM_COUNT, sh->count);
-        record_num(rec, row, MM_GF_MED, gf);
-        record_num(rec, row, MM_GF_MIN, flops / r.s.max / 1e9);
-        record_num(rec, row, MM_GF_MAX, flops / r.s.min / 1e9);
-        record_num(rec, row, MM_CV, r.s.cv_pct);
-        record_num(rec, row, MM_MS, r.s.median * 1e3);
-        record_num(rec, row, MM_PCT, peak_gflops > 0 ? 100.0 * gf / peak_gflops : NAN);
-        if (isfinite(sh->count)) {
-            record_num(rec, row, MM_STEP_MS, sh->count * r.s.median * 1e3);
-            step_ms += sh->count * r.s.median * 1e3;
-            step_flops += sh->count * flops;
-        }
+        if (sh->concurrent) r.s.median /= nth, r.s.min /= nth, r.s.max /= nth;
+        mm_add_row(rec, sh, &r, peak_gflops, &t);
     }
     runner_progress(n, n, "");
-    if (skipped)
+    if (rc == 0 && t.skipped)
         record_note(rec, "time budget %.0f s reached: %d shape(s) not measured (%s); raise --budget-s to include them",
-                    budget_s, skipped, skipped_list);
-    if (step_ms > 0)
+                    budget_s, t.skipped, t.skipped_list);
+    if (rc == 0 && t.capped)
+        record_note(rec, "%d shape(s) took so long that fewer than %d samples fit in %.0f s: their spread is from fewer samples",
+                    t.capped, ro->min_samples, ro->max_time_s);
+    if (rc == 0 && t.step_ms > 0)
         record_note(rec, "one training step's matmuls: %.3f TFLOP, %.1f ms predicted from these medians (%.1f GFLOP/s overall)%s",
-                    step_flops / 1e12, step_ms, step_flops / step_ms / 1e6, skipped ? "; incomplete: shapes were skipped" : "");
-out:
+                    t.step_flops / 1e12, t.step_ms, t.step_flops / t.step_ms / 1e6, t.skipped ? "; incomplete: shapes were skipped" : "");
     free(ctx.A);
     free(ctx.B);
     free(ctx.C);

@@ -264,103 +264,101 @@ static void add_compute_row(record *rec, const char *probe, const char *isa, int
     record_num(rec, row, PK_CV, r->s.cv_pct);
 }
 
-int peak_run(const peak_opts *o, const runner_opts *ro, record *rec, machine_info *m)
+/* fp32 FMA (and AVX512_BF16 where present) at 1 and all threads; the all-thread FMA rate into *fma_all. */
+static int compute_probes(const runner_opts *ro, record *rec, int nthreads, double *fma_all)
 {
-    int nthreads = m->threads;
-    int counts[2] = {1, nthreads};
-    int ncounts = nthreads > 1 ? 2 : 1;
-    double fma_all = NAN;
-    const char *isa512 = have_avx512() ? "avx512" : "avx2";
+    int counts[2] = {1, nthreads}, ncounts = nthreads > 1 ? 2 : 1;
     runner_opts co = compute_opts(ro);
-    for (int ci = 0; ci < ncounts; ci++) {
-        compute_ctx c = {.threads = counts[ci], .kind = have_avx512() ? 0 : 1};
-        bench_case bc = {"fp32_fma", compute_run, NULL, NULL};
-        runner_result r;
-        if (runner_run(&co, &bc, &c, &r) != 0) return CB_EFAIL;
-        add_compute_row(rec, "fp32_fma", isa512, counts[ci], &r, compute_flops_per_call(&c));
-        if (counts[ci] == nthreads) fma_all = compute_flops_per_call(&c) / r.s.median / 1e9;
-    }
-    if (have_bf16()) {
+    for (int kind = 0; kind < 2; kind++) {
+        if (kind == 1 && !have_bf16()) {
+            record_note(rec, "bf16_dot: this CPU has no AVX512_BF16; probe skipped");
+            break;
+        }
         for (int ci = 0; ci < ncounts; ci++) {
-            compute_ctx c = {.threads = counts[ci], .kind = 2};
-            bench_case bc = {"bf16_dot", compute_run, NULL, NULL};
+            compute_ctx c = {.threads = counts[ci], .kind = kind == 1 ? 2 : have_avx512() ? 0 : 1};
+            const char *probe = kind == 1 ? "bf16_dot" : "fp32_fma";
+            bench_case bc = {probe, compute_run, NULL, NULL};
             runner_result r;
             if (runner_run(&co, &bc, &c, &r) != 0) return CB_EFAIL;
-            add_compute_row(rec, "bf16_dot", "avx512_bf16", counts[ci], &r, compute_flops_per_call(&c));
+            add_compute_row(rec, probe, kind == 1 ? "avx512_bf16" : have_avx512() ? "avx512" : "avx2", counts[ci], &r,
+                            compute_flops_per_call(&c));
+            if (kind == 0 && counts[ci] == nthreads) *fma_all = compute_flops_per_call(&c) / r.s.median / 1e9;
         }
-    } else {
-        record_note(rec, "bf16_dot: this CPU has no AVX512_BF16; probe skipped");
     }
-    double bytes = o->array_mib > 0 ? o->array_mib * 1048576.0 : peak_default_array_bytes(m);
+    return 0;
+}
+
+/* STREAM copy and triad at 1 and all threads over arrays of `bytes` each. */
+static int memory_probes(const runner_opts *ro, record *rec, int nthreads, double bytes, const machine_info *m)
+{
+    int counts[2] = {1, nthreads}, ncounts = nthreads > 1 ? 2 : 1;
     if (mem_check_fits(3 * bytes, "the copy/triad arrays") != 0) return CB_EUSAGE;
     stream_ctx s = {0};
-    if (stream_alloc(&s, bytes, 3) != 0) {
-        stream_free(&s);
-        return CB_EFAIL;
-    }
-    for (int probe = 0; probe < 2; probe++)
-        for (int ci = 0; ci < ncounts; ci++) {
+    int rc = stream_alloc(&s, bytes, 3);
+    for (int probe = 0; rc == 0 && probe < 2; probe++)
+        for (int ci = 0; rc == 0 && ci < ncounts; ci++) {
             s.threads = counts[ci];
             bench_case bc = {probe == 0 ? "copy" : "triad", probe == 0 ? copy_run : triad_run, NULL, NULL};
             runner_result r;
-            if (runner_run(ro, &bc, &s, &r) != 0) {
-                stream_free(&s);
-                return CB_EFAIL;
-            }
+            if ((rc = runner_run(ro, &bc, &s, &r)) != 0) break;
             double moved = (probe == 0 ? 16.0 : 24.0) * (double)s.n;
             int row = record_add_row(rec);
             if (row < 0) break;
             record_str(rec, row, PK_PROBE, bc.name);
-            record_num(rec, row, PK_THREADS, counts[ci]);
-            record_num(rec, row, PK_GB_MED, moved / r.s.median / 1e9);
-            record_num(rec, row, PK_GB_MIN, moved / r.s.max / 1e9);
-            record_num(rec, row, PK_GB_MAX, moved / r.s.min / 1e9);
-            record_num(rec, row, PK_CV, r.s.cv_pct);
-            record_num(rec, row, PK_MIB, (double)s.n * 8 / 1048576.0);
+            const double v[][2] = {{PK_THREADS, counts[ci]}, {PK_GB_MED, moved / r.s.median / 1e9}, {PK_GB_MIN, moved / r.s.max / 1e9},
+                                   {PK_GB_MAX, moved / r.s.min / 1e9}, {PK_CV, r.s.cv_pct}, {PK_MIB, (double)s.n * 8 / 1048576.0}};
+            for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) record_num(rec, row, (int)v[i][0], v[i][1]);
         }
+    if (rc == 0)
+        record_note(rec, "copy/triad: STREAM byte counts (16 and 24 B per element), %.0f MiB per array (last-level cache %.0f MiB)",
+                    (double)s.n * 8 / 1048576.0, m->llc_bytes / 1048576.0);
     stream_free(&s);
-    record_note(rec, "copy/triad: STREAM byte counts (16 and 24 B per element), %.0f MiB per array (last-level cache %.0f MiB)",
-                (double)s.n * 8 / 1048576.0, m->llc_bytes / 1048576.0);
+    return rc;
+}
 
-    /* sgemm under the environment's kernel and under the best kernel for this CPU */
-    char best[32] = "";
-    blascore_best(best, sizeof best);
-    const char *orig = blascore_env_orig();
-    if (!o->skip_sgemm) {
-        double gf_env[3] = {NAN, NAN, NAN}, gf_best[3] = {NAN, NAN, NAN};
-        char used_env[64] = "", used_best[64] = "";
-        if (sgemm_child(o->argv0, "env", gf_env, used_env, sizeof used_env) != 0) return CB_EFAIL;
-        if (best[0] && sgemm_child(o->argv0, best, gf_best, used_best, sizeof used_best) != 0) return CB_EFAIL;
-        for (int k = 0; k < 2; k++) {
-            double *g = k == 0 ? gf_env : gf_best;
-            if (!isfinite(g[0])) continue;
-            int row = record_add_row(rec);
-            if (row < 0) break;
-            record_str(rec, row, PK_PROBE, k == 0 ? "sgemm_env" : "sgemm_best");
-            record_num(rec, row, PK_THREADS, nthreads);
-            record_str(rec, row, PK_BLAS, k == 0 ? used_env : used_best);
-            record_num(rec, row, PK_GF_MED, g[0]);
-            record_num(rec, row, PK_GF_MIN, g[1]);
-            record_num(rec, row, PK_GF_MAX, g[2]);
-            record_num(rec, row, PK_PCT, 100.0 * g[0] / fma_all);
-        }
-        if (*orig)
-            record_note(rec, "OPENBLAS_CORETYPE=%s in the environment forces OpenBLAS's %s kernels", orig, used_env);
-        else
-            record_note(rec, "OPENBLAS_CORETYPE is not set: OpenBLAS detects this CPU as %s", used_env);
-        if (best[0] && isfinite(gf_best[0]) && strcasecmp(used_env, used_best) != 0)
-            record_note(rec,
-                        "sgemm 4096x2048x2048: %.0f GFLOP/s with %s vs %.0f GFLOP/s with %s, the best kernel for this CPU (%.2fx); the benchmarks use %s by default (--blas-core auto)",
-                        gf_env[0], used_env, gf_best[0], best, gf_best[0] / gf_env[0], best);
-        else if (best[0])
-            record_note(rec, "sgemm 4096x2048x2048: the environment's kernel %s is already the best for this CPU", used_env);
+/* sgemm under the environment's kernel and under the best kernel for this CPU, each in a child. */
+static int sgemm_probes(const peak_opts *o, record *rec, int nthreads, double fma_all)
+{
+    char best[32] = "", orig[128], used[2][64] = {"", ""};
+    double gf[2][3] = {{NAN, NAN, NAN}, {NAN, NAN, NAN}};
+    if (blascore_best(best, sizeof best) != 0) return CB_EFAIL;
+    blascore_env_orig(orig, sizeof orig);
+    if (sgemm_child(o->argv0, "env", gf[0], used[0], sizeof used[0]) != 0) return CB_EFAIL;
+    if (best[0] && sgemm_child(o->argv0, best, gf[1], used[1], sizeof used[1]) != 0) return CB_EFAIL;
+    for (int k = 0; k < 2; k++) {
+        if (!isfinite(gf[k][0])) continue;
+        int row = record_add_row(rec);
+        if (row < 0) break;
+        record_str(rec, row, PK_PROBE, k == 0 ? "sgemm_env" : "sgemm_best");
+        record_str(rec, row, PK_BLAS, used[k]);
+        const double v[][2] = {{PK_THREADS, nthreads}, {PK_GF_MED, gf[k][0]}, {PK_GF_MIN, gf[k][1]}, {PK_GF_MAX, gf[k][2]},
+                               {PK_PCT, 100.0 * gf[k][0] / fma_all}};
+        for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) record_num(rec, row, (int)v[i][0], v[i][1]);
     }
+    if (*orig) record_note(rec, "OPENBLAS_CORETYPE=%s in the environment forces OpenBLAS's %s kernels", orig, used[0]);
+    else record_note(rec, "OPENBLAS_CORETYPE is not set: OpenBLAS detects this CPU as %s", used[0]);
+    if (best[0] && isfinite(gf[1][0]) && strcasecmp(used[0], used[1]) != 0)
+        record_note(rec,
+                    "sgemm 4096x2048x2048: %.0f GFLOP/s with %s vs %.0f GFLOP/s with %s, the best kernel for this CPU (%.2fx); the benchmarks use %s by default (--blas-core auto)",
+                    gf[0][0], used[0], gf[1][0], best, gf[1][0] / gf[0][0], best);
+    else if (best[0])
+        record_note(rec, "sgemm 4096x2048x2048: the environment's kernel %s is already the best for this CPU", used[0]);
+    return 0;
+}
+
+int peak_run(const peak_opts *o, const runner_opts *ro, record *rec, machine_info *m)
+{
+    int nthreads = m->threads, rc;
+    double fma_all = NAN;
+    if ((rc = compute_probes(ro, rec, nthreads, &fma_all)) != 0) return rc;
+    double bytes = o->array_mib > 0 ? o->array_mib * 1048576.0 : peak_default_array_bytes(m);
+    if ((rc = memory_probes(ro, rec, nthreads, bytes, m)) != 0) return rc;
+    if (!o->skip_sgemm && (rc = sgemm_probes(o, rec, nthreads, fma_all)) != 0) return rc;
     for (int i = 0; i < rec->nrows; i++) {
         const char *p = rec->str[(size_t)i * rec->ncols + PK_PROBE];
         if (p && (strcmp(p, "fp32_fma") == 0 || strcmp(p, "bf16_dot") == 0))
             record_num(rec, i, PK_PCT, 100.0 * rec->num[(size_t)i * rec->ncols + PK_GF_MED] / fma_all);
     }
-    record_note(rec, "pct_of_fma_peak: against fp32_fma at %d threads, %.1f GFLOP/s, measured in this run", nthreads,
-                fma_all);
+    record_note(rec, "pct_of_fma_peak: against fp32_fma at %d threads, %.1f GFLOP/s, measured in this run", nthreads, fma_all);
     return 0;
 }

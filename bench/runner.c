@@ -47,8 +47,10 @@ int runner_run(const runner_opts *o, const bench_case *c, void *ctx, runner_resu
         double dt = timer_now_s() - a;
         x[n++] = dt / reps;
         total += dt;
-        if (n >= o->min_samples && (total >= o->min_time_s || total >= o->max_time_s)) break;
+        if (n >= o->min_samples && total >= o->min_time_s) break;
+        if (total >= o->max_time_s) break;
     }
+    res->capped = n < o->min_samples;
     stats_summarize(x, n, &res->s);
     res->reps = reps;
     res->total_s = total;
@@ -58,9 +60,7 @@ int runner_run(const runner_opts *o, const bench_case *c, void *ctx, runner_resu
 
 void runner_progress(int i, int n, const char *label)
 {
-    static int tty = -1;
-    if (tty < 0) tty = isatty(STDERR_FILENO);
-    if (!tty) return;
+    if (!isatty(STDERR_FILENO)) return;
     if (i >= n) fprintf(stderr, "\r\033[K");
     else fprintf(stderr, "\r\033[K[%d/%d] %s", i + 1, n, label);
     fflush(stderr);

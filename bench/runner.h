@@ -1,7 +1,8 @@
 /* runner.h: the shared benchmark runner. Each benchmark describes a case (what to run, how
  * to check it); the runner checks once, warms up, calibrates repetitions so that a sample
- * lasts at least min_sample_s, and samples until it has min_samples and min_time_s (capped
- * by max_time_s), then summarises seconds per call (median, min, max, cv%). */
+ * lasts at least min_sample_s, and samples until it has min_samples and min_time_s, or until
+ * max_time_s has been spent sampling (with at least one sample: a slow case gets fewer samples,
+ * and says so in runner_result.capped), then summarises seconds per call (median, min, max, cv%). */
 #ifndef CB_RUNNER_H
 #define CB_RUNNER_H
 
@@ -13,7 +14,7 @@ typedef struct {
     int min_samples;     /* default 5 */
     int max_samples;     /* default 200 */
     double min_time_s;   /* total timed per case, default 0.2 */
-    double max_time_s;   /* stop sampling past this once min_samples are in, default 20 */
+    double max_time_s;   /* stop sampling past this, even short of min_samples, default 20 */
     double min_sample_s; /* a sample is at least this long (clock resolution), default 1e-3 */
     int warmup;          /* untimed calls before sampling, default 1 */
 } runner_opts;
@@ -32,6 +33,7 @@ typedef struct {
     stats_summary s; /* seconds per call */
     int reps;        /* calls per sample */
     double total_s;  /* time spent sampling */
+    int capped;      /* max_time_s ended the sampling before min_samples */
 } runner_result;
 
 void runner_defaults(runner_opts *o);

@@ -21,4 +21,11 @@ void err_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Map a return code to an exit status. */
 int err_exit_status(int rc);
 
+/* Under mpirun every rank runs the same program on the same input, so the same error would be
+ * printed once per rank: only rank 0 prints (the rank is read from the launcher's environment);
+ * other ranks hold their messages, and main releases them (prefixed "rank N:") only when the
+ * failure turns out to be theirs alone (rank 0 did not end the job first). */
+int err_rank(void);
+void err_release_held(void);
+
 #endif

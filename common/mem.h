@@ -6,6 +6,14 @@
 
 #define CB_ALIGN 64
 
+/* n floats rounded up to a whole number of CB_ALIGN-byte lines (16 floats), so that arrays laid
+ * back to back in one allocation each start aligned. */
+static inline size_t mem_round_floats(size_t n)
+{
+    const size_t per = CB_ALIGN / sizeof(float);
+    return (n + per - 1) / per * per;
+}
+
 /* count*size bytes, 64-byte aligned, or NULL (with an error naming `what`) on overflow or
  * failure. Free with free(). */
 void *mem_alloc(size_t count, size_t size, const char *what);

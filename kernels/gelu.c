@@ -8,6 +8,8 @@
 #define INV_SQRT_2PI 0.39894228040143267794f
 
 #ifdef __AVX512F__
+enum { LANES = 16 }; /* floats per __m512 */
+
 /* cdf(x) = 0.5 (1 + erf(x / sqrt 2)) and e = exp(-x^2 / 2) for 16 lanes */
 static inline __m512 cdf512(__m512 x, __m512 *e)
 {
@@ -20,10 +22,10 @@ static inline __m512 cdf512(__m512 x, __m512 *e)
 void gelu_forward(float *out, const float *inp, size_t n)
 {
 #ifdef __AVX512F__
-    long nv = (long)((n + 15) / 16);
+    long nv = (long)((n + LANES - 1) / LANES);
 #pragma omp parallel for schedule(static)
     for (long v = 0; v < nv; v++) {
-        size_t i = (size_t)v * 16;
+        size_t i = (size_t)v * LANES;
         __mmask16 k = vmask_tail((long)(n - i));
         __m512 x = _mm512_maskz_loadu_ps(k, inp + i), e;
         _mm512_mask_storeu_ps(out + i, k, _mm512_mul_ps(x, cdf512(x, &e)));
@@ -40,10 +42,10 @@ void gelu_forward(float *out, const float *inp, size_t n)
 void gelu_backward(float *dinp, const float *inp, const float *dout, size_t n)
 {
 #ifdef __AVX512F__
-    long nv = (long)((n + 15) / 16);
+    long nv = (long)((n + LANES - 1) / LANES);
 #pragma omp parallel for schedule(static)
     for (long v = 0; v < nv; v++) {
-        size_t i = (size_t)v * 16;
+        size_t i = (size_t)v * LANES;
         __mmask16 k = vmask_tail((long)(n - i));
         __m512 x = _mm512_maskz_loadu_ps(k, inp + i), e;
         __m512 cdf = cdf512(x, &e);

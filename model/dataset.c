@@ -32,12 +32,12 @@ static int32_t rd32(const unsigned char *p)
 
 static int read_file(const char *path, unsigned char **buf, size_t *n)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return err_msg("cannot open '%s': %s", path, strerror(errno));
+    FILE *f = file_open_read(path);
+    if (!f) return CB_EFAIL;
     struct stat st;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (fstat(fileno(f), &st) != 0) {
         fclose(f);
-        return err_msg("'%s': not a regular file", path);
+        return err_msg("'%s': %s", path, strerror(errno));
     }
     *n = (size_t)st.st_size;
     *buf = malloc(*n ? *n : 1);
@@ -54,101 +54,94 @@ static int read_file(const char *path, unsigned char **buf, size_t *n)
     return 0;
 }
 
-int dataset_open(dataset *d, const char *prefix)
+/* The header of an .idx held in b (n bytes): dtype, counts, and arrays that fill the file. */
+static int parse_idx_header(dataset *d, const unsigned char *b, size_t n, const char *idx)
 {
-    memset(d, 0, sizeof *d);
-    d->max_token = -1;
-    snprintf(d->prefix, sizeof d->prefix, "%s", prefix);
-    char idx[1100], bin[1100];
-    snprintf(idx, sizeof idx, "%s.idx", prefix);
-    snprintf(bin, sizeof bin, "%s.bin", prefix);
-    unsigned char *b = NULL;
-    size_t n = 0;
-    if (read_file(idx, &b, &n) != 0) return CB_EFAIL;
-    int rc = CB_EFAIL;
-    if (n < HDR_BYTES || memcmp(b, MAGIC, 9) != 0) {
-        err_msg("%s: not a Megatron indexed dataset index (expected the 'MMIDIDX' header)", idx);
-        goto out;
-    }
+    if (n < HDR_BYTES || memcmp(b, MAGIC, 9) != 0)
+        return err_msg("%s: not a Megatron indexed dataset index (expected the 'MMIDIDX' header)", idx);
     uint64_t version = rd64(b + 9);
-    if (version != 1) {
-        err_msg("%s: index version %llu, expected 1", idx, (unsigned long long)version);
-        goto out;
-    }
+    if (version != 1) return err_msg("%s: index version %llu, expected 1", idx, (unsigned long long)version);
     d->dtype = b[17];
     if (d->dtype == 8) d->elem = 2;
     else if (d->dtype == 4) d->elem = 4;
-    else {
-        err_msg("%s: token dtype code %d, expected 8 (uint16) or 4 (int32)", idx, d->dtype);
-        goto out;
-    }
+    else return err_msg("%s: token dtype code %d, expected 8 (uint16) or 4 (int32)", idx, d->dtype);
     d->nseq = rd64(b + 18);
     d->ndoc = rd64(b + 26);
     /* the arrays must fill the file exactly: checked in 128-bit-safe steps */
     if (d->nseq > (n - HDR_BYTES) / 12 || d->ndoc > (n - HDR_BYTES - 12 * d->nseq) / 8 ||
-        HDR_BYTES + 12 * d->nseq + 8 * d->ndoc != n) {
-        err_msg("%s: %zu bytes do not hold the %llu sequences and %llu documents its header declares: truncated or corrupt",
-                idx, n, (unsigned long long)d->nseq, (unsigned long long)d->ndoc);
-        goto out;
-    }
+        HDR_BYTES + 12 * d->nseq + 8 * d->ndoc != n)
+        return err_msg("%s: %zu bytes do not hold the %llu sequences and %llu documents its header declares: truncated or corrupt",
+                       idx, n, (unsigned long long)d->nseq, (unsigned long long)d->ndoc);
+    return 0;
+}
+
+/* Sizes and pointers must describe consecutive sequences; documents must index them in order.
+ * The byte count of the tokens into *bytes. */
+static int check_idx_arrays(const dataset *d, const unsigned char *b, const char *idx, uint64_t *bytes)
+{
     const unsigned char *sizes = b + HDR_BYTES, *ptrs = sizes + 4 * d->nseq, *docs = ptrs + 8 * d->nseq;
-    int fd = open(bin, O_RDONLY);
-    if (fd < 0) {
-        err_msg("cannot open '%s': %s", bin, strerror(errno));
-        goto out;
-    }
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        close(fd);
-        err_msg("'%s': %s", bin, strerror(errno));
-        goto out;
-    }
-    d->bin_bytes = (size_t)st.st_size;
     uint64_t expect = 0;
     for (uint64_t i = 0; i < d->nseq; i++) {
         int32_t sz = rd32(sizes + 4 * i);
         uint64_t p = rd64(ptrs + 8 * i);
-        if (sz < 0 || p != expect) {
-            close(fd);
-            err_msg("%s: sequence %llu: size %d at byte %llu, expected a size >= 0 at byte %llu", idx,
-                    (unsigned long long)i, sz, (unsigned long long)p, (unsigned long long)expect);
-            goto out;
-        }
+        if (sz < 0 || p != expect)
+            return err_msg("%s: sequence %llu: size %d at byte %llu, expected a size >= 0 at byte %llu", idx,
+                           (unsigned long long)i, sz, (unsigned long long)p, (unsigned long long)expect);
         expect += (uint64_t)sz * d->elem;
-    }
-    if (expect > d->bin_bytes) {
-        close(fd);
-        err_msg("%s: %zu bytes, but the index describes %llu bytes of tokens: truncated", bin, d->bin_bytes,
-                (unsigned long long)expect);
-        goto out;
     }
     uint64_t prev = 0;
     for (uint64_t i = 0; i < d->ndoc; i++) {
         uint64_t v = rd64(docs + 8 * i);
-        if (v < prev || v > d->nseq || (i == 0 && v != 0)) {
-            close(fd);
-            err_msg("%s: document index %llu: %llu is out of order or beyond %llu sequences", idx,
-                    (unsigned long long)i, (unsigned long long)v, (unsigned long long)d->nseq);
-            goto out;
-        }
+        if (v < prev || v > d->nseq || (i == 0 && v != 0))
+            return err_msg("%s: document index %llu: %llu is out of order or beyond %llu sequences", idx, (unsigned long long)i,
+                           (unsigned long long)v, (unsigned long long)d->nseq);
         prev = v;
     }
-    d->ntokens = expect / d->elem;
-    if (expect > 0) {
-        void *map = mmap(NULL, (size_t)expect, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (map == MAP_FAILED) {
-            close(fd);
-            err_msg("'%s': cannot map: %s", bin, strerror(errno));
-            goto out;
-        }
-        d->bin = map;
+    *bytes = expect;
+    return 0;
+}
+
+/* Maps the first `bytes` of the .bin (which must hold them). */
+static int map_bin(dataset *d, const char *bin, uint64_t bytes)
+{
+    int fd = open(bin, O_RDONLY);
+    if (fd < 0) return err_msg("cannot open '%s': %s", bin, strerror(errno));
+    struct stat st;
+    int rc = 0;
+    if (fstat(fd, &st) != 0) rc = err_msg("'%s': %s", bin, strerror(errno));
+    else if (!S_ISREG(st.st_mode)) rc = err_msg("'%s' is %s, expected a file", bin, S_ISDIR(st.st_mode) ? "a directory" : "not a regular file");
+    else if (bytes > (uint64_t)st.st_size)
+        rc = err_msg("%s: %lld bytes, but the index describes %llu bytes of tokens: truncated", bin, (long long)st.st_size,
+                     (unsigned long long)bytes);
+    if (rc == 0 && bytes > 0) {
+        void *map = mmap(NULL, (size_t)bytes, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (map == MAP_FAILED) rc = err_msg("'%s': cannot map: %s", bin, strerror(errno));
+        else d->bin = map;
     }
-    d->bin_bytes = (size_t)expect;
     close(fd);
-    rc = 0;
-out:
-    free(b);
     return rc;
+}
+
+int dataset_open(dataset *d, const char *prefix)
+{
+    memset(d, 0, sizeof *d);
+    d->max_token = -1;
+    char idx[1100], bin[1100];
+    if (path_fmt(d->prefix, sizeof d->prefix, "%s", prefix) != 0 || path_fmt(idx, sizeof idx, "%s.idx", prefix) != 0 ||
+        path_fmt(bin, sizeof bin, "%s.bin", prefix) != 0)
+        return CB_EFAIL;
+    unsigned char *b = NULL;
+    size_t n = 0;
+    uint64_t bytes = 0;
+    if (read_file(idx, &b, &n) != 0) return CB_EFAIL;
+    int rc = parse_idx_header(d, b, n, idx);
+    if (rc == 0) rc = check_idx_arrays(d, b, idx, &bytes);
+    if (rc == 0) rc = map_bin(d, bin, bytes);
+    free(b);
+    if (rc != 0) return CB_EFAIL;
+    d->ntokens = bytes / d->elem;
+    d->bin_bytes = (size_t)bytes;
+    return 0;
 }
 
 void dataset_close(dataset *d)
@@ -206,77 +199,80 @@ static void put64(unsigned char *p, uint64_t v)
     for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
 }
 
+/* Appends one text file's bytes to the .bin as uint16 tokens; its token count into *n. The first
+ * error ends it (one message, never one per chunk). */
+static int append_document(FILE *fb, const char *bin, const char *file, uint64_t *n)
+{
+    FILE *f = file_open_read(file);
+    if (!f) return CB_EFAIL;
+    unsigned char buf[65536];
+    uint16_t tok[65536];
+    size_t k;
+    int rc = 0;
+    *n = 0;
+    while (rc == 0 && (k = fread(buf, 1, sizeof buf, f)) > 0) {
+        for (size_t j = 0; j < k; j++) tok[j] = buf[j]; /* byte-level tokens, little-endian uint16 */
+        if (fwrite(tok, 2, k, fb) != k) rc = err_msg("cannot write '%s': %s", bin, strerror(errno));
+        *n += k;
+    }
+    if (rc == 0 && ferror(f)) rc = err_msg("'%s': read error", file);
+    fclose(f);
+    if (rc == 0 && *n > INT32_MAX) rc = err_msg("'%s': %llu bytes; a document holds at most 2^31-1 tokens", file, (unsigned long long)*n);
+    return rc;
+}
+
+static int write_idx(const char *tidx, const char *idx, const int32_t *sizes, int nfiles)
+{
+    FILE *fi = fopen(tidx, "wb");
+    if (!fi) return err_msg("cannot write '%s': %s", idx, strerror(errno));
+    unsigned char h[HDR_BYTES];
+    memcpy(h, MAGIC, 9);
+    put64(h + 9, 1);
+    h[17] = 8; /* uint16 */
+    put64(h + 18, (uint64_t)nfiles);
+    put64(h + 26, (uint64_t)nfiles + 1);
+    fwrite(h, 1, sizeof h, fi);
+    for (int i = 0; i < nfiles; i++) {
+        unsigned char b4[4];
+        uint32_t u = (uint32_t)sizes[i];
+        for (int j = 0; j < 4; j++) b4[j] = (unsigned char)(u >> (8 * j));
+        fwrite(b4, 1, 4, fi);
+    }
+    unsigned char p[8];
+    uint64_t off = 0;
+    for (int i = 0; i < nfiles; i++) {
+        put64(p, off);
+        fwrite(p, 1, 8, fi);
+        off += 2 * (uint64_t)sizes[i];
+    }
+    for (int i = 0; i <= nfiles; i++) { /* one document per sequence */
+        put64(p, (uint64_t)i);
+        fwrite(p, 1, 8, fi);
+    }
+    if (ferror(fi) | (fclose(fi) != 0)) return err_msg("cannot write '%s': %s", idx, strerror(errno));
+    return 0;
+}
+
 int dataset_build(const char *prefix, char **files, int nfiles, uint64_t *ntokens_out)
 {
     char bin[1100], idx[1100], tbin[1200], tidx[1200];
-    snprintf(bin, sizeof bin, "%s.bin", prefix);
-    snprintf(idx, sizeof idx, "%s.idx", prefix);
-    snprintf(tbin, sizeof tbin, "%s.tmp.%ld", bin, (long)getpid());
-    snprintf(tidx, sizeof tidx, "%s.tmp.%ld", idx, (long)getpid());
+    if (path_fmt(bin, sizeof bin, "%s.bin", prefix) != 0 || path_fmt(idx, sizeof idx, "%s.idx", prefix) != 0 ||
+        path_fmt(tbin, sizeof tbin, "%s.tmp.%ld", bin, (long)getpid()) != 0 ||
+        path_fmt(tidx, sizeof tidx, "%s.tmp.%ld", idx, (long)getpid()) != 0)
+        return CB_EFAIL;
     FILE *fb = fopen(tbin, "wb");
     if (!fb) return err_msg("cannot write '%s': %s", bin, strerror(errno));
     int32_t *sizes = calloc((size_t)nfiles, sizeof *sizes);
-    if (!sizes) {
-        fclose(fb);
-        unlink(tbin);
-        return err_msg("out of memory");
-    }
+    int rc = sizes ? 0 : err_msg("out of memory");
     uint64_t total = 0;
-    int rc = 0;
     for (int i = 0; i < nfiles && rc == 0; i++) {
-        FILE *f = fopen(files[i], "rb");
-        if (!f) {
-            rc = err_msg("cannot open '%s': %s", files[i], strerror(errno));
-            break;
-        }
-        unsigned char buf[65536];
-        uint16_t tok[65536];
-        size_t k;
         uint64_t n = 0;
-        while ((k = fread(buf, 1, sizeof buf, f)) > 0) {
-            for (size_t j = 0; j < k; j++) tok[j] = buf[j]; /* byte-level tokens, little-endian uint16 */
-            if (fwrite(tok, 2, k, fb) != k) rc = err_msg("cannot write '%s': %s", bin, strerror(errno));
-            n += k;
-        }
-        if (ferror(f)) rc = err_msg("'%s': read error", files[i]);
-        fclose(f);
-        if (n > INT32_MAX) rc = err_msg("'%s': %llu bytes; a document holds at most 2^31-1 tokens", files[i], (unsigned long long)n);
+        rc = append_document(fb, bin, files[i], &n);
         sizes[i] = (int32_t)n;
         total += n;
     }
-    if (fclose(fb) != 0 && rc == 0) rc = err_msg("cannot write '%s': %s", bin, strerror(errno));
-    if (rc == 0) {
-        FILE *fi = fopen(tidx, "wb");
-        if (!fi) rc = err_msg("cannot write '%s': %s", idx, strerror(errno));
-        else {
-            unsigned char h[HDR_BYTES];
-            memcpy(h, MAGIC, 9);
-            put64(h + 9, 1);
-            h[17] = 8; /* uint16 */
-            put64(h + 18, (uint64_t)nfiles);
-            put64(h + 26, (uint64_t)nfiles + 1);
-            fwrite(h, 1, sizeof h, fi);
-            for (int i = 0; i < nfiles; i++) {
-                unsigned char s[4];
-                uint32_t u = (uint32_t)sizes[i];
-                for (int j = 0; j < 4; j++) s[j] = (unsigned char)(u >> (8 * j));
-                fwrite(s, 1, 4, fi);
-            }
-            uint64_t off = 0;
-            for (int i = 0; i < nfiles; i++) {
-                unsigned char p[8];
-                put64(p, off);
-                fwrite(p, 1, 8, fi);
-                off += 2 * (uint64_t)sizes[i];
-            }
-            for (int i = 0; i <= nfiles; i++) { /* one document per sequence */
-                unsigned char p[8];
-                put64(p, (uint64_t)i);
-                fwrite(p, 1, 8, fi);
-            }
-            if (ferror(fi) | (fclose(fi) != 0)) rc = err_msg("cannot write '%s': %s", idx, strerror(errno));
-        }
-    }
+    if ((fclose(fb) != 0) && rc == 0) rc = err_msg("cannot write '%s': %s", bin, strerror(errno));
+    if (rc == 0) rc = write_idx(tidx, idx, sizes, nfiles);
     free(sizes);
     if (rc == 0) rc = file_commit(tbin, bin);
     if (rc == 0) rc = file_commit(tidx, idx);

@@ -132,7 +132,7 @@ int gpt_init(gpt_model *m, const model_config *cfg, int B, int T, int recompute)
     size_t off = 0;
     for (int k = 0; k < P_COUNT; k++) {
         m->offsets[k] = off;
-        off += gpt_align_floats(m->sizes[k]);
+        off += mem_round_floats(m->sizes[k]); /* every tensor starts 64-byte aligned in its slab */
     }
     m->nparams = off;
     m->mom_lo = 0, m->mom_hi = off;
@@ -150,7 +150,7 @@ int gpt_init(gpt_model *m, const model_config *cfg, int B, int T, int recompute)
         m->g[P_UNEMBED] = m->g[P_WTE];
     }
     m->rotary_dims = cfg->learned_pos ? 0 : rope_rotary_dims(cfg->HS, cfg->rotary_pct);
-    m->rope_store = mem_alloc(rope_tables_floats(T, m->rotary_dims, cfg->HS) + 16, sizeof(float), "rotary tables");
+    m->rope_store = mem_alloc(rope_tables_floats(T, m->rotary_dims, cfg->HS), sizeof(float), "rotary tables");
     if (!m->rope_store) goto fail;
     rope_tables_init(&m->rope, m->rope_store, T, m->rotary_dims, cfg->HS, cfg->rotary_base);
 
@@ -487,8 +487,8 @@ void gpt_profile_reset(gpt_model *m) { memset(&m->prof, 0, sizeof m->prof); }
 int gpt_shard_moments(gpt_model *m, size_t lo, size_t hi)
 {
     size_t n = hi > lo ? hi - lo : 0;
-    float *mm = mem_alloc(n + 16, sizeof(float), "AdamW first moments (shard)");
-    float *vv = mem_alloc(n + 16, sizeof(float), "AdamW second moments (shard)");
+    float *mm = mem_alloc(n, sizeof(float), "AdamW first moments (shard)");
+    float *vv = mem_alloc(n, sizeof(float), "AdamW second moments (shard)");
     if (!mm || !vv) {
         free(mm), free(vv);
         return CB_EFAIL;

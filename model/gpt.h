@@ -62,11 +62,6 @@ typedef struct {
     double kind_s[GPT_KIND_COUNT]; /* seconds in each kind's kernels since the last reset */
 } gpt_profile;
 
-/* Every parameter tensor starts on a 64-byte boundary of its slab: sizes round up to this many
- * floats. */
-#define GPT_TENSOR_ALIGN_FLOATS 16
-static inline size_t gpt_align_floats(size_t n) { return (n + GPT_TENSOR_ALIGN_FLOATS - 1) / GPT_TENSOR_ALIGN_FLOATS * GPT_TENSOR_ALIGN_FLOATS; }
-
 typedef struct {
     double params, grads, moments, acts_kept, acts_layer, logits, scratch, total;
     double acts_full_no_recompute, acts_full_recompute; /* for the printed comparison */

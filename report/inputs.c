@@ -8,6 +8,7 @@
 #include "../common/csvio.h"
 #include "../common/err.h"
 #include "../common/machine.h"
+#include "../common/schema.h"
 
 const char *const src_kind_names[3] = {"measured", "imported", "predicted"};
 
@@ -37,23 +38,38 @@ static void opt_str(const table *t, int row, int col, char *dst, size_t n)
     snprintf(dst, n, "%s", col >= 0 ? table_cell(t, row, col) : "");
 }
 
-/* An optional number: NaN when the column is absent or the cell empty, else checked. */
-static int opt_num(const table *t, int row, int col, double lo, double hi, double *out)
+/* Column indexes of a schema's columns in t (-1: absent); a missing required column is an error
+ * naming the header's line. */
+static int find_cols(const table *t, const schema_col *sc, int n, int *cols)
 {
-    *out = NAN;
-    if (col < 0 || *table_cell(t, row, col) == '\0') return 0;
-    return table_get_double(t, row, col, lo, hi, out);
+    for (int i = 0; i < n; i++)
+        if ((cols[i] = table_col(t, sc[i].col.name, sc[i].required)) < 0 && sc[i].required) return CB_EFAIL;
+    return 0;
 }
 
-static int find_cols(const table *t, const char *const *names, int *cols, int n, int required)
+/* A number of column i of schema sc: NaN when the column is absent or the cell empty (optional
+ * cells), else checked against the schema's range. */
+static int opt_num(const table *t, int row, const int *cols, const schema_col *sc, int i, double *out)
 {
-    int rc = 0;
-    for (int i = 0; i < n; i++) {
-        cols[i] = table_col(t, names[i], required);
-        if (cols[i] < 0 && required) rc = CB_EFAIL;
-        if (rc) break;
+    *out = NAN;
+    if (cols[i] < 0 || *table_cell(t, row, cols[i]) == '\0') return 0;
+    return table_get_double(t, row, cols[i], sc[i].lo, sc[i].hi, out);
+}
+
+/* A required number of column i, checked against the schema's range. */
+static int req_num(const table *t, int row, const int *cols, const schema_col *sc, int i, double *out)
+{
+    return table_get_double(t, row, cols[i], sc[i].lo, sc[i].hi, out);
+}
+
+/* An integer of column i (required cell), or `dflt` when the column is absent. */
+static int get_long(const table *t, int row, const int *cols, const schema_col *sc, int i, long dflt, long *out)
+{
+    if (cols[i] < 0) {
+        *out = dflt;
+        return 0;
     }
-    return rc;
+    return table_get_long(t, row, cols[i], (long)sc[i].lo, (long)sc[i].hi, out);
 }
 
 /* ------------------------------------------------------------------ prices */
@@ -64,26 +80,23 @@ int prices_load(price_table *pt, const char *path)
     snprintf(pt->path, sizeof pt->path, "%s", path);
     table t;
     if (table_load(&t, path) != 0) return CB_EFAIL;
-    static const char *const names[] = {"provider", "instance_type", "region", "pricing_option", "usd_per_hour", "as_of", "source"};
-    enum { PROV, INST, REGION, OPTION, USD, ASOF, SOURCE, NCOL };
-    int col[NCOL], rc = find_cols(&t, names, col, NCOL, 1);
+    int col[PR_NCOLS], rc = find_cols(&t, price_schema, PR_NCOLS, col);
     if (rc == 0 && t.nrows == 0) rc = err_msg("%s: no prices", path);
     if (rc == 0 && !(pt->rows = calloc((size_t)t.nrows, sizeof *pt->rows))) rc = err_msg("out of memory");
     for (int i = 0; rc == 0 && i < t.nrows; i++) {
         price_row *p = &pt->rows[i];
         p->line = t.lines[i];
-        if ((rc = get_str(&t, i, col[PROV], p->provider, sizeof p->provider)) != 0) break;
-        if ((rc = get_str(&t, i, col[INST], p->instance, sizeof p->instance)) != 0) break;
-        if ((rc = get_str(&t, i, col[REGION], p->region, sizeof p->region)) != 0) break;
-        if ((rc = get_str(&t, i, col[OPTION], p->option, sizeof p->option)) != 0) break;
+        if ((rc = get_str(&t, i, col[PR_PROVIDER], p->provider, sizeof p->provider)) != 0) break;
+        if ((rc = get_str(&t, i, col[PR_INSTANCE_TYPE], p->instance, sizeof p->instance)) != 0) break;
+        if ((rc = get_str(&t, i, col[PR_REGION], p->region, sizeof p->region)) != 0) break;
+        if ((rc = get_str(&t, i, col[PR_OPTION], p->option, sizeof p->option)) != 0) break;
         if (!price_option_valid(p->option)) {
             rc = err_msg("%s:%d: column 'pricing_option': expected one of %s, got '%s'", path, p->line, PRICE_OPTIONS, p->option);
             break;
         }
-        /* a price of 0 or less would make tokens/$ infinite or negative */
-        if ((rc = table_get_double(&t, i, col[USD], 1e-6, 1e6, &p->usd_per_hour)) != 0) break;
-        if ((rc = get_str(&t, i, col[ASOF], p->as_of, sizeof p->as_of)) != 0) break;
-        if ((rc = get_str(&t, i, col[SOURCE], p->source, sizeof p->source)) != 0) break;
+        if ((rc = req_num(&t, i, col, price_schema, PR_USD_PER_HOUR, &p->usd_per_hour)) != 0) break;
+        if ((rc = get_str(&t, i, col[PR_AS_OF], p->as_of, sizeof p->as_of)) != 0) break;
+        if ((rc = get_str(&t, i, col[PR_SOURCE], p->source, sizeof p->source)) != 0) break;
         for (int j = 0; j < i; j++) {
             const price_row *q = &pt->rows[j];
             if (strcmp(q->instance, p->instance) == 0 && strcmp(q->region, p->region) == 0 && strcmp(q->option, p->option) == 0) {
@@ -147,43 +160,42 @@ const price_row *prices_find(const price_table *t, const char *instance, const c
 
 /* ------------------------------------------------------------------ hardware */
 
+static int hardware_row(const table *t, int i, const int *col, hw_row *h)
+{
+    int rc = 0;
+    h->line = t->lines[i];
+    if (rc == 0) rc = get_str(t, i, col[HW_INSTANCE_TYPE], h->instance, sizeof h->instance);
+    if (rc == 0) rc = get_str(t, i, col[HW_ACCELERATOR], h->accelerator, sizeof h->accelerator);
+    long n;
+    if (rc == 0 && (rc = get_long(t, i, col, hw_schema, HW_ACCELERATORS, 1, &n)) == 0) h->accelerators = (int)n;
+    if (rc == 0 && (rc = get_long(t, i, col, hw_schema, HW_WORKERS, 1, &n)) == 0) h->workers = (int)n;
+    if (rc == 0) rc = opt_num(t, i, col, hw_schema, HW_BF16_TFLOPS, &h->bf16_tflops);
+    if (rc == 0) rc = opt_num(t, i, col, hw_schema, HW_FP32_TFLOPS, &h->fp32_tflops);
+    if (rc == 0) rc = req_num(t, i, col, hw_schema, HW_MEM_GIB, &h->mem_gib);
+    if (rc == 0) rc = opt_num(t, i, col, hw_schema, HW_MEM_GB_PER_S, &h->mem_gb_per_s);
+    if (rc == 0) rc = opt_num(t, i, col, hw_schema, HW_INTRA_GB_PER_S, &h->intra_gb_per_s);
+    if (rc == 0) rc = req_num(t, i, col, hw_schema, HW_NETWORK_GBIT_PER_S, &h->net_gbit_per_s);
+    if (rc == 0) rc = opt_num(t, i, col, hw_schema, HW_NETWORK_LATENCY_US, &h->net_latency_us);
+    if (rc == 0) rc = get_str(t, i, col[HW_SOURCE], h->source, sizeof h->source);
+    return rc;
+}
+
 int hardware_load(hw_table *ht, const char *path)
 {
     memset(ht, 0, sizeof *ht);
     snprintf(ht->path, sizeof ht->path, "%s", path);
     table t;
     if (table_load(&t, path) != 0) return CB_EFAIL;
-    static const char *const names[] = {"instance_type", "accelerator", "accelerators", "workers_per_accelerator", "bf16_tflops",
-                                        "fp32_tflops", "mem_gib", "mem_gb_per_s", "intra_node_gb_per_s", "network_gbit_per_s",
-                                        "network_latency_us", "source"};
-    enum { INST, ACC, NACC, WORKERS, BF16, FP32, MEM, MEMBW, INTRA, NET, LAT, SOURCE, NCOL };
-    int col[NCOL], rc = find_cols(&t, names, col, NCOL, 1);
+    int col[HW_NCOLS], rc = find_cols(&t, hw_schema, HW_NCOLS, col);
     if (rc == 0 && t.nrows == 0) rc = err_msg("%s: no instance types", path);
     if (rc == 0 && !(ht->rows = calloc((size_t)t.nrows, sizeof *ht->rows))) rc = err_msg("out of memory");
     for (int i = 0; rc == 0 && i < t.nrows; i++) {
         hw_row *h = &ht->rows[i];
-        long v;
-        h->line = t.lines[i];
-        if ((rc = get_str(&t, i, col[INST], h->instance, sizeof h->instance)) != 0) break;
-        if ((rc = get_str(&t, i, col[ACC], h->accelerator, sizeof h->accelerator)) != 0) break;
-        if ((rc = table_get_long(&t, i, col[NACC], 1, 4096, &v)) != 0) break;
-        h->accelerators = (int)v;
-        if ((rc = table_get_long(&t, i, col[WORKERS], 1, 64, &v)) != 0) break;
-        h->workers = (int)v;
-        if ((rc = opt_num(&t, i, col[BF16], 1e-3, 1e6, &h->bf16_tflops)) != 0) break;
-        if ((rc = opt_num(&t, i, col[FP32], 1e-3, 1e6, &h->fp32_tflops)) != 0) break;
-        if ((rc = table_get_double(&t, i, col[MEM], 1e-3, 1e6, &h->mem_gib)) != 0) break;
-        if ((rc = opt_num(&t, i, col[MEMBW], 1e-3, 1e6, &h->mem_gb_per_s)) != 0) break;
-        if ((rc = opt_num(&t, i, col[INTRA], 1e-3, 1e6, &h->intra_gb_per_s)) != 0) break;
-        if ((rc = table_get_double(&t, i, col[NET], 1e-3, 1e6, &h->net_gbit_per_s)) != 0) break;
-        if ((rc = opt_num(&t, i, col[LAT], 0, 1e6, &h->net_latency_us)) != 0) break;
-        if ((rc = get_str(&t, i, col[SOURCE], h->source, sizeof h->source)) != 0) break;
-        for (int j = 0; j < i; j++)
-            if (strcmp(ht->rows[j].instance, h->instance) == 0) {
+        if ((rc = hardware_row(&t, i, col, h)) != 0) break;
+        for (int j = 0; j < i && rc == 0; j++)
+            if (strcmp(ht->rows[j].instance, h->instance) == 0)
                 rc = err_msg("%s:%d: column 'instance_type': '%s' appears twice (first at line %d)", path, h->line, h->instance,
                              ht->rows[j].line);
-                break;
-            }
         ht->n = i + 1;
     }
     table_free(&t);
@@ -227,79 +239,75 @@ static int same_key(const tput_row *a, const tput_row *b)
            a->global_batch == b->global_batch;
 }
 
-static int get_long_col(const table *t, int row, int col, long lo, long hi, long dflt, long *out)
+/* Row i of a throughput file into r; every cell checked by the throughput schema. */
+static int tput_row_read(const table *t, int i, const int *col, tput_row *r)
 {
-    if (col < 0) {
-        *out = dflt;
-        return 0;
-    }
-    return table_get_long(t, row, col, lo, hi, out);
+    const schema_col *sc = tput_schema;
+    long v;
+    int rc = 0;
+    r->line = t->lines[i];
+    if (rc == 0) rc = get_str(t, i, col[TP_MODEL], r->model, sizeof r->model);
+    if (rc == 0) rc = get_str(t, i, col[TP_INSTANCE_TYPE], r->instance, sizeof r->instance);
+    if (rc == 0) rc = get_long(t, i, col, sc, TP_INSTANCES, 1, &r->instances);
+    if (rc == 0) rc = get_long(t, i, col, sc, TP_SEQ_LEN, 1, &r->seq_len);
+    if (rc == 0) rc = get_long(t, i, col, sc, TP_GLOBAL_BATCH, 1, &r->global_batch);
+    if (rc == 0) rc = req_num(t, i, col, sc, TP_SEQ_PER_S, &r->seq_per_s);
+    if (rc == 0 && (rc = get_long(t, i, col, sc, TP_TP, 1, &v)) == 0) r->tp = (int)v;
+    if (rc == 0 && (rc = get_long(t, i, col, sc, TP_PP, 1, &v)) == 0) r->pp = (int)v;
+    if (rc == 0) rc = get_long(t, i, col, sc, TP_RANKS, 1, &r->ranks);
+    if (rc == 0 && col[TP_MICRO_BATCH] >= 0 && *table_cell(t, i, col[TP_MICRO_BATCH]))
+        rc = table_get_long(t, i, col[TP_MICRO_BATCH], 1, r->global_batch, &r->micro_batch);
+    if (rc == 0) rc = opt_num(t, i, col, sc, TP_SEQ_PER_S_MIN, &r->seq_per_s_min);
+    if (rc == 0) rc = opt_num(t, i, col, sc, TP_SEQ_PER_S_MAX, &r->seq_per_s_max);
+    if (rc == 0) rc = opt_num(t, i, col, sc, TP_USD_PER_HOUR, &r->usd_per_hour);
+    if (rc == 0) rc = opt_num(t, i, col, sc, TP_TOKENS_PER_USD, &r->tokens_per_usd);
+    if (rc == 0) rc = opt_num(t, i, col, sc, TP_MFU, &r->mfu);
+    if (rc == 0) rc = opt_num(t, i, col, sc, TP_PEAK_GFLOPS, &r->peak_gflops);
+    return rc;
+}
+
+/* The provenance of a row: its source column, and the machine columns of rows measured here. */
+static void tput_row_source(const table *t, int i, const int *col, const int *mc, tput_row *r, const char *path)
+{
+    opt_str(t, i, col[TP_SOURCE], r->source, sizeof r->source);
+    opt_str(t, i, mc[0], r->cpu_model, sizeof r->cpu_model);
+    opt_str(t, i, mc[1], r->date, sizeof r->date);
+    if (strncmp(r->source, "measured", 8) == 0) r->kind = SRC_MEASURED;
+    else if (strncmp(r->source, "predicted", 9) == 0) r->kind = SRC_PREDICTED;
+    else r->kind = SRC_IMPORTED;
+    if (!r->source[0]) snprintf(r->source, sizeof r->source, "imported from %.200s", path);
+}
+
+static int tput_reserve(tput_set *set, int more)
+{
+    if (set->n + more <= set->cap) return 0;
+    int cap = set->n + more + 16;
+    tput_row *r = realloc(set->rows, (size_t)cap * sizeof *r);
+    if (!r) return err_msg("out of memory");
+    set->rows = r, set->cap = cap;
+    return 0;
 }
 
 int throughput_load(tput_set *set, const char *path)
 {
     table t;
     if (table_load(&t, path) != 0) return CB_EFAIL;
-    enum { MODEL, INST, SEQ, GBATCH, SEQS, TP, PP, MBATCH, SEQS_MIN, SEQS_MAX, USD, TPU, MFU, PEAK, SOURCE, CPU, DATE, RANKS, NCOL };
-    static const char *const names[NCOL] = {"model", "instance_type", "seq_len", "global_batch", "seq_per_s", "tensor_parallel",
-                                           "pipeline_parallel", "micro_batch", "seq_per_s_min", "seq_per_s_max", "usd_per_hour",
-                                           "tokens_per_usd", "mfu", "peak_gflops", "source", "cpu_model", "date_utc", "ranks"};
-    int col[NCOL], rc = find_cols(&t, names, col, SEQS + 1, 1);
-    for (int i = SEQS + 1; i < NCOL; i++) col[i] = table_col(&t, names[i], 0);
-    /* Table 1's name is `instances`; the scaling model's is `nodes`: either will do */
-    int col_inst = table_col(&t, "instances", 0);
-    if (col_inst < 0) col_inst = table_col(&t, "nodes", 0);
-    if (rc == 0 && col_inst < 0) rc = err_msg("%s:1: missing column 'instances' (or 'nodes')", path);
+    int col[TP_NCOLS], rc = find_cols(&t, tput_schema, TP_NCOLS, col);
+    int mc[2] = {table_col(&t, machine_cols[MC_CPU_MODEL], 0), table_col(&t, machine_cols[MC_DATE_UTC], 0)};
     if (rc == 0 && t.nrows == 0) rc = err_msg("%s: no throughput rows", path);
-    if (rc == 0 && set->n + t.nrows > set->cap) {
-        int cap = set->n + t.nrows + 16;
-        tput_row *r = realloc(set->rows, (size_t)cap * sizeof *r);
-        if (!r) rc = err_msg("out of memory");
-        else set->rows = r, set->cap = cap;
-    }
+    if (rc == 0) rc = tput_reserve(set, t.nrows);
     int first = set->n;
     for (int i = 0; rc == 0 && i < t.nrows; i++) {
         tput_row *r = &set->rows[set->n];
         memset(r, 0, sizeof *r);
         snprintf(r->file, sizeof r->file, "%s", path);
-        r->line = t.lines[i];
-        long v;
-        if ((rc = get_str(&t, i, col[MODEL], r->model, sizeof r->model)) != 0) break;
-        if ((rc = get_str(&t, i, col[INST], r->instance, sizeof r->instance)) != 0) break;
-        if ((rc = table_get_long(&t, i, col_inst, 1, 1000000, &r->instances)) != 0) break;
-        if ((rc = table_get_long(&t, i, col[SEQ], 1, 1 << 24, &r->seq_len)) != 0) break;
-        if ((rc = table_get_long(&t, i, col[GBATCH], 1, 1L << 40, &r->global_batch)) != 0) break;
-        if ((rc = table_get_double(&t, i, col[SEQS], 1e-12, 1e15, &r->seq_per_s)) != 0) break;
-        if ((rc = get_long_col(&t, i, col[TP], 1, 1 << 20, 1, &v)) != 0) break;
-        r->tp = (int)v;
-        if ((rc = get_long_col(&t, i, col[PP], 1, 1 << 20, 1, &v)) != 0) break;
-        r->pp = (int)v;
-        if ((rc = get_long_col(&t, i, col[RANKS], 1, 1 << 24, 1, &r->ranks)) != 0) break;
-        if (col[MBATCH] >= 0 && *table_cell(&t, i, col[MBATCH])) {
-            if ((rc = table_get_long(&t, i, col[MBATCH], 1, r->global_batch, &r->micro_batch)) != 0) break;
-        }
-        if ((rc = opt_num(&t, i, col[SEQS_MIN], 0, 1e15, &r->seq_per_s_min)) != 0) break;
-        if ((rc = opt_num(&t, i, col[SEQS_MAX], 0, 1e15, &r->seq_per_s_max)) != 0) break;
-        if ((rc = opt_num(&t, i, col[USD], 1e-9, 1e9, &r->usd_per_hour)) != 0) break;
-        if ((rc = opt_num(&t, i, col[TPU], 0, 1e18, &r->tokens_per_usd)) != 0) break;
-        if ((rc = opt_num(&t, i, col[MFU], 0, 1000, &r->mfu)) != 0) break;
-        if ((rc = opt_num(&t, i, col[PEAK], 1e-9, 1e12, &r->peak_gflops)) != 0) break;
-        opt_str(&t, i, col[SOURCE], r->source, sizeof r->source);
-        opt_str(&t, i, col[CPU], r->cpu_model, sizeof r->cpu_model);
-        opt_str(&t, i, col[DATE], r->date, sizeof r->date);
-        if (strncmp(r->source, "measured", 8) == 0) r->kind = SRC_MEASURED;
-        else if (strncmp(r->source, "predicted", 9) == 0) r->kind = SRC_PREDICTED;
-        else r->kind = SRC_IMPORTED;
-        if (!r->source[0]) snprintf(r->source, sizeof r->source, "imported from %s", path);
-        for (int j = 0; j < set->n; j++)
-            if (same_key(&set->rows[j], r)) {
-                const tput_row *q = &set->rows[j];
+        if ((rc = tput_row_read(&t, i, col, r)) != 0) break;
+        tput_row_source(&t, i, col, mc, r, path);
+        for (int j = 0; j < set->n && rc == 0; j++)
+            if (same_key(&set->rows[j], r))
                 rc = err_msg("%s:%d: duplicates %s:%d (same model, parallelism, instances, instance type, seq_len and global_batch)",
-                             path, r->line, q->file, q->line);
-                break;
-            }
-        if (rc) break;
-        set->n++;
+                             path, r->line, set->rows[j].file, set->rows[j].line);
+        if (rc == 0) set->n++;
     }
     table_free(&t);
     if (rc) set->n = first; /* nothing of a bad file is kept */

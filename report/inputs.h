@@ -80,8 +80,9 @@ typedef struct {
     int n, cap;
 } tput_set;
 
-/* Appends the rows of `path` to `set`. Required columns: model, instances (or nodes),
- * instance_type, seq_len, global_batch, seq_per_s; the rest are optional. A row that repeats
+/* Appends the rows of `path` to `set`. Columns and their valid ranges: the throughput schema of
+ * common/schema.h (required: model, instances, instance_type, seq_len, global_batch, seq_per_s;
+ * the rest optional). A row that repeats
  * the key (model, parallelism, instances, ranks, instance type, sequence length, global batch)
  * of an earlier row of the same kind is an error. Returns 0 or CB_EFAIL. */
 int throughput_load(tput_set *set, const char *path);

@@ -104,6 +104,61 @@ static int same_config(const tput_row *x, const tput_row *y)
 
 static int same_group(const report_row *a, const report_row *b) { return a->in->kind == b->in->kind && same_config(a->in, b->in); }
 
+/* MFU of a row: as measured (against the measured peak the row names), else against the data
+ * sheet's dense BF16 peak of its hardware, else as the file gives it; the row's figures must be
+ * possible against that peak (common/presets.h's rules, as train and scale apply them). */
+static int row_mfu(report_row *r, const hw_row *h)
+{
+    const tput_row *t = r->in;
+    double peak = NAN;
+    char pname[160] = "", where[4200];
+    if (t->kind == SRC_MEASURED && isfinite(t->peak_gflops)) {
+        peak = t->peak_gflops * 1e9;
+        snprintf(pname, sizeof pname, "the measured peak the row names, %.4g GFLOP/s", t->peak_gflops);
+    } else if (h && isfinite(h->bf16_tflops)) {
+        peak = h->bf16_tflops * 1e12 * h->accelerators * (double)t->instances;
+        snprintf(pname, sizeof pname, "the data-sheet dense BF16 peak of %ld x %.63s", t->instances, t->instance);
+    }
+    snprintf(where, sizeof where, "%.4000s:%d", t->file, t->line);
+    if (throughput_check(&r->cfg, t->seq_len, t->seq_per_s, peak, pname, where) != 0) return CB_EFAIL;
+    r->mfu_pct = NAN;
+    if (t->kind == SRC_MEASURED && isfinite(t->mfu)) {
+        r->mfu_pct = t->mfu;
+        if (isfinite(t->peak_gflops)) snprintf(r->mfu_peak, sizeof r->mfu_peak, "against the measured fp32 FMA peak, %.0f GFLOP/s", t->peak_gflops);
+        else snprintf(r->mfu_peak, sizeof r->mfu_peak, "as given in the throughput file");
+    } else if (h && isfinite(h->bf16_tflops)) {
+        r->mfu_pct = mfu_pct(model_flops_per_token(&r->cfg, (int)t->seq_len), r->tokens_per_s, peak);
+        snprintf(r->mfu_peak, sizeof r->mfu_peak, "against the data-sheet dense BF16 peak, %g TFLOP/s x %d %.30s", h->bf16_tflops,
+                 h->accelerators, h->accelerator);
+    } else if (isfinite(t->mfu)) {
+        r->mfu_pct = t->mfu;
+        snprintf(r->mfu_peak, sizeof r->mfu_peak, "as given in the throughput file");
+    }
+    return 0;
+}
+
+/* One row's figures under pricing option k. */
+static int row_figures(report_row *r, const model_config *models, int nmodels, int k, const price_table *prices,
+                       const hw_table *hw, const report_opts *o)
+{
+    const tput_row *t = r->in;
+    int found = 0;
+    for (int j = 0; j < nmodels; j++)
+        if (strcmp(models[j].name, t->model) == 0) r->cfg = models[j], found = 1;
+    if (!found) return err_msg("%s:%d: column 'model': unknown model '%s' (not in %s)", t->file, t->line, t->model, o->models_path);
+    int rc = price_row_under(r, o->pricing[k], k == 0, prices, o);
+    if (rc != 0) return rc;
+    r->tokens_per_s = t->seq_per_s * (double)t->seq_len;
+    /* Table 1: tokens/$ = seq/s x seq_len x 3600 / ($ per hour of all instances used) */
+    r->tokens_per_usd = r->tokens_per_s * 3600.0 / r->usd_per_hour;
+    r->usd_per_1b_tokens = 1e9 / r->tokens_per_usd;
+    if (row_mfu(r, hardware_find(hw, t->instance)) != 0) return CB_EFAIL;
+    r->train_tokens = isfinite(o->tokens_budget) ? o->tokens_budget : 20.0 * model_params_total(&r->cfg);
+    r->train_days = r->train_tokens / r->tokens_per_s / 86400.0;
+    r->train_usd = r->train_days * 24.0 * r->usd_per_hour;
+    return 0;
+}
+
 int report_compute(const tput_set *in, const price_table *prices, const hw_table *hw, const report_opts *o, report_row **out,
                    int *nout)
 {
@@ -120,39 +175,8 @@ int report_compute(const tput_set *in, const price_table *prices, const hw_table
     }
     for (int k = 0; k < o->npricing && rc == 0; k++)
         for (int i = 0; i < n && rc == 0; i++) {
-            report_row *r = &rows[k * n + i];
-            const tput_row *t = &in->rows[i];
-            r->in = t;
-            int found = 0;
-            for (int j = 0; j < nmodels; j++)
-                if (strcmp(models[j].name, t->model) == 0) r->cfg = models[j], found = 1;
-            if (!found) {
-                rc = err_msg("%s:%d: column 'model': unknown model '%s' (not in %s)", t->file, t->line, t->model, o->models_path);
-                break;
-            }
-            if ((rc = price_row_under(r, o->pricing[k], k == 0, prices, o)) != 0) break;
-            r->tokens_per_s = t->seq_per_s * (double)t->seq_len;
-            /* Table 1: tokens/$ = seq/s x seq_len x 3600 / ($ per hour of all instances used) */
-            r->tokens_per_usd = r->tokens_per_s * 3600.0 / r->usd_per_hour;
-            r->usd_per_1b_tokens = 1e9 / r->tokens_per_usd;
-            r->mfu_pct = NAN;
-            const hw_row *h = hardware_find(hw, t->instance);
-            if (t->kind == SRC_MEASURED && isfinite(t->mfu)) {
-                r->mfu_pct = t->mfu;
-                if (isfinite(t->peak_gflops)) snprintf(r->mfu_peak, sizeof r->mfu_peak, "against the measured fp32 FMA peak, %.0f GFLOP/s", t->peak_gflops);
-                else snprintf(r->mfu_peak, sizeof r->mfu_peak, "as given in the throughput file");
-            } else if (h && isfinite(h->bf16_tflops)) {
-                double peak = h->bf16_tflops * 1e12 * h->accelerators * (double)t->instances;
-                r->mfu_pct = 100.0 * model_flops_per_token(&r->cfg, (int)t->seq_len) * r->tokens_per_s / peak;
-                snprintf(r->mfu_peak, sizeof r->mfu_peak, "against the data-sheet dense BF16 peak, %g TFLOP/s x %d %.30s", h->bf16_tflops,
-                         h->accelerators, h->accelerator);
-            } else if (isfinite(t->mfu)) {
-                r->mfu_pct = t->mfu;
-                snprintf(r->mfu_peak, sizeof r->mfu_peak, "as given in the throughput file");
-            }
-            r->train_tokens = isfinite(o->tokens_budget) ? o->tokens_budget : 20.0 * model_params_total(&r->cfg);
-            r->train_days = r->train_tokens / r->tokens_per_s / 86400.0;
-            r->train_usd = r->train_days * 24.0 * r->usd_per_hour;
+            rows[k * n + i].in = &in->rows[i];
+            rc = row_figures(&rows[k * n + i], models, nmodels, k, prices, hw, o);
         }
     /* scaling efficiency against the smallest node count of the same configuration and kind */
     for (int i = 0; rc == 0 && i < total; i++) {

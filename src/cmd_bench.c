@@ -49,7 +49,7 @@ static int bench_setup(const common_flags *cf, char **argv, machine_info *m, run
     int rc = blascore_select(cf->blas_core, argv);
     if (rc != 0) return rc;
     machine_probe(m);
-    blascore_fill(m);
+    blascore_fill(m, cf->blas_core);
     runner_defaults(ro);
     ro->min_time_s = cf->min_time;
     ro->min_samples = (int)cf->min_samples;
@@ -59,7 +59,7 @@ static int bench_setup(const common_flags *cf, char **argv, machine_info *m, run
 static void add_machine_notes(record *rec, const machine_info *m)
 {
     char blas[512];
-    blascore_describe(blas, sizeof blas);
+    blascore_describe(m, blas, sizeof blas);
     record_note(rec, "%s, %d cores, %d OpenMP threads, %d OpenBLAS threads, OMP_WAIT_POLICY %s; measured here %s (git %s)",
                 m->cpu_model, m->cores, m->threads, m->blas_threads, m->omp_wait_policy, m->date_utc, m->git_rev);
     record_note(rec, "%s", blas);

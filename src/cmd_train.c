@@ -189,7 +189,7 @@ static int train_outputs(const train_flags *f, step_records *r, const machine_in
 static void train_log_notes(record *log, const machine_info *mi, const calib *cal, int ranks)
 {
     char blasd[512];
-    blascore_describe(blasd, sizeof blasd);
+    blascore_describe(mi, blasd, sizeof blasd);
     record_note(log, "%s, %d cores, %d OpenMP threads, %d OpenBLAS threads, OMP_WAIT_POLICY %s; measured here %s (git %s)",
                 mi->cpu_model, mi->cores, mi->threads, mi->blas_threads, mi->omp_wait_policy, mi->date_utc, mi->git_rev);
     record_note(log, "%s", blasd);
@@ -213,7 +213,7 @@ int cmd_train(int argc, char **argv)
     if ((rc = train_memory(&f, &cfg, ranks, &mem)) != 0) return rc;
     machine_info mi;
     machine_probe(&mi);
-    blascore_fill(&mi);
+    blascore_fill(&mi, f.blas);
     calib cal;
     calib_opts co = {&cfg, (int)f.B, (int)f.T, (int)(f.G / f.B), f.peak, !f.no_predict && ranks == 1, f.budget, mi.threads};
     if ((rc = calib_measure(&co, &cal)) != 0) return rc;

@@ -2,6 +2,7 @@
  * The only place that turns errors into exit codes: 0 ok, 1 runtime failure, 2 usage. */
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "../common/err.h"
 #include "../bench/comm.h"
@@ -26,6 +27,19 @@ static const command commands[] = {
     {"dataset", cmd_dataset, "build or inspect a Megatron indexed dataset (PREFIX.bin/.idx)"},
 };
 enum { NCOMMANDS = sizeof commands / sizeof commands[0] };
+
+/* A failure under mpirun: rank 0 ends the job at once (its message is printed). Another rank
+ * waits a moment first: if rank 0 failed the same way it ends the job meanwhile and the message
+ * is printed once; if not, the failure is this rank's own and its held message is printed. */
+static void rank_failed(int rc)
+{
+    if (comm_rank() != 0) {
+        struct timespec ts = {2, 0};
+        nanosleep(&ts, NULL);
+        err_release_held();
+    }
+    comm_abort(err_exit_status(rc));
+}
 
 static void usage(FILE *f)
 {
@@ -62,7 +76,7 @@ int main(int argc, char **argv)
         if (strcmp(cmd, commands[i].name) == 0) {
             int rc = commands[i].fn(argc, argv);
             /* one rank failing alone would leave the others waiting in a collective */
-            if (rc != 0 && comm_size() > 1) comm_abort(err_exit_status(rc));
+            if (rc != 0 && comm_size() > 1) rank_failed(rc);
             comm_finalize();
             return err_exit_status(rc);
         }
