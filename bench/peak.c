@@ -15,6 +15,7 @@
 #include "../common/csvio.h"
 #include "../common/err.h"
 #include "../common/mem.h"
+#include "../common/schema.h"
 #include "../kernels/matmul.h"
 #include "blascore.h"
 
@@ -236,8 +237,8 @@ static int sgemm_child(char **argv0, const char *core, double gf[3], char *used,
     int rc = table_load(&t, tmp);
     unlink(tmp);
     if (rc != 0) return CB_EFAIL;
-    int c0 = table_col(&t, "gflops_median", 1), c1 = table_col(&t, "gflops_min", 1),
-        c2 = table_col(&t, "gflops_max", 1), cb = table_col(&t, "blas_core", 1);
+    int c0 = table_col(&t, mm_cols[MM_GF_MED].name, 1), c1 = table_col(&t, mm_cols[MM_GF_MIN].name, 1),
+        c2 = table_col(&t, mm_cols[MM_GF_MAX].name, 1), cb = table_col(&t, machine_cols[MC_BLAS_CORE], 1);
     if (c0 < 0 || c1 < 0 || c2 < 0 || cb < 0 || t.nrows < 1 || table_get_double(&t, 0, c0, 0, 1e9, &gf[0]) != 0 ||
         table_get_double(&t, 0, c1, 0, 1e9, &gf[1]) != 0 || table_get_double(&t, 0, c2, 0, 1e9, &gf[2]) != 0) {
         table_free(&t);

@@ -8,6 +8,46 @@
 #include "csvio.h"
 #include "err.h"
 #include "machine.h"
+#include "schema.h"
+
+static int get_int(const table *t, int row, const int *col, int i, int *out)
+{
+    long v;
+    if (table_get_long(t, row, col[i], (long)model_schema[i].lo, (long)model_schema[i].hi, &v) != 0) return CB_EFAIL;
+    *out = (int)v;
+    return 0;
+}
+
+/* Row i of data/models.csv into c, every cell checked. */
+static int preset_row(const table *t, int i, const int *col, model_config *c)
+{
+    const char *s, *path = t->path;
+    int line = t->lines[i], rc = 0;
+    if ((rc = table_get_str(t, i, col[MD_NAME], &s)) != 0) return rc;
+    if (strlen(s) >= sizeof c->name) return err_msg("%s:%d: column 'name': too long", path, line);
+    snprintf(c->name, sizeof c->name, "%s", s);
+    if ((rc = table_get_str(t, i, col[MD_FAMILY], &s)) != 0) return rc;
+    snprintf(c->family, sizeof c->family, "%.15s", s);
+    if (get_int(t, i, col, MD_LAYERS, &c->L) || get_int(t, i, col, MD_D_MODEL, &c->C) || get_int(t, i, col, MD_HEADS, &c->NH))
+        return CB_EFAIL;
+    if (c->C % c->NH != 0) return err_msg("%s:%d: column 'heads': d_model %d is not a multiple of %d heads", path, line, c->C, c->NH);
+    c->HS = c->C / c->NH;
+    if (get_int(t, i, col, MD_VOCAB, &c->V) || get_int(t, i, col, MD_MAX_SEQ_LEN, &c->max_T)) return CB_EFAIL;
+    const schema_col *sc = model_schema;
+    if (table_get_double(t, i, col[MD_ROTARY_PCT], sc[MD_ROTARY_PCT].lo, sc[MD_ROTARY_PCT].hi, &c->rotary_pct) ||
+        table_get_double(t, i, col[MD_ROTARY_BASE], sc[MD_ROTARY_BASE].lo, sc[MD_ROTARY_BASE].hi, &c->rotary_base) ||
+        table_get_bool(t, i, col[MD_PARALLEL_RESIDUAL], &c->parallel_residual) ||
+        table_get_bool(t, i, col[MD_TIED_EMBEDDINGS], &c->tied_embeddings) || table_get_str(t, i, col[MD_POS_EMB], &s))
+        return CB_EFAIL;
+    if (strcmp(s, "rotary") == 0) c->learned_pos = 0;
+    else if (strcmp(s, "learned") == 0) c->learned_pos = 1;
+    else return err_msg("%s:%d: column 'pos_emb': expected rotary or learned, got '%s'", path, line, s);
+    if (!c->learned_pos && c->rotary_pct <= 0)
+        return err_msg("%s:%d: column 'rotary_pct': rotary positions need rotary_pct > 0", path, line);
+    if ((rc = table_get_str(t, i, col[MD_SOURCE], &s)) != 0) return rc;
+    snprintf(c->source, sizeof c->source, "%.255s", s);
+    return 0;
+}
 
 int model_presets_load(const char *path, model_config **out, int *n)
 {
@@ -15,65 +55,18 @@ int model_presets_load(const char *path, model_config **out, int *n)
     *out = NULL;
     *n = 0;
     if (table_load(&t, path) != 0) return CB_EFAIL;
-    static const char *names[] = {"name", "family", "layers", "d_model", "heads", "vocab", "rotary_pct",
-                                  "rotary_base", "parallel_residual", "tied_embeddings", "pos_emb", "max_seq_len",
-                                  "source"};
-    enum { NAME, FAMILY, LAYERS, DMODEL, HEADS, VOCAB, RPCT, RBASE, PAR, TIED, POS, MAXT, SOURCE, NCOL };
-    int col[NCOL];
-    for (int i = 0; i < NCOL; i++)
-        if ((col[i] = table_col(&t, names[i], 1)) < 0) {
-            table_free(&t);
-            return CB_EFAIL;
-        }
-    model_config *m = calloc((size_t)(t.nrows ? t.nrows : 1), sizeof *m);
-    if (!m) {
-        table_free(&t);
-        return err_msg("out of memory");
-    }
-    int rc = 0;
-    for (int i = 0; i < t.nrows && rc == 0; i++) {
-        model_config *c = &m[i];
-        const char *s;
-        long v;
-        if ((rc = table_get_str(&t, i, col[NAME], &s)) != 0) break;
-        if (strlen(s) >= sizeof c->name) { rc = err_msg("%s:%d: column 'name': too long", path, t.lines[i]); break; }
-        snprintf(c->name, sizeof c->name, "%s", s);
-        for (int j = 0; j < i; j++)
-            if (strcmp(m[j].name, c->name) == 0) rc = err_msg("%s:%d: column 'name': '%s' appears twice (first at line %d)", path, t.lines[i], c->name, t.lines[j]);
-        if (rc) break;
-        if ((rc = table_get_str(&t, i, col[FAMILY], &s)) != 0) break;
-        snprintf(c->family, sizeof c->family, "%s", s);
-        if ((rc = table_get_long(&t, i, col[LAYERS], 1, 1000, &v)) != 0) break;
-        c->L = (int)v;
-        if ((rc = table_get_long(&t, i, col[DMODEL], 1, 131072, &v)) != 0) break;
-        c->C = (int)v;
-        if ((rc = table_get_long(&t, i, col[HEADS], 1, 4096, &v)) != 0) break;
-        c->NH = (int)v;
-        if (c->C % c->NH != 0) {
-            rc = err_msg("%s:%d: column 'heads': d_model %d is not a multiple of %d heads", path, t.lines[i], c->C, c->NH);
-            break;
-        }
-        c->HS = c->C / c->NH;
-        if ((rc = table_get_long(&t, i, col[VOCAB], 1, 10000000, &v)) != 0) break;
-        c->V = (int)v;
-        if ((rc = table_get_double(&t, i, col[RPCT], 0.0, 1.0, &c->rotary_pct)) != 0) break;
-        if ((rc = table_get_double(&t, i, col[RBASE], 1.0, 1e12, &c->rotary_base)) != 0) break;
-        if ((rc = table_get_bool(&t, i, col[PAR], &c->parallel_residual)) != 0) break;
-        if ((rc = table_get_bool(&t, i, col[TIED], &c->tied_embeddings)) != 0) break;
-        if ((rc = table_get_str(&t, i, col[POS], &s)) != 0) break;
-        if (strcmp(s, "rotary") == 0) c->learned_pos = 0;
-        else if (strcmp(s, "learned") == 0) c->learned_pos = 1;
-        else { rc = err_msg("%s:%d: column 'pos_emb': expected rotary or learned, got '%s'", path, t.lines[i], s); break; }
-        if (!c->learned_pos && c->rotary_pct <= 0) {
-            rc = err_msg("%s:%d: column 'rotary_pct': rotary positions need rotary_pct > 0", path, t.lines[i]);
-            break;
-        }
-        if ((rc = table_get_long(&t, i, col[MAXT], 1, 1 << 20, &v)) != 0) break;
-        c->max_T = (int)v;
-        if ((rc = table_get_str(&t, i, col[SOURCE], &s)) != 0) break;
-        snprintf(c->source, sizeof c->source, "%s", s);
-    }
+    int col[MD_NCOLS], rc = 0;
+    for (int i = 0; i < MD_NCOLS && rc == 0; i++)
+        if ((col[i] = table_col(&t, model_schema[i].col.name, 1)) < 0) rc = CB_EFAIL;
     if (rc == 0 && t.nrows == 0) rc = err_msg("%s: no presets", path);
+    model_config *m = rc == 0 ? calloc((size_t)t.nrows, sizeof *m) : NULL;
+    if (rc == 0 && !m) rc = err_msg("out of memory");
+    for (int i = 0; i < t.nrows && rc == 0; i++) {
+        if ((rc = preset_row(&t, i, col, &m[i])) != 0) break;
+        for (int j = 0; j < i && rc == 0; j++)
+            if (strcmp(m[j].name, m[i].name) == 0)
+                rc = err_msg("%s:%d: column 'name': '%s' appears twice (first at line %d)", path, t.lines[i], m[i].name, t.lines[j]);
+    }
     int nrows = t.nrows;
     table_free(&t);
     if (rc) {

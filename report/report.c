@@ -14,6 +14,7 @@
 #include "../common/err.h"
 #include "../common/machine.h"
 #include "../common/record.h"
+#include "../common/schema.h"
 #include "charts.h"
 #include "plot.h"
 
@@ -230,15 +231,14 @@ static const char *kind_label(src_kind k) { return k == SRC_MEASURED ? "measured
 
 enum { RC_MODEL, RC_TP, RC_PP, RC_INST, RC_USD, RC_SEQ, RC_GB, RC_SEQS, RC_TPU, RC_TOKS, RC_USD1B, RC_EFF, RC_MFU, RC_TTOK,
        RC_TDAYS, RC_TUSD, RC_ITYPE, RC_PRICING, RC_KIND, RC_SOURCE, RC_PRICE_SRC, RC_MFU_PEAK, RC_RANKS, RC_NCOLS };
+/* report.csv: the throughput format's columns (common/schema.h), readable again with --throughput,
+ * and the report's own. */
 static const rec_col report_cols[RC_NCOLS] = {
-    {"model", "", REC_STR, 0},                {"tensor_parallel", "", REC_NUM, 0},    {"pipeline_parallel", "", REC_NUM, 0},
-    {"instances", "", REC_NUM, 0},            {"usd_per_hour", "$/h", REC_NUM, 2},    {"seq_len", "", REC_NUM, 0},
-    {"global_batch", "seq", REC_NUM, 0},      {"seq_per_s", "seq/s", REC_NUM, 3},     {"tokens_per_usd", "tok/$", REC_NUM, 0},
-    {"tokens_per_s", "tok/s", REC_NUM, 0},    {"usd_per_1b_tokens", "$", REC_NUM, 2}, {"scaling_efficiency", "", REC_NUM, 3},
-    {"mfu", "%", REC_NUM, 1},                 {"train_tokens", "tok", REC_NUM, 0},    {"train_days", "days", REC_NUM, 1},
-    {"train_usd", "$", REC_NUM, 0},           {"instance_type", "", REC_STR, 0},      {"pricing_option", "", REC_STR, 0},
-    {"source_kind", "", REC_STR, 0},          {"source", "", REC_STR, 0},             {"price_source", "", REC_STR, 0},
-    {"mfu_peak", "", REC_STR, 0},             {"ranks", "", REC_NUM, 0},
+    TPUT_MODEL, TPUT_TP, TPUT_PP, TPUT_INSTANCES, TPUT_USD_PER_HOUR, TPUT_SEQ_LEN, TPUT_GLOBAL_BATCH, TPUT_SEQ_PER_S,
+    TPUT_TOKENS_PER_USD, TPUT_TOKENS_PER_S, {"usd_per_1b_tokens", "$", REC_NUM, 2}, {"scaling_efficiency", "", REC_NUM, 3},
+    TPUT_MFU, {"train_tokens", "tok", REC_NUM, 0}, {"train_days", "days", REC_NUM, 1}, {"train_usd", "$", REC_NUM, 0},
+    TPUT_INSTANCE_TYPE, {"pricing_option", "", REC_STR, 0}, {"source_kind", "", REC_STR, 0}, TPUT_SOURCE,
+    {"price_source", "", REC_STR, 0}, {"mfu_peak", "", REC_STR, 0}, TPUT_RANKS,
 };
 
 static int fill_record(record *rec, const report_row *rows, int n)
@@ -367,9 +367,11 @@ done:
 static int plot_matmul_csv(const char *dir, const table *t, int *drew)
 {
     *drew = 0;
-    int cn = table_col(t, "n", 0), ck = table_col(t, "k", 0), cm = table_col(t, "m", 0), cg = table_col(t, "gflops_median", 0);
-    int cp = table_col(t, "phase", 0), cc = table_col(t, "count", 0), cpk = table_col(t, "pct_of_peak", 0);
-    int ccpu = table_col(t, "cpu_model", 0), cdate = table_col(t, "date_utc", 0), cblas = table_col(t, "blas_core", 0);
+    int cn = table_col(t, mm_cols[MM_N].name, 0), ck = table_col(t, mm_cols[MM_K].name, 0), cm = table_col(t, mm_cols[MM_M].name, 0);
+    int cg = table_col(t, mm_cols[MM_GF_MED].name, 0), cp = table_col(t, mm_cols[MM_PHASE].name, 0);
+    int cc = table_col(t, mm_cols[MM_COUNT].name, 0), cpk = table_col(t, mm_cols[MM_PCT].name, 0);
+    int ccpu = table_col(t, machine_cols[MC_CPU_MODEL], 0), cdate = table_col(t, machine_cols[MC_DATE_UTC], 0);
+    int cblas = table_col(t, machine_cols[MC_BLAS_CORE], 0);
     if (cn < 0 || ck < 0 || cm < 0 || cg < 0 || cp < 0 || t->nrows == 0) return 0;
     chart_mm_point *pts = calloc((size_t)t->nrows, sizeof *pts);
     if (!pts) return err_msg("out of memory");
@@ -414,7 +416,8 @@ static int plot_logs(const char *dir, const report_extras *x, int *drew)
             break;
         }
         nl = i + 1;
-        int cs = table_col(&t[i], "step", 1), cl = table_col(&t[i], "loss", 1), cg = table_col(&t[i], "grad_norm", 1);
+        int cs = table_col(&t[i], step_log_cols[SL_STEP].name, 1), cl = table_col(&t[i], step_log_cols[SL_LOSS].name, 1);
+        int cg = table_col(&t[i], step_log_cols[SL_GNORM].name, 1);
         if (cs < 0 || cl < 0 || cg < 0) {
             rc = CB_EFAIL;
             break;
@@ -525,7 +528,7 @@ static void md_bench(FILE *f, const table *t)
         int c = table_col(t, wanted[i], 0);
         if (c >= 0) cols[nc++] = c;
     }
-    int ccpu = table_col(t, "cpu_model", 0), cdate = table_col(t, "date_utc", 0);
+    int ccpu = table_col(t, machine_cols[MC_CPU_MODEL], 0), cdate = table_col(t, machine_cols[MC_DATE_UTC], 0);
     fprintf(f, "Measured here: %s, %s (`%s`).\n\n|", ccpu >= 0 && t->nrows ? table_cell(t, 0, ccpu) : "machine not recorded",
             cdate >= 0 && t->nrows ? table_cell(t, 0, cdate) : "date not recorded", t->path);
     for (int c = 0; c < nc; c++) fprintf(f, " %s |", t->header[cols[c]]);

@@ -12,6 +12,7 @@
 #include "../common/opts.h"
 #include "../common/parse.h"
 #include "../common/record.h"
+#include "../common/schema.h"
 #include "commands.h"
 
 /* The interconnect the ranks see, as one data/hardware.csv row: one rank per "instance", the
@@ -28,28 +29,24 @@ static int write_profile(const char *path, const record *rec, const machine_info
         if (r[CB_T_MED] < small_us) small_us = r[CB_T_MED];
     }
     if (big == 0) return err_msg("--profile: no all-reduce was measured");
-    csv_writer w;
-    if (csvw_open(&w, path) != 0) return CB_EFAIL;
-    static const char *const cols[] = {"instance_type", "accelerator", "accelerators", "workers_per_accelerator", "bf16_tflops",
-                                       "fp32_tflops", "mem_gib", "mem_gb_per_s", "intra_node_gb_per_s", "network_gbit_per_s",
-                                       "network_latency_us", "source"};
-    for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++) csvw_str(&w, cols[i]);
-    csvw_endrow(&w);
     char src[512];
     snprintf(src, sizeof src, "measured here by costbench allreduce: %d ranks, all-reduce busbw at %.0f bytes and latency at the smallest size; %s, %s",
              n, big, m->cpu_model, m->date_utc);
-    csvw_str(&w, "this machine (per rank)");
-    csvw_str(&w, "CPU cores of one rank");
-    csvw_num(&w, 1);
-    csvw_num(&w, 1);
-    csvw_num(&w, NAN);
-    csvw_num(&w, NAN);
-    csvw_num(&w, m->mem_total_bytes / 1073741824.0 / n);
-    csvw_num(&w, NAN);
-    csvw_num(&w, NAN);
-    csvw_num(&w, busbw * 8);
-    csvw_num(&w, small_us / (2.0 * (n - 1)));
-    csvw_str(&w, src);
+    /* one data/hardware.csv row, its columns as common/schema.h defines them (NaN: unknown) */
+    const char *str[HW_NCOLS] = {[HW_INSTANCE_TYPE] = CB_THIS_MACHINE " (per rank)", [HW_ACCELERATOR] = "CPU cores of one rank",
+                                 [HW_SOURCE] = src};
+    double num[HW_NCOLS] = {[HW_ACCELERATORS] = 1, [HW_WORKERS] = 1, [HW_BF16_TFLOPS] = NAN, [HW_FP32_TFLOPS] = NAN,
+                            [HW_MEM_GIB] = m->mem_total_bytes / 1073741824.0 / n, [HW_MEM_GB_PER_S] = NAN,
+                            [HW_INTRA_GB_PER_S] = NAN, [HW_NETWORK_GBIT_PER_S] = busbw * 8,
+                            [HW_NETWORK_LATENCY_US] = small_us / (2.0 * (n - 1))};
+    csv_writer w;
+    if (csvw_open(&w, path) != 0) return CB_EFAIL;
+    for (int i = 0; i < HW_NCOLS; i++) csvw_str(&w, hw_schema[i].col.name);
+    csvw_endrow(&w);
+    for (int i = 0; i < HW_NCOLS; i++) {
+        if (hw_schema[i].col.kind == REC_STR) csvw_str(&w, str[i]);
+        else csvw_num(&w, num[i]);
+    }
     csvw_endrow(&w);
     if (csvw_commit(&w) != 0) return CB_EFAIL;
     fprintf(stderr, "wrote %s: %.1f Gbit/s, %.2f us per hop\n", path, busbw * 8, small_us / (2.0 * (n - 1)));
