@@ -189,7 +189,10 @@ static void test_sweep_and_cluster_scripts(void)
     CHECK(rc == 0 && strstr(g_out, "srun --mpi=pmix") && strstr(g_out, "--global-batch 16") && strstr(g_out, "train_4n.csv"),
           "train_sweep.sbatch dry run: %s%s", g_out, g_err);
     char dir[] = "/tmp/costbench-sweep-XXXXXX";
-    if (!mkdtemp(dir)) return;
+    if (!mkdtemp(dir)) {
+        CHECK(0, "cannot create a temporary directory for the sweep");
+        return;
+    }
     char env_bin[4200], out[128], path[256];
     snprintf(env_bin, sizeof env_bin, "COSTBENCH=%s", g_costbench);
     snprintf(out, sizeof out, "%s/s", dir);

@@ -131,6 +131,8 @@ static void test_report_pricing_options(void)
         double usd = cell_num(&rep, 2, "train_usd");
         CHECK(fabs(usd / (want * 24 * 30.36) - 1) < 1e-6, "cost to train %g", usd);
         table_free(&rep);
+    } else {
+        CHECK(0, "no report.csv");
     }
     static char md[262144];
     snprintf(path, sizeof path, "%s/report.md", out);
