@@ -55,36 +55,25 @@ double scale_t_mb_from_peak(const scale_model *s, double mfu)
     return flops / ((double)s->tp * s->pp * peak_rank * mfu);
 }
 
-void scale_eval(const scale_model *s, long nodes, scale_point *p)
+/* Tensor-parallel all-reduces of one micro-batch through one stage (0 when the device link is
+ * unknown). */
+static double tp_time_per_mb(const scale_model *s)
 {
-    memset(p, 0, sizeof *p);
     const model_config *c = &s->cfg;
-    double D = (double)ranks_per_node(s), M = (double)s->tp * s->pp;
-    double N = model_params_total(c);
+    if (s->tp <= 1 || !isfinite(s->hw.intra_gb_per_s)) return 0;
+    double act_bytes = s->precision == PREC_FP32 ? 4 : 2;
+    double per = (double)s->micro_batch * s->seq * c->C * act_bytes;
+    return (4.0 + 2.0 * s->recompute) * ((double)c->L / s->pp) * 2.0 * (s->tp - 1) / s->tp * per / (s->hw.intra_gb_per_s * 1e9);
+}
+
+/* Data-parallel gradient synchronisation of one step at n nodes with R replicas of m
+ * micro-batches: inside a node first (when a node holds several replicas), then across nodes,
+ * each a ring. */
+static double dp_sync_s(const scale_model *s, long nodes, long R, long m)
+{
+    double D = (double)ranks_per_node(s), M = (double)s->tp * s->pp, N = model_params_total(&s->cfg);
     double wb, gb, ob;
     bytes_per_param(s->precision, &wb, &gb, &ob);
-    double act_bytes = s->precision == PREC_FP32 ? 4 : 2;
-    long R = (long)((double)nodes * D / M);
-    long per_replica = s->global_batch > 0 ? s->global_batch / R : s->batch_per_replica;
-    long m = per_replica / s->micro_batch;
-    p->nodes = nodes;
-    p->replicas = R;
-    p->global_batch = per_replica * R;
-    p->micro_batches = m;
-
-    /* tensor-parallel all-reduces of one micro-batch through one stage */
-    double tp_mb = 0;
-    if (s->tp > 1 && isfinite(s->hw.intra_gb_per_s)) {
-        double per = (double)s->micro_batch * s->seq * c->C * act_bytes;
-        tp_mb = (4.0 + 2.0 * s->recompute) * ((double)c->L / s->pp) * 2.0 * (s->tp - 1) / s->tp * per / (s->hw.intra_gb_per_s * 1e9);
-    }
-    double t_mb = s->t_mb_s + tp_mb;
-    p->compute_s = (double)m * s->t_mb_s;
-    p->tp_s = (double)m * tp_mb;
-    p->bubble_s = (s->pp - 1) / (double)s->interleave * t_mb;
-
-    /* data-parallel gradient synchronisation: inside a node first (when a node holds several
-     * replicas), then across nodes, each a ring */
     double dp = 0;
     double r_node = D / M; /* replicas per node (< 1: a replica spans 1/r nodes) */
     double shard = N / M * gb; /* gradient bytes one rank holds */
@@ -101,69 +90,120 @@ void scale_eval(const scale_model *s, long nodes, scale_point *p)
         double buckets = ceil(shard / s->bucket_bytes);
         dp += bytes / bw + 2.0 * (k - 1) * s->latency_s * buckets;
     }
-    p->dp_s = dp;
-    p->exposed_s = fmax(0.0, dp - s->overlap * (2.0 / 3.0) * s->t_mb_s);
+    return dp;
+}
 
-    /* AdamW: read weights, gradients and state, write weights and state, once per step, on the
-     * rank's shard (ZeRO >= 1 shards the state and its update across the replicas) */
-    double shard_params = N / M / (s->zero >= 1 ? (double)R : 1.0);
-    if (isfinite(s->hw.mem_gb_per_s)) {
-        double bytes = shard_params * (2 * wb + gb + 2 * ob);
-        p->optimizer_s = bytes / (s->hw.mem_gb_per_s * 1e9 / s->hw.workers);
-    }
-    p->step_s = p->compute_s + p->tp_s + p->bubble_s + p->exposed_s + p->optimizer_s;
-    p->seq_per_s = (double)p->global_batch / p->step_s;
-    p->tokens_per_s = p->seq_per_s * (double)s->seq;
-    double peak = scale_peak_per_instance(s);
-    p->mfu_pct = isfinite(peak) ? 100.0 * model_flops_per_token(c, (int)s->seq) * p->tokens_per_s / (peak * (double)nodes) : NAN;
+/* AdamW: read weights, gradients and state, write weights and state, once per step, on the
+ * rank's shard (ZeRO >= 1 shards the state and its update across the R replicas); 0 when the
+ * memory bandwidth is unknown. */
+static double optimizer_time_s(const scale_model *s, long R)
+{
+    double wb, gb, ob;
+    bytes_per_param(s->precision, &wb, &gb, &ob);
+    double shard_params = model_params_total(&s->cfg) / ((double)s->tp * s->pp) / (s->zero >= 1 ? (double)R : 1.0);
+    if (!isfinite(s->hw.mem_gb_per_s)) return 0;
+    return shard_params * (2 * wb + gb + 2 * ob) / (s->hw.mem_gb_per_s * 1e9 / s->hw.workers);
+}
 
-    /* memory per rank */
+/* Memory per rank: weights, gradients and optimizer state as the ZeRO stage shards them over R
+ * replicas, plus L layers of activations (Korthikanti et al. 2022). */
+static double mem_per_rank_gib(const scale_model *s, long R)
+{
+    const model_config *c = &s->cfg;
+    double wb, gb, ob;
+    bytes_per_param(s->precision, &wb, &gb, &ob);
     double Rd = (double)R;
     double w = wb / (s->zero >= 3 ? Rd : 1), g = gb / (s->zero >= 2 ? Rd : 1), o = ob / (s->zero >= 1 ? Rd : 1);
-    double states = N / M * (w + g + o);
+    double states = model_params_total(c) / ((double)s->tp * s->pp) * (w + g + o);
     double sbh = (double)s->seq * s->micro_batch * c->C;
     double per_layer = s->recompute ? 2.0 * sbh
                                     : sbh * (10.0 + 24.0 / s->tp + 5.0 * c->NH * (double)s->seq / ((double)c->C * s->tp));
     if (s->precision == PREC_FP32) per_layer *= 2;
-    p->mem_gib = (states + c->L * per_layer) / 1073741824.0;
+    return (states + c->L * per_layer) / 1073741824.0;
+}
+
+void scale_eval(const scale_model *s, long nodes, scale_point *p)
+{
+    memset(p, 0, sizeof *p);
+    long R = (long)((double)nodes * (double)ranks_per_node(s) / ((double)s->tp * s->pp));
+    long per_replica = s->global_batch > 0 ? s->global_batch / R : s->batch_per_replica;
+    long m = per_replica / s->micro_batch;
+    p->nodes = nodes;
+    p->replicas = R;
+    p->global_batch = per_replica * R;
+    p->micro_batches = m;
+    double tp_mb = tp_time_per_mb(s);
+    p->compute_s = (double)m * s->t_mb_s;
+    p->tp_s = (double)m * tp_mb;
+    p->bubble_s = (s->pp - 1) / (double)s->interleave * (s->t_mb_s + tp_mb);
+    p->dp_s = dp_sync_s(s, nodes, R, m);
+    p->exposed_s = fmax(0.0, p->dp_s - s->overlap * (2.0 / 3.0) * s->t_mb_s); /* hidden under the last backward */
+    p->optimizer_s = optimizer_time_s(s, R);
+    p->step_s = p->compute_s + p->tp_s + p->bubble_s + p->exposed_s + p->optimizer_s;
+    p->seq_per_s = (double)p->global_batch / p->step_s;
+    p->tokens_per_s = p->seq_per_s * (double)s->seq;
+    p->mfu_pct = mfu_pct(model_flops_per_token(&s->cfg, (int)s->seq), p->tokens_per_s, scale_peak_per_instance(s) * (double)nodes);
+    p->mem_gib = mem_per_rank_gib(s, R);
     p->mem_avail_gib = s->hw.mem_gib / s->hw.workers;
 }
 
 /* ------------------------------------------------------------------ fit */
 
+void scale_points_where(const scale_points *pts, int i, char *buf, size_t n)
+{
+    if (pts->line[i] > 0) snprintf(buf, n, "%s:%d", pts->src[i], pts->line[i]);
+    else snprintf(buf, n, "flag '%s'", pts->src[i]);
+}
+
+void scale_param_range(const scale_model *s, int which, double *lo, double *hi)
+{
+    *lo = 0, *hi = INFINITY;
+    if (which == SP_COMPUTE) {
+        double t = scale_t_mb_from_peak(s, 1.0); /* hardware FLOPs at 100% of the peak */
+        if (isfinite(t) && t > 0) *lo = t;
+    } else if (which == SP_BANDWIDTH || which == SP_OVERLAP) {
+        *hi = 1;
+    }
+}
+
 typedef struct {
     scale_model *s;
     const int *which; /* SP_* of each fitted parameter */
-    int np, n;
-    const long *nodes;
-    const double *seq_per_s;
+    const double *lo, *hi;
+    int np;
+    const scale_points *pts;
 } fit_ctx;
 
-/* Parameters are fitted in log space (overlap through a logistic) so that they stay valid. */
-static void set_param(scale_model *s, int which, double x)
+/* Each parameter is fitted in a coordinate x that keeps it inside its range [lo, hi]:
+ * lo + exp(x) when hi is infinite, lo + (hi - lo) / (1 + exp(-x)) when it is not. */
+static double param_from_x(double x, double lo, double hi)
+{
+    return isfinite(hi) ? lo + (hi - lo) / (1.0 + exp(-x)) : lo + exp(x);
+}
+
+/* The inverse, for a start value v (moved inside the range when it is on an edge). */
+static double param_to_x(double v, double lo, double hi)
+{
+    if (isfinite(hi)) {
+        double u = fmin(fmax((v - lo) / (hi - lo), 0.01), 0.99);
+        return log(u / (1 - u));
+    }
+    double d = v - lo;
+    if (!(d > 0)) d = lo > 0 ? 0.01 * lo : 10e-6;
+    return log(d);
+}
+
+static double *param_ref(scale_model *s, int which)
 {
     switch (which) {
-    case SP_COMPUTE: s->t_mb_s = exp(x); break;
-    case SP_BANDWIDTH: s->net_eff = exp(x); break;
-    case SP_LATENCY: s->latency_s = exp(x); break;
-    default: s->overlap = 1.0 / (1.0 + exp(-x)); break;
+    case SP_COMPUTE: return &s->t_mb_s;
+    case SP_BANDWIDTH: return &s->net_eff;
+    case SP_LATENCY: return &s->latency_s;
+    default: return &s->overlap;
     }
 }
 
-static double get_param(const scale_model *s, int which)
-{
-    switch (which) {
-    case SP_COMPUTE: return log(s->t_mb_s);
-    case SP_BANDWIDTH: return log(s->net_eff);
-    case SP_LATENCY: return log(s->latency_s > 0 ? s->latency_s : 10e-6);
-    default: {
-        double o = fmin(fmax(s->overlap, 0.01), 0.99);
-        return log(o / (1 - o));
-    }
-    }
-}
-
-static double param_value(const scale_model *s, int which)
+static double param_get(const scale_model *s, int which)
 {
     switch (which) {
     case SP_COMPUTE: return s->t_mb_s;
@@ -177,66 +217,237 @@ static int residuals(const double *x, double *f, void *data)
 {
     fit_ctx *c = data;
     scale_model s = *c->s;
-    for (int i = 0; i < c->np; i++) set_param(&s, c->which[i], x[i]);
-    for (int i = 0; i < c->n; i++) {
+    for (int i = 0; i < c->np; i++) *param_ref(&s, c->which[i]) = param_from_x(x[i], c->lo[i], c->hi[i]);
+    for (int i = 0; i < c->pts->n; i++) {
         scale_point p;
-        scale_eval(&s, c->nodes[i], &p);
-        f[i] = p.seq_per_s / c->seq_per_s[i] - 1.0; /* relative error */
+        scale_eval(&s, c->pts->nodes[i], &p);
+        f[i] = p.seq_per_s / c->pts->seq_per_s[i] - 1.0; /* relative error */
     }
     return 0;
 }
 
-/* Largest relative change of any prediction when parameter `which` moves by one unit of its
- * fitted coordinate. */
-static double sensitivity(const scale_model *s, int which, const long *nodes, int n)
+/* Sum of squared relative errors of the model at the points. */
+static double fit_cost(const scale_model *s, const scale_points *pts)
+{
+    double ss = 0;
+    for (int i = 0; i < pts->n; i++) {
+        scale_point p;
+        scale_eval(s, pts->nodes[i], &p);
+        double e = p.seq_per_s / pts->seq_per_s[i] - 1.0;
+        ss += e * e;
+    }
+    return ss;
+}
+
+/* Largest relative change of any prediction when parameter `which` moves by a factor e (the
+ * network efficiency down, as the line rate is its top; the overlap by one unit of its logit). */
+static double sensitivity(const scale_model *s, int which, const scale_points *pts)
 {
     scale_model a = *s;
-    set_param(&a, which, get_param(s, which) + 1.0);
+    switch (which) {
+    case SP_COMPUTE: a.t_mb_s *= exp(1.0); break;
+    case SP_BANDWIDTH: a.net_eff /= exp(1.0); break;
+    case SP_LATENCY: a.latency_s *= exp(1.0); break;
+    default: a.overlap = param_from_x(param_to_x(s->overlap, 0, 1) + 1.0, 0, 1); break;
+    }
     double worst = 0;
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < pts->n; i++) {
         scale_point p0, p1;
-        scale_eval(s, nodes[i], &p0);
-        scale_eval(&a, nodes[i], &p1);
+        scale_eval(s, pts->nodes[i], &p0);
+        scale_eval(&a, pts->nodes[i], &p1);
         worst = fmax(worst, fabs(p1.seq_per_s / p0.seq_per_s - 1.0));
     }
     return worst;
 }
 
-int scale_fit_points(scale_model *s, const int *want, const long *nodes, const double *seq_per_s, int n, scale_fit *fit)
+/* A start for the compute time: what makes the first point's step time come out right with the
+ * other terms as they are (inside the compute's range). */
+static void compute_start(scale_model *s, const scale_points *pts, double lo)
 {
-    memset(fit, 0, sizeof *fit);
-    fit->npoints = n;
-    if (n < 1) return err_msg("scale: nothing to fit");
-    if (s->latency_s <= 0 && want[SP_LATENCY]) s->latency_s = 10e-6; /* a start for the fit */
-    int which[SP_COUNT], np = 0;
+    if (!(s->t_mb_s > 0) || !isfinite(s->t_mb_s)) s->t_mb_s = 1.0;
+    scale_point p;
+    scale_eval(s, pts->nodes[0], &p);
+    double step = (double)p.global_batch / pts->seq_per_s[0];
+    double per_t = (double)p.micro_batches + (s->pp - 1) / (double)s->interleave; /* compute + bubble per second of t_mb */
+    double t = (step - (p.step_s - p.compute_s - p.bubble_s)) / per_t;
+    if (isfinite(t) && t > 0) s->t_mb_s = t;
+    if (!(s->t_mb_s > lo)) s->t_mb_s = 1.01 * lo;
+}
+
+/* The parameters to fit (compute first), into which[]; marks the undetermined ones. */
+static int fit_choose(const scale_model *s, const int *want, const scale_points *pts, scale_fit *fit, int *which)
+{
+    int np = 0;
     for (int k = 0; k < SP_COUNT; k++) {
         if (!(k == SP_COMPUTE || want[k])) continue;
-        if (k != SP_COMPUTE && sensitivity(s, k, nodes, n) < 0.01) {
-            fit->undetermined[k] = 1;
-            continue;
-        }
-        if (np >= n) {
+        if (k != SP_COMPUTE && (sensitivity(s, k, pts) < 0.01 || np >= pts->n)) {
             fit->undetermined[k] = 1;
             continue;
         }
         which[np++] = k;
     }
-    double x[SP_COUNT];
-    for (int i = 0; i < np; i++) x[i] = get_param(s, which[i]);
-    fit_ctx c = {s, which, np, n, nodes, seq_per_s};
-    stats_fit_result r;
-    if (stats_fit_nls(residuals, &c, np, n, x, &r) != 0) return CB_EFAIL;
-    for (int i = 0; i < np; i++) {
-        set_param(s, which[i], x[i]);
-        fit->fitted[which[i]] = 1;
-        /* the standard error of a log coordinate is (to first order) a relative error */
-        fit->se_rel[which[i]] = n > np ? r.se[i] : NAN;
-    }
-    for (int k = 0; k < SP_COUNT; k++) fit->value[k] = param_value(s, k);
-    double f[256];
-    residuals(x, f, &c);
+    return np;
+}
+
+/* Whether the points pull fitted parameter k past an edge of its range: it ended within 1% (of
+ * the range, or of its start when the range is open) of the edge, and the squared residuals
+ * fall further when it steps that far beyond. */
+static int pulled_past_edge(const scale_model *s, int k, double start, const scale_fit *fit, const scale_points *pts)
+{
+    double lo = fit->lo[k], hi = fit->hi[k], v = param_get(s, k);
+    double step = 0.01 * (isfinite(hi) ? hi - lo : lo > 0 ? lo : start);
+    double beyond;
+    if (v - lo <= step) beyond = lo - step;
+    else if (hi - v <= step) beyond = hi + step;
+    else return 0;
+    scale_model a = *s;
+    *param_ref(&a, k) = beyond;
+    return fit_cost(&a, pts) < fit_cost(s, pts);
+}
+
+/* Residual of every point with the model as fitted, the worst of them and the rms. */
+static void fit_residuals(const scale_model *s, const scale_points *pts, scale_fit *fit)
+{
     double ss = 0;
-    for (int i = 0; i < n; i++) ss += f[i] * f[i];
-    fit->rms_err_pct = 100.0 * sqrt(ss / n);
+    fit->worst = 0;
+    for (int i = 0; i < pts->n; i++) {
+        scale_point p;
+        scale_eval(s, pts->nodes[i], &p);
+        double e = 100.0 * (p.seq_per_s / pts->seq_per_s[i] - 1.0);
+        fit->resid_pct[i] = e;
+        ss += e * e;
+        if (!(fabs(e) <= fabs(fit->resid_pct[fit->worst]))) fit->worst = i; /* NaN counts as worst */
+    }
+    fit->rms_err_pct = sqrt(ss / pts->n);
+}
+
+int scale_fit_points(scale_model *s, const int *want, const scale_points *pts, scale_fit *fit)
+{
+    memset(fit, 0, sizeof *fit);
+    int n = pts->n;
+    fit->npoints = n;
+    if (n < 1 || n > SCALE_MAX_POINTS) return err_msg("scale: %d calibration points, expected 1 to %d", n, SCALE_MAX_POINTS);
+    for (int k = 0; k < SP_COUNT; k++) scale_param_range(s, k, &fit->lo[k], &fit->hi[k]);
+    double latency0 = s->latency_s;
+    if (s->latency_s <= 0 && want[SP_LATENCY]) s->latency_s = 10e-6; /* a start for the fit */
+    compute_start(s, pts, fit->lo[SP_COMPUTE]);
+    int which[SP_COUNT], np = fit_choose(s, want, pts, fit, which);
+    if (fit->undetermined[SP_LATENCY]) s->latency_s = latency0; /* the start is no value to keep */
+    double x[SP_COUNT], v0[SP_COUNT], lo[SP_COUNT], hi[SP_COUNT];
+    for (int i = 0; i < np; i++) {
+        lo[i] = fit->lo[which[i]], hi[i] = fit->hi[which[i]], v0[i] = param_get(s, which[i]);
+        x[i] = param_to_x(v0[i], lo[i], hi[i]);
+    }
+    fit_ctx c = {s, which, lo, hi, np, pts};
+    stats_fit_result r;
+    int rc = stats_fit_nls(residuals, &c, np, n, x, &r);
+    for (int i = 0; i < np && rc == 0; i++) {
+        double v = param_from_x(x[i], lo[i], hi[i]);
+        *param_ref(s, which[i]) = v;
+        fit->fitted[which[i]] = 1;
+        /* relative standard error: the coordinate's, times d(value)/dx / value */
+        double dvdx = isfinite(hi[i]) ? (v - lo[i]) * (hi[i] - v) / (hi[i] - lo[i]) : v - lo[i];
+        fit->se_rel[which[i]] = n > np ? r.se[i] * dvdx / v : NAN;
+    }
+    if (!fit->fitted[SP_LATENCY]) s->latency_s = latency0;
+    if (rc != 0) return CB_EFAIL;
+    fit->nfitted = np;
+    for (int i = 0; i < np; i++) fit->at_bound[which[i]] = pulled_past_edge(s, which[i], v0[i], fit, pts);
+    for (int k = 0; k < SP_COUNT; k++) fit->value[k] = param_get(s, k);
+    fit_residuals(s, pts, fit);
     return 0;
+}
+
+/* ------------------------------------------------------------------ verification */
+
+void scale_fit_residual_list(const scale_fit *fit, const scale_points *pts, char *buf, size_t n)
+{
+    size_t len = 0;
+    if (n) buf[0] = '\0';
+    for (int i = 0; i < pts->n; i++) {
+        char item[64];
+        int k = snprintf(item, sizeof item, "%s%ld nodes %+.1f%%", i ? ", " : "", pts->nodes[i], fit->resid_pct[i]);
+        if (len + (size_t)k + 24 >= n) { /* keep room for the tail */
+            if (len + 24 < n) snprintf(buf + len, n - len, ", ... (%d more)", pts->n - i);
+            return;
+        }
+        memcpy(buf + len, item, (size_t)k + 1);
+        len += (size_t)k;
+    }
+}
+
+static const char *const param_labels[SP_COUNT] = {"compute time per micro-batch per stage", "network efficiency", "latency per hop",
+                                                   "overlap"};
+static const char *const param_floor[SP_COUNT] = {"100% of the data-sheet peak", "0", "0", "0"};
+static const char *const param_top[SP_COUNT] = {"", "1, the line rate", "", "1, the whole last backward"};
+
+/* "network efficiency 1 (1, the line rate), ..." for the fitted parameters at an edge; 0 if none. */
+static int bound_list(const scale_fit *fit, char *buf, size_t n)
+{
+    int count = 0;
+    buf[0] = '\0';
+    for (int k = 0; k < SP_COUNT; k++) {
+        if (!fit->fitted[k] || !fit->at_bound[k]) continue;
+        double v = fit->value[k], shown = k == SP_LATENCY ? v * 1e6 : v;
+        int top = isfinite(fit->hi[k]) && v >= 0.5 * (fit->lo[k] + fit->hi[k]);
+        size_t len = strlen(buf);
+        snprintf(buf + len, n - len, "%s%s %.4g%s (at its %s: %s)", count ? "; " : "", param_labels[k], shown,
+                 k == SP_COMPUTE ? " s" : k == SP_LATENCY ? " us" : "", top ? "top" : "floor", top ? param_top[k] : param_floor[k]);
+        count++;
+    }
+    return count;
+}
+
+/* One hint: why the worst point cannot be reproduced, when the model can tell. */
+static void fit_hint(const scale_model *s, const scale_fit *fit, const scale_points *pts)
+{
+    int w = fit->worst;
+    scale_model s0 = *s;
+    s0.t_mb_s = 0; /* what the step costs without any compute: the least it can take */
+    scale_point p0;
+    scale_eval(&s0, pts->nodes[w], &p0);
+    double step = (double)p0.global_batch / pts->seq_per_s[w], comm = p0.tp_s + p0.bubble_s + p0.exposed_s;
+    char zero3[96] = "", bounds[512];
+    if (s->zero == 3) snprintf(zero3, sizeof zero3, ", ZeRO-3 gathering the weights in each of %ld micro-batches", p0.micro_batches);
+    if (comm >= step)
+        err_hint("the modelled communication alone takes %.4g s per step at %ld nodes (data-parallel %.4g s%s; tensor-parallel %.4g s), "
+                 "more than the measured step time %.4g s: check --zero, --net-efficiency, --latency-us, --bucket-mib and the "
+                 "measurement (--overlap hides traffic only under the last micro-batch's backward)",
+                 comm, pts->nodes[w], p0.dp_s, zero3, p0.tp_s + p0.bubble_s, step);
+    else if (p0.optimizer_s >= step)
+        err_hint("the modelled optimizer pass alone takes %.4g s per step at %ld nodes (AdamW state at %s's memory bandwidth), "
+                 "more than the measured step time %.4g s: check --zero, --precision and the measurement",
+                 p0.optimizer_s, pts->nodes[w], s->hw.instance, step);
+    else if (comm + p0.optimizer_s >= step)
+        err_hint("the modelled communication (%.4g s) and optimizer pass (%.4g s) alone take more than the measured step time "
+                 "%.4g s at %ld nodes: check --zero, --net-efficiency, --precision and the measurement",
+                 comm, p0.optimizer_s, step, pts->nodes[w]);
+    else if (bound_list(fit, bounds, sizeof bounds) > 0)
+        err_hint("the fit hit a parameter bound: %s; the points ask for more than the model allows there", bounds);
+    else if (fit->nfitted < pts->n)
+        err_hint("with %d parameter%s fitted the model's shape does not follow these %d points: fit more (--fit "
+                 "compute,bandwidth,latency,overlap), check the points, or loosen --fit-tolerance",
+                 fit->nfitted, fit->nfitted == 1 ? "" : "s", pts->n);
+    else
+        err_hint("the least-squares fit did not converge to these points");
+}
+
+int scale_fit_verify(const scale_model *s, scale_fit *fit, const scale_points *pts, double tol_pct)
+{
+    fit_residuals(s, pts, fit); /* the model as it stands, not as the fit left its numbers */
+    int w = fit->worst;
+    if (fabs(fit->resid_pct[w]) <= tol_pct) return 0;
+    char where[4200], list[768];
+    scale_points_where(pts, w, where, sizeof where);
+    scale_point p;
+    scale_eval(s, pts->nodes[w], &p);
+    err_msg("the calibration does not reproduce its points within %g%% (--fit-tolerance): at %ld nodes (%s) measured %.4g seq/s, "
+            "the model gives %.4g seq/s (error %+.1f%%)",
+            tol_pct, pts->nodes[w], where, pts->seq_per_s[w], p.seq_per_s, fit->resid_pct[w]);
+    fit_hint(s, fit, pts);
+    if (pts->n > 1) {
+        scale_fit_residual_list(fit, pts, list, sizeof list);
+        err_hint("residuals (model / measured - 1) at the %d points: %s", pts->n, list);
+    }
+    return CB_EFAIL;
 }

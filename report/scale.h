@@ -12,12 +12,17 @@
  *             of the parameters in every micro-batch's forward and backward (Rajbhandari et al. 2020)
  *   overlap   the all-reduce hides under a fraction of the last micro-batch's backward (2/3 t_mb)
  *   optimizer AdamW streams its state once per step at the device's memory bandwidth
- * t_mb comes from measured points (a base point, or a least-squares fit to several) or from the
- * data-sheet peak times an assumed MFU. Memory per rank: weights, gradients and AdamW state per
+ * t_mb comes from measured points (a base point, or a least-squares fit to several, each free
+ * parameter held inside its valid range) or from the data-sheet peak times an assumed MFU. A
+ * calibration counts only when the model then reproduces every one of its points within a stated
+ * tolerance (scale_fit_verify): a model whose communication alone outlasts the measured step, or
+ * a fit pinned at a parameter's edge, cannot, and says why. Memory per rank: weights, gradients and AdamW state per
  * precision and ZeRO stage, plus activations (Korthikanti et al. 2022, s b h (10 + 24/t + 5 a s/(h t))
  * bytes per layer in 16-bit, 2 s b h with full recomputation, L layers' worth on the first stage). */
 #ifndef CB_SCALE_H
 #define CB_SCALE_H
+
+#include <stddef.h>
 
 #include "../common/presets.h"
 #include "inputs.h"
@@ -64,18 +69,52 @@ double scale_t_mb_from_peak(const scale_model *s, double mfu);
 /* The peak the model's MFU is against, FLOP/s per instance (NaN when unknown). */
 double scale_peak_per_instance(const scale_model *s);
 
+/* Calibration points: measured (nodes, seq/s) and where each came from. */
+#define SCALE_MAX_POINTS 256
+typedef struct {
+    long nodes[SCALE_MAX_POINTS];
+    double seq_per_s[SCALE_MAX_POINTS];
+    const char *src[SCALE_MAX_POINTS]; /* a flag ("--base-seq-per-s") or a file path (not owned) */
+    int line[SCALE_MAX_POINTS];        /* line of the file; 0 for a flag */
+    int n;
+} scale_points;
+
+/* "flag '--base-seq-per-s'" or "file:line", for messages. */
+void scale_points_where(const scale_points *pts, int i, char *buf, size_t n);
+
 typedef struct {
     int fitted[SP_COUNT];        /* 1: adjusted by the fit */
     int undetermined[SP_COUNT];  /* 1: asked for, but the points cannot tell it (kept fixed) */
+    int at_bound[SP_COUNT];      /* 1: fitted, but it ran into the edge of its valid range */
     double value[SP_COUNT], se_rel[SP_COUNT]; /* fitted values; relative standard error (NaN: exact) */
+    double lo[SP_COUNT], hi[SP_COUNT];        /* valid range of each parameter (see scale_param_range) */
     double rms_err_pct;
-    int npoints;
+    double resid_pct[SCALE_MAX_POINTS]; /* model / measured - 1 at each point, in % */
+    int worst;                          /* the point with the largest |resid_pct| */
+    int npoints, nfitted;
 } scale_fit;
 
-/* Fits the parameters in `want` (SP_* flags, 1 each) to measured (nodes, seq/s) points, compute
- * always among them. Parameters the points cannot determine (changing them by e^1 moves no
- * prediction by 1%) stay at their prior values and are marked. More parameters than points: the
- * later ones are dropped. Returns 0 or CB_EFAIL. */
-int scale_fit_points(scale_model *s, const int *want, const long *nodes, const double *seq_per_s, int n, scale_fit *fit);
+/* Valid range of free parameter `which` in its own units: compute no faster than the data-sheet
+ * peak (hardware FLOPs at 100%: lo; 0 when the peak is unknown), network efficiency at most 1 (the
+ * line rate), latency at least 0, overlap 0..1. A fit never leaves it. */
+void scale_param_range(const scale_model *s, int which, double *lo, double *hi);
+
+/* Fits the parameters in `want` (SP_* flags, 1 each) to the measured points, compute always among
+ * them, each within its scale_param_range. Parameters the points cannot determine (changing them
+ * by e^1 moves no prediction by 1%) stay at their prior values and are marked. More parameters
+ * than points: the later ones are dropped. Fills the residual of every point. Returns 0 or
+ * CB_EFAIL. A returned fit may still miss its points: check it with scale_fit_verify. */
+int scale_fit_points(scale_model *s, const int *want, const scale_points *pts, scale_fit *fit);
+
+/* Whether the calibrated model reproduces every point within tol_pct: evaluates it at each point
+ * (fit->resid_pct, worst and rms_err_pct rewritten) and compares |model / measured - 1|.
+ * Returns 0, or CB_EFAIL after one error line naming the worst point (nodes, measured and model
+ * seq/s, error) and `hint:` lines: the likely cause when it can tell (the modelled communication
+ * or optimizer time alone exceeds the measured step time; a parameter at its bound; too few
+ * parameters for the points' shape) and, for several points, every residual. */
+int scale_fit_verify(const scale_model *s, scale_fit *fit, const scale_points *pts, double tol_pct);
+
+/* "4 nodes -0.4%, 8 nodes +1.0%, ..." (as much as fits in buf, then "... (N more)"). */
+void scale_fit_residual_list(const scale_fit *fit, const scale_points *pts, char *buf, size_t n);
 
 #endif

@@ -1,5 +1,7 @@
 /* costbench scale: seq/s, tokens/$ and efficiency across node counts from the step model of
- * report/scale.h, calibrated on measured points (--base-*, --measured) or the data-sheet peak. */
+ * report/scale.h, calibrated on measured points (--base-*, --measured) or the data-sheet peak.
+ * Flags -> scale_opts -> scale_model -> calibration points -> calibration, verified against its
+ * own points (--fit-tolerance) -> record (rows, notes) -> table, CSV, plot. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,47 +31,375 @@ static const rec_col scale_cols[SC_NCOLS] = {
     {"micro_batch", "seq", REC_NUM, 0},     {"source", "", REC_STR, 0},
 };
 
+/* The flags as given (strings point into argv), and what scale_opts_check derives from them. */
 typedef struct {
-    long nodes[256];
-    double seq_per_s[256];
-    char where[256][64];
-    int n;
-} point_list;
+    const char *model, *instance, *pricing, *region, *precision, *measured, *compare, *csv, *plot, *prices_path, *hw_path,
+        *fit_list;
+    long tp, pp, seq, global_batch, batch_per_device, micro_batch, base_nodes, zero, interleave;
+    double base_seq_per_s, usd_per_hour, mfu_pct, overlap, bucket_mib, latency_us, net_eff, fit_tol_pct;
+    int recompute;
+    opt_list nodes;
+    scale_precision prec; /* from --precision */
+    int want[SP_COUNT];   /* from --fit */
+} scale_opts;
 
-/* Rows of a throughput file that describe the modelled configuration. */
-static int points_from_file(const char *path, const scale_model *s, point_list *pl)
+/* One run: the flags, the tables (owned), the model, its points and its calibration. */
+typedef struct {
+    scale_opts o;
+    price_table pt;
+    hw_table ht;
+    const hw_row *hw;    /* a row of ht */
+    const price_row *pr; /* a row of pt; NULL with --usd-per-hour */
+    double usd_per_hour; /* per instance */
+    scale_model s;
+    scale_points meas;   /* calibration points: --base-*, --measured */
+    scale_points cmp;    /* --compare: shown beside the prediction, not fitted */
+    scale_fit fit;
+    char calib[512];     /* how the compute time was obtained (notes, source column) */
+} scale_run;
+
+/* Parses the flags into o (defaults first). Returns 0, 1 after --help, or CB_EUSAGE. */
+static int scale_opts_parse(scale_opts *o, int argc, char **argv)
+{
+    *o = (scale_opts){.pricing = "on_demand", .precision = "mixed", .tp = 1, .pp = 1, .seq = 2048, .micro_batch = 1,
+                      .interleave = 1, .mfu_pct = 40, .bucket_mib = 25, .latency_us = -1, .net_eff = 1, .fit_tol_pct = 5,
+                      .nodes = {{1, 2, 4, 8, 16, 32, 64}, 7}};
+    const opt_spec specs[] = {
+        {"model", OPT_STR, &o->model, 0, 0, 0, 0, "PRESET", "model preset of data/models.csv (required)"},
+        {"instance", OPT_STR, &o->instance, 0, 0, 0, 0, "TYPE", "instance type of data/hardware.csv and data/prices.csv (required)"},
+        {"tp", OPT_LONG, &o->tp, 1, 4096, 0, 0, "T", "tensor-parallel degree, inside a node (default 1)"},
+        {"pp", OPT_LONG, &o->pp, 1, 4096, 0, 0, "P", "pipeline-parallel stages (default 1)"},
+        {"interleave", OPT_LONG, &o->interleave, 1, 64, 0, 0, "V", "virtual stages per rank, interleaved 1F1B (default 1)"},
+        {"seq", OPT_LONG, &o->seq, 1, 1 << 22, 0, 0, "S", "sequence length (default 2048)"},
+        {"global-batch", OPT_LONG, &o->global_batch, 1, 1L << 30, 0, 0, "G", "strong scaling: sequences per step, fixed"},
+        {"batch-per-device", OPT_LONG, &o->batch_per_device, 1, 1L << 30, 0, 0, "B", "weak scaling: sequences per data-parallel replica, fixed"},
+        {"micro-batch", OPT_LONG, &o->micro_batch, 1, 1L << 20, 0, 0, "B", "sequences per micro-batch (default 1)"},
+        {"nodes", OPT_LONG_LIST, &o->nodes, 1, 1000000, 0, 0, "LIST", "node counts to predict (default 1,2,4,...,64)"},
+        {"base-nodes", OPT_LONG, &o->base_nodes, 1, 1000000, 0, 0, "N", "a measured point: node count ..."},
+        {"base-seq-per-s", OPT_DOUBLE, &o->base_seq_per_s, 0, 0, 1e-9, 1e12, "S", "... and its throughput in seq/s"},
+        {"measured", OPT_STR, &o->measured, 0, 0, 0, 0, "FILE", "throughput CSV: fit the model to its matching rows"},
+        {"compare", OPT_STR, &o->compare, 0, 0, 0, 0, "FILE", "throughput CSV: show its matching rows and the error, not fitted"},
+        {"fit", OPT_STR, &o->fit_list, 0, 0, 0, 0, "LIST", "parameters to fit: compute,bandwidth,latency,overlap (default compute,bandwidth)"},
+        {"fit-tolerance", OPT_DOUBLE, &o->fit_tol_pct, 0, 0, 0.001, 1000, "PCT", "the calibration must reproduce each of its points within PCT% (default 5)"},
+        {"mfu", OPT_DOUBLE, &o->mfu_pct, 0, 0, 0.1, 100, "PCT", "without measured points: assumed MFU of the data-sheet peak (default 40)"},
+        {"zero", OPT_LONG, &o->zero, 0, 3, 0, 0, "0-3", "ZeRO stage / FSDP sharding of optimizer state, gradients, weights (default 0)"},
+        {"precision", OPT_STR, &o->precision, 0, 0, 0, 0, "fp32|mixed|bf16", "bytes per parameter and gradient (default mixed)"},
+        {"recompute", OPT_FLAG, &o->recompute, 0, 0, 0, 0, NULL, "full activation recomputation (memory; 4/3 the FLOPs from peak)"},
+        {"overlap", OPT_DOUBLE, &o->overlap, 0, 0, 0, 1, "F", "share of the last backward the all-reduce hides under (default 0)"},
+        {"bucket-mib", OPT_DOUBLE, &o->bucket_mib, 0, 0, 0.001, 1e6, "MIB", "gradient bucket size, for the latency term (default 25)"},
+        {"latency-us", OPT_DOUBLE, &o->latency_us, 0, 0, 0, 1e6, "US", "network latency per hop (default: data/hardware.csv, else 0)"},
+        {"net-efficiency", OPT_DOUBLE, &o->net_eff, 0, 0, 0.001, 1, "F", "achieved share of the network line rate (default 1)"},
+        {"pricing", OPT_STR, &o->pricing, 0, 0, 0, 0, "OPTION", "price of data/prices.csv: " PRICE_OPTIONS " (default on_demand)"},
+        {"region", OPT_STR, &o->region, 0, 0, 0, 0, "REGION", "region of the price (default: the only one listed)"},
+        {"usd-per-hour", OPT_DOUBLE, &o->usd_per_hour, 0, 0, 1e-9, 1e9, "USD", "price per instance-hour instead of data/prices.csv"},
+        {"prices", OPT_STR, &o->prices_path, 0, 0, 0, 0, "FILE", "price table (default data/prices.csv)"},
+        {"hardware", OPT_STR, &o->hw_path, 0, 0, 0, 0, "FILE", "hardware table (default data/hardware.csv)"},
+        {"csv", OPT_STR, &o->csv, 0, 0, 0, 0, "FILE", "write the table as CSV (a throughput file `costbench report` reads)"},
+        {"plot", OPT_STR, &o->plot, 0, 0, 0, 0, "FILE.png", "throughput vs nodes: the model's curve, measured points, ideal line"},
+        {0},
+    };
+    return opts_parse("scale", "--model PRESET --instance TYPE [options]", specs, argc, argv, 2, NULL, NULL);
+}
+
+/* --fit LIST into want[] (compute always on). */
+static int fit_list_parse(const char *list, int *want)
+{
+    char buf[256], *words[8];
+    int nw = parse_word_list(list, "flag '--fit'", buf, sizeof buf, words, 8);
+    if (nw < 0) return nw;
+    memset(want, 0, SP_COUNT * sizeof *want);
+    for (int i = 0; i < nw; i++) {
+        int k = -1;
+        for (int j = 0; j < SP_COUNT; j++)
+            if (strcmp(words[i], scale_param_names[j]) == 0) k = j;
+        if (k < 0) return err_usage("flag '--fit': expected compute, bandwidth, latency or overlap, got '%s'", words[i]);
+        want[k] = 1;
+    }
+    want[SP_COMPUTE] = 1;
+    return 0;
+}
+
+/* What the flags say on their own (no tables needed). Returns 0 or CB_EUSAGE. */
+static int scale_opts_check(scale_opts *o)
+{
+    if (!o->model) return err_usage("flag '--model' is required (a preset of data/models.csv)");
+    if (!o->instance) return err_usage("flag '--instance' is required (an instance type of data/hardware.csv)");
+    if ((o->global_batch > 0) == (o->batch_per_device > 0))
+        return err_usage("give exactly one of '--global-batch' (strong scaling) and '--batch-per-device' (weak)");
+    if ((o->base_nodes > 0) != (o->base_seq_per_s > 0)) return err_usage("flags '--base-nodes' and '--base-seq-per-s' go together");
+    if (!price_option_valid(o->pricing)) return err_usage("flag '--pricing': expected one of %s, got '%s'", PRICE_OPTIONS, o->pricing);
+    if (o->plot && !strstr(o->plot, ".png") && !strstr(o->plot, ".svg"))
+        return err_usage("flag '--plot': expected a file name ending in .png or .svg, got '%s'", o->plot);
+    int prec = -1;
+    for (int i = 0; i < 3; i++)
+        if (strcmp(o->precision, scale_precision_names[i]) == 0) prec = i;
+    if (prec < 0) return err_usage("flag '--precision': expected fp32, mixed or bf16, got '%s'", o->precision);
+    o->prec = (scale_precision)prec;
+    o->want[SP_COMPUTE] = o->want[SP_BANDWIDTH] = 1;
+    return o->fit_list ? fit_list_parse(o->fit_list, o->want) : 0;
+}
+
+/* The preset, the price and hardware tables, the instance's row and its price. */
+static int run_load(scale_run *r)
+{
+    const scale_opts *o = &r->o;
+    int rc = model_preset_find(o->model, &r->s.cfg);
+    if (rc != 0) return rc;
+    if (o->seq > r->s.cfg.max_T) return err_usage("flag '--seq': %s has max_seq_len %d, got %ld", o->model, r->s.cfg.max_T, o->seq);
+    if (data_tables_load(o->prices_path, o->hw_path, &r->pt, &r->ht) != 0) return CB_EFAIL;
+    if (!(r->hw = hardware_find(&r->ht, o->instance)))
+        return err_usage("flag '--instance': unknown instance type '%s' (not in %s)", o->instance, r->ht.path);
+    r->usd_per_hour = o->usd_per_hour;
+    if (r->usd_per_hour <= 0) {
+        if (!(r->pr = prices_find(&r->pt, o->instance, o->pricing, o->region))) return CB_EUSAGE;
+        r->usd_per_hour = r->pr->usd_per_hour;
+    }
+    return 0;
+}
+
+static void run_free(scale_run *r)
+{
+    prices_free(&r->pt);
+    hardware_free(&r->ht);
+}
+
+/* The step model of the flags on the instance's hardware (compute time still unknown); every
+ * --nodes layout checked. */
+static int model_build(scale_run *r)
+{
+    const scale_opts *o = &r->o;
+    scale_model *s = &r->s;
+    s->hw = *r->hw;
+    s->tp = (int)o->tp, s->pp = (int)o->pp, s->interleave = (int)o->interleave;
+    s->seq = o->seq, s->micro_batch = o->micro_batch, s->global_batch = o->global_batch, s->batch_per_replica = o->batch_per_device;
+    s->zero = (int)o->zero, s->precision = o->prec, s->recompute = o->recompute;
+    s->bucket_bytes = o->bucket_mib * 1048576.0;
+    s->net_eff = o->net_eff;
+    s->latency_s = o->latency_us >= 0 ? o->latency_us * 1e-6 : isfinite(r->hw->net_latency_us) ? r->hw->net_latency_us * 1e-6 : 0;
+    s->overlap = o->overlap;
+    if (o->pp > s->cfg.L) return err_usage("flag '--pp': %ld stages for %d layers", o->pp, s->cfg.L);
+    if (s->cfg.NH % o->tp != 0) return err_usage("flag '--tp': %s has %d heads, not a multiple of %ld", o->model, s->cfg.NH, o->tp);
+    for (int i = 0; i < o->nodes.n; i++) {
+        int rc = scale_check(s, o->nodes.v[i], "--nodes");
+        if (rc != 0) return rc;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ calibration points */
+
+/* Appends one point after checking it: its layout (when `layout_flag` is given: calibration
+ * points are evaluated) and the throughput rules of common/presets.h against the data-sheet peak
+ * of the nodes it ran on. src and line say where it came from (line 0: a flag). */
+static int point_add(scale_points *pl, const scale_model *s, long nodes, double seq_per_s, const char *src, int line,
+                     const char *layout_flag)
+{
+    if (pl->n == SCALE_MAX_POINTS) return err_usage("%s: more than %d points", src, SCALE_MAX_POINTS);
+    int i = pl->n;
+    pl->nodes[i] = nodes, pl->seq_per_s[i] = seq_per_s, pl->src[i] = src, pl->line[i] = line;
+    char where[4200], peak_name[192];
+    scale_points_where(pl, i, where, sizeof where);
+    int rc = layout_flag ? scale_check(s, nodes, layout_flag) : 0;
+    snprintf(peak_name, sizeof peak_name, "the data-sheet dense %s peak of %ld x %s", s->precision == PREC_FP32 ? "FP32" : "BF16",
+             nodes, s->hw.instance);
+    if (rc == 0) rc = throughput_check(&s->cfg, s->seq, seq_per_s, scale_peak_per_instance(s) * (double)nodes, peak_name, where);
+    if (rc == 0) pl->n++;
+    return rc;
+}
+
+/* Whether a throughput row describes the modelled configuration. */
+static int row_matches(const tput_row *r, const scale_model *s)
+{
+    /* rows measured on this machine match its profile ("this machine (per rank)", from
+     * costbench allreduce --profile): one rank is one node of the model */
+    int here = machine_is_this_machine(s->hw.instance) && machine_is_this_machine(r->instance);
+    if (strcmp(r->model, s->cfg.name) != 0 || r->tp != s->tp || r->pp != s->pp || r->seq_len != s->seq ||
+        (strcmp(r->instance, s->hw.instance) != 0 && !here))
+        return 0;
+    return !(s->global_batch > 0 && r->global_batch != s->global_batch);
+}
+
+/* The matching rows of a throughput file, appended to pl (`calibration`: their layouts are
+ * checked too). At least one must match. */
+static int points_from_file(const char *path, const scale_model *s, scale_points *pl, int calibration)
 {
     tput_set set = {0};
     if (throughput_load(&set, path) != 0) return CB_EFAIL;
-    int rc = 0;
-    for (int i = 0; i < set.n; i++) {
+    char where[4200];
+    int rc = 0, found = 0;
+    for (int i = 0; i < set.n && rc == 0; i++) {
         const tput_row *r = &set.rows[i];
-        /* rows measured on this machine match its profile ("this machine (per rank)", from
-         * costbench allreduce --profile): one rank is one node of the model */
-        int here = machine_is_this_machine(s->hw.instance) && machine_is_this_machine(r->instance);
-        if (strcmp(r->model, s->cfg.name) != 0 || r->tp != s->tp || r->pp != s->pp || r->seq_len != s->seq ||
-            (strcmp(r->instance, s->hw.instance) != 0 && !here))
-            continue;
-        if (s->global_batch > 0 && r->global_batch != s->global_batch) continue;
-        if (pl->n == 256) {
-            rc = err_msg("%s: more than 256 matching rows", path);
-            break;
-        }
-        pl->nodes[pl->n] = r->instances * r->ranks;
-        pl->seq_per_s[pl->n] = r->seq_per_s;
-        snprintf(pl->where[pl->n], sizeof pl->where[0], "%.40s:%d", path, r->line);
-        pl->n++;
+        if (!row_matches(r, s)) continue;
+        snprintf(where, sizeof where, "%s:%d", path, r->line);
+        rc = point_add(pl, s, r->instances * r->ranks, r->seq_per_s, path, r->line, calibration ? where : NULL);
+        found++;
     }
     throughput_free(&set);
-    if (rc == 0 && pl->n == 0)
+    if (rc == 0 && found == 0)
         rc = err_usage("%s: no row matches %s, tp %d, pp %d, seq_len %ld, %s%s", path, s->cfg.name, s->tp, s->pp, s->seq,
                        s->hw.instance, s->global_batch > 0 ? " and the global batch" : "");
     return rc;
 }
 
-static int scale_plot(const char *path, const scale_model *s, const record *rec, const point_list *meas, const point_list *cmp)
+/* --base-nodes/--base-seq-per-s and --measured (fitted), --compare (shown). */
+static int points_gather(scale_run *r)
 {
-    double xs[256], ys[256], ix[256], iy[256], mx[256], my[256], cx[256], cy[256];
+    const scale_opts *o = &r->o;
+    int rc = 0;
+    if (o->base_nodes > 0) rc = point_add(&r->meas, &r->s, o->base_nodes, o->base_seq_per_s, "--base-seq-per-s", 0, "--base-nodes");
+    if (rc == 0 && o->measured) rc = points_from_file(o->measured, &r->s, &r->meas, 1);
+    if (rc == 0 && o->compare) rc = points_from_file(o->compare, &r->s, &r->cmp, 0);
+    return rc;
+}
+
+/* The compute time: fitted to the calibration points and verified against every one of them
+ * (--fit-tolerance), or without points the data-sheet peak at the assumed --mfu. */
+static int calibrate(scale_run *r)
+{
+    const scale_opts *o = &r->o;
+    scale_model *s = &r->s;
+    s->t_mb_s = scale_t_mb_from_peak(s, o->mfu_pct / 100.0);
+    if (r->meas.n == 0) {
+        if (!isfinite(s->t_mb_s))
+            return err_usage("%s: %s has no %s peak; give a measured point (--base-nodes/--base-seq-per-s or --measured)", r->ht.path,
+                             o->instance, o->prec == PREC_FP32 ? "FP32" : "BF16");
+        snprintf(r->calib, sizeof r->calib, "from the data-sheet peak at an assumed MFU of %.0f%%", o->mfu_pct);
+        return 0;
+    }
+    int rc = scale_fit_points(s, o->want, &r->meas, &r->fit);
+    if (rc == 0) rc = scale_fit_verify(s, &r->fit, &r->meas, o->fit_tol_pct);
+    if (rc != 0) return rc;
+    if (r->meas.n == 1)
+        snprintf(r->calib, sizeof r->calib, "calibrated on 1 point (%ld nodes, %.4g seq/s)", r->meas.nodes[0], r->meas.seq_per_s[0]);
+    else
+        snprintf(r->calib, sizeof r->calib, "fitted to %d points (rms error %.1f%%)", r->meas.n, r->fit.rms_err_pct);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ the record */
+
+/* The measured point at this node count (calibration, then --compare) and the model's error. */
+static void row_measured(record *rec, int row, const scale_run *r, long nodes, double model_seq_per_s)
+{
+    const scale_points *lists[2] = {&r->meas, &r->cmp};
+    for (int l = 0; l < 2; l++)
+        for (int j = 0; j < lists[l]->n; j++) {
+            if (lists[l]->nodes[j] != nodes) continue;
+            record_num(rec, row, SC_MEAS, lists[l]->seq_per_s[j]);
+            record_num(rec, row, SC_ERR, 100.0 * (model_seq_per_s / lists[l]->seq_per_s[j] - 1.0));
+        }
+}
+
+/* One row: the model at `nodes`. eff0: seq/s per node at the first node count. Returns the row
+ * or CB_EFAIL; *over_mem set when the memory estimate exceeds a rank's memory. */
+static int row_add(record *rec, const scale_run *r, long nodes, double eff0, const char *source, int *over_mem)
+{
+    scale_point p;
+    scale_eval(&r->s, nodes, &p);
+    int row = record_add_row(rec);
+    if (row < 0) return CB_EFAIL;
+    double usd_h = r->usd_per_hour * (double)nodes;
+    record_num(rec, row, SC_NODES, (double)nodes);
+    record_num(rec, row, SC_SEQS, p.seq_per_s);
+    record_num(rec, row, SC_TOKS, p.tokens_per_s);
+    record_num(rec, row, SC_TPU, round(p.tokens_per_s * 3600.0 / usd_h)); /* whole tokens, as Table 1 */
+    record_num(rec, row, SC_EFF, p.seq_per_s / (double)nodes / eff0);
+    row_measured(rec, row, r, nodes, p.seq_per_s);
+    record_num(rec, row, SC_STEP, p.step_s);
+    record_num(rec, row, SC_COMP, p.compute_s);
+    record_num(rec, row, SC_BUBBLE, p.bubble_s);
+    record_num(rec, row, SC_TPC, p.tp_s);
+    record_num(rec, row, SC_DPC, p.dp_s);
+    record_num(rec, row, SC_EXP, p.exposed_s);
+    record_num(rec, row, SC_OPT, p.optimizer_s);
+    record_num(rec, row, SC_MFU, p.mfu_pct);
+    record_num(rec, row, SC_MEM, p.mem_gib);
+    if (p.mem_gib > p.mem_avail_gib) *over_mem = 1;
+    record_num(rec, row, SC_USD, usd_h);
+    record_str(rec, row, SC_MODEL, r->o.model);
+    record_num(rec, row, SC_TP, (double)r->o.tp);
+    record_num(rec, row, SC_PP, (double)r->o.pp);
+    record_num(rec, row, SC_INST, (double)nodes);
+    record_str(rec, row, SC_ITYPE, r->o.instance);
+    record_num(rec, row, SC_SEQ, (double)r->o.seq);
+    record_num(rec, row, SC_GB, (double)p.global_batch);
+    record_num(rec, row, SC_MB, (double)r->o.micro_batch);
+    record_str(rec, row, SC_SOURCE, source);
+    return row;
+}
+
+static int rows_fill(record *rec, const scale_run *r, int *over_mem)
+{
+    char source[640];
+    snprintf(source, sizeof source, "predicted: costbench scale, %s; %s %g Gbit/s x %.2f, latency %.3g us, %s precision, ZeRO %d",
+             r->calib, r->o.instance, r->hw->net_gbit_per_s, r->s.net_eff, r->s.latency_s * 1e6, scale_precision_names[r->o.prec],
+             (int)r->o.zero);
+    scale_point p0;
+    scale_eval(&r->s, r->o.nodes.v[0], &p0);
+    double eff0 = p0.seq_per_s / (double)r->o.nodes.v[0];
+    for (int i = 0; i < r->o.nodes.n; i++)
+        if (row_add(rec, r, r->o.nodes.v[i], eff0, source, over_mem) < 0) return CB_EFAIL;
+    return 0;
+}
+
+/* How the compute time was obtained, how well it reproduces its points, each free parameter. */
+static void notes_calibration(record *rec, const scale_run *r)
+{
+    const scale_fit *f = &r->fit;
+    record_note(rec, "prediction %s", r->calib);
+    if (r->meas.n > 0) {
+        char where[4200], list[768];
+        scale_points_where(&r->meas, f->worst, where, sizeof where);
+        record_note(rec, "the calibration reproduces its %d point%s within %g%% (--fit-tolerance): worst residual %+.1f%% at %ld nodes (%s)",
+                    r->meas.n, r->meas.n == 1 ? "" : "s", r->o.fit_tol_pct, f->resid_pct[f->worst], r->meas.nodes[f->worst], where);
+        scale_fit_residual_list(f, &r->meas, list, sizeof list);
+        if (r->meas.n > 1) record_note(rec, "residuals (model / measured - 1): %s", list);
+    }
+    static const char *const units[SP_COUNT] = {"", " of the line rate", " us per hop", " of the last backward"};
+    for (int k = 1; k < SP_COUNT; k++) {
+        const char *name = k == SP_BANDWIDTH ? "network efficiency" : scale_param_names[k];
+        double shown = k == SP_LATENCY ? f->value[k] * 1e6 : f->value[k];
+        if (f->fitted[k] && !f->at_bound[k]) record_note(rec, "fitted %s: %.4g%s", name, shown, units[k]);
+        else if (f->fitted[k])
+            record_note(rec, "%s held at the edge of its range: %.4g%s (the points pull it beyond; not a fit)", name, shown, units[k]);
+        else if (f->undetermined[k])
+            record_note(rec, "%s not fitted: the points cannot determine it (kept at %.4g)", scale_param_names[k],
+                        k == SP_LATENCY ? r->s.latency_s * 1e6 : k == SP_BANDWIDTH ? r->s.net_eff : r->s.overlap);
+    }
+    record_note(rec, "compute %.4g s per micro-batch per stage (%s)", r->s.t_mb_s,
+                r->meas.n == 0              ? "data-sheet peak x assumed MFU"
+                : f->at_bound[SP_COMPUTE] ? "held at the data-sheet peak, the edge of its range: not a fit"
+                                          : "fitted");
+}
+
+static void notes_write(record *rec, const scale_run *r, int over_mem)
+{
+    const scale_opts *o = &r->o;
+    const hw_row *hw = r->hw;
+    record_note(rec, "%s, %s: TP %ld x PP %ld per replica, %d ranks per instance (%d %s x %d), %s", o->model, o->instance, o->tp, o->pp,
+                hw->accelerators * hw->workers, hw->accelerators, hw->accelerator, hw->workers,
+                o->global_batch > 0 ? "strong scaling (fixed global batch)" : "weak scaling (fixed batch per replica)");
+    notes_calibration(rec, r);
+    if (!isfinite(hw->intra_gb_per_s) && (o->tp > 1 || hw->accelerators * hw->workers > o->tp * o->pp))
+        record_note(rec, "%s: device-link bandwidth unknown: TP and intra-node gradient traffic not modelled%s", o->instance,
+                    r->meas.n ? " (the fitted compute time includes the TP traffic)" : "");
+    if (r->s.latency_s == 0) record_note(rec, "network latency unknown: not modelled (give --latency-us)");
+    if (r->pr)
+        record_note(rec, "price %s %s $%.4g per instance-hour (%s, %s)", o->instance, o->pricing, r->usd_per_hour, r->pr->as_of,
+                    r->pr->source);
+    else record_note(rec, "price $%.4g per instance-hour (--usd-per-hour)", r->usd_per_hour);
+    if (over_mem)
+        record_note(rec, "warning: the memory estimate exceeds %.1f GiB per rank at some node counts; real runs need --recompute, --zero or more TP/PP",
+                    hw->mem_gib / hw->workers);
+    record_note(rec, "efficiency: seq/s per node against the first node count listed; every figure here is predicted");
+}
+
+/* ------------------------------------------------------------------ outputs */
+
+static int scale_plot(const char *path, const scale_model *s, const record *rec, const scale_points *meas, const scale_points *cmp)
+{
+    double xs[OPT_LIST_CAP], ys[OPT_LIST_CAP], ix[OPT_LIST_CAP], iy[OPT_LIST_CAP];
+    double mx[SCALE_MAX_POINTS], my[SCALE_MAX_POINTS], cx[SCALE_MAX_POINTS], cy[SCALE_MAX_POINTS];
     int n = rec->nrows;
     for (int i = 0; i < n; i++) {
         xs[i] = rec->num[(size_t)i * rec->ncols + SC_NODES];
@@ -95,246 +425,48 @@ static int scale_plot(const char *path, const scale_model *s, const record *rec,
     return plot_lines(path, &sp);
 }
 
-int cmd_scale(int argc, char **argv)
+/* The table on stdout, then --csv and --plot. */
+static int outputs_write(const record *rec, const scale_run *r)
 {
-    const char *model = NULL, *instance = NULL, *pricing = "on_demand", *region = NULL, *precision = "mixed";
-    const char *measured = NULL, *compare = NULL, *csv = NULL, *plot = NULL, *prices_path = NULL, *hw_path = NULL, *fitl = NULL;
-    long tp = 1, pp = 1, seq = 2048, gb = 0, bpd = 0, mb = 1, base_nodes = 0, zero = 0, interleave = 1;
-    double base_sps = 0, usd = 0, mfu = 40, overlap = 0, bucket_mib = 25, latency_us = -1, net_eff = 1;
-    int recompute = 0;
-    opt_list nodes = {{1, 2, 4, 8, 16, 32, 64}, 7};
-    const opt_spec specs[] = {
-        {"model", OPT_STR, &model, 0, 0, 0, 0, "PRESET", "model preset of data/models.csv (required)"},
-        {"instance", OPT_STR, &instance, 0, 0, 0, 0, "TYPE", "instance type of data/hardware.csv and data/prices.csv (required)"},
-        {"tp", OPT_LONG, &tp, 1, 4096, 0, 0, "T", "tensor-parallel degree, inside a node (default 1)"},
-        {"pp", OPT_LONG, &pp, 1, 4096, 0, 0, "P", "pipeline-parallel stages (default 1)"},
-        {"interleave", OPT_LONG, &interleave, 1, 64, 0, 0, "V", "virtual stages per rank, interleaved 1F1B (default 1)"},
-        {"seq", OPT_LONG, &seq, 1, 1 << 22, 0, 0, "S", "sequence length (default 2048)"},
-        {"global-batch", OPT_LONG, &gb, 1, 1L << 30, 0, 0, "G", "strong scaling: sequences per step, fixed"},
-        {"batch-per-device", OPT_LONG, &bpd, 1, 1L << 30, 0, 0, "B", "weak scaling: sequences per data-parallel replica, fixed"},
-        {"micro-batch", OPT_LONG, &mb, 1, 1L << 20, 0, 0, "B", "sequences per micro-batch (default 1)"},
-        {"nodes", OPT_LONG_LIST, &nodes, 1, 1000000, 0, 0, "LIST", "node counts to predict (default 1,2,4,...,64)"},
-        {"base-nodes", OPT_LONG, &base_nodes, 1, 1000000, 0, 0, "N", "a measured point: node count ..."},
-        {"base-seq-per-s", OPT_DOUBLE, &base_sps, 0, 0, 1e-9, 1e12, "S", "... and its throughput in seq/s"},
-        {"measured", OPT_STR, &measured, 0, 0, 0, 0, "FILE", "throughput CSV: fit the model to its matching rows"},
-        {"compare", OPT_STR, &compare, 0, 0, 0, 0, "FILE", "throughput CSV: show its matching rows and the error, not fitted"},
-        {"fit", OPT_STR, &fitl, 0, 0, 0, 0, "LIST", "parameters to fit: compute,bandwidth,latency,overlap (default compute,bandwidth)"},
-        {"mfu", OPT_DOUBLE, &mfu, 0, 0, 0.1, 100, "PCT", "without measured points: assumed MFU of the data-sheet peak (default 40)"},
-        {"zero", OPT_LONG, &zero, 0, 3, 0, 0, "0-3", "ZeRO stage / FSDP sharding of optimizer state, gradients, weights (default 0)"},
-        {"precision", OPT_STR, &precision, 0, 0, 0, 0, "fp32|mixed|bf16", "bytes per parameter and gradient (default mixed)"},
-        {"recompute", OPT_FLAG, &recompute, 0, 0, 0, 0, NULL, "full activation recomputation (memory; 4/3 the FLOPs from peak)"},
-        {"overlap", OPT_DOUBLE, &overlap, 0, 0, 0, 1, "F", "share of the last backward the all-reduce hides under (default 0)"},
-        {"bucket-mib", OPT_DOUBLE, &bucket_mib, 0, 0, 0.001, 1e6, "MIB", "gradient bucket size, for the latency term (default 25)"},
-        {"latency-us", OPT_DOUBLE, &latency_us, 0, 0, 0, 1e6, "US", "network latency per hop (default: data/hardware.csv, else 0)"},
-        {"net-efficiency", OPT_DOUBLE, &net_eff, 0, 0, 0.001, 1, "F", "achieved share of the network line rate (default 1)"},
-        {"pricing", OPT_STR, &pricing, 0, 0, 0, 0, "OPTION", "price of data/prices.csv: " PRICE_OPTIONS " (default on_demand)"},
-        {"region", OPT_STR, &region, 0, 0, 0, 0, "REGION", "region of the price (default: the only one listed)"},
-        {"usd-per-hour", OPT_DOUBLE, &usd, 0, 0, 1e-9, 1e9, "USD", "price per instance-hour instead of data/prices.csv"},
-        {"prices", OPT_STR, &prices_path, 0, 0, 0, 0, "FILE", "price table (default data/prices.csv)"},
-        {"hardware", OPT_STR, &hw_path, 0, 0, 0, 0, "FILE", "hardware table (default data/hardware.csv)"},
-        {"csv", OPT_STR, &csv, 0, 0, 0, 0, "FILE", "write the table as CSV (a throughput file `costbench report` reads)"},
-        {"plot", OPT_STR, &plot, 0, 0, 0, 0, "FILE.png", "throughput vs nodes: the model's curve, measured points, ideal line"},
-        {0},
-    };
-    int rc = opts_parse("scale", "--model PRESET --instance TYPE [options]", specs, argc, argv, 2, NULL, NULL);
-    if (rc != 0) return rc > 0 ? 0 : rc;
-    if (!model) return err_usage("flag '--model' is required (a preset of data/models.csv)");
-    if (!instance) return err_usage("flag '--instance' is required (an instance type of data/hardware.csv)");
-    if ((gb > 0) == (bpd > 0)) return err_usage("give exactly one of '--global-batch' (strong scaling) and '--batch-per-device' (weak)");
-    if ((base_nodes > 0) != (base_sps > 0)) return err_usage("flags '--base-nodes' and '--base-seq-per-s' go together");
-    if (!price_option_valid(pricing)) return err_usage("flag '--pricing': expected one of %s, got '%s'", PRICE_OPTIONS, pricing);
-    if (plot && !strstr(plot, ".png") && !strstr(plot, ".svg"))
-        return err_usage("flag '--plot': expected a file name ending in .png or .svg, got '%s'", plot);
-    scale_model s;
-    memset(&s, 0, sizeof s);
-    int prec = -1;
-    for (int i = 0; i < 3; i++)
-        if (strcmp(precision, scale_precision_names[i]) == 0) prec = i;
-    if (prec < 0) return err_usage("flag '--precision': expected fp32, mixed or bf16, got '%s'", precision);
-    int want[SP_COUNT] = {1, 1, 0, 0};
-    if (fitl) {
-        char buf[256], *words[8];
-        int nw = parse_word_list(fitl, "flag '--fit'", buf, sizeof buf, words, 8);
-        if (nw < 0) return nw;
-        memset(want, 0, sizeof want);
-        for (int i = 0; i < nw; i++) {
-            int k = -1;
-            for (int j = 0; j < SP_COUNT; j++)
-                if (strcmp(words[i], scale_param_names[j]) == 0) k = j;
-            if (k < 0) return err_usage("flag '--fit': expected compute, bandwidth, latency or overlap, got '%s'", words[i]);
-            want[k] = 1;
-        }
-        want[SP_COMPUTE] = 1;
+    record_print(rec, stdout);
+    int rc = 0;
+    if (r->o.csv) {
+        machine_info mi;
+        machine_probe(&mi);
+        rc = record_write_csv(rec, r->o.csv, &mi);
     }
-    if ((rc = model_preset_find(model, &s.cfg)) != 0) return rc;
-    if (seq > s.cfg.max_T) return err_usage("flag '--seq': %s has max_seq_len %d, got %ld", model, s.cfg.max_T, seq);
-    price_table pt;
-    hw_table ht;
-    if (data_tables_load(prices_path, hw_path, &pt, &ht) != 0) return CB_EFAIL;
-    const hw_row *hw = hardware_find(&ht, instance);
-    double price = usd;
-    const price_row *pr = NULL;
-    if (!hw) {
-        rc = err_usage("flag '--instance': unknown instance type '%s' (not in %s)", instance, ht.path);
-        goto out;
-    }
-    if (price <= 0) {
-        if (!(pr = prices_find(&pt, instance, pricing, region))) {
-            rc = CB_EUSAGE;
-            goto out;
-        }
-        price = pr->usd_per_hour;
-    }
-    s.hw = *hw;
-    s.tp = (int)tp, s.pp = (int)pp, s.interleave = (int)interleave;
-    s.seq = seq, s.micro_batch = mb, s.global_batch = gb, s.batch_per_replica = bpd;
-    s.zero = (int)zero, s.precision = (scale_precision)prec, s.recompute = recompute;
-    s.bucket_bytes = bucket_mib * 1048576.0;
-    s.net_eff = net_eff;
-    s.latency_s = latency_us >= 0 ? latency_us * 1e-6 : isfinite(hw->net_latency_us) ? hw->net_latency_us * 1e-6 : 0;
-    s.overlap = overlap;
-    if (pp > s.cfg.L) {
-        rc = err_usage("flag '--pp': %ld stages for %d layers", pp, s.cfg.L);
-        goto out;
-    }
-    if (s.cfg.NH % tp != 0) {
-        rc = err_usage("flag '--tp': %s has %d heads, not a multiple of %ld", model, s.cfg.NH, tp);
-        goto out;
-    }
-    for (int i = 0; i < nodes.n && rc == 0; i++) rc = scale_check(&s, nodes.v[i], "--nodes");
-    if (rc) goto out;
+    if (rc == 0 && r->o.plot && (rc = scale_plot(r->o.plot, &r->s, rec, &r->meas, &r->cmp)) == 0) fprintf(stderr, "wrote %s\n", r->o.plot);
+    return rc;
+}
 
-    /* calibration points */
-    point_list meas = {0}, cmp = {0};
-    if (base_nodes > 0) {
-        if ((rc = scale_check(&s, base_nodes, "--base-nodes")) != 0) goto out;
-        meas.nodes[0] = base_nodes, meas.seq_per_s[0] = base_sps;
-        snprintf(meas.where[0], sizeof meas.where[0], "--base-nodes");
-        meas.n = 1;
-    }
-    if (measured) {
-        point_list more = {0};
-        if ((rc = points_from_file(measured, &s, &more)) != 0) goto out;
-        for (int i = 0; i < more.n && meas.n < 256; i++) {
-            if ((rc = scale_check(&s, more.nodes[i], more.where[i])) != 0) goto out;
-            meas.nodes[meas.n] = more.nodes[i], meas.seq_per_s[meas.n] = more.seq_per_s[i];
-            memcpy(meas.where[meas.n], more.where[i], sizeof meas.where[0]);
-            meas.n++;
-        }
-    }
-    if (compare && (rc = points_from_file(compare, &s, &cmp)) != 0) goto out;
-
+/* The record of a calibrated run: rows, notes, then the outputs. */
+static int record_and_write(const scale_run *r)
+{
     record rec;
-    if (record_init(&rec, scale_cols, SC_NCOLS) != 0) {
-        rc = CB_EFAIL;
-        goto out;
-    }
+    if (record_init(&rec, scale_cols, SC_NCOLS) != 0) return CB_EFAIL;
     for (int c = SC_OPT; c < SC_NCOLS; c++)
         if (c != SC_MFU && c != SC_MEM && c != SC_USD) record_csv_only(&rec, c);
-    char calib[512];
-    scale_fit fit;
-    memset(&fit, 0, sizeof fit);
-    s.t_mb_s = scale_t_mb_from_peak(&s, mfu / 100.0);
-    if (meas.n > 0) {
-        if (!isfinite(s.t_mb_s)) s.t_mb_s = 1.0;
-        if ((rc = scale_fit_points(&s, want, meas.nodes, meas.seq_per_s, meas.n, &fit)) != 0) goto out_rec;
-        if (meas.n == 1)
-            snprintf(calib, sizeof calib, "calibrated on 1 point (%ld nodes, %.4g seq/s)", meas.nodes[0], meas.seq_per_s[0]);
-        else
-            snprintf(calib, sizeof calib, "fitted to %d points (rms error %.1f%%)", meas.n, fit.rms_err_pct);
-    } else {
-        if (!isfinite(s.t_mb_s)) {
-            rc = err_usage("%s: %s has no %s peak; give a measured point (--base-nodes/--base-seq-per-s or --measured)", ht.path,
-                           instance, prec == PREC_FP32 ? "FP32" : "BF16");
-            goto out_rec;
-        }
-        snprintf(calib, sizeof calib, "from the data-sheet peak at an assumed MFU of %.0f%%", mfu);
+    int over_mem = 0, rc = rows_fill(&rec, r, &over_mem);
+    if (rc == 0) {
+        notes_write(&rec, r, over_mem);
+        rc = outputs_write(&rec, r);
     }
-    char source[640];
-    snprintf(source, sizeof source, "predicted: costbench scale, %s; %s %g Gbit/s x %.2f, latency %.3g us, %s precision, ZeRO %d",
-             calib, instance, hw->net_gbit_per_s, s.net_eff, s.latency_s * 1e6, scale_precision_names[prec], (int)zero);
-    double eff0 = NAN;
-    int over_mem = 0;
-    for (int i = 0; i < nodes.n; i++) {
-        scale_point p;
-        scale_eval(&s, nodes.v[i], &p);
-        int row = record_add_row(&rec);
-        if (row < 0) {
-            rc = CB_EFAIL;
-            goto out_rec;
-        }
-        double usd_h = price * (double)nodes.v[i];
-        if (i == 0) eff0 = p.seq_per_s / (double)nodes.v[i];
-        record_num(&rec, row, SC_NODES, (double)nodes.v[i]);
-        record_num(&rec, row, SC_SEQS, p.seq_per_s);
-        record_num(&rec, row, SC_TOKS, p.tokens_per_s);
-        record_num(&rec, row, SC_TPU, round(p.tokens_per_s * 3600.0 / usd_h)); /* whole tokens, as Table 1 */
-        record_num(&rec, row, SC_EFF, p.seq_per_s / (double)nodes.v[i] / eff0);
-        for (int j = 0; j < meas.n + cmp.n; j++) {
-            const point_list *pl = j < meas.n ? &meas : &cmp;
-            int jj = j < meas.n ? j : j - meas.n;
-            if (pl->nodes[jj] != nodes.v[i]) continue;
-            record_num(&rec, row, SC_MEAS, pl->seq_per_s[jj]);
-            record_num(&rec, row, SC_ERR, 100.0 * (p.seq_per_s / pl->seq_per_s[jj] - 1.0));
-        }
-        record_num(&rec, row, SC_STEP, p.step_s);
-        record_num(&rec, row, SC_COMP, p.compute_s);
-        record_num(&rec, row, SC_BUBBLE, p.bubble_s);
-        record_num(&rec, row, SC_TPC, p.tp_s);
-        record_num(&rec, row, SC_DPC, p.dp_s);
-        record_num(&rec, row, SC_EXP, p.exposed_s);
-        record_num(&rec, row, SC_OPT, p.optimizer_s);
-        record_num(&rec, row, SC_MFU, p.mfu_pct);
-        record_num(&rec, row, SC_MEM, p.mem_gib);
-        if (p.mem_gib > p.mem_avail_gib) over_mem = 1;
-        record_num(&rec, row, SC_USD, usd_h);
-        record_str(&rec, row, SC_MODEL, model);
-        record_num(&rec, row, SC_TP, (double)tp);
-        record_num(&rec, row, SC_PP, (double)pp);
-        record_num(&rec, row, SC_INST, (double)nodes.v[i]);
-        record_str(&rec, row, SC_ITYPE, instance);
-        record_num(&rec, row, SC_SEQ, (double)seq);
-        record_num(&rec, row, SC_GB, (double)p.global_batch);
-        record_num(&rec, row, SC_MB, (double)mb);
-        record_str(&rec, row, SC_SOURCE, source);
-    }
-    record_note(&rec, "%s, %s: TP %ld x PP %ld per replica, %d ranks per instance (%d %s x %d), %s",
-                model, instance, tp, pp, hw->accelerators * hw->workers, hw->accelerators, hw->accelerator, hw->workers,
-                gb > 0 ? "strong scaling (fixed global batch)" : "weak scaling (fixed batch per replica)");
-    record_note(&rec, "prediction %s", calib);
-    for (int k = 1; k < SP_COUNT; k++) {
-        if (fit.fitted[k])
-            record_note(&rec, "fitted %s: %.4g%s", k == SP_BANDWIDTH ? "network efficiency" : scale_param_names[k],
-                        k == SP_LATENCY ? fit.value[k] * 1e6 : fit.value[k],
-                        k == SP_LATENCY ? " us per hop" : k == SP_BANDWIDTH ? " of the line rate" : " of the last backward");
-        else if (fit.undetermined[k])
-            record_note(&rec, "%s not fitted: the points cannot determine it (kept at %.4g)", scale_param_names[k],
-                        k == SP_LATENCY ? s.latency_s * 1e6 : k == SP_BANDWIDTH ? s.net_eff : s.overlap);
-    }
-    record_note(&rec, "compute %.4g s per micro-batch per stage (%s)", s.t_mb_s,
-                meas.n ? "fitted" : "data-sheet peak x assumed MFU");
-    if (!isfinite(hw->intra_gb_per_s) && (tp > 1 || hw->accelerators * hw->workers > tp * pp))
-        record_note(&rec, "%s: device-link bandwidth unknown: TP and intra-node gradient traffic not modelled%s", instance,
-                    meas.n ? " (the fitted compute time includes the TP traffic)" : "");
-    if (s.latency_s == 0) record_note(&rec, "network latency unknown: not modelled (give --latency-us)");
-    if (pr) record_note(&rec, "price %s %s $%.4g per instance-hour (%s, %s)", instance, pricing, price, pr->as_of, pr->source);
-    else record_note(&rec, "price $%.4g per instance-hour (--usd-per-hour)", price);
-    if (over_mem)
-        record_note(&rec, "warning: the memory estimate exceeds %.1f GiB per rank at some node counts; real runs need --recompute, --zero or more TP/PP",
-                    hw->mem_gib / hw->workers);
-    record_note(&rec, "efficiency: seq/s per node against the first node count listed; every figure here is predicted");
-    record_print(&rec, stdout);
-    machine_info mi;
-    machine_probe(&mi);
-    if (csv && (rc = record_write_csv(&rec, csv, &mi)) != 0) goto out_rec;
-    if (plot) {
-        if ((rc = scale_plot(plot, &s, &rec, &meas, &cmp)) != 0) goto out_rec;
-        fprintf(stderr, "wrote %s\n", plot);
-    }
-out_rec:
     record_free(&rec);
-out:
-    prices_free(&pt);
-    hardware_free(&ht);
+    return rc;
+}
+
+int cmd_scale(int argc, char **argv)
+{
+    scale_run r;
+    memset(&r, 0, sizeof r);
+    int rc = scale_opts_parse(&r.o, argc, argv);
+    if (rc != 0) return rc > 0 ? 0 : rc;
+    if ((rc = scale_opts_check(&r.o)) != 0) return rc;
+    rc = run_load(&r);
+    if (rc == 0) rc = model_build(&r);
+    if (rc == 0) rc = points_gather(&r);
+    if (rc == 0) rc = calibrate(&r);
+    if (rc == 0) rc = record_and_write(&r);
+    run_free(&r);
     return rc;
 }
