@@ -12,6 +12,7 @@
 #include "../common/opts.h"
 #include "../common/parse.h"
 #include "../common/record.h"
+#include "../common/schema.h"
 #include "../report/inputs.h"
 #include "../report/plot.h"
 #include "../report/scale.h"
@@ -19,16 +20,15 @@
 
 enum { SC_NODES, SC_SEQS, SC_TOKS, SC_TPU, SC_EFF, SC_MEAS, SC_ERR, SC_STEP, SC_COMP, SC_BUBBLE, SC_TPC, SC_DPC, SC_EXP,
        SC_OPT, SC_MFU, SC_MEM, SC_USD, SC_MODEL, SC_TP, SC_PP, SC_INST, SC_ITYPE, SC_SEQ, SC_GB, SC_MB, SC_SOURCE, SC_NCOLS };
+/* The rows are throughput rows (common/schema.h), so that report and scale --measured read them,
+ * with the model's terms beside them. */
 static const rec_col scale_cols[SC_NCOLS] = {
-    {"nodes", "", REC_NUM, 0},              {"seq_per_s", "seq/s", REC_NUM, 2},      {"tokens_per_s", "tok/s", REC_NUM, 0},
-    {"tokens_per_usd", "tok/$", REC_NUM, 0}, {"efficiency", "", REC_NUM, 3},         {"measured_seq_per_s", "seq/s", REC_NUM, 2},
-    {"error_pct", "%", REC_NUM, 1},         {"step_s", "s", REC_NUM, 3},             {"compute_s", "s", REC_NUM, 3},
-    {"bubble_s", "s", REC_NUM, 3},          {"tp_comm_s", "s", REC_NUM, 3},          {"dp_comm_s", "s", REC_NUM, 3},
-    {"exposed_comm_s", "s", REC_NUM, 3},    {"optimizer_s", "s", REC_NUM, 3},        {"mfu", "%", REC_NUM, 1},
-    {"mem_per_rank_gib", "GiB", REC_NUM, 1}, {"usd_per_hour", "$/h", REC_NUM, 2},    {"model", "", REC_STR, 0},
-    {"tensor_parallel", "", REC_NUM, 0},    {"pipeline_parallel", "", REC_NUM, 0},   {"instances", "", REC_NUM, 0},
-    {"instance_type", "", REC_STR, 0},      {"seq_len", "", REC_NUM, 0},             {"global_batch", "seq", REC_NUM, 0},
-    {"micro_batch", "seq", REC_NUM, 0},     {"source", "", REC_STR, 0},
+    {"nodes", "", REC_NUM, 0}, TPUT_SEQ_PER_S, TPUT_TOKENS_PER_S, TPUT_TOKENS_PER_USD, {"efficiency", "", REC_NUM, 3},
+    {"measured_seq_per_s", "seq/s", REC_NUM, 2}, {"error_pct", "%", REC_NUM, 1}, {"step_s", "s", REC_NUM, 3},
+    {"compute_s", "s", REC_NUM, 3}, {"bubble_s", "s", REC_NUM, 3}, {"tp_comm_s", "s", REC_NUM, 3},
+    {"dp_comm_s", "s", REC_NUM, 3}, {"exposed_comm_s", "s", REC_NUM, 3}, {"optimizer_s", "s", REC_NUM, 3}, TPUT_MFU,
+    {"mem_per_rank_gib", "GiB", REC_NUM, 1}, TPUT_USD_PER_HOUR, TPUT_MODEL, TPUT_TP, TPUT_PP, TPUT_INSTANCES,
+    TPUT_INSTANCE_TYPE, TPUT_SEQ_LEN, TPUT_GLOBAL_BATCH, TPUT_MICRO_BATCH, TPUT_SOURCE,
 };
 
 /* The flags as given (strings point into argv), and what scale_opts_check derives from them. */
@@ -70,11 +70,11 @@ static int scale_opts_parse(scale_opts *o, int argc, char **argv)
         {"tp", OPT_LONG, &o->tp, 1, 4096, 0, 0, "T", "tensor-parallel degree, inside a node (default 1)"},
         {"pp", OPT_LONG, &o->pp, 1, 4096, 0, 0, "P", "pipeline-parallel stages (default 1)"},
         {"interleave", OPT_LONG, &o->interleave, 1, 64, 0, 0, "V", "virtual stages per rank, interleaved 1F1B (default 1)"},
-        {"seq", OPT_LONG, &o->seq, 1, 1 << 22, 0, 0, "S", "sequence length (default 2048)"},
-        {"global-batch", OPT_LONG, &o->global_batch, 1, 1L << 30, 0, 0, "G", "strong scaling: sequences per step, fixed"},
-        {"batch-per-device", OPT_LONG, &o->batch_per_device, 1, 1L << 30, 0, 0, "B", "weak scaling: sequences per data-parallel replica, fixed"},
+        {"seq", OPT_LONG, &o->seq, 1, CB_MAX_SEQ_LEN, 0, 0, "S", "sequence length (default 2048)"},
+        {"global-batch", OPT_LONG, &o->global_batch, 1, CB_MAX_GLOBAL_BATCH, 0, 0, "G", "strong scaling: sequences per step, fixed"},
+        {"batch-per-device", OPT_LONG, &o->batch_per_device, 1, CB_MAX_GLOBAL_BATCH, 0, 0, "B", "weak scaling: sequences per data-parallel replica, fixed"},
         {"micro-batch", OPT_LONG, &o->micro_batch, 1, 1L << 20, 0, 0, "B", "sequences per micro-batch (default 1)"},
-        {"nodes", OPT_LONG_LIST, &o->nodes, 1, 1000000, 0, 0, "LIST", "node counts to predict (default 1,2,4,...,64)"},
+        {"nodes", OPT_LONG_LIST, &o->nodes, 1, CB_MAX_INSTANCES, 0, 0, "LIST", "node counts to predict (default 1,2,4,...,64)"},
         {"base-nodes", OPT_LONG, &o->base_nodes, 1, 1000000, 0, 0, "N", "a measured point: node count ..."},
         {"base-seq-per-s", OPT_DOUBLE, &o->base_seq_per_s, 0, 0, 1e-9, 1e12, "S", "... and its throughput in seq/s"},
         {"measured", OPT_STR, &o->measured, 0, 0, 0, 0, "FILE", "throughput CSV: fit the model to its matching rows"},

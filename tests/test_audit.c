@@ -321,6 +321,7 @@ static void test_audit_impossible_numbers(void)
 {
     static const char hdr[] = "model,tensor_parallel,pipeline_parallel,instances,instance_type,seq_len,global_batch,seq_per_s\n";
     const char *p = "/tmp/costbench-audit-tput.csv";
+    rm_tree("/tmp/costbench-audit-rep");
     const char *rows[][2] = {
         {"neox-20b,8,4,4,trn1.32xlarge,2048,16384,1e9\n", ":2: 1e+09 seq/s of neox-20b at seq_len 2048 needs"},
         {"pythia-6.9b,8,1,1,trn1.32xlarge,4096,256,1\n", ":2: seq_len 4096 exceeds pythia-6.9b's max_seq_len 2048"},
