@@ -1,11 +1,16 @@
 #include "plot.h"
 
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <plplot.h>
 #include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../common/err.h"
@@ -18,12 +23,17 @@ static const int palette[8][3] = {{0, 114, 178}, {230, 159, 0}, {0, 158, 115}, {
 static const char *markers[8] = {"●", "▲", "■", "◆", "○", "△", "□", "◇"};
 enum { COL_BG = 0, COL_AXIS = 9, COL_GRID = 10, COL_REF = 11 };
 
-/* PLplot's plexit() exits the process after calling the handler: jump out instead. */
-static jmp_buf plot_jmp;
+/* PLplot's plexit() exits the process after calling the handler: jump out instead. The handler
+ * gets no context of its own, so the file being drawn is kept here for its message. */
+static struct {
+    jmp_buf env;
+    const char *path;
+} plot_exit;
+
 static int plot_exit_handler(const char *msg)
 {
-    err_msg("plot: %s", msg);
-    longjmp(plot_jmp, 1);
+    err_msg("plot '%s': %s", plot_exit.path ? plot_exit.path : "?", msg);
+    longjmp(plot_exit.env, 1);
 }
 
 /* Log axes are drawn in log2 space with a tick per power of two (or every few), labelled with
@@ -146,12 +156,12 @@ static int plot_scratch_init(plot_scratch *sc, const plot_spec *sp)
     return err_msg("out of memory");
 }
 
-/* PLplot set-up: the device writing `file`, the page size, a white background and the palette
- * (before plinit, or PLplot's black background stays); then the page. */
-static void plot_begin(const char *dev, const char *file)
+/* PLplot set-up: the device writing into `out`, the page size, a white background and the
+ * palette (before plinit, or PLplot's black background stays); then the page. */
+static void plot_begin(const char *dev, FILE *out)
 {
     plsdev(dev);
-    plsfnam(file);
+    plsfile(out);
     plsetopt("geometry", "1200x800");
     plscolbg(255, 255, 255);
     for (int i = 0; i < 8; i++) plscol0(i + 1, palette[i][0], palette[i][1], palette[i][2]);
@@ -248,23 +258,122 @@ static void plot_legend_draw(const plot_scratch *sc, const plot_layout *lay)
              NULL, NULL, sc->lcol, sc->lsty, sc->lw, sc->scol, sc->ssc, sc->snum, sc->sym);
 }
 
-/* The whole page, from plinit to plend, written into `file`. Returns 0, or CB_EFAIL when
- * PLplot gave up (its message printed by the exit handler). */
-static int plot_render(const char *dev, const char *file, const plot_spec *sp, const plot_window *w, plot_scratch *sc)
+/* The whole page, from plinit to plend, written into `out`. Returns 0, or CB_EFAIL when PLplot
+ * gave up (its message printed by the exit handler, naming `path`). */
+static int plot_render(const char *path, const char *dev, FILE *out, const plot_spec *sp, const plot_window *w, plot_scratch *sc)
 {
-    if (setjmp(plot_jmp) != 0) {
+    plot_exit.path = path;
+    if (setjmp(plot_exit.env) != 0) {
         plend();
+        plot_exit.path = NULL;
         return CB_EFAIL;
     }
     plsexit(plot_exit_handler);
-    plot_begin(dev, file);
+    plot_begin(dev, out);
     plot_layout lay = plot_layout_of(sp);
     plot_frame(sp, w, &lay);
     for (int s = 0; s < sp->nseries; s++) plot_series_draw(sp, s, sc);
     if (isfinite(sp->hline)) plot_hline_draw(sp, w, sc);
     plot_legend_draw(sc, &lay);
     plend();
+    plot_exit.path = NULL;
     return 0;
+}
+
+/* The temporary file PLplot writes into, through a stdio stream that counts what it is given:
+ * cairo ignores its write errors and PLplot never checks fclose, so before the file is committed
+ * that count (and the first write error) is compared with what is on disk. */
+typedef struct {
+    int fd;
+    long long given; /* bytes PLplot wrote into the stream */
+    int err;         /* first write error (errno), 0 for none */
+    int closed;      /* the stream was closed (by PLplot's plend, or by us) */
+} plot_sink;
+
+/* Takes all n bytes, so that the stream goes on counting after a write error. */
+static ssize_t sink_write(void *cookie, const char *buf, size_t n)
+{
+    plot_sink *k = cookie;
+    k->given += (long long)n;
+    for (size_t done = 0; k->err == 0 && done < n;) {
+        ssize_t w = write(k->fd, buf + done, n - done);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) {
+            k->err = w < 0 ? errno : EIO;
+            break;
+        }
+        done += (size_t)w;
+    }
+    return (ssize_t)n;
+}
+
+static int sink_close(void *cookie)
+{
+    ((plot_sink *)cookie)->closed = 1;
+    return 0;
+}
+
+/* Creates the temporary file next to `path` (writable, read back by the check, and a name no one
+ * else uses) and the stream into it. Returns 0, or CB_EFAIL / CB_EUSAGE (error printed: the path and errno). */
+static int plot_tmp_open(const char *path, const char *ext, char *tmp, size_t tmpsz, plot_sink *k, FILE **out)
+{
+    *k = (plot_sink){.fd = -1};
+    for (int i = 0; k->fd < 0; i++) {
+        if (path_fmt(tmp, tmpsz, "%s.tmp.%ld.%d%s", path, (long)getpid(), i, ext) != 0) return CB_EUSAGE;
+        k->fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (k->fd < 0 && (errno != EEXIST || i == 99)) return err_msg("cannot write '%s': %s", path, strerror(errno));
+    }
+    *out = fopencookie(k, "w", (cookie_io_functions_t){NULL, sink_write, NULL, sink_close});
+    if (*out) return 0;
+    int e = errno;
+    close(k->fd);
+    unlink(tmp);
+    return err_msg("cannot write '%s': %s", path, strerror(e));
+}
+
+/* A PNG is whole when it has the signature and chunks (length, type, data, CRC) that stay inside
+ * the file, the last an IEND ending at the file's end. Returns NULL, or what is wrong. */
+static const char *png_whole(int fd, long long size)
+{
+    static const unsigned char sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+    unsigned char b[8];
+    if (size < 8 || pread(fd, b, 8, 0) != 8 || memcmp(b, sig, 8) != 0) return "no PNG signature";
+    for (long long off = 8; off + 12 <= size;) {
+        if (pread(fd, b, 8, off) != 8) break;
+        uint32_t len = (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
+        long long end = off + 12 + (long long)len;
+        if (end > size) break;
+        if (memcmp(b + 4, "IEND", 4) == 0) return end == size ? NULL : "bytes after the IEND chunk";
+        off = end;
+    }
+    return "no IEND chunk";
+}
+
+/* An SVG is whole when it ends with </svg> (and whitespace). Returns NULL, or what is wrong. */
+static const char *svg_whole(int fd, long long size)
+{
+    char b[256];
+    size_t n = size < (long long)sizeof b ? (size_t)size : sizeof b;
+    if (pread(fd, b, n, size - (long long)n) != (ssize_t)n) return "unreadable";
+    while (n > 0 && isspace((unsigned char)b[n - 1])) n--;
+    return n >= 6 && memcmp(b + n - 6, "</svg>", 6) == 0 ? NULL : "no </svg> at the end";
+}
+
+/* The file PLplot wrote must be whole, as long as what it was given, and written without error
+ * before it replaces `path`. Returns 0 or CB_EFAIL (one error line naming `path`). */
+static int plot_check_whole(const char *path, const char *ext, const char *dev, const plot_sink *k)
+{
+    struct stat st;
+    if (fstat(k->fd, &st) != 0) return err_msg("cannot write '%s': %s", path, strerror(errno));
+    if (k->given == 0) return err_msg("plot '%s': PLplot wrote nothing (driver %s missing?)", path, dev);
+    long long size = st.st_size;
+    const char *why = strcmp(ext, ".svg") == 0 ? svg_whole(k->fd, size) : png_whole(k->fd, size);
+    if (!why && size == k->given && k->err == 0) return 0;
+    char of[48] = "", err[96] = "";
+    if (size != k->given) snprintf(of, sizeof of, " of %lld", k->given);
+    if (k->err) snprintf(err, sizeof err, ", write failed: %s", strerror(k->err));
+    return err_msg("plot '%s': the file PLplot wrote is incomplete (%lld%s bytes%s%s%s): is the disk full?", path, size, of,
+                   why ? ", " : "", why ? why : "", err);
 }
 
 int plot_lines(const char *path, const plot_spec *sp)
@@ -278,13 +387,17 @@ int plot_lines(const char *path, const plot_spec *sp)
     plot_scratch sc;
     if (plot_scratch_init(&sc, sp) != 0) return CB_EFAIL;
     char tmp[4200];
-    int rc = path_fmt(tmp, sizeof tmp, "%s.tmp.%ld%s", path, (long)getpid(), ext);
-    if (rc == 0) rc = plot_render(dev, tmp, sp, &w, &sc);
-    plot_scratch_free(&sc);
-    if (rc != 0) {
-        unlink(tmp);
-        return rc;
+    plot_sink k;
+    FILE *out = NULL;
+    int rc = plot_tmp_open(path, ext, tmp, sizeof tmp, &k, &out);
+    if (rc == 0) {
+        rc = plot_render(path, dev, out, sp, &w, &sc);
+        if (!k.closed) fclose(out); /* PLplot closes it in plend once its driver has started */
+        if (rc == 0) rc = plot_check_whole(path, ext, dev, &k);
+        close(k.fd);
+        if (rc != 0) unlink(tmp);
+        else rc = file_commit(tmp, path);
     }
-    if (access(tmp, F_OK) != 0) return err_msg("plot '%s': PLplot wrote nothing (driver %s missing?)", path, dev);
-    return file_commit(tmp, path);
+    plot_scratch_free(&sc);
+    return rc;
 }
