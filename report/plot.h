@@ -23,7 +23,11 @@ typedef struct {
     int y_tight;             /* linear y axis from the data's range instead of from 0 */
 } plot_spec;
 
-/* Writes `path` (.png or .svg) atomically. Returns 0 or CB_EFAIL. */
+/* Writes `path` (.png or .svg) atomically: into a temporary file next to it (created first, so
+ * that an unwritable path is one error with its errno), checked to be whole (a PNG's chunks up
+ * to IEND at its end, an SVG's closing </svg>, as many bytes as PLplot wrote) before it replaces
+ * `path`; on any failure the earlier file stays and no temporary file is left. Returns 0,
+ * CB_EFAIL or CB_EUSAGE (another extension, a path too long), one error line printed. */
 int plot_lines(const char *path, const plot_spec *spec);
 
 #endif
