@@ -4,6 +4,8 @@
 #   make report   measure this machine and write out/report.md
 #   make test SAN=1   the same tests built with -fsanitize=address,undefined,float-cast-overflow (in build-san/)
 #   make WERROR=1     warnings as errors (CI)
+#   make fuzz         libFuzzer runs of the CSV, safetensors and .idx/.bin parsers, FUZZ_SECONDS
+#                     (default 60) each, built with clang in build-fuzz/ (tests/fuzz/)
 
 CC      ?= cc
 SAN     ?=
@@ -57,7 +59,7 @@ BIN := costbench
 endif
 TEST_BIN := $(BUILD)/tests/costbench_tests
 
-.PHONY: all deps test report clean FORCE
+.PHONY: all deps test report clean FORCE fuzz fuzz-toolchain fuzz-corpus
 all: $(BIN)
 
 deps:
@@ -107,7 +109,54 @@ test: $(BIN) $(TEST_BIN)
 report: $(BIN)
 	@./report/make_report.sh
 
-clean:
-	rm -rf build build-san costbench
+# ---- fuzzing: libFuzzer harnesses of the parsers of untrusted files (tests/fuzz/), built with
+# clang into build-fuzz/, apart from the gcc builds above. CI installs clang and
+# libclang-rt-14-dev; this target installs nothing beyond `deps`.
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_BUILD   := build-fuzz
+# The project sources the harnesses link: the parsers and everything they call. When one of
+# them gains a dependency on another project file, add that file here.
+FUZZ_LIB_SRC := common/csvio.c common/err.c common/parse.c common/files.c model/safetensors.c model/dataset.c
+FUZZ_LIBS    := -lcsv -lm
+FUZZ_TARGETS := csv safetensors idx
+# Largest input per format: a few data/*.csv heads, a header plus small tensors, an index pair.
+FUZZ_MAXLEN_csv         := 8192
+FUZZ_MAXLEN_safetensors := 16384
+FUZZ_MAXLEN_idx         := 4096
+FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined
+FUZZ_CFLAGS  := -std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer $(WARN)
+FUZZ_LIB_OBJ := $(FUZZ_LIB_SRC:%.c=$(FUZZ_BUILD)/%.o) $(FUZZ_BUILD)/tests/fuzz/fuzz_io.o
+FUZZ_BIN     := $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz_%)
 
--include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
+fuzz-toolchain:
+	@command -v $(FUZZ_CC) >/dev/null || { echo "error: '$(FUZZ_CC)' not found: make fuzz needs clang" >&2; \
+	  echo "hint: apt-get install -y clang libclang-rt-14-dev" >&2; exit 1; }
+	@ls "$$($(FUZZ_CC) -print-runtime-dir)"/libclang_rt.fuzzer-*.a >/dev/null 2>&1 || { \
+	  echo "error: $(FUZZ_CC) has no libFuzzer runtime in '$$($(FUZZ_CC) -print-runtime-dir)'" >&2; \
+	  echo "hint: apt-get install -y libclang-rt-14-dev" >&2; exit 1; }
+	@mkdir -p $(FUZZ_BUILD) && echo '*' > $(FUZZ_BUILD)/.gitignore
+
+$(FUZZ_BUILD)/%.o: %.c | deps fuzz-toolchain
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(FUZZ_SAN) -MMD -MP -c $< -o $@
+
+$(FUZZ_BIN): $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIB_OBJ) | deps fuzz-toolchain
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(FUZZ_SAN) -MMD -MP -MF $@.d -MT $@ -o $@ $< $(FUZZ_LIB_OBJ) $(FUZZ_LIBS)
+
+# Each harness on a scratch copy of its seeds (tests/fuzz/corpus/ does not grow); all three run
+# even when one fails, and any crash, leak, timeout or sanitizer report fails the target.
+fuzz: $(FUZZ_BIN)
+	@rc=0; $(foreach t,$(FUZZ_TARGETS),tests/fuzz/run.sh $(FUZZ_BUILD)/fuzz_$(t) tests/fuzz/corpus/$(t) \
+	  $(FUZZ_BUILD)/run/$(t) $(FUZZ_SECONDS) $(FUZZ_MAXLEN_$(t)) $(wildcard tests/fuzz/$(t).dict) || rc=1;) exit $$rc
+
+# Rewrites tests/fuzz/corpus/ from tests/fuzz/gen_corpus.c and data/ (the result is committed).
+fuzz-corpus: | deps fuzz-toolchain
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_SAN) -o $(FUZZ_BUILD)/gen_corpus tests/fuzz/gen_corpus.c $(FUZZ_LIB_SRC) $(FUZZ_LIBS)
+	rm -rf tests/fuzz/corpus
+	$(FUZZ_BUILD)/gen_corpus tests/fuzz/corpus data
+
+clean:
+	rm -rf build build-san build-fuzz costbench
+
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(FUZZ_LIB_OBJ:.o=.d) $(FUZZ_BIN:=.d)
