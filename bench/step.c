@@ -140,6 +140,12 @@ static int summary_row(const step_obs *s, const machine_info *mi, record *sum)
     free(sps);
     double med_ms = median_of(s->step_ms + first, nt), med_comm = median_of(s->comm_ms + first, nt);
     double rss = mem_peak_rss_bytes(), peak = s->cal->peak_gflops * 1e9, tps = ss.median * o->train.T;
+    double mfu = mfu_pct(s->mflops, tps, peak), hfu = mfu_pct(s->hflops, tps, peak), peak_g = s->cal->peak_gflops;
+    if (hfu > 100.0) { /* more than the peak: the peak is wrong, and a throughput row must not say otherwise */
+        err_warn("MFU and HFU not reported: this run achieved %.0f%% of %s, so that peak is wrong (a disturbed probe?); rerun it, or give --peak-gflops",
+                 hfu, s->cal->peak_note);
+        mfu = hfu = peak_g = NAN;
+    }
     int row = record_add_row(sum);
     if (row < 0) return CB_EFAIL;
     char src[256];
@@ -150,8 +156,8 @@ static int summary_row(const step_obs *s, const machine_info *mi, record *sum)
     const double v[][2] = {
         {SS_TP, 1}, {SS_PP, 1}, {SS_INSTANCES, 1}, {SS_SEQ, o->train.T}, {SS_GBATCH, (double)o->train.B * o->train.accum},
         {SS_MBATCH, o->train.B}, {SS_STEPS, (double)nt}, {SS_SEQS, ss.median}, {SS_SEQS_MIN, ss.min}, {SS_SEQS_MAX, ss.max},
-        {SS_TOKS, tps}, {SS_STEP_MS, med_ms}, {SS_MFU, mfu_pct(s->mflops, tps, peak)}, {SS_HFU, mfu_pct(s->hflops, tps, peak)},
-        {SS_PEAK, s->cal->peak_gflops}, {SS_RECOMPUTE, o->recompute}, {SS_RSS, rss / 1073741824.0},
+        {SS_TOKS, tps}, {SS_STEP_MS, med_ms}, {SS_MFU, mfu}, {SS_HFU, hfu},
+        {SS_PEAK, peak_g}, {SS_RECOMPUTE, o->recompute}, {SS_RSS, rss / 1073741824.0},
         {SS_EST, o->estimate_bytes / 1073741824.0}, {SS_RANKS, o->train.ranks}, {SS_COMPUTE_MS, med_ms - med_comm},
         {SS_COMM_MS, med_comm}, {SS_EXPOSED_MS, median_of(s->exposed_ms + first, nt)}};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) record_num(sum, row, (int)v[i][0], v[i][1]);
@@ -161,9 +167,6 @@ static int summary_row(const step_obs *s, const machine_info *mi, record *sum)
                 nt, first, s->mflops, s->cal->peak_note);
     record_note(sum, "peak RSS %.3f GiB = %.2fx the printed estimate of %.3f GiB", rss / 1073741824.0, rss / o->estimate_bytes,
                 o->estimate_bytes / 1073741824.0);
-    if (isfinite(mfu_pct(s->mflops, tps, peak)) && mfu_pct(s->mflops, tps, peak) > 100.0)
-        err_warn("MFU %.0f%% is above 100%%: the peak (%s) is lower than what this run achieved", mfu_pct(s->mflops, tps, peak),
-                 s->cal->peak_note);
     return 0;
 }
 

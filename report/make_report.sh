@@ -21,7 +21,40 @@ else
     price_flags=(--instance "${INSTANCE:-c7a.large}")
     priced_as="as ${INSTANCE:-c7a.large} ${INSTANCE:+(INSTANCE)}${INSTANCE:-(the default: set INSTANCE= or USD_PER_HOUR= to price your own instance)}"
 fi
-tmp=$(mktemp -d "${OUT%/}.tmp.XXXXXX")
+OUT=${OUT%/}
+MARKER=.costbench-make-report   # the list of files this script wrote into $OUT
+
+# $OUT is replaced only when this script wrote it (its marker lists every file in it), or it is
+# empty: nothing else is ever deleted.
+out_is_ours() {
+    [ -d "$OUT" ] && [ ! -L "$OUT" ] || return 1
+    [ -z "$(ls -A "$OUT")" ] && return 0
+    [ -f "$OUT/$MARKER" ] || return 1
+    local f
+    for f in "$OUT"/* "$OUT"/.[!.]*; do
+        [ -e "$f" ] || continue
+        f=${f##*/}
+        [ "$f" = "$MARKER" ] && continue
+        grep -qxF -- "$f" "$OUT/$MARKER" || return 1
+    done
+}
+# removes a directory this script wrote: the files its marker lists, the marker, the directory
+remove_ours() {
+    local f
+    while IFS= read -r f; do
+        case $f in */*|.|..|'') continue ;; esac
+        rm -f -- "$1/$f"
+    done < "$1/$MARKER"
+    rm -f -- "$1/$MARKER"
+    rmdir -- "$1"
+}
+if [ -e "$OUT" ] && ! out_is_ours; then
+    echo "error: '$OUT' exists and was not written by make report (no $MARKER listing all its files); nothing changed" >&2
+    echo "hint: move it away, or choose another directory with OUT=DIR" >&2
+    exit 2
+fi
+
+tmp=$(mktemp -d "$OUT.tmp.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
 step() { printf '%s\n' "costbench report: $*" >&2; }
@@ -99,10 +132,16 @@ for f in "$tmp"/cost/*.png; do mv "$f" "$tmp/"; done
 sed -e "s#$tmp/cost/##g" -e "s#$tmp/##g" "$tmp/report.md.part" > "$tmp/report.md"
 rm -rf "$tmp/cost" "$tmp/report.md.part"
 
-rm -rf "$OUT.old"
-[ -e "$OUT" ] && mv "$OUT" "$OUT.old"
+written=$(cd "$tmp" && ls -A)
+printf '%s\n' "$written" > "$tmp/$MARKER"
 chmod 755 "$tmp"
+old=""
+if [ -e "$OUT" ]; then
+    old=$(mktemp -d "$OUT.old.XXXXXX") && rmdir "$old" && mv "$OUT" "$old"
+fi
 mv "$tmp" "$OUT"
-rm -rf "$OUT.old"
 trap - EXIT
+if [ -n "$old" ]; then
+    if [ -f "$old/$MARKER" ]; then remove_ours "$old"; else rmdir "$old"; fi
+fi
 step "wrote $OUT/report.md"
