@@ -5,9 +5,7 @@
 
 /* Declared by OpenBLAS's cblas.h in most builds; repeated here for builds whose header lacks them. */
 char *openblas_get_corename(void);
-char *openblas_get_config(void);
 int openblas_get_num_threads(void);
-void openblas_set_num_threads(int);
 
 static int dims_ok(int a, int b, int c)
 {
@@ -108,6 +106,4 @@ void matmul_backward_weight_ref(double *dweight, double *dbias, const double *do
 }
 
 const char *matmul_blas_core(void) { return openblas_get_corename(); }
-const char *matmul_blas_config(void) { return openblas_get_config(); }
 int matmul_blas_threads(void) { return openblas_get_num_threads(); }
-void matmul_blas_set_threads(int n) { openblas_set_num_threads(n); }

@@ -29,10 +29,8 @@ void matmul_backward_input_ref(double *dinp, const double *dout, const double *w
 void matmul_backward_weight_ref(double *dweight, double *dbias, const double *dout, const double *inp, int N, int C,
                                 int OC);
 
-/* OpenBLAS introspection and control. */
-const char *matmul_blas_core(void);   /* openblas_get_corename() */
-const char *matmul_blas_config(void); /* openblas_get_config() */
+/* OpenBLAS introspection. */
+const char *matmul_blas_core(void); /* openblas_get_corename() */
 int matmul_blas_threads(void);
-void matmul_blas_set_threads(int n);
 
 #endif

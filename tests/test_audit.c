@@ -17,6 +17,8 @@
 #include "../common/csvio.h"
 #include "../common/err.h"
 #include "../common/parse.h"
+#include "../common/timer.h"
+#include "../bench/runner.h"
 #include "../kernels/adamw.h"
 #include "../kernels/attention.h"
 #include "../kernels/crossentropy.h"
@@ -503,6 +505,30 @@ static void test_audit_blas_cores_requires(void)
     rm_tree(dir);
 }
 
+/* ---------------------------------------------------------------- comments the code now keeps */
+
+static void sleep_10ms(void *ctx)
+{
+    (void)ctx;
+    struct timespec ts = {0, 10000000L};
+    nanosleep(&ts, NULL);
+}
+
+static void test_audit_runner_cap(void)
+{
+    runner_opts o;
+    runner_defaults(&o);
+    o.min_samples = 1000, o.min_time_s = 100, o.max_time_s = 0.1, o.warmup = 0;
+    bench_case bc = {"sleep", sleep_10ms, NULL, NULL};
+    runner_result r;
+    double t0 = timer_now_s();
+    CHECK(runner_run(&o, &bc, NULL, &r) == 0, "the runner failed");
+    double dt = timer_now_s() - t0;
+    CHECK(dt < 1.0 && r.capped && r.s.n >= 1 && r.s.n < 1000, "max_time_s 0.1: ran %.2f s, %d samples, capped %d", dt, r.s.n, r.capped);
+    o.max_time_s = 20, o.min_samples = 3, o.min_time_s = 0.01;
+    CHECK(runner_run(&o, &bc, NULL, &r) == 0 && !r.capped && r.s.n >= 3, "uncapped: %d samples, capped %d", r.s.n, r.capped);
+}
+
 const test_case tests_audit[] = {
     {"audit 2: NaN propagates through every kernel, forward and backward", test_audit_nan_kernels},
     {"audit 2: a NaN weight is refused at load; a non-finite loss stops before the update and any save", test_audit_nan_init_and_divergence},
@@ -514,5 +540,6 @@ const test_case tests_audit[] = {
     {"audit 11: dataset build on a full disk stops at the first error", test_audit_dataset_full_disk},
     {"audit 12: parse_long refuses 2^63 before converting it", test_audit_parse_long_limit},
     {"audit 13: an empty 'requires' in blas_cores.csv is refused", test_audit_blas_cores_requires},
+    {"runner: max_time_s ends the sampling, as documented, even short of min_samples", test_audit_runner_cap},
     {0},
 };

@@ -194,7 +194,11 @@ static void gen_safetensors(void)
     st_raw("bad_offsets_size.safetensors", json, f32, sizeof f32);
     snprintf(json, sizeof json, "{%s[4,28]}}", w);
     st_raw("bad_offsets_past_end.safetensors", json, f32, sizeof f32);
-    st_raw("bad_dtype.safetensors", "{\"w\":{\"dtype\":\"F8_E4M3\",\"shape\":[6],\"data_offsets\":[0,6]}}", f32, 6);
+    /* shapes whose element count wraps around 64 bits to match the offsets (found by reading the
+     * parser: it accepted both before it checked the multiplication) */
+    st_raw("bad_shape_overflow_f32.safetensors", "{\"w\":{\"dtype\":\"F32\",\"shape\":[4294967296,4294967296],\"data_offsets\":[0,0]}}", f32, 0);
+    st_raw("bad_shape_overflow_bf16.safetensors", "{\"w\":{\"dtype\":\"BF16\",\"shape\":[2,4611686018427387905],\"data_offsets\":[0,4]}}", f32, 4);
+    st_raw("bad_dtype.safetensors", "{\"w\":{\"dtype\":\"F12\",\"shape\":[6],\"data_offsets\":[0,6]}}", f32, 6);
     st_raw("bad_five_dims.safetensors", "{\"w\":{\"dtype\":\"U8\",\"shape\":[1,1,1,1,4],\"data_offsets\":[0,4]}}", f32, 4);
     st_raw("bad_no_offsets.safetensors", "{\"w\":{\"dtype\":\"F32\",\"shape\":[1]}}", f32, 4);
     st_raw("bad_unterminated.safetensors", "{\"w\":{\"dtype\":\"F32", f32, 4);
