@@ -38,7 +38,8 @@ static int measure_peak(const calib_opts *o, calib *c)
 }
 
 /* Milliseconds of one micro-step's matmuls and attention products, every shape measured now. */
-static int predict_matmuls(const calib_opts *o, const runner_opts *ro, double *mm_ms, double *att_ms, char *how, size_t n)
+static int predict_matmuls(const calib_opts *o, const runner_opts *ro, double peak_gflops, double *mm_ms, double *att_ms, char *how,
+                           size_t n)
 {
     int cap = mm_shapes_transformer_count(o->T);
     mm_shape *sh = calloc((size_t)cap, sizeof *sh);
@@ -47,7 +48,7 @@ static int predict_matmuls(const calib_opts *o, const runner_opts *ro, double *m
     record r;
     record_init(&r, mm_cols, MM_NCOLS);
     fprintf(stderr, "costbench train: measuring the step's %d matmul shapes and the rotary kernel for the prediction\n", nsh);
-    int rc = mm_run(sh, nsh, ro, o->budget_s, o->peak_gflops, &r);
+    int rc = mm_run(sh, nsh, ro, o->budget_s, peak_gflops, &r);
     *mm_ms = *att_ms = 0;
     for (int i = 0; rc == 0 && i < r.nrows; i++) {
         double ms = r.num[(size_t)i * r.ncols + MM_STEP_MS];
@@ -124,7 +125,7 @@ static int predict_kinds(const calib_opts *o, calib *c)
     ro.min_samples = 3, ro.min_time_s = 0.05;
     double mm = 0, att = 0, rope_ms = 0;
     const int rdims = o->cfg->learned_pos ? 0 : rope_rotary_dims(o->cfg->HS, o->cfg->rotary_pct);
-    if (predict_matmuls(o, &ro, &mm, &att, c->how[K_MATMUL], sizeof c->how[K_MATMUL]) != 0) return CB_EFAIL;
+    if (predict_matmuls(o, &ro, c->peak_gflops, &mm, &att, c->how[K_MATMUL], sizeof c->how[K_MATMUL]) != 0) return CB_EFAIL;
     if (rdims > 0 && predict_rope(o, &ro, rdims, &rope_ms) != 0) return CB_EFAIL;
     c->pred_ms[K_MATMUL] = o->accum * mm;
     c->pred_ms[K_ATTENTION] = o->accum * att;

@@ -21,6 +21,13 @@ struct dp_sync_s {
     double comm_s, exposed_s; /* since the last dp_sync_take_times */
 };
 
+/* Time since t0, all of it communication the step waits for. */
+static void exposed_since(dp_sync *d, double t0)
+{
+    double dt = timer_now_s() - t0;
+    d->comm_s += dt, d->exposed_s += dt;
+}
+
 /* ---------------------------------------------------------------- buckets (--no-overlap) */
 
 /* Sum of the gradients over ranks: buckets of `bucket_bytes`, all started, then all waited for. */
@@ -50,8 +57,7 @@ static int reduce_buckets(void *ctx, gpt_model *m, double *loss)
     double t0 = timer_now_s();
     int rc = allreduce_buckets(m->grads, m->nparams, d->bucket_bytes);
     *loss = comm_sum(*loss);
-    double dt = timer_now_s() - t0;
-    d->comm_s += dt, d->exposed_s += dt;
+    exposed_since(d, t0);
     return rc;
 }
 
@@ -119,8 +125,7 @@ static int reduce_overlap(void *ctx, gpt_model *m, double *loss)
     }
     d->nreq = 0;
     *loss = comm_sum(*loss);
-    double dt = timer_now_s() - t0;
-    d->comm_s += dt, d->exposed_s += dt;
+    exposed_since(d, t0);
     return rc;
 }
 
@@ -132,8 +137,7 @@ static int reduce_zero1(void *ctx, gpt_model *m, double *loss)
     double t0 = timer_now_s();
     int rc = comm_reduce_scatter_sum_v(m->grads, d->counts);
     *loss = comm_sum(*loss);
-    double dt = timer_now_s() - t0;
-    d->comm_s += dt, d->exposed_s += dt;
+    exposed_since(d, t0);
     return rc;
 }
 
@@ -154,8 +158,7 @@ static int allgather_zero1(void *ctx, gpt_model *m)
     dp_sync *d = ctx;
     double t0 = timer_now_s();
     int rc = comm_allgather_v(m->params, d->counts);
-    double dt = timer_now_s() - t0;
-    d->comm_s += dt, d->exposed_s += dt;
+    exposed_since(d, t0);
     return rc;
 }
 

@@ -43,6 +43,11 @@ int cmd_run(const char *const *argv, char *out, size_t outsz, char *err, size_t 
  * (Open MPI's own allocations are not ours). */
 int mpi_run(int np, const char *const *args, char *out, size_t outsz, char *err, size_t errsz);
 
+/* A new directory /tmp/costbench-test-XXXXXX (NULL, after a failed check, when it cannot be made);
+ * the last 8 names stay valid. */
+char *test_tmpdir(void);
+/* Writes text to path (a failed check when it cannot). */
+void write_text(const char *path, const char *text);
 /* A file's text into buf (empty when missing). */
 void slurp(const char *path, char *buf, size_t n);
 /* rm -rf dir (a warning when it fails). */

@@ -16,12 +16,6 @@
 #include "../common/presets.h"
 #include "check.h"
 
-static void write_file(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    fputs(text, f);
-    fclose(f);
-}
 
 static void test_parse_numbers(void)
 {
@@ -89,7 +83,7 @@ static void test_opts(void)
 static void test_csv_loader_good(void)
 {
     const char *p = "/tmp/costbench-test-good.csv";
-    write_file(p, "# a comment\nname,value,text\n\nalpha,1.5,\"with, comma\"\n# another\nbeta,2,\"multi\nline\"\n");
+    write_text(p, "# a comment\nname,value,text\n\nalpha,1.5,\"with, comma\"\n# another\nbeta,2,\"multi\nline\"\n");
     table t;
     CHECK(table_load(&t, p) == 0, "a valid CSV was refused");
     CHECK(t.nrows == 2 && t.ncols == 3, "rows %d cols %d", t.nrows, t.ncols);
@@ -106,7 +100,7 @@ static void test_csv_loader_good(void)
 static void expect_load_error(const char *text, const char *expect)
 {
     const char *p = "/tmp/costbench-test-bad.csv";
-    write_file(p, text);
+    write_text(p, text);
     table t;
     capture_stderr_begin();
     int rc = table_load(&t, p);
@@ -126,7 +120,7 @@ static void test_csv_loader_errors(void)
     expect_load_error("a,a\n1,2\n", "column 'a' appears twice");
     /* typed access errors name file:line and column */
     const char *p = "/tmp/costbench-test-typed.csv";
-    write_file(p, "model,usd_per_hour\nx,n/a\n");
+    write_text(p, "model,usd_per_hour\nx,n/a\n");
     table t;
     table_load(&t, p);
     double v;
@@ -221,7 +215,7 @@ static void test_model_presets(void)
     free(all);
     /* a broken presets file names its line and column */
     const char *p = "/tmp/costbench-test-models.csv";
-    write_file(p, "name,family,layers,d_model,heads,vocab,rotary_pct,rotary_base,parallel_residual,tied_embeddings,pos_emb,max_seq_len,source\n"
+    write_text(p, "name,family,layers,d_model,heads,vocab,rotary_pct,rotary_base,parallel_residual,tied_embeddings,pos_emb,max_seq_len,source\n"
                   "ok,pythia,6,512,8,50304,0.25,10000,true,false,rotary,2048,x\n"
                   "bad,pythia,6,500,8,50304,0.25,10000,true,false,rotary,2048,x\n");
     capture_stderr_begin();

@@ -17,14 +17,6 @@ static int report_to(const char *out)
     return cli_run(args, g_out, sizeof g_out, g_err, sizeof g_err);
 }
 
-static char *tmpdir(void)
-{
-    static char buf[8][64];
-    static int next;
-    char *d = buf[next++ % 8];
-    snprintf(d, 64, "/tmp/costbench-test-XXXXXX");
-    return mkdtemp(d);
-}
 
 static void write_in(const char *dir, const char *name, const char *text)
 {
@@ -84,7 +76,7 @@ static void check_refused(int status, const char *dir, const char *name, const c
 
 static void test_outdir_audit(void)
 {
-    char *d = tmpdir(), notes[128], buf[256];
+    char *d = test_tmpdir(), notes[128], buf[256];
     snprintf(notes, sizeof notes, "%s/notes", d);
     mkdir(notes, 0755);
     write_in(notes, "report.md", "x\n");
@@ -101,7 +93,7 @@ static void test_outdir_audit(void)
 
 static void test_outdir_twice(void)
 {
-    char *d = tmpdir(), rep[128], slash[130], marker[1024], names[4096], *save = NULL;
+    char *d = test_tmpdir(), rep[128], slash[130], marker[1024], names[4096], *save = NULL;
     snprintf(rep, sizeof rep, "%s/rep", d);
     snprintf(slash, sizeof slash, "%s/", rep);
     CHECK(report_to(rep) == 0, "first report: %s", g_err);
@@ -126,7 +118,7 @@ static void test_outdir_twice(void)
 
 static void test_outdir_user_file(void)
 {
-    char *d = tmpdir(), rep[128], before[262144], after[262144], buf[256];
+    char *d = test_tmpdir(), rep[128], before[262144], after[262144], buf[256];
     snprintf(rep, sizeof rep, "%s/rep", d);
     CHECK(report_to(rep) == 0, "first report: %s", g_err);
     read_in(rep, "report.md", before, sizeof before);
@@ -156,7 +148,7 @@ static void test_outdir_user_file(void)
 
 static void test_outdir_legacy(void)
 {
-    char *d = tmpdir(), old[128], extra[128], foreign[128], nomd[128], buf[4096];
+    char *d = test_tmpdir(), old[128], extra[128], foreign[128], nomd[128], buf[4096];
     const char *md = "# costbench cost report\n\nWritten by an earlier costbench.\n";
     snprintf(old, sizeof old, "%s/old", d);
     snprintf(extra, sizeof extra, "%s/extra", d);
@@ -190,7 +182,7 @@ static void test_outdir_legacy(void)
 
 static void test_outdir_empty(void)
 {
-    char *d = tmpdir(), empty[128], buf[64];
+    char *d = test_tmpdir(), empty[128], buf[64];
     snprintf(empty, sizeof empty, "%s/empty", d);
     mkdir(empty, 0755);
     CHECK(report_to(empty) == 0, "an empty directory: %s", g_err);

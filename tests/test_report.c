@@ -19,23 +19,7 @@ static int run(const char *const *args) { return cli_run(args, g_out, sizeof g_o
 
 static const char *const g_table1 = "data/reference/trn1_table1.csv";
 
-static char *tmpdir(void)
-{
-    static char buf[8][64];
-    static int next;
-    char *d = buf[next++ % 8];
-    snprintf(d, 64, "/tmp/costbench-test-XXXXXX");
-    return mkdtemp(d);
-}
 
-static void write_file(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    if (f) {
-        fputs(text, f);
-        fclose(f);
-    }
-}
 
 /* Column `name` of row `row` of a loaded CSV as a number (NaN when absent or empty). */
 static double cell_num(const table *t, int row, const char *name)
@@ -73,7 +57,7 @@ static void check_table1_against(const table *rep, int first_row, const char *re
 
 static void test_report_table1(void)
 {
-    char *d = tmpdir(), out[128], path[256];
+    char *d = test_tmpdir(), out[128], path[256];
     snprintf(out, sizeof out, "%s/rep", d);
     const char *args[] = {"report", "--throughput", g_table1, "--out", out, NULL};
     int rc = run(args);
@@ -113,7 +97,7 @@ static void test_report_table1(void)
 
 static void test_report_pricing_options(void)
 {
-    char *d = tmpdir(), out[128], path[256];
+    char *d = test_tmpdir(), out[128], path[256];
     snprintf(out, sizeof out, "%s/rep", d);
     const char *args[] = {"report", "--throughput", g_table1, "--pricing", "reserved_3y,on_demand", "--tokens", "300B", "--out", out, NULL};
     int rc = run(args);
@@ -143,10 +127,10 @@ static void test_report_pricing_options(void)
 
 static void test_report_this_machine(void)
 {
-    char *d = tmpdir(), out[128], tp[128], path[256];
+    char *d = test_tmpdir(), out[128], tp[128], path[256];
     snprintf(out, sizeof out, "%s/rep", d);
     snprintf(tp, sizeof tp, "%s/train.csv", d);
-    write_file(tp, "model,tensor_parallel,pipeline_parallel,instances,instance_type,seq_len,global_batch,micro_batch,seq_per_s,mfu,peak_gflops,source,cpu_model\n"
+    write_text(tp, "model,tensor_parallel,pipeline_parallel,instances,instance_type,seq_len,global_batch,micro_batch,seq_per_s,mfu,peak_gflops,source,cpu_model\n"
                    "pythia-70m,1,1,1,this machine,512,4,4,2.0,70.5,400,measured here 2026-11-21T00:00:00Z,Test CPU\n");
     const char *a1[] = {"report", "--throughput", tp, "--out", out, NULL};
     int rc = run(a1);
@@ -217,7 +201,7 @@ static void test_scale_closed_forms(void)
 
 static void test_scale_table1(void)
 {
-    char *d = tmpdir(), csv[128], png[128];
+    char *d = test_tmpdir(), csv[128], png[128];
     snprintf(csv, sizeof csv, "%s/neox.csv", d);
     snprintf(png, sizeof png, "%s/neox.png", d);
     const char *a1[] = {"scale", "--model", "neox-20b", "--instance", "trn1.32xlarge", "--tp", "8", "--pp", "4", "--seq", "2048",
@@ -307,14 +291,14 @@ static void test_report_bad_input(void)
         {NULL, {"scale", "--model", "neox-20b", "--instance", "trn1.32xlarge", "--tp", "8", "--global-batch", "16384", "--measured", g_table1}, "no row matches"},
         {NULL, {"scale", "--model", "neox-20b", "--instance", "g5.48xlarge", "--global-batch", "16384", "--nodes", "1"}, "no BF16 peak"},
     };
-    char *d = tmpdir(), bad[128];
+    char *d = test_tmpdir(), bad[128];
     snprintf(bad, sizeof bad, "%s/bad.csv", d);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const char *args[26];
         int a = 0;
         char out[128];
         snprintf(out, sizeof out, "%s/rep", d);
-        if (cases[i].file) write_file(bad, cases[i].file);
+        if (cases[i].file) write_text(bad, cases[i].file);
         for (; cases[i].args[a]; a++) args[a] = strcmp(cases[i].args[a], "@") == 0 ? bad : cases[i].args[a];
         if (strcmp(args[0], "report") == 0) args[a++] = "--out", args[a++] = out;
         args[a] = NULL;
@@ -332,7 +316,7 @@ static void test_report_bad_input(void)
 
 static void test_report_atomic(void)
 {
-    char *d = tmpdir(), out[128], path[256], bad[128];
+    char *d = test_tmpdir(), out[128], path[256], bad[128];
     snprintf(out, sizeof out, "%s/rep", d);
     const char *a1[] = {"report", "--throughput", g_table1, "--out", out, NULL};
     CHECK(run(a1) == 0, "first report: %s", g_err);
@@ -340,7 +324,7 @@ static void test_report_atomic(void)
     snprintf(path, sizeof path, "%s/report.md", out);
     slurp(path, before, sizeof before);
     snprintf(bad, sizeof bad, "%s/bad.csv", d);
-    write_file(bad, "model,tensor_parallel,pipeline_parallel,instances,instance_type,seq_len,global_batch,seq_per_s\n"
+    write_text(bad, "model,tensor_parallel,pipeline_parallel,instances,instance_type,seq_len,global_batch,seq_per_s\n"
                     "neox-20b,8,4,4,trn1.32xlarge,2048,16384,oops\n");
     const char *a2[] = {"report", "--throughput", g_table1, "--throughput", bad, "--out", out, NULL};
     CHECK(run(a2) == 1, "bad second report: exit should be 1: %s", g_err);
@@ -360,7 +344,7 @@ static void test_report_atomic(void)
     snprintf(other, sizeof other, "%s/mine", d);
     mkdir(other, 0755);
     snprintf(path, sizeof path, "%s/keep.txt", other);
-    write_file(path, "precious\n");
+    write_text(path, "precious\n");
     const char *a3[] = {"report", "--throughput", g_table1, "--out", other, NULL};
     CHECK(run(a3) == 2 && strstr(g_err, "not a costbench report directory") != NULL, "--out over a foreign directory: %s", g_err);
     CHECK(access(path, R_OK) == 0, "a foreign directory lost its file");

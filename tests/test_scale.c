@@ -17,23 +17,7 @@ static int run(const char *const *args) { return cli_run(args, g_out, sizeof g_o
 
 static const char *const g_table1 = "data/reference/trn1_table1.csv";
 
-static char *scale_tmpdir(void)
-{
-    static char buf[4][64];
-    static int next;
-    char *d = buf[next++ % 4];
-    snprintf(d, 64, "/tmp/costbench-scale-XXXXXX");
-    return mkdtemp(d);
-}
 
-static void scale_write_file(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    if (f) {
-        fputs(text, f);
-        fclose(f);
-    }
-}
 
 static int count_lines_starting(const char *text, const char *prefix)
 {
@@ -62,7 +46,7 @@ static int run_neox(const char *csv, const char *const *extra)
  * its own point by 52%. */
 static void test_scale_reproducer_zero3(void)
 {
-    char *d = scale_tmpdir(), csv[128];
+    char *d = test_tmpdir(), csv[128];
     snprintf(csv, sizeof csv, "%s/out.csv", d);
     const char *extra[] = {"--base-nodes", "4", "--base-seq-per-s", "13.6", "--zero", "3", "--overlap", "1", NULL};
     int rc = run_neox(csv, extra);
@@ -89,7 +73,7 @@ static void test_scale_reproducer_zero3(void)
  * cause; a very slow one is possible and reproduced. */
 static void test_scale_reproducer_absurd_base(void)
 {
-    char *d = scale_tmpdir(), csv[128];
+    char *d = test_tmpdir(), csv[128];
     snprintf(csv, sizeof csv, "%s/out.csv", d);
     static const char *const fast[] = {"1e6", "1000", "46.5"};
     for (int i = 0; i < 3; i++) {
@@ -126,10 +110,10 @@ static void test_scale_reproducer_absurd_base(void)
 /* A --measured (or --compare) row above the data-sheet peak is refused naming file:line. */
 static void test_scale_measured_row_impossible(void)
 {
-    char *d = scale_tmpdir(), csv[128], meas[128], arg[2][16] = {"--measured", "--compare"};
+    char *d = test_tmpdir(), csv[128], meas[128], arg[2][16] = {"--measured", "--compare"};
     snprintf(csv, sizeof csv, "%s/out.csv", d);
     snprintf(meas, sizeof meas, "%s/meas.csv", d);
-    scale_write_file(meas, "model,tensor_parallel,pipeline_parallel,instances,instance_type,seq_len,global_batch,seq_per_s\n"
+    write_text(meas, "model,tensor_parallel,pipeline_parallel,instances,instance_type,seq_len,global_batch,seq_per_s\n"
                            "neox-20b,8,4,4,trn1.32xlarge,2048,16384,13.6\n"
                            "neox-20b,8,4,8,trn1.32xlarge,2048,16384,1e6\n");
     char expect[256];
@@ -149,7 +133,7 @@ static void test_scale_measured_row_impossible(void)
  * tighter than the worst residual fails it, a looser one accepts a fit that misses the default. */
 static void test_scale_fit_tolerance(void)
 {
-    char *d = scale_tmpdir(), csv[128];
+    char *d = test_tmpdir(), csv[128];
     snprintf(csv, sizeof csv, "%s/out.csv", d);
     const char *good[] = {"--measured", g_table1, NULL};
     int rc = run_neox(csv, good);

@@ -188,3 +188,22 @@ int csv_column(const char *path, const char *name, double *out, int cap)
     table_free(&t);
     return c >= 0 ? n : -1;
 }
+
+char *test_tmpdir(void)
+{
+    static char buf[8][64];
+    static int next;
+    char *d = buf[next++ % 8];
+    snprintf(d, 64, "/tmp/costbench-test-XXXXXX");
+    if (mkdtemp(d)) return d;
+    CHECK(0, "cannot create a temporary directory");
+    return NULL;
+}
+
+void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    int ok = f && fputs(text, f) >= 0;
+    if (f && fclose(f) != 0) ok = 0;
+    CHECK(ok, "cannot write %s", path);
+}
