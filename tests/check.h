@@ -5,6 +5,8 @@
 
 #include <stddef.h>
 
+#include "../report/scale.h"
+
 void check_fail(const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 #define CHECK(cond, ...)                                              \
     do {                                                              \
@@ -48,6 +50,15 @@ int mpi_run(int np, const char *const *args, char *out, size_t outsz, char *err,
 char *test_tmpdir(void);
 /* Writes text to path (a failed check when it cannot). */
 void write_text(const char *path, const char *text);
+/* Writes n bytes to path; 0, or -1 when it cannot. */
+int write_file_bytes(const char *path, const void *data, size_t n);
+/* Runs the binary under test with args in a child whose files may not grow past fsize bytes, with
+ * SIGXFSZ ignored, so that its writes past the limit fail with EFBIG as on a full disk; stdout is
+ * discarded, stderr goes to err. Returns the exit status, -1 if it died of a signal. */
+int cli_run_fsize_limited(const char *const *args, long fsize, char *err, size_t errsz);
+/* The step model the scale tests start from: pythia-1b, TP 8 on 8 accelerators of 100 dense BF16
+ * TFLOP/s and an 800 Gbit/s network, global batch 64, 0.5 s per micro-batch. */
+void test_scale_model(scale_model *m);
 /* A file's text into buf (empty when missing). */
 void slurp(const char *path, char *buf, size_t n);
 /* rm -rf dir (a warning when it fails). */

@@ -35,13 +35,6 @@ static int run(const char *const *args) { return cli_run(args, g_out, sizeof g_o
 #define TINY "--model", "pythia-14m", "--layers", "2", "--d-model", "64", "--heads", "4", "--vocab", "256", "--seq", "32", \
              "--micro-batch", "2", "--no-predict", "--peak-gflops", "100", "--quiet", "--discard-steps", "0"
 
-static void write_bytes(const char *path, const void *data, size_t n)
-{
-    FILE *f = fopen(path, "wb");
-    if (!f) return;
-    fwrite(data, 1, n, f);
-    fclose(f);
-}
 
 static int count_of(const char *hay, const char *needle)
 {
@@ -228,15 +221,15 @@ static void test_audit_killed_saves(void)
     long dp = (long)dead_pid(), me = (long)getpid();
     /* what kills at every moment of a save leave: a temporary step, a step moved aside, `latest` */
     snprintf(p, sizeof p, "%s/step-00000005.tmp.%ld", dir, dp), mkdir(p, 0755);
-    snprintf(p, sizeof p, "%s/step-00000005.tmp.%ld/model.safetensors.tmp.%ld", dir, dp, dp), write_bytes(p, "xx", 2);
-    snprintf(p, sizeof p, "%s/step-00000005.tmp.%ld/optimizer.safetensors", dir, dp), write_bytes(p, "xx", 2);
+    snprintf(p, sizeof p, "%s/step-00000005.tmp.%ld/model.safetensors.tmp.%ld", dir, dp, dp), write_file_bytes(p, "xx", 2);
+    snprintf(p, sizeof p, "%s/step-00000005.tmp.%ld/optimizer.safetensors", dir, dp), write_file_bytes(p, "xx", 2);
     snprintf(p, sizeof p, "%s/step-00000004.old.%ld", dir, dp), mkdir(p, 0755);
-    snprintf(p, sizeof p, "%s/step-00000004.old.%ld/model.safetensors", dir, dp), write_bytes(p, "xx", 2);
-    snprintf(p, sizeof p, "%s/latest.tmp.%ld", dir, dp), write_bytes(p, "step-00000004\n", 14);
+    snprintf(p, sizeof p, "%s/step-00000004.old.%ld/model.safetensors", dir, dp), write_file_bytes(p, "xx", 2);
+    snprintf(p, sizeof p, "%s/latest.tmp.%ld", dir, dp), write_file_bytes(p, "step-00000004\n", 14);
     /* a running writer's temporary (this process is alive) and a user's file are not costbench's to delete */
     snprintf(p, sizeof p, "%s/step-00000007.tmp.%ld", dir, me), mkdir(p, 0755);
     snprintf(p, sizeof p, "%s/step-00000006.tmp.%ld", dir, dp), mkdir(p, 0755);
-    snprintf(p, sizeof p, "%s/step-00000006.tmp.%ld/notes.txt", dir, dp), write_bytes(p, "mine", 4);
+    snprintf(p, sizeof p, "%s/step-00000006.tmp.%ld/notes.txt", dir, dp), write_file_bytes(p, "mine", 4);
     const char *a[] = {"train", TINY, "--steps", "1", "--save", dir, NULL};
     CHECK(run(a) == 0, "train --save: %s", g_err);
     leftovers(dir, left, sizeof left);
@@ -278,7 +271,7 @@ static void write_st(const char *path, const char *hdr, const void *data, size_t
     memcpy(buf, &hl, 8);
     memcpy(buf + 8, hdr, hl);
     memcpy(buf + 8 + hl, data, n);
-    write_bytes(path, buf, 8 + hl + n);
+    write_file_bytes(path, buf, 8 + hl + n);
 }
 
 static void expect_st(const char *hdr, size_t ndata, const char *expect)
@@ -331,14 +324,14 @@ static void test_audit_impossible_numbers(void)
     for (int i = 0; i < 2; i++) {
         char text[512];
         snprintf(text, sizeof text, "%s%s", hdr, rows[i][0]);
-        write_bytes(p, text, strlen(text));
+        write_file_bytes(p, text, strlen(text));
         const char *a[] = {"report", "--throughput", p, "--out", "/tmp/costbench-audit-rep", NULL};
         int rc = run(a);
         CHECK(rc == 1 && strstr(g_err, rows[i][1]), "row %d: exit %d: %s", i, rc, g_err);
     }
     const char *m = "model,instances,instance_type,seq_len,global_batch,seq_per_s,mfu,peak_gflops,source\n"
                     "pythia-70m,1,this machine,512,4,1e12,2e15,1e-300,measured here\n";
-    write_bytes(p, m, strlen(m));
+    write_file_bytes(p, m, strlen(m));
     const char *a[] = {"report", "--throughput", p, "--usd-per-hour", "1", "--out", "/tmp/costbench-audit-rep", NULL};
     int rc = run(a);
     CHECK(rc == 1 && strstr(g_err, ":2: column 'mfu'"), "an absurd measured row: exit %d: %s", rc, g_err);
@@ -383,7 +376,7 @@ static void test_audit_checkpoint_parts(void)
     copy_file(keep, s2);
     char latest[256];
     snprintf(latest, sizeof latest, "%s/latest", d);
-    write_bytes(latest, "step-00000001\r\n", 15); /* CRLF, and a step whose parts belong together */
+    write_file_bytes(latest, "step-00000001\r\n", 15); /* CRLF, and a step whose parts belong together */
     rc = run(r);
     CHECK(rc == 0 && strstr(g_err, "resumed from") && strstr(g_err, "at step 1"), "CRLF latest: exit %d: %s", rc, g_err);
     rm_tree(d), rm_tree(d2);
@@ -406,12 +399,12 @@ static void test_audit_sizes_and_messages(void)
     const char *p = "/tmp/costbench-audit-bom.csv";
     const char bom[] = "\xEF\xBB\xBFmodel,tensor_parallel,pipeline_parallel,instances,instance_type,seq_len,global_batch,seq_per_s,usd_per_hour\n"
                        "neox-20b,8,4,4,trn1.32xlarge,2048,16384,13.6,30.36\n";
-    write_bytes(p, bom, strlen(bom));
+    write_file_bytes(p, bom, strlen(bom));
     table t;
     CHECK(table_load(&t, p) == 0 && strcmp(t.header[0], "model") == 0, "a BOM spoils the first column");
     if (t.header) table_free(&t);
     const char late[] = "# a comment\n# another\n\nmodel,instances\nneox-20b,4\n";
-    write_bytes(p, late, strlen(late));
+    write_file_bytes(p, late, strlen(late));
     const char *r[] = {"report", "--throughput", p, NULL};
     rc = run(r);
     CHECK(rc == 1 && strstr(g_err, ":4: missing column"), "the header on line 4: exit %d: %s", rc, g_err);
@@ -423,44 +416,15 @@ static void test_audit_sizes_and_messages(void)
 
 /* ---------------------------------------------------------------- 11: a full disk */
 
-/* The binary under test with a file-size limit (a full disk: writes fail with EFBIG). */
-static int run_limited(const char *const *args, long max_bytes)
-{
-    char errp[] = "/tmp/costbench-audit-err-XXXXXX";
-    int fe = mkstemp(errp);
-    unlink(errp);
-    const char *argv[32] = {g_costbench};
-    int n = 1;
-    for (int i = 0; args[i] && n < 31; i++) argv[n++] = args[i];
-    argv[n] = NULL;
-    pid_t pid = fork();
-    if (pid == 0) {
-        struct rlimit rl = {(rlim_t)max_bytes, (rlim_t)max_bytes};
-        signal(SIGXFSZ, SIG_IGN);
-        setrlimit(RLIMIT_FSIZE, &rl);
-        dup2(fe, STDERR_FILENO);
-        int dn = open("/dev/null", O_WRONLY);
-        dup2(dn, STDOUT_FILENO);
-        execv(g_costbench, (char **)argv);
-        _exit(127);
-    }
-    int st = 0;
-    waitpid(pid, &st, 0);
-    lseek(fe, 0, SEEK_SET);
-    ssize_t k = read(fe, g_err, sizeof g_err - 1);
-    g_err[k > 0 ? k : 0] = '\0';
-    close(fe);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
 
 static void test_audit_dataset_full_disk(void)
 {
     const char *txt = "/tmp/costbench-audit-big.txt", *prefix = "/tmp/costbench-audit-full";
     static char big[1 << 20];
     memset(big, 'a', sizeof big);
-    write_bytes(txt, big, sizeof big);
+    write_file_bytes(txt, big, sizeof big);
     const char *a[] = {"dataset", "build", "--out", prefix, txt, NULL};
-    int rc = run_limited(a, 100 * 1024);
+    int rc = cli_run_fsize_limited(a, 100 * 1024, g_err, sizeof g_err);
     CHECK(rc == 1 && count_of(g_err, "error:") == 1 && strstr(g_err, "cannot write '/tmp/costbench-audit-full.bin'"),
           "a full disk: exit %d, %d error lines: %s", rc, count_of(g_err, "error:"), g_err);
     CHECK(access("/tmp/costbench-audit-full.bin", F_OK) != 0 && access("/tmp/costbench-audit-full.idx", F_OK) != 0,

@@ -29,13 +29,6 @@ static size_t earlier_bytes(unsigned char *buf, size_t n)
     return n;
 }
 
-static int write_bytes(const char *path, const unsigned char *buf, size_t n)
-{
-    FILE *f = fopen(path, "wb");
-    if (!f) return -1;
-    size_t w = fwrite(buf, 1, n, f);
-    return fclose(f) == 0 && w == n ? 0 : -1;
-}
 
 /* The whole file into buf (at most n bytes); its size, or -1 when it cannot be read. */
 static long read_bytes(const char *path, unsigned char *buf, size_t n)
@@ -81,41 +74,6 @@ static int png_is_whole(const unsigned char *b, long n)
     return 0;
 }
 
-/* Runs costbench with args in a child whose file-size limit is fsize bytes and which ignores
- * SIGXFSZ, so that its writes past the limit fail with EFBIG as on a full disk; stdout is
- * discarded, stderr goes to err. Returns the exit status, -1 if it died of a signal. */
-static int run_fsize_limited(const char *const *args, rlim_t fsize, char *err, size_t errsz)
-{
-    char errp[] = "/tmp/costbench-plot-err-XXXXXX";
-    int fe = mkstemp(errp);
-    if (fe < 0) return -2;
-    unlink(errp);
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    if (pid == 0) {
-        int nul = open("/dev/null", O_WRONLY);
-        dup2(nul, STDOUT_FILENO);
-        dup2(fe, STDERR_FILENO);
-        struct rlimit rl = {fsize, fsize};
-        signal(SIGXFSZ, SIG_IGN);
-        if (setrlimit(RLIMIT_FSIZE, &rl) != 0) _exit(126);
-        const char *argv[64];
-        int n = 0;
-        argv[n++] = g_costbench;
-        for (int i = 0; args[i] && n < 63; i++) argv[n++] = args[i];
-        argv[n] = NULL;
-        execv(g_costbench, (char **)argv);
-        _exit(127);
-    }
-    int st = 0;
-    waitpid(pid, &st, 0);
-    ssize_t k = pread(fe, err, errsz - 1, 0);
-    err[k > 0 ? k : 0] = '\0';
-    close(fe);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 /* A full disk while the plot is written: exit 1, one error line naming the file, the earlier
  * file untouched byte for byte, no temporary file left. */
 static void check_full_disk(const char *name)
@@ -128,9 +86,9 @@ static void check_full_disk(const char *name)
     snprintf(path, sizeof path, "%s/%s", dir, name);
     static unsigned char before[4096], after[8192];
     size_t n = earlier_bytes(before, sizeof before);
-    CHECK(write_bytes(path, before, n) == 0, "cannot write %s", path);
+    CHECK(write_file_bytes(path, before, n) == 0, "cannot write %s", path);
     const char *args[] = SCALE_ARGS(path);
-    int rc = run_fsize_limited(args, 16384, g_err, sizeof g_err); /* both plots are larger: ~90 KB, ~380 KB */
+    int rc = cli_run_fsize_limited(args, 16384, g_err, sizeof g_err); /* both plots are larger: ~90 KB, ~380 KB */
     CHECK(rc == 1, "%s on a full disk: exit %d, expected 1: %s", name, rc, g_err);
     CHECK(strncmp(g_err, "error: ", 7) == 0 && count_lines(g_err) == 1, "%s: expected one error line, got: %s", name, g_err);
     char quoted[160];
@@ -182,7 +140,7 @@ static void test_plot_unwritable_path(void)
     check_unwritable("/proc/costbench-test.png"); /* not writable even by root */
     snprintf(file, sizeof file, "%s/file", dir);
     snprintf(notdir, sizeof notdir, "%s/file/s.svg", dir);
-    CHECK(write_bytes(file, (const unsigned char *)"x", 1) == 0, "cannot write %s", file);
+    CHECK(write_file_bytes(file, (const unsigned char *)"x", 1) == 0, "cannot write %s", file);
     check_unwritable(notdir);
     rm_tree(dir);
 }
@@ -200,7 +158,7 @@ static void test_plot_normal_is_whole(void)
     snprintf(svg, sizeof svg, "%s/s.svg", dir);
     static unsigned char before[4096], buf[1 << 20];
     size_t n = earlier_bytes(before, sizeof before);
-    CHECK(write_bytes(png, before, n) == 0, "cannot write %s", png);
+    CHECK(write_file_bytes(png, before, n) == 0, "cannot write %s", png);
     const char *a1[] = SCALE_ARGS(png);
     int rc = cli_run(a1, NULL, 0, g_err, sizeof g_err);
     CHECK(rc == 0 && strstr(g_err, "wrote") && !strstr(g_err, "error"), "scale --plot %s: exit %d: %s", png, rc, g_err);

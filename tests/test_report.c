@@ -160,13 +160,7 @@ static void test_report_this_machine(void)
 static void test_scale_closed_forms(void)
 {
     scale_model s;
-    memset(&s, 0, sizeof s);
-    CHECK(model_preset_find("pythia-1b", &s.cfg) == 0, "pythia-1b preset");
-    snprintf(s.hw.instance, sizeof s.hw.instance, "test");
-    s.hw.accelerators = 8, s.hw.workers = 1, s.hw.bf16_tflops = 100, s.hw.fp32_tflops = NAN, s.hw.mem_gib = 80;
-    s.hw.mem_gb_per_s = NAN, s.hw.intra_gb_per_s = NAN, s.hw.net_gbit_per_s = 800, s.hw.net_latency_us = NAN;
-    s.tp = 8, s.pp = 1, s.interleave = 1, s.seq = 2048, s.micro_batch = 1, s.global_batch = 64;
-    s.precision = PREC_MIXED, s.bucket_bytes = 25 << 20, s.t_mb_s = 0.5, s.net_eff = 1;
+    test_scale_model(&s);
     scale_point p1, p4;
     CHECK(scale_check(&s, 1, "--nodes") == 0 && scale_check(&s, 4, "--nodes") == 0, "layouts");
     scale_eval(&s, 1, &p1);

@@ -169,13 +169,7 @@ static void test_scale_fit_tolerance(void)
 static void test_scale_fit_verify_unit(void)
 {
     scale_model s;
-    memset(&s, 0, sizeof s);
-    CHECK(model_preset_find("pythia-1b", &s.cfg) == 0, "pythia-1b preset");
-    snprintf(s.hw.instance, sizeof s.hw.instance, "test");
-    s.hw.accelerators = 8, s.hw.workers = 1, s.hw.bf16_tflops = 100, s.hw.fp32_tflops = NAN, s.hw.mem_gib = 80;
-    s.hw.mem_gb_per_s = NAN, s.hw.intra_gb_per_s = NAN, s.hw.net_gbit_per_s = 800, s.hw.net_latency_us = NAN;
-    s.tp = 8, s.pp = 1, s.interleave = 1, s.seq = 2048, s.micro_batch = 1, s.global_batch = 64;
-    s.precision = PREC_MIXED, s.bucket_bytes = 25 << 20, s.t_mb_s = 0.5, s.net_eff = 1;
+    test_scale_model(&s);
     /* two points from a model at 30% of the line rate */
     scale_model truth = s;
     truth.net_eff = 0.3, truth.t_mb_s = 0.2;

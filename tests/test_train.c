@@ -21,12 +21,6 @@
 #include "../model/safetensors.h"
 #include "check.h"
 
-static void write_bytes(const char *path, const void *data, size_t n)
-{
-    FILE *f = fopen(path, "wb");
-    fwrite(data, 1, n, f);
-    fclose(f);
-}
 
 static const char *TXT1 = "The quick brown fox jumps over the lazy dog. ";
 static const char *TXT2 = "Pythia and GPT-NeoX rotate a quarter of each head.";
@@ -36,8 +30,8 @@ static void make_dataset(const char *prefix)
     char a[256], b[256];
     snprintf(a, sizeof a, "%s-a.txt", prefix);
     snprintf(b, sizeof b, "%s-b.txt", prefix);
-    write_bytes(a, TXT1, strlen(TXT1));
-    write_bytes(b, TXT2, strlen(TXT2));
+    write_file_bytes(a, TXT1, strlen(TXT1));
+    write_file_bytes(b, TXT2, strlen(TXT2));
     char *files[2] = {a, b};
     uint64_t n = 0;
     dataset_build(prefix, files, 2, &n);
@@ -94,24 +88,24 @@ static void test_dataset_corrupt(void)
     unsigned char tmp[4096];
     memcpy(tmp, buf, n);
     tmp[0] = 'X';
-    write_bytes(idx, tmp, n);
+    write_file_bytes(idx, tmp, n);
     expect_corrupt(prefix, "expected the 'MMIDIDX' header");
-    write_bytes(idx, buf, n - 5);
+    write_file_bytes(idx, buf, n - 5);
     expect_corrupt(prefix, "truncated or corrupt");
     memcpy(tmp, buf, n);
     tmp[17] = 6;
-    write_bytes(idx, tmp, n);
+    write_file_bytes(idx, tmp, n);
     expect_corrupt(prefix, "token dtype code 6");
     memcpy(tmp, buf, n);
     tmp[18] = 0xff; /* absurd sequence count */
-    write_bytes(idx, tmp, n);
+    write_file_bytes(idx, tmp, n);
     expect_corrupt(prefix, "truncated or corrupt");
     memcpy(tmp, buf, n);
     tmp[34] = 0x7f; /* first size: huge, so the second pointer is wrong */
-    write_bytes(idx, tmp, n);
+    write_file_bytes(idx, tmp, n);
     expect_corrupt(prefix, "sequence 1: size");
-    write_bytes(idx, buf, n);
-    write_bytes(bin, "ab", 2); /* .bin shorter than the index says */
+    write_file_bytes(idx, buf, n);
+    write_file_bytes(bin, "ab", 2); /* .bin shorter than the index says */
     expect_corrupt(prefix, "truncated");
     unlink(idx);
     expect_corrupt(prefix, "cannot open");
@@ -171,12 +165,12 @@ static void test_checkpoint_roundtrip(void)
     unsigned char buf[200000];
     size_t n = fread(buf, 1, sizeof buf, f);
     fclose(f);
-    write_bytes(p, buf, n / 2);
+    write_file_bytes(p, buf, n / 2);
     capture_stderr_begin();
     bad = ckpt_load_weights(&b, p);
     err = capture_stderr_end();
     CHECK(bad != 0 && strstr(err, p), "a truncated file loaded: %s", err);
-    write_bytes(p, "\x10\x00\x00\x00\x00\x00\x00\x00{\"a\":{\"dtype\":}}", 24);
+    write_file_bytes(p, "\x10\x00\x00\x00\x00\x00\x00\x00{\"a\":{\"dtype\":}}", 24);
     capture_stderr_begin();
     bad = ckpt_load_weights(&b, p);
     err = capture_stderr_end();
@@ -198,7 +192,7 @@ static void test_safetensors_half_types(void)
     memcpy(file + 8, hdr, hl);
     unsigned char data[6] = {0xc0, 0x3f, 0x00, 0xc0, 0x01, 0x00};
     memcpy(file + 8 + hl, data, 6);
-    write_bytes(p, file, 8 + hl + 6);
+    write_file_bytes(p, file, 8 + hl + 6);
     st_file f;
     CHECK(st_open(&f, p) == 0, "open failed");
     float b = 0, h[2] = {0};

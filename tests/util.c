@@ -1,4 +1,6 @@
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <math.h>
 #include <stdio.h>
@@ -7,6 +9,7 @@
 #include <unistd.h>
 
 #include "../common/csvio.h"
+#include "../common/presets.h"
 #include "check.h"
 
 int allclose(const char *what, const float *x, const double *ref, size_t n, double atol, double rtol)
@@ -206,4 +209,57 @@ void write_text(const char *path, const char *text)
     int ok = f && fputs(text, f) >= 0;
     if (f && fclose(f) != 0) ok = 0;
     CHECK(ok, "cannot write %s", path);
+}
+
+int write_file_bytes(const char *path, const void *data, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f) return -1;
+    size_t w = fwrite(data, 1, n, f);
+    return fclose(f) == 0 && w == n ? 0 : -1;
+}
+
+int cli_run_fsize_limited(const char *const *args, long fsize, char *err, size_t errsz)
+{
+    char errp[] = "/tmp/costbench-plot-err-XXXXXX";
+    int fe = mkstemp(errp);
+    if (fe < 0) return -2;
+    unlink(errp);
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int nul = open("/dev/null", O_WRONLY);
+        dup2(nul, STDOUT_FILENO);
+        dup2(fe, STDERR_FILENO);
+        struct rlimit rl = {(rlim_t)fsize, (rlim_t)fsize};
+        signal(SIGXFSZ, SIG_IGN);
+        if (setrlimit(RLIMIT_FSIZE, &rl) != 0) _exit(126);
+        const char *argv[64];
+        int n = 0;
+        argv[n++] = g_costbench;
+        for (int i = 0; args[i] && n < 63; i++) argv[n++] = args[i];
+        argv[n] = NULL;
+        execv(g_costbench, (char **)argv);
+        _exit(127);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    ssize_t k = pread(fe, err, errsz - 1, 0);
+    err[k > 0 ? k : 0] = '\0';
+    close(fe);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+void test_scale_model(scale_model *m)
+{
+    scale_model s;
+    memset(&s, 0, sizeof s);
+    CHECK(model_preset_find("pythia-1b", &s.cfg) == 0, "pythia-1b preset");
+    snprintf(s.hw.instance, sizeof s.hw.instance, "test");
+    s.hw.accelerators = 8, s.hw.workers = 1, s.hw.bf16_tflops = 100, s.hw.fp32_tflops = NAN, s.hw.mem_gib = 80;
+    s.hw.mem_gb_per_s = NAN, s.hw.intra_gb_per_s = NAN, s.hw.net_gbit_per_s = 800, s.hw.net_latency_us = NAN;
+    s.tp = 8, s.pp = 1, s.interleave = 1, s.seq = 2048, s.micro_batch = 1, s.global_batch = 64;
+    s.precision = PREC_MIXED, s.bucket_bytes = 25 << 20, s.t_mb_s = 0.5, s.net_eff = 1;
+    *m = s;
 }
