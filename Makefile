@@ -19,7 +19,7 @@ endif
 # kernels share one thread pool instead of two pools spinning against each other on the cores;
 # the binary is linked with an rpath to it, whatever the system's libopenblas alternative.
 DEBIAN_PKGS := libopenblas-dev libopenblas-openmp-dev libgsl-dev libcsv-dev libplplot-dev plplot-driver-cairo pkg-config \
-               libopenmpi-dev openmpi-bin
+               libopenmpi-dev openmpi-bin libdnnl-dev
 PC_PKGS     := openblas gsl plplot
 MULTIARCH   := $(shell $(CC) -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
 OPENBLAS_DIR := /usr/lib/$(MULTIARCH)/openblas-openmp
@@ -39,7 +39,7 @@ PKG_CONFIG_ENV = PKG_CONFIG_PATH=$(OPENBLAS_DIR)/pkgconfig
 # Open MPI (bench/comm.c) when its pkg-config file is there; without it the binary is one rank.
 MPI_PC     = $(shell pkg-config --exists ompi-c 2>/dev/null && echo ompi-c)
 PKG_CFLAGS = $(shell $(PKG_CONFIG_ENV) pkg-config --cflags $(PC_PKGS) $(MPI_PC) 2>/dev/null) $(if $(MPI_PC),-DCB_HAVE_MPI)
-PKG_LIBS   = $(filter-out -lgslcblas,$(shell $(PKG_CONFIG_ENV) pkg-config --libs $(PC_PKGS) $(MPI_PC) 2>/dev/null)) -lcsv -lm \
+PKG_LIBS   = $(filter-out -lgslcblas,$(shell $(PKG_CONFIG_ENV) pkg-config --libs $(PC_PKGS) $(MPI_PC) 2>/dev/null)) -ldnnl -lcsv -lm \
              -Wl,-rpath,$(OPENBLAS_DIR)
 ALL_CFLAGS = $(BASE_CFLAGS) $(PKG_CFLAGS) -I$(BUILD) $(CFLAGS)
 ALL_LDFLAGS = -fopenmp $(OPT) $(LDFLAGS)

@@ -21,11 +21,15 @@ enum {
     KERNEL_OK = 0,
     KERNEL_EDIM = -1,   /* a dimension <= 0, a leading dimension too small, or beyond BLAS int indexing */
     KERNEL_EINDEX = -2, /* an index argument (a target token) outside its range */
+    KERNEL_EBACKEND = -3, /* the library behind the kernel (oneDNN) refused or failed */
 };
 
 static inline const char *kernel_strerror(int code)
 {
-    return code == KERNEL_EDIM ? "invalid dimensions" : code == KERNEL_EINDEX ? "index out of range" : "unknown error";
+    return code == KERNEL_EDIM     ? "invalid dimensions"
+           : code == KERNEL_EINDEX ? "index out of range"
+           : code == KERNEL_EBACKEND ? "the oneDNN backend failed"
+                                     : "unknown error";
 }
 
 #endif

@@ -71,6 +71,6 @@ int csv_column(const char *path, const char *name, double *out, int cap);
 extern const char *g_costbench;
 
 extern const test_case tests_common[], tests_kernels[], tests_rope[], tests_model[], tests_train[], tests_cli[], tests_report[], tests_comm[],
-    tests_plot[], tests_outdir[], tests_scale[], tests_audit[];
+    tests_plot[], tests_outdir[], tests_scale[], tests_audit[], tests_attention[], tests_bf16[], tests_precision[];
 
 #endif

@@ -1,0 +1,43 @@
+/* bf16.h: the bfloat16 storage type and its conversions (hand-written: no Debian library offers
+ * them as plain C). bf16 is the upper half of an IEEE fp32: widening is exact; narrowing rounds
+ * to nearest, ties to even, and keeps NaN a NaN (quiet) and infinities infinite. Where the CPU
+ * has AVX512_BF16 the narrowing uses vcvtneps2bf16 (same rounding; it treats fp32 subnormal
+ * inputs as zero, so a value below 1.2e-38 may narrow to 0 instead of to a bf16 subnormal). */
+#ifndef CB_BF16_H
+#define CB_BF16_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+typedef uint16_t bf16;
+
+static inline float bf16_to_float(bf16 h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+static inline bf16 bf16_from_float(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (bf16)((u >> 16) | 0x0040u); /* NaN stays NaN (quiet) */
+    u += 0x7fffu + ((u >> 16) & 1u);                                         /* round to nearest even */
+    return (bf16)(u >> 16);
+}
+
+/* Narrow n floats (round to nearest even, NaN kept); parallel over OpenMP threads when large. */
+void bf16_from_floats(bf16 *dst, const float *src, size_t n);
+/* Widen n bf16 values (exact). */
+void bf16_to_floats(float *dst, const bf16 *src, size_t n);
+/* Narrow a (rows x cols) block with row strides (elements) ld_src and ld_dst. */
+void bf16_from_floats_2d(bf16 *dst, size_t ld_dst, const float *src, size_t ld_src, int rows, int cols);
+/* Round n floats in place to the nearest bf16 value (what a bf16 store and reload would give). */
+void bf16_round_floats(float *x, size_t n);
+/* 1 when this CPU has AVX512_BF16 (vcvtneps2bf16, vdpbf16ps). */
+int bf16_cpu_native(void);
+
+#endif
