@@ -241,7 +241,7 @@ int step_run(const step_opts *o, const calib *cal, const machine_info *mi, step_
     gpt_model m;
     dataset ds;
     train_opts to = o->train;
-    if (gpt_init(&m, &o->cfg, to.B, to.T, o->recompute) != 0) return CB_EFAIL;
+    if (gpt_init(&m, &o->cfg, to.B, to.T, o->recompute, o->prec) != 0) return CB_EFAIL;
     if (o->data_path && dataset_open(&ds, o->data_path) != 0) {
         gpt_free(&m);
         return CB_EFAIL;

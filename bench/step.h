@@ -21,6 +21,7 @@ typedef struct {
     train_opts train;      /* the loop's options (B, T, accum, steps, schedule, data, checkpoints, rank) */
     const char *data_path; /* --data PREFIX (opened by step_run), or NULL */
     int recompute;
+    train_precision prec;
     long discard;          /* steps left out of the summary */
     int quiet;             /* no per-step lines on stdout */
     double estimate_bytes; /* printed memory estimate, for the RSS comparison */

@@ -145,3 +145,13 @@ double model_hardware_flops_per_token(const model_config *c, int T, int recomput
     if (recompute) f += 2.0 * 12.0 * c->L * (double)c->C * c->C + 4.0 * c->L * (double)c->C * T; /* one more layer forward */
     return f;
 }
+
+const char *precision_name(train_precision p) { return p == PRECISION_BF16_MIXED ? "bf16-mixed" : "fp32"; }
+
+int precision_parse(const char *s, train_precision *out)
+{
+    if (strcmp(s, "fp32") == 0) *out = PRECISION_FP32;
+    else if (strcmp(s, "bf16-mixed") == 0) *out = PRECISION_BF16_MIXED;
+    else return -1;
+    return 0;
+}

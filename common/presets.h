@@ -22,6 +22,15 @@ typedef struct {
 } model_config;
 
 /* Loads every preset of `path`. Returns 0 or CB_EFAIL (file:line error printed). */
+/* Training precision: fp32 throughout, or bf16 mixed precision (fp32 master weights and AdamW
+ * state; bf16 copies of the weights and bf16 matmul inputs; fp32 accumulation, norms, softmax
+ * statistics, residual stream and loss). */
+typedef enum { PRECISION_FP32 = 0, PRECISION_BF16_MIXED = 1 } train_precision;
+/* "fp32" or "bf16-mixed". */
+const char *precision_name(train_precision p);
+/* Parses a --precision value; 0, or -1 when unknown. */
+int precision_parse(const char *s, train_precision *out);
+
 int model_presets_load(const char *path, model_config **out, int *n);
 /* Finds `name` in data/models.csv (machine_data_file()). Unknown name: CB_EUSAGE with the list.
  * A broken file: CB_EFAIL. */

@@ -37,24 +37,27 @@ int matmul_backward_input(float *dinp, const float *dout, const float *weight, i
     return KERNEL_OK;
 }
 
+void matmul_bias_backward(float *dbias, const float *dout, int N, int OC)
+{
+    /* column sums by blocks of 64 columns, rows streamed contiguously */
+    int nblk = (OC + 63) / 64;
+#pragma omp parallel for schedule(static)
+    for (int blk = 0; blk < nblk; blk++) {
+        int j0 = blk * 64, j1 = j0 + 64 < OC ? j0 + 64 : OC;
+        float acc[64] = {0};
+        for (int i = 0; i < N; i++) {
+            const float *row = dout + (size_t)i * OC;
+            for (int j = j0; j < j1; j++) acc[j - j0] += row[j];
+        }
+        for (int j = j0; j < j1; j++) dbias[j] += acc[j - j0];
+    }
+}
+
 int matmul_backward_weight(float *dweight, float *dbias, const float *dout, const float *inp, int N, int C, int OC)
 {
     if (!dweight || !dout || !inp || !dims_ok(N, C, OC)) return KERNEL_EDIM;
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, C, N, 1.0f, dout, OC, inp, C, 1.0f, dweight, C);
-    if (dbias) {
-        /* column sums by blocks of 64 columns, rows streamed contiguously */
-        int nblk = (OC + 63) / 64;
-#pragma omp parallel for schedule(static)
-        for (int blk = 0; blk < nblk; blk++) {
-            int j0 = blk * 64, j1 = j0 + 64 < OC ? j0 + 64 : OC;
-            float acc[64] = {0};
-            for (int i = 0; i < N; i++) {
-                const float *row = dout + (size_t)i * OC;
-                for (int j = j0; j < j1; j++) acc[j - j0] += row[j];
-            }
-            for (int j = j0; j < j1; j++) dbias[j] += acc[j - j0];
-        }
-    }
+    if (dbias) matmul_bias_backward(dbias, dout, N, OC);
     return KERNEL_OK;
 }
 

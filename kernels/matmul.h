@@ -18,6 +18,9 @@ int matmul_backward_input(float *dinp, const float *dout, const float *weight, i
  * dweight (OC, C), dbias (OC) or NULL */
 int matmul_backward_weight(float *dweight, float *dbias, const float *dout, const float *inp, int N, int C, int OC);
 
+/* dbias += colsum(dout): dbias (OC), dout (N, OC). */
+void matmul_bias_backward(float *dbias, const float *dout, int N, int OC);
+
 /* General C (n x m) = alpha * op(A) (n x k) @ op(B) (k x m) + beta * C, row-major, with leading
  * dimensions; the attention kernel and the benchmarks use it. */
 int matmul_gemm(int trans_a, int trans_b, int n, int m, int k, float alpha, const float *A, int lda, const float *B,

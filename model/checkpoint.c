@@ -293,6 +293,7 @@ int ckpt_load_weights(gpt_model *m, const char *path)
     if (st_open(&f, path) != 0) return CB_EFAIL;
     int rc = load_all(m, &f, m->params, "", 1);
     st_close(&f);
+    gpt_params_changed(m);
     return rc;
 }
 
@@ -347,6 +348,7 @@ static int load_part(gpt_model *m, const char *stepdir, int optimizer, ckpt_stat
     if (rc == 0 && optimizer) rc = load_all(m, &f, m->v, "exp_avg_sq/", 0);
     if (rc == 0) rc = read_position(&f, optimizer, st, adam_t);
     st_close(&f);
+    if (!optimizer) gpt_params_changed(m);
     return rc;
 }
 

@@ -14,6 +14,7 @@
 #include "../kernels/gelu.h"
 #include "../kernels/layernorm.h"
 #include "../kernels/kernels.h"
+#include "../kernels/linear_bf16.h"
 #include "../kernels/matmul.h"
 
 const char *const gpt_kind_names[GPT_KIND_COUNT] = {"matmul", "attention", "rotary", "layernorm", "gelu", "cross_entropy",
@@ -37,21 +38,34 @@ static void param_sizes(const model_config *c, size_t *s)
     s[P_UNEMBED] = c->tied_embeddings ? 0 : V * C;
 }
 
-/* Floats of one layer's saved activations. */
-static double layer_act_floats(const model_config *c, int B, int T)
+/* Floats of one layer's saved fp32 activations. */
+static double layer_act_floats(const model_config *c, int B, int T, train_precision prec)
 {
     double BT = (double)B * T, C = c->C;
-    double f = BT * C + 2 * BT      /* ln1 */
-               + 3 * BT * C         /* qkv */
+    double f = 2 * BT                      /* ln1 mean, rstd */
                + (double)B * c->NH * T * T /* att */
-               + BT * C             /* atty */
-               + BT * C + 2 * BT    /* ln2 */
-               + 8 * BT * C;        /* fch, fchg */
+               + 2 * BT                    /* ln2 mean, rstd */
+               + 4 * BT * C;               /* fch */
+    if (prec == PRECISION_FP32) f += BT * C /* ln1 */ + 3 * BT * C /* qkv */ + BT * C /* atty */ + BT * C /* ln2 */ +
+                                4 * BT * C /* fchg */;
     if (!c->parallel_residual) f += BT * C; /* res2 */
     return f;
 }
 
-void gpt_estimate(const model_config *cfg, int B, int T, int recompute, gpt_mem *mem)
+/* bf16 values of one layer's saved activations (bf16-mixed: ln1, qkv, atty, ln2, fchg). */
+static double layer_act_halves(const model_config *c, int B, int T, train_precision prec)
+{
+    return prec == PRECISION_BF16_MIXED ? 10.0 * B * T * c->C : 0;
+}
+
+/* bf16 values of the model-wide bf16 buffers: lnf, d(logits), d(residual), one (BT, 4C) gradient. */
+static double global_halves(const model_config *c, int B, int T, train_precision prec)
+{
+    double BT = (double)B * T;
+    return prec == PRECISION_BF16_MIXED ? BT * (c->C + (double)c->V + c->C + 4.0 * c->C) : 0;
+}
+
+void gpt_estimate(const model_config *cfg, int B, int T, int recompute, train_precision prec, gpt_mem *mem)
 {
     size_t s[P_COUNT];
     param_sizes(cfg, s);
@@ -62,14 +76,15 @@ void gpt_estimate(const model_config *cfg, int B, int T, int recompute, gpt_mem 
     mem->grads = 4 * n;
     mem->moments = 8 * n;
     mem->acts_kept = 4 * ((L + 1) * BT * C);
-    mem->acts_layer = 4 * layer_act_floats(cfg, B, T);
-    mem->logits = 4 * (BT * V + BT * C + 5 * BT);
+    mem->acts_layer = 4 * layer_act_floats(cfg, B, T, prec) + 2 * layer_act_halves(cfg, B, T, prec);
+    mem->logits = 4 * (BT * V + (prec == PRECISION_FP32 ? BT * C : 0) + 5 * BT) + 2 * global_halves(cfg, B, T, prec);
+    mem->weights_bf16 = prec == PRECISION_BF16_MIXED ? 2 * n : 0;
     /* dres, dln, dqkv, datty, dfch, attproj; the attention backward's per-thread scratch; token ids */
     mem->scratch = 4 * (BT * C * (1 + 1 + 3 + 1 + 4 + 1) + (double)attention_scratch_floats(T, omp_get_max_threads())) + 8 * BT;
     mem->acts_full_no_recompute = mem->acts_kept + L * mem->acts_layer + mem->logits;
     mem->acts_full_recompute = mem->acts_kept + mem->acts_layer + mem->logits;
     double acts = recompute ? mem->acts_full_recompute : mem->acts_full_no_recompute;
-    mem->total = mem->params + mem->grads + mem->moments + acts + mem->scratch +
+    mem->total = mem->params + mem->grads + mem->moments + mem->weights_bf16 + acts + mem->scratch +
                  4.0 * rope_tables_floats(T, rope_rotary_dims(cfg->HS, cfg->rotary_pct), cfg->HS);
 }
 
@@ -93,7 +108,7 @@ void gpt_param_name(const gpt_model *m, int k, int layer, char *buf, size_t n)
     }
 }
 
-static void set_layer_views(gpt_model *m, float **cursor)
+static void set_layer_views(gpt_model *m, float **cursor, bf16 **hcursor)
 {
     const model_config *c = &m->cfg;
     size_t BT = (size_t)m->B * m->T, C = (size_t)c->C;
@@ -105,29 +120,39 @@ static void set_layer_views(gpt_model *m, float **cursor)
             continue;
         }
         float *p = *cursor;
-        a->ln1 = p, p += BT * C;
+        memset(a, 0, sizeof *a);
         a->ln1_mean = p, p += BT;
         a->ln1_rstd = p, p += BT;
-        a->qkv = p, p += 3 * BT * C;
         a->att = p, p += (size_t)m->B * c->NH * m->T * m->T;
-        a->atty = p, p += BT * C;
-        a->ln2 = p, p += BT * C;
         a->ln2_mean = p, p += BT;
         a->ln2_rstd = p, p += BT;
         a->fch = p, p += 4 * BT * C;
-        a->fchg = p, p += 4 * BT * C;
         if (!c->parallel_residual) a->res2 = p, p += BT * C;
-        else a->res2 = NULL;
+        if (m->prec == PRECISION_FP32) {
+            a->ln1 = p, p += BT * C;
+            a->qkv = p, p += 3 * BT * C;
+            a->atty = p, p += BT * C;
+            a->ln2 = p, p += BT * C;
+            a->fchg = p, p += 4 * BT * C;
+        } else {
+            bf16 *h = *hcursor;
+            a->ln1h = h, h += BT * C;
+            a->qkvh = h, h += 3 * BT * C;
+            a->attyh = h, h += BT * C;
+            a->ln2h = h, h += BT * C;
+            a->fchgh = h, h += 4 * BT * C;
+            *hcursor = h;
+        }
         a->attproj = NULL; /* set below: one shared buffer */
         *cursor = p;
     }
 }
 
-int gpt_init(gpt_model *m, const model_config *cfg, int B, int T, int recompute)
+int gpt_init(gpt_model *m, const model_config *cfg, int B, int T, int recompute, train_precision prec)
 {
     memset(m, 0, sizeof *m);
     m->cfg = *cfg;
-    m->B = B, m->T = T, m->recompute = recompute;
+    m->B = B, m->T = T, m->recompute = recompute, m->prec = prec;
     param_sizes(cfg, m->sizes);
     size_t off = 0;
     for (int k = 0; k < P_COUNT; k++) {
@@ -149,25 +174,42 @@ int gpt_init(gpt_model *m, const model_config *cfg, int B, int T, int recompute)
         m->p[P_UNEMBED] = m->p[P_WTE];
         m->g[P_UNEMBED] = m->g[P_WTE];
     }
+    if (prec == PRECISION_BF16_MIXED) {
+        m->wh = mem_alloc(off, sizeof(bf16), "bf16 weights");
+        if (!m->wh) goto fail;
+        for (int k = 0; k < P_COUNT; k++) m->ph[k] = m->wh + m->offsets[k];
+        if (cfg->tied_embeddings) m->ph[P_UNEMBED] = m->ph[P_WTE];
+    }
     m->rotary_dims = cfg->learned_pos ? 0 : rope_rotary_dims(cfg->HS, cfg->rotary_pct);
     m->rope_store = mem_alloc(rope_tables_floats(T, m->rotary_dims, cfg->HS), sizeof(float), "rotary tables");
     if (!m->rope_store) goto fail;
     rope_tables_init(&m->rope, m->rope_store, T, m->rotary_dims, cfg->HS, cfg->rotary_base);
 
     size_t BT = (size_t)B * T, C = (size_t)cfg->C, V = (size_t)cfg->V;
-    double layer = layer_act_floats(cfg, B, T);
+    size_t nviews = recompute ? 1 : (size_t)cfg->L;
+    size_t layer = (size_t)layer_act_floats(cfg, B, T, prec), layerh = (size_t)layer_act_halves(cfg, B, T, prec);
     m->att_threads = omp_get_max_threads();
-    size_t total = (size_t)(cfg->L + 1) * BT * C + (size_t)layer * (recompute ? 1 : (size_t)cfg->L) + BT * V +
-                   BT * C + 5 * BT + BT * C * 11 + attention_scratch_floats(T, m->att_threads);
+    size_t total = (size_t)(cfg->L + 1) * BT * C + layer * nviews + BT * V + (prec == PRECISION_FP32 ? BT * C : 0) + 5 * BT +
+                   BT * C * 11 + attention_scratch_floats(T, m->att_threads);
+    size_t totalh = layerh * nviews + (size_t)global_halves(cfg, B, T, prec);
     m->acts = mem_alloc(total, sizeof(float), "activations");
+    if (totalh && !(m->acts16 = mem_alloc(totalh, sizeof(bf16), "bf16 activations"))) goto fail;
     m->layer = calloc((size_t)cfg->L, sizeof *m->layer);
     m->inputs = calloc(BT, sizeof(int));
     m->targets = calloc(BT, sizeof(int));
     if (!m->acts || !m->layer || !m->inputs || !m->targets) goto fail;
     float *p = m->acts;
     m->x = p, p += (size_t)(cfg->L + 1) * BT * C;
-    set_layer_views(m, &p);
-    m->lnf = p, p += BT * C;
+    bf16 *h = m->acts16;
+    set_layer_views(m, &p, &h);
+    if (prec == PRECISION_FP32) {
+        m->lnf = p, p += BT * C;
+    } else {
+        m->lnfh = h, h += BT * C;
+        m->dlogitsh = h, h += BT * V;
+        m->dresh = h, h += BT * C;
+        m->dh = h, h += 4 * BT * C;
+    }
     m->lnf_mean = p, p += BT;
     m->lnf_rstd = p, p += BT;
     m->lse = p, p += BT;
@@ -183,7 +225,7 @@ int gpt_init(gpt_model *m, const model_config *cfg, int B, int T, int recompute)
     p += BT * C;
     m->datt_scratch = p, p += attention_scratch_floats(T, m->att_threads);
     for (int l = 0; l < cfg->L; l++) m->layer[l].attproj = attproj;
-    if ((size_t)(p - m->acts) > total) {
+    if ((size_t)(p - m->acts) > total || (size_t)(h - m->acts16) > totalh) {
         err_msg("internal: activation layout overflows its slab");
         goto fail;
     }
@@ -197,6 +239,7 @@ void gpt_free(gpt_model *m)
 {
     if (!m) return;
     free(m->params), free(m->grads), free(m->m), free(m->v), free(m->rope_store), free(m->acts), free(m->layer);
+    free(m->wh), free(m->acts16);
     free(m->inputs), free(m->targets);
     memset(m, 0, sizeof *m);
 }
@@ -236,6 +279,17 @@ void gpt_init_weights(gpt_model *m, unsigned long long seed)
     memset(m->m, 0, m->nparams * sizeof(float));
     memset(m->v, 0, m->nparams * sizeof(float));
     m->adam_t = 0;
+    gpt_params_changed(m);
+}
+
+void gpt_params_changed(gpt_model *m) { m->wh_fresh = 0; }
+
+/* bf16-mixed: remakes the bf16 copy of the weights when params changed since it was made. */
+static void refresh_bf16_weights(gpt_model *m)
+{
+    if (m->prec != PRECISION_BF16_MIXED || m->wh_fresh) return;
+    bf16_from_floats(m->wh, m->params, m->nparams);
+    m->wh_fresh = 1;
 }
 
 /* ---------------------------------------------------------------- forward */
@@ -317,6 +371,61 @@ static void embed_backward(float *dwte, float *dwpe, const float *dres, const in
     }
 }
 
+/* ---------------------------------------------------------------- bf16-mixed helpers
+ * Kernels that read fp32 and write a bf16 linear-layer input, and the bf16 attention. */
+
+static void layernorm_forward_h(bf16 *out, float *tmp, float *mean, float *rstd, const float *inp, const float *w,
+                                const float *b, int N, int C)
+{
+    layernorm_forward(tmp, mean, rstd, inp, w, b, N, C);
+    bf16_from_floats(out, tmp, (size_t)N * C);
+}
+
+static void gelu_forward_h(bf16 *out, float *tmp, const float *inp, size_t n)
+{
+    gelu_forward(tmp, inp, n);
+    bf16_from_floats(out, tmp, n);
+}
+
+static void rope_forward_h(bf16 *qkv, float *tmp, const rope_shape *rs, const rope_tables *tb)
+{
+    size_t n = (size_t)rs->B * rs->T * rs->NH * 3 * rs->HS;
+    bf16_to_floats(tmp, qkv, n);
+    rope_forward_fused(tmp, rs, tb);
+    bf16_from_floats(qkv, tmp, n);
+}
+
+static void attention_forward_h(bf16 *out, float *att, const bf16 *qkv, float *tmp_qkv, float *tmp_out, int B, int T,
+                                int NH, int HS)
+{
+    size_t BT = (size_t)B * T, C = (size_t)NH * HS;
+    bf16_to_floats(tmp_qkv, qkv, 3 * BT * C);
+    attention_forward(tmp_out, att, tmp_qkv, B, T, NH, HS);
+    bf16_from_floats(out, tmp_out, BT * C);
+}
+
+static void attention_backward_h(float *dqkv, float *scratch, int threads, const float *dout, const bf16 *qkv,
+                                 float *tmp_qkv, const float *att, int B, int T, int NH, int HS)
+{
+    bf16_to_floats(tmp_qkv, qkv, 3 * (size_t)B * T * NH * HS);
+    attention_backward(dqkv, scratch, threads, dout, tmp_qkv, att, B, T, NH, HS);
+}
+
+/* ---------------------------------------------------------------- linear layers */
+
+/* out = inp W^T + b for weight tensor k of layer l (IC inputs, OC outputs): fp32 from a->..., or
+ * bf16-mixed from the bf16 input and weight copy into an fp32 (out) or bf16 (outh) result. */
+static int linear_forward(gpt_model *m, float *out, bf16 *outh, const float *inp, const bf16 *inph, int kw, int kb,
+                          int l, int IC, int OC)
+{
+    const int BT = m->B * m->T;
+    size_t wo = (size_t)l * IC * OC, bo = (size_t)l * OC;
+    const float *bias = kb >= 0 ? m->p[kb] + bo : NULL;
+    if (m->prec == PRECISION_FP32) CHECKED(m, K_MATMUL, matmul_forward(out, inp, m->p[kw] + wo, bias, BT, IC, OC));
+    else CHECKED(m, K_MATMUL, linear_bf16_forward(outh ? NULL : out, outh, inph, m->ph[kw] + wo, bias, BT, IC, OC));
+    return 0;
+}
+
 /* Layer l's attention half: ln1, QKV, rotary, attention, output projection (into a->attproj). */
 static int attention_block_forward(gpt_model *m, int l)
 {
@@ -325,18 +434,20 @@ static int attention_block_forward(gpt_model *m, int l)
     gpt_layer_acts *a = &m->layer[l];
     const float *x = m->x + (size_t)l * BT * C;
     const size_t L1 = (size_t)l;
-    TIMED(m, K_LAYERNORM, layernorm_forward(a->ln1, a->ln1_mean, a->ln1_rstd, x, m->p[P_LN1W] + L1 * C,
-                                            m->p[P_LN1B] + L1 * C, BT, C));
-    CHECKED(m, K_MATMUL, matmul_forward(a->qkv, a->ln1, m->p[P_QKVW] + L1 * 3 * C * C, m->p[P_QKVB] + L1 * 3 * C, BT,
-                                        C, 3 * C));
-    if (m->rotary_dims > 0) {
-        rope_shape rs = {B, T, c->NH, c->HS, m->rotary_dims};
-        TIMED(m, K_ROTARY, rope_forward_fused(a->qkv, &rs, &m->rope));
+    const float *lnw = m->p[P_LN1W] + L1 * C, *lnb = m->p[P_LN1B] + L1 * C;
+    rope_shape rs = {B, T, c->NH, c->HS, m->rotary_dims};
+    if (m->prec == PRECISION_FP32) {
+        TIMED(m, K_LAYERNORM, layernorm_forward(a->ln1, a->ln1_mean, a->ln1_rstd, x, lnw, lnb, BT, C));
+        if (linear_forward(m, a->qkv, NULL, a->ln1, NULL, P_QKVW, P_QKVB, l, C, 3 * C) != 0) return CB_EFAIL;
+        if (m->rotary_dims > 0) TIMED(m, K_ROTARY, rope_forward_fused(a->qkv, &rs, &m->rope));
+        TIMED(m, K_ATTENTION, attention_forward(a->atty, a->att, a->qkv, B, T, c->NH, c->HS));
+        return linear_forward(m, a->attproj, NULL, a->atty, NULL, P_ATTPROJW, P_ATTPROJB, l, C, C);
     }
-    TIMED(m, K_ATTENTION, attention_forward(a->atty, a->att, a->qkv, B, T, c->NH, c->HS));
-    CHECKED(m, K_MATMUL, matmul_forward(a->attproj, a->atty, m->p[P_ATTPROJW] + L1 * C * C,
-                                        m->p[P_ATTPROJB] + L1 * C, BT, C, C));
-    return 0;
+    TIMED(m, K_LAYERNORM, layernorm_forward_h(a->ln1h, m->dln, a->ln1_mean, a->ln1_rstd, x, lnw, lnb, BT, C));
+    if (linear_forward(m, NULL, a->qkvh, NULL, a->ln1h, P_QKVW, P_QKVB, l, C, 3 * C) != 0) return CB_EFAIL;
+    if (m->rotary_dims > 0) TIMED(m, K_ROTARY, rope_forward_h(a->qkvh, m->dqkv, &rs, &m->rope));
+    TIMED(m, K_ATTENTION, attention_forward_h(a->attyh, a->att, a->qkvh, m->dqkv, m->datty, B, T, c->NH, c->HS));
+    return linear_forward(m, a->attproj, NULL, NULL, a->attyh, P_ATTPROJW, P_ATTPROJB, l, C, C);
 }
 
 static int layer_forward(gpt_model *m, int l, int write_output)
@@ -346,20 +457,21 @@ static int layer_forward(gpt_model *m, int l, int write_output)
     gpt_layer_acts *a = &m->layer[l];
     float *x = m->x + (size_t)l * BT * C, *out = m->x + (size_t)(l + 1) * BT * C;
     const size_t L1 = (size_t)l;
+    const int bf = m->prec == PRECISION_BF16_MIXED;
     if (attention_block_forward(m, l) != 0) return CB_EFAIL;
     const float *ln2_in = x;
     if (!c->parallel_residual) {
         TIMED(m, K_OTHER, vec_add(a->res2, x, a->attproj, (size_t)BT * C));
         ln2_in = a->res2;
     }
-    TIMED(m, K_LAYERNORM, layernorm_forward(a->ln2, a->ln2_mean, a->ln2_rstd, ln2_in, m->p[P_LN2W] + L1 * C,
-                                            m->p[P_LN2B] + L1 * C, BT, C));
-    CHECKED(m, K_MATMUL, matmul_forward(a->fch, a->ln2, m->p[P_FCW] + L1 * 4 * C * C, m->p[P_FCB] + L1 * 4 * C, BT, C,
-                                        4 * C));
-    TIMED(m, K_GELU, gelu_forward(a->fchg, a->fch, (size_t)BT * 4 * C));
+    const float *lnw = m->p[P_LN2W] + L1 * C, *lnb = m->p[P_LN2B] + L1 * C;
+    if (bf) TIMED(m, K_LAYERNORM, layernorm_forward_h(a->ln2h, m->dln, a->ln2_mean, a->ln2_rstd, ln2_in, lnw, lnb, BT, C));
+    else TIMED(m, K_LAYERNORM, layernorm_forward(a->ln2, a->ln2_mean, a->ln2_rstd, ln2_in, lnw, lnb, BT, C));
+    if (linear_forward(m, a->fch, NULL, a->ln2, a->ln2h, P_FCW, P_FCB, l, C, 4 * C) != 0) return CB_EFAIL;
+    if (bf) TIMED(m, K_GELU, gelu_forward_h(a->fchgh, m->dfch, a->fch, (size_t)BT * 4 * C));
+    else TIMED(m, K_GELU, gelu_forward(a->fchg, a->fch, (size_t)BT * 4 * C));
     if (!write_output) return 0;
-    CHECKED(m, K_MATMUL, matmul_forward(out, a->fchg, m->p[P_FCPROJW] + L1 * C * 4 * C, m->p[P_FCPROJB] + L1 * C, BT,
-                                        4 * C, C));
+    if (linear_forward(m, out, NULL, a->fchg, a->fchgh, P_FCPROJW, P_FCPROJB, l, 4 * C, C) != 0) return CB_EFAIL;
     if (c->parallel_residual) TIMED(m, K_OTHER, vec_add2_into(out, x, a->attproj, (size_t)BT * C));
     else TIMED(m, K_OTHER, vec_add_into(out, a->res2, (size_t)BT * C));
     return 0;
@@ -369,12 +481,19 @@ int gpt_forward(gpt_model *m, double *loss)
 {
     const model_config *c = &m->cfg;
     const int B = m->B, T = m->T, BT = B * T, C = c->C, V = c->V;
+    TIMED(m, K_OTHER, refresh_bf16_weights(m));
     TIMED(m, K_OTHER, embed_forward(m->x, m->p[P_WTE], c->learned_pos ? m->p[P_WPE] : NULL, m->inputs, BT, T, C));
     for (int l = 0; l < c->L; l++)
         if (layer_forward(m, l, 1) != 0) return CB_EFAIL;
     const float *xl = m->x + (size_t)c->L * BT * C;
-    TIMED(m, K_LAYERNORM, layernorm_forward(m->lnf, m->lnf_mean, m->lnf_rstd, xl, m->p[P_LNFW], m->p[P_LNFB], BT, C));
-    CHECKED(m, K_MATMUL, matmul_forward(m->logits, m->lnf, m->p[P_UNEMBED], NULL, BT, C, V));
+    if (m->prec == PRECISION_FP32) {
+        TIMED(m, K_LAYERNORM, layernorm_forward(m->lnf, m->lnf_mean, m->lnf_rstd, xl, m->p[P_LNFW], m->p[P_LNFB], BT, C));
+        CHECKED(m, K_MATMUL, matmul_forward(m->logits, m->lnf, m->p[P_UNEMBED], NULL, BT, C, V));
+    } else {
+        TIMED(m, K_LAYERNORM, layernorm_forward_h(m->lnfh, m->dln, m->lnf_mean, m->lnf_rstd, xl, m->p[P_LNFW],
+                                                  m->p[P_LNFB], BT, C));
+        CHECKED(m, K_MATMUL, linear_bf16_forward(m->logits, NULL, m->lnfh, m->ph[P_UNEMBED], NULL, BT, C, V));
+    }
     CHECKED(m, K_XENT, crossentropy_forward(m->losses, m->lse, m->logits, m->targets, BT, V));
     double sum = 0;
     for (int i = 0; i < BT; i++) sum += m->losses[i];
@@ -385,31 +504,51 @@ int gpt_forward(gpt_model *m, double *loss)
 
 /* ---------------------------------------------------------------- backward */
 
-/* Gradient of a linear layer: dinp = dout W (overwritten), dW and db accumulate. */
-static int linear_backward(gpt_model *m, float *dinp, float *dw, float *db, const float *dout, const float *inp,
-                           const float *w, int IC, int OC)
+/* Gradient of linear layer (kw, kb) of layer l: dinp = dout W (overwritten), dW and db accumulate.
+ * fp32: from dout and inp; bf16-mixed: from douth (dout in bf16; dout itself for the bias) and
+ * inph. */
+static int linear_backward(gpt_model *m, float *dinp, const float *dout, const bf16 *douth, const float *inp,
+                           const bf16 *inph, int kw, int kb, int l, int IC, int OC)
 {
     const int BT = m->B * m->T;
-    CHECKED(m, K_MATMUL, matmul_backward_input(dinp, dout, w, BT, IC, OC));
-    CHECKED(m, K_MATMUL, matmul_backward_weight(dw, db, dout, inp, BT, IC, OC));
+    size_t wo = (size_t)l * IC * OC, bo = (size_t)l * OC;
+    float *dw = m->g[kw] + wo, *db = kb >= 0 ? m->g[kb] + bo : NULL;
+    if (m->prec == PRECISION_FP32) {
+        CHECKED(m, K_MATMUL, matmul_backward_input(dinp, dout, m->p[kw] + wo, BT, IC, OC));
+        CHECKED(m, K_MATMUL, matmul_backward_weight(dw, db, dout, inp, BT, IC, OC));
+    } else {
+        CHECKED(m, K_MATMUL, linear_bf16_backward_input(dinp, douth, m->ph[kw] + wo, BT, IC, OC));
+        CHECKED(m, K_MATMUL, linear_bf16_backward_weight(dw, db, douth, dout, inph, BT, IC, OC));
+    }
     return 0;
+}
+
+/* bf16-mixed: the bf16 copy of an fp32 gradient about to enter linear layers' backward. */
+static const bf16 *to_h(gpt_model *m, bf16 *dst, const float *src, size_t n)
+{
+    if (m->prec == PRECISION_FP32) return NULL;
+    TIMED(m, K_OTHER, bf16_from_floats(dst, src, n));
+    return dst;
 }
 
 /* From d(attention output) in m->datty back to d(ln1 output) in m->dln. */
 static int attention_block_backward(gpt_model *m, int l)
 {
     const model_config *c = &m->cfg;
-    const int B = m->B, T = m->T, C = c->C;
-    const size_t L1 = (size_t)l;
+    const int B = m->B, T = m->T, BT = B * T, C = c->C;
     gpt_layer_acts *a = &m->layer[l];
-    TIMED(m, K_ATTENTION, attention_backward(m->dqkv, m->datt_scratch, m->att_threads, m->datty, a->qkv, a->att, B, T,
-                                             c->NH, c->HS));
+    if (m->prec == PRECISION_FP32)
+        TIMED(m, K_ATTENTION, attention_backward(m->dqkv, m->datt_scratch, m->att_threads, m->datty, a->qkv, a->att, B,
+                                                 T, c->NH, c->HS));
+    else
+        TIMED(m, K_ATTENTION, attention_backward_h(m->dqkv, m->datt_scratch, m->att_threads, m->datty, a->qkvh,
+                                                   m->dfch, a->att, B, T, c->NH, c->HS));
     if (m->rotary_dims > 0) {
         rope_shape rs = {B, T, c->NH, c->HS, m->rotary_dims};
         TIMED(m, K_ROTARY, rope_backward_fused(m->dqkv, &rs, &m->rope));
     }
-    return linear_backward(m, m->dln, m->g[P_QKVW] + L1 * 3 * C * C, m->g[P_QKVB] + L1 * 3 * C, m->dqkv, a->ln1,
-                           m->p[P_QKVW] + L1 * 3 * C * C, C, 3 * C);
+    const bf16 *dqkvh = to_h(m, m->dh, m->dqkv, (size_t)BT * 3 * C);
+    return linear_backward(m, m->dln, m->dqkv, dqkvh, a->ln1, a->ln1h, P_QKVW, P_QKVB, l, C, 3 * C);
 }
 
 /* m->dres holds d(layer output) on entry and d(layer input) on return. */
@@ -423,23 +562,24 @@ static int layer_backward(gpt_model *m, int l)
     const float *x = m->x + (size_t)l * BT * C;
     float *dres = m->dres;
     /* MLP output projection, and (parallel residual) the attention projection, both from d(out) */
-    if (linear_backward(m, m->dfch, m->g[P_FCPROJW] + L1 * C * 4 * C, m->g[P_FCPROJB] + L1 * C, dres, a->fchg,
-                        m->p[P_FCPROJW] + L1 * C * 4 * C, 4 * C, C) != 0)
+    const bf16 *dresh = to_h(m, m->dresh, dres, (size_t)BT * C);
+    if (linear_backward(m, m->dfch, dres, dresh, a->fchg, a->fchgh, P_FCPROJW, P_FCPROJB, l, 4 * C, C) != 0)
         return CB_EFAIL;
-    if (c->parallel_residual && linear_backward(m, m->datty, m->g[P_ATTPROJW] + L1 * C * C, m->g[P_ATTPROJB] + L1 * C,
-                                                dres, a->atty, m->p[P_ATTPROJW] + L1 * C * C, C, C) != 0)
+    if (c->parallel_residual &&
+        linear_backward(m, m->datty, dres, dresh, a->atty, a->attyh, P_ATTPROJW, P_ATTPROJB, l, C, C) != 0)
         return CB_EFAIL;
     TIMED(m, K_GELU, gelu_backward(m->dfch, a->fch, m->dfch, (size_t)BT * 4 * C));
-    if (linear_backward(m, m->dln, m->g[P_FCW] + L1 * 4 * C * C, m->g[P_FCB] + L1 * 4 * C, m->dfch, a->ln2,
-                        m->p[P_FCW] + L1 * 4 * C * C, C, 4 * C) != 0)
-        return CB_EFAIL;
+    const bf16 *dfchh = to_h(m, m->dh, m->dfch, (size_t)BT * 4 * C);
+    if (linear_backward(m, m->dln, m->dfch, dfchh, a->ln2, a->ln2h, P_FCW, P_FCB, l, C, 4 * C) != 0) return CB_EFAIL;
     const float *ln2_in = c->parallel_residual ? x : a->res2;
     TIMED(m, K_LAYERNORM, layernorm_backward(dres, dres, m->g[P_LN2W] + L1 * C, m->g[P_LN2B] + L1 * C, m->dln, ln2_in,
                                              m->p[P_LN2W] + L1 * C, a->ln2_mean, a->ln2_rstd, BT, C));
     /* sequential residual: dres is now d(res2) = d(attention output) as well */
-    if (!c->parallel_residual && linear_backward(m, m->datty, m->g[P_ATTPROJW] + L1 * C * C, m->g[P_ATTPROJB] + L1 * C,
-                                                 dres, a->atty, m->p[P_ATTPROJW] + L1 * C * C, C, C) != 0)
-        return CB_EFAIL;
+    if (!c->parallel_residual) {
+        dresh = to_h(m, m->dresh, dres, (size_t)BT * C);
+        if (linear_backward(m, m->datty, dres, dresh, a->atty, a->attyh, P_ATTPROJW, P_ATTPROJB, l, C, C) != 0)
+            return CB_EFAIL;
+    }
     if (attention_block_backward(m, l) != 0) return CB_EFAIL;
     TIMED(m, K_LAYERNORM, layernorm_backward(dres, dres, m->g[P_LN1W] + L1 * C, m->g[P_LN1B] + L1 * C, m->dln, x,
                                              m->p[P_LN1W] + L1 * C, a->ln1_mean, a->ln1_rstd, BT, C));
@@ -453,8 +593,14 @@ int gpt_backward(gpt_model *m, float scale)
     for (int i = 0; i < BT; i++) m->dlosses[i] = scale / (float)BT;
     CHECKED(m, K_XENT, crossentropy_backward_inplace(m->logits, m->dlosses, m->lse, m->targets, BT, V));
     float *dlogits = m->logits;
-    CHECKED(m, K_MATMUL, matmul_backward_input(m->dln, dlogits, m->p[P_UNEMBED], BT, C, V));
-    CHECKED(m, K_MATMUL, matmul_backward_weight(m->g[P_UNEMBED], NULL, dlogits, m->lnf, BT, C, V));
+    if (m->prec == PRECISION_FP32) {
+        CHECKED(m, K_MATMUL, matmul_backward_input(m->dln, dlogits, m->p[P_UNEMBED], BT, C, V));
+        CHECKED(m, K_MATMUL, matmul_backward_weight(m->g[P_UNEMBED], NULL, dlogits, m->lnf, BT, C, V));
+    } else {
+        TIMED(m, K_XENT, bf16_from_floats(m->dlogitsh, dlogits, (size_t)BT * V));
+        CHECKED(m, K_MATMUL, linear_bf16_backward_input(m->dln, m->dlogitsh, m->ph[P_UNEMBED], BT, C, V));
+        CHECKED(m, K_MATMUL, linear_bf16_backward_weight(m->g[P_UNEMBED], NULL, m->dlogitsh, NULL, m->lnfh, BT, C, V));
+    }
     const float *xl = m->x + (size_t)c->L * BT * C;
     TIMED(m, K_LAYERNORM, layernorm_backward(m->dres, NULL, m->g[P_LNFW], m->g[P_LNFB], m->dln, xl, m->p[P_LNFW],
                                              m->lnf_mean, m->lnf_rstd, BT, C));
@@ -520,6 +666,7 @@ void gpt_update(gpt_model *m, const adamw_params *hp, double grad_norm, float ma
         if (a >= b) continue;
         adamw_update(m->params + a, m->grads + a, m->m + (a - m->mom_lo), m->v + (a - m->mom_lo), b - a, &h, m->adam_t);
     }
+    gpt_params_changed(m); /* bf16-mixed: the bf16 copy is remade before the next forward */
     m->prof.kind_s[K_OPTIMIZER] += timer_now_s() - t0;
 }
 

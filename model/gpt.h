@@ -3,7 +3,16 @@
  * partial rotary on q and k, causal attention scaled by 1/sqrt(HS), output projection, MLP 4x
  * with exact GELU, parallel residual x + attn(ln1(x)) + mlp(ln2(x)), final LayerNorm, untied
  * output projection without bias, cross-entropy); the GPT-3 presets (learned positions,
- * sequential residual, tied embeddings) run through the same code. fp32.
+ * sequential residual, tied embeddings) run through the same code.
+ *
+ * Precision (gpt_init): fp32 throughout, or bf16-mixed as PyTorch autocast and Megatron's bf16
+ * do it: fp32 master weights, gradients and AdamW moments; a bf16 copy of every weight, made once
+ * per optimizer step; the inputs of every linear layer (the LayerNorm outputs, the attention
+ * output, the GELU output, the final LayerNorm output), the QKV projection's output (q, k after
+ * rotary and v), the attention probabilities and the gradients fed into the linear layers'
+ * backward (d(logits) included) in bf16, every product accumulating in fp32 (oneDNN);
+ * LayerNorm, softmax statistics, the GELU input, the residual stream, the logits, the
+ * cross-entropy, the weight and bias gradients and all reductions in fp32.
  *
  * Memory: one slab per kind (parameters, gradients, AdamW moments, activations), 64-byte
  * aligned, allocated up front after the estimate has been checked against this machine.
@@ -16,6 +25,7 @@
 #include <stddef.h>
 
 #include "../kernels/adamw.h"
+#include "../kernels/bf16.h"
 #include "../kernels/rope.h"
 #include "../common/presets.h"
 
@@ -52,6 +62,8 @@ typedef struct {
     float *res2;                      /* (BT, C) x + attn (sequential residual only) */
     float *ln2, *ln2_mean, *ln2_rstd; /* (BT, C), (BT), (BT) */
     float *fch, *fchg;                /* (BT, 4C) before and after GELU */
+    /* bf16-mixed: the bf16 tensors replace ln1, qkv, atty, ln2 and fchg (those are NULL) */
+    bf16 *ln1h, *qkvh, *attyh, *ln2h, *fchgh;
 } gpt_layer_acts;
 
 /* Operation kinds of a step's time (the breakdown's rows). */
@@ -64,12 +76,14 @@ typedef struct {
 
 typedef struct {
     double params, grads, moments, acts_kept, acts_layer, logits, scratch, total;
+    double weights_bf16; /* bf16-mixed: the bf16 copy of the weights (0 in fp32) */
     double acts_full_no_recompute, acts_full_recompute; /* for the printed comparison */
 } gpt_mem;
 
 typedef struct gpt_model_s {
     model_config cfg;
     int B, T, recompute;
+    train_precision prec;
     size_t sizes[P_COUNT], offsets[P_COUNT], nparams;
     float *params, *grads, *m, *v; /* slabs */
     float *p[P_COUNT], *g[P_COUNT];
@@ -78,6 +92,7 @@ typedef struct gpt_model_s {
     int rotary_dims;
     /* activations */
     float *acts;                   /* slab */
+    bf16 *acts16;                  /* bf16-mixed: slab of the bf16 activations */
     float *x;                      /* (L+1, BT, C) layer inputs; x[L] is the last layer's output */
     gpt_layer_acts *layer;         /* (L) views, all the same one with recompute */
     float *lnf, *lnf_mean, *lnf_rstd, *logits, *lse, *losses; /* (BT,C) (BT) (BT) (BT,V) (BT) (BT) */
@@ -85,6 +100,11 @@ typedef struct gpt_model_s {
     float *datt_scratch;           /* attention_scratch_floats(T, att_threads) */
     int att_threads;
     int *inputs, *targets;         /* (B, T) */
+    /* bf16-mixed */
+    bf16 *wh;                      /* bf16 copy of params (same offsets) */
+    bf16 *ph[P_COUNT];
+    int wh_fresh;                  /* the copy matches params */
+    bf16 *lnfh, *dlogitsh, *dresh, *dh; /* (BT,C) (BT,V) (BT,C) (BT,4C) */
     int adam_t;
     size_t mom_lo, mom_hi;         /* AdamW moments held for params [mom_lo, mom_hi) (ZeRO-1 shard) */
     double last_loss;
@@ -99,9 +119,12 @@ typedef struct gpt_model_s {
 void gpt_param_name(const gpt_model *m, int k, int layer, char *buf, size_t n);
 
 /* Memory the configuration needs (without allocating). */
-void gpt_estimate(const model_config *cfg, int B, int T, int recompute, gpt_mem *mem);
+void gpt_estimate(const model_config *cfg, int B, int T, int recompute, train_precision prec, gpt_mem *mem);
 /* Allocates the slabs (after the caller checked the estimate). Returns 0 or CB_EFAIL. */
-int gpt_init(gpt_model *m, const model_config *cfg, int B, int T, int recompute);
+int gpt_init(gpt_model *m, const model_config *cfg, int B, int T, int recompute, train_precision prec);
+/* To be called after anything but gpt_update writes m->params (a load, a broadcast): the bf16
+ * copy is remade before the next forward. */
+void gpt_params_changed(gpt_model *m);
 void gpt_free(gpt_model *m);
 /* Hugging Face's GPTNeoXPreTrainedModel._init_weights, as the PyTorch peer in ../shared/peers
  * does: every Linear and Embedding weight N(0, 0.02) (the output layers too: GPT-NeoX's own

@@ -25,7 +25,8 @@
 static double gib(double b) { return b / 1073741824.0; }
 
 typedef struct {
-    const char *model, *csv, *summary_csv, *breakdown_csv, *blas, *data, *save, *resume, *init;
+    const char *model, *csv, *summary_csv, *breakdown_csv, *blas, *data, *save, *resume, *init, *precision;
+    train_precision prec;
     long layers, dmodel, heads, vocab, B, T, G, steps, warmup, discard, seed, save_every, zero;
     double lr, min_lr, wd, beta1, beta2, eps, clip, peak, budget, bucket_mib;
     int no_overlap, recompute, no_predict, quiet;
@@ -33,7 +34,7 @@ typedef struct {
 
 static int train_parse(train_flags *f, int argc, char **argv)
 {
-    *f = (train_flags){.model = "pythia-70m", .blas = "auto", .B = 4, .T = 512, .steps = 20, .warmup = -1, .discard = 2,
+    *f = (train_flags){.model = "pythia-70m", .blas = "auto", .precision = "fp32", .B = 4, .T = 512, .steps = 20, .warmup = -1, .discard = 2,
                        .seed = 1234, .lr = 6e-4, .min_lr = -1, .wd = 0.1, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8,
                        .clip = 1.0, .budget = 60, .bucket_mib = 25};
     const opt_spec specs[] = {
@@ -55,6 +56,8 @@ static int train_parse(train_flags *f, int argc, char **argv)
         {"eps", OPT_DOUBLE, &f->eps, 0, 0, 1e-30, 1, "EPS", "AdamW epsilon (default 1e-8)"},
         {"grad-clip", OPT_DOUBLE, &f->clip, 0, 0, 0, 1e6, "NORM", "clip the global gradient norm (0: off; default 1)"},
         {"seed", OPT_LONG, &f->seed, 0, 1L << 62, 0, 0, "S", "initialisation and data sampling seed (default 1234)"},
+        {"precision", OPT_STR, &f->precision, 0, 0, 0, 0, "fp32|bf16-mixed",
+         "fp32 (default), or bf16-mixed: fp32 master weights, gradients and AdamW moments; bf16 weight copies made once per optimizer step; bf16 inputs to every linear layer and to attention's products (q, k, v, probabilities) and bf16 gradients into the linear layers' backward, all accumulated in fp32; LayerNorm, softmax statistics, GELU input, residual stream, logits, cross-entropy and reductions in fp32"},
         {"recompute", OPT_FLAG, &f->recompute, 0, 0, 0, 0, NULL, "activation checkpointing: keep layer inputs, recompute the rest"},
         {"data", OPT_STR, &f->data, 0, 0, 0, 0, "PREFIX", "Megatron indexed dataset PREFIX.bin/.idx (default: synthetic tokens)"},
         {"init", OPT_STR, &f->init, 0, 0, 0, 0, "FILE", "start from these weights (safetensors, Hugging Face GPT-NeoX names)"},
@@ -62,7 +65,7 @@ static int train_parse(train_flags *f, int argc, char **argv)
         {"save-every", OPT_LONG, &f->save_every, 1, 100000000, 0, 0, "N", "checkpoint interval in steps"},
         {"resume", OPT_STR, &f->resume, 0, 0, 0, 0, "DIR", "continue from DIR's latest checkpoint"},
         {"discard-steps", OPT_LONG, &f->discard, 0, 1000000, 0, 0, "N", "steps left out of the summary (default 2)"},
-        {"peak-gflops", OPT_DOUBLE, &f->peak, 0, 0, 1, 1e9, "G", "fp32 peak for MFU (default: measured now)"},
+        {"peak-gflops", OPT_DOUBLE, &f->peak, 0, 0, 1, 1e9, "G", "peak for MFU: fp32, or bf16 with bf16-mixed (default: measured now)"},
         {"no-predict", OPT_FLAG, &f->no_predict, 0, 0, 0, 0, NULL, "skip the microbenchmarks behind the breakdown's prediction"},
         {"budget-s", OPT_DOUBLE, &f->budget, 0, 0, 1, 86400, "S", "time for the prediction's matmul measurements (default 60)"},
         {"csv", OPT_STR, &f->csv, 0, 0, 0, 0, "FILE", "per-step log as CSV"},
@@ -77,6 +80,8 @@ static int train_parse(train_flags *f, int argc, char **argv)
     };
     int rc = opts_parse("train", "[options]", specs, argc, argv, 2, NULL, NULL);
     if (rc != 0) return rc > 0 ? 1 : rc;
+    if (precision_parse(f->precision, &f->prec) != 0)
+        return err_usage("flag '--precision': unknown value '%s' (expected fp32 or bf16-mixed)", f->precision);
     if (f->warmup < 0) f->warmup = f->steps / 10;
     if (f->min_lr < 0) f->min_lr = f->lr / 10;
     if (f->G == 0) f->G = f->B;
@@ -125,7 +130,7 @@ static int train_config(const train_flags *f, model_config *cfg)
 /* The memory estimate, printed before anything is allocated, and refused when it does not fit. */
 static int train_memory(const train_flags *f, const model_config *cfg, int ranks, gpt_mem *mem)
 {
-    gpt_estimate(cfg, (int)f->B, (int)f->T, f->recompute, mem);
+    gpt_estimate(cfg, (int)f->B, (int)f->T, f->recompute, f->prec, mem);
     double moments_full = mem->moments;
     if (f->zero && ranks > 1) { /* ZeRO-1: each rank holds 1/N of the moments */
         mem->moments /= ranks;
@@ -135,8 +140,10 @@ static int train_memory(const train_flags *f, const model_config *cfg, int ranks
         printf("# %s: L=%d C=%d heads=%d V=%d rotary_dims=%d, %s residual, %s embeddings; micro-batch %ld x seq %ld, global batch %ld (%ld accumulation steps)\n",
                cfg->name, cfg->L, cfg->C, cfg->NH, cfg->V, cfg->learned_pos ? 0 : rope_rotary_dims(cfg->HS, cfg->rotary_pct),
                cfg->parallel_residual ? "parallel" : "sequential", cfg->tied_embeddings ? "tied" : "untied", f->B, f->T, f->G, f->G / f->B);
-        printf("# memory estimate: parameters %.3f GiB, gradients %.3f GiB, AdamW moments %.3f GiB, activations %.3f GiB (%.3f GiB with --recompute, %.3f GiB without), scratch %.3f GiB: total %.3f GiB\n",
-               gib(mem->params), gib(mem->grads), gib(mem->moments),
+        char wh[64] = "";
+        if (mem->weights_bf16 > 0) snprintf(wh, sizeof wh, ", bf16 weight copies %.3f GiB", gib(mem->weights_bf16));
+        printf("# memory estimate (%s): parameters %.3f GiB, gradients %.3f GiB, AdamW moments %.3f GiB%s, activations %.3f GiB (%.3f GiB with --recompute, %.3f GiB without), scratch %.3f GiB: total %.3f GiB\n",
+               precision_name(f->prec), gib(mem->params), gib(mem->grads), gib(mem->moments), wh,
                gib(f->recompute ? mem->acts_full_recompute : mem->acts_full_no_recompute), gib(mem->acts_full_recompute),
                gib(mem->acts_full_no_recompute), gib(mem->scratch), gib(mem->total));
         if (ranks > 1)
@@ -149,7 +156,8 @@ static int train_memory(const train_flags *f, const model_config *cfg, int ranks
     }
     char what[160];
     int local = comm_local_size();
-    snprintf(what, sizeof what, "%s at B=%ld T=%ld%s%s", cfg->name, f->B, f->T, f->recompute ? " with --recompute" : "",
+    snprintf(what, sizeof what, "%s at B=%ld T=%ld in %s%s%s", cfg->name, f->B, f->T, precision_name(f->prec),
+             f->recompute ? " with --recompute" : "",
              local > 1 ? " on every rank of this machine" : "");
     int rc = mem_check_fits(mem->total * local, what);
     double with_rc = mem->total - mem->acts_full_no_recompute + mem->acts_full_recompute;
@@ -160,7 +168,7 @@ static int train_memory(const train_flags *f, const model_config *cfg, int ranks
 static void train_step_opts(const train_flags *f, const model_config *cfg, double estimate, step_opts *so)
 {
     const int ranks = comm_size();
-    *so = (step_opts){.cfg = *cfg, .data_path = f->data, .recompute = f->recompute, .discard = f->discard, .quiet = f->quiet,
+    *so = (step_opts){.cfg = *cfg, .data_path = f->data, .recompute = f->recompute, .prec = f->prec, .discard = f->discard, .quiet = f->quiet,
                       .estimate_bytes = estimate, .bucket_bytes = f->bucket_mib * 1048576.0,
                       .dp = f->zero ? DP_ZERO1 : f->no_overlap ? DP_BUCKETS : DP_OVERLAP};
     so->train = (train_opts){.B = (int)f->B, .T = (int)f->T, .accum = (int)(f->G / f->B), .steps = f->steps,

@@ -97,7 +97,7 @@ static void check_model_gradient(int parallel, int learned, int tied, const char
 {
     model_config c = tiny(parallel, learned, tied);
     gpt_model m, mr;
-    CHECK(gpt_init(&m, &c, 2, 5, 0) == 0 && gpt_init(&mr, &c, 2, 5, 1) == 0, "%s: init failed", label);
+    CHECK(gpt_init(&m, &c, 2, 5, 0, PRECISION_FP32) == 0 && gpt_init(&mr, &c, 2, 5, 1, PRECISION_FP32) == 0, "%s: init failed", label);
     gpt_init_weights(&m, 7);
     /* larger weights than the 0.02 init so that every path carries signal */
     for (size_t i = 0; i < m.nparams; i++) m.params[i] *= 20.0f;
@@ -153,7 +153,7 @@ static void test_model_init_loss(void)
     model_config c = tiny(1, 0, 0);
     c.C = 64, c.NH = 4, c.HS = 16, c.V = 1000, c.max_T = 32;
     gpt_model m;
-    CHECK(gpt_init(&m, &c, 2, 32, 0) == 0, "init failed");
+    CHECK(gpt_init(&m, &c, 2, 32, 0, PRECISION_FP32) == 0, "init failed");
     gpt_init_weights(&m, 1);
     fill_tokens(&m, 9);
     double loss = NAN;
@@ -167,7 +167,7 @@ static void test_model_overfits_and_is_deterministic(void)
     model_config c = tiny(1, 0, 0);
     c.C = 32, c.NH = 4, c.HS = 8, c.V = 64, c.max_T = 16;
     gpt_model a, b;
-    CHECK(gpt_init(&a, &c, 2, 16, 0) == 0 && gpt_init(&b, &c, 2, 16, 0) == 0, "init failed");
+    CHECK(gpt_init(&a, &c, 2, 16, 0, PRECISION_FP32) == 0 && gpt_init(&b, &c, 2, 16, 0, PRECISION_FP32) == 0, "init failed");
     gpt_init_weights(&a, 5);
     gpt_init_weights(&b, 5);
     fill_tokens(&a, 11);

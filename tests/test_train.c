@@ -126,8 +126,8 @@ static void test_checkpoint_roundtrip(void)
 {
     model_config c = small_cfg();
     gpt_model a, b;
-    gpt_init(&a, &c, 2, 16, 0);
-    gpt_init(&b, &c, 2, 16, 0);
+    gpt_init(&a, &c, 2, 16, 0, PRECISION_FP32);
+    gpt_init(&b, &c, 2, 16, 0, PRECISION_FP32);
     gpt_init_weights(&a, 3);
     gpt_init_weights(&b, 4);
     unsigned st = 5;
@@ -153,7 +153,7 @@ static void test_checkpoint_roundtrip(void)
     model_config c2 = c;
     c2.C = 48, c2.HS = 12;
     gpt_model w;
-    gpt_init(&w, &c2, 2, 16, 0);
+    gpt_init(&w, &c2, 2, 16, 0, PRECISION_FP32);
     capture_stderr_begin();
     int bad = ckpt_load_weights(&w, "/tmp/costbench-test-ckpt/step-00000017/model.safetensors");
     const char *err = capture_stderr_end();
@@ -208,8 +208,8 @@ static void test_gradient_accumulation(void)
     /* two micro-batches of 2 with scale 1/2 give the gradient of one batch of 4 */
     model_config c = small_cfg();
     gpt_model a, b;
-    gpt_init(&a, &c, 4, 16, 0);
-    gpt_init(&b, &c, 2, 16, 0);
+    gpt_init(&a, &c, 4, 16, 0, PRECISION_FP32);
+    gpt_init(&b, &c, 2, 16, 0, PRECISION_FP32);
     gpt_init_weights(&a, 1);
     memcpy(b.params, a.params, a.nparams * sizeof(float));
     synthetic_batch(5, 0, 0, a.inputs, a.targets, 4, 16, c.V);
