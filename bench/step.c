@@ -13,13 +13,13 @@
 /* The summary: the throughput format's columns (common/schema.h) and the run's own. */
 enum { SS_MODEL, SS_TP, SS_PP, SS_INSTANCES, SS_INSTANCE, SS_SEQ, SS_GBATCH, SS_MBATCH, SS_STEPS, SS_SEQS, SS_SEQS_MIN,
        SS_SEQS_MAX, SS_TOKS, SS_STEP_MS, SS_MFU, SS_HFU, SS_PEAK, SS_RECOMPUTE, SS_RSS, SS_EST, SS_SOURCE, SS_RANKS,
-       SS_COMPUTE_MS, SS_COMM_MS, SS_EXPOSED_MS, SS_NCOLS };
+       SS_COMPUTE_MS, SS_COMM_MS, SS_EXPOSED_MS, SS_PRECISION, SS_NCOLS };
 static const rec_col step_summary_cols[SS_NCOLS] = {
     TPUT_MODEL, TPUT_TP, TPUT_PP, TPUT_INSTANCES, TPUT_INSTANCE_TYPE, TPUT_SEQ_LEN, TPUT_GLOBAL_BATCH, TPUT_MICRO_BATCH,
     {"steps_timed", "", REC_NUM, 0}, TPUT_SEQ_PER_S, TPUT_SEQ_PER_S_MIN, TPUT_SEQ_PER_S_MAX, TPUT_TOKENS_PER_S,
     {"step_ms", "ms", REC_NUM, 1}, TPUT_MFU, {"hfu", "%", REC_NUM, 1}, TPUT_PEAK_GFLOPS, {"recompute", "", REC_NUM, 0},
     {"peak_rss_gib", "GiB", REC_NUM, 3}, {"estimate_gib", "GiB", REC_NUM, 3}, TPUT_SOURCE, TPUT_RANKS,
-    {"compute_ms", "ms", REC_NUM, 1}, {"comm_ms", "ms", REC_NUM, 1}, {"exposed_comm_ms", "ms", REC_NUM, 1},
+    {"compute_ms", "ms", REC_NUM, 1}, {"comm_ms", "ms", REC_NUM, 1}, {"exposed_comm_ms", "ms", REC_NUM, 1}, TPUT_PRECISION,
 };
 
 const rec_col step_breakdown_cols[SB_NCOLS] = {
@@ -153,6 +153,7 @@ static int summary_row(const step_obs *s, const machine_info *mi, record *sum)
     record_str(sum, row, SS_MODEL, o->cfg.name);
     record_str(sum, row, SS_INSTANCE, CB_THIS_MACHINE);
     record_str(sum, row, SS_SOURCE, src);
+    record_str(sum, row, SS_PRECISION, precision_name(o->prec));
     const double v[][2] = {
         {SS_TP, 1}, {SS_PP, 1}, {SS_INSTANCES, 1}, {SS_SEQ, o->train.T}, {SS_GBATCH, (double)o->train.B * o->train.accum},
         {SS_MBATCH, o->train.B}, {SS_STEPS, (double)nt}, {SS_SEQS, ss.median}, {SS_SEQS_MIN, ss.min}, {SS_SEQS_MAX, ss.max},

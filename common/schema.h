@@ -43,6 +43,7 @@ typedef struct {
 #define TPUT_MFU            {"mfu", "%", REC_NUM, 1}
 #define TPUT_PEAK_GFLOPS    {"peak_gflops", "GFLOP/s", REC_NUM, 1}
 #define TPUT_SOURCE         {"source", "", REC_STR, 0}
+#define TPUT_PRECISION      {"precision", "", REC_STR, 0}
 
 /* ... and as a reader checks them (tput_schema[TP_x]). Sizes obey the limits below. */
 enum { TP_MODEL, TP_TP, TP_PP, TP_INSTANCES, TP_INSTANCE_TYPE, TP_SEQ_LEN, TP_GLOBAL_BATCH, TP_MICRO_BATCH, TP_RANKS,

@@ -17,6 +17,7 @@
 #include "../common/record.h"
 #include "../common/schema.h"
 #include "../kernels/matmul.h"
+#include "../kernels/onednn.h"
 #include "../common/presets.h"
 #include "../model/dataset.h"
 #include "../model/gpt.h"
@@ -194,13 +195,23 @@ static int train_outputs(const train_flags *f, step_records *r, const machine_in
     return rc;
 }
 
-static void train_log_notes(record *log, const machine_info *mi, const calib *cal, int ranks)
+static void train_log_notes(record *log, record *summary, const machine_info *mi, const calib *cal, int ranks,
+                            train_precision prec)
 {
     char blasd[512];
     blascore_describe(mi, blasd, sizeof blasd);
     record_note(log, "%s, %d cores, %d OpenMP threads, %d OpenBLAS threads, OMP_WAIT_POLICY %s; measured here %s (git %s)",
                 mi->cpu_model, mi->cores, mi->threads, mi->blas_threads, mi->omp_wait_policy, mi->date_utc, mi->git_rev);
-    record_note(log, "%s", blasd);
+    if (prec == PRECISION_BF16_MIXED) {
+        onednn_shape s = {ONEDNN_BF16, ONEDNN_F32, 0, 1, 64, 64, 64, 64, 64, 64, 0, 0};
+        const char *impl = onednn_impl(&s);
+        char note[256];
+        snprintf(note, sizeof note, "precision bf16-mixed: bf16 products by oneDNN %s, ISA %s (kernel %s%s)", onednn_version(),
+                 onednn_isa(), impl ? impl : "unavailable", onednn_bf16_native() ? "" : "; no bf16 instructions at this CPU level: emulated");
+        record_note(log, "%s", note);
+        record_note(summary, "%s", note);
+    }
+    record_note(log, "%s%s", prec == PRECISION_BF16_MIXED ? "fp32 products (none in the step; the microbenchmarks): " : "", blasd);
     record_note(log, "mfu/hfu: against %s", cal->peak_note);
     if (ranks > 1) record_note(log, "%d data-parallel ranks (%s); the breakdown's prediction is single-process only", ranks, comm_describe());
 }
@@ -229,7 +240,7 @@ int cmd_train(int argc, char **argv)
     train_step_opts(&f, &cfg, mem.total, &so);
     step_records rec;
     step_records_init(&rec);
-    train_log_notes(&rec.log, &mi, &cal, ranks);
+    train_log_notes(&rec.log, &rec.summary, &mi, &cal, ranks, f.prec);
     rc = step_run(&so, &cal, &mi, &rec);
     if (rc == 0) rc = train_outputs(&f, &rec, &mi);
     step_records_free(&rec);
