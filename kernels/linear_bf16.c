@@ -1,20 +1,48 @@
 #include "linear_bf16.h"
 
-#include "matmul.h"
-#include "onednn.h"
+#include <string.h>
 
-int linear_bf16_forward(float *out32, bf16 *out16, const bf16 *inp, const bf16 *weight, const float *bias, int N, int C,
-                        int OC)
+#include "matmul.h"
+
+static onednn_shape fwd_shape(int N, int C, int OC, int out_bf16, int bias)
 {
-    if (!out32 == !out16) return KERNEL_EDIM;
-    onednn_shape s = {ONEDNN_BF16, out16 ? ONEDNN_BF16 : ONEDNN_F32, 0, 1, N, OC, C, C, C, OC, bias != NULL, 0};
-    return onednn_gemm(&s, inp, weight, bias, out16 ? (void *)out16 : (void *)out32);
+    return (onednn_shape){ONEDNN_BF16, out_bf16 ? ONEDNN_BF16 : ONEDNN_F32, 0, 1, N, OC, C, C, C, OC, bias, 0};
 }
 
-int linear_bf16_backward_input(float *dinp, const bf16 *dout, const bf16 *weight, int N, int C, int OC)
+static onednn_shape bwd_shape(int N, int C, int OC) { return (onednn_shape){ONEDNN_BF16, ONEDNN_F32, 0, 0, N, C, OC, OC, C, C, 0, 0}; }
+
+int linear_bf16_pack(linear_bf16_weight *w, const float *weight, int N, int C, int OC, int out_bf16, int bias)
 {
-    onednn_shape s = {ONEDNN_BF16, ONEDNN_F32, 0, 0, N, C, OC, OC, C, C, 0, 0};
-    return onednn_gemm(&s, dout, weight, NULL, dinp);
+    if (!w || !weight) return KERNEL_EDIM;
+    onednn_shape f = fwd_shape(N, C, OC, out_bf16, bias), b = bwd_shape(N, C, OC);
+    int rc = onednn_pack_f32(&w->fwd, &f, weight);
+    if (rc == KERNEL_OK) rc = onednn_pack_f32(&w->bwd, &b, weight);
+    if (rc == KERNEL_OK) w->N = N, w->C = C, w->OC = OC, w->out_bf16 = out_bf16, w->bias = bias;
+    return rc;
+}
+
+void linear_bf16_weight_free(linear_bf16_weight *w)
+{
+    if (!w) return;
+    onednn_packed_free(&w->fwd);
+    onednn_packed_free(&w->bwd);
+    memset(w, 0, sizeof *w);
+}
+
+double linear_bf16_weight_bytes(double C, double OC) { return 2 * 2.0 * C * OC; }
+
+int linear_bf16_forward(float *out32, bf16 *out16, const bf16 *inp, const linear_bf16_weight *w, const float *bias)
+{
+    if (!w || !out32 == !out16 || !!out16 != !!w->out_bf16 || !!bias != !!w->bias) return KERNEL_EDIM;
+    onednn_shape s = fwd_shape(w->N, w->C, w->OC, w->out_bf16, w->bias);
+    return onednn_gemm_packed(&s, inp, &w->fwd, bias, out16 ? (void *)out16 : (void *)out32);
+}
+
+int linear_bf16_backward_input(float *dinp, const bf16 *dout, const linear_bf16_weight *w)
+{
+    if (!w) return KERNEL_EDIM;
+    onednn_shape s = bwd_shape(w->N, w->C, w->OC);
+    return onednn_gemm_packed(&s, dout, &w->bwd, NULL, dinp);
 }
 
 int linear_bf16_backward_weight(float *dweight, float *dbias, const bf16 *dout, const float *dout32, const bf16 *inp,

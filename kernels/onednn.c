@@ -237,8 +237,8 @@ int onednn_pack(onednn_packed *p, const onednn_shape *s, const void *B)
     if (!e) goto out;
     if (p->data && !same_shape(&p->shape, s)) onednn_packed_free(p);
     p->shape = *s;
-    p->plain = B;
     p->blocked = !dnnl_memory_desc_equal(&e->b_plain, &e->b_prim);
+    p->plain = p->blocked ? NULL : B;
     if (!p->blocked) {
         rc = KERNEL_OK;
         goto out;
@@ -257,10 +257,38 @@ out:
     return rc;
 }
 
+int onednn_pack_f32(onednn_packed *p, const onednn_shape *s, const float *B)
+{
+    if (!p || !s || !B || !shape_ok(s) || s->ab != ONEDNN_BF16) return KERNEL_EDIM;
+    pthread_mutex_lock(&G.lock);
+    int rc = KERNEL_EBACKEND;
+    entry *e = lookup(s, 1);
+    if (!e) goto out;
+    if (p->data && !same_shape(&p->shape, s)) onednn_packed_free(p);
+    p->shape = *s;
+    p->plain = NULL;
+    p->blocked = !dnnl_memory_desc_equal(&e->b_plain, &e->b_prim);
+    if (!p->data) {
+        p->bytes = dnnl_memory_desc_get_size(&e->b_prim);
+        p->data = aligned_alloc(64, (p->bytes + 63) / 64 * 64);
+        if (!p->data) {
+            snprintf(G.err, sizeof G.err, "out of memory for %zu bytes of packed weights", p->bytes);
+            goto out;
+        }
+    }
+    /* fp32 in the caller's layout -> bf16 in the primitive's: one reorder converts and blocks */
+    dnnl_memory_desc_t from;
+    if ((rc = md2(&from, s->k, s->m, dnnl_f32, s->trans_b, s->ldb)) != KERNEL_OK) goto out;
+    rc = reorder(&from, B, &e->b_prim, p->data);
+out:
+    pthread_mutex_unlock(&G.lock);
+    return rc;
+}
+
 int onednn_gemm_packed(const onednn_shape *s, const void *A, const onednn_packed *p, const float *bias, void *C)
 {
     if (!s || !A || !p || !C || (s->bias && !bias) || !shape_ok(s) || !same_shape(&p->shape, s)) return KERNEL_EDIM;
-    if (!p->blocked) return onednn_gemm(s, A, p->plain, bias, C);
+    if (!p->blocked && p->plain) return onednn_gemm(s, A, p->plain, bias, C);
     pthread_mutex_lock(&G.lock);
     entry *e = lookup(s, 1);
     int rc = e ? execute(e, A, p->data, bias, C) : KERNEL_EBACKEND;

@@ -55,13 +55,16 @@ typedef struct {
     onednn_shape shape; /* the shape it was packed for (ldb as given to onednn_pack) */
     void *data;         /* 64-byte aligned, `bytes` long */
     size_t bytes;
-    int blocked;        /* 0: oneDNN prefers the plain layout; data is unused and B is read in place */
-    const void *plain;  /* the B given to the last onednn_pack */
+    int blocked;        /* 0: oneDNN prefers the plain layout */
+    const void *plain;  /* onednn_pack of a plain-layout B: that B, read in place (data unused); else NULL */
 } onednn_packed;
 
 /* Reorders B into p (allocating on first use for this shape; a later call with the same shape
  * reuses the buffer). */
 int onednn_pack(onednn_packed *p, const onednn_shape *s, const void *B);
+/* The same from an fp32 B (bf16 products only): converts to bf16 and blocks in one reorder, into
+ * p's own buffer (also when oneDNN prefers the plain layout: p->data then holds a plain bf16 copy). */
+int onednn_pack_f32(onednn_packed *p, const onednn_shape *s, const float *B);
 int onednn_gemm_packed(const onednn_shape *s, const void *A, const onednn_packed *p, const float *bias, void *C);
 void onednn_packed_free(onednn_packed *p);
 

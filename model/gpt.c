@@ -78,7 +78,8 @@ void gpt_estimate(const model_config *cfg, int B, int T, int recompute, train_pr
     mem->acts_kept = 4 * ((L + 1) * BT * C);
     mem->acts_layer = 4 * layer_act_floats(cfg, B, T, prec) + 2 * layer_act_halves(cfg, B, T, prec);
     mem->logits = 4 * (BT * V + (prec == PRECISION_FP32 ? BT * C : 0) + 5 * BT) + 2 * global_halves(cfg, B, T, prec);
-    mem->weights_bf16 = prec == PRECISION_BF16_MIXED ? 2 * n : 0;
+    double mats = L * (3 * C * C + C * C + 4 * C * C + 4 * C * C) + V * C;
+    mem->weights_bf16 = prec == PRECISION_BF16_MIXED ? linear_bf16_weight_bytes(1, mats) : 0;
     /* dres, dln, dqkv, datty, dfch, attproj; the attention backward's per-thread scratch; token ids */
     mem->scratch = 4 * (BT * C * (1 + 1 + 3 + 1 + 4 + 1) + (double)attention_scratch_floats(T, omp_get_max_threads())) + 8 * BT;
     mem->acts_full_no_recompute = mem->acts_kept + L * mem->acts_layer + mem->logits;
@@ -175,10 +176,11 @@ int gpt_init(gpt_model *m, const model_config *cfg, int B, int T, int recompute,
         m->g[P_UNEMBED] = m->g[P_WTE];
     }
     if (prec == PRECISION_BF16_MIXED) {
-        m->wh = mem_alloc(off, sizeof(bf16), "bf16 weights");
-        if (!m->wh) goto fail;
-        for (int k = 0; k < P_COUNT; k++) m->ph[k] = m->wh + m->offsets[k];
-        if (cfg->tied_embeddings) m->ph[P_UNEMBED] = m->ph[P_WTE];
+        m->lw_store = calloc((size_t)4 * cfg->L + 1, sizeof *m->lw_store);
+        if (!m->lw_store) goto fail;
+        m->lw[P_QKVW] = m->lw_store, m->lw[P_ATTPROJW] = m->lw_store + cfg->L;
+        m->lw[P_FCW] = m->lw_store + 2 * cfg->L, m->lw[P_FCPROJW] = m->lw_store + 3 * cfg->L;
+        m->lw[P_UNEMBED] = m->lw_store + 4 * cfg->L;
     }
     m->rotary_dims = cfg->learned_pos ? 0 : rope_rotary_dims(cfg->HS, cfg->rotary_pct);
     m->rope_store = mem_alloc(rope_tables_floats(T, m->rotary_dims, cfg->HS), sizeof(float), "rotary tables");
@@ -239,7 +241,9 @@ void gpt_free(gpt_model *m)
 {
     if (!m) return;
     free(m->params), free(m->grads), free(m->m), free(m->v), free(m->rope_store), free(m->acts), free(m->layer);
-    free(m->wh), free(m->acts16);
+    if (m->lw_store)
+        for (int i = 0; i < 4 * m->cfg.L + 1; i++) linear_bf16_weight_free(&m->lw_store[i]);
+    free(m->lw_store), free(m->acts16);
     free(m->inputs), free(m->targets);
     memset(m, 0, sizeof *m);
 }
@@ -284,12 +288,24 @@ void gpt_init_weights(gpt_model *m, unsigned long long seed)
 
 void gpt_params_changed(gpt_model *m) { m->wh_fresh = 0; }
 
-/* bf16-mixed: remakes the bf16 copy of the weights when params changed since it was made. */
-static void refresh_bf16_weights(gpt_model *m)
+/* bf16-mixed: remakes the bf16 copies of the weight matrices when params changed since they were
+ * made (once per optimizer step). */
+static int refresh_bf16_weights(gpt_model *m)
 {
-    if (m->prec != PRECISION_BF16_MIXED || m->wh_fresh) return;
-    bf16_from_floats(m->wh, m->params, m->nparams);
-    m->wh_fresh = 1;
+    if (m->prec != PRECISION_BF16_MIXED || m->wh_fresh) return KERNEL_OK;
+    const int BT = m->B * m->T, C = m->cfg.C;
+    static const struct { int k, ic, oc, out_bf16; } mats[] = {
+        {P_QKVW, 1, 3, 1}, {P_ATTPROJW, 1, 1, 0}, {P_FCW, 1, 4, 0}, {P_FCPROJW, 4, 1, 0}};
+    for (int l = 0; l < m->cfg.L; l++)
+        for (int i = 0; i < 4; i++) {
+            int IC = mats[i].ic * C, OC = mats[i].oc * C;
+            int rc = linear_bf16_pack(&m->lw[mats[i].k][l], m->p[mats[i].k] + (size_t)l * IC * OC, BT, IC, OC,
+                                      mats[i].out_bf16, 1);
+            if (rc != KERNEL_OK) return rc;
+        }
+    int rc = linear_bf16_pack(m->lw[P_UNEMBED], m->p[P_UNEMBED], BT, C, m->cfg.V, 0, 0);
+    if (rc == KERNEL_OK) m->wh_fresh = 1;
+    return rc;
 }
 
 /* ---------------------------------------------------------------- forward */
@@ -422,7 +438,7 @@ static int linear_forward(gpt_model *m, float *out, bf16 *outh, const float *inp
     size_t wo = (size_t)l * IC * OC, bo = (size_t)l * OC;
     const float *bias = kb >= 0 ? m->p[kb] + bo : NULL;
     if (m->prec == PRECISION_FP32) CHECKED(m, K_MATMUL, matmul_forward(out, inp, m->p[kw] + wo, bias, BT, IC, OC));
-    else CHECKED(m, K_MATMUL, linear_bf16_forward(outh ? NULL : out, outh, inph, m->ph[kw] + wo, bias, BT, IC, OC));
+    else CHECKED(m, K_MATMUL, linear_bf16_forward(outh ? NULL : out, outh, inph, &m->lw[kw][l], bias));
     return 0;
 }
 
@@ -481,7 +497,7 @@ int gpt_forward(gpt_model *m, double *loss)
 {
     const model_config *c = &m->cfg;
     const int B = m->B, T = m->T, BT = B * T, C = c->C, V = c->V;
-    TIMED(m, K_OTHER, refresh_bf16_weights(m));
+    CHECKED(m, K_OPTIMIZER, refresh_bf16_weights(m)); /* the bf16 copies: once per optimizer step */
     TIMED(m, K_OTHER, embed_forward(m->x, m->p[P_WTE], c->learned_pos ? m->p[P_WPE] : NULL, m->inputs, BT, T, C));
     for (int l = 0; l < c->L; l++)
         if (layer_forward(m, l, 1) != 0) return CB_EFAIL;
@@ -492,7 +508,7 @@ int gpt_forward(gpt_model *m, double *loss)
     } else {
         TIMED(m, K_LAYERNORM, layernorm_forward_h(m->lnfh, m->dln, m->lnf_mean, m->lnf_rstd, xl, m->p[P_LNFW],
                                                   m->p[P_LNFB], BT, C));
-        CHECKED(m, K_MATMUL, linear_bf16_forward(m->logits, NULL, m->lnfh, m->ph[P_UNEMBED], NULL, BT, C, V));
+        CHECKED(m, K_MATMUL, linear_bf16_forward(m->logits, NULL, m->lnfh, m->lw[P_UNEMBED], NULL));
     }
     CHECKED(m, K_XENT, crossentropy_forward(m->losses, m->lse, m->logits, m->targets, BT, V));
     double sum = 0;
@@ -517,7 +533,7 @@ static int linear_backward(gpt_model *m, float *dinp, const float *dout, const b
         CHECKED(m, K_MATMUL, matmul_backward_input(dinp, dout, m->p[kw] + wo, BT, IC, OC));
         CHECKED(m, K_MATMUL, matmul_backward_weight(dw, db, dout, inp, BT, IC, OC));
     } else {
-        CHECKED(m, K_MATMUL, linear_bf16_backward_input(dinp, douth, m->ph[kw] + wo, BT, IC, OC));
+        CHECKED(m, K_MATMUL, linear_bf16_backward_input(dinp, douth, &m->lw[kw][l]));
         CHECKED(m, K_MATMUL, linear_bf16_backward_weight(dw, db, douth, dout, inph, BT, IC, OC));
     }
     return 0;
@@ -598,7 +614,7 @@ int gpt_backward(gpt_model *m, float scale)
         CHECKED(m, K_MATMUL, matmul_backward_weight(m->g[P_UNEMBED], NULL, dlogits, m->lnf, BT, C, V));
     } else {
         TIMED(m, K_XENT, bf16_from_floats(m->dlogitsh, dlogits, (size_t)BT * V));
-        CHECKED(m, K_MATMUL, linear_bf16_backward_input(m->dln, m->dlogitsh, m->ph[P_UNEMBED], BT, C, V));
+        CHECKED(m, K_MATMUL, linear_bf16_backward_input(m->dln, m->dlogitsh, m->lw[P_UNEMBED]));
         CHECKED(m, K_MATMUL, linear_bf16_backward_weight(m->g[P_UNEMBED], NULL, m->dlogitsh, NULL, m->lnfh, BT, C, V));
     }
     const float *xl = m->x + (size_t)c->L * BT * C;

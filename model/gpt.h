@@ -26,6 +26,7 @@
 
 #include "../kernels/adamw.h"
 #include "../kernels/bf16.h"
+#include "../kernels/linear_bf16.h"
 #include "../kernels/rope.h"
 #include "../common/presets.h"
 
@@ -76,7 +77,7 @@ typedef struct {
 
 typedef struct {
     double params, grads, moments, acts_kept, acts_layer, logits, scratch, total;
-    double weights_bf16; /* bf16-mixed: the bf16 copy of the weights (0 in fp32) */
+    double weights_bf16; /* bf16-mixed: the bf16 copies of the weight matrices (0 in fp32) */
     double acts_full_no_recompute, acts_full_recompute; /* for the printed comparison */
 } gpt_mem;
 
@@ -100,10 +101,10 @@ typedef struct gpt_model_s {
     float *datt_scratch;           /* attention_scratch_floats(T, att_threads) */
     int att_threads;
     int *inputs, *targets;         /* (B, T) */
-    /* bf16-mixed */
-    bf16 *wh;                      /* bf16 copy of params (same offsets) */
-    bf16 *ph[P_COUNT];
-    int wh_fresh;                  /* the copy matches params */
+    /* bf16-mixed: the bf16 copies of the matrices (forward and input-gradient layouts), per layer */
+    linear_bf16_weight *lw[P_COUNT]; /* QKVW, ATTPROJW, FCW, FCPROJW: L each; UNEMBED: 1; else NULL */
+    linear_bf16_weight *lw_store;
+    int wh_fresh;                  /* the copies match params */
     bf16 *lnfh, *dlogitsh, *dresh, *dh; /* (BT,C) (BT,V) (BT,C) (BT,4C) */
     int adam_t;
     size_t mom_lo, mom_hi;         /* AdamW moments held for params [mom_lo, mom_hi) (ZeRO-1 shard) */
