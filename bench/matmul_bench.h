@@ -1,6 +1,14 @@
-/* matmul_bench.h: sgemm throughput over the shapes a transformer spends its time in:
+/* matmul_bench.h: matmul throughput over the shapes a transformer spends its time in:
  * the (N x K) @ (K x K) sweep (N = tokens per device, K = model width), or every matmul of
- * one training step of a preset (--shapes transformer). Shapes: C (n x m) = op(A) (n x k) op(B). */
+ * one training step of a preset (--shapes transformer). Shapes: C (n x m) = op(A) (n x k) op(B).
+ *
+ * Precision and backend per shape: fp32 on OpenBLAS (sgemm, the default) or on oneDNN; bf16 on
+ * oneDNN (bf16 A and B, fp32 accumulation, fp32 C: what a bf16 mixed-precision step's linear
+ * layers compute). On oneDNN a B that is a weight is reordered once into oneDNN's blocked layout
+ * (untimed in the product; the reorder is timed on its own, pack_ms), as a training step would
+ * reorder each weight once per optimizer step. The attention products (concurrent shapes) always
+ * run as fp32 sgemm, one call per thread, as kernels/attention.c runs its heads: oneDNN is called
+ * from one thread at a time. */
 #ifndef CB_MATMUL_BENCH_H
 #define CB_MATMUL_BENCH_H
 
@@ -9,6 +17,11 @@
 #include "../common/presets.h"
 #include "runner.h"
 
+typedef enum { MM_FP32 = 0, MM_BF16 = 1, MM_NDTYPES } mm_dtype;
+typedef enum { MM_OPENBLAS = 0, MM_ONEDNN = 1, MM_NBACKENDS } mm_backend;
+extern const char *const mm_dtype_names[MM_NDTYPES];     /* "fp32", "bf16" */
+extern const char *const mm_backend_names[MM_NBACKENDS]; /* "openblas", "onednn" */
+
 typedef struct {
     char op[24];    /* qkv, attn_out, mlp_up, mlp_down, attn_scores, ..., logits; "linear" in sweeps */
     char phase[12]; /* fwd, bwd_input, bwd_weight */
@@ -16,6 +29,9 @@ typedef struct {
     int trans_a, trans_b, lda, ldb, ldc;
     double count;   /* times per training step (transformer mode), NaN otherwise */
     int concurrent; /* one single-threaded call per thread at once (attention heads run so) */
+    int weight_b;   /* B is a weight (the linear layers' fwd and bwd_input): packed once on oneDNN */
+    mm_dtype dtype;     /* 0 (fp32) unless set: mm_shapes_set_dtype */
+    mm_backend backend; /* fp32's backend, 0 (OpenBLAS) unless set; bf16 always runs on oneDNN */
 } mm_shape;
 
 /* The results' columns: mm_cols (common/schema.h). */
@@ -26,9 +42,23 @@ int mm_shapes_sweep(mm_shape *out, int cap, const long *ns, int nn, const long *
  * mm_shapes_transformer_count(T) shapes (returns the count, or CB_EFAIL when cap is smaller). */
 int mm_shapes_transformer(mm_shape *out, int cap, const model_config *cfg, int B, int T);
 int mm_shapes_transformer_count(int T);
-/* Bytes of the buffers the shapes need (largest A, B and C). */
+/* Sets every shape's precision, and the backend fp32 shapes run on (bf16 runs on oneDNN
+ * whatever fp32_backend says). A bf16 mixed-precision step: mm_shapes_set_dtype(s, n, MM_BF16,
+ * MM_OPENBLAS); its attention shapes still run as fp32 sgemm (rows say what ran). */
+void mm_shapes_set_dtype(mm_shape *s, int n, mm_dtype dtype, mm_backend fp32_backend);
+/* Bytes of the buffers the shapes need (largest A, B and C, bf16 copies, packed weights). */
 double mm_shapes_bytes(const mm_shape *s, int n);
-/* Runs the shapes within budget_s; peak_gflops for pct_of_peak. */
+
+/* The peak each row's pct_of_peak is against, by the precision the row ran in (GFLOP/s; NaN or
+ * <= 0: unknown, an empty cell). */
+typedef struct {
+    double gflops[MM_NDTYPES];
+} mm_peaks;
+
+/* Runs the shapes within budget_s, each checked against a double-precision reference first; a
+ * row per shape measured, with the dtype, backend and kernel that ran. Returns 0 or CB_EFAIL. */
+int mm_run_peaks(const mm_shape *s, int n, const runner_opts *ro, double budget_s, const mm_peaks *peaks, record *rec);
+/* The same with one peak for every row. */
 int mm_run(const mm_shape *s, int n, const runner_opts *ro, double budget_s, double peak_gflops, record *rec);
 
 #endif

@@ -10,6 +10,8 @@
 #include <fcntl.h>
 #include <strings.h>
 #include <sys/wait.h>
+#include <stdint.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "../common/csvio.h"
@@ -25,6 +27,7 @@ const rec_col peak_cols[PK_NCOLS] = {
     {"gflops_min", "GFLOP/s", REC_NUM, 1}, {"gflops_max", "GFLOP/s", REC_NUM, 1},
     {"gbps_median", "GB/s", REC_NUM, 2}, {"gbps_min", "GB/s", REC_NUM, 2},   {"gbps_max", "GB/s", REC_NUM, 2},
     {"cv_pct", "%", REC_NUM, 1},        {"pct_of_fma_peak", "%", REC_NUM, 1}, {"array_mib", "MiB", REC_NUM, 0},
+    {"mfu_peak", "", REC_STR, 0}, /* "fp32" / "bf16": the row MFU of that precision is measured against */
 };
 
 /* ---------------------------------------------------------------- compute probes
@@ -75,32 +78,160 @@ PROBE __attribute__((target("avx512f,avx512bf16"))) static float bf16dot512(long
     return _mm512_reduce_add_ps(s);
 }
 
+/* ---------------------------------------------------------------- AMX tiles
+ * TDPBF16PS dst, a, b: dst (16 x 16 fp32) += a (16 rows x 32 bf16) . b (16 rows of 16 bf16 pairs),
+ * = 16 * 16 * 32 multiply-adds = 16384 FLOP per instruction. Four independent accumulators
+ * (tmm0-3) from two row tiles (tmm4-5) and two column tiles (tmm6-7), the 2x2 blocking of a
+ * GEMM kernel, hide the instruction's latency behind its throughput (~16 cycles each on Sapphire
+ * Rapids: 1024 FLOP per cycle per core). Intrinsics: GCC 11 and clang 12 onwards. */
+#if defined(__x86_64__) && (defined(__clang__) ? __clang_major__ >= 12 : __GNUC__ >= 11)
+#define PEAK_AMX 1
+#endif
+enum { AMX_TILES_PER_ITER = 4, AMX_FLOP_PER_TILE = 16 * 16 * 32 * 2 };
+
+/* The 64-byte LDTILECFG operand, palette 1 (Intel SDM vol. 1, 3.2: palette, start row, reserved
+ * to byte 15, bytes per row of tmm0-7 at 16-31, reserved to 47, rows of tmm0-7 at 48-55,
+ * reserved to 63; a reserved byte that is not zero faults). */
+typedef struct {
+    uint8_t palette_id, start_row, reserved0[14];
+    uint16_t colsb[8];
+    uint8_t reserved1[16];
+    uint8_t rows[8];
+    uint8_t reserved2[8];
+} amx_tilecfg;
+_Static_assert(sizeof(amx_tilecfg) == 64, "the tile configuration is 64 bytes");
+
+#ifdef PEAK_AMX
+PROBE __attribute__((target("amx-tile,amx-bf16"))) static float amx_bf16(long iters)
+{
+    _Alignas(64) amx_tilecfg cfg;
+    _Alignas(64) uint16_t src[2][16 * 32]; /* bf16 1.0 (rows) and 2^-24 (columns): sums stay small */
+    _Alignas(64) float acc[AMX_TILES_PER_ITER][16 * 16];
+    memset(&cfg, 0, sizeof cfg);
+    cfg.palette_id = 1;
+    for (int t = 0; t < 8; t++) cfg.colsb[t] = 64, cfg.rows[t] = 16; /* every tile 16 rows x 64 bytes */
+    for (int i = 0; i < 16 * 32; i++) src[0][i] = 0x3f80, src[1][i] = 0x3380;
+    /* GCC's tile intrinsics are asm statements that name only a pointer (or, for the
+     * configuration, its first 8 bytes): make the stores above visible to them first */
+    __asm__ volatile("" : : "r"(&cfg), "r"(src) : "memory");
+    _tile_loadconfig(&cfg);
+    _tile_loadd(4, src[0], 64);
+    _tile_loadd(5, src[0], 64);
+    _tile_loadd(6, src[1], 64);
+    _tile_loadd(7, src[1], 64);
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    for (long i = 0; i < iters; i++) {
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_dpbf16ps(1, 4, 7);
+        _tile_dpbf16ps(2, 5, 6);
+        _tile_dpbf16ps(3, 5, 7);
+    }
+    _tile_stored(0, acc[0], 64);
+    _tile_stored(1, acc[1], 64);
+    _tile_stored(2, acc[2], 64);
+    _tile_stored(3, acc[3], 64);
+    _tile_release();
+    return acc[0][0] + acc[1][17] + acc[2][34] + acc[3][255];
+}
+#endif
+
+/* Linux (5.16+) hands out the 8 KiB tile data state only to a process that asks for it, once,
+ * before its first tile instruction (which would otherwise die of SIGILL); the permission is
+ * process-wide, so the OpenMP threads share it. Kernel: Documentation/arch/x86/xstate.rst. */
+#ifndef ARCH_GET_XCOMP_PERM
+#define ARCH_GET_XCOMP_PERM 0x1022
+#endif
+#ifndef ARCH_REQ_XCOMP_PERM
+#define ARCH_REQ_XCOMP_PERM 0x1023
+#endif
+#define XFEATURE_XTILEDATA 18
+
+/* Whether the AMX probe can run here: the CPU has AMX-TILE and AMX-BF16, this build has the
+ * intrinsics and Linux granted the tile state. 0 with the reason in why when not. */
+static int amx_usable(char *why, size_t n)
+{
+    static int state; /* 0 not asked yet, 1 usable, -1 not */
+    static char reason[160];
+    if (state == 0) {
+        state = -1;
+        unsigned long perm = 0;
+        if (!machine_has_cpu_flag("amx_tile") || !machine_has_cpu_flag("amx_bf16"))
+            snprintf(reason, sizeof reason, "this CPU has no AMX (no amx_tile and amx_bf16 in /proc/cpuinfo)");
+#ifndef PEAK_AMX
+        else snprintf(reason, sizeof reason, "this build's compiler has no AMX intrinsics (GCC 11 or clang 12 needed)");
+#else
+        else if (syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) != 0)
+            snprintf(reason, sizeof reason, "Linux refused the AMX tile state (arch_prctl ARCH_REQ_XCOMP_PERM: %s)", strerror(errno));
+        else if (syscall(SYS_arch_prctl, ARCH_GET_XCOMP_PERM, &perm) != 0 || !(perm & (1ul << XFEATURE_XTILEDATA)))
+            snprintf(reason, sizeof reason, "Linux did not grant the AMX tile state (arch_prctl ARCH_GET_XCOMP_PERM)");
+        else state = 1;
+#endif
+    }
+    if (why) snprintf(why, n, "%s", reason);
+    return state == 1;
+}
+
+/* ---------------------------------------------------------------- running the compute probes */
+
+typedef enum { K_FMA512, K_FMA256, K_BF16DOT, K_AMX } probe_kind;
+
 typedef struct {
     int threads;
-    int kind; /* 0 fma512, 1 fma256, 2 bf16 */
+    probe_kind kind;
     volatile float sink;
 } compute_ctx;
+
+static float compute_one(probe_kind k)
+{
+    switch (k) {
+    case K_FMA512: return fma512(FMA_ITERS);
+    case K_FMA256: return fma256(FMA_ITERS);
+    case K_BF16DOT: return bf16dot512(FMA_ITERS);
+#ifdef PEAK_AMX
+    case K_AMX: return amx_bf16(FMA_ITERS);
+#endif
+    default: return 0;
+    }
+}
 
 static void compute_run(void *p)
 {
     compute_ctx *c = p;
     float total = 0;
 #pragma omp parallel num_threads(c->threads) reduction(+ : total)
-    {
-        float v = c->kind == 0 ? fma512(FMA_ITERS) : c->kind == 1 ? fma256(FMA_ITERS) : bf16dot512(FMA_ITERS);
-        total += v;
-    }
+    total += compute_one(c->kind);
     c->sink = total;
 }
 
 static double compute_flops_per_call(const compute_ctx *c)
 {
-    double lanes_flops = c->kind == 0 ? 16 * 2 : c->kind == 1 ? 8 * 2 : 16 * 2 * 2;
-    return (double)c->threads * FMA_ITERS * CHAINS * lanes_flops;
+    double per_iter = c->kind == K_FMA512    ? CHAINS * 16 * 2
+                      : c->kind == K_FMA256  ? CHAINS * 8 * 2
+                      : c->kind == K_BF16DOT ? CHAINS * 16 * 2 * 2
+                                             : AMX_TILES_PER_ITER * AMX_FLOP_PER_TILE;
+    return (double)c->threads * FMA_ITERS * per_iter;
 }
 
 static int have_avx512(void) { return __builtin_cpu_supports("avx512f"); }
 static int have_bf16(void) { return have_avx512() && machine_has_cpu_flag("avx512_bf16"); }
+
+static const char *probe_name(probe_kind k) { return k == K_BF16DOT ? "bf16_dot" : k == K_AMX ? "amx_bf16" : "fp32_fma"; }
+static const char *probe_isa(probe_kind k)
+{
+    return k == K_FMA512 ? "avx512" : k == K_FMA256 ? "avx2" : k == K_BF16DOT ? "avx512_bf16" : "amx_bf16";
+}
+static probe_kind fp32_kind(void) { return have_avx512() ? K_FMA512 : K_FMA256; }
+
+/* The probe bf16 matrix products peak at on this machine: AMX tiles, else AVX512_BF16, else none
+ * (the fp32 FMA: bf16 products then run as fp32); why: the reason AMX is not it. */
+static probe_kind bf16_kind(char *why, size_t n)
+{
+    if (amx_usable(why, n)) return K_AMX;
+    return have_bf16() ? K_BF16DOT : fp32_kind();
+}
 
 /* Compute probes sample for >= 20 ms each over >= 1 s: with 1 ms samples, preemption and frequency
  * steps on a shared machine spread single samples by +-20%, while the sgemm calls they are
@@ -114,15 +245,47 @@ static runner_opts compute_opts(const runner_opts *ro)
     return o;
 }
 
+static int compute_measure(const runner_opts *ro, probe_kind k, int threads, runner_result *r, double *flops)
+{
+    compute_ctx c = {.threads = threads, .kind = k};
+    bench_case bc = {probe_name(k), compute_run, NULL, NULL};
+    runner_opts co = compute_opts(ro);
+    *flops = compute_flops_per_call(&c);
+    return runner_run(&co, &bc, &c, r);
+}
+
+/* One probe's median at `threads`, and its description for `which`. */
+static int peak_of(const runner_opts *ro, probe_kind k, int threads, const char *extra, double *gflops, char *which,
+                   size_t n)
+{
+    runner_result r;
+    double flops;
+    *gflops = NAN;
+    if (compute_measure(ro, k, threads, &r, &flops) != 0) return err_msg("the %s peak probe failed", probe_name(k));
+    *gflops = flops / r.s.median / 1e9;
+    if (which)
+        snprintf(which, n, "%s (%s, %d thread%s%s)", probe_name(k), k == K_AMX ? "AMX TDPBF16PS" : probe_isa(k), threads,
+                 threads == 1 ? "" : "s", extra);
+    return 0;
+}
+
+int peak_fp32_fma(const runner_opts *ro, int threads, double *gflops, char *which, size_t n)
+{
+    return peak_of(ro, fp32_kind(), threads, "", gflops, which, n);
+}
+
+int peak_bf16_matrix(const runner_opts *ro, int threads, double *gflops, char *which, size_t n)
+{
+    probe_kind k = bf16_kind(NULL, 0);
+    return peak_of(ro, k, threads, k == K_BF16DOT || k == K_AMX ? "" : "; no bf16 instructions: bf16 runs at the fp32 rate",
+                   gflops, which, n);
+}
+
 double peak_fma_gflops(int threads, const runner_opts *ro, const char **isa)
 {
-    compute_ctx c = {.threads = threads, .kind = have_avx512() ? 0 : 1};
-    if (isa) *isa = c.kind == 0 ? "avx512" : "avx2";
-    bench_case bc = {"fp32_fma", compute_run, NULL, NULL};
-    runner_result r;
-    runner_opts co = compute_opts(ro);
-    if (runner_run(&co, &bc, &c, &r) != 0) return NAN;
-    return compute_flops_per_call(&c) / r.s.median / 1e9;
+    double g;
+    if (isa) *isa = probe_isa(fp32_kind());
+    return peak_fp32_fma(ro, threads, &g, NULL, 0) == 0 ? g : NAN;
 }
 
 /* ---------------------------------------------------------------- memory probes (STREAM)
@@ -269,27 +432,53 @@ static void add_compute_row(record *rec, const char *probe, const char *isa, int
     record_num(rec, row, PK_CV, r->s.cv_pct);
 }
 
-/* fp32 FMA (and AVX512_BF16 where present) at 1 and all threads; the all-thread FMA rate into *fma_all. */
-static int compute_probes(const runner_opts *ro, record *rec, int nthreads, double *fma_all)
+/* What the compute probes found, for the closing notes and pct_of_fma_peak. */
+typedef struct {
+    double fma_all;        /* fp32_fma at all threads, GFLOP/s */
+    double bf16_all;       /* the bf16 matrix peak at all threads */
+    char bf16_which[160];  /* its description */
+} compute_peaks;
+
+/* fp32_fma, bf16_dot (AVX512_BF16) and amx_bf16 (AMX) at 1 and all threads, each where the CPU
+ * has it (a note says why a probe was skipped); the all-thread row of each precision's matrix
+ * peak is marked in mfu_peak. */
+static int compute_probes(const runner_opts *ro, record *rec, int nthreads, compute_peaks *pk)
 {
     int counts[2] = {1, nthreads}, ncounts = nthreads > 1 ? 2 : 1;
-    runner_opts co = compute_opts(ro);
-    for (int kind = 0; kind < 2; kind++) {
-        if (kind == 1 && !have_bf16()) {
+    char why_amx[160];
+    const probe_kind bf16 = bf16_kind(why_amx, sizeof why_amx), kinds[3] = {fp32_kind(), K_BF16DOT, K_AMX};
+    for (int ki = 0; ki < 3; ki++) {
+        probe_kind k = kinds[ki];
+        if (k == K_BF16DOT && !have_bf16()) {
             record_note(rec, "bf16_dot: this CPU has no AVX512_BF16; probe skipped");
-            break;
+            continue;
+        }
+        if (k == K_AMX && bf16 != K_AMX) {
+            record_note(rec, "amx_bf16: %s; probe skipped", why_amx);
+            continue;
         }
         for (int ci = 0; ci < ncounts; ci++) {
-            compute_ctx c = {.threads = counts[ci], .kind = kind == 1 ? 2 : have_avx512() ? 0 : 1};
-            const char *probe = kind == 1 ? "bf16_dot" : "fp32_fma";
-            bench_case bc = {probe, compute_run, NULL, NULL};
             runner_result r;
-            if (runner_run(&co, &bc, &c, &r) != 0) return CB_EFAIL;
-            add_compute_row(rec, probe, kind == 1 ? "avx512_bf16" : have_avx512() ? "avx512" : "avx2", counts[ci], &r,
-                            compute_flops_per_call(&c));
-            if (kind == 0 && counts[ci] == nthreads) *fma_all = compute_flops_per_call(&c) / r.s.median / 1e9;
+            double flops;
+            if (compute_measure(ro, k, counts[ci], &r, &flops) != 0) return CB_EFAIL;
+            add_compute_row(rec, probe_name(k), probe_isa(k), counts[ci], &r, flops);
+            if (counts[ci] != nthreads) continue;
+            int row = rec->nrows - 1;
+            double g = flops / r.s.median / 1e9;
+            if (ki == 0) pk->fma_all = g;
+            if (k == bf16) {
+                pk->bf16_all = g;
+                snprintf(pk->bf16_which, sizeof pk->bf16_which, "%s (%s, %d thread%s)", probe_name(k),
+                         k == K_AMX ? "AMX TDPBF16PS" : probe_isa(k), nthreads, nthreads == 1 ? "" : "s");
+            }
+            record_str(rec, row, PK_MFU_PEAK, ki == 0 && k == bf16 ? "fp32 and bf16" : ki == 0 ? "fp32" : "bf16");
         }
     }
+    if (bf16 == K_AMX || bf16 == K_BF16DOT)
+        record_note(rec, "bf16 matrix peak (bf16 MFU's denominator, mfu_peak = bf16): %s, %.1f GFLOP/s", pk->bf16_which, pk->bf16_all);
+    else
+        record_note(rec, "bf16 matrix peak: none; without bf16 instructions bf16 products run as fp32, so bf16 MFU is against %s, %.1f GFLOP/s",
+                    pk->bf16_which, pk->bf16_all);
     return 0;
 }
 
@@ -354,16 +543,17 @@ static int sgemm_probes(const peak_opts *o, record *rec, int nthreads, double fm
 int peak_run(const peak_opts *o, const runner_opts *ro, record *rec, machine_info *m)
 {
     int nthreads = m->threads, rc;
-    double fma_all = NAN;
-    if ((rc = compute_probes(ro, rec, nthreads, &fma_all)) != 0) return rc;
+    compute_peaks pk = {NAN, NAN, ""};
+    if ((rc = compute_probes(ro, rec, nthreads, &pk)) != 0) return rc;
     double bytes = o->array_mib > 0 ? o->array_mib * 1048576.0 : peak_default_array_bytes(m);
     if ((rc = memory_probes(ro, rec, nthreads, bytes, m)) != 0) return rc;
-    if (!o->skip_sgemm && (rc = sgemm_probes(o, rec, nthreads, fma_all)) != 0) return rc;
+    if (!o->skip_sgemm && (rc = sgemm_probes(o, rec, nthreads, pk.fma_all)) != 0) return rc;
     for (int i = 0; i < rec->nrows; i++) {
         const char *p = rec->str[(size_t)i * rec->ncols + PK_PROBE];
-        if (p && (strcmp(p, "fp32_fma") == 0 || strcmp(p, "bf16_dot") == 0))
-            record_num(rec, i, PK_PCT, 100.0 * rec->num[(size_t)i * rec->ncols + PK_GF_MED] / fma_all);
+        if (p && (strcmp(p, "fp32_fma") == 0 || strcmp(p, "bf16_dot") == 0 || strcmp(p, "amx_bf16") == 0))
+            record_num(rec, i, PK_PCT, 100.0 * rec->num[(size_t)i * rec->ncols + PK_GF_MED] / pk.fma_all);
     }
-    record_note(rec, "pct_of_fma_peak: against fp32_fma at %d threads, %.1f GFLOP/s, measured in this run", nthreads, fma_all);
+    record_note(rec, "pct_of_fma_peak: against fp32_fma at %d threads, %.1f GFLOP/s, measured in this run (fp32 MFU's denominator, mfu_peak = fp32)",
+                nthreads, pk.fma_all);
     return 0;
 }

@@ -1,7 +1,14 @@
 /* peak.h: this machine's limits: fp32 FMA and AVX512_BF16 dot-product rates from independent
- * register chains, STREAM-style copy and triad bandwidth, and sgemm under each OpenBLAS kernel. */
+ * register chains, the AMX TDPBF16PS tile rate (where the CPU has AMX), STREAM-style copy and
+ * triad bandwidth, and sgemm under each OpenBLAS kernel.
+ *
+ * The matrix peaks MFU is measured against, one per precision: fp32, the FMA chains (AVX-512,
+ * else AVX2); bf16, the AMX tiles where the CPU has them and Linux grants the tile state, else
+ * the AVX512_BF16 chains, else (no bf16 instructions: bf16 products run as fp32) the fp32 FMA. */
 #ifndef CB_PEAK_H
 #define CB_PEAK_H
+
+#include <stddef.h>
 
 #include "../common/machine.h"
 #include "../common/record.h"
@@ -15,12 +22,19 @@ typedef struct {
 
 /* Columns of the peak table. */
 enum { PK_PROBE, PK_THREADS, PK_ISA, PK_BLAS, PK_GF_MED, PK_GF_MIN, PK_GF_MAX, PK_GB_MED, PK_GB_MIN, PK_GB_MAX,
-       PK_CV, PK_PCT, PK_MIB, PK_NCOLS };
+       PK_CV, PK_PCT, PK_MIB, PK_MFU_PEAK, PK_NCOLS };
 extern const rec_col peak_cols[PK_NCOLS];
 
 int peak_run(const peak_opts *o, const runner_opts *ro, record *rec, machine_info *m);
 
-/* Quick in-run FMA peak (all threads) for other benchmarks' pct_of_peak; GFLOP/s median. */
+/* The fp32 and the bf16 matrix peak at `threads` OpenMP threads, GFLOP/s (median), each
+ * measuring only its own probe, sampled as `costbench peak` samples (ro raised to at least 10
+ * samples of 20 ms over 1 s). `which` receives what was measured, e.g. "fp32_fma (avx512, 2
+ * threads)", "bf16_dot (avx512_bf16, 2 threads)", "amx_bf16 (AMX TDPBF16PS, 2 threads)".
+ * Return 0, or CB_EFAIL (error printed; *gflops NaN). */
+int peak_fp32_fma(const runner_opts *ro, int threads, double *gflops, char *which, size_t n);
+int peak_bf16_matrix(const runner_opts *ro, int threads, double *gflops, char *which, size_t n);
+/* peak_fp32_fma's GFLOP/s (NaN on failure) and its ISA ("avx512" or "avx2"). */
 double peak_fma_gflops(int threads, const runner_opts *ro, const char **isa);
 /* Quick in-run copy bandwidth (all threads), GB/s median, over arrays of array_bytes each. */
 double peak_copy_gbps(int threads, double array_bytes, const runner_opts *ro);

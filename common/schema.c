@@ -87,6 +87,12 @@ const rec_col mm_cols[MM_NCOLS] = {
     [MM_GF_MAX] = {"gflops_max", "GFLOP/s", REC_NUM, 1},    [MM_CV] = {"cv_pct", "%", REC_NUM, 1},
     [MM_MS] = {"ms_median", "ms", REC_NUM, 3},  [MM_PCT] = {"pct_of_peak", "%", REC_NUM, 1},
     [MM_STEP_MS] = {"step_ms", "ms", REC_NUM, 2},
+    /* operand precision (fp32, or bf16 with fp32 accumulation and output), the library, the
+     * kernel it ran (oneDNN's implementation name, or cblas_sgemm), oneDNN's ISA level or
+     * OpenBLAS's kernel set, and the once-per-optimizer-step reorder of a packed weight */
+    [MM_DTYPE] = {"dtype", "", REC_STR, 0},     [MM_BACKEND] = {"backend", "", REC_STR, 0},
+    [MM_IMPL] = {"impl", "", REC_STR, 0},       [MM_ISA] = {"isa", "", REC_STR, 0},
+    [MM_PACK_MS] = {"pack_ms", "ms", REC_NUM, 3},
 };
 
 const char *const machine_cols[MC_NCOLS] = {

@@ -7,7 +7,8 @@
  *                columns of its own after or between these; readers ignore columns they do not know.
  *   hardware     data/hardware.csv, and the row `allreduce --profile` writes for this machine.
  *   step log     `train --csv`: one row per step (report --log plots it).
- *   matmul       `matmul --csv` (report --bench plots it; peak's sgemm probe reads it).
+ *   matmul       `matmul --csv` (report --bench plots it; peak's sgemm probe reads it). Columns
+ *                are only ever added (at the end), never renamed: scripts read them by name.
  *   machine      the provenance columns record_write_csv appends to every measured row.
  * The data tables read by one module only (prices, models, blas_cores) are defined here too, so
  * that every file costbench reads or writes is described in one place. */
@@ -81,7 +82,7 @@ extern const rec_col step_log_cols[SL_NCOLS];
 
 /* ---- matmul (matmul --csv) */
 enum { MM_OP, MM_PHASE, MM_N, MM_K, MM_M, MM_COUNT, MM_GF_MED, MM_GF_MIN, MM_GF_MAX, MM_CV, MM_MS, MM_PCT,
-       MM_STEP_MS, MM_NCOLS };
+       MM_STEP_MS, MM_DTYPE, MM_BACKEND, MM_IMPL, MM_ISA, MM_PACK_MS, MM_NCOLS };
 extern const rec_col mm_cols[MM_NCOLS];
 
 /* ---- machine provenance, appended to measured rows */

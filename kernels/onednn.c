@@ -37,7 +37,12 @@ static struct {
 
 static int fail(const char *what, dnnl_status_t st)
 {
-    snprintf(G.err, sizeof G.err, "%s: oneDNN status %d", what, (int)st);
+    const char *name = st == dnnl_out_of_memory        ? " (out of memory)"
+                       : st == dnnl_invalid_arguments ? " (invalid arguments)"
+                       : st == dnnl_unimplemented     ? " (unimplemented: no kernel for this at the ISA in effect)"
+                       : st == dnnl_runtime_error     ? " (runtime error)"
+                                                      : "";
+    snprintf(G.err, sizeof G.err, "%s: oneDNN status %d%s", what, (int)st, name);
     return KERNEL_EBACKEND;
 }
 
@@ -199,14 +204,17 @@ int onednn_gemm(const onednn_shape *s, const void *A, const void *B, const float
     return rc;
 }
 
-const char *onednn_impl(const onednn_shape *s)
+static const char *impl_of(const onednn_shape *s, int packed)
 {
     if (!s || !shape_ok(s)) return NULL;
     pthread_mutex_lock(&G.lock);
-    entry *e = lookup(s, 0);
+    entry *e = lookup(s, packed);
     pthread_mutex_unlock(&G.lock);
     return e ? e->impl : NULL;
 }
+
+const char *onednn_impl(const onednn_shape *s) { return impl_of(s, 0); }
+const char *onednn_impl_packed(const onednn_shape *s) { return impl_of(s, 1); }
 
 static int reorder(const dnnl_memory_desc_t *from, const void *src, const dnnl_memory_desc_t *to, void *dst)
 {

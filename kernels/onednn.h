@@ -46,6 +46,8 @@ int onednn_bf16_native(void);
 /* The implementation name oneDNN reports for the primitive of this shape (e.g. "brg:avx512_core_amx"),
  * creating it if needed; NULL on error. */
 const char *onednn_impl(const onednn_shape *s);
+/* The same for the primitive onednn_gemm_packed runs for this shape (its B in oneDNN's preferred layout). */
+const char *onednn_impl_packed(const onednn_shape *s);
 const char *onednn_last_error(void);
 
 int onednn_gemm(const onednn_shape *s, const void *A, const void *B, const float *bias, void *C);

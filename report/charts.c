@@ -10,43 +10,91 @@
 
 enum { MAX_SERIES = 32 };
 
-int chart_matmul(const char *path, const chart_mm_point *pts, int n, int transformer, double peak_gflops, const char *subtitle)
+enum { MAX_VARIANTS = 4 };
+
+/* The distinct variants of the points, bf16 first (drawn solid, as MosaicML's bf16 profile). */
+static int mm_variants(const chart_mm_point *pts, int n, const char **v)
+{
+    int nv = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < n; i++) {
+            const char *x = pts[i].variant && *pts[i].variant ? pts[i].variant : "";
+            if ((strncmp(x, "bf16", 4) == 0) != (pass == 0)) continue;
+            int seen = 0;
+            for (int j = 0; j < nv; j++) seen |= strcmp(v[j], x) == 0;
+            if (!seen && nv < MAX_VARIANTS) v[nv++] = x;
+        }
+    return nv;
+}
+
+static void mm_key(const chart_mm_point *p, int transformer, char *key, size_t n)
+{
+    if (transformer) snprintf(key, n, "%s", p->phase ? p->phase : "");
+    else snprintf(key, n, "K = %.0f", p->k);
+}
+
+/* The chart's title: the variants that ran, or fp32 sgemm for files that do not say. */
+static void mm_title(char *t, size_t n, const char **v, int nv, int transformer)
+{
+    const char *what = transformer ? "throughput of one training step's matmuls" : "throughput, (N x K) @ (K x K)";
+    if (nv == 1 && !*v[0]) {
+        snprintf(t, n, "fp32 sgemm %s", what);
+        return;
+    }
+    int l = snprintf(t, n, "matmul %s: ", what);
+    for (int i = 0; i < nv && l > 0 && (size_t)l < n; i++) l += snprintf(t + l, n - (size_t)l, "%s%s", i ? ", " : "", *v[i] ? v[i] : "?");
+}
+
+int chart_matmul(const char *path, const chart_mm_point *pts, int n, int transformer, const chart_ref *refs, int nrefs,
+                 const char *subtitle)
 {
     double *xs = malloc((size_t)(n ? n : 1) * sizeof *xs), *ys = malloc((size_t)(n ? n : 1) * sizeof *ys);
+    double ry[MAX_SERIES];
     plot_series series[MAX_SERIES];
-    char labels[MAX_SERIES][48];
-    int ns = 0, used = 0, rc;
+    char labels[MAX_SERIES][80], keys[MAX_SERIES][48];
+    const char *variants[MAX_VARIANTS];
+    int ns = 0, nkeys = 0, used = 0, rc, nv = mm_variants(pts, n, variants);
     if (!xs || !ys) {
         free(xs), free(ys);
         return err_msg("out of memory");
     }
-    for (int i = 0; i < n && ns < MAX_SERIES; i++) {
+    /* keys (K or phase) in order of appearance: one colour each */
+    for (int i = 0; i < n && nkeys < MAX_SERIES; i++) {
         char key[48];
-        if (transformer) snprintf(key, sizeof key, "%s", pts[i].phase ? pts[i].phase : "");
-        else snprintf(key, sizeof key, "K = %.0f", pts[i].k);
+        mm_key(&pts[i], transformer, key, sizeof key);
         int seen = 0;
-        for (int j = 0; j < ns; j++)
-            if (strcmp(labels[j], key) == 0) seen = 1;
-        if (seen) continue;
-        int s = ns++;
-        snprintf(labels[s], sizeof labels[s], "%s", key);
-        series[s] = (plot_series){labels[s], 0, xs + used, ys + used, transformer, 0, 0};
-        for (int k = i; k < n; k++) {
-            char key2[48];
-            if (transformer) snprintf(key2, sizeof key2, "%s", pts[k].phase ? pts[k].phase : "");
-            else snprintf(key2, sizeof key2, "K = %.0f", pts[k].k);
-            if (strcmp(key, key2) != 0) continue;
-            xs[used] = transformer ? 2.0 * pts[k].n * pts[k].k * pts[k].m : pts[k].n;
-            ys[used] = pts[k].gflops;
-            used++;
-            series[s].n++;
-        }
+        for (int j = 0; j < nkeys; j++) seen |= strcmp(keys[j], key) == 0;
+        if (!seen) snprintf(keys[nkeys++], sizeof keys[0], "%s", key);
     }
-    char peak_label[64];
-    snprintf(peak_label, sizeof peak_label, "FMA peak %.0f GFLOP/s", peak_gflops);
-    plot_spec sp = {transformer ? "fp32 sgemm throughput of one training step's matmuls" : "fp32 sgemm throughput, (N x K) @ (K x K)",
-                    subtitle, transformer ? "FLOPs per call" : "N = tokens per device (rows of X)", "GFLOP/s (median)", 1, 0,
-                    series, ns, isfinite(peak_gflops) && peak_gflops > 0 ? peak_gflops : NAN, peak_label, 0};
+    for (int kk = 0; kk < nkeys; kk++)
+        for (int vi = 0; vi < nv && ns < MAX_SERIES - nrefs; vi++) {
+            int s = ns, cnt = 0;
+            for (int i = 0; i < n; i++) {
+                char key[48];
+                mm_key(&pts[i], transformer, key, sizeof key);
+                const char *v = pts[i].variant && *pts[i].variant ? pts[i].variant : "";
+                if (strcmp(key, keys[kk]) != 0 || strcmp(v, variants[vi]) != 0) continue;
+                xs[used + cnt] = transformer ? 2.0 * pts[i].n * pts[i].k * pts[i].m : pts[i].n;
+                ys[used + cnt] = pts[i].gflops;
+                cnt++;
+            }
+            if (!cnt) continue;
+            if (nv > 1) snprintf(labels[s], sizeof labels[s], "%s, %s", keys[kk], variants[vi]);
+            else snprintf(labels[s], sizeof labels[s], "%s", keys[kk]);
+            series[ns++] = (plot_series){labels[s], cnt, xs + used, ys + used, transformer, nv > 1 && vi > 0 && !transformer,
+                                         1 + kk % 8};
+            used += cnt;
+        }
+    for (int r = 0; r < nrefs && ns < MAX_SERIES; r++) {
+        if (!(isfinite(refs[r].gflops) && refs[r].gflops > 0)) continue;
+        ry[ns] = refs[r].gflops;
+        series[ns] = (plot_series){refs[r].label, 1, ry + ns, ry + ns, 0, PLOT_REFERENCE, 0};
+        ns++;
+    }
+    char title[160];
+    mm_title(title, sizeof title, variants, nv, transformer);
+    plot_spec sp = {title, subtitle, transformer ? "FLOPs per call" : "N = tokens per device (rows of X)", "GFLOP/s (median)", 1, 0,
+                    series, ns, NAN, NULL, 0};
     rc = plot_lines(path, &sp);
     free(xs), free(ys);
     return rc;

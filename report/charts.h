@@ -5,13 +5,22 @@
 #define CB_CHARTS_H
 
 typedef struct {
-    const char *phase; /* transformer shapes: the matmul's phase ("forward", ...) */
+    const char *phase;   /* transformer shapes: the matmul's phase ("forward", ...) */
+    const char *variant; /* dtype and backend ("bf16 onednn"); NULL or "" when a file does not say */
     double n, k, m, gflops;
 } chart_mm_point;
 
-/* sweep: one line per K, GFLOP/s against N; transformer: one point set per phase against FLOPs
- * per call. peak_gflops (NaN: none) is drawn as a reference line. */
-int chart_matmul(const char *path, const chart_mm_point *pts, int n, int transformer, double peak_gflops,
+/* A reference level drawn across the chart (a peak). */
+typedef struct {
+    const char *label;
+    double gflops;
+} chart_ref;
+
+/* sweep: one line per K (and variant), GFLOP/s against N; transformer: one point set per phase
+ * (and variant) against FLOPs per call. Where several variants ran, a K keeps its colour, bf16
+ * is drawn solid with markers and fp32 dashed, and the legend names dtype and backend. Each
+ * reference (a peak of one precision; nrefs may be 0) is a labelled dotted line. */
+int chart_matmul(const char *path, const chart_mm_point *pts, int n, int transformer, const chart_ref *refs, int nrefs,
                  const char *subtitle);
 
 typedef struct {

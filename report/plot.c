@@ -90,6 +90,10 @@ static int plot_window_of(const plot_spec *sp, plot_window *w)
     for (int s = 0; s < sp->nseries; s++)
         for (int i = 0; i < sp->series[s].n; i++) {
             double x = sp->series[s].x[i], y = sp->series[s].y[i];
+            if (sp->series[s].dashed == PLOT_REFERENCE) {
+                if (i == 0 && point_shown(sp, 1, y)) ymin = fmin(ymin, y), ymax = fmax(ymax, y);
+                continue;
+            }
             if (!point_shown(sp, x, y)) continue;
             xmin = fmin(xmin, x), xmax = fmax(xmax, x), ymin = fmin(ymin, y), ymax = fmax(ymax, y);
         }
@@ -115,7 +119,8 @@ static plot_layout plot_layout_of(const plot_spec *sp)
 {
     int maxlen = sp->hline_label && isfinite(sp->hline) ? utf8_len(sp->hline_label) : 0;
     for (int i = 0; i < sp->nseries; i++)
-        if (sp->series[i].label && utf8_len(sp->series[i].label) > maxlen) maxlen = utf8_len(sp->series[i].label);
+        if (sp->series[i].label && sp->series[i].dashed != PLOT_REFERENCE && utf8_len(sp->series[i].label) > maxlen)
+            maxlen = utf8_len(sp->series[i].label);
     double lscale = maxlen > 30 ? fmax(0.55, 30.0 / maxlen) : 1.0;
     return (plot_layout){fmin(0.80, fmax(0.50, 0.97 - (0.11 + 0.0112 * lscale * maxlen))), lscale};
 }
@@ -203,11 +208,34 @@ static void plot_frame(const plot_spec *sp, const plot_window *w, const plot_lay
     plschr(0, 1.1);
 }
 
-/* Series s: its line (solid or dashed) and its markers (a marker every few points on a long
- * series, so that the line stays visible), and its legend entry. */
-static void plot_series_draw(const plot_spec *sp, int s, plot_scratch *sc)
+/* A reference level (series s, PLOT_REFERENCE): a dotted grey line across the window at y[0]
+ * with its label above the line's left end (no legend entry). */
+static void plot_reference_draw(const plot_spec *sp, const plot_window *w, int s, plot_scratch *sc)
 {
     const plot_series *se = &sp->series[s];
+    sc->text[s] = NULL;
+    if (se->n < 1 || !point_shown(sp, 1, se->y[0])) return;
+    double y = axis_tr(se->y[0], sp->logy), hx[2] = {w->x0, w->x1}, hy[2] = {y, y};
+    plcol0(COL_REF);
+    plwidth(2.0);
+    pllsty(3);
+    plline(2, hx, hy);
+    pllsty(1);
+    plcol0(COL_AXIS);
+    plschr(0, 0.8);
+    plptex(w->x0 + 0.01 * (w->x1 - w->x0), y + 0.015 * (w->y1 - w->y0), 1, 0, 0, se->label ? se->label : "reference");
+    plschr(0, 1.1);
+}
+
+/* Series s: its line (solid or dashed) and its markers (a marker every few points on a long
+ * series, so that the line stays visible), and its legend entry. */
+static void plot_series_draw(const plot_spec *sp, const plot_window *w, int s, plot_scratch *sc)
+{
+    const plot_series *se = &sp->series[s];
+    if (se->dashed == PLOT_REFERENCE) {
+        plot_reference_draw(sp, w, s, sc);
+        return;
+    }
     double *px = sc->px, *py = sc->py;
     int col = se->color > 0 ? 1 + (se->color - 1) % 8 : 1 + s % 8;
     int m = 0;
@@ -248,9 +276,19 @@ static void plot_hline_draw(const plot_spec *sp, const plot_window *w, plot_scra
 }
 
 /* The legend, outside the plot area on the right, boxed on a white background. */
-static void plot_legend_draw(const plot_scratch *sc, const plot_layout *lay)
+static void plot_legend_draw(plot_scratch *sc, const plot_layout *lay)
 {
     PLFLT lw_out, lh_out;
+    int n = 0; /* entries without text (reference levels, labelled on the plot) are left out */
+    for (int s = 0; s < sc->n; s++) {
+        if (!sc->text[s]) continue;
+        sc->opt[n] = sc->opt[s], sc->tcol[n] = sc->tcol[s], sc->lcol[n] = sc->lcol[s], sc->lsty[n] = sc->lsty[s];
+        sc->scol[n] = sc->scol[s], sc->snum[n] = sc->snum[s], sc->lw[n] = sc->lw[s], sc->ssc[n] = sc->ssc[s];
+        sc->text[n] = sc->text[s], sc->sym[n] = sc->sym[s];
+        n++;
+    }
+    sc->n = n;
+    if (n == 0) return;
     plwidth(1.0);
     plschr(0, 0.9);
     pllegend(&lw_out, &lh_out, PL_LEGEND_BACKGROUND | PL_LEGEND_BOUNDING_BOX, PL_POSITION_RIGHT | PL_POSITION_OUTSIDE, 0.02,
@@ -272,7 +310,7 @@ static int plot_render(const char *path, const char *dev, FILE *out, const plot_
     plot_begin(dev, out);
     plot_layout lay = plot_layout_of(sp);
     plot_frame(sp, w, &lay);
-    for (int s = 0; s < sp->nseries; s++) plot_series_draw(sp, s, sc);
+    for (int s = 0; s < sp->nseries; s++) plot_series_draw(sp, w, s, sc);
     if (isfinite(sp->hline)) plot_hline_draw(sp, w, sc);
     plot_legend_draw(sc, &lay);
     plend();

@@ -4,12 +4,16 @@
 #ifndef CB_PLOT_H
 #define CB_PLOT_H
 
+enum { PLOT_REFERENCE = 2 };
+
 typedef struct {
     const char *label;
     int n;
     const double *x, *y;
     int points_only; /* markers without a line (measured points) */
-    int dashed;      /* a dashed line without markers (ideal scaling, a model's curve) */
+    int dashed;      /* 1: a dashed line without markers (ideal scaling, a model's curve);
+                        PLOT_REFERENCE: a horizontal reference level at y[0] (x unused), a dotted
+                        grey line across the plot with its label written above it, not in the legend (a peak) */
     int color;       /* palette slot 1..8; 0: by position */
 } plot_series;
 

@@ -363,39 +363,57 @@ done:
     return rc;
 }
 
-/* A matmul bench CSV: the chart, and the number of points drawn. */
+/* A matmul bench CSV: the chart, and the number of points drawn. Files with dtype and backend
+ * columns get a curve per variant and a peak line per precision (from pct_of_peak); older files,
+ * fp32 sgemm only, one of each. */
 static int plot_matmul_csv(const char *dir, const table *t, int *drew)
 {
     *drew = 0;
     int cn = table_col(t, mm_cols[MM_N].name, 0), ck = table_col(t, mm_cols[MM_K].name, 0), cm = table_col(t, mm_cols[MM_M].name, 0);
     int cg = table_col(t, mm_cols[MM_GF_MED].name, 0), cp = table_col(t, mm_cols[MM_PHASE].name, 0);
     int cc = table_col(t, mm_cols[MM_COUNT].name, 0), cpk = table_col(t, mm_cols[MM_PCT].name, 0);
+    int cdt = table_col(t, mm_cols[MM_DTYPE].name, 0), cbk = table_col(t, mm_cols[MM_BACKEND].name, 0);
     int ccpu = table_col(t, machine_cols[MC_CPU_MODEL], 0), cdate = table_col(t, machine_cols[MC_DATE_UTC], 0);
     int cblas = table_col(t, machine_cols[MC_BLAS_CORE], 0);
     if (cn < 0 || ck < 0 || cm < 0 || cg < 0 || cp < 0 || t->nrows == 0) return 0;
     chart_mm_point *pts = calloc((size_t)t->nrows, sizeof *pts);
-    if (!pts) return err_msg("out of memory");
+    char (*variant)[48] = calloc((size_t)t->nrows, sizeof *variant);
+    if (!pts || !variant) {
+        free(pts), free(variant);
+        return err_msg("out of memory");
+    }
     int transformer = 0, rc = 0;
-    double peak = NAN;
+    double peak[2] = {NAN, NAN}; /* fp32, bf16 */
     for (int i = 0; i < t->nrows && rc == 0; i++) {
         if ((rc = table_get_double(t, i, cn, 1, 1e12, &pts[i].n)) != 0) break;
         if ((rc = table_get_double(t, i, ck, 1, 1e12, &pts[i].k)) != 0) break;
         if ((rc = table_get_double(t, i, cm, 1, 1e12, &pts[i].m)) != 0) break;
         if ((rc = table_get_double(t, i, cg, 0, 1e9, &pts[i].gflops)) != 0) break;
         pts[i].phase = table_cell(t, i, cp);
+        const char *dt = cdt >= 0 ? table_cell(t, i, cdt) : "";
+        if (cdt >= 0 && cbk >= 0) snprintf(variant[i], sizeof variant[i], "%.20s %.20s", dt, table_cell(t, i, cbk));
+        pts[i].variant = variant[i];
         if (cc >= 0 && *table_cell(t, i, cc)) transformer = 1;
         double pct;
-        if (cpk >= 0 && *table_cell(t, i, cpk) && table_get_double(t, i, cpk, 1e-9, 1e6, &pct) == 0) peak = pts[i].gflops / (pct / 100);
+        if (cpk >= 0 && *table_cell(t, i, cpk) && table_get_double(t, i, cpk, 1e-9, 1e6, &pct) == 0)
+            peak[strcmp(dt, "bf16") == 0] = pts[i].gflops / (pct / 100);
     }
     if (rc == 0) {
-        char path[4200], sub[300];
+        char path[4200], sub[300], labels[2][64];
+        chart_ref refs[2];
+        int nrefs = 0;
+        for (int d = 0; d < 2; d++)
+            if (isfinite(peak[d])) {
+                snprintf(labels[d], sizeof labels[d], "%s peak %.0f GFLOP/s", d ? "bf16 matrix" : cdt >= 0 ? "fp32 FMA" : "FMA", peak[d]);
+                refs[nrefs++] = (chart_ref){labels[d], peak[d]};
+            }
         rc = path_fmt(path, sizeof path, "%s/matmul.png", dir);
         snprintf(sub, sizeof sub, "measured %.10s on %.60s, OpenBLAS %.30s (%.150s)", cdate >= 0 ? table_cell(t, 0, cdate) : "?",
                  ccpu >= 0 ? table_cell(t, 0, ccpu) : "?", cblas >= 0 ? table_cell(t, 0, cblas) : "?", t->path);
-        if (rc == 0) rc = chart_matmul(path, pts, t->nrows, transformer, peak, sub);
+        if (rc == 0) rc = chart_matmul(path, pts, t->nrows, transformer, refs, nrefs, sub);
         if (rc == 0) *drew = 1;
     }
-    free(pts);
+    free(pts), free(variant);
     return rc;
 }
 

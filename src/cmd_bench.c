@@ -14,6 +14,7 @@
 #include "../common/opts.h"
 #include "../common/parse.h"
 #include "../common/record.h"
+#include "../kernels/onednn.h"
 #include "../kernels/rope.h"
 #include "../common/presets.h"
 #include "../report/charts.h"
@@ -104,36 +105,93 @@ int cmd_peak(int argc, char **argv)
 
 /* ------------------------------------------------------------------ matmul */
 
-static int matmul_plot(const char *path, const record *rec, const machine_info *m, double peak, int transformer)
+/* GFLOP/s curves of the rows, one per K (and dtype/backend), each precision's peak as a line. */
+static int matmul_plot(const char *path, const record *rec, const machine_info *m, const mm_peaks *peaks, int transformer)
 {
     chart_mm_point *pts = calloc((size_t)(rec->nrows ? rec->nrows : 1), sizeof *pts);
-    if (!pts) return err_msg("out of memory");
+    char (*variant)[32] = calloc((size_t)(rec->nrows ? rec->nrows : 1), sizeof *variant);
+    if (!pts || !variant) {
+        free(pts), free(variant);
+        return err_msg("out of memory");
+    }
+    int ran[MM_NDTYPES] = {0}, onednn = 0;
     for (int i = 0; i < rec->nrows; i++) {
         const double *row = rec->num + (size_t)i * rec->ncols;
-        pts[i] = (chart_mm_point){rec->str[(size_t)i * rec->ncols + MM_PHASE], row[MM_N], row[MM_K], row[MM_M], row[MM_GF_MED]};
+        char *const *str = rec->str + (size_t)i * rec->ncols;
+        snprintf(variant[i], sizeof variant[i], "%s %s", str[MM_DTYPE], str[MM_BACKEND]);
+        ran[strcmp(str[MM_DTYPE], "bf16") == 0]++;
+        onednn |= strcmp(str[MM_BACKEND], "onednn") == 0;
+        pts[i] = (chart_mm_point){str[MM_PHASE], variant[i], row[MM_N], row[MM_K], row[MM_M], row[MM_GF_MED]};
     }
-    char sub[256];
-    snprintf(sub, sizeof sub, "measured %.10s on %.48s, OpenBLAS %s, %d threads", m->date_utc, m->cpu_model, m->blas_core,
-             m->blas_threads);
-    int rc = chart_matmul(path, pts, rec->nrows, transformer, peak > 0 ? peak : NAN, sub);
-    free(pts);
+    char labels[MM_NDTYPES][64], sub[300];
+    chart_ref refs[MM_NDTYPES];
+    int nrefs = 0;
+    for (int d = 0; d < MM_NDTYPES; d++) {
+        if (!ran[d]) continue;
+        snprintf(labels[d], sizeof labels[d], "%s peak %.0f GFLOP/s", d == MM_FP32 ? "fp32 FMA" : "bf16 matrix", peaks->gflops[d]);
+        refs[nrefs++] = (chart_ref){labels[d], peaks->gflops[d]};
+    }
+    int l = snprintf(sub, sizeof sub, "measured %.10s on %.48s, OpenBLAS %s, %d threads", m->date_utc, m->cpu_model, m->blas_core,
+                     m->blas_threads);
+    if (onednn) snprintf(sub + l, sizeof sub - (size_t)l, ", oneDNN %s at %s", onednn_version(), onednn_isa());
+    int rc = chart_matmul(path, pts, rec->nrows, transformer, refs, nrefs, sub);
+    free(pts), free(variant);
     return rc;
 }
 
 typedef struct {
     common_flags cf;
     opt_list nl, kl;
-    const char *shapes, *model, *plot;
+    const char *shapes, *model, *plot, *dtype_s, *backend_s, *peak_s;
     long B, T; /* 0: not given */
-    double budget, peak_gf;
+    double budget;
     int transformer;
     model_config cfg;
+    int ndtypes;
+    mm_dtype dtypes[MM_NDTYPES]; /* --dtype, in its order */
+    mm_backend backend;          /* fp32's */
+    mm_peaks peaks;              /* given (--peak-gflops) per dtype; NaN: measure */
 } matmul_flags;
+
+/* --dtype LIST, --backend and --peak-gflops G[,G] (one per --dtype entry). */
+static int matmul_parse_precision(matmul_flags *f)
+{
+    char buf[256], *w[8];
+    int n = parse_word_list(f->dtype_s, "flag '--dtype'", buf, sizeof buf, w, 8);
+    if (n < 0) return n;
+    f->ndtypes = 0;
+    for (int i = 0; i < n; i++) {
+        int d = strcmp(w[i], "fp32") == 0 ? MM_FP32 : strcmp(w[i], "bf16") == 0 ? MM_BF16 : -1;
+        if (d < 0) return err_usage("flag '--dtype': expected fp32, bf16 or fp32,bf16, got '%s'", w[i]);
+        for (int j = 0; j < f->ndtypes; j++)
+            if (f->dtypes[j] == (mm_dtype)d) return err_usage("flag '--dtype': '%s' given twice", w[i]);
+        if (f->ndtypes == MM_NDTYPES) return err_usage("flag '--dtype': at most %d dtypes", MM_NDTYPES);
+        f->dtypes[f->ndtypes++] = (mm_dtype)d;
+    }
+    const char *b = f->backend_s ? f->backend_s : "openblas";
+    if (strcmp(b, "openblas") != 0 && strcmp(b, "onednn") != 0)
+        return err_usage("flag '--backend': expected openblas or onednn, got '%s'", b);
+    f->backend = strcmp(b, "onednn") == 0 ? MM_ONEDNN : MM_OPENBLAS;
+    if (f->backend_s && f->backend == MM_OPENBLAS && !(f->ndtypes > 1 || f->dtypes[0] == MM_FP32))
+        return err_usage("flag '--backend openblas': OpenBLAS has no bf16 matmul; bf16 always runs on oneDNN (--backend chooses fp32's)");
+    for (int d = 0; d < MM_NDTYPES; d++) f->peaks.gflops[d] = NAN;
+    if (!f->peak_s) return 0;
+    n = parse_word_list(f->peak_s, "flag '--peak-gflops'", buf, sizeof buf, w, 8);
+    if (n < 0) return n;
+    if (n != f->ndtypes)
+        return err_usage("flag '--peak-gflops': %d value%s for %d dtype%s; expected one per --dtype entry, in its order", n,
+                         n == 1 ? "" : "s", f->ndtypes, f->ndtypes == 1 ? "" : "s");
+    for (int i = 0; i < n; i++) {
+        int rc = parse_double(w[i], 1, 1e9, "flag '--peak-gflops'", &f->peaks.gflops[f->dtypes[i]]);
+        if (rc != 0) return rc;
+    }
+    return 0;
+}
 
 static int matmul_parse(matmul_flags *f, int argc, char **argv)
 {
     *f = (matmul_flags){.nl = {{512, 1024, 2048, 4096, 8192, 16384}, 6}, .kl = {{768, 1024, 2048, 2560, 4096, 5120, 6144}, 7},
-                        .budget = 150};
+                        .budget = 150, .dtype_s = "fp32"};
     common_defaults(&f->cf, 0.1, 3);
     const opt_spec specs[] = {
         COMMON_SPECS(f->cf),
@@ -143,13 +201,18 @@ static int matmul_parse(matmul_flags *f, int argc, char **argv)
         {"model", OPT_STR, &f->model, 0, 0, 0, 0, "PRESET", "preset for --shapes transformer (data/models.csv)"},
         {"micro-batch", OPT_LONG, &f->B, 1, 65536, 0, 0, "B", "sequences per micro-batch (transformer; default 1)"},
         {"seq", OPT_LONG, &f->T, 1, 1 << 20, 0, 0, "T", "sequence length (transformer; default the preset's, <= 2048)"},
+        {"dtype", OPT_STR, &f->dtype_s, 0, 0, 0, 0, "fp32|bf16|fp32,bf16",
+         "operands: fp32, or bf16 with fp32 accumulation and output (oneDNN); a list runs each (default fp32)"},
+        {"backend", OPT_STR, &f->backend_s, 0, 0, 0, 0, "openblas|onednn", "library for fp32 (default openblas; bf16 is always onednn)"},
         {"budget-s", OPT_DOUBLE, &f->budget, 0, 0, 1, 86400, "S", "skip shapes that would exceed this time (default 150)"},
-        {"peak-gflops", OPT_DOUBLE, &f->peak_gf, 0, 0, 1, 1e9, "G", "FMA peak for pct_of_peak (default: measured now)"},
-        {"plot", OPT_STR, &f->plot, 0, 0, 0, 0, "FILE.png", "draw GFLOP/s against N, one line per K"},
+        {"peak-gflops", OPT_STR, &f->peak_s, 0, 0, 0, 0, "G[,G]",
+         "peak for pct_of_peak, one per --dtype entry (default: measured now, fp32 FMA / bf16 matrix peak)"},
+        {"plot", OPT_STR, &f->plot, 0, 0, 0, 0, "FILE.png", "draw GFLOP/s against N, one line per K (and dtype)"},
         {0},
     };
     int rc = opts_parse("matmul", "[options]", specs, argc, argv, 2, NULL, NULL);
     if (rc != 0) return rc > 0 ? 1 : rc;
+    if ((rc = matmul_parse_precision(f)) != 0) return rc;
     if (f->shapes && strcmp(f->shapes, "transformer") != 0 && strcmp(f->shapes, "sweep") != 0)
         return err_usage("flag '--shapes': expected sweep or transformer, got '%s'", f->shapes);
     f->transformer = f->shapes ? strcmp(f->shapes, "transformer") == 0 : f->model != NULL;
@@ -167,18 +230,29 @@ static int matmul_parse(matmul_flags *f, int argc, char **argv)
     return 0;
 }
 
-/* The shapes to time (allocated), checked against BLAS indexing and this machine's memory. */
+/* The shapes to time (allocated): each shape once per --dtype entry, in turn; checked against
+ * BLAS indexing and this machine's memory. */
 static int matmul_shapes(const matmul_flags *f, mm_shape **out, int *n)
 {
     int cap = f->transformer ? mm_shapes_transformer_count((int)f->T) : f->nl.n * f->kl.n;
-    mm_shape *sh = calloc((size_t)cap, sizeof *sh);
-    if (!sh) return err_msg("out of memory");
+    mm_shape *base = calloc((size_t)cap, sizeof *base), *sh = calloc((size_t)cap * (size_t)f->ndtypes, sizeof *sh);
     *out = sh;
-    *n = f->transformer ? mm_shapes_transformer(sh, cap, &f->cfg, (int)f->B, (int)f->T)
-                        : mm_shapes_sweep(sh, cap, f->nl.v, f->nl.n, f->kl.v, f->kl.n);
+    if (!base || !sh) {
+        free(base);
+        return err_msg("out of memory");
+    }
+    int nb = f->transformer ? mm_shapes_transformer(base, cap, &f->cfg, (int)f->B, (int)f->T)
+                            : mm_shapes_sweep(base, cap, f->nl.v, f->nl.n, f->kl.v, f->kl.n);
+    *n = 0;
+    for (int i = 0; i < nb; i++)
+        for (int d = 0; d < f->ndtypes; d++) {
+            sh[*n] = base[i];
+            mm_shapes_set_dtype(&sh[(*n)++], 1, f->dtypes[d], f->backend);
+        }
+    free(base);
     long nmax = 0, kmax = 0;
     for (int i = 0; i < *n; i++) {
-        /* OpenBLAS takes int dimensions: every operand must have fewer than 2^31 elements */
+        /* OpenBLAS and oneDNN's dimensions here are int: every operand must have fewer than 2^31 elements */
         double big = fmax((double)sh[i].n * sh[i].k, fmax((double)sh[i].k * sh[i].m, (double)sh[i].n * sh[i].m));
         if (big > 2147483647.0)
             return err_usage("shape n=%d k=%d m=%d: an operand exceeds 2^31-1 elements, the largest matrix BLAS indexes",
@@ -191,19 +265,43 @@ static int matmul_shapes(const matmul_flags *f, mm_shape **out, int *n)
     return mem_check_fits(mm_shapes_bytes(sh, *n), what);
 }
 
-static void matmul_notes(record *rec, const matmul_flags *f, const machine_info *m, int measured_peak, const char *isa)
+/* The peak of every precision a row will run in (the attention products of a bf16 step run in
+ * fp32), given or measured now; a note for each. */
+static int matmul_peaks(matmul_flags *f, const mm_shape *sh, int nsh, const machine_info *m, record *rec)
+{
+    int need[MM_NDTYPES] = {0};
+    for (int i = 0; i < nsh; i++) need[sh[i].concurrent ? MM_FP32 : sh[i].dtype]++;
+    for (int d = 0; d < MM_NDTYPES; d++) {
+        const char *rows = d == MM_FP32 ? "fp32" : "bf16";
+        if (!need[d]) continue;
+        if (isfinite(f->peaks.gflops[d])) {
+            record_note(rec, "pct_of_peak (%s rows): against --peak-gflops %.1f (given, not measured in this run)", rows,
+                        f->peaks.gflops[d]);
+            continue;
+        }
+        runner_opts pro;
+        runner_defaults(&pro);
+        char which[160];
+        int rc = d == MM_FP32 ? peak_fp32_fma(&pro, m->threads, &f->peaks.gflops[d], which, sizeof which)
+                              : peak_bf16_matrix(&pro, m->threads, &f->peaks.gflops[d], which, sizeof which);
+        if (rc != 0) return rc;
+        record_note(rec, "pct_of_peak (%s rows): against the %s measured in this run: %.1f GFLOP/s, %s", rows,
+                    d == MM_FP32 ? "fp32 FMA peak" : "bf16 matrix peak", f->peaks.gflops[d], which);
+    }
+    return 0;
+}
+
+static void matmul_notes(record *rec, const matmul_flags *f, const machine_info *m)
 {
     add_machine_notes(rec, m);
-    if (measured_peak)
-        record_note(rec, "pct_of_peak: against the fp32 FMA peak measured in this run: %.1f GFLOP/s (%s, %d threads)",
-                    f->peak_gf, isa, m->threads);
-    else
-        record_note(rec, "pct_of_peak: against --peak-gflops %.1f (given, not measured in this run)", f->peak_gf);
     if (f->transformer)
         record_note(rec, "%s: L=%d C=%d heads=%d V=%d, micro-batch %ld x seq %ld = %ld tokens; count = calls per training step",
                     f->cfg.name, f->cfg.L, f->cfg.C, f->cfg.NH, f->cfg.V, f->B, f->T, f->B * f->T);
     else
         record_note(rec, "Y (n x m) = X (n x k) @ W^T, W (m x k), m = k: the linear layer's forward product");
+    for (int d = 0; d < f->ndtypes; d++)
+        if (f->dtypes[d] == MM_BF16)
+            record_note(rec, "bf16: bf16 X and W, fp32 accumulation and fp32 Y (the precision of a bf16 mixed-precision step's linear layers), on oneDNN");
 }
 
 int cmd_matmul(int argc, char **argv)
@@ -218,20 +316,14 @@ int cmd_matmul(int argc, char **argv)
         free(sh);
         return rc;
     }
-    const char *isa = "";
-    int measured_peak = f.peak_gf <= 0;
-    if (measured_peak) {
-        runner_opts pro;
-        runner_defaults(&pro);
-        f.peak_gf = peak_fma_gflops(m.threads, &pro, &isa);
-    }
     record rec;
     record_init(&rec, mm_cols, MM_NCOLS);
-    matmul_notes(&rec, &f, &m, measured_peak, isa);
-    rc = mm_run(sh, nsh, &ro, f.budget, f.peak_gf, &rec);
+    record_csv_only(&rec, MM_ISA);
+    matmul_notes(&rec, &f, &m);
+    if ((rc = matmul_peaks(&f, sh, nsh, &m, &rec)) == 0) rc = mm_run_peaks(sh, nsh, &ro, f.budget, &f.peaks, &rec);
     if (rc == 0) rc = finish(&rec, &f.cf, &m);
     if (rc == 0 && f.plot) {
-        rc = matmul_plot(f.plot, &rec, &m, f.peak_gf, f.transformer);
+        rc = matmul_plot(f.plot, &rec, &m, &f.peaks, f.transformer);
         if (rc == 0) fprintf(stderr, "wrote %s\n", f.plot);
     }
     record_free(&rec);
