@@ -13,27 +13,31 @@
 #include "peak.h"
 #include "runner.h"
 
-/* The fp32 FMA peak of every rank at once (the job's), or the given one. */
+/* The peak of the run's precision on every rank at once (the job's), or the given one. */
 static int measure_peak(const calib_opts *o, calib *c)
 {
+    const int bf = o->prec == PRECISION_BF16_MIXED;
+    const char *kind = bf ? "bf16 matrix" : "fp32 FMA";
     if (o->peak_gflops > 0) {
         c->peak_gflops = o->peak_gflops;
-        snprintf(c->peak_note, sizeof c->peak_note, "--peak-gflops %.1f (given, not measured)", o->peak_gflops);
+        snprintf(c->peak_note, sizeof c->peak_note, "--peak-gflops %.1f (given as the %s peak, not measured)", o->peak_gflops, kind);
         return 0;
     }
     runner_opts ro;
     runner_defaults(&ro);
-    const char *isa = "";
-    double one = peak_fma_gflops(o->threads, &ro, &isa);
-    if (!isfinite(one) || one <= 0) return err_msg("the fp32 FMA peak probe failed");
+    double one = NAN;
+    char which[96];
+    int rc = bf ? peak_bf16_matrix(&ro, o->threads, &one, which, sizeof which)
+                : peak_fp32_fma(&ro, o->threads, &one, which, sizeof which);
+    if (rc != 0 || !isfinite(one) || one <= 0) return err_msg("the %s peak probe failed", kind);
     c->peak_gflops = comm_sum(one);
     int ranks = comm_size();
     if (ranks > 1)
-        snprintf(c->peak_note, sizeof c->peak_note, "the fp32 FMA peak measured in this run on all %d ranks at once, %.1f GFLOP/s (%.1f on rank 0: %s, %d threads)",
-                 ranks, c->peak_gflops, one, isa, o->threads);
+        snprintf(c->peak_note, sizeof c->peak_note, "the %s peak measured in this run on all %d ranks at once, %.1f GFLOP/s (%.1f on rank 0: %s)",
+                 kind, ranks, c->peak_gflops, one, which);
     else
-        snprintf(c->peak_note, sizeof c->peak_note, "the fp32 FMA peak measured in this run, %.1f GFLOP/s (%s, %d threads)",
-                 c->peak_gflops, isa, o->threads);
+        snprintf(c->peak_note, sizeof c->peak_note, "the %s peak measured in this run, %.1f GFLOP/s (%s)", kind, c->peak_gflops,
+                 which);
     return 0;
 }
 
@@ -45,6 +49,7 @@ static int predict_matmuls(const calib_opts *o, const runner_opts *ro, double pe
     mm_shape *sh = calloc((size_t)cap, sizeof *sh);
     if (!sh) return err_msg("out of memory");
     int nsh = mm_shapes_transformer(sh, cap, o->cfg, o->B, o->T);
+    if (nsh > 0 && o->prec == PRECISION_BF16_MIXED) mm_shapes_set_dtype(sh, nsh, MM_BF16, MM_OPENBLAS);
     record r;
     record_init(&r, mm_cols, MM_NCOLS);
     fprintf(stderr, "costbench train: measuring the step's %d matmul shapes and the rotary kernel for the prediction\n", nsh);

@@ -234,7 +234,7 @@ int cmd_train(int argc, char **argv)
     machine_probe(&mi);
     blascore_fill(&mi, f.blas);
     calib cal;
-    calib_opts co = {&cfg, (int)f.B, (int)f.T, (int)(f.G / f.B), f.peak, !f.no_predict && ranks == 1, f.budget, mi.threads};
+    calib_opts co = {&cfg, (int)f.B, (int)f.T, (int)(f.G / f.B), f.peak, !f.no_predict && ranks == 1, f.budget, mi.threads, f.prec};
     if ((rc = calib_measure(&co, &cal)) != 0) return rc;
     step_opts so;
     train_step_opts(&f, &cfg, mem.total, &so);
