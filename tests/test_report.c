@@ -315,7 +315,7 @@ static void test_report_bad_input(void)
 {
     static const char prices_hdr[] = "provider,instance_type,region,pricing_option,usd_per_hour,as_of,source\n";
     static const char tput_hdr[] = "model,tensor_parallel,pipeline_parallel,instances,instance_type,seq_len,global_batch,seq_per_s\n";
-    static char f1[512], f2[512], f3[512], f4[512], f5[512], f6[512], f7[512], f8[512], f9[512];
+    static char f1[512], f2[512], f3[512], f4[512], f5[512], f6[512], f7[512], f8[512], f9[512], f10[512];
     snprintf(f1, sizeof f1, "%saws,trn1.32xlarge,us-east-1,on_demand,,2024,x\n", prices_hdr);
     snprintf(f2, sizeof f2, "%saws,trn1.32xlarge,us-east-1,on_demand,n/a,2024,x\n", prices_hdr);
     snprintf(f3, sizeof f3, "%sneox-21b,8,4,4,trn1.32xlarge,2048,16384,13.6\n", tput_hdr);
@@ -326,6 +326,8 @@ static void test_report_bad_input(void)
     snprintf(f8, sizeof f8, "%sneox-20b,8,4,-4,trn1.32xlarge,2048,16384,13.6\n", tput_hdr);
     snprintf(f9, sizeof f9, "model,instances,instance_type,seq_len,global_batch,seq_per_s,precision\n"
                             "neox-20b,4,trn1.32xlarge,2048,16384,13.6,bf16-sr\nneox-20b,8,trn1.32xlarge,2048,16384,26.8,BF16\n");
+    snprintf(f10, sizeof f10, "%sneox-20b,8,4,4,trn1.32xlarge,2048,16384,13.6,fp32\n",
+             "model,tensor_parallel,pipeline_parallel,instances,instance_type,seq_len,global_batch,seq_per_s,precision\n");
     const bad_case cases[] = {
         {f1, {"report", "--throughput", g_table1, "--prices", "@"}, ":2: column 'usd_per_hour': expected a number"},
         {f2, {"report", "--throughput", g_table1, "--prices", "@"}, ":2: column 'usd_per_hour': expected a number"},
@@ -336,6 +338,7 @@ static void test_report_bad_input(void)
         {f7, {"report", "--throughput", "@"}, ":2: column 'seq_per_s'"},
         {f8, {"report", "--throughput", "@"}, ":2: column 'instances'"},
         {f9, {"report", "--throughput", "@"}, ":3: column 'precision': expected one of fp32, bf16-mixed, bf16, bf16-sr, fp16-mixed, fp8, or empty, got 'BF16'"},
+        {f10, {"scale", "--model", "neox-20b", "--instance", "trn1.32xlarge", "--tp", "8", "--pp", "4", "--global-batch", "16384", "--measured", "@"}, "in mixed precision"},
         {NULL, {"report"}, "flag '--throughput' is required"},
         {NULL, {"report", "--throughput", g_table1, "--pricing", "cheap"}, "flag '--pricing'"},
         {NULL, {"report", "--throughput", g_table1, "--tokens", "-5"}, "flag '--tokens'"},
