@@ -162,6 +162,8 @@ static int row_mfu(report_row *r, const hw_row *h)
     } else if (h && k == PEAK_NONE) {
         snprintf(r->mfu_peak, sizeof r->mfu_peak, "none: %.20s has no data-sheet peak in data/hardware.csv (BF16 and FP32 only)",
                  t->precision);
+    } else if (t->kind == SRC_MEASURED) {
+        snprintf(r->mfu_peak, sizeof r->mfu_peak, "none: the row gives neither an MFU nor the peak it was measured against");
     }
     return 0;
 }
