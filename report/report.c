@@ -107,8 +107,8 @@ static int same_group(const report_row *a, const report_row *b) { return a->in->
 
 /* Which peak a precision's MFU is against. Rows measured here without a precision come from
  * summaries written before the column existed, when costbench train ran fp32 only; imported rows
- * without one are priced as the systems Table 1 style reports describe train, in BF16.
- * data/hardware.csv has no FP16 or FP8 figure. */
+ * without one are taken as BF16, the precision of every system these reports price (their note
+ * says it was assumed). data/hardware.csv has no FP16 or FP8 figure. */
 typedef enum { PEAK_FP32, PEAK_BF16, PEAK_NONE } peak_kind;
 
 static peak_kind peak_kind_of(const tput_row *t)
