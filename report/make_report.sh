@@ -2,10 +2,10 @@
 # make report: measure this machine and write out/ (report.md, the CSVs, the plots): this
 # machine's training throughput in bf16 mixed precision and in fp32, priced as INSTANCE (or at
 # USD_PER_HOUR), Table 1's reference rows, and a NeoX-20B scaling curve on trn1.32xlarge.
-# Time on a 2-core machine, each step bounded: peak ~30 s; matmul sweep, fp32 and bf16, at most
-# 90 s (--budget-s); pythia-160m step matmuls at most 60 s; rope ~30 s; two pythia-70m training
-# runs (10 steps, calibration --budget-s 25) ~60-80 s each; pythia-14m loss curves ~30 s; scale
-# and report a few seconds: about 5-7 minutes, under 10.
+# Time on a 2-core Zen 5 (measured 3 min 7 s; the budgets keep it under 10 minutes): peak 7 s;
+# matmul sweep in fp32 and bf16 18 s (at most 90 s, --budget-s); pythia-160m step matmuls 13 s
+# (at most 60 s); rope 11 s; pythia-70m in bf16-mixed 25 s and fp32 37 s (10 steps each, the
+# calibration's matmuls at most 25 s); pythia-14m loss curves ~70 s; scale and report seconds.
 # Everything is written to a temporary directory first and renamed to out/ at the end, so an
 # interrupted run never leaves a report that looks complete.
 #   make report INSTANCE=m7i.xlarge        price this machine as that instance type (data/prices.csv)
