@@ -1,6 +1,5 @@
 #include "schema.h"
 
-
 const schema_col tput_schema[TP_NCOLS] = {
     [TP_MODEL] = {TPUT_MODEL, 1, 0, 0},
     [TP_TP] = {TPUT_TP, 0, 1, 1 << 20},
@@ -20,7 +19,10 @@ const schema_col tput_schema[TP_NCOLS] = {
     [TP_MFU] = {TPUT_MFU, 0, 0, 100},
     [TP_PEAK_GFLOPS] = {TPUT_PEAK_GFLOPS, 0, 1, 1e12},
     [TP_SOURCE] = {TPUT_SOURCE, 0, 0, 0},
+    [TP_PRECISION] = {TPUT_PRECISION, 0, 0, 0},
 };
+
+const char *const tput_precisions[TPUT_NPRECISIONS] = {"fp32", "bf16-mixed", "bf16", "bf16-sr", "fp16-mixed", "fp8"};
 
 const schema_col hw_schema[HW_NCOLS] = {
     [HW_INSTANCE_TYPE] = {{"instance_type", "", REC_STR, 0}, 1, 0, 0},

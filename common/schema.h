@@ -44,13 +44,19 @@ typedef struct {
 #define TPUT_MFU            {"mfu", "%", REC_NUM, 1}
 #define TPUT_PEAK_GFLOPS    {"peak_gflops", "GFLOP/s", REC_NUM, 1}
 #define TPUT_SOURCE         {"source", "", REC_STR, 0}
+/* the training precision: fp32; bf16-mixed (fp32 master weights and moments, bf16 matmul inputs,
+ * fp32 accumulation: GPUs, costbench train); bf16 (everything bf16); bf16-sr (full bf16 with
+ * stochastic rounding of the update: Trainium); fp16-mixed; fp8. Empty: the file does not say. */
 #define TPUT_PRECISION      {"precision", "", REC_STR, 0}
 
 /* ... and as a reader checks them (tput_schema[TP_x]). Sizes obey the limits below. */
 enum { TP_MODEL, TP_TP, TP_PP, TP_INSTANCES, TP_INSTANCE_TYPE, TP_SEQ_LEN, TP_GLOBAL_BATCH, TP_MICRO_BATCH, TP_RANKS,
        TP_SEQ_PER_S, TP_SEQ_PER_S_MIN, TP_SEQ_PER_S_MAX, TP_TOKENS_PER_S, TP_USD_PER_HOUR, TP_TOKENS_PER_USD, TP_MFU,
-       TP_PEAK_GFLOPS, TP_SOURCE, TP_NCOLS };
+       TP_PEAK_GFLOPS, TP_SOURCE, TP_PRECISION, TP_NCOLS };
 extern const schema_col tput_schema[TP_NCOLS];
+/* The values the precision column accepts (besides empty), as TPUT_PRECISION describes them. */
+enum { TPUT_NPRECISIONS = 6 };
+extern const char *const tput_precisions[TPUT_NPRECISIONS];
 
 /* Limits every size obeys wherever it enters (flags and files). */
 #define CB_MAX_SEQ_LEN (1L << 20)       /* tokens per sequence */

@@ -236,7 +236,24 @@ static int same_key(const tput_row *a, const tput_row *b)
 {
     return a->kind == b->kind && strcmp(a->model, b->model) == 0 && a->tp == b->tp && a->pp == b->pp &&
            a->instances == b->instances && a->ranks == b->ranks && strcmp(a->instance, b->instance) == 0 && a->seq_len == b->seq_len &&
-           a->global_batch == b->global_batch;
+           a->global_batch == b->global_batch && strcmp(a->precision, b->precision) == 0;
+}
+
+/* The precision cell of row i: one of tput_precisions, or empty (also when the column is absent). */
+static int get_precision(const table *t, int i, int col, char *dst, size_t n)
+{
+    const char *s = col >= 0 ? table_cell(t, i, col) : "";
+    *dst = '\0';
+    if (!*s) return 0;
+    for (int k = 0; k < TPUT_NPRECISIONS; k++)
+        if (strcmp(s, tput_precisions[k]) == 0) {
+            snprintf(dst, n, "%s", s);
+            return 0;
+        }
+    char list[160] = "";
+    for (int k = 0; k < TPUT_NPRECISIONS; k++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", k ? ", " : "", tput_precisions[k]);
+    return err_msg("%s:%d: column '%s': expected one of %s, or empty, got '%.60s'", t->path, t->lines[i], t->header[col], list, s);
 }
 
 /* Row i of a throughput file into r; every cell checked by the throughput schema. */
@@ -263,6 +280,7 @@ static int tput_row_read(const table *t, int i, const int *col, tput_row *r)
     if (rc == 0) rc = opt_num(t, i, col, sc, TP_TOKENS_PER_USD, &r->tokens_per_usd);
     if (rc == 0) rc = opt_num(t, i, col, sc, TP_MFU, &r->mfu);
     if (rc == 0) rc = opt_num(t, i, col, sc, TP_PEAK_GFLOPS, &r->peak_gflops);
+    if (rc == 0) rc = get_precision(t, i, col[TP_PRECISION], r->precision, sizeof r->precision);
     return rc;
 }
 
@@ -305,7 +323,7 @@ int throughput_load(tput_set *set, const char *path)
         tput_row_source(&t, i, col, mc, r, path);
         for (int j = 0; j < set->n && rc == 0; j++)
             if (same_key(&set->rows[j], r))
-                rc = err_msg("%s:%d: duplicates %s:%d (same model, parallelism, instances, instance type, seq_len and global_batch)",
+                rc = err_msg("%s:%d: duplicates %s:%d (same model, parallelism, instances, ranks, instance type, seq_len, global_batch and precision)",
                              path, r->line, set->rows[j].file, set->rows[j].line);
         if (rc == 0) set->n++;
     }

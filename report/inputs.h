@@ -68,7 +68,8 @@ typedef struct {
     double seq_per_s, seq_per_s_min, seq_per_s_max;
     double usd_per_hour;   /* total for all instances, as imported (NaN: not given) */
     double tokens_per_usd; /* as imported (NaN: not given) */
-    double mfu, peak_gflops; /* measured here: MFU against this machine's measured peak */
+    double mfu, peak_gflops; /* measured here: MFU against this machine's measured peak of its precision */
+    char precision[16];    /* one of tput_precisions (common/schema.h), or "" when the file does not say */
     src_kind kind;
     char source[256], cpu_model[128], date[32];
     char file[4096];
@@ -82,9 +83,10 @@ typedef struct {
 
 /* Appends the rows of `path` to `set`. Columns and their valid ranges: the throughput schema of
  * common/schema.h (required: model, instances, instance_type, seq_len, global_batch, seq_per_s;
- * the rest optional). A row that repeats
- * the key (model, parallelism, instances, ranks, instance type, sequence length, global batch)
- * of an earlier row of the same kind is an error. Returns 0 or CB_EFAIL. */
+ * the rest optional; precision one of tput_precisions or empty). A row that repeats the key
+ * (model, parallelism, instances, ranks, instance type, sequence length, global batch,
+ * precision) of an earlier row of the same kind is an error: one machine's fp32 and bf16-mixed
+ * rows are two rows. Returns 0 or CB_EFAIL. */
 int throughput_load(tput_set *set, const char *path);
 void throughput_free(tput_set *set);
 

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # make report: measure this machine and write out/ (report.md, the CSVs, the plots): this
-# machine's training throughput priced as INSTANCE (or at USD_PER_HOUR), Table 1's reference rows,
-# and a NeoX-20B scaling curve on trn1.32xlarge.
+# machine's training throughput in bf16 mixed precision and in fp32, priced as INSTANCE (or at
+# USD_PER_HOUR), Table 1's reference rows, and a NeoX-20B scaling curve on trn1.32xlarge.
+# Time on a 2-core Zen 5 (measured 3 min 7 s; the budgets keep it under 10 minutes): peak 7 s;
+# matmul sweep in fp32 and bf16 18 s (at most 90 s, --budget-s); pythia-160m step matmuls 13 s
+# (at most 60 s); rope 11 s; pythia-70m in bf16-mixed 25 s and fp32 37 s (10 steps each, the
+# calibration's matmuls at most 25 s); pythia-14m loss curves ~70 s; scale and report seconds.
 # Everything is written to a temporary directory first and renamed to out/ at the end, so an
 # interrupted run never leaves a report that looks complete.
 #   make report INSTANCE=m7i.xlarge        price this machine as that instance type (data/prices.csv)
@@ -57,21 +61,25 @@ fi
 tmp=$(mktemp -d "$OUT.tmp.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
-step() { printf '%s\n' "costbench report: $*" >&2; }
+step() { printf '%s\n' "costbench report: [${SECONDS}s] $*" >&2; }
 
 step "peak (FMA, BF16, memory bandwidth, sgemm per OpenBLAS kernel)"
 "$BIN" peak --csv "$tmp/peak.csv" > "$tmp/peak.txt"
-step "matmul (short sweep)"
-"$BIN" matmul --n 1024,2048,4096,8192 --k 768,2048,4096 --budget-s 90 \
+step "matmul (short sweep, fp32 and bf16)"
+"$BIN" matmul --n 1024,2048,4096,8192 --k 768,2048,4096 --dtype fp32,bf16 --budget-s 90 \
     --csv "$tmp/matmul.csv" --plot "$tmp/matmul.png" > "$tmp/matmul.txt"
 step "matmul (pythia-160m training-step shapes, micro-batch 4 x 512)"
 "$BIN" matmul --shapes transformer --model pythia-160m --micro-batch 4 --seq 512 --budget-s 60 \
     --csv "$tmp/matmul_pythia-160m.csv" > "$tmp/matmul_pythia-160m.txt"
 step "rope (pythia-160m, pythia-6.9b, neox-20b at 8192 tokens)"
 "$BIN" rope --csv "$tmp/rope.csv" > "$tmp/rope.txt"
-step "train (pythia-70m, micro-batch 4 x seq 512, 10 steps)"
-"$BIN" train --model pythia-70m --micro-batch 4 --seq 512 --steps 10 --budget-s 30 \
-    --csv "$tmp/train_log.csv" --summary-csv "$tmp/train.csv" --breakdown-csv "$tmp/train_breakdown.csv" > "$tmp/train.txt"
+# bf16 mixed precision first: what users train in; then fp32, the same configuration
+for prec in bf16-mixed fp32; do
+    step "train (pythia-70m, micro-batch 4 x seq 512, 10 steps, $prec)"
+    "$BIN" train --model pythia-70m --micro-batch 4 --seq 512 --steps 10 --budget-s 25 --precision "$prec" \
+        --csv "$tmp/train_${prec}_log.csv" --summary-csv "$tmp/train_$prec.csv" \
+        --breakdown-csv "$tmp/train_${prec}_breakdown.csv" > "$tmp/train_$prec.txt"
+done
 
 step "train (pythia-14m on this repository's own text, two learning rates, for the loss curves)"
 "$BIN" dataset build --out "$tmp/corpus" README.md common/*.c kernels/*.c model/*.c bench/*.c report/*.c src/*.c > /dev/null
@@ -86,18 +94,33 @@ step "scale (NeoX-20B on trn1.32xlarge from Table 1's 4-node point)"
     --base-nodes 4 --base-seq-per-s 13.6 --nodes 4,8,16,32,64,128 --pricing reserved_3y \
     --compare data/reference/trn1_table1.csv \
     --csv "$tmp/scale_neox-20b.csv" --plot "$tmp/scale_neox-20b.png" > "$tmp/scale_neox-20b.txt"
-step "report (this machine priced $priced_as; Table 1; the scaling curve)"
-"$BIN" report --throughput "$tmp/train.csv" --throughput data/reference/trn1_table1.csv \
+step "report (this machine in both precisions priced $priced_as; Table 1; the scaling curve)"
+"$BIN" report --throughput "$tmp/train_bf16-mixed.csv" --throughput "$tmp/train_fp32.csv" \
+    --throughput data/reference/trn1_table1.csv \
     --throughput "$tmp/scale_neox-20b.csv" "${price_flags[@]}" --pricing auto,on_demand \
     --log "$tmp/train_log_pythia-14m_lr6e-4.csv" --log "$tmp/train_log_pythia-14m_lr2e-3.csv" \
     --out "$tmp/cost" > "$tmp/cost.txt"
 mv "$tmp/cost/report.csv" "$tmp/report.csv"
 for f in "$tmp"/cost/*.png; do mv "$f" "$tmp/"; done
 
+# isa_notes NAME TITLE REGEX: the '#' lines of $tmp/NAME.txt matching REGEX (each once), as a list
+isa_notes() {
+    local lines
+    lines=$(grep -E -- "$3" "$tmp/$1.txt" | awk '!seen[$0]++' | sed 's/^# /    - /') || true
+    echo "- $2 (\`$1.txt\`):"
+    if [ -n "$lines" ]; then printf '%s\n' "$lines"; else echo "    - (no such line in its output)"; fi
+}
 {
     echo "# costbench report: $(grep -m1 '^# ' "$tmp/peak.txt" | sed 's/^# //')"
     echo
-    echo "Three kinds of figures, each labelled: **measured here** (this machine, this run: every benchmark below and the pythia-70m training row), **imported** (Table 1 from the AWS Neuron documentation, data/reference/trn1_table1.csv) and **predicted** (the NeoX-20B scaling curve of \`costbench scale\`, calibrated on Table 1's 4-node point; the step totals of the transformer matmul table; the predicted_ms column of the training step's breakdown). This machine is priced $priced_as."
+    echo "Three kinds of figures, each labelled: **measured here** (this machine, this run: every benchmark below and the two pythia-70m training rows), **imported** (Table 1 from the AWS Neuron documentation, data/reference/trn1_table1.csv) and **predicted** (the NeoX-20B scaling curve of \`costbench scale\`, calibrated on Table 1's 4-node point; the step totals of the transformer matmul table; the predicted_ms column of the training step's breakdown). This machine is priced $priced_as."
+    echo
+    echo "This machine trains pythia-70m twice in the same configuration: in bf16 mixed precision (fp32 master weights and AdamW moments, bf16 matmul inputs, fp32 accumulation: the precision users train in) and in fp32; both rows are priced side by side (column Precision). Each MFU is against the peak of its run's precision (the fp32 FMA peak, or the bf16 matrix peak: AMX tiles where the CPU has them, else AVX512_BF16), measured in the same run. Which instruction set and which peak each figure is against, as the runs printed it:"
+    echo
+    isa_notes train_bf16-mixed "Training step, bf16-mixed" '^# (precision |mfu/hfu: |fp32 products|OpenBLAS kernel)'
+    isa_notes train_fp32 "Training step, fp32" '^# (precision |mfu/hfu: |fp32 products|OpenBLAS kernel)'
+    isa_notes matmul "Matmul sweep, fp32 and bf16" '^# (pct_of_peak|oneDNN|bf16|OpenBLAS kernel|OPENBLAS_CORETYPE)'
+    isa_notes peak "Machine limits" '^# .*([Pp]eak|probe skipped)'
     echo
     # the cost report's own sections, without its title line
     sed '1,/^## /{/^## /!d}' "$tmp/cost/report.md"
@@ -113,10 +136,11 @@ for f in "$tmp"/cost/*.png; do mv "$f" "$tmp/"; done
     echo "CSV: \`scale_neox-20b.csv\`"
     echo
     for part in peak:"Machine limits (costbench peak)" \
-                matmul:"sgemm sweep, (N x K) @ (K x K) (costbench matmul)" \
+                matmul:"Matmul sweep, fp32 and bf16, (N x K) @ (K x K) (costbench matmul --dtype fp32,bf16)" \
                 matmul_pythia-160m:"One pythia-160m training step's matmuls (costbench matmul --shapes transformer)" \
                 rope:"Rotary embedding variants (costbench rope)" \
-                train:"Training step, pythia-70m (costbench train)"; do
+                train_bf16-mixed:"Training step, pythia-70m in bf16 mixed precision (costbench train --precision bf16-mixed)" \
+                train_fp32:"Training step, pythia-70m in fp32 (costbench train --precision fp32)"; do
         name=${part%%:*}
         echo "## ${part#*:}"
         echo
@@ -124,6 +148,7 @@ for f in "$tmp"/cost/*.png; do mv "$f" "$tmp/"; done
         cat "$tmp/$name.txt"
         echo '```'
         echo
+        if [ -f "$tmp/$name.png" ]; then echo "![${part#*:}]($name.png)"; echo; fi
         echo "CSV: \`$name.csv\`"
         echo
     done

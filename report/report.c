@@ -1,14 +1,10 @@
 #include "report.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "../common/csvio.h"
 #include "../common/err.h"
@@ -16,6 +12,7 @@
 #include "../common/record.h"
 #include "../common/schema.h"
 #include "charts.h"
+#include "outdir.h"
 #include "plot.h"
 
 static int is_here(const char *instance) { return machine_is_this_machine(instance); }
@@ -94,46 +91,79 @@ static int price_row_under(report_row *r, const char *option, int required, cons
 }
 
 
-/* Same configuration: rows measured on this machine and predictions from its profile
- * ("this machine (per rank)") are one configuration. */
-static int same_config(const tput_row *x, const tput_row *y)
+/* Same configuration but for the precision: rows measured on this machine and predictions from
+ * its profile ("this machine (per rank)") are one configuration. */
+static int same_setup(const tput_row *x, const tput_row *y)
 {
     int same_inst = strcmp(x->instance, y->instance) == 0 || (is_here(x->instance) && is_here(y->instance));
     return strcmp(x->model, y->model) == 0 && x->tp == y->tp && x->pp == y->pp && x->seq_len == y->seq_len &&
            x->global_batch == y->global_batch && same_inst;
 }
 
+/* Same configuration: fp32 and bf16-mixed runs of one setup are two. */
+static int same_config(const tput_row *x, const tput_row *y) { return same_setup(x, y) && strcmp(x->precision, y->precision) == 0; }
+
 static int same_group(const report_row *a, const report_row *b) { return a->in->kind == b->in->kind && same_config(a->in, b->in); }
 
-/* MFU of a row: as measured (against the measured peak the row names), else against the data
- * sheet's dense BF16 peak of its hardware, else as the file gives it; the row's figures must be
- * possible against that peak (common/presets.h's rules, as train and scale apply them). */
+/* Which peak a precision's MFU is against. Rows measured here without a precision come from
+ * summaries written before the column existed, when costbench train ran fp32 only; imported rows
+ * without one are taken as BF16, the precision of every system these reports price (their note
+ * says it was assumed). data/hardware.csv has no FP16 or FP8 figure. */
+typedef enum { PEAK_FP32, PEAK_BF16, PEAK_NONE } peak_kind;
+
+static peak_kind peak_kind_of(const tput_row *t)
+{
+    if (strcmp(t->precision, "fp32") == 0 || (!t->precision[0] && t->kind == SRC_MEASURED)) return PEAK_FP32;
+    if (!t->precision[0] || strncmp(t->precision, "bf16", 4) == 0) return PEAK_BF16;
+    return PEAK_NONE;
+}
+
+/* The measured peak a row names (peak_gflops: the fp32 FMA peak of an fp32 run, the bf16 matrix
+ * peak of a bf16 run, AMX where the CPU has it, else AVX512_BF16), described. */
+static void measured_peak_name(const tput_row *t, char *b, size_t n)
+{
+    peak_kind k = peak_kind_of(t);
+    snprintf(b, n, "the measured %s peak, %.0f GFLOP/s", k == PEAK_FP32 ? "fp32 FMA" : k == PEAK_BF16 ? "bf16 matrix" : t->precision,
+             t->peak_gflops);
+}
+
+/* MFU of a row: as measured (against the measured peak of its precision the row names), else
+ * against the data sheet's dense peak of its precision (BF16 or FP32) of its hardware, else as the
+ * file gives it; the row's figures must be possible against that peak (common/presets.h's rules,
+ * as train and scale apply them). */
 static int row_mfu(report_row *r, const hw_row *h)
 {
     const tput_row *t = r->in;
-    double peak = NAN;
+    peak_kind k = peak_kind_of(t);
+    double peak = NAN, sheet = !h ? NAN : k == PEAK_FP32 ? h->fp32_tflops : k == PEAK_BF16 ? h->bf16_tflops : NAN;
+    const char *sheet_name = k == PEAK_FP32 ? "FP32" : "BF16";
     char pname[160] = "", where[4200];
     if (t->kind == SRC_MEASURED && isfinite(t->peak_gflops)) {
         peak = t->peak_gflops * 1e9;
-        snprintf(pname, sizeof pname, "the measured peak the row names, %.4g GFLOP/s", t->peak_gflops);
-    } else if (h && isfinite(h->bf16_tflops)) {
-        peak = h->bf16_tflops * 1e12 * h->accelerators * (double)t->instances;
-        snprintf(pname, sizeof pname, "the data-sheet dense BF16 peak of %ld x %.63s", t->instances, t->instance);
+        measured_peak_name(t, pname, sizeof pname);
+    } else if (isfinite(sheet)) {
+        peak = sheet * 1e12 * h->accelerators * (double)t->instances;
+        snprintf(pname, sizeof pname, "the data-sheet dense %s peak of %ld x %.63s", sheet_name, t->instances, t->instance);
     }
     snprintf(where, sizeof where, "%.4000s:%d", t->file, t->line);
     if (throughput_check(&r->cfg, t->seq_len, t->seq_per_s, peak, pname, where) != 0) return CB_EFAIL;
     r->mfu_pct = NAN;
     if (t->kind == SRC_MEASURED && isfinite(t->mfu)) {
         r->mfu_pct = t->mfu;
-        if (isfinite(t->peak_gflops)) snprintf(r->mfu_peak, sizeof r->mfu_peak, "against the measured fp32 FMA peak, %.0f GFLOP/s", t->peak_gflops);
+        if (isfinite(t->peak_gflops)) snprintf(r->mfu_peak, sizeof r->mfu_peak, "against %s", pname);
         else snprintf(r->mfu_peak, sizeof r->mfu_peak, "as given in the throughput file");
-    } else if (h && isfinite(h->bf16_tflops)) {
+    } else if (isfinite(sheet)) {
         r->mfu_pct = mfu_pct(model_flops_per_token(&r->cfg, (int)t->seq_len), r->tokens_per_s, peak);
-        snprintf(r->mfu_peak, sizeof r->mfu_peak, "against the data-sheet dense BF16 peak, %g TFLOP/s x %d %.30s", h->bf16_tflops,
-                 h->accelerators, h->accelerator);
+        snprintf(r->mfu_peak, sizeof r->mfu_peak, "against the data-sheet dense %s peak, %g TFLOP/s x %d %.30s%s", sheet_name, sheet,
+                 h->accelerators, h->accelerator, t->precision[0] ? "" : " (the file gives no precision: BF16 assumed)");
     } else if (isfinite(t->mfu)) {
         r->mfu_pct = t->mfu;
         snprintf(r->mfu_peak, sizeof r->mfu_peak, "as given in the throughput file");
+    } else if (h && k == PEAK_NONE) {
+        snprintf(r->mfu_peak, sizeof r->mfu_peak, "none: %.20s has no data-sheet peak in data/hardware.csv (BF16 and FP32 only)",
+                 t->precision);
+    } else if (t->kind == SRC_MEASURED) {
+        snprintf(r->mfu_peak, sizeof r->mfu_peak, "none: the row gives neither an MFU nor the peak it was measured against");
     }
     return 0;
 }
@@ -225,27 +255,30 @@ static void fmt_days(char *b, size_t n, double days)
 
 static void fmt_sps(char *b, size_t n, double v) { snprintf(b, n, v < 10 ? "%.3f" : "%.2f", v); }
 
+/* A row's precision in the markdown tables ("-" when its file does not say). */
+static const char *prec_label(const tput_row *t) { return t->precision[0] ? t->precision : "-"; }
+
 static const char *kind_label(src_kind k) { return k == SRC_MEASURED ? "measured here" : k == SRC_IMPORTED ? "imported" : "predicted"; }
 
 /* ------------------------------------------------------------------ CSV and stdout table */
 
 enum { RC_MODEL, RC_TP, RC_PP, RC_INST, RC_USD, RC_SEQ, RC_GB, RC_SEQS, RC_TPU, RC_TOKS, RC_USD1B, RC_EFF, RC_MFU, RC_TTOK,
-       RC_TDAYS, RC_TUSD, RC_ITYPE, RC_PRICING, RC_KIND, RC_SOURCE, RC_PRICE_SRC, RC_MFU_PEAK, RC_RANKS, RC_NCOLS };
+       RC_TDAYS, RC_TUSD, RC_ITYPE, RC_PRICING, RC_KIND, RC_SOURCE, RC_PRICE_SRC, RC_MFU_PEAK, RC_RANKS, RC_PRECISION, RC_NCOLS };
 /* report.csv: the throughput format's columns (common/schema.h), readable again with --throughput,
- * and the report's own. */
+ * and the report's own. Scripts read these columns by name: new ones are only ever appended. */
 static const rec_col report_cols[RC_NCOLS] = {
     TPUT_MODEL, TPUT_TP, TPUT_PP, TPUT_INSTANCES, TPUT_USD_PER_HOUR, TPUT_SEQ_LEN, TPUT_GLOBAL_BATCH, TPUT_SEQ_PER_S,
     TPUT_TOKENS_PER_USD, TPUT_TOKENS_PER_S, {"usd_per_1b_tokens", "$", REC_NUM, 2}, {"scaling_efficiency", "", REC_NUM, 3},
     TPUT_MFU, {"train_tokens", "tok", REC_NUM, 0}, {"train_days", "days", REC_NUM, 1}, {"train_usd", "$", REC_NUM, 0},
     TPUT_INSTANCE_TYPE, {"pricing_option", "", REC_STR, 0}, {"source_kind", "", REC_STR, 0}, TPUT_SOURCE,
-    {"price_source", "", REC_STR, 0}, {"mfu_peak", "", REC_STR, 0}, TPUT_RANKS,
+    {"price_source", "", REC_STR, 0}, {"mfu_peak", "", REC_STR, 0}, TPUT_RANKS, TPUT_PRECISION,
 };
 
 static int fill_record(record *rec, const report_row *rows, int n)
 {
     if (record_init(rec, report_cols, RC_NCOLS) != 0) return CB_EFAIL;
     for (int c = RC_TTOK; c < RC_NCOLS; c++)
-        if (c != RC_TDAYS && c != RC_ITYPE && c != RC_PRICING && c != RC_KIND && c != RC_RANKS) record_csv_only(rec, c);
+        if (c != RC_TDAYS && c != RC_ITYPE && c != RC_PRICING && c != RC_KIND && c != RC_RANKS && c != RC_PRECISION) record_csv_only(rec, c);
     for (int i = 0; i < n; i++) {
         const report_row *r = &rows[i];
         const tput_row *t = r->in;
@@ -275,6 +308,7 @@ static int fill_record(record *rec, const report_row *rows, int n)
         record_str(rec, row, RC_PRICE_SRC, r->price_note);
         record_str(rec, row, RC_MFU_PEAK, r->mfu_peak);
         record_num(rec, row, RC_RANKS, (double)t->ranks);
+        record_str(rec, row, RC_PRECISION, t->precision);
     }
     return 0;
 }
@@ -296,7 +330,7 @@ static int plot_scaling(const char *dir, const report_row *rows, int n, int *wro
     double *buf = malloc(((size_t)n * 8 + 8) * sizeof *buf); /* 3 per point, 4 per ideal line */
     if (!buf) return err_msg("out of memory");
     plot_series s_tput[MAXS], s_tpu[MAXS];
-    char labels[MAXS][96], ideal_labels[MAXS][96];
+    char labels[MAXS][128], ideal_labels[MAXS][96];
     int ns = 0, nt = 0, used = 0, ngroups = 0, multi = 0;
     for (int g = 0; g < n; g++) {
         if (group_of(rows, n, g) != g) continue;
@@ -325,8 +359,12 @@ static int plot_scaling(const char *dir, const report_row *rows, int n, int *wro
             for (int i = 0; i < n; i++)
                 if (strcmp(rows[i].in->instance, t->instance) != 0 && !(is_here(rows[i].in->instance) && is_here(t->instance)))
                     one_instance = 0;
-            snprintf(labels[ns], sizeof labels[ns], "%.30s TP%d PP%d GB%ld%s%.20s, %s", t->model, t->tp, t->pp, t->global_batch,
-                     one_instance ? "" : " ", one_instance ? "" : is_here(t->instance) ? "here" : t->instance, src_kind_names[k]);
+            /* the precision is in the label when another series differs from this one only by it */
+            int twin = 0;
+            for (int i = 0; i < n; i++) twin |= same_setup(rows[i].in, t) && !same_config(rows[i].in, t);
+            snprintf(labels[ns], sizeof labels[ns], "%.30s TP%d PP%d GB%ld%s%.20s, %s%s%.20s", t->model, t->tp, t->pp, t->global_batch,
+                     one_instance ? "" : " ", one_instance ? "" : is_here(t->instance) ? "here" : t->instance, src_kind_names[k],
+                     twin ? ", " : "", !twin ? "" : t->precision[0] ? t->precision : "precision not given");
             int pts = k != SRC_PREDICTED;
             s_tput[ns] = (plot_series){labels[ns], m, x, y, pts, 0, color};
             s_tpu[nt++] = (plot_series){labels[ns], m, x, yt, pts, 0, color};
@@ -477,9 +515,9 @@ static int plot_logs(const char *dir, const report_extras *x, int *drew)
 static void md_main_table(FILE *f, const report_row *rows, int n)
 {
     fprintf(f, "| Model | Tensor Parallel | Pipeline Parallel | Number of instances | Cost ($/hour) | Sequence length | "
-               "Global batch size | Throughput (seq/sec) | Cost-throughput ratio (tokens/$) | Tokens/s | Cost per 1B tokens | "
+               "Global batch size | Throughput (seq/sec) | Cost-throughput ratio (tokens/$) | Precision | Tokens/s | Cost per 1B tokens | "
                "Scaling efficiency | MFU | Tokens to train | Time to train | Cost to train | Source |\n");
-    fprintf(f, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
+    fprintf(f, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|\n");
     for (int i = 0; i < n; i++) {
         const report_row *r = &rows[i];
         const tput_row *t = r->in;
@@ -497,8 +535,8 @@ static void md_main_table(FILE *f, const report_row *rows, int n)
         char inst[48];
         if (t->ranks > 1) snprintf(inst, sizeof inst, "%ld (%ld ranks)", t->instances, t->ranks);
         else snprintf(inst, sizeof inst, "%ld", t->instances);
-        fprintf(f, "| %s | %d | %d | %s | %s | %ld | %ld | %s | %.0f | %.0f | %s | %s | %s | %s | %s | %s | %s [%d] |\n", t->model,
-                t->tp, t->pp, inst, cost, t->seq_len, t->global_batch, sps, round(r->tokens_per_usd),
+        fprintf(f, "| %s | %d | %d | %s | %s | %ld | %ld | %s | %.0f | %s | %.0f | %s | %s | %s | %s | %s | %s | %s [%d] |\n", t->model,
+                t->tp, t->pp, inst, cost, t->seq_len, t->global_batch, sps, round(r->tokens_per_usd), prec_label(t),
                 r->tokens_per_s, c1b, eff, mfu, ttok, tdays, tusd, kind_label(t->kind), i + 1);
     }
     fprintf(f, "\n");
@@ -516,15 +554,15 @@ static void md_main_table(FILE *f, const report_row *rows, int n)
 
 static void md_side_by_side(FILE *f, const report_row *rows, int n_in, const report_opts *o)
 {
-    fprintf(f, "## Pricing options side by side\n\n| Model | Number of instances | Instance | Throughput (seq/sec) |");
+    fprintf(f, "## Pricing options side by side\n\n| Model | Number of instances | Instance | Precision | Throughput (seq/sec) |");
     for (int k = 0; k < o->npricing; k++) fprintf(f, " Cost ($/hour), %s | tokens/$, %s |", o->pricing[k], o->pricing[k]);
-    fprintf(f, "\n|---|---:|---|---:|");
+    fprintf(f, "\n|---|---:|---|---|---:|");
     for (int k = 0; k < o->npricing; k++) fprintf(f, "---:|---:|");
     fprintf(f, "\n");
     for (int i = 0; i < n_in; i++) {
         char sps[32];
         fmt_sps(sps, sizeof sps, rows[i].in->seq_per_s);
-        fprintf(f, "| %s | %ld | %s | %s |", rows[i].in->model, rows[i].in->instances, rows[i].instance, sps);
+        fprintf(f, "| %s | %ld | %s | %s | %s |", rows[i].in->model, rows[i].in->instances, rows[i].instance, prec_label(rows[i].in), sps);
         for (int k = 0; k < o->npricing; k++) {
             const report_row *r = &rows[k * n_in + i];
             if (isfinite(r->usd_per_hour)) fprintf(f, r->usd_per_hour < 10 ? " %.4g | %.0f |" : " %.2f | %.0f |", r->usd_per_hour, round(r->tokens_per_usd));
@@ -563,18 +601,6 @@ static void md_bench(FILE *f, const table *t)
 
 /* ------------------------------------------------------------------ the report's files */
 
-/* The files a report writes, by name; the bits of a mask over them say which ones were written
- * (the marker lists them). These names and the marker's are the only files costbench ever
- * deletes from a report directory. */
-enum { OUT_MD, OUT_CSV, OUT_TPUT, OUT_TPU, OUT_MM, OUT_LOSS, OUT_GN, OUT_NNAMES };
-static const char *const out_names[OUT_NNAMES] = {"report.md", "report.csv", "throughput.png", "tokens_per_usd.png",
-                                                  "matmul.png", "loss.png", "grad_norm.png"};
-#define OUT_ALL ((1u << OUT_NNAMES) - 1)
-/* In every report directory: the names of the files costbench wrote there, one a line. */
-#define OUT_MARKER ".costbench-report"
-/* report.md's first line; a report.md without it was not written by costbench. */
-#define OUT_MD_TITLE "# costbench cost report"
-
 /* report.md: the main table, the side-by-side pricing, the plots `wrote` lists, the benchmark
  * tables and the training logs. */
 static int report_md_write(const char *path, const report_row *rows, int n_in, const report_opts *o, const report_extras *x,
@@ -591,7 +617,9 @@ static int report_md_write(const char *path, const report_row *rows, int n_in, c
     md_main_table(f, rows, n_in);
     fprintf(f, "Formulas: tokens/$ = seq/s x seq_len x 3600 / (cost per hour of all instances), rounded as in Table 1; cost per 1B tokens = 1e9 / (tokens/$); "
                "scaling efficiency = (seq/s per instance) / (seq/s per instance at the smallest instance count of the same model, parallelism, "
-               "sequence length, global batch, instance type and source kind); MFU = (6N + 12 L d T) FLOPs per token (PaLM appendix B) x tokens/s / peak; "
+               "sequence length, global batch, instance type, precision and source kind); MFU = (6N + 12 L d T) FLOPs per token (PaLM appendix B) x tokens/s / peak, "
+               "the peak of the row's precision as its note says (measured here: the fp32 FMA peak of an fp32 run, the bf16 matrix peak of a bf16 run; "
+               "otherwise the data sheet's dense FP32 or BF16 peak); precision as the throughput file gives it, '-' where it does not say; "
                "time to train = T / (tokens/s) and cost to train = time x cost per hour, with T = %s.\n\n",
             isfinite(o->tokens_budget) ? "the budget given with --tokens" : "20 tokens per parameter (Chinchilla)");
     if (o->npricing > 1) md_side_by_side(f, rows, n_in, o);
@@ -666,236 +694,12 @@ static int report_files_write(const char *dir, const report_row *rows, int n, co
     return rc;
 }
 
-/* ------------------------------------------------------------------ the directory */
-
-/* A report directory is replaced only when everything in it is a file costbench wrote: the files
- * its marker lists (or, in a directory of a costbench that wrote no marker, the report's own file
- * names, report.md starting with its title), and the marker. Anything else is never deleted:
- * such a directory is refused. */
-typedef enum { OUT_ABSENT, OUT_EMPTY, OUT_REPORT } out_state;
-
-static int out_name_index(const char *name)
-{
-    for (int i = 0; i < OUT_NNAMES; i++)
-        if (strcmp(name, out_names[i]) == 0) return i;
-    return -1;
-}
-
-/* Removes from `dir` the files of `owned` (bits of out_names) and the marker, then `dir` itself.
- * Nothing else is deleted: a directory that still holds something is kept, with a warning. */
-static void out_remove(const char *dir, unsigned owned)
-{
-    char p[4400];
-    for (int i = 0; i <= OUT_NNAMES; i++) {
-        if (i < OUT_NNAMES && !(owned >> i & 1u)) continue;
-        if (path_fmt(p, sizeof p, "%s/%s", dir, i < OUT_NNAMES ? out_names[i] : OUT_MARKER) != 0) return;
-        if (unlink(p) != 0 && errno != ENOENT) err_warn("cannot remove '%s': %s", p, strerror(errno));
-    }
-    if (rmdir(dir) != 0 && errno != ENOENT)
-        err_warn("kept '%s': %s (costbench deletes only the files it wrote)", dir, strerror(errno));
-}
-
-/* One error line naming the directory and a file that keeps it from being replaced (NULL: it has
- * no report.md), and a hint. */
-static int out_refuse(const char *dir, const char *name, int marked)
-{
-    if (!name) {
-        err_usage("flag '--out': '%s' exists and is not a costbench report directory (it has no report.md)", dir);
-        err_hint("choose another --out directory: costbench replaces only a directory of files it wrote");
-        return CB_EUSAGE;
-    }
-    if (marked)
-        err_usage("flag '--out': '%s' holds '%s', which costbench did not write; nothing in it is replaced", dir, name);
-    else
-        err_usage("flag '--out': '%s' exists and is not a costbench report directory ('%s' was not written by costbench)", dir, name);
-    err_hint("choose another --out directory, or move '%s' out of '%s': costbench replaces only a directory of files it wrote",
-             name, dir);
-    return CB_EUSAGE;
-}
-
-/* The files `dir`'s marker lists, as bits of out_names (*found = 0 and none when it has no
- * marker). A marker that is not a regular file, or lists a name no report writes, is an error. */
-static int out_marker_read(const char *dir, int *found, unsigned *listed)
-{
-    char p[4400], line[256];
-    struct stat st;
-    int rc, ln = 0;
-    *found = 0, *listed = 0;
-    if ((rc = path_fmt(p, sizeof p, "%s/%s", dir, OUT_MARKER)) != 0) return rc;
-    if (lstat(p, &st) != 0) return errno == ENOENT ? 0 : err_msg("cannot read '%s': %s", p, strerror(errno));
-    if (!S_ISREG(st.st_mode)) return out_refuse(dir, OUT_MARKER, 0);
-    FILE *f = fopen(p, "r");
-    if (!f) return err_msg("cannot read '%s': %s", p, strerror(errno));
-    *found = 1;
-    while (rc == 0 && fgets(line, sizeof line, f)) {
-        ln++;
-        line[strcspn(line, "\n")] = '\0';
-        if (!line[0] || line[0] == '#') continue;
-        int i = out_name_index(line);
-        if (i >= 0) {
-            *listed |= 1u << i;
-            continue;
-        }
-        rc = err_usage("%s:%d: '%.80s' is not a file costbench's report writes; nothing in '%s' is replaced", p, ln, line, dir);
-        err_hint("choose another --out directory");
-    }
-    if (rc == 0 && ferror(f)) rc = err_msg("cannot read '%s': %s", p, strerror(errno));
-    fclose(f);
-    return rc;
-}
-
-/* Whether dir/out_names[i] can be a file costbench wrote: a regular file, and report.md starts
- * with the report's title. */
-static int out_file_is_ours(const char *dir, int i)
-{
-    char p[4400], head[sizeof OUT_MD_TITLE] = "";
-    struct stat st;
-    if (path_fmt(p, sizeof p, "%s/%s", dir, out_names[i]) != 0) return 0;
-    if (lstat(p, &st) != 0 || !S_ISREG(st.st_mode)) return 0;
-    if (i != OUT_MD) return 1;
-    FILE *f = fopen(p, "r");
-    if (!f) return 0;
-    size_t k = fread(head, 1, sizeof head - 1, f);
-    fclose(f);
-    head[k] = '\0';
-    return strcmp(head, OUT_MD_TITLE) == 0;
-}
-
-/* What `dir` is: absent, empty, or a report directory with the files costbench wrote there
- * (`owned`, bits of out_names); a directory holding anything else is refused (exit 2). */
-static int out_dir_check(const char *dir, out_state *state, unsigned *owned)
-{
-    struct stat st;
-    int marked, rc, n = 0;
-    unsigned listed;
-    char foreign[256] = "", unowned[256] = "";
-    *state = OUT_ABSENT, *owned = 0;
-    if (lstat(dir, &st) != 0) return errno == ENOENT ? 0 : err_msg("--out '%s': %s", dir, strerror(errno));
-    if (S_ISLNK(st.st_mode)) return err_usage("flag '--out': '%s' is a symbolic link; give the directory it points to", dir);
-    if (!S_ISDIR(st.st_mode)) return err_usage("flag '--out': '%s' exists and is not a directory", dir);
-    if ((rc = out_marker_read(dir, &marked, &listed)) != 0) return rc;
-    DIR *d = opendir(dir);
-    if (!d) return err_msg("cannot read '%s': %s", dir, strerror(errno));
-    struct dirent *e;
-    while ((errno = 0, e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-        n++;
-        if (marked && strcmp(e->d_name, OUT_MARKER) == 0) continue;
-        int i = out_name_index(e->d_name);
-        if (i >= 0 && (!marked || listed >> i & 1u) && out_file_is_ours(dir, i)) {
-            *owned |= 1u << i;
-            continue;
-        }
-        /* the first name no report writes, else the first report name costbench did not write */
-        char *slot = i < 0 ? foreign : unowned;
-        if (!slot[0]) snprintf(slot, sizeof foreign, "%s", e->d_name);
-    }
-    rc = errno ? err_msg("cannot read '%s': %s", dir, strerror(errno)) : 0;
-    closedir(d);
-    if (rc) return rc;
-    if (foreign[0] || unowned[0]) return out_refuse(dir, foreign[0] ? foreign : unowned, marked);
-    if (n > 0 && !marked && !(*owned & 1u << OUT_MD)) return out_refuse(dir, NULL, 0);
-    *state = n == 0 ? OUT_EMPTY : OUT_REPORT;
-    return 0;
-}
-
-/* `dir` without trailing slashes; a name that is no directory of its own ("/", ".", "..") is refused. */
-static int out_dir_name(char *out, size_t n, const char *dir)
-{
-    int rc = path_fmt(out, n, "%s", dir);
-    if (rc) return rc;
-    size_t k = strlen(out);
-    while (k > 1 && out[k - 1] == '/') out[--k] = '\0';
-    const char *base = strrchr(out, '/');
-    base = base ? base + 1 : out;
-    if (!*base || strcmp(base, ".") == 0 || strcmp(base, "..") == 0)
-        return err_usage("flag '--out': '%s': expected the name of a new directory or of a report directory", dir);
-    return 0;
-}
-
-/* Names a sibling of `dir` ("<dir>.<what>.<pid>", then ".<k>" while taken). */
-static int out_sibling(char *out, size_t n, const char *dir, const char *what, int k)
-{
-    if (k == 0) return path_fmt(out, n, "%s.%s.%ld", dir, what, (long)getpid());
-    return path_fmt(out, n, "%s.%s.%ld.%d", dir, what, (long)getpid(), k);
-}
-
-/* A new, empty temporary directory next to `dir` (never one that existed). */
-static int out_tmp_make(const char *dir, char *tmp, size_t n)
-{
-    for (int k = 0; k < 100; k++) {
-        int rc = out_sibling(tmp, n, dir, "tmp", k);
-        if (rc) return rc;
-        if (mkdir(tmp, 0755) == 0) return 0;
-        if (errno != EEXIST) break;
-    }
-    return err_msg("cannot create '%s': %s", tmp, strerror(errno));
-}
-
-/* The marker of the report in `dir`: the names of the files `wrote` lists. */
-static int out_marker_write(const char *dir, unsigned wrote)
-{
-    char p[4400];
-    int rc = path_fmt(p, sizeof p, "%s/%s", dir, OUT_MARKER);
-    if (rc) return rc;
-    FILE *f = fopen(p, "w");
-    if (!f) return err_msg("cannot write '%s': %s", p, strerror(errno));
-    fprintf(f, "# costbench report directory: the files costbench wrote here, one a line. A new report replaces\n"
-               "# this directory only while it holds nothing else, and deletes only these files.\n");
-    for (int i = 0; i < OUT_NNAMES; i++)
-        if (wrote >> i & 1u) fprintf(f, "%s\n", out_names[i]);
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad) return err_msg("cannot write '%s': %s", p, strerror(errno ? errno : EIO));
-    return 0;
-}
-
-/* The earlier report `dir` renamed to a sibling that did not exist ("<dir>.old.<pid>"). */
-static int out_move_aside(const char *dir, char *old, size_t n)
-{
-    struct stat st;
-    for (int k = 0; k < 100; k++) {
-        int rc = out_sibling(old, n, dir, "old", k);
-        if (rc) return rc;
-        if (lstat(old, &st) == 0) continue; /* never rename over anything */
-        if (rename(dir, old) == 0) return 0;
-        return err_msg("cannot move the earlier report '%s' aside: %s", dir, strerror(errno));
-    }
-    return err_msg("cannot move the earlier report '%s' aside: '%s' exists", dir, old);
-}
-
-/* Renames the finished `tmp` to `dir`, checked again (it may have changed while the report was
- * written). An absent or empty `dir` is taken at once (rename replaces an empty directory); an
- * earlier report is moved aside, the new one takes its name, and then only the files costbench
- * wrote in the old one are deleted. */
-static int out_publish(const char *tmp, const char *dir)
-{
-    out_state state;
-    unsigned owned;
-    char old[4300];
-    int rc = out_dir_check(dir, &state, &owned);
-    if (rc) return rc;
-    if (state == OUT_REPORT && (rc = out_move_aside(dir, old, sizeof old)) != 0) return rc;
-    if (rename(tmp, dir) != 0) {
-        rc = err_msg("cannot rename '%s' to '%s': %s", tmp, dir, strerror(errno));
-        if (state == OUT_REPORT && rename(old, dir) != 0) err_warn("the earlier report is in '%s': %s", old, strerror(errno));
-        return rc;
-    }
-    if (state == OUT_REPORT) out_remove(old, owned);
-    return 0;
-}
-
 int report_write(const char *out_dir, const report_row *rows, int n, const report_opts *o, const report_extras *x)
 {
     char dir[4096], tmp[4300];
-    out_state state;
-    unsigned owned, wrote = 0;
-    int rc;
-    if ((rc = out_dir_name(dir, sizeof dir, out_dir)) != 0) return rc;
-    if ((rc = out_dir_check(dir, &state, &owned)) != 0) return rc; /* refused before any work */
-    if ((rc = out_tmp_make(dir, tmp, sizeof tmp)) != 0) return rc;
+    unsigned wrote = 0;
+    int rc = outdir_open(out_dir, dir, sizeof dir, tmp, sizeof tmp); /* refused before any work */
+    if (rc) return rc;
     rc = report_files_write(tmp, rows, n, o, x, &wrote);
-    if (rc == 0) rc = out_marker_write(tmp, wrote);
-    if (rc == 0) rc = out_publish(tmp, dir);
-    if (rc != 0) out_remove(tmp, OUT_ALL);
-    return rc;
+    return outdir_close(tmp, dir, wrote, rc);
 }

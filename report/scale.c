@@ -10,6 +10,16 @@
 const char *const scale_precision_names[3] = {"fp32", "mixed", "bf16"};
 const char *const scale_param_names[SP_COUNT] = {"compute", "bandwidth", "latency", "overlap"};
 
+int scale_precision_matches(scale_precision p, const char *precision)
+{
+    if (!*precision) return 1;
+    switch (p) {
+    case PREC_FP32: return strcmp(precision, "fp32") == 0;
+    case PREC_MIXED: return strcmp(precision, "bf16-mixed") == 0 || strcmp(precision, "fp16-mixed") == 0;
+    default: return strcmp(precision, "bf16") == 0 || strcmp(precision, "bf16-sr") == 0;
+    }
+}
+
 /* Bytes per parameter: weights, gradients, optimizer state (ZeRO paper's accounting: mixed
  * precision keeps 2 + 2 + 12 bytes: bf16 weights and gradients, fp32 master, m and v; full bf16 as
  * on Trainium with stochastic rounding keeps m and v in bf16 too). */

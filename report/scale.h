@@ -29,6 +29,10 @@
 
 typedef enum { PREC_FP32, PREC_MIXED, PREC_BF16 } scale_precision;
 extern const char *const scale_precision_names[3];
+/* Whether a throughput row's precision (common/schema.h's values) is the modelled one: fp32;
+ * mixed: bf16-mixed, fp16-mixed; bf16: bf16, bf16-sr. fp8 is none of them; a row that does not
+ * say ("") is taken for any. */
+int scale_precision_matches(scale_precision p, const char *precision);
 
 /* Free parameters of the model (what a fit may adjust). */
 enum { SP_COMPUTE, SP_BANDWIDTH, SP_LATENCY, SP_OVERLAP, SP_COUNT };

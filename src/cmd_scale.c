@@ -207,14 +207,14 @@ static int point_add(scale_points *pl, const scale_model *s, long nodes, double 
     return rc;
 }
 
-/* Whether a throughput row describes the modelled configuration. */
+/* Whether a throughput row describes the modelled configuration (its precision too: --precision). */
 static int row_matches(const tput_row *r, const scale_model *s)
 {
     /* rows measured on this machine match its profile ("this machine (per rank)", from
      * costbench allreduce --profile): one rank is one node of the model */
     int here = machine_is_this_machine(s->hw.instance) && machine_is_this_machine(r->instance);
     if (strcmp(r->model, s->cfg.name) != 0 || r->tp != s->tp || r->pp != s->pp || r->seq_len != s->seq ||
-        (strcmp(r->instance, s->hw.instance) != 0 && !here))
+        (strcmp(r->instance, s->hw.instance) != 0 && !here) || !scale_precision_matches(s->precision, r->precision))
         return 0;
     return !(s->global_batch > 0 && r->global_batch != s->global_batch);
 }
@@ -236,8 +236,8 @@ static int points_from_file(const char *path, const scale_model *s, scale_points
     }
     throughput_free(&set);
     if (rc == 0 && found == 0)
-        rc = err_usage("%s: no row matches %s, tp %d, pp %d, seq_len %ld, %s%s", path, s->cfg.name, s->tp, s->pp, s->seq,
-                       s->hw.instance, s->global_batch > 0 ? " and the global batch" : "");
+        rc = err_usage("%s: no row matches %s, tp %d, pp %d, seq_len %ld, %s%s in %s precision", path, s->cfg.name, s->tp, s->pp,
+                       s->seq, s->hw.instance, s->global_batch > 0 ? " and the global batch" : "", scale_precision_names[s->precision]);
     return rc;
 }
 

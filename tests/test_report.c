@@ -144,6 +144,9 @@ static void test_report_this_machine(void)
         CHECK(cell_num(&rep, 0, "tokens_per_usd") == round(2.0 * 512 * 3600 / 0.10264), "tokens/$ %.0f", cell_num(&rep, 0, "tokens_per_usd"));
         CHECK(strcmp(cell_str(&rep, 0, "source_kind"), "measured") == 0, "kind '%s'", cell_str(&rep, 0, "source_kind"));
         CHECK(cell_num(&rep, 0, "mfu") == 70.5, "the measured MFU is kept");
+        /* a summary written before the precision column: fp32, as costbench train then ran */
+        CHECK(strcmp(cell_str(&rep, 0, "precision"), "") == 0, "precision '%s', expected empty", cell_str(&rep, 0, "precision"));
+        CHECK(strstr(cell_str(&rep, 0, "mfu_peak"), "fp32 FMA peak") != NULL, "mfu_peak '%s'", cell_str(&rep, 0, "mfu_peak"));
         table_free(&rep);
     }
     const char *a3[] = {"report", "--throughput", tp, "--usd-per-hour", "0.5", "--out", out, NULL};
@@ -153,6 +156,68 @@ static void test_report_this_machine(void)
         CHECK(cell_num(&rep, 0, "tokens_per_usd") == round(2.0 * 512 * 3600 / 0.5), "tokens/$ %.0f", cell_num(&rep, 0, "tokens_per_usd"));
         table_free(&rep);
     }
+    rm_tree(d);
+}
+
+/* One machine's fp32 and bf16-mixed runs of one configuration are two rows, each with its
+ * precision and the peak of its precision; report.csv keeps its columns and appends precision. */
+static void test_report_precision(void)
+{
+    char *d = test_tmpdir(), out[128], tp[128], path[256];
+    snprintf(out, sizeof out, "%s/rep", d);
+    snprintf(tp, sizeof tp, "%s/train.csv", d);
+    write_text(tp, "model,tensor_parallel,pipeline_parallel,instances,instance_type,seq_len,global_batch,micro_batch,seq_per_s,mfu,peak_gflops,source,precision\n"
+                   "pythia-70m,1,1,1,this machine,512,4,4,2.0,5.5,2000,measured here 2026-11-21T00:00:00Z,bf16-mixed\n"
+                   "pythia-70m,1,1,1,this machine,512,4,4,1.0,30.1,400,measured here 2026-11-21T00:00:00Z,fp32\n");
+    const char *args[] = {"report", "--throughput", tp, "--throughput", g_table1, "--instance", "c7a.large", "--out", out, NULL};
+    int rc = run(args);
+    CHECK(rc == 0, "two precisions side by side: exit %d: %s", rc, g_err);
+    table rep;
+    snprintf(path, sizeof path, "%s/report.csv", out);
+    if (rc == 0 && table_load(&rep, path) == 0) {
+        CHECK(rep.nrows == 9, "%d rows, expected 2 measured and Table 1's 7", rep.nrows);
+        CHECK(strcmp(rep.header[rep.ncols - 1], "precision") == 0, "report.csv's last column is '%s', expected 'precision'",
+              rep.header[rep.ncols - 1]);
+        static const char *const before[] = {"model", "tensor_parallel", "pipeline_parallel", "instances", "usd_per_hour", "seq_len",
+                                             "global_batch", "seq_per_s", "tokens_per_usd", "tokens_per_s", "usd_per_1b_tokens",
+                                             "scaling_efficiency", "mfu", "train_tokens", "train_days", "train_usd", "instance_type",
+                                             "pricing_option", "source_kind", "source", "price_source", "mfu_peak", "ranks"};
+        for (int c = 0; c < (int)(sizeof before / sizeof before[0]) && c < rep.ncols; c++)
+            CHECK(strcmp(rep.header[c], before[c]) == 0, "report.csv column %d is '%s', expected '%s'", c + 1, rep.header[c], before[c]);
+        CHECK(strcmp(cell_str(&rep, 0, "precision"), "bf16-mixed") == 0, "row 1 precision '%s'", cell_str(&rep, 0, "precision"));
+        CHECK(strcmp(cell_str(&rep, 1, "precision"), "fp32") == 0, "row 2 precision '%s'", cell_str(&rep, 1, "precision"));
+        CHECK(cell_num(&rep, 0, "seq_per_s") == 2.0 && cell_num(&rep, 1, "seq_per_s") == 1.0, "both rows with their throughput");
+        CHECK(strstr(cell_str(&rep, 0, "mfu_peak"), "bf16 matrix peak, 2000 GFLOP/s") != NULL, "bf16-mixed mfu_peak '%s'",
+              cell_str(&rep, 0, "mfu_peak"));
+        CHECK(strstr(cell_str(&rep, 1, "mfu_peak"), "fp32 FMA peak, 400 GFLOP/s") != NULL, "fp32 mfu_peak '%s'", cell_str(&rep, 1, "mfu_peak"));
+        /* each is its own configuration: no scaling efficiency of one precision against the other */
+        CHECK(cell_num(&rep, 0, "scaling_efficiency") == 1 && cell_num(&rep, 1, "scaling_efficiency") == 1, "scaling efficiency %g, %g",
+              cell_num(&rep, 0, "scaling_efficiency"), cell_num(&rep, 1, "scaling_efficiency"));
+        CHECK(strcmp(cell_str(&rep, 2, "precision"), "") == 0, "Table 1 gives no precision, got '%s'", cell_str(&rep, 2, "precision"));
+        table_free(&rep);
+    } else {
+        CHECK(0, "no report.csv");
+    }
+    static char md[262144];
+    snprintf(path, sizeof path, "%s/report.md", out);
+    slurp(path, md, sizeof md);
+    CHECK(strstr(md, "| Cost-throughput ratio (tokens/$) | Precision |") != NULL, "report.md lacks the Precision column");
+    CHECK(strstr(md, "| bf16-mixed |") != NULL && strstr(md, "| fp32 |") != NULL, "report.md lacks the rows' precisions");
+    CHECK(strstr(g_out, "precision") != NULL && strstr(g_out, "bf16-mixed") != NULL, "stdout lacks the precision column: %s", g_out);
+    /* report.csv reads back as a throughput file, precisions included */
+    char out2[128];
+    snprintf(out2, sizeof out2, "%s/rep2", d);
+    snprintf(path, sizeof path, "%s/report.csv", out);
+    const char *again[] = {"report", "--throughput", path, "--out", out2, NULL};
+    rc = run(again);
+    CHECK(rc == 0, "report.csv read back: exit %d: %s", rc, g_err);
+    /* the same precision twice is still a duplicate */
+    write_text(tp, "model,tensor_parallel,pipeline_parallel,instances,instance_type,seq_len,global_batch,seq_per_s,source,precision\n"
+                   "pythia-70m,1,1,1,this machine,512,4,2.0,measured here,fp32\n"
+                   "pythia-70m,1,1,1,this machine,512,4,1.0,measured here,fp32\n");
+    rc = run(args);
+    CHECK(rc == 1 && strstr(g_err, ":3: duplicates ") != NULL && strstr(g_err, "precision") != NULL, "same precision twice: exit %d: %s", rc,
+          g_err);
     rm_tree(d);
 }
 
@@ -250,7 +315,7 @@ static void test_report_bad_input(void)
 {
     static const char prices_hdr[] = "provider,instance_type,region,pricing_option,usd_per_hour,as_of,source\n";
     static const char tput_hdr[] = "model,tensor_parallel,pipeline_parallel,instances,instance_type,seq_len,global_batch,seq_per_s\n";
-    static char f1[512], f2[512], f3[512], f4[512], f5[512], f6[512], f7[512], f8[512];
+    static char f1[512], f2[512], f3[512], f4[512], f5[512], f6[512], f7[512], f8[512], f9[512], f10[512];
     snprintf(f1, sizeof f1, "%saws,trn1.32xlarge,us-east-1,on_demand,,2024,x\n", prices_hdr);
     snprintf(f2, sizeof f2, "%saws,trn1.32xlarge,us-east-1,on_demand,n/a,2024,x\n", prices_hdr);
     snprintf(f3, sizeof f3, "%sneox-21b,8,4,4,trn1.32xlarge,2048,16384,13.6\n", tput_hdr);
@@ -259,6 +324,10 @@ static void test_report_bad_input(void)
     snprintf(f6, sizeof f6, "%sneox-20b,8,4,4,trn1.32xlarge,2048,16384,13.6\nneox-20b,8,4,4,trn1.32xlarge,2048,16384,13.7\n", tput_hdr);
     snprintf(f7, sizeof f7, "%sneox-20b,8,4,4,trn1.32xlarge,2048,16384,-13.6\n", tput_hdr);
     snprintf(f8, sizeof f8, "%sneox-20b,8,4,-4,trn1.32xlarge,2048,16384,13.6\n", tput_hdr);
+    snprintf(f9, sizeof f9, "model,instances,instance_type,seq_len,global_batch,seq_per_s,precision\n"
+                            "neox-20b,4,trn1.32xlarge,2048,16384,13.6,bf16-sr\nneox-20b,8,trn1.32xlarge,2048,16384,26.8,BF16\n");
+    snprintf(f10, sizeof f10, "%sneox-20b,8,4,4,trn1.32xlarge,2048,16384,13.6,fp32\n",
+             "model,tensor_parallel,pipeline_parallel,instances,instance_type,seq_len,global_batch,seq_per_s,precision\n");
     const bad_case cases[] = {
         {f1, {"report", "--throughput", g_table1, "--prices", "@"}, ":2: column 'usd_per_hour': expected a number"},
         {f2, {"report", "--throughput", g_table1, "--prices", "@"}, ":2: column 'usd_per_hour': expected a number"},
@@ -268,6 +337,8 @@ static void test_report_bad_input(void)
         {f6, {"report", "--throughput", "@"}, ":3: duplicates "},
         {f7, {"report", "--throughput", "@"}, ":2: column 'seq_per_s'"},
         {f8, {"report", "--throughput", "@"}, ":2: column 'instances'"},
+        {f9, {"report", "--throughput", "@"}, ":3: column 'precision': expected one of fp32, bf16-mixed, bf16, bf16-sr, fp16-mixed, fp8, or empty, got 'BF16'"},
+        {f10, {"scale", "--model", "neox-20b", "--instance", "trn1.32xlarge", "--tp", "8", "--pp", "4", "--global-batch", "16384", "--measured", "@"}, "in mixed precision"},
         {NULL, {"report"}, "flag '--throughput' is required"},
         {NULL, {"report", "--throughput", g_table1, "--pricing", "cheap"}, "flag '--pricing'"},
         {NULL, {"report", "--throughput", g_table1, "--tokens", "-5"}, "flag '--tokens'"},
@@ -351,6 +422,7 @@ const test_case tests_report[] = {
     {"report: Table 1 tokens/$ reproduced exactly", test_report_table1},
     {"report: pricing options side by side, token budget", test_report_pricing_options},
     {"report: rows measured on this machine are priced by --instance or --usd-per-hour", test_report_this_machine},
+    {"report: fp32 and bf16-mixed rows side by side, each with its precision and its peak", test_report_precision},
     {"scale: closed forms (ring all-reduce, bubble, overlap, ZeRO)", test_scale_closed_forms},
     {"scale: Table 1 from one point (NeoX-20B within 10%, Pythia-6.9B within 15%)", test_scale_table1},
     {"report/scale: bad input gives one file:line or flag error, exit 1 or 2, no report", test_report_bad_input},
