@@ -406,7 +406,7 @@ static void mm_notes(record *rec, const mm_tally *t, const runner_opts *ro, doub
 {
     if (t->onednn) mm_notes_onednn(rec, t);
     if (t->demoted)
-        record_note(rec, "attention products (attn_*): fp32 OpenBLAS sgemm whatever the dtype and backend asked, one call per thread at once as kernels/attention.c runs its heads (oneDNN is called from one thread at a time)");
+        record_note(rec, "attention products (attn_scores, attn_pv and their gradients): fp32 OpenBLAS sgemm whatever the dtype and backend asked, one call per thread at once as kernels/attention.c runs its heads (oneDNN is called from one thread at a time)");
     record_note(rec, "checked before timing: 32 sampled outputs per shape against a double-precision dot product of the operands as stored (bf16 rows: the bf16-rounded inputs), within k x 2^-23 x sum|a b|, which covers fp32 accumulation in any order");
     if (t->skipped)
         record_note(rec, "time budget %.0f s reached: %d shape(s) not measured (%s); raise --budget-s to include them",
