@@ -273,7 +273,7 @@ static void mm_ctx_free(mm_ctx *c)
 /* What a sweep measured, for its closing notes; step sums by the precision the shapes asked for. */
 typedef struct {
     double t_start, best_gf[MM_NDTYPES], step_ms[MM_NDTYPES], step_flops[MM_NDTYPES], pack_step_ms[MM_NDTYPES];
-    int skipped, capped, demoted, packed, asked[MM_NDTYPES], onednn, onednn_bf16;
+    int skipped, capped, demoted, packed, asked[MM_NDTYPES], onednn, onednn_bf16, above_peak;
     char skipped_list[512];
     const char *impls[8];
     int impl_count[8], nimpl;
@@ -307,6 +307,7 @@ static void mm_add_row(record *rec, const mm_ctx *c, const runner_result *r, dou
     const mm_dtype d = mm_asked(sh);
     if (gf > t->best_gf[d]) t->best_gf[d] = gf;
     t->capped += r->capped;
+    t->above_peak += peak > 0 && gf > peak;
     const char *impl, *isa;
     mm_impl(c, &impl, &isa);
     if (c->how.backend == MM_ONEDNN) {
@@ -406,8 +407,11 @@ static void mm_notes(record *rec, const mm_tally *t, const runner_opts *ro, doub
 {
     if (t->onednn) mm_notes_onednn(rec, t);
     if (t->demoted)
-        record_note(rec, "attention products (attn_*): fp32 OpenBLAS sgemm whatever the dtype and backend asked, one call per thread at once as kernels/attention.c runs its heads (oneDNN is called from one thread at a time)");
+        record_note(rec, "attention products (attn_scores, attn_pv and their gradients): fp32 OpenBLAS sgemm whatever the dtype and backend asked, one call per thread at once as kernels/attention.c runs its heads (oneDNN is called from one thread at a time)");
     record_note(rec, "checked before timing: 32 sampled outputs per shape against a double-precision dot product of the operands as stored (bf16 rows: the bf16-rounded inputs), within k x 2^-23 x sum|a b|, which covers fp32 accumulation in any order");
+    if (t->above_peak)
+        record_note(rec, "warning: %d row(s) above 100%% of their peak: that peak is wrong (measured while the machine was busy, or given too low); rerun, or give --peak-gflops",
+                    t->above_peak);
     if (t->skipped)
         record_note(rec, "time budget %.0f s reached: %d shape(s) not measured (%s); raise --budget-s to include them",
                     budget_s, t->skipped, t->skipped_list);

@@ -457,14 +457,19 @@ static int compute_probes(const runner_opts *ro, record *rec, int nthreads, comp
             record_note(rec, "amx_bf16: %s; probe skipped", why_amx);
             continue;
         }
+        double one = NAN;
         for (int ci = 0; ci < ncounts; ci++) {
             runner_result r;
             double flops;
             if (compute_measure(ro, k, counts[ci], &r, &flops) != 0) return CB_EFAIL;
             add_compute_row(rec, probe_name(k), probe_isa(k), counts[ci], &r, flops);
+            double g = flops / r.s.median / 1e9;
+            if (counts[ci] == 1) one = g;
             if (counts[ci] != nthreads) continue;
             int row = rec->nrows - 1;
-            double g = flops / r.s.median / 1e9;
+            if (nthreads > 1 && g < one)
+                record_note(rec, "warning: %s at %d threads, %.1f GFLOP/s, is below its 1-thread rate %.1f: other processes were using the cores, so this peak is wrong; rerun on an idle machine",
+                            probe_name(k), nthreads, g, one);
             if (ki == 0) pk->fma_all = g;
             if (k == bf16) {
                 pk->bf16_all = g;

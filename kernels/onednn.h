@@ -5,7 +5,8 @@
  *
  * Products: C (n x m) = op(A) (n x k) @ op(B) (k x m) [+ bias (m)] [+ C], row-major with leading
  * dimensions, A and B both fp32 or both bf16 (bf16 products accumulate in fp32), C fp32 or bf16
- * (bias and the accumulation are applied in fp32 before a bf16 C is rounded). A primitive per
+ * (bias and the accumulation are applied in fp32 before a bf16 C is rounded; oneDNN 2.6 has no
+ * kernel for fp32 operands with a bf16 C: KERNEL_EBACKEND, "unimplemented"). A primitive per
  * shape is created on first use and kept (creation costs milliseconds; the training step reuses
  * a few dozen shapes).
  *

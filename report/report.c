@@ -576,9 +576,9 @@ static void md_side_by_side(FILE *f, const report_row *rows, int n_in, const rep
 static void md_bench(FILE *f, const table *t)
 {
     /* a compact table of the columns a reader needs; all of them are in the CSV */
-    static const char *const wanted[] = {"model", "op", "phase", "variant", "direction", "n", "k", "m", "count", "tokens",
-                                         "gflops_median", "gflops_min", "gflops_max", "pct_of_peak", "ns_per_token_median",
-                                         "gbps_median", "pct_of_copy_bw", "speedup_vs_reference"};
+    static const char *const wanted[] = {"model", "op", "phase", "variant", "direction", "dtype", "backend", "n", "k", "m", "count",
+                                         "tokens", "gflops_median", "gflops_min", "gflops_max", "pct_of_peak", "pack_ms",
+                                         "ns_per_token_median", "gbps_median", "pct_of_copy_bw", "speedup_vs_reference"};
     int cols[32], nc = 0;
     for (size_t i = 0; i < sizeof wanted / sizeof wanted[0]; i++) {
         int c = table_col(t, wanted[i], 0);
@@ -631,7 +631,7 @@ static int report_md_write(const char *path, const report_row *rows, int n_in, c
     if (nb) {
         fprintf(f, "## Kernel benchmarks\n\n");
         for (int i = 0; i < nb; i++) md_bench(f, &bench[i]);
-        if (wrote & 1u << OUT_MM) fprintf(f, "![sgemm GFLOP/s against N, one line per K](matmul.png)\n\n");
+        if (wrote & 1u << OUT_MM) fprintf(f, "![matmul GFLOP/s against N, one line per K (and dtype)](matmul.png)\n\n");
     }
     if (wrote & 1u << OUT_LOSS) {
         fprintf(f, "## Training curves\n\n");

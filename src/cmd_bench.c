@@ -201,12 +201,12 @@ static int matmul_parse(matmul_flags *f, int argc, char **argv)
         {"model", OPT_STR, &f->model, 0, 0, 0, 0, "PRESET", "preset for --shapes transformer (data/models.csv)"},
         {"micro-batch", OPT_LONG, &f->B, 1, 65536, 0, 0, "B", "sequences per micro-batch (transformer; default 1)"},
         {"seq", OPT_LONG, &f->T, 1, 1 << 20, 0, 0, "T", "sequence length (transformer; default the preset's, <= 2048)"},
-        {"dtype", OPT_STR, &f->dtype_s, 0, 0, 0, 0, "fp32|bf16|fp32,bf16",
-         "operands: fp32, or bf16 with fp32 accumulation and output (oneDNN); a list runs each (default fp32)"},
+        {"dtype", OPT_STR, &f->dtype_s, 0, 0, 0, 0, "LIST",
+         "fp32, bf16 (bf16 inputs, fp32 accumulation and output, on oneDNN) or fp32,bf16 (default fp32)"},
         {"backend", OPT_STR, &f->backend_s, 0, 0, 0, 0, "openblas|onednn", "library for fp32 (default openblas; bf16 is always onednn)"},
         {"budget-s", OPT_DOUBLE, &f->budget, 0, 0, 1, 86400, "S", "skip shapes that would exceed this time (default 150)"},
         {"peak-gflops", OPT_STR, &f->peak_s, 0, 0, 0, 0, "G[,G]",
-         "peak for pct_of_peak, one per --dtype entry (default: measured now, fp32 FMA / bf16 matrix peak)"},
+         "peak for pct_of_peak, one per --dtype entry (default: measured now, fp32 FMA / bf16 matrix)"},
         {"plot", OPT_STR, &f->plot, 0, 0, 0, 0, "FILE.png", "draw GFLOP/s against N, one line per K (and dtype)"},
         {0},
     };
@@ -266,7 +266,7 @@ static int matmul_shapes(const matmul_flags *f, mm_shape **out, int *n)
 }
 
 /* The peak of every precision a row will run in (the attention products of a bf16 step run in
- * fp32), given or measured now; a note for each. */
+ * fp32): given (--peak-gflops: nothing is measured), or measured now; a note for each. */
 static int matmul_peaks(matmul_flags *f, const mm_shape *sh, int nsh, const machine_info *m, record *rec)
 {
     int need[MM_NDTYPES] = {0};
@@ -277,6 +277,10 @@ static int matmul_peaks(matmul_flags *f, const mm_shape *sh, int nsh, const mach
         if (isfinite(f->peaks.gflops[d])) {
             record_note(rec, "pct_of_peak (%s rows): against --peak-gflops %.1f (given, not measured in this run)", rows,
                         f->peaks.gflops[d]);
+            continue;
+        }
+        if (f->peak_s) {
+            record_note(rec, "pct_of_peak (%s rows, the attention products): empty; --peak-gflops gave no %s peak", rows, rows);
             continue;
         }
         runner_opts pro;
