@@ -43,7 +43,7 @@ static double layer_act_floats(const model_config *c, int B, int T)
     double BT = (double)B * T, C = c->C;
     double f = BT * C + 2 * BT      /* ln1 */
                + 3 * BT * C         /* qkv */
-               + (double)B * c->NH * T * T /* att */
+               + (double)B * c->NH * T /* attention lse */
                + BT * C             /* atty */
                + BT * C + 2 * BT    /* ln2 */
                + 8 * BT * C;        /* fch, fchg */
@@ -65,7 +65,7 @@ void gpt_estimate(const model_config *cfg, int B, int T, int recompute, gpt_mem 
     mem->acts_layer = 4 * layer_act_floats(cfg, B, T);
     mem->logits = 4 * (BT * V + BT * C + 5 * BT);
     /* dres, dln, dqkv, datty, dfch, attproj; the attention backward's per-thread scratch; token ids */
-    mem->scratch = 4 * (BT * C * (1 + 1 + 3 + 1 + 4 + 1) + (double)attention_scratch_floats(T, omp_get_max_threads())) + 8 * BT;
+    mem->scratch = 4 * (BT * C * (1 + 1 + 3 + 1 + 4 + 1) + (double)attention_scratch_floats(T, cfg->HS, omp_get_max_threads())) + 8 * BT;
     mem->acts_full_no_recompute = mem->acts_kept + L * mem->acts_layer + mem->logits;
     mem->acts_full_recompute = mem->acts_kept + mem->acts_layer + mem->logits;
     double acts = recompute ? mem->acts_full_recompute : mem->acts_full_no_recompute;
@@ -109,7 +109,7 @@ static void set_layer_views(gpt_model *m, float **cursor)
         a->ln1_mean = p, p += BT;
         a->ln1_rstd = p, p += BT;
         a->qkv = p, p += 3 * BT * C;
-        a->att = p, p += (size_t)m->B * c->NH * m->T * m->T;
+        a->lse = p, p += (size_t)m->B * c->NH * m->T;
         a->atty = p, p += BT * C;
         a->ln2 = p, p += BT * C;
         a->ln2_mean = p, p += BT;
@@ -158,7 +158,7 @@ int gpt_init(gpt_model *m, const model_config *cfg, int B, int T, int recompute)
     double layer = layer_act_floats(cfg, B, T);
     m->att_threads = omp_get_max_threads();
     size_t total = (size_t)(cfg->L + 1) * BT * C + (size_t)layer * (recompute ? 1 : (size_t)cfg->L) + BT * V +
-                   BT * C + 5 * BT + BT * C * 11 + attention_scratch_floats(T, m->att_threads);
+                   BT * C + 5 * BT + BT * C * 11 + attention_scratch_floats(T, cfg->HS, m->att_threads);
     m->acts = mem_alloc(total, sizeof(float), "activations");
     m->layer = calloc((size_t)cfg->L, sizeof *m->layer);
     m->inputs = calloc(BT, sizeof(int));
@@ -181,7 +181,7 @@ int gpt_init(gpt_model *m, const model_config *cfg, int B, int T, int recompute)
     m->dfch = p, p += 4 * BT * C;
     float *attproj = p;
     p += BT * C;
-    m->datt_scratch = p, p += attention_scratch_floats(T, m->att_threads);
+    m->datt_scratch = p, p += attention_scratch_floats(T, cfg->HS, m->att_threads);
     for (int l = 0; l < cfg->L; l++) m->layer[l].attproj = attproj;
     if ((size_t)(p - m->acts) > total) {
         err_msg("internal: activation layout overflows its slab");
@@ -333,7 +333,7 @@ static int attention_block_forward(gpt_model *m, int l)
         rope_shape rs = {B, T, c->NH, c->HS, m->rotary_dims};
         TIMED(m, K_ROTARY, rope_forward_fused(a->qkv, &rs, &m->rope));
     }
-    TIMED(m, K_ATTENTION, attention_forward(a->atty, a->att, a->qkv, B, T, c->NH, c->HS));
+    TIMED(m, K_ATTENTION, attention_forward(a->atty, a->lse, a->qkv, B, T, c->NH, c->HS));
     CHECKED(m, K_MATMUL, matmul_forward(a->attproj, a->atty, m->p[P_ATTPROJW] + L1 * C * C,
                                         m->p[P_ATTPROJB] + L1 * C, BT, C, C));
     return 0;
@@ -402,8 +402,8 @@ static int attention_block_backward(gpt_model *m, int l)
     const int B = m->B, T = m->T, C = c->C;
     const size_t L1 = (size_t)l;
     gpt_layer_acts *a = &m->layer[l];
-    TIMED(m, K_ATTENTION, attention_backward(m->dqkv, m->datt_scratch, m->att_threads, m->datty, a->qkv, a->att, B, T,
-                                             c->NH, c->HS));
+    TIMED(m, K_ATTENTION, attention_backward(m->dqkv, m->datt_scratch, m->att_threads, m->datty, a->qkv, a->atty,
+                                             a->lse, B, T, c->NH, c->HS));
     if (m->rotary_dims > 0) {
         rope_shape rs = {B, T, c->NH, c->HS, m->rotary_dims};
         TIMED(m, K_ROTARY, rope_backward_fused(m->dqkv, &rs, &m->rope));

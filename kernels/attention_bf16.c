@@ -1,0 +1,190 @@
+/* bf16 tiled attention: attention.c's loops with bf16 operands. Every product reads words of
+ * two bf16 values along its sum (attn_tile.h), so each operand is packed once where it is
+ * reused: per block of queries in the forward (Q^T), per tile (K, the pairs of V rows, P);
+ * per head in the backward (Q and dO both along the rows and in pairs of rows), per block of
+ * keys (K^T, V^T, pairs of K rows), per tile (P and dS in pairs of rows, dS along the rows).
+ * Softmax statistics, the output accumulator and the gradients' accumulators stay fp32. */
+#include "attention.h"
+
+#include <math.h>
+#include <string.h>
+
+#include <omp.h>
+
+#include "attn_tile.h"
+
+#define BT ATTN_TILE
+
+static size_t up16(size_t n) { return (n + 15) & ~(size_t)15; }
+
+/* Words of one packed row: HS values in pairs, or HS pairs padded to whole 16-word vectors. */
+static int half_words(int HS) { return (HS + 1) / 2; }
+static int pair_words(int HS) { return (int)up16((size_t)HS); }
+
+/* One block of queries [i0, i0 + nq) of head h of batch b against keys [0, i0 + nq). */
+static void forward_block(bf16 *out, float *lse, const bf16 *qkv, int T, int NH, int HS, int b, int h, int i,
+                          int native)
+{
+    const int C3 = 3 * NH * HS, C = NH * HS, i0 = i * BT, nq = T - i0 < BT ? T - i0 : BT;
+    const int D2 = half_words(HS), HP = pair_words(HS);
+    const float scale = 1.0f / sqrtf((float)HS);
+    const bf16 *q = qkv + ((size_t)b * T + i0) * C3 + (size_t)h * 3 * HS;
+    const bf16 *k = qkv + (size_t)b * T * C3 + (size_t)h * 3 * HS + HS, *v = k + HS;
+    uint32_t qt[D2 * BT], kb[BT * D2], vp[BT / 2 * HP], pp[BT / 2 * BT];
+    float st[BT * BT], o[BT * HS], m[BT], l[BT], alpha[BT];
+    attn_tile_pairs_t_bf16(qt, BT, q, C3, nq, HS);
+    for (int r = 0; r < BT; r++) m[r] = -INFINITY, l[r] = 0.0f;
+    for (int j = 0; j <= i; j++) {
+        const int j0 = j * BT, nk = T - j0 < BT ? T - j0 : BT, diag = j == i;
+        attn_tile_rows_bf16(kb, D2, k + (size_t)j0 * C3, C3, nk, HS);
+        attn_tile_pairs_bf16(vp, HP, v + (size_t)j0 * C3, C3, nk, HS);
+        /* st (nk x nq) = K_j Q_i^T; P in place; P^T's rows paired (the keys) for P V */
+        attn_tile_gemm_bf16(st, BT, 0, kb, D2, 1, qt, BT, nk, nq, HS, diag ? TRI_N_FROM_ROW : TRI_NONE, native);
+        attn_tile_softmax_cols(st, BT, nk, nq, diag, scale, m, l, alpha);
+        attn_tile_pairs_f32(pp, BT, st, BT, nk, nq, native);
+        if (j > 0) attn_tile_scale_rows(o, HS, nq, HS, alpha);
+        attn_tile_gemm_bf16(o, HS, j > 0, pp, 1, BT, vp, HP, nq, HS, nk, diag ? TRI_K_UPTO_ROW : TRI_NONE, native);
+    }
+    bf16 *ob = out + ((size_t)b * T + i0) * C + (size_t)h * HS;
+    float *lb = lse + ((size_t)b * NH + h) * T + i0;
+    for (int r = 0; r < nq; r++) {
+        for (int d = 0; d < HS; d++) ob[(size_t)r * C + d] = bf16_from_float(o[r * HS + d] / l[r]);
+        lb[r] = m[r] + logf(l[r]);
+    }
+}
+
+static void forward_all(bf16 *out, float *lse, const bf16 *qkv, int B, int T, int NH, int HS, int native)
+{
+    const int nb = (T + BT - 1) / BT, heads = B * NH;
+    const long ntask = (long)heads * nb;
+#pragma omp parallel for schedule(dynamic, 1)
+    for (long t = 0; t < ntask; t++) {
+        int i = nb - 1 - (int)(t / heads), bh = (int)(t % heads);
+        forward_block(out, lse, qkv, T, NH, HS, bh / NH, bh % NH, i, native);
+    }
+}
+
+/* One thread's backward scratch (uint32_t words are packed bf16 pairs). Per head: D (T),
+ * Q and dO along the rows (T x D2) and in pairs of rows (T/2 x HP); per block of keys: K^T
+ * and V^T (D2 x BT), pairs of K rows (BT/2 x HP); per tile: S and dP (BT x BT), P and dS in
+ * pairs of rows (BT/2 x BT), dS along the rows (BT x BT/2); dK and dV (BT x HS). */
+typedef struct {
+    float *D, *S, *dP, *dk, *dv;
+    uint32_t *qb, *qp, *dob, *dop, *kt, *vt, *kp, *pp, *dsp, *dsb;
+} bf16_scratch;
+
+static size_t scratch_layout(bf16_scratch *s, float *ws, int T, int HS)
+{
+    const size_t D2 = (size_t)half_words(HS), HP = (size_t)pair_words(HS), T2 = (size_t)(T + 1) / 2;
+    size_t off = 0;
+#define TAKE(field, type, n) (s ? (void)(s->field = (type *)(ws + off)) : (void)0), off += up16(n)
+    TAKE(D, float, (size_t)T);
+    TAKE(qb, uint32_t, (size_t)T * D2);
+    TAKE(dob, uint32_t, (size_t)T * D2);
+    TAKE(qp, uint32_t, T2 * HP);
+    TAKE(dop, uint32_t, T2 * HP);
+    TAKE(kt, uint32_t, D2 * BT);
+    TAKE(vt, uint32_t, D2 * BT);
+    TAKE(kp, uint32_t, BT / 2 * HP);
+    TAKE(S, float, (size_t)BT * BT);
+    TAKE(dP, float, (size_t)BT * BT);
+    TAKE(pp, uint32_t, (size_t)BT / 2 * BT);
+    TAKE(dsp, uint32_t, (size_t)BT / 2 * BT);
+    TAKE(dsb, uint32_t, (size_t)BT * BT / 2);
+    TAKE(dk, float, (size_t)BT * HS);
+    TAKE(dv, float, (size_t)BT * HS);
+#undef TAKE
+    return off;
+}
+
+size_t attn_scratch_bf16(int T, int HS) { return scratch_layout(NULL, NULL, T, HS); }
+
+typedef struct {
+    int T, C, C3, HS;
+    int native;
+} bwd_shape;
+
+/* Tile (query block i, key block j): dK_j, dV_j accumulate in the scratch (from the diagonal
+ * i == j on), dQ_i in dq. */
+static void backward_tile(const bf16_scratch *s, const bwd_shape *sh, float *dq, const float *lse, int i, int j)
+{
+    const int T = sh->T, HS = sh->HS, D2 = half_words(HS), HP = pair_words(HS), native = sh->native;
+    const int i0 = i * BT, nq = T - i0 < BT ? T - i0 : BT, nk = T - j * BT < BT ? T - j * BT : BT, diag = i == j;
+    const float scale = 1.0f / sqrtf((float)HS);
+    const attn_tri upto_n = diag ? TRI_N_UPTO_ROW : TRI_NONE;
+    attn_tile_gemm_bf16(s->S, BT, 0, s->qb + (size_t)i0 * D2, D2, 1, s->kt, BT, nq, nk, HS, upto_n, native);
+    attn_tile_gemm_bf16(s->dP, BT, 0, s->dob + (size_t)i0 * D2, D2, 1, s->vt, BT, nq, nk, HS, upto_n, native);
+    attn_tile_probs_grads(s->S, s->dP, BT, nq, nk, diag, scale, lse + i0, s->D + i0);
+    attn_tile_pairs_f32(s->pp, BT, s->S, BT, nq, nk, native);
+    attn_tile_pairs_f32(s->dsp, BT, s->dP, BT, nq, nk, native);
+    attn_tile_rows_f32(s->dsb, BT / 2, s->dP, BT, nq, nk, native);
+    /* dV_j += P^T dO_i, dK_j += dS^T Q_i; dQ_i += dS K_j */
+    const attn_tri from = diag ? TRI_K_FROM_ROW : TRI_NONE;
+    attn_tile_gemm_bf16(s->dv, HS, !diag, s->pp, 1, BT, s->dop + (size_t)i0 / 2 * HP, HP, nk, HS, nq, from, native);
+    attn_tile_gemm_bf16(s->dk, HS, !diag, s->dsp, 1, BT, s->qp + (size_t)i0 / 2 * HP, HP, nk, HS, nq, from, native);
+    attn_tile_gemm_bf16(dq + (size_t)i0 * sh->C3, sh->C3, 1, s->dsb, BT / 2, 1, s->kp, HP, nq, HS, nk,
+                        diag ? TRI_K_UPTO_ROW : TRI_NONE, native);
+}
+
+static void backward_head(float *dqkv, float *ws, const float *dout, const bf16 *qkv, const bf16 *out,
+                          const float *lse, const bwd_shape *sh, int NH, int b, int h)
+{
+    const int T = sh->T, HS = sh->HS, C = sh->C, C3 = sh->C3, nb = (T + BT - 1) / BT;
+    const int D2 = half_words(HS), HP = pair_words(HS), native = sh->native;
+    const size_t qo = (size_t)b * T * C3 + (size_t)h * 3 * HS, oo = (size_t)b * T * C + (size_t)h * HS;
+    const bf16 *q = qkv + qo, *k = q + HS, *v = q + 2 * HS, *o = out + oo;
+    const float *dO = dout + oo, *L = lse + ((size_t)b * NH + h) * T;
+    float *dq = dqkv + qo, *dk = dq + HS, *dv = dq + 2 * HS;
+    bf16_scratch s;
+    scratch_layout(&s, ws, T, HS);
+    for (int t = 0; t < T; t++) memset(dq + (size_t)t * C3, 0, (size_t)HS * sizeof(float));
+    attn_tile_rows_bf16(s.qb, D2, q, C3, T, HS);
+    attn_tile_pairs_bf16(s.qp, HP, q, C3, T, HS);
+    attn_tile_rows_f32(s.dob, D2, dO, C, T, HS, native);
+    /* D = rowsum(dO * O) from the rounded dO that dP = dO V^T uses: they cancel where they should */
+    attn_tile_rowdot_bf16(s.D, s.dob, D2, o, C, T, HS);
+    attn_tile_pairs_f32(s.dop, HP, dO, C, T, HS, native);
+    for (int j = 0; j < nb; j++) {
+        const int j0 = j * BT, nk = T - j0 < BT ? T - j0 : BT;
+        attn_tile_pairs_t_bf16(s.kt, BT, k + (size_t)j0 * C3, C3, nk, HS);
+        attn_tile_pairs_t_bf16(s.vt, BT, v + (size_t)j0 * C3, C3, nk, HS);
+        attn_tile_pairs_bf16(s.kp, HP, k + (size_t)j0 * C3, C3, nk, HS);
+        for (int i = j; i < nb; i++) backward_tile(&s, sh, dq, L, i, j);
+        for (int r = 0; r < nk; r++) {
+            memcpy(dk + (size_t)(j0 + r) * C3, s.dk + (size_t)r * HS, (size_t)HS * sizeof(float));
+            memcpy(dv + (size_t)(j0 + r) * C3, s.dv + (size_t)r * HS, (size_t)HS * sizeof(float));
+        }
+    }
+}
+
+static void backward_all(float *dqkv, float *scratch, int threads, const float *dout, const bf16 *qkv, const bf16 *out,
+                         const float *lse, int B, int T, int NH, int HS, int native)
+{
+    const size_t per = attn_scratch_bf16(T, HS);
+    const bwd_shape sh = {T, NH * HS, 3 * NH * HS, HS, native};
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads > 0 ? threads : 1)
+    for (int bh = 0; bh < B * NH; bh++)
+        backward_head(dqkv, scratch + (size_t)omp_get_thread_num() * per, dout, qkv, out, lse, &sh, NH, bh / NH, bh % NH);
+}
+
+void attention_forward_bf16(bf16 *out, float *lse, const bf16 *qkv, int B, int T, int NH, int HS)
+{
+    forward_all(out, lse, qkv, B, T, NH, HS, bf16_cpu_native());
+}
+
+void attention_backward_bf16(float *dqkv, float *scratch, int threads, const float *dout, const bf16 *qkv,
+                             const bf16 *out, const float *lse, int B, int T, int NH, int HS)
+{
+    backward_all(dqkv, scratch, threads, dout, qkv, out, lse, B, T, NH, HS, bf16_cpu_native());
+}
+
+void attn_bf16_forward_path(bf16 *out, float *lse, const bf16 *qkv, int B, int T, int NH, int HS, int native)
+{
+    forward_all(out, lse, qkv, B, T, NH, HS, native && bf16_cpu_native());
+}
+
+void attn_bf16_backward_path(float *dqkv, float *scratch, int threads, const float *dout, const bf16 *qkv,
+                             const bf16 *out, const float *lse, int B, int T, int NH, int HS, int native)
+{
+    backward_all(dqkv, scratch, threads, dout, qkv, out, lse, B, T, NH, HS, native && bf16_cpu_native());
+}
