@@ -66,10 +66,10 @@ void attention_forward(float *out, float *lse, const float *qkv, int B, int T, i
 {
     const int nb = (T + BT - 1) / BT, heads = B * NH;
     const long ntask = (long)heads * nb;
-    /* the longest blocks (last queries, most keys) first */
+    /* head by head (its keys and values stay in cache), the longest blocks (most keys) first */
 #pragma omp parallel for schedule(dynamic, 1)
     for (long t = 0; t < ntask; t++) {
-        int i = nb - 1 - (int)(t / heads), bh = (int)(t % heads);
+        int i = nb - 1 - (int)(t % nb), bh = (int)(t / nb);
         forward_block(out, lse, qkv, T, NH, HS, bh / NH, bh % NH, i);
     }
 }
