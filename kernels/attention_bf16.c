@@ -21,6 +21,10 @@ static size_t up16(size_t n) { return (n + 15) & ~(size_t)15; }
 static int half_words(int HS) { return (HS + 1) / 2; }
 static int pair_words(int HS) { return (int)up16((size_t)HS); }
 
+/* Rows of q or k are products' A operands where they lie (words of two values) when each row
+ * holds whole words: HS even and the tensor 4-byte aligned. */
+static int rows_in_place(const bf16 *qkv, int HS) { return HS % 2 == 0 && (uintptr_t)qkv % 4 == 0; }
+
 /* One block of queries [i0, i0 + nq) of head h of batch b against keys [0, i0 + nq). */
 static void forward_block(bf16 *out, float *lse, const bf16 *qkv, int T, int NH, int HS, int b, int h, int i,
                           int native)
@@ -30,16 +34,22 @@ static void forward_block(bf16 *out, float *lse, const bf16 *qkv, int T, int NH,
     const float scale = 1.0f / sqrtf((float)HS);
     const bf16 *q = qkv + ((size_t)b * T + i0) * C3 + (size_t)h * 3 * HS;
     const bf16 *k = qkv + (size_t)b * T * C3 + (size_t)h * 3 * HS + HS, *v = k + HS;
-    uint32_t qt[D2 * BT], kb[BT * D2], vp[BT / 2 * HP], pp[BT / 2 * BT];
+    const int in_place = rows_in_place(qkv, HS); /* K read as words where it is */
+    uint32_t qt[D2 * BT], kb[in_place ? 1 : BT * D2], vp[BT / 2 * HP], pp[BT / 2 * BT];
     float st[BT * BT], o[BT * HS], m[BT], l[BT], alpha[BT];
     attn_tile_pairs_t_bf16(qt, BT, q, C3, nq, HS);
     for (int r = 0; r < BT; r++) m[r] = -INFINITY, l[r] = 0.0f;
     for (int j = 0; j <= i; j++) {
         const int j0 = j * BT, nk = T - j0 < BT ? T - j0 : BT, diag = j == i;
-        attn_tile_rows_bf16(kb, D2, k + (size_t)j0 * C3, C3, nk, HS);
+        const void *ka = k + (size_t)j0 * C3;
+        ptrdiff_t kas = C3 / 2;
+        if (!in_place) {
+            attn_tile_rows_bf16(kb, D2, k + (size_t)j0 * C3, C3, nk, HS);
+            ka = kb, kas = D2;
+        }
         attn_tile_pairs_bf16(vp, HP, v + (size_t)j0 * C3, C3, nk, HS);
         /* st (nk x nq) = K_j Q_i^T; P in place; P^T's rows paired (the keys) for P V */
-        attn_tile_gemm_bf16(st, BT, 0, kb, D2, 1, qt, BT, nk, nq, HS, diag ? TRI_N_FROM_ROW : TRI_NONE, native);
+        attn_tile_gemm_bf16(st, BT, 0, ka, kas, 1, qt, BT, nk, nq, HS, diag ? TRI_N_FROM_ROW : TRI_NONE, native);
         attn_tile_softmax_cols(st, BT, nk, nq, diag, scale, m, l, alpha);
         attn_tile_pairs_f32(pp, BT, st, BT, nk, nq, native);
         if (j > 0) attn_tile_scale_rows(o, HS, nq, HS, alpha);
@@ -57,9 +67,10 @@ static void forward_all(bf16 *out, float *lse, const bf16 *qkv, int B, int T, in
 {
     const int nb = (T + BT - 1) / BT, heads = B * NH;
     const long ntask = (long)heads * nb;
+    /* head by head (its keys and values stay in cache), the longest blocks (most keys) first */
 #pragma omp parallel for schedule(dynamic, 1)
     for (long t = 0; t < ntask; t++) {
-        int i = nb - 1 - (int)(t / heads), bh = (int)(t % heads);
+        int i = nb - 1 - (int)(t % nb), bh = (int)(t / nb);
         forward_block(out, lse, qkv, T, NH, HS, bh / NH, bh % NH, i, native);
     }
 }
@@ -102,6 +113,7 @@ size_t attn_scratch_bf16(int T, int HS) { return scratch_layout(NULL, NULL, T, H
 typedef struct {
     int T, C, C3, HS;
     int native;
+    const bf16 *q; /* this head's queries read in place (rows_in_place), else NULL: packed in qb */
 } bwd_shape;
 
 /* Tile (query block i, key block j): dK_j, dV_j accumulate in the scratch (from the diagonal
@@ -112,7 +124,8 @@ static void backward_tile(const bf16_scratch *s, const bwd_shape *sh, float *dq,
     const int i0 = i * BT, nq = T - i0 < BT ? T - i0 : BT, nk = T - j * BT < BT ? T - j * BT : BT, diag = i == j;
     const float scale = 1.0f / sqrtf((float)HS);
     const attn_tri upto_n = diag ? TRI_N_UPTO_ROW : TRI_NONE;
-    attn_tile_gemm_bf16(s->S, BT, 0, s->qb + (size_t)i0 * D2, D2, 1, s->kt, BT, nq, nk, HS, upto_n, native);
+    attn_tile_gemm_bf16(s->S, BT, 0, sh->q ? (const void *)(sh->q + (size_t)i0 * sh->C3) : s->qb + (size_t)i0 * D2,
+                        sh->q ? sh->C3 / 2 : D2, 1, s->kt, BT, nq, nk, HS, upto_n, native);
     attn_tile_gemm_bf16(s->dP, BT, 0, s->dob + (size_t)i0 * D2, D2, 1, s->vt, BT, nq, nk, HS, upto_n, native);
     attn_tile_probs_grads(s->S, s->dP, BT, nq, nk, diag, scale, lse + i0, s->D + i0);
     attn_tile_pairs_f32(s->pp, BT, s->S, BT, nq, nk, native);
@@ -127,8 +140,9 @@ static void backward_tile(const bf16_scratch *s, const bwd_shape *sh, float *dq,
 }
 
 static void backward_head(float *dqkv, float *ws, const float *dout, const bf16 *qkv, const bf16 *out,
-                          const float *lse, const bwd_shape *sh, int NH, int b, int h)
+                          const float *lse, const bwd_shape *shape, int NH, int b, int h)
 {
+    bwd_shape head = *shape, *sh = &head;
     const int T = sh->T, HS = sh->HS, C = sh->C, C3 = sh->C3, nb = (T + BT - 1) / BT;
     const int D2 = half_words(HS), HP = pair_words(HS), native = sh->native;
     const size_t qo = (size_t)b * T * C3 + (size_t)h * 3 * HS, oo = (size_t)b * T * C + (size_t)h * HS;
@@ -138,7 +152,8 @@ static void backward_head(float *dqkv, float *ws, const float *dout, const bf16 
     bf16_scratch s;
     scratch_layout(&s, ws, T, HS);
     for (int t = 0; t < T; t++) memset(dq + (size_t)t * C3, 0, (size_t)HS * sizeof(float));
-    attn_tile_rows_bf16(s.qb, D2, q, C3, T, HS);
+    if (rows_in_place(qkv, HS)) sh->q = q;
+    else attn_tile_rows_bf16(s.qb, D2, q, C3, T, HS);
     attn_tile_pairs_bf16(s.qp, HP, q, C3, T, HS);
     attn_tile_rows_f32(s.dob, D2, dO, C, T, HS, native);
     /* D = rowsum(dO * O) from the rounded dO that dP = dO V^T uses: they cancel where they should */
@@ -161,7 +176,7 @@ static void backward_all(float *dqkv, float *scratch, int threads, const float *
                          const float *lse, int B, int T, int NH, int HS, int native)
 {
     const size_t per = attn_scratch_bf16(T, HS);
-    const bwd_shape sh = {T, NH * HS, 3 * NH * HS, HS, native};
+    const bwd_shape sh = {T, NH * HS, 3 * NH * HS, HS, native, NULL};
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads > 0 ? threads : 1)
     for (int bh = 0; bh < B * NH; bh++)
         backward_head(dqkv, scratch + (size_t)omp_get_thread_num() * per, dout, qkv, out, lse, &sh, NH, bh / NH, bh % NH);

@@ -29,17 +29,24 @@ static inline unsigned short mask16_tail(int left)
 static inline float word_lo(uint32_t w) { return bf16_to_float((bf16)(w & 0xffffu)); }
 static inline float word_hi(uint32_t w) { return bf16_to_float((bf16)(w >> 16)); }
 static inline uint32_t word_of(bf16 lo, bf16 hi) { return (uint32_t)lo | (uint32_t)hi << 16; }
+/* Word i of A: packed words, or two bf16 values of a tensor in place (memcpy: any object type). */
+static inline uint32_t load_word(const void *A, ptrdiff_t i)
+{
+    uint32_t w;
+    memcpy(&w, (const char *)A + 4 * i, sizeof w);
+    return w;
+}
 
 /* ---------------------------------------------------------------- the products' driver */
 
 /* One micro-tile: C (mr x nn, nn <= 64) (+)= A (mr x kk) B (kk x nn), kk in the operands' own
  * units (floats, or words of two bf16 values). */
-typedef void (*micro_fn)(int mr, int nn, int kk, const uint32_t *A, ptrdiff_t ars, ptrdiff_t aks, const uint32_t *B,
+typedef void (*micro_fn)(int mr, int nn, int kk, const void *A, ptrdiff_t ars, ptrdiff_t aks, const uint32_t *B,
                          ptrdiff_t ldb, float *C, ptrdiff_t ldc, int acc);
 
 /* Panels of mr_max rows of C, 64 columns at a time; on a diagonal tile each panel's range of
  * columns (N modes) or of the sum (K modes, `unit` elements per word) shrinks to what it needs. */
-static void drive(micro_fn mk, int mr_max, int unit, float *C, ptrdiff_t ldc, int acc, const uint32_t *A, ptrdiff_t ars,
+static void drive(micro_fn mk, int mr_max, int unit, float *C, ptrdiff_t ldc, int acc, const void *A, ptrdiff_t ars,
                   ptrdiff_t aks, const uint32_t *B, ptrdiff_t ldb, int M, int N, int K, attn_tri tri)
 {
     for (int m0 = 0; m0 < M; m0 += mr_max) {
@@ -52,7 +59,7 @@ static void drive(micro_fn mk, int mr_max, int unit, float *C, ptrdiff_t ldc, in
         int plo = klo / unit, phi = (khi + unit - 1) / unit;
         for (int n0 = nlo; n0 < nhi; n0 += 64) {
             int nn = nhi - n0 < 64 ? nhi - n0 : 64;
-            mk(mr, nn, phi - plo, A + m0 * ars + plo * aks, ars, aks, B + plo * ldb + n0, ldb, C + m0 * ldc + n0, ldc,
+            mk(mr, nn, phi - plo, (const char *)A + 4 * (m0 * ars + plo * aks), ars, aks, B + plo * ldb + n0, ldb, C + m0 * ldc + n0, ldc,
                acc);
         }
     }
@@ -122,7 +129,7 @@ static ALWAYS_INLINE void micro_f32_body(const int mr, const int nv, __mmask16 t
 #define MICRO_F32(R, V, tail, kk, A, ars, aks, B, ldb, C, ldc, acc) \
     micro_f32_body(R, V, tail, kk, (const float *)(A), ars, aks, (const float *)(B), ldb, C, ldc, acc)
 
-static void micro_f32(int mr, int nn, int kk, const uint32_t *A, ptrdiff_t ars, ptrdiff_t aks, const uint32_t *B,
+static void micro_f32(int mr, int nn, int kk, const void *A, ptrdiff_t ars, ptrdiff_t aks, const uint32_t *B,
                       ptrdiff_t ldb, float *C, ptrdiff_t ldc, int acc)
 {
     MICRO_SWITCH(MICRO_CASES_6, MICRO_F32, mr, nn);
@@ -130,7 +137,7 @@ static void micro_f32(int mr, int nn, int kk, const uint32_t *A, ptrdiff_t ars, 
 #else
 #define MR_F32 4
 
-static void micro_f32(int mr, int nn, int kk, const uint32_t *Aw, ptrdiff_t ars, ptrdiff_t aks, const uint32_t *Bw,
+static void micro_f32(int mr, int nn, int kk, const void *Aw, ptrdiff_t ars, ptrdiff_t aks, const uint32_t *Bw,
                       ptrdiff_t ldb, float *C, ptrdiff_t ldc, int acc)
 {
     const float *A = (const float *)Aw, *B = (const float *)Bw;
@@ -147,7 +154,7 @@ static void micro_f32(int mr, int nn, int kk, const uint32_t *Aw, ptrdiff_t ars,
 void attn_tile_gemm_f32(float *C, ptrdiff_t ldc, int acc, const float *A, ptrdiff_t ars, ptrdiff_t aks,
                         const float *B, ptrdiff_t ldb, int M, int N, int K, attn_tri tri)
 {
-    drive(micro_f32, MR_F32, 1, C, ldc, acc, (const uint32_t *)A, ars, aks, (const uint32_t *)B, ldb, M, N, K, tri);
+    drive(micro_f32, MR_F32, 1, C, ldc, acc, A, ars, aks, (const uint32_t *)B, ldb, M, N, K, tri);
 }
 
 /* ---------------------------------------------------------------- bf16 products */
@@ -156,7 +163,7 @@ void attn_tile_gemm_f32(float *C, ptrdiff_t ldc, int acc, const float *A, ptrdif
 #define MR_BF16 6
 
 static ALWAYS_INLINE BF16_TARGET void micro_bf16_body(const int mr, const int nv, __mmask16 tail, int kk,
-                                                      const uint32_t *A, ptrdiff_t ars, ptrdiff_t aks,
+                                                      const void *A, ptrdiff_t ars, ptrdiff_t aks,
                                                       const uint32_t *B, ptrdiff_t ldb, float *C, ptrdiff_t ldc, int acc)
 {
     __m512 c[MR_BF16][4];
@@ -170,10 +177,10 @@ static ALWAYS_INLINE BF16_TARGET void micro_bf16_body(const int mr, const int nv
         #pragma GCC unroll 8
         for (int v = 0; v < nv; v++)
             b[v] = v == nv - 1 ? _mm512_maskz_loadu_epi32(tail, B + 16 * v) : _mm512_loadu_si512(B + 16 * v);
-        const uint32_t *a = A + k * aks;
+        const char *a = (const char *)A + 4 * k * aks;
         #pragma GCC unroll 8
         for (int r = 0; r < mr; r++) {
-            __m512i av = _mm512_set1_epi32((int)a[r * ars]);
+            __m512i av = _mm512_set1_epi32((int)load_word(a, r * ars));
             #pragma GCC unroll 8
             for (int v = 0; v < nv; v++) c[r][v] = _mm512_dpbf16_ps(c[r][v], (__m512bh)av, (__m512bh)b[v]);
         }
@@ -188,7 +195,7 @@ static ALWAYS_INLINE BF16_TARGET void micro_bf16_body(const int mr, const int nv
 #define MICRO_BF16(R, V, tail, kk, A, ars, aks, B, ldb, C, ldc, acc) \
     micro_bf16_body(R, V, tail, kk, A, ars, aks, B, ldb, C, ldc, acc)
 
-BF16_TARGET static void micro_bf16_native(int mr, int nn, int kk, const uint32_t *A, ptrdiff_t ars, ptrdiff_t aks,
+BF16_TARGET static void micro_bf16_native(int mr, int nn, int kk, const void *A, ptrdiff_t ars, ptrdiff_t aks,
                                           const uint32_t *B, ptrdiff_t ldb, float *C, ptrdiff_t ldc, int acc)
 {
     MICRO_SWITCH(MICRO_CASES_6, MICRO_BF16, mr, nn);
@@ -200,7 +207,7 @@ BF16_TARGET static void micro_bf16_native(int mr, int nn, int kk, const uint32_t
 #ifdef __AVX512F__
 #define MR_PORT 4
 
-static ALWAYS_INLINE void micro_port_body(const int mr, const int nv, __mmask16 tail, int kk, const uint32_t *A,
+static ALWAYS_INLINE void micro_port_body(const int mr, const int nv, __mmask16 tail, int kk, const void *A,
                                           ptrdiff_t ars, ptrdiff_t aks, const uint32_t *B, ptrdiff_t ldb, float *C,
                                           ptrdiff_t ldc, int acc)
 {
@@ -219,10 +226,11 @@ static ALWAYS_INLINE void micro_port_body(const int mr, const int nv, __mmask16 
             blo[v] = _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
             bhi[v] = _mm512_castsi512_ps(_mm512_and_si512(w, hi_mask));
         }
-        const uint32_t *a = A + k * aks;
+        const char *a = (const char *)A + 4 * k * aks;
         #pragma GCC unroll 8
         for (int r = 0; r < mr; r++) {
-            __m512 alo = _mm512_set1_ps(word_lo(a[r * ars])), ahi = _mm512_set1_ps(word_hi(a[r * ars]));
+            uint32_t w = load_word(a, r * ars);
+            __m512 alo = _mm512_set1_ps(word_lo(w)), ahi = _mm512_set1_ps(word_hi(w));
             #pragma GCC unroll 8
             for (int v = 0; v < nv; v++) c[r][v] = _mm512_fmadd_ps(alo, blo[v], _mm512_fmadd_ps(ahi, bhi[v], c[r][v]));
         }
@@ -237,7 +245,7 @@ static ALWAYS_INLINE void micro_port_body(const int mr, const int nv, __mmask16 
 #define MICRO_PORT(R, V, tail, kk, A, ars, aks, B, ldb, C, ldc, acc) \
     micro_port_body(R, V, tail, kk, A, ars, aks, B, ldb, C, ldc, acc)
 
-static void micro_bf16_port(int mr, int nn, int kk, const uint32_t *A, ptrdiff_t ars, ptrdiff_t aks, const uint32_t *B,
+static void micro_bf16_port(int mr, int nn, int kk, const void *A, ptrdiff_t ars, ptrdiff_t aks, const uint32_t *B,
                             ptrdiff_t ldb, float *C, ptrdiff_t ldc, int acc)
 {
     MICRO_SWITCH(MICRO_CASES_4, MICRO_PORT, mr, nn);
@@ -245,7 +253,7 @@ static void micro_bf16_port(int mr, int nn, int kk, const uint32_t *A, ptrdiff_t
 #else
 #define MR_PORT 4
 
-static void micro_bf16_port(int mr, int nn, int kk, const uint32_t *A, ptrdiff_t ars, ptrdiff_t aks, const uint32_t *B,
+static void micro_bf16_port(int mr, int nn, int kk, const void *A, ptrdiff_t ars, ptrdiff_t aks, const uint32_t *B,
                             ptrdiff_t ldb, float *C, ptrdiff_t ldc, int acc)
 {
     #pragma GCC unroll 8
@@ -253,7 +261,7 @@ static void micro_bf16_port(int mr, int nn, int kk, const uint32_t *A, ptrdiff_t
         for (int n = 0; n < nn; n++) {
             float s = acc ? C[r * ldc + n] : 0.0f;
             for (int k = 0; k < kk; k++) {
-                uint32_t a = A[r * ars + k * aks], b = B[k * ldb + n];
+                uint32_t a = load_word(A, r * ars + k * aks), b = B[k * ldb + n];
                 s = fmaf(word_lo(a), word_lo(b), fmaf(word_hi(a), word_hi(b), s));
             }
             C[r * ldc + n] = s;
@@ -261,7 +269,7 @@ static void micro_bf16_port(int mr, int nn, int kk, const uint32_t *A, ptrdiff_t
 }
 #endif
 
-void attn_tile_gemm_bf16(float *C, ptrdiff_t ldc, int acc, const uint32_t *A, ptrdiff_t ars, ptrdiff_t aks,
+void attn_tile_gemm_bf16(float *C, ptrdiff_t ldc, int acc, const void *A, ptrdiff_t ars, ptrdiff_t aks,
                          const uint32_t *B, ptrdiff_t ldb, int M, int N, int K, attn_tri tri, int native)
 {
 #if ATTN_NATIVE_BF16
@@ -517,12 +525,6 @@ static void transpose32(uint32_t *dst, ptrdiff_t ld, const uint32_t *src, ptrdif
         for (int c0 = 0; c0 < cols; c0 += 16)
             transpose16(dst + c0 * ld + r0, ld, src + r0 * lds + c0, lds, rows - r0 < 16 ? rows - r0 : 16,
                         cols - c0 < 16 ? cols - c0 : 16);
-}
-#else
-static void transpose32(uint32_t *dst, ptrdiff_t ld, const uint32_t *src, ptrdiff_t lds, int rows, int cols)
-{
-    for (int c = 0; c < cols; c++)
-        for (int r = 0; r < rows; r++) dst[c * ld + r] = src[r * lds + c];
 }
 #endif
 

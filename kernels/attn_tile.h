@@ -11,7 +11,9 @@
  *
  * bf16 products take K in pairs: a 32-bit word holds two bf16 values, element 2p in its low
  * half and 2p+1 in its high half (vdpbf16ps's layout). A(r, p) is the word at
- * A[r * ars + p * aks]; row p of B holds N words, column n pairing B(2p, n) and B(2p+1, n).
+ * A[r * ars + p * aks] (words of a packed buffer, or of a bf16 tensor read in place: a row of
+ * an even number of values, 4-byte aligned); row p of B holds N words, column n pairing B(2p, n)
+ * and B(2p+1, n).
  * An odd K pairs its last element with a zero. `native` runs vdpbf16ps (AVX512_BF16, checked
  * at run time by the caller through bf16_cpu_native()); otherwise the same products in fp32
  * FMAs, exact too (a product of two bf16 values fits in fp32), added in the same order. */
@@ -49,7 +51,7 @@ typedef enum {
 void attn_tile_gemm_f32(float *C, ptrdiff_t ldc, int acc, const float *A, ptrdiff_t ars, ptrdiff_t aks,
                         const float *B, ptrdiff_t ldb, int M, int N, int K, attn_tri tri);
 /* K counts elements (pairs: (K + 1) / 2); ars, aks, ldb count 32-bit words. */
-void attn_tile_gemm_bf16(float *C, ptrdiff_t ldc, int acc, const uint32_t *A, ptrdiff_t ars, ptrdiff_t aks,
+void attn_tile_gemm_bf16(float *C, ptrdiff_t ldc, int acc, const void *A, ptrdiff_t ars, ptrdiff_t aks,
                          const uint32_t *B, ptrdiff_t ldb, int M, int N, int K, attn_tri tri, int native);
 
 /* Forward, one block of keys against one block of queries, scores transposed: st (nk keys x nq
