@@ -114,6 +114,7 @@ static const att_shape fwd_shapes[] = {
     {2, 100, 3, 16},
     {1, 70, 1, 80}, /* HS not a multiple of 16 (pythia-2.8b's) */
     {1, 45, 2, 5},  /* odd HS */
+    {1, 70, 1, 256}, /* pythia-1b's heads: the forward's stack tiles at their largest */
 };
 
 static void test_attention_forward_reference(void)
@@ -231,7 +232,7 @@ static void bf16_path_check(int native)
 {
     const char *path = native ? "vdpbf16ps" : "portable";
     static const att_shape shapes[] = {
-        {1, 1, 2, 64}, {2, 37, 2, 16}, {1, 2 * ATTENTION_BLOCK + 3, 2, 64}, {1, 70, 1, 80}, {1, 45, 2, 5},
+        {1, 1, 2, 64}, {2, 37, 2, 16}, {1, 2 * ATTENTION_BLOCK + 3, 2, 64}, {1, 70, 1, 80}, {1, 45, 2, 5}, {1, 70, 1, 256},
     };
     for (size_t c = 0; c < sizeof shapes / sizeof shapes[0]; c++) {
         att_shape s = shapes[c];
@@ -389,7 +390,7 @@ static void test_attention_scratch_linear(void)
 }
 
 const test_case tests_attention[] = {
-    {"attention: fp32 forward and lse vs double reference (T = 1, partial blocks, HS 5..80)", test_attention_forward_reference},
+    {"attention: fp32 forward and lse vs double reference (T = 1, partial blocks, HS 5..256)", test_attention_forward_reference},
     {"attention: causal (later keys and values change no earlier output, fp32 and bf16)", test_attention_causal},
     {"attention: fp32 backward vs finite differences (every element written)", test_attention_backward_fd},
     {"attention: bf16 vs reference and vs fp32 backward on bf16-rounded inputs (both paths)", test_attention_bf16},
