@@ -50,8 +50,7 @@ static void forward_block(bf16 *out, float *lse, const bf16 *qkv, int T, int NH,
         attn_tile_pairs_bf16(vp, HP, v + (size_t)j0 * C3, C3, nk, HS);
         /* st (nk x nq) = K_j Q_i^T; P in place; P^T's rows paired (the keys) for P V */
         attn_tile_gemm_bf16(st, BT, 0, ka, kas, 1, qt, BT, nk, nq, HS, diag ? TRI_N_FROM_ROW : TRI_NONE, native);
-        attn_tile_softmax_cols(st, BT, nk, nq, diag, scale, m, l, alpha);
-        attn_tile_pairs_f32(pp, BT, st, BT, nk, nq, native);
+        attn_tile_softmax_cols_pairs(st, BT, nk, nq, diag, scale, m, l, alpha, pp, BT, native);
         if (j > 0) attn_tile_scale_rows(o, HS, nq, HS, alpha);
         attn_tile_gemm_bf16(o, HS, j > 0, pp, 1, BT, vp, HP, nq, HS, nk, diag ? TRI_K_UPTO_ROW : TRI_NONE, native);
     }
@@ -127,10 +126,8 @@ static void backward_tile(const bf16_scratch *s, const bwd_shape *sh, float *dq,
     attn_tile_gemm_bf16(s->S, BT, 0, sh->q ? (const void *)(sh->q + (size_t)i0 * sh->C3) : s->qb + (size_t)i0 * D2,
                         sh->q ? sh->C3 / 2 : D2, 1, s->kt, BT, nq, nk, HS, upto_n, native);
     attn_tile_gemm_bf16(s->dP, BT, 0, s->dob + (size_t)i0 * D2, D2, 1, s->vt, BT, nq, nk, HS, upto_n, native);
-    attn_tile_probs_grads(s->S, s->dP, BT, nq, nk, diag, scale, lse + i0, s->D + i0);
-    attn_tile_pairs_f32(s->pp, BT, s->S, BT, nq, nk, native);
-    attn_tile_pairs_f32(s->dsp, BT, s->dP, BT, nq, nk, native);
-    attn_tile_rows_f32(s->dsb, BT / 2, s->dP, BT, nq, nk, native);
+    attn_tile_probs_grads_pairs(s->S, s->dP, BT, nq, nk, diag, scale, lse + i0, s->D + i0, s->pp, s->dsp, BT, s->dsb,
+                                BT / 2, native);
     /* dV_j += P^T dO_i, dK_j += dS^T Q_i; dQ_i += dS K_j */
     const attn_tri from = diag ? TRI_K_FROM_ROW : TRI_NONE;
     attn_tile_gemm_bf16(s->dv, HS, !diag, s->pp, 1, BT, s->dop + (size_t)i0 / 2 * HP, HP, nk, HS, nq, from, native);

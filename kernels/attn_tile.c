@@ -285,6 +285,19 @@ void attn_tile_gemm_bf16(float *C, ptrdiff_t ldc, int acc, const void *A, ptrdif
 
 /* ---------------------------------------------------------------- softmax steps */
 
+#if ATTN_NATIVE_BF16
+/* Words 0..15 of x to the low halves of 16 words, words 16..31 to the high halves. */
+static const uint16_t interleave_idx[32] = {0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23,
+                                            8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+
+/* 16 words pairing a (low halves) and b (high halves), rounded to bf16. */
+BF16_TARGET static inline __m512i pair_words(__m512i idx, __m512 a, __m512 b)
+{
+    return _mm512_permutexvar_epi16(idx, (__m512i)_mm512_cvtne2ps_pbh(b, a));
+}
+
+#endif
+
 #ifdef __AVX512F__
 /* Lanes of queries [q0, q0 + 16) that may see key k (q >= k). */
 static inline __mmask16 causal_lanes(int k, int q0)
@@ -292,56 +305,125 @@ static inline __mmask16 causal_lanes(int k, int q0)
     return k <= q0 ? (__mmask16)0xffff : k - q0 >= 16 ? (__mmask16)0 : (__mmask16)(0xffffu << (k - q0));
 }
 
+/* The running max of queries [q0, q0 + 16) over keys [0, kend) of a tile, from mo. */
+static inline __m512 col_max(const float *st, ptrdiff_t ld, int kend, int q0, int diag, __m512 vs, __m512 mo)
+{
+    __m512 mx = mo;
+    for (int k = 0; k < kend; k++) {
+        __mmask16 km = diag ? causal_lanes(k, q0) : (__mmask16)0xffff;
+        __m512 s = _mm512_mul_ps(_mm512_loadu_ps(st + k * ld + q0), vs);
+        mx = _mm512_mask_max_ps(mx, km, mx, s); /* the second operand on NaN: a NaN score is kept */
+    }
+    return mx;
+}
+
+/* exp(scale s - mx) of key k for queries [q0, q0 + 16), zero where masked or k >= kend. */
+static inline __m512 col_prob(const float *st, ptrdiff_t ld, int k, int kend, int q0, int diag, __m512 vs, __m512 mx)
+{
+    if (k >= kend) return _mm512_setzero_ps();
+    __mmask16 km = diag ? causal_lanes(k, q0) : (__mmask16)0xffff;
+    return _mm512_maskz_mov_ps(km, vexp512(_mm512_fmsub_ps(_mm512_loadu_ps(st + k * ld + q0), vs, mx)));
+}
+
 void attn_tile_softmax_cols(float *st, ptrdiff_t ld, int nk, int nq, int diag, float scale, float *m, float *l,
                             float *alpha)
 {
-    const __m512 vs = _mm512_set1_ps(scale), zero = _mm512_setzero_ps();
+    const __m512 vs = _mm512_set1_ps(scale);
     for (int q0 = 0; q0 < nq; q0 += 16) {
         const __mmask16 qm = vmask_tail(nq - q0);
         const int kend = diag ? (nk < q0 + 16 ? nk : q0 + 16) : nk;
-        const __m512 mo = _mm512_maskz_loadu_ps(qm, m + q0);
-        __m512 mx = mo;
-        for (int k = 0; k < kend; k++) {
-            __mmask16 km = diag ? causal_lanes(k, q0) : (__mmask16)0xffff;
-            __m512 s = _mm512_mul_ps(_mm512_loadu_ps(st + k * ld + q0), vs);
-            mx = _mm512_mask_max_ps(mx, km, mx, s); /* the second operand on NaN: a NaN score is kept */
-        }
-        __m512 al = vexp512(_mm512_sub_ps(mo, mx)), sum = zero;
-        for (int k = 0; k < kend; k++) {
-            __mmask16 km = diag ? causal_lanes(k, q0) : (__mmask16)0xffff;
-            __m512 p = _mm512_maskz_mov_ps(km, vexp512(_mm512_fmsub_ps(_mm512_loadu_ps(st + k * ld + q0), vs, mx)));
+        const __m512 mo = _mm512_maskz_loadu_ps(qm, m + q0), mx = col_max(st, ld, kend, q0, diag, vs, mo);
+        __m512 al = vexp512(_mm512_sub_ps(mo, mx)), sum = _mm512_setzero_ps();
+        for (int k = 0; k < nk; k++) {
+            __m512 p = col_prob(st, ld, k, kend, q0, diag, vs, mx);
             _mm512_mask_storeu_ps(st + k * ld + q0, qm, p);
             sum = _mm512_add_ps(sum, p);
         }
-        for (int k = kend; k < nk; k++) _mm512_mask_storeu_ps(st + k * ld + q0, qm, zero);
         _mm512_mask_storeu_ps(l + q0, qm, _mm512_fmadd_ps(_mm512_maskz_loadu_ps(qm, l + q0), al, sum));
         _mm512_mask_storeu_ps(m + q0, qm, mx);
         _mm512_mask_storeu_ps(alpha + q0, qm, al);
     }
 }
 
+/* P = exp(scale s - lse) and dS = scale P (dP - D) for keys [k0, k0 + 16) of a row, zero from kend on. */
+static inline void row_prob_grad(const float *p, const float *d, int k0, int kend, __m512 vs, __m512 vl, __m512 vd,
+                                 __m512 *e, __m512 *g)
+{
+    __mmask16 valid = kend > k0 ? vmask_tail(kend - k0) : 0;
+    if (!valid) {
+        *e = *g = _mm512_setzero_ps();
+        return;
+    }
+    *e = _mm512_maskz_mov_ps(valid, vexp512(_mm512_fmsub_ps(_mm512_loadu_ps(p + k0), vs, vl)));
+    *g = _mm512_maskz_mov_ps(valid, _mm512_mul_ps(_mm512_mul_ps(*e, vs), _mm512_sub_ps(_mm512_loadu_ps(d + k0), vd)));
+}
+
 void attn_tile_probs_grads(float *P, float *dS, ptrdiff_t ld, int nq, int nk, int diag, float scale, const float *lse,
                            const float *D)
 {
-    const __m512 vs = _mm512_set1_ps(scale), zero = _mm512_setzero_ps();
+    const __m512 vs = _mm512_set1_ps(scale);
     for (int q = 0; q < nq; q++) {
         const int kend = diag ? (nk < q + 1 ? nk : q + 1) : nk;
         const __m512 vl = _mm512_set1_ps(lse[q]), vd = _mm512_set1_ps(D[q]);
         float *p = P + q * ld, *d = dS + q * ld;
         for (int k0 = 0; k0 < nk; k0 += 16) {
-            __mmask16 km = vmask_tail(nk - k0), valid = kend > k0 ? vmask_tail(kend - k0) : 0;
-            if (!valid) {
-                _mm512_mask_storeu_ps(p + k0, km, zero);
-                _mm512_mask_storeu_ps(d + k0, km, zero);
-                continue;
-            }
-            __m512 e = _mm512_maskz_mov_ps(valid, vexp512(_mm512_fmsub_ps(_mm512_loadu_ps(p + k0), vs, vl)));
-            __m512 g = _mm512_mul_ps(_mm512_mul_ps(e, vs), _mm512_sub_ps(_mm512_loadu_ps(d + k0), vd));
-            _mm512_mask_storeu_ps(p + k0, km, e);
-            _mm512_mask_storeu_ps(d + k0, km, _mm512_maskz_mov_ps(valid, g));
+            __m512 e, g;
+            row_prob_grad(p, d, k0, kend, vs, vl, vd, &e, &g);
+            _mm512_mask_storeu_ps(p + k0, vmask_tail(nk - k0), e);
+            _mm512_mask_storeu_ps(d + k0, vmask_tail(nk - k0), g);
         }
     }
 }
+
+#if ATTN_NATIVE_BF16
+/* attn_tile_softmax_cols with P written only as pairs of keys in bf16 (the words P V reads). */
+BF16_TARGET static void softmax_cols_pairs_native(const float *st, ptrdiff_t ld, int nk, int nq, int diag, float scale,
+                                                  float *m, float *l, float *alpha, uint32_t *pp, ptrdiff_t ldp)
+{
+    const __m512 vs = _mm512_set1_ps(scale);
+    const __m512i idx = _mm512_loadu_si512(interleave_idx);
+    for (int q0 = 0; q0 < nq; q0 += 16) {
+        const __mmask16 qm = vmask_tail(nq - q0);
+        const int kend = diag ? (nk < q0 + 16 ? nk : q0 + 16) : nk;
+        const __m512 mo = _mm512_maskz_loadu_ps(qm, m + q0), mx = col_max(st, ld, kend, q0, diag, vs, mo);
+        __m512 al = vexp512(_mm512_sub_ps(mo, mx)), sum = _mm512_setzero_ps();
+        for (int k = 0; k < nk; k += 2) {
+            __m512 p0 = col_prob(st, ld, k, kend, q0, diag, vs, mx), p1 = col_prob(st, ld, k + 1, kend, q0, diag, vs, mx);
+            sum = _mm512_add_ps(_mm512_add_ps(sum, p0), p1);
+            _mm512_mask_storeu_epi32(pp + k / 2 * ldp + q0, qm, pair_words(idx, p0, p1));
+        }
+        _mm512_mask_storeu_ps(l + q0, qm, _mm512_fmadd_ps(_mm512_maskz_loadu_ps(qm, l + q0), al, sum));
+        _mm512_mask_storeu_ps(m + q0, qm, mx);
+        _mm512_mask_storeu_ps(alpha + q0, qm, al);
+    }
+}
+
+/* attn_tile_probs_grads with P and dS written only as bf16: pairs of queries (P, dS) and rows (dS). */
+BF16_TARGET static void probs_grads_pairs_native(const float *S, const float *dP, ptrdiff_t ld, int nq, int nk, int diag,
+                                                 float scale, const float *lse, const float *D, uint32_t *pp,
+                                                 uint32_t *dsp, ptrdiff_t ldp, uint32_t *dsb, ptrdiff_t ldb)
+{
+    const __m512 vs = _mm512_set1_ps(scale);
+    const __m512i idx = _mm512_loadu_si512(interleave_idx);
+    for (int q = 0; q < nq; q += 2) {
+        const int two = q + 1 < nq;
+        const int kend0 = diag ? (nk < q + 1 ? nk : q + 1) : nk, kend1 = two ? (diag ? (nk < q + 2 ? nk : q + 2) : nk) : 0;
+        const __m512 vl0 = _mm512_set1_ps(lse[q]), vd0 = _mm512_set1_ps(D[q]);
+        const __m512 vl1 = _mm512_set1_ps(two ? lse[q + 1] : 0.0f), vd1 = _mm512_set1_ps(two ? D[q + 1] : 0.0f);
+        for (int k0 = 0; k0 < nk; k0 += 16) {
+            __m512 e0, g0, e1, g1;
+            row_prob_grad(S + q * ld, dP + q * ld, k0, kend0, vs, vl0, vd0, &e0, &g0);
+            row_prob_grad(S + (q + 1) * ld, dP + (q + 1) * ld, k0, kend1, vs, vl1, vd1, &e1, &g1);
+            const __mmask16 km = vmask_tail(nk - k0);
+            const __mmask8 wm = (__mmask8)(mask16_tail((nk - k0 + 1) / 2) & 0xff);
+            _mm512_mask_storeu_epi32(pp + q / 2 * ldp + k0, km, pair_words(idx, e0, e1));
+            _mm512_mask_storeu_epi32(dsp + q / 2 * ldp + k0, km, pair_words(idx, g0, g1));
+            _mm256_mask_storeu_epi32(dsb + q * ldb + k0 / 2, wm, (__m256i)_mm512_cvtneps_pbh(g0));
+            if (two) _mm256_mask_storeu_epi32(dsb + (q + 1) * ldb + k0 / 2, wm, (__m256i)_mm512_cvtneps_pbh(g1));
+        }
+    }
+}
+#endif
 #else
 void attn_tile_softmax_cols(float *st, ptrdiff_t ld, int nk, int nq, int diag, float scale, float *m, float *l,
                             float *alpha)
@@ -380,6 +462,35 @@ void attn_tile_probs_grads(float *P, float *dS, ptrdiff_t ld, int nq, int nk, in
 }
 #endif
 
+void attn_tile_softmax_cols_pairs(float *st, ptrdiff_t ld, int nk, int nq, int diag, float scale, float *m, float *l,
+                                  float *alpha, uint32_t *pp, ptrdiff_t ldp, int native)
+{
+#if ATTN_NATIVE_BF16 && defined(__AVX512F__)
+    if (native) {
+        softmax_cols_pairs_native(st, ld, nk, nq, diag, scale, m, l, alpha, pp, ldp);
+        return;
+    }
+#endif
+    attn_tile_softmax_cols(st, ld, nk, nq, diag, scale, m, l, alpha);
+    attn_tile_pairs_f32(pp, ldp, st, ld, nk, nq, native);
+}
+
+void attn_tile_probs_grads_pairs(float *P, float *dS, ptrdiff_t ld, int nq, int nk, int diag, float scale,
+                                 const float *lse, const float *D, uint32_t *pp, uint32_t *dsp, ptrdiff_t ldp,
+                                 uint32_t *dsb, ptrdiff_t ldb, int native)
+{
+#if ATTN_NATIVE_BF16 && defined(__AVX512F__)
+    if (native) {
+        probs_grads_pairs_native(P, dS, ld, nq, nk, diag, scale, lse, D, pp, dsp, ldp, dsb, ldb);
+        return;
+    }
+#endif
+    attn_tile_probs_grads(P, dS, ld, nq, nk, diag, scale, lse, D);
+    attn_tile_pairs_f32(pp, ldp, P, ld, nq, nk, native);
+    attn_tile_pairs_f32(dsp, ldp, dS, ld, nq, nk, native);
+    attn_tile_rows_f32(dsb, ldb, dS, ld, nq, nk, native);
+}
+
 void attn_tile_scale_rows(float *x, ptrdiff_t ld, int rows, int cols, const float *f)
 {
     for (int r = 0; r < rows; r++)
@@ -389,10 +500,6 @@ void attn_tile_scale_rows(float *x, ptrdiff_t ld, int rows, int cols, const floa
 /* ---------------------------------------------------------------- bf16 packings */
 
 #if ATTN_NATIVE_BF16
-/* Words 0..15 of x to the low halves of 16 words, words 16..31 to the high halves. */
-static const uint16_t interleave_idx[32] = {0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23,
-                                            8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
-
 BF16_TARGET static void pairs_f32_native(uint32_t *dst, ptrdiff_t ld, const float *src, ptrdiff_t lds, int rows, int cols)
 {
     const __m512i idx = _mm512_loadu_si512(interleave_idx);
@@ -402,8 +509,7 @@ BF16_TARGET static void pairs_f32_native(uint32_t *dst, ptrdiff_t ld, const floa
         for (int c0 = 0; c0 < cols; c0 += 16) {
             __mmask16 k = mask16_tail(cols - c0);
             __m512 a = _mm512_maskz_loadu_ps(k, r0 + c0), b = pair ? _mm512_maskz_loadu_ps(k, r1 + c0) : _mm512_setzero_ps();
-            __m512i w = _mm512_permutexvar_epi16(idx, (__m512i)_mm512_cvtne2ps_pbh(b, a));
-            _mm512_mask_storeu_epi32(dst + p * ld + c0, k, w);
+            _mm512_mask_storeu_epi32(dst + p * ld + c0, k, pair_words(idx, a, b));
         }
     }
 }

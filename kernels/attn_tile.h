@@ -66,6 +66,16 @@ void attn_tile_softmax_cols(float *st, ptrdiff_t ld, int nk, int nq, int diag, f
  * P = exp(scale s - lse[q]) and dS = scale * P * (dP - D[q]), both zero above the diagonal. */
 void attn_tile_probs_grads(float *P, float *dS, ptrdiff_t ld, int nq, int nk, int diag, float scale, const float *lse,
                            const float *D);
+/* The same two steps for the bf16 kernels, P and dS written only as the bf16 words their
+ * products read (attn_tile_pairs_f32, attn_tile_rows_f32 below; fused where native): the
+ * forward's P^T in pairs of keys (pp, stride ldp words); the backward's P and dS in pairs of
+ * queries (pp, dsp, stride ldp) and dS along its rows (dsb, stride ldb). st, P and dS are
+ * scratch: their contents on exit are unspecified. */
+void attn_tile_softmax_cols_pairs(float *st, ptrdiff_t ld, int nk, int nq, int diag, float scale, float *m, float *l,
+                                  float *alpha, uint32_t *pp, ptrdiff_t ldp, int native);
+void attn_tile_probs_grads_pairs(float *P, float *dS, ptrdiff_t ld, int nq, int nk, int diag, float scale,
+                                 const float *lse, const float *D, uint32_t *pp, uint32_t *dsp, ptrdiff_t ldp,
+                                 uint32_t *dsb, ptrdiff_t ldb, int native);
 /* x (rows x cols, row stride ld): row r times f[r]. */
 void attn_tile_scale_rows(float *x, ptrdiff_t ld, int rows, int cols, const float *f);
 
