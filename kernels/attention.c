@@ -92,7 +92,7 @@ static f32_scratch f32_scratch_split(float *ws, int T, int HS)
 }
 
 /* Tile (query block i, key block j) of the backward: dK_j, dV_j accumulate in the scratch's
- * tiles (from i == j, the diagonal, on), dQ_i in dq. */
+ * tiles (from i == j, the diagonal, on), dQ_i in dq (from the first block of keys on). */
 static void backward_tile(const f32_scratch *s, float *dq, const float *q, const float *k, const float *dO,
                           const float *lse, int T, int C, int C3, int HS, int i, int j)
 {
@@ -107,8 +107,8 @@ static void backward_tile(const f32_scratch *s, float *dq, const float *q, const
     const attn_tri from = diag ? TRI_K_FROM_ROW : TRI_NONE;
     attn_tile_gemm_f32(s->dv, HS, !diag, s->P, 1, BT, doi, C, nk, HS, nq, from);
     attn_tile_gemm_f32(s->dk, HS, !diag, s->dS, 1, BT, qi, C3, nk, HS, nq, from);
-    /* dQ_i += dS K_j */
-    attn_tile_gemm_f32(dq + (size_t)i0 * C3, C3, 1, s->dS, BT, 1, k + (size_t)j0 * C3, C3, nq, HS, nk,
+    /* dQ_i += dS K_j (= from the first block of keys) */
+    attn_tile_gemm_f32(dq + (size_t)i0 * C3, C3, j > 0, s->dS, BT, 1, k + (size_t)j0 * C3, C3, nq, HS, nk,
                        diag ? TRI_K_UPTO_ROW : TRI_NONE);
 }
 
@@ -122,7 +122,6 @@ static void backward_head(float *dqkv, float *ws, const float *dout, const float
     float *dq = dqkv + qo, *dk = dq + HS, *dv = dq + 2 * HS;
     f32_scratch s = f32_scratch_split(ws, T, HS);
     attn_tile_rowdot(s.D, dO, C, o, C, T, HS);
-    for (int t = 0; t < T; t++) memset(dq + (size_t)t * C3, 0, (size_t)HS * sizeof(float));
     for (int j = 0; j < nb; j++) {
         const int j0 = j * BT, nk = T - j0 < BT ? T - j0 : BT;
         attn_tile_transpose(s.kt, BT, k + (size_t)j0 * C3, C3, nk, HS);

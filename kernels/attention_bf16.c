@@ -116,7 +116,7 @@ typedef struct {
 } bwd_shape;
 
 /* Tile (query block i, key block j): dK_j, dV_j accumulate in the scratch (from the diagonal
- * i == j on), dQ_i in dq. */
+ * i == j on), dQ_i in dq (from the first block of keys on). */
 static void backward_tile(const bf16_scratch *s, const bwd_shape *sh, float *dq, const float *lse, int i, int j)
 {
     const int T = sh->T, HS = sh->HS, D2 = half_words(HS), HP = pair_words(HS), native = sh->native;
@@ -132,7 +132,7 @@ static void backward_tile(const bf16_scratch *s, const bwd_shape *sh, float *dq,
     const attn_tri from = diag ? TRI_K_FROM_ROW : TRI_NONE;
     attn_tile_gemm_bf16(s->dv, HS, !diag, s->pp, 1, BT, s->dop + (size_t)i0 / 2 * HP, HP, nk, HS, nq, from, native);
     attn_tile_gemm_bf16(s->dk, HS, !diag, s->dsp, 1, BT, s->qp + (size_t)i0 / 2 * HP, HP, nk, HS, nq, from, native);
-    attn_tile_gemm_bf16(dq + (size_t)i0 * sh->C3, sh->C3, 1, s->dsb, BT / 2, 1, s->kp, HP, nq, HS, nk,
+    attn_tile_gemm_bf16(dq + (size_t)i0 * sh->C3, sh->C3, j > 0, s->dsb, BT / 2, 1, s->kp, HP, nq, HS, nk,
                         diag ? TRI_K_UPTO_ROW : TRI_NONE, native);
 }
 
@@ -148,7 +148,6 @@ static void backward_head(float *dqkv, float *ws, const float *dout, const bf16 
     float *dq = dqkv + qo, *dk = dq + HS, *dv = dq + 2 * HS;
     bf16_scratch s;
     scratch_layout(&s, ws, T, HS);
-    for (int t = 0; t < T; t++) memset(dq + (size_t)t * C3, 0, (size_t)HS * sizeof(float));
     if (rows_in_place(qkv, HS)) sh->q = q;
     else attn_tile_rows_bf16(s.qb, D2, q, C3, T, HS);
     attn_tile_pairs_bf16(s.qp, HP, q, C3, T, HS);
