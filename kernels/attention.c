@@ -10,9 +10,10 @@
 /* fp32 tiled attention. Forward, per block of queries: Q^T packed once, then per block of keys
  * the transposed scores K Q^T (so that each query's softmax statistics are vertical vector
  * operations), the online softmax, and O += P V. Backward, per head, FlashAttention-2's order:
- * per block of keys (K^T, V^T packed once, dK and dV accumulated in tiles), per block of queries
- * from the diagonal on: S = Q K^T, dP = dO V^T, P = exp(scale S - lse), dS = scale P (dP - D)
- * with D = rowsum(dO * O), dV += P^T dO, dK += dS^T Q, dQ += dS K (into dqkv).
+ * per block of keys (K^T, V^T packed once), per block of queries from the diagonal on:
+ * S = Q K^T, dP = dO V^T, P = exp(scale S - lse), dS = scale P (dP - D) with D = rowsum(dO * O),
+ * dV += P^T dO, dK += dS^T Q, dQ += dS K, all three accumulated in dqkv (its rows of one block
+ * of keys stay in cache through their column of tiles).
  * Products against keys and queries of the same block skip the masked triangle (attn_tile.h). */
 #define BT ATTN_TILE
 
@@ -23,10 +24,10 @@
 static size_t up16(size_t n) { return (n + 15) & ~(size_t)15; }
 
 /* The fp32 backward's scratch of one thread: D (T), K^T and V^T (HS x BT), P and dS (BT x BT),
- * dK and dV (BT x HS), each rounded up to 16 floats. */
+ * each rounded up to 16 floats. */
 size_t attn_scratch_f32(int T, int HS)
 {
-    return up16((size_t)T) + 4 * up16((size_t)HS * BT) + 2 * up16((size_t)BT * BT);
+    return up16((size_t)T) + 2 * up16((size_t)HS * BT) + 2 * up16((size_t)BT * BT);
 }
 
 size_t attention_scratch_floats(int T, int HS, int threads)
@@ -75,7 +76,7 @@ void attention_forward(float *out, float *lse, const float *qkv, int B, int T, i
 }
 
 typedef struct {
-    float *D, *kt, *vt, *P, *dS, *dk, *dv;
+    float *D, *kt, *vt, *P, *dS;
 } f32_scratch;
 
 static f32_scratch f32_scratch_split(float *ws, int T, int HS)
@@ -84,15 +85,13 @@ static f32_scratch f32_scratch_split(float *ws, int T, int HS)
     s.D = ws, ws += up16((size_t)T);
     s.kt = ws, ws += up16((size_t)HS * BT);
     s.vt = ws, ws += up16((size_t)HS * BT);
-    s.dk = ws, ws += up16((size_t)HS * BT);
-    s.dv = ws, ws += up16((size_t)HS * BT);
     s.P = ws, ws += up16((size_t)BT * BT);
     s.dS = ws;
     return s;
 }
 
-/* Tile (query block i, key block j) of the backward: dK_j, dV_j accumulate in the scratch's
- * tiles (from i == j, the diagonal, on), dQ_i in dq (from the first block of keys on). */
+/* Tile (query block i, key block j) of the backward: dK_j and dV_j accumulate in dqkv from
+ * i == j (the diagonal) on, dQ_i from the first block of keys on. dq: this head's dqkv. */
 static void backward_tile(const f32_scratch *s, float *dq, const float *q, const float *k, const float *dO,
                           const float *lse, int T, int C, int C3, int HS, int i, int j)
 {
@@ -105,8 +104,8 @@ static void backward_tile(const f32_scratch *s, float *dq, const float *q, const
     attn_tile_probs_grads(s->P, s->dS, BT, nq, nk, diag, scale, lse + i0, s->D + i0);
     /* dV_j += P^T dO_i and dK_j += dS^T Q_i: A(key, query) = P[query][key] */
     const attn_tri from = diag ? TRI_K_FROM_ROW : TRI_NONE;
-    attn_tile_gemm_f32(s->dv, HS, !diag, s->P, 1, BT, doi, C, nk, HS, nq, from);
-    attn_tile_gemm_f32(s->dk, HS, !diag, s->dS, 1, BT, qi, C3, nk, HS, nq, from);
+    attn_tile_gemm_f32(dq + (size_t)j0 * C3 + 2 * HS, C3, !diag, s->P, 1, BT, doi, C, nk, HS, nq, from);
+    attn_tile_gemm_f32(dq + (size_t)j0 * C3 + HS, C3, !diag, s->dS, 1, BT, qi, C3, nk, HS, nq, from);
     /* dQ_i += dS K_j (= from the first block of keys) */
     attn_tile_gemm_f32(dq + (size_t)i0 * C3, C3, j > 0, s->dS, BT, 1, k + (size_t)j0 * C3, C3, nq, HS, nk,
                        diag ? TRI_K_UPTO_ROW : TRI_NONE);
@@ -119,7 +118,7 @@ static void backward_head(float *dqkv, float *ws, const float *dout, const float
     const size_t qo = (size_t)b * T * C3 + (size_t)h * 3 * HS, oo = (size_t)b * T * C + (size_t)h * HS;
     const float *q = qkv + qo, *k = q + HS, *v = q + 2 * HS, *o = out + oo, *dO = dout + oo;
     const float *L = lse + ((size_t)b * NH + h) * T;
-    float *dq = dqkv + qo, *dk = dq + HS, *dv = dq + 2 * HS;
+    float *dq = dqkv + qo;
     f32_scratch s = f32_scratch_split(ws, T, HS);
     attn_tile_rowdot(s.D, dO, C, o, C, T, HS);
     for (int j = 0; j < nb; j++) {
@@ -127,10 +126,6 @@ static void backward_head(float *dqkv, float *ws, const float *dout, const float
         attn_tile_transpose(s.kt, BT, k + (size_t)j0 * C3, C3, nk, HS);
         attn_tile_transpose(s.vt, BT, v + (size_t)j0 * C3, C3, nk, HS);
         for (int i = j; i < nb; i++) backward_tile(&s, dq, q, k, dO, L, T, C, C3, HS, i, j);
-        for (int r = 0; r < nk; r++) {
-            memcpy(dk + (size_t)(j0 + r) * C3, s.dk + (size_t)r * HS, (size_t)HS * sizeof(float));
-            memcpy(dv + (size_t)(j0 + r) * C3, s.dv + (size_t)r * HS, (size_t)HS * sizeof(float));
-        }
     }
 }
 

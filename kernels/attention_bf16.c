@@ -3,7 +3,7 @@
  * reused: per block of queries in the forward (Q^T), per tile (K, the pairs of V rows, P);
  * per head in the backward (Q and dO both along the rows and in pairs of rows), per block of
  * keys (K^T, V^T, pairs of K rows), per tile (P and dS in pairs of rows, dS along the rows).
- * Softmax statistics, the output accumulator and the gradients' accumulators stay fp32. */
+ * Softmax statistics, the output accumulator and the gradients (accumulated in dqkv) stay fp32. */
 #include "attention.h"
 
 #include <math.h>
@@ -77,9 +77,9 @@ static void forward_all(bf16 *out, float *lse, const bf16 *qkv, int B, int T, in
 /* One thread's backward scratch (uint32_t words are packed bf16 pairs). Per head: D (T),
  * Q and dO along the rows (T x D2) and in pairs of rows (T/2 x HP); per block of keys: K^T
  * and V^T (D2 x BT), pairs of K rows (BT/2 x HP); per tile: S and dP (BT x BT), P and dS in
- * pairs of rows (BT/2 x BT), dS along the rows (BT x BT/2); dK and dV (BT x HS). */
+ * pairs of rows (BT/2 x BT), dS along the rows (BT x BT/2). */
 typedef struct {
-    float *D, *S, *dP, *dk, *dv;
+    float *D, *S, *dP;
     uint32_t *qb, *qp, *dob, *dop, *kt, *vt, *kp, *pp, *dsp, *dsb;
 } bf16_scratch;
 
@@ -101,8 +101,6 @@ static size_t scratch_layout(bf16_scratch *s, float *ws, int T, int HS)
     TAKE(pp, uint32_t, (size_t)BT / 2 * BT);
     TAKE(dsp, uint32_t, (size_t)BT / 2 * BT);
     TAKE(dsb, uint32_t, (size_t)BT * BT / 2);
-    TAKE(dk, float, (size_t)BT * HS);
-    TAKE(dv, float, (size_t)BT * HS);
 #undef TAKE
     return off;
 }
@@ -115,8 +113,8 @@ typedef struct {
     const bf16 *q; /* this head's queries read in place (rows_in_place), else NULL: packed in qb */
 } bwd_shape;
 
-/* Tile (query block i, key block j): dK_j, dV_j accumulate in the scratch (from the diagonal
- * i == j on), dQ_i in dq (from the first block of keys on). */
+/* Tile (query block i, key block j): dK_j and dV_j accumulate in dqkv from i == j (the diagonal)
+ * on, dQ_i from the first block of keys on. dq: this head's dqkv. */
 static void backward_tile(const bf16_scratch *s, const bwd_shape *sh, float *dq, const float *lse, int i, int j)
 {
     const int T = sh->T, HS = sh->HS, D2 = half_words(HS), HP = pair_words(HS), native = sh->native;
@@ -130,8 +128,9 @@ static void backward_tile(const bf16_scratch *s, const bwd_shape *sh, float *dq,
                                 BT / 2, native);
     /* dV_j += P^T dO_i, dK_j += dS^T Q_i; dQ_i += dS K_j */
     const attn_tri from = diag ? TRI_K_FROM_ROW : TRI_NONE;
-    attn_tile_gemm_bf16(s->dv, HS, !diag, s->pp, 1, BT, s->dop + (size_t)i0 / 2 * HP, HP, nk, HS, nq, from, native);
-    attn_tile_gemm_bf16(s->dk, HS, !diag, s->dsp, 1, BT, s->qp + (size_t)i0 / 2 * HP, HP, nk, HS, nq, from, native);
+    float *dkj = dq + (size_t)j * BT * sh->C3 + HS, *dvj = dkj + HS;
+    attn_tile_gemm_bf16(dvj, sh->C3, !diag, s->pp, 1, BT, s->dop + (size_t)i0 / 2 * HP, HP, nk, HS, nq, from, native);
+    attn_tile_gemm_bf16(dkj, sh->C3, !diag, s->dsp, 1, BT, s->qp + (size_t)i0 / 2 * HP, HP, nk, HS, nq, from, native);
     attn_tile_gemm_bf16(dq + (size_t)i0 * sh->C3, sh->C3, j > 0, s->dsb, BT / 2, 1, s->kp, HP, nq, HS, nk,
                         diag ? TRI_K_UPTO_ROW : TRI_NONE, native);
 }
@@ -145,7 +144,7 @@ static void backward_head(float *dqkv, float *ws, const float *dout, const bf16 
     const size_t qo = (size_t)b * T * C3 + (size_t)h * 3 * HS, oo = (size_t)b * T * C + (size_t)h * HS;
     const bf16 *q = qkv + qo, *k = q + HS, *v = q + 2 * HS, *o = out + oo;
     const float *dO = dout + oo, *L = lse + ((size_t)b * NH + h) * T;
-    float *dq = dqkv + qo, *dk = dq + HS, *dv = dq + 2 * HS;
+    float *dq = dqkv + qo;
     bf16_scratch s;
     scratch_layout(&s, ws, T, HS);
     if (rows_in_place(qkv, HS)) sh->q = q;
@@ -161,10 +160,6 @@ static void backward_head(float *dqkv, float *ws, const float *dout, const bf16 
         attn_tile_pairs_t_bf16(s.vt, BT, v + (size_t)j0 * C3, C3, nk, HS);
         attn_tile_pairs_bf16(s.kp, HP, k + (size_t)j0 * C3, C3, nk, HS);
         for (int i = j; i < nb; i++) backward_tile(&s, sh, dq, L, i, j);
-        for (int r = 0; r < nk; r++) {
-            memcpy(dk + (size_t)(j0 + r) * C3, s.dk + (size_t)r * HS, (size_t)HS * sizeof(float));
-            memcpy(dv + (size_t)(j0 + r) * C3, s.dv + (size_t)r * HS, (size_t)HS * sizeof(float));
-        }
     }
 }
 
