@@ -9,8 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/presets.h"
 #include "../kernels/attention.h"
 #include "../kernels/attn_tile.h"
+#include "../model/gpt.h"
 #include "check.h"
 
 typedef struct {
@@ -389,6 +391,20 @@ static void test_attention_scratch_linear(void)
     }
 }
 
+/* The model's memory estimate keeps (B, NH, T) per layer for attention, not (B, NH, T, T):
+ * pythia-410m at B=4, T=2048 (refused at 43 GiB with the saved probabilities) fits in 24 GiB. */
+static void test_attention_model_estimate(void)
+{
+    model_config c;
+    CHECK(model_preset_find("pythia-410m", &c) == 0, "preset pythia-410m missing");
+    gpt_mem m2, m4;
+    gpt_estimate(&c, 4, 2048, 0, &m2);
+    gpt_estimate(&c, 4, 4096, 0, &m4);
+    CHECK(m4.acts_layer == 2 * m2.acts_layer, "one layer's activations: %.0f bytes at T=2048, %.0f at T=4096: not linear",
+          m2.acts_layer, m4.acts_layer);
+    CHECK(m2.total < 24.0 * (1u << 30), "pythia-410m at B=4 T=2048: %.1f GiB estimated", m2.total / (1u << 30));
+}
+
 const test_case tests_attention[] = {
     {"attention: fp32 forward and lse vs double reference (T = 1, partial blocks, HS 5..256)", test_attention_forward_reference},
     {"attention: causal (later keys and values change no earlier output, fp32 and bf16)", test_attention_causal},
@@ -398,5 +414,6 @@ const test_case tests_attention[] = {
     {"attention: 1 and 2 threads give the same bits (exact scratch sizes)", test_attention_threads},
     {"attention: NaN in one query reaches only its row", test_attention_nan},
     {"attention: backward scratch per thread, linear in T", test_attention_scratch_linear},
+    {"attention: the model's memory estimate is linear in T (pythia-410m B=4 T=2048 under 24 GiB)", test_attention_model_estimate},
     {NULL, NULL},
 };
