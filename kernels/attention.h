@@ -36,8 +36,9 @@ void attention_backward(float *dqkv, float *scratch, int threads, const float *d
 void attention_forward_bf16(bf16 *out, float *lse, const bf16 *qkv, int B, int T, int NH, int HS);
 void attention_backward_bf16(float *dqkv, float *scratch, int threads, const float *dout, const bf16 *qkv,
                              const bf16 *out, const float *lse, int B, int T, int NH, int HS);
-/* Floats of scratch for a backward (fp32 or bf16) on `threads` threads: per thread about
- * (2 * HS + 1) * T plus a few (ATTENTION_BLOCK x max(ATTENTION_BLOCK, HS)) tiles; linear in T. */
+/* Floats of scratch for a backward (fp32 or bf16) on `threads` threads. Per thread: T, a few
+ * (ATTENTION_BLOCK x max(ATTENTION_BLOCK, HS)) tiles, and 2 HS T where HS <= ATTENTION_BLOCK (the
+ * bf16 backward then packs a head's queries once): linear in T, never the (T, T) scores. */
 size_t attention_scratch_floats(int T, int HS, int threads);
 
 /* Reference in double (for tests): same layout, naive loops, any T, no allocation. */
