@@ -7,6 +7,8 @@
 
 #include "../common/err.h"
 #include "../common/mem.h"
+#include "../kernels/attention.h"
+#include "../kernels/bf16.h"
 #include "../kernels/rope.h"
 #include "comm.h"
 #include "matmul_bench.h"
@@ -41,30 +43,75 @@ static int measure_peak(const calib_opts *o, calib *c)
     return 0;
 }
 
-/* Milliseconds of one micro-step's matmuls and attention products, every shape measured now. */
-static int predict_matmuls(const calib_opts *o, const runner_opts *ro, double peak_gflops, double *mm_ms, double *att_ms, char *how,
-                           size_t n)
+/* Milliseconds of one micro-step's matmuls, every shape measured now. The attention products
+ * of --shapes transformer (sgemm on blocks of rows) are left out: the tiled attention kernel runs
+ * its own micro-kernels on cache-sized tiles, and predict_attention times it whole. */
+static int predict_matmuls(const calib_opts *o, const runner_opts *ro, double peak_gflops, double *mm_ms, char *how, size_t n)
 {
     int cap = mm_shapes_transformer_count(o->T);
     mm_shape *sh = calloc((size_t)cap, sizeof *sh);
     if (!sh) return err_msg("out of memory");
-    int nsh = mm_shapes_transformer(sh, cap, o->cfg, o->B, o->T);
+    int all = mm_shapes_transformer(sh, cap, o->cfg, o->B, o->T), nsh = 0;
+    for (int i = 0; i < all; i++)
+        if (strncmp(sh[i].op, "attn_", 5) != 0 || strcmp(sh[i].op, "attn_out") == 0) sh[nsh++] = sh[i];
     if (nsh > 0 && o->prec == PRECISION_BF16_MIXED) mm_shapes_set_dtype(sh, nsh, MM_BF16, MM_OPENBLAS);
     record r;
     record_init(&r, mm_cols, MM_NCOLS);
-    fprintf(stderr, "costbench train: measuring the step's %d matmul shapes and the rotary kernel for the prediction\n", nsh);
+    fprintf(stderr, "costbench train: measuring the step's %d matmul shapes, the attention and the rotary kernels for the prediction\n", nsh);
     int rc = mm_run(sh, nsh, ro, o->budget_s, peak_gflops, &r);
-    *mm_ms = *att_ms = 0;
-    for (int i = 0; rc == 0 && i < r.nrows; i++) {
-        double ms = r.num[(size_t)i * r.ncols + MM_STEP_MS];
-        if (strncmp(r.str[(size_t)i * r.ncols + MM_OP], "attn_", 5) == 0) *att_ms += ms;
-        else *mm_ms += ms;
-    }
+    *mm_ms = 0;
+    for (int i = 0; rc == 0 && i < r.nrows; i++) *mm_ms += r.num[(size_t)i * r.ncols + MM_STEP_MS];
     if (r.nrows < nsh) snprintf(how, n, "incomplete: %d of %d shapes measured within --budget-s", r.nrows, nsh);
     else snprintf(how, n, "costbench matmul: %d shapes measured now", nsh);
     record_free(&r);
     free(sh);
     return rc;
+}
+
+typedef struct {
+    float *qkv, *out, *lse, *dout, *dqkv, *scratch;
+    int B, T, NH, HS, threads;
+    bf16 *qkvh, *outh; /* bf16-mixed: the kernel reads q, k, v and writes its output in bf16 */
+} att_ctx;
+
+static void att_fb(void *p)
+{
+    att_ctx *c = p;
+    if (c->qkvh) {
+        attention_forward_bf16(c->outh, c->lse, c->qkvh, c->B, c->T, c->NH, c->HS);
+        attention_backward_bf16(c->dqkv, c->scratch, c->threads, c->dout, c->qkvh, c->outh, c->lse, c->B, c->T, c->NH, c->HS);
+        return;
+    }
+    attention_forward(c->out, c->lse, c->qkv, c->B, c->T, c->NH, c->HS);
+    attention_backward(c->dqkv, c->scratch, c->threads, c->dout, c->qkv, c->out, c->lse, c->B, c->T, c->NH, c->HS);
+}
+
+/* Milliseconds of the tiled attention kernel, forward + backward, over one micro-step's layers. */
+static int predict_attention(const calib_opts *o, const runner_opts *ro, double *ms)
+{
+    const model_config *m = o->cfg;
+    const size_t nqkv = (size_t)o->B * o->T * 3 * m->C, nout = (size_t)o->B * o->T * m->C;
+    att_ctx ac = {mem_alloc(nqkv, sizeof(float), "attention buffer"), mem_alloc(nout, sizeof(float), "attention buffer"),
+                  mem_alloc((size_t)o->B * m->NH * o->T, sizeof(float), "attention buffer"),
+                  mem_alloc(nout, sizeof(float), "attention buffer"), mem_alloc(nqkv, sizeof(float), "attention buffer"),
+                  mem_alloc(attention_scratch_floats(o->T, m->HS, o->threads), sizeof(float), "attention scratch"),
+                  o->B, o->T, m->NH, m->HS, o->threads, NULL, NULL};
+    int bad = CB_EFAIL, bf = o->prec == PRECISION_BF16_MIXED;
+    if (bf) {
+        ac.qkvh = mem_alloc(nqkv, sizeof(bf16), "attention buffer");
+        ac.outh = mem_alloc(nout, sizeof(bf16), "attention buffer");
+    }
+    if (ac.qkv && ac.out && ac.lse && ac.dout && ac.dqkv && ac.scratch && (!bf || (ac.qkvh && ac.outh))) {
+        runner_fill(ac.qkv, nqkv, 5u);
+        runner_fill(ac.dout, nout, 6u);
+        if (bf) bf16_from_floats(ac.qkvh, ac.qkv, nqkv);
+        bench_case bc = {"attention", att_fb, NULL, NULL};
+        runner_result rr;
+        bad = runner_run(ro, &bc, &ac, &rr);
+        if (!bad) *ms = rr.s.median * 1e3 * m->L;
+    }
+    free(ac.qkv), free(ac.out), free(ac.lse), free(ac.dout), free(ac.dqkv), free(ac.scratch), free(ac.qkvh), free(ac.outh);
+    return bad;
 }
 
 typedef struct {
@@ -107,7 +154,6 @@ static void predict_memory_bound(const calib_opts *o, double gbps, calib *c)
     const model_config *m = o->cfg;
     const double BT = (double)o->B * o->T, C = m->C, L = m->L, V = m->V, acc = o->accum;
     const double bw = gbps * 1e9 / 1e3; /* bytes per ms */
-    double att_soft = L * (double)o->B * m->NH * o->T * o->T * (8.0 /* softmax: read S, write P */ + 12.0 /* dS */);
     double bytes[GPT_KIND_COUNT] = {0};
     bytes[K_LAYERNORM] = acc * (2 * L + 1) * BT * C * (8.0 + 16.0);
     bytes[K_GELU] = acc * L * BT * 4 * C * (8.0 + 12.0);
@@ -119,8 +165,6 @@ static void predict_memory_bound(const calib_opts *o, double gbps, calib *c)
         c->pred_ms[k] = bytes[k] / bw;
         snprintf(c->how[k], sizeof c->how[k], "bytes moved at %.1f GB/s copy bandwidth (lower bound)", gbps);
     }
-    c->pred_ms[K_ATTENTION] += acc * att_soft / bw;
-    snprintf(c->how[K_ATTENTION], sizeof c->how[K_ATTENTION], "costbench matmul attention shapes + softmax bytes at %.1f GB/s copy", gbps);
 }
 
 static int predict_kinds(const calib_opts *o, calib *c)
@@ -128,12 +172,15 @@ static int predict_kinds(const calib_opts *o, calib *c)
     runner_opts ro;
     runner_defaults(&ro);
     ro.min_samples = 3, ro.min_time_s = 0.05;
-    double mm = 0, att = 0, rope_ms = 0;
+    double mm = 0, att_ms = 0, rope_ms = 0;
     const int rdims = o->cfg->learned_pos ? 0 : rope_rotary_dims(o->cfg->HS, o->cfg->rotary_pct);
-    if (predict_matmuls(o, &ro, c->peak_gflops, &mm, &att, c->how[K_MATMUL], sizeof c->how[K_MATMUL]) != 0) return CB_EFAIL;
+    if (predict_matmuls(o, &ro, c->peak_gflops, &mm, c->how[K_MATMUL], sizeof c->how[K_MATMUL]) != 0) return CB_EFAIL;
+    if (predict_attention(o, &ro, &att_ms) != 0) return CB_EFAIL;
     if (rdims > 0 && predict_rope(o, &ro, rdims, &rope_ms) != 0) return CB_EFAIL;
     c->pred_ms[K_MATMUL] = o->accum * mm;
-    c->pred_ms[K_ATTENTION] = o->accum * att;
+    c->pred_ms[K_ATTENTION] = o->accum * att_ms;
+    snprintf(c->how[K_ATTENTION], sizeof c->how[K_ATTENTION], "the tiled attention kernel (%s): forward+backward measured now",
+             o->prec == PRECISION_BF16_MIXED ? "bf16" : "fp32");
     c->pred_ms[K_ROTARY] = o->accum * rope_ms;
     snprintf(c->how[K_ROTARY], sizeof c->how[K_ROTARY], "%s",
              rdims > 0 ? "costbench rope: fused forward+backward measured now" : "no rotary embedding");

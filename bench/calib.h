@@ -3,8 +3,9 @@
  * run's peak memory): the peak of the run's precision (the fp32 FMA peak, or the bf16 matrix peak:
  * AMX tiles where the CPU has them, else AVX512_BF16; on every rank at once: the job's peak), and, for the
  * breakdown's prediction, every matmul shape of one micro-step (as `costbench matmul --shapes
- * transformer` times them), the fused rotary kernel at the step's shape (as `costbench rope`), and
- * the copy bandwidth at which the memory-bound kernels' bytes are priced. */
+ * transformer` times them, its attention products aside), the tiled attention kernel and the
+ * fused rotary kernel at the step's shape (as `costbench rope`), and the copy bandwidth at which
+ * the memory-bound kernels' bytes are priced. */
 #ifndef CB_CALIB_H
 #define CB_CALIB_H
 

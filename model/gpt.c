@@ -43,7 +43,7 @@ static double layer_act_floats(const model_config *c, int B, int T, train_precis
 {
     double BT = (double)B * T, C = c->C;
     double f = 2 * BT                      /* ln1 mean, rstd */
-               + (double)B * c->NH * T * T /* att */
+               + (double)B * c->NH * T     /* attention lse */
                + 2 * BT                    /* ln2 mean, rstd */
                + 4 * BT * C;               /* fch */
     if (prec == PRECISION_FP32) f += BT * C /* ln1 */ + 3 * BT * C /* qkv */ + BT * C /* atty */ + BT * C /* ln2 */ +
@@ -81,7 +81,7 @@ void gpt_estimate(const model_config *cfg, int B, int T, int recompute, train_pr
     double mats = L * (3 * C * C + C * C + 4 * C * C + 4 * C * C) + V * C;
     mem->weights_bf16 = prec == PRECISION_BF16_MIXED ? linear_bf16_weight_bytes(1, mats) : 0;
     /* dres, dln, dqkv, datty, dfch, attproj; the attention backward's per-thread scratch; token ids */
-    mem->scratch = 4 * (BT * C * (1 + 1 + 3 + 1 + 4 + 1) + (double)attention_scratch_floats(T, omp_get_max_threads())) + 8 * BT;
+    mem->scratch = 4 * (BT * C * (1 + 1 + 3 + 1 + 4 + 1) + (double)attention_scratch_floats(T, cfg->HS, omp_get_max_threads())) + 8 * BT;
     mem->acts_full_no_recompute = mem->acts_kept + L * mem->acts_layer + mem->logits;
     mem->acts_full_recompute = mem->acts_kept + mem->acts_layer + mem->logits;
     double acts = recompute ? mem->acts_full_recompute : mem->acts_full_no_recompute;
@@ -124,7 +124,7 @@ static void set_layer_views(gpt_model *m, float **cursor, bf16 **hcursor)
         memset(a, 0, sizeof *a);
         a->ln1_mean = p, p += BT;
         a->ln1_rstd = p, p += BT;
-        a->att = p, p += (size_t)m->B * c->NH * m->T * m->T;
+        a->lse = p, p += (size_t)m->B * c->NH * m->T;
         a->ln2_mean = p, p += BT;
         a->ln2_rstd = p, p += BT;
         a->fch = p, p += 4 * BT * C;
@@ -192,7 +192,7 @@ int gpt_init(gpt_model *m, const model_config *cfg, int B, int T, int recompute,
     size_t layer = (size_t)layer_act_floats(cfg, B, T, prec), layerh = (size_t)layer_act_halves(cfg, B, T, prec);
     m->att_threads = omp_get_max_threads();
     size_t total = (size_t)(cfg->L + 1) * BT * C + layer * nviews + BT * V + (prec == PRECISION_FP32 ? BT * C : 0) + 5 * BT +
-                   BT * C * 11 + attention_scratch_floats(T, m->att_threads);
+                   BT * C * 11 + attention_scratch_floats(T, cfg->HS, m->att_threads);
     size_t totalh = layerh * nviews + (size_t)global_halves(cfg, B, T, prec);
     m->acts = mem_alloc(total, sizeof(float), "activations");
     if (totalh && !(m->acts16 = mem_alloc(totalh, sizeof(bf16), "bf16 activations"))) goto fail;
@@ -225,7 +225,7 @@ int gpt_init(gpt_model *m, const model_config *cfg, int B, int T, int recompute,
     m->dfch = p, p += 4 * BT * C;
     float *attproj = p;
     p += BT * C;
-    m->datt_scratch = p, p += attention_scratch_floats(T, m->att_threads);
+    m->datt_scratch = p, p += attention_scratch_floats(T, cfg->HS, m->att_threads);
     for (int l = 0; l < cfg->L; l++) m->layer[l].attproj = attproj;
     if ((size_t)(p - m->acts) > total || (size_t)(h - m->acts16) > totalh) {
         err_msg("internal: activation layout overflows its slab");
@@ -411,22 +411,6 @@ static void rope_forward_h(bf16 *qkv, float *tmp, const rope_shape *rs, const ro
     bf16_from_floats(qkv, tmp, n);
 }
 
-static void attention_forward_h(bf16 *out, float *att, const bf16 *qkv, float *tmp_qkv, float *tmp_out, int B, int T,
-                                int NH, int HS)
-{
-    size_t BT = (size_t)B * T, C = (size_t)NH * HS;
-    bf16_to_floats(tmp_qkv, qkv, 3 * BT * C);
-    attention_forward(tmp_out, att, tmp_qkv, B, T, NH, HS);
-    bf16_from_floats(out, tmp_out, BT * C);
-}
-
-static void attention_backward_h(float *dqkv, float *scratch, int threads, const float *dout, const bf16 *qkv,
-                                 float *tmp_qkv, const float *att, int B, int T, int NH, int HS)
-{
-    bf16_to_floats(tmp_qkv, qkv, 3 * (size_t)B * T * NH * HS);
-    attention_backward(dqkv, scratch, threads, dout, tmp_qkv, att, B, T, NH, HS);
-}
-
 /* ---------------------------------------------------------------- linear layers */
 
 /* out = inp W^T + b for weight tensor k of layer l (IC inputs, OC outputs): fp32 from a->..., or
@@ -456,13 +440,13 @@ static int attention_block_forward(gpt_model *m, int l)
         TIMED(m, K_LAYERNORM, layernorm_forward(a->ln1, a->ln1_mean, a->ln1_rstd, x, lnw, lnb, BT, C));
         if (linear_forward(m, a->qkv, NULL, a->ln1, NULL, P_QKVW, P_QKVB, l, C, 3 * C) != 0) return CB_EFAIL;
         if (m->rotary_dims > 0) TIMED(m, K_ROTARY, rope_forward_fused(a->qkv, &rs, &m->rope));
-        TIMED(m, K_ATTENTION, attention_forward(a->atty, a->att, a->qkv, B, T, c->NH, c->HS));
+        TIMED(m, K_ATTENTION, attention_forward(a->atty, a->lse, a->qkv, B, T, c->NH, c->HS));
         return linear_forward(m, a->attproj, NULL, a->atty, NULL, P_ATTPROJW, P_ATTPROJB, l, C, C);
     }
     TIMED(m, K_LAYERNORM, layernorm_forward_h(a->ln1h, m->dln, a->ln1_mean, a->ln1_rstd, x, lnw, lnb, BT, C));
     if (linear_forward(m, NULL, a->qkvh, NULL, a->ln1h, P_QKVW, P_QKVB, l, C, 3 * C) != 0) return CB_EFAIL;
     if (m->rotary_dims > 0) TIMED(m, K_ROTARY, rope_forward_h(a->qkvh, m->dqkv, &rs, &m->rope));
-    TIMED(m, K_ATTENTION, attention_forward_h(a->attyh, a->att, a->qkvh, m->dqkv, m->datty, B, T, c->NH, c->HS));
+    TIMED(m, K_ATTENTION, attention_forward_bf16(a->attyh, a->lse, a->qkvh, B, T, c->NH, c->HS));
     return linear_forward(m, a->attproj, NULL, NULL, a->attyh, P_ATTPROJW, P_ATTPROJB, l, C, C);
 }
 
@@ -554,11 +538,11 @@ static int attention_block_backward(gpt_model *m, int l)
     const int B = m->B, T = m->T, BT = B * T, C = c->C;
     gpt_layer_acts *a = &m->layer[l];
     if (m->prec == PRECISION_FP32)
-        TIMED(m, K_ATTENTION, attention_backward(m->dqkv, m->datt_scratch, m->att_threads, m->datty, a->qkv, a->att, B,
-                                                 T, c->NH, c->HS));
+        TIMED(m, K_ATTENTION, attention_backward(m->dqkv, m->datt_scratch, m->att_threads, m->datty, a->qkv, a->atty,
+                                                 a->lse, B, T, c->NH, c->HS));
     else
-        TIMED(m, K_ATTENTION, attention_backward_h(m->dqkv, m->datt_scratch, m->att_threads, m->datty, a->qkvh,
-                                                   m->dfch, a->att, B, T, c->NH, c->HS));
+        TIMED(m, K_ATTENTION, attention_backward_bf16(m->dqkv, m->datt_scratch, m->att_threads, m->datty, a->qkvh,
+                                                      a->attyh, a->lse, B, T, c->NH, c->HS));
     if (m->rotary_dims > 0) {
         rope_shape rs = {B, T, c->NH, c->HS, m->rotary_dims};
         TIMED(m, K_ROTARY, rope_backward_fused(m->dqkv, &rs, &m->rope));

@@ -57,7 +57,7 @@ enum {
 typedef struct {
     float *ln1, *ln1_mean, *ln1_rstd; /* (BT, C), (BT), (BT) */
     float *qkv;                       /* (BT, 3C) after rotary */
-    float *att;                       /* (B, NH, T, T) */
+    float *lse;                       /* (B, NH, T) each query's log-sum-exp, for the attention backward */
     float *atty;                      /* (BT, C) */
     float *attproj;                   /* (BT, C) attention block output */
     float *res2;                      /* (BT, C) x + attn (sequential residual only) */
@@ -98,7 +98,7 @@ typedef struct gpt_model_s {
     gpt_layer_acts *layer;         /* (L) views, all the same one with recompute */
     float *lnf, *lnf_mean, *lnf_rstd, *logits, *lse, *losses; /* (BT,C) (BT) (BT) (BT,V) (BT) (BT) */
     float *dres, *dln, *dqkv, *datty, *dfch, *dlosses; /* backward scratch */
-    float *datt_scratch;           /* attention_scratch_floats(T, att_threads) */
+    float *datt_scratch;           /* attention_scratch_floats(T, HS, att_threads) */
     int att_threads;
     int *inputs, *targets;         /* (B, T) */
     /* bf16-mixed: the bf16 copies of the matrices (forward and input-gradient layouts), per layer */

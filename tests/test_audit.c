@@ -86,14 +86,14 @@ static void nan_matmul_layernorm_gelu(void)
 static void nan_attention_xent_rope_adamw(void)
 {
     enum { B = 1, T = 20, NH = 2, HS = 8, C = NH * HS, V = 37 };
-    float qkv[B * T * 3 * C], out[B * T * C], att[B * NH * T * T], dout[B * T * C], dqkv[B * T * 3 * C];
-    float *scratch = malloc(attention_scratch_floats(T, 1) * sizeof(float));
+    float qkv[B * T * 3 * C], out[B * T * C], lse_att[B * NH * T], dout[B * T * C], dqkv[B * T * 3 * C];
+    float *scratch = malloc(attention_scratch_floats(T, HS, 1) * sizeof(float));
     unsigned st = 9;
     rand_fill(qkv, B * T * 3 * C, &st), rand_fill(dout, B * T * C, &st);
     qkv[3 * C * 4 + HS + 1] = NAN; /* a key of token 4, head 0 */
-    attention_forward(out, att, qkv, B, T, NH, HS);
+    attention_forward(out, lse_att, qkv, B, T, NH, HS);
     CHECK(!any_nonfinite(out, 4 * C) && any_nonfinite(out + 4 * C, C), "attention: tokens before 4 finite, token 4 on NaN");
-    attention_backward(dqkv, scratch, 1, dout, qkv, att, B, T, NH, HS);
+    attention_backward(dqkv, scratch, 1, dout, qkv, out, lse_att, B, T, NH, HS);
     CHECK(any_nonfinite(dqkv, B * T * 3 * C), "attention backward hid a NaN");
     free(scratch);
     float logits[2 * V], losses[2], lse[2];

@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "../kernels/adamw.h"
-#include "../kernels/attention.h"
 #include "../kernels/crossentropy.h"
 #include "../kernels/gelu.h"
 #include "../kernels/layernorm.h"
@@ -209,81 +208,6 @@ static void test_gelu(void)
     CHECK(fabs(g - 0.8413447460685429) < 1e-6, "gelu(1) = %.9g, exact erf form gives 0.841344746", g);
 }
 
-/* ---------------------------------------------------------------- attention */
-
-typedef struct {
-    int B, T, NH, HS;
-    double *dout, *out;
-} att_fd;
-
-static double att_loss(void *p, const double *v)
-{
-    att_fd *c = p;
-    attention_forward_ref(c->out, v, c->B, c->T, c->NH, c->HS);
-    double l = 0;
-    for (int i = 0; i < c->B * c->T * c->NH * c->HS; i++) l += c->dout[i] * c->out[i];
-    return l;
-}
-
-static void test_attention(void)
-{
-    enum { B = 2, T = 6, NH = 2, HS = 4, C = NH * HS, C3 = 3 * C };
-    unsigned st = 5;
-    float qkv[B * T * C3], out[B * T * C], att[B * NH * T * T], dout[B * T * C], dqkv[B * T * C3] = {0};
-    float *scratch = malloc(attention_scratch_floats(T, 1) * sizeof(float)); /* exactly one thread's */
-    double qkvd[B * T * C3], outd[B * T * C], doutd[B * T * C];
-    rand_fill(qkv, B * T * C3, &st);
-    for (int i = 0; i < B * T * C3; i++) qkv[i] *= 2.0f;
-    rand_fill(dout, B * T * C, &st);
-    to_double(qkvd, qkv, B * T * C3), to_double(doutd, dout, B * T * C);
-    attention_forward(out, att, qkv, B, T, NH, HS);
-    attention_forward_ref(outd, qkvd, B, T, NH, HS);
-    CHECK(allclose("attention forward", out, outd, B * T * C, 1e-5, 1e-4), "forward differs from reference");
-    /* softmax rows sum to 1 and nothing attends to the future */
-    for (int r = 0; r < B * NH * T; r++) {
-        int i = r % T;
-        double s = 0, future = 0;
-        for (int j = 0; j < T; j++) {
-            if (j <= i) s += att[r * T + j];
-            else future += att[r * T + j];
-        }
-        CHECK(fabs(s - 1.0) < 1e-5 && future == 0.0, "row %d: sum %.9g, future mass %.3g", r, s, future);
-    }
-    attention_backward(dqkv, scratch, 1, dout, qkv, att, B, T, NH, HS);
-    att_fd c = {B, T, NH, HS, doutd, outd};
-    CHECK(fd_check("attention dqkv", qkvd, B * T * C3, dqkv, att_loss, &c, B * T * C3, 1e-3), "dqkv vs finite differences");
-    free(scratch);
-}
-
-/* The scratch contract past one row block: a scratch of attention_scratch_floats(T, threads)
- * floats (allocated exactly, so that the sanitizer build catches any overrun) for 1 and for 2
- * threads; both give the same gradient, which agrees with finite differences on a sample. */
-static void test_attention_scratch_contract(void)
-{
-    enum { B = 1, NH = 2, HS = 4, C = NH * HS, C3 = 3 * C };
-    const int T = ATTENTION_BLOCK + 37;
-    unsigned st = 17;
-    size_t nq = (size_t)B * T * C3, no = (size_t)B * T * C;
-    float *qkv = malloc(nq * sizeof(float)), *out = malloc(no * sizeof(float)), *dout = malloc(no * sizeof(float));
-    float *att = malloc((size_t)B * NH * T * T * sizeof(float));
-    float *d1 = malloc(nq * sizeof(float)), *d2 = malloc(nq * sizeof(float));
-    float *s1 = malloc(attention_scratch_floats(T, 1) * sizeof(float)), *s2 = malloc(attention_scratch_floats(T, 2) * sizeof(float));
-    double *qkvd = malloc(nq * sizeof(double)), *outd = malloc(no * sizeof(double)), *doutd = malloc(no * sizeof(double));
-    CHECK(attention_scratch_floats(T, 2) == 2 * attention_scratch_floats(T, 1), "scratch is not per thread");
-    CHECK(attention_scratch_floats(T, 1) == (size_t)ATTENTION_BLOCK * T, "scratch: %zu floats for one thread at T=%d",
-          attention_scratch_floats(T, 1), T);
-    rand_fill(qkv, nq, &st);
-    rand_fill(dout, no, &st);
-    to_double(qkvd, qkv, nq), to_double(doutd, dout, no);
-    attention_forward(out, att, qkv, B, T, NH, HS);
-    attention_backward(d1, s1, 1, dout, qkv, att, B, T, NH, HS);
-    attention_backward(d2, s2, 2, dout, qkv, att, B, T, NH, HS);
-    CHECK(memcmp(d1, d2, nq * sizeof(float)) == 0, "1 and 2 threads give different gradients");
-    att_fd c = {B, T, NH, HS, doutd, outd};
-    CHECK(fd_check("attention dqkv past one block", qkvd, nq, d1, att_loss, &c, 120, 1e-3), "dqkv vs finite differences");
-    free(qkv), free(out), free(dout), free(att), free(d1), free(d2), free(s1), free(s2), free(qkvd), free(outd), free(doutd);
-}
-
 /* ---------------------------------------------------------------- cross-entropy */
 
 typedef struct {
@@ -391,8 +315,6 @@ const test_case tests_kernels[] = {
     {"matmul: dimension checks", test_matmul_dimension_checks},
     {"layernorm: forward, backward (finite differences), mean 0 variance 1", test_layernorm},
     {"gelu: exact erf form, backward (finite differences)", test_gelu},
-    {"attention: causal softmax rows sum to 1, backward (finite differences)", test_attention},
-    {"attention: scratch per thread past one row block (exactly sized, 1 and 2 threads agree)", test_attention_scratch_contract},
     {"cross-entropy: fused softmax, backward (finite differences), bad targets", test_crossentropy},
     {"adamw: matches the double-precision reference", test_adamw_matches_reference},
     {"adamw: constant gradient matches the closed form", test_adamw_closed_form},

@@ -1,0 +1,233 @@
+/* bf16 tiled attention: attention.c's loops with bf16 operands. Every product reads words of
+ * two bf16 values along its sum (attn_tile.h), so each operand is packed once where it is
+ * reused: per block of queries in the forward (Q^T), per tile (K, the pairs of V rows, P);
+ * per head in the backward (Q and dO both along the rows and in pairs of rows), per block of
+ * keys (K^T, V^T, pairs of K rows), per tile (P and dS in pairs of rows, dS along the rows).
+ * Softmax statistics, the output accumulator and the gradients (accumulated in dqkv) stay fp32. */
+#include "attention.h"
+
+#include <math.h>
+#include <string.h>
+
+#include <omp.h>
+
+#include "attn_tile.h"
+
+#define BT ATTN_TILE
+
+static size_t up16(size_t n) { return (n + 15) & ~(size_t)15; }
+
+/* Words of one packed row: HS values in pairs, or HS pairs padded to whole 16-word vectors. */
+static int half_words(int HS) { return (HS + 1) / 2; }
+static int pair_words(int HS) { return (int)up16((size_t)HS); }
+
+/* Rows of q or k are products' A operands where they lie (words of two values) when each row
+ * holds whole words: HS even and the tensor 4-byte aligned. */
+static int rows_in_place(const bf16 *qkv, int HS) { return HS % 2 == 0 && (uintptr_t)qkv % 4 == 0; }
+
+/* One block of queries [i0, i0 + nq) of head h of batch b against keys [0, i0 + nq). */
+static void forward_block(bf16 *out, float *lse, const bf16 *qkv, int T, int NH, int HS, int b, int h, int i,
+                          int native)
+{
+    const int C3 = 3 * NH * HS, C = NH * HS, i0 = i * BT, nq = T - i0 < BT ? T - i0 : BT;
+    const int D2 = half_words(HS), HP = pair_words(HS);
+    const float scale = 1.0f / sqrtf((float)HS);
+    const bf16 *q = qkv + ((size_t)b * T + i0) * C3 + (size_t)h * 3 * HS;
+    const bf16 *k = qkv + (size_t)b * T * C3 + (size_t)h * 3 * HS + HS, *v = k + HS;
+    const int in_place = rows_in_place(qkv, HS); /* K read as words where it is */
+    uint32_t qt[D2 * BT], kb[in_place ? 1 : BT * D2], vp[BT / 2 * HP], pp[BT / 2 * BT];
+    float st[BT * BT], o[BT * HS], m[BT], l[BT], alpha[BT];
+    attn_tile_pairs_t_bf16(qt, BT, q, C3, nq, HS);
+    for (int r = 0; r < BT; r++) m[r] = -INFINITY, l[r] = 0.0f;
+    for (int j = 0; j <= i; j++) {
+        const int j0 = j * BT, nk = T - j0 < BT ? T - j0 : BT, diag = j == i;
+        const void *ka = k + (size_t)j0 * C3;
+        ptrdiff_t kas = C3 / 2;
+        if (!in_place) {
+            attn_tile_rows_bf16(kb, D2, k + (size_t)j0 * C3, C3, nk, HS);
+            ka = kb, kas = D2;
+        }
+        attn_tile_pairs_bf16(vp, HP, v + (size_t)j0 * C3, C3, nk, HS);
+        /* st (nk x nq) = K_j Q_i^T; P in place; P^T's rows paired (the keys) for P V */
+        attn_tile_gemm_bf16(st, BT, 0, ka, kas, 1, qt, BT, nk, nq, HS, diag ? TRI_N_FROM_ROW : TRI_NONE, native);
+        attn_tile_softmax_cols_pairs(st, BT, nk, nq, diag, scale, m, l, alpha, pp, BT, native);
+        if (j > 0) attn_tile_scale_rows(o, HS, nq, HS, alpha);
+        attn_tile_gemm_bf16(o, HS, j > 0, pp, 1, BT, vp, HP, nq, HS, nk, diag ? TRI_K_UPTO_ROW : TRI_NONE, native);
+    }
+    bf16 *ob = out + ((size_t)b * T + i0) * C + (size_t)h * HS;
+    float *lb = lse + ((size_t)b * NH + h) * T + i0;
+    for (int r = 0; r < nq; r++) {
+        for (int d = 0; d < HS; d++) ob[(size_t)r * C + d] = bf16_from_float(o[r * HS + d] / l[r]);
+        lb[r] = m[r] + logf(l[r]);
+    }
+}
+
+static void forward_all(bf16 *out, float *lse, const bf16 *qkv, int B, int T, int NH, int HS, int native)
+{
+    const int nb = (T + BT - 1) / BT, heads = B * NH;
+    const long ntask = (long)heads * nb;
+    /* head by head (its keys and values stay in cache), the longest blocks (most keys) first */
+#pragma omp parallel for schedule(dynamic, 1)
+    for (long t = 0; t < ntask; t++) {
+        int i = nb - 1 - (int)(t % nb), bh = (int)(t / nb);
+        forward_block(out, lse, qkv, T, NH, HS, bh / NH, bh % NH, i, native);
+    }
+}
+
+/* The queries' side of the backward's tiles (Q and dO, along the rows and in pairs of rows) is
+ * packed once per head when its 2 HS T floats stay within the scratch's budget (a few blocks
+ * times T: HS <= BT), else per tile, again for each block of keys (about 8% slower at
+ * HS = 64, T = 2048; the products grow with HS, the packing does not). */
+static int per_head(int HS) { return HS <= BT; }
+
+/* One thread's backward scratch (uint32_t words are packed bf16 pairs): D (T); the queries'
+ * side, Q and dO along the rows (R x D2) and in pairs of rows (R/2 x HP), R = T or BT (above);
+ * per block of keys: K^T and V^T (D2 x BT), pairs of K rows (BT/2 x HP); per tile: S and dP
+ * (BT x BT), P and dS in pairs of rows (BT/2 x BT), dS along the rows (BT x BT/2). */
+typedef struct {
+    float *D, *S, *dP;
+    uint32_t *qb, *qp, *dob, *dop, *kt, *vt, *kp, *pp, *dsp, *dsb;
+} bf16_scratch;
+
+static size_t scratch_layout(bf16_scratch *s, float *ws, int T, int HS)
+{
+    const size_t D2 = (size_t)half_words(HS), HP = (size_t)pair_words(HS);
+    const size_t R = per_head(HS) ? (size_t)T + 1 : BT; /* rows of the queries' side, even */
+    size_t off = 0;
+#define TAKE(field, type, n) (s ? (void)(s->field = (type *)(ws + off)) : (void)0), off += up16(n)
+    TAKE(D, float, (size_t)T);
+    TAKE(qb, uint32_t, R * D2);
+    TAKE(dob, uint32_t, R * D2);
+    TAKE(qp, uint32_t, R / 2 * HP);
+    TAKE(dop, uint32_t, R / 2 * HP);
+    TAKE(kt, uint32_t, D2 * BT);
+    TAKE(vt, uint32_t, D2 * BT);
+    TAKE(kp, uint32_t, BT / 2 * HP);
+    TAKE(S, float, (size_t)BT * BT);
+    TAKE(dP, float, (size_t)BT * BT);
+    TAKE(pp, uint32_t, (size_t)BT / 2 * BT);
+    TAKE(dsp, uint32_t, (size_t)BT / 2 * BT);
+    TAKE(dsb, uint32_t, (size_t)BT * BT / 2);
+#undef TAKE
+    return off;
+}
+
+size_t attn_scratch_bf16(int T, int HS) { return scratch_layout(NULL, NULL, T, HS); }
+
+typedef struct {
+    int T, C, C3, HS;
+    int native, q_in_place; /* the queries read where they are (rows_in_place), else from qb */
+    const bf16 *q;          /* this head's queries, */
+    const float *dO;        /* d(output) */
+} bwd_shape;
+
+/* The queries' side packed for rows [r0, r0 + rows) (r0 even), at the start of its buffers. */
+static void pack_queries(const bf16_scratch *s, const bwd_shape *sh, int r0, int rows)
+{
+    const int HS = sh->HS, D2 = half_words(HS), HP = pair_words(HS);
+    const bf16 *q = sh->q + (size_t)r0 * sh->C3;
+    const float *dO = sh->dO + (size_t)r0 * sh->C;
+    if (!sh->q_in_place) attn_tile_rows_bf16(s->qb, D2, q, sh->C3, rows, HS);
+    attn_tile_pairs_bf16(s->qp, HP, q, sh->C3, rows, HS);
+    attn_tile_rows_f32(s->dob, D2, dO, sh->C, rows, HS, sh->native);
+    attn_tile_pairs_f32(s->dop, HP, dO, sh->C, rows, HS, sh->native);
+}
+
+typedef struct {
+    const void *q; /* Q along the rows (words), row stride qs words */
+    ptrdiff_t qs;
+    const uint32_t *qp, *dob, *dop;
+} query_side;
+
+/* Block i's queries' side: packed now (per tile), or where the head's packing put it. */
+static query_side queries_of(const bf16_scratch *s, const bwd_shape *sh, int i)
+{
+    const int HS = sh->HS, D2 = half_words(HS), HP = pair_words(HS), i0 = i * BT;
+    const size_t r = per_head(HS) ? (size_t)i0 : 0;
+    if (!per_head(HS)) pack_queries(s, sh, i0, sh->T - i0 < BT ? sh->T - i0 : BT);
+    query_side qs = {s->qb + r * D2, D2, s->qp + r / 2 * HP, s->dob + r * D2, s->dop + r / 2 * HP};
+    if (sh->q_in_place) qs.q = sh->q + (size_t)i0 * sh->C3, qs.qs = sh->C3 / 2;
+    return qs;
+}
+
+/* Tile (query block i, key block j): dK_j and dV_j accumulate in dqkv from i == j (the diagonal)
+ * on, dQ_i from the first block of keys on. dq: this head's dqkv. */
+static void backward_tile(const bf16_scratch *s, const bwd_shape *sh, float *dq, const float *lse, int i, int j)
+{
+    const int T = sh->T, HS = sh->HS, D2 = half_words(HS), HP = pair_words(HS), native = sh->native;
+    const int i0 = i * BT, nq = T - i0 < BT ? T - i0 : BT, nk = T - j * BT < BT ? T - j * BT : BT, diag = i == j;
+    const float scale = 1.0f / sqrtf((float)HS);
+    const attn_tri upto_n = diag ? TRI_N_UPTO_ROW : TRI_NONE;
+    const query_side qs = queries_of(s, sh, i);
+    attn_tile_gemm_bf16(s->S, BT, 0, qs.q, qs.qs, 1, s->kt, BT, nq, nk, HS, upto_n, native);
+    attn_tile_gemm_bf16(s->dP, BT, 0, qs.dob, D2, 1, s->vt, BT, nq, nk, HS, upto_n, native);
+    attn_tile_probs_grads_pairs(s->S, s->dP, BT, nq, nk, diag, scale, lse + i0, s->D + i0, s->pp, s->dsp, BT, s->dsb,
+                                BT / 2, native);
+    /* dV_j += P^T dO_i, dK_j += dS^T Q_i; dQ_i += dS K_j */
+    const attn_tri from = diag ? TRI_K_FROM_ROW : TRI_NONE;
+    float *dkj = dq + (size_t)j * BT * sh->C3 + HS, *dvj = dkj + HS;
+    attn_tile_gemm_bf16(dvj, sh->C3, !diag, s->pp, 1, BT, qs.dop, HP, nk, HS, nq, from, native);
+    attn_tile_gemm_bf16(dkj, sh->C3, !diag, s->dsp, 1, BT, qs.qp, HP, nk, HS, nq, from, native);
+    attn_tile_gemm_bf16(dq + (size_t)i0 * sh->C3, sh->C3, j > 0, s->dsb, BT / 2, 1, s->kp, HP, nq, HS, nk,
+                        diag ? TRI_K_UPTO_ROW : TRI_NONE, native);
+}
+
+static void backward_head(float *dqkv, float *ws, const float *dout, const bf16 *qkv, const bf16 *out,
+                          const float *lse, const bwd_shape *shape, int NH, int b, int h)
+{
+    bwd_shape head = *shape, *sh = &head;
+    const int T = sh->T, HS = sh->HS, C = sh->C, C3 = sh->C3, nb = (T + BT - 1) / BT;
+    const int D2 = half_words(HS), HP = pair_words(HS);
+    const size_t qo = (size_t)b * T * C3 + (size_t)h * 3 * HS, oo = (size_t)b * T * C + (size_t)h * HS;
+    const bf16 *q = qkv + qo, *k = q + HS, *v = q + 2 * HS, *o = out + oo;
+    const float *dO = dout + oo, *L = lse + ((size_t)b * NH + h) * T;
+    float *dq = dqkv + qo;
+    bf16_scratch s;
+    scratch_layout(&s, ws, T, HS);
+    sh->q = q, sh->dO = dO, sh->q_in_place = rows_in_place(qkv, HS);
+    if (per_head(HS)) pack_queries(&s, sh, 0, T);
+    /* D = rowsum(dO * O) from the rounded dO that dP = dO V^T uses: they cancel where they should */
+    for (int i = 0; i < nb; i++) {
+        const int i0 = i * BT, nq = T - i0 < BT ? T - i0 : BT;
+        attn_tile_rowdot_bf16(s.D + i0, queries_of(&s, sh, i).dob, D2, o + (size_t)i0 * C, C, nq, HS);
+    }
+    for (int j = 0; j < nb; j++) {
+        const int j0 = j * BT, nk = T - j0 < BT ? T - j0 : BT;
+        attn_tile_pairs_t_bf16(s.kt, BT, k + (size_t)j0 * C3, C3, nk, HS);
+        attn_tile_pairs_t_bf16(s.vt, BT, v + (size_t)j0 * C3, C3, nk, HS);
+        attn_tile_pairs_bf16(s.kp, HP, k + (size_t)j0 * C3, C3, nk, HS);
+        for (int i = j; i < nb; i++) backward_tile(&s, sh, dq, L, i, j);
+    }
+}
+
+static void backward_all(float *dqkv, float *scratch, int threads, const float *dout, const bf16 *qkv, const bf16 *out,
+                         const float *lse, int B, int T, int NH, int HS, int native)
+{
+    const size_t per = attn_scratch_bf16(T, HS);
+    const bwd_shape sh = {T, NH * HS, 3 * NH * HS, HS, native, 0, NULL, NULL};
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads > 0 ? threads : 1)
+    for (int bh = 0; bh < B * NH; bh++)
+        backward_head(dqkv, scratch + (size_t)omp_get_thread_num() * per, dout, qkv, out, lse, &sh, NH, bh / NH, bh % NH);
+}
+
+void attention_forward_bf16(bf16 *out, float *lse, const bf16 *qkv, int B, int T, int NH, int HS)
+{
+    forward_all(out, lse, qkv, B, T, NH, HS, bf16_cpu_native());
+}
+
+void attention_backward_bf16(float *dqkv, float *scratch, int threads, const float *dout, const bf16 *qkv,
+                             const bf16 *out, const float *lse, int B, int T, int NH, int HS)
+{
+    backward_all(dqkv, scratch, threads, dout, qkv, out, lse, B, T, NH, HS, bf16_cpu_native());
+}
+
+void attn_bf16_forward_path(bf16 *out, float *lse, const bf16 *qkv, int B, int T, int NH, int HS, int native)
+{
+    forward_all(out, lse, qkv, B, T, NH, HS, native && bf16_cpu_native());
+}
+
+void attn_bf16_backward_path(float *dqkv, float *scratch, int threads, const float *dout, const bf16 *qkv,
+                             const bf16 *out, const float *lse, int B, int T, int NH, int HS, int native)
+{
+    backward_all(dqkv, scratch, threads, dout, qkv, out, lse, B, T, NH, HS, native && bf16_cpu_native());
+}
