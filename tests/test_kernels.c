@@ -11,6 +11,7 @@
 #include "../kernels/gelu.h"
 #include "../kernels/layernorm.h"
 #include "../kernels/matmul.h"
+#include "../kernels/vmath.h"
 #include "check.h"
 
 /* ---------------------------------------------------------------- comparator */
@@ -385,6 +386,115 @@ static void test_grad_norm_and_clip(void)
     CHECK(grad_clip(g, 3, after, 5.0f) == 1.0f, "a norm under the limit was clipped");
 }
 
+/* ---------------------------------------------------------------- bf16 outputs
+ *
+ * Each bf16 kernel is its fp32 kernel with the stored result rounded: compared bit for bit with
+ * bf16_from_float of the fp32 kernel's output (inputs here are normal numbers, where the native
+ * vcvtneps2bf16 and bf16_from_float agree). */
+
+/* out[i] == bf16_from_float(ref[i]) for every i; reports the first element that is not. */
+static int is_rounding(const char *what, const bf16 *out, const float *ref, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (out[i] != bf16_from_float(ref[i])) {
+            printf("    %s: element %zu is 0x%04x (%.9g), the rounding of %.9g is 0x%04x\n", what, i, out[i],
+                   bf16_to_float(out[i]), ref[i], bf16_from_float(ref[i]));
+            return 0;
+        }
+    return 1;
+}
+
+static int bf16_any_nonfinite(const bf16 *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(bf16_to_float(x[i]))) return 1;
+    return 0;
+}
+
+static void test_bf16_vector_narrowing(void)
+{
+#ifdef VMATH_BF16
+    const uint32_t bits[16] = {0x3f808000u /* tie, even: down */, 0x3f818000u /* tie, odd: up */, 0x3f808001u, 0xbf817fffu,
+                               0x7f7fffffu /* FLT_MAX: to inf */, 0x7f800000u, 0xff800000u, 0x7fc00000u, 0xffffffffu,
+                               0x7f800001u /* signalling NaN: quiet */, 0x00000000u, 0x80000000u, 0x00800000u /* FLT_MIN */,
+                               0x3eaaaaabu, 0xc2c80000u, 0x00000001u /* subnormal */};
+    float x[16];
+    memcpy(x, bits, sizeof x);
+    bf16 h[16], hi[16];
+    _mm256_storeu_si256((__m256i *)h, vbf16_narrow512(_mm512_loadu_ps(x)));
+    _mm256_storeu_si256((__m256i *)hi, vbf16_narrow512_int(_mm512_loadu_ps(x)));
+    for (int i = 0; i < 16; i++) {
+        bf16 want = bf16_from_float(x[i]);
+        CHECK(hi[i] == want, "integer narrowing 0x%08x: 0x%04x, expected 0x%04x", bits[i], hi[i], want);
+#ifdef __AVX512BF16__
+        if (i == 15) want = 0; /* vcvtneps2bf16 flushes fp32 subnormals to zero */
+#endif
+        CHECK(h[i] == want, "narrowing 0x%08x: 0x%04x, expected 0x%04x", bits[i], h[i], want);
+    }
+    float back[16];
+    _mm512_storeu_ps(back, vbf16_load512(h, 16));
+    for (int i = 0; i < 16; i++) CHECK(memcmp(&back[i], &(uint32_t){(uint32_t)h[i] << 16}, 4) == 0, "widening lane %d", i);
+    /* a masked tail touches only its lanes */
+    bf16 t[16];
+    for (int i = 0; i < 16; i++) t[i] = 0x1234;
+    vbf16_store512(t, _mm512_set1_ps(1.0f), 5);
+    CHECK(t[4] == 0x3f80 && t[5] == 0x1234, "a 5-lane store wrote 0x%04x 0x%04x", t[4], t[5]);
+#endif
+}
+
+/* adamw_update's documented expression, element by element (the pre-vectorisation loop). */
+static void adamw_scalar(float *p, const float *g, float *m, float *v, size_t n, const adamw_params *hp, int t)
+{
+    const float b1 = hp->beta1, b2 = hp->beta2, gs = hp->grad_scale != 0.0f ? hp->grad_scale : 1.0f;
+    const float c1 = 1.0f / (float)(1.0 - pow((double)b1, t)), c2 = 1.0f / (float)(1.0 - pow((double)b2, t));
+    for (size_t i = 0; i < n; i++) {
+        float gi = g[i] * gs;
+        float mi = b1 * m[i] + (1.0f - b1) * gi;
+        float vi = b2 * v[i] + (1.0f - b2) * gi * gi;
+        m[i] = mi;
+        v[i] = vi;
+        p[i] -= hp->lr * ((mi * c1) / (sqrtf(vi * c2) + hp->eps) + hp->weight_decay * p[i]);
+    }
+}
+
+static void test_adamw_bf16(void)
+{
+    const size_t n = 3 * 4096 + 21; /* several scheduling blocks and a masked tail */
+    float *st_[12];
+    for (int i = 0; i < 12; i++) st_[i] = calloc(n, sizeof(float));
+    float *p1 = st_[0], *m1 = st_[1], *v1 = st_[2], *p2 = st_[3], *m2 = st_[4], *v2 = st_[5], *p3 = st_[6], *m3 = st_[7],
+          *v3 = st_[8], *p4 = st_[9], *g = st_[10];
+    bf16 *pb = calloc(n, sizeof(bf16));
+    unsigned st = 17;
+    rand_fill(p1, n, &st);
+    memcpy(p2, p1, n * sizeof(float)), memcpy(p3, p1, n * sizeof(float)), memcpy(p4, p1, n * sizeof(float));
+    float *m4 = st_[11], *v4 = calloc(n, sizeof(float));
+    adamw_params hp = {1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.5f};
+    for (int t = 1; t <= 5; t++) {
+        rand_fill(g, n, &st);
+        adamw_update(p1, g, m1, v1, n, &hp, t);
+        adamw_update_bf16(p2, pb, g, m2, v2, n, &hp, t);
+        adamw_scalar(p3, g, m3, v3, n, &hp, t);
+        adamw_update_bf16(p4, NULL, g, m4, v4, n, &hp, t);
+    }
+    size_t nb = n * sizeof(float);
+    CHECK(memcmp(p1, p3, nb) == 0 && memcmp(m1, m3, nb) == 0 && memcmp(v1, v3, nb) == 0,
+          "adamw_update is not its scalar expression bit for bit");
+    CHECK(memcmp(p1, p2, nb) == 0 && memcmp(m1, m2, nb) == 0 && memcmp(v1, v2, nb) == 0,
+          "adamw_update_bf16: params, m or v differ from adamw_update's");
+    CHECK(memcmp(p1, p4, nb) == 0 && memcmp(m1, m4, nb) == 0 && memcmp(v1, v4, nb) == 0,
+          "adamw_update_bf16 without a copy differs from adamw_update");
+    CHECK(is_rounding("adamw bf16 copy", pb, p2, n), "the bf16 copy is not the rounding of the updated params");
+    /* NaN: a NaN gradient makes its parameter and its copy NaN, and only those */
+    g[4100] = NAN;
+    adamw_update_bf16(p2, pb, g, m2, v2, n, &hp, 6);
+    CHECK(isnan(p2[4100]) && isnan(bf16_to_float(pb[4100])) && !bf16_any_nonfinite(pb, 4100) &&
+              !bf16_any_nonfinite(pb + 4101, n - 4101),
+          "adamw_update_bf16: a NaN gradient did not propagate to its element alone");
+    for (int i = 0; i < 12; i++) free(st_[i]);
+    free(v4), free(pb);
+}
+
 const test_case tests_kernels[] = {
     {"comparator: rejects a perturbed array", test_comparator_catches_perturbation},
     {"matmul: forward and backward vs reference and finite differences", test_matmul_forward_backward},
@@ -397,5 +507,7 @@ const test_case tests_kernels[] = {
     {"adamw: matches the double-precision reference", test_adamw_matches_reference},
     {"adamw: constant gradient matches the closed form", test_adamw_closed_form},
     {"grad norm and clipping", test_grad_norm_and_clip},
+    {"bf16: vector narrowing rounds as bf16_from_float (ties, NaN, infinities), widening exact", test_bf16_vector_narrowing},
+    {"adamw: vectorised = scalar expression; bf16 variant bit-identical, its copy the rounding, NaN", test_adamw_bf16},
     {NULL, NULL},
 };
