@@ -442,6 +442,59 @@ static void test_bf16_vector_narrowing(void)
 #endif
 }
 
+/* The statistics as layernorm.h defines them: float sums from c = 0 upwards. */
+static void ln_stats_scalar(float *mean, float *rstd, const float *x, int C)
+{
+    float m = 0.0f, v = 0.0f;
+    for (int c = 0; c < C; c++) m += x[c];
+    m /= (float)C;
+    for (int c = 0; c < C; c++) v += (x[c] - m) * (x[c] - m);
+    v /= (float)C;
+    *mean = m;
+    *rstd = 1.0f / sqrtf(v + LAYERNORM_EPS);
+}
+
+static void test_layernorm_bf16(void)
+{
+    /* rows past a group of 16 and columns past a vector of 16, both ways */
+    const int shapes[][2] = {{37, 33}, {16, 64}, {5, 512}, {35, 771}};
+    for (int k = 0; k < 4; k++) {
+        const int N = shapes[k][0], C = shapes[k][1];
+        size_t n = (size_t)N * C;
+        unsigned st = 21u + (unsigned)k;
+        float *x = malloc(n * sizeof(float)), *out = malloc(n * sizeof(float)), *w = malloc(C * sizeof(float)),
+              *b = malloc(C * sizeof(float)), *mean = malloc(N * sizeof(float)), *rstd = malloc(N * sizeof(float)),
+              *mean2 = malloc(N * sizeof(float)), *rstd2 = malloc(N * sizeof(float));
+        bf16 *outb = malloc(n * sizeof(bf16));
+        rand_fill(x, n, &st);
+        for (size_t i = 0; i < n; i++) x[i] = 3.0f * x[i] + 0.5f;
+        rand_fill(w, (size_t)C, &st);
+        rand_fill(b, (size_t)C, &st);
+        layernorm_forward(out, mean, rstd, x, w, b, N, C);
+        int exact = 1;
+        for (int i = 0; i < N && exact; i++) {
+            float m, s;
+            ln_stats_scalar(&m, &s, x + (size_t)i * C, C);
+            exact = m == mean[i] && s == rstd[i];
+            for (int c = 0; c < C && exact; c++)
+                exact = out[(size_t)i * C + c] == (x[(size_t)i * C + c] - m) * s * w[c] + b[c];
+            CHECK(exact, "N=%d C=%d row %d: not the scalar definition's bits (mean %.9g vs %.9g, rstd %.9g vs %.9g)", N, C, i,
+                  mean[i], m, rstd[i], s);
+        }
+        layernorm_forward_bf16(outb, mean2, rstd2, x, w, b, N, C);
+        CHECK(memcmp(mean, mean2, N * sizeof(float)) == 0 && memcmp(rstd, rstd2, N * sizeof(float)) == 0,
+              "N=%d C=%d: bf16 mean/rstd differ from layernorm_forward's", N, C);
+        CHECK(is_rounding("layernorm_forward_bf16", outb, out, n), "N=%d C=%d: not the rounding of layernorm_forward", N, C);
+        /* NaN in row 1 (inside the first group of 16): that row's output NaN, the others finite */
+        x[(size_t)C + 3] = NAN;
+        layernorm_forward_bf16(outb, mean2, rstd2, x, w, b, N, C);
+        CHECK(isnan(mean2[1]) && bf16_any_nonfinite(outb + C, (size_t)C) && !bf16_any_nonfinite(outb, (size_t)C) &&
+                  !bf16_any_nonfinite(outb + 2 * (size_t)C, n - 2 * (size_t)C),
+              "N=%d C=%d: a NaN in row 1 must make row 1 NaN and only it", N, C);
+        free(x), free(out), free(w), free(b), free(mean), free(rstd), free(mean2), free(rstd2), free(outb);
+    }
+}
+
 /* adamw_update's documented expression, element by element (the pre-vectorisation loop). */
 static void adamw_scalar(float *p, const float *g, float *m, float *v, size_t n, const adamw_params *hp, int t)
 {
@@ -508,6 +561,7 @@ const test_case tests_kernels[] = {
     {"adamw: constant gradient matches the closed form", test_adamw_closed_form},
     {"grad norm and clipping", test_grad_norm_and_clip},
     {"bf16: vector narrowing rounds as bf16_from_float (ties, NaN, infinities), widening exact", test_bf16_vector_narrowing},
+    {"layernorm: the scalar sums' bits, bf16 output the rounding with identical mean/rstd, NaN", test_layernorm_bf16},
     {"adamw: vectorised = scalar expression; bf16 variant bit-identical, its copy the rounding, NaN", test_adamw_bf16},
     {NULL, NULL},
 };
