@@ -39,6 +39,30 @@ void gelu_forward(float *out, const float *inp, size_t n)
 #endif
 }
 
+void gelu_forward_bf16(bf16 *out, const float *inp, size_t n)
+{
+#if defined(__AVX512F__) && defined(VMATH_BF16)
+    long nv = (long)((n + LANES - 1) / LANES);
+#pragma omp parallel for schedule(static)
+    for (long v = 0; v < nv; v++) {
+        size_t i = (size_t)v * LANES;
+        __m512 x = _mm512_maskz_loadu_ps(vmask_tail((long)(n - i)), inp + i), e;
+        vbf16_store512(out + i, _mm512_mul_ps(x, cdf512(x, &e)), (long)(n - i));
+    }
+#else
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) {
+        float x = inp[i];
+#ifdef __AVX512F__
+        __m512 vx = _mm512_set1_ps(x), e;
+        out[i] = bf16_from_float(_mm512_cvtss_f32(_mm512_mul_ps(vx, cdf512(vx, &e))));
+#else
+        out[i] = bf16_from_float(0.5f * x * (1.0f + erff(x * INV_SQRT2)));
+#endif
+    }
+#endif
+}
+
 void gelu_backward(float *dinp, const float *inp, const float *dout, size_t n)
 {
 #ifdef __AVX512F__

@@ -495,6 +495,24 @@ static void test_layernorm_bf16(void)
     }
 }
 
+static void test_gelu_bf16(void)
+{
+    enum { N = 1007 }; /* a masked tail */
+    float x[N], out[N];
+    bf16 outb[N];
+    unsigned st = 31;
+    rand_fill(x, N, &st);
+    for (int i = 0; i < N; i++) x[i] *= 6.0f;
+    x[0] = 0.0f, x[1] = -10.0f, x[2] = 10.0f, x[3] = 1e-20f;
+    gelu_forward(out, x, N);
+    gelu_forward_bf16(outb, x, N);
+    CHECK(is_rounding("gelu_forward_bf16", outb, out, N), "gelu_forward_bf16 is not the rounding of gelu_forward");
+    x[500] = NAN;
+    gelu_forward_bf16(outb, x, N);
+    CHECK(isnan(bf16_to_float(outb[500])) && !bf16_any_nonfinite(outb, 500) && !bf16_any_nonfinite(outb + 501, N - 501),
+          "gelu_forward_bf16: NaN did not propagate to its element alone");
+}
+
 /* adamw_update's documented expression, element by element (the pre-vectorisation loop). */
 static void adamw_scalar(float *p, const float *g, float *m, float *v, size_t n, const adamw_params *hp, int t)
 {
@@ -562,6 +580,7 @@ const test_case tests_kernels[] = {
     {"grad norm and clipping", test_grad_norm_and_clip},
     {"bf16: vector narrowing rounds as bf16_from_float (ties, NaN, infinities), widening exact", test_bf16_vector_narrowing},
     {"layernorm: the scalar sums' bits, bf16 output the rounding with identical mean/rstd, NaN", test_layernorm_bf16},
+    {"gelu: bf16 output the rounding of gelu_forward, NaN", test_gelu_bf16},
     {"adamw: vectorised = scalar expression; bf16 variant bit-identical, its copy the rounding, NaN", test_adamw_bf16},
     {NULL, NULL},
 };
