@@ -45,6 +45,28 @@ static void row_grad(float *y, const float *x, float g, float l, int V)
 #endif
 }
 
+/* y[j] = bf16(g * exp(x[j] - l) - (j == t ? g : 0)): row_grad and the target's subtraction in
+ * fp32, exactly as crossentropy_backward computes them, then rounded. */
+static void row_grad_bf16(bf16 *y, const float *x, float g, float l, int t, int V)
+{
+#if defined(__AVX512F__) && defined(VMATH_BF16)
+    __m512 vg = _mm512_set1_ps(g), vl = _mm512_set1_ps(l);
+    for (int j = 0; j < V; j += 16) {
+        __mmask16 k = vmask_tail(V - j);
+        __m512 d = _mm512_mul_ps(vg, vexp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + j), vl)));
+        if (t >= j && t < j + 16) d = _mm512_mask_sub_ps(d, (__mmask16)(1u << (t - j)), d, vg);
+        vbf16_store512(y + j, d, V - j);
+    }
+#else
+    for (int j = 0; j < V; j++) {
+        float d;
+        row_grad(&d, x + j, g, l, 1);
+        if (j == t) d -= g;
+        y[j] = bf16_from_float(d);
+    }
+#endif
+}
+
 static int targets_ok(const int *targets, int N, int V)
 {
     for (int i = 0; i < N; i++)
@@ -88,6 +110,33 @@ int crossentropy_backward_inplace(float *logits, const float *dlosses, const flo
         float *x = logits + (size_t)i * V;
         row_grad(x, x, dlosses[i], lse[i], V);
         x[targets[i]] -= dlosses[i];
+    }
+    return KERNEL_OK;
+}
+
+int crossentropy_backward_bf16(bf16 *dlogits, const float *dlosses, const float *logits, const float *lse,
+                               const int *targets, int N, int V)
+{
+    if (!targets_ok(targets, N, V)) return KERNEL_EINDEX;
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < N; i++)
+        row_grad_bf16(dlogits + (size_t)i * V, logits + (size_t)i * V, dlosses[i], lse[i], targets[i], V);
+    return KERNEL_OK;
+}
+
+/* Each row's log-sum-exp, loss and gradient while the row is in cache: the logits are read from
+ * memory once instead of twice (forward, then backward). */
+int crossentropy_fused_bf16(float *losses, float *lse, bf16 *dlogits, const float *logits, const float *dlosses,
+                            const int *targets, int N, int V)
+{
+    if (!targets_ok(targets, N, V)) return KERNEL_EINDEX;
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < N; i++) {
+        const float *x = logits + (size_t)i * V;
+        float l = row_lse(x, V);
+        lse[i] = l;
+        losses[i] = l - x[targets[i]];
+        row_grad_bf16(dlogits + (size_t)i * V, x, dlosses[i], l, targets[i], V);
     }
     return KERNEL_OK;
 }

@@ -513,6 +513,43 @@ static void test_gelu_bf16(void)
           "gelu_forward_bf16: NaN did not propagate to its element alone");
 }
 
+static void test_crossentropy_bf16(void)
+{
+    enum { N = 6, V = 77 }; /* 77: four vector steps and a masked tail of 13 */
+    unsigned st = 13;
+    float logits[N * V], keep[N * V], losses[N], lse[N], losses2[N], lse2[N], dl[N], dref[N * V];
+    bf16 db[N * V], db2[N * V], before[N * V];
+    int targets[N] = {0, 76, 64, 5, 70, 33};
+    rand_fill(logits, N * V, &st);
+    for (int i = 0; i < N * V; i++) logits[i] *= 8.0f;
+    rand_fill(dl, N, &st);
+    memcpy(keep, logits, sizeof keep);
+    CHECK(crossentropy_forward(losses, lse, logits, targets, N, V) == KERNEL_OK, "forward refused valid targets");
+    CHECK(crossentropy_backward(dref, dl, logits, lse, targets, N, V) == KERNEL_OK, "backward refused valid targets");
+    CHECK(crossentropy_backward_bf16(db, dl, logits, lse, targets, N, V) == KERNEL_OK, "backward_bf16 refused valid targets");
+    CHECK(is_rounding("crossentropy_backward_bf16", db, dref, N * V), "not the rounding of crossentropy_backward");
+    CHECK(memcmp(logits, keep, sizeof keep) == 0, "backward_bf16 changed the logits");
+    CHECK(crossentropy_fused_bf16(losses2, lse2, db2, logits, dl, targets, N, V) == KERNEL_OK, "fused refused valid targets");
+    CHECK(memcmp(losses, losses2, sizeof losses) == 0 && memcmp(lse, lse2, sizeof lse) == 0,
+          "fused: losses or lse differ from crossentropy_forward's");
+    CHECK(memcmp(db, db2, sizeof db) == 0, "fused: dlogits differ from crossentropy_backward_bf16's");
+    CHECK(memcmp(logits, keep, sizeof keep) == 0, "fused changed the logits");
+    /* a bad target: KERNEL_EINDEX and nothing written */
+    int bad[N] = {0, 1, V, 2, 3, 4};
+    for (int i = 0; i < N * V; i++) before[i] = db[i] = (bf16)(0x1234 + i);
+    memcpy(losses2, losses, sizeof losses), memcpy(lse2, lse, sizeof lse);
+    CHECK(crossentropy_backward_bf16(db, dl, logits, lse, bad, N, V) == KERNEL_EINDEX, "backward_bf16: a target of V accepted");
+    bad[2] = -1;
+    CHECK(crossentropy_fused_bf16(losses2, lse2, db, logits, dl, bad, N, V) == KERNEL_EINDEX, "fused: a target of -1 accepted");
+    CHECK(memcmp(db, before, sizeof db) == 0 && memcmp(losses2, losses, sizeof losses) == 0 && memcmp(lse2, lse, sizeof lse) == 0,
+          "a refused call wrote its outputs");
+    /* NaN in row 1: its loss and gradient NaN, row 0 finite */
+    logits[V + 40] = NAN;
+    CHECK(crossentropy_fused_bf16(losses2, lse2, db2, logits, dl, targets, N, V) == KERNEL_OK && isnan(losses2[1]) &&
+              isfinite(losses2[0]) && bf16_any_nonfinite(db2 + V, V) && !bf16_any_nonfinite(db2, V),
+          "fused: a NaN logit did not propagate to its row alone");
+}
+
 /* adamw_update's documented expression, element by element (the pre-vectorisation loop). */
 static void adamw_scalar(float *p, const float *g, float *m, float *v, size_t n, const adamw_params *hp, int t)
 {
@@ -581,6 +618,7 @@ const test_case tests_kernels[] = {
     {"bf16: vector narrowing rounds as bf16_from_float (ties, NaN, infinities), widening exact", test_bf16_vector_narrowing},
     {"layernorm: the scalar sums' bits, bf16 output the rounding with identical mean/rstd, NaN", test_layernorm_bf16},
     {"gelu: bf16 output the rounding of gelu_forward, NaN", test_gelu_bf16},
+    {"cross-entropy: bf16 gradient the rounding of backward, fused = forward + backward, bad targets, NaN", test_crossentropy_bf16},
     {"adamw: vectorised = scalar expression; bf16 variant bit-identical, its copy the rounding, NaN", test_adamw_bf16},
     {NULL, NULL},
 };
