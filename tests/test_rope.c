@@ -1,11 +1,13 @@
 /* Rotary embedding: the three variants agree, backward against finite differences, and the
- * properties (norm kept, position 0 and rotary_pct 0 identity, q.k depends on m - n only);; the
- * bf16 variants against the fp32 ones. */
+ * properties (norm kept, position 0 and rotary_pct 0 identity, q.k depends on m - n only); the
+ * bf16 variants against the fp32 ones, and `costbench rope --dtype bf16`. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "../common/csvio.h"
 #include "../kernels/rope.h"
 #include "check.h"
 
@@ -457,6 +459,41 @@ static void test_rope_bytes_model_dtype(void)
     CHECK(f == 2.0 * (2 * 32 * 2 * 32 + 4 * 32), "bf16 fused bytes per token %.0f", f);
 }
 
+/* costbench rope --dtype bf16 on a tiny shape: every row says bf16, the bytes follow the dtype;
+ * a dtype it does not know is a usage error. */
+static void test_rope_bf16_cli(void)
+{
+    static char out[65536], err[16384];
+    char *dir = test_tmpdir();
+    if (!dir) return;
+    char csv[4200];
+    snprintf(csv, sizeof csv, "%s/rope.csv", dir);
+    const char *args[] = {"rope", "--dtype", "bf16", "--model", "pythia-14m", "--tokens", "256", "--seq", "128", "--min-time",
+                          "0.01", "--min-samples", "2", "--copy-gbps", "10", "--cache", "warm", "--csv", csv, NULL};
+    int rc = cli_run(args, out, sizeof out, err, sizeof err);
+    CHECK(rc == 0, "rope --dtype bf16: exit %d: %s", rc, err);
+    table t;
+    if (rc == 0 && table_load(&t, csv) == 0) {
+        int cd = table_col(&t, "dtype", 1), cv = table_col(&t, "variant", 1), cb = table_col(&t, "bytes_per_token", 1);
+        CHECK(t.nrows == 6, "rows %d, expected 6", t.nrows);
+        for (int i = 0; cd >= 0 && cv >= 0 && cb >= 0 && i < t.nrows; i++) {
+            CHECK(strcmp(table_cell(&t, i, cd), "bf16") == 0, "row %d: dtype '%s'", i, table_cell(&t, i, cd));
+            /* pythia-14m: 4 heads, r 8: fused 2 x (2 bytes x 4 x 2r + 4 bytes x r) = 320 */
+            if (strcmp(table_cell(&t, i, cv), "fused") == 0)
+                CHECK(strtod(table_cell(&t, i, cb), NULL) == 320.0, "fused bytes_per_token %s, expected 320", table_cell(&t, i, cb));
+        }
+        table_free(&t);
+    } else {
+        CHECK(0, "rope --dtype bf16 wrote no readable CSV");
+    }
+    CHECK(strstr(out, "bf16") && strstr(out, "agree"), "the table does not say bf16 and that the variants agree: %s", out);
+    const char *bad[] = {"rope", "--dtype", "fp16", NULL};
+    rc = cli_run(bad, out, sizeof out, err, sizeof err);
+    CHECK(rc == 2 && strstr(err, "flag '--dtype': expected fp32 or bf16, got 'fp16'"), "--dtype fp16: exit %d: %s", rc, err);
+    unlink(csv);
+    rmdir(dir);
+}
+
 const test_case tests_rope[] = {
     {"rope: rotary dims from rotary_pct", test_rope_rotary_dims},
     {"rope: three variants vs definition and finite differences, pythia-6.9b head", test_rope_variants_pythia69b},
@@ -467,5 +504,6 @@ const test_case tests_rope[] = {
     {"rope bf16: fused and zero_freq = fp32 kernels rounded, all three vs definition and each other, backward", test_rope_bf16_variants},
     {"rope bf16: NaN propagates through every variant, forward and backward", test_rope_bf16_nan},
     {"rope bf16: bytes model follows the element size", test_rope_bytes_model_dtype},
+    {"rope bf16: costbench rope --dtype bf16 on a tiny shape, a bad --dtype", test_rope_bf16_cli},
     {NULL, NULL},
 };
