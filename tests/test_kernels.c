@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/mem.h"
 #include "../kernels/adamw.h"
 #include "../kernels/attention.h"
 #include "../kernels/crossentropy.h"
@@ -565,18 +566,18 @@ static void adamw_scalar(float *p, const float *g, float *m, float *v, size_t n,
     }
 }
 
-static void test_adamw_bf16(void)
+/* Five steps of adamw_update, adamw_update_bf16 with and without a copy and adamw_scalar from
+ * the same state: all bit-identical, the copy the rounding; then a NaN gradient. */
+static void check_adamw_bf16(size_t n)
 {
-    const size_t n = 3 * 4096 + 21; /* several scheduling blocks and a masked tail */
-    float *st_[12];
-    for (int i = 0; i < 12; i++) st_[i] = calloc(n, sizeof(float));
+    float *st_[13];
+    for (int i = 0; i < 13; i++) st_[i] = calloc(n, sizeof(float));
     float *p1 = st_[0], *m1 = st_[1], *v1 = st_[2], *p2 = st_[3], *m2 = st_[4], *v2 = st_[5], *p3 = st_[6], *m3 = st_[7],
-          *v3 = st_[8], *p4 = st_[9], *g = st_[10];
-    bf16 *pb = calloc(n, sizeof(bf16));
+          *v3 = st_[8], *p4 = st_[9], *m4 = st_[10], *v4 = st_[11], *g = st_[12];
+    bf16 *pb = mem_calloc(n, sizeof(bf16), "bf16 copy"); /* 64-byte aligned: the streamed stores need 32 */
     unsigned st = 17;
     rand_fill(p1, n, &st);
     memcpy(p2, p1, n * sizeof(float)), memcpy(p3, p1, n * sizeof(float)), memcpy(p4, p1, n * sizeof(float));
-    float *m4 = st_[11], *v4 = calloc(n, sizeof(float));
     adamw_params hp = {1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.5f};
     for (int t = 1; t <= 5; t++) {
         rand_fill(g, n, &st);
@@ -587,20 +588,26 @@ static void test_adamw_bf16(void)
     }
     size_t nb = n * sizeof(float);
     CHECK(memcmp(p1, p3, nb) == 0 && memcmp(m1, m3, nb) == 0 && memcmp(v1, v3, nb) == 0,
-          "adamw_update is not its scalar expression bit for bit");
+          "n=%zu: adamw_update is not its scalar expression bit for bit", n);
     CHECK(memcmp(p1, p2, nb) == 0 && memcmp(m1, m2, nb) == 0 && memcmp(v1, v2, nb) == 0,
-          "adamw_update_bf16: params, m or v differ from adamw_update's");
+          "n=%zu: adamw_update_bf16: params, m or v differ from adamw_update's", n);
     CHECK(memcmp(p1, p4, nb) == 0 && memcmp(m1, m4, nb) == 0 && memcmp(v1, v4, nb) == 0,
-          "adamw_update_bf16 without a copy differs from adamw_update");
-    CHECK(is_rounding("adamw bf16 copy", pb, p2, n), "the bf16 copy is not the rounding of the updated params");
+          "n=%zu: adamw_update_bf16 without a copy differs from adamw_update", n);
+    CHECK(is_rounding("adamw bf16 copy", pb, p2, n), "n=%zu: the bf16 copy is not the rounding of the updated params", n);
     /* NaN: a NaN gradient makes its parameter and its copy NaN, and only those */
     g[4100] = NAN;
     adamw_update_bf16(p2, pb, g, m2, v2, n, &hp, 6);
     CHECK(isnan(p2[4100]) && isnan(bf16_to_float(pb[4100])) && !bf16_any_nonfinite(pb, 4100) &&
               !bf16_any_nonfinite(pb + 4101, n - 4101),
-          "adamw_update_bf16: a NaN gradient did not propagate to its element alone");
-    for (int i = 0; i < 12; i++) free(st_[i]);
-    free(v4), free(pb);
+          "n=%zu: adamw_update_bf16: a NaN gradient did not propagate to its element alone", n);
+    for (int i = 0; i < 13; i++) free(st_[i]);
+    free(pb);
+}
+
+static void test_adamw_bf16(void)
+{
+    check_adamw_bf16(3 * 4096 + 21);      /* several scheduling blocks and a masked tail */
+    check_adamw_bf16(((size_t)1 << 20) + 37); /* large enough for the streamed copy */
 }
 
 const test_case tests_kernels[] = {
