@@ -83,6 +83,8 @@ static void stats_group(float *mean, float *rstd, const float *x, int C)
     __m512 r[16], m = _mm512_setzero_ps(), v = _mm512_setzero_ps();
     int full = C - C % 16;
     for (int c0 = 0; c0 < full; c0 += 16) {
+        /* the first pass reads from memory: 16 streams, prefetched 8 lines ahead each */
+        for (int i = 0; i < 16; i++) _mm_prefetch((const char *)(x + (size_t)i * C + c0 + 128), _MM_HINT_T0);
         load_columns(r, x, C, c0);
         for (int j = 0; j < 16; j++) m = _mm512_add_ps(m, r[j]);
     }

@@ -551,6 +551,35 @@ static void test_crossentropy_bf16(void)
           "fused: a NaN logit did not propagate to its row alone");
 }
 
+/* A gradient large enough for the streamed stores (rows of V = 2^20 + 53: aligned and unaligned
+ * row starts, a masked tail). */
+static void test_crossentropy_bf16_large(void)
+{
+    const int N = 4, V = (1 << 20) + 53;
+    size_t n = (size_t)N * V;
+    float *logits = mem_alloc(n, sizeof(float), "logits"), *dref = mem_alloc(n, sizeof(float), "dlogits");
+    bf16 *db = mem_alloc(n, sizeof(bf16), "bf16 dlogits"), *db2 = mem_alloc(n, sizeof(bf16), "bf16 dlogits");
+    float losses[4], lse[4], losses2[4], lse2[4], dl[4] = {0.25f, -0.5f, 1.0f, 0.125f};
+    int targets[4] = {0, V - 1, V - 40, 12345};
+    unsigned st = 29;
+    if (!logits || !dref || !db || !db2) {
+        CHECK(0, "out of memory");
+    } else {
+        rand_fill(logits, n, &st);
+        for (size_t i = 0; i < n; i++) logits[i] *= 6.0f;
+        crossentropy_forward(losses, lse, logits, targets, N, V);
+        crossentropy_backward(dref, dl, logits, lse, targets, N, V);
+        CHECK(crossentropy_backward_bf16(db, dl, logits, lse, targets, N, V) == KERNEL_OK &&
+                  is_rounding("crossentropy_backward_bf16, streamed", db, dref, n),
+              "large V: not the rounding of crossentropy_backward");
+        CHECK(crossentropy_fused_bf16(losses2, lse2, db2, logits, dl, targets, N, V) == KERNEL_OK &&
+                  memcmp(db, db2, n * sizeof(bf16)) == 0 && memcmp(losses, losses2, sizeof losses) == 0 &&
+                  memcmp(lse, lse2, sizeof lse) == 0,
+              "large V: fused differs from forward + backward_bf16");
+    }
+    free(logits), free(dref), free(db), free(db2);
+}
+
 /* adamw_update's documented expression, element by element (the pre-vectorisation loop). */
 static void adamw_scalar(float *p, const float *g, float *m, float *v, size_t n, const adamw_params *hp, int t)
 {
@@ -626,6 +655,7 @@ const test_case tests_kernels[] = {
     {"layernorm: the scalar sums' bits, bf16 output the rounding with identical mean/rstd, NaN", test_layernorm_bf16},
     {"gelu: bf16 output the rounding of gelu_forward, NaN", test_gelu_bf16},
     {"cross-entropy: bf16 gradient the rounding of backward, fused = forward + backward, bad targets, NaN", test_crossentropy_bf16},
+    {"cross-entropy: bf16 gradient and fused at V = 2^20 + 53 (streamed stores)", test_crossentropy_bf16_large},
     {"adamw: vectorised = scalar expression; bf16 variant bit-identical, its copy the rounding, NaN", test_adamw_bf16},
     {NULL, NULL},
 };
