@@ -5,13 +5,25 @@
 
 #include <stddef.h>
 
+#include "bf16.h"
+
 typedef struct {
     float lr, beta1, beta2, eps, weight_decay;
     float grad_scale; /* gradients are multiplied by this first (clipping); 0 means 1 */
 } adamw_params;
 
-/* m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;  p -= lr * (m/(1-b1^t) / (sqrt(v/(1-b2^t)) + eps) + wd p) */
+/* m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;  p -= lr * (m/(1-b1^t) / (sqrt(v/(1-b2^t)) + eps) + wd p)
+ * in single precision, each element exactly as the scalar expression
+ *   g = grad * gs;  m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g g;
+ *   p -= lr * ((m c1) / (sqrtf(v c2) + eps) + wd p),  c1 = 1 / (1 - b1^t), c2 = 1 / (1 - b2^t)
+ * evaluated left to right without fused multiply-adds (vectorised, the same bits). */
 void adamw_update(float *params, const float *grads, float *m, float *v, size_t n, const adamw_params *hp, int t);
+/* The same update (params, m and v bit-identical to adamw_update's) that also writes the bf16
+ * copy of the updated params (bf16_from_float of each, bit for bit) in the same pass: the
+ * mixed-precision step's fp32 master weights and the bf16 weights its matmuls read.
+ * params_bf16 (n) may be NULL: then exactly adamw_update. */
+void adamw_update_bf16(float *params, bf16 *params_bf16, const float *grads, float *m, float *v, size_t n,
+                       const adamw_params *hp, int t);
 void adamw_update_ref(double *params, const double *grads, double *m, double *v, size_t n, const adamw_params *hp,
                       int t);
 /* Sum of squares accumulated in double (combine buffers, then sqrt for the global norm). */

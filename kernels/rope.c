@@ -3,6 +3,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "vmath.h"
+
 int rope_rotary_dims(int HS, double rotary_pct)
 {
     int r = (int)(HS * rotary_pct);
@@ -231,7 +233,6 @@ void rope_backward_zero_freq(float *dqkv, const float *dq_out, const float *dk_o
  * mask, so that any h (12 for NeoX-20B, 16 for Pythia-6.9B) is one or two vector steps;
  * sign = -1 applies the inverse rotation (backward). */
 #ifdef __AVX512F__
-#include "vmath.h"
 static inline void rot_pairs(float *x, const float *c, const float *sn, int h, float sign)
 {
     const __m512 sg = _mm512_set1_ps(sign);
@@ -280,15 +281,254 @@ void rope_backward_fused(float *dqkv, const rope_shape *s, const rope_tables *tb
     rope_fused_inplace(dqkv, s, tb, -1.0f);
 }
 
-/* Bytes model (floats read + written, x4), per token, for q and k together (x2):
+/* ---------------------------------------------------------------- bf16 variants
+ *
+ * q, k (and their gradients) in bf16, tables in fp32, arithmetic in fp32, every result rounded
+ * to bf16 where the variant stores it: the reference after each op (as PyTorch runs each op of a
+ * bf16 tensor), zero_freq and fused once per output. Span helpers, 16 lanes a step. */
+
+#if defined(__AVX512F__) && defined(VMATH_BF16)
+/* o = bf16(a * t) */
+static void span_mul_bf16(bf16 *o, const bf16 *a, const float *t, int n)
+{
+    for (int i = 0; i < n; i += 16)
+        vbf16_store512(o + i, _mm512_mul_ps(vbf16_load512(a + i, n - i), _mm512_maskz_loadu_ps(vmask_tail(n - i), t + i)),
+                       n - i);
+}
+
+/* o = bf16(a + b) */
+static void span_add_bf16(bf16 *o, const bf16 *a, const bf16 *b, long n)
+{
+    for (long i = 0; i < n; i += 16)
+        vbf16_store512(o + i, _mm512_add_ps(vbf16_load512(a + i, n - i), vbf16_load512(b + i, n - i)), n - i);
+}
+
+/* o = bf16(x C -/+ y S): zero_freq's expression in its scalar order (two products, then the sum
+ * or difference; no fused multiply-add), so that it is the fp32 zero_freq's value, rounded. */
+static void span_rot_bf16(bf16 *restrict o, const bf16 *x, const bf16 *y, const float *C, const float *S, int n, int sub)
+{
+    for (int i = 0; i < n; i += 16) {
+        __mmask16 k = vmask_tail(n - i);
+        __m512 a = _mm512_mul_ps(vbf16_load512(x + i, n - i), _mm512_maskz_loadu_ps(k, C + i));
+        __m512 b = _mm512_mul_ps(vbf16_load512(y + i, n - i), _mm512_maskz_loadu_ps(k, S + i));
+        vbf16_store512(o + i, sub ? _mm512_sub_ps(a, b) : _mm512_add_ps(a, b), n - i);
+    }
+}
+
+/* rot_pairs on bf16 pairs: the fp32 kernel's arithmetic on the widened values, rounded. */
+static inline void rot_pairs_bf16(bf16 *x, const float *c, const float *sn, int h, float sign)
+{
+    const __m512 sg = _mm512_set1_ps(sign);
+    for (int i = 0; i < h; i += 16) {
+        __mmask16 k = vmask_tail(h - i);
+        __m512 a = vbf16_load512(x + i, h - i), b = vbf16_load512(x + h + i, h - i);
+        __m512 cc = _mm512_maskz_loadu_ps(k, c + i), ss = _mm512_mul_ps(sg, _mm512_maskz_loadu_ps(k, sn + i));
+        vbf16_store512(x + i, _mm512_fnmadd_ps(b, ss, _mm512_mul_ps(a, cc)), h - i);
+        vbf16_store512(x + h + i, _mm512_fmadd_ps(a, ss, _mm512_mul_ps(b, cc)), h - i);
+    }
+}
+#else
+static void span_mul_bf16(bf16 *o, const bf16 *a, const float *t, int n)
+{
+    for (int i = 0; i < n; i++) o[i] = bf16_from_float(bf16_to_float(a[i]) * t[i]);
+}
+
+static void span_add_bf16(bf16 *o, const bf16 *a, const bf16 *b, long n)
+{
+    for (long i = 0; i < n; i++) o[i] = bf16_from_float(bf16_to_float(a[i]) + bf16_to_float(b[i]));
+}
+
+static void span_rot_bf16(bf16 *restrict o, const bf16 *x, const bf16 *y, const float *C, const float *S, int n, int sub)
+{
+    for (int i = 0; i < n; i++) {
+        float a = bf16_to_float(x[i]) * C[i], b = bf16_to_float(y[i]) * S[i];
+        o[i] = bf16_from_float(sub ? a - b : a + b);
+    }
+}
+
+static inline void rot_pairs_bf16(bf16 *x, const float *c, const float *sn, int h, float sign)
+{
+    for (int i = 0; i < h; i++) {
+        float a = bf16_to_float(x[i]), b = bf16_to_float(x[h + i]), sv = sign * sn[i];
+        x[i] = bf16_from_float(a * c[i] - b * sv);
+        x[h + i] = bf16_from_float(b * c[i] + a * sv);
+    }
+}
+#endif
+
+/* -x, exactly: the sign bit flipped (NaN stays NaN). */
+static void span_neg_bf16(bf16 *o, const bf16 *a, int n)
+{
+    for (int i = 0; i < n; i++) o[i] = (bf16)(a[i] ^ 0x8000u);
+}
+
+/* The reference's ops on bf16 tensors; the same passes as ref_forward_one. */
+static void ref_forward_one_bf16(bf16 *out, const bf16 *qkv, const rope_shape *s, const rope_tables *tb,
+                                 bf16 *scratch, int which)
+{
+    const long rows = (long)ROWS(s);
+    const int r = s->r, h = r / 2, HS = s->HS, T = s->T;
+    bf16 *neg = scratch, *half = neg + ROWS(s) * h, *a = half + ROWS(s) * r, *bb = a + ROWS(s) * r,
+         *emb = bb + ROWS(s) * r;
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < rows; i++) span_neg_bf16(neg + (size_t)i * h, qkv + src_off(s, (size_t)i, which) + h, h);
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < rows; i++) {
+        memcpy(half + (size_t)i * r, neg + (size_t)i * h, (size_t)h * sizeof(bf16));
+        memcpy(half + (size_t)i * r + h, qkv + src_off(s, (size_t)i, which), (size_t)h * sizeof(bf16));
+    }
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < rows; i++)
+        span_mul_bf16(a + (size_t)i * r, qkv + src_off(s, (size_t)i, which), tb->cos_r + (size_t)(i % T) * r, r);
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < rows; i++) span_mul_bf16(bb + (size_t)i * r, half + (size_t)i * r, tb->sin_r + (size_t)(i % T) * r, r);
+    const long chunk = 4096;
+#pragma omp parallel for schedule(static)
+    for (long c0 = 0; c0 < rows * r; c0 += chunk) {
+        long n = rows * r - c0 < chunk ? rows * r - c0 : chunk;
+        span_add_bf16(emb + c0, a + c0, bb + c0, n);
+    }
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < rows; i++) {
+        const bf16 *x = qkv + src_off(s, (size_t)i, which);
+        bf16 *o = out + (size_t)i * HS;
+        memcpy(o, emb + (size_t)i * r, (size_t)r * sizeof(bf16));
+        memcpy(o + r, x + r, (size_t)(HS - r) * sizeof(bf16));
+    }
+}
+
+void rope_forward_ref_bf16(bf16 *q_out, bf16 *k_out, const bf16 *qkv, const rope_shape *s, const rope_tables *tb,
+                           bf16 *scratch)
+{
+    ref_forward_one_bf16(q_out, qkv, s, tb, scratch, 0);
+    ref_forward_one_bf16(k_out, qkv, s, tb, scratch, 1);
+}
+
+/* The autograd ops of ref_backward_one on bf16 tensors. */
+static void ref_backward_one_bf16(bf16 *dqkv, const bf16 *dy, const rope_shape *s, const rope_tables *tb,
+                                  bf16 *scratch, int which)
+{
+    const long rows = (long)ROWS(s);
+    const int r = s->r, h = r / 2, HS = s->HS, T = s->T;
+    bf16 *dhalf = scratch, *dxr1 = dhalf + ROWS(s) * r, *dx2 = dxr1 + ROWS(s) * r, *cat = dx2 + ROWS(s) * h,
+         *g = cat + ROWS(s) * r;
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < rows; i++)
+        span_mul_bf16(dhalf + (size_t)i * r, dy + (size_t)i * HS, tb->sin_r + (size_t)(i % T) * r, r);
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < rows; i++)
+        span_mul_bf16(dxr1 + (size_t)i * r, dy + (size_t)i * HS, tb->cos_r + (size_t)(i % T) * r, r);
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < rows; i++) span_neg_bf16(dx2 + (size_t)i * h, dhalf + (size_t)i * r, h);
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < rows; i++) {
+        memcpy(cat + (size_t)i * r, dhalf + (size_t)i * r + h, (size_t)h * sizeof(bf16));
+        memcpy(cat + (size_t)i * r + h, dx2 + (size_t)i * h, (size_t)h * sizeof(bf16));
+    }
+    const long chunk = 4096;
+#pragma omp parallel for schedule(static)
+    for (long c0 = 0; c0 < rows * r; c0 += chunk) {
+        long n = rows * r - c0 < chunk ? rows * r - c0 : chunk;
+        span_add_bf16(g + c0, dxr1 + c0, cat + c0, n);
+    }
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < rows; i++) {
+        bf16 *dx = dqkv + src_off(s, (size_t)i, which);
+        memcpy(dx, g + (size_t)i * r, (size_t)r * sizeof(bf16));
+        memcpy(dx + r, dy + (size_t)i * HS + r, (size_t)(HS - r) * sizeof(bf16));
+    }
+}
+
+void rope_backward_ref_bf16(bf16 *dqkv, const bf16 *dq_out, const bf16 *dk_out, const rope_shape *s,
+                            const rope_tables *tb, bf16 *scratch)
+{
+    ref_backward_one_bf16(dqkv, dq_out, s, tb, scratch, 0);
+    ref_backward_one_bf16(dqkv, dk_out, s, tb, scratch, 1);
+}
+
+/* zf_head_forward / zf_head_backward on bf16 heads (C = 1, S = 0 past r: y = x there). */
+static inline void zf_head_forward_bf16(bf16 *o, const bf16 *x, const float *C, const float *S, int r, int HS)
+{
+    const int h = r / 2;
+    span_rot_bf16(o, x, x + h, C, S, h, 1);
+    span_rot_bf16(o + h, x + h, x, C + h, S + h, h, 0);
+    span_rot_bf16(o + r, x + r, x + r, C + r, S + r, HS - r, 0);
+}
+
+static inline void zf_head_backward_bf16(bf16 *dx, const bf16 *dy, const float *C, const float *S, int r, int HS)
+{
+    const int h = r / 2;
+    span_rot_bf16(dx, dy, dy + h, C, S + h, h, 0);
+    span_rot_bf16(dx + h, dy + h, dy, C + h, S, h, 1);
+    span_rot_bf16(dx + r, dy + r, dy + r, C + r, S + r, HS - r, 0);
+}
+
+void rope_forward_zero_freq_bf16(bf16 *q_out, bf16 *k_out, const bf16 *qkv, const rope_shape *s,
+                                 const rope_tables *tb)
+{
+    const long rows = (long)ROWS(s);
+    const int HS = s->HS, T = s->T;
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < rows; i++) {
+        const float *C = tb->cos_full + (size_t)(i % T) * HS, *S = tb->sin_full + (size_t)(i % T) * HS;
+        size_t q = src_off(s, (size_t)i, 0);
+        zf_head_forward_bf16(q_out + (size_t)i * HS, qkv + q, C, S, s->r, HS);
+        zf_head_forward_bf16(k_out + (size_t)i * HS, qkv + q + HS, C, S, s->r, HS);
+    }
+}
+
+void rope_backward_zero_freq_bf16(bf16 *dqkv, const bf16 *dq_out, const bf16 *dk_out, const rope_shape *s,
+                                  const rope_tables *tb)
+{
+    const long rows = (long)ROWS(s);
+    const int HS = s->HS, T = s->T;
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < rows; i++) {
+        const float *C = tb->cos_full + (size_t)(i % T) * HS, *S = tb->sin_full + (size_t)(i % T) * HS;
+        size_t q = src_off(s, (size_t)i, 0);
+        zf_head_backward_bf16(dqkv + q, dq_out + (size_t)i * HS, C, S, s->r, HS);
+        zf_head_backward_bf16(dqkv + q + HS, dk_out + (size_t)i * HS, C, S, s->r, HS);
+    }
+}
+
+static void rope_fused_inplace_bf16(bf16 *qkv, const rope_shape *s, const rope_tables *tb, float sign)
+{
+    const long N = (long)s->B * s->T;
+    const int h = s->r / 2, NH = s->NH, HS = s->HS, T = s->T;
+    if (h == 0) return;
+#pragma omp parallel for schedule(static)
+    for (long n = 0; n < N; n++) {
+        const float *c = tb->cos_half + (size_t)(n % T) * h, *sn = tb->sin_half + (size_t)(n % T) * h;
+        bf16 *tok = qkv + (size_t)n * 3 * NH * HS;
+        for (int hh = 0; hh < NH; hh++) {
+            bf16 *q = tok + (size_t)hh * 3 * HS;
+            rot_pairs_bf16(q, c, sn, h, sign);
+            rot_pairs_bf16(q + HS, c, sn, h, sign);
+        }
+    }
+}
+
+void rope_forward_fused_bf16(bf16 *qkv, const rope_shape *s, const rope_tables *tb)
+{
+    rope_fused_inplace_bf16(qkv, s, tb, 1.0f);
+}
+
+void rope_backward_fused_bf16(bf16 *dqkv, const rope_shape *s, const rope_tables *tb)
+{
+    rope_fused_inplace_bf16(dqkv, s, tb, -1.0f);
+}
+
+/* Bytes model, per token, for q and k together (x2), in elements of q/k data (elem_bytes each:
+ * 4 fp32, 2 bf16) and of tables (fp32 in every variant):
  *   fused      per head: read r, write r; tables r/2 cos + r/2 sin once per token.
  *   zero_freq  per head: read HS, write HS; tables HS cos + HS sin once per token.
  *   reference  forward per head: neg (h, h), cat (2h, r), mul cos (r, r), mul sin (r, r),
  *              add (2r, r), cat (HS, HS) = 10r + 2HS; tables: r cos + r sin per token.
  *              backward per head: mul sin (r, r), mul cos (r, r), neg (h, h), cat (2h, r),
  *              add (2r, r), cat (HS, HS) = 10r + 2HS; tables as forward.
- * Tables are shared by all heads of a token and read once per token per tensor. */
-double rope_bytes_per_token(const rope_shape *s, int variant, int direction)
+ * Tables are shared by all heads of a token and read once per token per tensor. The
+ * reference's temporaries have the tensors' dtype (as PyTorch's ops on bf16 tensors). */
+double rope_bytes_per_token_dtype(const rope_shape *s, int variant, int direction, int elem_bytes)
 {
     (void)direction; /* the backward passes move the same amounts as their forwards */
     const double r = s->r, HS = s->HS, NH = s->NH;
@@ -298,5 +538,10 @@ double rope_bytes_per_token(const rope_shape *s, int variant, int direction)
     case 1: per_head = 2 * HS; tables = 2 * HS; break;
     default: per_head = 2 * r; tables = r; break;
     }
-    return 4.0 * 2.0 * (NH * per_head + tables);
+    return 2.0 * ((double)elem_bytes * NH * per_head + 4.0 * tables);
+}
+
+double rope_bytes_per_token(const rope_shape *s, int variant, int direction)
+{
+    return rope_bytes_per_token_dtype(s, variant, direction, 4);
 }

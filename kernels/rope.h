@@ -18,6 +18,8 @@
 
 #include <stddef.h>
 
+#include "bf16.h"
+
 typedef struct {
     int B, T, NH, HS, r; /* r: rotated dims per head, even, 0 <= r <= HS */
 } rope_shape;
@@ -52,8 +54,27 @@ void rope_backward_zero_freq(float *dqkv, const float *dq_out, const float *dk_o
 void rope_forward_fused(float *qkv, const rope_shape *s, const rope_tables *tb);
 void rope_backward_fused(float *dqkv, const rope_shape *s, const rope_tables *tb);
 
+/* bf16 variants: q and k (and their gradients) in bf16, in the same layouts; tables and
+ * arithmetic in fp32; each result rounded to bf16 where the variant stores it (the reference
+ * after every op, as PyTorch's ops on bf16 tensors; zero_freq and fused once per output, so
+ * that their outputs are the fp32 kernels' results on the widened inputs, rounded). The
+ * reference's scratch holds rope_ref_scratch_floats() bf16 elements. The training step applies
+ * rope_forward_fused_bf16 to its bf16 QKV buffer (its backward stays the fp32 one). */
+void rope_forward_ref_bf16(bf16 *q_out, bf16 *k_out, const bf16 *qkv, const rope_shape *s, const rope_tables *tb,
+                           bf16 *scratch);
+void rope_backward_ref_bf16(bf16 *dqkv, const bf16 *dq_out, const bf16 *dk_out, const rope_shape *s,
+                            const rope_tables *tb, bf16 *scratch);
+void rope_forward_zero_freq_bf16(bf16 *q_out, bf16 *k_out, const bf16 *qkv, const rope_shape *s,
+                                 const rope_tables *tb);
+void rope_backward_zero_freq_bf16(bf16 *dqkv, const bf16 *dq_out, const bf16 *dk_out, const rope_shape *s,
+                                  const rope_tables *tb);
+void rope_forward_fused_bf16(bf16 *qkv, const rope_shape *s, const rope_tables *tb);
+void rope_backward_fused_bf16(bf16 *dqkv, const rope_shape *s, const rope_tables *tb);
+
 /* Bytes each variant reads and writes per token (the model behind the benchmark's GB/s):
- * direction 0 forward, 1 backward; variant 0 reference, 1 zero_freq, 2 fused. */
+ * direction 0 forward, 1 backward; variant 0 reference, 1 zero_freq, 2 fused; q/k elements of
+ * elem_bytes (4 fp32, 2 bf16), tables fp32. rope_bytes_per_token: elem_bytes 4. */
+double rope_bytes_per_token_dtype(const rope_shape *s, int variant, int direction, int elem_bytes);
 double rope_bytes_per_token(const rope_shape *s, int variant, int direction);
 
 #endif

@@ -1,11 +1,14 @@
-/* vmath.h: vectorised exp and erf for the memory-bound kernels (AVX-512 where the build targets
- * it, scalar libm otherwise). exp: range reduction x = n ln2 + r, |r| <= ln2/2, Cephes' degree-6
- * polynomial, 2^n by vscalefps (about 1 ulp). erf: Abramowitz & Stegun 7.1.26 (absolute error
- * <= 1.5e-7), sharing exp(-z^2) with the GELU derivative. Both propagate NaN (kernels.h). */
+/* vmath.h: vectorised exp, erf and bf16 conversions for the memory-bound kernels (AVX-512 where
+ * the build targets it, scalar libm otherwise). exp: range reduction x = n ln2 + r,
+ * |r| <= ln2/2, Cephes' degree-6 polynomial, 2^n by vscalefps (about 1 ulp). erf: Abramowitz &
+ * Stegun 7.1.26 (absolute error <= 1.5e-7), sharing exp(-z^2) with the GELU derivative. All
+ * propagate NaN (kernels.h). */
 #ifndef CB_VMATH_H
 #define CB_VMATH_H
 
 #include <math.h>
+
+#include "bf16.h"
 
 #ifdef __AVX512F__
 #include <immintrin.h>
@@ -35,6 +38,52 @@ static inline __m512 vexp512(__m512 x)
     p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
     return _mm512_scalef_ps(p, n);
 }
+
+#if defined(__AVX512BW__) && defined(__AVX512VL__)
+#define VMATH_BF16 1 /* the helpers below: 16-bit masked loads and stores need AVX512BW and VL */
+
+/* bf16 <-> fp32 for 16 lanes. Narrowing rounds as bf16_from_float (bf16.h) does, to nearest
+ * even with NaN kept a quiet NaN: by vcvtneps2bf16 where the build targets AVX512_BF16 (one
+ * instruction; it flushes fp32 subnormals, |x| < 2^-126, to a signed zero, as bf16_from_floats
+ * does on such CPUs), otherwise in integer arithmetic (vbf16_narrow512_int: bit for bit
+ * bf16_from_float, subnormals included). */
+static inline __m256i vbf16_narrow512_int(__m512 x)
+{
+    __m512i u = _mm512_castps_si512(x), hi = _mm512_srli_epi32(u, 16);
+    __m512i odd = _mm512_and_si512(hi, _mm512_set1_epi32(1));
+    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), odd), 16);
+    __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+    r = _mm512_mask_or_epi32(r, nan, hi, _mm512_set1_epi32(0x0040));
+    return _mm512_cvtepi32_epi16(r);
+}
+
+static inline __m256i vbf16_narrow512(__m512 x)
+{
+#ifdef __AVX512BF16__
+    return (__m256i)_mm512_cvtneps_pbh(x);
+#else
+    return vbf16_narrow512_int(x);
+#endif
+}
+
+static inline __m512 vbf16_widen512(__m256i h)
+{
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+/* The first `left` (at most 16) bf16 values at p, widened; the lanes past them are 0. */
+static inline __m512 vbf16_load512(const bf16 *p, long left)
+{
+    return vbf16_widen512(_mm256_maskz_loadu_epi16(vmask_tail(left), p));
+}
+
+/* Narrows x and stores its first `left` (at most 16) lanes at p. */
+static inline void vbf16_store512(bf16 *p, __m512 x, long left)
+{
+    _mm256_mask_storeu_epi16(p, vmask_tail(left), vbf16_narrow512(x));
+}
+
+#endif /* VMATH_BF16 */
 
 /* erf(z) for z = x / sqrt(2), given e = exp(-z^2) = exp(-x^2 / 2). */
 static inline __m512 verf512_from(__m512 z, __m512 e)

@@ -344,9 +344,11 @@ int cmd_rope(int argc, char **argv)
     const char *models = "pythia-160m,pythia-6.9b,neox-20b";
     long tokens = 8192, T = 0;
     double copy_gbps = 0;
-    const char *cache = "cold";
+    const char *cache = "cold", *dtype = "fp32";
     const opt_spec specs[] = {
         COMMON_SPECS(cf),
+        {"dtype", OPT_STR, &dtype, 0, 0, 0, 0, "fp32|bf16",
+         "element type of q and k and their gradients (bf16: fp32 arithmetic, results rounded; default fp32)"},
         {"cache", OPT_STR, &cache, 0, 0, 0, 0, "cold|warm",
          "cold: every timed call starts with the caches flushed (default); warm: back-to-back calls"},
         {"model", OPT_STR, &models, 0, 0, 0, 0, "LIST", "presets (default pythia-160m,pythia-6.9b,neox-20b)"},
@@ -369,13 +371,15 @@ int cmd_rope(int argc, char **argv)
     }
     if (strcmp(cache, "cold") != 0 && strcmp(cache, "warm") != 0)
         return err_usage("flag '--cache': expected cold or warm, got '%s'", cache);
+    int dt = rope_bench_dtype_parse(dtype);
+    if (dt < 0) return err_usage("flag '--dtype': expected fp32 or bf16, got '%s'", dtype);
     if (T == 0) T = tokens < 2048 ? tokens : 2048;
     if (T > tokens) return err_usage("flag '--seq': %ld is more than --tokens %ld", T, tokens);
     if (tokens % T != 0) return err_usage("flag '--tokens': %ld is not a multiple of --seq %ld", tokens, T);
     for (int i = 0; i < nm; i++) {
         char what[128];
-        snprintf(what, sizeof what, "rope on %.47s at %ld tokens", cfgs[i].name, tokens);
-        if ((rc = mem_check_fits(rope_bench_bytes(&cfgs[i], (int)tokens), what)) != 0) return rc;
+        snprintf(what, sizeof what, "rope on %.47s at %ld tokens in %s", cfgs[i].name, tokens, dtype);
+        if ((rc = mem_check_fits(rope_bench_bytes(&cfgs[i], (int)tokens, (rb_dtype)dt), what)) != 0) return rc;
     }
     machine_info m;
     runner_opts ro;
@@ -394,7 +398,8 @@ int cmd_rope(int argc, char **argv)
     } else {
         record_note(&rec, "pct_of_copy_bw: against --copy-gbps %.2f (given, not measured in this run)", copy_gbps);
     }
-    record_note(&rec, "bytes_per_token: what each variant reads and writes (model in kernels/rope.c); the variants were checked to agree, forward and backward, before timing");
+    record_note(&rec, "bytes_per_token: what each variant reads and writes (model in kernels/rope.c), q and k in %s (%d bytes an element), tables fp32; the variants were checked to agree, forward and backward, before timing",
+                dtype, dt == RB_BF16 ? 2 : 4);
     double flush = 0;
     if (strcmp(cache, "cold") == 0) {
         flush = 2.0 * m.llc_bytes;
@@ -407,7 +412,7 @@ int cmd_rope(int argc, char **argv)
     }
     record_note(&rec, "an in-place update has no write-allocate traffic (a copy's store has one), so an in-place variant can exceed 100%% of copy bandwidth");
     for (int i = 0; i < nm && rc == 0; i++)
-        rc = rope_bench_run(&cfgs[i], (int)tokens, (int)T, &ro, copy_gbps, flush, &rec);
+        rc = rope_bench_run(&cfgs[i], (int)tokens, (int)T, (rb_dtype)dt, &ro, copy_gbps, flush, &rec);
     if (rc == 0) rc = finish(&rec, &cf, &m);
     record_free(&rec);
     return rc;
