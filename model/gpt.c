@@ -154,6 +154,7 @@ int gpt_init(gpt_model *m, const model_config *cfg, int B, int T, int recompute,
     memset(m, 0, sizeof *m);
     m->cfg = *cfg;
     m->B = B, m->T = T, m->recompute = recompute, m->prec = prec;
+    m->backward_scale = 1.0f;
     param_sizes(cfg, m->sizes);
     size_t off = 0;
     for (int k = 0; k < P_COUNT; k++) {
@@ -387,30 +388,6 @@ static void embed_backward(float *dwte, float *dwpe, const float *dres, const in
     }
 }
 
-/* ---------------------------------------------------------------- bf16-mixed helpers
- * Kernels that read fp32 and write a bf16 linear-layer input, and the bf16 attention. */
-
-static void layernorm_forward_h(bf16 *out, float *tmp, float *mean, float *rstd, const float *inp, const float *w,
-                                const float *b, int N, int C)
-{
-    layernorm_forward(tmp, mean, rstd, inp, w, b, N, C);
-    bf16_from_floats(out, tmp, (size_t)N * C);
-}
-
-static void gelu_forward_h(bf16 *out, float *tmp, const float *inp, size_t n)
-{
-    gelu_forward(tmp, inp, n);
-    bf16_from_floats(out, tmp, n);
-}
-
-static void rope_forward_h(bf16 *qkv, float *tmp, const rope_shape *rs, const rope_tables *tb)
-{
-    size_t n = (size_t)rs->B * rs->T * rs->NH * 3 * rs->HS;
-    bf16_to_floats(tmp, qkv, n);
-    rope_forward_fused(tmp, rs, tb);
-    bf16_from_floats(qkv, tmp, n);
-}
-
 /* ---------------------------------------------------------------- linear layers */
 
 /* out = inp W^T + b for weight tensor k of layer l (IC inputs, OC outputs): fp32 from a->..., or
@@ -443,9 +420,9 @@ static int attention_block_forward(gpt_model *m, int l)
         TIMED(m, K_ATTENTION, attention_forward(a->atty, a->lse, a->qkv, B, T, c->NH, c->HS));
         return linear_forward(m, a->attproj, NULL, a->atty, NULL, P_ATTPROJW, P_ATTPROJB, l, C, C);
     }
-    TIMED(m, K_LAYERNORM, layernorm_forward_h(a->ln1h, m->dln, a->ln1_mean, a->ln1_rstd, x, lnw, lnb, BT, C));
+    TIMED(m, K_LAYERNORM, layernorm_forward_bf16(a->ln1h, a->ln1_mean, a->ln1_rstd, x, lnw, lnb, BT, C));
     if (linear_forward(m, NULL, a->qkvh, NULL, a->ln1h, P_QKVW, P_QKVB, l, C, 3 * C) != 0) return CB_EFAIL;
-    if (m->rotary_dims > 0) TIMED(m, K_ROTARY, rope_forward_h(a->qkvh, m->dqkv, &rs, &m->rope));
+    if (m->rotary_dims > 0) TIMED(m, K_ROTARY, rope_forward_fused_bf16(a->qkvh, &rs, &m->rope));
     TIMED(m, K_ATTENTION, attention_forward_bf16(a->attyh, a->lse, a->qkvh, B, T, c->NH, c->HS));
     return linear_forward(m, a->attproj, NULL, NULL, a->attyh, P_ATTPROJW, P_ATTPROJB, l, C, C);
 }
@@ -465,10 +442,10 @@ static int layer_forward(gpt_model *m, int l, int write_output)
         ln2_in = a->res2;
     }
     const float *lnw = m->p[P_LN2W] + L1 * C, *lnb = m->p[P_LN2B] + L1 * C;
-    if (bf) TIMED(m, K_LAYERNORM, layernorm_forward_h(a->ln2h, m->dln, a->ln2_mean, a->ln2_rstd, ln2_in, lnw, lnb, BT, C));
+    if (bf) TIMED(m, K_LAYERNORM, layernorm_forward_bf16(a->ln2h, a->ln2_mean, a->ln2_rstd, ln2_in, lnw, lnb, BT, C));
     else TIMED(m, K_LAYERNORM, layernorm_forward(a->ln2, a->ln2_mean, a->ln2_rstd, ln2_in, lnw, lnb, BT, C));
     if (linear_forward(m, a->fch, NULL, a->ln2, a->ln2h, P_FCW, P_FCB, l, C, 4 * C) != 0) return CB_EFAIL;
-    if (bf) TIMED(m, K_GELU, gelu_forward_h(a->fchgh, m->dfch, a->fch, (size_t)BT * 4 * C));
+    if (bf) TIMED(m, K_GELU, gelu_forward_bf16(a->fchgh, a->fch, (size_t)BT * 4 * C));
     else TIMED(m, K_GELU, gelu_forward(a->fchg, a->fch, (size_t)BT * 4 * C));
     if (!write_output) return 0;
     if (linear_forward(m, out, NULL, a->fchg, a->fchgh, P_FCPROJW, P_FCPROJB, l, 4 * C, C) != 0) return CB_EFAIL;
@@ -490,11 +467,18 @@ int gpt_forward(gpt_model *m, double *loss)
         TIMED(m, K_LAYERNORM, layernorm_forward(m->lnf, m->lnf_mean, m->lnf_rstd, xl, m->p[P_LNFW], m->p[P_LNFB], BT, C));
         CHECKED(m, K_MATMUL, matmul_forward(m->logits, m->lnf, m->p[P_UNEMBED], NULL, BT, C, V));
     } else {
-        TIMED(m, K_LAYERNORM, layernorm_forward_h(m->lnfh, m->dln, m->lnf_mean, m->lnf_rstd, xl, m->p[P_LNFW],
-                                                  m->p[P_LNFB], BT, C));
+        TIMED(m, K_LAYERNORM, layernorm_forward_bf16(m->lnfh, m->lnf_mean, m->lnf_rstd, xl, m->p[P_LNFW], m->p[P_LNFB],
+                                                     BT, C));
         CHECKED(m, K_MATMUL, linear_bf16_forward(m->logits, NULL, m->lnfh, m->lw[P_UNEMBED], NULL));
     }
-    CHECKED(m, K_XENT, crossentropy_forward(m->losses, m->lse, m->logits, m->targets, BT, V));
+    if (m->prec == PRECISION_BF16_MIXED) {
+        /* loss and the bf16 d(logits) of the coming backward in one pass over the logits */
+        for (int i = 0; i < BT; i++) m->dlosses[i] = m->backward_scale / (float)BT;
+        CHECKED(m, K_XENT, crossentropy_fused_bf16(m->losses, m->lse, m->dlogitsh, m->logits, m->dlosses, m->targets, BT, V));
+        m->dlogits_scale = m->backward_scale;
+    } else {
+        CHECKED(m, K_XENT, crossentropy_forward(m->losses, m->lse, m->logits, m->targets, BT, V));
+    }
     double sum = 0;
     for (int i = 0; i < BT; i++) sum += m->losses[i];
     m->last_loss = sum / BT;
@@ -591,13 +575,15 @@ int gpt_backward(gpt_model *m, float scale)
     const model_config *c = &m->cfg;
     const int B = m->B, T = m->T, BT = B * T, C = c->C, V = c->V;
     for (int i = 0; i < BT; i++) m->dlosses[i] = scale / (float)BT;
-    CHECKED(m, K_XENT, crossentropy_backward_inplace(m->logits, m->dlosses, m->lse, m->targets, BT, V));
-    float *dlogits = m->logits;
     if (m->prec == PRECISION_FP32) {
+        CHECKED(m, K_XENT, crossentropy_backward_inplace(m->logits, m->dlosses, m->lse, m->targets, BT, V));
+        float *dlogits = m->logits;
         CHECKED(m, K_MATMUL, matmul_backward_input(m->dln, dlogits, m->p[P_UNEMBED], BT, C, V));
         CHECKED(m, K_MATMUL, matmul_backward_weight(m->g[P_UNEMBED], NULL, dlogits, m->lnf, BT, C, V));
     } else {
-        TIMED(m, K_XENT, bf16_from_floats(m->dlogitsh, dlogits, (size_t)BT * V));
+        /* the forward wrote d(logits) for backward_scale; another scale needs a second pass */
+        if (scale != m->dlogits_scale)
+            CHECKED(m, K_XENT, crossentropy_backward_bf16(m->dlogitsh, m->dlosses, m->logits, m->lse, m->targets, BT, V));
         CHECKED(m, K_MATMUL, linear_bf16_backward_input(m->dln, m->dlogitsh, m->lw[P_UNEMBED]));
         CHECKED(m, K_MATMUL, linear_bf16_backward_weight(m->g[P_UNEMBED], NULL, m->dlogitsh, NULL, m->lnfh, BT, C, V));
     }

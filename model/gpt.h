@@ -106,6 +106,10 @@ typedef struct gpt_model_s {
     linear_bf16_weight *lw_store;
     int wh_fresh;                  /* the copies match params */
     bf16 *lnfh, *dlogitsh, *dresh, *dh; /* (BT,C) (BT,V) (BT,C) (BT,4C) */
+    /* the scale the next gpt_backward will be given (1 / accumulation steps; default 1):
+     * bf16-mixed computes d(logits) in the forward's pass over the logits with it, and a backward
+     * given another scale makes a second pass */
+    float backward_scale, dlogits_scale;
     int adam_t;
     size_t mom_lo, mom_hi;         /* AdamW moments held for params [mom_lo, mom_hi) (ZeRO-1 shard) */
     double last_loss;

@@ -41,6 +41,7 @@ static int micro_batches(gpt_model *m, const train_opts *o, const train_sync *sy
 {
     const int per_rank = o->accum / o->ranks, first = o->rank * per_rank;
     *loss = 0;
+    m->backward_scale = 1.0f / (float)o->accum;
     for (int mb = first; mb < first + per_rank; mb++) {
         if (o->data) {
             if (dataset_batch(o->data, o->seed, s, mb, m->inputs, m->targets, o->B, o->T, m->cfg.V) != 0) return CB_EFAIL;

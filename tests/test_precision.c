@@ -147,6 +147,30 @@ static void test_bf16_copy_follows_update(void)
     gpt_free(&m), gpt_free(&f);
 }
 
+/* d(logits) is made in the forward for the announced backward scale; a backward given another scale
+ * recomputes it: both paths give the same gradients, bit for bit. */
+static void test_bf16_backward_scale_paths(void)
+{
+    model_config c = small(1, 0, 0, 97);
+    gpt_model a, b;
+    CHECK(gpt_init(&a, &c, 2, 16, 0, PRECISION_BF16_MIXED) == 0 && gpt_init(&b, &c, 2, 16, 0, PRECISION_BF16_MIXED) == 0,
+          "init failed");
+    gpt_init_weights(&a, 6);
+    memcpy(b.params, a.params, a.nparams * sizeof(float));
+    gpt_params_changed(&b);
+    fill_tokens(&a, 4);
+    memcpy(b.inputs, a.inputs, sizeof(int) * 32), memcpy(b.targets, a.targets, sizeof(int) * 32);
+    double la, lb;
+    gpt_zero_grad(&a), gpt_zero_grad(&b);
+    a.backward_scale = 1.0f; /* announced 1, given 1/3: the second pass */
+    b.backward_scale = 1.0f / 3.0f;
+    CHECK(gpt_forward(&a, &la) == 0 && gpt_backward(&a, 1.0f / 3.0f) == 0, "step failed");
+    CHECK(gpt_forward(&b, &lb) == 0 && gpt_backward(&b, 1.0f / 3.0f) == 0, "step failed");
+    CHECK(la == lb && memcmp(a.grads, b.grads, a.nparams * sizeof(float)) == 0,
+          "d(logits) from the forward and from a second pass give different gradients");
+    gpt_free(&a), gpt_free(&b);
+}
+
 #define TINY "--model", "pythia-14m", "--layers", "2", "--d-model", "64", "--heads", "4", "--vocab", "256", "--seq", "32", \
              "--micro-batch", "2", "--no-predict", "--peak-gflops", "100", "--quiet", "--discard-steps", "0"
 
@@ -219,6 +243,7 @@ const test_case tests_precision[] = {
     {"bf16-mixed: loss at init near ln V", test_bf16_loss_at_init},
     {"bf16-mixed: --recompute gives identical gradients", test_bf16_recompute_identical},
     {"bf16-mixed: the bf16 weights follow the updated master weights", test_bf16_copy_follows_update},
+    {"bf16-mixed: d(logits) from the forward or a second pass, the same gradients", test_bf16_backward_scale_paths},
     {"cli: bf16-mixed resumed run repeats the losses bit for bit", test_cli_bf16_resume_identical},
     {"cli: --precision checked, named in the output and the summary CSV", test_cli_bf16_precision_flag},
     {"cli: bf16-mixed under DNNL_MAX_CPU_ISA below AMX", test_cli_bf16_isa_capped},
