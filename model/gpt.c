@@ -149,6 +149,58 @@ static void set_layer_views(gpt_model *m, float **cursor, bf16 **hcursor)
     }
 }
 
+/* The activation slabs (fp32, and bf16 for bf16-mixed) and their views. */
+static int alloc_activations(gpt_model *m)
+{
+    const model_config *cfg = &m->cfg;
+    const int B = m->B, T = m->T, recompute = m->recompute;
+    const train_precision prec = m->prec;
+    size_t BT = (size_t)B * T, C = (size_t)cfg->C, V = (size_t)cfg->V;
+    size_t nviews = recompute ? 1 : (size_t)cfg->L;
+    size_t layer = (size_t)layer_act_floats(cfg, B, T, prec), layerh = (size_t)layer_act_halves(cfg, B, T, prec);
+    m->att_threads = omp_get_max_threads();
+    size_t total = (size_t)(cfg->L + 1) * BT * C + layer * nviews + BT * V + (prec == PRECISION_FP32 ? BT * C : 0) + 5 * BT +
+                   BT * C * 11 + attention_scratch_floats(T, cfg->HS, m->att_threads);
+    size_t totalh = layerh * nviews + (size_t)global_halves(cfg, B, T, prec);
+    m->acts = mem_alloc(total, sizeof(float), "activations");
+    if (totalh && !(m->acts16 = mem_alloc(totalh, sizeof(bf16), "bf16 activations"))) return CB_EFAIL;
+    m->layer = calloc((size_t)cfg->L, sizeof *m->layer);
+    m->inputs = calloc(BT, sizeof(int));
+    m->targets = calloc(BT, sizeof(int));
+    if (!m->acts || !m->layer || !m->inputs || !m->targets) return CB_EFAIL;
+    float *p = m->acts;
+    m->x = p, p += (size_t)(cfg->L + 1) * BT * C;
+    bf16 *h = m->acts16;
+    set_layer_views(m, &p, &h);
+    if (prec == PRECISION_FP32) {
+        m->lnf = p, p += BT * C;
+    } else {
+        m->lnfh = h, h += BT * C;
+        m->dlogitsh = h, h += BT * V;
+        m->dresh = h, h += BT * C;
+        m->dh = h, h += 4 * BT * C;
+    }
+    m->lnf_mean = p, p += BT;
+    m->lnf_rstd = p, p += BT;
+    m->lse = p, p += BT;
+    m->losses = p, p += BT;
+    m->dlosses = p, p += BT;
+    m->logits = p, p += BT * V;
+    m->dres = p, p += BT * C;
+    m->dln = p, p += BT * C;
+    m->dqkv = p, p += 3 * BT * C;
+    m->datty = p, p += BT * C;
+    m->dfch = p, p += 4 * BT * C;
+    float *attproj = p;
+    p += BT * C;
+    m->datt_scratch = p, p += attention_scratch_floats(T, cfg->HS, m->att_threads);
+    for (int l = 0; l < cfg->L; l++) m->layer[l].attproj = attproj;
+    if ((size_t)(p - m->acts) > total || (size_t)(h - m->acts16) > totalh) {
+        return err_msg("internal: activation layout overflows its slab");
+    }
+    return 0;
+}
+
 int gpt_init(gpt_model *m, const model_config *cfg, int B, int T, int recompute, train_precision prec)
 {
     memset(m, 0, sizeof *m);
@@ -188,50 +240,7 @@ int gpt_init(gpt_model *m, const model_config *cfg, int B, int T, int recompute,
     if (!m->rope_store) goto fail;
     rope_tables_init(&m->rope, m->rope_store, T, m->rotary_dims, cfg->HS, cfg->rotary_base);
 
-    size_t BT = (size_t)B * T, C = (size_t)cfg->C, V = (size_t)cfg->V;
-    size_t nviews = recompute ? 1 : (size_t)cfg->L;
-    size_t layer = (size_t)layer_act_floats(cfg, B, T, prec), layerh = (size_t)layer_act_halves(cfg, B, T, prec);
-    m->att_threads = omp_get_max_threads();
-    size_t total = (size_t)(cfg->L + 1) * BT * C + layer * nviews + BT * V + (prec == PRECISION_FP32 ? BT * C : 0) + 5 * BT +
-                   BT * C * 11 + attention_scratch_floats(T, cfg->HS, m->att_threads);
-    size_t totalh = layerh * nviews + (size_t)global_halves(cfg, B, T, prec);
-    m->acts = mem_alloc(total, sizeof(float), "activations");
-    if (totalh && !(m->acts16 = mem_alloc(totalh, sizeof(bf16), "bf16 activations"))) goto fail;
-    m->layer = calloc((size_t)cfg->L, sizeof *m->layer);
-    m->inputs = calloc(BT, sizeof(int));
-    m->targets = calloc(BT, sizeof(int));
-    if (!m->acts || !m->layer || !m->inputs || !m->targets) goto fail;
-    float *p = m->acts;
-    m->x = p, p += (size_t)(cfg->L + 1) * BT * C;
-    bf16 *h = m->acts16;
-    set_layer_views(m, &p, &h);
-    if (prec == PRECISION_FP32) {
-        m->lnf = p, p += BT * C;
-    } else {
-        m->lnfh = h, h += BT * C;
-        m->dlogitsh = h, h += BT * V;
-        m->dresh = h, h += BT * C;
-        m->dh = h, h += 4 * BT * C;
-    }
-    m->lnf_mean = p, p += BT;
-    m->lnf_rstd = p, p += BT;
-    m->lse = p, p += BT;
-    m->losses = p, p += BT;
-    m->dlosses = p, p += BT;
-    m->logits = p, p += BT * V;
-    m->dres = p, p += BT * C;
-    m->dln = p, p += BT * C;
-    m->dqkv = p, p += 3 * BT * C;
-    m->datty = p, p += BT * C;
-    m->dfch = p, p += 4 * BT * C;
-    float *attproj = p;
-    p += BT * C;
-    m->datt_scratch = p, p += attention_scratch_floats(T, cfg->HS, m->att_threads);
-    for (int l = 0; l < cfg->L; l++) m->layer[l].attproj = attproj;
-    if ((size_t)(p - m->acts) > total || (size_t)(h - m->acts16) > totalh) {
-        err_msg("internal: activation layout overflows its slab");
-        goto fail;
-    }
+    if (alloc_activations(m) != 0) goto fail;
     return 0;
 fail:
     gpt_free(m);
