@@ -406,6 +406,7 @@ static void test_rope_bf16_variants(void)
     check_shape_bf16(1, 7, 3, 32, 8, "pythia-14m head (32, r 8)");
     check_shape_bf16(1, 3, 1, 64, 64, "full rotary (64, r 64)");
     check_shape_bf16(1, 4, 2, 80, 40, "pythia-2.8b-like head (80, r 40: h 20, a masked tail)");
+    check_shape_bf16(1, 3, 1, 288, 72, "a head past 256 dims (288, r 72)");
 }
 
 static int bf16_has_nan(const bf16 *x, size_t n)
