@@ -19,9 +19,12 @@ typedef struct {
  * evaluated left to right without fused multiply-adds (vectorised, the same bits). */
 void adamw_update(float *params, const float *grads, float *m, float *v, size_t n, const adamw_params *hp, int t);
 /* The same update (params, m and v bit-identical to adamw_update's) that also writes the bf16
- * copy of the updated params (bf16_from_float of each, bit for bit) in the same pass: the
+ * copy of the updated params (each bf16_from_float's rounding*) in the same pass: the
  * mixed-precision step's fp32 master weights and the bf16 weights its matmuls read.
- * params_bf16 (n) may be NULL: then exactly adamw_update. */
+ * params_bf16 (n) may be NULL: then exactly adamw_update.
+ * *bit for bit, except that fp32 subnormals narrow to a signed zero where the build targets
+ * AVX512_BF16 (vcvtneps2bf16; vmath.h), as bf16_from_floats does; the same holds for every bf16
+ * output of kernels/. */
 void adamw_update_bf16(float *params, bf16 *params_bf16, const float *grads, float *m, float *v, size_t n,
                        const adamw_params *hp, int t);
 void adamw_update_ref(double *params, const double *grads, double *m, double *v, size_t n, const adamw_params *hp,

@@ -18,7 +18,8 @@ int crossentropy_backward_inplace(float *logits, const float *dlosses, const flo
                                   int V);
 /* crossentropy_backward's gradient rounded to bf16 into a separate buffer (the fp32 logits are
  * left as they are): dlogits[i] = bf16_from_float(crossentropy_backward's dlogits[i]), bit for
- * bit. The input of the unembedding matmul's backward in the bf16 step. */
+ * bit (fp32 subnormals: see adamw.h). The input of the unembedding matmul's backward in the bf16
+ * step. */
 int crossentropy_backward_bf16(bf16 *dlogits, const float *dlosses, const float *logits, const float *lse,
                                const int *targets, int N, int V);
 /* Forward and bf16 backward in one pass over the logits, for a caller that knows dlosses before

@@ -10,7 +10,8 @@
 
 void gelu_forward(float *out, const float *inp, size_t n);
 /* gelu_forward rounded to bf16 (the input of the MLP's second matmul; the caller keeps the fp32
- * inp for backward): out[i] = bf16_from_float(gelu_forward's out[i]), bit for bit. */
+ * inp for backward): out[i] = bf16_from_float(gelu_forward's out[i]), bit for bit (fp32
+ * subnormals: see adamw.h). */
 void gelu_forward_bf16(bf16 *out, const float *inp, size_t n);
 void gelu_backward(float *dinp, const float *inp, const float *dout, size_t n);
 void gelu_forward_ref(double *out, const double *inp, size_t n);

@@ -14,7 +14,8 @@
 void layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *weight, const float *bias,
                        int N, int C);
 /* layernorm_forward with the output rounded to bf16 (the input of a bf16 matmul): mean and rstd
- * bit-identical to layernorm_forward's, out[i] = bf16_from_float(layernorm_forward's out[i]). */
+ * bit-identical to layernorm_forward's, out[i] = bf16_from_float(layernorm_forward's out[i])
+ * (fp32 subnormals: see adamw.h). */
 void layernorm_forward_bf16(bf16 *out, float *mean, float *rstd, const float *inp, const float *weight,
                             const float *bias, int N, int C);
 void layernorm_backward(float *dinp, const float *dres, float *dweight, float *dbias, const float *dout,

@@ -432,6 +432,9 @@ static void test_gelu_bf16(void)
     gelu_forward(out, x, N);
     gelu_forward_bf16(outb, x, N);
     CHECK(is_rounding("gelu_forward_bf16", outb, out, N), "gelu_forward_bf16 is not the rounding of gelu_forward");
+    outb[7] ^= 1; /* one bf16 ulp off */
+    printf("    (the next line is the bf16 comparator rejecting a one-ulp error, as it must)\n");
+    CHECK(!is_rounding("perturbed", outb, out, N), "the bf16 comparator passed a one-ulp error");
     x[500] = NAN;
     gelu_forward_bf16(outb, x, N);
     CHECK(isnan(bf16_to_float(outb[500])) && !bf16_any_nonfinite(outb, 500) && !bf16_any_nonfinite(outb + 501, N - 501),

@@ -319,6 +319,14 @@ static void check_forward_bf16(const rope_env *e, bf_bufs *u, const char *label)
     rope_forward_fused_bf16(u->h, s, &e->tb);
     snprintf(what, sizeof what, "%s bf16 fused forward", label);
     CHECK(rounding_of(what, u->h, u->f, u->nq), "%s: not the fp32 fused kernel's result rounded", what);
+    if (s->HS == 128) { /* once: the comparators reject what they must */
+        u->h[3] ^= 1;
+        printf("    (the next two lines are the bf16 comparators rejecting a one-ulp error and a 0.5 error, as they must)\n");
+        CHECK(!rounding_of("perturbed", u->h, u->f, u->nq), "rounding_of passed a one-ulp error");
+        double d0 = bf16_to_float(u->h[3]), big = d0 + 0.5;
+        CHECK(!close_bf16("perturbed", u->h + 3, &big, 1, BF16_REF_TOL, BF16_REF_TOL), "close_bf16 passed a 0.5 error");
+        u->h[3] ^= 1;
+    }
     bf16 *fq = malloc(u->no * sizeof(bf16)), *fk = malloc(u->no * sizeof(bf16));
     for (int b = 0; b < s->B; b++)
         for (int t = 0; t < s->T; t++)
@@ -406,6 +414,7 @@ static void test_rope_bf16_variants(void)
     check_shape_bf16(1, 7, 3, 32, 8, "pythia-14m head (32, r 8)");
     check_shape_bf16(1, 3, 1, 64, 64, "full rotary (64, r 64)");
     check_shape_bf16(1, 4, 2, 80, 40, "pythia-2.8b-like head (80, r 40: h 20, a masked tail)");
+    check_shape_bf16(1, 3, 1, 288, 72, "a head past 256 dims (288, r 72)");
 }
 
 static int bf16_has_nan(const bf16 *x, size_t n)
