@@ -337,6 +337,37 @@ int cmd_matmul(int argc, char **argv)
 
 /* ------------------------------------------------------------------ rope */
 
+/* The rope table's notes: the copy bandwidth (measured now unless given), the bytes model and the
+ * cache state; returns the bytes to read before each timed call (0: warm). */
+static double rope_notes(record *rec, const machine_info *mi, double *copy_gbps, const char *cache, const char *dtype, int dt)
+{
+    if (*copy_gbps <= 0) {
+        runner_opts co;
+        runner_defaults(&co);
+        co.min_samples = 3;
+        double bytes = peak_default_array_bytes(mi);
+        *copy_gbps = peak_copy_gbps(mi->threads, bytes, &co);
+        record_note(rec, "pct_of_copy_bw: against copy bandwidth measured in this run: %.2f GB/s (%d threads, %.0f MiB arrays)",
+                    *copy_gbps, mi->threads, bytes / 1048576);
+    } else {
+        record_note(rec, "pct_of_copy_bw: against --copy-gbps %.2f (given, not measured in this run)", *copy_gbps);
+    }
+    record_note(rec, "bytes_per_token: what each variant reads and writes (model in kernels/rope.c), q and k in %s (%d bytes an element), tables fp32; the variants were checked to agree, forward and backward, before timing",
+                dtype, dt == RB_BF16 ? 2 : 4);
+    double flush = 0;
+    if (strcmp(cache, "cold") == 0) {
+        flush = 2.0 * mi->llc_bytes;
+        if (flush < 64.0 * 1048576) flush = 64.0 * 1048576;
+        record_note(rec, "cache cold: before every timed call a %.0f MiB buffer is read (untimed), so the call's data comes from memory as in the copy probe; --cache warm times back-to-back calls",
+                    flush / 1048576);
+    } else {
+        record_note(rec, "cache warm: back-to-back calls; data that fits the %.0f MiB last-level cache stays there between calls",
+                    mi->llc_bytes / 1048576);
+    }
+    record_note(rec, "an in-place update has no write-allocate traffic (a copy's store has one), so an in-place variant can exceed 100%% of copy bandwidth");
+    return flush;
+}
+
 int cmd_rope(int argc, char **argv)
 {
     common_flags cf;
@@ -387,30 +418,7 @@ int cmd_rope(int argc, char **argv)
     record rec;
     record_init(&rec, rb_cols, RB_NCOLS);
     add_machine_notes(&rec, &m);
-    if (copy_gbps <= 0) {
-        runner_opts co;
-        runner_defaults(&co);
-        co.min_samples = 3;
-        double bytes = peak_default_array_bytes(&m);
-        copy_gbps = peak_copy_gbps(m.threads, bytes, &co);
-        record_note(&rec, "pct_of_copy_bw: against copy bandwidth measured in this run: %.2f GB/s (%d threads, %.0f MiB arrays)",
-                    copy_gbps, m.threads, bytes / 1048576);
-    } else {
-        record_note(&rec, "pct_of_copy_bw: against --copy-gbps %.2f (given, not measured in this run)", copy_gbps);
-    }
-    record_note(&rec, "bytes_per_token: what each variant reads and writes (model in kernels/rope.c), q and k in %s (%d bytes an element), tables fp32; the variants were checked to agree, forward and backward, before timing",
-                dtype, dt == RB_BF16 ? 2 : 4);
-    double flush = 0;
-    if (strcmp(cache, "cold") == 0) {
-        flush = 2.0 * m.llc_bytes;
-        if (flush < 64.0 * 1048576) flush = 64.0 * 1048576;
-        record_note(&rec, "cache cold: before every timed call a %.0f MiB buffer is read (untimed), so the call's data comes from memory as in the copy probe; --cache warm times back-to-back calls",
-                    flush / 1048576);
-    } else {
-        record_note(&rec, "cache warm: back-to-back calls; data that fits the %.0f MiB last-level cache stays there between calls",
-                    m.llc_bytes / 1048576);
-    }
-    record_note(&rec, "an in-place update has no write-allocate traffic (a copy's store has one), so an in-place variant can exceed 100%% of copy bandwidth");
+    double flush = rope_notes(&rec, &m, &copy_gbps, cache, dtype, dt);
     for (int i = 0; i < nm && rc == 0; i++)
         rc = rope_bench_run(&cfgs[i], (int)tokens, (int)T, (rb_dtype)dt, &ro, copy_gbps, flush, &rec);
     if (rc == 0) rc = finish(&rec, &cf, &m);
