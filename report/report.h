@@ -31,7 +31,7 @@ typedef struct {
     double usd_per_hour;   /* all instances; NaN: no price under this option */
     double tokens_per_s, tokens_per_usd, usd_per_1b_tokens, efficiency;
     double mfu_pct;
-    char mfu_peak[160];    /* which peak */
+    char mfu_peak[192];    /* which peak */
     double train_tokens, train_days, train_usd;
 } report_row;
 
