@@ -118,12 +118,14 @@ typedef struct {
     float *qkv;
     rope_shape s;
     rope_tables *tb;
+    bf16 *qkvh; /* bf16-mixed: the forward rotates the bf16 QKV; the backward stays fp32 */
 } rope_ctx;
 
 static void rope_fb(void *p)
 {
     rope_ctx *c = p;
-    rope_forward_fused(c->qkv, &c->s, c->tb);
+    if (c->qkvh) rope_forward_fused_bf16(c->qkvh, &c->s, c->tb);
+    else rope_forward_fused(c->qkv, &c->s, c->tb);
     rope_backward_fused(c->qkv, &c->s, c->tb);
 }
 
@@ -134,36 +136,53 @@ static int predict_rope(const calib_opts *o, const runner_opts *ro, int rdims, d
     const size_t n = (size_t)o->B * o->T * 3 * c->C;
     rope_tables tb;
     float *store = mem_alloc(rope_tables_floats(o->T, rdims, c->HS), sizeof(float), "rotary tables");
-    rope_ctx rc = {mem_alloc(n, sizeof(float), "rotary buffer"), {o->B, o->T, c->NH, c->HS, rdims}, &tb};
+    rope_ctx rc = {mem_alloc(n, sizeof(float), "rotary buffer"), {o->B, o->T, c->NH, c->HS, rdims}, &tb, NULL};
+    const int bf = o->prec == PRECISION_BF16_MIXED;
+    if (bf) rc.qkvh = mem_alloc(n, sizeof(bf16), "rotary buffer");
     int bad = CB_EFAIL;
-    if (rc.qkv && store) {
+    if (rc.qkv && store && (!bf || rc.qkvh)) {
         rope_tables_init(&tb, store, o->T, rdims, c->HS, c->rotary_base);
         runner_fill(rc.qkv, n, 3u);
+        if (bf) bf16_from_floats(rc.qkvh, rc.qkv, n);
         bench_case bc = {"rope", rope_fb, NULL, NULL};
         runner_result rr;
         bad = runner_run(ro, &bc, &rc, &rr);
         if (!bad) *ms = rr.s.median * 1e3 * c->L;
     }
-    free(rc.qkv), free(store);
+    free(rc.qkv), free(rc.qkvh), free(store);
     return bad;
 }
 
 /* The memory-bound kinds: the bytes each must move per micro-step, priced at the copy bandwidth. */
+/* The memory-bound kinds: the bytes each must move per micro-step, priced at the copy bandwidth.
+ * An estimate, not a bound: a kernel whose data stays in the last-level cache (a small layer's
+ * activations) moves them faster than the copy probe's arrays, which are 4x that cache. */
 static void predict_memory_bound(const calib_opts *o, double gbps, calib *c)
 {
     const model_config *m = o->cfg;
     const double BT = (double)o->B * o->T, C = m->C, L = m->L, V = m->V, acc = o->accum;
     const double bw = gbps * 1e9 / 1e3; /* bytes per ms */
+    const int bf = o->prec == PRECISION_BF16_MIXED;
+    const double out = bf ? 2.0 : 4.0; /* bytes of an element the next linear layer reads */
     double bytes[GPT_KIND_COUNT] = {0};
-    bytes[K_LAYERNORM] = acc * (2 * L + 1) * BT * C * (8.0 + 16.0);
-    bytes[K_GELU] = acc * L * BT * 4 * C * (8.0 + 12.0);
-    bytes[K_XENT] = acc * BT * V * (8.0 + 8.0);
-    bytes[K_OTHER] = acc * (L * BT * C * (m->parallel_residual ? 16.0 : 24.0) + BT * C * 8.0 * 2); /* residual adds, embedding */
-    bytes[K_OPTIMIZER] = model_params_total(m) * (28.0 + 4.0 + 4.0);                                /* AdamW, norm, zeroing */
+    /* LayerNorm: forward reads x and writes its output; backward reads x, dout, dres, writes dinp */
+    bytes[K_LAYERNORM] = acc * (2 * L + 1) * BT * C * (4.0 + out + 16.0);
+    /* GELU: forward reads fp32 and writes the output; backward reads input and gradient, writes one */
+    bytes[K_GELU] = acc * L * BT * 4 * C * (4.0 + out + 12.0);
+    /* cross-entropy: fp32 reads the logits, then reads and writes their gradient in place; bf16-mixed
+     * reads them once and writes a bf16 gradient */
+    bytes[K_XENT] = acc * BT * V * (bf ? 4.0 + 2.0 : 4.0 + 8.0);
+    /* residual adds, embedding; bf16-mixed also narrows the gradients entering the linear layers */
+    bytes[K_OTHER] = acc * (L * BT * C * (m->parallel_residual ? 16.0 : 24.0) + BT * C * 8.0 * 2 +
+                            (bf ? L * BT * C * (1 + 4 + 3) * 6.0 : 0));
+    /* AdamW, norm, zeroing; bf16-mixed also makes two bf16 copies of each weight matrix */
+    double mats = L * 12.0 * C * C + V * C;
+    bytes[K_OPTIMIZER] = model_params_total(m) * (28.0 + 4.0 + 4.0) + (bf ? mats * 2 * (4.0 + 2.0) : 0);
     for (int k = K_LAYERNORM; k < GPT_KIND_COUNT; k++) {
         if (k == K_ROTARY) continue;
         c->pred_ms[k] = bytes[k] / bw;
-        snprintf(c->how[k], sizeof c->how[k], "bytes moved at %.1f GB/s copy bandwidth (lower bound)", gbps);
+        snprintf(c->how[k], sizeof c->how[k], "bytes moved at %.1f GB/s copy bandwidth (estimate; cache-resident data is faster)",
+                 gbps);
     }
 }
 
@@ -183,7 +202,9 @@ static int predict_kinds(const calib_opts *o, calib *c)
              o->prec == PRECISION_BF16_MIXED ? "bf16" : "fp32");
     c->pred_ms[K_ROTARY] = o->accum * rope_ms;
     snprintf(c->how[K_ROTARY], sizeof c->how[K_ROTARY], "%s",
-             rdims > 0 ? "costbench rope: fused forward+backward measured now" : "no rotary embedding");
+             rdims == 0                        ? "no rotary embedding"
+             : o->prec == PRECISION_BF16_MIXED ? "costbench rope: fused forward (bf16) + backward (fp32) measured now"
+                                               : "costbench rope: fused forward+backward measured now");
     runner_opts co;
     runner_defaults(&co);
     co.min_samples = 3;
