@@ -340,6 +340,7 @@ static int refresh_bf16_weights(gpt_model *m)
 
 static int kernel_failed(const char *call, int code)
 {
+    if (code == KERNEL_EBACKEND) return err_msg("%.*s: %s", (int)strcspn(call, "("), call, onednn_last_error());
     return err_msg("internal: %.*s refused its arguments: %s", (int)strcspn(call, "("), call, kernel_strerror(code));
 }
 

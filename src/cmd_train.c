@@ -223,6 +223,12 @@ int cmd_train(int argc, char **argv)
     int rc = train_parse(&f, argc, argv);
     if (rc != 0) return rc > 0 ? 0 : rc;
     if ((rc = train_config(&f, &cfg)) != 0) return rc;
+    if (f.prec == PRECISION_BF16_MIXED) { /* before anything is measured: can oneDNN run bf16 products here? */
+        onednn_shape s = {ONEDNN_BF16, ONEDNN_F32, 0, 1, 64, 64, 64, 64, 64, 64, 0, 0};
+        if (!onednn_impl(&s))
+            return err_msg("flag '--precision bf16-mixed': oneDNN %s has no bf16 matmul at ISA %s here (%s)", onednn_version(),
+                           onednn_isa(), onednn_last_error());
+    }
     if ((rc = blascore_select(f.blas, argv)) != 0) return rc; /* may re-exec: before any output, before MPI starts */
     if (comm_init(NULL, NULL) != 0) return CB_EFAIL;
     const int ranks = comm_size();
