@@ -37,6 +37,25 @@ void bf16_to_floats(float *dst, const bf16 *src, size_t n);
 void bf16_from_floats_2d(bf16 *dst, size_t ld_dst, const float *src, size_t ld_src, int rows, int cols);
 /* Round n floats in place to the nearest bf16 value (what a bf16 store and reload would give). */
 void bf16_round_floats(float *x, size_t n);
+/* Stochastic rounding (full-bf16 training's update, as Trainium rounds it): |x| is rounded up with
+ * probability equal to the discarded low 16 bits as a fraction of a bf16 ulp, so E[result] = x.
+ * The random bits come from a counter-based hash of (seed, step, offset + i): the result depends
+ * neither on the thread count nor on how a tensor is split across calls or ranks (offset: the
+ * index of src[0] in the whole tensor). NaN stays NaN (quiet), infinities stay infinite, and a
+ * finite value never rounds up to infinity (it stays at the largest finite bf16). */
+void bf16_from_floats_sr(bf16 *dst, const float *src, size_t n, uint64_t seed, uint64_t step, uint64_t offset);
+/* The 16 random bits stochastic rounding adds below the bf16 mantissa for element `index`. */
+uint32_t bf16_sr_bits(uint64_t seed, uint64_t step, uint64_t index);
+static inline bf16 bf16_from_float_sr(float f, uint32_t rbits)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    if ((u & 0x7f800000u) == 0x7f800000u) return bf16_from_float(f); /* NaN (quiet) and infinities as they are */
+    uint32_t r = (u + (rbits & 0xffffu)) >> 16;
+    if ((r & 0x7f80u) == 0x7f80u) r = (u >> 16 & 0x8000u) | 0x7f7fu; /* no rounding up into infinity */
+    return (bf16)r;
+}
+
 /* 1 when this CPU has AVX512_BF16 (vcvtneps2bf16, vdpbf16ps). */
 int bf16_cpu_native(void);
 

@@ -1,13 +1,18 @@
 /* bf16 mixed precision: the whole model's gradient and loss against the fp32 model on the same
  * weights and tokens (within bf16's precision: 8 significant bits, a relative rounding error of
  * at most 2^-9 per rounded tensor), recomputation and resumption bit for bit, the command line
- * (--precision, the ISA it names, a run capped below AMX with DNNL_MAX_CPU_ISA). */
+ * (--precision, the ISA it names, a run capped below AMX with DNNL_MAX_CPU_ISA); stochastic
+ * rounding to bf16 (unbiased, deterministic across threads and splits, NaN/Inf kept, no overflow). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include <float.h>
+#include <omp.h>
+
+#include "../kernels/bf16.h"
 #include "../kernels/onednn.h"
 #include "../model/gpt.h"
 #include "check.h"
@@ -171,6 +176,84 @@ static void test_bf16_backward_scale_paths(void)
     gpt_free(&a), gpt_free(&b);
 }
 
+/* ---------------------------------------------------------------- stochastic rounding */
+
+/* The mean of many stochastic roundings of x is x, within 4 standard errors. */
+static void check_sr_unbiased(float x, const char *what)
+{
+    enum { N = 200000 };
+    float *src = malloc(N * sizeof(float));
+    bf16 *dst = malloc(N * sizeof(bf16));
+    for (int i = 0; i < N; i++) src[i] = x;
+    bf16_from_floats_sr(dst, src, N, 42, 7, 0);
+    float lo = bf16_to_float(dst[0]), hi = lo;
+    double sum = 0;
+    for (int i = 0; i < N; i++) {
+        float v = bf16_to_float(dst[i]);
+        sum += v;
+        lo = v < lo ? v : lo, hi = v > hi ? v : hi;
+    }
+    double mean = sum / N, p = (fabs((double)x) - fabs((double)lo)) / (fabs((double)hi) - fabs((double)lo));
+    double se = fabs((double)hi - lo) * sqrt(p * (1 - p) / N);
+    CHECK(fabs(mean - x) <= 4 * se + 1e-12, "%s: mean of %d stochastic roundings of %.9g is %.9g (4 standard errors %.3g)", what, N,
+          x, mean, 4 * se);
+    CHECK(hi != lo, "%s: stochastic rounding of %.9g never varied", what, x);
+    free(src), free(dst);
+}
+
+static void test_bf16_sr_unbiased(void)
+{
+    check_sr_unbiased(1.0f + 0x1p-10f, "1 + 2^-10 (1/8 of an ulp)");
+    check_sr_unbiased(-3.0f - 0x1p-7f * 0.7f, "-3 - 0.35 ulp");
+    check_sr_unbiased(1e-3f, "1e-3");
+    /* an update below half an ulp: round to nearest loses it, stochastic rounding keeps it in expectation */
+    float w = 1.0f, u = 1e-4f;
+    CHECK(bf16_to_float(bf16_from_float(w + u)) == w, "round to nearest kept an update below half an ulp");
+    check_sr_unbiased(w + u, "1 + 1e-4 (an update below half an ulp)");
+}
+
+/* The same bits whatever the thread count and however the tensor is split across calls. */
+static void test_bf16_sr_deterministic(void)
+{
+    enum { N = 300000 };
+    float *src = malloc(N * sizeof(float));
+    bf16 *a = malloc(N * sizeof(bf16)), *b = malloc(N * sizeof(bf16)), *c = malloc(N * sizeof(bf16));
+    unsigned st = 5u;
+    rand_fill(src, N, &st);
+    int threads = omp_get_max_threads();
+    omp_set_num_threads(1);
+    bf16_from_floats_sr(a, src, N, 9, 3, 0);
+    omp_set_num_threads(2);
+    bf16_from_floats_sr(b, src, N, 9, 3, 0);
+    omp_set_num_threads(threads);
+    bf16_from_floats_sr(c, src, 1000, 9, 3, 0);
+    bf16_from_floats_sr(c + 1000, src + 1000, N - 1000, 9, 3, 1000);
+    CHECK(memcmp(a, b, N * sizeof(bf16)) == 0, "stochastic rounding differs between 1 and 2 threads");
+    CHECK(memcmp(a, c, N * sizeof(bf16)) == 0, "stochastic rounding differs when the tensor is split in two calls");
+    bf16_from_floats_sr(b, src, N, 9, 4, 0);
+    CHECK(memcmp(a, b, N * sizeof(bf16)) != 0, "another step gives the same random bits");
+    free(src), free(a), free(b), free(c);
+}
+
+/* NaN and infinities pass through; nothing finite becomes infinite; exact values stay exact. */
+static void test_bf16_sr_edges(void)
+{
+    const float big = 0x1.fep127f; /* the largest finite bf16 */
+    const float in[] = {NAN, -NAN, INFINITY, -INFINITY, big, -big, FLT_MAX, -FLT_MAX, 0x1.ffp127f, 0.0f, -0.0f, 1.0f, 0x1p-130f};
+    const int n = (int)(sizeof in / sizeof in[0]);
+    for (uint64_t s = 0; s < 64; s++) {
+        bf16 out[16];
+        bf16_from_floats_sr(out, in, (size_t)n, s, s * 7, 0);
+        CHECK(isnan(bf16_to_float(out[0])) && isnan(bf16_to_float(out[1])), "NaN did not stay NaN");
+        CHECK(bf16_to_float(out[2]) == INFINITY && bf16_to_float(out[3]) == -INFINITY, "infinity did not stay infinite");
+        for (int i = 4; i < 9; i++)
+            CHECK(isfinite(bf16_to_float(out[i])) && fabsf(bf16_to_float(out[i])) == big,
+                  "%.9g rounded stochastically to %.9g, not the largest finite bf16", in[i], bf16_to_float(out[i]));
+        CHECK(bf16_to_float(out[9]) == 0.0f && bf16_to_float(out[11]) == 1.0f, "an exact bf16 value changed");
+        CHECK(isfinite(bf16_to_float(out[12])), "a subnormal became non-finite");
+    }
+}
+
 #define TINY "--model", "pythia-14m", "--layers", "2", "--d-model", "64", "--heads", "4", "--vocab", "256", "--seq", "32", \
              "--micro-batch", "2", "--no-predict", "--peak-gflops", "100", "--quiet", "--discard-steps", "0"
 
@@ -250,6 +333,9 @@ const test_case tests_precision[] = {
     {"bf16-mixed: --recompute gives identical gradients", test_bf16_recompute_identical},
     {"bf16-mixed: the bf16 weights follow the updated master weights", test_bf16_copy_follows_update},
     {"bf16-mixed: d(logits) from the forward or a second pass, the same gradients", test_bf16_backward_scale_paths},
+    {"bf16 stochastic rounding: unbiased, and keeps an update below half an ulp in expectation", test_bf16_sr_unbiased},
+    {"bf16 stochastic rounding: the same bits on 1 or 2 threads and split across calls", test_bf16_sr_deterministic},
+    {"bf16 stochastic rounding: NaN and infinities kept, no overflow to infinity", test_bf16_sr_edges},
     {"cli: bf16-mixed resumed run repeats the losses bit for bit", test_cli_bf16_resume_identical},
     {"cli: --precision checked, named in the output and the summary CSV", test_cli_bf16_precision_flag},
     {"cli: bf16-mixed under DNNL_MAX_CPU_ISA below AMX, and refused below AVX-512", test_cli_bf16_isa_capped},
