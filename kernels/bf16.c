@@ -47,33 +47,26 @@ static void widen(float *dst, const bf16 *src, size_t n)
     }
 }
 
+/* Large arrays in chunks over the OpenMP threads; below PAR_MIN on the calling thread. */
+#define CHUNK 16384
+
 void bf16_from_floats(bf16 *dst, const float *src, size_t n)
 {
-    if (n < PAR_MIN) {
-        narrow(dst, src, n);
-        return;
-    }
-    const size_t chunk = 16384;
-    long nchunks = (long)((n + chunk - 1) / chunk);
-#pragma omp parallel for schedule(static)
+    long nchunks = (long)((n + CHUNK - 1) / CHUNK);
+#pragma omp parallel for schedule(static) if (n >= PAR_MIN)
     for (long c = 0; c < nchunks; c++) {
-        size_t a = (size_t)c * chunk, len = a + chunk < n ? chunk : n - a;
-        narrow(dst + a, src + a, len);
+        size_t a = (size_t)c * CHUNK;
+        narrow(dst + a, src + a, a + CHUNK < n ? CHUNK : n - a);
     }
 }
 
 void bf16_to_floats(float *dst, const bf16 *src, size_t n)
 {
-    if (n < PAR_MIN) {
-        widen(dst, src, n);
-        return;
-    }
-    const size_t chunk = 16384;
-    long nchunks = (long)((n + chunk - 1) / chunk);
-#pragma omp parallel for schedule(static)
+    long nchunks = (long)((n + CHUNK - 1) / CHUNK);
+#pragma omp parallel for schedule(static) if (n >= PAR_MIN)
     for (long c = 0; c < nchunks; c++) {
-        size_t a = (size_t)c * chunk, len = a + chunk < n ? chunk : n - a;
-        widen(dst + a, src + a, len);
+        size_t a = (size_t)c * CHUNK;
+        widen(dst + a, src + a, a + CHUNK < n ? CHUNK : n - a);
     }
 }
 

@@ -31,7 +31,7 @@ void linear_bf16_weight_free(linear_bf16_weight *w)
     memset(w, 0, sizeof *w);
 }
 
-double linear_bf16_weight_bytes(double C, double OC) { return 2 * 2.0 * C * OC; }
+double linear_bf16_weight_bytes(double elements) { return 2 * 2.0 * elements; }
 
 int linear_bf16_forward(float *out32, bf16 *out16, const bf16 *inp, const linear_bf16_weight *w, const float *bias)
 {

@@ -28,8 +28,8 @@ typedef struct {
  * else NULL). */
 int linear_bf16_pack(linear_bf16_weight *w, const float *weight, int N, int C, int OC, int out_bf16, int bias);
 void linear_bf16_weight_free(linear_bf16_weight *w);
-/* Bytes both copies of an (OC, C) weight take (about; the blocked layouts pad). */
-double linear_bf16_weight_bytes(double C, double OC);
+/* Bytes both copies of weights of this many elements take (about; the blocked layouts pad). */
+double linear_bf16_weight_bytes(double elements);
 
 /* out = inp @ weight^T (+ bias) into out32 (fp32) or out16 (bf16), as packed: exactly one non-NULL. */
 int linear_bf16_forward(float *out32, bf16 *out16, const bf16 *inp, const linear_bf16_weight *w, const float *bias);

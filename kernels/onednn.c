@@ -236,9 +236,11 @@ static int reorder(const dnnl_memory_desc_t *from, const void *src, const dnnl_m
     return st == dnnl_success ? KERNEL_OK : fail("reorder", st);
 }
 
-int onednn_pack(onednn_packed *p, const onednn_shape *s, const void *B)
+/* Reorders B into p for the primitive of shape s: from bf16 in the caller's layout (read in place
+ * instead when that is the layout the primitive wants), or from fp32 (from_f32: one reorder
+ * converts and lays out). */
+static int pack(onednn_packed *p, const onednn_shape *s, const void *B, int from_f32)
 {
-    if (!p || !s || !B || !shape_ok(s)) return KERNEL_EDIM;
     pthread_mutex_lock(&G.lock);
     int rc = KERNEL_EBACKEND;
     entry *e = lookup(s, 1);
@@ -246,8 +248,8 @@ int onednn_pack(onednn_packed *p, const onednn_shape *s, const void *B)
     if (p->data && !same_shape(&p->shape, s)) onednn_packed_free(p);
     p->shape = *s;
     p->blocked = !dnnl_memory_desc_equal(&e->b_plain, &e->b_prim);
-    p->plain = p->blocked ? NULL : B;
-    if (!p->blocked) {
+    p->plain = p->blocked || from_f32 ? NULL : B;
+    if (p->plain) {
         rc = KERNEL_OK;
         goto out;
     }
@@ -259,38 +261,24 @@ int onednn_pack(onednn_packed *p, const onednn_shape *s, const void *B)
             goto out;
         }
     }
-    rc = reorder(&e->b_plain, B, &e->b_prim, p->data);
+    dnnl_memory_desc_t from = e->b_plain;
+    if (from_f32 && (rc = md2(&from, s->k, s->m, dnnl_f32, s->trans_b, s->ldb)) != KERNEL_OK) goto out;
+    rc = reorder(&from, B, &e->b_prim, p->data);
 out:
     pthread_mutex_unlock(&G.lock);
     return rc;
 }
 
+int onednn_pack(onednn_packed *p, const onednn_shape *s, const void *B)
+{
+    if (!p || !s || !B || !shape_ok(s)) return KERNEL_EDIM;
+    return pack(p, s, B, 0);
+}
+
 int onednn_pack_f32(onednn_packed *p, const onednn_shape *s, const float *B)
 {
     if (!p || !s || !B || !shape_ok(s) || s->ab != ONEDNN_BF16) return KERNEL_EDIM;
-    pthread_mutex_lock(&G.lock);
-    int rc = KERNEL_EBACKEND;
-    entry *e = lookup(s, 1);
-    if (!e) goto out;
-    if (p->data && !same_shape(&p->shape, s)) onednn_packed_free(p);
-    p->shape = *s;
-    p->plain = NULL;
-    p->blocked = !dnnl_memory_desc_equal(&e->b_plain, &e->b_prim);
-    if (!p->data) {
-        p->bytes = dnnl_memory_desc_get_size(&e->b_prim);
-        p->data = aligned_alloc(64, (p->bytes + 63) / 64 * 64);
-        if (!p->data) {
-            snprintf(G.err, sizeof G.err, "out of memory for %zu bytes of packed weights", p->bytes);
-            goto out;
-        }
-    }
-    /* fp32 in the caller's layout -> bf16 in the primitive's: one reorder converts and blocks */
-    dnnl_memory_desc_t from;
-    if ((rc = md2(&from, s->k, s->m, dnnl_f32, s->trans_b, s->ldb)) != KERNEL_OK) goto out;
-    rc = reorder(&from, B, &e->b_prim, p->data);
-out:
-    pthread_mutex_unlock(&G.lock);
-    return rc;
+    return pack(p, s, B, 1);
 }
 
 int onednn_gemm_packed(const onednn_shape *s, const void *A, const onednn_packed *p, const float *bias, void *C)

@@ -79,7 +79,7 @@ void gpt_estimate(const model_config *cfg, int B, int T, int recompute, train_pr
     mem->acts_layer = 4 * layer_act_floats(cfg, B, T, prec) + 2 * layer_act_halves(cfg, B, T, prec);
     mem->logits = 4 * (BT * V + (prec == PRECISION_FP32 ? BT * C : 0) + 5 * BT) + 2 * global_halves(cfg, B, T, prec);
     double mats = L * (3 * C * C + C * C + 4 * C * C + 4 * C * C) + V * C;
-    mem->weights_bf16 = prec == PRECISION_BF16_MIXED ? linear_bf16_weight_bytes(1, mats) : 0;
+    mem->weights_bf16 = prec == PRECISION_BF16_MIXED ? linear_bf16_weight_bytes(mats) : 0;
     /* dres, dln, dqkv, datty, dfch, attproj; the attention backward's per-thread scratch; token ids */
     mem->scratch = 4 * (BT * C * (1 + 1 + 3 + 1 + 4 + 1) + (double)attention_scratch_floats(T, cfg->HS, omp_get_max_threads())) + 8 * BT;
     mem->acts_full_no_recompute = mem->acts_kept + L * mem->acts_layer + mem->logits;

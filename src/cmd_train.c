@@ -195,6 +195,13 @@ static int train_outputs(const train_flags *f, step_records *r, const machine_in
     return rc;
 }
 
+/* The kernel oneDNN runs a bf16 product with here (NULL: none at the ISA in effect). */
+static const char *bf16_kernel(void)
+{
+    onednn_shape s = {ONEDNN_BF16, ONEDNN_F32, 0, 1, 64, 64, 64, 64, 64, 64, 0, 0};
+    return onednn_impl(&s);
+}
+
 static void train_log_notes(record *log, record *summary, const machine_info *mi, const calib *cal, int ranks,
                             train_precision prec)
 {
@@ -203,8 +210,7 @@ static void train_log_notes(record *log, record *summary, const machine_info *mi
     record_note(log, "%s, %d cores, %d OpenMP threads, %d OpenBLAS threads, OMP_WAIT_POLICY %s; measured here %s (git %s)",
                 mi->cpu_model, mi->cores, mi->threads, mi->blas_threads, mi->omp_wait_policy, mi->date_utc, mi->git_rev);
     if (prec == PRECISION_BF16_MIXED) {
-        onednn_shape s = {ONEDNN_BF16, ONEDNN_F32, 0, 1, 64, 64, 64, 64, 64, 64, 0, 0};
-        const char *impl = onednn_impl(&s);
+        const char *impl = bf16_kernel();
         char note[256];
         snprintf(note, sizeof note, "precision bf16-mixed: bf16 products by oneDNN %s, ISA %s (kernel %s%s)", onednn_version(),
                  onednn_isa(), impl ? impl : "unavailable", onednn_bf16_native() ? "" : "; no bf16 instructions at this CPU level: emulated");
@@ -224,8 +230,7 @@ int cmd_train(int argc, char **argv)
     if (rc != 0) return rc > 0 ? 0 : rc;
     if ((rc = train_config(&f, &cfg)) != 0) return rc;
     if (f.prec == PRECISION_BF16_MIXED) { /* before anything is measured: can oneDNN run bf16 products here? */
-        onednn_shape s = {ONEDNN_BF16, ONEDNN_F32, 0, 1, 64, 64, 64, 64, 64, 64, 0, 0};
-        if (!onednn_impl(&s))
+        if (!bf16_kernel())
             return err_msg("flag '--precision bf16-mixed': oneDNN %s has no bf16 matmul at ISA %s here (%s)", onednn_version(),
                            onednn_isa(), onednn_last_error());
     }

@@ -67,6 +67,14 @@ void rm_tree(const char *dir);
  * when the file or the column is missing. */
 int csv_column(const char *path, const char *name, double *out, int cap);
 
+/* Models (model/gpt.h): random token ids in [0, V) for inputs and targets, deterministic in seed;
+ * dst takes src's weights and tokens (same shapes; dst's bf16 copies are remade); one
+ * zero_grad + forward + backward (0, or -1 after a failed kernel). */
+struct gpt_model_s;
+void fill_tokens(struct gpt_model_s *m, unsigned seed);
+void copy_weights_and_tokens(struct gpt_model_s *dst, const struct gpt_model_s *src);
+int train_micro_step(struct gpt_model_s *m, float scale, double *loss);
+
 /* The binary under test, for CLI tests (argv[1] of the runner). */
 extern const char *g_costbench;
 

@@ -25,16 +25,6 @@ static model_config tiny(int parallel, int learned, int tied)
     return c;
 }
 
-static void fill_tokens(gpt_model *m, unsigned seed)
-{
-    for (int i = 0; i < m->B * m->T; i++) {
-        seed = seed * 1664525u + 1013904223u;
-        m->inputs[i] = (int)((seed >> 8) % (unsigned)m->cfg.V);
-        seed = seed * 1664525u + 1013904223u;
-        m->targets[i] = (int)((seed >> 8) % (unsigned)m->cfg.V);
-    }
-}
-
 /* ---- double-precision reference forward over a double copy of the parameter slab ---- */
 typedef struct {
     const gpt_model *m;

@@ -28,16 +28,6 @@ static model_config small(int parallel, int learned, int tied, int V)
     return c;
 }
 
-static void fill_tokens(gpt_model *m, unsigned seed)
-{
-    for (int i = 0; i < m->B * m->T; i++) {
-        seed = seed * 1664525u + 1013904223u;
-        m->inputs[i] = (int)((seed >> 8) % (unsigned)m->cfg.V);
-        seed = seed * 1664525u + 1013904223u;
-        m->targets[i] = (int)((seed >> 8) % (unsigned)m->cfg.V);
-    }
-}
-
 /* ||a - b|| / ||b|| over n floats */
 static double rel_l2(const float *a, const float *b, size_t n)
 {
@@ -62,14 +52,11 @@ static void check_against_fp32(int parallel, int learned, int tied, const char *
           "%s: init failed", label);
     gpt_init_weights(&a, 11);
     for (size_t i = 0; i < a.nparams; i++) a.params[i] *= 3.0f; /* every path carries signal, short of chaos */
-    memcpy(b.params, a.params, a.nparams * sizeof(float));
-    gpt_params_changed(&b);
     fill_tokens(&a, 5);
-    memcpy(b.inputs, a.inputs, sizeof(int) * 48), memcpy(b.targets, a.targets, sizeof(int) * 48);
+    copy_weights_and_tokens(&b, &a);
     double la = NAN, lb = NAN;
-    gpt_zero_grad(&a), gpt_zero_grad(&b);
-    CHECK(gpt_forward(&a, &la) == 0 && gpt_backward(&a, 1.0f) == 0, "%s: fp32 step failed", label);
-    CHECK(gpt_forward(&b, &lb) == 0 && gpt_backward(&b, 1.0f) == 0, "%s: bf16-mixed step failed", label);
+    CHECK(train_micro_step(&a, 1.0f, &la) == 0, "%s: fp32 step failed", label);
+    CHECK(train_micro_step(&b, 1.0f, &lb) == 0, "%s: bf16-mixed step failed", label);
     CHECK(isfinite(lb) && fabs(lb - la) <= 1e-2 * fabs(la), "%s: loss bf16-mixed %.6f vs fp32 %.6f", label, lb, la);
     double all = rel_l2(b.grads, a.grads, a.nparams);
     CHECK(all <= 2e-2, "%s: whole gradient differs by %.3g relative L2", label, all);
@@ -112,14 +99,11 @@ static void test_bf16_recompute_identical(void)
     CHECK(gpt_init(&a, &c, 2, 24, 0, PRECISION_BF16_MIXED) == 0 && gpt_init(&b, &c, 2, 24, 1, PRECISION_BF16_MIXED) == 0,
           "init failed");
     gpt_init_weights(&a, 4);
-    memcpy(b.params, a.params, a.nparams * sizeof(float));
-    gpt_params_changed(&b);
     fill_tokens(&a, 2);
-    memcpy(b.inputs, a.inputs, sizeof(int) * 48), memcpy(b.targets, a.targets, sizeof(int) * 48);
+    copy_weights_and_tokens(&b, &a);
     double la = NAN, lb = NAN;
-    gpt_zero_grad(&a), gpt_zero_grad(&b);
-    CHECK(gpt_forward(&a, &la) == 0 && gpt_backward(&a, 1.0f) == 0, "step failed");
-    CHECK(gpt_forward(&b, &lb) == 0 && gpt_backward(&b, 1.0f) == 0, "recompute step failed");
+    CHECK(train_micro_step(&a, 1.0f, &la) == 0, "step failed");
+    CHECK(train_micro_step(&b, 1.0f, &lb) == 0, "recompute step failed");
     CHECK(la == lb && memcmp(a.grads, b.grads, a.nparams * sizeof(float)) == 0, "bf16-mixed --recompute changes the gradients");
     gpt_free(&a), gpt_free(&b);
 }
@@ -137,15 +121,12 @@ static void test_bf16_copy_follows_update(void)
     adamw_params hp = {1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.0f};
     double before = NAN, loss = NAN, fresh = NAN;
     for (int s = 0; s < 2; s++) {
-        gpt_zero_grad(&m);
-        CHECK(gpt_forward(&m, &loss) == 0 && gpt_backward(&m, 1.0f) == 0, "step failed");
+        CHECK(train_micro_step(&m, 1.0f, &loss) == 0, "step failed");
         if (s == 0) before = loss;
         gpt_update(&m, &hp, gpt_grad_norm(&m), 1.0f);
     }
     CHECK(gpt_forward(&m, &loss) == 0, "forward failed");
-    memcpy(f.params, m.params, m.nparams * sizeof(float));
-    gpt_params_changed(&f);
-    memcpy(f.inputs, m.inputs, sizeof(int) * 8), memcpy(f.targets, m.targets, sizeof(int) * 8);
+    copy_weights_and_tokens(&f, &m);
     CHECK(gpt_forward(&f, &fresh) == 0, "fresh forward failed");
     CHECK(loss == fresh && loss != before, "after two updates: loss %.9g, a fresh model on the same weights %.9g (first %.9g)",
           loss, fresh, before);
@@ -161,16 +142,13 @@ static void test_bf16_backward_scale_paths(void)
     CHECK(gpt_init(&a, &c, 2, 16, 0, PRECISION_BF16_MIXED) == 0 && gpt_init(&b, &c, 2, 16, 0, PRECISION_BF16_MIXED) == 0,
           "init failed");
     gpt_init_weights(&a, 6);
-    memcpy(b.params, a.params, a.nparams * sizeof(float));
-    gpt_params_changed(&b);
     fill_tokens(&a, 4);
-    memcpy(b.inputs, a.inputs, sizeof(int) * 32), memcpy(b.targets, a.targets, sizeof(int) * 32);
+    copy_weights_and_tokens(&b, &a);
     double la, lb;
-    gpt_zero_grad(&a), gpt_zero_grad(&b);
     a.backward_scale = 1.0f; /* announced 1, given 1/3: the second pass */
     b.backward_scale = 1.0f / 3.0f;
-    CHECK(gpt_forward(&a, &la) == 0 && gpt_backward(&a, 1.0f / 3.0f) == 0, "step failed");
-    CHECK(gpt_forward(&b, &lb) == 0 && gpt_backward(&b, 1.0f / 3.0f) == 0, "step failed");
+    CHECK(train_micro_step(&a, 1.0f / 3.0f, &la) == 0, "step failed");
+    CHECK(train_micro_step(&b, 1.0f / 3.0f, &lb) == 0, "step failed");
     CHECK(la == lb && memcmp(a.grads, b.grads, a.nparams * sizeof(float)) == 0,
           "d(logits) from the forward and from a second pass give different gradients");
     gpt_free(&a), gpt_free(&b);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "../common/csvio.h"
+#include "../model/gpt.h"
 #include "../common/presets.h"
 #include "check.h"
 
@@ -262,4 +263,28 @@ void test_scale_model(scale_model *m)
     s.tp = 8, s.pp = 1, s.interleave = 1, s.seq = 2048, s.micro_batch = 1, s.global_batch = 64;
     s.precision = PREC_MIXED, s.bucket_bytes = 25 << 20, s.t_mb_s = 0.5, s.net_eff = 1;
     *m = s;
+}
+
+void fill_tokens(gpt_model *m, unsigned seed)
+{
+    for (int i = 0; i < m->B * m->T; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        m->inputs[i] = (int)((seed >> 8) % (unsigned)m->cfg.V);
+        seed = seed * 1664525u + 1013904223u;
+        m->targets[i] = (int)((seed >> 8) % (unsigned)m->cfg.V);
+    }
+}
+
+void copy_weights_and_tokens(gpt_model *dst, const gpt_model *src)
+{
+    memcpy(dst->params, src->params, src->nparams * sizeof(float));
+    gpt_params_changed(dst);
+    memcpy(dst->inputs, src->inputs, (size_t)src->B * src->T * sizeof(int));
+    memcpy(dst->targets, src->targets, (size_t)src->B * src->T * sizeof(int));
+}
+
+int train_micro_step(gpt_model *m, float scale, double *loss)
+{
+    gpt_zero_grad(m);
+    return gpt_forward(m, loss) == 0 && gpt_backward(m, scale) == 0 ? 0 : -1;
 }
