@@ -18,7 +18,7 @@
 /* The peak of the run's precision on every rank at once (the job's), or the given one. */
 static int measure_peak(const calib_opts *o, calib *c)
 {
-    const int bf = o->prec == PRECISION_BF16_MIXED;
+    const int bf = o->prec != PRECISION_FP32;
     const char *kind = bf ? "bf16 matrix" : "fp32 FMA";
     if (o->peak_gflops > 0) {
         c->peak_gflops = o->peak_gflops;
@@ -54,7 +54,7 @@ static int predict_matmuls(const calib_opts *o, const runner_opts *ro, double pe
     int all = mm_shapes_transformer(sh, cap, o->cfg, o->B, o->T), nsh = 0;
     for (int i = 0; i < all; i++)
         if (strncmp(sh[i].op, "attn_", 5) != 0 || strcmp(sh[i].op, "attn_out") == 0) sh[nsh++] = sh[i];
-    if (nsh > 0 && o->prec == PRECISION_BF16_MIXED) mm_shapes_set_dtype(sh, nsh, MM_BF16, MM_OPENBLAS);
+    if (nsh > 0 && o->prec != PRECISION_FP32) mm_shapes_set_dtype(sh, nsh, MM_BF16, MM_OPENBLAS);
     record r;
     record_init(&r, mm_cols, MM_NCOLS);
     fprintf(stderr, "costbench train: measuring the step's %d matmul shapes, the attention and the rotary kernels for the prediction\n", nsh);
@@ -96,7 +96,7 @@ static int predict_attention(const calib_opts *o, const runner_opts *ro, double 
                   mem_alloc(nout, sizeof(float), "attention buffer"), mem_alloc(nqkv, sizeof(float), "attention buffer"),
                   mem_alloc(attention_scratch_floats(o->T, m->HS, o->threads), sizeof(float), "attention scratch"),
                   o->B, o->T, m->NH, m->HS, o->threads, NULL, NULL};
-    int bad = CB_EFAIL, bf = o->prec == PRECISION_BF16_MIXED;
+    int bad = CB_EFAIL, bf = o->prec != PRECISION_FP32;
     if (bf) {
         ac.qkvh = mem_alloc(nqkv, sizeof(bf16), "attention buffer");
         ac.outh = mem_alloc(nout, sizeof(bf16), "attention buffer");
@@ -137,7 +137,7 @@ static int predict_rope(const calib_opts *o, const runner_opts *ro, int rdims, d
     rope_tables tb;
     float *store = mem_alloc(rope_tables_floats(o->T, rdims, c->HS), sizeof(float), "rotary tables");
     rope_ctx rc = {mem_alloc(n, sizeof(float), "rotary buffer"), {o->B, o->T, c->NH, c->HS, rdims}, &tb, NULL};
-    const int bf = o->prec == PRECISION_BF16_MIXED;
+    const int bf = o->prec != PRECISION_FP32;
     if (bf) rc.qkvh = mem_alloc(n, sizeof(bf16), "rotary buffer");
     int bad = CB_EFAIL;
     if (rc.qkv && store && (!bf || rc.qkvh)) {
@@ -153,7 +153,6 @@ static int predict_rope(const calib_opts *o, const runner_opts *ro, int rdims, d
     return bad;
 }
 
-/* The memory-bound kinds: the bytes each must move per micro-step, priced at the copy bandwidth. */
 /* The memory-bound kinds: the bytes each must move per micro-step, priced at the copy bandwidth.
  * An estimate, not a bound: a kernel whose data stays in the last-level cache (a small layer's
  * activations) moves them faster than the copy probe's arrays, which are 4x that cache. */
@@ -162,7 +161,7 @@ static void predict_memory_bound(const calib_opts *o, double gbps, calib *c)
     const model_config *m = o->cfg;
     const double BT = (double)o->B * o->T, C = m->C, L = m->L, V = m->V, acc = o->accum;
     const double bw = gbps * 1e9 / 1e3; /* bytes per ms */
-    const int bf = o->prec == PRECISION_BF16_MIXED;
+    const int bf = o->prec != PRECISION_FP32;
     const double out = bf ? 2.0 : 4.0; /* bytes of an element the next linear layer reads */
     double bytes[GPT_KIND_COUNT] = {0};
     /* LayerNorm: forward reads x and writes its output; backward reads x, dout, dres, writes dinp */
@@ -175,9 +174,12 @@ static void predict_memory_bound(const calib_opts *o, double gbps, calib *c)
     /* residual adds, embedding; bf16-mixed also narrows the gradients entering the linear layers */
     bytes[K_OTHER] = acc * (L * BT * C * (m->parallel_residual ? 16.0 : 24.0) + BT * C * 8.0 * 2 +
                             (bf ? L * BT * C * (1 + 4 + 3) * 6.0 : 0));
-    /* AdamW, norm, zeroing; bf16-mixed also makes two bf16 copies of each weight matrix */
+    /* AdamW (fp32 state: reads g, p, m, v, writes p, m, v at 4 bytes; full bf16: g at 4, the rest
+     * at 2), the norm, zeroing; bf16 precisions also make two bf16 copies of each weight matrix
+     * (from fp32, or from the bf16 weights) */
     double mats = L * 12.0 * C * C + V * C;
-    bytes[K_OPTIMIZER] = model_params_total(m) * (28.0 + 4.0 + 4.0) + (bf ? mats * 2 * (4.0 + 2.0) : 0);
+    const int full = precision_full_bf16(o->prec);
+    bytes[K_OPTIMIZER] = model_params_total(m) * ((full ? 16.0 : 28.0) + 4.0 + 4.0) + (bf ? mats * 2 * ((full ? 2.0 : 4.0) + 2.0) : 0);
     for (int k = K_LAYERNORM; k < GPT_KIND_COUNT; k++) {
         if (k == K_ROTARY) continue;
         c->pred_ms[k] = bytes[k] / bw;
@@ -199,11 +201,11 @@ static int predict_kinds(const calib_opts *o, calib *c)
     c->pred_ms[K_MATMUL] = o->accum * mm;
     c->pred_ms[K_ATTENTION] = o->accum * att_ms;
     snprintf(c->how[K_ATTENTION], sizeof c->how[K_ATTENTION], "the tiled attention kernel (%s): forward+backward measured now",
-             o->prec == PRECISION_BF16_MIXED ? "bf16" : "fp32");
+             o->prec != PRECISION_FP32 ? "bf16" : "fp32");
     c->pred_ms[K_ROTARY] = o->accum * rope_ms;
     snprintf(c->how[K_ROTARY], sizeof c->how[K_ROTARY], "%s",
              rdims == 0                        ? "no rotary embedding"
-             : o->prec == PRECISION_BF16_MIXED ? "costbench rope: fused forward (bf16) + backward (fp32) measured now"
+             : o->prec != PRECISION_FP32 ? "costbench rope: fused forward (bf16) + backward (fp32) measured now"
                                                : "costbench rope: fused forward+backward measured now");
     runner_opts co;
     runner_defaults(&co);

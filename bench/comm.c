@@ -147,7 +147,7 @@ int comm_reduce_scatter_sum_v(float *buf, const int *counts)
     return rc;
 }
 
-int comm_allgather_v(float *buf, const int *counts)
+static int allgather_v(void *buf, const int *counts, MPI_Datatype type)
 {
     ENSURE();
     if (!g_mpi || g_size == 1) return 0;
@@ -155,25 +155,32 @@ int comm_allgather_v(float *buf, const int *counts)
     if (!displs) return err_msg("out of memory");
     int rc = displs_of(counts, displs);
     if (rc == 0)
-        rc = check(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, counts, displs, MPI_FLOAT, MPI_COMM_WORLD), "all-gather");
+        rc = check(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, counts, displs, type, MPI_COMM_WORLD), "all-gather");
     free(displs);
     return rc;
 }
 
-int comm_gather_v(const float *mine, float *full, const int *counts)
+static int gather_v(const void *mine, void *full, const int *counts, MPI_Datatype type, size_t elem)
 {
     ENSURE();
     if (!g_mpi || g_size == 1) {
-        if (full != mine) memcpy(full, mine, (size_t)counts[0] * sizeof *full);
+        if (full != mine) memcpy(full, mine, (size_t)counts[0] * elem);
         return 0;
     }
     int *displs = malloc((size_t)g_size * sizeof *displs);
     if (!displs) return err_msg("out of memory");
     int rc = displs_of(counts, displs);
-    if (rc == 0)
-        rc = check(MPI_Gatherv(mine, counts[g_rank], MPI_FLOAT, full, counts, displs, MPI_FLOAT, 0, MPI_COMM_WORLD), "gather");
+    if (rc == 0) rc = check(MPI_Gatherv(mine, counts[g_rank], type, full, counts, displs, type, 0, MPI_COMM_WORLD), "gather");
     free(displs);
     return rc;
+}
+
+int comm_allgather_v(float *buf, const int *counts) { return allgather_v(buf, counts, MPI_FLOAT); }
+int comm_allgather_v_u16(uint16_t *buf, const int *counts) { return allgather_v(buf, counts, MPI_UINT16_T); }
+int comm_gather_v(const float *mine, float *full, const int *counts) { return gather_v(mine, full, counts, MPI_FLOAT, sizeof(float)); }
+int comm_gather_v_u16(const uint16_t *mine, uint16_t *full, const int *counts)
+{
+    return gather_v(mine, full, counts, MPI_UINT16_T, sizeof(uint16_t));
 }
 
 double comm_max(double v)
@@ -266,7 +273,17 @@ int comm_allgather_v(float *buf, const int *counts)
     (void)buf, (void)counts;
     return 0;
 }
+int comm_allgather_v_u16(uint16_t *buf, const int *counts)
+{
+    (void)buf, (void)counts;
+    return 0;
+}
 int comm_gather_v(const float *mine, float *full, const int *counts)
+{
+    if (full != mine) memcpy(full, mine, (size_t)counts[0] * sizeof *full);
+    return 0;
+}
+int comm_gather_v_u16(const uint16_t *mine, uint16_t *full, const int *counts)
 {
     if (full != mine) memcpy(full, mine, (size_t)counts[0] * sizeof *full);
     return 0;

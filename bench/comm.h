@@ -6,6 +6,7 @@
 #define CB_COMM_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* Initialises MPI when the process was started by mpirun; every other function calls it on
  * first use (never before `--blas-core` has re-executed the program). Returns 0 or CB_EFAIL. */
@@ -33,6 +34,9 @@ int comm_allgather(const float *in, float *out, size_t n);
 int comm_reduce_scatter_sum_v(float *buf, const int *counts);
 int comm_allgather_v(float *buf, const int *counts);
 int comm_gather_v(const float *mine, float *full, const int *counts);
+/* The same for 16-bit elements (full-bf16 weights and moments). */
+int comm_allgather_v_u16(uint16_t *buf, const int *counts);
+int comm_gather_v_u16(const uint16_t *mine, uint16_t *full, const int *counts);
 /* the maximum / sum of a double over ranks */
 double comm_max(double v);
 double comm_sum(double v);

@@ -157,7 +157,13 @@ static int allgather_zero1(void *ctx, gpt_model *m)
 {
     dp_sync *d = ctx;
     double t0 = timer_now_s();
-    int rc = comm_allgather_v(m->params, d->counts);
+    int rc;
+    if (precision_full_bf16(m->prec)) {
+        rc = comm_allgather_v_u16(m->params16, d->counts);
+        gpt_params_changed(m); /* the fp32 copies of the small tensors from the gathered weights */
+    } else {
+        rc = comm_allgather_v(m->params, d->counts);
+    }
     exposed_since(d, t0);
     return rc;
 }
@@ -166,17 +172,19 @@ static int allgather_zero1(void *ctx, gpt_model *m)
 static int save_zero1(void *ctx, gpt_model *m, const char *dir, const ckpt_state *st)
 {
     dp_sync *d = ctx;
+    const int full = precision_full_bf16(m->prec);
+    const size_t elem = full ? sizeof(bf16) : sizeof(float);
     int rc = 0;
-    float *fm = NULL, *fv = NULL;
+    void *fm = NULL, *fv = NULL;
     if (d->rank == 0) {
-        fm = mem_alloc(m->nparams, sizeof(float), "AdamW first moments (gathered for the checkpoint)");
-        fv = mem_alloc(m->nparams, sizeof(float), "AdamW second moments (gathered for the checkpoint)");
+        fm = mem_alloc(m->nparams, elem, "AdamW first moments (gathered for the checkpoint)");
+        fv = mem_alloc(m->nparams, elem, "AdamW second moments (gathered for the checkpoint)");
         if (!fm || !fv) rc = CB_EFAIL;
     }
     /* every rank takes part in the gathers, whatever happened on rank 0 */
     if (comm_max(rc ? 1 : 0) > 0) rc = CB_EFAIL;
-    if (rc == 0) rc = comm_gather_v(m->m, fm, d->counts);
-    if (rc == 0) rc = comm_gather_v(m->v, fv, d->counts);
+    if (rc == 0) rc = full ? comm_gather_v_u16(m->m16, fm, d->counts) : comm_gather_v(m->m, fm, d->counts);
+    if (rc == 0) rc = full ? comm_gather_v_u16(m->v16, fv, d->counts) : comm_gather_v(m->v, fv, d->counts);
     if (rc == 0 && d->rank == 0) rc = ckpt_save(m, fm, fv, dir, st);
     free(fm);
     free(fv);
@@ -186,7 +194,7 @@ static int save_zero1(void *ctx, gpt_model *m, const char *dir, const ckpt_state
 static int save_root(void *ctx, gpt_model *m, const char *dir, const ckpt_state *st)
 {
     const dp_sync *d = ctx;
-    return d->rank == 0 ? ckpt_save(m, m->m, m->v, dir, st) : 0;
+    return d->rank == 0 ? ckpt_save_own(m, dir, st) : 0;
 }
 
 /* Rank r's block: [r per, (r+1) per) of the parameters, per a multiple of the tensor alignment. */

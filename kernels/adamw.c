@@ -112,6 +112,93 @@ void adamw_update_bf16(float *params, bf16 *params_bf16, const float *grads, flo
     adamw_run(params, params_bf16, grads, m, v, n, hp, t);
 }
 
+/* ---------------------------------------------------------------- full bf16 */
+
+/* One element of the full-bf16 update (the scalar definition; rb: the element's 64 hash bits). */
+static inline void full_bf16_one(bf16 *p, float *p32, const float *grads, bf16 *m, bf16 *v, size_t i,
+                                 const adamw_consts *k, int sr, uint64_t rb)
+{
+    float g = bf16_to_float(sr ? bf16_from_float_sr(grads[i], (uint32_t)rb & 0xffffu) : bf16_from_float(grads[i])) * k->gs;
+    float mi = k->b1 * bf16_to_float(m[i]) + k->one_b1 * g;
+    float vi = k->b2 * bf16_to_float(v[i]) + k->one_b2 * g * g;
+    float pp = bf16_to_float(p[i]);
+    pp -= k->lr * ((mi * k->c1) / (sqrtf(vi * k->c2) + k->eps) + k->wd * pp);
+    m[i] = sr ? bf16_from_float_sr(mi, (uint32_t)(rb >> 32) & 0xffffu) : bf16_from_float(mi);
+    v[i] = sr ? bf16_from_float_sr(vi, (uint32_t)(rb >> 16) & 0xffffu) : bf16_from_float(vi);
+    p[i] = sr ? bf16_from_float_sr(pp, (uint32_t)(rb >> 48)) : bf16_from_float(pp);
+    if (p32) p32[i] = bf16_to_float(p[i]);
+}
+
+void adamw_update_full_bf16_ref(bf16 *p, float *p32, const float *grads, bf16 *m, bf16 *v, size_t n,
+                                const adamw_params *hp, int t, const adamw_rounding *r)
+{
+    const adamw_consts k = adamw_setup(hp, t, n);
+    for (size_t i = 0; i < n; i++)
+        full_bf16_one(p, p32, grads, m, v, i, &k, r->stochastic, r->stochastic ? bf16_sr_hash(r->seed, (uint64_t)t, r->offset + i) : 0);
+}
+
+#if defined(__AVX512F__) && defined(VMATH_SR)
+/* Rounds 16 lanes to bf16 (nearest, or stochastically with the hash field `shift`). */
+static inline __m256i full_narrow(__m512 x, int sr, __m512i lo, __m512i hi, int shift)
+{
+    return sr ? vbf16_narrow512_sr(x, vsr_field16(lo, hi, shift)) : vbf16_narrow512(x);
+}
+
+/* Elements [a, b): 16 a step, each lane bit for bit full_bf16_one. */
+static void full_bf16_span(bf16 *p, float *p32, const float *grads, bf16 *m, bf16 *v, size_t a, size_t b,
+                           const adamw_consts *k, int sr, uint64_t seed, int t, uint64_t offset)
+{
+    const __m512 b1 = _mm512_set1_ps(k->b1), b2 = _mm512_set1_ps(k->b2), ob1 = _mm512_set1_ps(k->one_b1),
+                 ob2 = _mm512_set1_ps(k->one_b2), lr = _mm512_set1_ps(k->lr), eps = _mm512_set1_ps(k->eps),
+                 wd = _mm512_set1_ps(k->wd), gs = _mm512_set1_ps(k->gs), c1 = _mm512_set1_ps(k->c1),
+                 c2 = _mm512_set1_ps(k->c2);
+    const __m512i kseed = _mm512_set1_epi64((long long)(seed * BF16_SR_K0 ^ ((uint64_t)t + BF16_SR_A1) * BF16_SR_K1));
+    const __m512i lane = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
+    __m512i lo = _mm512_setzero_si512(), hi = lo;
+    for (size_t i = a; i < b; i += 16) {
+        __mmask16 mk = vmask_tail((long)(b - i));
+        PREFETCH(grads + i), PREFETCH(m + i), PREFETCH(v + i), PREFETCH(p + i);
+        if (sr) {
+            __m512i base = _mm512_set1_epi64((long long)(offset + i));
+            lo = vsr_hash8(kseed, _mm512_add_epi64(base, lane));
+            hi = vsr_hash8(kseed, _mm512_add_epi64(base, _mm512_add_epi64(lane, _mm512_set1_epi64(8))));
+        }
+        __m512 g = vbf16_widen512(full_narrow(_mm512_maskz_loadu_ps(mk, grads + i), sr, lo, hi, 0));
+        g = _mm512_mul_ps(g, gs);
+        __m512 mi = _mm512_add_ps(_mm512_mul_ps(b1, vbf16_load512(m + i, (long)(b - i))), _mm512_mul_ps(ob1, g));
+        __m512 vi = _mm512_add_ps(_mm512_mul_ps(b2, vbf16_load512(v + i, (long)(b - i))), _mm512_mul_ps(_mm512_mul_ps(ob2, g), g));
+        __m512 pp = vbf16_load512(p + i, (long)(b - i));
+        __m512 den = _mm512_add_ps(_mm512_sqrt_ps(_mm512_mul_ps(vi, c2)), eps);
+        __m512 step = _mm512_add_ps(_mm512_div_ps(_mm512_mul_ps(mi, c1), den), _mm512_mul_ps(wd, pp));
+        pp = _mm512_sub_ps(pp, _mm512_mul_ps(lr, step));
+        _mm256_mask_storeu_epi16(m + i, mk, full_narrow(mi, sr, lo, hi, 32));
+        _mm256_mask_storeu_epi16(v + i, mk, full_narrow(vi, sr, lo, hi, 16));
+        __m256i ph = full_narrow(pp, sr, lo, hi, 48);
+        _mm256_mask_storeu_epi16(p + i, mk, ph);
+        if (p32) _mm512_mask_storeu_ps(p32 + i, mk, vbf16_widen512(ph));
+    }
+}
+#else
+static void full_bf16_span(bf16 *p, float *p32, const float *grads, bf16 *m, bf16 *v, size_t a, size_t b,
+                           const adamw_consts *k, int sr, uint64_t seed, int t, uint64_t offset)
+{
+    for (size_t i = a; i < b; i++)
+        full_bf16_one(p, p32, grads, m, v, i, k, sr, sr ? bf16_sr_hash(seed, (uint64_t)t, offset + i) : 0);
+}
+#endif
+
+void adamw_update_full_bf16(bf16 *p, float *p32, const float *grads, bf16 *m, bf16 *v, size_t n, const adamw_params *hp,
+                            int t, const adamw_rounding *r)
+{
+    const adamw_consts k = adamw_setup(hp, t, n);
+    const long nblk = (long)((n + ADAMW_BLOCK - 1) / ADAMW_BLOCK);
+#pragma omp parallel for schedule(static) if (nblk > 1)
+    for (long blk = 0; blk < nblk; blk++) {
+        size_t a = (size_t)blk * ADAMW_BLOCK, b = a + ADAMW_BLOCK < n ? a + ADAMW_BLOCK : n;
+        full_bf16_span(p, p32, grads, m, v, a, b, &k, r->stochastic, r->seed, t, r->offset);
+    }
+}
+
 void adamw_update_ref(double *params, const double *grads, double *m, double *v, size_t n, const adamw_params *hp,
                       int t)
 {

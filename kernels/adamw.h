@@ -5,6 +5,8 @@
 
 #include <stddef.h>
 
+#include <stdint.h>
+
 #include "bf16.h"
 
 typedef struct {
@@ -27,6 +29,27 @@ void adamw_update(float *params, const float *grads, float *m, float *v, size_t 
  * output of kernels/. */
 void adamw_update_bf16(float *params, bf16 *params_bf16, const float *grads, float *m, float *v, size_t n,
                        const adamw_params *hp, int t);
+/* Full-bf16 AdamW (precisions bf16-sr and bf16): weights p and both moments m, v stored in bf16,
+ * the gradient rounded to bf16 as it enters (the precision stores gradients in bf16), every
+ * element's update computed in single precision from the widened values, in adamw_update's order:
+ *   g = bf16(grad) gs;  m = b1 M + (1 - b1) g;  v = b2 V + (1 - b2) g g;
+ *   p = P - lr ((m c1) / (sqrtf(v c2) + eps) + wd P)
+ * and p, m, v written back in bf16: rounded to nearest even (r->stochastic == 0; the gradient
+ * too), or stochastically (bf16_from_float_sr) with the four 16-bit fields of
+ * bf16_sr_hash(r->seed, t, r->offset + i): p bits 48-63, m 32-47, v 16-31, the gradient 0-15.
+ * The result depends neither on the thread count nor on how the tensor is split (offset: index
+ * of element 0 in the whole model, as ZeRO shards and per-tensor calls see it). p32 (n; NULL:
+ * none) receives the new weights widened. Narrowing to nearest follows bf16.h (subnormal fp32
+ * inputs may narrow to zero where the build targets AVX512_BF16). */
+typedef struct {
+    int stochastic;
+    uint64_t seed, offset;
+} adamw_rounding;
+void adamw_update_full_bf16(bf16 *p, float *p32, const float *grads, bf16 *m, bf16 *v, size_t n, const adamw_params *hp,
+                            int t, const adamw_rounding *r);
+/* The same, one scalar element at a time (the reference of the tests). */
+void adamw_update_full_bf16_ref(bf16 *p, float *p32, const float *grads, bf16 *m, bf16 *v, size_t n,
+                                const adamw_params *hp, int t, const adamw_rounding *r);
 void adamw_update_ref(double *params, const double *grads, double *m, double *v, size_t n, const adamw_params *hp,
                       int t);
 /* Sum of squares accumulated in double (combine buffers, then sqrt for the global norm). */

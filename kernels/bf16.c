@@ -85,16 +85,16 @@ void bf16_round_floats(float *x, size_t n)
     for (size_t i = 0; i < n; i++) x[i] = bf16_to_float(bf16_from_float(x[i]));
 }
 
-uint32_t bf16_sr_bits(uint64_t seed, uint64_t step, uint64_t index)
+uint64_t bf16_sr_hash(uint64_t seed, uint64_t step, uint64_t index)
 {
     /* splitmix64 finaliser over a combination of the three counters: a counter-based generator */
-    uint64_t z = seed * 0x9e3779b97f4a7c15ULL ^ (step + 0x632be59bd9b4e019ULL) * 0xbf58476d1ce4e5b9ULL ^
-                 (index + 0x1d8e4e27c47d124fULL) * 0x94d049bb133111ebULL;
-    z ^= z >> 30, z *= 0xbf58476d1ce4e5b9ULL;
-    z ^= z >> 27, z *= 0x94d049bb133111ebULL;
-    z ^= z >> 31;
-    return (uint32_t)(z >> 48);
+    uint64_t z = seed * BF16_SR_K0 ^ (step + BF16_SR_A1) * BF16_SR_K1 ^ (index + BF16_SR_A2) * BF16_SR_K2;
+    z ^= z >> 30, z *= BF16_SR_K1;
+    z ^= z >> 27, z *= BF16_SR_K2;
+    return z ^ (z >> 31);
 }
+
+uint32_t bf16_sr_bits(uint64_t seed, uint64_t step, uint64_t index) { return (uint32_t)(bf16_sr_hash(seed, step, index) >> 48); }
 
 void bf16_from_floats_sr(bf16 *dst, const float *src, size_t n, uint64_t seed, uint64_t step, uint64_t offset)
 {

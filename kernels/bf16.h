@@ -44,7 +44,17 @@ void bf16_round_floats(float *x, size_t n);
  * index of src[0] in the whole tensor). NaN stays NaN (quiet), infinities stay infinite, and a
  * finite value never rounds up to infinity (it stays at the largest finite bf16). */
 void bf16_from_floats_sr(bf16 *dst, const float *src, size_t n, uint64_t seed, uint64_t step, uint64_t offset);
-/* The 16 random bits stochastic rounding adds below the bf16 mantissa for element `index`. */
+/* The counter-based hash behind stochastic rounding: 64 random bits for element `index` of a
+ * tensor at `step` (splitmix64's finaliser over seed*K0 ^ (step+A1)*K1 ^ (index+A2)*K2). */
+#define BF16_SR_K0 0x9e3779b97f4a7c15ULL
+#define BF16_SR_K1 0xbf58476d1ce4e5b9ULL
+#define BF16_SR_K2 0x94d049bb133111ebULL
+#define BF16_SR_A1 0x632be59bd9b4e019ULL
+#define BF16_SR_A2 0x1d8e4e27c47d124fULL
+uint64_t bf16_sr_hash(uint64_t seed, uint64_t step, uint64_t index);
+/* The 16 random bits stochastic rounding adds below the bf16 mantissa for element `index`: the
+ * hash's top 16 bits. (The full-bf16 AdamW update, adamw.h, takes its four roundings of one
+ * element from the hash's four 16-bit fields.) */
 uint32_t bf16_sr_bits(uint64_t seed, uint64_t step, uint64_t index);
 static inline bf16 bf16_from_float_sr(float f, uint32_t rbits)
 {

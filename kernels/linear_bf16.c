@@ -13,14 +13,25 @@ static onednn_shape fwd_shape(int N, int C, int OC, int out_bf16, int bias)
 
 static onednn_shape bwd_shape(int N, int C, int OC) { return (onednn_shape){ONEDNN_BF16, ONEDNN_F32, 0, 0, N, C, OC, OC, C, C, 0, 0}; }
 
-int linear_bf16_pack(linear_bf16_weight *w, const float *weight, int N, int C, int OC, int out_bf16, int bias)
+/* Both copies from an fp32 or a bf16 weight. */
+static int pack_any(linear_bf16_weight *w, const void *weight, int from_f32, int N, int C, int OC, int out_bf16, int bias)
 {
     if (!w || !weight) return KERNEL_EDIM;
     onednn_shape f = fwd_shape(N, C, OC, out_bf16, bias), b = bwd_shape(N, C, OC);
-    int rc = onednn_pack_f32(&w->fwd, &f, weight);
-    if (rc == KERNEL_OK) rc = onednn_pack_f32(&w->bwd, &b, weight);
+    int rc = from_f32 ? onednn_pack_f32(&w->fwd, &f, weight) : onednn_pack(&w->fwd, &f, weight);
+    if (rc == KERNEL_OK) rc = from_f32 ? onednn_pack_f32(&w->bwd, &b, weight) : onednn_pack(&w->bwd, &b, weight);
     if (rc == KERNEL_OK) w->N = N, w->C = C, w->OC = OC, w->out_bf16 = out_bf16, w->bias = bias;
     return rc;
+}
+
+int linear_bf16_pack(linear_bf16_weight *w, const float *weight, int N, int C, int OC, int out_bf16, int bias)
+{
+    return pack_any(w, weight, 1, N, C, OC, out_bf16, bias);
+}
+
+int linear_bf16_pack_bf16(linear_bf16_weight *w, const bf16 *weight, int N, int C, int OC, int out_bf16, int bias)
+{
+    return pack_any(w, weight, 0, N, C, OC, out_bf16, bias);
 }
 
 void linear_bf16_weight_free(linear_bf16_weight *w)

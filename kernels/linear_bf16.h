@@ -27,6 +27,9 @@ typedef struct {
  * writes bf16; bias: the forward adds a bias (the forward's bias argument must then be non-NULL,
  * else NULL). */
 int linear_bf16_pack(linear_bf16_weight *w, const float *weight, int N, int C, int OC, int out_bf16, int bias);
+/* The same from a bf16 weight (full-bf16 training); where oneDNN's kernel reads the plain layout
+ * the weight is read in place: it must then stay where it is until the next pack. */
+int linear_bf16_pack_bf16(linear_bf16_weight *w, const bf16 *weight, int N, int C, int OC, int out_bf16, int bias);
 void linear_bf16_weight_free(linear_bf16_weight *w);
 /* Bytes both copies of weights of this many elements take (about; the blocked layouts pad). */
 double linear_bf16_weight_bytes(double elements);

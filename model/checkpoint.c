@@ -19,15 +19,17 @@
 #include "safetensors.h"
 
 /* Every tensor of the model with its Hugging Face name and shape, pointing into `base` (the
- * parameter, first-moment or second-moment slab). Returns the count. */
-static int list_tensors(const gpt_model *m, const float *base, const char *prefix, st_out *out, char (*names)[96])
+ * parameter, first-moment or second-moment slab: fp32, or bf16 in full-bf16 models). Returns the
+ * count. */
+static int list_tensors(const gpt_model *m, const void *base, const char *prefix, st_out *out, char (*names)[96])
 {
+    const size_t elem = precision_full_bf16(m->prec) ? sizeof(bf16) : sizeof(float);
     const model_config *c = &m->cfg;
     int64_t C = c->C, V = c->V;
     int n = 0;
     for (int k = 0; k < P_COUNT; k++) {
         if (m->sizes[k] == 0) continue;
-        const float *p = base + m->offsets[k];
+        const char *p = (const char *)base + m->offsets[k] * elem;
         int per_layer = k >= P_LN1W && k <= P_FCPROJB;
         int layers = per_layer ? c->L : 1;
         for (int l = 0; l < layers; l++) {
@@ -49,7 +51,8 @@ static int list_tensors(const gpt_model *m, const float *base, const char *prefi
             }
             size_t count = 1;
             for (int d = 0; d < t->ndim; d++) count *= (size_t)t->shape[d];
-            t->data = p + (size_t)l * count;
+            t->data = p + (size_t)l * count * elem;
+            t->bf16 = elem == sizeof(bf16);
             n++;
         }
     }
@@ -90,6 +93,7 @@ static void meta_model(const gpt_model *m, meta_list *ml)
     meta_add(ml, "rotary_pct", "%.9g", c->rotary_pct);
     meta_add(ml, "parallel_residual", "%d", c->parallel_residual);
     meta_add(ml, "tied_embeddings", "%d", c->tied_embeddings);
+    meta_add(ml, "precision", "%s", precision_name(m->prec));
 }
 
 /* Removes a step directory costbench wrote: its *.safetensors files and their temporaries, then
@@ -184,7 +188,7 @@ static int write_latest(const char *dir, const char *name)
 }
 
 /* Both files of step st->step into the directory `tmp`. */
-static int write_step_files(const gpt_model *m, const float *exp_avg, const float *exp_avg_sq, const char *tmp,
+static int write_step_files(const gpt_model *m, const void *exp_avg, const void *exp_avg_sq, const char *tmp,
                             const ckpt_state *st)
 {
     int nt = 2 * max_tensors(m); /* the optimizer file holds two tensors per parameter tensor */
@@ -201,7 +205,7 @@ static int write_step_files(const gpt_model *m, const float *exp_avg, const floa
     meta_model(m, &ml);
     meta_add(&ml, "step", "%ld", st->step);
     meta_add(&ml, "run_id", "%016llx", (unsigned long long)st->run_id);
-    int n = list_tensors(m, m->params, "", t, names);
+    int n = list_tensors(m, precision_full_bf16(m->prec) ? (const void *)m->params16 : m->params, "", t, names);
     if (path_fmt(path, sizeof path, "%s/model.safetensors", tmp) != 0 || st_write(path, t, n, ml.kv, ml.n) != 0) goto out;
     /* optimizer: both moments, and where the loop stands */
     int n1 = list_tensors(m, exp_avg, "exp_avg/", t, names);
@@ -235,7 +239,7 @@ static int publish_step(const char *tmp, const char *final)
     return 0;
 }
 
-int ckpt_save(const gpt_model *m, const float *exp_avg, const float *exp_avg_sq, const char *dir, const ckpt_state *st)
+int ckpt_save(const gpt_model *m, const void *exp_avg, const void *exp_avg_sq, const char *dir, const ckpt_state *st)
 {
     if (mkdir(dir, 0755) != 0 && errno != EEXIST) return err_msg("cannot create '%s': %s", dir, strerror(errno));
     char name[64], tmp[4200], final[4200], prev_name[256];
@@ -258,7 +262,13 @@ int ckpt_save(const gpt_model *m, const float *exp_avg, const float *exp_avg_sq,
     return 0;
 }
 
-static int load_all(gpt_model *m, const st_file *f, float *base, const char *prefix, int weights)
+int ckpt_save_own(const gpt_model *m, const char *dir, const ckpt_state *st)
+{
+    if (precision_full_bf16(m->prec)) return ckpt_save(m, m->m16, m->v16, dir, st);
+    return ckpt_save(m, m->m, m->v, dir, st);
+}
+
+static int load_all(gpt_model *m, const st_file *f, void *base, const char *prefix, int weights)
 {
     int nt = max_tensors(m);
     st_out *t = calloc((size_t)nt, sizeof *t);
@@ -270,7 +280,8 @@ static int load_all(gpt_model *m, const st_file *f, float *base, const char *pre
     int n = list_tensors(m, base, prefix, t, names), rc = 0;
     for (int i = 0; i < n && rc == 0; i++) {
         /* a tied model may load an untied checkpoint's embed_out: it is not ours to read */
-        rc = st_read_f32(f, t[i].name, (float *)t[i].data, t[i].shape, t[i].ndim);
+        if (t[i].bf16) rc = st_read_bf16(f, t[i].name, (uint16_t *)t[i].data, t[i].shape, t[i].ndim);
+        else rc = st_read_f32(f, t[i].name, (float *)t[i].data, t[i].shape, t[i].ndim);
     }
     if (rc == 0 && weights) {
         /* tensors we do not know are reported (buffers of Hugging Face's module are expected) */
@@ -287,11 +298,26 @@ static int load_all(gpt_model *m, const st_file *f, float *base, const char *pre
     return rc;
 }
 
+/* The slab the weights load into: fp32, or bf16 in full-bf16 models. */
+static void *weights_slab(gpt_model *m) { return precision_full_bf16(m->prec) ? (void *)m->params16 : m->params; }
+
+/* A checkpoint written in another precision is converted as it loads: say so once. */
+static void precision_note(const gpt_model *m, const st_file *f)
+{
+    const char *p = st_meta(f, "precision");
+    if (!p) p = "fp32"; /* written before precisions were recorded */
+    train_precision was;
+    int same_storage = precision_parse(p, &was) == 0 && precision_full_bf16(was) == precision_full_bf16(m->prec);
+    if (!same_storage)
+        err_warn("%s: written in precision %s, continuing in %s: the weights and moments are converted (widened exactly, or rounded to nearest)",
+                 f->path, p, precision_name(m->prec));
+}
+
 int ckpt_load_weights(gpt_model *m, const char *path)
 {
     st_file f;
     if (st_open(&f, path) != 0) return CB_EFAIL;
-    int rc = load_all(m, &f, m->params, "", 1);
+    int rc = load_all(m, &f, weights_slab(m), "", 1);
     st_close(&f);
     gpt_params_changed(m);
     return rc;
@@ -344,8 +370,10 @@ static int load_part(gpt_model *m, const char *stepdir, int optimizer, ckpt_stat
     if (path_fmt(path, sizeof path, "%s/%s", stepdir, optimizer ? "optimizer.safetensors" : "model.safetensors") != 0 ||
         st_open(&f, path) != 0)
         return CB_EFAIL;
-    int rc = optimizer ? load_all(m, &f, m->m, "exp_avg/", 0) : load_all(m, &f, m->params, "", 0);
-    if (rc == 0 && optimizer) rc = load_all(m, &f, m->v, "exp_avg_sq/", 0);
+    const int full = precision_full_bf16(m->prec);
+    int rc = optimizer ? load_all(m, &f, full ? (void *)m->m16 : m->m, "exp_avg/", 0) : load_all(m, &f, weights_slab(m), "", 0);
+    if (rc == 0 && optimizer) rc = load_all(m, &f, full ? (void *)m->v16 : m->v, "exp_avg_sq/", 0);
+    if (rc == 0 && optimizer) precision_note(m, &f);
     if (rc == 0) rc = read_position(&f, optimizer, st, adam_t);
     st_close(&f);
     if (!optimizer) gpt_params_changed(m);

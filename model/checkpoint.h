@@ -2,8 +2,10 @@
  * (so Pythia checkpoints load with --init, and ours load in Hugging Face), plus the optimizer
  * state and loop position for --resume.
  *
- * DIR/step-NNNNNNNN/model.safetensors      weights, F32; metadata: model shape, step, run id
- * DIR/step-NNNNNNNN/optimizer.safetensors  exp_avg/<name>, exp_avg_sq/<name>; metadata: step,
+ * DIR/step-NNNNNNNN/model.safetensors      weights, F32 (BF16 in full bf16); metadata: model shape,
+ *                                          precision, step, run id
+ * DIR/step-NNNNNNNN/optimizer.safetensors  exp_avg/<name>, exp_avg_sq/<name> (F32, or BF16 in full
+ *                                          bf16: the state exactly as held); metadata: step,
  *                                          AdamW step, seed, batch shape, model shape, run id
  * DIR/latest                               the name of the newest complete step directory
  * A step directory is written under a temporary name (step-N.tmp.PID) and renamed when complete,
@@ -27,12 +29,16 @@ typedef struct {
     uint64_t run_id;        /* identifies one training run across its resumes */
 } ckpt_state;
 
-/* Writes the weights of m and the given AdamW moments (m->nparams floats each: the full ones,
- * whether or not m holds a ZeRO shard) as step st->step of DIR. Returns 0 or CB_EFAIL. */
-int ckpt_save(const gpt_model *m, const float *exp_avg, const float *exp_avg_sq, const char *dir, const ckpt_state *st);
+/* Writes the weights of m and the given AdamW moments (m->nparams elements each: the full ones,
+ * whether or not m holds a ZeRO shard; floats, or bf16 values in a full-bf16 model) as step
+ * st->step of DIR. Returns 0 or CB_EFAIL. */
+int ckpt_save(const gpt_model *m, const void *exp_avg, const void *exp_avg_sq, const char *dir, const ckpt_state *st);
+/* ckpt_save with the moments m holds (all of them: no ZeRO shard). */
+int ckpt_save_own(const gpt_model *m, const char *dir, const ckpt_state *st);
 /* Removes what killed saves left in DIR (see above); a missing DIR is fine. */
 void ckpt_clean(const char *dir);
-/* Weights only (fine-tuning from a Hugging Face or costbench file); non-finite values refused. */
+/* Weights only (fine-tuning from a Hugging Face or costbench file; F32, F16 or BF16 tensors,
+ * rounded to nearest where the model holds bf16); non-finite values refused. */
 int ckpt_load_weights(gpt_model *m, const char *path);
 /* Weights, optimizer state and loop position from DIR/latest; checks that the run's shape
  * (expect: B, T, accum, seed) matches the checkpoint's, and that its parts belong together. */

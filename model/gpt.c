@@ -16,6 +16,7 @@
 #include "../kernels/kernels.h"
 #include "../kernels/linear_bf16.h"
 #include "../kernels/matmul.h"
+#include "gpt_internal.h"
 
 const char *const gpt_kind_names[GPT_KIND_COUNT] = {"matmul", "attention", "rotary", "layernorm", "gelu", "cross_entropy",
                                        "optimizer", "other"};
@@ -55,14 +56,14 @@ static double layer_act_floats(const model_config *c, int B, int T, train_precis
 /* bf16 values of one layer's saved activations (bf16-mixed: ln1, qkv, atty, ln2, fchg). */
 static double layer_act_halves(const model_config *c, int B, int T, train_precision prec)
 {
-    return prec == PRECISION_BF16_MIXED ? 10.0 * B * T * c->C : 0;
+    return prec != PRECISION_FP32 ? 10.0 * B * T * c->C : 0;
 }
 
 /* bf16 values of the model-wide bf16 buffers: lnf, d(logits), d(residual), one (BT, 4C) gradient. */
 static double global_halves(const model_config *c, int B, int T, train_precision prec)
 {
     double BT = (double)B * T;
-    return prec == PRECISION_BF16_MIXED ? BT * (c->C + (double)c->V + c->C + 4.0 * c->C) : 0;
+    return prec != PRECISION_FP32 ? BT * (c->C + (double)c->V + c->C + 4.0 * c->C) : 0;
 }
 
 void gpt_estimate(const model_config *cfg, int B, int T, int recompute, train_precision prec, gpt_mem *mem)
@@ -72,14 +73,15 @@ void gpt_estimate(const model_config *cfg, int B, int T, int recompute, train_pr
     double n = 0;
     for (int k = 0; k < P_COUNT; k++) n += (double)s[k];
     double BT = (double)B * T, C = cfg->C, V = cfg->V, L = cfg->L;
-    mem->params = 4 * n;
-    mem->grads = 4 * n;
-    mem->moments = 8 * n;
+    const int full = precision_full_bf16(prec);
+    mem->params = full ? 2 * n + 4.0 * (double)gpt_state_fp32_floats(s, prec) : 4 * n;
+    mem->grads = 4 * n; /* fp32 accumulation in every precision (full bf16 rounds as the update reads them) */
+    mem->moments = full ? 4 * n : 8 * n;
     mem->acts_kept = 4 * ((L + 1) * BT * C);
     mem->acts_layer = 4 * layer_act_floats(cfg, B, T, prec) + 2 * layer_act_halves(cfg, B, T, prec);
     mem->logits = 4 * (BT * V + (prec == PRECISION_FP32 ? BT * C : 0) + 5 * BT) + 2 * global_halves(cfg, B, T, prec);
     double mats = L * (3 * C * C + C * C + 4 * C * C + 4 * C * C) + V * C;
-    mem->weights_bf16 = prec == PRECISION_BF16_MIXED ? linear_bf16_weight_bytes(mats) : 0;
+    mem->weights_bf16 = prec != PRECISION_FP32 ? linear_bf16_weight_bytes(mats) : 0;
     /* dres, dln, dqkv, datty, dfch, attproj; the attention backward's per-thread scratch; token ids */
     mem->scratch = 4 * (BT * C * (1 + 1 + 3 + 1 + 4 + 1) + (double)attention_scratch_floats(T, cfg->HS, omp_get_max_threads())) + 8 * BT;
     mem->acts_full_no_recompute = mem->acts_kept + L * mem->acts_layer + mem->logits;
@@ -215,20 +217,8 @@ int gpt_init(gpt_model *m, const model_config *cfg, int B, int T, int recompute,
     }
     m->nparams = off;
     m->mom_lo = 0, m->mom_hi = off;
-    m->params = mem_calloc(off, sizeof(float), "parameters");
-    m->grads = mem_calloc(off, sizeof(float), "gradients");
-    m->m = mem_calloc(off, sizeof(float), "AdamW first moments");
-    m->v = mem_calloc(off, sizeof(float), "AdamW second moments");
-    if (!m->params || !m->grads || !m->m || !m->v) goto fail;
-    for (int k = 0; k < P_COUNT; k++) {
-        m->p[k] = m->params + m->offsets[k];
-        m->g[k] = m->grads + m->offsets[k];
-    }
-    if (cfg->tied_embeddings) {
-        m->p[P_UNEMBED] = m->p[P_WTE];
-        m->g[P_UNEMBED] = m->g[P_WTE];
-    }
-    if (prec == PRECISION_BF16_MIXED) {
+    if (gpt_state_alloc(m) != 0) goto fail;
+    if (prec != PRECISION_FP32) {
         m->lw_store = calloc((size_t)4 * cfg->L + 1, sizeof *m->lw_store);
         if (!m->lw_store) goto fail;
         m->lw[P_QKVW] = m->lw_store, m->lw[P_ATTPROJW] = m->lw_store + cfg->L;
@@ -250,7 +240,8 @@ fail:
 void gpt_free(gpt_model *m)
 {
     if (!m) return;
-    free(m->params), free(m->grads), free(m->m), free(m->v), free(m->rope_store), free(m->acts), free(m->layer);
+    gpt_state_free(m);
+    free(m->rope_store), free(m->acts), free(m->layer);
     if (m->lw_store)
         for (int i = 0; i < 4 * m->cfg.L + 1; i++) linear_bf16_weight_free(&m->lw_store[i]);
     free(m->lw_store), free(m->acts16);
@@ -258,75 +249,42 @@ void gpt_free(gpt_model *m)
     memset(m, 0, sizeof *m);
 }
 
-/* splitmix64 + Box-Muller: deterministic normal numbers. */
-static unsigned long long sm64(unsigned long long *s)
+
+/* One weight matrix's bf16 copies, from the fp32 master weight or (full bf16) the bf16 weight. */
+static int pack_weight(gpt_model *m, int k, int l, size_t per, int IC, int OC, int out_bf16, int bias)
 {
-    unsigned long long z = (*s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
+    linear_bf16_weight *w = &m->lw[k][l];
+    const int BT = m->B * m->T;
+    if (precision_full_bf16(m->prec)) return linear_bf16_pack_bf16(w, m->ph[k] + (size_t)l * per, BT, IC, OC, out_bf16, bias);
+    return linear_bf16_pack(w, m->p[k] + (size_t)l * per, BT, IC, OC, out_bf16, bias);
 }
 
-static void normal_fill(float *x, size_t n, double sd, unsigned long long seed)
-{
-    unsigned long long s = seed;
-    for (size_t i = 0; i < n; i += 2) {
-        double u1 = ((sm64(&s) >> 11) + 1.0) / 9007199254740993.0, u2 = (sm64(&s) >> 11) / 9007199254740992.0;
-        double r = sqrt(-2.0 * log(u1));
-        x[i] = (float)(sd * r * cos(2 * M_PI * u2));
-        if (i + 1 < n) x[i + 1] = (float)(sd * r * sin(2 * M_PI * u2));
-    }
-}
-
-/* Hugging Face GPTNeoXPreTrainedModel._init_weights (gpt.h). */
-void gpt_init_weights(gpt_model *m, unsigned long long seed)
-{
-    memset(m->params, 0, m->nparams * sizeof(float));
-    static const int normal[] = {P_WTE, P_WPE, P_QKVW, P_ATTPROJW, P_FCW, P_FCPROJW, P_UNEMBED};
-    for (size_t i = 0; i < sizeof normal / sizeof normal[0]; i++) {
-        int k = normal[i];
-        if (m->sizes[k]) normal_fill(m->p[k], m->sizes[k], 0.02, seed * 1000003ULL + (unsigned long long)k);
-    }
-    static const int ones[] = {P_LN1W, P_LN2W, P_LNFW};
-    for (size_t i = 0; i < 3; i++)
-        for (size_t j = 0; j < m->sizes[ones[i]]; j++) m->p[ones[i]][j] = 1.0f;
-    memset(m->m, 0, m->nparams * sizeof(float));
-    memset(m->v, 0, m->nparams * sizeof(float));
-    m->adam_t = 0;
-    gpt_params_changed(m);
-}
-
-void gpt_params_changed(gpt_model *m) { m->wh_fresh = 0; }
-
-/* bf16-mixed: remakes the bf16 copies of the weight matrices when params changed since they were
- * made (once per optimizer step). */
+/* bf16-mixed and full bf16: remakes the bf16 copies of the weight matrices when the weights
+ * changed since they were made (once per optimizer step). */
 static int refresh_bf16_weights(gpt_model *m)
 {
-    if (m->prec != PRECISION_BF16_MIXED || m->wh_fresh) return KERNEL_OK;
-    const int BT = m->B * m->T, C = m->cfg.C;
+    if (m->prec == PRECISION_FP32 || m->wh_fresh) return KERNEL_OK;
+    const int C = m->cfg.C;
     static const struct { int k, ic, oc, out_bf16; } mats[] = {
         {P_QKVW, 1, 3, 1}, {P_ATTPROJW, 1, 1, 0}, {P_FCW, 1, 4, 0}, {P_FCPROJW, 4, 1, 0}};
     for (int l = 0; l < m->cfg.L; l++)
         for (int i = 0; i < 4; i++) {
             int IC = mats[i].ic * C, OC = mats[i].oc * C;
-            int rc = linear_bf16_pack(&m->lw[mats[i].k][l], m->p[mats[i].k] + (size_t)l * IC * OC, BT, IC, OC,
-                                      mats[i].out_bf16, 1);
+            int rc = pack_weight(m, mats[i].k, l, (size_t)IC * OC, IC, OC, mats[i].out_bf16, 1);
             if (rc != KERNEL_OK) return rc;
         }
-    int rc = linear_bf16_pack(m->lw[P_UNEMBED], m->p[P_UNEMBED], BT, C, m->cfg.V, 0, 0);
+    int rc = pack_weight(m, P_UNEMBED, 0, 0, C, m->cfg.V, 0, 0);
     if (rc == KERNEL_OK) m->wh_fresh = 1;
     return rc;
 }
 
 /* ---------------------------------------------------------------- forward */
 
-/* A void kernel call, timed under `kind` in the model's profile. */
-#define TIMED(m, kind, stmt)                           \
-    do {                                               \
-        double t0_ = timer_now_s();                    \
-        stmt;                                          \
-        (m)->prof.kind_s[kind] += timer_now_s() - t0_; \
-    } while (0)
+static int kernel_failed(const char *call, int code)
+{
+    if (code == KERNEL_EBACKEND) return err_msg("%.*s: %s", (int)strcspn(call, "("), call, onednn_last_error());
+    return err_msg("internal: %.*s refused its arguments: %s", (int)strcspn(call, "("), call, kernel_strerror(code));
+}
 
 /* A kernel that can fail (kernels.h): timed like TIMED; its error code ends the calling function
  * with one message naming the kernel. */
@@ -337,12 +295,6 @@ static int refresh_bf16_weights(gpt_model *m)
         (m)->prof.kind_s[kind] += timer_now_s() - t0_;                      \
         if (rc_ != KERNEL_OK) return kernel_failed(#call, rc_);             \
     } while (0)
-
-static int kernel_failed(const char *call, int code)
-{
-    if (code == KERNEL_EBACKEND) return err_msg("%.*s: %s", (int)strcspn(call, "("), call, onednn_last_error());
-    return err_msg("internal: %.*s refused its arguments: %s", (int)strcspn(call, "("), call, kernel_strerror(code));
-}
 
 /* Element-wise helpers (parallel loops cannot sit inside the TIMED macro). */
 static void vec_add(float *out, const float *a, const float *b, size_t n)
@@ -375,6 +327,17 @@ static void embed_forward(float *x0, const float *wte, const float *wpe, const i
         } else {
             memcpy(o, e, (size_t)C * sizeof(float));
         }
+    }
+}
+
+static void embed_forward_bf16(float *x0, const bf16 *wte, const bf16 *wpe, const int *in, int BT, int T, int C)
+{
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < BT; i++) {
+        const bf16 *e = wte + (size_t)in[i] * C;
+        float *o = x0 + (size_t)i * C;
+        const bf16 *pe = wpe ? wpe + (size_t)(i % T) * C : NULL;
+        for (int k = 0; k < C; k++) o[k] = bf16_to_float(e[k]) + (pe ? bf16_to_float(pe[k]) : 0.0f);
     }
 }
 
@@ -444,7 +407,7 @@ static int layer_forward(gpt_model *m, int l, int write_output)
     gpt_layer_acts *a = &m->layer[l];
     float *x = m->x + (size_t)l * BT * C, *out = m->x + (size_t)(l + 1) * BT * C;
     const size_t L1 = (size_t)l;
-    const int bf = m->prec == PRECISION_BF16_MIXED;
+    const int bf = m->prec != PRECISION_FP32;
     if (attention_block_forward(m, l) != 0) return CB_EFAIL;
     const float *ln2_in = x;
     if (!c->parallel_residual) {
@@ -469,7 +432,9 @@ int gpt_forward(gpt_model *m, double *loss)
     const model_config *c = &m->cfg;
     const int B = m->B, T = m->T, BT = B * T, C = c->C, V = c->V;
     CHECKED(m, K_OPTIMIZER, refresh_bf16_weights(m)); /* the bf16 copies: once per optimizer step */
-    TIMED(m, K_OTHER, embed_forward(m->x, m->p[P_WTE], c->learned_pos ? m->p[P_WPE] : NULL, m->inputs, BT, T, C));
+    if (precision_full_bf16(m->prec))
+        TIMED(m, K_OTHER, embed_forward_bf16(m->x, m->ph[P_WTE], c->learned_pos ? m->ph[P_WPE] : NULL, m->inputs, BT, T, C));
+    else TIMED(m, K_OTHER, embed_forward(m->x, m->p[P_WTE], c->learned_pos ? m->p[P_WPE] : NULL, m->inputs, BT, T, C));
     for (int l = 0; l < c->L; l++)
         if (layer_forward(m, l, 1) != 0) return CB_EFAIL;
     const float *xl = m->x + (size_t)c->L * BT * C;
@@ -481,7 +446,7 @@ int gpt_forward(gpt_model *m, double *loss)
                                                      BT, C));
         CHECKED(m, K_MATMUL, linear_bf16_forward(m->logits, NULL, m->lnfh, m->lw[P_UNEMBED], NULL));
     }
-    if (m->prec == PRECISION_BF16_MIXED) {
+    if (m->prec != PRECISION_FP32) {
         /* loss and the bf16 d(logits) of the coming backward in one pass over the logits */
         for (int i = 0; i < BT; i++) m->dlosses[i] = m->backward_scale / (float)BT;
         CHECKED(m, K_XENT, crossentropy_fused_bf16(m->losses, m->lse, m->dlogitsh, m->logits, m->dlosses, m->targets, BT, V));
@@ -607,112 +572,5 @@ int gpt_backward(gpt_model *m, float scale)
     }
     TIMED(m, K_OTHER, embed_backward(m->g[P_WTE], c->learned_pos ? m->g[P_WPE] : NULL, m->dres, m->inputs, BT, T, C));
     if (m->grads_ready) m->grads_ready(m->grads_ready_ctx, m, -1);
-    return 0;
-}
-
-void gpt_zero_grad(gpt_model *m)
-{
-    TIMED(m, K_OTHER, memset(m->grads, 0, m->nparams * sizeof(float)));
-}
-
-double gpt_grad_sumsq(gpt_model *m, size_t lo, size_t hi)
-{
-    double s = 0;
-    TIMED(m, K_OPTIMIZER, s = grad_sumsq(m->grads + lo, hi > lo ? hi - lo : 0));
-    return s;
-}
-
-double gpt_grad_norm(gpt_model *m) { return sqrt(gpt_grad_sumsq(m, 0, m->nparams)); }
-
-void gpt_profile_reset(gpt_model *m) { memset(&m->prof, 0, sizeof m->prof); }
-
-int gpt_shard_moments(gpt_model *m, size_t lo, size_t hi)
-{
-    size_t n = hi > lo ? hi - lo : 0;
-    float *mm = mem_alloc(n, sizeof(float), "AdamW first moments (shard)");
-    float *vv = mem_alloc(n, sizeof(float), "AdamW second moments (shard)");
-    if (!mm || !vv) {
-        free(mm), free(vv);
-        return CB_EFAIL;
-    }
-    memcpy(mm, m->m + (lo - m->mom_lo), n * sizeof(float));
-    memcpy(vv, m->v + (lo - m->mom_lo), n * sizeof(float));
-    free(m->m);
-    free(m->v);
-    m->m = mm, m->v = vv, m->mom_lo = lo, m->mom_hi = hi;
-    return 0;
-}
-
-void gpt_update(gpt_model *m, const adamw_params *hp, double grad_norm, float max_norm)
-{
-    double t0 = timer_now_s();
-    /* clipping as a factor folded into the update: the same result as grad_clip(), one pass less */
-    float scale = max_norm > 0 && grad_norm > max_norm ? (float)(max_norm / (grad_norm + 1e-6)) : 1.0f;
-    m->adam_t++;
-    for (int k = 0; k < P_COUNT; k++) {
-        if (m->sizes[k] == 0) continue;
-        adamw_params h = *hp;
-        h.grad_scale = scale;
-        int decay = k == P_WTE || k == P_WPE || k == P_QKVW || k == P_ATTPROJW || k == P_FCW || k == P_FCPROJW ||
-                    k == P_UNEMBED;
-        if (!decay) h.weight_decay = 0.0f;
-        /* the part of tensor k inside the held range */
-        size_t a = m->offsets[k] > m->mom_lo ? m->offsets[k] : m->mom_lo;
-        size_t b = m->offsets[k] + m->sizes[k] < m->mom_hi ? m->offsets[k] + m->sizes[k] : m->mom_hi;
-        if (a >= b) continue;
-        adamw_update(m->params + a, m->grads + a, m->m + (a - m->mom_lo), m->v + (a - m->mom_lo), b - a, &h, m->adam_t);
-    }
-    gpt_params_changed(m); /* bf16-mixed: the bf16 copy is remade before the next forward */
-    m->prof.kind_s[K_OPTIMIZER] += timer_now_s() - t0;
-}
-
-/* ---------------------------------------------------------------- diagnosis */
-
-static size_t count_nonfinite(const float *x, size_t n)
-{
-    size_t bad = 0;
-#pragma omp parallel for schedule(static) reduction(+ : bad)
-    for (size_t i = 0; i < n; i++) bad += !isfinite(x[i]);
-    return bad;
-}
-
-/* The first tensor of `base` (parameters or gradients) holding a non-finite value. */
-static int nonfinite_tensor(const gpt_model *m, const float *base, const char *what, char *buf, size_t n)
-{
-    for (int k = 0; k < P_COUNT; k++) {
-        int per_layer = k >= P_LN1W && k <= P_FCPROJB;
-        int layers = per_layer ? m->cfg.L : 1;
-        size_t per = m->sizes[k] / (size_t)layers;
-        for (int l = 0; l < layers && per > 0; l++) {
-            size_t bad = count_nonfinite(base + m->offsets[k] + (size_t)l * per, per);
-            if (!bad) continue;
-            char name[96];
-            gpt_param_name(m, k, l, name, sizeof name);
-            snprintf(buf, n, "%s '%s': %zu of %zu values non-finite", what, name, bad, per);
-            return 1;
-        }
-    }
-    return 0;
-}
-
-int gpt_find_nonfinite(const gpt_model *m, char *buf, size_t n)
-{
-    if (nonfinite_tensor(m, m->params, "parameter", buf, n)) return 1;
-    const size_t BTC = (size_t)m->B * m->T * m->cfg.C;
-    for (int l = 0; l <= m->cfg.L; l++) {
-        size_t bad = count_nonfinite(m->x + (size_t)l * BTC, BTC);
-        if (!bad) continue;
-        if (l == 0) snprintf(buf, n, "the embeddings' output: %zu of %zu values non-finite", bad, BTC);
-        else snprintf(buf, n, "layer %d's output (its input finite): %zu of %zu values non-finite", l - 1, bad, BTC);
-        return 1;
-    }
-    size_t bad = count_nonfinite(m->losses, (size_t)m->B * m->T);
-    if (bad) {
-        snprintf(buf, n, "the loss of %zu of %d tokens (every layer's output finite: the output projection or the cross-entropy overflowed)",
-                 bad, m->B * m->T);
-        return 1;
-    }
-    if (nonfinite_tensor(m, m->grads, "the gradient of", buf, n)) return 1;
-    buf[0] = '\0';
     return 0;
 }

@@ -14,6 +14,12 @@
  * LayerNorm, softmax statistics, the GELU input, the residual stream, the logits, the
  * cross-entropy, the weight and bias gradients and all reductions in fp32.
  *
+ * Full bf16 (bf16-sr, bf16): the weights, gradients and both AdamW moments in bf16 (the
+ * gradients accumulate in an fp32 buffer during the step, micro-batches and the all-reduce
+ * included, and are rounded to bf16 as they enter the update); the update computed in fp32 and
+ * written back stochastically rounded (bf16-sr) or rounded to nearest (bf16), kernels/adamw.h;
+ * products and activations as in bf16-mixed, the weight matrices packed straight from bf16.
+ *
  * Memory: one slab per kind (parameters, gradients, AdamW moments, activations), 64-byte
  * aligned, allocated up front after the estimate has been checked against this machine.
  *
@@ -77,7 +83,7 @@ typedef struct {
 
 typedef struct {
     double params, grads, moments, acts_kept, acts_layer, logits, scratch, total;
-    double weights_bf16; /* bf16-mixed: the bf16 copies of the weight matrices (0 in fp32) */
+    double weights_bf16; /* bf16-mixed and full bf16: the packed bf16 copies of the weight matrices (0 in fp32) */
     double acts_full_no_recompute, acts_full_recompute; /* for the printed comparison */
 } gpt_mem;
 
@@ -110,6 +116,13 @@ typedef struct gpt_model_s {
      * bf16-mixed computes d(logits) in the forward's pass over the logits with it, and a backward
      * given another scale makes a second pass */
     float backward_scale, dlogits_scale;
+    /* full bf16 (bf16-sr, bf16): the weights live in params16 and the AdamW moments in m16 and v16
+     * (m and v are NULL); params then holds fp32 copies of the small tensors only (LayerNorm
+     * weights and biases, linear biases: what the fp32 kernels read, remade by
+     * gpt_params_changed and by the update), and p[k] is NULL for the embeddings and matrices */
+    bf16 *params16, *m16, *v16;    /* (nparams), (mom_hi - mom_lo), (mom_hi - mom_lo) */
+    bf16 *ph[P_COUNT];             /* into params16 */
+    unsigned long long sr_seed;    /* stochastic rounding's seed: gpt_init_weights' seed */
     int adam_t;
     size_t mom_lo, mom_hi;         /* AdamW moments held for params [mom_lo, mom_hi) (ZeRO-1 shard) */
     double last_loss;
@@ -120,6 +133,8 @@ typedef struct gpt_model_s {
     void *grads_ready_ctx;
 } gpt_model;
 
+/* 1 for the embeddings and weight matrices (weight-decayed; in full bf16 without an fp32 copy). */
+int gpt_param_is_big(int k);
 /* Hugging Face tensor name of parameter k (layer i for per-layer ones) into buf. */
 void gpt_param_name(const gpt_model *m, int k, int layer, char *buf, size_t n);
 
@@ -156,8 +171,9 @@ void gpt_profile_reset(gpt_model *m);
  * the first gradient tensor. Writes a phrase such as "parameter 'gpt_neox.layers.0.mlp...': 3 of
  * 4096 values non-finite" into buf; returns 0 when everything is finite. */
 int gpt_find_nonfinite(const gpt_model *m, char *buf, size_t n);
-/* ZeRO-1: keep the AdamW moments of params [lo, hi) only (m->m and m->v shrink to hi - lo floats,
- * copied from the full ones) and update only that range. Returns 0 or CB_EFAIL. */
+/* ZeRO-1: keep the AdamW moments of params [lo, hi) only (m->m and m->v, or m->m16 and m->v16,
+ * shrink to hi - lo elements copied from the full ones) and update only that range. Returns 0 or
+ * CB_EFAIL. */
 int gpt_shard_moments(gpt_model *m, size_t lo, size_t hi);
 /* Clips to max_norm (if > 0), then AdamW at learning rate lr on the params whose moments this
  * model holds (all, or the ZeRO-1 shard): weight decay on matrices and embeddings only. */

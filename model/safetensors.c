@@ -10,6 +10,7 @@
 
 #include "../common/csvio.h"
 #include "../common/err.h"
+#include "../kernels/bf16.h"
 
 /* ---------------------------------------------------------------- a small JSON reader */
 
@@ -387,37 +388,80 @@ static float half_to_float(uint16_t h)
     return f;
 }
 
-int st_read_f32(const st_file *f, const char *name, float *out, const int64_t *shape, int ndim)
+/* Tensor `name` of f with exactly this shape (else one error line); its element count. */
+static const st_tensor *tensor_shaped(const st_file *f, const char *name, const int64_t *shape, int ndim, size_t *count)
 {
     const st_tensor *t = st_find(f, name);
-    if (!t) return err_msg("%s: no tensor '%s'", f->path, name);
+    if (!t) {
+        err_msg("%s: no tensor '%s'", f->path, name);
+        return NULL;
+    }
     int same = t->ndim == ndim;
     for (int i = 0; same && i < ndim; i++) same = t->shape[i] == shape[i];
     if (!same) {
         char want[96] = "", got[96] = "";
         for (int i = 0; i < ndim; i++) snprintf(want + strlen(want), sizeof want - strlen(want), "%s%lld", i ? "," : "", (long long)shape[i]);
         for (int i = 0; i < t->ndim; i++) snprintf(got + strlen(got), sizeof got - strlen(got), "%s%lld", i ? "," : "", (long long)t->shape[i]);
-        return err_msg("%s: tensor '%s' has shape [%s], the model needs [%s]", f->path, name, got, want);
+        err_msg("%s: tensor '%s' has shape [%s], the model needs [%s]", f->path, name, got, want);
+        return NULL;
     }
+    *count = 1;
+    for (int i = 0; i < ndim; i++) *count *= (size_t)shape[i];
+    if (strcmp(t->dtype, "F32") && strcmp(t->dtype, "BF16") && strcmp(t->dtype, "F16")) {
+        err_msg("%s: tensor '%s' is %s; costbench reads F32, F16 and BF16", f->path, name, t->dtype);
+        return NULL;
+    }
+    return t;
+}
+
+/* Element i of tensor t (F32, BF16 or F16) as a float (exact). */
+static float elem_f32(const st_file *f, const st_tensor *t, size_t i)
+{
     const unsigned char *src = f->data + t->begin;
-    size_t count = 1;
-    for (int i = 0; i < ndim; i++) count *= (size_t)shape[i];
-    if (!strcmp(t->dtype, "F32")) memcpy(out, src, count * 4);
-    else if (!strcmp(t->dtype, "BF16"))
-        for (size_t i = 0; i < count; i++) {
-            uint32_t bits = (uint32_t)(src[2 * i] | src[2 * i + 1] << 8) << 16;
-            memcpy(&out[i], &bits, 4);
-        }
-    else if (!strcmp(t->dtype, "F16"))
-        for (size_t i = 0; i < count; i++) out[i] = half_to_float((uint16_t)(src[2 * i] | src[2 * i + 1] << 8));
-    else return err_msg("%s: tensor '%s' is %s; costbench reads F32, F16 and BF16", f->path, name, t->dtype);
+    uint32_t bits;
+    float x;
+    switch (t->dtype[0] == 'F' && t->dtype[1] == '3' ? 4 : t->dtype[0] == 'B' ? 2 : 1) {
+    case 4: memcpy(&x, src + 4 * i, 4); return x;
+    case 2:
+        bits = (uint32_t)(src[2 * i] | src[2 * i + 1] << 8) << 16;
+        memcpy(&x, &bits, 4);
+        return x;
+    default: return half_to_float((uint16_t)(src[2 * i] | src[2 * i + 1] << 8));
+    }
+}
+
+static int nonfinite_error(const st_file *f, const char *name, size_t bad, size_t count, size_t first, double v)
+{
+    return err_msg("%s: tensor '%s': %zu of %zu values are not finite (the first, element %zu, is %g)", f->path, name, bad,
+                   count, first, v);
+}
+
+int st_read_f32(const st_file *f, const char *name, float *out, const int64_t *shape, int ndim)
+{
+    size_t count;
+    const st_tensor *t = tensor_shaped(f, name, shape, ndim, &count);
+    if (!t) return CB_EFAIL;
+    if (!strcmp(t->dtype, "F32")) memcpy(out, f->data + t->begin, count * 4);
+    else
+        for (size_t i = 0; i < count; i++) out[i] = elem_f32(f, t, i);
     size_t bad = 0, first = 0;
     for (size_t i = count; i-- > 0;)
         if (!isfinite(out[i])) bad++, first = i;
-    if (bad)
-        return err_msg("%s: tensor '%s': %zu of %zu values are not finite (the first, element %zu, is %g)", f->path, name, bad,
-                       count, first, out[first]);
-    return 0;
+    return bad ? nonfinite_error(f, name, bad, count, first, out[first]) : 0;
+}
+
+int st_read_bf16(const st_file *f, const char *name, uint16_t *out, const int64_t *shape, int ndim)
+{
+    size_t count;
+    const st_tensor *t = tensor_shaped(f, name, shape, ndim, &count);
+    if (!t) return CB_EFAIL;
+    if (!strcmp(t->dtype, "BF16")) memcpy(out, f->data + t->begin, count * 2);
+    else
+        for (size_t i = 0; i < count; i++) out[i] = bf16_from_float(elem_f32(f, t, i));
+    size_t bad = 0, first = 0;
+    for (size_t i = count; i-- > 0;)
+        if ((out[i] & 0x7f80u) == 0x7f80u) bad++, first = i;
+    return bad ? nonfinite_error(f, name, bad, count, first, bf16_to_float(out[first])) : 0;
 }
 
 static void jput_str(FILE *fp, const char *s)
@@ -453,10 +497,11 @@ int st_write(const char *path, const st_out *t, int n, const char *const *meta_k
         for (int d = 0; d < t[i].ndim; d++) count *= (uint64_t)t[i].shape[d];
         if (nmeta > 0 || i) fputc(',', m);
         jput_str(m, t[i].name);
-        fputs(":{\"dtype\":\"F32\",\"shape\":[", m);
+        fprintf(m, ":{\"dtype\":\"%s\",\"shape\":[", t[i].bf16 ? "BF16" : "F32");
         for (int d = 0; d < t[i].ndim; d++) fprintf(m, "%s%lld", d ? "," : "", (long long)t[i].shape[d]);
-        fprintf(m, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)off, (unsigned long long)(off + 4 * count));
-        off += 4 * count;
+        uint64_t bytes = (t[i].bf16 ? 2 : 4) * count;
+        fprintf(m, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)off, (unsigned long long)(off + bytes));
+        off += bytes;
     }
     fputc('}', m);
     fclose(m);
@@ -481,7 +526,7 @@ int st_write(const char *path, const st_out *t, int n, const char *const *meta_k
     for (int i = 0; i < n; i++) {
         size_t count = 1;
         for (int d = 0; d < t[i].ndim; d++) count *= (size_t)t[i].shape[d];
-        fwrite(t[i].data, 4, count, fp);
+        fwrite(t[i].data, t[i].bf16 ? 2 : 4, count, fp);
     }
     int bad = ferror(fp);
     if (fclose(fp) != 0 || bad) {

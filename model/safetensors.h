@@ -37,15 +37,18 @@ const char *st_meta(const st_file *f, const char *key);
 /* Reads tensor `name` into out (count floats), checking the shape (ndim dims); a NaN or infinity
  * in it is an error naming the file and the tensor. */
 int st_read_f32(const st_file *f, const char *name, float *out, const int64_t *shape, int ndim);
+/* The same into bf16 values: BF16 tensors exactly, F32 and F16 ones rounded to nearest even. */
+int st_read_bf16(const st_file *f, const char *name, uint16_t *out, const int64_t *shape, int ndim);
 
 typedef struct {
     const char *name;
-    const float *data;
+    const void *data; /* fp32, or bf16 when bf16 is set */
+    int bf16;         /* written as a BF16 tensor */
     int ndim;
     int64_t shape[ST_MAX_DIMS];
 } st_out;
 
-/* Writes F32 tensors and string metadata to `path` atomically (temporary file, fsync, rename). */
+/* Writes F32 and BF16 tensors and string metadata to `path` atomically (temporary file, fsync, rename). */
 int st_write(const char *path, const st_out *t, int n, const char *const *meta_kv, int nmeta);
 
 #endif

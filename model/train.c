@@ -76,7 +76,7 @@ static int save_step(gpt_model *m, const train_opts *o, const train_sync *sync, 
 {
     ckpt_state st = {done, o->seed, o->B, o->T, o->accum, run_id};
     if (sync && sync->save) return sync->save(sync->ctx, m, o->save_dir, &st);
-    return o->rank == 0 ? ckpt_save(m, m->m, m->v, o->save_dir, &st) : 0;
+    return o->rank == 0 ? ckpt_save_own(m, o->save_dir, &st) : 0;
 }
 
 /* One optimizer step s. */

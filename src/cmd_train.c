@@ -26,7 +26,7 @@
 static double gib(double b) { return b / 1073741824.0; }
 
 typedef struct {
-    const char *model, *csv, *summary_csv, *breakdown_csv, *blas, *data, *save, *resume, *init, *precision;
+    const char *model, *csv, *summary_csv, *breakdown_csv, *blas, *data, *save, *resume, *init, *precision, *rounding;
     train_precision prec;
     long layers, dmodel, heads, vocab, B, T, G, steps, warmup, discard, seed, save_every, zero;
     double lr, min_lr, wd, beta1, beta2, eps, clip, peak, budget, bucket_mib;
@@ -57,8 +57,10 @@ static int train_parse(train_flags *f, int argc, char **argv)
         {"eps", OPT_DOUBLE, &f->eps, 0, 0, 1e-30, 1, "EPS", "AdamW epsilon (default 1e-8)"},
         {"grad-clip", OPT_DOUBLE, &f->clip, 0, 0, 0, 1e6, "NORM", "clip the global gradient norm (0: off; default 1)"},
         {"seed", OPT_LONG, &f->seed, 0, 1L << 62, 0, 0, "S", "initialisation and data sampling seed (default 1234)"},
-        {"precision", OPT_STR, &f->precision, 0, 0, 0, 0, "fp32|bf16-mixed",
-         "fp32 (default), or bf16-mixed: fp32 master weights, gradients and AdamW moments; bf16 weight copies made once per optimizer step; bf16 inputs to every linear layer and to attention's products (q, k, v, probabilities) and bf16 gradients into the linear layers' backward, all accumulated in fp32; LayerNorm, softmax statistics, GELU input, residual stream, logits, cross-entropy and reductions in fp32"},
+        {"precision", OPT_STR, &f->precision, 0, 0, 0, 0, "fp32|bf16-mixed|bf16",
+         "fp32 (default); bf16-mixed: fp32 master weights, gradients and AdamW moments; bf16 weight copies made once per optimizer step; bf16 inputs to every linear layer and to attention's products (q, k, v, probabilities) and bf16 gradients into the linear layers' backward, all accumulated in fp32; LayerNorm, softmax statistics, GELU input, residual stream, logits, cross-entropy and reductions in fp32; bf16: full bf16 as Trainium trains: weights, gradients and both AdamW moments in bf16 (2 + 2 + 4 bytes a parameter; gradients accumulate in fp32 within the step), each update computed in fp32 and written back with --rounding; products and activations as bf16-mixed"},
+        {"rounding", OPT_STR, &f->rounding, 0, 0, 0, 0, "stochastic|nearest",
+         "with --precision bf16: how the update is written back to bf16: stochastic (default: unbiased, from a hash of element, step and --seed, so independent of threads and ranks) or nearest (round to nearest even)"},
         {"recompute", OPT_FLAG, &f->recompute, 0, 0, 0, 0, NULL, "activation checkpointing: keep layer inputs, recompute the rest"},
         {"data", OPT_STR, &f->data, 0, 0, 0, 0, "PREFIX", "Megatron indexed dataset PREFIX.bin/.idx (default: synthetic tokens)"},
         {"init", OPT_STR, &f->init, 0, 0, 0, 0, "FILE", "start from these weights (safetensors, Hugging Face GPT-NeoX names)"},
@@ -66,7 +68,7 @@ static int train_parse(train_flags *f, int argc, char **argv)
         {"save-every", OPT_LONG, &f->save_every, 1, 100000000, 0, 0, "N", "checkpoint interval in steps"},
         {"resume", OPT_STR, &f->resume, 0, 0, 0, 0, "DIR", "continue from DIR's latest checkpoint"},
         {"discard-steps", OPT_LONG, &f->discard, 0, 1000000, 0, 0, "N", "steps left out of the summary (default 2)"},
-        {"peak-gflops", OPT_DOUBLE, &f->peak, 0, 0, 1, 1e9, "G", "peak for MFU: fp32, or bf16 with bf16-mixed (default: measured now)"},
+        {"peak-gflops", OPT_DOUBLE, &f->peak, 0, 0, 1, 1e9, "G", "peak for MFU: fp32, or bf16 with the bf16 precisions (default: measured now)"},
         {"no-predict", OPT_FLAG, &f->no_predict, 0, 0, 0, 0, NULL, "skip the microbenchmarks behind the breakdown's prediction"},
         {"budget-s", OPT_DOUBLE, &f->budget, 0, 0, 1, 86400, "S", "time for the prediction's matmul measurements (default 60)"},
         {"csv", OPT_STR, &f->csv, 0, 0, 0, 0, "FILE", "per-step log as CSV"},
@@ -82,7 +84,14 @@ static int train_parse(train_flags *f, int argc, char **argv)
     int rc = opts_parse("train", "[options]", specs, argc, argv, 2, NULL, NULL);
     if (rc != 0) return rc > 0 ? 1 : rc;
     if (precision_parse(f->precision, &f->prec) != 0)
-        return err_usage("flag '--precision': unknown value '%s' (expected fp32 or bf16-mixed)", f->precision);
+        return err_usage("flag '--precision': unknown value '%s' (expected fp32, bf16-mixed or bf16)", f->precision);
+    if (f->rounding) {
+        if (!precision_full_bf16(f->prec))
+            return err_usage("flag '--rounding': applies to --precision bf16 only (this run is %s)", precision_name(f->prec));
+        if (strcmp(f->rounding, "stochastic") == 0) f->prec = PRECISION_BF16_SR;
+        else if (strcmp(f->rounding, "nearest") == 0) f->prec = PRECISION_BF16_NEAREST;
+        else return err_usage("flag '--rounding': unknown value '%s' (expected stochastic or nearest)", f->rounding);
+    }
     if (f->warmup < 0) f->warmup = f->steps / 10;
     if (f->min_lr < 0) f->min_lr = f->lr / 10;
     if (f->G == 0) f->G = f->B;
@@ -142,7 +151,7 @@ static int train_memory(const train_flags *f, const model_config *cfg, int ranks
                cfg->name, cfg->L, cfg->C, cfg->NH, cfg->V, cfg->learned_pos ? 0 : rope_rotary_dims(cfg->HS, cfg->rotary_pct),
                cfg->parallel_residual ? "parallel" : "sequential", cfg->tied_embeddings ? "tied" : "untied", f->B, f->T, f->G, f->G / f->B);
         char wh[64] = "";
-        if (mem->weights_bf16 > 0) snprintf(wh, sizeof wh, ", bf16 weight copies %.3f GiB", gib(mem->weights_bf16));
+        if (mem->weights_bf16 > 0) snprintf(wh, sizeof wh, ", packed bf16 weight copies %.3f GiB", gib(mem->weights_bf16));
         printf("# memory estimate (%s): parameters %.3f GiB, gradients %.3f GiB, AdamW moments %.3f GiB%s, activations %.3f GiB (%.3f GiB with --recompute, %.3f GiB without), scratch %.3f GiB: total %.3f GiB\n",
                precision_name(f->prec), gib(mem->params), gib(mem->grads), gib(mem->moments), wh,
                gib(f->recompute ? mem->acts_full_recompute : mem->acts_full_no_recompute), gib(mem->acts_full_recompute),
@@ -209,15 +218,19 @@ static void train_log_notes(record *log, record *summary, const machine_info *mi
     blascore_describe(mi, blasd, sizeof blasd);
     record_note(log, "%s, %d cores, %d OpenMP threads, %d OpenBLAS threads, OMP_WAIT_POLICY %s; measured here %s (git %s)",
                 mi->cpu_model, mi->cores, mi->threads, mi->blas_threads, mi->omp_wait_policy, mi->date_utc, mi->git_rev);
-    if (prec == PRECISION_BF16_MIXED) {
+    if (prec != PRECISION_FP32) {
         const char *impl = bf16_kernel();
-        char note[256];
-        snprintf(note, sizeof note, "precision bf16-mixed: bf16 products by oneDNN %s, ISA %s (kernel %s%s)", onednn_version(),
-                 onednn_isa(), impl ? impl : "unavailable", onednn_bf16_native() ? "" : "; no bf16 instructions at this CPU level: emulated");
+        char note[512];
+        snprintf(note, sizeof note, "precision %s: bf16 products by oneDNN %s, ISA %s (kernel %s%s)%s", precision_name(prec),
+                 onednn_version(), onednn_isa(), impl ? impl : "unavailable",
+                 onednn_bf16_native() ? "" : "; no bf16 instructions at this CPU level: emulated",
+                 prec == PRECISION_BF16_SR ? "; full bf16: weights, gradients and AdamW moments in bf16, updates stochastically rounded (seeded by --seed)"
+                 : prec == PRECISION_BF16_NEAREST ? "; full bf16: weights, gradients and AdamW moments in bf16, updates rounded to nearest"
+                                                  : "");
         record_note(log, "%s", note);
         record_note(summary, "%s", note);
     }
-    record_note(log, "%s%s", prec == PRECISION_BF16_MIXED ? "fp32 products (none in the step; the microbenchmarks): " : "", blasd);
+    record_note(log, "%s%s", prec != PRECISION_FP32 ? "fp32 products (none in the step; the microbenchmarks): " : "", blasd);
     record_note(log, "mfu/hfu: against %s", cal->peak_note);
     if (ranks > 1) record_note(log, "%d data-parallel ranks (%s); the breakdown's prediction is single-process only", ranks, comm_describe());
 }
@@ -229,9 +242,9 @@ int cmd_train(int argc, char **argv)
     int rc = train_parse(&f, argc, argv);
     if (rc != 0) return rc > 0 ? 0 : rc;
     if ((rc = train_config(&f, &cfg)) != 0) return rc;
-    if (f.prec == PRECISION_BF16_MIXED) { /* before anything is measured: can oneDNN run bf16 products here? */
+    if (f.prec != PRECISION_FP32) { /* before anything is measured: can oneDNN run bf16 products here? */
         if (!bf16_kernel())
-            return err_msg("flag '--precision bf16-mixed': oneDNN %s has no bf16 matmul at ISA %s here (%s)", onednn_version(),
+            return err_msg("flag '--precision %s': oneDNN %s has no bf16 matmul at ISA %s here (%s)", f.precision, onednn_version(),
                            onednn_isa(), onednn_last_error());
     }
     if ((rc = blascore_select(f.blas, argv)) != 0) return rc; /* may re-exec: before any output, before MPI starts */

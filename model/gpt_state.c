@@ -1,0 +1,293 @@
+/* gpt_state.c: the model's parameters, gradients and AdamW state in each precision: their slabs,
+ * the initialisation, the optimizer step, ZeRO-1 sharding of the moments and the search for
+ * non-finite values. The forward and backward are in gpt.c. */
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/err.h"
+#include "../common/mem.h"
+#include "gpt_internal.h"
+
+int gpt_param_is_big(int k)
+{
+    return k == P_WTE || k == P_WPE || k == P_QKVW || k == P_ATTPROJW || k == P_FCW || k == P_FCPROJW || k == P_UNEMBED;
+}
+
+size_t gpt_state_fp32_floats(const size_t *sizes, train_precision prec)
+{
+    size_t n = 0;
+    for (int k = 0; k < P_COUNT; k++)
+        if (!precision_full_bf16(prec) || !gpt_param_is_big(k)) n += mem_round_floats(sizes[k]);
+    return n;
+}
+
+/* Full bf16: the bf16 slabs (weights, both moments) and the fp32 copies of the small tensors. */
+static int alloc_full_bf16(gpt_model *m)
+{
+    m->params16 = mem_calloc(m->nparams, sizeof(bf16), "parameters (bf16)");
+    m->m16 = mem_calloc(m->nparams, sizeof(bf16), "AdamW first moments (bf16)");
+    m->v16 = mem_calloc(m->nparams, sizeof(bf16), "AdamW second moments (bf16)");
+    if (!m->params16 || !m->m16 || !m->v16) return CB_EFAIL;
+    size_t off = 0;
+    for (int k = 0; k < P_COUNT; k++) {
+        m->ph[k] = m->params16 + m->offsets[k];
+        if (gpt_param_is_big(k)) {
+            m->p[k] = NULL;
+        } else {
+            m->p[k] = m->params + off;
+            off += mem_round_floats(m->sizes[k]);
+        }
+    }
+    if (m->cfg.tied_embeddings) m->ph[P_UNEMBED] = m->ph[P_WTE];
+    return 0;
+}
+
+int gpt_state_alloc(gpt_model *m)
+{
+    const int full = precision_full_bf16(m->prec);
+    size_t nf = gpt_state_fp32_floats(m->sizes, m->prec);
+    m->params = mem_calloc(nf ? nf : 1, sizeof(float), full ? "parameters (fp32 copies of the small tensors)" : "parameters");
+    m->grads = mem_calloc(m->nparams, sizeof(float), "gradients");
+    if (!m->params || !m->grads) return CB_EFAIL;
+    for (int k = 0; k < P_COUNT; k++) {
+        m->p[k] = m->params + m->offsets[k];
+        m->g[k] = m->grads + m->offsets[k];
+    }
+    if (full) {
+        if (alloc_full_bf16(m) != 0) return CB_EFAIL;
+    } else {
+        m->m = mem_calloc(m->nparams, sizeof(float), "AdamW first moments");
+        m->v = mem_calloc(m->nparams, sizeof(float), "AdamW second moments");
+        if (!m->m || !m->v) return CB_EFAIL;
+    }
+    if (m->cfg.tied_embeddings) {
+        m->p[P_UNEMBED] = m->p[P_WTE];
+        m->g[P_UNEMBED] = m->g[P_WTE];
+    }
+    return 0;
+}
+
+void gpt_state_free(gpt_model *m)
+{
+    free(m->params), free(m->grads), free(m->m), free(m->v);
+    free(m->params16), free(m->m16), free(m->v16);
+}
+
+/* ---------------------------------------------------------------- initialisation */
+
+/* splitmix64 + Box-Muller: deterministic normal numbers. */
+static unsigned long long sm64(unsigned long long *s)
+{
+    unsigned long long z = (*s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+/* n normal numbers continuing generator state *s (n even, or the last call of a sequence). */
+static void normal_fill(float *x, size_t n, double sd, unsigned long long *s)
+{
+    for (size_t i = 0; i < n; i += 2) {
+        double u1 = ((sm64(s) >> 11) + 1.0) / 9007199254740993.0, u2 = (sm64(s) >> 11) / 9007199254740992.0;
+        double r = sqrt(-2.0 * log(u1));
+        x[i] = (float)(sd * r * cos(2 * M_PI * u2));
+        if (i + 1 < n) x[i + 1] = (float)(sd * r * sin(2 * M_PI * u2));
+    }
+}
+
+/* The same numbers as normal_fill, rounded to bf16 (nearest), a chunk at a time. */
+static void normal_fill_bf16(bf16 *x, size_t n, double sd, unsigned long long *s)
+{
+    float buf[4096];
+    for (size_t a = 0; a < n; a += 4096) {
+        size_t k = n - a < 4096 ? n - a : 4096;
+        normal_fill(buf, k, sd, s);
+        for (size_t i = 0; i < k; i++) x[a + i] = bf16_from_float(buf[i]);
+    }
+}
+
+/* Hugging Face GPTNeoXPreTrainedModel._init_weights (gpt.h); full bf16: the same values rounded
+ * to bf16. */
+void gpt_init_weights(gpt_model *m, unsigned long long seed)
+{
+    const int full = precision_full_bf16(m->prec);
+    memset(m->params, 0, gpt_state_fp32_floats(m->sizes, m->prec) * sizeof(float));
+    if (full) memset(m->params16, 0, m->nparams * sizeof(bf16));
+    static const int normal[] = {P_WTE, P_WPE, P_QKVW, P_ATTPROJW, P_FCW, P_FCPROJW, P_UNEMBED};
+    for (size_t i = 0; i < sizeof normal / sizeof normal[0]; i++) {
+        int k = normal[i];
+        unsigned long long s = seed * 1000003ULL + (unsigned long long)k;
+        if (m->sizes[k] == 0) continue;
+        if (full) normal_fill_bf16(m->ph[k], m->sizes[k], 0.02, &s);
+        else normal_fill(m->p[k], m->sizes[k], 0.02, &s);
+    }
+    static const int ones[] = {P_LN1W, P_LN2W, P_LNFW};
+    for (size_t i = 0; i < 3; i++)
+        for (size_t j = 0; j < m->sizes[ones[i]]; j++) {
+            if (full) m->ph[ones[i]][j] = 0x3f80; /* 1.0 */
+            else m->p[ones[i]][j] = 1.0f;
+        }
+    size_t held = m->mom_hi - m->mom_lo;
+    if (full) {
+        memset(m->m16, 0, held * sizeof(bf16));
+        memset(m->v16, 0, held * sizeof(bf16));
+    } else {
+        memset(m->m, 0, held * sizeof(float));
+        memset(m->v, 0, held * sizeof(float));
+    }
+    m->adam_t = 0;
+    m->sr_seed = seed;
+    gpt_params_changed(m);
+}
+
+void gpt_params_changed(gpt_model *m)
+{
+    m->wh_fresh = 0;
+    if (!precision_full_bf16(m->prec)) return;
+    for (int k = 0; k < P_COUNT; k++) /* the fp32 copies of the small tensors */
+        if (m->p[k] && m->sizes[k]) bf16_to_floats(m->p[k], m->ph[k], m->sizes[k]);
+}
+
+/* ---------------------------------------------------------------- gradients */
+
+void gpt_zero_grad(gpt_model *m)
+{
+    TIMED(m, K_OTHER, memset(m->grads, 0, m->nparams * sizeof(float)));
+}
+
+double gpt_grad_sumsq(gpt_model *m, size_t lo, size_t hi)
+{
+    double s = 0;
+    TIMED(m, K_OPTIMIZER, s = grad_sumsq(m->grads + lo, hi > lo ? hi - lo : 0));
+    return s;
+}
+
+double gpt_grad_norm(gpt_model *m) { return sqrt(gpt_grad_sumsq(m, 0, m->nparams)); }
+
+void gpt_profile_reset(gpt_model *m) { memset(&m->prof, 0, sizeof m->prof); }
+
+/* ---------------------------------------------------------------- optimizer */
+
+/* A moment slab's [lo, hi) part copied into a new one of hi - lo elements of `elem` bytes. */
+static void *shard_of(const void *full, size_t from, size_t lo, size_t hi, size_t elem, const char *what)
+{
+    size_t n = hi > lo ? hi - lo : 0;
+    void *p = mem_alloc(n ? n : 1, elem, what);
+    if (p && n) memcpy(p, (const char *)full + (lo - from) * elem, n * elem);
+    return p;
+}
+
+int gpt_shard_moments(gpt_model *m, size_t lo, size_t hi)
+{
+    const int full = precision_full_bf16(m->prec);
+    const size_t elem = full ? sizeof(bf16) : sizeof(float);
+    void **pm = full ? (void **)&m->m16 : (void **)&m->m, **pv = full ? (void **)&m->v16 : (void **)&m->v;
+    void *mm = shard_of(*pm, m->mom_lo, lo, hi, elem, "AdamW first moments (shard)");
+    void *vv = shard_of(*pv, m->mom_lo, lo, hi, elem, "AdamW second moments (shard)");
+    if (!mm || !vv) {
+        free(mm), free(vv);
+        return CB_EFAIL;
+    }
+    free(*pm), free(*pv);
+    *pm = mm, *pv = vv;
+    m->mom_lo = lo, m->mom_hi = hi;
+    return 0;
+}
+
+/* AdamW on params [a, b) of tensor k (inside the held moment range). */
+static void update_range(gpt_model *m, int k, size_t a, size_t b, const adamw_params *h)
+{
+    const size_t mo = a - m->mom_lo;
+    if (!precision_full_bf16(m->prec)) {
+        adamw_update(m->params + a, m->grads + a, m->m + mo, m->v + mo, b - a, h, m->adam_t);
+        return;
+    }
+    /* full bf16: the slab index a is the rounding's counter, whatever the split */
+    adamw_rounding r = {m->prec == PRECISION_BF16_SR, m->sr_seed, a};
+    float *p32 = m->p[k] ? m->p[k] + (a - m->offsets[k]) : NULL;
+    adamw_update_full_bf16(m->params16 + a, p32, m->grads + a, m->m16 + mo, m->v16 + mo, b - a, h, m->adam_t, &r);
+}
+
+void gpt_update(gpt_model *m, const adamw_params *hp, double grad_norm, float max_norm)
+{
+    double t0 = timer_now_s();
+    /* clipping as a factor folded into the update: the same result as grad_clip(), one pass less */
+    float scale = max_norm > 0 && grad_norm > max_norm ? (float)(max_norm / (grad_norm + 1e-6)) : 1.0f;
+    m->adam_t++;
+    for (int k = 0; k < P_COUNT; k++) {
+        if (m->sizes[k] == 0) continue;
+        adamw_params h = *hp;
+        h.grad_scale = scale;
+        if (!gpt_param_is_big(k)) h.weight_decay = 0.0f; /* decay on matrices and embeddings only */
+        /* the part of tensor k inside the held range */
+        size_t a = m->offsets[k] > m->mom_lo ? m->offsets[k] : m->mom_lo;
+        size_t b = m->offsets[k] + m->sizes[k] < m->mom_hi ? m->offsets[k] + m->sizes[k] : m->mom_hi;
+        if (a < b) update_range(m, k, a, b, &h);
+    }
+    m->wh_fresh = 0; /* the bf16 copies are remade before the next forward */
+    m->prof.kind_s[K_OPTIMIZER] += timer_now_s() - t0;
+}
+
+/* ---------------------------------------------------------------- diagnosis */
+
+static size_t count_nonfinite(const float *x, size_t n)
+{
+    size_t bad = 0;
+#pragma omp parallel for schedule(static) reduction(+ : bad)
+    for (size_t i = 0; i < n; i++) bad += !isfinite(x[i]);
+    return bad;
+}
+
+static size_t count_nonfinite_bf16(const bf16 *x, size_t n)
+{
+    size_t bad = 0;
+#pragma omp parallel for schedule(static) reduction(+ : bad)
+    for (size_t i = 0; i < n; i++) bad += (x[i] & 0x7f80u) == 0x7f80u;
+    return bad;
+}
+
+/* The first tensor of the parameters (params: 1) or the gradients holding a non-finite value. */
+static int nonfinite_tensor(const gpt_model *m, int params, const char *what, char *buf, size_t n)
+{
+    const int full = params && precision_full_bf16(m->prec);
+    for (int k = 0; k < P_COUNT; k++) {
+        int per_layer = k >= P_LN1W && k <= P_FCPROJB;
+        int layers = per_layer ? m->cfg.L : 1;
+        size_t per = m->sizes[k] / (size_t)layers;
+        for (int l = 0; l < layers && per > 0; l++) {
+            size_t at = (size_t)l * per;
+            size_t bad = full ? count_nonfinite_bf16(m->ph[k] + at, per) : count_nonfinite((params ? m->p[k] : m->g[k]) + at, per);
+            if (!bad) continue;
+            char name[96];
+            gpt_param_name(m, k, l, name, sizeof name);
+            snprintf(buf, n, "%s '%s': %zu of %zu values non-finite", what, name, bad, per);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int gpt_find_nonfinite(const gpt_model *m, char *buf, size_t n)
+{
+    if (nonfinite_tensor(m, 1, "parameter", buf, n)) return 1;
+    const size_t BTC = (size_t)m->B * m->T * m->cfg.C;
+    for (int l = 0; l <= m->cfg.L; l++) {
+        size_t bad = count_nonfinite(m->x + (size_t)l * BTC, BTC);
+        if (!bad) continue;
+        if (l == 0) snprintf(buf, n, "the embeddings' output: %zu of %zu values non-finite", bad, BTC);
+        else snprintf(buf, n, "layer %d's output (its input finite): %zu of %zu values non-finite", l - 1, bad, BTC);
+        return 1;
+    }
+    size_t bad = count_nonfinite(m->losses, (size_t)m->B * m->T);
+    if (bad) {
+        snprintf(buf, n, "the loss of %zu of %d tokens (every layer's output finite: the output projection or the cross-entropy overflowed)",
+                 bad, m->B * m->T);
+        return 1;
+    }
+    if (nonfinite_tensor(m, 0, "the gradient of", buf, n)) return 1;
+    buf[0] = '\0';
+    return 0;
+}
