@@ -3,7 +3,7 @@
  * Each input is written to a scratch file and opened with st_open(); a file that opens is then
  * read back: st_meta() on every metadata key and on a missing one, st_find() on every tensor,
  * and every F32, F16 or BF16 tensor of at most MAX_ELEMS elements is read with st_read_f32()
- * with its own shape (and once with a wrong shape and a missing name, the error paths), then
+ * and st_read_bf16() with its own shape (and once with a wrong shape and a missing name, the error paths), then
  * st_close(). Rejected inputs print one "error:" line each, so run with -close_fd_mask=2.
  * Besides the sanitizers, the harness aborts when st_open accepts a tensor whose bytes do not
  * match its shape and dtype exactly, or lie outside the data section: safetensors.h promises
@@ -92,6 +92,7 @@ static void read_tensor(const st_file *f, const st_tensor *t, uint64_t count)
     float *out = malloc(count ? count * sizeof *out : 1);
     if (!out) abort();
     (void)st_read_f32(f, t->name, out, t->shape, t->ndim);
+    (void)st_read_bf16(f, t->name, (uint16_t *)out, t->shape, t->ndim);
     /* another shape with no more elements (one more dim of 1, or all dims 0), so that even a
      * duplicate name whose first tensor has that shape cannot write past `out` */
     int64_t wrong[ST_MAX_DIMS] = {0};
