@@ -246,8 +246,7 @@ static int open_data(const step_opts *o, train_opts *to, dataset *ds, sampler *s
     to->data = NULL;
     to->sampler = NULL;
     if (!o->data_path) {
-        snprintf(note, sizeof note, "tokens: synthetic, uniform in [0, V) (--sampler %s has no effect without --data)",
-                 sampler_name(to->sampling));
+        snprintf(note, sizeof note, "tokens: synthetic, uniform in [0, V) (--sampler has no effect without --data)");
     } else {
         if (dataset_open(ds, o->data_path) != 0) return CB_EFAIL;
         uint64_t num_samples = (uint64_t)to->steps * (uint64_t)to->B * (uint64_t)to->accum;

@@ -288,7 +288,7 @@ static void test_sampler_cli(void)
         {{"--data", prefix, "--sampler", "megatron", NULL}, 0, "sampler megatron: Megatron-LM core_v0.19.0 GPTDataset order", NULL},
         {{"--data", prefix, "--global-batch", "4", NULL}, 0, "1 epoch, 8 samples of 17 tokens indexed, the first 8 read, seed 1234", NULL},
         {{"--data", prefix, "--sampler", "random", NULL}, 0, "sampler random: windows of 17 tokens", NULL},
-        {{"--sampler", "megatron", NULL}, 0, "--sampler megatron has no effect without --data", NULL},
+        {{"--sampler", "megatron", NULL}, 0, "tokens: synthetic, uniform in [0, V) (--sampler has no effect without --data)", NULL},
         {{"--data", prefix, "--sampler", "shuffled", NULL}, 2, NULL, "flag '--sampler': unknown value 'shuffled'"},
         {{"--data", prefix, "--seed", "4294967296", NULL}, 2, NULL, "flag '--seed': 4294967296 is not a Megatron-LM seed"},
         {{"--data", tiny, NULL}, 1, NULL, "tiny: 10 tokens, fewer than one sample of 17"},
