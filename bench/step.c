@@ -237,23 +237,52 @@ static int run_loop(const step_opts *o, const calib *cal, gpt_model *m, train_op
     return rc;
 }
 
+/* --data opened into ds and its sampler built into sp for the run's steps x global batch
+ * samples (to->data and to->sampler point at them), or synthetic tokens; a note on the log and
+ * the summary says which. */
+static int open_data(const step_opts *o, train_opts *to, dataset *ds, sampler *sp, step_records *rec)
+{
+    char note[1600];
+    to->data = NULL;
+    to->sampler = NULL;
+    if (!o->data_path) {
+        snprintf(note, sizeof note, "tokens: synthetic, uniform in [0, V) (--sampler has no effect without --data)");
+    } else {
+        if (dataset_open(ds, o->data_path) != 0) return CB_EFAIL;
+        uint64_t num_samples = (uint64_t)to->steps * (uint64_t)to->B * (uint64_t)to->accum;
+        if (sampler_init(sp, to->sampling, ds, to->T, num_samples, to->seed) != 0) {
+            dataset_close(ds);
+            return CB_EFAIL;
+        }
+        to->data = ds;
+        to->sampler = sp;
+        sampler_describe(sp, note, sizeof note);
+    }
+    record_note(&rec->log, "%s", note);
+    record_note(&rec->summary, "%s", note);
+    return 0;
+}
+
 int step_run(const step_opts *o, const calib *cal, const machine_info *mi, step_records *rec)
 {
     gpt_model m;
     dataset ds;
+    sampler sp;
     train_opts to = o->train;
     if (gpt_init(&m, &o->cfg, to.B, to.T, o->recompute, o->prec) != 0) return CB_EFAIL;
-    if (o->data_path && dataset_open(&ds, o->data_path) != 0) {
+    if (open_data(o, &to, &ds, &sp, rec) != 0) {
         gpt_free(&m);
         return CB_EFAIL;
     }
-    to.data = o->data_path ? &ds : NULL;
     step_obs obs = {0};
     int rc = run_loop(o, cal, &m, &to, rec, &obs);
     if (rc == 0) rc = summary_row(&obs, mi, &rec->summary);
     if (rc == 0) rc = breakdown_rows(&obs, &rec->breakdown);
     obs_free(&obs);
-    if (o->data_path) dataset_close(&ds);
+    if (to.data) {
+        sampler_free(&sp);
+        dataset_close(&ds);
+    }
     gpt_free(&m);
     return rc;
 }

@@ -76,10 +76,16 @@ static int parse_idx_header(dataset *d, const unsigned char *b, size_t n, const 
 }
 
 /* Sizes and pointers must describe consecutive sequences; documents must index them in order.
- * The byte count of the tokens into *bytes. */
-static int check_idx_arrays(const dataset *d, const unsigned char *b, const char *idx, uint64_t *bytes)
+ * Each sequence's size and token offset into d->seq_sizes and d->seq_start (allocated here: the
+ * header's count is bounded by the file's size); the byte count of the tokens into *bytes. */
+static int check_idx_arrays(dataset *d, const unsigned char *b, const char *idx, uint64_t *bytes)
 {
     const unsigned char *sizes = b + HDR_BYTES, *ptrs = sizes + 4 * d->nseq, *docs = ptrs + 8 * d->nseq;
+    d->seq_sizes = malloc(d->nseq ? d->nseq * sizeof *d->seq_sizes : 1);
+    d->seq_start = malloc(d->nseq ? d->nseq * sizeof *d->seq_start : 1);
+    if (!d->seq_sizes || !d->seq_start)
+        return err_msg("%s: out of memory for the sizes and offsets of %llu sequences (%.3f GiB)", idx, (unsigned long long)d->nseq,
+                       12.0 * (double)d->nseq / 1073741824.0);
     uint64_t expect = 0;
     for (uint64_t i = 0; i < d->nseq; i++) {
         int32_t sz = rd32(sizes + 4 * i);
@@ -87,6 +93,8 @@ static int check_idx_arrays(const dataset *d, const unsigned char *b, const char
         if (sz < 0 || p != expect)
             return err_msg("%s: sequence %llu: size %d at byte %llu, expected a size >= 0 at byte %llu", idx,
                            (unsigned long long)i, sz, (unsigned long long)p, (unsigned long long)expect);
+        d->seq_sizes[i] = sz;
+        d->seq_start[i] = expect / d->elem;
         expect += (uint64_t)sz * d->elem;
     }
     uint64_t prev = 0;
@@ -138,7 +146,10 @@ int dataset_open(dataset *d, const char *prefix)
     if (rc == 0) rc = check_idx_arrays(d, b, idx, &bytes);
     if (rc == 0) rc = map_bin(d, bin, bytes);
     free(b);
-    if (rc != 0) return CB_EFAIL;
+    if (rc != 0) {
+        dataset_close(d);
+        return CB_EFAIL;
+    }
     d->ntokens = bytes / d->elem;
     d->bin_bytes = (size_t)bytes;
     return 0;
@@ -146,8 +157,11 @@ int dataset_open(dataset *d, const char *prefix)
 
 void dataset_close(dataset *d)
 {
-    if (d && d->bin) munmap((void *)d->bin, d->bin_bytes);
-    if (d) memset(d, 0, sizeof *d);
+    if (!d) return;
+    if (d->bin) munmap((void *)d->bin, d->bin_bytes);
+    free(d->seq_sizes);
+    free(d->seq_start);
+    memset(d, 0, sizeof *d);
 }
 
 static unsigned long long mix(unsigned long long x)

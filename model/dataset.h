@@ -19,13 +19,18 @@ typedef struct {
     size_t elem;           /* bytes per token */
     uint64_t nseq, ndoc;
     uint64_t ntokens;      /* all sequences, concatenated */
+    int32_t *seq_sizes;    /* (nseq) tokens of each sequence, the .idx sizes */
+    uint64_t *seq_start;   /* (nseq) token offset of each sequence in the stream (its .idx pointer / elem) */
     const unsigned char *bin;
     size_t bin_bytes;
     int max_token;         /* -1 until scanned */
 } dataset;
 
-/* Opens and validates PREFIX.idx and PREFIX.bin. Returns 0 or CB_EFAIL (one error line). */
+/* Opens and validates PREFIX.idx and PREFIX.bin. Returns 0 or CB_EFAIL (one error line). The
+ * sequences are consecutive (each pointer is the end of the previous sequence), so seq_start[i]
+ * + seq_sizes[i] <= ntokens for every i. */
 int dataset_open(dataset *d, const char *prefix);
+/* Frees what dataset_open made (NULL is fine). */
 void dataset_close(dataset *d);
 /* Token i of the concatenated stream. */
 static inline int dataset_token(const dataset *d, uint64_t i)

@@ -43,11 +43,11 @@ static int micro_batches(gpt_model *m, const train_opts *o, const train_sync *sy
     *loss = 0;
     m->backward_scale = 1.0f / (float)o->accum;
     for (int mb = first; mb < first + per_rank; mb++) {
-        if (o->data) {
-            if (dataset_batch(o->data, o->seed, s, mb, m->inputs, m->targets, o->B, o->T, m->cfg.V) != 0) return CB_EFAIL;
-        } else {
-            synthetic_batch(o->seed, s, mb, m->inputs, m->targets, o->B, o->T, m->cfg.V);
-        }
+        int rc = 0;
+        if (o->sampler) rc = sampler_batch(o->sampler, s, mb, o->B, o->B * o->accum, m->inputs, m->targets, m->cfg.V);
+        else if (o->data) rc = dataset_batch(o->data, o->seed, s, mb, m->inputs, m->targets, o->B, o->T, m->cfg.V);
+        else synthetic_batch(o->seed, s, mb, m->inputs, m->targets, o->B, o->T, m->cfg.V);
+        if (rc != 0) return CB_EFAIL;
         double l;
         if (gpt_forward(m, &l) != 0) return CB_EFAIL;
         *loss += l / o->accum;

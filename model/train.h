@@ -6,7 +6,8 @@
  * branches here.
  *
  * Per step s (0-based) of A = accum micro-batches over all ranks: this rank runs global
- * micro-batches [rank A/N, (rank+1) A/N) (so the data do not depend on the rank count), each
+ * micro-batches [rank A/N, (rank+1) A/N) (so the data do not depend on the rank count; the
+ * megatron sampler gives global micro-batch mb of step s the samples s B A + mb B + b, b < B), each
  * forward and backward with the gradients scaled by 1/A; the sync sums them over ranks; the loss
  * and the gradient norm must be finite (else the run stops before the update and before any
  * save, saying where the first non-finite value is); the gradients are clipped to `clip` and
@@ -17,6 +18,7 @@
 #include "checkpoint.h"
 #include "dataset.h"
 #include "gpt.h"
+#include "sampler.h"
 
 typedef struct {
     int B, T, accum;           /* micro-batch, sequence length, micro-batches per step over all ranks */
@@ -26,7 +28,10 @@ typedef struct {
     adamw_params hp;           /* lr is set per step */
     float clip;                /* global gradient-norm clipping (0: off) */
     unsigned long long seed;
-    const dataset *data;       /* NULL: synthetic tokens */
+    const dataset *data;       /* the training tokens (NULL: synthetic tokens) */
+    sampler_kind sampling;     /* --sampler: the order the caller builds `sampler` in (bench/step.c) */
+    const sampler *sampler;    /* the order of data's samples, built for steps x B x accum samples and T;
+                                * NULL with data: the random order of dataset_batch */
     const char *init_path;     /* start from these weights */
     const char *resume_dir;    /* or continue this run */
     const char *save_dir;      /* NULL: no checkpoints */

@@ -26,12 +26,34 @@
 static double gib(double b) { return b / 1073741824.0; }
 
 typedef struct {
-    const char *model, *csv, *summary_csv, *breakdown_csv, *blas, *data, *save, *resume, *init, *precision, *rounding;
+    const char *model, *csv, *summary_csv, *breakdown_csv, *blas, *data, *save, *resume, *init, *precision, *rounding, *sampler;
     train_precision prec;
+    sampler_kind sampling;
     long layers, dmodel, heads, vocab, B, T, G, steps, warmup, discard, seed, save_every, zero;
     double lr, min_lr, wd, beta1, beta2, eps, clip, peak, budget, bucket_mib;
     int no_overlap, recompute, no_predict, quiet;
 } train_flags;
+
+/* --rounding (full bf16 only) and --sampler (Megatron's seed and sequence limits). */
+static int train_parse_modes(train_flags *f)
+{
+    if (f->rounding) {
+        if (!precision_full_bf16(f->prec))
+            return err_usage("flag '--rounding': applies to --precision bf16 only (this run is %s)", precision_name(f->prec));
+        if (strcmp(f->rounding, "stochastic") == 0) f->prec = PRECISION_BF16_SR;
+        else if (strcmp(f->rounding, "nearest") == 0) f->prec = PRECISION_BF16_NEAREST;
+        else return err_usage("flag '--rounding': unknown value '%s' (expected stochastic or nearest)", f->rounding);
+    }
+    f->sampling = SAMPLER_MEGATRON;
+    if (f->sampler && sampler_parse(f->sampler, &f->sampling) != 0)
+        return err_usage("flag '--sampler': unknown value '%s' (expected megatron or random)", f->sampler);
+    if (f->data && f->sampling == SAMPLER_MEGATRON && f->seed > 0xffffffffL)
+        return err_usage("flag '--seed': %ld is not a Megatron-LM seed (numpy.random.RandomState takes 0..4294967295); use a smaller --seed, or --sampler random",
+                         f->seed);
+    if (f->data && f->sampling == SAMPLER_MEGATRON && f->T < 2)
+        return err_usage("flag '--seq': %ld; Megatron-LM's samples need a sequence length of at least 2 (or use --sampler random)", f->T);
+    return 0;
+}
 
 static int train_parse(train_flags *f, int argc, char **argv)
 {
@@ -58,11 +80,13 @@ static int train_parse(train_flags *f, int argc, char **argv)
         {"grad-clip", OPT_DOUBLE, &f->clip, 0, 0, 0, 1e6, "NORM", "clip the global gradient norm (0: off; default 1)"},
         {"seed", OPT_LONG, &f->seed, 0, 1L << 62, 0, 0, "S", "initialisation and data sampling seed (default 1234)"},
         {"precision", OPT_STR, &f->precision, 0, 0, 0, 0, "fp32|bf16-mixed|bf16",
-         "fp32 (default); bf16-mixed: fp32 master weights, gradients and AdamW moments; bf16 weight copies made once per optimizer step; bf16 inputs to every linear layer and to attention's products (q, k, v, probabilities) and bf16 gradients into the linear layers' backward, all accumulated in fp32; LayerNorm, softmax statistics, GELU input, residual stream, logits, cross-entropy and reductions in fp32; bf16: full bf16 as Trainium trains: weights, gradients and both AdamW moments in bf16 (2 + 2 + 4 bytes a parameter; gradients accumulate in fp32 within the step), each update computed in fp32 and written back with --rounding; products and activations as bf16-mixed"},
+         "fp32 (default); bf16-mixed: fp32 master weights, gradients and AdamW moments; bf16 weight copies made once per optimizer step; bf16 inputs to every linear layer and to attention's products (q, k, v, probabilities) and bf16 gradients into the linear layers' backward, all accumulated in fp32; LayerNorm, softmax statistics, GELU input, residual stream, logits, cross-entropy and reductions in fp32; bf16: full bf16 as Trainium trains: weights, gradients and both AdamW moments in bf16 (weights 2 and moments 4 bytes a parameter; gradients accumulate in fp32 within the step and enter the update rounded to bf16), each update computed in fp32 and written back with --rounding; products and activations as bf16-mixed"},
         {"rounding", OPT_STR, &f->rounding, 0, 0, 0, 0, "stochastic|nearest",
          "with --precision bf16: how the update is written back to bf16: stochastic (default: unbiased, from a hash of element, step and --seed, so independent of threads and ranks) or nearest (round to nearest even)"},
         {"recompute", OPT_FLAG, &f->recompute, 0, 0, 0, 0, NULL, "activation checkpointing: keep layer inputs, recompute the rest"},
         {"data", OPT_STR, &f->data, 0, 0, 0, 0, "PREFIX", "Megatron indexed dataset PREFIX.bin/.idx (default: synthetic tokens)"},
+        {"sampler", OPT_STR, &f->sampler, 0, 0, 0, 0, "megatron|random",
+         "order of --data's samples: megatron (default), Megatron-LM core_v0.19.0 GPTDataset's shuffled epochs for --steps x --global-batch samples and --seed; random, windows of the token stream at hashed positions"},
         {"init", OPT_STR, &f->init, 0, 0, 0, 0, "FILE", "start from these weights (safetensors, Hugging Face GPT-NeoX names)"},
         {"save", OPT_STR, &f->save, 0, 0, 0, 0, "DIR", "write checkpoints to DIR (every --save-every steps and at the end)"},
         {"save-every", OPT_LONG, &f->save_every, 1, 100000000, 0, 0, "N", "checkpoint interval in steps"},
@@ -85,13 +109,7 @@ static int train_parse(train_flags *f, int argc, char **argv)
     if (rc != 0) return rc > 0 ? 1 : rc;
     if (precision_parse(f->precision, &f->prec) != 0)
         return err_usage("flag '--precision': unknown value '%s' (expected fp32, bf16-mixed or bf16)", f->precision);
-    if (f->rounding) {
-        if (!precision_full_bf16(f->prec))
-            return err_usage("flag '--rounding': applies to --precision bf16 only (this run is %s)", precision_name(f->prec));
-        if (strcmp(f->rounding, "stochastic") == 0) f->prec = PRECISION_BF16_SR;
-        else if (strcmp(f->rounding, "nearest") == 0) f->prec = PRECISION_BF16_NEAREST;
-        else return err_usage("flag '--rounding': unknown value '%s' (expected stochastic or nearest)", f->rounding);
-    }
+    if ((rc = train_parse_modes(f)) != 0) return rc;
     if (f->warmup < 0) f->warmup = f->steps / 10;
     if (f->min_lr < 0) f->min_lr = f->lr / 10;
     if (f->G == 0) f->G = f->B;
@@ -184,7 +202,7 @@ static void train_step_opts(const train_flags *f, const model_config *cfg, doubl
     so->train = (train_opts){.B = (int)f->B, .T = (int)f->T, .accum = (int)(f->G / f->B), .steps = f->steps,
                              .warmup = f->warmup, .lr = f->lr, .min_lr = f->min_lr,
                              .hp = {(float)f->lr, (float)f->beta1, (float)f->beta2, (float)f->eps, (float)f->wd, 0.0f},
-                             .clip = (float)f->clip, .seed = (unsigned long long)f->seed, .init_path = f->init,
+                             .clip = (float)f->clip, .seed = (unsigned long long)f->seed, .sampling = f->sampling, .init_path = f->init,
                              .resume_dir = f->resume, .save_dir = f->save, .save_every = f->save_every,
                              .rank = comm_rank(), .ranks = ranks};
 }

@@ -6,7 +6,8 @@
  * then read: every token (up to MAX_TOKENS) with dataset_token() and dataset_batch() at small
  * B, T and V, then dataset_close(). Rejected inputs print one "error:" line each, so run with
  * -close_fd_mask=2. Besides the sanitizers, the harness aborts when dataset_open accepts an
- * index whose tokens do not fit in the .bin it was given.
+ * index whose tokens do not fit in the .bin it was given, or whose sequences' sizes and offsets
+ * (seq_sizes, seq_start) do not tile the tokens.
  *
  *   make fuzz                        all three harnesses, FUZZ_SECONDS each (see Makefile)
  *   build-fuzz/fuzz_idx -close_fd_mask=2 -max_len=4096 DIR   fuzz with corpus DIR
@@ -46,6 +47,12 @@ static void read_tokens(const dataset *d, size_t bin_bytes)
     if (!((d->dtype == 8 && d->elem == 2) || (d->dtype == 4 && d->elem == 4))) broken(d, "its dtype is not 8 or 4");
     if (d->ntokens > bin_bytes / d->elem || d->ntokens * d->elem > d->bin_bytes) broken(d, "its tokens do not fit the .bin");
     if (d->ntokens > 0 && !d->bin) broken(d, "it has tokens and no .bin mapping");
+    uint64_t sum = 0; /* the sequences' sizes and offsets (what the samplers read) tile the tokens */
+    for (uint64_t i = 0; i < d->nseq; i++) {
+        if (d->seq_sizes[i] < 0 || d->seq_start[i] != sum) broken(d, "its sequences are not consecutive");
+        sum += (uint64_t)d->seq_sizes[i];
+    }
+    if (sum != d->ntokens) broken(d, "its sequence sizes do not add up to its tokens");
     volatile long sink = 0;
     for (uint64_t i = 0; i < d->ntokens && i < MAX_TOKENS; i++) sink += dataset_token(d, i);
     (void)sink;
