@@ -15,6 +15,7 @@
 #include "../common/schema.h"
 #include "charts.h"
 #include "inputs.h"
+#include "plot.h"
 
 /* peak_rss_gib is read from the summary under the name bench/step.c's summary writes it with
  * (the throughput schema has no RSS column; report/ does not link bench/). */
@@ -323,6 +324,23 @@ static void plot_subtitle(const traj_ctx *c, char *buf, size_t n)
     else snprintf(buf, n, "one line per run (costbench train --csv), baseline %s", b->in->label);
 }
 
+/* The gradient-norm panel: the same chart as chart_runs draws, on a log y axis when the norms
+ * span a decade or more (a spike would flatten every other line on a linear axis). */
+static int gnorm_chart(const char *path, const chart_run *runs, int n, const char *sub)
+{
+    plot_series series[TRAJ_MAX_RUNS];
+    double lo = INFINITY, hi = 0;
+    for (int i = 0; i < n; i++) {
+        series[i] = (plot_series){runs[i].label, runs[i].n, runs[i].step, runs[i].y, 0, 0, 0};
+        for (int k = 0; k < runs[i].n; k++)
+            if (runs[i].y[k] > 0) lo = fmin(lo, runs[i].y[k]), hi = fmax(hi, runs[i].y[k]);
+    }
+    int logy = hi >= 10 * lo;
+    plot_spec sp = {"Gradient norm across precisions (before clipping)", sub, "optimizer step",
+                    logy ? "global L2 norm of the gradient (log scale)" : "global L2 norm of the gradient", 0, logy, series, n, NAN, NULL, 1};
+    return plot_lines(path, &sp);
+}
+
 static int plots_write(const traj_ctx *c, const char *dir)
 {
     chart_run loss[TRAJ_MAX_RUNS], gn[TRAJ_MAX_RUNS];
@@ -340,7 +358,7 @@ static int plots_write(const traj_ctx *c, const char *dir)
     if (rc == 0) rc = path_fmt(path, sizeof path, "%s/loss.png", dir);
     if (rc == 0) rc = chart_runs(path, "Training loss across precisions", "loss (nats per token)", loss, c->n, sub);
     if (rc == 0) rc = path_fmt(path, sizeof path, "%s/grad_norm.png", dir);
-    if (rc == 0) rc = chart_runs(path, "Gradient norm across precisions (before clipping)", "global L2 norm of the gradient", gn, c->n, sub);
+    if (rc == 0) rc = gnorm_chart(path, gn, c->n, sub);
     for (int i = 0; i < c->n; i++) free(xs[i]);
     return rc;
 }
