@@ -13,7 +13,6 @@
 #include "../common/files.h"
 #include "../common/machine.h"
 #include "../common/schema.h"
-#include "charts.h"
 #include "inputs.h"
 #include "plot.h"
 
@@ -276,9 +275,13 @@ static int ctx_load(traj_ctx *c)
     const traj_run *b = &c->runs[c->base];
     for (int i = 0; i < c->n; i++) {
         if ((rc = runs_match(&c->runs[i], b)) != 0) return rc;
-        if (c->runs[i].model[0] && b->model[0] && strcmp(c->runs[i].model, b->model) != 0)
-            err_warn("run '%s' trained %s, the baseline '%s' %s: the trajectories are of different models", c->runs[i].in->label,
-                     c->runs[i].model, b->in->label, b->model);
+        const traj_run *r = &c->runs[i];
+        if (r->model[0] && b->model[0] && strcmp(r->model, b->model) != 0)
+            err_warn("run '%s' trained %s, the baseline '%s' %s: the trajectories are of different models", r->in->label, r->model,
+                     b->in->label, b->model);
+        if (r->cpu[0] && b->cpu[0] && strcmp(r->cpu, b->cpu) != 0)
+            err_warn("run '%s' ran on %s, the baseline '%s' on %s: their tokens/s are of different machines", r->in->label, r->cpu,
+                     b->in->label, b->cpu);
     }
     c->tail = trajectory_tail_steps(b->n, c->o->tail_pct);
     for (int i = 0; i < c->n; i++) run_compare(&c->runs[i], b, c->tail, c->usd_per_hour);
@@ -324,41 +327,57 @@ static void plot_subtitle(const traj_ctx *c, char *buf, size_t n)
     else snprintf(buf, n, "one line per run (costbench train --csv), baseline %s", b->in->label);
 }
 
-/* The gradient-norm panel: the same chart as chart_runs draws, on a log y axis when the norms
- * span a decade or more (a spike would flatten every other line on a linear axis). */
-static int gnorm_chart(const char *path, const chart_run *runs, int n, const char *sub)
+/* One panel, as chart_runs draws training curves (a line with markers per run, a linear x axis of
+ * steps), but the baseline is a dashed black line drawn last, on top: runs that coincide with it
+ * (fp32 and bf16-mixed often do, to the width of a line) would hide it otherwise. */
+static int traj_chart(const traj_ctx *c, const char *path, const char *title, const char *ylabel, int logy, int gnorm,
+                      const double *const *xs, const char *sub)
 {
     plot_series series[TRAJ_MAX_RUNS];
-    double lo = INFINITY, hi = 0;
-    for (int i = 0; i < n; i++) {
-        series[i] = (plot_series){runs[i].label, runs[i].n, runs[i].step, runs[i].y, 0, 0, 0};
-        for (int k = 0; k < runs[i].n; k++)
-            if (runs[i].y[k] > 0) lo = fmin(lo, runs[i].y[k]), hi = fmax(hi, runs[i].y[k]);
+    char base_label[TRAJ_MAX_LABEL + 16];
+    int ns = 0, slot = 1;
+    for (int i = 0; i < c->n; i++) {
+        const traj_run *r = &c->runs[i];
+        if (i == c->base) continue;
+        if (slot == 7) slot++; /* the palette's black is the baseline's */
+        series[ns++] = (plot_series){r->in->label, r->n, xs[i], gnorm ? r->gnorm : r->loss, 0, 0, 1 + (slot++ - 1) % 8};
     }
-    int logy = hi >= 10 * lo;
-    plot_spec sp = {"Gradient norm across precisions (before clipping)", sub, "optimizer step",
-                    logy ? "global L2 norm of the gradient (log scale)" : "global L2 norm of the gradient", 0, logy, series, n, NAN, NULL, 1};
+    const traj_run *b = &c->runs[c->base];
+    snprintf(base_label, sizeof base_label, "%s (baseline)", b->in->label);
+    series[ns++] = (plot_series){base_label, b->n, xs[c->base], gnorm ? b->gnorm : b->loss, 0, 1, 7};
+    plot_spec sp = {title, sub, "optimizer step", ylabel, 0, logy, series, ns, NAN, NULL, 1};
     return plot_lines(path, &sp);
+}
+
+/* Whether the gradient norms span a decade or more: then the panel's y axis is logarithmic (a
+ * spike would flatten every other line on a linear one). */
+static int gnorm_logy(const traj_ctx *c)
+{
+    double lo = INFINITY, hi = 0;
+    for (int i = 0; i < c->n; i++)
+        for (int k = 0; k < c->runs[i].n; k++)
+            if (c->runs[i].gnorm[k] > 0) lo = fmin(lo, c->runs[i].gnorm[k]), hi = fmax(hi, c->runs[i].gnorm[k]);
+    return hi >= 10 * lo;
 }
 
 static int plots_write(const traj_ctx *c, const char *dir)
 {
-    chart_run loss[TRAJ_MAX_RUNS], gn[TRAJ_MAX_RUNS];
     double *xs[TRAJ_MAX_RUNS] = {0};
-    int rc = 0;
+    int rc = 0, logy = gnorm_logy(c);
     for (int i = 0; i < c->n && rc == 0; i++) {
         const traj_run *r = &c->runs[i];
         if (!(xs[i] = malloc((size_t)r->n * sizeof *xs[i]))) rc = err_msg("out of memory");
         for (int k = 0; rc == 0 && k < r->n; k++) xs[i][k] = (double)r->step[k];
-        loss[i] = (chart_run){r->in->label, r->n, xs[i], r->loss};
-        gn[i] = (chart_run){r->in->label, r->n, xs[i], r->gnorm};
     }
     char path[4200], sub[256];
     plot_subtitle(c, sub, sizeof sub);
     if (rc == 0) rc = path_fmt(path, sizeof path, "%s/loss.png", dir);
-    if (rc == 0) rc = chart_runs(path, "Training loss across precisions", "loss (nats per token)", loss, c->n, sub);
+    if (rc == 0) rc = traj_chart(c, path, "Training loss across precisions", "loss (nats per token)", 0, 0, (const double *const *)xs, sub);
     if (rc == 0) rc = path_fmt(path, sizeof path, "%s/grad_norm.png", dir);
-    if (rc == 0) rc = gnorm_chart(path, gn, c->n, sub);
+    if (rc == 0)
+        rc = traj_chart(c, path, "Gradient norm across precisions (before clipping)",
+                        logy ? "global L2 norm of the gradient (log scale)" : "global L2 norm of the gradient", logy, 1,
+                        (const double *const *)xs, sub);
     for (int i = 0; i < c->n; i++) free(xs[i]);
     return rc;
 }
