@@ -62,14 +62,16 @@ static void check_one_line_error(const char *what, const char *const *want)
 }
 
 /* The fixture: baseline "fp32" and "other", 10 steps. The baseline's loss is 10 - i (10 .. 1)
- * and its gradient norm 1; "other" differs by 9 at step 1 (outside the tail) and, in the last
- * 20% (steps 9 and 10), by 0.5 and 0.2 in the loss (2.5 and 0.8 against 2 and 1) and by 0.25 and
- * 0.5 in the gradient norm (1.25 and 0.5 against 1). */
+ * and its gradient norm 1; "other" differs at step 1 (by 9 and 2) and at step 8, just before the
+ * tail (by 5 in the loss, 8 against 3, and by 1 in the gradient norm), and in the last 20% (steps
+ * 9 and 10) by 0.5 and 0.2 in the loss (2.5 and 0.8 against 2 and 1) and by 0.25 and 0.5 in the
+ * gradient norm (1.25 and 0.5 against 1). */
 static void fixture(const char *d, char *base, char *other, size_t n)
 {
     double lb[10], gb[10], lo[10], go[10];
     for (int i = 0; i < 10; i++) lb[i] = lo[i] = 10 - i, gb[i] = go[i] = 1;
     lo[0] = 19, go[0] = 3;
+    lo[7] = 8, go[7] = 2;
     lo[8] = 2.5, lo[9] = 0.8, go[8] = 1.25, go[9] = 0.5;
     snprintf(base, n, "%s/base.csv", d);
     snprintf(other, n, "%s/other.csv", d);
@@ -84,12 +86,12 @@ static void test_trajectory_tail_math(void)
     CHECK(trajectory_tail_steps(80, 20) == 16, "80 steps, 20%%: %d", trajectory_tail_steps(80, 20));
     CHECK(trajectory_tail_steps(3, 1) == 1, "at least one step: %d", trajectory_tail_steps(3, 1));
     CHECK(trajectory_tail_steps(5, 100) == 5, "100%%: every step: %d", trajectory_tail_steps(5, 100));
-    const double a[5] = {100, 1, 2, 3, 4}, b[5] = {0, 1, 2.5, 2, 4};
+    const double a[5] = {100, 1, 2, 3, 4}, b[5] = {0, 1.5, 2.5, 2, 4};
     double mean, max;
-    trajectory_tail_diff(a, b, 5, 3, &mean, &max); /* |2-2.5|, |3-2|, |4-4| = 0.5, 1, 0 */
+    trajectory_tail_diff(a, b, 5, 3, &mean, &max); /* |2-2.5|, |3-2|, |4-4| = 0.5, 1, 0 (not the 0.5 before) */
     CHECK(mean == 0.5 && max == 1, "tail of 3: mean %g (0.5), max %g (1)", mean, max);
-    trajectory_tail_diff(a, b, 5, 5, &mean, &max); /* 100, 0, 0.5, 1, 0 */
-    CHECK(mean == 101.5 / 5 && max == 100, "tail of 5: mean %g, max %g", mean, max);
+    trajectory_tail_diff(a, b, 5, 5, &mean, &max); /* 100, 0.5, 0.5, 1, 0 */
+    CHECK(mean == 102.0 / 5 && max == 100, "tail of 5: mean %g, max %g", mean, max);
 }
 
 static void test_trajectory_compare(void)
@@ -152,13 +154,16 @@ static void test_trajectory_options(void)
     char r1[300], r2[200];
     snprintf(r1, sizeof r1, "ref=%s,%s", base, sum);
     snprintf(r2, sizeof r2, "other=%s", other);
-    /* the last 30%: steps 8, 9, 10; loss diffs 0, 0.5, 0.2 */
+    /* the last 30%: steps 8, 9, 10; loss diffs 5, 0.5, 0.2, gradient-norm diffs 1, 0.25, 0.5 */
     const char *args[] = {"trajectory", "--run", r1, "--run", r2, "--baseline", "ref", "--tail-pct", "30", "--instance", "x.large",
                           "--pricing", "spot", "--prices", prices, "--out", out, "--csv", csv, NULL};
     int rc = run(args);
     CHECK(rc == 0, "trajectory: exit %d: %s", rc, g_err);
-    CHECK(fabs(cell_num(csv, 1, "loss_mean_abs_diff") - 0.7 / 3) < 1e-9, "tail of 3: loss mean abs diff %.9g, expected 0.7 / 3",
-          cell_num(csv, 1, "loss_mean_abs_diff"));
+    CHECK(fabs(cell_num(csv, 1, "loss_mean_abs_diff") - 5.7 / 3) < 1e-9 && fabs(cell_num(csv, 1, "loss_max_abs_diff") - 5) < 1e-9,
+          "tail of 3: loss mean abs diff %.9g (5.7 / 3), max %.9g (5)", cell_num(csv, 1, "loss_mean_abs_diff"), cell_num(csv, 1, "loss_max_abs_diff"));
+    CHECK(fabs(cell_num(csv, 1, "grad_norm_mean_abs_diff") - 1.75 / 3) < 1e-9 && fabs(cell_num(csv, 1, "grad_norm_max_abs_diff") - 1) < 1e-9,
+          "tail of 3: grad norm mean abs diff %.9g (1.75 / 3), max %.9g (1)", cell_num(csv, 1, "grad_norm_mean_abs_diff"),
+          cell_num(csv, 1, "grad_norm_max_abs_diff"));
     CHECK(cell_num(csv, 0, "tokens_per_usd") == 28800000, "tokens/$ at the spot price: %.17g, expected 1000 x 3600 / 0.125",
           cell_num(csv, 0, "tokens_per_usd"));
     char buf[256], p[200];
@@ -280,6 +285,68 @@ static void test_trajectory_bad_flags(void)
     rm_tree(d);
 }
 
+/* A stand-in for costbench in bench/trajectory.sh: `train --help` lists --rounding or not, `train`
+ * records its arguments and writes a 3-step log and a summary; anything else runs the real binary. */
+static void write_fake_costbench(const char *path, const char *dir, int rounding)
+{
+    char real[4096], text[8192];
+    if (!realpath(g_costbench, real)) snprintf(real, sizeof real, "%s", g_costbench);
+    snprintf(text, sizeof text,
+             "#!/bin/sh\n"
+             "if [ \"$1\" = train ]; then\n"
+             "  if [ \"$2\" = --help ]; then echo '  --precision fp32|bf16-mixed%s'; exit 0; fi\n"
+             "  echo \"$*\" >> '%s/train_args'\n"
+             "  while [ $# -gt 0 ]; do case $1 in --csv) csv=$2; shift ;; --summary-csv) sum=$2; shift ;; esac; shift; done\n"
+             "  printf 'step,loss,grad_norm\\n1,3,1\\n2,2,1\\n3,1,1\\n' > \"$csv\"\n"
+             "  printf 'tokens_per_s,precision\\n100,x\\n' > \"$sum\"\n"
+             "  exit 0\n"
+             "fi\n"
+             "exec '%s' \"$@\"\n",
+             rounding ? "|bf16\\n  --rounding nearest|stochastic" : "", dir, real);
+    write_text(path, text);
+    chmod(path, 0755);
+}
+
+/* bench/trajectory.sh: the four runs with their flags, then costbench trajectory over them; a
+ * costbench train without --rounding, a non-empty --out and bad flags refused before any run. */
+static void test_trajectory_script(void)
+{
+    char *d = test_tmpdir(), fake[128], env[200], out[128], p[256];
+    if (!d) return;
+    const char *syntax[] = {"bash", "-n", "bench/trajectory.sh", NULL};
+    CHECK(cmd_run(syntax, g_out, sizeof g_out, g_err, sizeof g_err) == 0, "bash -n bench/trajectory.sh: %s", g_err);
+    snprintf(fake, sizeof fake, "%s/costbench", d);
+    snprintf(env, sizeof env, "COSTBENCH=%s", fake);
+    snprintf(out, sizeof out, "%s/traj", d);
+    write_fake_costbench(fake, d, 0);
+    const char *args[] = {"env", env, "bash", "bench/trajectory.sh", "--steps", "3", "--seed", "7", "--out", out, NULL};
+    int rc = cmd_run(args, g_out, sizeof g_out, g_err, sizeof g_err);
+    struct stat st;
+    CHECK(rc == 1 && strstr(g_err, "--rounding") && stat(out, &st) != 0, "without --rounding: exit %d (expected 1), nothing made: %s", rc, g_err);
+    write_fake_costbench(fake, d, 1);
+    rc = cmd_run(args, g_out, sizeof g_out, g_err, sizeof g_err);
+    CHECK(rc == 0, "bench/trajectory.sh: exit %d: %s", rc, g_err);
+    static char argl[8192];
+    snprintf(p, sizeof p, "%s/train_args", d);
+    slurp(p, argl, sizeof argl);
+    const char *want[] = {"--precision fp32 --no-predict", "--precision bf16-mixed --no-predict", "--precision bf16 --rounding stochastic",
+                          "--precision bf16 --rounding nearest", "--steps 3 --lr 6e-4 --seed 7", "bf16-sr_summary.csv", NULL};
+    for (int i = 0; want[i]; i++) CHECK(strstr(argl, want[i]) != NULL, "the train runs lack '%s': %s", want[i], argl);
+    snprintf(p, sizeof p, "%s/trajectory.csv", out);
+    char buf[64];
+    CHECK(strcmp(cell(p, 3, "label", buf, sizeof buf), "bf16-nearest") == 0 && cell_num(p, 0, "steps") == 3, "%s: 4 runs of 3 steps", p);
+    rc = cmd_run(args, g_out, sizeof g_out, g_err, sizeof g_err);
+    CHECK(rc == 2 && strstr(g_err, "not an empty directory"), "a second run into the same --out: exit %d, expected 2: %s", rc, g_err);
+    const char *const bad[][8] = {{"env", env, "bash", "bench/trajectory.sh", NULL},           /* no --out */
+                                  {"env", env, "bash", "bench/trajectory.sh", "--out", NULL},  /* no value */
+                                  {"env", env, "bash", "bench/trajectory.sh", "--precision", "fp32", NULL}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        rc = cmd_run(bad[i], g_out, sizeof g_out, g_err, sizeof g_err);
+        CHECK(rc == 2 && strncmp(g_err, "error: ", 7) == 0, "bad flags %zu: exit %d, expected 2: %s", i, rc, g_err);
+    }
+    rm_tree(d);
+}
+
 const test_case tests_trajectory[] = {
     {"trajectory_tail_math", test_trajectory_tail_math},
     {"trajectory_compare", test_trajectory_compare},
@@ -287,5 +354,6 @@ const test_case tests_trajectory[] = {
     {"trajectory_files", test_trajectory_files},
     {"trajectory_bad_files", test_trajectory_bad_files},
     {"trajectory_bad_flags", test_trajectory_bad_flags},
+    {"trajectory_script", test_trajectory_script},
     {NULL, NULL},
 };
