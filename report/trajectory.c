@@ -290,7 +290,7 @@ static int ctx_load(traj_ctx *c)
 
 /* ------------------------------------------------------------------ output */
 
-static void ctx_record(const traj_ctx *c, record *rec)
+static int ctx_record(const traj_ctx *c, record *rec)
 {
     const traj_run *b = &c->runs[c->base];
     record_init(rec, trajectory_cols, TJ_NCOLS);
@@ -303,7 +303,7 @@ static void ctx_record(const traj_ctx *c, record *rec)
     for (int i = 0; i < c->n; i++) {
         const traj_run *r = &c->runs[i];
         int row = record_add_row(rec);
-        if (row < 0) return;
+        if (row < 0) return CB_EFAIL;
         record_str(rec, row, TJ_LABEL, r->in->label);
         record_str(rec, row, TJ_PRECISION, r->precision[0] ? r->precision : NULL);
         const double v[][2] = {{TJ_STEPS, r->n}, {TJ_TOKS, r->tokens_per_s}, {TJ_TOKS_PER_USD, r->tokens_per_usd}, {TJ_RSS, r->peak_rss_gib},
@@ -315,6 +315,7 @@ static void ctx_record(const traj_ctx *c, record *rec)
         record_str(rec, row, TJ_LOG, r->in->log_path);
         record_str(rec, row, TJ_SUMMARY, r->in->summary_path[0] ? r->in->summary_path : NULL);
     }
+    return 0;
 }
 
 /* The plots' subtitle: what the baseline's summary says of the runs, and the baseline. */
@@ -474,11 +475,11 @@ static int ctx_write(const traj_ctx *c)
     char csv[4200];
     record rec;
     int rc = out_dir_make(dir);
-    if (rc == 0 && c->o->csv_path) snprintf(csv, sizeof csv, "%s", c->o->csv_path);
+    if (rc == 0 && c->o->csv_path) rc = path_fmt(csv, sizeof csv, "%s", c->o->csv_path);
     else if (rc == 0) rc = path_fmt(csv, sizeof csv, "%s/trajectory.csv", dir);
     if (rc != 0) return rc;
-    ctx_record(c, &rec);
-    rc = record_write_csv(&rec, csv, NULL);
+    rc = ctx_record(c, &rec);
+    if (rc == 0) rc = record_write_csv(&rec, csv, NULL);
     if (rc == 0) rc = plots_write(c, dir);
     if (rc == 0) rc = md_write(c, dir);
     if (rc == 0) {
