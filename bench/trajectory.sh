@@ -42,6 +42,8 @@ while [ $# -gt 0 ]; do
 done
 [ -n "$out" ] || die "flag '--out DIR' is required" "" 2
 out=${out%/}
+# costbench trajectory --run LABEL=LOG,SUMMARY splits at the first ','
+case $out in *,*) die "flag '--out': '$out' contains a ',', which costbench trajectory's --run LABEL=LOG,SUMMARY cannot carry" "" 2 ;; esac
 [ -x "$BIN" ] || die "'$BIN' is not an executable" "build it with make, or name it with COSTBENCH=PATH"
 if [ -e "$out" ] || [ -L "$out" ]; then
     [ -d "$out" ] && [ ! -L "$out" ] && [ -z "$(ls -A -- "$out")" ] ||
