@@ -5,7 +5,9 @@
 # Time on a 2-core Zen 5 (measured 3 min 7 s; the budgets keep it under 10 minutes): peak 7 s;
 # matmul sweep in fp32 and bf16 18 s (at most 90 s, --budget-s); pythia-160m step matmuls 13 s
 # (at most 60 s); rope 11 s; pythia-70m in bf16-mixed 25 s and fp32 37 s (10 steps each, the
-# calibration's matmuls at most 25 s); pythia-14m loss curves (fp32 at two learning rates, bf16-mixed at the first) ~100 s; scale and report seconds.
+# calibration's matmuls at most 25 s); pythia-14m precision trajectories (bench/trajectory.sh: fp32,
+# bf16-mixed, bf16-sr, bf16-nearest, 80 steps each) ~55 s (measured on a 2-core EPYC with fp32 and
+# bf16-mixed runs standing in for the two full-bf16 ones: 2 min 30 s in all there); scale and report seconds.
 # Everything is written to a temporary directory first and renamed to out/ at the end, so an
 # interrupted run never leaves a report that looks complete.
 #   make report INSTANCE=m7i.xlarge        price this machine as that instance type (data/prices.csv)
@@ -81,14 +83,22 @@ for prec in bf16-mixed fp32; do
         --breakdown-csv "$tmp/train_${prec}_breakdown.csv" > "$tmp/train_$prec.txt"
 done
 
-step "train (pythia-14m on this repository's own text: two learning rates in fp32 and the first in bf16-mixed, for the loss curves)"
-"$BIN" dataset build --out "$tmp/corpus" README.md common/*.c kernels/*.c model/*.c bench/*.c report/*.c src/*.c > /dev/null
-for run in 6e-4:fp32 2e-3:fp32 6e-4:bf16-mixed; do
-    lr=${run%%:*} prec=${run#*:}
-    "$BIN" train --model pythia-14m --data "$tmp/corpus" --micro-batch 4 --seq 256 --steps 80 --lr $lr \
-        --precision "$prec" --no-predict --quiet --csv "$tmp/train_log_pythia-14m_lr${lr}_$prec.csv" > /dev/null
+traj_steps=80
+step "trajectory (pythia-14m on this repository's own text, $traj_steps steps each in fp32, bf16-mixed, bf16 with stochastic rounding and bf16 with round-to-nearest)"
+bench/trajectory.sh --model pythia-14m --steps "$traj_steps" --micro-batch 4 --seq 256 "${price_flags[@]}" --out "$tmp/trajectory" > /dev/null
+# flattened into out/ as trajectory_*: the panels get names of their own (the cost report's
+# loss.png and grad_norm.png are other files), and every path the files name follows them
+traj=$tmp/trajectory
+mv -- "$traj/loss.png" "$tmp/trajectory_loss.png"
+mv -- "$traj/grad_norm.png" "$tmp/trajectory_grad_norm.png"
+for f in "$traj"/*; do
+    name=${f##*/}
+    case $name in trajectory.*) dst=$name ;; *) dst=trajectory_$name ;; esac
+    sed -e "s#$traj/#trajectory_#g" -e 's#(loss\.png)#(trajectory_loss.png)#' -e 's#(grad_norm\.png)#(trajectory_grad_norm.png)#' \
+        "$f" > "$tmp/$dst"
+    rm -f -- "$f"
 done
-rm -f "$tmp/corpus.bin" "$tmp/corpus.idx"
+rmdir -- "$traj"
 
 step "scale (NeoX-20B on trn1.32xlarge from Table 1's 4-node point)"
 "$BIN" scale --model neox-20b --instance trn1.32xlarge --tp 8 --pp 4 --seq 2048 --global-batch 16384 \
@@ -99,8 +109,6 @@ step "report (this machine in both precisions priced $priced_as; Table 1; the sc
 "$BIN" report --throughput "$tmp/train_bf16-mixed.csv" --throughput "$tmp/train_fp32.csv" \
     --throughput data/reference/trn1_table1.csv \
     --throughput "$tmp/scale_neox-20b.csv" "${price_flags[@]}" --pricing auto,on_demand \
-    --log "$tmp/train_log_pythia-14m_lr6e-4_fp32.csv" --log "$tmp/train_log_pythia-14m_lr2e-3_fp32.csv" \
-    --log "$tmp/train_log_pythia-14m_lr6e-4_bf16-mixed.csv" \
     --out "$tmp/cost" > "$tmp/cost.txt"
 mv "$tmp/cost/report.csv" "$tmp/report.csv"
 for f in "$tmp"/cost/*.png; do mv "$f" "$tmp/"; done
@@ -115,7 +123,7 @@ isa_notes() {
 {
     echo "# costbench report: $(grep -m1 '^# ' "$tmp/peak.txt" | sed 's/^# //')"
     echo
-    echo "Three kinds of figures, each labelled: **measured here** (this machine, this run: every benchmark below and the two pythia-70m training rows), **imported** (Table 1 from the AWS Neuron documentation, data/reference/trn1_table1.csv) and **predicted** (the NeoX-20B scaling curve of \`costbench scale\`, calibrated on Table 1's 4-node point; the step totals of the transformer matmul table; the predicted_ms column of the training step's breakdown). This machine is priced $priced_as."
+    echo "Three kinds of figures, each labelled: **measured here** (this machine, this run: every benchmark below, the two pythia-70m training rows and the pythia-14m precision trajectories), **imported** (Table 1 from the AWS Neuron documentation, data/reference/trn1_table1.csv) and **predicted** (the NeoX-20B scaling curve of \`costbench scale\`, calibrated on Table 1's 4-node point; the step totals of the transformer matmul table; the predicted_ms column of the training step's breakdown). This machine is priced $priced_as."
     echo
     echo "This machine trains pythia-70m twice in the same configuration: in bf16 mixed precision (fp32 master weights and AdamW moments, bf16 matmul inputs, fp32 accumulation: the precision users train in) and in fp32; both rows are priced side by side (column Precision). Each MFU is against the peak of its run's precision (the fp32 FMA peak, or the bf16 matrix peak: AMX tiles where the CPU has them, else AVX512_BF16), measured in the same run. Which instruction set and which peak each figure is against, as the runs printed it:"
     echo
@@ -126,6 +134,14 @@ isa_notes() {
     echo
     # the cost report's own sections, without its title line
     sed '1,/^## /{/^## /!d}' "$tmp/cost/report.md"
+    echo
+    echo "## Precision and quality: loss and gradient-norm trajectories"
+    echo
+    echo "pythia-14m trained four times on this repository's own text, $traj_steps steps of 4 x 256 tokens with one seed (the same initial weights, the same batches): **fp32**; **bf16-mixed** (fp32 master weights and AdamW moments, bf16 matmul inputs accumulated in fp32, as GPUs train); **bf16-sr** (weights, gradients and AdamW moments in bf16, every update rounded stochastically, as Trainium trains); **bf16-nearest** (the same with round-to-nearest). Every figure of this section is measured here, on this machine, by these four runs (loss, gradient norm, tokens/s, peak RSS) or derived from those measurements (tokens/\$ at this machine's price, the differences from fp32), as the notes under the table say (\`bench/trajectory.sh\`, \`costbench trajectory\`)."
+    echo
+    sed '1,/^$/d' "$tmp/trajectory.md"   # its table, notes and panels, without its title
+    echo
+    echo "CSV: \`trajectory.csv\`; each run's per-step log and summary: \`trajectory_LABEL_log.csv\`, \`trajectory_LABEL_summary.csv\`"
     echo
     echo "## NeoX-20B on trn1.32xlarge: predicted scaling (costbench scale)"
     echo

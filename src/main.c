@@ -24,6 +24,7 @@ static const command commands[] = {
     {"allreduce", cmd_allreduce, "collective microbenchmark (all-reduce, reduce-scatter, all-gather) under mpirun"},
     {"report", cmd_report, "Table-1-style cost report: seq/s, tokens/$, cost to train, scaling, plots"},
     {"scale", cmd_scale, "predict seq/s, tokens/$ and efficiency across node counts (fits measured points)"},
+    {"trajectory", cmd_trajectory, "loss and grad-norm trajectories of runs compared across precisions, with tokens/s and tokens/$"},
     {"dataset", cmd_dataset, "build or inspect a Megatron indexed dataset (PREFIX.bin/.idx)"},
 };
 enum { NCOMMANDS = sizeof commands / sizeof commands[0] };
@@ -44,8 +45,8 @@ static void rank_failed(int rc)
 static void usage(FILE *f)
 {
     fprintf(f, "usage: costbench <command> [options]\n\ncommands:\n");
-    for (int i = 0; i < NCOMMANDS; i++) fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
-    fprintf(f, "  %-8s %s\n", "help", "this text, or 'costbench help <command>' for a command's options");
+    for (int i = 0; i < NCOMMANDS; i++) fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "  %-10s %s\n", "help", "this text, or 'costbench help <command>' for a command's options");
     fprintf(f, "\nEvery command takes --help. Results: a table on stdout, --csv FILE for CSV.\n");
 }
 
