@@ -138,32 +138,32 @@ void adamw_update_full_bf16_ref(bf16 *p, float *p32, const float *grads, bf16 *m
 }
 
 #if defined(__AVX512F__) && defined(VMATH_SR)
-/* Rounds 16 lanes to bf16 (nearest, or stochastically with the hash field `shift`). */
-static inline __m256i full_narrow(__m512 x, int sr, __m512i lo, __m512i hi, int shift)
+/* Rounds 16 lanes to bf16: to nearest, or stochastically with the 16 random bits in each lane of rb. */
+static inline __m256i full_narrow(__m512 x, int sr, __m512i rb)
 {
-    return sr ? vbf16_narrow512_sr(x, vsr_field16(lo, hi, shift)) : vbf16_narrow512(x);
+    return sr ? vbf16_narrow512_sr(x, rb) : vbf16_narrow512(x);
 }
 
 /* Elements [a, b): 16 a step, each lane bit for bit full_bf16_one. */
 static void full_bf16_span(bf16 *p, float *p32, const float *grads, bf16 *m, bf16 *v, size_t a, size_t b,
-                           const adamw_consts *k, int sr, uint64_t seed, int t, uint64_t offset)
+                           const adamw_consts *k, int sr, uint64_t key, uint64_t offset)
 {
     const __m512 b1 = _mm512_set1_ps(k->b1), b2 = _mm512_set1_ps(k->b2), ob1 = _mm512_set1_ps(k->one_b1),
                  ob2 = _mm512_set1_ps(k->one_b2), lr = _mm512_set1_ps(k->lr), eps = _mm512_set1_ps(k->eps),
                  wd = _mm512_set1_ps(k->wd), gs = _mm512_set1_ps(k->gs), c1 = _mm512_set1_ps(k->c1),
                  c2 = _mm512_set1_ps(k->c2);
-    const __m512i kseed = _mm512_set1_epi64((long long)(seed * BF16_SR_K0 ^ ((uint64_t)t + BF16_SR_A1) * BF16_SR_K1));
-    const __m512i lane = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
-    __m512i lo = _mm512_setzero_si512(), hi = lo;
+    const __m512i low = _mm512_set1_epi32(0xffff);
+    __m512i h1 = _mm512_setzero_si512(), h2 = h1;
     for (size_t i = a; i < b; i += 16) {
+        const uint64_t at = offset + i;
+        if (sr && (uint32_t)at > 0xfffffff0u) { /* the 16 indices cross a multiple of 2^32: one at a time */
+            for (size_t j = i; j < b && j < i + 16; j++) full_bf16_one(p, p32, grads, m, v, j, k, 1, bf16_sr_hash_k(key, offset + j));
+            continue;
+        }
         __mmask16 mk = vmask_tail((long)(b - i));
         PREFETCH(grads + i), PREFETCH(m + i), PREFETCH(v + i), PREFETCH(p + i);
-        if (sr) {
-            __m512i base = _mm512_set1_epi64((long long)(offset + i));
-            lo = vsr_hash8(kseed, _mm512_add_epi64(base, lane));
-            hi = vsr_hash8(kseed, _mm512_add_epi64(base, _mm512_add_epi64(lane, _mm512_set1_epi64(8))));
-        }
-        __m512 g = vbf16_widen512(full_narrow(_mm512_maskz_loadu_ps(mk, grads + i), sr, lo, hi, 0));
+        if (sr) vsr_hash16(key, at, &h1, &h2);
+        __m512 g = vbf16_widen512(full_narrow(_mm512_maskz_loadu_ps(mk, grads + i), sr, _mm512_and_si512(h1, low)));
         g = _mm512_mul_ps(g, gs);
         __m512 mi = _mm512_add_ps(_mm512_mul_ps(b1, vbf16_load512(m + i, (long)(b - i))), _mm512_mul_ps(ob1, g));
         __m512 vi = _mm512_add_ps(_mm512_mul_ps(b2, vbf16_load512(v + i, (long)(b - i))), _mm512_mul_ps(_mm512_mul_ps(ob2, g), g));
@@ -171,19 +171,18 @@ static void full_bf16_span(bf16 *p, float *p32, const float *grads, bf16 *m, bf1
         __m512 den = _mm512_add_ps(_mm512_sqrt_ps(_mm512_mul_ps(vi, c2)), eps);
         __m512 step = _mm512_add_ps(_mm512_div_ps(_mm512_mul_ps(mi, c1), den), _mm512_mul_ps(wd, pp));
         pp = _mm512_sub_ps(pp, _mm512_mul_ps(lr, step));
-        _mm256_mask_storeu_epi16(m + i, mk, full_narrow(mi, sr, lo, hi, 32));
-        _mm256_mask_storeu_epi16(v + i, mk, full_narrow(vi, sr, lo, hi, 16));
-        __m256i ph = full_narrow(pp, sr, lo, hi, 48);
+        _mm256_mask_storeu_epi16(m + i, mk, full_narrow(mi, sr, _mm512_and_si512(h2, low)));
+        _mm256_mask_storeu_epi16(v + i, mk, full_narrow(vi, sr, _mm512_srli_epi32(h1, 16)));
+        __m256i ph = full_narrow(pp, sr, _mm512_srli_epi32(h2, 16));
         _mm256_mask_storeu_epi16(p + i, mk, ph);
         if (p32) _mm512_mask_storeu_ps(p32 + i, mk, vbf16_widen512(ph));
     }
 }
 #else
 static void full_bf16_span(bf16 *p, float *p32, const float *grads, bf16 *m, bf16 *v, size_t a, size_t b,
-                           const adamw_consts *k, int sr, uint64_t seed, int t, uint64_t offset)
+                           const adamw_consts *k, int sr, uint64_t key, uint64_t offset)
 {
-    for (size_t i = a; i < b; i++)
-        full_bf16_one(p, p32, grads, m, v, i, k, sr, sr ? bf16_sr_hash(seed, (uint64_t)t, offset + i) : 0);
+    for (size_t i = a; i < b; i++) full_bf16_one(p, p32, grads, m, v, i, k, sr, sr ? bf16_sr_hash_k(key, offset + i) : 0);
 }
 #endif
 
@@ -191,11 +190,12 @@ void adamw_update_full_bf16(bf16 *p, float *p32, const float *grads, bf16 *m, bf
                             int t, const adamw_rounding *r)
 {
     const adamw_consts k = adamw_setup(hp, t, n);
+    const uint64_t key = bf16_sr_key(r->seed, (uint64_t)t);
     const long nblk = (long)((n + ADAMW_BLOCK - 1) / ADAMW_BLOCK);
 #pragma omp parallel for schedule(static) if (nblk > 1)
     for (long blk = 0; blk < nblk; blk++) {
         size_t a = (size_t)blk * ADAMW_BLOCK, b = a + ADAMW_BLOCK < n ? a + ADAMW_BLOCK : n;
-        full_bf16_span(p, p32, grads, m, v, a, b, &k, r->stochastic, r->seed, t, r->offset);
+        full_bf16_span(p, p32, grads, m, v, a, b, &k, r->stochastic, key, r->offset);
     }
 }
 
@@ -212,11 +212,42 @@ void adamw_update_ref(double *params, const double *grads, double *m, double *v,
     }
 }
 
+/* Sum of squares of g[a, b) in double, in a fixed order: 32 accumulators (four 8-lane vectors)
+ * then the scalar tail, combined in lane order. */
+static double sumsq_span(const float *g, size_t a, size_t b)
+{
+    double acc[32] = {0};
+    size_t i = a;
+#ifdef __AVX512F__
+    __m512d v[4] = {_mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd()};
+    for (; i + 32 <= b; i += 32)
+        for (int j = 0; j < 4; j++) {
+            __m512d x = _mm512_cvtps_pd(_mm256_loadu_ps(g + i + 8 * j));
+            v[j] = _mm512_fmadd_pd(x, x, v[j]);
+        }
+    for (int j = 0; j < 4; j++) _mm512_storeu_pd(acc + 8 * j, v[j]);
+#endif
+    for (; i < b; i++) acc[i % 32] += (double)g[i] * (double)g[i];
+    double s = 0;
+    for (int j = 0; j < 32; j++) s += acc[j];
+    return s;
+}
+
+/* 64 fixed chunks (whatever the thread count), their sums added in order: the same bits on any
+ * number of threads, and vectorised (an OpenMP double reduction is neither: one dependent add
+ * per element ran at a third of the memory bandwidth). */
+#define SUMSQ_CHUNKS 64
 double grad_sumsq(const float *g, size_t n)
 {
-    double s = 0.0;
-#pragma omp parallel for schedule(static) reduction(+ : s)
-    for (size_t i = 0; i < n; i++) s += (double)g[i] * (double)g[i];
+    double part[SUMSQ_CHUNKS];
+    const size_t per = (n + SUMSQ_CHUNKS - 1) / SUMSQ_CHUNKS;
+#pragma omp parallel for schedule(static) if (n >= 65536)
+    for (int c = 0; c < SUMSQ_CHUNKS; c++) {
+        size_t a = (size_t)c * per < n ? (size_t)c * per : n, b = a + per < n ? a + per : n;
+        part[c] = sumsq_span(g, a, b);
+    }
+    double s = 0;
+    for (int c = 0; c < SUMSQ_CHUNKS; c++) s += part[c];
     return s;
 }
 

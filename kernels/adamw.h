@@ -52,7 +52,8 @@ void adamw_update_full_bf16_ref(bf16 *p, float *p32, const float *grads, bf16 *m
                                 const adamw_params *hp, int t, const adamw_rounding *r);
 void adamw_update_ref(double *params, const double *grads, double *m, double *v, size_t n, const adamw_params *hp,
                       int t);
-/* Sum of squares accumulated in double (combine buffers, then sqrt for the global norm). */
+/* Sum of squares accumulated in double (combine buffers, then sqrt for the global norm); the same
+ * bits whatever the thread count. */
 double grad_sumsq(const float *g, size_t n);
 /* Scales g by max_norm / norm when norm > max_norm; returns the factor applied (1 if none). */
 float grad_clip(float *g, size_t n, double norm, float max_norm);

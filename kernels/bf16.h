@@ -45,12 +45,33 @@ void bf16_round_floats(float *x, size_t n);
  * finite value never rounds up to infinity (it stays at the largest finite bf16). */
 void bf16_from_floats_sr(bf16 *dst, const float *src, size_t n, uint64_t seed, uint64_t step, uint64_t offset);
 /* The counter-based hash behind stochastic rounding: 64 random bits for element `index` of a
- * tensor at `step` (splitmix64's finaliser over seed*K0 ^ (step+A1)*K1 ^ (index+A2)*K2). */
+ * tensor at `step`. A key per (seed, step), splitmix64's finaliser of seed*K0 ^ (step+A1)*K1;
+ * then per element two 32-bit hashes (lowbias32, a 32-bit finaliser with near-ideal avalanche)
+ * of x = lo(index) ^ hi(index)*0x9e3779b9: h1 = lowbias32(x ^ lo(key)), h2 = lowbias32(h1 +
+ * hi(key)); the result is h2 << 32 | h1. 32-bit lanes keep it cheap to vectorise (vmath.h). */
 #define BF16_SR_K0 0x9e3779b97f4a7c15ULL
 #define BF16_SR_K1 0xbf58476d1ce4e5b9ULL
 #define BF16_SR_K2 0x94d049bb133111ebULL
 #define BF16_SR_A1 0x632be59bd9b4e019ULL
-#define BF16_SR_A2 0x1d8e4e27c47d124fULL
+static inline uint64_t bf16_sr_key(uint64_t seed, uint64_t step)
+{
+    uint64_t z = seed * BF16_SR_K0 ^ (step + BF16_SR_A1) * BF16_SR_K1;
+    z ^= z >> 30, z *= BF16_SR_K1;
+    z ^= z >> 27, z *= BF16_SR_K2;
+    return z ^ (z >> 31);
+}
+static inline uint32_t bf16_sr_mix32(uint32_t x)
+{
+    x ^= x >> 16, x *= 0x7feb352du;
+    x ^= x >> 15, x *= 0x846ca68bu;
+    return x ^ (x >> 16);
+}
+static inline uint64_t bf16_sr_hash_k(uint64_t key, uint64_t index)
+{
+    uint32_t x = (uint32_t)index ^ (uint32_t)(index >> 32) * 0x9e3779b9u;
+    uint32_t h1 = bf16_sr_mix32(x ^ (uint32_t)key), h2 = bf16_sr_mix32(h1 + (uint32_t)(key >> 32));
+    return (uint64_t)h2 << 32 | h1;
+}
 uint64_t bf16_sr_hash(uint64_t seed, uint64_t step, uint64_t index);
 /* The 16 random bits stochastic rounding adds below the bf16 mantissa for element `index`: the
  * hash's top 16 bits. (The full-bf16 AdamW update, adamw.h, takes its four roundings of one

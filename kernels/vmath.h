@@ -83,47 +83,48 @@ static inline void vbf16_store512(bf16 *p, __m512 x, long left)
     _mm256_mask_storeu_epi16(p, vmask_tail(left), vbf16_narrow512(x));
 }
 
-#ifdef __AVX512DQ__
-#define VMATH_SR 1 /* 64-bit lane multiplies (vpmullq) for the stochastic-rounding hash */
+#define VMATH_SR 1
 
-/* bf16_sr_hash (bf16.h) of 8 indices at once; kseed = seed * K0 ^ (step + A1) * K1. */
-static inline __m512i vsr_hash8(__m512i kseed, __m512i idx)
+static inline __m512i vsr_mix32(__m512i x)
 {
-    __m512i z = _mm512_xor_si512(kseed, _mm512_mullo_epi64(_mm512_add_epi64(idx, _mm512_set1_epi64((long long)BF16_SR_A2)),
-                                                           _mm512_set1_epi64((long long)BF16_SR_K2)));
-    z = _mm512_mullo_epi64(_mm512_xor_si512(z, _mm512_srli_epi64(z, 30)), _mm512_set1_epi64((long long)BF16_SR_K1));
-    z = _mm512_mullo_epi64(_mm512_xor_si512(z, _mm512_srli_epi64(z, 27)), _mm512_set1_epi64((long long)BF16_SR_K2));
-    return _mm512_xor_si512(z, _mm512_srli_epi64(z, 31));
+    x = _mm512_mullo_epi32(_mm512_xor_si512(x, _mm512_srli_epi32(x, 16)), _mm512_set1_epi32(0x7feb352d));
+    x = _mm512_mullo_epi32(_mm512_xor_si512(x, _mm512_srli_epi32(x, 15)), _mm512_set1_epi32((int)0x846ca68bu));
+    return _mm512_xor_si512(x, _mm512_srli_epi32(x, 16));
 }
 
-/* 16-bit field `shift` (0, 16, 32 or 48) of the hashes of 16 lanes (lo: lanes 0-7, hi: 8-15), as
- * 16 32-bit lanes. */
-static inline __m512i vsr_field16(__m512i lo, __m512i hi, int shift)
+/* bf16_sr_hash_k (bf16.h) of the 16 indices base .. base + 15, as its two 32-bit halves (h1: bits
+ * 0-31, h2: 32-63). The indices must not cross a multiple of 2^32 (the caller's scalar path
+ * takes such a step). */
+static inline void vsr_hash16(uint64_t key, uint64_t base, __m512i *h1, __m512i *h2)
 {
-    const __m512i mask = _mm512_set1_epi64(0xffff);
-    __m256i a = _mm512_cvtepi64_epi32(_mm512_and_si512(_mm512_srl_epi64(lo, _mm_cvtsi32_si128(shift)), mask));
-    __m256i b = _mm512_cvtepi64_epi32(_mm512_and_si512(_mm512_srl_epi64(hi, _mm_cvtsi32_si128(shift)), mask));
-    return _mm512_inserti64x4(_mm512_castsi256_si512(a), b, 1);
+    const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    __m512i x = _mm512_xor_si512(_mm512_add_epi32(_mm512_set1_epi32((int)(uint32_t)base), lane),
+                                 _mm512_set1_epi32((int)((uint32_t)(base >> 32) * 0x9e3779b9u)));
+    *h1 = vsr_mix32(_mm512_xor_si512(x, _mm512_set1_epi32((int)(uint32_t)key)));
+    *h2 = vsr_mix32(_mm512_add_epi32(*h1, _mm512_set1_epi32((int)(uint32_t)(key >> 32))));
 }
 
-/* bf16_from_float_sr (bf16.h) of 16 lanes with random bits rb (16 bits in each 32-bit lane). */
+/* bf16_from_float_sr (bf16.h) of 16 lanes with random bits rb (16 bits in each 32-bit lane): the
+ * high half of u + rb, except for lanes of magnitude 2^127 or more (where rounding up could reach
+ * infinity, and NaN and infinities), which take the careful path. */
 static inline __m256i vbf16_narrow512_sr(__m512 x, __m512i rb)
 {
-    const __m512i expo = _mm512_set1_epi32(0x7f800000);
     __m512i u = _mm512_castps_si512(x);
-    __mmask16 special = _mm512_cmpeq_epi32_mask(_mm512_and_si512(u, expo), expo); /* NaN, infinities */
     __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, rb), 16);
-    const __m512i e16 = _mm512_set1_epi32(0x7f80);
-    __mmask16 ovf = _mm512_cmpeq_epi32_mask(_mm512_and_si512(r, e16), e16) & (__mmask16)~special;
-    __m512i maxf = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x8000)), _mm512_set1_epi32(0x7f7f));
-    r = _mm512_mask_mov_epi32(r, ovf, maxf);
-    r = _mm512_mask_mov_epi32(r, special, _mm512_srli_epi32(u, 16));
-    __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
-    r = _mm512_mask_or_epi32(r, nan, r, _mm512_set1_epi32(0x0040));
+    __mmask16 big = _mm512_cmpge_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f000000));
+    if (__builtin_expect(big != 0, 0)) {
+        const __m512i expo = _mm512_set1_epi32(0x7f800000), e16 = _mm512_set1_epi32(0x7f80);
+        __mmask16 special = _mm512_cmpeq_epi32_mask(_mm512_and_si512(u, expo), expo); /* NaN, infinities */
+        __mmask16 ovf = _mm512_cmpeq_epi32_mask(_mm512_and_si512(r, e16), e16) & (__mmask16)~special;
+        __m512i hi = _mm512_srli_epi32(u, 16);
+        __m512i maxf = _mm512_or_si512(_mm512_and_si512(hi, _mm512_set1_epi32(0x8000)), _mm512_set1_epi32(0x7f7f));
+        r = _mm512_mask_mov_epi32(r, ovf, maxf);
+        r = _mm512_mask_mov_epi32(r, special, hi);
+        __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+        r = _mm512_mask_or_epi32(r, nan, r, _mm512_set1_epi32(0x0040));
+    }
     return _mm512_cvtepi32_epi16(r);
 }
-#endif /* __AVX512DQ__ */
-
 #endif /* VMATH_BF16 */
 
 /* erf(z) for z = x / sqrt(2), given e = exp(-z^2) = exp(-x^2 / 2). */

@@ -88,6 +88,35 @@ static void test_full_bf16_update_matches_reference(void)
         CHECK(same_bits(&a, &d), "rounding %s: 1 thread differs from %d", sr ? "stochastic" : "nearest", threads);
         state_free(&a), state_free(&b), state_free(&c), state_free(&d);
     }
+    /* indices across 2^32 (the vectorised hash's lanes are 32-bit: such a step is done one at a time) */
+    state a, b;
+    if (state_new(&a, 100, 3) != 0 || copy_state(&b, &a) != 0) return;
+    adamw_rounding r = {1, 5, ((uint64_t)1 << 32) - 37};
+    adamw_update_full_bf16(a.p, a.p32, a.g, a.m, a.v, 100, &HP, 2, &r);
+    adamw_update_full_bf16_ref(b.p, b.p32, b.g, b.m, b.v, 100, &HP, 2, &r);
+    CHECK(same_bits(&a, &b), "indices across 2^32: the vectorised update differs from the scalar definition");
+    state_free(&a), state_free(&b);
+}
+
+/* The gradient norm's sum of squares: the same bits on 1 and 2 threads, and within 1e-12 of a
+ * plain double sum. */
+static void test_grad_sumsq_thread_invariant(void)
+{
+    const size_t n = 1000003;
+    float *g = malloc(n * sizeof *g);
+    if (!g) return;
+    unsigned seed = 11;
+    rand_fill(g, n, &seed);
+    double ref = 0;
+    for (size_t i = 0; i < n; i++) ref += (double)g[i] * g[i];
+    int threads = omp_get_max_threads();
+    double s2 = grad_sumsq(g, n);
+    omp_set_num_threads(1);
+    double s1 = grad_sumsq(g, n);
+    omp_set_num_threads(threads);
+    CHECK(s1 == s2, "sum of squares: %.17g on 1 thread, %.17g on %d", s1, s2, threads);
+    CHECK(fabs(s1 - ref) <= 1e-12 * ref, "sum of squares %.17g, double reference %.17g", s1, ref);
+    free(g);
 }
 
 /* Weight 1 (ulp 2^-7), constant gradient 1, lr 1e-3: the update (lr (1 + wd) at t = 1) is under
@@ -318,6 +347,7 @@ static void test_cli_full_bf16_ranks(void)
 
 const test_case tests_fullbf16[] = {
     {"full bf16: the AdamW update matches its scalar definition, split and threads invariant", test_full_bf16_update_matches_reference},
+    {"full bf16: the gradient norm's sum of squares is thread-count invariant", test_grad_sumsq_thread_invariant},
     {"full bf16: nearest rounding drops a sub-half-ulp update, stochastic keeps it on average", test_full_bf16_small_updates},
     {"full bf16: NaN reaches the weight, the largest finite weight does not overflow", test_full_bf16_nan_and_overflow},
     {"full bf16: forward and backward equal bf16-mixed's on the same bf16 weights; memory estimate", test_full_bf16_model_matches_mixed},
