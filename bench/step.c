@@ -18,7 +18,7 @@ static const rec_col step_summary_cols[SS_NCOLS] = {
     TPUT_MODEL, TPUT_TP, TPUT_PP, TPUT_INSTANCES, TPUT_INSTANCE_TYPE, TPUT_SEQ_LEN, TPUT_GLOBAL_BATCH, TPUT_MICRO_BATCH,
     {"steps_timed", "", REC_NUM, 0}, TPUT_SEQ_PER_S, TPUT_SEQ_PER_S_MIN, TPUT_SEQ_PER_S_MAX, TPUT_TOKENS_PER_S,
     {"step_ms", "ms", REC_NUM, 1}, TPUT_MFU, {"hfu", "%", REC_NUM, 1}, TPUT_PEAK_GFLOPS, {"recompute", "", REC_NUM, 0},
-    {"peak_rss_gib", "GiB", REC_NUM, 3}, {"estimate_gib", "GiB", REC_NUM, 3}, TPUT_SOURCE, TPUT_RANKS,
+    TPUT_PEAK_RSS_GIB, {"estimate_gib", "GiB", REC_NUM, 3}, TPUT_SOURCE, TPUT_RANKS,
     {"compute_ms", "ms", REC_NUM, 1}, {"comm_ms", "ms", REC_NUM, 1}, {"exposed_comm_ms", "ms", REC_NUM, 1}, TPUT_PRECISION,
 };
 

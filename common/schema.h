@@ -44,6 +44,8 @@ typedef struct {
 #define TPUT_MFU            {"mfu", "%", REC_NUM, 1}
 #define TPUT_PEAK_GFLOPS    {"peak_gflops", "GFLOP/s", REC_NUM, 1}
 #define TPUT_SOURCE         {"source", "", REC_STR, 0}
+/* peak resident memory of a measured run (costbench train's summary; read by costbench trajectory) */
+#define TPUT_PEAK_RSS_GIB   {"peak_rss_gib", "GiB", REC_NUM, 3}
 /* the training precision: fp32; bf16-mixed (fp32 master weights and moments, bf16 matmul inputs,
  * fp32 accumulation: GPUs, costbench train); bf16 (everything bf16); bf16-sr (full bf16 with
  * stochastic rounding of the update: Trainium); fp16-mixed; fp8. Empty: the file does not say. */

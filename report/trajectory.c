@@ -16,15 +16,13 @@
 #include "inputs.h"
 #include "plot.h"
 
-/* peak_rss_gib is read from the summary under the name bench/step.c's summary writes it with
- * (the throughput schema has no RSS column; report/ does not link bench/). */
 const rec_col trajectory_cols[TJ_NCOLS] = {
     [TJ_LABEL] = {"label", "", REC_STR, 0},
     [TJ_PRECISION] = TPUT_PRECISION,
     [TJ_STEPS] = {"steps", "", REC_NUM, 0},
     [TJ_TOKS] = TPUT_TOKENS_PER_S,
     [TJ_TOKS_PER_USD] = TPUT_TOKENS_PER_USD,
-    [TJ_RSS] = {"peak_rss_gib", "GiB", REC_NUM, 3},
+    [TJ_RSS] = TPUT_PEAK_RSS_GIB,
     [TJ_FINAL_LOSS] = {"final_loss", "nats", REC_NUM, 4},
     [TJ_LOSS_MEAN] = {"loss_mean_abs_diff", "nats", REC_NUM, 4},
     [TJ_LOSS_MAX] = {"loss_max_abs_diff", "nats", REC_NUM, 4},
