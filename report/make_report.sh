@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # make report: measure this machine and write out/ (report.md, the CSVs, the plots): this
-# machine's training throughput in bf16 mixed precision and in fp32, priced as INSTANCE (or at
+# machine's training throughput in bf16 mixed precision, full bf16 and fp32, priced as INSTANCE (or at
 # USD_PER_HOUR), Table 1's reference rows, and a NeoX-20B scaling curve on trn1.32xlarge.
 # Time on a 2-core Zen 5 (measured 3 min 7 s; the budgets keep it under 10 minutes): peak 7 s;
 # matmul sweep in fp32 and bf16 18 s (at most 90 s, --budget-s); pythia-160m step matmuls 13 s
-# (at most 60 s); rope 11 s; pythia-70m in bf16-mixed 25 s and fp32 37 s (10 steps each, the
-# calibration's matmuls at most 25 s); pythia-14m precision trajectories (bench/trajectory.sh: fp32,
-# bf16-mixed, bf16-sr, bf16-nearest, 80 steps each) ~55 s (measured on a 2-core EPYC with fp32 and
-# bf16-mixed runs standing in for the two full-bf16 ones: 2 min 30 s in all there); scale and report seconds.
+# (at most 60 s); rope 11 s; pythia-70m in bf16-mixed 25 s, bf16 25 s and fp32 37 s (10 steps each,
+# the calibration's matmuls at most 25 s); pythia-14m precision trajectories (bench/trajectory.sh:
+# fp32, bf16-mixed, bf16-sr, bf16-nearest, 150 steps each) ~80 s (300 steps took 154 s on a 2-core
+# Zen 5); scale and report seconds.
 # Everything is written to a temporary directory first and renamed to out/ at the end, so an
 # interrupted run never leaves a report that looks complete.
 #   make report INSTANCE=m7i.xlarge        price this machine as that instance type (data/prices.csv)
@@ -75,15 +75,16 @@ step "matmul (pythia-160m training-step shapes, micro-batch 4 x 512)"
     --csv "$tmp/matmul_pythia-160m.csv" > "$tmp/matmul_pythia-160m.txt"
 step "rope (pythia-160m, pythia-6.9b, neox-20b at 8192 tokens)"
 "$BIN" rope --csv "$tmp/rope.csv" > "$tmp/rope.txt"
-# bf16 mixed precision first: what users train in; then fp32, the same configuration
-for prec in bf16-mixed fp32; do
+# bf16 mixed precision first: what users train in; full bf16 (stochastic rounding); then fp32, the
+# same configuration
+for prec in bf16-mixed bf16 fp32; do
     step "train (pythia-70m, micro-batch 4 x seq 512, 10 steps, $prec)"
     "$BIN" train --model pythia-70m --micro-batch 4 --seq 512 --steps 10 --budget-s 25 --precision "$prec" \
         --csv "$tmp/train_${prec}_log.csv" --summary-csv "$tmp/train_$prec.csv" \
         --breakdown-csv "$tmp/train_${prec}_breakdown.csv" > "$tmp/train_$prec.txt"
 done
 
-traj_steps=80
+traj_steps=150
 step "trajectory (pythia-14m on this repository's own text, $traj_steps steps each in fp32, bf16-mixed, bf16 with stochastic rounding and bf16 with round-to-nearest)"
 bench/trajectory.sh --model pythia-14m --steps "$traj_steps" --micro-batch 4 --seq 256 "${price_flags[@]}" --out "$tmp/trajectory" > /dev/null
 # flattened into out/ as trajectory_*: the panels get names of their own (the cost report's
@@ -105,8 +106,8 @@ step "scale (NeoX-20B on trn1.32xlarge from Table 1's 4-node point)"
     --base-nodes 4 --base-seq-per-s 13.6 --nodes 4,8,16,32,64,128 --pricing reserved_3y \
     --compare data/reference/trn1_table1.csv \
     --csv "$tmp/scale_neox-20b.csv" --plot "$tmp/scale_neox-20b.png" > "$tmp/scale_neox-20b.txt"
-step "report (this machine in both precisions priced $priced_as; Table 1; the scaling curve)"
-"$BIN" report --throughput "$tmp/train_bf16-mixed.csv" --throughput "$tmp/train_fp32.csv" \
+step "report (this machine in three precisions priced $priced_as; Table 1; the scaling curve)"
+"$BIN" report --throughput "$tmp/train_bf16-mixed.csv" --throughput "$tmp/train_bf16.csv" --throughput "$tmp/train_fp32.csv" \
     --throughput data/reference/trn1_table1.csv \
     --throughput "$tmp/scale_neox-20b.csv" "${price_flags[@]}" --pricing auto,on_demand \
     --out "$tmp/cost" > "$tmp/cost.txt"
@@ -123,11 +124,12 @@ isa_notes() {
 {
     echo "# costbench report: $(grep -m1 '^# ' "$tmp/peak.txt" | sed 's/^# //')"
     echo
-    echo "Three kinds of figures, each labelled: **measured here** (this machine, this run: every benchmark below, the two pythia-70m training rows and the pythia-14m precision trajectories), **imported** (Table 1 from the AWS Neuron documentation, data/reference/trn1_table1.csv) and **predicted** (the NeoX-20B scaling curve of \`costbench scale\`, calibrated on Table 1's 4-node point; the step totals of the transformer matmul table; the predicted_ms column of the training step's breakdown). This machine is priced $priced_as."
+    echo "Three kinds of figures, each labelled: **measured here** (this machine, this run: every benchmark below, the three pythia-70m training rows and the pythia-14m precision trajectories), **imported** (Table 1 from the AWS Neuron documentation, data/reference/trn1_table1.csv) and **predicted** (the NeoX-20B scaling curve of \`costbench scale\`, calibrated on Table 1's 4-node point; the step totals of the transformer matmul table; the predicted_ms column of the training step's breakdown). This machine is priced $priced_as."
     echo
-    echo "This machine trains pythia-70m twice in the same configuration: in bf16 mixed precision (fp32 master weights and AdamW moments, bf16 matmul inputs, fp32 accumulation: the precision users train in) and in fp32; both rows are priced side by side (column Precision). Each MFU is against the peak of its run's precision (the fp32 FMA peak, or the bf16 matrix peak: AMX tiles where the CPU has them, else AVX512_BF16), measured in the same run. Which instruction set and which peak each figure is against, as the runs printed it:"
+    echo "This machine trains pythia-70m three times in the same configuration: in bf16 mixed precision (fp32 master weights and AdamW moments, bf16 matmul inputs, fp32 accumulation: the precision GPU users train in), in full bf16 with stochastic rounding (weights, gradients and AdamW moments in bf16, as Trainium trains: precision bf16-sr) and in fp32; the rows are priced side by side (column Precision). Each MFU is against the peak of its run's precision (the fp32 FMA peak, or the bf16 matrix peak: AMX tiles where the CPU has them, else AVX512_BF16), measured in the same run. Which instruction set and which peak each figure is against, as the runs printed it:"
     echo
     isa_notes train_bf16-mixed "Training step, bf16-mixed" '^# (precision |mfu/hfu: |fp32 products|OpenBLAS kernel)'
+    isa_notes train_bf16 "Training step, full bf16 (bf16-sr)" '^# (precision |mfu/hfu: |fp32 products|OpenBLAS kernel)'
     isa_notes train_fp32 "Training step, fp32" '^# (precision |mfu/hfu: |fp32 products|OpenBLAS kernel)'
     isa_notes matmul "Matmul sweep, fp32 and bf16" '^# (pct_of_peak|oneDNN|bf16|OpenBLAS kernel|OPENBLAS_CORETYPE)'
     isa_notes peak "Machine limits" '^# .*([Pp]eak|probe skipped)'
@@ -158,6 +160,7 @@ isa_notes() {
                 matmul_pythia-160m:"One pythia-160m training step's matmuls (costbench matmul --shapes transformer)" \
                 rope:"Rotary embedding variants (costbench rope)" \
                 train_bf16-mixed:"Training step, pythia-70m in bf16 mixed precision (costbench train --precision bf16-mixed)" \
+                train_bf16:"Training step, pythia-70m in full bf16 with stochastic rounding (costbench train --precision bf16)" \
                 train_fp32:"Training step, pythia-70m in fp32 (costbench train --precision fp32)"; do
         name=${part%%:*}
         echo "## ${part#*:}"
