@@ -249,7 +249,6 @@ void gpt_free(gpt_model *m)
     memset(m, 0, sizeof *m);
 }
 
-
 /* One weight matrix's bf16 copies, from the fp32 master weight or (full bf16) the bf16 weight. */
 static int pack_weight(gpt_model *m, int k, int l, size_t per, int IC, int OC, int out_bf16, int bias)
 {
