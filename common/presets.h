@@ -4,22 +4,45 @@
 #ifndef CB_PRESETS_H
 #define CB_PRESETS_H
 
+/* Architecture choices (data/models.csv's columns norm, mlp, pos_emb, rotary_style). */
+typedef enum { NORM_LAYERNORM = 0, NORM_RMSNORM = 1 } norm_kind;
+typedef enum { MLP_GELU = 0, MLP_SWIGLU = 1 } mlp_kind;
+typedef enum { POS_ROTARY = 0, POS_LEARNED = 1, POS_ALIBI = 2 } pos_kind;
+typedef enum { ROPE_NEOX = 0, ROPE_GPTJ = 1 } rope_style;
+
 typedef struct {
     char name[48];
-    char family[16];     /* pythia, neox, gpt3 */
+    char family[16];     /* pythia, neox, gpt3, llama2, gpt-j, mpt */
     int L;               /* layers */
     int C;               /* d_model */
-    int NH;              /* heads */
+    int NH;              /* query heads */
     int HS;              /* head size C / NH */
+    int KVH;             /* key/value heads (0: NH, multi-head); fewer: grouped-query; NH % KVH == 0 */
+    int ffn;             /* MLP intermediate width (0: 4 C); SwiGLU's gate and up each have ffn rows */
     int V;               /* vocabulary, padded */
     int max_T;           /* max sequence length */
+    norm_kind norm;      /* LayerNorm or RMSNorm */
+    double norm_eps;     /* 0: 1e-5 */
+    int norm_nobias;     /* a LayerNorm without bias (MPT); RMSNorm has none either way */
+    mlp_kind mlp;        /* GELU (exact) MLP, or SwiGLU: down(silu(gate x) * up x) */
+    pos_kind pos;        /* rotary, learned absolute positions, or ALiBi biases */
     double rotary_pct;   /* share of each head's dims rotated (0: none) */
     double rotary_base;
+    rope_style rope;     /* rotate_half pairs (i, i + r/2), or GPT-J's interleaved pairs (2i, 2i+1) */
+    int attn_nobias;     /* no biases on the QKV projection and the attention output */
+    int mlp_nobias;      /* no biases on the MLP's linears */
+    int lm_head_bias;    /* a bias on the output projection (GPT-J) */
     int parallel_residual;
+    int shared_norm;     /* parallel residual with one norm feeding attention and MLP (GPT-J) */
     int tied_embeddings;
-    int learned_pos;     /* learned positional embeddings (GPT-3) */
+    int learned_pos;     /* pos == POS_LEARNED (kept for the code that predates pos) */
     char source[256];
 } model_config;
+/* A config zeroed and given only the GPT-NeoX fields means GPT-NeoX: every new field's zero is
+ * GPT-NeoX's choice. These give the effective values. */
+static inline int model_kv_heads(const model_config *c) { return c->KVH > 0 ? c->KVH : c->NH; }
+static inline int model_ffn(const model_config *c) { return c->ffn > 0 ? c->ffn : 4 * c->C; }
+static inline double model_norm_eps(const model_config *c) { return c->norm_eps > 0 ? c->norm_eps : 1e-5; }
 
 /* Loads every preset of `path`. Returns 0 or CB_EFAIL (file:line error printed). */
 /* Training precision: fp32 throughout; bf16 mixed precision (fp32 master weights and AdamW
