@@ -79,6 +79,6 @@ int train_micro_step(struct gpt_model_s *m, float scale, double *loss);
 extern const char *g_costbench;
 
 extern const test_case tests_common[], tests_kernels[], tests_rope[], tests_model[], tests_train[], tests_cli[], tests_report[], tests_comm[],
-    tests_plot[], tests_outdir[], tests_scale[], tests_audit[], tests_attention[], tests_bf16[], tests_precision[], tests_sampler[], tests_trajectory[], tests_fullbf16[];
+    tests_plot[], tests_outdir[], tests_scale[], tests_audit[], tests_attention[], tests_bf16[], tests_precision[], tests_sampler[], tests_trajectory[], tests_fullbf16[], tests_archk[], tests_arch[], tests_presets[];
 
 #endif
