@@ -1,6 +1,7 @@
 #include "presets.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,16 +19,54 @@ static int get_int(const table *t, int row, const int *col, int i, int *out)
     return 0;
 }
 
-/* Row i of data/models.csv into c, every cell checked. */
-static int preset_row(const table *t, int i, const int *col, model_config *c)
+/* An optional cell: no column, or an empty cell, leaves *out at its default (1 = it did). */
+static int cell_empty(const table *t, int row, int c) { return c < 0 || *table_cell(t, row, c) == '\0'; }
+
+/* Column i holds one of names[0..n): its index, or `dflt` when the column is optional and the
+ * cell empty; anything else is an error listing the accepted values. */
+static int get_choice(const table *t, int row, const int *col, int i, const char *const *names, int n, int dflt, int *out)
+{
+    const char *s;
+    if (dflt >= 0 && cell_empty(t, row, col[i])) {
+        *out = dflt;
+        return 0;
+    }
+    if (table_get_str(t, row, col[i], &s) != 0) return CB_EFAIL;
+    for (int k = 0; k < n; k++)
+        if (strcmp(s, names[k]) == 0) {
+            *out = k;
+            return 0;
+        }
+    char list[256] = "";
+    for (int k = 0; k < n; k++) {
+        size_t l = strlen(list);
+        snprintf(list + l, sizeof list - l, "%s%s", k == 0 ? "" : k == n - 1 ? " or " : ", ", names[k]);
+    }
+    return err_msg("%s:%d: column '%s': expected %s, got '%s'", t->path, t->lines[row], model_schema[i].col.name, list, s);
+}
+
+static int get_opt_bool(const table *t, int row, const int *col, int i, int dflt, int *out)
+{
+    *out = dflt;
+    return cell_empty(t, row, col[i]) ? 0 : table_get_bool(t, row, col[i], out);
+}
+
+static int get_opt_int(const table *t, int row, const int *col, int i, int *out)
+{
+    *out = 0;
+    return cell_empty(t, row, col[i]) ? 0 : get_int(t, row, col, i, out);
+}
+
+/* The required columns of row i (the GPT-NeoX / GPT-3 description every preset has). */
+static int preset_row_base(const table *t, int i, const int *col, model_config *c)
 {
     const char *s, *path = t->path;
-    int line = t->lines[i], rc = 0;
+    int line = t->lines[i], rc = 0, fam = 0, pos = 0;
     if ((rc = table_get_str(t, i, col[MD_NAME], &s)) != 0) return rc;
     if (strlen(s) >= sizeof c->name) return err_msg("%s:%d: column 'name': too long", path, line);
     snprintf(c->name, sizeof c->name, "%s", s);
-    if ((rc = table_get_str(t, i, col[MD_FAMILY], &s)) != 0) return rc;
-    snprintf(c->family, sizeof c->family, "%.15s", s);
+    if (get_choice(t, i, col, MD_FAMILY, model_families, MD_NFAMILIES, -1, &fam) != 0) return CB_EFAIL;
+    snprintf(c->family, sizeof c->family, "%s", model_families[fam]);
     if (get_int(t, i, col, MD_LAYERS, &c->L) || get_int(t, i, col, MD_D_MODEL, &c->C) || get_int(t, i, col, MD_HEADS, &c->NH))
         return CB_EFAIL;
     if (c->C % c->NH != 0) return err_msg("%s:%d: column 'heads': d_model %d is not a multiple of %d heads", path, line, c->C, c->NH);
@@ -37,15 +76,85 @@ static int preset_row(const table *t, int i, const int *col, model_config *c)
     if (table_get_double(t, i, col[MD_ROTARY_PCT], sc[MD_ROTARY_PCT].lo, sc[MD_ROTARY_PCT].hi, &c->rotary_pct) ||
         table_get_double(t, i, col[MD_ROTARY_BASE], sc[MD_ROTARY_BASE].lo, sc[MD_ROTARY_BASE].hi, &c->rotary_base) ||
         table_get_bool(t, i, col[MD_PARALLEL_RESIDUAL], &c->parallel_residual) ||
-        table_get_bool(t, i, col[MD_TIED_EMBEDDINGS], &c->tied_embeddings) || table_get_str(t, i, col[MD_POS_EMB], &s))
+        table_get_bool(t, i, col[MD_TIED_EMBEDDINGS], &c->tied_embeddings) ||
+        get_choice(t, i, col, MD_POS_EMB, model_pos_embs, 3, -1, &pos))
         return CB_EFAIL;
-    if (strcmp(s, "rotary") == 0) c->learned_pos = 0;
-    else if (strcmp(s, "learned") == 0) c->learned_pos = 1;
-    else return err_msg("%s:%d: column 'pos_emb': expected rotary or learned, got '%s'", path, line, s);
-    if (!c->learned_pos && c->rotary_pct <= 0)
+    c->pos = (pos_kind)pos;
+    c->learned_pos = c->pos == POS_LEARNED;
+    if (c->pos == POS_ROTARY && c->rotary_pct <= 0)
         return err_msg("%s:%d: column 'rotary_pct': rotary positions need rotary_pct > 0", path, line);
     if ((rc = table_get_str(t, i, col[MD_SOURCE], &s)) != 0) return rc;
     snprintf(c->source, sizeof c->source, "%.255s", s);
+    return 0;
+}
+
+/* The optional architecture columns of row i (empty: GPT-NeoX's choice). */
+static int preset_row_arch(const table *t, int i, const int *col, model_config *c)
+{
+    int norm = 0, mlp = 0, rope = 0, norm_bias = 1, attn_bias = 1, mlp_bias = 1;
+    if (get_choice(t, i, col, MD_NORM, model_norms, 2, NORM_LAYERNORM, &norm) ||
+        get_choice(t, i, col, MD_MLP, model_mlps, 2, MLP_GELU, &mlp) ||
+        get_choice(t, i, col, MD_ROTARY_STYLE, model_rotary_styles, 2, ROPE_NEOX, &rope) ||
+        get_opt_bool(t, i, col, MD_NORM_BIAS, norm == NORM_LAYERNORM, &norm_bias) ||
+        get_opt_bool(t, i, col, MD_ATTN_BIAS, 1, &attn_bias) || get_opt_bool(t, i, col, MD_MLP_BIAS, 1, &mlp_bias) ||
+        get_opt_bool(t, i, col, MD_LM_HEAD_BIAS, 0, &c->lm_head_bias) ||
+        get_opt_bool(t, i, col, MD_SHARED_NORM, 0, &c->shared_norm) || get_opt_int(t, i, col, MD_FFN_DIM, &c->ffn) ||
+        get_opt_int(t, i, col, MD_KV_HEADS, &c->KVH))
+        return CB_EFAIL;
+    c->norm_eps = 0;
+    const schema_col *e = &model_schema[MD_NORM_EPS];
+    if (!cell_empty(t, i, col[MD_NORM_EPS]) && table_get_double(t, i, col[MD_NORM_EPS], e->lo, e->hi, &c->norm_eps) != 0)
+        return CB_EFAIL;
+    if (norm == NORM_RMSNORM && norm_bias)
+        return err_msg("%s:%d: column 'norm_bias': rmsnorm has no bias; expected false or an empty cell", t->path, t->lines[i]);
+    c->norm = (norm_kind)norm, c->mlp = (mlp_kind)mlp, c->rope = (rope_style)rope;
+    c->norm_nobias = !norm_bias, c->attn_nobias = !attn_bias, c->mlp_nobias = !mlp_bias;
+    return 0;
+}
+
+/* Row i of data/models.csv into c, every cell checked, then the rules between the cells. */
+static int preset_row(const table *t, int i, const int *col, model_config *c)
+{
+    if (preset_row_base(t, i, col, c) != 0 || preset_row_arch(t, i, col, c) != 0) return CB_EFAIL;
+    const char *column;
+    char why[256];
+    if (model_config_check(c, &column, why, sizeof why) != 0)
+        return err_msg("%s:%d: column '%s': %s", t->path, t->lines[i], column, why);
+    return 0;
+}
+
+/* model_config_check's failure: the column and the reason. */
+__attribute__((format(printf, 5, 6))) static int check_fail(const char **column, const char *name, char *why, size_t n,
+                                                           const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, n, fmt, ap);
+    va_end(ap);
+    *column = name;
+    return -1;
+}
+
+int model_config_check(const model_config *c, const char **column, char *why, size_t n)
+{
+    int kvh = model_kv_heads(c);
+    *column = "";
+    if (kvh > c->NH || c->NH % kvh != 0)
+        return check_fail(column, "kv_heads", why, n, "%d heads are not a multiple of %d kv_heads", c->NH, kvh);
+    if (c->mlp == MLP_SWIGLU && c->ffn <= 0)
+        return check_fail(column, "ffn_dim", why, n, "swiglu needs ffn_dim (its intermediate width has no default)");
+    /* Llama's width is multiple_of * ceil(int(2 * 4C / 3 * ffn_dim_multiplier) / multiple_of) with
+     * multiple_of 256 (Llama-2 70B: 28672); tiny test models use small multiples of 8, so 8 is the rule. */
+    if (c->mlp == MLP_SWIGLU && c->ffn % 8 != 0)
+        return check_fail(column, "ffn_dim", why, n,
+                          "SwiGLU ffn_dim must be a positive multiple of 8 (Llama rounds 8C/3 up to a multiple of 256), got %d", c->ffn);
+    if (c->norm == NORM_LAYERNORM && c->norm_eps != 0 && c->norm_eps != 1e-5)
+        return check_fail(column, "norm_eps", why, n,
+                          "a layernorm preset needs 1e-5, the epsilon of costbench's LayerNorm kernel, got %g", c->norm_eps);
+    if (c->pos == POS_ALIBI && c->rotary_pct != 0)
+        return check_fail(column, "rotary_pct", why, n, "alibi positions need rotary_pct 0, got %g", c->rotary_pct);
+    if (c->shared_norm && !c->parallel_residual)
+        return check_fail(column, "shared_norm", why, n, "a shared norm needs parallel_residual true");
     return 0;
 }
 
@@ -57,7 +166,8 @@ int model_presets_load(const char *path, model_config **out, int *n)
     if (table_load(&t, path) != 0) return CB_EFAIL;
     int col[MD_NCOLS], rc = 0;
     for (int i = 0; i < MD_NCOLS && rc == 0; i++)
-        if ((col[i] = table_col(&t, model_schema[i].col.name, 1)) < 0) rc = CB_EFAIL;
+        if ((col[i] = table_col(&t, model_schema[i].col.name, model_schema[i].required)) < 0 && model_schema[i].required)
+            rc = CB_EFAIL;
     if (rc == 0 && t.nrows == 0) rc = err_msg("%s: no presets", path);
     model_config *m = rc == 0 ? calloc((size_t)t.nrows, sizeof *m) : NULL;
     if (rc == 0 && !m) rc = err_msg("out of memory");
@@ -102,22 +212,66 @@ int model_preset_find(const char *name, model_config *out)
     return CB_EUSAGE;
 }
 
+/* ---- parameter counts: every tensor of the decoder, per architecture ---- */
+
+/* One norm's parameters: a weight, and a bias for a LayerNorm that has one. */
+static double norm_params(const model_config *c)
+{
+    return (c->norm == NORM_LAYERNORM && !c->norm_nobias ? 2.0 : 1.0) * c->C;
+}
+
+/* The width of K (and of V): KVH HS; C when multi-head (KVH 0). */
+static double kv_width(const model_config *c) { return c->KVH > 0 ? (double)c->KVH * c->HS : (double)c->C; }
+
+double model_layer_matmul_params(const model_config *c)
+{
+    double C = c->C, kv = kv_width(c), ffn = model_ffn(c);
+    double qkv = C * (C + 2 * kv);                          /* Q (C x C), K and V (C x KVH HS each) */
+    double mlp = (c->mlp == MLP_SWIGLU ? 3.0 : 2.0) * C * ffn; /* gate, up, down; or up, down */
+    return qkv + C * C /* attention output */ + mlp;
+}
+
+/* One layer's biases and norms. */
+static double layer_other_params(const model_config *c)
+{
+    double C = c->C, kv = kv_width(c), ffn = model_ffn(c);
+    double attn_b = c->attn_nobias ? 0 : (C + 2 * kv) + C;
+    double mlp_b = c->mlp_nobias ? 0 : (c->mlp == MLP_SWIGLU ? 2 * ffn : ffn) + C;
+    return attn_b + mlp_b + (c->shared_norm ? 1 : 2) * norm_params(c);
+}
+
+/* The L layers (what Kaplan et al. call non-embedding; the final norm and the output layer sit
+ * with the embeddings, as costbench has always counted them). GPT-NeoX: L x (12 C^2 + 13 C). */
 double model_params_non_embedding(const model_config *c)
 {
-    double C = c->C;
-    return c->L * (12.0 * C * C + 13.0 * C);
+    return c->L * (model_layer_matmul_params(c) + layer_other_params(c));
 }
 
+/* Token (and learned position) embeddings + the layers + the final norm + the output layer when
+ * untied (with GPT-J's bias). Exact against the tensors of the Hugging Face checkpoints: e.g.
+ * llama2-7b 6,738,415,616 and gpt-j-6b 6,050,882,784 (GPTJForCausalLM's tensors; the model card's
+ * 6,053,381,344 is mesh-transformer-jax's own count). */
 double model_params_total(const model_config *c)
 {
-    double C = c->C;
-    double emb = (double)c->V * C + (c->learned_pos ? (double)c->max_T * C : 0);
-    return emb + model_params_non_embedding(c) + 2 * C + (c->tied_embeddings ? 0 : (double)c->V * C);
+    double C = c->C, V = c->V;
+    double emb = V * C + (c->learned_pos ? (double)c->max_T * C : 0);
+    double head = (c->tied_embeddings ? 0 : V * C) + (c->lm_head_bias ? V : 0);
+    return emb + model_params_non_embedding(c) + norm_params(c) + head;
 }
 
+/* ---- FLOPs per token ----
+ * Model FLOPs (PaLM, Chowdhery et al. 2022, appendix B; Narayanan et al. 2021 for the matmul
+ * count): 6 N + 12 L C T, N = every matmul weight including the output projection (counted even
+ * when tied: the logits matmul is done either way): per layer Q, K, V (grouped-query attention's
+ * K and V are KVH HS wide, not C), the attention output, and the MLP (GELU: 2 C ffn; SwiGLU:
+ * 3 C ffn). 6 = forward 2 + backward 4 FLOPs per weight and token. 12 L C T is the attention
+ * scores and the weighted values (QK^T and AV, 2 x 2 C T FLOPs a token forward, x 3 with the
+ * backward) over the full T x T square: causal masking is not discounted (llm.c's 6 L C T is);
+ * C = NH HS, the query heads, so grouped-query attention leaves this term alone. Biases, norms,
+ * activations, softmax, rotary and ALiBi are not counted (PaLM's convention). */
 double model_flops_per_token(const model_config *c, int T)
 {
-    double N = 12.0 * c->L * (double)c->C * c->C + (double)c->V * c->C; /* matmul weights + output projection */
+    double N = c->L * model_layer_matmul_params(c) + (double)c->V * c->C; /* matmul weights + output projection */
     return 6.0 * N + 12.0 * c->L * (double)c->C * T;
 }
 
@@ -142,7 +296,8 @@ int throughput_check(const model_config *cfg, long seq_len, double seq_per_s, do
 double model_hardware_flops_per_token(const model_config *c, int T, int recompute)
 {
     double f = model_flops_per_token(c, T);
-    if (recompute) f += 2.0 * 12.0 * c->L * (double)c->C * c->C + 4.0 * c->L * (double)c->C * T; /* one more layer forward */
+    /* one more forward of the layers: 2 FLOPs per layer matmul weight + 4 L C T of attention */
+    if (recompute) f += 2.0 * c->L * model_layer_matmul_params(c) + 4.0 * c->L * (double)c->C * T;
     return f;
 }
 

@@ -4,6 +4,8 @@
 #ifndef CB_PRESETS_H
 #define CB_PRESETS_H
 
+#include <stddef.h>
+
 /* Architecture choices (data/models.csv's columns norm, mlp, pos_emb, rotary_style). */
 typedef enum { NORM_LAYERNORM = 0, NORM_RMSNORM = 1 } norm_kind;
 typedef enum { MLP_GELU = 0, MLP_SWIGLU = 1 } mlp_kind;
@@ -65,12 +67,22 @@ int model_presets_load(const char *path, model_config **out, int *n);
  * A broken file: CB_EFAIL. */
 int model_preset_find(const char *name, model_config *out);
 
-/* Parameter counts: every tensor of the decoder (embeddings + L x (12 C^2 + 13 C) + final
- * LayerNorm + untied unembedding), and the non-embedding per-layer part L x (12 C^2 + 13 C). */
+/* The rules between a config's fields that no single column can check: heads % kv_heads == 0;
+ * SwiGLU needs ffn_dim, a positive multiple of 8; a LayerNorm's epsilon is 1e-5 (the kernel's);
+ * ALiBi needs rotary_pct 0; a shared norm needs the parallel residual. 0, or -1 with the
+ * data/models.csv column at fault in *column and the reason (one clause, no file:line) in why. */
+int model_config_check(const model_config *c, const char **column, char *why, size_t n);
+
+/* Parameter counts, per architecture: total = token embeddings (+ learned positions) + the
+ * layers + final norm + untied output layer (+ its bias); non-embedding = the layers alone
+ * (norms, QKV with grouped-query K/V, attention output, MLP with 2 or 3 matrices, the biases
+ * the architecture has); GPT-NeoX: L x (12 C^2 + 13 C). */
 double model_params_total(const model_config *cfg);
 double model_params_non_embedding(const model_config *cfg);
-/* FLOPs per token: model (PaLM appendix B: 6N + 12 L C T, N = non-embedding matmul parameters
- * including the output projection) and hardware (adds the recomputed forward). */
+/* One layer's matmul weights: C (C + 2 KVH HS) + C^2 + (2 or 3 for SwiGLU) C ffn. */
+double model_layer_matmul_params(const model_config *cfg);
+/* FLOPs per token: model (PaLM appendix B: 6N + 12 L C T, N = every matmul weight including the
+ * output projection) and hardware (adds the recomputed forward). */
 double model_flops_per_token(const model_config *cfg, int T);
 double model_hardware_flops_per_token(const model_config *cfg, int T, int recompute);
 

@@ -64,7 +64,24 @@ const schema_col model_schema[MD_NCOLS] = {
     [MD_POS_EMB] = {{"pos_emb", "", REC_STR, 0}, 1, 0, 0},
     [MD_MAX_SEQ_LEN] = {{"max_seq_len", "", REC_NUM, 0}, 1, 1, CB_MAX_SEQ_LEN},
     [MD_SOURCE] = {{"source", "", REC_STR, 0}, 1, 0, 0},
+    [MD_NORM] = {{"norm", "", REC_STR, 0}, 0, 0, 0},
+    [MD_NORM_EPS] = {{"norm_eps", "", REC_NUM, 0}, 0, 1e-12, 0.1},
+    [MD_NORM_BIAS] = {{"norm_bias", "", REC_STR, 0}, 0, 0, 0},
+    [MD_MLP] = {{"mlp", "", REC_STR, 0}, 0, 0, 0},
+    [MD_FFN_DIM] = {{"ffn_dim", "", REC_NUM, 0}, 0, 1, 1048576},
+    [MD_KV_HEADS] = {{"kv_heads", "", REC_NUM, 0}, 0, 1, 4096},
+    [MD_ROTARY_STYLE] = {{"rotary_style", "", REC_STR, 0}, 0, 0, 0},
+    [MD_ATTN_BIAS] = {{"attn_bias", "", REC_STR, 0}, 0, 0, 0},
+    [MD_MLP_BIAS] = {{"mlp_bias", "", REC_STR, 0}, 0, 0, 0},
+    [MD_LM_HEAD_BIAS] = {{"lm_head_bias", "", REC_STR, 0}, 0, 0, 0},
+    [MD_SHARED_NORM] = {{"shared_norm", "", REC_STR, 0}, 0, 0, 0},
 };
+
+const char *const model_families[MD_NFAMILIES] = {"pythia", "neox", "gpt3", "llama2", "gpt-j", "mpt"};
+const char *const model_norms[2] = {"layernorm", "rmsnorm"};
+const char *const model_mlps[2] = {"gelu", "swiglu"};
+const char *const model_pos_embs[3] = {"rotary", "learned", "alibi"};
+const char *const model_rotary_styles[2] = {"neox", "gptj"};
 
 const schema_col blas_core_schema[BC_NCOLS] = {
     [BC_CORE] = {{"core", "", REC_STR, 0}, 1, 0, 0},

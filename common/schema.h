@@ -75,10 +75,37 @@ extern const schema_col hw_schema[HW_NCOLS];
 enum { PR_PROVIDER, PR_INSTANCE_TYPE, PR_REGION, PR_OPTION, PR_USD_PER_HOUR, PR_AS_OF, PR_SOURCE, PR_NCOLS };
 extern const schema_col price_schema[PR_NCOLS];
 
-/* ---- model presets (data/models.csv) */
+/* ---- model presets (data/models.csv)
+ * Required: name, family, layers, d_model, heads, vocab (padded), rotary_pct, rotary_base,
+ * parallel_residual, tied_embeddings, pos_emb, max_seq_len, source.
+ * Optional architecture columns: a missing column or an empty cell is GPT-NeoX's choice, so old
+ * files keep their meaning:
+ *   norm          layernorm (default) | rmsnorm
+ *   norm_eps      default 1e-5; a layernorm preset must use 1e-5 (the LayerNorm kernel's epsilon)
+ *   norm_bias     true (default for layernorm) | false (MPT); rmsnorm has none
+ *   mlp           gelu (default; exact erf GELU) | swiglu (down(silu(gate x) * up x))
+ *   ffn_dim       MLP intermediate width; default 4 d_model for gelu; required for swiglu, where it
+ *                 must be a positive multiple of 8 (Llama rounds 8 d_model/3 up to a multiple of 256)
+ *   kv_heads      key/value heads; default heads; heads % kv_heads == 0 (fewer: grouped-query)
+ *   rotary_style  neox (default; rotate_half pairs i, i + r/2) | gptj (interleaved pairs 2i, 2i+1)
+ *   attn_bias     true (default) | false: biases on the QKV projection and the attention output
+ *   mlp_bias      true (default) | false: biases on the MLP's linears
+ *   lm_head_bias  false (default) | true: a bias on the output projection (GPT-J)
+ *   shared_norm   false (default) | true: one norm feeds attention and MLP (GPT-J); needs
+ *                 parallel_residual true
+ * pos_emb is rotary (needs rotary_pct > 0), learned or alibi (needs rotary_pct 0). */
 enum { MD_NAME, MD_FAMILY, MD_LAYERS, MD_D_MODEL, MD_HEADS, MD_VOCAB, MD_ROTARY_PCT, MD_ROTARY_BASE, MD_PARALLEL_RESIDUAL,
-       MD_TIED_EMBEDDINGS, MD_POS_EMB, MD_MAX_SEQ_LEN, MD_SOURCE, MD_NCOLS };
+       MD_TIED_EMBEDDINGS, MD_POS_EMB, MD_MAX_SEQ_LEN, MD_SOURCE, MD_NORM, MD_NORM_EPS, MD_NORM_BIAS, MD_MLP, MD_FFN_DIM,
+       MD_KV_HEADS, MD_ROTARY_STYLE, MD_ATTN_BIAS, MD_MLP_BIAS, MD_LM_HEAD_BIAS, MD_SHARED_NORM, MD_NCOLS };
 extern const schema_col model_schema[MD_NCOLS];
+/* The values of the word columns, each list in the order of its enum in common/presets.h
+ * (norm_kind, mlp_kind, pos_kind, rope_style). */
+enum { MD_NFAMILIES = 6 };
+extern const char *const model_families[MD_NFAMILIES];
+extern const char *const model_norms[2];
+extern const char *const model_mlps[2];
+extern const char *const model_pos_embs[3];
+extern const char *const model_rotary_styles[2];
 
 /* ---- OpenBLAS kernel sets (data/blas_cores.csv) */
 enum { BC_CORE, BC_REQUIRES, BC_NOTE, BC_NCOLS };
