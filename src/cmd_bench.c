@@ -428,12 +428,42 @@ int cmd_rope(int argc, char **argv)
 
 /* ------------------------------------------------------------------ models */
 
+/* Columns are only ever added (at the end): scripts read them by name and position. */
 static const rec_col model_cols[] = {
     {"name", "", REC_STR, 0},        {"layers", "", REC_NUM, 0},        {"d_model", "", REC_NUM, 0},
     {"heads", "", REC_NUM, 0},       {"head_dim", "", REC_NUM, 0},      {"vocab", "", REC_NUM, 0},
     {"rotary_dims", "", REC_NUM, 0}, {"pos_emb", "", REC_STR, 0},       {"parallel_residual", "", REC_STR, 0},
     {"tied_embeddings", "", REC_STR, 0}, {"params_m", "M", REC_NUM, 1}, {"non_embedding_params_m", "M", REC_NUM, 1},
+    {"family", "", REC_STR, 0},      {"kv_heads", "", REC_NUM, 0},      {"ffn", "", REC_NUM, 0},
+    {"norm", "", REC_STR, 0},        {"mlp", "", REC_STR, 0},           {"gflop_per_token", "GFLOP", REC_NUM, 2},
+    {"source", "", REC_STR, 0},
 };
+enum { MODELS_FLOPS_T = 2048 }; /* the sequence length of the gflop_per_token column */
+
+static void models_row(record *rec, int row, const model_config *c)
+{
+    static const char *const pos[] = {"rotary", "learned", "alibi"}, *const norm[] = {"layernorm", "rmsnorm"},
+                             *const mlp[] = {"gelu", "swiglu"};
+    record_str(rec, row, 0, c->name);
+    record_num(rec, row, 1, c->L);
+    record_num(rec, row, 2, c->C);
+    record_num(rec, row, 3, c->NH);
+    record_num(rec, row, 4, c->HS);
+    record_num(rec, row, 5, c->V);
+    record_num(rec, row, 6, c->pos == POS_ROTARY ? rope_rotary_dims(c->HS, c->rotary_pct) : 0);
+    record_str(rec, row, 7, pos[c->pos]);
+    record_str(rec, row, 8, c->parallel_residual ? "true" : "false");
+    record_str(rec, row, 9, c->tied_embeddings ? "true" : "false");
+    record_num(rec, row, 10, model_params_total(c) / 1e6);
+    record_num(rec, row, 11, model_params_non_embedding(c) / 1e6);
+    record_str(rec, row, 12, c->family);
+    record_num(rec, row, 13, model_kv_heads(c));
+    record_num(rec, row, 14, model_ffn(c));
+    record_str(rec, row, 15, norm[c->norm]);
+    record_str(rec, row, 16, mlp[c->mlp]);
+    record_num(rec, row, 17, model_flops_per_token(c, MODELS_FLOPS_T) / 1e9);
+    record_str(rec, row, 18, c->source);
+}
 
 int cmd_models(int argc, char **argv)
 {
@@ -451,23 +481,15 @@ int cmd_models(int argc, char **argv)
     if (model_presets_load(path, &all, &n) != 0) return CB_EFAIL;
     record rec;
     record_init(&rec, model_cols, (int)(sizeof model_cols / sizeof model_cols[0]));
-    record_note(&rec, "from %s; params: embeddings + L x (12 C^2 + 13 C) + final LayerNorm + unembedding (untied)", path);
+    record_note(&rec, "from %s; params: embeddings (+ learned positions) + L layers (norms, QKV with grouped-query K/V, "
+                      "attention output, MLP: 2 matrices, or 3 for SwiGLU, and the biases each architecture has) + final norm "
+                      "+ output layer (untied, + bias for GPT-J); non-embedding: the L layers", path);
+    record_note(&rec, "gflop_per_token: training FLOPs per token at seq_len T = %d: 6 N + 12 L C T (PaLM appendix B; "
+                      "N = every matmul weight incl. the output layer)", MODELS_FLOPS_T);
     for (int i = 0; i < n; i++) {
-        const model_config *c = &all[i];
         int row = record_add_row(&rec);
         if (row < 0) break;
-        record_str(&rec, row, 0, c->name);
-        record_num(&rec, row, 1, c->L);
-        record_num(&rec, row, 2, c->C);
-        record_num(&rec, row, 3, c->NH);
-        record_num(&rec, row, 4, c->HS);
-        record_num(&rec, row, 5, c->V);
-        record_num(&rec, row, 6, c->learned_pos ? 0 : rope_rotary_dims(c->HS, c->rotary_pct));
-        record_str(&rec, row, 7, c->learned_pos ? "learned" : "rotary");
-        record_str(&rec, row, 8, c->parallel_residual ? "true" : "false");
-        record_str(&rec, row, 9, c->tied_embeddings ? "true" : "false");
-        record_num(&rec, row, 10, model_params_total(c) / 1e6);
-        record_num(&rec, row, 11, model_params_non_embedding(c) / 1e6);
+        models_row(&rec, row, &all[i]);
     }
     free(all);
     record_print(&rec, stdout);
