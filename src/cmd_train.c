@@ -29,7 +29,7 @@ typedef struct {
     const char *model, *csv, *summary_csv, *breakdown_csv, *blas, *data, *save, *resume, *init, *precision, *rounding, *sampler;
     train_precision prec;
     sampler_kind sampling;
-    long layers, dmodel, heads, vocab, B, T, G, steps, warmup, discard, seed, save_every, zero;
+    long layers, dmodel, heads, kv_heads, ffn, vocab, B, T, G, steps, warmup, discard, seed, save_every, zero;
     double lr, min_lr, wd, beta1, beta2, eps, clip, peak, budget, bucket_mib;
     int no_overlap, recompute, no_predict, quiet;
 } train_flags;
@@ -65,6 +65,10 @@ static int train_parse(train_flags *f, int argc, char **argv)
         {"layers", OPT_LONG, &f->layers, 1, 1000, 0, 0, "L", "override the preset's layer count"},
         {"d-model", OPT_LONG, &f->dmodel, 1, 65536, 0, 0, "C", "override the preset's width"},
         {"heads", OPT_LONG, &f->heads, 1, 4096, 0, 0, "NH", "override the preset's head count"},
+        {"kv-heads", OPT_LONG, &f->kv_heads, 1, 4096, 0, 0, "N",
+         "override the preset's key/value heads (grouped-query attention; heads must be a multiple of N; a multi-head preset stays multi-head under --heads)"},
+        {"ffn", OPT_LONG, &f->ffn, 1, 1048576, 0, 0, "N",
+         "override the preset's MLP intermediate width (default 4 x d-model for GELU; SwiGLU: a multiple of 8)"},
         {"vocab", OPT_LONG, &f->vocab, 2, 10000000, 0, 0, "V", "override the preset's vocabulary"},
         {"micro-batch", OPT_LONG, &f->B, 1, 65536, 0, 0, "B", "sequences per micro-batch (default 4)"},
         {"seq", OPT_LONG, &f->T, 1, CB_MAX_SEQ_LEN, 0, 0, "T", "sequence length (default 512)"},
@@ -137,11 +141,22 @@ static int train_config(const train_flags *f, model_config *cfg)
     if (rc != 0) return rc;
     if (f->layers) cfg->L = (int)f->layers;
     if (f->dmodel) cfg->C = (int)f->dmodel;
+    int mha = model_kv_heads(cfg) == cfg->NH; /* a multi-head preset stays multi-head under --heads */
     if (f->heads) cfg->NH = (int)f->heads;
+    if (f->heads && mha) cfg->KVH = 0;
+    if (f->kv_heads) cfg->KVH = (int)f->kv_heads;
+    if (f->ffn) cfg->ffn = (int)f->ffn;
     if (f->vocab) cfg->V = (int)f->vocab;
     if (cfg->C % cfg->NH != 0) return err_usage("flags '--d-model' / '--heads': %d is not a multiple of %d heads", cfg->C, cfg->NH);
     cfg->HS = cfg->C / cfg->NH;
-    if (f->layers || f->dmodel || f->heads || f->vocab) {
+    const char *column;
+    char why[256];
+    if (model_config_check(cfg, &column, why, sizeof why) != 0) {
+        const char *flag = strcmp(column, "kv_heads") == 0 ? "flags '--heads' / '--kv-heads'"
+                           : strcmp(column, "ffn_dim") == 0 ? "flag '--ffn'" : "flag '--model'";
+        return err_usage("%s: %s: %s", flag, cfg->name, why);
+    }
+    if (f->layers || f->dmodel || f->heads || f->kv_heads || f->ffn || f->vocab) {
         char nm[48];
         snprintf(nm, sizeof nm, "%.20s-custom", cfg->name);
         snprintf(cfg->name, sizeof cfg->name, "%s", nm);
