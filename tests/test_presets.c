@@ -1,5 +1,295 @@
+/* Model presets of Llama-2, GPT-J and MPT: the architecture columns of data/models.csv, exact
+ * parameter counts against the Hugging Face checkpoints, FLOPs per token, the old presets'
+ * figures unchanged, and one file:line error per bad row. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/err.h"
+#include "../common/machine.h"
+#include "../common/presets.h"
 #include "check.h"
 
+static char g_out[65536], g_err[16384];
+
+static model_config preset(const char *name)
+{
+    model_config c;
+    memset(&c, 0, sizeof c);
+    CHECK(model_preset_find(name, &c) == 0, "preset %s missing", name);
+    return c;
+}
+
+/* Totals are sums of the tensors of each Hugging Face checkpoint (model.num_parameters()). */
+static void test_presets_param_counts(void)
+{
+    static const struct {
+        const char *name;
+        double total, non_embedding;
+    } want[] = {
+        {"llama2-7b", 6738415616.0, 6476267520.0},
+        {"llama2-13b", 13015864320.0, 12688179200.0},
+        /* grouped-query: K and V are 8 x 128 wide; 68.98B is the figure published for Llama-2 70B */
+        {"llama2-70b", 68976648192.0, 68452352000.0},
+        /* GPTJForCausalLM's tensors (lm_head bias included); the model card's 6,053,381,344 is
+         * mesh-transformer-jax's own count of its parameters, not the Hugging Face checkpoint's */
+        {"gpt-j-6b", 6050882784.0, 5637947392.0},
+        {"mpt-7b", 6649286656.0, 6442713088.0},
+        /* MPT-30B's model card: n_parameters 29.95B */
+        {"mpt-30b", 29957200896.0, 29595697152.0},
+        /* without mpt-1b-redpajama-200b's q/k LayerNorm weights (24 x 2 x 2048 = 98,304 more) */
+        {"mpt-1b", 1311344640.0, 1208057856.0},
+        {"mpt-3b", 2645690880.0, 2516746240.0},
+        /* the existing presets: pythia-6.9b is Hugging Face's 6,857,302,016 */
+        {"pythia-6.9b", 6857302016.0, 6444154880.0},
+        {"pythia-70m", 70426624.0, 18914304.0},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        model_config c = preset(want[i].name);
+        double t = model_params_total(&c), ne = model_params_non_embedding(&c);
+        CHECK(t == want[i].total, "%s: total %.0f, expected %.0f", want[i].name, t, want[i].total);
+        CHECK(ne == want[i].non_embedding, "%s: non-embedding %.0f, expected %.0f", want[i].name, ne, want[i].non_embedding);
+    }
+}
+
+static void test_presets_llama2_7b_flops(void)
+{
+    model_config c = preset("llama2-7b");
+    /* per layer: Q, K, V, O 4 x 4096^2 = 67,108,864; MLP 3 x 4096 x 11008 = 135,266,304;
+     * together 202,375,168, x 32 layers = 6,476,005,376; output layer 32000 x 4096 = 131,072,000;
+     * N = 6,607,077,376, 6 N = 39,642,464,256; attention 12 x 32 x 4096 x 2048 = 3,221,225,472;
+     * FLOPs per token at T = 2048: 42,863,689,728. */
+    CHECK(model_layer_matmul_params(&c) == 202375168.0, "llama2-7b layer matmul weights %.0f", model_layer_matmul_params(&c));
+    double f = model_flops_per_token(&c, 2048);
+    CHECK(f == 42863689728.0, "llama2-7b FLOPs per token %.0f", f);
+    /* recompute adds one forward of the layers: 2 x 6,476,005,376 + 4 x 32 x 4096 x 2048 */
+    double h = model_hardware_flops_per_token(&c, 2048, 1);
+    CHECK(h == 42863689728.0 + 12952010752.0 + 1073741824.0, "llama2-7b hardware FLOPs per token %.0f", h);
+    CHECK(model_hardware_flops_per_token(&c, 2048, 0) == f, "no recompute: hardware = model FLOPs");
+}
+
+/* Grouped-query attention shrinks K and V (N), never the attention-score term (NH query heads). */
+static void test_presets_gqa_flops(void)
+{
+    model_config g = preset("llama2-70b"), m = g;
+    m.KVH = 0; /* the same model with multi-head attention */
+    double C = g.C, kv = 8.0 * 128, L = g.L;
+    double dN = L * 2 * C * (C - kv);
+    CHECK(model_params_total(&m) - model_params_total(&g) == dN, "GQA saves 2 C (C - KVH HS) a layer");
+    for (int T = 1024; T <= 4096; T *= 2) {
+        double d = model_flops_per_token(&m, T) - model_flops_per_token(&g, T);
+        CHECK(d == 6 * dN, "T=%d: GQA changes FLOPs by 6 dN only: %.0f vs %.0f", T, d, 6 * dN);
+    }
+}
+
+/* Every preset that existed before the architecture columns: total, non-embedding, FLOPs per
+ * token and hardware FLOPs with recompute at T = 2048, as the code gave them before. */
+static void test_presets_old_unchanged(void)
+{
+    static const struct {
+        const char *name;
+        double total, non_embedding, flops, hflops;
+    } old[] = {
+        {"pythia-14m", 14067712, 1189632, 64585728, 73236480},
+        {"pythia-70m", 70426624, 18914304, 343277568, 406192128},
+        {"pythia-160m", 162322944, 85054464, 967901184, 1213267968},
+        {"pythia-410m", 405334016, 302309376, 2724986880, 3530293248},
+        {"pythia-1b", 1011781632, 805732352, 6255280128, 8134328320},
+        {"pythia-1.4b", 1414647808, 1208598528, 9073852416, 11892424704},
+        {"pythia-2.8b", 2775208960, 2517647360, 17885429760, 23589683200},
+        {"pythia-6.9b", 6857302016, 6444154880, 43115347968, 57073991680},
+        {"pythia-12b", 11846072320, 11327016960, 74034708480, 98193899520},
+        {"neox-20b", 20554567680, 19934846976, 128090898432, 170168156160},
+        {"gpt3-125m", 125311488, 85054464, 968196096, 1213562880},
+        {"gpt3-350m", 355985408, 302309376, 2725380096, 3530686464},
+        {"gpt3-760m", 760470528, 679956480, 5447024640, 7107969024},
+        {"gpt3-1.3b", 1315950592, 1208598528, 9074638848, 11893211136},
+        {"gpt3-2.7b", 2651837440, 2517647360, 17886412800, 23590666240},
+        {"gpt3-6.7b", 6658859008, 6444154880, 43113775104, 57072418816},
+        {"gpt3-13b", 12853954560, 12585574400, 82077941760, 108921487360},
+    };
+    for (size_t i = 0; i < sizeof old / sizeof old[0]; i++) {
+        model_config c = preset(old[i].name);
+        CHECK(model_params_total(&c) == old[i].total && model_params_non_embedding(&c) == old[i].non_embedding,
+              "%s: params %.0f / %.0f changed", old[i].name, model_params_total(&c), model_params_non_embedding(&c));
+        CHECK(model_flops_per_token(&c, 2048) == old[i].flops && model_hardware_flops_per_token(&c, 2048, 1) == old[i].hflops,
+              "%s: FLOPs per token %.0f / %.0f changed", old[i].name, model_flops_per_token(&c, 2048),
+              model_hardware_flops_per_token(&c, 2048, 1));
+        CHECK(c.KVH == 0 && c.ffn == 0 && c.norm == NORM_LAYERNORM && c.norm_eps == 0 && !c.norm_nobias && c.mlp == MLP_GELU &&
+                  c.rope == ROPE_NEOX && !c.attn_nobias && !c.mlp_nobias && !c.lm_head_bias && !c.shared_norm,
+              "%s: empty architecture cells are not GPT-NeoX's zeros", old[i].name);
+        CHECK(c.learned_pos == (c.pos == POS_LEARNED), "%s: learned_pos and pos disagree", old[i].name);
+    }
+}
+
+static void test_presets_fields(void)
+{
+    model_config l = preset("llama2-70b");
+    CHECK(l.KVH == 8 && l.NH == 64 && l.HS == 128 && l.ffn == 28672 && l.norm == NORM_RMSNORM && l.norm_eps == 1e-5 &&
+              l.mlp == MLP_SWIGLU && l.pos == POS_ROTARY && l.rotary_pct == 1 && l.rope == ROPE_NEOX && l.attn_nobias &&
+              l.mlp_nobias && !l.lm_head_bias && !l.parallel_residual && !l.tied_embeddings && l.max_T == 4096 &&
+              strcmp(l.family, "llama2") == 0,
+          "llama2-70b fields");
+    model_config j = preset("gpt-j-6b");
+    CHECK(j.L == 28 && j.HS == 256 && j.rope == ROPE_GPTJ && j.rotary_pct == 0.25 && j.shared_norm && j.parallel_residual &&
+              j.lm_head_bias && j.attn_nobias && !j.mlp_nobias && !j.norm_nobias && j.norm == NORM_LAYERNORM &&
+              j.mlp == MLP_GELU && model_ffn(&j) == 16384 && !j.tied_embeddings && strcmp(j.family, "gpt-j") == 0,
+          "gpt-j-6b fields");
+    model_config m = preset("mpt-30b");
+    CHECK(m.pos == POS_ALIBI && !m.learned_pos && m.rotary_pct == 0 && m.norm_nobias && m.attn_nobias && m.mlp_nobias &&
+              m.tied_embeddings && !m.parallel_residual && m.max_T == 8192 && model_kv_heads(&m) == 64 &&
+              model_ffn(&m) == 4 * 7168 && strcmp(m.family, "mpt") == 0,
+          "mpt-30b fields");
+}
+
+/* A temporary data directory whose models.csv is a header, one good row and `row` (line 3). */
+static const char *bad_data_dir(const char *header_extra, const char *good_extra, const char *row)
+{
+    const char *dir = test_tmpdir();
+    if (!dir) return NULL;
+    char path[256], text[2048];
+    snprintf(path, sizeof path, "%s/models.csv", dir);
+    snprintf(text, sizeof text,
+             "name,family,layers,d_model,heads,vocab,rotary_pct,rotary_base,parallel_residual,tied_embeddings,pos_emb,max_seq_len,source%s\n"
+             "ok,pythia,2,64,4,128,0.25,10000,true,false,rotary,256,x%s\n%s\n",
+             header_extra, good_extra, row);
+    write_text(path, text);
+    return dir;
+}
+
+static int count_lines(const char *s)
+{
+    int n = 0;
+    for (; *s; s++) n += *s == '\n';
+    return n;
+}
+
+/* Each bad row: `costbench models` exits 1 with one line naming models.csv:3 and the column. */
+static void test_presets_bad_rows(void)
+{
+    static const char *const H = ",norm,norm_eps,norm_bias,mlp,ffn_dim,kv_heads,rotary_style,attn_bias,mlp_bias,lm_head_bias,shared_norm";
+    static const char *const G = ",,,,,,,,,,,";
+    static const struct {
+        const char *row, *expect;
+    } bad[] = {
+        {"b,pythia,2,64,4,128,0.25,10000,true,false,rotary,256,x,batchnorm,,,,,,,,,,",
+         "models.csv:3: column 'norm': expected layernorm or rmsnorm, got 'batchnorm'"},
+        {"b,llama2,2,64,8,128,1,10000,false,false,rotary,256,x,rmsnorm,,,swiglu,176,3,,,,,",
+         "models.csv:3: column 'kv_heads': 8 heads are not a multiple of 3 kv_heads"},
+        {"b,llama2,2,64,4,128,1,10000,false,false,rotary,256,x,rmsnorm,,,swiglu,,,,,,,",
+         "models.csv:3: column 'ffn_dim': swiglu needs ffn_dim"},
+        {"b,llama2,2,64,4,128,1,10000,false,false,rotary,256,x,rmsnorm,,,swiglu,171,,,,,,",
+         "models.csv:3: column 'ffn_dim': SwiGLU ffn_dim must be a positive multiple of 8 (Llama rounds 8C/3 up to a multiple of 256), got 171"},
+        {"b,mpt,2,64,4,128,0.25,10000,false,true,alibi,256,x,,,false,,,,,false,false,,",
+         "models.csv:3: column 'rotary_pct': alibi positions need rotary_pct 0, got 0.25"},
+        {"b,gpt-j,2,64,4,128,0.25,10000,false,false,rotary,256,x,,,,,,,gptj,,,true,true",
+         "models.csv:3: column 'shared_norm': a shared norm needs parallel_residual true"},
+        {"b,pythia,2,64,4,128,0.25,10000,true,false,rotary,256,x,layernorm,1e-6,,,,,,,,,",
+         "models.csv:3: column 'norm_eps': a layernorm preset needs 1e-5, the epsilon of costbench's LayerNorm kernel, got 1e-06"},
+        {"b,opt,2,64,4,128,0.25,10000,true,false,rotary,256,x,,,,,,,,,,,",
+         "models.csv:3: column 'family': expected pythia, neox, gpt3, llama2, gpt-j or mpt, got 'opt'"},
+        {"b,mpt,2,64,4,128,0,10000,false,true,sinusoidal,256,x,,,,,,,,,,,",
+         "models.csv:3: column 'pos_emb': expected rotary, learned or alibi, got 'sinusoidal'"},
+        {"b,pythia,2,64,4,128,0.25,10000,true,false,rotary,256,x,,,,relu,,,,,,,",
+         "models.csv:3: column 'mlp': expected gelu or swiglu, got 'relu'"},
+        {"b,gpt-j,2,64,4,128,0.25,10000,true,false,rotary,256,x,,,,,,,palm,,,,",
+         "models.csv:3: column 'rotary_style': expected neox or gptj, got 'palm'"},
+        {"b,mpt,2,64,4,128,0,10000,false,true,alibi,256,x,,,,,,,,maybe,,,",
+         "models.csv:3: column 'attn_bias': expected true or false, got 'maybe'"},
+        {"b,llama2,2,64,4,128,1,10000,false,false,rotary,256,x,rmsnorm,,true,swiglu,176,,,,,,",
+         "models.csv:3: column 'norm_bias': rmsnorm has no bias"},
+        {"b,llama2,2,64,4,128,1,10000,false,false,rotary,256,x,rmsnorm,,,swiglu,-8,,,,,,",
+         "models.csv:3: column 'ffn_dim'"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *dir = bad_data_dir(H, G, bad[i].row);
+        if (!dir) return;
+        char env[300];
+        snprintf(env, sizeof env, "COSTBENCH_DATA=%s", dir);
+        const char *a[] = {"env", env, g_costbench, "models", NULL};
+        int rc = cmd_run(a, g_out, sizeof g_out, g_err, sizeof g_err);
+        CHECK(rc == 1 && strstr(g_err, bad[i].expect) && strncmp(g_err, "error: ", 7) == 0 && count_lines(g_err) == 1,
+              "row %zu: exit %d, expected 1 and one line with \"%s\": %s", i, rc, bad[i].expect, g_err);
+        rm_tree(dir);
+    }
+}
+
+/* A file of the old format (no architecture columns) still loads, as GPT-NeoX; a file with the
+ * columns and empty cells likewise. */
+static void test_presets_old_format(void)
+{
+    const char *files[][2] = {{"", ""}, {",norm,mlp,kv_heads", ",,,"}};
+    for (int k = 0; k < 2; k++) {
+        const char *dir = bad_data_dir(files[k][0], files[k][1], "");
+        if (!dir) return;
+        char path[256];
+        snprintf(path, sizeof path, "%s/models.csv", dir);
+        model_config *all;
+        int n;
+        CHECK(model_presets_load(path, &all, &n) == 0 && n == 1, "file %d does not load", k);
+        if (n == 1) {
+            const model_config *c = &all[0];
+            CHECK(c->KVH == 0 && c->ffn == 0 && c->norm == NORM_LAYERNORM && c->mlp == MLP_GELU && c->pos == POS_ROTARY &&
+                      model_params_non_embedding(c) == 2.0 * (12 * 64 * 64 + 13 * 64),
+                  "file %d: not GPT-NeoX", k);
+            free(all);
+        }
+        rm_tree(dir);
+    }
+}
+
+/* train's overrides obey the same rules (exit 2, the flags named). */
+static void test_presets_train_flags(void)
+{
+    static const struct {
+        const char *args[10];
+        const char *expect;
+    } bad[] = {
+        {{"train", "--model", "pythia-70m", "--kv-heads", "3"}, "flags '--heads' / '--kv-heads': pythia-70m: 8 heads are not a multiple of 3 kv_heads"},
+        {{"train", "--model", "llama2-70b", "--heads", "4"}, "4 heads are not a multiple of 8 kv_heads"},
+        {{"train", "--model", "llama2-7b", "--ffn", "1001"}, "flag '--ffn': llama2-7b: SwiGLU ffn_dim must be a positive multiple of 8"},
+        {{"train", "--model", "pythia-70m", "--ffn", "0"}, "flag '--ffn'"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int rc = cli_run(bad[i].args, g_out, sizeof g_out, g_err, sizeof g_err);
+        CHECK(rc == 2 && strstr(g_err, bad[i].expect) && count_lines(g_err) == 1, "case %zu: exit %d: %s", i, rc, g_err);
+    }
+}
+
+/* costbench models lists every preset with the new columns after the old ones. */
+static void test_presets_models_command(void)
+{
+    const char *dir = test_tmpdir();
+    if (!dir) return;
+    char csv[256];
+    snprintf(csv, sizeof csv, "%s/models.csv", dir);
+    const char *a[] = {"models", "--csv", csv, NULL};
+    int rc = cli_run(a, g_out, sizeof g_out, g_err, sizeof g_err);
+    CHECK(rc == 0 && strstr(g_out, "llama2-70b") && strstr(g_out, "mpt-30b") && strstr(g_out, "gpt-j-6b") &&
+              strstr(g_out, "T = 2048"),
+          "models: exit %d: %s", rc, g_err);
+    double kv[64], gf[64], p[64];
+    int n = csv_column(csv, "kv_heads", kv, 64);
+    CHECK(n >= 25 && csv_column(csv, "gflop_per_token", gf, 64) == n && csv_column(csv, "params_m", p, 64) == n,
+          "models --csv: %d rows", n);
+    char text[65536];
+    slurp(csv, text, sizeof text);
+    CHECK(strstr(text, "name,layers,d_model,heads,head_dim,vocab,rotary_dims,pos_emb,parallel_residual,tied_embeddings,"
+                       "params_m,non_embedding_params_m,family,kv_heads,ffn,norm,mlp,gflop_per_token,source"),
+          "models --csv header: %.300s", text);
+    rm_tree(dir);
+}
+
 const test_case tests_presets[] = {
+    {"presets: exact parameter counts of Llama-2, GPT-J, MPT and Pythia", test_presets_param_counts},
+    {"presets: llama2-7b FLOPs per token by hand", test_presets_llama2_7b_flops},
+    {"presets: grouped-query attention changes N, not the attention term", test_presets_gqa_flops},
+    {"presets: the old presets' counts and FLOPs unchanged", test_presets_old_unchanged},
+    {"presets: architecture fields of llama2-70b, gpt-j-6b, mpt-30b", test_presets_fields},
+    {"presets: bad rows give one file:line error naming the column, exit 1", test_presets_bad_rows},
+    {"presets: files without the architecture columns mean GPT-NeoX", test_presets_old_format},
+    {"presets: train's --kv-heads and --ffn checked by the same rules", test_presets_train_flags},
+    {"presets: costbench models lists the new columns after the old", test_presets_models_command},
     {NULL, NULL},
 };
