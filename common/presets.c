@@ -19,7 +19,7 @@ static int get_int(const table *t, int row, const int *col, int i, int *out)
     return 0;
 }
 
-/* An optional cell: no column, or an empty cell, leaves *out at its default (1 = it did). */
+/* 1 when an optional column is missing (c < 0) or its cell in this row is empty: the default applies. */
 static int cell_empty(const table *t, int row, int c) { return c < 0 || *table_cell(t, row, c) == '\0'; }
 
 /* Column i holds one of names[0..n): its index, or `dflt` when the column is optional and the
