@@ -248,10 +248,239 @@ static void test_swiglu_edges_bf16(void)
     CHECK(inf_out[0] == INFINITY && !isfinite(inf_out[1]), "silu(+inf) = %g, silu(-inf) = %g", inf_out[0], inf_out[1]);
 }
 
+/* ---------------------------------------------------------------- rope: grouped-query heads, GPT-J pairs */
+
+#define ROPE_BASE 10000.0
+
+typedef struct {
+    rope_shape s;
+    float *tables;
+    rope_tables tb;
+    size_t n; /* qkv elements */
+} gqa_env;
+
+static void gqa_init(gqa_env *e, rope_shape s)
+{
+    e->s = s;
+    e->tables = malloc(sizeof(float) * (rope_tables_floats(s.T, s.r, s.HS) + 1));
+    rope_tables_init(&e->tb, e->tables, s.T, s.r, s.HS, ROPE_BASE);
+    e->n = (size_t)s.B * s.T * rope_qkv_per_token(&s);
+}
+
+static const char *gqa_label(const rope_shape *s, char *buf, size_t n)
+{
+    snprintf(buf, n, "NH %d kvh %d HS %d r %d %s", s->NH, rope_kv_heads(s), s->HS, s->r, s->gptj ? "gptj" : "neox");
+    return buf;
+}
+
+typedef struct {
+    rope_shape s;
+    double *dy, *out;
+} gqa_fd;
+
+static double gqa_loss(void *p, const double *v)
+{
+    gqa_fd *c = p;
+    rope_forward_ref_gqa(c->out, v, &c->s, ROPE_BASE);
+    double l = 0;
+    for (size_t i = 0; i < (size_t)c->s.B * c->s.T * rope_qkv_per_token(&c->s); i++) l += c->dy[i] * c->out[i];
+    return l;
+}
+
+/* Elements of v blocks and pass-through dims: those the fused kernels must leave as they are. */
+static int is_fixed(const rope_shape *s, size_t i)
+{
+    size_t per = rope_qkv_per_token(s), in_tok = i % per, G = (size_t)(s->NH / rope_kv_heads(s));
+    size_t head = (in_tok / s->HS) % (G + 2), d = in_tok % s->HS;
+    return head == G + 1 || d >= (size_t)s->r;
+}
+
+/* Forward vs the definition; v and pass-through untouched; norms kept; backward vs finite
+ * differences and as the inverse rotation; bf16 forward and backward = fp32 rounded. */
+static void check_gqa(rope_shape sh)
+{
+    gqa_env e;
+    gqa_init(&e, sh);
+    const rope_shape *s = &e.s;
+    char lbl[96], what[160];
+    gqa_label(s, lbl, sizeof lbl);
+    size_t n = e.n;
+    unsigned st = 101u + (unsigned)(s->HS * 7 + s->NH + s->gptj);
+    float *x = malloc(n * sizeof(float)), *y = malloc(n * sizeof(float)), *dy = malloc(n * sizeof(float));
+    double *xd = malloc(n * sizeof(double)), *yd = malloc(n * sizeof(double)), *dyd = malloc(n * sizeof(double));
+    rand_fill(x, n, &st);
+    to_double(xd, x, n);
+    rope_forward_ref_gqa(yd, xd, s, ROPE_BASE);
+    memcpy(y, x, n * sizeof(float));
+    rope_forward_fused(y, s, &e.tb);
+    snprintf(what, sizeof what, "%s fused forward", lbl);
+    CHECK(allclose(what, y, yd, n, 1e-6, 1e-5), "%s vs the definition", what);
+    int fixed_ok = 1;
+    for (size_t i = 0; i < n; i++)
+        if (is_fixed(s, i)) fixed_ok &= y[i] == x[i];
+    CHECK(fixed_ok, "%s: a v element or a pass-through dim changed", lbl);
+    /* every q and k head keeps its norm */
+    const int kvh = rope_kv_heads(s);
+    for (int t = 0; t < s->T; t++)
+        for (int which = 0; which < 2; which++)
+            for (int hh = 0; hh < (which ? kvh : s->NH); hh++) {
+                size_t o = rope_qkv_offset(s, s->B - 1, t, which, hh);
+                double n0 = 0, n1 = 0;
+                for (int d = 0; d < s->HS; d++) n0 += (double)x[o + d] * x[o + d], n1 += (double)y[o + d] * y[o + d];
+                CHECK(fabs(sqrt(n1) - sqrt(n0)) <= 1e-6 * sqrt(n0), "%s t %d %s head %d: norm %.9g became %.9g", lbl, t,
+                      which ? "k" : "q", hh, sqrt(n0), sqrt(n1));
+            }
+    /* backward: in place on the gradient, against finite differences of the definition (v and
+     * pass-through gradients pass unchanged, as the identity's) */
+    rand_fill(dy, n, &st);
+    to_double(dyd, dy, n);
+    float *dx = malloc(n * sizeof(float));
+    memcpy(dx, dy, n * sizeof(float));
+    rope_backward_fused(dx, s, &e.tb);
+    gqa_fd c = {*s, dyd, yd};
+    snprintf(what, sizeof what, "%s fused backward", lbl);
+    CHECK(fd_check(what, xd, n, dx, gqa_loss, &c, 800, 1e-5), "%s vs finite differences", what);
+    /* the inverse rotation: backward(forward(x)) = x */
+    double *back = malloc(n * sizeof(double));
+    rope_backward_fused(y, s, &e.tb);
+    to_double(back, x, n);
+    snprintf(what, sizeof what, "%s backward of forward", lbl);
+    CHECK(allclose(what, y, back, n, 1e-6, 1e-6), "%s is not the identity", what);
+    /* bf16: the fp32 kernels' results on the widened inputs, rounded; forward near the definition */
+    bf16 *xh = malloc(n * sizeof(bf16));
+    for (size_t i = 0; i < n; i++) xh[i] = bf16_from_float(x[i]);
+    bf16_to_floats(y, xh, n);
+    for (size_t i = 0; i < n; i++) xd[i] = y[i];
+    rope_forward_ref_gqa(yd, xd, s, ROPE_BASE);
+    rope_forward_fused(y, s, &e.tb);
+    rope_forward_fused_bf16(xh, s, &e.tb);
+    snprintf(what, sizeof what, "%s bf16 fused forward", lbl);
+    CHECK(is_rounding(what, xh, y, n), "%s: not the fp32 fused kernel's result rounded", what);
+    bf16_to_floats(y, xh, n);
+    CHECK(allclose(what, y, yd, n, 1e-6, 1.0 / 256), "%s vs the definition beyond one bf16 rounding", what);
+    for (size_t i = 0; i < n; i++) xh[i] = bf16_from_float(dy[i]);
+    bf16_to_floats(dx, xh, n);
+    rope_backward_fused(dx, s, &e.tb);
+    rope_backward_fused_bf16(xh, s, &e.tb);
+    snprintf(what, sizeof what, "%s bf16 fused backward", lbl);
+    CHECK(is_rounding(what, xh, dx, n), "%s: not the fp32 fused kernel's gradient rounded", what);
+    free(x), free(y), free(dy), free(dx), free(xd), free(yd), free(dyd), free(back), free(xh), free(e.tables);
+}
+
+static void test_rope_gqa(void)
+{
+    /* Llama-2-70B-like: 8 query heads per kv head, full rotary */
+    check_gqa((rope_shape){.B = 2, .T = 5, .NH = 8, .HS = 32, .r = 32, .kvh = 2});
+    /* multi-query (one kv head), a vector tail (h = 20) */
+    check_gqa((rope_shape){.B = 1, .T = 4, .NH = 4, .HS = 40, .r = 40, .kvh = 1});
+    /* kvh = NH spelled out: the per-head layout */
+    check_gqa((rope_shape){.B = 1, .T = 3, .NH = 3, .HS = 32, .r = 8, .kvh = 3});
+}
+
+static void test_rope_gptj(void)
+{
+    /* GPT-J-6B's head: 64 of 256 dims rotated, interleaved */
+    check_gqa((rope_shape){.B = 1, .T = 4, .NH = 2, .HS = 256, .r = 64, .gptj = 1});
+    /* grouped and interleaved, a tail of 4 pairs (h = 12), partial rotary */
+    check_gqa((rope_shape){.B = 2, .T = 3, .NH = 8, .HS = 48, .r = 24, .kvh = 2, .gptj = 1});
+    /* shorter than a vector step (h = 3) */
+    check_gqa((rope_shape){.B = 1, .T = 6, .NH = 2, .HS = 16, .r = 6, .kvh = 1, .gptj = 1});
+}
+
+/* GPT-J's pairing is rotate_half's on de-interleaved dims: fused gptj on x equals fused neox on x
+ * with dims (2i, 2i+1) moved to (i, i + h), bit for bit (the same arithmetic per pair); the HF
+ * formula by hand at one element; NaN reaches its pair partner and nothing else. */
+static void test_rope_gptj_pairs(void)
+{
+    rope_shape sj = {.B = 1, .T = 7, .NH = 4, .HS = 96, .r = 40, .kvh = 2, .gptj = 1}, sn = sj;
+    sn.gptj = 0;
+    gqa_env e;
+    gqa_init(&e, sj);
+    const size_t n = e.n;
+    const int h = sj.r / 2;
+    float *xj = malloc(n * sizeof(float)), *xn = malloc(n * sizeof(float)), *orig = malloc(n * sizeof(float));
+    unsigned st = 808;
+    rand_fill(xj, n, &st);
+    memcpy(orig, xj, n * sizeof(float));
+    memcpy(xn, xj, n * sizeof(float));
+    const size_t heads = n / sj.HS;
+    for (size_t hd = 0; hd < heads; hd++)
+        for (int i = 0; i < h; i++) {
+            xn[hd * sj.HS + i] = xj[hd * sj.HS + 2 * i];
+            xn[hd * sj.HS + h + i] = xj[hd * sj.HS + 2 * i + 1];
+        }
+    rope_forward_fused(xj, &sj, &e.tb);
+    rope_forward_fused(xn, &sn, &e.tb);
+    int same = 1;
+    for (size_t hd = 0; hd < heads; hd++)
+        for (int i = 0; i < h; i++)
+            same &= xn[hd * sj.HS + i] == xj[hd * sj.HS + 2 * i] && xn[hd * sj.HS + h + i] == xj[hd * sj.HS + 2 * i + 1];
+    CHECK(same, "gptj pairs are not rotate_half's on the de-interleaved dims");
+    /* by hand, Hugging Face's apply_rotary_pos_emb: k head 1 at t = 5, pair i = 3 (dims 6, 7) */
+    size_t o = rope_qkv_offset(&sj, 0, 5, 1, 1);
+    double a = orig[o + 6], b = orig[o + 7], ang = 5.0 * pow(ROPE_BASE, -2.0 * 3 / sj.r);
+    CHECK(fabs(xj[o + 6] - (a * cos(ang) - b * sin(ang))) < 1e-6 && fabs(xj[o + 7] - (b * cos(ang) + a * sin(ang))) < 1e-6,
+          "gptj k head 1 t 5 dims 6, 7: %.9g %.9g, expected %.9g %.9g", xj[o + 6], xj[o + 7], a * cos(ang) - b * sin(ang),
+          b * cos(ang) + a * sin(ang));
+    /* NaN at query head 5, t 2, dim 9: dims 8 and 9 of that head NaN, nothing else (gptj); with
+     * neox dims 9 and 9 + h */
+    for (int style = 0; style < 2; style++) {
+        rope_shape *s = style ? &sn : &sj;
+        bf16 *xh = malloc(n * sizeof(bf16));
+        memcpy(xj, orig, n * sizeof(float));
+        size_t q = rope_qkv_offset(s, 0, 2, 0, 5);
+        xj[q + 9] = NAN;
+        for (size_t i = 0; i < n; i++) xh[i] = bf16_from_float(xj[i]);
+        rope_forward_fused(xj, s, &e.tb);
+        rope_forward_fused_bf16(xh, s, &e.tb);
+        size_t p1 = q + 9, p2 = style ? q + 9 + h : q + 8;
+        int ok = isnan(xj[p1]) && isnan(xj[p2]) && isnan(bf16_to_float(xh[p1])) && isnan(bf16_to_float(xh[p2]));
+        for (size_t i = 0; i < n && ok; i++)
+            if (i != p1 && i != p2) ok = isfinite(xj[i]) && isfinite(bf16_to_float(xh[i]));
+        CHECK(ok, "%s: a NaN must reach its pair partner and nothing else", style ? "neox" : "gptj");
+        memcpy(xj, orig, n * sizeof(float));
+        xj[q + 9] = NAN;
+        rope_backward_fused(xj, s, &e.tb);
+        CHECK(isnan(xj[p1]) && isnan(xj[p2]) && isfinite(xj[q + 10]), "%s backward: NaN not propagated to its pair",
+              style ? "neox" : "gptj");
+        free(xh);
+    }
+    free(xj), free(xn), free(orig), free(e.tables);
+}
+
+/* The group layout: with kvh = NH it is the per-head [q, k, v] layout (positional initialisers
+ * included); with groups, q heads then k then v per group; the bytes model counts kvh k heads. */
+static void test_rope_group_layout(void)
+{
+    rope_shape old = {2, 3, 4, 16, 8}; /* the 5-field initialiser: kvh 0, gptj 0 */
+    CHECK(old.kvh == 0 && old.gptj == 0 && rope_kv_heads(&old) == 4 && rope_qkv_per_token(&old) == 3 * 4 * 16,
+          "a positional shape is not the per-head layout");
+    int ok = 1;
+    for (int t = 0; t < 3; t++)
+        for (int hh = 0; hh < 4; hh++)
+            for (int w = 0; w < 3; w++)
+                ok &= rope_qkv_offset(&old, 1, t, w, hh) == (((size_t)1 * 3 + t) * 4 + hh) * 3 * 16 + (size_t)w * 16;
+    CHECK(ok, "kvh = NH offsets differ from (B, T, NH, 3*HS)");
+    rope_shape g = {.B = 1, .T = 2, .NH = 8, .HS = 4, .r = 4, .kvh = 2};
+    /* token 1: group 0 = q0 q1 q2 q3 k0 v0, group 1 = q4 .. q7 k1 v1; 12 heads of 4 */
+    CHECK(rope_qkv_per_token(&g) == 48 && rope_qkv_offset(&g, 0, 1, 0, 5) == 48 + 7 * 4 && rope_qkv_offset(&g, 0, 1, 1, 0) == 48 + 4 * 4 &&
+              rope_qkv_offset(&g, 0, 1, 2, 1) == 48 + 11 * 4,
+          "group layout offsets: q5 %zu k0 %zu v1 %zu", rope_qkv_offset(&g, 0, 1, 0, 5), rope_qkv_offset(&g, 0, 1, 1, 0),
+          rope_qkv_offset(&g, 0, 1, 2, 1));
+    rope_shape full = {.B = 1, .T = 1, .NH = 8, .HS = 128, .r = 128}, grouped = full;
+    grouped.kvh = 2;
+    double bf = rope_bytes_per_token(&full, 2, 0), bg = rope_bytes_per_token(&grouped, 2, 0);
+    CHECK(bf == 4.0 * (16 * 2 * 128 + 2 * 128) && bg == 4.0 * (10 * 2 * 128 + 2 * 128), "fused bytes per token %.0f, grouped %.0f", bf, bg);
+}
+
 const test_case tests_archk[] = {
     {"archk_rmsnorm", test_rmsnorm},
     {"archk_rmsnorm_bf16_nan", test_rmsnorm_bf16},
     {"archk_swiglu", test_swiglu},
     {"archk_swiglu_edges_bf16", test_swiglu_edges_bf16},
+    {"archk_rope_gqa", test_rope_gqa},
+    {"archk_rope_gptj", test_rope_gptj},
+    {"archk_rope_gptj_pairs_nan", test_rope_gptj_pairs},
+    {"archk_rope_group_layout", test_rope_group_layout},
     {NULL, NULL},
 };
