@@ -15,6 +15,17 @@ int rope_rotary_dims(int HS, double rotary_pct)
     return r;
 }
 
+int rope_kv_heads(const rope_shape *s) { return s->kvh > 0 ? s->kvh : s->NH; }
+
+size_t rope_qkv_per_token(const rope_shape *s) { return ((size_t)s->NH + 2 * (size_t)rope_kv_heads(s)) * (size_t)s->HS; }
+
+size_t rope_qkv_offset(const rope_shape *s, int b, int t, int which, int head)
+{
+    const int kvh = rope_kv_heads(s), G = s->NH / kvh;
+    const int g = which == 0 ? head / G : head, j = which == 0 ? head % G : G + which - 1;
+    return ((size_t)b * s->T + (size_t)t) * rope_qkv_per_token(s) + ((size_t)g * (G + 2) + (size_t)j) * s->HS;
+}
+
 size_t rope_tables_floats(int T, int r, int HS)
 {
     return (size_t)T * ((size_t)r /* half cos+sin */ + 2 * (size_t)r + 2 * (size_t)HS);
@@ -284,24 +295,65 @@ static inline void rot_pairs(float *restrict x, const float *restrict c, const f
 }
 #endif
 
+/* GPT-J's pairs (x[2i], x[2i+1]), i < h, with rot_pairs' arithmetic per pair (the same bits as
+ * rot_pairs on the de-interleaved data). With AVX-512, 8 pairs per step: the pairs swapped
+ * within each 64-bit lane, cos and sin duplicated across the pair, sin negated on even lanes. */
+#ifdef __AVX512F__
+static const int32_t DUP_PAIRS[16] = {0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7};
+
+static inline void rot_every_two(float *x, const float *c, const float *sn, int h, float sign)
+{
+    const __m512i dup = _mm512_loadu_si512(DUP_PAIRS);
+    const __m512 sg = _mm512_mask_blend_ps(0xAAAA, _mm512_set1_ps(-sign), _mm512_set1_ps(sign));
+    for (int i = 0; i < h; i += 8) {
+        __mmask16 k = vmask_tail(2L * (h - i)), k8 = vmask_tail(h - i) & 0xff;
+        __m512 v = _mm512_maskz_loadu_ps(k, x + 2 * i);
+        __m512 cc = _mm512_permutexvar_ps(dup, _mm512_maskz_loadu_ps(k8, c + i));
+        __m512 ss = _mm512_mul_ps(sg, _mm512_permutexvar_ps(dup, _mm512_maskz_loadu_ps(k8, sn + i)));
+        _mm512_mask_storeu_ps(x + 2 * i, k, _mm512_fmadd_ps(_mm512_permute_ps(v, 0xB1), ss, _mm512_mul_ps(v, cc)));
+    }
+}
+#else
+static inline void rot_every_two(float *x, const float *c, const float *sn, int h, float sign)
+{
+    for (int i = 0; i < h; i++) {
+        float a = x[2 * i], b = x[2 * i + 1], sv = sign * sn[i];
+        x[2 * i] = a * c[i] - b * sv;
+        x[2 * i + 1] = b * c[i] + a * sv;
+    }
+}
+#endif
+
+typedef void (*rot_fn)(float *x, const float *c, const float *sn, int h, float sign);
+
+/* One token of the group layout: per kv group, its G query heads and its k head rotated (v
+ * untouched), each head's first 2h dims prefetched `ahead` tokens on (0: none). Inlined with a
+ * constant `rot`, one copy per pairing. */
+static inline __attribute__((always_inline)) void fused_token(float *tok, const float *c, const float *sn, int h, int HS,
+                                                              int kvh, int G, size_t ahead, float sign, rot_fn rot)
+{
+    const size_t gs = (size_t)(G + 2) * HS;
+    for (int g = 0; g < kvh; g++)
+        for (int j = 0; j <= G; j++) {
+            float *x = tok + g * gs + (size_t)j * HS;
+            if (ahead) prefetch_bytes(x + ahead, 2 * (size_t)h * sizeof(float));
+            rot(x, c, sn, h, sign);
+        }
+}
+
 static void rope_fused_inplace(float *qkv, const rope_shape *s, const rope_tables *tb, float sign)
 {
     const long N = (long)s->B * s->T;
-    const int h = s->r / 2, NH = s->NH, HS = s->HS, T = s->T;
+    const int h = s->r / 2, HS = s->HS, T = s->T, kvh = rope_kv_heads(s), G = s->NH / kvh;
+    const size_t stride = rope_qkv_per_token(s);
     if (h == 0) return;
 #pragma omp parallel for schedule(static)
     for (long n = 0; n < N; n++) {
         const float *c = tb->cos_half + (size_t)(n % T) * h, *sn = tb->sin_half + (size_t)(n % T) * h;
-        float *tok = qkv + (size_t)n * 3 * NH * HS;
-        for (int hh = 0; hh < NH; hh++) {
-            float *q = tok + (size_t)hh * 3 * HS;
-            if (n + PF_AHEAD < N) {
-                const float *ahead = q + (size_t)PF_AHEAD * 3 * NH * HS;
-                prefetch_bytes(ahead, 2 * (size_t)h * sizeof(float)), prefetch_bytes(ahead + HS, 2 * (size_t)h * sizeof(float));
-            }
-            rot_pairs(q, c, sn, h, sign);
-            rot_pairs(q + HS, c, sn, h, sign);
-        }
+        float *tok = qkv + (size_t)n * stride;
+        size_t ahead = n + PF_AHEAD < N ? PF_AHEAD * stride : 0;
+        if (s->gptj) fused_token(tok, c, sn, h, HS, kvh, G, ahead, sign, rot_every_two);
+        else fused_token(tok, c, sn, h, HS, kvh, G, ahead, sign, rot_pairs);
     }
 }
 
@@ -359,6 +411,20 @@ static inline void rot_pairs_bf16(bf16 *x, const float *c, const float *sn, int 
         vbf16_store512(x + h + i, _mm512_fmadd_ps(a, ss, _mm512_mul_ps(b, cc)), h - i);
     }
 }
+
+/* rot_every_two on bf16 pairs: the fp32 kernel's arithmetic on the widened values, rounded. */
+static inline void rot_every_two_bf16(bf16 *x, const float *c, const float *sn, int h, float sign)
+{
+    const __m512i dup = _mm512_loadu_si512(DUP_PAIRS);
+    const __m512 sg = _mm512_mask_blend_ps(0xAAAA, _mm512_set1_ps(-sign), _mm512_set1_ps(sign));
+    for (int i = 0; i < h; i += 8) {
+        __mmask16 k8 = vmask_tail(h - i) & 0xff;
+        __m512 v = vbf16_load512(x + 2 * i, 2L * (h - i));
+        __m512 cc = _mm512_permutexvar_ps(dup, _mm512_maskz_loadu_ps(k8, c + i));
+        __m512 ss = _mm512_mul_ps(sg, _mm512_permutexvar_ps(dup, _mm512_maskz_loadu_ps(k8, sn + i)));
+        vbf16_store512(x + 2 * i, _mm512_fmadd_ps(_mm512_permute_ps(v, 0xB1), ss, _mm512_mul_ps(v, cc)), 2L * (h - i));
+    }
+}
 #else
 static void span_mul_bf16(bf16 *o, const bf16 *a, const float *t, int n)
 {
@@ -384,6 +450,15 @@ static inline void rot_pairs_bf16(bf16 *x, const float *c, const float *sn, int 
         float a = bf16_to_float(x[i]), b = bf16_to_float(x[h + i]), sv = sign * sn[i];
         x[i] = bf16_from_float(a * c[i] - b * sv);
         x[h + i] = bf16_from_float(b * c[i] + a * sv);
+    }
+}
+
+static inline void rot_every_two_bf16(bf16 *x, const float *c, const float *sn, int h, float sign)
+{
+    for (int i = 0; i < h; i++) {
+        float a = bf16_to_float(x[2 * i]), b = bf16_to_float(x[2 * i + 1]), sv = sign * sn[i];
+        x[2 * i] = bf16_from_float(a * c[i] - b * sv);
+        x[2 * i + 1] = bf16_from_float(b * c[i] + a * sv);
     }
 }
 #endif
@@ -562,24 +637,35 @@ void rope_backward_zero_freq_bf16(bf16 *dqkv, const bf16 *dq_out, const bf16 *dk
     }
 }
 
+typedef void (*rot_fn_bf16)(bf16 *x, const float *c, const float *sn, int h, float sign);
+
+/* fused_token on bf16 heads. */
+static inline __attribute__((always_inline)) void fused_token_bf16(bf16 *tok, const float *c, const float *sn, int h,
+                                                                   int HS, int kvh, int G, size_t ahead, float sign,
+                                                                   rot_fn_bf16 rot)
+{
+    const size_t gs = (size_t)(G + 2) * HS;
+    for (int g = 0; g < kvh; g++)
+        for (int j = 0; j <= G; j++) {
+            bf16 *x = tok + g * gs + (size_t)j * HS;
+            if (ahead) prefetch_bytes(x + ahead, 2 * (size_t)h * sizeof(bf16));
+            rot(x, c, sn, h, sign);
+        }
+}
+
 static void rope_fused_inplace_bf16(bf16 *qkv, const rope_shape *s, const rope_tables *tb, float sign)
 {
     const long N = (long)s->B * s->T;
-    const int h = s->r / 2, NH = s->NH, HS = s->HS, T = s->T;
+    const int h = s->r / 2, HS = s->HS, T = s->T, kvh = rope_kv_heads(s), G = s->NH / kvh;
+    const size_t stride = rope_qkv_per_token(s);
     if (h == 0) return;
 #pragma omp parallel for schedule(static)
     for (long n = 0; n < N; n++) {
         const float *c = tb->cos_half + (size_t)(n % T) * h, *sn = tb->sin_half + (size_t)(n % T) * h;
-        bf16 *tok = qkv + (size_t)n * 3 * NH * HS;
-        for (int hh = 0; hh < NH; hh++) {
-            bf16 *q = tok + (size_t)hh * 3 * HS;
-            if (n + PF_AHEAD < N) {
-                const bf16 *ahead = q + (size_t)PF_AHEAD * 3 * NH * HS;
-                prefetch_bytes(ahead, 2 * (size_t)h * sizeof(bf16)), prefetch_bytes(ahead + HS, 2 * (size_t)h * sizeof(bf16));
-            }
-            rot_pairs_bf16(q, c, sn, h, sign);
-            rot_pairs_bf16(q + HS, c, sn, h, sign);
-        }
+        bf16 *tok = qkv + (size_t)n * stride;
+        size_t ahead = n + PF_AHEAD < N ? PF_AHEAD * stride : 0;
+        if (s->gptj) fused_token_bf16(tok, c, sn, h, HS, kvh, G, ahead, sign, rot_every_two_bf16);
+        else fused_token_bf16(tok, c, sn, h, HS, kvh, G, ahead, sign, rot_pairs_bf16);
     }
 }
 
@@ -593,6 +679,29 @@ void rope_backward_fused_bf16(bf16 *dqkv, const rope_shape *s, const rope_tables
     rope_fused_inplace_bf16(dqkv, s, tb, -1.0f);
 }
 
+/* ---------------------------------------------------------------- double-precision definition */
+
+void rope_forward_ref_gqa(double *out, const double *qkv, const rope_shape *s, double base)
+{
+    const int r = s->r, h = r / 2, HS = s->HS, kvh = rope_kv_heads(s), G = s->NH / kvh;
+    const size_t per_token = rope_qkv_per_token(s);
+    memcpy(out, qkv, (size_t)s->B * s->T * per_token * sizeof(double));
+    for (int b = 0; b < s->B; b++)
+        for (int t = 0; t < s->T; t++)
+            for (int g = 0; g < kvh; g++)
+                for (int j = 0; j <= G; j++) { /* the group's G query heads, then its k head */
+                    size_t o = ((size_t)b * s->T + t) * per_token + ((size_t)g * (G + 2) + j) * HS;
+                    const double *x = qkv + o;
+                    for (int d = 0; d < r; d++) {
+                        /* x cos + rotate(x) sin: rotate_half (-x2, x1) or rotate_every_two (-x[2i+1], x[2i]) */
+                        int i = s->gptj ? d / 2 : d % h;
+                        double rot = s->gptj ? (d % 2 ? x[d - 1] : -x[d + 1]) : (d < h ? -x[d + h] : x[d - h]);
+                        double ang = (double)t * pow(base, -2.0 * i / r);
+                        out[o + d] = x[d] * cos(ang) + rot * sin(ang);
+                    }
+                }
+}
+
 /* Bytes model, per token, for q and k together (x2), in elements of q/k data (elem_bytes each:
  * 4 fp32, 2 bf16) and of tables (fp32 in every variant):
  *   fused      per head: read r, write r; tables r/2 cos + r/2 sin once per token.
@@ -601,19 +710,20 @@ void rope_backward_fused_bf16(bf16 *dqkv, const rope_shape *s, const rope_tables
  *              add (2r, r), cat (HS, HS) = 10r + 2HS; tables: r cos + r sin per token.
  *              backward per head: mul sin (r, r), mul cos (r, r), neg (h, h), cat (2h, r),
  *              add (2r, r), cat (HS, HS) = 10r + 2HS; tables as forward.
- * Tables are shared by all heads of a token and read once per token per tensor. The
+ * Per token NH q heads and kvh k heads (2 NH without grouping); tables are shared by all heads
+ * of a token and read once per token per tensor (q, k). The
  * reference's temporaries have the tensors' dtype (as PyTorch's ops on bf16 tensors). */
 double rope_bytes_per_token_dtype(const rope_shape *s, int variant, int direction, int elem_bytes)
 {
     (void)direction; /* the backward passes move the same amounts as their forwards */
-    const double r = s->r, HS = s->HS, NH = s->NH;
+    const double r = s->r, HS = s->HS, NH = s->NH, KVH = rope_kv_heads(s);
     double per_head, tables;
     switch (variant) {
     case 0: per_head = 10 * r + 2 * HS; tables = 2 * r; break;
     case 1: per_head = 2 * HS; tables = 2 * HS; break;
     default: per_head = 2 * r; tables = r; break;
     }
-    return 2.0 * ((double)elem_bytes * NH * per_head + 4.0 * tables);
+    return (double)elem_bytes * (NH + KVH) * per_head + 2.0 * 4.0 * tables;
 }
 
 double rope_bytes_per_token(const rope_shape *s, int variant, int direction)
