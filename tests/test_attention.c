@@ -15,15 +15,15 @@
 #include "../model/gpt.h"
 #include "check.h"
 
-typedef struct {
-    int B, T, NH, HS;
-} att_shape;
+typedef attn_shape att_shape;
+/* Multi-head attention without bias: the layout the wrappers (attention_forward, ...) take. */
+#define MHA(B, T, NH, HS) {(B), (T), (NH), (NH), (HS), NULL}
 
-static size_t n_qkv(const att_shape *s) { return (size_t)s->B * s->T * 3 * s->NH * s->HS; }
+static size_t n_qkv(const att_shape *s) { return (size_t)s->B * s->T * s->KVH * (s->NH / s->KVH + 2) * s->HS; }
 static size_t n_out(const att_shape *s) { return (size_t)s->B * s->T * s->NH * s->HS; }
 static size_t n_lse(const att_shape *s) { return (size_t)s->B * s->NH * s->T; }
 
-/* Buffers of one shape; the scratch exactly attention_scratch_floats(T, HS, 2) floats, so that
+/* Buffers of one shape; the scratch exactly attention_scratch_floats_s(s, 2) floats, so that
  * the sanitizer build catches any overrun. */
 typedef struct {
     att_shape s;
@@ -44,7 +44,7 @@ static int bufs_alloc(att_bufs *a, att_shape s, unsigned seed)
     a->outd = malloc(no * sizeof(double)), a->doutd = malloc(no * sizeof(double));
     a->lse = malloc(nl * sizeof(float)), a->lsed = malloc(nl * sizeof(double));
     a->qkvb = malloc(nq * sizeof(bf16)), a->outb = malloc(no * sizeof(bf16));
-    a->scratch = malloc(attention_scratch_floats(s.T, s.HS, 2) * sizeof(float));
+    a->scratch = malloc(attention_scratch_floats_s(&s, 2) * sizeof(float));
     if (!a->qkv || !a->dqkv || !a->qkvd || !a->out || !a->dout || !a->outd || !a->doutd || !a->lse || !a->lsed ||
         !a->qkvb || !a->outb || !a->scratch) {
         CHECK(0, "out of memory");
@@ -72,26 +72,30 @@ static void bufs_round_bf16(att_bufs *a)
     to_double(a->qkvd, a->qkv, nq);
 }
 
-/* Each query's log-sum-exp of its scaled scores, in double. */
+/* Each query's log-sum-exp of its scaled (and biased) scores, in double. */
 static void lse_ref(double *lse, const double *qkv, att_shape s)
 {
-    const int C3 = 3 * s.NH * s.HS;
+    const int G = s.NH / s.KVH, C3 = s.KVH * (G + 2) * s.HS;
     const double scale = 1.0 / sqrt((double)s.HS);
     for (int b = 0; b < s.B; b++)
-        for (int h = 0; h < s.NH; h++)
+        for (int h = 0; h < s.NH; h++) {
+            const size_t qo = ((size_t)(h / G) * (G + 2) + h % G) * s.HS, ko = ((size_t)(h / G) * (G + 2) + G) * s.HS;
+            const double slope = s.alibi ? s.alibi[h] : 0.0;
             for (int i = 0; i < s.T; i++) {
-                const double *q = qkv + ((size_t)b * s.T + i) * C3 + (size_t)h * 3 * s.HS;
+                const double *q = qkv + ((size_t)b * s.T + i) * C3 + qo;
                 double mx = -INFINITY, sum = 0;
                 for (int pass = 0; pass < 2; pass++)
                     for (int j = 0; j <= i; j++) {
-                        const double *k = qkv + ((size_t)b * s.T + j) * C3 + (size_t)h * 3 * s.HS + s.HS;
+                        const double *k = qkv + ((size_t)b * s.T + j) * C3 + ko;
                         double d = 0;
                         for (int e = 0; e < s.HS; e++) d += q[e] * k[e];
-                        if (pass == 0) mx = fmax(mx, d * scale);
-                        else sum += exp(d * scale - mx);
+                        d = d * scale - slope * (i - j);
+                        if (pass == 0) mx = fmax(mx, d);
+                        else sum += exp(d - mx);
                     }
                 lse[((size_t)b * s.NH + h) * s.T + i] = mx + log(sum);
             }
+        }
 }
 
 static int all_finite(const float *x, size_t n)
@@ -109,14 +113,14 @@ static void widen(float *dst, const bf16 *src, size_t n)
 /* ---------------------------------------------------------------- fp32 forward */
 
 static const att_shape fwd_shapes[] = {
-    {1, 1, 2, 64},                      /* T = 1 */
-    {2, 37, 2, 16},                     /* one partial block */
-    {1, ATTENTION_BLOCK, 2, 64},        /* exactly one block */
-    {1, 2 * ATTENTION_BLOCK + 3, 2, 64}, /* two blocks and 3 rows */
-    {2, 100, 3, 16},
-    {1, 70, 1, 80}, /* HS not a multiple of 16 (pythia-2.8b's) */
-    {1, 45, 2, 5},  /* odd HS */
-    {1, 70, 1, 256}, /* pythia-1b's heads: the forward's stack tiles at their largest */
+    MHA(1, 1, 2, 64),                      /* T = 1 */
+    MHA(2, 37, 2, 16),                     /* one partial block */
+    MHA(1, ATTENTION_BLOCK, 2, 64),        /* exactly one block */
+    MHA(1, 2 * ATTENTION_BLOCK + 3, 2, 64), /* two blocks and 3 rows */
+    MHA(2, 100, 3, 16),
+    MHA(1, 70, 1, 80), /* HS not a multiple of 16 (pythia-2.8b's) */
+    MHA(1, 45, 2, 5),  /* odd HS */
+    MHA(1, 70, 1, 256), /* pythia-1b's heads: the forward's stack tiles at their largest */
 };
 
 static void test_attention_forward_reference(void)
@@ -139,7 +143,7 @@ static void test_attention_forward_reference(void)
 /* Keys and values after token t change nothing before t (exactly: masked terms are zeros). */
 static void test_attention_causal(void)
 {
-    att_shape s = {1, 2 * ATTENTION_BLOCK + 3, 2, 16};
+    att_shape s = MHA(1, 2 * ATTENTION_BLOCK + 3, 2, 16);
     const int t = ATTENTION_BLOCK + 5, C = s.NH * s.HS, C3 = 3 * C;
     att_bufs a;
     if (!bufs_alloc(&a, s, 3u)) return;
@@ -175,7 +179,7 @@ typedef struct {
 static double att_loss(void *p, const double *v)
 {
     att_fd *c = p;
-    attention_forward_ref(c->out, v, c->s.B, c->s.T, c->s.NH, c->s.HS);
+    attention_forward_ref_s(c->out, v, &c->s);
     double l = 0;
     for (size_t i = 0; i < n_out(&c->s); i++) l += c->dout[i] * c->out[i];
     return l;
@@ -187,10 +191,10 @@ static void test_attention_backward_fd(void)
         att_shape s;
         int nsample;
     } cases[] = {
-        {{2, 6, 2, 4}, 1 << 20},                    /* every element */
-        {{1, ATTENTION_BLOCK + 37, 2, 16}, 120},    /* a full and a partial block */
-        {{1, 2 * ATTENTION_BLOCK + 3, 1, 8}, 150},  /* three blocks */
-        {{1, 70, 1, 64}, 100},
+        {MHA(2, 6, 2, 4), 1 << 20},                    /* every element */
+        {MHA(1, ATTENTION_BLOCK + 37, 2, 16), 120},    /* a full and a partial block */
+        {MHA(1, 2 * ATTENTION_BLOCK + 3, 1, 8), 150},  /* three blocks */
+        {MHA(1, 70, 1, 64), 100},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         att_shape s = cases[c].s;
@@ -230,40 +234,46 @@ static double max_abs(const float *x, size_t n)
     return m;
 }
 
-static void bf16_path_check(int native)
+/* The bf16 kernels (path `native`) at shape s: forward against the double reference, backward
+ * against the fp32 backward on the same bf16-rounded inputs. */
+static void bf16_shape_check(att_shape s, int native, unsigned seed)
 {
     const char *path = native ? "vdpbf16ps" : "portable";
+    att_bufs a;
+    if (!bufs_alloc(&a, s, seed)) return;
+    const size_t nq = n_qkv(&s), no = n_out(&s), nl = n_lse(&s);
+    float *outw = malloc(no * sizeof(float)), *lse32 = malloc(nl * sizeof(float)), *d32 = malloc(nq * sizeof(float));
+    double *d32d = malloc(nq * sizeof(double));
+    bufs_round_bf16(&a);
+    char what[160];
+    snprintf(what, sizeof what, "bf16 (%s) B=%d T=%d NH=%d KVH=%d HS=%d%s", path, s.B, s.T, s.NH, s.KVH, s.HS,
+             s.alibi ? " alibi" : "");
+    attn_bf16_forward_path(a.outb, a.lse, a.qkvb, &s, native);
+    attention_forward_ref_s(a.outd, a.qkvd, &s);
+    lse_ref(a.lsed, a.qkvd, s);
+    widen(outw, a.outb, no);
+    CHECK(allclose(what, outw, a.outd, no, BF16_OUT_ATOL, BF16_OUT_RTOL), "%s: forward vs reference", what);
+    CHECK(allclose(what, a.lse, a.lsed, nl, BF16_LSE_TOL, BF16_LSE_TOL), "%s: lse vs reference", what);
+    /* backward against the fp32 backward on the same rounded q, k, v and output */
+    for (size_t i = 0; i < nq; i++) a.dqkv[i] = NAN;
+    attn_bf16_backward_path(a.dqkv, a.scratch, 2, a.dout, a.qkvb, a.outb, a.lse, &s, native);
+    attention_forward_s(a.out, lse32, a.qkv, &s);
+    attention_backward_s(d32, a.scratch, 2, a.dout, a.qkv, outw, lse32, &s);
+    to_double(d32d, d32, nq);
+    CHECK(all_finite(a.dqkv, nq), "%s: dqkv has unwritten or non-finite elements", what);
+    CHECK(allclose(what, a.dqkv, d32d, nq, BF16_GRAD_ATOL * max_abs(d32, nq), BF16_GRAD_RTOL),
+          "%s: backward vs the fp32 backward", what);
+    free(outw), free(lse32), free(d32), free(d32d);
+    bufs_free(&a);
+}
+
+static void bf16_path_check(int native)
+{
     static const att_shape shapes[] = {
-        {1, 1, 2, 64}, {2, 37, 2, 16}, {1, 2 * ATTENTION_BLOCK + 3, 2, 64}, {1, 70, 1, 80}, {1, 45, 2, 5}, {1, 70, 1, 256},
+        MHA(1, 1, 2, 64), MHA(2, 37, 2, 16), MHA(1, 2 * ATTENTION_BLOCK + 3, 2, 64), MHA(1, 70, 1, 80), MHA(1, 45, 2, 5),
+        MHA(1, 70, 1, 256),
     };
-    for (size_t c = 0; c < sizeof shapes / sizeof shapes[0]; c++) {
-        att_shape s = shapes[c];
-        att_bufs a;
-        if (!bufs_alloc(&a, s, 21u + (unsigned)c)) return;
-        const size_t nq = n_qkv(&s), no = n_out(&s), nl = n_lse(&s);
-        float *outw = malloc(no * sizeof(float)), *lse32 = malloc(nl * sizeof(float)), *d32 = malloc(nq * sizeof(float));
-        double *d32d = malloc(nq * sizeof(double));
-        bufs_round_bf16(&a);
-        char what[128];
-        snprintf(what, sizeof what, "bf16 (%s) B=%d T=%d NH=%d HS=%d", path, s.B, s.T, s.NH, s.HS);
-        attn_bf16_forward_path(a.outb, a.lse, a.qkvb, s.B, s.T, s.NH, s.HS, native);
-        attention_forward_ref(a.outd, a.qkvd, s.B, s.T, s.NH, s.HS);
-        lse_ref(a.lsed, a.qkvd, s);
-        widen(outw, a.outb, no);
-        CHECK(allclose(what, outw, a.outd, no, BF16_OUT_ATOL, BF16_OUT_RTOL), "%s: forward vs reference", what);
-        CHECK(allclose(what, a.lse, a.lsed, nl, BF16_LSE_TOL, BF16_LSE_TOL), "%s: lse vs reference", what);
-        /* backward against the fp32 backward on the same rounded q, k, v and output */
-        for (size_t i = 0; i < nq; i++) a.dqkv[i] = NAN;
-        attn_bf16_backward_path(a.dqkv, a.scratch, 2, a.dout, a.qkvb, a.outb, a.lse, s.B, s.T, s.NH, s.HS, native);
-        attention_forward(a.out, lse32, a.qkv, s.B, s.T, s.NH, s.HS);
-        attention_backward(d32, a.scratch, 2, a.dout, a.qkv, outw, lse32, s.B, s.T, s.NH, s.HS);
-        to_double(d32d, d32, nq);
-        CHECK(all_finite(a.dqkv, nq), "%s: dqkv has unwritten or non-finite elements", what);
-        CHECK(allclose(what, a.dqkv, d32d, nq, BF16_GRAD_ATOL * max_abs(d32, nq), BF16_GRAD_RTOL),
-              "%s: backward vs the fp32 backward", what);
-        free(outw), free(lse32), free(d32), free(d32d);
-        bufs_free(&a);
-    }
+    for (size_t c = 0; c < sizeof shapes / sizeof shapes[0]; c++) bf16_shape_check(shapes[c], native, 21u + (unsigned)c);
 }
 
 static void test_attention_bf16(void)
@@ -280,7 +290,7 @@ static void test_attention_bf16_paths_agree(void)
         printf("    (no AVX512_BF16 on this CPU: nothing to compare)\n");
         return;
     }
-    att_shape s = {2, ATTENTION_BLOCK + 37, 2, 64};
+    att_shape s = MHA(2, ATTENTION_BLOCK + 37, 2, 64);
     att_bufs a;
     if (!bufs_alloc(&a, s, 31u)) return;
     const size_t nq = n_qkv(&s), no = n_out(&s), nl = n_lse(&s);
@@ -288,10 +298,10 @@ static void test_attention_bf16_paths_agree(void)
     float *lse2 = malloc(nl * sizeof(float)), *d2 = malloc(nq * sizeof(float)), *o1 = malloc(no * sizeof(float));
     double *o2 = malloc(no * sizeof(double)), *l2 = malloc(nl * sizeof(double)), *dd = malloc(nq * sizeof(double));
     bufs_round_bf16(&a);
-    attn_bf16_forward_path(a.outb, a.lse, a.qkvb, s.B, s.T, s.NH, s.HS, 1);
-    attn_bf16_forward_path(outb2, lse2, a.qkvb, s.B, s.T, s.NH, s.HS, 0);
-    attn_bf16_backward_path(a.dqkv, a.scratch, 2, a.dout, a.qkvb, a.outb, a.lse, s.B, s.T, s.NH, s.HS, 1);
-    attn_bf16_backward_path(d2, a.scratch, 2, a.dout, a.qkvb, a.outb, a.lse, s.B, s.T, s.NH, s.HS, 0);
+    attn_bf16_forward_path(a.outb, a.lse, a.qkvb, &s, 1);
+    attn_bf16_forward_path(outb2, lse2, a.qkvb, &s, 0);
+    attn_bf16_backward_path(a.dqkv, a.scratch, 2, a.dout, a.qkvb, a.outb, a.lse, &s, 1);
+    attn_bf16_backward_path(d2, a.scratch, 2, a.dout, a.qkvb, a.outb, a.lse, &s, 0);
     widen(o1, a.outb, no);
     for (size_t i = 0; i < no; i++) o2[i] = bf16_to_float(outb2[i]);
     to_double(l2, lse2, nl), to_double(dd, d2, nq);
@@ -309,7 +319,7 @@ static void test_attention_bf16_paths_agree(void)
  * each (allocated to size, so that the sanitizer build catches an overrun). */
 static void test_attention_threads(void)
 {
-    att_shape s = {2, ATTENTION_BLOCK + 37, 3, 16};
+    att_shape s = MHA(2, ATTENTION_BLOCK + 37, 3, 16);
     att_bufs a;
     if (!bufs_alloc(&a, s, 41u)) return;
     const size_t nq = n_qkv(&s), no = n_out(&s), nl = n_lse(&s);
@@ -346,7 +356,7 @@ static void test_attention_threads(void)
 /* A NaN in one query reaches that row's output and lse, and no other row's. */
 static void test_attention_nan(void)
 {
-    att_shape s = {2, ATTENTION_BLOCK + 9, 2, 16};
+    att_shape s = MHA(2, ATTENTION_BLOCK + 9, 2, 16);
     const int C = s.NH * s.HS, C3 = 3 * C, b = 1, t = 40, h = 1;
     att_bufs a;
     if (!bufs_alloc(&a, s, 51u)) return;
