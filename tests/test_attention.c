@@ -313,6 +313,228 @@ static void test_attention_bf16_paths_agree(void)
     bufs_free(&a);
 }
 
+/* ---------------------------------------------------------------- grouped queries, ALiBi */
+
+/* A test shape with grouped queries and ALiBi: alibi_max 0 for no bias, else MPT's slopes for
+ * that alibi_bias_max (8: MPT's; smaller: gentler slopes, more keys that matter). */
+typedef struct {
+    int B, T, NH, KVH, HS;
+    double alibi_max;
+} gqa_case;
+
+static att_shape gqa_shape(const gqa_case *c, float *slopes)
+{
+    if (c->alibi_max > 0) attention_alibi_slopes(slopes, c->NH, c->alibi_max);
+    att_shape s = {c->B, c->T, c->NH, c->KVH, c->HS, c->alibi_max > 0 ? slopes : NULL};
+    return s;
+}
+
+static void shape_name(char *buf, size_t n, const char *what, const att_shape *s)
+{
+    snprintf(buf, n, "%s B=%d T=%d NH=%d KVH=%d HS=%d%s", what, s->B, s->T, s->NH, s->KVH, s->HS, s->alibi ? " alibi" : "");
+}
+
+/* MPT's bias, slope (j - (T-1)) on key j alone (llm-foundry's build_alibi_bias), in a naive
+ * double forward of its own: the same output as -slope (i - j) (a constant per row). */
+static void mpt_forward_ref(double *out, const double *qkv, const att_shape *s)
+{
+    const int G = s->NH / s->KVH, C3 = s->KVH * (G + 2) * s->HS, C = s->NH * s->HS, HS = s->HS;
+    for (int b = 0; b < s->B; b++)
+        for (int h = 0; h < s->NH; h++)
+            for (int i = 0; i < s->T; i++) {
+                const double *q = qkv + ((size_t)b * s->T + i) * C3 + ((size_t)(h / G) * (G + 2) + h % G) * HS;
+                double *o = out + ((size_t)b * s->T + i) * C + (size_t)h * HS, w[512], mx = -INFINITY, sum = 0;
+                for (int j = 0; j <= i; j++) {
+                    const double *k = qkv + ((size_t)b * s->T + j) * C3 + ((size_t)(h / G) * (G + 2) + G) * HS;
+                    double d = 0;
+                    for (int e = 0; e < HS; e++) d += q[e] * k[e];
+                    w[j] = d / sqrt((double)HS) + (double)s->alibi[h] * (j - (s->T - 1));
+                    mx = fmax(mx, w[j]);
+                }
+                for (int e = 0; e < HS; e++) o[e] = 0;
+                for (int j = 0; j <= i; j++) {
+                    const double *v = qkv + ((size_t)b * s->T + j) * C3 + ((size_t)(h / G) * (G + 2) + G + 1) * HS;
+                    double p = exp(w[j] - mx);
+                    sum += p;
+                    for (int e = 0; e < HS; e++) o[e] += p * v[e];
+                }
+                for (int e = 0; e < HS; e++) o[e] /= sum;
+            }
+}
+
+static void test_attention_gqa_alibi_forward(void)
+{
+    static const gqa_case cases[] = {
+        {2, ATTENTION_BLOCK + 37, 8, 2, 16, 0},     /* G = 4 */
+        {1, 2 * ATTENTION_BLOCK + 3, 8, 1, 32, 0},  /* multi-query */
+        {2, ATTENTION_BLOCK + 37, 8, 8, 16, 8},     /* ALiBi, MPT's slopes */
+        {1, 2 * ATTENTION_BLOCK + 3, 12, 12, 64, 8}, /* ALiBi, NH not a power of two */
+        {1, 2 * ATTENTION_BLOCK + 3, 8, 2, 64, 1},  /* both, gentle slopes */
+        {2, 45, 6, 3, 5, 4},                        /* both, odd HS */
+        {1, 1, 4, 2, 16, 8},                        /* T = 1 */
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        float slopes[16];
+        att_shape s = gqa_shape(&cases[c], slopes);
+        att_bufs a;
+        if (!bufs_alloc(&a, s, 61u + (unsigned)c)) return;
+        attention_forward_s(a.out, a.lse, a.qkv, &s);
+        attention_forward_ref_s(a.outd, a.qkvd, &s);
+        lse_ref(a.lsed, a.qkvd, s);
+        char what[128];
+        shape_name(what, sizeof what, "forward", &s);
+        CHECK(allclose(what, a.out, a.outd, n_out(&s), 1e-5, 1e-4), "%s differs from the reference", what);
+        CHECK(allclose(what, a.lse, a.lsed, n_lse(&s), 1e-5, 1e-5), "%s: lse differs from the reference", what);
+        if (s.alibi) {
+            double *mpt = malloc(n_out(&s) * sizeof(double));
+            float *reff = malloc(n_out(&s) * sizeof(float));
+            mpt_forward_ref(mpt, a.qkvd, &s);
+            to_float(reff, a.outd, n_out(&s));
+            CHECK(allclose(what, reff, mpt, n_out(&s), 1e-6, 1e-6), "%s: the reference differs from MPT's key-only bias", what);
+            free(mpt), free(reff);
+        }
+        bufs_free(&a);
+    }
+}
+
+/* Grouped queries are multi-head attention with each kv head's k and v repeated for its G query
+ * heads: the same forward bits (the same products on the same values), and dk, dv the sums of
+ * the repeated heads' gradients. */
+static void test_attention_gqa_is_repeated_mha(void)
+{
+    float slopes[8];
+    const gqa_case c = {2, ATTENTION_BLOCK + 37, 8, 2, 16, 2};
+    const att_shape s = gqa_shape(&c, slopes);
+    const att_shape m = {s.B, s.T, s.NH, s.NH, s.HS, s.alibi};
+    const int G = s.NH / s.KVH, HS = s.HS, C3g = s.KVH * (G + 2) * HS, C3m = 3 * s.NH * HS;
+    att_bufs a, b;
+    if (!bufs_alloc(&a, s, 71u)) return;
+    if (!bufs_alloc(&b, m, 72u)) {
+        bufs_free(&a);
+        return;
+    }
+    memcpy(b.dout, a.dout, n_out(&s) * sizeof(float));
+    for (size_t t = 0; t < (size_t)s.B * s.T; t++)
+        for (int h = 0; h < s.NH; h++) {
+            const float *g = a.qkv + t * C3g + (size_t)(h / G) * (G + 2) * HS;
+            float *d = b.qkv + t * C3m + (size_t)h * 3 * HS;
+            memcpy(d, g + (size_t)(h % G) * HS, HS * sizeof(float));
+            memcpy(d + HS, g + (size_t)G * HS, 2 * HS * sizeof(float));
+        }
+    attention_forward_s(a.out, a.lse, a.qkv, &s);
+    attention_forward_s(b.out, b.lse, b.qkv, &m);
+    CHECK(memcmp(a.out, b.out, n_out(&s) * sizeof(float)) == 0 && memcmp(a.lse, b.lse, n_lse(&s) * sizeof(float)) == 0,
+          "grouped forward differs from multi-head forward with k, v repeated");
+    attention_backward_s(a.dqkv, a.scratch, 2, a.dout, a.qkv, a.out, a.lse, &s);
+    attention_backward_s(b.dqkv, b.scratch, 2, b.dout, b.qkv, b.out, b.lse, &m);
+    /* b's gradients gathered into the group layout, in double */
+    double *ref = calloc(n_qkv(&s), sizeof(double));
+    for (size_t t = 0; t < (size_t)s.B * s.T; t++)
+        for (int h = 0; h < s.NH; h++) {
+            double *g = ref + t * C3g + (size_t)(h / G) * (G + 2) * HS;
+            const float *d = b.dqkv + t * C3m + (size_t)h * 3 * HS;
+            for (int e = 0; e < HS; e++) g[(size_t)(h % G) * HS + e] = d[e];
+            for (int e = 0; e < 2 * HS; e++) g[(size_t)G * HS + e] += d[HS + e];
+        }
+    CHECK(allclose("grouped dqkv vs repeated multi-head", a.dqkv, ref, n_qkv(&s), 1e-6, 1e-5),
+          "grouped backward differs from the multi-head backward summed over each group");
+    free(ref);
+    bufs_free(&a), bufs_free(&b);
+}
+
+static void test_attention_gqa_alibi_backward_fd(void)
+{
+    static const struct {
+        gqa_case c;
+        int nsample;
+    } cases[] = {
+        {{2, 6, 4, 2, 4, 0}, 1 << 20},                     /* GQA, every element */
+        {{1, ATTENTION_BLOCK + 37, 8, 2, 8, 0}, 150},      /* GQA, a full and a partial block */
+        {{1, ATTENTION_BLOCK + 6, 4, 1, 8, 0}, 150},       /* multi-query */
+        {{2, 6, 2, 2, 4, 8}, 1 << 20},                     /* ALiBi, every element */
+        {{1, ATTENTION_BLOCK + 37, 4, 4, 8, 1}, 150},      /* ALiBi */
+        {{1, 2 * ATTENTION_BLOCK + 3, 4, 2, 8, 2}, 150},   /* both, three blocks */
+        {{2, 7, 6, 3, 4, 8}, 1 << 20},                     /* both, every element */
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        float slopes[16];
+        att_shape s = gqa_shape(&cases[c].c, slopes);
+        att_bufs a;
+        if (!bufs_alloc(&a, s, 81u + (unsigned)c)) return;
+        for (size_t i = 0; i < n_qkv(&s); i++) a.dqkv[i] = NAN; /* every element must be written */
+        attention_forward_s(a.out, a.lse, a.qkv, &s);
+        attention_backward_s(a.dqkv, a.scratch, 2, a.dout, a.qkv, a.out, a.lse, &s);
+        att_fd f = {s, a.doutd, a.outd};
+        char what[128];
+        shape_name(what, sizeof what, "dqkv", &s);
+        CHECK(all_finite(a.dqkv, n_qkv(&s)), "%s: an element left unwritten or not finite", what);
+        CHECK(fd_check(what, a.qkvd, n_qkv(&s), a.dqkv, att_loss, &f, cases[c].nsample, 1e-3), "%s vs finite differences", what);
+        bufs_free(&a);
+    }
+}
+
+static void test_attention_gqa_alibi_bf16(void)
+{
+    static const gqa_case cases[] = {
+        {2, 37, 8, 2, 16, 0}, {1, 2 * ATTENTION_BLOCK + 3, 8, 1, 64, 0}, {1, 2 * ATTENTION_BLOCK + 3, 4, 4, 64, 8},
+        {1, 70, 8, 2, 80, 1}, {1, 45, 6, 3, 5, 4}, {1, 70, 2, 1, 256, 2},
+    };
+    for (int native = 0; native < 2; native++) {
+        if (native && !bf16_cpu_native()) {
+            printf("    (no AVX512_BF16 on this CPU: the vdpbf16ps path is not tested)\n");
+            break;
+        }
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+            float slopes[16];
+            bf16_shape_check(gqa_shape(&cases[c], slopes), native, 91u + (unsigned)c);
+        }
+    }
+}
+
+/* A group's dk and dv are one thread's: 1 and 2 threads give the same bits, fp32 and bf16. */
+static void test_attention_gqa_threads(void)
+{
+    float slopes[8];
+    const gqa_case c = {2, ATTENTION_BLOCK + 37, 8, 2, 16, 4};
+    for (int alibi = 0; alibi < 2; alibi++) {
+        att_shape s = gqa_shape(&c, slopes);
+        if (!alibi) s.alibi = NULL;
+        att_bufs a;
+        if (!bufs_alloc(&a, s, 101u)) return;
+        const size_t nq = n_qkv(&s);
+        float *d1 = malloc(nq * sizeof(float)), *s1 = malloc(attention_scratch_floats_s(&s, 1) * sizeof(float));
+        bufs_round_bf16(&a);
+        attention_forward_s(a.out, a.lse, a.qkv, &s);
+        attention_backward_s(d1, s1, 1, a.dout, a.qkv, a.out, a.lse, &s);
+        attention_backward_s(a.dqkv, a.scratch, 2, a.dout, a.qkv, a.out, a.lse, &s);
+        CHECK(memcmp(d1, a.dqkv, nq * sizeof(float)) == 0, "fp32 GQA backward%s: 1 and 2 threads differ", alibi ? " (alibi)" : "");
+        attention_forward_bf16_s(a.outb, a.lse, a.qkvb, &s);
+        attention_backward_bf16_s(d1, s1, 1, a.dout, a.qkvb, a.outb, a.lse, &s);
+        attention_backward_bf16_s(a.dqkv, a.scratch, 2, a.dout, a.qkvb, a.outb, a.lse, &s);
+        CHECK(memcmp(d1, a.dqkv, nq * sizeof(float)) == 0, "bf16 GQA backward%s: 1 and 2 threads differ", alibi ? " (alibi)" : "");
+        CHECK(attention_scratch_floats_s(&s, 3) == attention_scratch_floats(s.T, s.HS, 3), "GQA scratch is not per thread");
+        free(d1), free(s1);
+        bufs_free(&a);
+    }
+}
+
+/* MPT's slopes, worked out from gen_slopes: NH = 8: n = 8, m_i = i + 1, 2^-1 .. 2^-8. NH = 12:
+ * n = 16, m_i = (i + 1) / 2, slopes 2^-0.5, 2^-1, ..., 2^-8; the odd-indexed ones (2^-1 .. 2^-8)
+ * then the even-indexed (2^-0.5, 2^-1.5, ...), the first 12. NH = 1: n = 1, 2^-8. */
+static void test_attention_alibi_slopes(void)
+{
+    float s8[8], s12[12], s1[1];
+    attention_alibi_slopes(s8, 8, 8.0);
+    for (int h = 0; h < 8; h++) CHECK(s8[h] == ldexpf(1.0f, -(h + 1)), "NH=8: slope %d is %.9g, expected 2^-%d", h, s8[h], h + 1);
+    static const double want12[12] = {0.5, 0.25, 0.125, 0.0625, 0.03125, 0.015625, 0.0078125, 0.00390625,
+                                      0.70710678118654752, 0.35355339059327376, 0.17677669529663688, 0.08838834764831844};
+    attention_alibi_slopes(s12, 12, 8.0);
+    for (int h = 0; h < 12; h++)
+        CHECK(fabs(s12[h] - want12[h]) <= 1e-7 * want12[h], "NH=12: slope %d is %.9g, expected %.9g", h, s12[h], want12[h]);
+    attention_alibi_slopes(s1, 1, 8.0);
+    CHECK(s1[0] == 1.0f / 256, "NH=1: slope %.9g, expected 2^-8", s1[0]);
+}
+
 /* ---------------------------------------------------------------- threads, NaN, scratch */
 
 /* One and two threads give the same bits; the scratch is exactly as large as promised for
@@ -429,5 +651,11 @@ const test_case tests_attention[] = {
     {"attention: NaN in one query reaches only its row", test_attention_nan},
     {"attention: backward scratch per thread, linear in T, within 8 blocks x (T + HS)", test_attention_scratch_linear},
     {"attention: the model's memory estimate is linear in T (pythia-410m B=4 T=2048 under 24 GiB)", test_attention_model_estimate},
+    {"attention: GQA (KVH 2, 1) and ALiBi forward vs double reference; ALiBi as MPT's key-only bias", test_attention_gqa_alibi_forward},
+    {"attention: GQA equals multi-head attention with k, v repeated (forward bits, backward summed)", test_attention_gqa_is_repeated_mha},
+    {"attention: GQA, ALiBi and both, backward vs finite differences", test_attention_gqa_alibi_backward_fd},
+    {"attention: GQA and ALiBi in bf16 vs reference and vs the fp32 backward (both paths)", test_attention_gqa_alibi_bf16},
+    {"attention: GQA backward, 1 and 2 threads give the same bits (fp32, bf16, ALiBi)", test_attention_gqa_threads},
+    {"attention: ALiBi slopes of MPT's gen_slopes (NH 8, 12, 1)", test_attention_alibi_slopes},
     {NULL, NULL},
 };
