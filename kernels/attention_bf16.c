@@ -1,9 +1,9 @@
 /* bf16 tiled attention: attention.c's loops with bf16 operands. Every product reads words of
  * two bf16 values along its sum (attn_tile.h), so each operand is packed once where it is
  * reused: per block of queries in the forward (Q^T), per tile (K, the pairs of V rows, P);
- * per head in the backward (Q and dO both along the rows and in pairs of rows), per block of
- * keys (K^T, V^T, pairs of K rows), per tile (P and dS in pairs of rows, dS along the rows).
- * Softmax statistics, the output accumulator and the gradients (accumulated in dqkv) stay fp32. */
+ * per query head in the backward (Q and dO both along the rows and in pairs of rows), per block
+ * of keys (K^T, V^T, pairs of K rows; again for each query head of a group), per tile (P and dS
+ * in pairs of rows, dS along the rows). Softmax statistics, the output accumulator and the gradients (accumulated in dqkv) stay fp32. */
 #include "attention.h"
 
 #include <math.h>
@@ -25,15 +25,16 @@ static int pair_words(int HS) { return (int)up16((size_t)HS); }
  * holds whole words: HS even and the tensor 4-byte aligned. */
 static int rows_in_place(const bf16 *qkv, int HS) { return HS % 2 == 0 && (uintptr_t)qkv % 4 == 0; }
 
-/* One block of queries [i0, i0 + nq) of head h of batch b against keys [0, i0 + nq). */
-static void forward_block(bf16 *out, float *lse, const bf16 *qkv, int T, int NH, int HS, int b, int h, int i,
-                          int native)
+/* One block of queries [i0, i0 + nq) of query head h of batch b against keys [0, i0 + nq) of its
+ * kv head. */
+static void forward_block(bf16 *out, float *lse, const bf16 *qkv, const attn_geom *g, int b, int h, int i, int native)
 {
-    const int C3 = 3 * NH * HS, C = NH * HS, i0 = i * BT, nq = T - i0 < BT ? T - i0 : BT;
+    const int T = g->T, HS = g->HS, C3 = g->C3, C = g->C, i0 = i * BT, nq = T - i0 < BT ? T - i0 : BT;
     const int D2 = half_words(HS), HP = pair_words(HS);
-    const float scale = 1.0f / sqrtf((float)HS);
-    const bf16 *q = qkv + ((size_t)b * T + i0) * C3 + (size_t)h * 3 * HS;
-    const bf16 *k = qkv + (size_t)b * T * C3 + (size_t)h * 3 * HS + HS, *v = k + HS;
+    const float scale = g->scale, slope = g->alibi ? g->alibi[h] : 0.0f;
+    const float ss = g->alibi ? 1.0f : scale; /* the softmax's scale of st: 1 once ALiBi has scaled it */
+    const bf16 *q = qkv + ((size_t)b * T + i0) * C3 + attn_q_off(g, h);
+    const bf16 *k = qkv + (size_t)b * T * C3 + attn_k_off(g, h / g->G), *v = k + HS;
     const int in_place = rows_in_place(qkv, HS); /* K read as words where it is */
     uint32_t qt[D2 * BT], kb[in_place ? 1 : BT * D2], vp[BT / 2 * HP], pp[BT / 2 * BT];
     float st[BT * BT], o[BT * HS], m[BT], l[BT], alpha[BT];
@@ -50,27 +51,29 @@ static void forward_block(bf16 *out, float *lse, const bf16 *qkv, int T, int NH,
         attn_tile_pairs_bf16(vp, HP, v + (size_t)j0 * C3, C3, nk, HS);
         /* st (nk x nq) = K_j Q_i^T; P in place; P^T's rows paired (the keys) for P V */
         attn_tile_gemm_bf16(st, BT, 0, ka, kas, 1, qt, BT, nk, nq, HS, diag ? TRI_N_FROM_ROW : TRI_NONE, native);
-        attn_tile_softmax_cols_pairs(st, BT, nk, nq, diag, scale, m, l, alpha, pp, BT, native);
+        if (g->alibi) attn_tile_alibi(st, BT, nk, nq, 1, diag, scale, slope, i0 - j0);
+        attn_tile_softmax_cols_pairs(st, BT, nk, nq, diag, ss, m, l, alpha, pp, BT, native);
         if (j > 0) attn_tile_scale_rows(o, HS, nq, HS, alpha);
         attn_tile_gemm_bf16(o, HS, j > 0, pp, 1, BT, vp, HP, nq, HS, nk, diag ? TRI_K_UPTO_ROW : TRI_NONE, native);
     }
     bf16 *ob = out + ((size_t)b * T + i0) * C + (size_t)h * HS;
-    float *lb = lse + ((size_t)b * NH + h) * T + i0;
+    float *lb = lse + ((size_t)b * g->NH + h) * T + i0;
     for (int r = 0; r < nq; r++) {
         for (int d = 0; d < HS; d++) ob[(size_t)r * C + d] = bf16_from_float(o[r * HS + d] / l[r]);
         lb[r] = m[r] + logf(l[r]);
     }
 }
 
-static void forward_all(bf16 *out, float *lse, const bf16 *qkv, int B, int T, int NH, int HS, int native)
+static void forward_all(bf16 *out, float *lse, const bf16 *qkv, const attn_shape *s, int native)
 {
-    const int nb = (T + BT - 1) / BT, heads = B * NH;
+    const attn_geom g = attn_geom_of(s);
+    const int nb = (g.T + BT - 1) / BT, heads = g.B * g.NH;
     const long ntask = (long)heads * nb;
     /* head by head (its keys and values stay in cache), the longest blocks (most keys) first */
 #pragma omp parallel for schedule(dynamic, 1)
     for (long t = 0; t < ntask; t++) {
         int i = nb - 1 - (int)(t % nb), bh = (int)(t / nb);
-        forward_block(out, lse, qkv, T, NH, HS, bh / NH, bh % NH, i, native);
+        forward_block(out, lse, qkv, &g, bh / g.NH, bh % g.NH, i, native);
     }
 }
 
@@ -115,22 +118,25 @@ static size_t scratch_layout(bf16_scratch *s, float *ws, int T, int HS)
 size_t attn_scratch_bf16(int T, int HS) { return scratch_layout(NULL, NULL, T, HS); }
 
 typedef struct {
-    int T, C, C3, HS;
+    const attn_geom *g;
     int native, q_in_place; /* the queries read where they are (rows_in_place), else from qb */
     const bf16 *q;          /* this head's queries, */
     const float *dO;        /* d(output) */
+    float *dq, *dk, *dv;    /* its rows of dqkv, and its kv head's */
+    float slope;            /* its ALiBi slope (g->alibi) */
+    int first;              /* the group's first query head: its tiles start dK and dV */
 } bwd_shape;
 
 /* The queries' side packed for rows [r0, r0 + rows) (r0 even), at the start of its buffers. */
 static void pack_queries(const bf16_scratch *s, const bwd_shape *sh, int r0, int rows)
 {
-    const int HS = sh->HS, D2 = half_words(HS), HP = pair_words(HS);
-    const bf16 *q = sh->q + (size_t)r0 * sh->C3;
-    const float *dO = sh->dO + (size_t)r0 * sh->C;
-    if (!sh->q_in_place) attn_tile_rows_bf16(s->qb, D2, q, sh->C3, rows, HS);
-    attn_tile_pairs_bf16(s->qp, HP, q, sh->C3, rows, HS);
-    attn_tile_rows_f32(s->dob, D2, dO, sh->C, rows, HS, sh->native);
-    attn_tile_pairs_f32(s->dop, HP, dO, sh->C, rows, HS, sh->native);
+    const int HS = sh->g->HS, D2 = half_words(HS), HP = pair_words(HS);
+    const bf16 *q = sh->q + (size_t)r0 * sh->g->C3;
+    const float *dO = sh->dO + (size_t)r0 * sh->g->C;
+    if (!sh->q_in_place) attn_tile_rows_bf16(s->qb, D2, q, sh->g->C3, rows, HS);
+    attn_tile_pairs_bf16(s->qp, HP, q, sh->g->C3, rows, HS);
+    attn_tile_rows_f32(s->dob, D2, dO, sh->g->C, rows, HS, sh->native);
+    attn_tile_pairs_f32(s->dop, HP, dO, sh->g->C, rows, HS, sh->native);
 }
 
 typedef struct {
@@ -142,92 +148,122 @@ typedef struct {
 /* Block i's queries' side: packed now (per tile), or where the head's packing put it. */
 static query_side queries_of(const bf16_scratch *s, const bwd_shape *sh, int i)
 {
-    const int HS = sh->HS, D2 = half_words(HS), HP = pair_words(HS), i0 = i * BT;
+    const int HS = sh->g->HS, D2 = half_words(HS), HP = pair_words(HS), i0 = i * BT, T = sh->g->T;
     const size_t r = per_head(HS) ? (size_t)i0 : 0;
-    if (!per_head(HS)) pack_queries(s, sh, i0, sh->T - i0 < BT ? sh->T - i0 : BT);
+    if (!per_head(HS)) pack_queries(s, sh, i0, T - i0 < BT ? T - i0 : BT);
     query_side qs = {s->qb + r * D2, D2, s->qp + r / 2 * HP, s->dob + r * D2, s->dop + r / 2 * HP};
-    if (sh->q_in_place) qs.q = sh->q + (size_t)i0 * sh->C3, qs.qs = sh->C3 / 2;
+    if (sh->q_in_place) qs.q = sh->q + (size_t)i0 * sh->g->C3, qs.qs = sh->g->C3 / 2;
     return qs;
 }
 
 /* Tile (query block i, key block j): dK_j and dV_j accumulate in dqkv from i == j (the diagonal)
- * on, dQ_i from the first block of keys on. dq: this head's dqkv. */
-static void backward_tile(const bf16_scratch *s, const bwd_shape *sh, float *dq, const float *lse, int i, int j)
+ * on (from the start for a group's later heads), dQ_i from the first block of keys on. */
+static void backward_tile(const bf16_scratch *s, const bwd_shape *sh, const float *lse, int i, int j)
 {
-    const int T = sh->T, HS = sh->HS, D2 = half_words(HS), HP = pair_words(HS), native = sh->native;
+    const attn_geom *g = sh->g;
+    const int T = g->T, HS = g->HS, C3 = g->C3, D2 = half_words(HS), HP = pair_words(HS), native = sh->native;
     const int i0 = i * BT, nq = T - i0 < BT ? T - i0 : BT, nk = T - j * BT < BT ? T - j * BT : BT, diag = i == j;
-    const float scale = 1.0f / sqrtf((float)HS);
+    const float scale = g->scale, ss = g->alibi ? 1.0f : scale;
     const attn_tri upto_n = diag ? TRI_N_UPTO_ROW : TRI_NONE;
     const query_side qs = queries_of(s, sh, i);
     attn_tile_gemm_bf16(s->S, BT, 0, qs.q, qs.qs, 1, s->kt, BT, nq, nk, HS, upto_n, native);
     attn_tile_gemm_bf16(s->dP, BT, 0, qs.dob, D2, 1, s->vt, BT, nq, nk, HS, upto_n, native);
-    attn_tile_probs_grads_pairs(s->S, s->dP, BT, nq, nk, diag, scale, lse + i0, s->D + i0, s->pp, s->dsp, BT, s->dsb,
-                                BT / 2, native);
+    if (g->alibi) attn_tile_alibi(s->S, BT, nq, nk, 0, diag, scale, sh->slope, i0 - j * BT);
+    attn_tile_probs_grads_pairs(s->S, s->dP, BT, nq, nk, diag, ss, scale, lse + i0, s->D + i0, s->pp, s->dsp, BT,
+                                s->dsb, BT / 2, native);
     /* dV_j += P^T dO_i, dK_j += dS^T Q_i; dQ_i += dS K_j */
     const attn_tri from = diag ? TRI_K_FROM_ROW : TRI_NONE;
-    float *dkj = dq + (size_t)j * BT * sh->C3 + HS, *dvj = dkj + HS;
-    attn_tile_gemm_bf16(dvj, sh->C3, !diag, s->pp, 1, BT, qs.dop, HP, nk, HS, nq, from, native);
-    attn_tile_gemm_bf16(dkj, sh->C3, !diag, s->dsp, 1, BT, qs.qp, HP, nk, HS, nq, from, native);
-    attn_tile_gemm_bf16(dq + (size_t)i0 * sh->C3, sh->C3, j > 0, s->dsb, BT / 2, 1, s->kp, HP, nq, HS, nk,
+    const int acc = !diag || !sh->first;
+    float *dkj = sh->dk + (size_t)j * BT * C3, *dvj = sh->dv + (size_t)j * BT * C3;
+    attn_tile_gemm_bf16(dvj, C3, acc, s->pp, 1, BT, qs.dop, HP, nk, HS, nq, from, native);
+    attn_tile_gemm_bf16(dkj, C3, acc, s->dsp, 1, BT, qs.qp, HP, nk, HS, nq, from, native);
+    attn_tile_gemm_bf16(sh->dq + (size_t)i0 * C3, C3, j > 0, s->dsb, BT / 2, 1, s->kp, HP, nq, HS, nk,
                         diag ? TRI_K_UPTO_ROW : TRI_NONE, native);
 }
 
-static void backward_head(float *dqkv, float *ws, const float *dout, const bf16 *qkv, const bf16 *out,
-                          const float *lse, const bwd_shape *shape, int NH, int b, int h)
+/* Query head h of batch b (its operands in sh) against the keys and values k, v of its kv head. */
+static void backward_head(const bf16_scratch *s, const bwd_shape *sh, const bf16 *k, const bf16 *v, const bf16 *out,
+                          const float *lse, int b, int h)
 {
-    bwd_shape head = *shape, *sh = &head;
-    const int T = sh->T, HS = sh->HS, C = sh->C, C3 = sh->C3, nb = (T + BT - 1) / BT;
+    const attn_geom *g = sh->g;
+    const int T = g->T, HS = g->HS, C = g->C, C3 = g->C3, nb = (T + BT - 1) / BT;
     const int D2 = half_words(HS), HP = pair_words(HS);
-    const size_t qo = (size_t)b * T * C3 + (size_t)h * 3 * HS, oo = (size_t)b * T * C + (size_t)h * HS;
-    const bf16 *q = qkv + qo, *k = q + HS, *v = q + 2 * HS, *o = out + oo;
-    const float *dO = dout + oo, *L = lse + ((size_t)b * NH + h) * T;
-    float *dq = dqkv + qo;
-    bf16_scratch s;
-    scratch_layout(&s, ws, T, HS);
-    sh->q = q, sh->dO = dO, sh->q_in_place = rows_in_place(qkv, HS);
-    if (per_head(HS)) pack_queries(&s, sh, 0, T);
+    const bf16 *o = out + (size_t)b * T * C + (size_t)h * HS;
+    const float *L = lse + ((size_t)b * g->NH + h) * T;
+    if (per_head(HS)) pack_queries(s, sh, 0, T);
     /* D = rowsum(dO * O) from the rounded dO that dP = dO V^T uses: they cancel where they should */
     for (int i = 0; i < nb; i++) {
         const int i0 = i * BT, nq = T - i0 < BT ? T - i0 : BT;
-        attn_tile_rowdot_bf16(s.D + i0, queries_of(&s, sh, i).dob, D2, o + (size_t)i0 * C, C, nq, HS);
+        attn_tile_rowdot_bf16(s->D + i0, queries_of(s, sh, i).dob, D2, o + (size_t)i0 * C, C, nq, HS);
     }
     for (int j = 0; j < nb; j++) {
         const int j0 = j * BT, nk = T - j0 < BT ? T - j0 : BT;
-        attn_tile_pairs_t_bf16(s.kt, BT, k + (size_t)j0 * C3, C3, nk, HS);
-        attn_tile_pairs_t_bf16(s.vt, BT, v + (size_t)j0 * C3, C3, nk, HS);
-        attn_tile_pairs_bf16(s.kp, HP, k + (size_t)j0 * C3, C3, nk, HS);
-        for (int i = j; i < nb; i++) backward_tile(&s, sh, dq, L, i, j);
+        attn_tile_pairs_t_bf16(s->kt, BT, k + (size_t)j0 * C3, C3, nk, HS);
+        attn_tile_pairs_t_bf16(s->vt, BT, v + (size_t)j0 * C3, C3, nk, HS);
+        attn_tile_pairs_bf16(s->kp, HP, k + (size_t)j0 * C3, C3, nk, HS);
+        for (int i = j; i < nb; i++) backward_tile(s, sh, L, i, j);
+    }
+}
+
+/* kv head kv of batch b: its G query heads in order, all adding to the one dK and dV. */
+static void backward_group(float *dqkv, float *ws, const float *dout, const bf16 *qkv, const bf16 *out,
+                           const float *lse, const attn_geom *g, int native, int b, int kv)
+{
+    const int T = g->T, HS = g->HS;
+    const size_t row0 = (size_t)b * T * g->C3, ko = row0 + attn_k_off(g, kv);
+    bf16_scratch s;
+    scratch_layout(&s, ws, T, HS);
+    for (int r = 0; r < g->G; r++) {
+        const int h = kv * g->G + r;
+        const size_t qo = row0 + attn_q_off(g, h);
+        const bwd_shape sh = {g, native, rows_in_place(qkv, HS), qkv + qo, dout + (size_t)b * T * g->C + (size_t)h * HS,
+                              dqkv + qo, dqkv + ko, dqkv + ko + HS, g->alibi ? g->alibi[h] : 0.0f, r == 0};
+        backward_head(&s, &sh, qkv + ko, qkv + ko + HS, out, lse, b, h);
     }
 }
 
 static void backward_all(float *dqkv, float *scratch, int threads, const float *dout, const bf16 *qkv, const bf16 *out,
-                         const float *lse, int B, int T, int NH, int HS, int native)
+                         const float *lse, const attn_shape *s, int native)
 {
-    const size_t per = attn_scratch_bf16(T, HS);
-    const bwd_shape sh = {T, NH * HS, 3 * NH * HS, HS, native, 0, NULL, NULL};
+    const attn_geom g = attn_geom_of(s);
+    const size_t per = attn_scratch_bf16(g.T, g.HS);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads > 0 ? threads : 1)
-    for (int bh = 0; bh < B * NH; bh++)
-        backward_head(dqkv, scratch + (size_t)omp_get_thread_num() * per, dout, qkv, out, lse, &sh, NH, bh / NH, bh % NH);
+    for (int bg = 0; bg < g.B * g.KVH; bg++)
+        backward_group(dqkv, scratch + (size_t)omp_get_thread_num() * per, dout, qkv, out, lse, &g, native,
+                       bg / g.KVH, bg % g.KVH);
+}
+
+void attention_forward_bf16_s(bf16 *out, float *lse, const bf16 *qkv, const attn_shape *s)
+{
+    forward_all(out, lse, qkv, s, bf16_cpu_native());
+}
+
+void attention_backward_bf16_s(float *dqkv, float *scratch, int threads, const float *dout, const bf16 *qkv,
+                               const bf16 *out, const float *lse, const attn_shape *s)
+{
+    backward_all(dqkv, scratch, threads, dout, qkv, out, lse, s, bf16_cpu_native());
 }
 
 void attention_forward_bf16(bf16 *out, float *lse, const bf16 *qkv, int B, int T, int NH, int HS)
 {
-    forward_all(out, lse, qkv, B, T, NH, HS, bf16_cpu_native());
+    const attn_shape s = {B, T, NH, NH, HS, NULL};
+    forward_all(out, lse, qkv, &s, bf16_cpu_native());
 }
 
 void attention_backward_bf16(float *dqkv, float *scratch, int threads, const float *dout, const bf16 *qkv,
                              const bf16 *out, const float *lse, int B, int T, int NH, int HS)
 {
-    backward_all(dqkv, scratch, threads, dout, qkv, out, lse, B, T, NH, HS, bf16_cpu_native());
+    const attn_shape s = {B, T, NH, NH, HS, NULL};
+    backward_all(dqkv, scratch, threads, dout, qkv, out, lse, &s, bf16_cpu_native());
 }
 
-void attn_bf16_forward_path(bf16 *out, float *lse, const bf16 *qkv, int B, int T, int NH, int HS, int native)
+void attn_bf16_forward_path(bf16 *out, float *lse, const bf16 *qkv, const attn_shape *s, int native)
 {
-    forward_all(out, lse, qkv, B, T, NH, HS, native && bf16_cpu_native());
+    forward_all(out, lse, qkv, s, native && bf16_cpu_native());
 }
 
 void attn_bf16_backward_path(float *dqkv, float *scratch, int threads, const float *dout, const bf16 *qkv,
-                             const bf16 *out, const float *lse, int B, int T, int NH, int HS, int native)
+                             const bf16 *out, const float *lse, const attn_shape *s, int native)
 {
-    backward_all(dqkv, scratch, threads, dout, qkv, out, lse, B, T, NH, HS, native && bf16_cpu_native());
+    backward_all(dqkv, scratch, threads, dout, qkv, out, lse, s, native && bf16_cpu_native());
 }

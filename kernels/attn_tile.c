@@ -348,9 +348,10 @@ void attn_tile_softmax_cols(float *st, ptrdiff_t ld, int nk, int nq, int diag, f
     }
 }
 
-/* P = exp(scale s - lse) and dS = scale P (dP - D) for keys [k0, k0 + 16) of a row, zero from kend on. */
-static inline void row_prob_grad(const float *p, const float *d, int k0, int kend, __m512 vs, __m512 vl, __m512 vd,
-                                 __m512 *e, __m512 *g)
+/* P = exp(ss s - lse) and dS = scale P (dP - D) for keys [k0, k0 + 16) of a row (vs = ss, vg =
+ * scale), zero from kend on. */
+static inline void row_prob_grad(const float *p, const float *d, int k0, int kend, __m512 vs, __m512 vg, __m512 vl,
+                                 __m512 vd, __m512 *e, __m512 *g)
 {
     __mmask16 valid = kend > k0 ? vmask_tail(kend - k0) : 0;
     if (!valid) {
@@ -358,20 +359,20 @@ static inline void row_prob_grad(const float *p, const float *d, int k0, int ken
         return;
     }
     *e = _mm512_maskz_mov_ps(valid, vexp512(_mm512_fmsub_ps(_mm512_loadu_ps(p + k0), vs, vl)));
-    *g = _mm512_maskz_mov_ps(valid, _mm512_mul_ps(_mm512_mul_ps(*e, vs), _mm512_sub_ps(_mm512_loadu_ps(d + k0), vd)));
+    *g = _mm512_maskz_mov_ps(valid, _mm512_mul_ps(_mm512_mul_ps(*e, vg), _mm512_sub_ps(_mm512_loadu_ps(d + k0), vd)));
 }
 
-void attn_tile_probs_grads(float *P, float *dS, ptrdiff_t ld, int nq, int nk, int diag, float scale, const float *lse,
-                           const float *D)
+void attn_tile_probs_grads(float *P, float *dS, ptrdiff_t ld, int nq, int nk, int diag, float ss, float scale,
+                           const float *lse, const float *D)
 {
-    const __m512 vs = _mm512_set1_ps(scale);
+    const __m512 vs = _mm512_set1_ps(ss), vg = _mm512_set1_ps(scale);
     for (int q = 0; q < nq; q++) {
         const int kend = diag ? (nk < q + 1 ? nk : q + 1) : nk;
         const __m512 vl = _mm512_set1_ps(lse[q]), vd = _mm512_set1_ps(D[q]);
         float *p = P + q * ld, *d = dS + q * ld;
         for (int k0 = 0; k0 < nk; k0 += 16) {
             __m512 e, g;
-            row_prob_grad(p, d, k0, kend, vs, vl, vd, &e, &g);
+            row_prob_grad(p, d, k0, kend, vs, vg, vl, vd, &e, &g);
             _mm512_mask_storeu_ps(p + k0, vmask_tail(nk - k0), e);
             _mm512_mask_storeu_ps(d + k0, vmask_tail(nk - k0), g);
         }
@@ -403,10 +404,10 @@ BF16_TARGET static void softmax_cols_pairs_native(const float *st, ptrdiff_t ld,
 
 /* attn_tile_probs_grads with P and dS written only as bf16: pairs of queries (P, dS) and rows (dS). */
 BF16_TARGET static void probs_grads_pairs_native(const float *S, const float *dP, ptrdiff_t ld, int nq, int nk, int diag,
-                                                 float scale, const float *lse, const float *D, uint32_t *pp,
+                                                 float ss, float scale, const float *lse, const float *D, uint32_t *pp,
                                                  uint32_t *dsp, ptrdiff_t ldp, uint32_t *dsb, ptrdiff_t ldb)
 {
-    const __m512 vs = _mm512_set1_ps(scale);
+    const __m512 vs = _mm512_set1_ps(ss), vg = _mm512_set1_ps(scale);
     const __m512i idx = _mm512_loadu_si512(interleave_idx);
     for (int q = 0; q < nq; q += 2) {
         const int two = q + 1 < nq;
@@ -415,8 +416,8 @@ BF16_TARGET static void probs_grads_pairs_native(const float *S, const float *dP
         const __m512 vl1 = _mm512_set1_ps(two ? lse[q + 1] : 0.0f), vd1 = _mm512_set1_ps(two ? D[q + 1] : 0.0f);
         for (int k0 = 0; k0 < nk; k0 += 16) {
             __m512 e0, g0, e1, g1;
-            row_prob_grad(S + q * ld, dP + q * ld, k0, kend0, vs, vl0, vd0, &e0, &g0);
-            row_prob_grad(S + (q + 1) * ld, dP + (q + 1) * ld, k0, kend1, vs, vl1, vd1, &e1, &g1);
+            row_prob_grad(S + q * ld, dP + q * ld, k0, kend0, vs, vg, vl0, vd0, &e0, &g0);
+            row_prob_grad(S + (q + 1) * ld, dP + (q + 1) * ld, k0, kend1, vs, vg, vl1, vd1, &e1, &g1);
             const __mmask16 km = vmask_tail(nk - k0);
             const __mmask8 wm = (__mmask8)(mask16_tail((nk - k0 + 1) / 2) & 0xff);
             _mm512_mask_storeu_epi32(pp + q / 2 * ldp + k0, km, pair_words(idx, e0, e1));
@@ -450,14 +451,14 @@ void attn_tile_softmax_cols(float *st, ptrdiff_t ld, int nk, int nq, int diag, f
     }
 }
 
-void attn_tile_probs_grads(float *P, float *dS, ptrdiff_t ld, int nq, int nk, int diag, float scale, const float *lse,
-                           const float *D)
+void attn_tile_probs_grads(float *P, float *dS, ptrdiff_t ld, int nq, int nk, int diag, float ss, float scale,
+                           const float *lse, const float *D)
 {
     for (int q = 0; q < nq; q++) {
         const int kend = diag ? (nk < q + 1 ? nk : q + 1) : nk;
         float *p = P + q * ld, *d = dS + q * ld;
         for (int k = 0; k < nk; k++) {
-            float e = k < kend ? expf(fmaf(p[k], scale, -lse[q])) : 0.0f;
+            float e = k < kend ? expf(fmaf(p[k], ss, -lse[q])) : 0.0f;
             d[k] = k < kend ? e * scale * (d[k] - D[q]) : 0.0f;
             p[k] = e;
         }
@@ -478,20 +479,36 @@ void attn_tile_softmax_cols_pairs(float *st, ptrdiff_t ld, int nk, int nq, int d
     attn_tile_pairs_f32(pp, ldp, st, ld, nk, nq, native);
 }
 
-void attn_tile_probs_grads_pairs(float *P, float *dS, ptrdiff_t ld, int nq, int nk, int diag, float scale,
-                                 const float *lse, const float *D, uint32_t *pp, uint32_t *dsp, ptrdiff_t ldp,
-                                 uint32_t *dsb, ptrdiff_t ldb, int native)
+void attn_tile_probs_grads_pairs(float *P, float *dS, ptrdiff_t ld, int nq, int nk, int diag, float ss,
+                                 float scale, const float *lse, const float *D, uint32_t *pp, uint32_t *dsp,
+                                 ptrdiff_t ldp, uint32_t *dsb, ptrdiff_t ldb, int native)
 {
 #if ATTN_NATIVE_BF16 && defined(__AVX512F__)
     if (native) {
-        probs_grads_pairs_native(P, dS, ld, nq, nk, diag, scale, lse, D, pp, dsp, ldp, dsb, ldb);
+        probs_grads_pairs_native(P, dS, ld, nq, nk, diag, ss, scale, lse, D, pp, dsp, ldp, dsb, ldb);
         return;
     }
 #endif
-    attn_tile_probs_grads(P, dS, ld, nq, nk, diag, scale, lse, D);
+    attn_tile_probs_grads(P, dS, ld, nq, nk, diag, ss, scale, lse, D);
     attn_tile_pairs_f32(pp, ldp, P, ld, nq, nk, native);
     attn_tile_pairs_f32(dsp, ldp, dS, ld, nq, nk, native);
     attn_tile_rows_f32(dsb, ldb, dS, ld, nq, nk, native);
+}
+
+/* The bias in fp32: -slope times the distance (exact: an integer below 2^24), then one FMA. */
+void attn_tile_alibi(float *x, ptrdiff_t ld, int rows, int cols, int keys_rows, int diag, float scale, float slope,
+                     int dqk)
+{
+    const float ms = -slope;
+    for (int r = 0; r < rows; r++) {
+        float *xr = x + r * ld;
+        if (keys_rows) { /* row r is key r; columns c >= r on a diagonal tile */
+            for (int c = diag ? r : 0; c < cols; c++) xr[c] = fmaf(xr[c], scale, ms * (float)(dqk + c - r));
+        } else { /* row r is query r; columns c <= r on a diagonal tile */
+            const int end = diag && r + 1 < cols ? r + 1 : cols;
+            for (int c = 0; c < end; c++) xr[c] = fmaf(xr[c], scale, ms * (float)(dqk + r - c));
+        }
+    }
 }
 
 void attn_tile_scale_rows(float *x, ptrdiff_t ld, int rows, int cols, const float *f)

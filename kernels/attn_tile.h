@@ -20,23 +20,50 @@
 #ifndef CB_ATTN_TILE_H
 #define CB_ATTN_TILE_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "attention.h"
 #include "bf16.h"
 
 /* Queries per block and keys per block: the same, so that a diagonal tile is square. */
 #define ATTN_TILE 64
+
+/* A shape's strides in the group layout (attention.h), shared by the fp32 and bf16 kernels. */
+typedef struct {
+    int B, T, NH, KVH, G, HS;
+    int C, C3;          /* a token's row of out (NH HS) and of qkv (KVH (G+2) HS) */
+    float scale;        /* 1 / sqrt(HS) */
+    const float *alibi; /* (NH) slopes, or NULL */
+} attn_geom;
+
+static inline attn_geom attn_geom_of(const attn_shape *s)
+{
+    attn_geom g = {s->B, s->T, s->NH, s->KVH, s->NH / s->KVH, s->HS, 0, 0, 0.0f, s->alibi};
+    g.C = s->NH * s->HS, g.C3 = s->KVH * (g.G + 2) * s->HS, g.scale = 1.0f / sqrtf((float)s->HS);
+    return g;
+}
+
+/* Offsets within a token's row of qkv: query head h; key of kv head kv (its value follows). */
+static inline size_t attn_q_off(const attn_geom *g, int h)
+{
+    return ((size_t)(h / g->G) * (size_t)(g->G + 2) + (size_t)(h % g->G)) * (size_t)g->HS;
+}
+static inline size_t attn_k_off(const attn_geom *g, int kv)
+{
+    return ((size_t)kv * (size_t)(g->G + 2) + (size_t)g->G) * (size_t)g->HS;
+}
 
 /* Floats of one thread's backward scratch (attention.c, attention_bf16.c). */
 size_t attn_scratch_f32(int T, int HS);
 size_t attn_scratch_bf16(int T, int HS);
 
 /* The bf16 kernels with the path chosen (tests): native 1 runs vdpbf16ps when the CPU has it,
- * native 0 the portable fp32 products. */
-void attn_bf16_forward_path(bf16 *out, float *lse, const bf16 *qkv, int B, int T, int NH, int HS, int native);
+ * native 0 the portable fp32 products. attn_shape: attention.h. */
+void attn_bf16_forward_path(bf16 *out, float *lse, const bf16 *qkv, const attn_shape *s, int native);
 void attn_bf16_backward_path(float *dqkv, float *scratch, int threads, const float *dout, const bf16 *qkv,
-                             const bf16 *out, const float *lse, int B, int T, int NH, int HS, int native);
+                             const bf16 *out, const float *lse, const attn_shape *s, int native);
 
 /* On a diagonal tile (the block of queries q against the block of keys at the same offset,
  * masked to k <= q), which part of a product the caller needs; rows are the product's M index. */
@@ -61,11 +88,13 @@ void attn_tile_gemm_bf16(float *C, ptrdiff_t ldc, int acc, const void *A, ptrdif
  * output accumulated so far, st = exp(scale s - m_new) on exit, zero above the diagonal. */
 void attn_tile_softmax_cols(float *st, ptrdiff_t ld, int nk, int nq, int diag, float scale, float *m, float *l,
                             float *alpha);
-/* Backward, one block of queries (rows) against one block of keys: P holds the raw scores and
+/* Backward, one block of queries (rows) against one block of keys: P holds the scores s and
  * dS holds dP = dO V^T on entry (nq x nk, row stride ld; diag: only k <= q are read); on exit
- * P = exp(scale s - lse[q]) and dS = scale * P * (dP - D[q]), both zero above the diagonal. */
-void attn_tile_probs_grads(float *P, float *dS, ptrdiff_t ld, int nq, int nk, int diag, float scale, const float *lse,
-                           const float *D);
+ * P = exp(ss s - lse[q]) and dS = scale * P * (dP - D[q]), both zero above the diagonal. ss is
+ * the scale of s (scale on raw scores q.k, 1 on scores attn_tile_alibi already scaled), scale
+ * the softmax's (the derivative of a scaled score by the raw one). */
+void attn_tile_probs_grads(float *P, float *dS, ptrdiff_t ld, int nq, int nk, int diag, float ss, float scale,
+                           const float *lse, const float *D);
 /* The same two steps for the bf16 kernels, P and dS written only as the bf16 words their
  * products read (attn_tile_pairs_f32, attn_tile_rows_f32 below; fused where native): the
  * forward's P^T in pairs of keys (pp, stride ldp words); the backward's P and dS in pairs of
@@ -73,9 +102,17 @@ void attn_tile_probs_grads(float *P, float *dS, ptrdiff_t ld, int nq, int nk, in
  * scratch: their contents on exit are unspecified. */
 void attn_tile_softmax_cols_pairs(float *st, ptrdiff_t ld, int nk, int nq, int diag, float scale, float *m, float *l,
                                   float *alpha, uint32_t *pp, ptrdiff_t ldp, int native);
-void attn_tile_probs_grads_pairs(float *P, float *dS, ptrdiff_t ld, int nq, int nk, int diag, float scale,
-                                 const float *lse, const float *D, uint32_t *pp, uint32_t *dsp, ptrdiff_t ldp,
+void attn_tile_probs_grads_pairs(float *P, float *dS, ptrdiff_t ld, int nq, int nk, int diag, float ss,
+                                 float scale, const float *lse, const float *D, uint32_t *pp, uint32_t *dsp, ptrdiff_t ldp,
                                  uint32_t *dsb, ptrdiff_t ldb, int native);
+/* ALiBi on one tile of raw scores x (row stride ld): x = scale x - slope (q - k), q and k the
+ * query's and key's positions, q - k = dqk + (query index - key index) within the tile (dqk:
+ * the offset of the block of queries minus that of the block of keys). keys_rows: rows are keys
+ * (the forward's transposed st, rows x cols = nk x nq), else queries (the backward's P). diag:
+ * only k <= q are written (the rest may be unwritten scratch). The softmax steps then take the
+ * scores with scale 1 (attn_tile_softmax_cols) or ss = 1 (attn_tile_probs_grads). */
+void attn_tile_alibi(float *x, ptrdiff_t ld, int rows, int cols, int keys_rows, int diag, float scale, float slope,
+                     int dqk);
 /* x (rows x cols, row stride ld): row r times f[r]. */
 void attn_tile_scale_rows(float *x, ptrdiff_t ld, int rows, int cols, const float *f);
 
