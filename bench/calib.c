@@ -70,32 +70,36 @@ static int predict_matmuls(const calib_opts *o, const runner_opts *ro, double pe
 
 typedef struct {
     float *qkv, *out, *lse, *dout, *dqkv, *scratch;
-    int B, T, NH, HS, threads;
-    bf16 *qkvh, *outh; /* bf16-mixed: the kernel reads q, k, v and writes its output in bf16 */
+    attn_shape s; /* the architecture's heads, key/value heads and ALiBi */
+    int threads;
+    bf16 *qkvh, *outh; /* bf16 precisions: the kernel reads q, k, v and writes its output in bf16 */
 } att_ctx;
 
 static void att_fb(void *p)
 {
     att_ctx *c = p;
     if (c->qkvh) {
-        attention_forward_bf16(c->outh, c->lse, c->qkvh, c->B, c->T, c->NH, c->HS);
-        attention_backward_bf16(c->dqkv, c->scratch, c->threads, c->dout, c->qkvh, c->outh, c->lse, c->B, c->T, c->NH, c->HS);
+        attention_forward_bf16_s(c->outh, c->lse, c->qkvh, &c->s);
+        attention_backward_bf16_s(c->dqkv, c->scratch, c->threads, c->dout, c->qkvh, c->outh, c->lse, &c->s);
         return;
     }
-    attention_forward(c->out, c->lse, c->qkv, c->B, c->T, c->NH, c->HS);
-    attention_backward(c->dqkv, c->scratch, c->threads, c->dout, c->qkv, c->out, c->lse, c->B, c->T, c->NH, c->HS);
+    attention_forward_s(c->out, c->lse, c->qkv, &c->s);
+    attention_backward_s(c->dqkv, c->scratch, c->threads, c->dout, c->qkv, c->out, c->lse, &c->s);
 }
 
 /* Milliseconds of the tiled attention kernel, forward + backward, over one micro-step's layers. */
 static int predict_attention(const calib_opts *o, const runner_opts *ro, double *ms)
 {
     const model_config *m = o->cfg;
-    const size_t nqkv = (size_t)o->B * o->T * 3 * m->C, nout = (size_t)o->B * o->T * m->C;
+    float slopes[1024];
+    if (m->pos == POS_ALIBI && m->NH <= 1024) attention_alibi_slopes(slopes, m->NH, 8.0);
+    const attn_shape as = {o->B, o->T, m->NH, model_kv_heads(m), m->HS, m->pos == POS_ALIBI && m->NH <= 1024 ? slopes : NULL};
+    const size_t nqkv = (size_t)o->B * o->T * (size_t)(m->NH + 2 * as.KVH) * m->HS, nout = (size_t)o->B * o->T * m->C;
     att_ctx ac = {mem_alloc(nqkv, sizeof(float), "attention buffer"), mem_alloc(nout, sizeof(float), "attention buffer"),
                   mem_alloc((size_t)o->B * m->NH * o->T, sizeof(float), "attention buffer"),
                   mem_alloc(nout, sizeof(float), "attention buffer"), mem_alloc(nqkv, sizeof(float), "attention buffer"),
-                  mem_alloc(attention_scratch_floats(o->T, m->HS, o->threads), sizeof(float), "attention scratch"),
-                  o->B, o->T, m->NH, m->HS, o->threads, NULL, NULL};
+                  mem_alloc(attention_scratch_floats_s(&as, o->threads), sizeof(float), "attention scratch"),
+                  as, o->threads, NULL, NULL};
     int bad = CB_EFAIL, bf = o->prec != PRECISION_FP32;
     if (bf) {
         ac.qkvh = mem_alloc(nqkv, sizeof(bf16), "attention buffer");
@@ -133,10 +137,11 @@ static void rope_fb(void *p)
 static int predict_rope(const calib_opts *o, const runner_opts *ro, int rdims, double *ms)
 {
     const model_config *c = o->cfg;
-    const size_t n = (size_t)o->B * o->T * 3 * c->C;
+    const size_t n = (size_t)o->B * o->T * (size_t)(c->NH + 2 * model_kv_heads(c)) * c->HS;
     rope_tables tb;
     float *store = mem_alloc(rope_tables_floats(o->T, rdims, c->HS), sizeof(float), "rotary tables");
-    rope_ctx rc = {mem_alloc(n, sizeof(float), "rotary buffer"), {o->B, o->T, c->NH, c->HS, rdims}, &tb, NULL};
+    rope_ctx rc = {mem_alloc(n, sizeof(float), "rotary buffer"),
+                   {o->B, o->T, c->NH, c->HS, rdims, model_kv_heads(c), c->rope == ROPE_GPTJ}, &tb, NULL};
     const int bf = o->prec != PRECISION_FP32;
     if (bf) rc.qkvh = mem_alloc(n, sizeof(bf16), "rotary buffer");
     int bad = CB_EFAIL;
@@ -167,7 +172,10 @@ static void predict_memory_bound(const calib_opts *o, double gbps, calib *c)
     /* LayerNorm: forward reads x and writes its output; backward reads x, dout, dres, writes dinp */
     bytes[K_LAYERNORM] = acc * (2 * L + 1) * BT * C * (4.0 + out + 16.0);
     /* GELU: forward reads fp32 and writes the output; backward reads input and gradient, writes one */
-    bytes[K_GELU] = acc * L * BT * 4 * C * (4.0 + out + 12.0);
+    /* the MLP's activation (GELU or SwiGLU): reads its input, writes its output; backward reads both
+     * and writes the input's gradient */
+    const double I = model_ffn(m), FC = (m->mlp == MLP_SWIGLU ? 2 : 1) * I;
+    bytes[K_GELU] = acc * L * BT * (FC * 4.0 + I * out + FC * 4.0 + I * 4.0 + FC * 4.0);
     /* cross-entropy: fp32 reads the logits, then reads and writes their gradient in place; bf16-mixed
      * reads them once and writes a bf16 gradient */
     bytes[K_XENT] = acc * BT * V * (bf ? 4.0 + 2.0 : 4.0 + 8.0);
@@ -177,7 +185,7 @@ static void predict_memory_bound(const calib_opts *o, double gbps, calib *c)
     /* AdamW (fp32 state: reads g, p, m, v, writes p, m, v at 4 bytes; full bf16: g at 4, the rest
      * at 2), the norm, zeroing; bf16 precisions also make two bf16 copies of each weight matrix
      * (from fp32, or from the bf16 weights) */
-    double mats = L * 12.0 * C * C + V * C;
+    double mats = L * (((double)m->NH + 2.0 * model_kv_heads(m)) * m->HS * C + C * C + (FC + I) * C) + V * C;
     const int full = precision_full_bf16(o->prec);
     bytes[K_OPTIMIZER] = model_params_total(m) * ((full ? 16.0 : 28.0) + 4.0 + 4.0) + (bf ? mats * 2 * ((full ? 2.0 : 4.0) + 2.0) : 0);
     for (int k = K_LAYERNORM; k < GPT_KIND_COUNT; k++) {
@@ -194,7 +202,7 @@ static int predict_kinds(const calib_opts *o, calib *c)
     runner_defaults(&ro);
     ro.min_samples = 3, ro.min_time_s = 0.05;
     double mm = 0, att_ms = 0, rope_ms = 0;
-    const int rdims = o->cfg->learned_pos ? 0 : rope_rotary_dims(o->cfg->HS, o->cfg->rotary_pct);
+    const int rdims = o->cfg->learned_pos || o->cfg->pos != POS_ROTARY ? 0 : rope_rotary_dims(o->cfg->HS, o->cfg->rotary_pct);
     if (predict_matmuls(o, &ro, c->peak_gflops, &mm, c->how[K_MATMUL], sizeof c->how[K_MATMUL]) != 0) return CB_EFAIL;
     if (predict_attention(o, &ro, &att_ms) != 0) return CB_EFAIL;
     if (rdims > 0 && predict_rope(o, &ro, rdims, &rope_ms) != 0) return CB_EFAIL;

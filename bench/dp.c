@@ -87,7 +87,7 @@ static void overlap_on_grads_ready(void *ctx, const gpt_model *m, int layer)
     const int L = m->cfg.L;
     float *g = m->grads;
     if (layer == L) {
-        static const int last[] = {P_UNEMBED, P_LNFW, P_LNFB}; /* P_UNEMBED is empty when tied */
+        static const int last[] = {P_UNEMBED, P_UNEMBEDB, P_LNFW, P_LNFB}; /* empty ones (tied, no bias) launch nothing */
         for (size_t i = 0; i < sizeof last / sizeof last[0]; i++) overlap_launch(d, g + m->offsets[last[i]], m->sizes[last[i]]);
     } else if (layer >= 0) {
         static const int kinds[] = {P_LN1W, P_LN1B, P_QKVW, P_QKVB, P_ATTPROJW, P_ATTPROJB,

@@ -63,13 +63,15 @@ int mm_shapes_transformer_count(int T) { return 5 * 3 + 6 * ((T + ATTENTION_BLOC
 int mm_shapes_transformer(mm_shape *out, int cap, const model_config *cfg, int B, int T)
 {
     if (cap < mm_shapes_transformer_count(T)) return CB_EFAIL;
-    const int N = B * T, C = cfg->C, HS = cfg->HS, C3 = 3 * C;
+    /* widths: QKV rows (NH + 2 KVH) HS; the MLP's first linear ffn rows, or 2 ffn (SwiGLU's gate and up) */
+    const int I = model_ffn(cfg), FC = (cfg->mlp == MLP_SWIGLU ? 2 : 1) * I;
+    const int N = B * T, C = cfg->C, HS = cfg->HS, C3 = (cfg->NH + 2 * model_kv_heads(cfg)) * HS;
     const double L = cfg->L, heads = (double)cfg->L * B * cfg->NH;
     int c = 0;
-    c += linear3(out + c, "qkv", N, C, 3 * C, L);
+    c += linear3(out + c, "qkv", N, C, C3, L);
     c += linear3(out + c, "attn_out", N, C, C, L);
-    c += linear3(out + c, "mlp_up", N, C, 4 * C, L);
-    c += linear3(out + c, "mlp_down", N, 4 * C, C, L);
+    c += linear3(out + c, "mlp_up", N, C, FC, L);
+    c += linear3(out + c, "mlp_down", N, I, C, L);
     /* attention as kernels/attention.c runs it: per (batch, head), one head per thread, rows in
      * causal blocks of ATTENTION_BLOCK against keys [0, r1), with the fused QKV layout's strides */
     for (int r0 = 0; r0 < T && c + 6 + 3 <= cap; r0 += ATTENTION_BLOCK) {

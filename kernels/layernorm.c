@@ -126,13 +126,13 @@ static inline void out_row(float *of, bf16 *ob, const float *x, const float *w, 
         __mmask16 k = vmask_tail(C - c);
         __m512 y = _mm512_mul_ps(_mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + c), vm), vs),
                                  _mm512_maskz_loadu_ps(k, w + c));
-        y = _mm512_add_ps(y, _mm512_maskz_loadu_ps(k, b + c));
+        if (b) y = _mm512_add_ps(y, _mm512_maskz_loadu_ps(k, b + c));
         if (ob) vbf16_store512(ob + c, y, C - c);
         else _mm512_mask_storeu_ps(of + c, k, y);
     }
 #else
     for (int c = 0; c < C; c++) {
-        float y = (x[c] - m) * s * w[c] + b[c];
+        float y = (x[c] - m) * s * w[c] + (b ? b[c] : 0.0f);
         if (ob) ob[c] = bf16_from_float(y);
         else of[c] = y;
     }
@@ -212,7 +212,7 @@ void layernorm_backward(float *dinp, const float *dres, float *dweight, float *d
         }
         for (int c = c0; c < c1; c++) {
             dweight[c] += dw[c - c0];
-            dbias[c] += db[c - c0];
+            if (dbias) dbias[c] += db[c - c0];
         }
     }
 }
@@ -227,6 +227,6 @@ void layernorm_forward_ref(double *out, const double *inp, const double *weight,
         for (int c = 0; c < C; c++) v += (x[c] - m) * (x[c] - m);
         v /= C;
         double s = 1.0 / sqrt(v + (double)LAYERNORM_EPS);
-        for (int c = 0; c < C; c++) out[(size_t)i * C + c] = (x[c] - m) * s * weight[c] + bias[c];
+        for (int c = 0; c < C; c++) out[(size_t)i * C + c] = (x[c] - m) * s * weight[c] + (bias ? bias[c] : 0.0);
     }
 }

@@ -1,5 +1,6 @@
 /* layernorm.h: LayerNorm over the last dim (eps 1e-5, as GPT-NeoX), forward and backward.
- * inp/out (N, C), weight/bias (C), mean/rstd (N) saved for backward.
+ * inp/out (N, C), weight/bias (C), mean/rstd (N) saved for backward. bias (and dbias) may be
+ * NULL: a LayerNorm without bias (MPT's).
  * Backward (kernels.h's convention): dinp = dres + (the gradient through the LayerNorm), an
  * overwrite that adds the residual stream's gradient `dres` explicitly (dres may be NULL, or
  * dinp itself for an in-place update); dweight and dbias accumulate (+=). */

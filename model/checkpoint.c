@@ -16,50 +16,81 @@
 #include "../common/csvio.h"
 #include "../common/err.h"
 #include "../common/parse.h"
+#include "hfnames.h"
 #include "safetensors.h"
 
-/* Every tensor of the model with its Hugging Face name and shape, pointing into `base` (the
- * parameter, first-moment or second-moment slab: fp32, or bf16 in full-bf16 models). Returns the
- * count. */
-static int list_tensors(const gpt_model *m, const void *base, const char *prefix, st_out *out, char (*names)[96])
+/* One Hugging Face tensor of the model: a piece of one internal tensor slice (hfnames.h). */
+typedef struct {
+    hf_piece piece;
+    char *slice; /* the slice's first element in its slab */
+} tensor_slot;
+
+static size_t elem_bytes(const gpt_model *m) { return precision_full_bf16(m->prec) ? sizeof(bf16) : sizeof(float); }
+
+/* Every tensor of the model with its Hugging Face name and shape, in `base` (the parameter,
+ * first-moment or second-moment slab: fp32, or bf16 in full-bf16 models): out[i].data points into
+ * the slab where the tensor is stored as Hugging Face lays it out, else it is NULL (the rows are
+ * gathered or scattered through slots[i]). Returns the count. */
+static int list_tensors(const gpt_model *m, const void *base, const char *prefix, st_out *out, tensor_slot *slots,
+                        char (*names)[128])
 {
-    const size_t elem = precision_full_bf16(m->prec) ? sizeof(bf16) : sizeof(float);
-    const model_config *c = &m->cfg;
-    int64_t C = c->C, V = c->V;
+    const size_t elem = elem_bytes(m);
     int n = 0;
     for (int k = 0; k < P_COUNT; k++) {
         if (m->sizes[k] == 0) continue;
-        const char *p = (const char *)base + m->offsets[k] * elem;
-        int per_layer = k >= P_LN1W && k <= P_FCPROJB;
-        int layers = per_layer ? c->L : 1;
+        int layers = k >= P_LN1W && k <= P_FCPROJB ? m->cfg.L : 1;
+        size_t per = m->sizes[k] / (size_t)layers;
         for (int l = 0; l < layers; l++) {
-            st_out *t = &out[n];
-            char nm[80];
-            gpt_param_name(m, k, l, nm, sizeof nm);
-            snprintf(names[n], 96, "%s%s", prefix, nm);
-            t->name = names[n];
-            switch (k) {
-            case P_WTE: case P_UNEMBED: t->ndim = 2, t->shape[0] = V, t->shape[1] = C; break;
-            case P_WPE: t->ndim = 2, t->shape[0] = c->max_T, t->shape[1] = C; break;
-            case P_QKVW: t->ndim = 2, t->shape[0] = 3 * C, t->shape[1] = C; break;
-            case P_QKVB: t->ndim = 1, t->shape[0] = 3 * C; break;
-            case P_ATTPROJW: t->ndim = 2, t->shape[0] = C, t->shape[1] = C; break;
-            case P_FCW: t->ndim = 2, t->shape[0] = 4 * C, t->shape[1] = C; break;
-            case P_FCB: t->ndim = 1, t->shape[0] = 4 * C; break;
-            case P_FCPROJW: t->ndim = 2, t->shape[0] = C, t->shape[1] = 4 * C; break;
-            default: t->ndim = 1, t->shape[0] = C; break;
+            hf_piece pc[3];
+            int np = hf_pieces(m, k, l, pc);
+            char *slice = (char *)base + (m->offsets[k] + (size_t)l * per) * elem;
+            for (int i = 0; i < np; i++, n++) {
+                st_out *t = &out[n];
+                snprintf(names[n], 128, "%.15s%.111s", prefix, pc[i].name);
+                t->name = names[n];
+                t->ndim = pc[i].ndim;
+                t->shape[0] = pc[i].shape[0], t->shape[1] = pc[i].shape[1];
+                t->bf16 = elem == sizeof(bf16);
+                t->data = hf_identity(m, &pc[i]) ? slice + pc[i].row0 * pc[i].cols * elem : NULL;
+                slots[n] = (tensor_slot){pc[i], slice};
             }
-            size_t count = 1;
-            for (int d = 0; d < t->ndim; d++) count *= (size_t)t->shape[d];
-            t->data = p + (size_t)l * count * elem;
-            t->bf16 = elem == sizeof(bf16);
-            n++;
         }
     }
     return n;
 }
 
-static int max_tensors(const gpt_model *m) { return 8 + 12 * m->cfg.L; }
+/* Copies a piece's rows between Hugging Face's order (buf) and the slice (to_slice: into it). */
+static void move_rows(const gpt_model *m, const tensor_slot *s, char *buf, int to_slice)
+{
+    const size_t elem = elem_bytes(m), row = s->piece.cols * elem;
+    for (size_t r = 0; r < (size_t)s->piece.shape[0]; r++) {
+        char *in_slice = s->slice + hf_row(m, &s->piece, r) * row;
+        if (to_slice) memcpy(in_slice, buf + r * row, row);
+        else memcpy(buf + r * row, in_slice, row);
+    }
+}
+
+/* The tensors without a data pointer get a buffer with their rows gathered; *bufs lists them
+ * (free_gathered frees them). Returns 0 or CB_EFAIL. */
+static int gather_all(const gpt_model *m, st_out *t, const tensor_slot *slots, int n, void **bufs)
+{
+    for (int i = 0; i < n; i++) {
+        bufs[i] = NULL;
+        if (t[i].data) continue;
+        size_t bytes = (size_t)slots[i].piece.shape[0] * slots[i].piece.cols * elem_bytes(m);
+        if (!(bufs[i] = malloc(bytes ? bytes : 1))) return err_msg("out of memory for %zu bytes of '%s'", bytes, t[i].name);
+        move_rows(m, &slots[i], bufs[i], 0);
+        t[i].data = bufs[i];
+    }
+    return 0;
+}
+
+static void free_gathered(void **bufs, int n)
+{
+    for (int i = 0; i < n; i++) free(bufs[i]);
+}
+
+static int max_tensors(const gpt_model *m) { return 8 + 20 * m->cfg.L; }
 
 /* Safetensors metadata: key/value pairs whose values are formatted into buf[*n]. */
 typedef struct {
@@ -188,38 +219,53 @@ static int write_latest(const char *dir, const char *name)
 }
 
 /* Both files of step st->step into the directory `tmp`. */
+/* Writes one safetensors file of the tensors t[0, n) (gathering the rows of those stored in
+ * another order first). */
+static int write_tensors(const gpt_model *m, const char *path, st_out *t, const tensor_slot *slots, int n, const meta_list *ml)
+{
+    void **bufs = calloc((size_t)n + 1, sizeof *bufs);
+    if (!bufs) return err_msg("out of memory");
+    int rc = gather_all(m, t, slots, n, bufs);
+    if (rc == 0) rc = st_write(path, t, n, ml->kv, ml->n);
+    free_gathered(bufs, n);
+    free(bufs);
+    return rc;
+}
+
 static int write_step_files(const gpt_model *m, const void *exp_avg, const void *exp_avg_sq, const char *tmp,
                             const ckpt_state *st)
 {
     int nt = 2 * max_tensors(m); /* the optimizer file holds two tensors per parameter tensor */
     st_out *t = calloc((size_t)nt, sizeof *t);
-    char(*names)[96] = calloc((size_t)nt, sizeof *names);
+    tensor_slot *slots = calloc((size_t)nt, sizeof *slots);
+    char(*names)[128] = calloc((size_t)nt, sizeof *names);
     char path[4400];
     meta_list ml;
     ml.n = 0;
     int rc = CB_EFAIL;
-    if (!t || !names) {
+    if (!t || !names || !slots) {
         err_msg("out of memory");
         goto out;
     }
     meta_model(m, &ml);
     meta_add(&ml, "step", "%ld", st->step);
     meta_add(&ml, "run_id", "%016llx", (unsigned long long)st->run_id);
-    int n = list_tensors(m, precision_full_bf16(m->prec) ? (const void *)m->params16 : m->params, "", t, names);
-    if (path_fmt(path, sizeof path, "%s/model.safetensors", tmp) != 0 || st_write(path, t, n, ml.kv, ml.n) != 0) goto out;
+    int n = list_tensors(m, precision_full_bf16(m->prec) ? (const void *)m->params16 : m->params, "", t, slots, names);
+    if (path_fmt(path, sizeof path, "%s/model.safetensors", tmp) != 0 || write_tensors(m, path, t, slots, n, &ml) != 0) goto out;
     /* optimizer: both moments, and where the loop stands */
-    int n1 = list_tensors(m, exp_avg, "exp_avg/", t, names);
-    int n2 = list_tensors(m, exp_avg_sq, "exp_avg_sq/", t + n1, names + n1);
+    int n1 = list_tensors(m, exp_avg, "exp_avg/", t, slots, names);
+    int n2 = list_tensors(m, exp_avg_sq, "exp_avg_sq/", t + n1, slots + n1, names + n1);
     meta_add(&ml, "adam_t", "%d", m->adam_t);
     meta_add(&ml, "seed", "%llu", st->seed);
     meta_add(&ml, "micro_batch", "%d", st->B);
     meta_add(&ml, "seq", "%d", st->T);
     meta_add(&ml, "accum", "%d", st->accum);
-    if (path_fmt(path, sizeof path, "%s/optimizer.safetensors", tmp) != 0 || st_write(path, t, n1 + n2, ml.kv, ml.n) != 0)
+    if (path_fmt(path, sizeof path, "%s/optimizer.safetensors", tmp) != 0 || write_tensors(m, path, t, slots, n1 + n2, &ml) != 0)
         goto out;
     rc = 0;
 out:
     free(t);
+    free(slots);
     free(names);
     return rc;
 }
@@ -268,33 +314,49 @@ int ckpt_save_own(const gpt_model *m, const char *dir, const ckpt_state *st)
     return ckpt_save(m, m->m, m->v, dir, st);
 }
 
+/* Reads tensor i of the list into the model (through a buffer when its rows are reordered). */
+static int read_tensor(gpt_model *m, const st_file *f, const st_out *t, const tensor_slot *s)
+{
+    int bf = t->bf16;
+    void *dst = (void *)t->data, *buf = NULL;
+    if (!dst) {
+        size_t bytes = (size_t)s->piece.shape[0] * s->piece.cols * elem_bytes(m);
+        if (!(dst = buf = malloc(bytes ? bytes : 1))) return err_msg("out of memory for %zu bytes of '%s'", bytes, t->name);
+    }
+    int rc = bf ? st_read_bf16(f, t->name, dst, t->shape, t->ndim) : st_read_f32(f, t->name, dst, t->shape, t->ndim);
+    if (rc == 0 && buf) move_rows(m, s, buf, 1);
+    free(buf);
+    return rc;
+}
+
+/* Tensors of f that are not part of this model are reported (buffers of Hugging Face's modules
+ * are expected). */
+static void warn_unknown(const gpt_model *m, const st_file *f, const st_out *t, int n)
+{
+    for (int i = 0; i < f->n; i++) {
+        const char *nm = f->t[i].name;
+        int known = 0;
+        for (int j = 0; j < n && !known; j++) known = strcmp(nm, t[j].name) == 0;
+        if (!known && !strstr(nm, "attention.bias") && !strstr(nm, "attention.masked_bias") && !strstr(nm, "attn.bias") &&
+            !strstr(nm, "attn.masked_bias") && !strstr(nm, "rotary_emb.inv_freq") &&
+            !(m->cfg.tied_embeddings && (!strcmp(nm, "embed_out.weight") || !strcmp(nm, "lm_head.weight"))))
+            err_warn("%s: tensor '%s' is not part of this model; ignored", f->path, nm);
+    }
+}
+
 static int load_all(gpt_model *m, const st_file *f, void *base, const char *prefix, int weights)
 {
     int nt = max_tensors(m);
     st_out *t = calloc((size_t)nt, sizeof *t);
-    char(*names)[96] = calloc((size_t)nt, sizeof *names);
-    if (!t || !names) {
-        free(t), free(names);
-        return err_msg("out of memory");
-    }
-    int n = list_tensors(m, base, prefix, t, names), rc = 0;
-    for (int i = 0; i < n && rc == 0; i++) {
-        /* a tied model may load an untied checkpoint's embed_out: it is not ours to read */
-        if (t[i].bf16) rc = st_read_bf16(f, t[i].name, (uint16_t *)t[i].data, t[i].shape, t[i].ndim);
-        else rc = st_read_f32(f, t[i].name, (float *)t[i].data, t[i].shape, t[i].ndim);
-    }
-    if (rc == 0 && weights) {
-        /* tensors we do not know are reported (buffers of Hugging Face's module are expected) */
-        for (int i = 0; i < f->n; i++) {
-            const char *nm = f->t[i].name;
-            int known = 0;
-            for (int j = 0; j < n && !known; j++) known = strcmp(nm, t[j].name) == 0;
-            if (!known && !strstr(nm, "attention.bias") && !strstr(nm, "attention.masked_bias") &&
-                !strstr(nm, "rotary_emb.inv_freq") && !(m->cfg.tied_embeddings && !strcmp(nm, "embed_out.weight")))
-                err_warn("%s: tensor '%s' is not part of this model; ignored", f->path, nm);
-        }
-    }
-    free(t), free(names);
+    tensor_slot *slots = calloc((size_t)nt, sizeof *slots);
+    char(*names)[128] = calloc((size_t)nt, sizeof *names);
+    int rc = 0;
+    if (!t || !names || !slots) rc = err_msg("out of memory");
+    int n = rc == 0 ? list_tensors(m, base, prefix, t, slots, names) : 0;
+    /* a tied model may load an untied checkpoint's output layer: it is not ours to read */
+    for (int i = 0; i < n && rc == 0; i++) rc = read_tensor(m, f, &t[i], &slots[i]);
+    if (rc == 0 && weights) warn_unknown(m, f, t, n);
+    free(t), free(slots), free(names);
     return rc;
 }
 

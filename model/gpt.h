@@ -36,25 +36,30 @@
 #include "../kernels/rope.h"
 #include "../common/presets.h"
 
-/* Parameter tensors, in Hugging Face order; (L, ...) ones hold every layer back to back. */
+/* Parameter tensors, in Hugging Face order; (L, ...) ones hold every layer back to back. QKV =
+ * (NH + 2 KVH) HS rows in the group layout (per kv head g: its G = NH/KVH query heads, k_g, v_g;
+ * GPT-NeoX's per-head [q, k, v] when KVH = NH); FC = ffn rows (GELU) or 2 ffn (SwiGLU: gate,
+ * then up); I = ffn. Tensors an architecture lacks (biases, the second norm of a shared norm,
+ * learned positions, an untied output layer) are empty. Hugging Face names: model/hfnames.h. */
 enum {
-    P_WTE,      /* (V, C)       gpt_neox.embed_in.weight */
+    P_WTE,      /* (V, C)       token embedding */
     P_WPE,      /* (maxT, C)    learned positions (GPT-3 presets), else empty */
-    P_LN1W,     /* (L, C)       layers.i.input_layernorm.weight */
+    P_LN1W,     /* (L, C)       input norm */
     P_LN1B,     /* (L, C) */
-    P_QKVW,     /* (L, 3C, C)   layers.i.attention.query_key_value.weight, per head (q, k, v) */
-    P_QKVB,     /* (L, 3C) */
-    P_ATTPROJW, /* (L, C, C)    layers.i.attention.dense.weight */
+    P_QKVW,     /* (L, QKV, C)  fused q, k, v projection */
+    P_QKVB,     /* (L, QKV) */
+    P_ATTPROJW, /* (L, C, C)    attention output */
     P_ATTPROJB, /* (L, C) */
-    P_LN2W,     /* (L, C)       layers.i.post_attention_layernorm.weight */
+    P_LN2W,     /* (L, C)       post-attention norm */
     P_LN2B,     /* (L, C) */
-    P_FCW,      /* (L, 4C, C)   layers.i.mlp.dense_h_to_4h.weight */
-    P_FCB,      /* (L, 4C) */
-    P_FCPROJW,  /* (L, C, 4C)   layers.i.mlp.dense_4h_to_h.weight */
+    P_FCW,      /* (L, FC, C)   MLP in (GELU) or gate and up (SwiGLU) */
+    P_FCB,      /* (L, FC) */
+    P_FCPROJW,  /* (L, C, I)    MLP out */
     P_FCPROJB,  /* (L, C) */
-    P_LNFW,     /* (C)          gpt_neox.final_layer_norm.weight */
+    P_LNFW,     /* (C)          final norm */
     P_LNFB,     /* (C) */
-    P_UNEMBED,  /* (V, C)       embed_out.weight; empty when tied to wte */
+    P_UNEMBED,  /* (V, C)       output layer; empty when tied to wte */
+    P_UNEMBEDB, /* (V)          the output layer's bias (GPT-J), else empty */
     P_COUNT
 };
 
@@ -104,6 +109,9 @@ typedef struct gpt_model_s {
     gpt_layer_acts *layer;         /* (L) views, all the same one with recompute */
     float *lnf, *lnf_mean, *lnf_rstd, *logits, *lse, *losses; /* (BT,C) (BT) (BT) (BT,V) (BT) (BT) */
     float *dres, *dln, *dqkv, *datty, *dfch, *dlosses; /* backward scratch */
+    float *dln2;                   /* shared norm: the MLP branch's d(norm output) (else NULL) */
+    float *dact;                   /* d(MLP activation output) (BT, ffn): SwiGLU's own buffer, GELU's is dfch */
+    float *alibi;                  /* (NH) ALiBi slopes (pos == POS_ALIBI) */
     float *datt_scratch;           /* attention_scratch_floats(T, HS, att_threads) */
     int att_threads;
     int *inputs, *targets;         /* (B, T) */
