@@ -2,7 +2,10 @@
  * reference at shapes on and off the block edges, the backward against central finite
  * differences, the bf16 kernels against the reference and the fp32 kernels on the same
  * bf16-rounded inputs (both the vdpbf16ps and the portable path), causality, thread-count
- * independence, NaN propagation and the scratch contract. */
+ * independence, NaN propagation and the scratch contract; the same for grouped-query attention
+ * and ALiBi (attn_shape), grouped queries against multi-head attention with k and v repeated,
+ * ALiBi against MPT's key-only bias, and MPT's slopes. The old entry points (attention_forward,
+ * ...) are the multi-head wrappers the first tests exercise. */
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
