@@ -326,19 +326,24 @@ static inline void rot_every_two(float *x, const float *c, const float *sn, int 
 
 typedef void (*rot_fn)(float *x, const float *c, const float *sn, int h, float sign);
 
-/* One token of the group layout: per kv group, its G query heads and its k head rotated (v
- * untouched), each head's first 2h dims prefetched `ahead` tokens on (0: none). Inlined with a
+/* One token of the group layout: per kv group, its G query heads and its k head rotated, v
+ * skipped; the rotated dims prefetched `ahead` elements on (0: none), each query head fetching
+ * itself and the head after it (for G = 1, q and k together: the pre-grouping kernel's order).
+ * This shape, one straight pass over the heads, matters: a nested loop over the G + 1 rotated
+ * heads of each group ran the pythia-6.9b shape 40% slower (measured, Zen 5). Inlined with a
  * constant `rot`, one copy per pairing. */
-static inline __attribute__((always_inline)) void fused_token(float *tok, const float *c, const float *sn, int h, int HS,
+static inline __attribute__((always_inline)) void fused_token(float *x, const float *c, const float *sn, int h, int HS,
                                                               int kvh, int G, size_t ahead, float sign, rot_fn rot)
 {
-    const size_t gs = (size_t)(G + 2) * HS;
-    for (int g = 0; g < kvh; g++)
-        for (int j = 0; j <= G; j++) {
-            float *x = tok + g * gs + (size_t)j * HS;
-            if (ahead) prefetch_bytes(x + ahead, 2 * (size_t)h * sizeof(float));
+    const size_t span = 2 * (size_t)h * sizeof(float);
+    for (int g = 0; g < kvh; g++, x += HS) { /* the step over v_g */
+        for (int j = 0; j < G; j++, x += HS) {
+            if (ahead) prefetch_bytes(x + ahead, span), prefetch_bytes(x + HS + ahead, span);
             rot(x, c, sn, h, sign);
         }
+        rot(x, c, sn, h, sign); /* k_g */
+        x += HS;
+    }
 }
 
 static void rope_fused_inplace(float *qkv, const rope_shape *s, const rope_tables *tb, float sign)
@@ -640,17 +645,18 @@ void rope_backward_zero_freq_bf16(bf16 *dqkv, const bf16 *dq_out, const bf16 *dk
 typedef void (*rot_fn_bf16)(bf16 *x, const float *c, const float *sn, int h, float sign);
 
 /* fused_token on bf16 heads. */
-static inline __attribute__((always_inline)) void fused_token_bf16(bf16 *tok, const float *c, const float *sn, int h,
-                                                                   int HS, int kvh, int G, size_t ahead, float sign,
-                                                                   rot_fn_bf16 rot)
+static inline __attribute__((always_inline)) void fused_token_bf16(bf16 *x, const float *c, const float *sn, int h, int HS,
+                                                                   int kvh, int G, size_t ahead, float sign, rot_fn_bf16 rot)
 {
-    const size_t gs = (size_t)(G + 2) * HS;
-    for (int g = 0; g < kvh; g++)
-        for (int j = 0; j <= G; j++) {
-            bf16 *x = tok + g * gs + (size_t)j * HS;
-            if (ahead) prefetch_bytes(x + ahead, 2 * (size_t)h * sizeof(bf16));
+    const size_t span = 2 * (size_t)h * sizeof(bf16);
+    for (int g = 0; g < kvh; g++, x += HS) {
+        for (int j = 0; j < G; j++, x += HS) {
+            if (ahead) prefetch_bytes(x + ahead, span), prefetch_bytes(x + HS + ahead, span);
             rot(x, c, sn, h, sign);
         }
+        rot(x, c, sn, h, sign);
+        x += HS;
+    }
 }
 
 static void rope_fused_inplace_bf16(bf16 *qkv, const rope_shape *s, const rope_tables *tb, float sign)

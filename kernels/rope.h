@@ -13,7 +13,7 @@
  * (G = 1) that is the per-head [q, k, v] layout (B, T, NH, 3*HS) of GPT-NeoX. rope_qkv_offset
  * finds a head in it. Rotary applies to every q head and every k head; v is untouched.
  *
- * Three variants:
+ * Three variants that must agree on the GPT-NeoX layout:
  *   reference  tensor by tensor as Hugging Face does: neg, cat (rotate_half), mul cos, mul sin,
  *              add, cat with the pass-through part, every step a pass over a materialised
  *              temporary; writes new q, k tensors (B, NH, T, HS).

@@ -100,7 +100,10 @@ static void check_rmsnorm(int N, int C)
     rmsnorm_forward(out, rstd, x, w, N, C, RMS_EPS);
     for (int r = 0; r < N; r++) {
         double ss = 0, ssx = 0;
-        for (int i = 0; i < C; i++) ss += (double)out[(size_t)r * C + i] * out[(size_t)r * C + i], ssx += xd[(size_t)r * C + i] * xd[(size_t)r * C + i];
+        for (int i = 0; i < C; i++) {
+            size_t k = (size_t)r * C + i;
+            ss += (double)out[k] * out[k], ssx += xd[k] * xd[k];
+        }
         double want_rms = sqrt(ssx / C / (ssx / C + RMS_EPS));
         CHECK(fabs(sqrt(ss / C) - want_rms) < 1e-5, "N=%d C=%d row %d: rms %.9g, expected %.9g", N, C, r, sqrt(ss / C), want_rms);
     }
@@ -463,14 +466,15 @@ static void test_rope_group_layout(void)
     CHECK(ok, "kvh = NH offsets differ from (B, T, NH, 3*HS)");
     rope_shape g = {.B = 1, .T = 2, .NH = 8, .HS = 4, .r = 4, .kvh = 2};
     /* token 1: group 0 = q0 q1 q2 q3 k0 v0, group 1 = q4 .. q7 k1 v1; 12 heads of 4 */
-    CHECK(rope_qkv_per_token(&g) == 48 && rope_qkv_offset(&g, 0, 1, 0, 5) == 48 + 7 * 4 && rope_qkv_offset(&g, 0, 1, 1, 0) == 48 + 4 * 4 &&
-              rope_qkv_offset(&g, 0, 1, 2, 1) == 48 + 11 * 4,
+    CHECK(rope_qkv_per_token(&g) == 48 && rope_qkv_offset(&g, 0, 1, 0, 5) == 48 + 7 * 4 &&
+              rope_qkv_offset(&g, 0, 1, 1, 0) == 48 + 4 * 4 && rope_qkv_offset(&g, 0, 1, 2, 1) == 48 + 11 * 4,
           "group layout offsets: q5 %zu k0 %zu v1 %zu", rope_qkv_offset(&g, 0, 1, 0, 5), rope_qkv_offset(&g, 0, 1, 1, 0),
           rope_qkv_offset(&g, 0, 1, 2, 1));
     rope_shape full = {.B = 1, .T = 1, .NH = 8, .HS = 128, .r = 128}, grouped = full;
     grouped.kvh = 2;
     double bf = rope_bytes_per_token(&full, 2, 0), bg = rope_bytes_per_token(&grouped, 2, 0);
-    CHECK(bf == 4.0 * (16 * 2 * 128 + 2 * 128) && bg == 4.0 * (10 * 2 * 128 + 2 * 128), "fused bytes per token %.0f, grouped %.0f", bf, bg);
+    CHECK(bf == 4.0 * (16 * 2 * 128 + 2 * 128) && bg == 4.0 * (10 * 2 * 128 + 2 * 128),
+          "fused bytes per token %.0f, grouped %.0f", bf, bg);
 }
 
 const test_case tests_archk[] = {
