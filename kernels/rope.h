@@ -38,14 +38,7 @@ typedef struct {
     int kvh;             /* key/value heads, dividing NH; 0 means NH (the per-head [q, k, v] layout) */
     int gptj;            /* 0: rotate_half pairs (i, i + r/2) (GPT-NeoX, Llama); 1: GPT-J's (2i, 2i+1) */
 } rope_shape;
-/* kvh and gptj were appended so that the positional initialisers of the 5-field shape,
- * {B, T, NH, HS, r}, keep their meaning with both zero (NeoX layout and pairing). -Wextra's
- * -Wmissing-field-initializers flags exactly those initialisers, at their own site, which only a
- * pragma in effect there silences: this one, in every file that includes rope.h. To be removed
- * once the callers name the fields ({.B = .., .r = ..}, as the new code should). */
-#if defined(__GNUC__)
-#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
-#endif
+/* Callers name the fields ({.B = .., .r = ..}); kvh and gptj zero mean the NeoX layout and pairing. */
 
 typedef struct {
     int T, r, HS;

@@ -455,7 +455,7 @@ static void test_rope_gptj_pairs(void)
  * included); with groups, q heads then k then v per group; the bytes model counts kvh k heads. */
 static void test_rope_group_layout(void)
 {
-    rope_shape old = {2, 3, 4, 16, 8}; /* the 5-field initialiser: kvh 0, gptj 0 */
+    rope_shape old = {.B = 2, .T = 3, .NH = 4, .HS = 16, .r = 8}; /* kvh 0, gptj 0: the old layout */
     CHECK(old.kvh == 0 && old.gptj == 0 && rope_kv_heads(&old) == 4 && rope_qkv_per_token(&old) == 3 * 4 * 16,
           "a positional shape is not the per-head layout");
     int ok = 1;

@@ -108,7 +108,7 @@ static void nan_attention_xent_rope_adamw(void)
     rope_tables tb;
     float *store = malloc(rope_tables_floats(T, 4, HS) * sizeof(float));
     rope_tables_init(&tb, store, T, 4, HS, 10000);
-    rope_shape rs = {B, T, NH, HS, 4};
+    rope_shape rs = {.B = B, .T = T, .NH = NH, .HS = HS, .r = 4};
     rand_fill(qkv, B * T * 3 * C, &st);
     qkv[1] = NAN;
     rope_forward_fused(qkv, &rs, &tb);

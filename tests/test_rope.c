@@ -19,7 +19,7 @@ typedef struct {
 
 static void env_init(rope_env *e, int B, int T, int NH, int HS, int r)
 {
-    e->s = (rope_shape){B, T, NH, HS, r};
+    e->s = (rope_shape){.B = B, .T = T, .NH = NH, .HS = HS, .r = r};
     e->tables = malloc(sizeof(float) * (rope_tables_floats(T, r, HS) + 1));
     rope_tables_init(&e->tb, e->tables, T, r, HS, 10000.0);
 }
@@ -224,7 +224,7 @@ static void test_rope_properties(void)
 
 static void test_rope_bytes_model(void)
 {
-    rope_shape s = {1, 1, 32, 128, 32};
+    rope_shape s = {.B = 1, .T = 1, .NH = 32, .HS = 128, .r = 32};
     /* fused: q and k, r floats read and written per head, plus r table floats per token */
     double f = rope_bytes_per_token(&s, 2, 0);
     CHECK(f == 4.0 * 2 * (32 * 2 * 32 + 32), "fused bytes per token %.0f", f);
@@ -459,7 +459,7 @@ static void test_rope_bf16_nan(void)
 
 static void test_rope_bytes_model_dtype(void)
 {
-    rope_shape s = {1, 1, 32, 128, 32};
+    rope_shape s = {.B = 1, .T = 1, .NH = 32, .HS = 128, .r = 32};
     for (int v = 0; v < 3; v++)
         for (int d = 0; d < 2; d++)
             CHECK(rope_bytes_per_token_dtype(&s, v, d, 4) == rope_bytes_per_token(&s, v, d), "variant %d: fp32 bytes differ", v);
