@@ -4,6 +4,7 @@
 #define CB_CHECK_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "../report/scale.h"
 
@@ -74,6 +75,9 @@ struct gpt_model_s;
 void fill_tokens(struct gpt_model_s *m, unsigned seed);
 void copy_weights_and_tokens(struct gpt_model_s *dst, const struct gpt_model_s *src);
 int train_micro_step(struct gpt_model_s *m, float scale, double *loss);
+
+/* out[i] == bf16_from_float(ref[i]) for every i; prints the first element that is not. */
+int bf16_is_rounding(const char *what, const uint16_t *out, const float *ref, size_t n);
 
 /* The binary under test, for CLI tests (argv[1] of the runner). */
 extern const char *g_costbench;

@@ -12,17 +12,6 @@
 #include "../kernels/swiglu.h"
 #include "check.h"
 
-/* out[i] == bf16_from_float(ref[i]) for every i. */
-static int is_rounding(const char *what, const bf16 *out, const float *ref, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (out[i] != bf16_from_float(ref[i])) {
-            printf("    %s: element %zu is 0x%04x (%.9g), the rounding of %.9g is 0x%04x\n", what, i, out[i],
-                   bf16_to_float(out[i]), ref[i], bf16_from_float(ref[i]));
-            return 0;
-        }
-    return 1;
-}
 
 static int any_nonfinite(const float *x, size_t n)
 {
@@ -135,7 +124,7 @@ static void test_rmsnorm_bf16(void)
         rmsnorm_forward(out, rstd, x, w, N, C, RMS_EPS);
         rmsnorm_forward_bf16(outb, rstd2, x, w, N, C, RMS_EPS);
         CHECK(memcmp(rstd, rstd2, N * sizeof(float)) == 0, "N=%d C=%d: bf16 rstd differs from rmsnorm_forward's", N, C);
-        CHECK(is_rounding("rmsnorm_forward_bf16", outb, out, n), "N=%d C=%d: not the rounding of rmsnorm_forward", N, C);
+        CHECK(bf16_is_rounding("rmsnorm_forward_bf16", outb, out, n), "N=%d C=%d: not the rounding of rmsnorm_forward", N, C);
         /* NaN in row 1, in the vector tail when there is one: that row NaN, the others finite */
         x[(size_t)C + (size_t)C - 1] = NAN;
         rmsnorm_forward(out, rstd, x, w, N, C, RMS_EPS);
@@ -221,7 +210,7 @@ static void test_swiglu_edges_bf16(void)
     for (int j = 0; j < 13; j++) x[j] = gates[j], x[I + j] = 0.5f;
     swiglu_forward(out, x, N, I);
     swiglu_forward_bf16(outb, x, N, I);
-    CHECK(is_rounding("swiglu_forward_bf16", outb, out, N * I), "swiglu_forward_bf16 is not the rounding of swiglu_forward");
+    CHECK(bf16_is_rounding("swiglu_forward_bf16", outb, out, N * I), "swiglu_forward_bf16 is not the rounding of swiglu_forward");
     CHECK(!any_nonfinite(out, N * I), "a finite gate gave a non-finite silu");
     CHECK(fabs(out[2] - 20.0 / (1.0 + exp(-20.0)) * 0.5) < 1e-6 && out[7] == 50.0f && out[8] == 0.0f && out[11] == 1.5e38f,
           "large gates: silu(20)/2 = %.9g, silu(100)/2 = %.9g, silu(-100)/2 = %.9g, silu(3e38)/2 = %.9g", out[2], out[7], out[8],
@@ -358,7 +347,7 @@ static void check_gqa(rope_shape sh)
     rope_forward_fused(y, s, &e.tb);
     rope_forward_fused_bf16(xh, s, &e.tb);
     snprintf(what, sizeof what, "%s bf16 fused forward", lbl);
-    CHECK(is_rounding(what, xh, y, n), "%s: not the fp32 fused kernel's result rounded", what);
+    CHECK(bf16_is_rounding(what, xh, y, n), "%s: not the fp32 fused kernel's result rounded", what);
     bf16_to_floats(y, xh, n);
     CHECK(allclose(what, y, yd, n, 1e-6, 1.0 / 256), "%s vs the definition beyond one bf16 rounding", what);
     for (size_t i = 0; i < n; i++) xh[i] = bf16_from_float(dy[i]);
@@ -366,7 +355,7 @@ static void check_gqa(rope_shape sh)
     rope_backward_fused(dx, s, &e.tb);
     rope_backward_fused_bf16(xh, s, &e.tb);
     snprintf(what, sizeof what, "%s bf16 fused backward", lbl);
-    CHECK(is_rounding(what, xh, dx, n), "%s: not the fp32 fused kernel's gradient rounded", what);
+    CHECK(bf16_is_rounding(what, xh, dx, n), "%s: not the fp32 fused kernel's gradient rounded", what);
     free(x), free(y), free(dy), free(dx), free(xd), free(yd), free(dyd), free(back), free(xh), free(e.tables);
 }
 

@@ -317,17 +317,6 @@ static void test_grad_norm_and_clip(void)
  * bf16_from_float of the fp32 kernel's output (inputs here are normal numbers, where the native
  * vcvtneps2bf16 and bf16_from_float agree). */
 
-/* out[i] == bf16_from_float(ref[i]) for every i; reports the first element that is not. */
-static int is_rounding(const char *what, const bf16 *out, const float *ref, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (out[i] != bf16_from_float(ref[i])) {
-            printf("    %s: element %zu is 0x%04x (%.9g), the rounding of %.9g is 0x%04x\n", what, i, out[i],
-                   bf16_to_float(out[i]), ref[i], bf16_from_float(ref[i]));
-            return 0;
-        }
-    return 1;
-}
 
 static int bf16_any_nonfinite(const bf16 *x, size_t n)
 {
@@ -409,7 +398,7 @@ static void test_layernorm_bf16(void)
         layernorm_forward_bf16(outb, mean2, rstd2, x, w, b, N, C);
         CHECK(memcmp(mean, mean2, N * sizeof(float)) == 0 && memcmp(rstd, rstd2, N * sizeof(float)) == 0,
               "N=%d C=%d: bf16 mean/rstd differ from layernorm_forward's", N, C);
-        CHECK(is_rounding("layernorm_forward_bf16", outb, out, n), "N=%d C=%d: not the rounding of layernorm_forward", N, C);
+        CHECK(bf16_is_rounding("layernorm_forward_bf16", outb, out, n), "N=%d C=%d: not the rounding of layernorm_forward", N, C);
         /* NaN in row 1 (inside the first group of 16): that row's output NaN, the others finite */
         x[(size_t)C + 3] = NAN;
         layernorm_forward_bf16(outb, mean2, rstd2, x, w, b, N, C);
@@ -431,10 +420,10 @@ static void test_gelu_bf16(void)
     x[0] = 0.0f, x[1] = -10.0f, x[2] = 10.0f, x[3] = 1e-20f;
     gelu_forward(out, x, N);
     gelu_forward_bf16(outb, x, N);
-    CHECK(is_rounding("gelu_forward_bf16", outb, out, N), "gelu_forward_bf16 is not the rounding of gelu_forward");
+    CHECK(bf16_is_rounding("gelu_forward_bf16", outb, out, N), "gelu_forward_bf16 is not the rounding of gelu_forward");
     outb[7] ^= 1; /* one bf16 ulp off */
     printf("    (the next line is the bf16 comparator rejecting a one-ulp error, as it must)\n");
-    CHECK(!is_rounding("perturbed", outb, out, N), "the bf16 comparator passed a one-ulp error");
+    CHECK(!bf16_is_rounding("perturbed", outb, out, N), "the bf16 comparator passed a one-ulp error");
     x[500] = NAN;
     gelu_forward_bf16(outb, x, N);
     CHECK(isnan(bf16_to_float(outb[500])) && !bf16_any_nonfinite(outb, 500) && !bf16_any_nonfinite(outb + 501, N - 501),
@@ -455,7 +444,7 @@ static void test_crossentropy_bf16(void)
     CHECK(crossentropy_forward(losses, lse, logits, targets, N, V) == KERNEL_OK, "forward refused valid targets");
     CHECK(crossentropy_backward(dref, dl, logits, lse, targets, N, V) == KERNEL_OK, "backward refused valid targets");
     CHECK(crossentropy_backward_bf16(db, dl, logits, lse, targets, N, V) == KERNEL_OK, "backward_bf16 refused valid targets");
-    CHECK(is_rounding("crossentropy_backward_bf16", db, dref, N * V), "not the rounding of crossentropy_backward");
+    CHECK(bf16_is_rounding("crossentropy_backward_bf16", db, dref, N * V), "not the rounding of crossentropy_backward");
     CHECK(memcmp(logits, keep, sizeof keep) == 0, "backward_bf16 changed the logits");
     CHECK(crossentropy_fused_bf16(losses2, lse2, db2, logits, dl, targets, N, V) == KERNEL_OK, "fused refused valid targets");
     CHECK(memcmp(losses, losses2, sizeof losses) == 0 && memcmp(lse, lse2, sizeof lse) == 0,
@@ -497,7 +486,7 @@ static void test_crossentropy_bf16_large(void)
         crossentropy_forward(losses, lse, logits, targets, N, V);
         crossentropy_backward(dref, dl, logits, lse, targets, N, V);
         CHECK(crossentropy_backward_bf16(db, dl, logits, lse, targets, N, V) == KERNEL_OK &&
-                  is_rounding("crossentropy_backward_bf16, streamed", db, dref, n),
+                  bf16_is_rounding("crossentropy_backward_bf16, streamed", db, dref, n),
               "large V: not the rounding of crossentropy_backward");
         CHECK(crossentropy_fused_bf16(losses2, lse2, db2, logits, dl, targets, N, V) == KERNEL_OK &&
                   memcmp(db, db2, n * sizeof(bf16)) == 0 && memcmp(losses, losses2, sizeof losses) == 0 &&
@@ -549,7 +538,7 @@ static void check_adamw_bf16(size_t n)
           "n=%zu: adamw_update_bf16: params, m or v differ from adamw_update's", n);
     CHECK(memcmp(p1, p4, nb) == 0 && memcmp(m1, m4, nb) == 0 && memcmp(v1, v4, nb) == 0,
           "n=%zu: adamw_update_bf16 without a copy differs from adamw_update", n);
-    CHECK(is_rounding("adamw bf16 copy", pb, p2, n), "n=%zu: the bf16 copy is not the rounding of the updated params", n);
+    CHECK(bf16_is_rounding("adamw bf16 copy", pb, p2, n), "n=%zu: the bf16 copy is not the rounding of the updated params", n);
     /* NaN: a NaN gradient makes its parameter and its copy NaN, and only those */
     g[4100] = NAN;
     adamw_update_bf16(p2, pb, g, m2, v2, n, &hp, 6);

@@ -11,6 +11,7 @@
 #include "../common/csvio.h"
 #include "../model/gpt.h"
 #include "../common/presets.h"
+#include "../kernels/bf16.h"
 #include "check.h"
 
 int allclose(const char *what, const float *x, const double *ref, size_t n, double atol, double rtol)
@@ -287,4 +288,15 @@ int train_micro_step(gpt_model *m, float scale, double *loss)
 {
     gpt_zero_grad(m);
     return gpt_forward(m, loss) == 0 && gpt_backward(m, scale) == 0 ? 0 : -1;
+}
+
+int bf16_is_rounding(const char *what, const uint16_t *out, const float *ref, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (out[i] != bf16_from_float(ref[i])) {
+            printf("    %s: element %zu is 0x%04x (%.9g), the rounding of %.9g is 0x%04x\n", what, i, out[i],
+                   bf16_to_float(out[i]), ref[i], bf16_from_float(ref[i]));
+            return 0;
+        }
+    return 1;
 }
