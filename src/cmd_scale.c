@@ -514,9 +514,30 @@ static void notes_calibration(record *rec, const scale_run *r)
                         k == SP_LATENCY ? r->s.latency_s * 1e6 : k == SP_BANDWIDTH ? r->s.net_eff : r->s.overlap);
     }
     record_note(rec, "compute %.4g s per micro-batch per stage (%s)", r->s.t_mb_s,
-                r->meas.n == 0              ? "data-sheet peak x assumed MFU"
+                r->o.calibrate              ? "carried from the calibration"
+                : r->meas.n == 0            ? "data-sheet peak x assumed MFU"
                 : f->at_bound[SP_COMPUTE] ? "held at the data-sheet peak, the edge of its range: not a fit"
                                           : "fitted");
+}
+
+/* --calibrate: the rule, the curve, both compute MFUs at full precision. */
+static void notes_carry(record *rec, const scale_run *r)
+{
+    const scale_model *c = &r->cal, *s = &r->s;
+    record_note(rec, "rule: MFU_target = MFU_cal x e(K_t, N_t) / e(K_c, N_c), K = d_model, N = micro_batch x seq / tp; "
+                     "t_mb = hardware FLOPs per micro-batch per stage / (MFU_target x dense peak of the stage's tp ranks)");
+    if (r->eff.nk > 0)
+        record_note(rec, "e(K, N): %s's %s, log-linear in K and N, clamped to K %g..%g, N %g..%g%s", r->o.matmul_csv, r->eff.column,
+                    r->eff.k[0], r->eff.k[r->eff.nk - 1], r->eff.n[0], r->eff.n[r->eff.nn - 1],
+                    r->eff_clamped ? " (clamped here: K or N outside the measured range)" : "");
+    else
+        record_note(rec, "e(K, N) = 1 / (1 + K0/K) x 1 / (1 + N0/N), K0 = %g, N0 = %g: assumed (MosaicML: wider models and more tokens "
+                         "per device run more efficiently), not fitted",
+                    SCALE_EFF_K0, SCALE_EFF_N0);
+    record_note(rec, "calibration %s: K %g, N %g, e %.17g, t_mb %.9g s, compute MFU %.17g", c->cfg.name, scale_eff_k(c), scale_eff_n(c),
+                r->e_cal, c->t_mb_s, r->mfu_cal);
+    record_note(rec, "target %s: K %g, N %g, e %.17g, t_mb %.9g s, compute MFU %.17g%s", s->cfg.name, scale_eff_k(s), scale_eff_n(s),
+                r->e_tgt, s->t_mb_s, r->mfu_tgt, s->recompute ? " (t_mb counts the recomputed forward)" : "");
 }
 
 static void notes_write(record *rec, const scale_run *r, int over_mem)
@@ -527,6 +548,7 @@ static void notes_write(record *rec, const scale_run *r, int over_mem)
                 hw->accelerators * hw->workers, hw->accelerators, hw->accelerator, hw->workers,
                 o->global_batch > 0 ? "strong scaling (fixed global batch)" : "weak scaling (fixed batch per replica)");
     notes_calibration(rec, r);
+    if (o->calibrate) notes_carry(rec, r);
     if (!isfinite(hw->intra_gb_per_s) && (o->tp > 1 || hw->accelerators * hw->workers > o->tp * o->pp))
         record_note(rec, "%s: device-link bandwidth unknown: TP and intra-node gradient traffic not modelled%s", o->instance,
                     r->meas.n ? " (the fitted compute time includes the TP traffic)" : "");
@@ -582,7 +604,8 @@ static int outputs_write(const record *rec, const scale_run *r)
         machine_probe(&mi);
         rc = record_write_csv(rec, r->o.csv, &mi);
     }
-    if (rc == 0 && r->o.plot && (rc = scale_plot(r->o.plot, &r->s, rec, &r->meas, &r->cmp)) == 0) fprintf(stderr, "wrote %s\n", r->o.plot);
+    const scale_points none = {.n = 0};
+    if (rc == 0 && r->o.plot && (rc = scale_plot(r->o.plot, &r->s, rec, r->o.calibrate ? &none : &r->meas, &r->cmp)) == 0) fprintf(stderr, "wrote %s\n", r->o.plot);
     return rc;
 }
 
