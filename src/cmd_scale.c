@@ -36,6 +36,7 @@ typedef struct {
     const char *model, *instance, *pricing, *region, *precision, *measured, *compare, *csv, *plot, *prices_path, *hw_path,
         *fit_list, *calibrate, *matmul_csv;
     long tp, pp, seq, global_batch, batch_per_device, micro_batch, base_nodes, zero, interleave;
+    long layers, dmodel, heads, kv_heads, ffn, vocab; /* model overrides (0: the preset's) */
     double base_seq_per_s, usd_per_hour, mfu_pct, overlap, bucket_mib, latency_us, net_eff, fit_tol_pct, net_gbps, intra_gbps;
     int recompute;
     opt_list nodes;
@@ -74,6 +75,12 @@ static int scale_opts_parse(scale_opts *o, int argc, char **argv)
     const opt_spec specs[] = {
         {"model", OPT_STR, &o->model, 0, 0, 0, 0, "PRESET", "model preset of data/models.csv (required)"},
         {"instance", OPT_STR, &o->instance, 0, 0, 0, 0, "TYPE", "instance type of data/hardware.csv and data/prices.csv (required)"},
+        {"layers", OPT_LONG, &o->layers, 1, 100000, 0, 0, "L", "override the preset's layers"},
+        {"d-model", OPT_LONG, &o->dmodel, 1, 1L << 20, 0, 0, "C", "override the preset's d_model"},
+        {"heads", OPT_LONG, &o->heads, 1, 1L << 16, 0, 0, "NH", "override the preset's heads"},
+        {"kv-heads", OPT_LONG, &o->kv_heads, 1, 1L << 16, 0, 0, "KVH", "override the preset's key/value heads"},
+        {"ffn", OPT_LONG, &o->ffn, 1, 1L << 24, 0, 0, "F", "override the preset's MLP width"},
+        {"vocab", OPT_LONG, &o->vocab, 1, 1L << 24, 0, 0, "V", "override the preset's vocabulary"},
         {"tp", OPT_LONG, &o->tp, 1, 4096, 0, 0, "T", "tensor-parallel degree, inside a node (default 1)"},
         {"pp", OPT_LONG, &o->pp, 1, 4096, 0, 0, "P", "pipeline-parallel stages (default 1)"},
         {"interleave", OPT_LONG, &o->interleave, 1, 64, 0, 0, "V", "virtual stages per rank, interleaved 1F1B (default 1)"},
@@ -153,11 +160,39 @@ static int scale_opts_check(scale_opts *o)
     return o->fit_list ? fit_list_parse(o->fit_list, o->want) : 0;
 }
 
+/* The preset with --layers, --d-model, --heads, --kv-heads, --ffn, --vocab applied (as train
+ * does), checked by model_config_check. */
+static int config_override(const scale_opts *o, model_config *cfg)
+{
+    if (!(o->layers || o->dmodel || o->heads || o->kv_heads || o->ffn || o->vocab)) return 0;
+    if (o->layers) cfg->L = (int)o->layers;
+    if (o->dmodel) cfg->C = (int)o->dmodel;
+    int mha = model_kv_heads(cfg) == cfg->NH; /* a multi-head preset stays multi-head under --heads */
+    if (o->heads) cfg->NH = (int)o->heads;
+    if (o->heads && mha) cfg->KVH = 0;
+    if (o->kv_heads) cfg->KVH = (int)o->kv_heads;
+    if (o->ffn) cfg->ffn = (int)o->ffn;
+    if (o->vocab) cfg->V = (int)o->vocab;
+    if (cfg->C % cfg->NH != 0) return err_usage("flags '--d-model' / '--heads': %d is not a multiple of %d heads", cfg->C, cfg->NH);
+    cfg->HS = cfg->C / cfg->NH;
+    const char *column;
+    char why[256], nm[48];
+    if (model_config_check(cfg, &column, why, sizeof why) != 0) {
+        const char *flag = strcmp(column, "kv_heads") == 0 ? "flags '--heads' / '--kv-heads'"
+                           : strcmp(column, "ffn_dim") == 0 ? "flag '--ffn'" : "flag '--model'";
+        return err_usage("%s: %s: %s", flag, cfg->name, why);
+    }
+    snprintf(nm, sizeof nm, "%.20s-custom", cfg->name);
+    snprintf(cfg->name, sizeof cfg->name, "%s", nm);
+    return 0;
+}
+
 /* The preset, the price and hardware tables, the instance's row and its price. */
 static int run_load(scale_run *r)
 {
     const scale_opts *o = &r->o;
     int rc = model_preset_find(o->model, &r->s.cfg);
+    if (rc == 0) rc = config_override(o, &r->s.cfg);
     if (rc != 0) return rc;
     if (o->seq > r->s.cfg.max_T) return err_usage("flag '--seq': %s has max_seq_len %d, got %ld", o->model, r->s.cfg.max_T, o->seq);
     if (data_tables_load(o->prices_path, o->hw_path, &r->pt, &r->ht) != 0) return CB_EFAIL;
@@ -463,7 +498,7 @@ static int row_add(record *rec, const scale_run *r, long nodes, double eff0, con
     record_num(rec, row, SC_MEM, p.mem_gib);
     if (p.mem_gib > p.mem_avail_gib) *over_mem = 1;
     record_num(rec, row, SC_USD, usd_h);
-    record_str(rec, row, SC_MODEL, r->o.model);
+    record_str(rec, row, SC_MODEL, r->s.cfg.name);
     record_num(rec, row, SC_TP, (double)r->o.tp);
     record_num(rec, row, SC_PP, (double)r->o.pp);
     record_num(rec, row, SC_INST, (double)nodes);
@@ -544,7 +579,7 @@ static void notes_write(record *rec, const scale_run *r, int over_mem)
 {
     const scale_opts *o = &r->o;
     const hw_row *hw = r->hw;
-    record_note(rec, "%s, %s: TP %ld x PP %ld per replica, %d ranks per instance (%d %s x %d), %s", o->model, o->instance, o->tp, o->pp,
+    record_note(rec, "%s, %s: TP %ld x PP %ld per replica, %d ranks per instance (%d %s x %d), %s", r->s.cfg.name, o->instance, o->tp, o->pp,
                 hw->accelerators * hw->workers, hw->accelerators, hw->accelerator, hw->workers,
                 o->global_batch > 0 ? "strong scaling (fixed global batch)" : "weak scaling (fixed batch per replica)");
     notes_calibration(rec, r);
