@@ -152,10 +152,29 @@ static void test_calib_bad_input(void)
     rm_tree(f.dir);
 }
 
+/* --d-model overrides the preset as train does: the target's K doubles, the carried MFU with it by
+ * 10/9; a config model_config_check refuses names the flag (exit 2). */
+static void test_calib_overrides(void)
+{
+    calib_files f;
+    if (files_make(&f, "gpt3-1.3b,8,1,1,toy.8x,2048,64,10\n") != 0) return;
+    const char *args[] = {"scale", "--calibrate", f.rows, "--model", "gpt3-1.3b", "--d-model", "4096", "--instance", "toy.8x",
+                          "--hardware", f.hw, "--usd-per-hour", "10", "--tp", "8", "--seq", "2048", "--global-batch", "64",
+                          "--nodes", "1", NULL};
+    int rc = run(args);
+    CHECK(rc == 0, "exit %d: %s", rc, g_err);
+    double mfu_cal = note_value("# calibration gpt3-1.3b", "compute MFU "), mfu_t = note_value("# target gpt3-1.3b-custom", "compute MFU ");
+    CHECK(fabs(mfu_t / mfu_cal - 10.0 / 9.0) < 1e-12, "--d-model 4096: MFU x 10/9: %.17g -> %.17g", mfu_cal, mfu_t);
+    const char *bad[] = {"scale", "--model", "llama2-7b", "--kv-heads", "5", "--instance", "p5.48xlarge", "--global-batch", "64", NULL};
+    expect_error(run(bad), 2, "flags '--heads' / '--kv-heads'", "--kv-heads 5 of 32 heads");
+    rm_tree(f.dir);
+}
+
 const test_case tests_calib[] = {
     {"calibrate: the same configuration gives the row back; its compute MFU is the mfu column (to the CSV's 9 digits)", test_calib_same_config},
     {"calibrate: twice the width scales the compute MFU by e(2K)/e(K) = 10/9", test_calib_double_width},
     {"calibrate: --matmul-csv interpolates log-linearly on its grid and clamps outside", test_calib_matmul_csv},
     {"calibrate: bad rows, LINEs and files give one error line and the exit code", test_calib_bad_input},
+    {"calibrate: --d-model overrides the target's preset; a bad override names its flag", test_calib_overrides},
     {NULL, NULL},
 };
