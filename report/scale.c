@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../common/csvio.h"
 #include "../common/err.h"
 #include "../common/stats.h"
 
@@ -460,4 +461,118 @@ int scale_fit_verify(const scale_model *s, scale_fit *fit, const scale_points *p
         err_hint("residuals (model / measured - 1) at the %d points: %s", pts->n, list);
     }
     return CB_EFAIL;
+}
+
+/* ------------------------------------------------------------------ carrying a calibration */
+
+double scale_eff_k(const scale_model *s) { return (double)s->cfg.C; }
+double scale_eff_n(const scale_model *s) { return (double)s->micro_batch * (double)s->seq / (double)s->tp; }
+
+double scale_stage_flops(const scale_model *s, int hardware)
+{
+    double per_token = hardware ? model_hardware_flops_per_token(&s->cfg, (int)s->seq, s->recompute)
+                                : model_flops_per_token(&s->cfg, (int)s->seq);
+    return per_token * (double)s->micro_batch * (double)s->seq / (double)s->pp;
+}
+
+double scale_stage_peak(const scale_model *s) { return scale_peak_per_instance(s) / (double)ranks_per_node(s) * (double)s->tp; }
+
+double scale_compute_mfu(const scale_model *s) { return scale_stage_flops(s, 0) / (s->t_mb_s * scale_stage_peak(s)); }
+
+/* Index of v in the ascending list xs[0..*n), added in order when new; -1 when full. */
+static int grid_index(double *xs, int *n, double v)
+{
+    int i = 0;
+    while (i < *n && xs[i] < v) i++;
+    if (i < *n && xs[i] == v) return i;
+    if (*n == SCALE_EFF_MAX) return -1;
+    memmove(xs + i + 1, xs + i, (size_t)(*n - i) * sizeof *xs);
+    (*n)++;
+    xs[i] = v;
+    return i;
+}
+
+/* The grid's axes: every distinct k and n of the file. */
+static int eff_axes(scale_eff_curve *c, const table *t, int ck, int cn)
+{
+    for (int r = 0; r < t->nrows; r++) {
+        long k, n;
+        if (table_get_long(t, r, ck, 1, 1L << 30, &k) != 0 || table_get_long(t, r, cn, 1, 1L << 30, &n) != 0) return CB_EFAIL;
+        if (grid_index(c->k, &c->nk, (double)k) < 0 || grid_index(c->n, &c->nn, (double)n) < 0)
+            return err_msg("%s:%d: more than %d distinct values of k or n", t->path, t->lines[r], SCALE_EFF_MAX);
+    }
+    return 0;
+}
+
+/* Sums the efficiency column into the grid, then the mean of each cell; every cell measured. */
+static int eff_fill(scale_eff_curve *c, const table *t, int ck, int cn, int ce)
+{
+    int count[SCALE_EFF_MAX][SCALE_EFF_MAX] = {{0}};
+    memset(c->e, 0, sizeof c->e);
+    for (int r = 0; r < t->nrows; r++) {
+        long k, n;
+        double v;
+        table_get_long(t, r, ck, 1, 1L << 30, &k), table_get_long(t, r, cn, 1, 1L << 30, &n);
+        if (table_get_double(t, r, ce, 1e-12, 1e12, &v) != 0) return CB_EFAIL;
+        int ik = grid_index(c->k, &c->nk, (double)k), in = grid_index(c->n, &c->nn, (double)n);
+        c->e[ik][in] += v, count[ik][in]++;
+    }
+    for (int i = 0; i < c->nk; i++)
+        for (int j = 0; j < c->nn; j++) {
+            if (count[i][j] == 0)
+                return err_msg("%s: no row for k %g, n %g: the file's k and n must span a full grid to interpolate on", t->path,
+                               c->k[i], c->n[j]);
+            c->e[i][j] /= count[i][j];
+        }
+    return 0;
+}
+
+int scale_eff_load(scale_eff_curve *c, const char *path)
+{
+    memset(c, 0, sizeof *c);
+    table t;
+    if (table_load(&t, path) != 0) return CB_EFAIL;
+    int ck = table_col(&t, "k", 1), cn = table_col(&t, "n", 1), ce = table_col(&t, "pct_of_peak", 0);
+    snprintf(c->column, sizeof c->column, "pct_of_peak");
+    if (ce < 0) ce = table_col(&t, "gflops_median", 0), snprintf(c->column, sizeof c->column, "gflops_median");
+    int rc = ck < 0 || cn < 0 ? CB_EFAIL : 0;
+    if (rc == 0 && ce < 0) rc = err_msg("%s:%d: column 'pct_of_peak' or 'gflops_median' missing", path, t.header_line);
+    if (rc == 0 && t.nrows == 0) rc = err_msg("%s: no data rows", path);
+    if (rc == 0) rc = eff_axes(c, &t, ck, cn);
+    if (rc == 0) rc = eff_fill(c, &t, ck, cn, ce);
+    table_free(&t);
+    if (rc != 0) c->nk = c->nn = 0;
+    return rc;
+}
+
+/* Position of v on the ascending axis xs: the cell i and weight w of xs[i + 1] in log space,
+ * clamped to the ends. */
+static void axis_locate(const double *xs, int n, double v, int *i, double *w, int *clamped)
+{
+    *i = 0, *w = 0;
+    if (n == 1 || v <= xs[0]) {
+        if (v < xs[0] || (n == 1 && v != xs[0])) *clamped = 1;
+        return;
+    }
+    if (v >= xs[n - 1]) {
+        if (v > xs[n - 1]) *clamped = 1;
+        *i = n - 2, *w = 1;
+        return;
+    }
+    while (xs[*i + 1] < v) (*i)++;
+    *w = log(v / xs[*i]) / log(xs[*i + 1] / xs[*i]);
+}
+
+double scale_eff(const scale_eff_curve *c, double K, double N, int *clamped)
+{
+    int dummy = 0;
+    if (!clamped) clamped = &dummy;
+    if (c == NULL || c->nk == 0) return 1.0 / (1.0 + SCALE_EFF_K0 / K) / (1.0 + SCALE_EFF_N0 / N);
+    int ik, in;
+    double wk, wn;
+    axis_locate(c->k, c->nk, K, &ik, &wk, clamped);
+    axis_locate(c->n, c->nn, N, &in, &wn, clamped);
+    int ik1 = c->nk > 1 ? ik + 1 : ik, in1 = c->nn > 1 ? in + 1 : in;
+    double lo = (1 - wn) * c->e[ik][in] + wn * c->e[ik][in1], hi = (1 - wn) * c->e[ik1][in] + wn * c->e[ik1][in1];
+    return (1 - wk) * lo + wk * hi;
 }

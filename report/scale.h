@@ -121,4 +121,38 @@ int scale_fit_verify(const scale_model *s, scale_fit *fit, const scale_points *p
 /* "4 nodes -0.4%, 8 nodes +1.0%, ..." (as much as fits in buf, then "... (N more)"). */
 void scale_fit_residual_list(const scale_fit *fit, const scale_points *pts, char *buf, size_t n);
 
+/* ------------------------------------------------------------------ carrying a calibration
+ * The compute efficiency of one micro-batch through one stage: MFU = model FLOPs of it / (t_mb x
+ * the dense peak of the stage's tp ranks in the model's precision). A calibration on one
+ * configuration carries to another as MFU_t = MFU_c x e(K_t, N_t) / e(K_c, N_c), K = d_model (the
+ * matmuls' width), N = micro_batch x seq / tp (the rows each device's matmuls see), e the matmul
+ * efficiency curve: measured (a `costbench matmul` CSV) or the default saturating curve
+ * e = 1 / (1 + K0/K) x 1 / (1 + N0/N) (MosaicML: wider models and more tokens per device run
+ * more efficiently; K0 = N0 = 512 are assumptions, not fits). */
+#define SCALE_EFF_K0 512.0
+#define SCALE_EFF_N0 512.0
+#define SCALE_EFF_MAX 64
+typedef struct {
+    int nk, nn; /* 0: the default curve */
+    double k[SCALE_EFF_MAX], n[SCALE_EFF_MAX]; /* ascending */
+    double e[SCALE_EFF_MAX][SCALE_EFF_MAX];    /* [k][n]: the mean over rows of that (n, k) */
+    char column[16];                           /* "pct_of_peak" or "gflops_median" */
+} scale_eff_curve;
+
+/* Loads a `costbench matmul` CSV (columns n, k and pct_of_peak, else gflops_median): every
+ * (k, n) of the grid its distinct values span must be measured. Returns 0 or CB_EFAIL. */
+int scale_eff_load(scale_eff_curve *c, const char *path);
+/* e(K, N): the default curve, or log-linear in K and N between the measured points, clamped to
+ * the measured range (*clamped set to 1 then; may be NULL). */
+double scale_eff(const scale_eff_curve *c, double K, double N, int *clamped);
+/* K and N of a model's matmuls (see above). */
+double scale_eff_k(const scale_model *s);
+double scale_eff_n(const scale_model *s);
+/* Model FLOPs (hardware = 0) or hardware FLOPs (with the recomputed forward) of one micro-batch
+ * through one stage; and the dense peak of the stage's tp ranks, FLOP/s (NaN when unknown). */
+double scale_stage_flops(const scale_model *s, int hardware);
+double scale_stage_peak(const scale_model *s);
+/* The implied compute MFU (0..1) of s->t_mb_s. */
+double scale_compute_mfu(const scale_model *s);
+
 #endif

@@ -34,9 +34,10 @@ static const rec_col scale_cols[SC_NCOLS] = {
 /* The flags as given (strings point into argv), and what scale_opts_check derives from them. */
 typedef struct {
     const char *model, *instance, *pricing, *region, *precision, *measured, *compare, *csv, *plot, *prices_path, *hw_path,
-        *fit_list;
+        *fit_list, *calibrate, *matmul_csv;
     long tp, pp, seq, global_batch, batch_per_device, micro_batch, base_nodes, zero, interleave;
-    double base_seq_per_s, usd_per_hour, mfu_pct, overlap, bucket_mib, latency_us, net_eff, fit_tol_pct;
+    long layers, dmodel, heads, kv_heads, ffn, vocab; /* model overrides (0: the preset's) */
+    double base_seq_per_s, usd_per_hour, mfu_pct, overlap, bucket_mib, latency_us, net_eff, fit_tol_pct, net_gbps, intra_gbps;
     int recompute;
     opt_list nodes;
     scale_precision prec; /* from --precision */
@@ -56,6 +57,13 @@ typedef struct {
     scale_points cmp;    /* --compare: shown beside the prediction, not fitted */
     scale_fit fit;
     char calib[512];     /* how the compute time was obtained (notes, source column) */
+    /* --calibrate: the row's own configuration, its point and what carries to the target */
+    char cal_path[4096];
+    tput_row cal_row;
+    scale_model cal;
+    scale_eff_curve eff; /* --matmul-csv (nk 0: the default curve) */
+    double mfu_cal, mfu_tgt, e_cal, e_tgt;
+    int eff_clamped;
 } scale_run;
 
 /* Parses the flags into o (defaults first). Returns 0, 1 after --help, or CB_EUSAGE. */
@@ -67,6 +75,12 @@ static int scale_opts_parse(scale_opts *o, int argc, char **argv)
     const opt_spec specs[] = {
         {"model", OPT_STR, &o->model, 0, 0, 0, 0, "PRESET", "model preset of data/models.csv (required)"},
         {"instance", OPT_STR, &o->instance, 0, 0, 0, 0, "TYPE", "instance type of data/hardware.csv and data/prices.csv (required)"},
+        {"layers", OPT_LONG, &o->layers, 1, 100000, 0, 0, "L", "override the preset's layers"},
+        {"d-model", OPT_LONG, &o->dmodel, 1, 1L << 20, 0, 0, "C", "override the preset's d_model"},
+        {"heads", OPT_LONG, &o->heads, 1, 1L << 16, 0, 0, "NH", "override the preset's heads"},
+        {"kv-heads", OPT_LONG, &o->kv_heads, 1, 1L << 16, 0, 0, "KVH", "override the preset's key/value heads"},
+        {"ffn", OPT_LONG, &o->ffn, 1, 1L << 24, 0, 0, "F", "override the preset's MLP width"},
+        {"vocab", OPT_LONG, &o->vocab, 1, 1L << 24, 0, 0, "V", "override the preset's vocabulary"},
         {"tp", OPT_LONG, &o->tp, 1, 4096, 0, 0, "T", "tensor-parallel degree, inside a node (default 1)"},
         {"pp", OPT_LONG, &o->pp, 1, 4096, 0, 0, "P", "pipeline-parallel stages (default 1)"},
         {"interleave", OPT_LONG, &o->interleave, 1, 64, 0, 0, "V", "virtual stages per rank, interleaved 1F1B (default 1)"},
@@ -77,6 +91,8 @@ static int scale_opts_parse(scale_opts *o, int argc, char **argv)
         {"nodes", OPT_LONG_LIST, &o->nodes, 1, CB_MAX_INSTANCES, 0, 0, "LIST", "node counts to predict (default 1,2,4,...,64)"},
         {"base-nodes", OPT_LONG, &o->base_nodes, 1, 1000000, 0, 0, "N", "a measured point: node count ..."},
         {"base-seq-per-s", OPT_DOUBLE, &o->base_seq_per_s, 0, 0, 1e-9, 1e12, "S", "... and its throughput in seq/s"},
+        {"calibrate", OPT_STR, &o->calibrate, 0, 0, 0, 0, "FILE[:LINE]", "one throughput row (of any configuration) fixes the compute efficiency, carried to this one"},
+        {"matmul-csv", OPT_STR, &o->matmul_csv, 0, 0, 0, 0, "FILE", "with --calibrate: the matmul efficiency curve from a `costbench matmul` CSV"},
         {"measured", OPT_STR, &o->measured, 0, 0, 0, 0, "FILE", "throughput CSV: fit the model to its matching rows"},
         {"compare", OPT_STR, &o->compare, 0, 0, 0, 0, "FILE", "throughput CSV: show its matching rows and the error, not fitted"},
         {"fit", OPT_STR, &o->fit_list, 0, 0, 0, 0, "LIST", "parameters to fit: compute,bandwidth,latency,overlap (default compute,bandwidth)"},
@@ -88,6 +104,8 @@ static int scale_opts_parse(scale_opts *o, int argc, char **argv)
         {"overlap", OPT_DOUBLE, &o->overlap, 0, 0, 0, 1, "F", "share of the last backward the all-reduce hides under (default 0)"},
         {"bucket-mib", OPT_DOUBLE, &o->bucket_mib, 0, 0, 0.001, 1e6, "MIB", "gradient bucket size, for the latency term (default 25)"},
         {"latency-us", OPT_DOUBLE, &o->latency_us, 0, 0, 0, 1e6, "US", "network latency per hop (default: data/hardware.csv, else 0)"},
+        {"net-gbps", OPT_DOUBLE, &o->net_gbps, 0, 0, 1e-6, 1e9, "G", "network line rate per instance, Gbit/s (default: data/hardware.csv)"},
+        {"intra-gbps", OPT_DOUBLE, &o->intra_gbps, 0, 0, 1e-6, 1e9, "G", "device-link bandwidth per accelerator, GB/s (default: data/hardware.csv)"},
         {"net-efficiency", OPT_DOUBLE, &o->net_eff, 0, 0, 0.001, 1, "F", "achieved share of the network line rate (default 1)"},
         {"pricing", OPT_STR, &o->pricing, 0, 0, 0, 0, "OPTION", "price of data/prices.csv: " PRICE_OPTIONS " (default on_demand)"},
         {"region", OPT_STR, &o->region, 0, 0, 0, 0, "REGION", "region of the price (default: the only one listed)"},
@@ -127,6 +145,9 @@ static int scale_opts_check(scale_opts *o)
     if ((o->global_batch > 0) == (o->batch_per_device > 0))
         return err_usage("give exactly one of '--global-batch' (strong scaling) and '--batch-per-device' (weak)");
     if ((o->base_nodes > 0) != (o->base_seq_per_s > 0)) return err_usage("flags '--base-nodes' and '--base-seq-per-s' go together");
+    if (o->calibrate && (o->base_nodes > 0 || o->measured))
+        return err_usage("flag '--calibrate': give it alone, not with '--base-nodes' or '--measured'");
+    if (o->matmul_csv && !o->calibrate) return err_usage("flag '--matmul-csv' needs '--calibrate' (it carries a calibration)");
     if (!price_option_valid(o->pricing)) return err_usage("flag '--pricing': expected one of %s, got '%s'", PRICE_OPTIONS, o->pricing);
     if (o->plot && !strstr(o->plot, ".png") && !strstr(o->plot, ".svg"))
         return err_usage("flag '--plot': expected a file name ending in .png or .svg, got '%s'", o->plot);
@@ -139,16 +160,48 @@ static int scale_opts_check(scale_opts *o)
     return o->fit_list ? fit_list_parse(o->fit_list, o->want) : 0;
 }
 
+/* The preset with --layers, --d-model, --heads, --kv-heads, --ffn, --vocab applied (as train
+ * does), checked by model_config_check. */
+static int config_override(const scale_opts *o, model_config *cfg)
+{
+    if (!(o->layers || o->dmodel || o->heads || o->kv_heads || o->ffn || o->vocab)) return 0;
+    if (o->layers) cfg->L = (int)o->layers;
+    if (o->dmodel) cfg->C = (int)o->dmodel;
+    int mha = model_kv_heads(cfg) == cfg->NH; /* a multi-head preset stays multi-head under --heads */
+    if (o->heads) cfg->NH = (int)o->heads;
+    if (o->heads && mha) cfg->KVH = 0;
+    if (o->kv_heads) cfg->KVH = (int)o->kv_heads;
+    if (o->ffn) cfg->ffn = (int)o->ffn;
+    if (o->vocab) cfg->V = (int)o->vocab;
+    if (cfg->C % cfg->NH != 0) return err_usage("flags '--d-model' / '--heads': %d is not a multiple of %d heads", cfg->C, cfg->NH);
+    cfg->HS = cfg->C / cfg->NH;
+    const char *column;
+    char why[256], nm[48];
+    if (model_config_check(cfg, &column, why, sizeof why) != 0) {
+        const char *flag = strcmp(column, "kv_heads") == 0 ? "flags '--heads' / '--kv-heads'"
+                           : strcmp(column, "ffn_dim") == 0 ? "flag '--ffn'" : "flag '--model'";
+        return err_usage("%s: %s: %s", flag, cfg->name, why);
+    }
+    snprintf(nm, sizeof nm, "%.20s-custom", cfg->name);
+    snprintf(cfg->name, sizeof cfg->name, "%s", nm);
+    return 0;
+}
+
 /* The preset, the price and hardware tables, the instance's row and its price. */
 static int run_load(scale_run *r)
 {
     const scale_opts *o = &r->o;
     int rc = model_preset_find(o->model, &r->s.cfg);
+    if (rc == 0) rc = config_override(o, &r->s.cfg);
     if (rc != 0) return rc;
     if (o->seq > r->s.cfg.max_T) return err_usage("flag '--seq': %s has max_seq_len %d, got %ld", o->model, r->s.cfg.max_T, o->seq);
     if (data_tables_load(o->prices_path, o->hw_path, &r->pt, &r->ht) != 0) return CB_EFAIL;
     if (!(r->hw = hardware_find(&r->ht, o->instance)))
         return err_usage("flag '--instance': unknown instance type '%s' (not in %s)", o->instance, r->ht.path);
+    hw_row *hw = &r->ht.rows[r->hw - r->ht.rows]; /* --net-gbps, --intra-gbps override the table's row */
+    if (o->net_gbps > 0) hw->net_gbit_per_s = o->net_gbps;
+    if (o->intra_gbps > 0) hw->intra_gb_per_s = o->intra_gbps;
+    if (o->matmul_csv && scale_eff_load(&r->eff, o->matmul_csv) != 0) return CB_EFAIL;
     r->usd_per_hour = o->usd_per_hour;
     if (r->usd_per_hour <= 0) {
         if (!(r->pr = prices_find(&r->pt, o->instance, o->pricing, o->region))) return CB_EUSAGE;
@@ -241,12 +294,140 @@ static int points_from_file(const char *path, const scale_model *s, scale_points
     return rc;
 }
 
+/* ------------------------------------------------------------------ --calibrate FILE[:LINE] */
+
+/* FILE[:LINE] into the path and the line (0 when not given). */
+static int calib_spec_split(const char *spec, char *path, size_t n, int *line)
+{
+    const char *colon = strrchr(spec, ':');
+    *line = 0;
+    size_t len = strlen(spec);
+    if (colon && colon[1] && strspn(colon + 1, "0123456789") == strlen(colon + 1)) {
+        long v = strtol(colon + 1, NULL, 10);
+        if (v < 1 || v > 100000000) return err_usage("flag '--calibrate': line %s out of range", colon + 1);
+        *line = (int)v, len = (size_t)(colon - spec);
+    }
+    if (len == 0 || len >= n) return err_usage("flag '--calibrate': expected FILE[:LINE], got '%s'", spec);
+    memcpy(path, spec, len), path[len] = '\0';
+    return 0;
+}
+
+/* "6, 7, 8" (the data rows' line numbers, as many as fit). */
+static void row_lines(const tput_set *set, char *buf, size_t n)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < set->n && len + 16 < n; i++) len += (size_t)snprintf(buf + len, n - len, "%s%d", i ? ", " : "", set->rows[i].line);
+}
+
+/* The row --calibrate names: LINE's, or the file's only data row. */
+static int calib_row_find(scale_run *r)
+{
+    int line, rc = calib_spec_split(r->o.calibrate, r->cal_path, sizeof r->cal_path, &line);
+    tput_set set = {0};
+    if (rc == 0 && throughput_load(&set, r->cal_path) != 0) rc = CB_EFAIL;
+    int found = -1;
+    for (int i = 0; i < set.n && rc == 0; i++)
+        if (line ? set.rows[i].line == line : set.n == 1) found = i;
+    char lines[512];
+    row_lines(&set, lines, sizeof lines);
+    if (rc == 0 && found < 0 && line)
+        rc = err_usage("flag '--calibrate': %s:%d is not a data row (data rows: lines %s)", r->cal_path, line, lines);
+    else if (rc == 0 && found < 0)
+        rc = err_usage("flag '--calibrate': %s has %d data rows (lines %s); name one as %s:LINE", r->cal_path, set.n, lines[0] ? lines : "none",
+                       r->cal_path);
+    if (rc == 0) r->cal_row = set.rows[found];
+    throughput_free(&set);
+    return rc;
+}
+
+/* The preset the row names (a file:line error when unknown, with the command that lists them). */
+static int calib_preset(const tput_row *row, const char *where, model_config *cfg)
+{
+    char path[4200];
+    model_config *all;
+    int n, found = 0;
+    if (machine_data_file(path, sizeof path, "models.csv") != 0) return CB_EUSAGE;
+    if (model_presets_load(path, &all, &n) != 0) return CB_EFAIL;
+    for (int i = 0; i < n && !found; i++)
+        if (strcmp(all[i].name, row->model) == 0) *cfg = all[i], found = 1;
+    free(all);
+    if (found) return 0;
+    err_msg("%s: column 'model': unknown model preset '%s' (not in %s)", where, row->model, path);
+    err_hint("`costbench models` lists the presets");
+    return CB_EFAIL;
+}
+
+/* The row's precision as the model's (the target's when the row does not say). */
+static int calib_precision(const tput_row *row, const char *where, scale_precision *p)
+{
+    for (int k = 0; k < 3; k++)
+        if (*row->precision && scale_precision_matches((scale_precision)k, row->precision)) *p = (scale_precision)k;
+    if (*row->precision && !scale_precision_matches(*p, row->precision))
+        return err_msg("%s: column 'precision': '%s' is none of fp32, mixed or bf16 that the model knows", where, row->precision);
+    return 0;
+}
+
+/* The scale model of the calibration row's own configuration (compute time still unknown); the
+ * flags that do not describe a configuration (ZeRO, buckets, network efficiency) as given. */
+static int calib_model_build(scale_run *r, const char *where)
+{
+    const tput_row *row = &r->cal_row;
+    scale_model *c = &r->cal;
+    *c = r->s;
+    int rc = calib_preset(row, where, &c->cfg);
+    if (rc != 0) return rc;
+    const hw_row *hw = hardware_find(&r->ht, row->instance);
+    if (!hw) return err_msg("%s: column 'instance_type': unknown instance type '%s' (not in %s)", where, row->instance, r->ht.path);
+    if (!(row->seq_per_s > 0)) return err_msg("%s: column 'seq_per_s': expected a positive number, got %g", where, row->seq_per_s);
+    c->hw = *hw;
+    c->tp = row->tp, c->pp = row->pp, c->interleave = 1, c->recompute = 0;
+    c->seq = row->seq_len, c->micro_batch = row->micro_batch > 0 ? row->micro_batch : 1;
+    c->global_batch = row->global_batch, c->batch_per_replica = 0;
+    c->latency_s = r->o.latency_us >= 0 ? r->o.latency_us * 1e-6 : isfinite(hw->net_latency_us) ? hw->net_latency_us * 1e-6 : 0;
+    if ((rc = calib_precision(row, where, &c->precision)) != 0) return rc;
+    if (c->cfg.NH % c->tp != 0 || c->pp > c->cfg.L)
+        return err_msg("%s: tp %d x pp %d does not split %s (%d heads, %d layers)", where, c->tp, c->pp, c->cfg.name, c->cfg.NH, c->cfg.L);
+    return point_add(&r->meas, c, row->instances * row->ranks, row->seq_per_s, r->cal_path, row->line, where);
+}
+
+/* Fits the calibration row's compute time to its point, then carries its MFU to the target:
+ * MFU_t = MFU_c x e(K_t, N_t) / e(K_c, N_c), t_mb = hardware FLOPs / (MFU_t x peak). */
+static int calib_carry(scale_run *r)
+{
+    scale_model *c = &r->cal, *s = &r->s;
+    const int want[SP_COUNT] = {[SP_COMPUTE] = 1};
+    int rc = scale_fit_points(c, want, &r->meas, &r->fit);
+    if (rc == 0) rc = scale_fit_verify(c, &r->fit, &r->meas, r->o.fit_tol_pct);
+    if (rc != 0) return rc;
+    r->mfu_cal = scale_compute_mfu(c);
+    r->e_cal = scale_eff(&r->eff, scale_eff_k(c), scale_eff_n(c), &r->eff_clamped);
+    r->e_tgt = scale_eff(&r->eff, scale_eff_k(s), scale_eff_n(s), &r->eff_clamped);
+    r->mfu_tgt = r->mfu_cal * r->e_tgt / r->e_cal;
+    if (!isfinite(scale_stage_peak(s)))
+        return err_usage("flag '--instance': %s has no %s peak in %s to carry an MFU to", r->o.instance, r->o.prec == PREC_FP32 ? "FP32" : "BF16",
+                         r->ht.path);
+    if (!(r->mfu_tgt > 0 && r->mfu_tgt <= 1))
+        return err_msg("flag '--calibrate': the carried compute MFU is %.4g%%, outside (0, 100%%]: the efficiency curve cannot carry "
+                       "this calibration here", 100 * r->mfu_tgt);
+    s->t_mb_s = scale_t_mb_from_peak(s, r->mfu_tgt);
+    snprintf(r->calib, sizeof r->calib, "carried from %.200s:%d (%s, tp %d, pp %d, %ld x %s, %.4g seq/s) by the matmul efficiency rule",
+             r->cal_path, r->cal_row.line, r->cal_row.model, r->cal_row.tp, r->cal_row.pp, r->cal_row.instances, r->cal_row.instance,
+             r->cal_row.seq_per_s);
+    return 0;
+}
+
 /* --base-nodes/--base-seq-per-s and --measured (fitted), --compare (shown). */
 static int points_gather(scale_run *r)
 {
     const scale_opts *o = &r->o;
     int rc = 0;
     if (o->base_nodes > 0) rc = point_add(&r->meas, &r->s, o->base_nodes, o->base_seq_per_s, "--base-seq-per-s", 0, "--base-nodes");
+    if (rc == 0 && o->calibrate && (rc = calib_row_find(r)) == 0) {
+        char where[4200];
+        snprintf(where, sizeof where, "%s:%d", r->cal_path, r->cal_row.line);
+        rc = calib_model_build(r, where);
+    }
     if (rc == 0 && o->measured) rc = points_from_file(o->measured, &r->s, &r->meas, 1);
     if (rc == 0 && o->compare) rc = points_from_file(o->compare, &r->s, &r->cmp, 0);
     return rc;
@@ -258,6 +439,7 @@ static int calibrate(scale_run *r)
 {
     const scale_opts *o = &r->o;
     scale_model *s = &r->s;
+    if (o->calibrate) return calib_carry(r);
     s->t_mb_s = scale_t_mb_from_peak(s, o->mfu_pct / 100.0);
     if (r->meas.n == 0) {
         if (!isfinite(s->t_mb_s))
@@ -282,7 +464,7 @@ static int calibrate(scale_run *r)
 static void row_measured(record *rec, int row, const scale_run *r, long nodes, double model_seq_per_s)
 {
     const scale_points *lists[2] = {&r->meas, &r->cmp};
-    for (int l = 0; l < 2; l++)
+    for (int l = r->o.calibrate ? 1 : 0; l < 2; l++) /* a --calibrate point is another configuration */
         for (int j = 0; j < lists[l]->n; j++) {
             if (lists[l]->nodes[j] != nodes) continue;
             record_num(rec, row, SC_MEAS, lists[l]->seq_per_s[j]);
@@ -316,7 +498,7 @@ static int row_add(record *rec, const scale_run *r, long nodes, double eff0, con
     record_num(rec, row, SC_MEM, p.mem_gib);
     if (p.mem_gib > p.mem_avail_gib) *over_mem = 1;
     record_num(rec, row, SC_USD, usd_h);
-    record_str(rec, row, SC_MODEL, r->o.model);
+    record_str(rec, row, SC_MODEL, r->s.cfg.name);
     record_num(rec, row, SC_TP, (double)r->o.tp);
     record_num(rec, row, SC_PP, (double)r->o.pp);
     record_num(rec, row, SC_INST, (double)nodes);
@@ -367,19 +549,41 @@ static void notes_calibration(record *rec, const scale_run *r)
                         k == SP_LATENCY ? r->s.latency_s * 1e6 : k == SP_BANDWIDTH ? r->s.net_eff : r->s.overlap);
     }
     record_note(rec, "compute %.4g s per micro-batch per stage (%s)", r->s.t_mb_s,
-                r->meas.n == 0              ? "data-sheet peak x assumed MFU"
+                r->o.calibrate              ? "carried from the calibration"
+                : r->meas.n == 0            ? "data-sheet peak x assumed MFU"
                 : f->at_bound[SP_COMPUTE] ? "held at the data-sheet peak, the edge of its range: not a fit"
                                           : "fitted");
+}
+
+/* --calibrate: the rule, the curve, both compute MFUs at full precision. */
+static void notes_carry(record *rec, const scale_run *r)
+{
+    const scale_model *c = &r->cal, *s = &r->s;
+    record_note(rec, "rule: MFU_target = MFU_cal x e(K_t, N_t) / e(K_c, N_c), K = d_model, N = micro_batch x seq / tp; "
+                     "t_mb = hardware FLOPs per micro-batch per stage / (MFU_target x dense peak of the stage's tp ranks)");
+    if (r->eff.nk > 0)
+        record_note(rec, "e(K, N): %s's %s, log-linear in K and N, clamped to K %g..%g, N %g..%g%s", r->o.matmul_csv, r->eff.column,
+                    r->eff.k[0], r->eff.k[r->eff.nk - 1], r->eff.n[0], r->eff.n[r->eff.nn - 1],
+                    r->eff_clamped ? " (clamped here: K or N outside the measured range)" : "");
+    else
+        record_note(rec, "e(K, N) = 1 / (1 + K0/K) x 1 / (1 + N0/N), K0 = %g, N0 = %g: assumed (MosaicML: wider models and more tokens "
+                         "per device run more efficiently), not fitted",
+                    SCALE_EFF_K0, SCALE_EFF_N0);
+    record_note(rec, "calibration %s: K %g, N %g, e %.17g, t_mb %.9g s, compute MFU %.17g", c->cfg.name, scale_eff_k(c), scale_eff_n(c),
+                r->e_cal, c->t_mb_s, r->mfu_cal);
+    record_note(rec, "target %s: K %g, N %g, e %.17g, t_mb %.9g s, compute MFU %.17g%s", s->cfg.name, scale_eff_k(s), scale_eff_n(s),
+                r->e_tgt, s->t_mb_s, r->mfu_tgt, s->recompute ? " (t_mb counts the recomputed forward)" : "");
 }
 
 static void notes_write(record *rec, const scale_run *r, int over_mem)
 {
     const scale_opts *o = &r->o;
     const hw_row *hw = r->hw;
-    record_note(rec, "%s, %s: TP %ld x PP %ld per replica, %d ranks per instance (%d %s x %d), %s", o->model, o->instance, o->tp, o->pp,
+    record_note(rec, "%s, %s: TP %ld x PP %ld per replica, %d ranks per instance (%d %s x %d), %s", r->s.cfg.name, o->instance, o->tp, o->pp,
                 hw->accelerators * hw->workers, hw->accelerators, hw->accelerator, hw->workers,
                 o->global_batch > 0 ? "strong scaling (fixed global batch)" : "weak scaling (fixed batch per replica)");
     notes_calibration(rec, r);
+    if (o->calibrate) notes_carry(rec, r);
     if (!isfinite(hw->intra_gb_per_s) && (o->tp > 1 || hw->accelerators * hw->workers > o->tp * o->pp))
         record_note(rec, "%s: device-link bandwidth unknown: TP and intra-node gradient traffic not modelled%s", o->instance,
                     r->meas.n ? " (the fitted compute time includes the TP traffic)" : "");
@@ -435,7 +639,8 @@ static int outputs_write(const record *rec, const scale_run *r)
         machine_probe(&mi);
         rc = record_write_csv(rec, r->o.csv, &mi);
     }
-    if (rc == 0 && r->o.plot && (rc = scale_plot(r->o.plot, &r->s, rec, &r->meas, &r->cmp)) == 0) fprintf(stderr, "wrote %s\n", r->o.plot);
+    const scale_points none = {.n = 0};
+    if (rc == 0 && r->o.plot && (rc = scale_plot(r->o.plot, &r->s, rec, r->o.calibrate ? &none : &r->meas, &r->cmp)) == 0) fprintf(stderr, "wrote %s\n", r->o.plot);
     return rc;
 }
 
