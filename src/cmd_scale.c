@@ -40,6 +40,7 @@ typedef struct {
     double base_seq_per_s, usd_per_hour, mfu_pct, overlap, bucket_mib, latency_us, net_eff, fit_tol_pct, net_gbps, intra_gbps;
     int recompute;
     opt_list nodes;
+    opt_list gbs;         /* --global-batch: one value, or one per node count */
     scale_precision prec; /* from --precision */
     int want[SP_COUNT];   /* from --fit */
 } scale_opts;
@@ -66,6 +67,24 @@ typedef struct {
     int eff_clamped;
 } scale_run;
 
+/* The global batch at `nodes` nodes: the --global-batch entry of that node count when a list was
+ * given (-1 when the node count is not listed), else the one value (0 for weak scaling). */
+static long batch_at(const scale_opts *o, long nodes)
+{
+    if (o->gbs.n <= 1) return o->global_batch;
+    for (int i = 0; i < o->nodes.n; i++)
+        if (o->nodes.v[i] == nodes) return o->gbs.v[i];
+    return -1;
+}
+
+/* The target model at `nodes` nodes (its global batch for that node count; o NULL: s as it is). */
+static scale_model model_at(const scale_model *s, const scale_opts *o, long nodes)
+{
+    scale_model m = *s;
+    if (o && o->gbs.n > 1 && batch_at(o, nodes) > 0) m.global_batch = batch_at(o, nodes);
+    return m;
+}
+
 /* Parses the flags into o (defaults first). Returns 0, 1 after --help, or CB_EUSAGE. */
 static int scale_opts_parse(scale_opts *o, int argc, char **argv)
 {
@@ -85,7 +104,8 @@ static int scale_opts_parse(scale_opts *o, int argc, char **argv)
         {"pp", OPT_LONG, &o->pp, 1, 4096, 0, 0, "P", "pipeline-parallel stages (default 1)"},
         {"interleave", OPT_LONG, &o->interleave, 1, 64, 0, 0, "V", "virtual stages per rank, interleaved 1F1B (default 1)"},
         {"seq", OPT_LONG, &o->seq, 1, CB_MAX_SEQ_LEN, 0, 0, "S", "sequence length (default 2048)"},
-        {"global-batch", OPT_LONG, &o->global_batch, 1, CB_MAX_GLOBAL_BATCH, 0, 0, "G", "strong scaling: sequences per step, fixed"},
+        {"global-batch", OPT_LONG_LIST, &o->gbs, 1, CB_MAX_GLOBAL_BATCH, 0, 0, "G[,G...]",
+         "strong scaling: sequences per step, one value for every node count or one per --nodes entry (real series grow the batch with the nodes)"},
         {"batch-per-device", OPT_LONG, &o->batch_per_device, 1, CB_MAX_GLOBAL_BATCH, 0, 0, "B", "weak scaling: sequences per data-parallel replica, fixed"},
         {"micro-batch", OPT_LONG, &o->micro_batch, 1, 1L << 20, 0, 0, "B", "sequences per micro-batch (default 1)"},
         {"nodes", OPT_LONG_LIST, &o->nodes, 1, CB_MAX_INSTANCES, 0, 0, "LIST", "node counts to predict (default 1,2,4,...,64)"},
@@ -142,6 +162,10 @@ static int scale_opts_check(scale_opts *o)
 {
     if (!o->model) return err_usage("flag '--model' is required (a preset of data/models.csv)");
     if (!o->instance) return err_usage("flag '--instance' is required (an instance type of data/hardware.csv)");
+    o->global_batch = o->gbs.n > 0 ? o->gbs.v[0] : 0;
+    if (o->gbs.n > 1 && o->gbs.n != o->nodes.n)
+        return err_usage("flag '--global-batch': %d values for %d node counts in '--nodes' (give one, or one per node count)", o->gbs.n,
+                         o->nodes.n);
     if ((o->global_batch > 0) == (o->batch_per_device > 0))
         return err_usage("give exactly one of '--global-batch' (strong scaling) and '--batch-per-device' (weak)");
     if ((o->base_nodes > 0) != (o->base_seq_per_s > 0)) return err_usage("flags '--base-nodes' and '--base-seq-per-s' go together");
@@ -233,7 +257,8 @@ static int model_build(scale_run *r)
     if (o->pp > s->cfg.L) return err_usage("flag '--pp': %ld stages for %d layers", o->pp, s->cfg.L);
     if (s->cfg.NH % o->tp != 0) return err_usage("flag '--tp': %s has %d heads, not a multiple of %ld", o->model, s->cfg.NH, o->tp);
     for (int i = 0; i < o->nodes.n; i++) {
-        int rc = scale_check(s, o->nodes.v[i], "--nodes");
+        scale_model at = model_at(s, o, o->nodes.v[i]);
+        int rc = scale_check(&at, o->nodes.v[i], "--nodes");
         if (rc != 0) return rc;
     }
     return 0;
@@ -244,16 +269,17 @@ static int model_build(scale_run *r)
 /* Appends one point after checking it: its layout (when `layout_flag` is given: calibration
  * points are evaluated) and the throughput rules of common/presets.h against the data-sheet peak
  * of the nodes it ran on. src and line say where it came from (line 0: a flag). */
-static int point_add(scale_points *pl, const scale_model *s, long nodes, double seq_per_s, const char *src, int line,
-                     const char *layout_flag)
+static int point_add(scale_points *pl, const scale_model *s0, const scale_opts *o, long nodes, double seq_per_s, const char *src,
+                     int line, const char *layout_flag)
 {
+    const scale_model at = model_at(s0, o, nodes), *s = &at;
     if (pl->n == SCALE_MAX_POINTS) return err_usage("%s: more than %d points", src, SCALE_MAX_POINTS);
     int i = pl->n;
     pl->nodes[i] = nodes, pl->seq_per_s[i] = seq_per_s, pl->src[i] = src, pl->line[i] = line;
     char where[4200], peak_name[192];
     scale_points_where(pl, i, where, sizeof where);
     int rc = layout_flag ? scale_check(s, nodes, layout_flag) : 0;
-    snprintf(peak_name, sizeof peak_name, "the data-sheet dense %s peak of %ld x %s", s->precision == PREC_FP32 ? "FP32" : "BF16",
+    snprintf(peak_name, sizeof peak_name, "the data-sheet dense %s peak of %ld x %.120s", s->precision == PREC_FP32 ? "FP32" : "BF16",
              nodes, s->hw.instance);
     if (rc == 0) rc = throughput_check(&s->cfg, s->seq, seq_per_s, scale_peak_per_instance(s) * (double)nodes, peak_name, where);
     if (rc == 0) pl->n++;
@@ -261,7 +287,7 @@ static int point_add(scale_points *pl, const scale_model *s, long nodes, double 
 }
 
 /* Whether a throughput row describes the modelled configuration (its precision too: --precision). */
-static int row_matches(const tput_row *r, const scale_model *s)
+static int row_matches(const tput_row *r, const scale_model *s, const scale_opts *o)
 {
     /* rows measured on this machine match its profile ("this machine (per rank)", from
      * costbench allreduce --profile): one rank is one node of the model */
@@ -269,12 +295,14 @@ static int row_matches(const tput_row *r, const scale_model *s)
     if (strcmp(r->model, s->cfg.name) != 0 || r->tp != s->tp || r->pp != s->pp || r->seq_len != s->seq ||
         (strcmp(r->instance, s->hw.instance) != 0 && !here) || !scale_precision_matches(s->precision, r->precision))
         return 0;
+    long gb = batch_at(o, r->instances * r->ranks);
+    if (o->gbs.n > 1) return gb > 0 && r->global_batch == gb;
     return !(s->global_batch > 0 && r->global_batch != s->global_batch);
 }
 
 /* The matching rows of a throughput file, appended to pl (`calibration`: their layouts are
  * checked too). At least one must match. */
-static int points_from_file(const char *path, const scale_model *s, scale_points *pl, int calibration)
+static int points_from_file(const char *path, const scale_model *s, const scale_opts *o, scale_points *pl, int calibration)
 {
     tput_set set = {0};
     if (throughput_load(&set, path) != 0) return CB_EFAIL;
@@ -282,9 +310,9 @@ static int points_from_file(const char *path, const scale_model *s, scale_points
     int rc = 0, found = 0;
     for (int i = 0; i < set.n && rc == 0; i++) {
         const tput_row *r = &set.rows[i];
-        if (!row_matches(r, s)) continue;
+        if (!row_matches(r, s, o)) continue;
         snprintf(where, sizeof where, "%s:%d", path, r->line);
-        rc = point_add(pl, s, r->instances * r->ranks, r->seq_per_s, path, r->line, calibration ? where : NULL);
+        rc = point_add(pl, s, o, r->instances * r->ranks, r->seq_per_s, path, r->line, calibration ? where : NULL);
         found++;
     }
     throughput_free(&set);
@@ -388,7 +416,7 @@ static int calib_model_build(scale_run *r, const char *where)
     if ((rc = calib_precision(row, where, &c->precision)) != 0) return rc;
     if (c->cfg.NH % c->tp != 0 || c->pp > c->cfg.L)
         return err_msg("%s: tp %d x pp %d does not split %s (%d heads, %d layers)", where, c->tp, c->pp, c->cfg.name, c->cfg.NH, c->cfg.L);
-    return point_add(&r->meas, c, row->instances * row->ranks, row->seq_per_s, r->cal_path, row->line, where);
+    return point_add(&r->meas, c, NULL, row->instances * row->ranks, row->seq_per_s, r->cal_path, row->line, where);
 }
 
 /* Fits the calibration row's compute time to its point, then carries its MFU to the target:
@@ -422,14 +450,14 @@ static int points_gather(scale_run *r)
 {
     const scale_opts *o = &r->o;
     int rc = 0;
-    if (o->base_nodes > 0) rc = point_add(&r->meas, &r->s, o->base_nodes, o->base_seq_per_s, "--base-seq-per-s", 0, "--base-nodes");
+    if (o->base_nodes > 0) rc = point_add(&r->meas, &r->s, o, o->base_nodes, o->base_seq_per_s, "--base-seq-per-s", 0, "--base-nodes");
     if (rc == 0 && o->calibrate && (rc = calib_row_find(r)) == 0) {
         char where[4200];
         snprintf(where, sizeof where, "%s:%d", r->cal_path, r->cal_row.line);
         rc = calib_model_build(r, where);
     }
-    if (rc == 0 && o->measured) rc = points_from_file(o->measured, &r->s, &r->meas, 1);
-    if (rc == 0 && o->compare) rc = points_from_file(o->compare, &r->s, &r->cmp, 0);
+    if (rc == 0 && o->measured) rc = points_from_file(o->measured, &r->s, o, &r->meas, 1);
+    if (rc == 0 && o->compare) rc = points_from_file(o->compare, &r->s, o, &r->cmp, 0);
     return rc;
 }
 
@@ -477,7 +505,8 @@ static void row_measured(record *rec, int row, const scale_run *r, long nodes, d
 static int row_add(record *rec, const scale_run *r, long nodes, double eff0, const char *source, int *over_mem)
 {
     scale_point p;
-    scale_eval(&r->s, nodes, &p);
+    const scale_model at = model_at(&r->s, &r->o, nodes);
+    scale_eval(&at, nodes, &p);
     int row = record_add_row(rec);
     if (row < 0) return CB_EFAIL;
     double usd_h = r->usd_per_hour * (double)nodes;
@@ -517,7 +546,8 @@ static int rows_fill(record *rec, const scale_run *r, int *over_mem)
              r->calib, r->o.instance, r->hw->net_gbit_per_s, r->s.net_eff, r->s.latency_s * 1e6, scale_precision_names[r->o.prec],
              (int)r->o.zero);
     scale_point p0;
-    scale_eval(&r->s, r->o.nodes.v[0], &p0);
+    const scale_model at0 = model_at(&r->s, &r->o, r->o.nodes.v[0]);
+    scale_eval(&at0, r->o.nodes.v[0], &p0);
     double eff0 = p0.seq_per_s / (double)r->o.nodes.v[0];
     for (int i = 0; i < r->o.nodes.n; i++)
         if (row_add(rec, r, r->o.nodes.v[i], eff0, source, over_mem) < 0) return CB_EFAIL;

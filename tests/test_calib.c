@@ -170,7 +170,32 @@ static void test_calib_overrides(void)
     rm_tree(f.dir);
 }
 
+/* --global-batch as a list: one batch per node count, each row of the CSV at its own batch, the
+ * compare rows matched at their node count's batch; a list of another length is a usage error. */
+static void test_scale_batch_list(void)
+{
+    char *dir = test_tmpdir();
+    if (!dir) return;
+    char csv[600];
+    snprintf(csv, sizeof csv, "%s/s.csv", dir);
+    const char *ok[] = {"scale", "--model", "neox-20b", "--instance", "trn1.32xlarge", "--tp", "8", "--pp", "4", "--nodes", "4,8,16",
+                        "--global-batch", "16384,16384,8192", "--base-nodes", "4", "--base-seq-per-s", "13.6", "--compare",
+                        "data/reference/trn1_table1.csv", "--csv", csv, NULL};
+    CHECK(run(ok) == 0, "batch list: %s", g_err);
+    double gb[4], meas[4];
+    CHECK(csv_column(csv, "global_batch", gb, 4) == 3 && gb[0] == 16384 && gb[1] == 16384 && gb[2] == 8192,
+          "global_batch column: %g %g %g", gb[0], gb[1], gb[2]);
+    /* Table 1 has 8 nodes at 16384 (26.8 seq/s) and 16 nodes only at 16384: matched at 8, not at 16 */
+    CHECK(csv_column(csv, "measured_seq_per_s", meas, 4) == 3 && meas[1] == 26.8 && !(meas[2] > 0), "measured column: %g %g", meas[1],
+          meas[2]);
+    const char *bad[] = {"scale", "--model", "neox-20b", "--instance", "trn1.32xlarge", "--nodes", "4,8", "--global-batch", "1,2,3",
+                         "--base-nodes", "4", "--base-seq-per-s", "13.6", NULL};
+    expect_error(run(bad), 2, "flag '--global-batch': 3 values for 2 node counts", "a batch list of the wrong length");
+    rm_tree(dir);
+}
+
 const test_case tests_calib[] = {
+    {"scale: --global-batch per node count; a list of another length is refused", test_scale_batch_list},
     {"calibrate: the same configuration gives the row back; its compute MFU is the mfu column (to the CSV's 9 digits)", test_calib_same_config},
     {"calibrate: twice the width scales the compute MFU by e(2K)/e(K) = 10/9", test_calib_double_width},
     {"calibrate: --matmul-csv interpolates log-linearly on its grid and clamps outside", test_calib_matmul_csv},
