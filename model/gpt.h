@@ -1,9 +1,13 @@
-/* gpt.h: a GPT-NeoX-style decoder as Hugging Face's GPTNeoXForCausalLM defines it (token
- * embedding, per layer input and post-attention LayerNorm, fused QKV with bias laid out per head,
- * partial rotary on q and k, causal attention scaled by 1/sqrt(HS), output projection, MLP 4x
- * with exact GELU, parallel residual x + attn(ln1(x)) + mlp(ln2(x)), final LayerNorm, untied
- * output projection without bias, cross-entropy); the GPT-3 presets (learned positions,
- * sequential residual, tied embeddings) run through the same code.
+/* gpt.h: the decoder of every family costbench trains, as Hugging Face defines it: by default
+ * GPTNeoXForCausalLM (token embedding, per layer input and post-attention LayerNorm, fused QKV
+ * with bias laid out per head, partial rotary on q and k, causal attention scaled by 1/sqrt(HS),
+ * output projection, MLP 4x with exact GELU, parallel residual x + attn(ln1(x)) + mlp(ln2(x)),
+ * final LayerNorm, untied output projection without bias, cross-entropy); and what the
+ * model_config's architecture fields change (common/presets.h): RMSNorm, SwiGLU, grouped-query
+ * attention and full rotary (LlamaForCausalLM); one LayerNorm feeding attention and MLP,
+ * interleaved rotary pairs, MLP and output-layer biases (GPTJForCausalLM); ALiBi, LayerNorm
+ * without bias, no linear biases, tied embeddings (MPTForCausalLM); learned positions, sequential
+ * residual, tied embeddings (the GPT-3 presets).
  *
  * Precision (gpt_init): fp32 throughout, or bf16-mixed as PyTorch autocast and Megatron's bf16
  * do it: fp32 master weights, gradients and AdamW moments; a bf16 copy of every weight, made once
