@@ -138,12 +138,24 @@ static int layout_price(const plan_inputs *in, const plan_layout *l, const scale
     return 0;
 }
 
+/* Cost, then time; among equals the simpler layout (fewer model-parallel ranks, lower ZeRO
+ * stage, no recomputation), then the one with more memory to spare. */
 static int cand_cmp(const void *a, const void *b)
 {
     const plan_cand *x = a, *y = b;
     if (x->cost_usd != y->cost_usd) return x->cost_usd < y->cost_usd ? -1 : 1;
     if (x->train_s != y->train_s) return x->train_s < y->train_s ? -1 : 1;
+    if (x->tp * x->pp != y->tp * y->pp) return x->tp * x->pp < y->tp * y->pp ? -1 : 1;
+    if (x->zero != y->zero) return x->zero < y->zero ? -1 : 1;
+    if (x->recompute != y->recompute) return x->recompute < y->recompute ? -1 : 1;
+    if (x->pt.mem_gib != y->pt.mem_gib) return x->pt.mem_gib < y->pt.mem_gib ? -1 : 1;
     return 0;
+}
+
+int plan_same_result(const plan_cand *a, const plan_cand *b)
+{
+    return a->inst == b->inst && a->offer == b->offer && a->nodes == b->nodes && fabs(a->cost_usd - b->cost_usd) <= 1e-9 * a->cost_usd &&
+           fabs(a->train_s - b->train_s) <= 1e-9 * a->train_s;
 }
 
 int plan_search(const plan_inputs *in, plan_result *res)
@@ -184,14 +196,14 @@ void plan_result_free(plan_result *res)
     memset(res, 0, sizeof *res);
 }
 
-int plan_pareto(const plan_result *res, int *idx)
+int plan_pareto(const plan_result *res, int inst, int offer, int *idx)
 {
     /* res->c is by cost ascending: walking it, a candidate is on the frontier when it is faster
      * than every cheaper one (ties in cost were ordered faster first). */
     int n = 0;
     double best_s = INFINITY;
     for (int i = 0; i < res->n; i++)
-        if (res->c[i].train_s < best_s) {
+        if ((inst < 0 || (res->c[i].inst == inst && res->c[i].offer == offer)) && res->c[i].train_s < best_s) {
             best_s = res->c[i].train_s;
             idx[n++] = i;
         }

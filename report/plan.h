@@ -60,7 +60,7 @@ typedef struct {
 } plan_cand;
 
 typedef struct {
-    plan_cand *c; /* sorted by plan_rank: cost ascending, ties faster first */
+    plan_cand *c; /* cost ascending; ties: faster, then the simpler layout */
     int n, cap;
     long layouts;           /* layouts searched (before pricing) */
     long bad[PLAN_NBAD];    /* invalid layouts by reason */
@@ -88,8 +88,12 @@ double plan_failure_time(double work_s, double mtbf_job_s, double ckpt_s, double
 int plan_search(const plan_inputs *in, plan_result *res);
 void plan_result_free(plan_result *res);
 /* Indices of res->c on the cost/time Pareto frontier (no candidate both faster and cheaper), by
- * time ascending, into idx (res->n entries). Returns the count. */
-int plan_pareto(const plan_result *res, int *idx);
+ * time ascending, into idx (res->n entries): over all candidates (inst < 0) or those of one
+ * instance type at one price. Returns the count. */
+int plan_pareto(const plan_result *res, int inst, int offer, int *idx);
+/* Whether two candidates are the same offer at the same node count with the same time and cost
+ * (layouts the model cannot tell apart). */
+int plan_same_result(const plan_cand *a, const plan_cand *b);
 /* The fastest candidate, among those within the budget when `within_budget`; -1 when none. */
 int plan_fastest(const plan_result *res, int within_budget);
 

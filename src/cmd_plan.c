@@ -290,6 +290,10 @@ static void notes_inputs(record *rec, const plan_run *r)
         for (int k = 0; k < in->inst[i].noffers; k++)
             record_note(rec, "  %s %s $%.4g per instance-hour (%s)", in->inst[i].hw.instance, in->inst[i].option[k],
                         in->inst[i].usd_per_hour[k], in->inst[i].price_source[k]);
+    for (int i = 0; i < in->ninst; i++)
+        if (!isfinite(in->inst[i].hw.intra_gb_per_s))
+            record_note(rec, "%s: device-link bandwidth unknown: TP and intra-node gradient traffic not modelled (TP looks free there)",
+                        in->inst[i].hw.instance);
     if (r->skipped[0]) record_note(rec, "no price, not searched: %s", r->skipped);
     if (in->mtbf_s > 0)
         record_note(rec, "failures: MTBF %g h per instance (job: / nodes), checkpoint %g s, restart %g s; Young/Daly interval sqrt(2 x checkpoint x MTBF)",
@@ -320,14 +324,24 @@ static void notes_counts(record *rec, const plan_run *r)
     }
 }
 
-/* The top N candidates that meet the deadline and the budget. */
-static int rows_top(record *rec, const plan_run *r)
+/* The top N candidates that meet the deadline and the budget; a layout the model cannot tell
+ * from one shown above it (same offer, nodes, time and cost) is counted, not shown. */
+static int rows_top(record *rec, const plan_run *r, long *hidden)
 {
     int shown = 0;
+    const plan_cand *prev[64];
+    *hidden = 0;
     for (int i = 0; i < r->res.n && shown < r->o.top; i++) {
         const plan_cand *c = &r->res.c[i];
         if (!c->meets_deadline || !c->within_budget) continue;
+        int dup = 0;
+        for (int k = shown < 64 ? 0 : shown - 64; k < shown && !dup; k++) dup = plan_same_result(prev[k % 64], c);
+        if (dup) {
+            (*hidden)++;
+            continue;
+        }
         if (record_add_row(rec) < 0) return CB_EFAIL;
+        prev[shown % 64] = c;
         row_fill(rec, r, c, ++shown);
     }
     return 0;
@@ -361,26 +375,51 @@ static int pareto_csv(const plan_run *r, const int *idx, int n, const machine_in
     return rc;
 }
 
-/* Cost vs time to train: the frontier, the deadline as a vertical line. */
+/* The frontier idx[0..n) as x = days, y = thousand USD into xy (2n values); its ranges widen lo/hi. */
+static void frontier_xy(const plan_run *r, const int *idx, int n, double *xy, double *lo, double *hi)
+{
+    for (int i = 0; i < n; i++) {
+        xy[i] = r->res.c[idx[i]].train_s / 86400.0, xy[n + i] = r->res.c[idx[i]].cost_usd / 1e3;
+        lo[0] = fmin(lo[0], xy[i]), hi[0] = fmax(hi[0], xy[i]), lo[1] = fmin(lo[1], xy[n + i]), hi[1] = fmax(hi[1], xy[n + i]);
+    }
+}
+
+/* Cost vs time to train: the frontier over every candidate as a line, each offer's own frontier
+ * as points, the deadline as a vertical line. */
 static int plan_plot(const plan_run *r, const int *idx, int n)
 {
-    double *x = malloc((size_t)n * 2 * sizeof *x);
-    if (!x) return err_msg("plan: out of memory for the plot");
-    double *y = x + n, dx[2], dy[2], lo = INFINITY, hi = 0, xlo = INFINITY, xhi = 0;
-    for (int i = 0; i < n; i++) {
-        x[i] = r->res.c[idx[i]].train_s / 86400.0, y[i] = r->res.c[idx[i]].cost_usd;
-        lo = fmin(lo, y[i]), hi = fmax(hi, y[i]), xlo = fmin(xlo, x[i]), xhi = fmax(xhi, x[i]);
+    enum { MAXS = 9 };
+    double *xy = malloc((size_t)r->res.n * 2 * MAXS * sizeof *xy), dx[2], dy[2], lo[2] = {INFINITY, INFINITY}, hi[2] = {0, 0};
+    int *sub = malloc((size_t)r->res.n * sizeof *sub);
+    if (!xy || !sub) {
+        free(xy), free(sub);
+        return err_msg("plan: out of memory for the plot");
     }
-    dx[0] = dx[1] = r->o.deadline_days, dy[0] = lo, dy[1] = hi;
-    xlo = fmin(xlo, r->o.deadline_days), xhi = fmax(xhi, r->o.deadline_days);
-    char dl[64], title[160], sub[256];
+    plot_series se[MAXS + 1];
+    char labels[MAXS][96];
+    int ns = 0;
+    frontier_xy(r, idx, n, xy, lo, hi);
+    se[ns++] = (plot_series){"Pareto frontier, all candidates", n, xy, xy + n, 0, 0, 1};
+    for (int i = 0; i < r->in.ninst; i++)
+        for (int k = 0; k < r->in.inst[i].noffers && ns < MAXS; k++) {
+            int m = plan_pareto(&r->res, i, k, sub);
+            if (m == 0) continue;
+            double *p = xy + (size_t)ns * 2 * r->res.n;
+            frontier_xy(r, sub, m, p, lo, hi);
+            snprintf(labels[ns], sizeof labels[ns], "%s %s", r->in.inst[i].hw.instance, r->in.inst[i].option[k]);
+            se[ns] = (plot_series){labels[ns], m, p, p + m, 1, 0, ns + 1};
+            ns++;
+        }
+    dx[0] = dx[1] = r->o.deadline_days, dy[0] = lo[1], dy[1] = hi[1];
+    lo[0] = fmin(lo[0], r->o.deadline_days), hi[0] = fmax(hi[0], r->o.deadline_days);
+    char dl[64], title[160], subt[256];
     snprintf(dl, sizeof dl, "deadline (%g days)", r->o.deadline_days);
-    plot_series se[2] = {{"Pareto frontier (cheapest at each time)", n, x, y, 0, 0, 1}, {dl, 2, dx, dy, 0, 1, 6}};
+    se[ns++] = (plot_series){dl, 2, dx, dy, 0, 1, 8};
     snprintf(title, sizeof title, "%s, %.3g tokens: cost vs time to train", r->in.cfg.name, r->in.tokens);
-    snprintf(sub, sizeof sub, "%d feasible candidates; compute at %g%% MFU of the data-sheet peak", r->res.n, r->o.mfu_pct);
-    plot_spec sp = {title, sub, "time to train (days)", "cost (USD)", xhi > 10 * xlo, hi > 10 * lo, se, 2, NAN, NULL, 1};
+    snprintf(subt, sizeof subt, "%d feasible candidates; compute at %g%% MFU of the data-sheet peak", r->res.n, r->o.mfu_pct);
+    plot_spec sp = {title, subt, "time to train (days)", "cost (thousand USD)", hi[0] > 10 * lo[0], hi[1] > 10 * lo[1], se, ns, NAN, NULL, 1};
     int rc = plot_lines(r->o.plot, &sp);
-    free(x);
+    free(xy), free(sub);
     return rc;
 }
 
@@ -391,7 +430,10 @@ static int outputs_write(const plan_run *r)
     if (record_make(&rec, 1) != 0) return CB_EFAIL;
     notes_inputs(&rec, r);
     notes_counts(&rec, r);
-    int rc = rows_top(&rec, r);
+    long hidden = 0;
+    int rc = rows_top(&rec, r, &hidden);
+    if (rc == 0 && hidden > 0)
+        record_note(&rec, "%ld more layouts tie with a row shown (same instance, nodes, time and cost: the model cannot tell them apart); not shown", hidden);
     if (rc == 0) {
         record_print(&rec, stdout);
         if (rec.nrows == 0) verdict_none(r);
@@ -403,7 +445,7 @@ static int outputs_write(const plan_run *r)
     int *idx = NULL, n = 0;
     if (rc == 0 && (r->o.pareto_csv || r->o.plot) && r->res.n > 0) {
         if (!(idx = malloc((size_t)r->res.n * sizeof *idx))) return err_msg("plan: out of memory for the frontier");
-        n = plan_pareto(&r->res, idx);
+        n = plan_pareto(&r->res, -1, 0, idx);
     }
     if (rc == 0 && r->o.pareto_csv && n > 0) rc = pareto_csv(r, idx, n, &mi);
     if (rc == 0 && r->o.plot && n > 0 && (rc = plan_plot(r, idx, n)) == 0) fprintf(stderr, "wrote %s\n", r->o.plot);
