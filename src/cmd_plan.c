@@ -318,7 +318,7 @@ static void notes_counts(record *rec, const plan_run *r)
                 s->ok);
     char d[512];
     int f = plan_fastest(s, r->in.budget_usd > 0);
-    if (f >= 0) {
+    if (f >= 0 && s->ok > 0) { /* otherwise the verdict names the fastest */
         cand_describe(r, &s->c[f], d, sizeof d);
         record_note(rec, "fastest %s: %s", r->in.budget_usd > 0 ? "within the budget" : "found", d);
     }
@@ -434,9 +434,10 @@ static int outputs_write(const plan_run *r)
     int rc = rows_top(&rec, r, &hidden);
     if (rc == 0 && hidden > 0)
         record_note(&rec, "%ld more layouts tie with a row shown (same instance, nodes, time and cost: the model cannot tell them apart); not shown", hidden);
-    if (rc == 0) {
-        record_print(&rec, stdout);
-        if (rec.nrows == 0) verdict_none(r);
+    if (rc == 0 && rec.nrows > 0) record_print(&rec, stdout);
+    else if (rc == 0) { /* no table: the notes and the verdict */
+        for (int i = 0; i < rec.nnotes; i++) printf("# %s\n", rec.notes[i]);
+        verdict_none(r);
     }
     machine_info mi;
     if (r->o.csv || r->o.pareto_csv) machine_probe(&mi);
