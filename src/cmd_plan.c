@@ -283,7 +283,9 @@ static void notes_inputs(record *rec, const plan_run *r)
                 model_params_total(&in->cfg) / 1e9, in->tokens, in->seq, in->global_batch,
                 o->global_batch ? "--global-batch" : "default: about 4M tokens a step", o->deadline_days, o->budget_usd > 0 ? "" : ", no budget");
     if (o->budget_usd > 0) record_note(rec, "budget $%.0f (--budget-usd)", o->budget_usd);
-    record_note(rec, "assumption: compute at %g%% MFU of the data-sheet dense peak (--mfu; not measured); network at its full line rate, no overlap of the all-reduce (report/scale.h)",
+    record_note(rec,
+                "assumption: compute at %g%% MFU of the data-sheet dense peak (--mfu; not measured); network at its full "
+                "line rate, no overlap of the all-reduce (report/scale.h)",
                 o->mfu_pct);
     record_note(rec, "hardware: %s; prices: %s (any region, first row)", r->ht.path, r->pt.path);
     for (int i = 0; i < in->ninst; i++)
@@ -296,7 +298,9 @@ static void notes_inputs(record *rec, const plan_run *r)
                         in->inst[i].hw.instance);
     if (r->skipped[0]) record_note(rec, "no price, not searched: %s", r->skipped);
     if (in->mtbf_s > 0)
-        record_note(rec, "failures: MTBF %g h per instance (job: / nodes), checkpoint %g s, restart %g s; Young/Daly interval sqrt(2 x checkpoint x MTBF)",
+        record_note(rec,
+                    "failures: MTBF %g h per instance (job: / nodes), checkpoint %g s, restart %g s; "
+                    "Young/Daly interval sqrt(2 x checkpoint x MTBF)",
                     o->mtbf_hours, in->ckpt_s, in->restart_s);
     else record_note(rec, "failures not modelled (give --mtbf-hours; --checkpoint-s default 60, --restart-s default 300)");
 }
@@ -311,8 +315,10 @@ static void notes_counts(record *rec, const plan_run *r)
         size_t len = strlen(why);
         if (s->bad[k]) snprintf(why + len, sizeof why - len, "%s%ld %s", len ? ", " : "", s->bad[k], plan_bad_names[k]);
     }
-    record_note(rec, "searched %ld layouts (instance x nodes 1..%ld x TP x PP x ZeRO 0,1,3 x micro-batch 1,2,4,8 x recompute x precision): %ld invalid (%s), %ld out of memory%s",
-                s->layouts, r->in.max_nodes, bad, why, s->oom, "");
+    record_note(rec,
+                "searched %ld layouts (instance x nodes 1..%ld x TP 1,2,4,8 x PP 1,2,4,8 x ZeRO 0,1,3 x micro-batch 1,2,4,8 "
+                "x recompute off,full x precision): %ld invalid (%s), %ld out of memory per rank",
+                s->layouts, r->in.max_nodes, bad, why, s->oom);
     if (s->endless) record_note(rec, "%ld layouts never finish: failures outpace checkpoints", s->endless);
     record_note(rec, "priced %d candidates: %ld too slow for the deadline, %ld over budget, %ld meet both", s->n, s->too_slow, s->over_budget,
                 s->ok);
@@ -433,7 +439,8 @@ static int outputs_write(const plan_run *r)
     long hidden = 0;
     int rc = rows_top(&rec, r, &hidden);
     if (rc == 0 && hidden > 0)
-        record_note(&rec, "%ld more layouts tie with a row shown (same instance, nodes, time and cost: the model cannot tell them apart); not shown", hidden);
+        record_note(&rec, "%ld more layouts tie with a row shown (same instance, nodes, time and cost: the model cannot tell them apart)",
+                    hidden);
     if (rc == 0 && rec.nrows > 0) record_print(&rec, stdout);
     else if (rc == 0) { /* no table: the notes and the verdict */
         for (int i = 0; i < rec.nnotes; i++) printf("# %s\n", rec.notes[i]);
