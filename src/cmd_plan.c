@@ -357,12 +357,26 @@ static int rows_top(record *rec, const plan_run *r, long *hidden)
 static void verdict_none(const plan_run *r)
 {
     char d[512];
-    int f = plan_fastest(&r->res, 0);
+    int f = plan_fastest(&r->res, 0), fb = r->o.budget_usd > 0 ? plan_fastest(&r->res, 1) : -1, cheapest = -1;
+    for (int i = 0; i < r->res.n && cheapest < 0; i++)
+        if (r->res.c[i].meets_deadline) cheapest = i; /* by cost: the first */
     printf("no configuration meets the deadline of %g days%s\n", r->o.deadline_days, r->o.budget_usd > 0 ? " within the budget" : "");
     if (f < 0) printf("no feasible configuration at all (every layout invalid or out of memory)\n");
     else {
         cand_describe(r, &r->res.c[f], d, sizeof d);
         printf("fastest found: %s\n", d);
+    }
+    if (fb >= 0 && fb != f) {
+        cand_describe(r, &r->res.c[fb], d, sizeof d);
+        printf("fastest within the budget: %s\n", d);
+    }
+    if (r->o.budget_usd > 0 && fb < 0 && r->res.n > 0) {
+        cand_describe(r, &r->res.c[0], d, sizeof d);
+        printf("nothing costs $%.0f or less; the cheapest found: %s\n", r->o.budget_usd, d);
+    }
+    if (cheapest >= 0 && r->o.budget_usd > 0) {
+        cand_describe(r, &r->res.c[cheapest], d, sizeof d);
+        printf("cheapest meeting the deadline: %s\n", d);
     }
 }
 
