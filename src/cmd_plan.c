@@ -270,8 +270,8 @@ static int record_make(record *rec, int human)
 static void cand_describe(const plan_run *r, const plan_cand *c, char *buf, size_t n)
 {
     const plan_instance *pi = &r->in.inst[c->inst];
-    snprintf(buf, n, "%s %s x %ld nodes, TP %d PP %d ZeRO %d micro-batch %d, recompute %s, %s: %.2f days, $%.0f", pi->hw.instance,
-             pi->option[c->offer], c->nodes, c->tp, c->pp, c->zero, c->micro_batch, c->recompute ? "full" : "off",
+    snprintf(buf, n, "%s %s x %ld node%s, TP %d PP %d ZeRO %d micro-batch %d, recompute %s, %s: %.2f days, $%.0f", pi->hw.instance,
+             pi->option[c->offer], c->nodes, c->nodes == 1 ? "" : "s", c->tp, c->pp, c->zero, c->micro_batch, c->recompute ? "full" : "off",
              scale_precision_names[c->prec], c->train_s / 86400.0, c->cost_usd);
 }
 
