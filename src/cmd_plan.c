@@ -1,0 +1,493 @@
+/* costbench plan: the cheapest configuration that trains a model on a number of tokens by a
+ * deadline (and within a budget), searched with the step model of report/scale.h.
+ * Flags -> plan_opts -> plan_inputs (model, instances and their prices) -> plan_search
+ * (report/plan.h) -> record (top N, notes) -> table, CSV, Pareto CSV, plot. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/err.h"
+#include "../common/machine.h"
+#include "../common/opts.h"
+#include "../common/parse.h"
+#include "../common/record.h"
+#include "../common/schema.h"
+#include "../report/inputs.h"
+#include "../report/plan.h"
+#include "../report/plot.h"
+#include "commands.h"
+
+#define PLAN_DEFAULT_BATCH_TOKENS 4194304L /* 4M tokens a step (llama2: 1024 x 4096) */
+#define PLAN_MAX_TOKENS 1e16
+
+enum { PC_RANK, PC_ITYPE, PC_PRICING, PC_NODES, PC_TP, PC_PP, PC_ZERO, PC_MB, PC_RECOMP, PC_PREC, PC_DAYS, PC_COST,
+       PC_TPU, PC_SEQS, PC_MFU, PC_MEM, PC_TAU, PC_LOST, PC_USD, PC_TRAIN_S, PC_TOKS, PC_STEP, PC_MEM_AVAIL, PC_MODEL,
+       PC_SEQ, PC_GB, PC_NCOLS };
+static const rec_col plan_cols[PC_NCOLS] = {
+    {"rank", "", REC_NUM, 0}, TPUT_INSTANCE_TYPE, {"pricing", "", REC_STR, 0}, {"nodes", "", REC_NUM, 0}, {"tp", "", REC_NUM, 0},
+    {"pp", "", REC_NUM, 0}, {"zero", "", REC_NUM, 0}, TPUT_MICRO_BATCH, {"recompute", "", REC_STR, 0},
+    {"precision", "", REC_STR, 0}, {"days", "d", REC_NUM, 2}, {"cost_usd", "$", REC_NUM, 0}, TPUT_TOKENS_PER_USD,
+    TPUT_SEQ_PER_S, TPUT_MFU, {"mem_per_rank_gib", "GiB", REC_NUM, 1}, {"ckpt_interval_min", "min", REC_NUM, 1},
+    {"lost_pct", "%", REC_NUM, 1}, TPUT_USD_PER_HOUR, {"train_s", "s", REC_NUM, 0}, TPUT_TOKENS_PER_S,
+    {"step_s", "s", REC_NUM, 3}, {"mem_avail_gib", "GiB", REC_NUM, 1}, TPUT_MODEL, TPUT_SEQ_LEN, TPUT_GLOBAL_BATCH,
+};
+
+/* The flags as given (strings point into argv). */
+typedef struct {
+    const char *model, *tokens, *instances, *pricing, *csv, *pareto_csv, *plot, *prices_path, *hw_path;
+    long layers, dmodel, heads, kv_heads, ffn, vocab, seq, global_batch, max_nodes, top;
+    double deadline_days, budget_usd, mfu_pct, mtbf_hours, ckpt_s, restart_s;
+} plan_opts;
+
+/* One run: the flags, the tables (owned), the search's inputs and result. */
+typedef struct {
+    plan_opts o;
+    price_table pt;
+    hw_table ht;
+    plan_inputs in;
+    plan_result res;
+    char skipped[512]; /* (instance, option) pairs without a price */
+} plan_run;
+
+static int plan_opts_parse(plan_opts *o, int argc, char **argv)
+{
+    *o = (plan_opts){.pricing = "on_demand", .max_nodes = 256, .top = 10, .mfu_pct = 40, .ckpt_s = 60, .restart_s = 300};
+    const opt_spec specs[] = {
+        {"model", OPT_STR, &o->model, 0, 0, 0, 0, "PRESET", "model preset of data/models.csv (required)"},
+        {"tokens", OPT_STR, &o->tokens, 0, 0, 0, 0, "N", "tokens to train on, K/M/B/T suffixes: 140B (required)"},
+        {"deadline-days", OPT_DOUBLE, &o->deadline_days, 0, 0, 1e-6, 1e5, "D", "wall-clock deadline in days (required)"},
+        {"budget-usd", OPT_DOUBLE, &o->budget_usd, 0, 0, 1e-6, 1e15, "USD", "keep configurations costing at most this"},
+        {"instances", OPT_STR, &o->instances, 0, 0, 0, 0, "LIST", "instance types (default: every one of data/hardware.csv with a price)"},
+        {"pricing", OPT_STR, &o->pricing, 0, 0, 0, 0, "LIST", "pricing options, each its own candidate: " PRICE_OPTIONS " (default on_demand)"},
+        {"mfu", OPT_DOUBLE, &o->mfu_pct, 0, 0, 0.1, 100, "PCT", "assumed MFU of the data-sheet peak (default 40)"},
+        {"max-nodes", OPT_LONG, &o->max_nodes, 1, 65536, 0, 0, "N", "largest node count searched, powers of two from 1 (default 256)"},
+        {"seq", OPT_LONG, &o->seq, 1, CB_MAX_SEQ_LEN, 0, 0, "S", "sequence length (default: the model's max_seq_len)"},
+        {"global-batch", OPT_LONG, &o->global_batch, 1, CB_MAX_GLOBAL_BATCH, 0, 0, "G", "sequences per step (default: 4M tokens)"},
+        {"top", OPT_LONG, &o->top, 1, 100000, 0, 0, "N", "configurations shown (default 10)"},
+        {"mtbf-hours", OPT_DOUBLE, &o->mtbf_hours, 0, 0, 1e-3, 1e9, "H", "mean time between failures of one instance: model failures"},
+        {"checkpoint-s", OPT_DOUBLE, &o->ckpt_s, 0, 0, 1e-3, 1e6, "S", "time to write a checkpoint (default 60)"},
+        {"restart-s", OPT_DOUBLE, &o->restart_s, 0, 0, 0, 1e7, "S", "time to restart after a failure (default 300)"},
+        {"layers", OPT_LONG, &o->layers, 1, 4096, 0, 0, "L", "override the preset's layers"},
+        {"d-model", OPT_LONG, &o->dmodel, 1, 1L << 20, 0, 0, "C", "override the preset's d_model"},
+        {"heads", OPT_LONG, &o->heads, 1, 4096, 0, 0, "NH", "override the preset's heads"},
+        {"kv-heads", OPT_LONG, &o->kv_heads, 1, 4096, 0, 0, "KVH", "override the preset's key/value heads"},
+        {"ffn", OPT_LONG, &o->ffn, 1, 1L << 22, 0, 0, "F", "override the preset's MLP width"},
+        {"vocab", OPT_LONG, &o->vocab, 1, 1L << 24, 0, 0, "V", "override the preset's vocabulary"},
+        {"prices", OPT_STR, &o->prices_path, 0, 0, 0, 0, "FILE", "price table (default data/prices.csv)"},
+        {"hardware", OPT_STR, &o->hw_path, 0, 0, 0, 0, "FILE", "hardware table (default data/hardware.csv)"},
+        {"csv", OPT_STR, &o->csv, 0, 0, 0, 0, "FILE", "write the top configurations as CSV"},
+        {"pareto-csv", OPT_STR, &o->pareto_csv, 0, 0, 0, 0, "FILE", "write the cost/time Pareto frontier as CSV"},
+        {"plot", OPT_STR, &o->plot, 0, 0, 0, 0, "FILE.png", "cost vs time to train: the frontier and the deadline"},
+        {0},
+    };
+    return opts_parse("plan", "--model PRESET --tokens N --deadline-days D [options]", specs, argc, argv, 2, NULL, NULL);
+}
+
+/* "140B" -> 1.4e11 (K, M, B, T: 1e3 .. 1e12). Returns 0 or CB_EUSAGE. */
+static int tokens_parse(const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || errno) return err_usage("flag '--tokens': expected a number with an optional K, M, B or T suffix, got '%s'", s);
+    double mul = 1;
+    if (*end) {
+        const char *p = strchr("KMBT", *end);
+        if (!p || end[1]) return err_usage("flag '--tokens': expected a number with an optional K, M, B or T suffix, got '%s'", s);
+        mul = pow(1e3, (double)(p - "KMBT" + 1));
+    }
+    v *= mul;
+    if (!isfinite(v) || v < 1 || v > PLAN_MAX_TOKENS)
+        return err_usage("flag '--tokens': expected 1 to %g tokens, got '%s'", PLAN_MAX_TOKENS, s);
+    *out = v;
+    return 0;
+}
+
+/* The preset with the --layers ... --vocab overrides (as `costbench train` takes them). */
+static int plan_config(const plan_opts *o, model_config *cfg)
+{
+    int rc = model_preset_find(o->model, cfg);
+    if (rc != 0) return rc;
+    if (o->layers) cfg->L = (int)o->layers;
+    if (o->dmodel) cfg->C = (int)o->dmodel;
+    int mha = model_kv_heads(cfg) == cfg->NH;
+    if (o->heads) cfg->NH = (int)o->heads;
+    if (o->heads && mha) cfg->KVH = 0;
+    if (o->kv_heads) cfg->KVH = (int)o->kv_heads;
+    if (o->ffn) cfg->ffn = (int)o->ffn;
+    if (o->vocab) cfg->V = (int)o->vocab;
+    if (cfg->C % cfg->NH != 0) return err_usage("flags '--d-model' / '--heads': %d is not a multiple of %d heads", cfg->C, cfg->NH);
+    cfg->HS = cfg->C / cfg->NH;
+    const char *column;
+    char why[256];
+    if (model_config_check(cfg, &column, why, sizeof why) != 0) {
+        const char *flag = strcmp(column, "kv_heads") == 0 ? "flags '--heads' / '--kv-heads'"
+                           : strcmp(column, "ffn_dim") == 0 ? "flag '--ffn'" : "flag '--model'";
+        return err_usage("%s: %s: %s", flag, cfg->name, why);
+    }
+    if (o->layers || o->dmodel || o->heads || o->kv_heads || o->ffn || o->vocab) {
+        char nm[48];
+        snprintf(nm, sizeof nm, "%.20s-custom", cfg->name);
+        snprintf(cfg->name, sizeof cfg->name, "%s", nm);
+    }
+    return 0;
+}
+
+/* The price of (instance, option) in the table, any region (the first row); NULL when none. */
+static const price_row *price_lookup(const price_table *t, const char *instance, const char *option)
+{
+    for (int i = 0; i < t->n; i++)
+        if (strcmp(t->rows[i].instance, instance) == 0 && strcmp(t->rows[i].option, option) == 0) return &t->rows[i];
+    return NULL;
+}
+
+/* Adds an instance type with its prices for the options; returns 1 when added, 0 when it has
+ * none of them, CB_EUSAGE when the table is full. */
+static int instance_add(plan_run *r, const hw_row *hw, char **opts, int nopts)
+{
+    if (r->in.ninst == PLAN_MAX_INSTANCES) return err_usage("flag '--instances': more than %d instance types", PLAN_MAX_INSTANCES);
+    plan_instance *pi = &r->in.inst[r->in.ninst];
+    memset(pi, 0, sizeof *pi);
+    pi->hw = *hw;
+    for (int k = 0; k < nopts; k++) {
+        const price_row *pr = price_lookup(&r->pt, hw->instance, opts[k]);
+        if (!pr) {
+            size_t len = strlen(r->skipped);
+            snprintf(r->skipped + len, sizeof r->skipped - len, "%s%s %s", len ? ", " : "", hw->instance, opts[k]);
+            continue;
+        }
+        int j = pi->noffers++;
+        snprintf(pi->option[j], sizeof pi->option[j], "%s", opts[k]);
+        pi->usd_per_hour[j] = pr->usd_per_hour;
+        snprintf(pi->price_source[j], sizeof pi->price_source[j], "%s, %s", pr->as_of, pr->source);
+    }
+    if (pi->noffers == 0) return 0;
+    r->in.ninst++;
+    return 1;
+}
+
+/* --instances (or every priced instance type) with the --pricing options. */
+static int instances_fill(plan_run *r)
+{
+    char pbuf[256], *opts[PLAN_MAX_OFFERS];
+    int nopts = parse_word_list(r->o.pricing, "flag '--pricing'", pbuf, sizeof pbuf, opts, PLAN_MAX_OFFERS);
+    if (nopts < 0) return nopts;
+    for (int k = 0; k < nopts; k++)
+        if (!price_option_valid(opts[k])) return err_usage("flag '--pricing': expected one of %s, got '%s'", PRICE_OPTIONS, opts[k]);
+    if (!r->o.instances) {
+        for (int i = 0; i < r->ht.n; i++) {
+            int rc = instance_add(r, &r->ht.rows[i], opts, nopts);
+            if (rc < 0) return rc;
+        }
+        if (r->in.ninst == 0) return err_usage("flag '--pricing': no instance type of %s has a price in %s", r->ht.path, r->pt.path);
+        return 0;
+    }
+    char ibuf[1024], *names[PLAN_MAX_INSTANCES];
+    int nn = parse_word_list(r->o.instances, "flag '--instances'", ibuf, sizeof ibuf, names, PLAN_MAX_INSTANCES);
+    if (nn < 0) return nn;
+    for (int i = 0; i < nn; i++) {
+        const hw_row *hw = hardware_find(&r->ht, names[i]);
+        if (!hw) return err_usage("flag '--instances': unknown instance type '%s' (not in %s)", names[i], r->ht.path);
+        int rc = instance_add(r, hw, opts, nopts);
+        if (rc < 0) return rc;
+        if (rc == 0) return err_usage("flag '--instances': '%s' has no %s price in %s", names[i], r->o.pricing, r->pt.path);
+    }
+    return 0;
+}
+
+/* What the flags say, the model, the tables: the search's inputs. Returns 0 or CB_E*. */
+static int inputs_build(plan_run *r)
+{
+    const plan_opts *o = &r->o;
+    plan_inputs *in = &r->in;
+    if (!o->model) return err_usage("flag '--model' is required (a preset of data/models.csv)");
+    if (!o->tokens) return err_usage("flag '--tokens' is required (tokens to train on, e.g. 140B)");
+    if (!(o->deadline_days > 0)) return err_usage("flag '--deadline-days' is required (days, more than 0)");
+    if (o->plot && !strstr(o->plot, ".png") && !strstr(o->plot, ".svg"))
+        return err_usage("flag '--plot': expected a file name ending in .png or .svg, got '%s'", o->plot);
+    int rc = tokens_parse(o->tokens, &in->tokens);
+    if (rc == 0) rc = plan_config(o, &in->cfg);
+    if (rc != 0) return rc;
+    in->seq = o->seq ? o->seq : in->cfg.max_T;
+    if (in->seq > in->cfg.max_T) return err_usage("flag '--seq': %ld exceeds %s's max_seq_len %d", in->seq, in->cfg.name, in->cfg.max_T);
+    in->global_batch = o->global_batch ? o->global_batch : (PLAN_DEFAULT_BATCH_TOKENS + in->seq - 1) / in->seq;
+    in->max_nodes = o->max_nodes;
+    in->mfu = o->mfu_pct / 100.0;
+    in->deadline_s = o->deadline_days * 86400.0;
+    in->budget_usd = o->budget_usd;
+    in->mtbf_s = o->mtbf_hours * 3600.0;
+    in->ckpt_s = o->ckpt_s, in->restart_s = o->restart_s;
+    if (data_tables_load(o->prices_path, o->hw_path, &r->pt, &r->ht) != 0) return CB_EFAIL;
+    return instances_fill(r);
+}
+
+/* ------------------------------------------------------------------ outputs */
+
+static void row_fill(record *rec, const plan_run *r, const plan_cand *c, int rank)
+{
+    int row = rec->nrows - 1;
+    const plan_instance *pi = &r->in.inst[c->inst];
+    double usd_h = c->usd_per_hour * (double)c->nodes;
+    record_num(rec, row, PC_RANK, rank);
+    record_str(rec, row, PC_ITYPE, pi->hw.instance);
+    record_str(rec, row, PC_PRICING, pi->option[c->offer]);
+    record_num(rec, row, PC_NODES, (double)c->nodes);
+    record_num(rec, row, PC_TP, c->tp);
+    record_num(rec, row, PC_PP, c->pp);
+    record_num(rec, row, PC_ZERO, c->zero);
+    record_num(rec, row, PC_MB, c->micro_batch);
+    record_str(rec, row, PC_RECOMP, c->recompute ? "full" : "off");
+    record_str(rec, row, PC_PREC, scale_precision_names[c->prec]);
+    record_num(rec, row, PC_DAYS, c->train_s / 86400.0);
+    record_num(rec, row, PC_COST, c->cost_usd);
+    record_num(rec, row, PC_TPU, r->in.tokens / c->cost_usd);
+    record_num(rec, row, PC_SEQS, c->pt.seq_per_s);
+    record_num(rec, row, PC_MFU, c->pt.mfu_pct);
+    record_num(rec, row, PC_MEM, c->pt.mem_gib);
+    record_num(rec, row, PC_TAU, c->tau_s / 60.0);
+    if (isfinite(c->tau_s)) record_num(rec, row, PC_LOST, c->lost_pct);
+    record_num(rec, row, PC_USD, usd_h);
+    record_num(rec, row, PC_TRAIN_S, c->train_s);
+    record_num(rec, row, PC_TOKS, c->pt.tokens_per_s);
+    record_num(rec, row, PC_STEP, c->pt.step_s);
+    record_num(rec, row, PC_MEM_AVAIL, c->pt.mem_avail_gib);
+    record_str(rec, row, PC_MODEL, r->in.cfg.name);
+    record_num(rec, row, PC_SEQ, (double)r->in.seq);
+    record_num(rec, row, PC_GB, (double)c->pt.global_batch);
+}
+
+static int record_make(record *rec, int human)
+{
+    if (record_init(rec, plan_cols, PC_NCOLS) != 0) return CB_EFAIL;
+    if (human)
+        for (int c = PC_TRAIN_S; c < PC_NCOLS; c++) record_csv_only(rec, c);
+    return 0;
+}
+
+/* "p5.48xlarge on_demand x 16 nodes, TP 8 PP 1 ZeRO 1 mb 1 recompute off mixed: 12.3 days, $456,789" */
+static void cand_describe(const plan_run *r, const plan_cand *c, char *buf, size_t n)
+{
+    const plan_instance *pi = &r->in.inst[c->inst];
+    snprintf(buf, n, "%s %s x %ld node%s, TP %d PP %d ZeRO %d micro-batch %d, recompute %s, %s: %.2f days, $%.0f", pi->hw.instance,
+             pi->option[c->offer], c->nodes, c->nodes == 1 ? "" : "s", c->tp, c->pp, c->zero, c->micro_batch, c->recompute ? "full" : "off",
+             scale_precision_names[c->prec], c->train_s / 86400.0, c->cost_usd);
+}
+
+static void notes_inputs(record *rec, const plan_run *r)
+{
+    const plan_inputs *in = &r->in;
+    const plan_opts *o = &r->o;
+    record_note(rec, "plan: %s (%.3g B parameters), %.4g tokens, seq %ld, global batch %ld sequences (%s), deadline %g days%s", in->cfg.name,
+                model_params_total(&in->cfg) / 1e9, in->tokens, in->seq, in->global_batch,
+                o->global_batch ? "--global-batch" : "default: about 4M tokens a step", o->deadline_days, o->budget_usd > 0 ? "" : ", no budget");
+    if (o->budget_usd > 0) record_note(rec, "budget $%.0f (--budget-usd)", o->budget_usd);
+    record_note(rec,
+                "assumption: compute at %g%% MFU of the data-sheet dense peak (--mfu; not measured); network at its full "
+                "line rate, no overlap of the all-reduce (report/scale.h)",
+                o->mfu_pct);
+    record_note(rec, "hardware: %s; prices: %s (any region, first row)", r->ht.path, r->pt.path);
+    for (int i = 0; i < in->ninst; i++)
+        for (int k = 0; k < in->inst[i].noffers; k++)
+            record_note(rec, "  %s %s $%.4g per instance-hour (%s)", in->inst[i].hw.instance, in->inst[i].option[k],
+                        in->inst[i].usd_per_hour[k], in->inst[i].price_source[k]);
+    for (int i = 0; i < in->ninst; i++)
+        if (!isfinite(in->inst[i].hw.intra_gb_per_s))
+            record_note(rec, "%s: device-link bandwidth unknown: TP and intra-node gradient traffic not modelled (TP looks free there)",
+                        in->inst[i].hw.instance);
+    if (r->skipped[0]) record_note(rec, "no price, not searched: %s", r->skipped);
+    if (in->mtbf_s > 0)
+        record_note(rec,
+                    "failures: MTBF %g h per instance (job: / nodes), checkpoint %g s, restart %g s; "
+                    "Young/Daly interval sqrt(2 x checkpoint x MTBF)",
+                    o->mtbf_hours, in->ckpt_s, in->restart_s);
+    else record_note(rec, "failures not modelled (give --mtbf-hours; --checkpoint-s default 60, --restart-s default 300)");
+}
+
+static void notes_counts(record *rec, const plan_run *r)
+{
+    const plan_result *s = &r->res;
+    long bad = 0;
+    char why[512] = "";
+    for (int k = 0; k < PLAN_NBAD; k++) {
+        bad += s->bad[k];
+        size_t len = strlen(why);
+        if (s->bad[k]) snprintf(why + len, sizeof why - len, "%s%ld %s", len ? ", " : "", s->bad[k], plan_bad_names[k]);
+    }
+    record_note(rec,
+                "searched %ld layouts (instance x nodes 1..%ld x TP 1,2,4,8 x PP 1,2,4,8 x ZeRO 0,1,3 x micro-batch 1,2,4,8 "
+                "x recompute off,full x precision): %ld invalid (%s), %ld out of memory per rank",
+                s->layouts, r->in.max_nodes, bad, why, s->oom);
+    if (s->endless) record_note(rec, "%ld layouts never finish: failures outpace checkpoints", s->endless);
+    record_note(rec, "priced %d candidates: %ld too slow for the deadline, %ld over budget, %ld meet both", s->n, s->too_slow, s->over_budget,
+                s->ok);
+    char d[512];
+    int f = plan_fastest(s, r->in.budget_usd > 0);
+    if (f >= 0 && s->ok > 0) { /* otherwise the verdict names the fastest */
+        cand_describe(r, &s->c[f], d, sizeof d);
+        record_note(rec, "fastest %s: %s", r->in.budget_usd > 0 ? "within the budget" : "found", d);
+    }
+}
+
+/* The top N candidates that meet the deadline and the budget; a layout the model cannot tell
+ * from one shown above it (same offer, nodes, time and cost) is counted, not shown. */
+static int rows_top(record *rec, const plan_run *r, long *hidden)
+{
+    int shown = 0;
+    const plan_cand *prev[64];
+    *hidden = 0;
+    for (int i = 0; i < r->res.n && shown < r->o.top; i++) {
+        const plan_cand *c = &r->res.c[i];
+        if (!c->meets_deadline || !c->within_budget) continue;
+        int dup = 0;
+        for (int k = shown < 64 ? 0 : shown - 64; k < shown && !dup; k++) dup = plan_same_result(prev[k % 64], c);
+        if (dup) {
+            (*hidden)++;
+            continue;
+        }
+        if (record_add_row(rec) < 0) return CB_EFAIL;
+        prev[shown % 64] = c;
+        row_fill(rec, r, c, ++shown);
+    }
+    return 0;
+}
+
+/* The verdict when nothing qualifies: printed after the notes, a result rather than an error. */
+static void verdict_none(const plan_run *r)
+{
+    char d[512];
+    int f = plan_fastest(&r->res, 0), fb = r->o.budget_usd > 0 ? plan_fastest(&r->res, 1) : -1, cheapest = -1;
+    for (int i = 0; i < r->res.n && cheapest < 0; i++)
+        if (r->res.c[i].meets_deadline) cheapest = i; /* by cost: the first */
+    printf("no configuration meets the deadline of %g days%s\n", r->o.deadline_days, r->o.budget_usd > 0 ? " within the budget" : "");
+    if (f < 0) printf("no feasible configuration at all (every layout invalid or out of memory)\n");
+    else {
+        cand_describe(r, &r->res.c[f], d, sizeof d);
+        printf("fastest found: %s\n", d);
+    }
+    if (fb >= 0 && fb != f) {
+        cand_describe(r, &r->res.c[fb], d, sizeof d);
+        printf("fastest within the budget: %s\n", d);
+    }
+    if (r->o.budget_usd > 0 && fb < 0 && r->res.n > 0) {
+        cand_describe(r, &r->res.c[0], d, sizeof d);
+        printf("nothing costs $%.0f or less; the cheapest found: %s\n", r->o.budget_usd, d);
+    }
+    if (cheapest >= 0 && r->o.budget_usd > 0) {
+        cand_describe(r, &r->res.c[cheapest], d, sizeof d);
+        printf("cheapest meeting the deadline: %s\n", d);
+    }
+}
+
+static int pareto_csv(const plan_run *r, const int *idx, int n, const machine_info *mi)
+{
+    record rec;
+    if (record_make(&rec, 0) != 0) return CB_EFAIL;
+    int rc = 0;
+    for (int i = 0; i < n && rc == 0; i++) {
+        if (record_add_row(&rec) < 0) rc = CB_EFAIL;
+        else row_fill(&rec, r, &r->res.c[idx[i]], i + 1);
+    }
+    record_note(&rec, "cost/time Pareto frontier over all %d feasible candidates (rank: by time)", r->res.n);
+    if (rc == 0) rc = record_write_csv(&rec, r->o.pareto_csv, mi);
+    record_free(&rec);
+    return rc;
+}
+
+/* The frontier idx[0..n) as x = days, y = thousand USD into xy (2n values); its ranges widen lo/hi. */
+static void frontier_xy(const plan_run *r, const int *idx, int n, double *xy, double *lo, double *hi)
+{
+    for (int i = 0; i < n; i++) {
+        xy[i] = r->res.c[idx[i]].train_s / 86400.0, xy[n + i] = r->res.c[idx[i]].cost_usd / 1e3;
+        lo[0] = fmin(lo[0], xy[i]), hi[0] = fmax(hi[0], xy[i]), lo[1] = fmin(lo[1], xy[n + i]), hi[1] = fmax(hi[1], xy[n + i]);
+    }
+}
+
+/* Cost vs time to train: the frontier over every candidate as a line, each offer's own frontier
+ * as points, the deadline as a vertical line. */
+static int plan_plot(const plan_run *r, const int *idx, int n)
+{
+    enum { MAXS = 9 };
+    double *xy = malloc((size_t)r->res.n * 2 * MAXS * sizeof *xy), dx[2], dy[2], lo[2] = {INFINITY, INFINITY}, hi[2] = {0, 0};
+    int *sub = malloc((size_t)r->res.n * sizeof *sub);
+    if (!xy || !sub) {
+        free(xy), free(sub);
+        return err_msg("plan: out of memory for the plot");
+    }
+    plot_series se[MAXS + 1];
+    char labels[MAXS][96];
+    int ns = 0;
+    frontier_xy(r, idx, n, xy, lo, hi);
+    se[ns++] = (plot_series){"Pareto frontier, all candidates", n, xy, xy + n, 0, 0, 1};
+    for (int i = 0; i < r->in.ninst; i++)
+        for (int k = 0; k < r->in.inst[i].noffers && ns < MAXS; k++) {
+            int m = plan_pareto(&r->res, i, k, sub);
+            if (m == 0) continue;
+            double *p = xy + (size_t)ns * 2 * r->res.n;
+            frontier_xy(r, sub, m, p, lo, hi);
+            snprintf(labels[ns], sizeof labels[ns], "%s %s", r->in.inst[i].hw.instance, r->in.inst[i].option[k]);
+            se[ns] = (plot_series){labels[ns], m, p, p + m, 1, 0, ns + 1};
+            ns++;
+        }
+    dx[0] = dx[1] = r->o.deadline_days, dy[0] = lo[1], dy[1] = hi[1];
+    lo[0] = fmin(lo[0], r->o.deadline_days), hi[0] = fmax(hi[0], r->o.deadline_days);
+    char dl[64], title[160], subt[256];
+    snprintf(dl, sizeof dl, "deadline (%g days)", r->o.deadline_days);
+    se[ns++] = (plot_series){dl, 2, dx, dy, 0, 1, 8};
+    snprintf(title, sizeof title, "%s, %.3g tokens: cost vs time to train", r->in.cfg.name, r->in.tokens);
+    snprintf(subt, sizeof subt, "%d feasible candidates; compute at %g%% MFU of the data-sheet peak", r->res.n, r->o.mfu_pct);
+    plot_spec sp = {title, subt, "time to train (days)", "cost (thousand USD)", hi[0] > 10 * lo[0], hi[1] > 10 * lo[1], se, ns, NAN, NULL, 1};
+    int rc = plot_lines(r->o.plot, &sp);
+    free(xy), free(sub);
+    return rc;
+}
+
+/* The table (or the verdict), then --csv, --pareto-csv and --plot. */
+static int outputs_write(const plan_run *r)
+{
+    record rec;
+    if (record_make(&rec, 1) != 0) return CB_EFAIL;
+    notes_inputs(&rec, r);
+    notes_counts(&rec, r);
+    long hidden = 0;
+    int rc = rows_top(&rec, r, &hidden);
+    if (rc == 0 && hidden > 0)
+        record_note(&rec, "%ld more layouts tie with a row shown (same instance, nodes, time and cost: the model cannot tell them apart)",
+                    hidden);
+    if (rc == 0 && rec.nrows > 0) record_print(&rec, stdout);
+    else if (rc == 0) { /* no table: the notes and the verdict */
+        for (int i = 0; i < rec.nnotes; i++) printf("# %s\n", rec.notes[i]);
+        verdict_none(r);
+    }
+    machine_info mi;
+    if (r->o.csv || r->o.pareto_csv) machine_probe(&mi);
+    if (rc == 0 && r->o.csv) rc = record_write_csv(&rec, r->o.csv, &mi);
+    record_free(&rec);
+    int *idx = NULL, n = 0;
+    if (rc == 0 && (r->o.pareto_csv || r->o.plot) && r->res.n > 0) {
+        if (!(idx = malloc((size_t)r->res.n * sizeof *idx))) return err_msg("plan: out of memory for the frontier");
+        n = plan_pareto(&r->res, -1, 0, idx);
+    }
+    if (rc == 0 && r->o.pareto_csv && n > 0) rc = pareto_csv(r, idx, n, &mi);
+    if (rc == 0 && r->o.plot && n > 0 && (rc = plan_plot(r, idx, n)) == 0) fprintf(stderr, "wrote %s\n", r->o.plot);
+    free(idx);
+    return rc;
+}
+
+int cmd_plan(int argc, char **argv)
+{
+    plan_run *r = calloc(1, sizeof *r);
+    if (!r) return err_msg("plan: out of memory");
+    int rc = plan_opts_parse(&r->o, argc, argv);
+    if (rc == 0) {
+        rc = inputs_build(r);
+        if (rc == 0) rc = plan_search(&r->in, &r->res);
+        if (rc == 0) rc = outputs_write(r);
+    } else if (rc > 0) rc = 0;
+    plan_result_free(&r->res);
+    prices_free(&r->pt);
+    hardware_free(&r->ht);
+    free(r);
+    return rc;
+}
