@@ -16,6 +16,7 @@
 #include "../report/inputs.h"
 #include "../report/plot.h"
 #include "../report/scale.h"
+#include "calib_row.h"
 #include "commands.h"
 
 enum { SC_NODES, SC_SEQS, SC_TOKS, SC_TPU, SC_EFF, SC_MEAS, SC_ERR, SC_STEP, SC_COMP, SC_BUBBLE, SC_TPC, SC_DPC, SC_EXP,
@@ -59,9 +60,7 @@ typedef struct {
     scale_fit fit;
     char calib[512];     /* how the compute time was obtained (notes, source column) */
     /* --calibrate: the row's own configuration, its point and what carries to the target */
-    char cal_path[4096];
-    tput_row cal_row;
-    scale_model cal;
+    calib_row cr;
     scale_eff_curve eff; /* --matmul-csv (nk 0: the default curve) */
     double mfu_cal, mfu_tgt, e_cal, e_tgt;
     int eff_clamped;
@@ -266,24 +265,12 @@ static int model_build(scale_run *r)
 
 /* ------------------------------------------------------------------ calibration points */
 
-/* Appends one point after checking it: its layout (when `layout_flag` is given: calibration
- * points are evaluated) and the throughput rules of common/presets.h against the data-sheet peak
- * of the nodes it ran on. src and line say where it came from (line 0: a flag). */
+/* calib_point_add at the model of `nodes` nodes (its --global-batch entry). */
 static int point_add(scale_points *pl, const scale_model *s0, const scale_opts *o, long nodes, double seq_per_s, const char *src,
                      int line, const char *layout_flag)
 {
-    const scale_model at = model_at(s0, o, nodes), *s = &at;
-    if (pl->n == SCALE_MAX_POINTS) return err_usage("%s: more than %d points", src, SCALE_MAX_POINTS);
-    int i = pl->n;
-    pl->nodes[i] = nodes, pl->seq_per_s[i] = seq_per_s, pl->src[i] = src, pl->line[i] = line;
-    char where[4200], peak_name[192];
-    scale_points_where(pl, i, where, sizeof where);
-    int rc = layout_flag ? scale_check(s, nodes, layout_flag) : 0;
-    snprintf(peak_name, sizeof peak_name, "the data-sheet dense %s peak of %ld x %.120s", s->precision == PREC_FP32 ? "FP32" : "BF16",
-             nodes, s->hw.instance);
-    if (rc == 0) rc = throughput_check(&s->cfg, s->seq, seq_per_s, scale_peak_per_instance(s) * (double)nodes, peak_name, where);
-    if (rc == 0) pl->n++;
-    return rc;
+    const scale_model at = model_at(s0, o, nodes);
+    return calib_point_add(pl, &at, nodes, seq_per_s, src, line, layout_flag);
 }
 
 /* Whether a throughput row describes the modelled configuration (its precision too: --precision). */
@@ -324,114 +311,13 @@ static int points_from_file(const char *path, const scale_model *s, const scale_
 
 /* ------------------------------------------------------------------ --calibrate FILE[:LINE] */
 
-/* FILE[:LINE] into the path and the line (0 when not given). */
-static int calib_spec_split(const char *spec, char *path, size_t n, int *line)
-{
-    const char *colon = strrchr(spec, ':');
-    *line = 0;
-    size_t len = strlen(spec);
-    if (colon && colon[1] && strspn(colon + 1, "0123456789") == strlen(colon + 1)) {
-        long v = strtol(colon + 1, NULL, 10);
-        if (v < 1 || v > 100000000) return err_usage("flag '--calibrate': line %s out of range", colon + 1);
-        *line = (int)v, len = (size_t)(colon - spec);
-    }
-    if (len == 0 || len >= n) return err_usage("flag '--calibrate': expected FILE[:LINE], got '%s'", spec);
-    memcpy(path, spec, len), path[len] = '\0';
-    return 0;
-}
-
-/* "6, 7, 8" (the data rows' line numbers, as many as fit). */
-static void row_lines(const tput_set *set, char *buf, size_t n)
-{
-    size_t len = 0;
-    buf[0] = '\0';
-    for (int i = 0; i < set->n && len + 16 < n; i++) len += (size_t)snprintf(buf + len, n - len, "%s%d", i ? ", " : "", set->rows[i].line);
-}
-
-/* The row --calibrate names: LINE's, or the file's only data row. */
-static int calib_row_find(scale_run *r)
-{
-    int line, rc = calib_spec_split(r->o.calibrate, r->cal_path, sizeof r->cal_path, &line);
-    tput_set set = {0};
-    if (rc == 0 && throughput_load(&set, r->cal_path) != 0) rc = CB_EFAIL;
-    int found = -1;
-    for (int i = 0; i < set.n && rc == 0; i++)
-        if (line ? set.rows[i].line == line : set.n == 1) found = i;
-    char lines[512];
-    row_lines(&set, lines, sizeof lines);
-    if (rc == 0 && found < 0 && line)
-        rc = err_usage("flag '--calibrate': %s:%d is not a data row (data rows: lines %s)", r->cal_path, line, lines);
-    else if (rc == 0 && found < 0)
-        rc = err_usage("flag '--calibrate': %s has %d data rows (lines %s); name one as %s:LINE", r->cal_path, set.n, lines[0] ? lines : "none",
-                       r->cal_path);
-    if (rc == 0) r->cal_row = set.rows[found];
-    throughput_free(&set);
-    return rc;
-}
-
-/* The preset the row names (a file:line error when unknown, with the command that lists them). */
-static int calib_preset(const tput_row *row, const char *where, model_config *cfg)
-{
-    char path[4200];
-    model_config *all;
-    int n, found = 0;
-    if (machine_data_file(path, sizeof path, "models.csv") != 0) return CB_EUSAGE;
-    if (model_presets_load(path, &all, &n) != 0) return CB_EFAIL;
-    for (int i = 0; i < n && !found; i++)
-        if (strcmp(all[i].name, row->model) == 0) *cfg = all[i], found = 1;
-    free(all);
-    if (found) return 0;
-    err_msg("%s: column 'model': unknown model preset '%s' (not in %s)", where, row->model, path);
-    err_hint("`costbench models` lists the presets");
-    return CB_EFAIL;
-}
-
-/* The row's precision as the model's (the target's when the row does not say). */
-static int calib_precision(const tput_row *row, const char *where, scale_precision *p)
-{
-    for (int k = 0; k < 3; k++)
-        if (*row->precision && scale_precision_matches((scale_precision)k, row->precision)) *p = (scale_precision)k;
-    if (*row->precision && !scale_precision_matches(*p, row->precision))
-        return err_msg("%s: column 'precision': '%s' is none of fp32, mixed or bf16 that the model knows", where, row->precision);
-    return 0;
-}
-
-/* The scale model of the calibration row's own configuration (compute time still unknown); the
- * flags that do not describe a configuration (ZeRO, buckets, network efficiency) as given. */
-static int calib_model_build(scale_run *r, const char *where)
-{
-    const tput_row *row = &r->cal_row;
-    scale_model *c = &r->cal;
-    *c = r->s;
-    int rc = calib_preset(row, where, &c->cfg);
-    if (rc != 0) return rc;
-    const hw_row *hw = hardware_find(&r->ht, row->instance);
-    if (!hw) return err_msg("%s: column 'instance_type': unknown instance type '%s' (not in %s)", where, row->instance, r->ht.path);
-    if (!(row->seq_per_s > 0)) return err_msg("%s: column 'seq_per_s': expected a positive number, got %g", where, row->seq_per_s);
-    c->hw = *hw;
-    c->tp = row->tp, c->pp = row->pp, c->interleave = 1, c->recompute = 0;
-    c->seq = row->seq_len, c->micro_batch = row->micro_batch > 0 ? row->micro_batch : 1;
-    c->global_batch = row->global_batch, c->batch_per_replica = 0;
-    c->latency_s = r->o.latency_us >= 0 ? r->o.latency_us * 1e-6 : isfinite(hw->net_latency_us) ? hw->net_latency_us * 1e-6 : 0;
-    if ((rc = calib_precision(row, where, &c->precision)) != 0) return rc;
-    if (c->cfg.NH % c->tp != 0 || c->pp > c->cfg.L)
-        return err_msg("%s: tp %d x pp %d does not split %s (%d heads, %d layers)", where, c->tp, c->pp, c->cfg.name, c->cfg.NH, c->cfg.L);
-    return point_add(&r->meas, c, NULL, row->instances * row->ranks, row->seq_per_s, r->cal_path, row->line, where);
-}
-
-/* Fits the calibration row's compute time to its point, then carries its MFU to the target:
- * MFU_t = MFU_c x e(K_t, N_t) / e(K_c, N_c), t_mb = hardware FLOPs / (MFU_t x peak). */
+/* Carries the calibration row's compute MFU to the target: MFU_t = MFU_c x e(K_t, N_t) / e(K_c, N_c),
+ * t_mb = hardware FLOPs / (MFU_t x peak). */
 static int calib_carry(scale_run *r)
 {
-    scale_model *c = &r->cal, *s = &r->s;
-    const int want[SP_COUNT] = {[SP_COMPUTE] = 1};
-    int rc = scale_fit_points(c, want, &r->meas, &r->fit);
-    if (rc == 0) rc = scale_fit_verify(c, &r->fit, &r->meas, r->o.fit_tol_pct);
-    if (rc != 0) return rc;
-    r->mfu_cal = scale_compute_mfu(c);
-    r->e_cal = scale_eff(&r->eff, scale_eff_k(c), scale_eff_n(c), &r->eff_clamped);
-    r->e_tgt = scale_eff(&r->eff, scale_eff_k(s), scale_eff_n(s), &r->eff_clamped);
-    r->mfu_tgt = r->mfu_cal * r->e_tgt / r->e_cal;
+    scale_model *s = &r->s;
+    r->mfu_tgt = calib_row_carry(&r->cr, s, &r->eff, &r->eff_clamped, &r->e_tgt);
+    r->mfu_cal = r->cr.mfu_cal, r->e_cal = r->cr.e_cal;
     if (!isfinite(scale_stage_peak(s)))
         return err_usage("flag '--instance': %s has no %s peak in %s to carry an MFU to", r->o.instance, r->o.prec == PREC_FP32 ? "FP32" : "BF16",
                          r->ht.path);
@@ -440,8 +326,8 @@ static int calib_carry(scale_run *r)
                        "this calibration here", 100 * r->mfu_tgt);
     s->t_mb_s = scale_t_mb_from_peak(s, r->mfu_tgt);
     snprintf(r->calib, sizeof r->calib, "carried from %.200s:%d (%s, tp %d, pp %d, %ld x %s, %.4g seq/s) by the matmul efficiency rule",
-             r->cal_path, r->cal_row.line, r->cal_row.model, r->cal_row.tp, r->cal_row.pp, r->cal_row.instances, r->cal_row.instance,
-             r->cal_row.seq_per_s);
+             r->cr.path, r->cr.row.line, r->cr.row.model, r->cr.row.tp, r->cr.row.pp, r->cr.row.instances, r->cr.row.instance,
+             r->cr.row.seq_per_s);
     return 0;
 }
 
@@ -451,10 +337,9 @@ static int points_gather(scale_run *r)
     const scale_opts *o = &r->o;
     int rc = 0;
     if (o->base_nodes > 0) rc = point_add(&r->meas, &r->s, o, o->base_nodes, o->base_seq_per_s, "--base-seq-per-s", 0, "--base-nodes");
-    if (rc == 0 && o->calibrate && (rc = calib_row_find(r)) == 0) {
-        char where[4200];
-        snprintf(where, sizeof where, "%s:%d", r->cal_path, r->cal_row.line);
-        rc = calib_model_build(r, where);
+    if (rc == 0 && o->calibrate) {
+        rc = calib_row_load(&r->cr, o->calibrate, &r->ht, &r->s, o->latency_us, &r->eff, o->fit_tol_pct);
+        if (rc == 0) r->meas = r->cr.meas, r->fit = r->cr.fit;
     }
     if (rc == 0 && o->measured) rc = points_from_file(o->measured, &r->s, o, &r->meas, 1);
     if (rc == 0 && o->compare) rc = points_from_file(o->compare, &r->s, o, &r->cmp, 0);
@@ -588,7 +473,7 @@ static void notes_calibration(record *rec, const scale_run *r)
 /* --calibrate: the rule, the curve, both compute MFUs at full precision. */
 static void notes_carry(record *rec, const scale_run *r)
 {
-    const scale_model *c = &r->cal, *s = &r->s;
+    const scale_model *c = &r->cr.cal, *s = &r->s;
     record_note(rec, "rule: MFU_target = MFU_cal x e(K_t, N_t) / e(K_c, N_c), K = d_model, N = micro_batch x seq / tp; "
                      "t_mb = hardware FLOPs per micro-batch per stage / (MFU_target x dense peak of the stage's tp ranks)");
     if (r->eff.nk > 0)
