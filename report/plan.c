@@ -17,7 +17,10 @@ static const int plan_tps[] = {1, 2, 4, 8}, plan_pps[] = {1, 2, 4, 8}, plan_zero
 
 double plan_t_mb_s(const scale_model *s, const plan_inputs *in)
 {
-    return scale_t_mb_from_peak(s, in->mfu);
+    if (!in->calibrated) return scale_t_mb_from_peak(s, in->mfu);
+    int clamped = 0;
+    double mfu = in->mfu_cal * scale_eff(in->eff, scale_eff_k(s), scale_eff_n(s), &clamped) / in->e_cal;
+    return mfu > 0 && mfu <= 1 ? scale_t_mb_from_peak(s, mfu) : NAN;
 }
 
 double plan_failure_time(double work_s, double mtbf_job_s, double ckpt_s, double restart_s, double *tau_s)

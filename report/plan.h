@@ -32,6 +32,11 @@ typedef struct {
     long seq, global_batch, max_nodes;
     double tokens;       /* to train on */
     double mfu;          /* assumed share of the data-sheet peak, 0..1 (plan_t_mb_s) */
+    /* --calibrate: a calibration's compute MFU and matmul efficiency carried to each candidate
+     * (report/scale.h's rule: MFU = mfu_cal x e(K, N) / e_cal); calibrated 0: the assumed mfu */
+    int calibrated;
+    double mfu_cal, e_cal;
+    const scale_eff_curve *eff;
     double deadline_s;
     double budget_usd;   /* 0: none */
     double mtbf_s;       /* per instance; 0: failures not modelled */

@@ -17,6 +17,7 @@
 #include "../report/inputs.h"
 #include "../report/plan.h"
 #include "../report/plot.h"
+#include "calib_row.h"
 #include "commands.h"
 
 #define PLAN_DEFAULT_BATCH_TOKENS 4194304L /* 4M tokens a step (llama2: 1024 x 4096) */
@@ -36,7 +37,7 @@ static const rec_col plan_cols[PC_NCOLS] = {
 
 /* The flags as given (strings point into argv). */
 typedef struct {
-    const char *model, *tokens, *instances, *pricing, *csv, *pareto_csv, *plot, *prices_path, *hw_path;
+    const char *model, *tokens, *instances, *pricing, *csv, *pareto_csv, *plot, *prices_path, *hw_path, *calibrate, *matmul_csv;
     long layers, dmodel, heads, kv_heads, ffn, vocab, seq, global_batch, max_nodes, top;
     double deadline_days, budget_usd, mfu_pct, mtbf_hours, ckpt_s, restart_s;
 } plan_opts;
@@ -48,6 +49,8 @@ typedef struct {
     hw_table ht;
     plan_inputs in;
     plan_result res;
+    calib_row cal;       /* --calibrate */
+    scale_eff_curve eff; /* --matmul-csv (nk 0: the default curve) */
     char skipped[512]; /* (instance, option) pairs without a price */
 } plan_run;
 
@@ -61,7 +64,10 @@ static int plan_opts_parse(plan_opts *o, int argc, char **argv)
         {"budget-usd", OPT_DOUBLE, &o->budget_usd, 0, 0, 1e-6, 1e15, "USD", "keep configurations costing at most this"},
         {"instances", OPT_STR, &o->instances, 0, 0, 0, 0, "LIST", "instance types (default: every one of data/hardware.csv with a price)"},
         {"pricing", OPT_STR, &o->pricing, 0, 0, 0, 0, "LIST", "pricing options, each its own candidate: " PRICE_OPTIONS " (default on_demand)"},
-        {"mfu", OPT_DOUBLE, &o->mfu_pct, 0, 0, 0.1, 100, "PCT", "assumed MFU of the data-sheet peak (default 40)"},
+        {"mfu", OPT_DOUBLE, &o->mfu_pct, 0, 0, 0.1, 100, "PCT", "assumed MFU of the data-sheet peak (default 40; not with --calibrate)"},
+        {"calibrate", OPT_STR, &o->calibrate, 0, 0, 0, 0, "FILE[:LINE]",
+         "a measured or imported throughput row: its compute MFU, carried to every candidate by the matmul efficiency rule of costbench scale"},
+        {"matmul-csv", OPT_STR, &o->matmul_csv, 0, 0, 0, 0, "FILE", "with --calibrate: the efficiency curve from a costbench matmul CSV"},
         {"max-nodes", OPT_LONG, &o->max_nodes, 1, 65536, 0, 0, "N", "largest node count searched, powers of two from 1 (default 256)"},
         {"seq", OPT_LONG, &o->seq, 1, CB_MAX_SEQ_LEN, 0, 0, "S", "sequence length (default: the model's max_seq_len)"},
         {"global-batch", OPT_LONG, &o->global_batch, 1, CB_MAX_GLOBAL_BATCH, 0, 0, "G", "sequences per step (default: 4M tokens)"},
@@ -197,6 +203,23 @@ static int instances_fill(plan_run *r)
     return 0;
 }
 
+/* --calibrate: the row's compute MFU and matmul efficiency, carried to each candidate by
+ * plan_t_mb_s (the settings a row does not describe: ZeRO 0, 25 MiB buckets, the full line rate,
+ * no overlap, mixed precision when the row does not say, as the search's own models). */
+static int calibration_load(plan_run *r)
+{
+    const plan_opts *o = &r->o;
+    if (!o->calibrate) return o->matmul_csv ? err_usage("flag '--matmul-csv' needs '--calibrate' (it carries a calibration)") : 0;
+    if (o->matmul_csv && scale_eff_load(&r->eff, o->matmul_csv) != 0) return CB_EFAIL;
+    scale_model d;
+    memset(&d, 0, sizeof d);
+    d.precision = PREC_MIXED, d.interleave = 1, d.bucket_bytes = 25.0 * 1048576.0, d.net_eff = 1.0;
+    int rc = calib_row_load(&r->cal, o->calibrate, &r->ht, &d, -1, &r->eff, 5.0);
+    if (rc != 0) return rc;
+    r->in.calibrated = 1, r->in.mfu_cal = r->cal.mfu_cal, r->in.e_cal = r->cal.e_cal, r->in.eff = &r->eff;
+    return 0;
+}
+
 /* What the flags say, the model, the tables: the search's inputs. Returns 0 or CB_E*. */
 static int inputs_build(plan_run *r)
 {
@@ -220,6 +243,7 @@ static int inputs_build(plan_run *r)
     in->mtbf_s = o->mtbf_hours * 3600.0;
     in->ckpt_s = o->ckpt_s, in->restart_s = o->restart_s;
     if (data_tables_load(o->prices_path, o->hw_path, &r->pt, &r->ht) != 0) return CB_EFAIL;
+    if ((rc = calibration_load(r)) != 0) return rc;
     return instances_fill(r);
 }
 
@@ -283,10 +307,19 @@ static void notes_inputs(record *rec, const plan_run *r)
                 model_params_total(&in->cfg) / 1e9, in->tokens, in->seq, in->global_batch,
                 o->global_batch ? "--global-batch" : "default: about 4M tokens a step", o->deadline_days, o->budget_usd > 0 ? "" : ", no budget");
     if (o->budget_usd > 0) record_note(rec, "budget $%.0f (--budget-usd)", o->budget_usd);
-    record_note(rec,
-                "assumption: compute at %g%% MFU of the data-sheet dense peak (--mfu; not measured); network at its full "
-                "line rate, no overlap of the all-reduce (report/scale.h)",
-                o->mfu_pct);
+    if (r->in.calibrated)
+        record_note(rec,
+                    "compute: calibrated on %.300s:%d (%s on %ld x %s, TP %d, PP %d, %.4g seq/s: compute MFU %.4g%%, e(K, N) %.4g), carried "
+                    "to each candidate as MFU = %.4g%% x e(K, N) / %.4g (K = d_model, N = micro-batch x seq / TP; %s); network at its "
+                    "full line rate, no overlap of the all-reduce (report/scale.h)",
+                    r->cal.path, r->cal.row.line, r->cal.row.model, r->cal.row.instances, r->cal.row.instance, r->cal.row.tp, r->cal.row.pp,
+                    r->cal.row.seq_per_s, 100 * r->cal.mfu_cal, r->cal.e_cal, 100 * r->cal.mfu_cal, r->cal.e_cal,
+                    o->matmul_csv ? "e from --matmul-csv" : "e = 1/(1+512/K) x 1/(1+512/N), assumed");
+    else
+        record_note(rec,
+                    "assumption: compute at %g%% MFU of the data-sheet dense peak (--mfu; not measured); network at its full "
+                    "line rate, no overlap of the all-reduce (report/scale.h)",
+                    o->mfu_pct);
     record_note(rec, "hardware: %s; prices: %s (any region, first row)", r->ht.path, r->pt.path);
     for (int i = 0; i < in->ninst; i++)
         for (int k = 0; k < in->inst[i].noffers; k++)
@@ -436,7 +469,10 @@ static int plan_plot(const plan_run *r, const int *idx, int n)
     snprintf(dl, sizeof dl, "deadline (%g days)", r->o.deadline_days);
     se[ns++] = (plot_series){dl, 2, dx, dy, 0, 1, 8};
     snprintf(title, sizeof title, "%s, %.3g tokens: cost vs time to train", r->in.cfg.name, r->in.tokens);
-    snprintf(subt, sizeof subt, "%d feasible candidates; compute at %g%% MFU of the data-sheet peak", r->res.n, r->o.mfu_pct);
+    if (r->in.calibrated)
+        snprintf(subt, sizeof subt, "%d feasible candidates; compute calibrated on %.120s:%d (%s)", r->res.n, r->cal.path, r->cal.row.line,
+                 r->cal.row.model);
+    else snprintf(subt, sizeof subt, "%d feasible candidates; compute at %g%% MFU of the data-sheet peak", r->res.n, r->o.mfu_pct);
     plot_spec sp = {title, subt, "time to train (days)", "cost (thousand USD)", hi[0] > 10 * lo[0], hi[1] > 10 * lo[1], se, ns, NAN, NULL, 1};
     int rc = plot_lines(r->o.plot, &sp);
     free(xy), free(sub);

@@ -180,7 +180,42 @@ static void test_plan_cli_impossible_deadline(void)
     rm_tree(dir);
 }
 
+/* --calibrate: the candidates' compute comes from a throughput row (Table 1's NeoX-20B point),
+ * named in the output; on the calibration's own configuration the carried MFU is the row's
+ * (e(K, N) / e_cal = 1); a row of an unknown model is one error line naming file:line. */
+static void test_plan_calibrated(void)
+{
+    char out[65536], err[4096];
+    const char *ok[] = {"plan", "--model", "neox-20b", "--tokens", "10B", "--deadline-days", "300", "--instances", "trn1.32xlarge",
+                        "--calibrate", "data/reference/trn1_table1.csv:8", "--top", "3", NULL};
+    int rc = cli_run(ok, out, sizeof out, err, sizeof err);
+    CHECK(rc == 0 && strstr(out, "calibrated on data/reference/trn1_table1.csv:8 (neox-20b on 4 x trn1.32xlarge"),
+          "calibrated plan: exit %d, %s%s", rc, err, out);
+    plan_inputs in;
+    memset(&in, 0, sizeof in);
+    scale_eff_curve def = {0};
+    scale_model s = {0};
+    CHECK(model_preset_find("neox-20b", &s.cfg) == 0, "no neox-20b preset");
+    s.tp = 8, s.pp = 4, s.interleave = 1, s.seq = 2048, s.micro_batch = 1, s.global_batch = 16384;
+    in.calibrated = 1, in.mfu_cal = 0.3, in.e_cal = scale_eff(&def, 6144, 256, NULL), in.eff = &def;
+    s.hw.accelerators = 16, s.hw.workers = 2, s.hw.bf16_tflops = 190, s.precision = PREC_MIXED;
+    double t_cal = plan_t_mb_s(&s, &in), t_peak = scale_t_mb_from_peak(&s, 0.3);
+    CHECK(isfinite(t_cal) && fabs(t_cal - t_peak) <= 1e-12 * t_peak, "the calibration's own shape: t_mb %.9g, at its MFU %.9g", t_cal, t_peak);
+    char *dir = test_tmpdir(), path[600];
+    if (!dir) return;
+    snprintf(path, sizeof path, "%s/row.csv", dir);
+    write_text(path, "model,tensor_parallel,pipeline_parallel,instances,instance_type,seq_len,global_batch,seq_per_s\n"
+                     "nosuch-model,8,1,1,trn1.32xlarge,2048,256,10\n");
+    char spec[640];
+    snprintf(spec, sizeof spec, "%s:2", path);
+    const char *bad[] = {"plan", "--model", "llama2-7b", "--tokens", "1B", "--deadline-days", "3", "--calibrate", spec, NULL};
+    rc = cli_run(bad, NULL, 0, err, sizeof err);
+    CHECK(rc == 1 && strstr(err, ":2: column 'model'") && strstr(err, "nosuch-model"), "unknown model row: exit %d, %s", rc, err);
+    rm_tree(dir);
+}
+
 const test_case tests_plan[] = {
+    {"plan: --calibrate carries a throughput row's compute MFU; a bad row is one error", test_plan_calibrated},
     {"plan_search_by_hand", test_plan_search_by_hand},
     {"plan_young_daly_by_hand", test_plan_young_daly_by_hand},
     {"plan_cli_bad_input", test_plan_cli_bad_input},
