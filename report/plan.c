@@ -100,6 +100,7 @@ static void model_fill(const plan_inputs *in, const plan_layout *l, scale_model 
     s->net_eff = 1.0;
     s->latency_s = isfinite(s->hw.net_latency_us) ? s->hw.net_latency_us * 1e-6 : 0;
     s->overlap = 0;
+    s->attn_flash = !in->attn_full;
     s->t_mb_s = plan_t_mb_s(s, in);
 }
 

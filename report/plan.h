@@ -34,6 +34,7 @@ typedef struct {
     double mfu;          /* assumed share of the data-sheet peak, 0..1 (plan_t_mb_s) */
     /* --calibrate: a calibration's compute MFU and matmul efficiency carried to each candidate
      * (report/scale.h's rule: MFU = mfu_cal x e(K, N) / e_cal); calibrated 0: the assumed mfu */
+    int attn_full;       /* memory: keep the s x s attention scores (--attention full); default tiled (flash) */
     int calibrated;
     double mfu_cal, e_cal;
     const scale_eff_curve *eff;

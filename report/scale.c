@@ -127,8 +127,10 @@ static double mem_per_rank_gib(const scale_model *s, long R)
     double w = wb / (s->zero >= 3 ? Rd : 1), g = gb / (s->zero >= 2 ? Rd : 1), o = ob / (s->zero >= 1 ? Rd : 1);
     double states = model_params_total(c) / ((double)s->tp * s->pp) * (w + g + o);
     double sbh = (double)s->seq * s->micro_batch * c->C;
-    double per_layer = s->recompute ? 2.0 * sbh
-                                    : sbh * (10.0 + 24.0 / s->tp + 5.0 * c->NH * (double)s->seq / ((double)c->C * s->tp));
+    /* the 5 a s / (h t) term is the attention scores, softmax and dropout mask: tiled (flash)
+     * attention and selective recomputation keep none of it (Korthikanti et al. 2022, section 4.2) */
+    double scores = s->attn_flash ? 0.0 : 5.0 * c->NH * (double)s->seq / ((double)c->C * s->tp);
+    double per_layer = s->recompute ? 2.0 * sbh : sbh * (10.0 + 24.0 / s->tp + scores);
     if (s->precision == PREC_FP32) per_layer *= 2;
     return (states + c->L * per_layer) / 1073741824.0;
 }

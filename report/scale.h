@@ -18,7 +18,8 @@
  * tolerance (scale_fit_verify): a model whose communication alone outlasts the measured step, or
  * a fit pinned at a parameter's edge, cannot, and says why. Memory per rank: weights, gradients and AdamW state per
  * precision and ZeRO stage, plus activations (Korthikanti et al. 2022, s b h (10 + 24/t + 5 a s/(h t))
- * bytes per layer in 16-bit, 2 s b h with full recomputation, L layers' worth on the first stage). */
+ * bytes per layer in 16-bit, 2 s b h with full recomputation, s b h (10 + 24/t) with tiled (flash)
+ * attention or selective recomputation, which keep no s x s scores; L layers' worth on the first stage). */
 #ifndef CB_SCALE_H
 #define CB_SCALE_H
 
@@ -48,6 +49,7 @@ typedef struct {
     int zero;               /* 0..3 */
     scale_precision precision;
     int recompute;
+    int attn_flash;         /* tiled (flash) attention or selective recomputation: no (s x s) scores kept */
     double bucket_bytes;
     /* the free parameters */
     double t_mb_s;       /* compute time of one micro-batch through one pipeline stage */

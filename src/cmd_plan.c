@@ -37,7 +37,7 @@ static const rec_col plan_cols[PC_NCOLS] = {
 
 /* The flags as given (strings point into argv). */
 typedef struct {
-    const char *model, *tokens, *instances, *pricing, *csv, *pareto_csv, *plot, *prices_path, *hw_path, *calibrate, *matmul_csv;
+    const char *model, *tokens, *instances, *pricing, *csv, *pareto_csv, *plot, *prices_path, *hw_path, *calibrate, *matmul_csv, *attention;
     long layers, dmodel, heads, kv_heads, ffn, vocab, seq, global_batch, max_nodes, top;
     double deadline_days, budget_usd, mfu_pct, mtbf_hours, ckpt_s, restart_s;
 } plan_opts;
@@ -65,6 +65,8 @@ static int plan_opts_parse(plan_opts *o, int argc, char **argv)
         {"instances", OPT_STR, &o->instances, 0, 0, 0, 0, "LIST", "instance types (default: every one of data/hardware.csv with a price)"},
         {"pricing", OPT_STR, &o->pricing, 0, 0, 0, 0, "LIST", "pricing options, each its own candidate: " PRICE_OPTIONS " (default on_demand)"},
         {"mfu", OPT_DOUBLE, &o->mfu_pct, 0, 0, 0.1, 100, "PCT", "assumed MFU of the data-sheet peak (default 40; not with --calibrate)"},
+        {"attention", OPT_STR, &o->attention, 0, 0, 0, 0, "flash|full",
+         "memory model of attention: flash (tiled, no s x s scores kept; default) or full (the scores kept, Korthikanti et al.)"},
         {"calibrate", OPT_STR, &o->calibrate, 0, 0, 0, 0, "FILE[:LINE]",
          "a measured or imported throughput row: its compute MFU, carried to every candidate by the matmul efficiency rule of costbench scale"},
         {"matmul-csv", OPT_STR, &o->matmul_csv, 0, 0, 0, 0, "FILE", "with --calibrate: the efficiency curve from a costbench matmul CSV"},
@@ -237,6 +239,9 @@ static int inputs_build(plan_run *r)
     if (in->seq > in->cfg.max_T) return err_usage("flag '--seq': %ld exceeds %s's max_seq_len %d", in->seq, in->cfg.name, in->cfg.max_T);
     in->global_batch = o->global_batch ? o->global_batch : (PLAN_DEFAULT_BATCH_TOKENS + in->seq - 1) / in->seq;
     in->max_nodes = o->max_nodes;
+    if (o->attention && strcmp(o->attention, "flash") && strcmp(o->attention, "full"))
+        return err_usage("flag '--attention': expected flash or full, got '%s'", o->attention);
+    in->attn_full = o->attention && !strcmp(o->attention, "full");
     in->mfu = o->mfu_pct / 100.0;
     in->deadline_s = o->deadline_days * 86400.0;
     in->budget_usd = o->budget_usd;
@@ -320,6 +325,8 @@ static void notes_inputs(record *rec, const plan_run *r)
                     "assumption: compute at %g%% MFU of the data-sheet dense peak (--mfu; not measured); network at its full "
                     "line rate, no overlap of the all-reduce (report/scale.h)",
                     o->mfu_pct);
+    record_note(rec, "memory per rank: weights, gradients and AdamW state as the ZeRO stage shards them, activations (Korthikanti et al. 2022) %s",
+                in->attn_full ? "with the s x s attention scores kept (--attention full)" : "with tiled (flash) attention: no s x s scores kept (--attention full keeps them)");
     record_note(rec, "hardware: %s; prices: %s (any region, first row)", r->ht.path, r->pt.path);
     for (int i = 0; i < in->ninst; i++)
         for (int k = 0; k < in->inst[i].noffers; k++)

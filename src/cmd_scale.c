@@ -40,6 +40,8 @@ typedef struct {
     long layers, dmodel, heads, kv_heads, ffn, vocab; /* model overrides (0: the preset's) */
     double base_seq_per_s, usd_per_hour, mfu_pct, overlap, bucket_mib, latency_us, net_eff, fit_tol_pct, net_gbps, intra_gbps;
     int recompute;
+    const char *attention; /* full | flash */
+    int selective;         /* --selective-recompute */
     opt_list nodes;
     opt_list gbs;         /* --global-batch: one value, or one per node count */
     scale_precision prec; /* from --precision */
@@ -120,6 +122,10 @@ static int scale_opts_parse(scale_opts *o, int argc, char **argv)
         {"zero", OPT_LONG, &o->zero, 0, 3, 0, 0, "0-3", "ZeRO stage / FSDP sharding of optimizer state, gradients, weights (default 0)"},
         {"precision", OPT_STR, &o->precision, 0, 0, 0, 0, "fp32|mixed|bf16", "bytes per parameter and gradient (default mixed)"},
         {"recompute", OPT_FLAG, &o->recompute, 0, 0, 0, 0, NULL, "full activation recomputation (memory; 4/3 the FLOPs from peak)"},
+        {"selective-recompute", OPT_FLAG, &o->selective, 0, 0, 0, 0, NULL,
+         "selective recomputation (Korthikanti et al.): the attention scores recomputed, not kept (memory; its FLOPs, 4 L C T a token, not counted)"},
+        {"attention", OPT_STR, &o->attention, 0, 0, 0, 0, "full|flash",
+         "memory model of attention: full keeps the s x s scores (default), flash (tiled, as costbench's own) keeps none"},
         {"overlap", OPT_DOUBLE, &o->overlap, 0, 0, 0, 1, "F", "share of the last backward the all-reduce hides under (default 0)"},
         {"bucket-mib", OPT_DOUBLE, &o->bucket_mib, 0, 0, 0.001, 1e6, "MIB", "gradient bucket size, for the latency term (default 25)"},
         {"latency-us", OPT_DOUBLE, &o->latency_us, 0, 0, 0, 1e6, "US", "network latency per hop (default: data/hardware.csv, else 0)"},
@@ -172,6 +178,9 @@ static int scale_opts_check(scale_opts *o)
         return err_usage("flag '--calibrate': give it alone, not with '--base-nodes' or '--measured'");
     if (o->matmul_csv && !o->calibrate) return err_usage("flag '--matmul-csv' needs '--calibrate' (it carries a calibration)");
     if (!price_option_valid(o->pricing)) return err_usage("flag '--pricing': expected one of %s, got '%s'", PRICE_OPTIONS, o->pricing);
+    if (o->attention && strcmp(o->attention, "full") && strcmp(o->attention, "flash"))
+        return err_usage("flag '--attention': expected full or flash, got '%s'", o->attention);
+    if (o->selective && o->recompute) return err_usage("flags '--recompute' and '--selective-recompute' exclude each other");
     if (o->plot && !strstr(o->plot, ".png") && !strstr(o->plot, ".svg"))
         return err_usage("flag '--plot': expected a file name ending in .png or .svg, got '%s'", o->plot);
     int prec = -1;
@@ -249,6 +258,7 @@ static int model_build(scale_run *r)
     s->tp = (int)o->tp, s->pp = (int)o->pp, s->interleave = (int)o->interleave;
     s->seq = o->seq, s->micro_batch = o->micro_batch, s->global_batch = o->global_batch, s->batch_per_replica = o->batch_per_device;
     s->zero = (int)o->zero, s->precision = o->prec, s->recompute = o->recompute;
+    s->attn_flash = o->selective || (o->attention && !strcmp(o->attention, "flash"));
     s->bucket_bytes = o->bucket_mib * 1048576.0;
     s->net_eff = o->net_eff;
     s->latency_s = o->latency_us >= 0 ? o->latency_us * 1e-6 : isfinite(r->hw->net_latency_us) ? r->hw->net_latency_us * 1e-6 : 0;
@@ -507,6 +517,8 @@ static void notes_write(record *rec, const scale_run *r, int over_mem)
         record_note(rec, "price %s %s $%.4g per instance-hour (%s, %s)", o->instance, o->pricing, r->usd_per_hour, r->pr->as_of,
                     r->pr->source);
     else record_note(rec, "price $%.4g per instance-hour (--usd-per-hour)", r->usd_per_hour);
+    record_note(rec, "memory per rank: weights, gradients and AdamW state (ZeRO %ld) plus L layers of activations (Korthikanti et al. 2022)%s",
+                o->zero, o->recompute ? ", fully recomputed" : r->s.attn_flash ? (o->selective ? ", the attention scores recomputed (selective)" : ", no s x s scores kept (tiled attention)") : ", the s x s attention scores kept (--attention flash drops them)");
     if (over_mem)
         record_note(rec, "warning: the memory estimate exceeds %.1f GiB per rank at some node counts; real runs need --recompute, --zero or more TP/PP",
                     hw->mem_gib / hw->workers);

@@ -194,7 +194,32 @@ static void test_scale_batch_list(void)
     rm_tree(dir);
 }
 
+/* The memory model's attention term by hand: neox-20b, seq 2048, micro-batch 1, TP 8: tiled
+ * (flash) attention or selective recomputation drop 5 a s / (h t) = 5 x 64 x 2048 / (6144 x 8)
+ * = 13.33 s b h bytes a layer, 44 x 2048 x 6144 x 13.33 bytes = 6.875 GiB per rank. */
+static void test_scale_attention_memory(void)
+{
+    char *dir = test_tmpdir();
+    if (!dir) return;
+    double mem[3][2];
+    const char *modes[3][2] = {{"--attention", "full"}, {"--attention", "flash"}, {"--selective-recompute", NULL}};
+    for (int i = 0; i < 3; i++) {
+        char csv[600];
+        snprintf(csv, sizeof csv, "%s/m%d.csv", dir, i);
+        const char *a[] = {"scale", "--model", "neox-20b", "--instance", "trn1.32xlarge", "--tp", "8", "--pp", "4", "--global-batch", "16384",
+                           "--nodes", "4", "--base-nodes", "4", "--base-seq-per-s", "13.6", "--csv", csv, modes[i][0], modes[i][1], NULL};
+        CHECK(run(a) == 0 && csv_column(csv, "mem_per_rank_gib", mem[i], 2) == 1, "%s: %s", modes[i][0], g_err);
+    }
+    double want = 44.0 * 2048 * 6144 * (5.0 * 64 * 2048 / (6144.0 * 8)) / 1073741824.0;
+    CHECK(fabs(mem[0][0] - mem[1][0] - want) < 0.01 && mem[1][0] == mem[2][0], "memory full %.4f, flash %.4f, selective %.4f GiB; want a %.4f GiB drop",
+          mem[0][0], mem[1][0], mem[2][0], want);
+    const char *bad[] = {"scale", "--model", "neox-20b", "--instance", "trn1.32xlarge", "--global-batch", "16384", "--attention", "sparse", NULL};
+    expect_error(run(bad), 2, "flag '--attention': expected full or flash", "--attention sparse");
+    rm_tree(dir);
+}
+
 const test_case tests_calib[] = {
+    {"scale: --attention flash and --selective-recompute drop the s x s scores from memory (worked by hand)", test_scale_attention_memory},
     {"scale: --global-batch per node count; a list of another length is refused", test_scale_batch_list},
     {"calibrate: the same configuration gives the row back; its compute MFU is the mfu column (to the CSV's 9 digits)", test_calib_same_config},
     {"calibrate: twice the width scales the compute MFU by e(2K)/e(K) = 10/9", test_calib_double_width},
