@@ -320,3 +320,28 @@ int precision_parse(const char *s, train_precision *out)
     else return -1;
     return 0;
 }
+
+int model_config_override(model_config *cfg, const model_overrides *ov)
+{
+    if (!(ov->layers || ov->dmodel || ov->heads || ov->kv_heads || ov->ffn || ov->vocab)) return 0;
+    if (ov->layers) cfg->L = (int)ov->layers;
+    if (ov->dmodel) cfg->C = (int)ov->dmodel;
+    int mha = model_kv_heads(cfg) == cfg->NH; /* a multi-head preset stays multi-head under --heads */
+    if (ov->heads) cfg->NH = (int)ov->heads;
+    if (ov->heads && mha) cfg->KVH = 0;
+    if (ov->kv_heads) cfg->KVH = (int)ov->kv_heads;
+    if (ov->ffn) cfg->ffn = (int)ov->ffn;
+    if (ov->vocab) cfg->V = (int)ov->vocab;
+    if (cfg->C % cfg->NH != 0) return err_usage("flags '--d-model' / '--heads': %d is not a multiple of %d heads", cfg->C, cfg->NH);
+    cfg->HS = cfg->C / cfg->NH;
+    const char *column;
+    char why[256], nm[48];
+    if (model_config_check(cfg, &column, why, sizeof why) != 0) {
+        const char *flag = strcmp(column, "kv_heads") == 0 ? "flags '--heads' / '--kv-heads'"
+                           : strcmp(column, "ffn_dim") == 0 ? "flag '--ffn'" : "flag '--model'";
+        return err_usage("%s: %s: %s", flag, cfg->name, why);
+    }
+    snprintf(nm, sizeof nm, "%.20s-custom", cfg->name);
+    snprintf(cfg->name, sizeof cfg->name, "%s", nm);
+    return 0;
+}

@@ -72,6 +72,15 @@ int model_preset_find(const char *name, model_config *out);
  * ALiBi needs rotary_pct 0; a shared norm needs the parallel residual. 0, or -1 with the
  * data/models.csv column at fault in *column and the reason (one clause, no file:line) in why. */
 int model_config_check(const model_config *c, const char **column, char *why, size_t n);
+/* The command-line overrides of a preset (0: the preset's): --layers --d-model --heads --kv-heads
+ * --ffn --vocab. */
+typedef struct {
+    long layers, dmodel, heads, kv_heads, ffn, vocab;
+} model_overrides;
+/* Applies them (a multi-head preset stays multi-head under --heads), checks the result with
+ * model_config_check and names it PRESET-custom when any was given. Returns 0, or CB_EUSAGE after
+ * one line naming the flag. */
+int model_config_override(model_config *cfg, const model_overrides *ov);
 
 /* Parameter counts, per architecture: total = token embeddings (+ learned positions) + the
  * layers + final norm + untied output layer (+ its bias); non-embedding = the layers alone

@@ -118,29 +118,8 @@ static int plan_config(const plan_opts *o, model_config *cfg)
 {
     int rc = model_preset_find(o->model, cfg);
     if (rc != 0) return rc;
-    if (o->layers) cfg->L = (int)o->layers;
-    if (o->dmodel) cfg->C = (int)o->dmodel;
-    int mha = model_kv_heads(cfg) == cfg->NH;
-    if (o->heads) cfg->NH = (int)o->heads;
-    if (o->heads && mha) cfg->KVH = 0;
-    if (o->kv_heads) cfg->KVH = (int)o->kv_heads;
-    if (o->ffn) cfg->ffn = (int)o->ffn;
-    if (o->vocab) cfg->V = (int)o->vocab;
-    if (cfg->C % cfg->NH != 0) return err_usage("flags '--d-model' / '--heads': %d is not a multiple of %d heads", cfg->C, cfg->NH);
-    cfg->HS = cfg->C / cfg->NH;
-    const char *column;
-    char why[256];
-    if (model_config_check(cfg, &column, why, sizeof why) != 0) {
-        const char *flag = strcmp(column, "kv_heads") == 0 ? "flags '--heads' / '--kv-heads'"
-                           : strcmp(column, "ffn_dim") == 0 ? "flag '--ffn'" : "flag '--model'";
-        return err_usage("%s: %s: %s", flag, cfg->name, why);
-    }
-    if (o->layers || o->dmodel || o->heads || o->kv_heads || o->ffn || o->vocab) {
-        char nm[48];
-        snprintf(nm, sizeof nm, "%.20s-custom", cfg->name);
-        snprintf(cfg->name, sizeof cfg->name, "%s", nm);
-    }
-    return 0;
+    const model_overrides ov = {o->layers, o->dmodel, o->heads, o->kv_heads, o->ffn, o->vocab};
+    return model_config_override(cfg, &ov);
 }
 
 /* The price of (instance, option) in the table, any region (the first row); NULL when none. */

@@ -139,28 +139,8 @@ static int train_config(const train_flags *f, model_config *cfg)
 {
     int rc = model_preset_find(f->model, cfg);
     if (rc != 0) return rc;
-    if (f->layers) cfg->L = (int)f->layers;
-    if (f->dmodel) cfg->C = (int)f->dmodel;
-    int mha = model_kv_heads(cfg) == cfg->NH; /* a multi-head preset stays multi-head under --heads */
-    if (f->heads) cfg->NH = (int)f->heads;
-    if (f->heads && mha) cfg->KVH = 0;
-    if (f->kv_heads) cfg->KVH = (int)f->kv_heads;
-    if (f->ffn) cfg->ffn = (int)f->ffn;
-    if (f->vocab) cfg->V = (int)f->vocab;
-    if (cfg->C % cfg->NH != 0) return err_usage("flags '--d-model' / '--heads': %d is not a multiple of %d heads", cfg->C, cfg->NH);
-    cfg->HS = cfg->C / cfg->NH;
-    const char *column;
-    char why[256];
-    if (model_config_check(cfg, &column, why, sizeof why) != 0) {
-        const char *flag = strcmp(column, "kv_heads") == 0 ? "flags '--heads' / '--kv-heads'"
-                           : strcmp(column, "ffn_dim") == 0 ? "flag '--ffn'" : "flag '--model'";
-        return err_usage("%s: %s: %s", flag, cfg->name, why);
-    }
-    if (f->layers || f->dmodel || f->heads || f->kv_heads || f->ffn || f->vocab) {
-        char nm[48];
-        snprintf(nm, sizeof nm, "%.20s-custom", cfg->name);
-        snprintf(cfg->name, sizeof cfg->name, "%s", nm);
-    }
+    const model_overrides ov = {f->layers, f->dmodel, f->heads, f->kv_heads, f->ffn, f->vocab};
+    if ((rc = model_config_override(cfg, &ov)) != 0) return rc;
     if (f->T > cfg->max_T) return err_usage("flag '--seq': %ld exceeds %s's max_seq_len %d", f->T, cfg->name, cfg->max_T);
     if (f->G % f->B != 0) return err_usage("flag '--global-batch': %ld is not a multiple of --micro-batch %ld", f->G, f->B);
     if (f->G / f->B > CB_MAX_ACCUM)
