@@ -11,6 +11,7 @@
 const char *const plan_bad_names[PLAN_NBAD] = {
     "TP past the ranks of a node", "TP not dividing the heads", "PP not dividing the layers",
     "ranks not a multiple of TP x PP", "global batch not splitting into replicas x micro-batches",
+    "no compute time (no peak of that precision, or a calibration the efficiency rule cannot carry there)",
 };
 
 static const int plan_tps[] = {1, 2, 4, 8}, plan_pps[] = {1, 2, 4, 8}, plan_zeros[] = {0, 1, 3}, plan_mbs[] = {1, 2, 4, 8};
@@ -73,18 +74,16 @@ static long layout_count(const plan_inputs *in)
     return (long)in->ninst * nodes_steps(in->max_nodes) * 4 * 4 * 3 * 4 * 2 * 2;
 }
 
-/* Why the layout cannot be built (PLAN_BAD_*), or -1 when it can. */
+/* Why the layout cannot be built from the model alone (PLAN_BAD_*: TP and PP against the node and
+ * the model), or -1 when it can; the ranks and the batch are scale_layout's. */
 static int layout_invalid(const plan_inputs *in, const plan_layout *l)
 {
     const hw_row *hw = &in->inst[l->inst].hw;
-    long D = (long)hw->accelerators * hw->workers, M = (long)l->tp * l->pp;
+    long D = (long)hw->accelerators * hw->workers;
     int kvh = in->cfg.KVH > 0 ? in->cfg.KVH : in->cfg.NH;
     if (l->tp > D) return PLAN_BAD_TP_RANKS;
     if (in->cfg.NH % l->tp != 0 || kvh % l->tp != 0) return PLAN_BAD_TP_HEADS;
     if (in->cfg.L % l->pp != 0) return PLAN_BAD_PP_LAYERS;
-    if ((l->nodes * D) % M != 0) return PLAN_BAD_RANKS;
-    long R = l->nodes * D / M;
-    if (in->global_batch % (R * l->mb) != 0) return PLAN_BAD_BATCH;
     return -1;
 }
 
@@ -171,14 +170,14 @@ int plan_search(const plan_inputs *in, plan_result *res)
         if (!layout_decode(in, i, &l)) continue;
         res->layouts++;
         int why = layout_invalid(in, &l);
+        scale_model s;
+        if (why < 0) {
+            model_fill(in, &l, &s);
+            scale_layout_issue li = scale_layout(&s, l.nodes);
+            why = li == SCALE_LAYOUT_RANKS ? PLAN_BAD_RANKS : li != SCALE_LAYOUT_OK ? PLAN_BAD_BATCH : !isfinite(s.t_mb_s) ? PLAN_BAD_COMPUTE : -1;
+        }
         if (why >= 0) {
             res->bad[why]++;
-            continue;
-        }
-        scale_model s;
-        model_fill(in, &l, &s);
-        if (!isfinite(s.t_mb_s) || scale_check(&s, l.nodes, "--max-nodes") != 0) {
-            res->bad[PLAN_BAD_RANKS]++;
             continue;
         }
         scale_point pt;

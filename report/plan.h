@@ -47,7 +47,7 @@ typedef struct {
 } plan_inputs;
 
 /* Why a layout was not evaluated. */
-enum { PLAN_BAD_TP_RANKS, PLAN_BAD_TP_HEADS, PLAN_BAD_PP_LAYERS, PLAN_BAD_RANKS, PLAN_BAD_BATCH, PLAN_NBAD };
+enum { PLAN_BAD_TP_RANKS, PLAN_BAD_TP_HEADS, PLAN_BAD_PP_LAYERS, PLAN_BAD_RANKS, PLAN_BAD_BATCH, PLAN_BAD_COMPUTE, PLAN_NBAD };
 extern const char *const plan_bad_names[PLAN_NBAD];
 
 /* A feasible layout at one price. */

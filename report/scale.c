@@ -35,21 +35,33 @@ static void bytes_per_param(scale_precision p, double *w, double *g, double *o)
 
 static long ranks_per_node(const scale_model *s) { return (long)s->hw.accelerators * s->hw.workers; }
 
+scale_layout_issue scale_layout(const scale_model *s, long nodes)
+{
+    long D = ranks_per_node(s), M = (long)s->tp * s->pp;
+    if (nodes < 1) return SCALE_LAYOUT_NODES;
+    if ((nodes * D) % M != 0) return SCALE_LAYOUT_RANKS;
+    long R = nodes * D / M;
+    if (s->global_batch > 0 && s->global_batch % (R * s->micro_batch) != 0) return SCALE_LAYOUT_BATCH;
+    if (s->batch_per_replica > 0 && s->batch_per_replica % s->micro_batch != 0) return SCALE_LAYOUT_PER_REPLICA;
+    return SCALE_LAYOUT_OK;
+}
+
 int scale_check(const scale_model *s, long nodes, const char *flag)
 {
     long D = ranks_per_node(s), M = (long)s->tp * s->pp;
-    if (nodes < 1) return err_usage("flag '%s': node counts must be at least 1, got %ld", flag, nodes);
-    if ((nodes * D) % M != 0)
+    switch (scale_layout(s, nodes)) {
+    case SCALE_LAYOUT_NODES: return err_usage("flag '%s': node counts must be at least 1, got %ld", flag, nodes);
+    case SCALE_LAYOUT_RANKS:
         return err_usage("flag '%s': %ld x %s holds %ld ranks, not a multiple of tp x pp = %ld", flag, nodes, s->hw.instance,
                          nodes * D, M);
-    long R = nodes * D / M;
-    if (s->global_batch > 0 && s->global_batch % (R * s->micro_batch) != 0)
+    case SCALE_LAYOUT_BATCH:
         return err_usage("flag '%s': at %ld nodes the global batch %ld does not split into %ld replicas x micro-batches of %ld",
-                         flag, nodes, s->global_batch, R, s->micro_batch);
-    if (s->batch_per_replica > 0 && s->batch_per_replica % s->micro_batch != 0)
+                         flag, nodes, s->global_batch, nodes * D / M, s->micro_batch);
+    case SCALE_LAYOUT_PER_REPLICA:
         return err_usage("flag '--batch-per-device': %ld is not a multiple of the micro-batch %ld", s->batch_per_replica,
                          s->micro_batch);
-    return 0;
+    default: return 0;
+    }
 }
 
 double scale_peak_per_instance(const scale_model *s)

@@ -67,6 +67,9 @@ typedef struct {
 /* Whether n nodes make a valid layout (ranks divisible into replicas, batch into micro-batches).
  * Returns 0, or CB_EUSAGE after printing why, naming `flag`. */
 int scale_check(const scale_model *s, long nodes, const char *flag);
+/* The same check without a message: what stops n nodes from making a valid layout. */
+typedef enum { SCALE_LAYOUT_OK, SCALE_LAYOUT_NODES, SCALE_LAYOUT_RANKS, SCALE_LAYOUT_BATCH, SCALE_LAYOUT_PER_REPLICA } scale_layout_issue;
+scale_layout_issue scale_layout(const scale_model *s, long nodes);
 /* Evaluates the model at n nodes (after scale_check). */
 void scale_eval(const scale_model *s, long nodes, scale_point *p);
 /* t_mb from the data-sheet dense peak (BF16, or FP32 for fp32 training) at the given MFU (0..1).
