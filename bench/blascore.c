@@ -105,7 +105,8 @@ static int choose(const char *choice, char *target, size_t n)
         char list[512] = "";
         for (int i = 0; i < k; i++) {
             size_t l = strlen(list);
-            snprintf(list + l, sizeof list - l, "%s%s", i ? ", " : "", rows[i].core);
+            int w = snprintf(list + l, sizeof list - l, "%s%s", i ? ", " : "", rows[i].core);
+            if (w < 0 || (size_t)w >= sizeof list - l) break; /* the list is cut, not overrun */
         }
         return err_usage("flag '--blas-core': expected auto, env or one of %s, got '%s'", list, choice);
     }

@@ -79,8 +79,9 @@ int chart_matmul(const char *path, const chart_mm_point *pts, int n, int transfo
                 cnt++;
             }
             if (!cnt) continue;
-            if (nv > 1) snprintf(labels[s], sizeof labels[s], "%s, %s", keys[kk], variants[vi]);
-            else snprintf(labels[s], sizeof labels[s], "%s", keys[kk]);
+            /* a legend label (keys are under 48 bytes; a long variant name is cut) */
+            if (nv > 1) snprintf(labels[s], sizeof labels[s], "%.47s, %.28s", keys[kk], variants[vi]);
+            else snprintf(labels[s], sizeof labels[s], "%.47s", keys[kk]);
             series[ns++] = (plot_series){labels[s], cnt, xs + used, ys + used, transformer, nv > 1 && vi > 0 && !transformer,
                                          1 + kk % 8};
             used += cnt;
