@@ -139,8 +139,9 @@ static int summary_str(const table *t, const char *name, char *dst, size_t n)
     return 0;
 }
 
-/* The summary's one row: tokens_per_s (required), peak_rss_gib, precision (a free string: the
- * file names its own precision) and where it was measured. */
+/* The summary's one row: tokens_per_s (required), peak_rss_gib (empty: not measured), precision
+ * (a free string: the file names its own precision) and where it was measured. Numbers in the
+ * ranges of their schema: zero is no measurement. */
 static int summary_load(traj_run *r, const char *path)
 {
     table t;
@@ -150,8 +151,9 @@ static int summary_load(traj_run *r, const char *path)
     if (rc == 0 && t.nrows != 1)
         rc = err_msg("%s: expected one summary row (costbench train --summary-csv), got %d", path, t.nrows);
     if (rc == 0) rc = table_get_double(&t, 0, ct, tk->lo, tk->hi, &r->tokens_per_s);
-    int crss = rc == 0 ? table_col(&t, trajectory_cols[TJ_RSS].name, 0) : -1;
-    if (rc == 0 && crss >= 0 && *table_cell(&t, 0, crss)) rc = table_get_double(&t, 0, crss, 0, 1e9, &r->peak_rss_gib);
+    int crss = rc == 0 ? table_col(&t, tput_peak_rss.col.name, 0) : -1;
+    if (rc == 0 && crss >= 0 && *table_cell(&t, 0, crss))
+        rc = table_get_double(&t, 0, crss, tput_peak_rss.lo, tput_peak_rss.hi, &r->peak_rss_gib);
     if (rc == 0) rc = summary_str(&t, tput_schema[TP_PRECISION].col.name, r->precision, sizeof r->precision);
     if (rc == 0) rc = summary_str(&t, tput_schema[TP_MODEL].col.name, r->model, sizeof r->model);
     if (rc == 0) rc = summary_str(&t, machine_cols[MC_CPU_MODEL], r->cpu, sizeof r->cpu);
