@@ -698,8 +698,8 @@ int report_write(const char *out_dir, const report_row *rows, int n, const repor
 {
     char dir[4096], tmp[4300];
     unsigned wrote = 0;
-    int rc = outdir_open(out_dir, dir, sizeof dir, tmp, sizeof tmp); /* refused before any work */
+    int rc = outdir_open(&outdir_report, out_dir, dir, sizeof dir, tmp, sizeof tmp); /* refused before any work */
     if (rc) return rc;
     rc = report_files_write(tmp, rows, n, o, x, &wrote);
-    return outdir_close(tmp, dir, wrote, rc);
+    return outdir_close(&outdir_report, tmp, dir, wrote, rc);
 }
