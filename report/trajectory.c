@@ -14,6 +14,8 @@
 #include "../common/machine.h"
 #include "../common/schema.h"
 #include "inputs.h"
+#include "markdown.h"
+#include "outdir.h"
 #include "plot.h"
 
 const rec_col trajectory_cols[TJ_NCOLS] = {
@@ -383,6 +385,10 @@ static int plots_write(const traj_ctx *c, const char *dir)
     return rc;
 }
 
+/* trajectory.md's table: its columns and the size of a cell (an escaped precision doubles). */
+#define TRAJ_MD_NCELLS 12
+#define TRAJ_MD_CELL 96
+
 /* A number with `prec` decimals, or "-" when unknown. */
 static const char *md_num(char *buf, size_t n, double v, int prec)
 {
@@ -399,6 +405,35 @@ static const char *md_millions(char *buf, size_t n, double v)
     return buf;
 }
 
+/* One row of a Markdown table: "| c0 | c1 | ... |". */
+static void md_row(FILE *f, char (*cells)[TRAJ_MD_CELL], int n)
+{
+    for (int i = 0; i < n; i++) fprintf(f, "| %s ", cells[i]);
+    fprintf(f, "|\n");
+}
+
+/* The cells of run i's row, every string from the command line or a file through markdown_escape. */
+static void md_cells(const traj_ctx *c, int i, char (*cell)[TRAJ_MD_CELL])
+{
+    const traj_run *r = &c->runs[i];
+    char label[2 * TRAJ_MAX_LABEL + 1];
+    markdown_escape(label, sizeof label, r->in->label);
+    if (i == c->base) snprintf(cell[0], TRAJ_MD_CELL, "**%s** (baseline)", label);
+    else snprintf(cell[0], TRAJ_MD_CELL, "%s", label);
+    markdown_escape(cell[1], TRAJ_MD_CELL, r->precision[0] ? r->precision : "-");
+    snprintf(cell[2], TRAJ_MD_CELL, "%d", r->n);
+    md_num(cell[3], TRAJ_MD_CELL, r->tokens_per_s, 0);
+    md_millions(cell[4], TRAJ_MD_CELL, r->tokens_per_usd);
+    md_num(cell[5], TRAJ_MD_CELL, r->peak_rss_gib, 3);
+    md_num(cell[6], TRAJ_MD_CELL, r->final_loss, 4);
+    if (isfinite(r->final_pct)) snprintf(cell[7], TRAJ_MD_CELL, "%+.3f%%", r->final_pct);
+    else snprintf(cell[7], TRAJ_MD_CELL, "-");
+    md_num(cell[8], TRAJ_MD_CELL, r->loss_mean, 4);
+    md_num(cell[9], TRAJ_MD_CELL, r->loss_max, 4);
+    md_num(cell[10], TRAJ_MD_CELL, r->gn_mean, 4);
+    md_num(cell[11], TRAJ_MD_CELL, r->gn_max, 4);
+}
+
 static void md_table(FILE *f, const traj_ctx *c)
 {
     fprintf(f, "| Run | Precision | Steps | Tokens/s (measured) | Tokens/$ (derived) | Peak RSS, GiB (measured) | Final loss (measured) | "
@@ -406,15 +441,9 @@ static void md_table(FILE *f, const traj_ctx *c)
                "Grad norm, mean abs diff (derived) | Grad norm, max abs diff (derived) |\n");
     fprintf(f, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (int i = 0; i < c->n; i++) {
-        const traj_run *r = &c->runs[i];
-        char b[8][32], pct[32];
-        if (isfinite(r->final_pct)) snprintf(pct, sizeof pct, "%+.3f%%", r->final_pct);
-        else snprintf(pct, sizeof pct, "-");
-        fprintf(f, "| %s%s%s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", i == c->base ? "**" : "", r->in->label,
-                i == c->base ? "** (baseline)" : "", r->precision[0] ? r->precision : "-", r->n, md_num(b[0], 32, r->tokens_per_s, 0),
-                md_millions(b[1], 32, r->tokens_per_usd), md_num(b[2], 32, r->peak_rss_gib, 3), md_num(b[3], 32, r->final_loss, 4), pct,
-                md_num(b[4], 32, r->loss_mean, 4), md_num(b[5], 32, r->loss_max, 4), md_num(b[6], 32, r->gn_mean, 4),
-                md_num(b[7], 32, r->gn_max, 4));
+        char cells[TRAJ_MD_NCELLS][TRAJ_MD_CELL];
+        md_cells(c, i, cells);
+        md_row(f, cells, TRAJ_MD_NCELLS);
     }
     fprintf(f, "\n");
 }
@@ -422,17 +451,22 @@ static void md_table(FILE *f, const traj_ctx *c)
 static void md_body(FILE *f, const traj_ctx *c)
 {
     const traj_run *b = &c->runs[c->base];
-    fprintf(f, "# Loss and gradient-norm trajectories across precisions\n\n");
+    char label[2 * TRAJ_MAX_LABEL + 1], cpu[2 * sizeof b->cpu], date[2 * sizeof b->date], price[2 * sizeof c->price_source];
+    markdown_escape(label, sizeof label, b->in->label);
+    markdown_escape(cpu, sizeof cpu, b->cpu[0] ? b->cpu : "the machine its summary names");
+    markdown_escape(date, sizeof date, b->date);
+    markdown_escape(price, sizeof price, c->price_source);
+    fprintf(f, OUT_TRAJ_MD_TITLE "\n\n");
     fprintf(f, "%d runs of %d optimizer steps each, compared step by step (matched by step number) with the baseline **%s**; "
                "the differences are over the last %d steps (steps %ld to %ld: %g%% of the steps).\n\n",
-            c->n, b->n, b->in->label, c->tail, b->step[b->n - c->tail], b->step[b->n - 1], c->o->tail_pct);
+            c->n, b->n, label, c->tail, b->step[b->n - c->tail], b->step[b->n - 1], c->o->tail_pct);
     md_table(f, c);
     fprintf(f, "**Measured** by `costbench train` (on %s%s%s): the training loss (nats per token) and the gradient norm (global L2 norm, "
                "before clipping) of every step, from each run's log; tokens/s (median over the timed steps) and peak RSS, from each run's summary. "
                "**Derived** here: tokens/$ = tokens/s x 3600 / $ per hour, priced at %s; final loss vs baseline = 100 x (final loss - the baseline's) / "
                "the baseline's; the mean and the maximum of |x - the baseline's x| over the tail's steps, for the loss and for the gradient norm. "
                "A `-`: unknown (the run has no summary file, or no price was given).\n\n",
-            b->cpu[0] ? b->cpu : "the machine its summary names", b->date[0] ? ", " : "", b->date, c->price_source);
+            cpu, date[0] ? ", " : "", date, price);
     fprintf(f, "Files:\n\n");
     for (int i = 0; i < c->n; i++) {
         const traj_input *in = c->runs[i].in;
