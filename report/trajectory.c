@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../common/csvio.h"
@@ -374,9 +373,9 @@ static int plots_write(const traj_ctx *c, const char *dir)
     }
     char path[4200], sub[256];
     plot_subtitle(c, sub, sizeof sub);
-    if (rc == 0) rc = path_fmt(path, sizeof path, "%s/loss.png", dir);
+    if (rc == 0) rc = path_fmt(path, sizeof path, "%s/%s", dir, outdir_trajectory.names[OUT_TRAJ_LOSS]);
     if (rc == 0) rc = traj_chart(c, path, "Training loss across precisions", "loss (nats per token)", 0, 0, (const double *const *)xs, sub);
-    if (rc == 0) rc = path_fmt(path, sizeof path, "%s/grad_norm.png", dir);
+    if (rc == 0) rc = path_fmt(path, sizeof path, "%s/%s", dir, outdir_trajectory.names[OUT_TRAJ_GN]);
     if (rc == 0)
         rc = traj_chart(c, path, "Gradient norm across precisions (before clipping)",
                         logy ? "global L2 norm of the gradient (log scale)" : "global L2 norm of the gradient", logy, 1,
@@ -480,7 +479,7 @@ static void md_body(FILE *f, const traj_ctx *c)
 static int md_write(const traj_ctx *c, const char *dir)
 {
     char path[4200], tmp[4300];
-    if (path_fmt(path, sizeof path, "%s/trajectory.md", dir) != 0) return CB_EUSAGE;
+    if (path_fmt(path, sizeof path, "%s/%s", dir, outdir_trajectory.names[OUT_TRAJ_MD]) != 0) return CB_EUSAGE;
     if (path_fmt(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) != 0) return CB_EUSAGE;
     FILE *f = fopen(tmp, "w");
     if (!f) return err_msg("cannot write '%s': %s", path, strerror(errno));
@@ -493,29 +492,41 @@ static int md_write(const traj_ctx *c, const char *dir)
     return file_commit(tmp, path);
 }
 
-/* The output directory: made when absent (one level), else it must be a directory. */
-static int out_dir_make(const char *dir)
+/* trajectory.csv (unless --csv names another file), the plots and trajectory.md into `dir`, the
+ * temporary directory; `wrote` gets the bits of outdir_trajectory.names written. */
+static int files_write(const traj_ctx *c, const record *rec, const char *dir, unsigned *wrote)
 {
-    struct stat st;
-    if (mkdir(dir, 0777) == 0) return 0;
-    if (errno != EEXIST) return err_msg("flag '--out': cannot create '%s': %s", dir, strerror(errno));
-    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) return err_usage("flag '--out': '%s' exists and is not a directory", dir);
-    return 0;
+    char csv[4300];
+    int rc = 0;
+    if (!c->o->csv_path) {
+        rc = path_fmt(csv, sizeof csv, "%s/%s", dir, outdir_trajectory.names[OUT_TRAJ_CSV]);
+        if (rc == 0) rc = record_write_csv(rec, csv, NULL);
+        if (rc == 0) *wrote |= 1u << OUT_TRAJ_CSV;
+    }
+    if (rc == 0) rc = plots_write(c, dir);
+    if (rc == 0) *wrote |= 1u << OUT_TRAJ_LOSS | 1u << OUT_TRAJ_GN;
+    if (rc == 0) rc = md_write(c, dir);
+    if (rc == 0) *wrote |= 1u << OUT_TRAJ_MD;
+    return rc;
 }
 
+/* The files, built in a temporary directory next to --out and renamed to it when complete, as
+ * `report --out` does (report/outdir.h): only a directory costbench wrote is replaced. A --csv
+ * FILE is written after, replaced as every --csv is (a temporary file renamed over it). */
 static int ctx_write(const traj_ctx *c)
 {
-    const char *dir = c->o->out_dir;
-    char csv[4200];
+    char dir[4096], tmp[4300], csv[4200];
+    unsigned wrote = 0;
     record rec;
-    int rc = out_dir_make(dir);
-    if (rc == 0 && c->o->csv_path) rc = path_fmt(csv, sizeof csv, "%s", c->o->csv_path);
-    else if (rc == 0) rc = path_fmt(csv, sizeof csv, "%s/trajectory.csv", dir);
-    if (rc != 0) return rc;
+    int rc = outdir_open(&outdir_trajectory, c->o->out_dir, dir, sizeof dir, tmp, sizeof tmp);
+    if (rc) return rc;
     rc = ctx_record(c, &rec);
-    if (rc == 0) rc = record_write_csv(&rec, csv, NULL);
-    if (rc == 0) rc = plots_write(c, dir);
-    if (rc == 0) rc = md_write(c, dir);
+    if (rc == 0) rc = files_write(c, &rec, tmp, &wrote);
+    rc = outdir_close(&outdir_trajectory, tmp, dir, wrote, rc);
+    if (rc == 0 && c->o->csv_path) rc = record_write_csv(&rec, c->o->csv_path, NULL);
+    if (rc == 0)
+        rc = c->o->csv_path ? path_fmt(csv, sizeof csv, "%s", c->o->csv_path)
+                            : path_fmt(csv, sizeof csv, "%s/%s", dir, outdir_trajectory.names[OUT_TRAJ_CSV]);
     if (rc == 0) {
         record_print(&rec, stdout);
         fprintf(stderr, "wrote %s/trajectory.md, %s, %s/loss.png, %s/grad_norm.png\n", dir, csv, dir, dir);

@@ -87,7 +87,8 @@ static void test_traj_out_refuses_user_files(void)
     mkdir(out, 0755);
     char p[256];
     snprintf(p, sizeof p, "%s/trajectory.md", out);
-    write_text(p, "# My own trajectory notes\n\nkeep me\n");
+    static const char notes[] = "# My own trajectory notes\n\nkeep me\n";
+    write_text(p, notes);
     snprintf(p, sizeof p, "%s/loss.png", out);
     write_text(p, "my picture\n");
     listing(out, before, sizeof before);
@@ -100,7 +101,7 @@ static void test_traj_out_refuses_user_files(void)
     listing(out, after, sizeof after);
     CHECK(strcmp(before, after) == 0, "the directory changed: before\n%safter\n%s", before, after);
     long k = read_bytes(out, "trajectory.md", buf, sizeof buf - 1);
-    CHECK(k == 36 && memcmp(buf, "# My own trajectory notes\n\nkeep me\n", 36) == 0, "the user's trajectory.md changed");
+    CHECK(k == (long)strlen(notes) && memcmp(buf, notes, strlen(notes)) == 0, "the user's trajectory.md changed");
     k = read_bytes(out, "loss.png", buf, sizeof buf - 1);
     CHECK(k == 11 && memcmp(buf, "my picture\n", 11) == 0, "the user's loss.png changed");
     listing(d, after, sizeof after);
