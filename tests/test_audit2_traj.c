@@ -255,11 +255,37 @@ static void test_traj_md_cells(void)
     rm_tree(d);
 }
 
+/* report.md's benchmark tables show a CSV's cells as they are: a '|' in one adds no column. */
+static void test_report_md_cells(void)
+{
+    char *d = test_tmpdir(), bench[128], out[128], p[256];
+    if (!d) return;
+    snprintf(bench, sizeof bench, "%s/bench.csv", d);
+    snprintf(out, sizeof out, "%s/rep", d);
+    write_text(bench, "op,variant,n,gflops_median\nmatmul,a|b *c*,1024,12.5\n");
+    const char *args[] = {"report", "--throughput", "data/reference/trn1_table1.csv", "--bench", bench, "--out", out, NULL};
+    int rc = run(args);
+    CHECK(rc == 0, "report --bench: exit %d: %s", rc, g_err);
+    static char md[65536];
+    snprintf(p, sizeof p, "%s/report.md", out);
+    slurp(p, md, sizeof md);
+    const char *head = strstr(md, "| op | variant |"), *row = head ? strstr(head, "\n| matmul |") : NULL;
+    CHECK(head && row, "no benchmark table in report.md");
+    if (head && row) {
+        row++;
+        int want = bars(head, strchr(head, '\n')), got = bars(row, strchr(row, '\n'));
+        CHECK(got == want, "the benchmark row has %d cell borders, its header %d: %.60s", got, want, row);
+        CHECK(strncmp(row, "| matmul | a\\|b \\*c\\* |", 23) == 0, "the variant is not shown as written (escaped): %.60s", row);
+    }
+    rm_tree(d);
+}
+
 const test_case tests_audit2_traj[] = {
     {"audit2 4: trajectory --out refuses a directory holding a user's trajectory.md, untouched", test_traj_out_refuses_user_files},
     {"audit2 4: trajectory --out replaces a directory costbench wrote, whole", test_traj_out_replaced_whole},
     {"audit2 4: trajectory on a full disk leaves the earlier outputs complete", test_traj_out_full_disk},
     {"audit2 10: trajectory refuses a zero, negative, non-finite or absurd throughput, memory or price", test_traj_summary_ranges},
     {"audit2 11: a '|' or markup in a precision cannot break trajectory.md's table", test_traj_md_cells},
+    {"audit2 11: a '|' in a benchmark CSV cannot break report.md's table", test_report_md_cells},
     {0},
 };
