@@ -7,8 +7,8 @@
 #                 the update rounded stochastically (as Trainium trains)
 #   bf16-nearest  --precision bf16 --rounding nearest: the same, rounded to nearest
 # Writes into --out DIR (which must not exist, or be empty): LABEL_log.csv, LABEL_summary.csv and
-# LABEL.txt of each run, and costbench trajectory's loss.png, grad_norm.png, trajectory.md,
-# trajectory.csv and trajectory.txt (its table).
+# LABEL.txt of each run, trajectory.txt (costbench trajectory's table) and DIR/trajectory/, the
+# directory costbench trajectory writes: loss.png, grad_norm.png, trajectory.md, trajectory.csv.
 #
 #   bench/trajectory.sh --out traj                              # pythia-14m, 300 steps, 4 x 256
 #   bench/trajectory.sh --steps 80 --instance c7a.large --out traj
@@ -88,6 +88,7 @@ for label in "${labels[@]}"; do
     runs+=(--run "$label=$out/${label}_log.csv,$out/${label}_summary.csv")
 done
 step "costbench trajectory"
-"$BIN" trajectory "${runs[@]}" --baseline fp32 "${price[@]}" --out "$out" > "$out/trajectory.txt"
+# a directory of its own: costbench trajectory replaces only a directory of the files it wrote
+"$BIN" trajectory "${runs[@]}" --baseline fp32 "${price[@]}" --out "$out/trajectory" > "$out/trajectory.txt"
 cat -- "$out/trajectory.txt"
-step "wrote $out/ (trajectory.md, trajectory.csv, loss.png, grad_norm.png and each run's files)"
+step "wrote $out/ (each run's files, trajectory.txt; trajectory/: trajectory.md, trajectory.csv, loss.png, grad_norm.png)"

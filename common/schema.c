@@ -13,7 +13,9 @@ const schema_col tput_schema[TP_NCOLS] = {
     [TP_SEQ_PER_S] = {TPUT_SEQ_PER_S, 1, 1e-12, 1e15},
     [TP_SEQ_PER_S_MIN] = {TPUT_SEQ_PER_S_MIN, 0, 0, 1e15},
     [TP_SEQ_PER_S_MAX] = {TPUT_SEQ_PER_S_MAX, 0, 0, 1e15},
-    [TP_TOKENS_PER_S] = {TPUT_TOKENS_PER_S, 0, 0, 1e18},
+    /* measured or predicted, never zero: from a token every 12 days to 1e12 (some 1e5 x the largest
+     * published training runs) */
+    [TP_TOKENS_PER_S] = {TPUT_TOKENS_PER_S, 0, 1e-6, 1e12},
     [TP_USD_PER_HOUR] = {TPUT_USD_PER_HOUR, 0, 1e-9, 1e9},
     [TP_TOKENS_PER_USD] = {TPUT_TOKENS_PER_USD, 0, 0, 1e18},
     [TP_MFU] = {TPUT_MFU, 0, 0, 100},
@@ -23,6 +25,9 @@ const schema_col tput_schema[TP_NCOLS] = {
 };
 
 const char *const tput_precisions[TPUT_NPRECISIONS] = {"fp32", "bf16-mixed", "bf16", "bf16-sr", "fp16-mixed", "fp8"};
+
+/* a process holds at least a megabyte; no machine holds 64 TiB */
+const schema_col tput_peak_rss = {TPUT_PEAK_RSS_GIB, 0, 1e-3, 65536};
 
 const schema_col hw_schema[HW_NCOLS] = {
     [HW_INSTANCE_TYPE] = {{"instance_type", "", REC_STR, 0}, 1, 0, 0},

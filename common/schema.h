@@ -59,6 +59,8 @@ extern const schema_col tput_schema[TP_NCOLS];
 /* The values the precision column accepts (besides empty), as TPUT_PRECISION describes them. */
 enum { TPUT_NPRECISIONS = 6 };
 extern const char *const tput_precisions[TPUT_NPRECISIONS];
+/* peak_rss_gib (TPUT_PEAK_RSS_GIB) as a reader checks it; empty: not measured. */
+extern const schema_col tput_peak_rss;
 
 /* Limits every size obeys wherever it enters (flags and files). */
 #define CB_MAX_SEQ_LEN (1L << 20)       /* tokens per sequence */

@@ -88,18 +88,22 @@ traj_steps=150
 step "trajectory (pythia-14m on this repository's own text, $traj_steps steps each in fp32, bf16-mixed, bf16 with stochastic rounding and bf16 with round-to-nearest)"
 bench/trajectory.sh --model pythia-14m --steps "$traj_steps" --micro-batch 4 --seq 256 "${price_flags[@]}" --out "$tmp/trajectory" > /dev/null
 # flattened into out/ as trajectory_*: the panels get names of their own (the cost report's
-# loss.png and grad_norm.png are other files), and every path the files name follows them
+# loss.png and grad_norm.png are other files), and every path the files name follows them. The
+# runs' files are in $traj, costbench trajectory's in its own directory $traj/trajectory (with
+# the marker that says costbench wrote it)
 traj=$tmp/trajectory
-mv -- "$traj/loss.png" "$tmp/trajectory_loss.png"
-mv -- "$traj/grad_norm.png" "$tmp/trajectory_grad_norm.png"
-for f in "$traj"/*; do
+mv -- "$traj/trajectory/loss.png" "$tmp/trajectory_loss.png"
+mv -- "$traj/trajectory/grad_norm.png" "$tmp/trajectory_grad_norm.png"
+for f in "$traj"/trajectory/trajectory.md "$traj"/trajectory/trajectory.csv "$traj"/*; do
+    [ -f "$f" ] || continue
     name=${f##*/}
     case $name in trajectory.*) dst=$name ;; *) dst=trajectory_$name ;; esac
     sed -e "s#$traj/#trajectory_#g" -e 's#(loss\.png)#(trajectory_loss.png)#' -e 's#(grad_norm\.png)#(trajectory_grad_norm.png)#' \
         "$f" > "$tmp/$dst"
     rm -f -- "$f"
 done
-rmdir -- "$traj"
+rm -f -- "$traj/trajectory/.costbench-trajectory"
+rmdir -- "$traj/trajectory" "$traj"
 
 step "scale (NeoX-20B on trn1.32xlarge from Table 1's 4-node point)"
 "$BIN" scale --model neox-20b --instance trn1.32xlarge --tp 8 --pp 4 --seq 2048 --global-batch 16384 \

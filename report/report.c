@@ -12,6 +12,7 @@
 #include "../common/record.h"
 #include "../common/schema.h"
 #include "charts.h"
+#include "markdown.h"
 #include "outdir.h"
 #include "plot.h"
 
@@ -532,11 +533,13 @@ static void md_main_table(FILE *f, const report_row *rows, int n)
         snprintf(eff, sizeof eff, "%.1f%%", 100 * r->efficiency);
         char cost[32];
         snprintf(cost, sizeof cost, r->usd_per_hour < 10 ? "%.4g" : "%.2f", r->usd_per_hour);
-        char inst[48];
+        char inst[48], model[2 * sizeof t->model], prec[2 * sizeof t->precision];
         if (t->ranks > 1) snprintf(inst, sizeof inst, "%ld (%ld ranks)", t->instances, t->ranks);
         else snprintf(inst, sizeof inst, "%ld", t->instances);
-        fprintf(f, "| %s | %d | %d | %s | %s | %ld | %ld | %s | %.0f | %s | %.0f | %s | %s | %s | %s | %s | %s | %s [%d] |\n", t->model,
-                t->tp, t->pp, inst, cost, t->seq_len, t->global_batch, sps, round(r->tokens_per_usd), prec_label(t),
+        markdown_escape(model, sizeof model, t->model);
+        markdown_escape(prec, sizeof prec, prec_label(t));
+        fprintf(f, "| %s | %d | %d | %s | %s | %ld | %ld | %s | %.0f | %s | %.0f | %s | %s | %s | %s | %s | %s | %s [%d] |\n", model,
+                t->tp, t->pp, inst, cost, t->seq_len, t->global_batch, sps, round(r->tokens_per_usd), prec,
                 r->tokens_per_s, c1b, eff, mfu, ttok, tdays, tusd, kind_label(t->kind), i + 1);
     }
     fprintf(f, "\n");
@@ -560,9 +563,12 @@ static void md_side_by_side(FILE *f, const report_row *rows, int n_in, const rep
     for (int k = 0; k < o->npricing; k++) fprintf(f, "---:|---:|");
     fprintf(f, "\n");
     for (int i = 0; i < n_in; i++) {
-        char sps[32];
+        char sps[32], model[2 * sizeof rows[i].in->model], inst[2 * sizeof rows[i].instance], prec[2 * sizeof rows[i].in->precision];
         fmt_sps(sps, sizeof sps, rows[i].in->seq_per_s);
-        fprintf(f, "| %s | %ld | %s | %s | %s |", rows[i].in->model, rows[i].in->instances, rows[i].instance, prec_label(rows[i].in), sps);
+        markdown_escape(model, sizeof model, rows[i].in->model);
+        markdown_escape(inst, sizeof inst, rows[i].instance);
+        markdown_escape(prec, sizeof prec, prec_label(rows[i].in));
+        fprintf(f, "| %s | %ld | %s | %s | %s |", model, rows[i].in->instances, inst, prec, sps);
         for (int k = 0; k < o->npricing; k++) {
             const report_row *r = &rows[k * n_in + i];
             if (isfinite(r->usd_per_hour)) fprintf(f, r->usd_per_hour < 10 ? " %.4g | %.0f |" : " %.2f | %.0f |", r->usd_per_hour, round(r->tokens_per_usd));
@@ -587,13 +593,14 @@ static void md_bench(FILE *f, const table *t)
     int ccpu = table_col(t, machine_cols[MC_CPU_MODEL], 0), cdate = table_col(t, machine_cols[MC_DATE_UTC], 0);
     fprintf(f, "Measured here: %s, %s (`%s`).\n\n|", ccpu >= 0 && t->nrows ? table_cell(t, 0, ccpu) : "machine not recorded",
             cdate >= 0 && t->nrows ? table_cell(t, 0, cdate) : "date not recorded", t->path);
-    for (int c = 0; c < nc; c++) fprintf(f, " %s |", t->header[cols[c]]);
+    char cell[512];
+    for (int c = 0; c < nc; c++) fprintf(f, " %s |", markdown_escape(cell, sizeof cell, t->header[cols[c]]));
     fprintf(f, "\n|");
     for (int c = 0; c < nc; c++) fprintf(f, "---|");
     fprintf(f, "\n");
     for (int r = 0; r < t->nrows && r < 200; r++) {
         fprintf(f, "|");
-        for (int c = 0; c < nc; c++) fprintf(f, " %s |", table_cell(t, r, cols[c]));
+        for (int c = 0; c < nc; c++) fprintf(f, " %s |", markdown_escape(cell, sizeof cell, table_cell(t, r, cols[c])));
         fprintf(f, "\n");
     }
     fprintf(f, "\n");
@@ -698,8 +705,8 @@ int report_write(const char *out_dir, const report_row *rows, int n, const repor
 {
     char dir[4096], tmp[4300];
     unsigned wrote = 0;
-    int rc = outdir_open(out_dir, dir, sizeof dir, tmp, sizeof tmp); /* refused before any work */
+    int rc = outdir_open(&outdir_report, out_dir, dir, sizeof dir, tmp, sizeof tmp); /* refused before any work */
     if (rc) return rc;
     rc = report_files_write(tmp, rows, n, o, x, &wrote);
-    return outdir_close(tmp, dir, wrote, rc);
+    return outdir_close(&outdir_report, tmp, dir, wrote, rc);
 }

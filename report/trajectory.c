@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../common/csvio.h"
@@ -14,6 +13,8 @@
 #include "../common/machine.h"
 #include "../common/schema.h"
 #include "inputs.h"
+#include "markdown.h"
+#include "outdir.h"
 #include "plot.h"
 
 const rec_col trajectory_cols[TJ_NCOLS] = {
@@ -139,8 +140,9 @@ static int summary_str(const table *t, const char *name, char *dst, size_t n)
     return 0;
 }
 
-/* The summary's one row: tokens_per_s (required), peak_rss_gib, precision (a free string: the
- * file names its own precision) and where it was measured. */
+/* The summary's one row: tokens_per_s (required), peak_rss_gib (empty: not measured), precision
+ * (a free string: the file names its own precision) and where it was measured. Numbers in the
+ * ranges of their schema: zero is no measurement. */
 static int summary_load(traj_run *r, const char *path)
 {
     table t;
@@ -150,8 +152,9 @@ static int summary_load(traj_run *r, const char *path)
     if (rc == 0 && t.nrows != 1)
         rc = err_msg("%s: expected one summary row (costbench train --summary-csv), got %d", path, t.nrows);
     if (rc == 0) rc = table_get_double(&t, 0, ct, tk->lo, tk->hi, &r->tokens_per_s);
-    int crss = rc == 0 ? table_col(&t, trajectory_cols[TJ_RSS].name, 0) : -1;
-    if (rc == 0 && crss >= 0 && *table_cell(&t, 0, crss)) rc = table_get_double(&t, 0, crss, 0, 1e9, &r->peak_rss_gib);
+    int crss = rc == 0 ? table_col(&t, tput_peak_rss.col.name, 0) : -1;
+    if (rc == 0 && crss >= 0 && *table_cell(&t, 0, crss))
+        rc = table_get_double(&t, 0, crss, tput_peak_rss.lo, tput_peak_rss.hi, &r->peak_rss_gib);
     if (rc == 0) rc = summary_str(&t, tput_schema[TP_PRECISION].col.name, r->precision, sizeof r->precision);
     if (rc == 0) rc = summary_str(&t, tput_schema[TP_MODEL].col.name, r->model, sizeof r->model);
     if (rc == 0) rc = summary_str(&t, machine_cols[MC_CPU_MODEL], r->cpu, sizeof r->cpu);
@@ -370,9 +373,9 @@ static int plots_write(const traj_ctx *c, const char *dir)
     }
     char path[4200], sub[256];
     plot_subtitle(c, sub, sizeof sub);
-    if (rc == 0) rc = path_fmt(path, sizeof path, "%s/loss.png", dir);
+    if (rc == 0) rc = path_fmt(path, sizeof path, "%s/%s", dir, outdir_trajectory.names[OUT_TRAJ_LOSS]);
     if (rc == 0) rc = traj_chart(c, path, "Training loss across precisions", "loss (nats per token)", 0, 0, (const double *const *)xs, sub);
-    if (rc == 0) rc = path_fmt(path, sizeof path, "%s/grad_norm.png", dir);
+    if (rc == 0) rc = path_fmt(path, sizeof path, "%s/%s", dir, outdir_trajectory.names[OUT_TRAJ_GN]);
     if (rc == 0)
         rc = traj_chart(c, path, "Gradient norm across precisions (before clipping)",
                         logy ? "global L2 norm of the gradient (log scale)" : "global L2 norm of the gradient", logy, 1,
@@ -380,6 +383,10 @@ static int plots_write(const traj_ctx *c, const char *dir)
     for (int i = 0; i < c->n; i++) free(xs[i]);
     return rc;
 }
+
+/* trajectory.md's table: its columns and the size of a cell (an escaped precision doubles). */
+#define TRAJ_MD_NCELLS 12
+#define TRAJ_MD_CELL 96
 
 /* A number with `prec` decimals, or "-" when unknown. */
 static const char *md_num(char *buf, size_t n, double v, int prec)
@@ -397,6 +404,35 @@ static const char *md_millions(char *buf, size_t n, double v)
     return buf;
 }
 
+/* One row of a Markdown table: "| c0 | c1 | ... |". */
+static void md_row(FILE *f, char (*cells)[TRAJ_MD_CELL], int n)
+{
+    for (int i = 0; i < n; i++) fprintf(f, "| %s ", cells[i]);
+    fprintf(f, "|\n");
+}
+
+/* The cells of run i's row, every string from the command line or a file through markdown_escape. */
+static void md_cells(const traj_ctx *c, int i, char (*cell)[TRAJ_MD_CELL])
+{
+    const traj_run *r = &c->runs[i];
+    char label[2 * TRAJ_MAX_LABEL + 1];
+    markdown_escape(label, sizeof label, r->in->label);
+    if (i == c->base) snprintf(cell[0], TRAJ_MD_CELL, "**%s** (baseline)", label);
+    else snprintf(cell[0], TRAJ_MD_CELL, "%s", label);
+    markdown_escape(cell[1], TRAJ_MD_CELL, r->precision[0] ? r->precision : "-");
+    snprintf(cell[2], TRAJ_MD_CELL, "%d", r->n);
+    md_num(cell[3], TRAJ_MD_CELL, r->tokens_per_s, 0);
+    md_millions(cell[4], TRAJ_MD_CELL, r->tokens_per_usd);
+    md_num(cell[5], TRAJ_MD_CELL, r->peak_rss_gib, 3);
+    md_num(cell[6], TRAJ_MD_CELL, r->final_loss, 4);
+    if (isfinite(r->final_pct)) snprintf(cell[7], TRAJ_MD_CELL, "%+.3f%%", r->final_pct);
+    else snprintf(cell[7], TRAJ_MD_CELL, "-");
+    md_num(cell[8], TRAJ_MD_CELL, r->loss_mean, 4);
+    md_num(cell[9], TRAJ_MD_CELL, r->loss_max, 4);
+    md_num(cell[10], TRAJ_MD_CELL, r->gn_mean, 4);
+    md_num(cell[11], TRAJ_MD_CELL, r->gn_max, 4);
+}
+
 static void md_table(FILE *f, const traj_ctx *c)
 {
     fprintf(f, "| Run | Precision | Steps | Tokens/s (measured) | Tokens/$ (derived) | Peak RSS, GiB (measured) | Final loss (measured) | "
@@ -404,15 +440,9 @@ static void md_table(FILE *f, const traj_ctx *c)
                "Grad norm, mean abs diff (derived) | Grad norm, max abs diff (derived) |\n");
     fprintf(f, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (int i = 0; i < c->n; i++) {
-        const traj_run *r = &c->runs[i];
-        char b[8][32], pct[32];
-        if (isfinite(r->final_pct)) snprintf(pct, sizeof pct, "%+.3f%%", r->final_pct);
-        else snprintf(pct, sizeof pct, "-");
-        fprintf(f, "| %s%s%s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", i == c->base ? "**" : "", r->in->label,
-                i == c->base ? "** (baseline)" : "", r->precision[0] ? r->precision : "-", r->n, md_num(b[0], 32, r->tokens_per_s, 0),
-                md_millions(b[1], 32, r->tokens_per_usd), md_num(b[2], 32, r->peak_rss_gib, 3), md_num(b[3], 32, r->final_loss, 4), pct,
-                md_num(b[4], 32, r->loss_mean, 4), md_num(b[5], 32, r->loss_max, 4), md_num(b[6], 32, r->gn_mean, 4),
-                md_num(b[7], 32, r->gn_max, 4));
+        char cells[TRAJ_MD_NCELLS][TRAJ_MD_CELL];
+        md_cells(c, i, cells);
+        md_row(f, cells, TRAJ_MD_NCELLS);
     }
     fprintf(f, "\n");
 }
@@ -420,17 +450,22 @@ static void md_table(FILE *f, const traj_ctx *c)
 static void md_body(FILE *f, const traj_ctx *c)
 {
     const traj_run *b = &c->runs[c->base];
-    fprintf(f, "# Loss and gradient-norm trajectories across precisions\n\n");
+    char label[2 * TRAJ_MAX_LABEL + 1], cpu[2 * sizeof b->cpu], date[2 * sizeof b->date], price[2 * sizeof c->price_source];
+    markdown_escape(label, sizeof label, b->in->label);
+    markdown_escape(cpu, sizeof cpu, b->cpu[0] ? b->cpu : "the machine its summary names");
+    markdown_escape(date, sizeof date, b->date);
+    markdown_escape(price, sizeof price, c->price_source);
+    fprintf(f, OUT_TRAJ_MD_TITLE "\n\n");
     fprintf(f, "%d runs of %d optimizer steps each, compared step by step (matched by step number) with the baseline **%s**; "
                "the differences are over the last %d steps (steps %ld to %ld: %g%% of the steps).\n\n",
-            c->n, b->n, b->in->label, c->tail, b->step[b->n - c->tail], b->step[b->n - 1], c->o->tail_pct);
+            c->n, b->n, label, c->tail, b->step[b->n - c->tail], b->step[b->n - 1], c->o->tail_pct);
     md_table(f, c);
     fprintf(f, "**Measured** by `costbench train` (on %s%s%s): the training loss (nats per token) and the gradient norm (global L2 norm, "
                "before clipping) of every step, from each run's log; tokens/s (median over the timed steps) and peak RSS, from each run's summary. "
                "**Derived** here: tokens/$ = tokens/s x 3600 / $ per hour, priced at %s; final loss vs baseline = 100 x (final loss - the baseline's) / "
                "the baseline's; the mean and the maximum of |x - the baseline's x| over the tail's steps, for the loss and for the gradient norm. "
                "A `-`: unknown (the run has no summary file, or no price was given).\n\n",
-            b->cpu[0] ? b->cpu : "the machine its summary names", b->date[0] ? ", " : "", b->date, c->price_source);
+            cpu, date[0] ? ", " : "", date, price);
     fprintf(f, "Files:\n\n");
     for (int i = 0; i < c->n; i++) {
         const traj_input *in = c->runs[i].in;
@@ -444,7 +479,7 @@ static void md_body(FILE *f, const traj_ctx *c)
 static int md_write(const traj_ctx *c, const char *dir)
 {
     char path[4200], tmp[4300];
-    if (path_fmt(path, sizeof path, "%s/trajectory.md", dir) != 0) return CB_EUSAGE;
+    if (path_fmt(path, sizeof path, "%s/%s", dir, outdir_trajectory.names[OUT_TRAJ_MD]) != 0) return CB_EUSAGE;
     if (path_fmt(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) != 0) return CB_EUSAGE;
     FILE *f = fopen(tmp, "w");
     if (!f) return err_msg("cannot write '%s': %s", path, strerror(errno));
@@ -457,29 +492,41 @@ static int md_write(const traj_ctx *c, const char *dir)
     return file_commit(tmp, path);
 }
 
-/* The output directory: made when absent (one level), else it must be a directory. */
-static int out_dir_make(const char *dir)
+/* trajectory.csv (unless --csv names another file), the plots and trajectory.md into `dir`, the
+ * temporary directory; `wrote` gets the bits of outdir_trajectory.names written. */
+static int files_write(const traj_ctx *c, const record *rec, const char *dir, unsigned *wrote)
 {
-    struct stat st;
-    if (mkdir(dir, 0777) == 0) return 0;
-    if (errno != EEXIST) return err_msg("flag '--out': cannot create '%s': %s", dir, strerror(errno));
-    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) return err_usage("flag '--out': '%s' exists and is not a directory", dir);
-    return 0;
+    char csv[4300];
+    int rc = 0;
+    if (!c->o->csv_path) {
+        rc = path_fmt(csv, sizeof csv, "%s/%s", dir, outdir_trajectory.names[OUT_TRAJ_CSV]);
+        if (rc == 0) rc = record_write_csv(rec, csv, NULL);
+        if (rc == 0) *wrote |= 1u << OUT_TRAJ_CSV;
+    }
+    if (rc == 0) rc = plots_write(c, dir);
+    if (rc == 0) *wrote |= 1u << OUT_TRAJ_LOSS | 1u << OUT_TRAJ_GN;
+    if (rc == 0) rc = md_write(c, dir);
+    if (rc == 0) *wrote |= 1u << OUT_TRAJ_MD;
+    return rc;
 }
 
+/* The files, built in a temporary directory next to --out and renamed to it when complete, as
+ * `report --out` does (report/outdir.h): only a directory costbench wrote is replaced. A --csv
+ * FILE is written after, replaced as every --csv is (a temporary file renamed over it). */
 static int ctx_write(const traj_ctx *c)
 {
-    const char *dir = c->o->out_dir;
-    char csv[4200];
+    char dir[4096], tmp[4300], csv[4200];
+    unsigned wrote = 0;
     record rec;
-    int rc = out_dir_make(dir);
-    if (rc == 0 && c->o->csv_path) rc = path_fmt(csv, sizeof csv, "%s", c->o->csv_path);
-    else if (rc == 0) rc = path_fmt(csv, sizeof csv, "%s/trajectory.csv", dir);
-    if (rc != 0) return rc;
+    int rc = outdir_open(&outdir_trajectory, c->o->out_dir, dir, sizeof dir, tmp, sizeof tmp);
+    if (rc) return rc;
     rc = ctx_record(c, &rec);
-    if (rc == 0) rc = record_write_csv(&rec, csv, NULL);
-    if (rc == 0) rc = plots_write(c, dir);
-    if (rc == 0) rc = md_write(c, dir);
+    if (rc == 0) rc = files_write(c, &rec, tmp, &wrote);
+    rc = outdir_close(&outdir_trajectory, tmp, dir, wrote, rc);
+    if (rc == 0 && c->o->csv_path) rc = record_write_csv(&rec, c->o->csv_path, NULL);
+    if (rc == 0)
+        rc = c->o->csv_path ? path_fmt(csv, sizeof csv, "%s", c->o->csv_path)
+                            : path_fmt(csv, sizeof csv, "%s/%s", dir, outdir_trajectory.names[OUT_TRAJ_CSV]);
     if (rc == 0) {
         record_print(&rec, stdout);
         fprintf(stderr, "wrote %s/trajectory.md, %s, %s/loss.png, %s/grad_norm.png\n", dir, csv, dir, dir);

@@ -2,7 +2,8 @@
  * (`costbench trajectory`): the quality half of "tokens/$ without losing model quality".
  * Reads per-step logs (`train --csv`, the step log format of common/schema.h) and, optionally,
  * each run's summary (`train --summary-csv`: tokens_per_s, peak_rss_gib, precision); matches the
- * runs' steps by step number against a baseline run and writes, into a directory:
+ * runs' steps by step number against a baseline run and writes, into a directory that appears
+ * complete or not at all and replaces only one costbench wrote (report/outdir.h, as report --out):
  *   loss.png, grad_norm.png  every run overlaid, one line per label
  *   trajectory.md            the comparison as a Markdown table, each figure labelled measured or derived
  *   trajectory.csv           the same rows (trajectory_cols below), or the file given as csv_path
@@ -34,7 +35,7 @@ typedef struct {
     const char *region;      /* NULL: the only region the price is listed in */
     const char *prices_path; /* NULL: data/prices.csv */
     double usd_per_hour;     /* or this price per hour of the machine (NaN: none) */
-    const char *out_dir;     /* created when absent */
+    const char *out_dir;     /* absent, empty or written by costbench trajectory (report/outdir.h) */
     const char *csv_path;    /* NULL: out_dir/trajectory.csv */
 } traj_opts;
 

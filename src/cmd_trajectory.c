@@ -60,7 +60,7 @@ int cmd_trajectory(int argc, char **argv)
         {"region", OPT_STR, &o.region, 0, 0, 0, 0, "REGION", "with --instance: region of the price (default: the only one listed)"},
         {"prices", OPT_STR, &o.prices_path, 0, 0, 0, 0, "FILE", "with --instance: price table (default data/prices.csv)"},
         {"usd-per-hour", OPT_DOUBLE, &usd, 0, 0, 1e-9, 1e9, "USD", "or the machine's price per hour"},
-        {"out", OPT_STR, &o.out_dir, 0, 0, 0, 0, "DIR", "write loss.png, grad_norm.png, trajectory.md and trajectory.csv here (made when absent)"},
+        {"out", OPT_STR, &o.out_dir, 0, 0, 0, 0, "DIR", "write loss.png, grad_norm.png, trajectory.md and trajectory.csv here: a new or empty directory, or one costbench trajectory wrote (replaced whole)"},
         {"csv", OPT_STR, &o.csv_path, 0, 0, 0, 0, "FILE", "write the CSV here instead of DIR/trajectory.csv"},
         {0},
     };

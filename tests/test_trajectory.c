@@ -307,8 +307,9 @@ static void write_fake_costbench(const char *path, const char *dir, int rounding
     chmod(path, 0755);
 }
 
-/* bench/trajectory.sh: the four runs with their flags, then costbench trajectory over them; a
- * costbench train without --rounding, a non-empty --out and bad flags refused before any run. */
+/* bench/trajectory.sh: the four runs with their flags, then costbench trajectory over them (into
+ * DIR/trajectory, a directory of its own); a costbench train without --rounding, a non-empty
+ * --out and bad flags refused before any run. */
 static void test_trajectory_script(void)
 {
     char *d = test_tmpdir(), fake[128], env[200], out[128], p[256];
@@ -332,7 +333,7 @@ static void test_trajectory_script(void)
     const char *want[] = {"--precision fp32 --no-predict", "--precision bf16-mixed --no-predict", "--precision bf16 --rounding stochastic",
                           "--precision bf16 --rounding nearest", "--steps 3 --lr 6e-4 --seed 7", "bf16-sr_summary.csv", NULL};
     for (int i = 0; want[i]; i++) CHECK(strstr(argl, want[i]) != NULL, "the train runs lack '%s': %s", want[i], argl);
-    snprintf(p, sizeof p, "%s/trajectory.csv", out);
+    snprintf(p, sizeof p, "%s/trajectory/trajectory.csv", out);
     char buf[64];
     CHECK(strcmp(cell(p, 3, "label", buf, sizeof buf), "bf16-nearest") == 0 && cell_num(p, 0, "steps") == 3, "%s: 4 runs of 3 steps", p);
     rc = cmd_run(args, g_out, sizeof g_out, g_err, sizeof g_err);
