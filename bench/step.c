@@ -158,7 +158,7 @@ static int summary_row(const step_obs *s, const machine_info *mi, record *sum)
         {SS_TP, 1}, {SS_PP, 1}, {SS_INSTANCES, 1}, {SS_SEQ, o->train.T}, {SS_GBATCH, (double)o->train.B * o->train.accum},
         {SS_MBATCH, o->train.B}, {SS_STEPS, (double)nt}, {SS_SEQS, ss.median}, {SS_SEQS_MIN, ss.min}, {SS_SEQS_MAX, ss.max},
         {SS_TOKS, tps}, {SS_STEP_MS, med_ms}, {SS_MFU, mfu}, {SS_HFU, hfu},
-        {SS_PEAK, peak_g}, {SS_RECOMPUTE, o->recompute}, {SS_RSS, rss / 1073741824.0},
+        {SS_PEAK, peak_g}, {SS_RECOMPUTE, o->recompute}, {SS_RSS, rss > 0 ? rss / 1073741824.0 : NAN},
         {SS_EST, o->estimate_bytes / 1073741824.0}, {SS_RANKS, o->train.ranks}, {SS_COMPUTE_MS, med_ms - med_comm},
         {SS_COMM_MS, med_comm}, {SS_EXPOSED_MS, median_of(s->exposed_ms + first, nt)}};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) record_num(sum, row, (int)v[i][0], v[i][1]);
@@ -166,8 +166,9 @@ static int summary_row(const step_obs *s, const machine_info *mi, record *sum)
         record_note(sum, "%s (median %.1f ms a step, exposed %.1f ms)", s->dp_note, med_comm, median_of(s->exposed_ms + first, nt));
     record_note(sum, "median of %ld steps after discarding %ld; MFU = %.0f model FLOPs/token (6N + 12 L C T, PaLM appendix B) x tokens/s / %s",
                 nt, first, s->mflops, s->cal->peak_note);
-    record_note(sum, "peak RSS %.3f GiB = %.2fx the printed estimate of %.3f GiB", rss / 1073741824.0, rss / o->estimate_bytes,
-                o->estimate_bytes / 1073741824.0);
+    if (rss > 0) /* /proc unreadable: the cell stays empty (unknown), never a measured 0 */
+        record_note(sum, "peak RSS %.3f GiB = %.2fx the printed estimate of %.3f GiB", rss / 1073741824.0, rss / o->estimate_bytes,
+                    o->estimate_bytes / 1073741824.0);
     return 0;
 }
 
