@@ -16,12 +16,27 @@ const char *const plan_bad_names[PLAN_NBAD] = {
 
 static const int plan_tps[] = {1, 2, 4, 8}, plan_pps[] = {1, 2, 4, 8}, plan_zeros[] = {0, 1, 3}, plan_mbs[] = {1, 2, 4, 8};
 
+double plan_carry_mfu(const scale_model *s, const plan_inputs *in, int *clamped)
+{
+    return in->mfu_cal * scale_eff(in->eff, scale_eff_k(s), scale_eff_n(s), clamped) / in->e_cal;
+}
+
 double plan_t_mb_s(const scale_model *s, const plan_inputs *in)
 {
     if (!in->calibrated) return scale_t_mb_from_peak(s, in->mfu);
-    int clamped = 0;
-    double mfu = in->mfu_cal * scale_eff(in->eff, scale_eff_k(s), scale_eff_n(s), &clamped) / in->e_cal;
+    double mfu = plan_carry_mfu(s, in, NULL);
     return mfu > 0 && mfu <= 1 ? scale_t_mb_from_peak(s, mfu) : NAN;
+}
+
+/* What the calibration's carry did at a buildable layout: outside the curve, above the peak. */
+static void carry_count(const plan_inputs *in, const scale_model *s, plan_result *res)
+{
+    int clamped = 0;
+    double mfu = plan_carry_mfu(s, in, &clamped);
+    res->eff_clamped += clamped;
+    if (!(mfu > 1)) return;
+    res->over_peak++;
+    if (mfu > res->over_peak_mfu) res->over_peak_mfu = mfu, res->over_peak_k = scale_eff_k(s), res->over_peak_n = scale_eff_n(s);
 }
 
 double plan_failure_time(double work_s, double mtbf_job_s, double ckpt_s, double restart_s, double *tau_s)
@@ -174,6 +189,7 @@ int plan_search(const plan_inputs *in, plan_result *res)
         if (why < 0) {
             model_fill(in, &l, &s);
             scale_layout_issue li = scale_layout(&s, l.nodes);
+            if (li == SCALE_LAYOUT_OK && in->calibrated) carry_count(in, &s, res);
             why = li == SCALE_LAYOUT_RANKS ? PLAN_BAD_RANKS : li != SCALE_LAYOUT_OK ? PLAN_BAD_BATCH : !isfinite(s.t_mb_s) ? PLAN_BAD_COMPUTE : -1;
         }
         if (why >= 0) {

@@ -72,13 +72,20 @@ typedef struct {
     long bad[PLAN_NBAD];    /* invalid layouts by reason */
     long oom;               /* refused: memory per rank over the rank's memory */
     long endless;           /* failures more often than checkpoints can keep up with */
+    /* --calibrate: layouts the rule carries above 100% MFU (counted as PLAN_BAD_COMPUTE too; the
+     * largest such MFU, 0..1, and its K and N) and layouts whose K or N lies outside the curve */
+    long over_peak, eff_clamped;
+    double over_peak_mfu, over_peak_k, over_peak_n;
     long too_slow, over_budget, ok; /* priced candidates */
 } plan_result;
 
 /* Compute time of one micro-batch through one stage for a candidate: the one place it comes from
- * (today the data-sheet peak at the assumed MFU; a calibrated source plugs in here). NaN when
- * unknown. */
+ * (the data-sheet peak at the assumed MFU, or the calibration carried by plan_carry_mfu). NaN when
+ * unknown, or when the calibration would be carried above 100% of the peak. */
 double plan_t_mb_s(const scale_model *s, const plan_inputs *in);
+/* The calibration's compute MFU carried to a candidate, mfu_cal x e(K, N) / e_cal, unbounded
+ * (*clamped set when K or N lies outside the curve's range; may be NULL). */
+double plan_carry_mfu(const scale_model *s, const plan_inputs *in, int *clamped);
 
 /* Expected wall-clock time of a job of `work_s` failure-free seconds whose whole job fails every
  * mtbf_job_s seconds on average, checkpointing every tau = sqrt(2 ckpt_s mtbf_job_s) seconds

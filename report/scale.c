@@ -46,21 +46,36 @@ scale_layout_issue scale_layout(const scale_model *s, long nodes)
     return SCALE_LAYOUT_OK;
 }
 
-int scale_check(const scale_model *s, long nodes, const char *flag)
+scale_layout_issue scale_layout_describe(const scale_model *s, long nodes, char *buf, size_t n)
 {
     long D = ranks_per_node(s), M = (long)s->tp * s->pp;
-    switch (scale_layout(s, nodes)) {
-    case SCALE_LAYOUT_NODES: return err_usage("flag '%s': node counts must be at least 1, got %ld", flag, nodes);
+    scale_layout_issue li = scale_layout(s, nodes);
+    switch (li) {
+    case SCALE_LAYOUT_NODES: snprintf(buf, n, "node counts must be at least 1, got %ld", nodes); break;
     case SCALE_LAYOUT_RANKS:
-        return err_usage("flag '%s': %ld x %s holds %ld ranks, not a multiple of tp x pp = %ld", flag, nodes, s->hw.instance,
-                         nodes * D, M);
+        snprintf(buf, n, "%ld x %s holds %ld ranks, not a multiple of tp x pp = %ld", nodes, s->hw.instance, nodes * D, M);
+        break;
     case SCALE_LAYOUT_BATCH:
-        return err_usage("flag '%s': at %ld nodes the global batch %ld does not split into %ld replicas x micro-batches of %ld",
-                         flag, nodes, s->global_batch, nodes * D / M, s->micro_batch);
+        snprintf(buf, n, "at %ld nodes the global batch %ld does not split into %ld replicas x micro-batches of %ld", nodes,
+                 s->global_batch, nodes * D / M, s->micro_batch);
+        break;
+    case SCALE_LAYOUT_PER_REPLICA:
+        snprintf(buf, n, "%ld sequences per replica is not a multiple of the micro-batch %ld", s->batch_per_replica, s->micro_batch);
+        break;
+    default: buf[0] = '\0';
+    }
+    return li;
+}
+
+int scale_check(const scale_model *s, long nodes, const char *flag)
+{
+    char why[512];
+    switch (scale_layout_describe(s, nodes, why, sizeof why)) {
+    case SCALE_LAYOUT_OK: return 0;
     case SCALE_LAYOUT_PER_REPLICA:
         return err_usage("flag '--batch-per-device': %ld is not a multiple of the micro-batch %ld", s->batch_per_replica,
                          s->micro_batch);
-    default: return 0;
+    default: return err_usage("flag '%s': %s", flag, why);
     }
 }
 
@@ -466,9 +481,14 @@ int scale_fit_verify(const scale_model *s, scale_fit *fit, const scale_points *p
     scale_points_where(pts, w, where, sizeof where);
     scale_point p;
     scale_eval(s, pts->nodes[w], &p);
-    err_msg("the calibration does not reproduce its points within %g%% (--fit-tolerance): at %ld nodes (%s) measured %.4g seq/s, "
-            "the model gives %.4g seq/s (error %+.1f%%)",
-            tol_pct, pts->nodes[w], where, pts->seq_per_s[w], p.seq_per_s, fit->resid_pct[w]);
+    if (pts->line[w] > 0) /* a row of a file: its file:line first, as every input error */
+        err_msg("%s: the calibration does not reproduce its points within %g%% (--fit-tolerance): at %ld nodes measured %.4g seq/s, "
+                "the model gives %.4g seq/s (error %+.1f%%)",
+                where, tol_pct, pts->nodes[w], pts->seq_per_s[w], p.seq_per_s, fit->resid_pct[w]);
+    else
+        err_msg("the calibration does not reproduce its points within %g%% (--fit-tolerance): at %ld nodes (%s) measured %.4g seq/s, "
+                "the model gives %.4g seq/s (error %+.1f%%)",
+                tol_pct, pts->nodes[w], where, pts->seq_per_s[w], p.seq_per_s, fit->resid_pct[w]);
     fit_hint(s, fit, pts);
     if (pts->n > 1) {
         scale_fit_residual_list(fit, pts, list, sizeof list);
@@ -506,16 +526,31 @@ static int grid_index(double *xs, int *n, double v)
     return i;
 }
 
-/* The grid's axes: every distinct k and n of the file. */
-static int eff_axes(scale_eff_curve *c, const table *t, int ck, int cn)
+/* The grid's axes: every distinct k and n of the file (m, when the file has it, at least 1 too). */
+static int eff_axes(scale_eff_curve *c, const table *t, int ck, int cn, int cm)
 {
     for (int r = 0; r < t->nrows; r++) {
-        long k, n;
-        if (table_get_long(t, r, ck, 1, 1L << 30, &k) != 0 || table_get_long(t, r, cn, 1, 1L << 30, &n) != 0) return CB_EFAIL;
+        long k, n, m;
+        if (table_get_long(t, r, ck, 1, 1L << 30, &k) != 0 || table_get_long(t, r, cn, 1, 1L << 30, &n) != 0 ||
+            (cm >= 0 && table_get_long(t, r, cm, 1, 1L << 30, &m) != 0))
+            return CB_EFAIL;
         if (grid_index(c->k, &c->nk, (double)k) < 0 || grid_index(c->n, &c->nn, (double)n) < 0)
             return err_msg("%s:%d: more than %d distinct values of k or n", t->path, t->lines[r], SCALE_EFF_MAX);
     }
     return 0;
+}
+
+/* One efficiency cell: pct_of_peak in (0, 100] (a measurement above the peak it was measured
+ * against says that peak is wrong), gflops_median positive; both finite. */
+static int eff_value(const scale_eff_curve *c, const table *t, int r, int ce, double *v)
+{
+    int pct = strcmp(c->column, "pct_of_peak") == 0;
+    if (table_get_double(t, r, ce, 0, 1e12, v) != 0) return CB_EFAIL;
+    if (*v > 0 && (!pct || *v <= 100)) return 0;
+    return err_msg("%s:%d: column '%s': expected %s, got '%s'", t->path, t->lines[r], c->column,
+                   pct ? "a share of the peak in (0, 100] (more than 100 means the peak it was measured against is wrong)"
+                       : "a positive GFLOP/s",
+                   table_cell(t, r, ce));
 }
 
 /* Sums the efficiency column into the grid, then the mean of each cell; every cell measured. */
@@ -527,7 +562,7 @@ static int eff_fill(scale_eff_curve *c, const table *t, int ck, int cn, int ce)
         long k, n;
         double v;
         table_get_long(t, r, ck, 1, 1L << 30, &k), table_get_long(t, r, cn, 1, 1L << 30, &n);
-        if (table_get_double(t, r, ce, 1e-12, 1e12, &v) != 0) return CB_EFAIL;
+        if (eff_value(c, t, r, ce, &v) != 0) return CB_EFAIL;
         int ik = grid_index(c->k, &c->nk, (double)k), in = grid_index(c->n, &c->nn, (double)n);
         c->e[ik][in] += v, count[ik][in]++;
     }
@@ -541,18 +576,31 @@ static int eff_fill(scale_eff_curve *c, const table *t, int ck, int cn, int ce)
     return 0;
 }
 
+/* The columns a matmul CSV must have, or one error naming those it lacks (the wrong kind of CSV). */
+static int eff_columns(const table *t, int ck, int cn, int ce)
+{
+    if (ck >= 0 && cn >= 0 && ce >= 0) return 0;
+    const char *names[3] = {cn < 0 ? "'n'" : NULL, ck < 0 ? "'k'" : NULL, ce < 0 ? "'pct_of_peak' or 'gflops_median'" : NULL};
+    char list[96] = "";
+    int count = 0;
+    for (int i = 0; i < 3; i++)
+        if (names[i]) snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", count++ ? ", " : "", names[i]);
+    err_msg("%s:%d: no column %s: this is not a costbench matmul CSV", t->path, t->header_line > 0 ? t->header_line : 1, list);
+    err_hint("--matmul-csv takes the CSV `costbench matmul --csv FILE` writes (columns n, k, m, pct_of_peak, gflops_median)");
+    return CB_EFAIL;
+}
+
 int scale_eff_load(scale_eff_curve *c, const char *path)
 {
     memset(c, 0, sizeof *c);
     table t;
     if (table_load(&t, path) != 0) return CB_EFAIL;
-    int ck = table_col(&t, "k", 1), cn = table_col(&t, "n", 1), ce = table_col(&t, "pct_of_peak", 0);
+    int ck = table_col(&t, "k", 0), cn = table_col(&t, "n", 0), cm = table_col(&t, "m", 0), ce = table_col(&t, "pct_of_peak", 0);
     snprintf(c->column, sizeof c->column, "pct_of_peak");
     if (ce < 0) ce = table_col(&t, "gflops_median", 0), snprintf(c->column, sizeof c->column, "gflops_median");
-    int rc = ck < 0 || cn < 0 ? CB_EFAIL : 0;
-    if (rc == 0 && ce < 0) rc = err_msg("%s:%d: column 'pct_of_peak' or 'gflops_median' missing", path, t.header_line);
+    int rc = eff_columns(&t, ck, cn, ce);
     if (rc == 0 && t.nrows == 0) rc = err_msg("%s: no data rows", path);
-    if (rc == 0) rc = eff_axes(c, &t, ck, cn);
+    if (rc == 0) rc = eff_axes(c, &t, ck, cn, cm);
     if (rc == 0) rc = eff_fill(c, &t, ck, cn, ce);
     table_free(&t);
     if (rc != 0) c->nk = c->nn = 0;
@@ -581,7 +629,11 @@ double scale_eff(const scale_eff_curve *c, double K, double N, int *clamped)
 {
     int dummy = 0;
     if (!clamped) clamped = &dummy;
-    if (c == NULL || c->nk == 0) return 1.0 / (1.0 + SCALE_EFF_K0 / K) / (1.0 + SCALE_EFF_N0 / N);
+    if (c == NULL || c->nk == 0) {
+        if (K < SCALE_EFF_MIN || N < SCALE_EFF_MIN) *clamped = 1;
+        K = fmax(K, SCALE_EFF_MIN), N = fmax(N, SCALE_EFF_MIN);
+        return 1.0 / (1.0 + SCALE_EFF_K0 / K) / (1.0 + SCALE_EFF_N0 / N);
+    }
     int ik, in;
     double wk, wn;
     axis_locate(c->k, c->nk, K, &ik, &wk, clamped);
@@ -589,4 +641,10 @@ double scale_eff(const scale_eff_curve *c, double K, double N, int *clamped)
     int ik1 = c->nk > 1 ? ik + 1 : ik, in1 = c->nn > 1 ? in + 1 : in;
     double lo = (1 - wn) * c->e[ik][in] + wn * c->e[ik][in1], hi = (1 - wn) * c->e[ik1][in] + wn * c->e[ik1][in1];
     return (1 - wk) * lo + wk * hi;
+}
+
+void scale_eff_range(const scale_eff_curve *c, char *buf, size_t n)
+{
+    if (c == NULL || c->nk == 0) snprintf(buf, n, "K %g.. and N %g.. (the assumed curve's range)", SCALE_EFF_MIN, SCALE_EFF_MIN);
+    else snprintf(buf, n, "K %g..%g and N %g..%g (measured)", c->k[0], c->k[c->nk - 1], c->n[0], c->n[c->nn - 1]);
 }

@@ -70,6 +70,9 @@ int scale_check(const scale_model *s, long nodes, const char *flag);
 /* The same check without a message: what stops n nodes from making a valid layout. */
 typedef enum { SCALE_LAYOUT_OK, SCALE_LAYOUT_NODES, SCALE_LAYOUT_RANKS, SCALE_LAYOUT_BATCH, SCALE_LAYOUT_PER_REPLICA } scale_layout_issue;
 scale_layout_issue scale_layout(const scale_model *s, long nodes);
+/* What scale_layout finds wrong at `nodes`, as a phrase into buf ("at 2 nodes the global batch 63
+ * does not split into ..."); returns the issue (SCALE_LAYOUT_OK: buf empty). */
+scale_layout_issue scale_layout_describe(const scale_model *s, long nodes, char *buf, size_t n);
 /* Evaluates the model at n nodes (after scale_check). */
 void scale_eval(const scale_model *s, long nodes, scale_point *p);
 /* t_mb from the data-sheet dense peak (BF16, or FP32 for fp32 training) at the given MFU (0..1).
@@ -136,6 +139,10 @@ void scale_fit_residual_list(const scale_fit *fit, const scale_points *pts, char
  * more efficiently; K0 = N0 = 512 are assumptions, not fits). */
 #define SCALE_EFF_K0 512.0
 #define SCALE_EFF_N0 512.0
+/* The assumed curve's range: K and N from K0/8 and N0/8 up. Below it the curve's N (or K) term
+ * falls as 1/N towards 0, and a calibration there would be multiplied by thousands (N = 1/8 at
+ * seq_len 1 and tp 8: 1/4097 against 1/3 at N 256): e is taken at the edge instead (clamped). */
+#define SCALE_EFF_MIN 64.0
 #define SCALE_EFF_MAX 64
 typedef struct {
     int nk, nn; /* 0: the default curve */
@@ -144,12 +151,17 @@ typedef struct {
     char column[16];                           /* "pct_of_peak" or "gflops_median" */
 } scale_eff_curve;
 
-/* Loads a `costbench matmul` CSV (columns n, k and pct_of_peak, else gflops_median): every
- * (k, n) of the grid its distinct values span must be measured. Returns 0 or CB_EFAIL. */
+/* Loads a `costbench matmul` CSV (columns n, k and pct_of_peak, else gflops_median; m checked
+ * when present): n, k, m at least 1, pct_of_peak in (0, 100], gflops_median positive and finite;
+ * every (k, n) of the grid its distinct values span must be measured. A file without those
+ * columns is one error (it is not a matmul CSV). Returns 0 or CB_EFAIL. */
 int scale_eff_load(scale_eff_curve *c, const char *path);
-/* e(K, N): the default curve, or log-linear in K and N between the measured points, clamped to
- * the measured range (*clamped set to 1 then; may be NULL). */
+/* e(K, N): the default curve on its range (K, N >= SCALE_EFF_MIN), or log-linear in K and N
+ * between the measured points; outside the range, e at its nearest edge (*clamped set to 1 then;
+ * may be NULL), so the ratio of two e never exceeds the curve's own largest over its smallest. */
 double scale_eff(const scale_eff_curve *c, double K, double N, int *clamped);
+/* "K 64.. and N 64.. (the assumed curve's range)" or "K 768..6144 and N 512..16384 (measured)". */
+void scale_eff_range(const scale_eff_curve *c, char *buf, size_t n);
 /* K and N of a model's matmuls (see above). */
 double scale_eff_k(const scale_model *s);
 double scale_eff_n(const scale_model *s);

@@ -191,7 +191,7 @@ static int calibration_load(plan_run *r)
 {
     const plan_opts *o = &r->o;
     if (!o->calibrate) return o->matmul_csv ? err_usage("flag '--matmul-csv' needs '--calibrate' (it carries a calibration)") : 0;
-    if (o->matmul_csv && scale_eff_load(&r->eff, o->matmul_csv) != 0) return CB_EFAIL;
+    if (o->matmul_csv && scale_eff_load(&r->eff, o->matmul_csv) != 0) return CB_EUSAGE; /* a bad file given by a flag */
     scale_model d;
     memset(&d, 0, sizeof d);
     d.precision = PREC_MIXED, d.interleave = 1, d.bucket_bytes = 25.0 * 1048576.0, d.net_eff = 1.0;
@@ -217,6 +217,11 @@ static int inputs_build(plan_run *r)
     in->seq = o->seq ? o->seq : in->cfg.max_T;
     if (in->seq > in->cfg.max_T) return err_usage("flag '--seq': %ld exceeds %s's max_seq_len %d", in->seq, in->cfg.name, in->cfg.max_T);
     in->global_batch = o->global_batch ? o->global_batch : (PLAN_DEFAULT_BATCH_TOKENS + in->seq - 1) / in->seq;
+    double step_tokens = (double)in->global_batch * (double)in->seq;
+    if (in->tokens < step_tokens)
+        return err_usage("flag '--tokens': %s is less than one step: a global batch of %ld sequences x %ld tokens is %.0f tokens "
+                         "(train on at least that, or give a smaller --global-batch or --seq)",
+                         o->tokens, in->global_batch, in->seq, step_tokens);
     in->max_nodes = o->max_nodes;
     if (o->attention && strcmp(o->attention, "flash") && strcmp(o->attention, "full"))
         return err_usage("flag '--attention': expected flash or full, got '%s'", o->attention);
@@ -290,7 +295,7 @@ static void notes_inputs(record *rec, const plan_run *r)
     record_note(rec, "plan: %s (%.3g B parameters), %.4g tokens, seq %ld, global batch %ld sequences (%s), deadline %g days%s", in->cfg.name,
                 model_params_total(&in->cfg) / 1e9, in->tokens, in->seq, in->global_batch,
                 o->global_batch ? "--global-batch" : "default: about 4M tokens a step", o->deadline_days, o->budget_usd > 0 ? "" : ", no budget");
-    if (o->budget_usd > 0) record_note(rec, "budget $%.0f (--budget-usd)", o->budget_usd);
+    if (o->budget_usd > 0) record_note(rec, "budget $%.6g (--budget-usd)", o->budget_usd);
     if (r->in.calibrated)
         record_note(rec,
                     "compute: calibrated on %.300s:%d (%s on %ld x %s, TP %d, PP %d, %.4g seq/s: compute MFU %.4g%%, e(K, N) %.4g), carried "
@@ -389,9 +394,9 @@ static void verdict_none(const plan_run *r)
         cand_describe(r, &r->res.c[fb], d, sizeof d);
         printf("fastest within the budget: %s\n", d);
     }
-    if (r->o.budget_usd > 0 && fb < 0 && r->res.n > 0) {
+    if (r->o.budget_usd > 0 && fb < 0 && r->res.n > 0) { /* res.c is by cost: the first is the cheapest */
         cand_describe(r, &r->res.c[0], d, sizeof d);
-        printf("nothing costs $%.0f or less; the cheapest found: %s\n", r->o.budget_usd, d);
+        printf("nothing fits the budget of $%.6g: the cheapest configuration costs $%.2f: %s\n", r->o.budget_usd, r->res.c[0].cost_usd, d);
     }
     if (cheapest >= 0 && r->o.budget_usd > 0) {
         cand_describe(r, &r->res.c[cheapest], d, sizeof d);
@@ -497,6 +502,30 @@ static int outputs_write(const plan_run *r)
     return rc;
 }
 
+/* What the search could not do, before any output: every feasible layout lost to failures is a
+ * usage error naming --mtbf-hours; a calibration carried outside its curve or above the peak at
+ * some layouts is a warning naming its row. */
+static int search_check(const plan_run *r)
+{
+    const plan_result *s = &r->res;
+    const plan_inputs *in = &r->in;
+    if (s->n == 0 && s->endless > 0)
+        return err_usage("flag '--mtbf-hours': failures come faster than a checkpoint can be written: an instance fails every %.4g s on "
+                         "average (%g h; a job of N nodes every %.4g / N s), a checkpoint takes %.4g s (--checkpoint-s) and a restart "
+                         "%.4g s (--restart-s), so none of the %ld feasible layouts ever finishes",
+                         in->mtbf_s, r->o.mtbf_hours, in->mtbf_s, in->ckpt_s, in->restart_s, s->endless);
+    char range[160];
+    scale_eff_range(in->eff, range, sizeof range);
+    if (in->calibrated && s->eff_clamped)
+        err_warn("%s: at %ld layouts K or N lies outside %s: e(K, N) is taken at the nearest edge there, not extrapolated", r->cal.where,
+                 s->eff_clamped, range);
+    if (in->calibrated && s->over_peak)
+        err_warn("%s: the efficiency rule carries the row's compute MFU of %.4g%% above 100%% of the peak at %ld layouts (up to %.4g%%, at "
+                 "K %g, N %g): the rule misses a term between those shapes and the row's; they are not searched",
+                 r->cal.where, 100 * in->mfu_cal, s->over_peak, 100 * s->over_peak_mfu, s->over_peak_k, s->over_peak_n);
+    return 0;
+}
+
 int cmd_plan(int argc, char **argv)
 {
     plan_run *r = calloc(1, sizeof *r);
@@ -505,6 +534,7 @@ int cmd_plan(int argc, char **argv)
     if (rc == 0) {
         rc = inputs_build(r);
         if (rc == 0) rc = plan_search(&r->in, &r->res);
+        if (rc == 0) rc = search_check(r);
         if (rc == 0) rc = outputs_write(r);
     } else if (rc > 0) rc = 0;
     plan_result_free(&r->res);

@@ -214,7 +214,7 @@ static int run_load(scale_run *r)
     hw_row *hw = &r->ht.rows[r->hw - r->ht.rows]; /* --net-gbps, --intra-gbps override the table's row */
     if (o->net_gbps > 0) hw->net_gbit_per_s = o->net_gbps;
     if (o->intra_gbps > 0) hw->intra_gb_per_s = o->intra_gbps;
-    if (o->matmul_csv && scale_eff_load(&r->eff, o->matmul_csv) != 0) return CB_EFAIL;
+    if (o->matmul_csv && scale_eff_load(&r->eff, o->matmul_csv) != 0) return CB_EUSAGE; /* a bad file given by a flag */
     r->usd_per_hour = o->usd_per_hour;
     if (r->usd_per_hour <= 0) {
         if (!(r->pr = prices_find(&r->pt, o->instance, o->pricing, o->region))) return CB_EUSAGE;
@@ -307,14 +307,12 @@ static int points_from_file(const char *path, const scale_model *s, const scale_
 static int calib_carry(scale_run *r)
 {
     scale_model *s = &r->s;
-    r->mfu_tgt = calib_row_carry(&r->cr, s, &r->eff, &r->eff_clamped, &r->e_tgt);
     r->mfu_cal = r->cr.mfu_cal, r->e_cal = r->cr.e_cal;
     if (!isfinite(scale_stage_peak(s)))
         return err_usage("flag '--instance': %s has no %s peak in %s to carry an MFU to", r->o.instance, r->o.prec == PREC_FP32 ? "FP32" : "BF16",
                          r->ht.path);
-    if (!(r->mfu_tgt > 0 && r->mfu_tgt <= 1))
-        return err_msg("flag '--calibrate': the carried compute MFU is %.4g%%, outside (0, 100%%]: the efficiency curve cannot carry "
-                       "this calibration here", 100 * r->mfu_tgt);
+    int rc = calib_row_carry(&r->cr, s, &r->eff, &r->mfu_tgt, &r->eff_clamped, &r->e_tgt);
+    if (rc != 0) return rc;
     s->t_mb_s = scale_t_mb_from_peak(s, r->mfu_tgt);
     snprintf(r->calib, sizeof r->calib, "carried from %.200s:%d (%s, tp %d, pp %d, %ld x %s, %.4g seq/s) by the matmul efficiency rule",
              r->cr.path, r->cr.row.line, r->cr.row.model, r->cr.row.tp, r->cr.row.pp, r->cr.row.instances, r->cr.row.instance,

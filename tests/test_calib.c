@@ -137,18 +137,18 @@ static void test_calib_bad_input(void)
         return;
     char spec[160];
     snprintf(spec, sizeof spec, "%s:3", f.rows);
-    expect_error(run_toy(&f, spec, "gpt3-1.3b", NULL), 1, ":3: column 'model': unknown model preset 'nosuch-model'", "unknown model");
+    expect_error(run_toy(&f, spec, "gpt3-1.3b", NULL), 2, ":3: column 'model': unknown model preset 'nosuch-model'", "unknown model");
     CHECK(strstr(g_err, "hint: `costbench models`") != NULL, "hint names the command: %s", g_err);
     snprintf(spec, sizeof spec, "%s:4", f.rows);
-    expect_error(run_toy(&f, spec, "gpt3-1.3b", NULL), 1, ":4: column 'instance_type': unknown instance type 'toy.9x'", "unknown instance");
+    expect_error(run_toy(&f, spec, "gpt3-1.3b", NULL), 2, ":4: column 'instance_type': unknown instance type 'toy.9x'", "unknown instance");
     snprintf(spec, sizeof spec, "%s:1", f.rows);
-    expect_error(run_toy(&f, spec, "gpt3-1.3b", NULL), 2, ":1 is not a data row (data rows: lines 2, 3, 4)", "LINE the header");
+    expect_error(run_toy(&f, spec, "gpt3-1.3b", NULL), 2, "rows.csv:1: not a data row (data rows: lines 2, 3, 4)", "LINE the header");
     expect_error(run_toy(&f, f.rows, "gpt3-1.3b", NULL), 2, "has 3 data rows (lines 2, 3, 4); name one as", "no LINE, 3 rows");
     write_text(f.rows, "model,tensor_parallel,pipeline_parallel,instances,instance_type,seq_len,global_batch,seq_per_s\n"
                        "gpt3-1.3b,8,1,1,toy.8x,2048,64,fast\n");
     snprintf(spec, sizeof spec, "%s:2", f.rows);
-    expect_error(run_toy(&f, spec, "gpt3-1.3b", NULL), 1, "rows.csv:2: column 'seq_per_s'", "unparseable row");
-    expect_error(run_toy(&f, "/nonexistent/rows.csv:2", "gpt3-1.3b", NULL), 1, "/nonexistent/rows.csv", "unreadable file");
+    expect_error(run_toy(&f, spec, "gpt3-1.3b", NULL), 2, "rows.csv:2: column 'seq_per_s'", "unparseable row");
+    expect_error(run_toy(&f, "/nonexistent/rows.csv:2", "gpt3-1.3b", NULL), 2, "/nonexistent/rows.csv", "unreadable file");
     rm_tree(f.dir);
 }
 

@@ -210,7 +210,7 @@ static void test_plan_calibrated(void)
     snprintf(spec, sizeof spec, "%s:2", path);
     const char *bad[] = {"plan", "--model", "llama2-7b", "--tokens", "1B", "--deadline-days", "3", "--calibrate", spec, NULL};
     rc = cli_run(bad, NULL, 0, err, sizeof err);
-    CHECK(rc == 1 && strstr(err, ":2: column 'model'") && strstr(err, "nosuch-model"), "unknown model row: exit %d, %s", rc, err);
+    CHECK(rc == 2 && strstr(err, ":2: column 'model'") && strstr(err, "nosuch-model"), "unknown model row: exit %d, %s", rc, err);
     rm_tree(dir);
 }
 

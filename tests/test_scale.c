@@ -194,7 +194,7 @@ static void test_scale_fit_verify_unit(void)
     capture_stderr_begin();
     rc = scale_fit_verify(&s, &fit, &pts, 5);
     msg = capture_stderr_end();
-    CHECK(rc == CB_EFAIL && strstr(msg, "(unit:") && strstr(msg, "(error -9."), "a model 10%% slower fails: %s", msg);
+    CHECK(rc == CB_EFAIL && strstr(msg, "error: unit:2: ") && strstr(msg, "(error -9."), "a model 10%% slower fails: %s", msg);
     /* points that need more than the line rate: the efficiency stops at 1 and says so */
     truth.net_eff = 3;
     for (int i = 0; i < 2; i++) {
