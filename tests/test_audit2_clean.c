@@ -2,6 +2,7 @@
  * the Megatron sampler's index: 3 (clean-up deleted a user's files), 5 (a killed save's leftovers
  * stayed while its PID was alive) and 9 (the Megatron index missing from the memory estimate). */
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../common/mem.h"
 #include "check.h"
 
 static char g_out[65536], g_err[16384];
@@ -106,8 +108,55 @@ static void test_clean_live_pid(void)
     rm_tree(tmp);
 }
 
+/* ---------------------------------------------------------------- 9: the Megatron index unestimated */
+
+#define SMALL "--model", "pythia-14m", "--layers", "2", "--vocab", "512", "--micro-batch", "1", "--seq", "64", "--no-predict", \
+              "--peak-gflops", "10000", "--quiet", "--discard-steps", "0"
+
+/* Bytes of Megatron's document, sample and shuffle indices of num_samples samples of T+1 tokens
+ * over one document of tpe tokens (gpt_dataset.py's _get_num_epochs, helpers.cpp's sample count):
+ * 4 a document entry, 8 a sample row (one more row than samples), 4 a shuffle entry. */
+static double index_bytes(double tpe, double num_samples, double T)
+{
+    const double epochs = ceil((num_samples * T + 1) / tpe), built = floor((epochs * tpe - 1) / T);
+    return 4 * epochs + 8 * (built + 1) + 4 * built;
+}
+
+static void test_index_estimate(void)
+{
+    char *tmp = test_tmpdir(), txt[600], prefix[600], want[200];
+    if (!tmp) return;
+    snprintf(txt, sizeof txt, "%s/doc.txt", tmp), snprintf(prefix, sizeof prefix, "%s/corpus", tmp);
+    char doc[201];
+    for (int i = 0; i < 200; i++) doc[i] = (char)('a' + i % 23);
+    doc[200] = '\0';
+    write_text(txt, doc);
+    const char *b[] = {"dataset", "build", "--out", prefix, txt, NULL};
+    CHECK(run(b) == 0 && strstr(g_out, "200 byte-level tokens"), "dataset build: %s%s", g_out, g_err);
+    /* a small run prints its (small) index as a term of the estimate */
+    const char *a1[] = {"train", SMALL, "--data", prefix, "--steps", "2", NULL};
+    CHECK(run(a1) == 0 && strstr(g_out, ", Megatron sample index 0.000 GiB: total"), "the estimate has no index term: %s%s", g_out, g_err);
+    /* 65535 steps of 65536 samples: 4.3e9 samples, 53 GiB of indices */
+    const double need = index_bytes(200, 65535.0 * 65536.0, 64) / 1073741824.0;
+    if (0.9 * mem_available_bytes() / 1073741824.0 > need + 1) {
+        fprintf(stderr, "    (audit2 9: this machine has room for a %.0f GiB index: its refusal is not tested here)\n", need);
+        rm_tree(tmp);
+        return;
+    }
+    const char *a2[] = {"train", SMALL, "--data", prefix, "--steps", "65535", "--global-batch", "65536", NULL};
+    int rc = run(a2);
+    snprintf(want, sizeof want, ", Megatron sample index %.3f GiB: total", need);
+    CHECK(strstr(g_out, want), "expected '%s' in the estimate: %s", want, g_out);
+    snprintf(want, sizeof want, "with a Megatron sample index of %.1f GiB needs", need);
+    CHECK(rc == 2 && strstr(g_err, "error: pythia-14m") && strstr(g_err, want) && !strstr(g_err, "sample order of"),
+          "expected a refusal before allocation (exit 2, '%s'): exit %d: %s", want, rc, g_err);
+    CHECK(count_of(g_err, "\n") == 1, "expected one line: %s", g_err);
+    rm_tree(tmp);
+}
+
 const test_case tests_audit2_clean[] = {
     {"audit2 3: clean-up removes only the names costbench writes; a step holding a user's file stays", test_clean_user_files},
     {"audit2 5: a killed save's leftovers go unless their writer holds the save lock, whatever its PID", test_clean_live_pid},
+    {"audit2 9: the Megatron index is a term of the memory estimate; one that does not fit is refused before allocation", test_index_estimate},
     {0},
 };
