@@ -442,9 +442,11 @@ static int save_step(const gpt_model *m, const void *exp_avg, const void *exp_av
     if (path_fmt(tmp, sizeof tmp, "%s/%s.tmp.%ld", dir, name, (long)getpid()) != 0 ||
         path_fmt(final, sizeof final, "%s/%s", dir, name) != 0)
         return CB_EFAIL;
-    if (remove_step_dir(tmp) != 0) return err_msg("'%s' is in the way of this save: it holds files costbench did not write", tmp);
+    int rc = remove_step_dir(tmp); /* a dead process's of the same id */
+    if (rc == 1) return err_msg("'%s' is in the way of this save: it holds files costbench did not write", tmp);
+    if (rc != 0) return err_msg("cannot remove '%s': %s", tmp, strerror(errno));
     if (mkdir(tmp, 0755) != 0) return err_msg("cannot create '%s': %s", tmp, strerror(errno));
-    int rc = write_step_files(m, exp_avg, exp_avg_sq, tmp, st);
+    rc = write_step_files(m, exp_avg, exp_avg_sq, tmp, st);
     if (rc == 0) rc = publish_step(tmp, final);
     if (rc != 0) {
         remove_step_dir(tmp);

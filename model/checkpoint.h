@@ -12,7 +12,7 @@
  * and `latest` is replaced atomically after it: a kill at any moment leaves the previous
  * checkpoint usable. A save holds an exclusive flock on DIR/save.lock.PID while any of its
  * temporaries exist. What a killed save leaves behind (step-N.tmp.PID and step-N.old.PID
- * directories, latest.tmp.PID, save.lock.PID) is removed, one "note:" line on stderr each, by the
+ * directories and latest.tmp.PID, one "note:" line on stderr each; save.lock.PID) is removed by the
  * next save into DIR and by ckpt_clean, when they can take that lock (its writer is gone, whatever
  * became of its PID); a live save's are left alone. Only the exact names costbench writes are
  * deleted: in a step directory model.safetensors, optimizer.safetensors and their NAME.tmp.PID
