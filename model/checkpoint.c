@@ -4,7 +4,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <fcntl.h>
-#include <signal.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -127,58 +127,207 @@ static void meta_model(const gpt_model *m, meta_list *ml)
     meta_add(ml, "precision", "%s", precision_name(m->prec));
 }
 
-/* Removes a step directory costbench wrote: its *.safetensors files and their temporaries, then
- * the directory (which stays, with what it holds, if anything else is in it). */
+/* ---------------------------------------------------------------- the names costbench writes */
+
+/* 1 when s is a process id as costbench prints one (decimal digits, no sign, no leading zero). */
+static int parse_pid(const char *s, long *pid)
+{
+    if (s[0] < '1' || s[0] > '9') return 0;
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (*end != '\0' || errno != 0) return 0;
+    *pid = v;
+    return 1;
+}
+
+/* 1 when `name` is a file costbench writes into a step directory: model.safetensors,
+ * optimizer.safetensors, or the temporary st_write renames into either (NAME.tmp.PID). */
+static int step_file_name(const char *name)
+{
+    static const char *const files[] = {"model.safetensors", "optimizer.safetensors"};
+    for (int i = 0; i < 2; i++) {
+        const size_t n = strlen(files[i]);
+        long pid;
+        if (strncmp(name, files[i], n) != 0) continue;
+        if (name[n] == '\0' || (strncmp(name + n, ".tmp.", 5) == 0 && parse_pid(name + n + 5, &pid))) return 1;
+    }
+    return 0;
+}
+
+typedef enum { NAME_OTHER, NAME_STEP, NAME_STEP_TMP, NAME_STEP_OLD, NAME_LATEST_TMP, NAME_LOCK } dir_name;
+
+/* What `name` in a checkpoint directory is, by the exact names costbench writes there:
+ * step-NNNNNNNN (a checkpoint), step-NNNNNNNN.tmp.PID and .old.PID (a save's temporaries),
+ * latest.tmp.PID, save.lock.PID (the save lock, below); *step and *pid as they apply. */
+static dir_name classify_name(const char *name, long *step, long *pid)
+{
+    if (strncmp(name, "latest.tmp.", 11) == 0) return parse_pid(name + 11, pid) ? NAME_LATEST_TMP : NAME_OTHER;
+    if (strncmp(name, "save.lock.", 10) == 0) return parse_pid(name + 10, pid) ? NAME_LOCK : NAME_OTHER;
+    if (strncmp(name, "step-", 5) != 0 || name[5] < '0' || name[5] > '9') return NAME_OTHER;
+    char *end = NULL, canon[64];
+    errno = 0;
+    *step = strtol(name + 5, &end, 10);
+    snprintf(canon, sizeof canon, "step-%08ld", *step);
+    if (errno != 0 || strlen(canon) != (size_t)(end - name) || strncmp(canon, name, (size_t)(end - name)) != 0) return NAME_OTHER;
+    if (*end == '\0') return NAME_STEP;
+    if (strncmp(end, ".tmp.", 5) == 0 && parse_pid(end + 5, pid)) return NAME_STEP_TMP;
+    if (strncmp(end, ".old.", 5) == 0 && parse_pid(end + 5, pid)) return NAME_STEP_OLD;
+    return NAME_OTHER;
+}
+
+/* Removes a step directory when it holds only files costbench writes (step_file_name): returns
+ * 0 (also when it is missing). One holding anything else stays whole, with what it holds:
+ * returns 1. -1 when it cannot be read or removed. */
 static int remove_step_dir(const char *path)
 {
     DIR *d = opendir(path);
     if (!d) return errno == ENOENT ? 0 : -1;
     struct dirent *e;
+    int foreign = 0;
+    while ((e = readdir(d)) != NULL && !foreign)
+        foreign = strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 && !step_file_name(e->d_name);
+    if (foreign) {
+        closedir(d);
+        return 1;
+    }
+    rewinddir(d);
     char f[4400];
-    while ((e = readdir(d)) != NULL) {
-        int ours = strncmp(e->d_name, "model.safetensors", 17) == 0 || strncmp(e->d_name, "optimizer.safetensors", 21) == 0;
-        if (ours && path_fmt(f, sizeof f, "%s/%s", path, e->d_name) == 0) unlink(f);
-    }
+    while ((e = readdir(d)) != NULL)
+        if (step_file_name(e->d_name) && path_fmt(f, sizeof f, "%s/%s", path, e->d_name) == 0) unlink(f);
     closedir(d);
-    return rmdir(path);
+    return rmdir(path) == 0 || errno == ENOENT ? 0 : -1;
 }
 
-/* A leftover of a killed save: step-N.tmp.PID or step-N.old.PID (a directory), latest.tmp.PID (a
- * file), whose process is gone (or is this one). *is_dir says which. */
-static int stale_leftover(const char *name, int *is_dir)
+/* Step directories kept because they hold other files, reported once a process (by device and
+ * inode: a save every step would repeat the warning). */
+static struct {
+    dev_t dev;
+    ino_t ino;
+} g_kept[64];
+static int g_nkept;
+
+/* 1 when (dev, ino) was already reported; else it is recorded. */
+static int kept_before(dev_t dev, ino_t ino)
 {
-    long s, pid;
-    int n = 0;
-    *is_dir = 1;
-    if (sscanf(name, "step-%ld.tmp.%ld%n", &s, &pid, &n) == 2 && name[n] == '\0') {
-    } else if (sscanf(name, "step-%ld.old.%ld%n", &s, &pid, &n) == 2 && name[n] == '\0') {
-    } else if (sscanf(name, "latest.tmp.%ld%n", &pid, &n) == 1 && name[n] == '\0') {
-        *is_dir = 0;
-    } else {
-        return 0;
+    for (int i = 0; i < g_nkept; i++)
+        if (g_kept[i].dev == dev && g_kept[i].ino == ino) return 1;
+    if (g_nkept < 64) {
+        g_kept[g_nkept].dev = dev;
+        g_kept[g_nkept].ino = ino;
+        g_nkept++;
     }
-    if (pid == (long)getpid()) return 1;
-    return pid <= 0 || (kill((pid_t)pid, 0) != 0 && errno == ESRCH);
+    return 0;
 }
 
-/* Step directories other than `keep1` and `keep2` are superseded (keep -1: none kept). */
-static void clean_dir(const char *dir, long keep1, long keep2)
+static void warn_kept(const char *path)
+{
+    struct stat sb;
+    if (stat(path, &sb) == 0 && !kept_before(sb.st_dev, sb.st_ino)) err_warn("kept '%s': it holds files costbench did not write", path);
+}
+
+/* ---------------------------------------------------------------- the save lock
+ *
+ * A save of process PID holds an exclusive flock on DIR/save.lock.PID from before it creates its
+ * first temporary (step-N.tmp.PID) until its last one is gone (after latest.tmp.PID is renamed).
+ * A cleaner removes the temporaries of PID only while it holds that lock itself: it gets it when
+ * no process holds it, which the kernel decides (a dead writer's lock is released, whatever
+ * happened to its PID since: reused, a zombie, another host's process of the same number on a
+ * shared file system). Both sides create the file, lock it, and check that the locked file is
+ * still the one of that name (a cleaner unlinks it when done), else start over. */
+typedef struct {
+    int fd;
+    char path[4400];
+} save_lock;
+
+/* 1 taken, 0 held by another open file (a live save), -1 cannot tell (no file made or locked). */
+static int lock_take(save_lock *lk, const char *dir, long pid, int wait)
+{
+    if (path_fmt(lk->path, sizeof lk->path, "%s/save.lock.%ld", dir, pid) != 0) return -1;
+    for (int tries = 0; tries < 1000; tries++) {
+        int fd = open(lk->path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        if (fd < 0) return -1;
+        if (flock(fd, LOCK_EX | (wait ? 0 : LOCK_NB)) != 0) {
+            int e = errno;
+            close(fd);
+            if (e == EINTR) continue;
+            return e == EWOULDBLOCK ? 0 : -1;
+        }
+        struct stat held, named;
+        if (fstat(fd, &held) == 0 && stat(lk->path, &named) == 0 && held.st_dev == named.st_dev && held.st_ino == named.st_ino) {
+            lk->fd = fd;
+            return 1;
+        }
+        close(fd); /* unlinked by a cleaner between open and flock */
+    }
+    return -1;
+}
+
+static void lock_release(save_lock *lk)
+{
+    unlink(lk->path);
+    close(lk->fd);
+}
+
+/* ---------------------------------------------------------------- cleaning a directory */
+
+/* Removes leftover `name` (of kind k, written by process pid) of a killed save, and says so,
+ * unless that process still saves (it holds the save lock). */
+static void remove_leftover(const char *dir, const char *name, dir_name k, long pid)
+{
+    char path[4400];
+    save_lock lk;
+    struct stat sb;
+    if (path_fmt(path, sizeof path, "%s/%s", dir, name) != 0 || lock_take(&lk, dir, pid, 0) != 1) return;
+    if (k != NAME_LOCK && lstat(path, &sb) == 0) {
+        int rc = -1;
+        if (k == NAME_LATEST_TMP && S_ISREG(sb.st_mode)) rc = unlink(path);
+        else if (k != NAME_LATEST_TMP && S_ISDIR(sb.st_mode)) rc = remove_step_dir(path);
+        if (rc == 0) fprintf(stderr, "note: removed '%s', left by a killed save\n", path);
+        else if (rc == 1) warn_kept(path);
+    }
+    lock_release(&lk);
+}
+
+/* The names in dir (NULL when it cannot be read); *n receives the count. */
+static char **list_names(const char *dir, int *n)
 {
     DIR *d = opendir(dir);
-    if (!d) return;
+    *n = 0;
+    if (!d) return NULL;
+    char **names = NULL;
+    int cap = 0;
     struct dirent *e;
-    char path[4400];
     while ((e = readdir(d)) != NULL) {
-        long s;
-        int n = 0, is_dir = 1;
-        int superseded = keep1 >= 0 && sscanf(e->d_name, "step-%ld%n", &s, &n) == 1 && e->d_name[n] == '\0' && s != keep1 &&
-                         s != keep2;
-        if (!superseded && !stale_leftover(e->d_name, &is_dir)) continue;
-        if (path_fmt(path, sizeof path, "%s/%s", dir, e->d_name) != 0) continue;
-        if (is_dir) remove_step_dir(path);
-        else unlink(path);
+        if (*n == cap) {
+            char **grown = realloc(names, (size_t)(cap = cap ? 2 * cap : 32) * sizeof *names);
+            if (!grown) break;
+            names = grown;
+        }
+        if (!(names[*n] = strdup(e->d_name))) break;
+        (*n)++;
     }
     closedir(d);
+    return names;
+}
+
+/* Step directories other than `keep1` and `keep2` are superseded (keep -1: none kept); the
+ * leftovers of killed saves go (remove_leftover). Only the names costbench writes are touched. */
+static void clean_dir(const char *dir, long keep1, long keep2)
+{
+    int n;
+    char **names = list_names(dir, &n), path[4400];
+    for (int i = 0; i < n; i++) {
+        long s = -1, pid = 0;
+        dir_name k = classify_name(names[i], &s, &pid);
+        if (k == NAME_STEP && keep1 >= 0 && s != keep1 && s != keep2 && path_fmt(path, sizeof path, "%s/%s", dir, names[i]) == 0 &&
+            remove_step_dir(path) == 1)
+            warn_kept(path);
+        else if (k != NAME_STEP && k != NAME_OTHER)
+            remove_leftover(dir, names[i], k, pid);
+        free(names[i]);
+    }
+    free(names);
 }
 
 void ckpt_clean(const char *dir) { clean_dir(dir, -1, -1); }
@@ -285,24 +434,39 @@ static int publish_step(const char *tmp, const char *final)
     return 0;
 }
 
-int ckpt_save(const gpt_model *m, const void *exp_avg, const void *exp_avg_sq, const char *dir, const ckpt_state *st)
+/* Writes step st->step under its temporary name, publishes it and names it in `latest`. */
+static int save_step(const gpt_model *m, const void *exp_avg, const void *exp_avg_sq, const char *dir, const ckpt_state *st,
+                     const char *name)
 {
-    if (mkdir(dir, 0755) != 0 && errno != EEXIST) return err_msg("cannot create '%s': %s", dir, strerror(errno));
-    char name[64], tmp[4200], final[4200], prev_name[256];
-    snprintf(name, sizeof name, "step-%08ld", st->step);
+    char tmp[4200], final[4200];
     if (path_fmt(tmp, sizeof tmp, "%s/%s.tmp.%ld", dir, name, (long)getpid()) != 0 ||
         path_fmt(final, sizeof final, "%s/%s", dir, name) != 0)
         return CB_EFAIL;
-    remove_step_dir(tmp);
+    int rc = remove_step_dir(tmp); /* a dead process's of the same id */
+    if (rc == 1) return err_msg("'%s' is in the way of this save: it holds files costbench did not write", tmp);
+    if (rc != 0) return err_msg("cannot remove '%s': %s", tmp, strerror(errno));
     if (mkdir(tmp, 0755) != 0) return err_msg("cannot create '%s': %s", tmp, strerror(errno));
-    int rc = write_step_files(m, exp_avg, exp_avg_sq, tmp, st);
+    rc = write_step_files(m, exp_avg, exp_avg_sq, tmp, st);
     if (rc == 0) rc = publish_step(tmp, final);
     if (rc != 0) {
         remove_step_dir(tmp);
         return CB_EFAIL;
     }
+    return write_latest(dir, name);
+}
+
+int ckpt_save(const gpt_model *m, const void *exp_avg, const void *exp_avg_sq, const char *dir, const ckpt_state *st)
+{
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST) return err_msg("cannot create '%s': %s", dir, strerror(errno));
+    char name[64], prev_name[256];
+    snprintf(name, sizeof name, "step-%08ld", st->step);
+    save_lock lk; /* held while this save has temporaries in dir */
+    if (lock_take(&lk, dir, (long)getpid(), 1) != 1)
+        return err_msg("cannot lock '%s/save.lock.%ld': %s", dir, (long)getpid(), strerror(errno));
     long prev = read_latest(dir, prev_name, sizeof prev_name); /* kept as the fallback */
-    if (write_latest(dir, name) != 0) return CB_EFAIL;
+    int rc = save_step(m, exp_avg, exp_avg_sq, dir, st, name);
+    lock_release(&lk);
+    if (rc != 0) return CB_EFAIL;
     /* keep this checkpoint and the previous one; drop older ones and what killed saves left */
     clean_dir(dir, st->step, prev);
     return 0;

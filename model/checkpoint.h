@@ -10,9 +10,13 @@
  * DIR/latest                               the name of the newest complete step directory
  * A step directory is written under a temporary name (step-N.tmp.PID) and renamed when complete,
  * and `latest` is replaced atomically after it: a kill at any moment leaves the previous
- * checkpoint usable. What a killed save leaves behind (step-N.tmp.PID and step-N.old.PID
- * directories with their *.safetensors* files, latest.tmp.PID) is removed by the next save into
- * DIR and by ckpt_clean; only files of the names costbench writes are ever deleted.
+ * checkpoint usable. A save holds an exclusive flock on DIR/save.lock.PID while any of its
+ * temporaries exist. What a killed save leaves behind (step-N.tmp.PID and step-N.old.PID
+ * directories and latest.tmp.PID, one "note:" line on stderr each; save.lock.PID) is removed by the
+ * next save into DIR and by ckpt_clean, when they can take that lock (its writer is gone, whatever
+ * became of its PID); a live save's are left alone. Only the exact names costbench writes are
+ * deleted: in a step directory model.safetensors, optimizer.safetensors and their NAME.tmp.PID
+ * temporaries; a step directory holding anything else stays whole (a warning says so once).
  * Resuming checks that the weights, the optimizer state and `latest` name the same step of the
  * same run (the run id is drawn when a run starts and kept across resumes). */
 #ifndef CB_CHECKPOINT_H

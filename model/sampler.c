@@ -27,9 +27,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "../common/err.h"
 #include "../common/mem.h"
+#include "../common/timer.h"
 
 #define MEGATRON_VERSION "Megatron-LM core_v0.19.0"
 
@@ -88,12 +90,25 @@ uint32_t mt19937_interval(mt19937 *r, uint32_t max)
     return v;
 }
 
+/* The draws do not depend on the array, so they are made a batch ahead of the swaps, and the
+ * element each swap reaches at random is prefetched a few swaps before: the same swaps in the same
+ * order, without waiting on a cache miss each (the shuffles of large indices are memory-bound). */
 void mt19937_shuffle_u32(mt19937 *r, uint32_t *x, uint64_t n)
 {
-    for (uint64_t i = n > 0 ? n - 1 : 0; i > 0; i--) {
-        uint32_t j = mt19937_interval(r, (uint32_t)i), t = x[i];
-        x[i] = x[j];
-        x[j] = t;
+    enum { BATCH = 256, AHEAD = 16 };
+    uint32_t js[BATCH];
+    for (uint64_t i = n > 0 ? n - 1 : 0; i > 0;) {
+        const int k = i < BATCH ? (int)i : BATCH; /* swaps of positions i, i-1, ..., i-k+1 */
+        for (int q = 0; q < k; q++) js[q] = mt19937_interval(r, (uint32_t)(i - (uint64_t)q));
+        for (int q = 0; q < k && q < AHEAD; q++) __builtin_prefetch(&x[js[q]], 1);
+        for (int q = 0; q < k; q++) {
+            if (q + AHEAD < k) __builtin_prefetch(&x[js[q + AHEAD]], 1);
+            const uint64_t at = i - (uint64_t)q;
+            const uint32_t j = js[q], t = x[at];
+            x[at] = x[j];
+            x[j] = t;
+        }
+        i -= (uint64_t)k;
     }
 }
 
@@ -112,6 +127,7 @@ const char *sampler_name(sampler_kind k) { return k == SAMPLER_MEGATRON ? "megat
 /* ---------------------------------------------------------------- megatron: the plan */
 
 #define IDX_MAX_ENTRIES (1ULL << 32)
+#define SAMPLER_TELL_BYTES (256.0 * 1048576.0) /* indices from this size on announce their build */
 
 /* What GPTDataset refuses, or numpy cannot do, or is past these indices' uint32 entries. */
 static int megatron_check(const sampler *sp)
@@ -164,16 +180,46 @@ static int megatron_plan(sampler *sp, uint64_t *first_shuffle)
     return 0;
 }
 
+/* The bytes of the three indices of a planned sampler: 4 a document_index entry, 8 a
+ * sample_index row, 4 a shuffle_index entry. */
+static double planned_bytes(const sampler *sp)
+{
+    return 4.0 * (double)sp->ndocument_index + 8.0 * (double)(sp->num_samples_built + 1) + 4.0 * (double)sp->num_samples_built;
+}
+
+int sampler_index_bytes(sampler_kind k, const dataset *d, int T, uint64_t num_samples, unsigned long long seed, double *bytes)
+{
+    sampler sp = {.kind = k, .d = d, .T = T, .seed = seed, .num_samples = num_samples};
+    uint64_t first_shuffle;
+    *bytes = 0;
+    if (k == SAMPLER_RANDOM) return 0;
+    if (megatron_check(&sp) != 0 || megatron_plan(&sp, &first_shuffle) != 0) return CB_EFAIL;
+    *bytes = planned_bytes(&sp);
+    return 0;
+}
+
+/* An index array; a large one in transparent huge pages where the kernel grants them on request
+ * (the shuffles reach it at random: fewer TLB misses). Freed with free(). */
+static void *index_alloc(size_t bytes)
+{
+    const size_t huge = (size_t)2 << 20;
+    if (bytes < 32 * huge) return malloc(bytes ? bytes : 1);
+    if (bytes > SIZE_MAX - huge) return NULL;
+    void *p = aligned_alloc(huge, (bytes + huge - 1) / huge * huge);
+    if (p) madvise(p, (bytes + huge - 1) / huge * huge, MADV_HUGEPAGE); /* advice: refused is fine */
+    return p;
+}
+
 static int megatron_alloc(sampler *sp)
 {
-    const double bytes = 4.0 * (double)sp->ndocument_index + 8.0 * (double)(sp->num_samples_built + 1) + 4.0 * (double)sp->num_samples_built;
+    const double bytes = planned_bytes(sp);
     char what[1200];
     snprintf(what, sizeof what, "the Megatron sample order of %s (%d epochs, %llu samples)", sp->d->prefix, sp->num_epochs,
              (unsigned long long)sp->num_samples_built);
     if (mem_check_fits(bytes, what) != 0) return CB_EFAIL;
-    sp->document_index = malloc(sp->ndocument_index * sizeof *sp->document_index);
-    sp->sample_index = malloc((sp->num_samples_built + 1) * 2 * sizeof *sp->sample_index);
-    sp->shuffle_index = malloc((sp->num_samples_built ? sp->num_samples_built : 1) * sizeof *sp->shuffle_index);
+    sp->document_index = index_alloc(sp->ndocument_index * sizeof *sp->document_index);
+    sp->sample_index = index_alloc((sp->num_samples_built + 1) * 2 * sizeof *sp->sample_index);
+    sp->shuffle_index = index_alloc((sp->num_samples_built ? sp->num_samples_built : 1) * sizeof *sp->shuffle_index);
     if (!sp->document_index || !sp->sample_index || !sp->shuffle_index)
         return err_msg("out of memory: %s needs %.3f GiB", what, bytes / 1073741824.0);
     return 0;
@@ -246,11 +292,19 @@ int sampler_init(sampler *sp, sampler_kind k, const dataset *d, int T, uint64_t 
         sampler_free(sp);
         return CB_EFAIL;
     }
+    /* a large order takes a while to build (about 0.1 us an entry): say so on stderr, a line before
+     * and one after, terminal or log alike (two lines; the small ones of tests say nothing) */
+    const double bytes = planned_bytes(sp), t0 = timer_now_s();
+    const int tell = bytes >= SAMPLER_TELL_BYTES && err_rank() == 0;
+    if (tell)
+        fprintf(stderr, "costbench train: building the Megatron sample order of %s: %d epochs, %llu samples, %.1f GiB of indices\n", d->prefix,
+                sp->num_epochs, (unsigned long long)sp->num_samples_built, bytes / 1073741824.0);
     mt19937 rng; /* numpy.random.RandomState(seed), used by the document index, then the shuffle index */
     mt19937_seed(&rng, (uint32_t)seed);
     build_document_index(sp, &rng);
     build_sample_index(sp);
     build_shuffle_index(sp, &rng, first_shuffle);
+    if (tell) fprintf(stderr, "costbench train: Megatron sample order built in %.1f s\n", timer_now_s() - t0);
     return 0;
 }
 

@@ -21,6 +21,7 @@
 #include "../common/presets.h"
 #include "../model/dataset.h"
 #include "../model/gpt.h"
+#include "../model/sampler.h"
 #include "commands.h"
 
 static double gib(double b) { return b / 1073741824.0; }
@@ -150,10 +151,28 @@ static int train_config(const train_flags *f, model_config *cfg)
     return check_blas_sizes(cfg, f->B, f->T);
 }
 
-/* The memory estimate, printed before anything is allocated, and refused when it does not fit. */
+/* The bytes of the Megatron sampler's indices for --data (0 without, or with --sampler random),
+ * from the counts of the dataset's index (opened here, before anything large is allocated). */
+static int train_data_index(const train_flags *f, double *bytes)
+{
+    *bytes = 0;
+    if (!f->data || f->sampling != SAMPLER_MEGATRON) return 0;
+    dataset d;
+    if (dataset_open(&d, f->data) != 0) return CB_EFAIL;
+    const uint64_t num_samples = (uint64_t)f->steps * (uint64_t)f->G;
+    int rc = sampler_index_bytes(f->sampling, &d, (int)f->T, num_samples, (unsigned long long)f->seed, bytes);
+    dataset_close(&d);
+    return rc;
+}
+
+/* The memory estimate, printed before anything is allocated, and refused when it does not fit;
+ * each rank builds its own sampler indices, so they count per rank. */
 static int train_memory(const train_flags *f, const model_config *cfg, int ranks, gpt_mem *mem)
 {
+    double index_bytes;
+    if (train_data_index(f, &index_bytes) != 0) return CB_EFAIL;
     gpt_estimate(cfg, (int)f->B, (int)f->T, f->recompute, f->prec, mem);
+    mem->total += index_bytes;
     double moments_full = mem->moments;
     if (f->zero && ranks > 1) { /* ZeRO-1: each rank holds 1/N of the moments */
         mem->moments /= ranks;
@@ -167,12 +186,13 @@ static int train_memory(const train_flags *f, const model_config *cfg, int ranks
                cfg->mlp == MLP_SWIGLU ? "SwiGLU" : "GELU", cfg->pos == POS_ALIBI ? "ALiBi" : cfg->learned_pos ? "learned positions" : "rotary",
                rot && cfg->rope == ROPE_GPTJ ? " (GPT-J pairs)" : "", rot, cfg->parallel_residual ? "parallel" : "sequential",
                cfg->shared_norm ? " (one norm)" : "", cfg->tied_embeddings ? "tied" : "untied", f->B, f->T, f->G, f->G / f->B);
-        char wh[64] = "";
+        char wh[64] = "", ix[64] = "";
         if (mem->weights_bf16 > 0) snprintf(wh, sizeof wh, ", packed bf16 weight copies %.3f GiB", gib(mem->weights_bf16));
-        printf("# memory estimate (%s): parameters %.3f GiB, gradients %.3f GiB, AdamW moments %.3f GiB%s, activations %.3f GiB (%.3f GiB with --recompute, %.3f GiB without), scratch %.3f GiB: total %.3f GiB\n",
+        if (f->data && f->sampling == SAMPLER_MEGATRON) snprintf(ix, sizeof ix, ", Megatron sample index %.3f GiB", gib(index_bytes));
+        printf("# memory estimate (%s): parameters %.3f GiB, gradients %.3f GiB, AdamW moments %.3f GiB%s, activations %.3f GiB (%.3f GiB with --recompute, %.3f GiB without), scratch %.3f GiB%s: total %.3f GiB\n",
                precision_name(f->prec), gib(mem->params), gib(mem->grads), gib(mem->moments), wh,
                gib(f->recompute ? mem->acts_full_recompute : mem->acts_full_no_recompute), gib(mem->acts_full_recompute),
-               gib(mem->acts_full_no_recompute), gib(mem->scratch), gib(mem->total));
+               gib(mem->acts_full_no_recompute), gib(mem->scratch), ix, gib(mem->total));
         if (ranks > 1)
             printf("# %d data-parallel ranks%s: the estimate is per rank%s\n", ranks, f->zero ? ", ZeRO-1" : "",
                    f->zero ? "" : " (--zero 1 would shard the AdamW moments)");
@@ -181,10 +201,11 @@ static int train_memory(const train_flags *f, const model_config *cfg, int ranks
                    gib(moments_full), gib(moments_full - mem->moments));
         fflush(stdout);
     }
-    char what[160];
+    char what[240], ixw[80] = "";
     int local = comm_local_size();
-    snprintf(what, sizeof what, "%s at B=%ld T=%ld in %s%s%s", cfg->name, f->B, f->T, precision_name(f->prec),
-             f->recompute ? " with --recompute" : "",
+    if (index_bytes >= 0.01 * mem->total) snprintf(ixw, sizeof ixw, " with a Megatron sample index of %.1f GiB", gib(index_bytes));
+    snprintf(what, sizeof what, "%s at B=%ld T=%ld in %s%s%s%s", cfg->name, f->B, f->T, precision_name(f->prec),
+             f->recompute ? " with --recompute" : "", ixw,
              local > 1 ? " on every rank of this machine" : "");
     int rc = mem_check_fits(mem->total * local, what);
     double with_rc = mem->total - mem->acts_full_no_recompute + mem->acts_full_recompute;

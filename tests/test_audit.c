@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -226,8 +227,12 @@ static void test_audit_killed_saves(void)
     snprintf(p, sizeof p, "%s/step-00000004.old.%ld", dir, dp), mkdir(p, 0755);
     snprintf(p, sizeof p, "%s/step-00000004.old.%ld/model.safetensors", dir, dp), write_file_bytes(p, "xx", 2);
     snprintf(p, sizeof p, "%s/latest.tmp.%ld", dir, dp), write_file_bytes(p, "step-00000004\n", 14);
-    /* a running writer's temporary (this process is alive) and a user's file are not costbench's to delete */
+    /* a running writer's temporary (this process saves: it holds its save lock) and a user's file
+     * are not costbench's to delete */
     snprintf(p, sizeof p, "%s/step-00000007.tmp.%ld", dir, me), mkdir(p, 0755);
+    snprintf(p, sizeof p, "%s/save.lock.%ld", dir, me);
+    int lock = open(p, O_RDWR | O_CREAT, 0644);
+    CHECK(lock >= 0 && flock(lock, LOCK_EX) == 0, "cannot lock %s", p);
     snprintf(p, sizeof p, "%s/step-00000006.tmp.%ld", dir, dp), mkdir(p, 0755);
     snprintf(p, sizeof p, "%s/step-00000006.tmp.%ld/notes.txt", dir, dp), write_file_bytes(p, "mine", 4);
     const char *a[] = {"train", TINY, "--steps", "1", "--save", dir, NULL};
@@ -240,6 +245,7 @@ static void test_audit_killed_saves(void)
           "left behind: %s(expected only the live writer's and the user's)", left);
     snprintf(p, sizeof p, "%s/step-00000006.tmp.%ld/notes.txt", dir, dp);
     CHECK(access(p, F_OK) == 0, "a file costbench did not write was deleted");
+    if (lock >= 0) close(lock);
     rm_tree(dir);
     /* real kills at random moments of a run that saves every step, then one more save */
     const char *argv[] = {g_costbench, "train", TINY, "--steps", "400", "--save", dir, "--save-every", "1", NULL};
