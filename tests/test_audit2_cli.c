@@ -1,6 +1,84 @@
-/* Regression tests for the second hostile audit's defects (issue 18): see the first comment below. */
+/* Regression tests for the second hostile audit's defects (issue 18) in the command line: list
+ * flags that took a value twice (6), --calibrate with flags it makes meaningless (8), numbers that
+ * were not decimal (10) and a --d-model override that kept the preset's MLP width (12). */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../common/parse.h"
 #include "check.h"
 
+static char g_out[65536], g_err[16384];
+static int run(const char *const *args) { return cli_run(args, g_out, sizeof g_out, g_err, sizeof g_err); }
+
+/* One usage error (exit 2, one line) that contains `want`. */
+static void check_refused(const char *const *args, const char *want)
+{
+    int rc = run(args);
+    const char *nl = strchr(g_err, '\n');
+    int one_line = nl && nl[1] == '\0';
+    CHECK(rc == 2 && strstr(g_err, want) && one_line, "%s %s %s: exit %d, expected 2 and one line with \"%s\": %s", args[0], args[1],
+          args[2] ? args[2] : "", rc, want, g_err);
+}
+
+#define PLAN_OF(m) "plan", "--model", m, "--tokens", "1B", "--deadline-days", "30", "--max-nodes", "2"
+#define PLAN PLAN_OF("pythia-70m")
+#define SCALE_OF(m) "scale", "--model", m, "--instance", "trn1.32xlarge", "--nodes", "1,2"
+#define SCALE SCALE_OF("pythia-1b")
+
+/* ---------------------------------------------------------------- 10: decimal numbers only */
+
+static void test_decimal_numbers(void)
+{
+    static const char *const bad[] = {"0x10", " 5", "5 ", "inf", "nan", "1e", "1e5x", "0x1e", "+-5", "."};
+    const int nbad = (int)(sizeof bad / sizeof bad[0]);
+    for (int i = 0; i < nbad; i++) {
+        char want[64];
+        const char *p1[] = {PLAN, "--deadline-days", bad[i], NULL}; /* a float flag */
+        check_refused(p1, "flag '--deadline-days': expected a number");
+        const char *p2[] = {PLAN, "--top", bad[i], NULL}; /* an integer flag */
+        check_refused(p2, "flag '--top': expected an integer");
+        const char *s1[] = {SCALE, "--global-batch", "64", "--overlap", bad[i], NULL};
+        check_refused(s1, "flag '--overlap': expected a number");
+        const char *s2[] = {SCALE, "--global-batch", "64", "--seq", bad[i], NULL};
+        check_refused(s2, "flag '--seq': expected an integer");
+        snprintf(want, sizeof want, "got '%s'", bad[i]);
+        CHECK(strstr(g_err, want), "the value as given: %s", g_err);
+    }
+    /* decimal forms keep working */
+    const char *ok1[] = {PLAN, "--deadline-days", "1e1", "--top", "1e1", NULL};
+    CHECK(run(ok1) == 0 && strstr(g_out, "deadline 10 days"), "1e1: %s", g_err);
+    const char *ok2[] = {SCALE, "--global-batch", "0.064K", "--overlap", ".5", "--seq", "2.048e3", NULL};
+    CHECK(run(ok2) == 0, "0.064K, .5, 2.048e3: %s", g_err);
+    long l = 0;
+    double d = 0;
+    CHECK(parse_long("1.5M", 0, 1L << 40, 1, "x", &l) == 0 && l == 1500000, "1.5M: %ld", l);
+    CHECK(parse_long("1e9", 0, 1L << 40, 1, "x", &l) == 0 && l == 1000000000, "1e9: %ld", l);
+    CHECK(parse_long("-3", -5, 5, 0, "x", &l) == 0 && l == -3, "-3: %ld", l);
+    CHECK(parse_long("2Ki", 0, 1L << 40, 1, "x", &l) == 0 && l == 2048, "2Ki: %ld", l);
+    CHECK(parse_double("-0.5", -1, 1, "x", &d) == 0 && d == -0.5, "-0.5: %g", d);
+    CHECK(parse_double("+2.5e-1", -1, 1, "x", &d) == 0 && d == 0.25, "+2.5e-1: %g", d);
+    capture_stderr_begin();
+    int r1 = parse_long("1e9", 0, 1L << 40, 0, "x", &l);   /* no suffixes: digits only */
+    int r2 = parse_long("1.5", 0, 100, 1, "x", &l);        /* not an integer */
+    int r3 = parse_double("1e999", 0, INFINITY, "x", &d); /* out of range */
+    int r4 = parse_double("0x1p3", 0, 100, "x", &d);
+    capture_stderr_end();
+    CHECK(r1 != 0 && r2 != 0 && r3 != 0 && r4 != 0, "refused: %d %d %d %d", r1, r2, r3, r4);
+    /* a CSV cell: hex was a price */
+    char *dir = test_tmpdir(), path[4200];
+    if (!dir) return;
+    snprintf(path, sizeof path, "%s/prices.csv", dir);
+    write_text(path, "provider,instance_type,region,pricing_option,usd_per_hour,as_of,source\n"
+                     "aws,trn1.32xlarge,us-east-1,on_demand,0x10,2024-06,test\n");
+    const char *r[] = {"report", "--throughput", "data/reference/trn1_table1.csv", "--prices", path, "--out", dir, NULL};
+    int rc = run(r);
+    CHECK(rc != 0 && strstr(g_err, ":2: column 'usd_per_hour': expected a number") && strstr(g_err, "got '0x10'"), "hex price: exit %d: %s",
+          rc, g_err);
+    rm_tree(dir);
+}
+
 const test_case tests_audit2_cli[] = {
+    {"audit2 10: numbers are decimal only: no hex, spaces, inf, nan or bare exponents (flags and CSV cells)", test_decimal_numbers},
     {0},
 };
