@@ -85,36 +85,43 @@ int parse_double(const char *s, double lo, double hi, const char *what, double *
     return 0;
 }
 
-int parse_long_list(const char *s, long lo, long hi, int suffixes, const char *what, long *out, int cap)
+/* A copy of s in buf split at its commas into out, every entry non-empty. Returns the count or
+ * CB_EUSAGE. */
+static int list_split(const char *s, const char *what, char *buf, size_t bufsz, char **out, int cap)
 {
-    char buf[1024];
-    if (s == NULL || *s == '\0')
-        return err_usage("%s: expected a comma-separated list of integers, got an empty value", what);
-    if (strlen(s) >= sizeof buf)
-        return err_usage("%s: list is too long (%zu characters)", what, strlen(s));
+    if (s == NULL || *s == '\0') return err_usage("%s: expected a comma-separated list, got an empty value", what);
+    if (strlen(s) >= bufsz) return err_usage("%s: list is too long (%zu characters)", what, strlen(s));
     strcpy(buf, s);
     int n = 0;
-    char *save = NULL;
-    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    for (char *p = buf;; n++) {
+        char *comma = strchr(p, ',');
+        if (comma) *comma = '\0';
+        if (*p == '\0') return err_usage("%s: an empty entry in '%s'", what, s);
         if (n == cap) return err_usage("%s: at most %d values, got more", what, cap);
-        if (parse_long(tok, lo, hi, suffixes, what, &out[n]) != 0) return CB_EUSAGE;
-        n++;
+        out[n] = p;
+        if (!comma) return n + 1;
+        p = comma + 1;
     }
-    if (n == 0) return err_usage("%s: expected a comma-separated list of integers, got '%s'", what, s);
+}
+
+int parse_long_list(const char *s, long lo, long hi, int flags, const char *what, long *out, int cap)
+{
+    enum { MAX_ENTRIES = 512 }; /* each takes at least two of buf's characters */
+    char buf[1024], *tok[MAX_ENTRIES];
+    int n = list_split(s, what, buf, sizeof buf, tok, cap < MAX_ENTRIES ? cap : MAX_ENTRIES);
+    for (int i = 0; i < n; i++) {
+        if (parse_long(tok[i], lo, hi, flags & PARSE_SUFFIXES, what, &out[i]) != 0) return CB_EUSAGE;
+        for (int j = 0; j < i && !(flags & PARSE_REPEATS); j++)
+            if (out[j] == out[i]) return err_usage("%s: %ld given twice", what, out[i]);
+    }
     return n;
 }
 
-int parse_word_list(const char *s, const char *what, char *buf, int bufsz, char **out, int cap)
+int parse_word_list(const char *s, const char *what, int flags, char *buf, size_t bufsz, char **out, int cap)
 {
-    if (s == NULL || *s == '\0') return err_usage("%s: expected a comma-separated list, got an empty value", what);
-    if ((int)strlen(s) >= bufsz) return err_usage("%s: list is too long", what);
-    strcpy(buf, s);
-    int n = 0;
-    char *save = NULL;
-    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        if (n == cap) return err_usage("%s: at most %d values, got more", what, cap);
-        out[n++] = tok;
-    }
-    if (n == 0) return err_usage("%s: expected a comma-separated list, got '%s'", what, s);
+    int n = list_split(s, what, buf, bufsz, out, cap);
+    for (int i = 1; i < n && !(flags & PARSE_REPEATS); i++)
+        for (int j = 0; j < i; j++)
+            if (strcmp(out[j], out[i]) == 0) return err_usage("%s: '%s' given twice", what, out[i]);
     return n;
 }

@@ -159,7 +159,7 @@ static int instance_add(plan_run *r, const hw_row *hw, char **opts, int nopts)
 static int instances_fill(plan_run *r)
 {
     char pbuf[256], *opts[PLAN_MAX_OFFERS];
-    int nopts = parse_word_list(r->o.pricing, "flag '--pricing'", pbuf, sizeof pbuf, opts, PLAN_MAX_OFFERS);
+    int nopts = parse_word_list(r->o.pricing, "flag '--pricing'", 0, pbuf, sizeof pbuf, opts, PLAN_MAX_OFFERS);
     if (nopts < 0) return nopts;
     for (int k = 0; k < nopts; k++)
         if (!price_option_valid(opts[k])) return err_usage("flag '--pricing': expected one of %s, got '%s'", PRICE_OPTIONS, opts[k]);
@@ -172,7 +172,7 @@ static int instances_fill(plan_run *r)
         return 0;
     }
     char ibuf[1024], *names[PLAN_MAX_INSTANCES];
-    int nn = parse_word_list(r->o.instances, "flag '--instances'", ibuf, sizeof ibuf, names, PLAN_MAX_INSTANCES);
+    int nn = parse_word_list(r->o.instances, "flag '--instances'", 0, ibuf, sizeof ibuf, names, PLAN_MAX_INSTANCES);
     if (nn < 0) return nn;
     for (int i = 0; i < nn; i++) {
         const hw_row *hw = hardware_find(&r->ht, names[i]);

@@ -105,7 +105,7 @@ static int scale_opts_parse(scale_opts *o, int argc, char **argv)
         {"pp", OPT_LONG, &o->pp, 1, 4096, 0, 0, "P", "pipeline-parallel stages (default 1)"},
         {"interleave", OPT_LONG, &o->interleave, 1, 64, 0, 0, "V", "virtual stages per rank, interleaved 1F1B (default 1)"},
         {"seq", OPT_LONG, &o->seq, 1, CB_MAX_SEQ_LEN, 0, 0, "S", "sequence length (default 2048)"},
-        {"global-batch", OPT_LONG_LIST, &o->gbs, 1, CB_MAX_GLOBAL_BATCH, 0, 0, "G[,G...]",
+        {"global-batch", OPT_LONG_PARALLEL, &o->gbs, 1, CB_MAX_GLOBAL_BATCH, 0, 0, "G[,G...]",
          "strong scaling: sequences per step, one value for every node count or one per --nodes entry (real series grow the batch with the nodes)"},
         {"batch-per-device", OPT_LONG, &o->batch_per_device, 1, CB_MAX_GLOBAL_BATCH, 0, 0, "B", "weak scaling: sequences per data-parallel replica, fixed"},
         {"micro-batch", OPT_LONG, &o->micro_batch, 1, 1L << 20, 0, 0, "B", "sequences per micro-batch (default 1)"},
@@ -148,7 +148,7 @@ static int scale_opts_parse(scale_opts *o, int argc, char **argv)
 static int fit_list_parse(const char *list, int *want)
 {
     char buf[256], *words[8];
-    int nw = parse_word_list(list, "flag '--fit'", buf, sizeof buf, words, 8);
+    int nw = parse_word_list(list, "flag '--fit'", 0, buf, sizeof buf, words, 8);
     if (nw < 0) return nw;
     memset(want, 0, SP_COUNT * sizeof *want);
     for (int i = 0; i < nw; i++) {

@@ -21,10 +21,53 @@ static void check_refused(const char *const *args, const char *want)
           args[2] ? args[2] : "", rc, want, g_err);
 }
 
+/* ---------------------------------------------------------------- 6: repeated list entries */
+
 #define PLAN_OF(m) "plan", "--model", m, "--tokens", "1B", "--deadline-days", "30", "--max-nodes", "2"
 #define PLAN PLAN_OF("pythia-70m")
 #define SCALE_OF(m) "scale", "--model", m, "--instance", "trn1.32xlarge", "--nodes", "1,2"
 #define SCALE SCALE_OF("pythia-1b")
+
+static void test_list_repeats(void)
+{
+    const char *p1[] = {PLAN, "--instances", "trn1.32xlarge,trn1.32xlarge", NULL};
+    check_refused(p1, "flag '--instances': 'trn1.32xlarge' given twice");
+    const char *p2[] = {PLAN, "--pricing", "on_demand,spot,on_demand", NULL};
+    check_refused(p2, "flag '--pricing': 'on_demand' given twice");
+    const char *p3[] = {PLAN, "--pricing", "spot,spot", "--instances", "trn1.32xlarge", NULL};
+    check_refused(p3, "flag '--pricing': 'spot' given twice");
+    /* names are exact, as everywhere else: another spelling is no repeat but an unknown type */
+    const char *p4[] = {PLAN, "--instances", "trn1.32xlarge,TRN1.32XLARGE", NULL};
+    check_refused(p4, "flag '--instances': unknown instance type 'TRN1.32XLARGE'");
+    const char *p5[] = {PLAN, "--pricing", "spot,,on_demand", NULL};
+    check_refused(p5, "flag '--pricing': an empty entry in 'spot,,on_demand'");
+    const char *r1[] = {"report", "--throughput", "data/reference/trn1_table1.csv", "--pricing", "spot,spot", NULL};
+    check_refused(r1, "flag '--pricing': 'spot' given twice");
+    const char *r2[] = {"report", "--throughput", "data/reference/trn1_table1.csv", "--throughput", "data/reference/trn1_table1.csv", NULL};
+    check_refused(r2, "flag '--throughput': 'data/reference/trn1_table1.csv' given twice");
+    const char *s1[] = {SCALE, "--global-batch", "64", "--nodes", "1,2,2", NULL};
+    check_refused(s1, "flag '--nodes': 2 given twice");
+    const char *s2[] = {SCALE, "--global-batch", "64", "--nodes", "1000,1K", NULL};
+    check_refused(s2, "flag '--nodes': 1000 given twice");
+    const char *s3[] = {SCALE, "--global-batch", "64", "--fit", "compute,compute", "--measured", "data/reference/trn1_table1.csv", NULL};
+    check_refused(s3, "flag '--fit': 'compute' given twice");
+    /* one batch per node count: the same batch at two node counts is a series, not a repeat */
+    const char *s4[] = {SCALE, "--global-batch", "64,64", NULL};
+    CHECK(run(s4) == 0, "--global-batch 64,64 for --nodes 1,2: %s", g_err);
+    const char *m1[] = {"matmul", "--n", "512,512", "--shapes", "bogus", NULL};
+    check_refused(m1, "flag '--n': 512 given twice");
+    const char *m2[] = {"matmul", "--k", "768,1024,768", "--shapes", "bogus", NULL};
+    check_refused(m2, "flag '--k': 768 given twice");
+    const char *m3[] = {"matmul", "--dtype", "fp32,fp32", "--shapes", "bogus", NULL};
+    check_refused(m3, "flag '--dtype': 'fp32' given twice");
+    /* one peak per --dtype entry: two equal peaks are allowed (the error is --shapes') */
+    const char *m4[] = {"matmul", "--dtype", "fp32,bf16", "--peak-gflops", "100,100", "--shapes", "bogus", NULL};
+    check_refused(m4, "flag '--shapes'");
+    const char *o1[] = {"rope", "--model", "pythia-160m,pythia-160m", "--cache", "bogus", NULL};
+    check_refused(o1, "flag '--model': 'pythia-160m' given twice");
+    const char *a1[] = {"allreduce", "--ops", "allreduce,allreduce", "--profile", "/dev/null", NULL};
+    check_refused(a1, "flag '--ops': 'allreduce' given twice");
+}
 
 /* ---------------------------------------------------------------- 10: decimal numbers only */
 
@@ -79,6 +122,8 @@ static void test_decimal_numbers(void)
 }
 
 const test_case tests_audit2_cli[] = {
+    {"audit2 6: a list flag refuses a repeated entry (plan, report, scale, matmul, rope, allreduce); parallel lists may repeat",
+     test_list_repeats},
     {"audit2 10: numbers are decimal only: no hex, spaces, inf, nan or bare exponents (flags and CSV cells)", test_decimal_numbers},
     {0},
 };
