@@ -56,7 +56,7 @@ typedef struct {
 
 static int plan_opts_parse(plan_opts *o, int argc, char **argv)
 {
-    *o = (plan_opts){.pricing = "on_demand", .max_nodes = 256, .top = 10, .mfu_pct = 40, .ckpt_s = 60, .restart_s = 300};
+    *o = (plan_opts){.pricing = "on_demand", .max_nodes = 256, .top = 10, .ckpt_s = 60, .restart_s = 300};
     const opt_spec specs[] = {
         {"model", OPT_STR, &o->model, 0, 0, 0, 0, "PRESET", "model preset of data/models.csv (required)"},
         {"tokens", OPT_STR, &o->tokens, 0, 0, 0, 0, "N", "tokens to train on, K/M/B/T suffixes: 140B (required)"},
@@ -221,6 +221,8 @@ static int inputs_build(plan_run *r)
     if (o->attention && strcmp(o->attention, "flash") && strcmp(o->attention, "full"))
         return err_usage("flag '--attention': expected flash or full, got '%s'", o->attention);
     in->attn_full = o->attention && !strcmp(o->attention, "full");
+    if (o->calibrate && o->mfu_pct > 0) return err_usage("flag '--calibrate': give it alone, not with '--mfu'");
+    if (!(o->mfu_pct > 0)) r->o.mfu_pct = SCALE_ASSUMED_MFU_PCT;
     in->mfu = o->mfu_pct / 100.0;
     in->deadline_s = o->deadline_days * 86400.0;
     in->budget_usd = o->budget_usd;

@@ -69,6 +69,31 @@ static void test_list_repeats(void)
     check_refused(a1, "flag '--ops': 'allreduce' given twice");
 }
 
+/* ---------------------------------------------------------------- 8: flags --calibrate makes meaningless */
+
+static void test_calibrate_alone(void)
+{
+    const char *cal = "data/reference/trn1_table1.csv:8";
+    const char *s1[] = {SCALE, "--global-batch", "256", "--tp", "8", "--calibrate", cal, "--mfu", "50", NULL};
+    check_refused(s1, "flag '--calibrate': give it alone, not with '--mfu'");
+    const char *s2[] = {SCALE, "--global-batch", "256", "--tp", "8", "--calibrate", cal, "--fit", "compute", NULL};
+    check_refused(s2, "flag '--calibrate': give it alone, not with '--fit'");
+    const char *s3[] = {SCALE, "--global-batch", "256", "--tp", "8", "--calibrate", cal, "--base-nodes", "1", "--base-seq-per-s", "1", NULL};
+    check_refused(s3, "flag '--calibrate': give it alone, not with '--base-nodes'");
+    /* with measured points --mfu has no part either */
+    const char *s4[] = {SCALE, "--global-batch", "64", "--base-nodes", "1", "--base-seq-per-s", "10", "--mfu", "50", NULL};
+    check_refused(s4, "flag '--mfu': ");
+    const char *s6[] = {SCALE, "--global-batch", "64", "--fit", "compute,latency", NULL};
+    check_refused(s6, "flag '--fit' needs measured points");
+    const char *p1[] = {PLAN, "--calibrate", cal, "--mfu", "50", NULL};
+    check_refused(p1, "flag '--calibrate': give it alone, not with '--mfu'");
+    /* each alone still runs */
+    const char *s5[] = {SCALE, "--global-batch", "256", "--tp", "8", "--calibrate", cal, NULL};
+    CHECK(run(s5) == 0, "scale --calibrate: %s", g_err);
+    const char *p2[] = {PLAN, "--mfu", "50", NULL};
+    CHECK(run(p2) == 0 && strstr(g_out, "at 50% MFU"), "plan --mfu 50: %s", g_err);
+}
+
 /* ---------------------------------------------------------------- 10: decimal numbers only */
 
 static void test_decimal_numbers(void)
@@ -124,6 +149,8 @@ static void test_decimal_numbers(void)
 const test_case tests_audit2_cli[] = {
     {"audit2 6: a list flag refuses a repeated entry (plan, report, scale, matmul, rope, allreduce); parallel lists may repeat",
      test_list_repeats},
+    {"audit2 8: --calibrate refuses --mfu and --fit (scale, plan) as it does --base-nodes; --mfu with measured points, --fit without",
+     test_calibrate_alone},
     {"audit2 10: numbers are decimal only: no hex, spaces, inf, nan or bare exponents (flags and CSV cells)", test_decimal_numbers},
     {0},
 };
