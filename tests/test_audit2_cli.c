@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../common/parse.h"
+#include "../common/presets.h"
 #include "check.h"
 
 static char g_out[65536], g_err[16384];
@@ -146,11 +147,61 @@ static void test_decimal_numbers(void)
     rm_tree(dir);
 }
 
+/* ---------------------------------------------------------------- 12: --d-model and the MLP width */
+
+/* The header line of a one-step train run of `model` with the extra flags (NULL-terminated). */
+static int train_header(const char *model, const char *a, const char *b, const char *c, const char *d)
+{
+    const char *args[] = {"train", "--model", model, "--layers", "1", "--vocab", "256", "--seq", "16", "--micro-batch", "1", "--steps",
+                          "1", "--discard-steps", "0", "--no-predict", "--peak-gflops", "100", "--quiet", a, b, c, d, NULL};
+    return run(args);
+}
+
+static void test_dmodel_ffn(void)
+{
+    /* GPT-J: 16384 = 4 x 4096; at width 64 the MLP is 4 x 64 */
+    int rc = train_header("gpt-j-6b", "--d-model", "64", NULL, NULL);
+    CHECK(rc == 0 && strstr(g_out, "C=64 heads=16 kv_heads=16 ffn=256 "), "gpt-j-6b --d-model 64: exit %d: %.300s%.300s", rc, g_out, g_err);
+    /* Llama-2 7B: 11008 / 4096 of 64 is 172, SwiGLU's width rounded up to a multiple of 8 */
+    rc = train_header("llama2-7b", "--d-model", "64", NULL, NULL);
+    CHECK(rc == 0 && strstr(g_out, "C=64 heads=32 kv_heads=32 ffn=176 "), "llama2-7b --d-model 64: exit %d: %.300s%.300s", rc, g_out, g_err);
+    rc = train_header("llama2-7b", "--d-model", "1024", NULL, NULL);
+    CHECK(rc == 0 && strstr(g_out, "ffn=2752 "), "llama2-7b --d-model 1024: exit %d: %.300s%.300s", rc, g_out, g_err);
+    /* --ffn given: it is the width */
+    rc = train_header("gpt-j-6b", "--d-model", "64", "--ffn", "96");
+    CHECK(rc == 0 && strstr(g_out, "C=64 heads=16 kv_heads=16 ffn=96 "), "--ffn 96: exit %d: %.300s%.300s", rc, g_out, g_err);
+    /* the same rule in scale and plan (one model_config_override): the parameters follow the width */
+    model_config cfg;
+    const model_overrides ov = {.dmodel = 64, .heads = 4};
+    CHECK(model_preset_find("gpt-j-6b", &cfg) == 0 && model_config_override(&cfg, &ov) == 0 && cfg.ffn == 256, "override: ffn %d", cfg.ffn);
+    char want[128];
+    snprintf(want, sizeof want, "gpt-j-6b-custom (%.3g B parameters)", model_params_total(&cfg) / 1e9);
+    const char *p1[] = {PLAN_OF("gpt-j-6b"), "--d-model", "64", "--heads", "4", NULL};
+    rc = run(p1);
+    CHECK(rc == 0 && strstr(g_out, want), "plan gpt-j-6b --d-model 64: exit %d, expected \"%s\": %.300s%.300s", rc, want, g_out, g_err);
+    const char *s1[] = {SCALE_OF("gpt-j-6b"), "--global-batch", "64", "--d-model", "64", "--heads", "4", NULL};
+    rc = run(s1);
+    CHECK(rc == 0, "scale gpt-j-6b --d-model 64: %s", g_err);
+    /* a width the heads do not divide: one error naming the flag given */
+    const char *b1[] = {"train", "--model", "gpt-j-6b", "--d-model", "100", NULL};
+    check_refused(b1, "flag '--d-model': 100 is not a multiple of gpt-j-6b's 16 heads");
+    const char *b2[] = {"train", "--model", "gpt-j-6b", "--heads", "3", NULL};
+    check_refused(b2, "flag '--heads': gpt-j-6b's d_model 4096 is not a multiple of 3 heads");
+    const char *b3[] = {PLAN_OF("llama2-7b"), "--d-model", "100", NULL};
+    check_refused(b3, "flag '--d-model': 100 is not a multiple of llama2-7b's 32 heads");
+    const char *b4[] = {SCALE, "--global-batch", "64", "--d-model", "96", "--heads", "5", NULL};
+    check_refused(b4, "flags '--d-model' / '--heads': 96 is not a multiple of 5 heads");
+    const char *b5[] = {"train", "--model", "llama2-70b", "--heads", "4", NULL};
+    check_refused(b5, "flags '--heads' / '--kv-heads': llama2-70b: 4 heads are not a multiple of 8 kv_heads");
+}
+
 const test_case tests_audit2_cli[] = {
     {"audit2 6: a list flag refuses a repeated entry (plan, report, scale, matmul, rope, allreduce); parallel lists may repeat",
      test_list_repeats},
     {"audit2 8: --calibrate refuses --mfu and --fit (scale, plan) as it does --base-nodes; --mfu with measured points, --fit without",
      test_calibrate_alone},
     {"audit2 10: numbers are decimal only: no hex, spaces, inf, nan or bare exponents (flags and CSV cells)", test_decimal_numbers},
+    {"audit2 12: --d-model scales the preset's MLP width by its ratio (SwiGLU to a multiple of 8); heads that do not divide name the flag",
+     test_dmodel_ffn},
     {0},
 };
