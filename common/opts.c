@@ -32,9 +32,11 @@ static int set_value(const opt_spec *o, const char *val)
         if (val == NULL || *val == '\0') return err_usage("%s: expected a value, got an empty one", what);
         *(const char **)o->dst = val;
         return 0;
-    case OPT_LONG_LIST: {
+    case OPT_LONG_LIST:
+    case OPT_LONG_PARALLEL: {
         opt_list *l = (opt_list *)o->dst;
-        int n = parse_long_list(val, o->lo, o->hi, 1, what, l->v, OPT_LIST_CAP);
+        int flags = PARSE_SUFFIXES | (o->kind == OPT_LONG_PARALLEL ? PARSE_REPEATS : 0);
+        int n = parse_long_list(val, o->lo, o->hi, flags, what, l->v, OPT_LIST_CAP);
         if (n < 0) return n;
         l->n = n;
         return 0;

@@ -7,11 +7,12 @@
 #include <stdio.h>
 
 typedef enum {
-    OPT_FLAG,      /* int*: set to 1 */
-    OPT_LONG,      /* long*: integer in [lo, hi] (K/M/G suffixes accepted) */
-    OPT_DOUBLE,    /* double*: number in [dlo, dhi] */
-    OPT_STR,       /* const char**: any non-empty string */
-    OPT_LONG_LIST, /* opt_list*: comma-separated integers, each in [lo, hi] */
+    OPT_FLAG,          /* int*: set to 1 */
+    OPT_LONG,          /* long*: integer in [lo, hi] (K/M/G suffixes accepted) */
+    OPT_DOUBLE,        /* double*: number in [dlo, dhi] */
+    OPT_STR,           /* const char**: any non-empty string */
+    OPT_LONG_LIST,     /* opt_list*: comma-separated integers, each in [lo, hi], each given once */
+    OPT_LONG_PARALLEL, /* opt_list*: as OPT_LONG_LIST, one per entry of another list flag, so they may repeat */
 } opt_kind;
 
 #define OPT_LIST_CAP 64
@@ -24,7 +25,7 @@ typedef struct {
     const char *name;    /* without the leading dashes */
     opt_kind kind;
     void *dst;
-    long lo, hi;         /* OPT_LONG, OPT_LONG_LIST */
+    long lo, hi;         /* OPT_LONG, OPT_LONG_LIST, OPT_LONG_PARALLEL */
     double dlo, dhi;     /* OPT_DOUBLE */
     const char *metavar; /* shown in help */
     const char *help;

@@ -321,18 +321,35 @@ int precision_parse(const char *s, train_precision *out)
     return 0;
 }
 
+/* The preset's MLP width at width C: its own ratio ffn / d_model kept (GPT-J's 4, Llama-2 7B's
+ * 11008 / 4096), SwiGLU's rounded up to a multiple of 8 as model_config_check wants it. A preset
+ * without ffn_dim is 4 C at any width already. */
+static int ffn_at_width(const model_config *preset, int C)
+{
+    double f = (double)preset->ffn * C / preset->C;
+    if (preset->mlp == MLP_SWIGLU) return (int)(8 * ceil(f / 8));
+    return f < 1 ? 1 : (int)lround(f);
+}
+
 int model_config_override(model_config *cfg, const model_overrides *ov)
 {
     if (!(ov->layers || ov->dmodel || ov->heads || ov->kv_heads || ov->ffn || ov->vocab)) return 0;
+    const model_config preset = *cfg;
     if (ov->layers) cfg->L = (int)ov->layers;
     if (ov->dmodel) cfg->C = (int)ov->dmodel;
+    if (ov->dmodel && !ov->ffn && preset.ffn > 0) cfg->ffn = ffn_at_width(&preset, cfg->C);
     int mha = model_kv_heads(cfg) == cfg->NH; /* a multi-head preset stays multi-head under --heads */
     if (ov->heads) cfg->NH = (int)ov->heads;
     if (ov->heads && mha) cfg->KVH = 0;
     if (ov->kv_heads) cfg->KVH = (int)ov->kv_heads;
     if (ov->ffn) cfg->ffn = (int)ov->ffn;
     if (ov->vocab) cfg->V = (int)ov->vocab;
-    if (cfg->C % cfg->NH != 0) return err_usage("flags '--d-model' / '--heads': %d is not a multiple of %d heads", cfg->C, cfg->NH);
+    if (cfg->C % cfg->NH != 0) { /* the flag given, or both */
+        if (!ov->heads)
+            return err_usage("flag '--d-model': %d is not a multiple of %s's %d heads (give '--heads')", cfg->C, preset.name, cfg->NH);
+        if (!ov->dmodel) return err_usage("flag '--heads': %s's d_model %d is not a multiple of %d heads", preset.name, cfg->C, cfg->NH);
+        return err_usage("flags '--d-model' / '--heads': %d is not a multiple of %d heads", cfg->C, cfg->NH);
+    }
     cfg->HS = cfg->C / cfg->NH;
     const char *column;
     char why[256], nm[48];

@@ -77,8 +77,10 @@ int model_config_check(const model_config *c, const char **column, char *why, si
 typedef struct {
     long layers, dmodel, heads, kv_heads, ffn, vocab;
 } model_overrides;
-/* Applies them (a multi-head preset stays multi-head under --heads), checks the result with
- * model_config_check and names it PRESET-custom when any was given. Returns 0, or CB_EUSAGE after
+/* Applies them (a multi-head preset stays multi-head under --heads; --d-model without --ffn keeps
+ * the preset's ffn / d_model ratio, a SwiGLU width rounded up to a multiple of 8; a width the heads
+ * do not divide names the flag given), checks the result with model_config_check and names it
+ * PRESET-custom when any was given. Returns 0, or CB_EUSAGE after
  * one line naming the flag. */
 int model_config_override(model_config *cfg, const model_overrides *ov);
 

@@ -77,6 +77,7 @@ scale_layout_issue scale_layout_describe(const scale_model *s, long nodes, char 
 void scale_eval(const scale_model *s, long nodes, scale_point *p);
 /* t_mb from the data-sheet dense peak (BF16, or FP32 for fp32 training) at the given MFU (0..1).
  * NaN when the hardware's peak is unknown. */
+#define SCALE_ASSUMED_MFU_PCT 40.0 /* scale's and plan's --mfu when not given: an assumption, said so */
 double scale_t_mb_from_peak(const scale_model *s, double mfu);
 /* The peak the model's MFU is against, FLOP/s per instance (NaN when unknown). */
 double scale_peak_per_instance(const scale_model *s);

@@ -157,14 +157,12 @@ typedef struct {
 static int matmul_parse_precision(matmul_flags *f)
 {
     char buf[256], *w[8];
-    int n = parse_word_list(f->dtype_s, "flag '--dtype'", buf, sizeof buf, w, 8);
+    int n = parse_word_list(f->dtype_s, "flag '--dtype'", 0, buf, sizeof buf, w, 8);
     if (n < 0) return n;
     f->ndtypes = 0;
     for (int i = 0; i < n; i++) {
         int d = strcmp(w[i], "fp32") == 0 ? MM_FP32 : strcmp(w[i], "bf16") == 0 ? MM_BF16 : -1;
         if (d < 0) return err_usage("flag '--dtype': expected fp32, bf16 or fp32,bf16, got '%s'", w[i]);
-        for (int j = 0; j < f->ndtypes; j++)
-            if (f->dtypes[j] == (mm_dtype)d) return err_usage("flag '--dtype': '%s' given twice", w[i]);
         if (f->ndtypes == MM_NDTYPES) return err_usage("flag '--dtype': at most %d dtypes", MM_NDTYPES);
         f->dtypes[f->ndtypes++] = (mm_dtype)d;
     }
@@ -176,7 +174,7 @@ static int matmul_parse_precision(matmul_flags *f)
         return err_usage("flag '--backend openblas': OpenBLAS has no bf16 matmul; bf16 always runs on oneDNN (--backend chooses fp32's)");
     for (int d = 0; d < MM_NDTYPES; d++) f->peaks.gflops[d] = NAN;
     if (!f->peak_s) return 0;
-    n = parse_word_list(f->peak_s, "flag '--peak-gflops'", buf, sizeof buf, w, 8);
+    n = parse_word_list(f->peak_s, "flag '--peak-gflops'", PARSE_REPEATS, buf, sizeof buf, w, 8);
     if (n < 0) return n;
     if (n != f->ndtypes)
         return err_usage("flag '--peak-gflops': %d value%s for %d dtype%s; expected one per --dtype entry, in its order", n,
@@ -392,7 +390,7 @@ int cmd_rope(int argc, char **argv)
     if (rc != 0) return rc > 0 ? 0 : rc;
     char buf[1024];
     char *names[32];
-    int nm = parse_word_list(models, "flag '--model'", buf, sizeof buf, names, 32);
+    int nm = parse_word_list(models, "flag '--model'", 0, buf, sizeof buf, names, 32);
     if (nm < 0) return nm;
     model_config cfgs[32];
     for (int i = 0; i < nm; i++) {

@@ -81,7 +81,7 @@ int cmd_allreduce(int argc, char **argv)
     memset(&o, 0, sizeof o);
     o.min_bytes = (double)minb, o.max_bytes = (double)maxb, o.factor = factor, o.min_time_s = min_time, o.min_iters = 5;
     char buf[256], *words[8];
-    int nw = parse_word_list(ops, "flag '--ops'", buf, sizeof buf, words, 8);
+    int nw = parse_word_list(ops, "flag '--ops'", 0, buf, sizeof buf, words, 8);
     if (nw < 0) return nw;
     for (int i = 0; i < nw; i++) {
         int k = -1;

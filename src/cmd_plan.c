@@ -56,7 +56,7 @@ typedef struct {
 
 static int plan_opts_parse(plan_opts *o, int argc, char **argv)
 {
-    *o = (plan_opts){.pricing = "on_demand", .max_nodes = 256, .top = 10, .mfu_pct = 40, .ckpt_s = 60, .restart_s = 300};
+    *o = (plan_opts){.pricing = "on_demand", .max_nodes = 256, .top = 10, .ckpt_s = 60, .restart_s = 300};
     const opt_spec specs[] = {
         {"model", OPT_STR, &o->model, 0, 0, 0, 0, "PRESET", "model preset of data/models.csv (required)"},
         {"tokens", OPT_STR, &o->tokens, 0, 0, 0, 0, "N", "tokens to train on, K/M/B/T suffixes: 140B (required)"},
@@ -78,10 +78,10 @@ static int plan_opts_parse(plan_opts *o, int argc, char **argv)
         {"checkpoint-s", OPT_DOUBLE, &o->ckpt_s, 0, 0, 1e-3, 1e6, "S", "time to write a checkpoint (default 60)"},
         {"restart-s", OPT_DOUBLE, &o->restart_s, 0, 0, 0, 1e7, "S", "time to restart after a failure (default 300)"},
         {"layers", OPT_LONG, &o->layers, 1, 4096, 0, 0, "L", "override the preset's layers"},
-        {"d-model", OPT_LONG, &o->dmodel, 1, 1L << 20, 0, 0, "C", "override the preset's d_model"},
+        {"d-model", OPT_LONG, &o->dmodel, 1, 1L << 20, 0, 0, "C", "override the preset's d_model (the MLP width follows it; the heads stay)"},
         {"heads", OPT_LONG, &o->heads, 1, 4096, 0, 0, "NH", "override the preset's heads"},
         {"kv-heads", OPT_LONG, &o->kv_heads, 1, 4096, 0, 0, "KVH", "override the preset's key/value heads"},
-        {"ffn", OPT_LONG, &o->ffn, 1, 1L << 22, 0, 0, "F", "override the preset's MLP width"},
+        {"ffn", OPT_LONG, &o->ffn, 1, 1L << 22, 0, 0, "F", "override the preset's MLP width (default: its ffn / d_model ratio times d_model)"},
         {"vocab", OPT_LONG, &o->vocab, 1, 1L << 24, 0, 0, "V", "override the preset's vocabulary"},
         {"prices", OPT_STR, &o->prices_path, 0, 0, 0, 0, "FILE", "price table (default data/prices.csv)"},
         {"hardware", OPT_STR, &o->hw_path, 0, 0, 0, 0, "FILE", "hardware table (default data/hardware.csv)"},
@@ -159,7 +159,7 @@ static int instance_add(plan_run *r, const hw_row *hw, char **opts, int nopts)
 static int instances_fill(plan_run *r)
 {
     char pbuf[256], *opts[PLAN_MAX_OFFERS];
-    int nopts = parse_word_list(r->o.pricing, "flag '--pricing'", pbuf, sizeof pbuf, opts, PLAN_MAX_OFFERS);
+    int nopts = parse_word_list(r->o.pricing, "flag '--pricing'", 0, pbuf, sizeof pbuf, opts, PLAN_MAX_OFFERS);
     if (nopts < 0) return nopts;
     for (int k = 0; k < nopts; k++)
         if (!price_option_valid(opts[k])) return err_usage("flag '--pricing': expected one of %s, got '%s'", PRICE_OPTIONS, opts[k]);
@@ -172,7 +172,7 @@ static int instances_fill(plan_run *r)
         return 0;
     }
     char ibuf[1024], *names[PLAN_MAX_INSTANCES];
-    int nn = parse_word_list(r->o.instances, "flag '--instances'", ibuf, sizeof ibuf, names, PLAN_MAX_INSTANCES);
+    int nn = parse_word_list(r->o.instances, "flag '--instances'", 0, ibuf, sizeof ibuf, names, PLAN_MAX_INSTANCES);
     if (nn < 0) return nn;
     for (int i = 0; i < nn; i++) {
         const hw_row *hw = hardware_find(&r->ht, names[i]);
@@ -226,6 +226,8 @@ static int inputs_build(plan_run *r)
     if (o->attention && strcmp(o->attention, "flash") && strcmp(o->attention, "full"))
         return err_usage("flag '--attention': expected flash or full, got '%s'", o->attention);
     in->attn_full = o->attention && !strcmp(o->attention, "full");
+    if (o->calibrate && o->mfu_pct > 0) return err_usage("flag '--calibrate': give it alone, not with '--mfu'");
+    if (!(o->mfu_pct > 0)) r->o.mfu_pct = SCALE_ASSUMED_MFU_PCT;
     in->mfu = o->mfu_pct / 100.0;
     in->deadline_s = o->deadline_days * 86400.0;
     in->budget_usd = o->budget_usd;

@@ -24,6 +24,8 @@ static int take_repeated(int *argc, char **argv, const char *flag, const char **
             const char *v = a[2 + fl] == '=' ? a + 3 + fl : (i + 1 < *argc ? argv[++i] : NULL);
             if (!v || !*v) return err_usage("flag '--%s' needs a value", flag);
             if (*n == cap) return err_usage("flag '--%s': at most %d files", flag, cap);
+            for (int j = 0; j < *n; j++)
+                if (strcmp(out[j], v) == 0) return err_usage("flag '--%s': '%s' given twice", flag, v);
             out[(*n)++] = v;
             continue;
         }
@@ -37,7 +39,7 @@ static int take_repeated(int *argc, char **argv, const char *flag, const char **
 static int report_options(report_opts *o, const char *pricing, char *pbuf, size_t pn, const char *tokens_s)
 {
     char *words[REPORT_MAX_PRICING];
-    int np = parse_word_list(pricing, "flag '--pricing'", pbuf, (int)pn, words, REPORT_MAX_PRICING);
+    int np = parse_word_list(pricing, "flag '--pricing'", 0, pbuf, pn, words, REPORT_MAX_PRICING);
     if (np < 0) return np;
     for (int i = 0; i < np; i++) {
         if (strcmp(words[i], "auto") != 0 && !price_option_valid(words[i]))

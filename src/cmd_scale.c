@@ -90,22 +90,22 @@ static scale_model model_at(const scale_model *s, const scale_opts *o, long node
 static int scale_opts_parse(scale_opts *o, int argc, char **argv)
 {
     *o = (scale_opts){.pricing = "on_demand", .precision = "mixed", .tp = 1, .pp = 1, .seq = 2048, .micro_batch = 1,
-                      .interleave = 1, .mfu_pct = 40, .bucket_mib = 25, .latency_us = -1, .net_eff = 1, .fit_tol_pct = 5,
+                      .interleave = 1, .bucket_mib = 25, .latency_us = -1, .net_eff = 1, .fit_tol_pct = 5,
                       .nodes = {{1, 2, 4, 8, 16, 32, 64}, 7}};
     const opt_spec specs[] = {
         {"model", OPT_STR, &o->model, 0, 0, 0, 0, "PRESET", "model preset of data/models.csv (required)"},
         {"instance", OPT_STR, &o->instance, 0, 0, 0, 0, "TYPE", "instance type of data/hardware.csv and data/prices.csv (required)"},
         {"layers", OPT_LONG, &o->layers, 1, 100000, 0, 0, "L", "override the preset's layers"},
-        {"d-model", OPT_LONG, &o->dmodel, 1, 1L << 20, 0, 0, "C", "override the preset's d_model"},
+        {"d-model", OPT_LONG, &o->dmodel, 1, 1L << 20, 0, 0, "C", "override the preset's d_model (the MLP width follows it; the heads stay)"},
         {"heads", OPT_LONG, &o->heads, 1, 1L << 16, 0, 0, "NH", "override the preset's heads"},
         {"kv-heads", OPT_LONG, &o->kv_heads, 1, 1L << 16, 0, 0, "KVH", "override the preset's key/value heads"},
-        {"ffn", OPT_LONG, &o->ffn, 1, 1L << 24, 0, 0, "F", "override the preset's MLP width"},
+        {"ffn", OPT_LONG, &o->ffn, 1, 1L << 24, 0, 0, "F", "override the preset's MLP width (default: its ffn / d_model ratio times d_model)"},
         {"vocab", OPT_LONG, &o->vocab, 1, 1L << 24, 0, 0, "V", "override the preset's vocabulary"},
         {"tp", OPT_LONG, &o->tp, 1, 4096, 0, 0, "T", "tensor-parallel degree, inside a node (default 1)"},
         {"pp", OPT_LONG, &o->pp, 1, 4096, 0, 0, "P", "pipeline-parallel stages (default 1)"},
         {"interleave", OPT_LONG, &o->interleave, 1, 64, 0, 0, "V", "virtual stages per rank, interleaved 1F1B (default 1)"},
         {"seq", OPT_LONG, &o->seq, 1, CB_MAX_SEQ_LEN, 0, 0, "S", "sequence length (default 2048)"},
-        {"global-batch", OPT_LONG_LIST, &o->gbs, 1, CB_MAX_GLOBAL_BATCH, 0, 0, "G[,G...]",
+        {"global-batch", OPT_LONG_PARALLEL, &o->gbs, 1, CB_MAX_GLOBAL_BATCH, 0, 0, "G[,G...]",
          "strong scaling: sequences per step, one value for every node count or one per --nodes entry (real series grow the batch with the nodes)"},
         {"batch-per-device", OPT_LONG, &o->batch_per_device, 1, CB_MAX_GLOBAL_BATCH, 0, 0, "B", "weak scaling: sequences per data-parallel replica, fixed"},
         {"micro-batch", OPT_LONG, &o->micro_batch, 1, 1L << 20, 0, 0, "B", "sequences per micro-batch (default 1)"},
@@ -116,9 +116,9 @@ static int scale_opts_parse(scale_opts *o, int argc, char **argv)
         {"matmul-csv", OPT_STR, &o->matmul_csv, 0, 0, 0, 0, "FILE", "with --calibrate: the matmul efficiency curve from a `costbench matmul` CSV"},
         {"measured", OPT_STR, &o->measured, 0, 0, 0, 0, "FILE", "throughput CSV: fit the model to its matching rows"},
         {"compare", OPT_STR, &o->compare, 0, 0, 0, 0, "FILE", "throughput CSV: show its matching rows and the error, not fitted"},
-        {"fit", OPT_STR, &o->fit_list, 0, 0, 0, 0, "LIST", "parameters to fit: compute,bandwidth,latency,overlap (default compute,bandwidth)"},
+        {"fit", OPT_STR, &o->fit_list, 0, 0, 0, 0, "LIST", "parameters to fit to measured points: compute,bandwidth,latency,overlap (default compute,bandwidth)"},
         {"fit-tolerance", OPT_DOUBLE, &o->fit_tol_pct, 0, 0, 0.001, 1000, "PCT", "the calibration must reproduce each of its points within PCT% (default 5)"},
-        {"mfu", OPT_DOUBLE, &o->mfu_pct, 0, 0, 0.1, 100, "PCT", "without measured points: assumed MFU of the data-sheet peak (default 40)"},
+        {"mfu", OPT_DOUBLE, &o->mfu_pct, 0, 0, 0.1, 100, "PCT", "without measured points or --calibrate: assumed MFU of the data-sheet peak (default 40)"},
         {"zero", OPT_LONG, &o->zero, 0, 3, 0, 0, "0-3", "ZeRO stage / FSDP sharding of optimizer state, gradients, weights (default 0)"},
         {"precision", OPT_STR, &o->precision, 0, 0, 0, 0, "fp32|mixed|bf16", "bytes per parameter and gradient (default mixed)"},
         {"recompute", OPT_FLAG, &o->recompute, 0, 0, 0, 0, NULL, "full activation recomputation (memory; 4/3 the FLOPs from peak)"},
@@ -148,7 +148,7 @@ static int scale_opts_parse(scale_opts *o, int argc, char **argv)
 static int fit_list_parse(const char *list, int *want)
 {
     char buf[256], *words[8];
-    int nw = parse_word_list(list, "flag '--fit'", buf, sizeof buf, words, 8);
+    int nw = parse_word_list(list, "flag '--fit'", 0, buf, sizeof buf, words, 8);
     if (nw < 0) return nw;
     memset(want, 0, SP_COUNT * sizeof *want);
     for (int i = 0; i < nw; i++) {
@@ -162,9 +162,26 @@ static int fit_list_parse(const char *list, int *want)
     return 0;
 }
 
+/* The sources of the compute time exclude each other's flags: --calibrate carries one row (not
+ * with --base-nodes, --measured, or --fit and --mfu, which it makes meaningless); measured points
+ * are fitted (--mfu is the assumption without them); --fit needs points. */
+static int compute_source_check(scale_opts *o)
+{
+    int points = o->base_nodes > 0 || o->measured != NULL, mfu = o->mfu_pct > 0;
+    const char *other = o->base_nodes > 0 ? "--base-nodes" : o->measured ? "--measured" : mfu ? "--mfu" : o->fit_list ? "--fit" : NULL;
+    if (o->calibrate && other) return err_usage("flag '--calibrate': give it alone, not with '%s'", other);
+    if (mfu && points)
+        return err_usage("flag '--mfu': assumed only without measured points, not with '%s'", o->base_nodes > 0 ? "--base-nodes" : "--measured");
+    if (o->fit_list && !points && !o->calibrate)
+        return err_usage("flag '--fit' needs measured points to fit ('--base-nodes' and '--base-seq-per-s', or '--measured')");
+    if (!mfu) o->mfu_pct = SCALE_ASSUMED_MFU_PCT;
+    return 0;
+}
+
 /* What the flags say on their own (no tables needed). Returns 0 or CB_EUSAGE. */
 static int scale_opts_check(scale_opts *o)
 {
+    int rc;
     if (!o->model) return err_usage("flag '--model' is required (a preset of data/models.csv)");
     if (!o->instance) return err_usage("flag '--instance' is required (an instance type of data/hardware.csv)");
     o->global_batch = o->gbs.n > 0 ? o->gbs.v[0] : 0;
@@ -174,8 +191,7 @@ static int scale_opts_check(scale_opts *o)
     if ((o->global_batch > 0) == (o->batch_per_device > 0))
         return err_usage("give exactly one of '--global-batch' (strong scaling) and '--batch-per-device' (weak)");
     if ((o->base_nodes > 0) != (o->base_seq_per_s > 0)) return err_usage("flags '--base-nodes' and '--base-seq-per-s' go together");
-    if (o->calibrate && (o->base_nodes > 0 || o->measured))
-        return err_usage("flag '--calibrate': give it alone, not with '--base-nodes' or '--measured'");
+    if ((rc = compute_source_check(o)) != 0) return rc;
     if (o->matmul_csv && !o->calibrate) return err_usage("flag '--matmul-csv' needs '--calibrate' (it carries a calibration)");
     if (!price_option_valid(o->pricing)) return err_usage("flag '--pricing': expected one of %s, got '%s'", PRICE_OPTIONS, o->pricing);
     if (o->attention && strcmp(o->attention, "full") && strcmp(o->attention, "flash"))
