@@ -93,23 +93,12 @@ static int plan_opts_parse(plan_opts *o, int argc, char **argv)
     return opts_parse("plan", "--model PRESET --tokens N --deadline-days D [options]", specs, argc, argv, 2, NULL, NULL);
 }
 
-/* "140B" -> 1.4e11 (K, M, B, T: 1e3 .. 1e12). Returns 0 or CB_EUSAGE. */
+/* "140B" -> 1.4e11: a decimal count with parse_long's suffixes (K, M, B, T: 1e3 .. 1e12). Returns 0 or CB_EUSAGE. */
 static int tokens_parse(const char *s, double *out)
 {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (end == s || errno) return err_usage("flag '--tokens': expected a number with an optional K, M, B or T suffix, got '%s'", s);
-    double mul = 1;
-    if (*end) {
-        const char *p = strchr("KMBT", *end);
-        if (!p || end[1]) return err_usage("flag '--tokens': expected a number with an optional K, M, B or T suffix, got '%s'", s);
-        mul = pow(1e3, (double)(p - "KMBT" + 1));
-    }
-    v *= mul;
-    if (!isfinite(v) || v < 1 || v > PLAN_MAX_TOKENS)
-        return err_usage("flag '--tokens': expected 1 to %g tokens, got '%s'", PLAN_MAX_TOKENS, s);
-    *out = v;
+    long v;
+    if (parse_long(s, 1, (long)PLAN_MAX_TOKENS, 1, "flag '--tokens'", &v) != 0) return CB_EUSAGE;
+    *out = (double)v;
     return 0;
 }
 

@@ -113,6 +113,8 @@ static void test_decimal_numbers(void)
         check_refused(s2, "flag '--seq': expected an integer");
         snprintf(want, sizeof want, "got '%s'", bad[i]);
         CHECK(strstr(g_err, want), "the value as given: %s", g_err);
+        const char *p3[] = {"plan", "--model", "pythia-70m", "--tokens", bad[i], "--deadline-days", "30", NULL}; /* suffixed */
+        check_refused(p3, "flag '--tokens': expected an integer");
     }
     /* decimal forms keep working */
     const char *ok1[] = {PLAN, "--deadline-days", "1e1", "--top", "1e1", NULL};
