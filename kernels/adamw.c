@@ -61,7 +61,8 @@ static inline __attribute__((always_inline)) size_t adamw_span(float *params, bf
         __m512 step = _mm512_add_ps(_mm512_div_ps(_mm512_mul_ps(mi, c1), den), _mm512_mul_ps(wd, p));
         p = _mm512_sub_ps(p, _mm512_mul_ps(lr, step));
         _mm512_mask_storeu_ps(params + i, mk, p);
-        bad += (size_t)__builtin_popcount(_mm512_mask_cmp_ps_mask(mk, _mm512_sub_ps(p, p), _mm512_sub_ps(p, p), _CMP_UNORD_Q));
+        const __m512 z = _mm512_sub_ps(p, p); /* 0, or NaN where p is not finite */
+        bad += (size_t)__builtin_popcount(_mm512_mask_cmp_ps_mask(mk, z, z, _CMP_UNORD_Q));
         if (pb) {
             __m256i h = vbf16_narrow512(p);
             if (k->stream && mk == 0xffff && ((uintptr_t)(pb + i) & 31) == 0) _mm256_stream_si256((__m256i *)(pb + i), h);
