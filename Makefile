@@ -4,8 +4,9 @@
 #   make report   measure this machine and write out/report.md
 #   make test SAN=1   the same tests built with -fsanitize=address,undefined,float-cast-overflow (in build-san/)
 #   make WERROR=1     warnings as errors (CI)
-#   make fuzz         libFuzzer runs of the CSV, safetensors and .idx/.bin parsers, FUZZ_SECONDS
-#                     (default 60) each, built with clang in build-fuzz/ (tests/fuzz/)
+#   make fuzz         libFuzzer runs of the CSV, safetensors and .idx/.bin parsers and of the
+#                     checkpoint checks of --resume, FUZZ_SECONDS (default 60) each, built with
+#                     clang in build-fuzz/ (tests/fuzz/)
 
 CC      ?= cc
 SAN     ?=
@@ -117,13 +118,16 @@ FUZZ_SECONDS ?= 60
 FUZZ_BUILD   := build-fuzz
 # The project sources the harnesses link: the parsers and everything they call. When one of
 # them gains a dependency on another project file, add that file here.
-FUZZ_LIB_SRC := common/csvio.c common/err.c common/parse.c common/files.c model/safetensors.c model/dataset.c
+FUZZ_LIB_SRC := common/csvio.c common/err.c common/parse.c common/files.c common/schema.c model/safetensors.c model/dataset.c \
+                model/ckpt_meta.c
 FUZZ_LIBS    := -lcsv -lm
-FUZZ_TARGETS := csv safetensors idx
-# Largest input per format: a few data/*.csv heads, a header plus small tensors, an index pair.
+FUZZ_TARGETS := csv safetensors idx ckpt
+# Largest input per format: a few data/*.csv heads, a header plus small tensors, an index pair,
+# a checkpoint step's two files (about 1.5 KiB each with their metadata).
 FUZZ_MAXLEN_csv         := 8192
 FUZZ_MAXLEN_safetensors := 16384
 FUZZ_MAXLEN_idx         := 4096
+FUZZ_MAXLEN_ckpt        := 8192
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_CFLAGS  := -std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer $(WARN)
 FUZZ_LIB_OBJ := $(FUZZ_LIB_SRC:%.c=$(FUZZ_BUILD)/%.o) $(FUZZ_BUILD)/tests/fuzz/fuzz_io.o
@@ -144,7 +148,7 @@ $(FUZZ_BUILD)/%.o: %.c | deps fuzz-toolchain
 $(FUZZ_BIN): $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIB_OBJ) | deps fuzz-toolchain
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(FUZZ_SAN) -MMD -MP -MF $@.d -MT $@ -o $@ $< $(FUZZ_LIB_OBJ) $(FUZZ_LIBS)
 
-# Each harness on a scratch copy of its seeds (tests/fuzz/corpus/ does not grow); all three run
+# Each harness on a scratch copy of its seeds (tests/fuzz/corpus/ does not grow); all of them run
 # even when one fails, and any crash, leak, timeout or sanitizer report fails the target.
 fuzz: $(FUZZ_BIN)
 	@rc=0; $(foreach t,$(FUZZ_TARGETS),tests/fuzz/run.sh $(FUZZ_BUILD)/fuzz_$(t) tests/fuzz/corpus/$(t) \

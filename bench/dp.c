@@ -153,10 +153,11 @@ static double sumsq_local(void *ctx, gpt_model *m)
     return gpt_grad_sumsq(m, 0, m->nparams);
 }
 
-static int allgather_zero1(void *ctx, gpt_model *m)
+static int allgather_zero1(void *ctx, gpt_model *m, size_t *nonfinite)
 {
     dp_sync *d = ctx;
     double t0 = timer_now_s();
+    *nonfinite = (size_t)comm_sum((double)*nonfinite); /* each rank saw its shard only */
     int rc;
     if (precision_full_bf16(m->prec)) {
         rc = comm_allgather_v_u16(m->params16, d->counts);

@@ -38,14 +38,16 @@ static adamw_consts adamw_setup(const adamw_params *hp, int t, size_t n)
 /* Elements [a, b) of the update, 16 per step (a masked step for the tail). Every operation is
  * one IEEE-rounded single-precision operation in the order of the scalar formula (vsqrtps and
  * vdivps are correctly rounded, no fused multiply-adds), so each lane's result is bit for bit
- * what the scalar loop below gives. */
-static inline __attribute__((always_inline)) void adamw_span(float *params, bf16 *pb, const float *grads, float *m,
+ * what the scalar loop below gives. Returns the count of non-finite weights written (p - p is
+ * NaN exactly for them: one subtraction and compare a step, free in this memory-bound loop). */
+static inline __attribute__((always_inline)) size_t adamw_span(float *params, bf16 *pb, const float *grads, float *m,
                                                              float *v, size_t a, size_t b, const adamw_consts *k)
 {
     const __m512 b1 = _mm512_set1_ps(k->b1), b2 = _mm512_set1_ps(k->b2), ob1 = _mm512_set1_ps(k->one_b1),
                  ob2 = _mm512_set1_ps(k->one_b2), lr = _mm512_set1_ps(k->lr), eps = _mm512_set1_ps(k->eps),
                  wd = _mm512_set1_ps(k->wd), gs = _mm512_set1_ps(k->gs), c1 = _mm512_set1_ps(k->c1),
                  c2 = _mm512_set1_ps(k->c2);
+    size_t bad = 0;
     for (size_t i = a; i < b; i += 16) {
         __mmask16 mk = vmask_tail((long)(b - i));
         PREFETCH(grads + i), PREFETCH(m + i), PREFETCH(v + i), PREFETCH(params + i);
@@ -59,6 +61,8 @@ static inline __attribute__((always_inline)) void adamw_span(float *params, bf16
         __m512 step = _mm512_add_ps(_mm512_div_ps(_mm512_mul_ps(mi, c1), den), _mm512_mul_ps(wd, p));
         p = _mm512_sub_ps(p, _mm512_mul_ps(lr, step));
         _mm512_mask_storeu_ps(params + i, mk, p);
+        const __m512 z = _mm512_sub_ps(p, p); /* 0, or NaN where p is not finite */
+        bad += (size_t)__builtin_popcount(_mm512_mask_cmp_ps_mask(mk, z, z, _CMP_UNORD_Q));
         if (pb) {
             __m256i h = vbf16_narrow512(p);
             if (k->stream && mk == 0xffff && ((uintptr_t)(pb + i) & 31) == 0) _mm256_stream_si256((__m256i *)(pb + i), h);
@@ -66,11 +70,13 @@ static inline __attribute__((always_inline)) void adamw_span(float *params, bf16
         }
     }
     if (pb && k->stream) _mm_sfence(); /* this thread's streamed stores ordered before what follows */
+    return bad;
 }
 #else
-static inline void adamw_span(float *params, bf16 *pb, const float *grads, float *m, float *v, size_t a, size_t b,
-                              const adamw_consts *k)
+static inline size_t adamw_span(float *params, bf16 *pb, const float *grads, float *m, float *v, size_t a, size_t b,
+                                const adamw_consts *k)
 {
+    size_t bad = 0;
     for (size_t i = a; i < b; i++) {
         float g = grads[i] * k->gs;
         float mi = k->b1 * m[i] + k->one_b1 * g;
@@ -78,44 +84,46 @@ static inline void adamw_span(float *params, bf16 *pb, const float *grads, float
         m[i] = mi;
         v[i] = vi;
         params[i] -= k->lr * ((mi * k->c1) / (sqrtf(vi * k->c2) + k->eps) + k->wd * params[i]);
+        bad += !isfinite(params[i]);
         if (pb) pb[i] = bf16_from_float(params[i]);
     }
+    return bad;
 }
 #endif
 
 /* Blocks of ADAMW_BLOCK elements, one contiguous run of them per thread (static schedule). */
-static void adamw_run(float *params, bf16 *pb, const float *grads, float *m, float *v, size_t n, const adamw_params *hp,
-                      int t)
+static size_t adamw_run(float *params, bf16 *pb, const float *grads, float *m, float *v, size_t n, const adamw_params *hp,
+                        int t)
 {
     const adamw_consts k = adamw_setup(hp, t, n);
     const long nblk = (long)((n + ADAMW_BLOCK - 1) / ADAMW_BLOCK);
-    if (nblk <= 1) {
-        adamw_span(params, pb, grads, m, v, 0, n, &k);
-        return;
-    }
-#pragma omp parallel for schedule(static)
+    if (nblk <= 1) return adamw_span(params, pb, grads, m, v, 0, n, &k);
+    size_t bad = 0;
+#pragma omp parallel for schedule(static) reduction(+ : bad)
     for (long blk = 0; blk < nblk; blk++) {
         size_t a = (size_t)blk * ADAMW_BLOCK, b = a + ADAMW_BLOCK < n ? a + ADAMW_BLOCK : n;
-        if (pb) adamw_span(params, pb, grads, m, v, a, b, &k);
-        else adamw_span(params, NULL, grads, m, v, a, b, &k);
+        if (pb) bad += adamw_span(params, pb, grads, m, v, a, b, &k);
+        else bad += adamw_span(params, NULL, grads, m, v, a, b, &k);
     }
+    return bad;
 }
 
-void adamw_update(float *params, const float *grads, float *m, float *v, size_t n, const adamw_params *hp, int t)
+size_t adamw_update(float *params, const float *grads, float *m, float *v, size_t n, const adamw_params *hp, int t)
 {
-    adamw_run(params, NULL, grads, m, v, n, hp, t);
+    return adamw_run(params, NULL, grads, m, v, n, hp, t);
 }
 
-void adamw_update_bf16(float *params, bf16 *params_bf16, const float *grads, float *m, float *v, size_t n,
-                       const adamw_params *hp, int t)
+size_t adamw_update_bf16(float *params, bf16 *params_bf16, const float *grads, float *m, float *v, size_t n,
+                         const adamw_params *hp, int t)
 {
-    adamw_run(params, params_bf16, grads, m, v, n, hp, t);
+    return adamw_run(params, params_bf16, grads, m, v, n, hp, t);
 }
 
 /* ---------------------------------------------------------------- full bf16 */
 
-/* One element of the full-bf16 update (the scalar definition; rb: the element's 64 hash bits). */
-static inline void full_bf16_one(bf16 *p, float *p32, const float *grads, bf16 *m, bf16 *v, size_t i,
+/* One element of the full-bf16 update (the scalar definition; rb: the element's 64 hash bits).
+ * Returns 1 when the weight written is not finite. */
+static inline int full_bf16_one(bf16 *p, float *p32, const float *grads, bf16 *m, bf16 *v, size_t i,
                                  const adamw_consts *k, int sr, uint64_t rb)
 {
     float g = bf16_to_float(sr ? bf16_from_float_sr(grads[i], (uint32_t)rb & 0xffffu) : bf16_from_float(grads[i])) * k->gs;
@@ -127,14 +135,18 @@ static inline void full_bf16_one(bf16 *p, float *p32, const float *grads, bf16 *
     v[i] = sr ? bf16_from_float_sr(vi, (uint32_t)(rb >> 16) & 0xffffu) : bf16_from_float(vi);
     p[i] = sr ? bf16_from_float_sr(pp, (uint32_t)(rb >> 48)) : bf16_from_float(pp);
     if (p32) p32[i] = bf16_to_float(p[i]);
+    return (p[i] & 0x7f80u) == 0x7f80u;
 }
 
-void adamw_update_full_bf16_ref(bf16 *p, float *p32, const float *grads, bf16 *m, bf16 *v, size_t n,
-                                const adamw_params *hp, int t, const adamw_rounding *r)
+size_t adamw_update_full_bf16_ref(bf16 *p, float *p32, const float *grads, bf16 *m, bf16 *v, size_t n,
+                                  const adamw_params *hp, int t, const adamw_rounding *r)
 {
     const adamw_consts k = adamw_setup(hp, t, n);
+    size_t bad = 0;
     for (size_t i = 0; i < n; i++)
-        full_bf16_one(p, p32, grads, m, v, i, &k, r->stochastic, r->stochastic ? bf16_sr_hash(r->seed, (uint64_t)t, r->offset + i) : 0);
+        bad += (size_t)full_bf16_one(p, p32, grads, m, v, i, &k, r->stochastic,
+                                     r->stochastic ? bf16_sr_hash(r->seed, (uint64_t)t, r->offset + i) : 0);
+    return bad;
 }
 
 #if defined(__AVX512F__) && defined(VMATH_SR)
@@ -144,8 +156,9 @@ static inline __m256i full_narrow(__m512 x, int sr, __m512i rb)
     return sr ? vbf16_narrow512_sr(x, rb) : vbf16_narrow512(x);
 }
 
-/* Elements [a, b): 16 a step, each lane bit for bit full_bf16_one. */
-static void full_bf16_span(bf16 *p, float *p32, const float *grads, bf16 *m, bf16 *v, size_t a, size_t b,
+/* Elements [a, b): 16 a step, each lane bit for bit full_bf16_one; the count of non-finite
+ * weights written (exponent all ones in the bf16 result). */
+static size_t full_bf16_span(bf16 *p, float *p32, const float *grads, bf16 *m, bf16 *v, size_t a, size_t b,
                            const adamw_consts *k, int sr, uint64_t key, uint64_t offset)
 {
     const __m512 b1 = _mm512_set1_ps(k->b1), b2 = _mm512_set1_ps(k->b2), ob1 = _mm512_set1_ps(k->one_b1),
@@ -153,11 +166,14 @@ static void full_bf16_span(bf16 *p, float *p32, const float *grads, bf16 *m, bf1
                  wd = _mm512_set1_ps(k->wd), gs = _mm512_set1_ps(k->gs), c1 = _mm512_set1_ps(k->c1),
                  c2 = _mm512_set1_ps(k->c2);
     const __m512i low = _mm512_set1_epi32(0xffff);
+    const __m256i expo = _mm256_set1_epi16(0x7f80);
     __m512i h1 = _mm512_setzero_si512(), h2 = h1;
+    size_t bad = 0;
     for (size_t i = a; i < b; i += 16) {
         const uint64_t at = offset + i;
         if (sr && (uint32_t)at > 0xfffffff0u) { /* the 16 indices cross a multiple of 2^32: one at a time */
-            for (size_t j = i; j < b && j < i + 16; j++) full_bf16_one(p, p32, grads, m, v, j, k, 1, bf16_sr_hash_k(key, offset + j));
+            for (size_t j = i; j < b && j < i + 16; j++)
+                bad += (size_t)full_bf16_one(p, p32, grads, m, v, j, k, 1, bf16_sr_hash_k(key, offset + j));
             continue;
         }
         __mmask16 mk = vmask_tail((long)(b - i));
@@ -176,27 +192,34 @@ static void full_bf16_span(bf16 *p, float *p32, const float *grads, bf16 *m, bf1
         __m256i ph = full_narrow(pp, sr, _mm512_srli_epi32(h2, 16));
         _mm256_mask_storeu_epi16(p + i, mk, ph);
         if (p32) _mm512_mask_storeu_ps(p32 + i, mk, vbf16_widen512(ph));
+        bad += (size_t)__builtin_popcount(_mm256_mask_cmpeq_epi16_mask(mk, _mm256_and_si256(ph, expo), expo));
     }
+    return bad;
 }
 #else
-static void full_bf16_span(bf16 *p, float *p32, const float *grads, bf16 *m, bf16 *v, size_t a, size_t b,
-                           const adamw_consts *k, int sr, uint64_t key, uint64_t offset)
+static size_t full_bf16_span(bf16 *p, float *p32, const float *grads, bf16 *m, bf16 *v, size_t a, size_t b,
+                             const adamw_consts *k, int sr, uint64_t key, uint64_t offset)
 {
-    for (size_t i = a; i < b; i++) full_bf16_one(p, p32, grads, m, v, i, k, sr, sr ? bf16_sr_hash_k(key, offset + i) : 0);
+    size_t bad = 0;
+    for (size_t i = a; i < b; i++)
+        bad += (size_t)full_bf16_one(p, p32, grads, m, v, i, k, sr, sr ? bf16_sr_hash_k(key, offset + i) : 0);
+    return bad;
 }
 #endif
 
-void adamw_update_full_bf16(bf16 *p, float *p32, const float *grads, bf16 *m, bf16 *v, size_t n, const adamw_params *hp,
-                            int t, const adamw_rounding *r)
+size_t adamw_update_full_bf16(bf16 *p, float *p32, const float *grads, bf16 *m, bf16 *v, size_t n, const adamw_params *hp,
+                              int t, const adamw_rounding *r)
 {
     const adamw_consts k = adamw_setup(hp, t, n);
     const uint64_t key = bf16_sr_key(r->seed, (uint64_t)t);
     const long nblk = (long)((n + ADAMW_BLOCK - 1) / ADAMW_BLOCK);
-#pragma omp parallel for schedule(static) if (nblk > 1)
+    size_t bad = 0;
+#pragma omp parallel for schedule(static) if (nblk > 1) reduction(+ : bad)
     for (long blk = 0; blk < nblk; blk++) {
         size_t a = (size_t)blk * ADAMW_BLOCK, b = a + ADAMW_BLOCK < n ? a + ADAMW_BLOCK : n;
-        full_bf16_span(p, p32, grads, m, v, a, b, &k, r->stochastic, key, r->offset);
+        bad += full_bf16_span(p, p32, grads, m, v, a, b, &k, r->stochastic, key, r->offset);
     }
+    return bad;
 }
 
 void adamw_update_ref(double *params, const double *grads, double *m, double *v, size_t n, const adamw_params *hp,

@@ -18,17 +18,19 @@ typedef struct {
  * in single precision, each element exactly as the scalar expression
  *   g = grad * gs;  m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g g;
  *   p -= lr * ((m c1) / (sqrtf(v c2) + eps) + wd p),  c1 = 1 / (1 - b1^t), c2 = 1 / (1 - b2^t)
- * evaluated left to right without fused multiply-adds (vectorised, the same bits). */
-void adamw_update(float *params, const float *grads, float *m, float *v, size_t n, const adamw_params *hp, int t);
+ * evaluated left to right without fused multiply-adds (vectorised, the same bits).
+ * Returns the count of weights the update left non-finite (counted as they are written: a
+ * corrupt optimizer state or an overflow is seen without a second pass). */
+size_t adamw_update(float *params, const float *grads, float *m, float *v, size_t n, const adamw_params *hp, int t);
 /* The same update (params, m and v bit-identical to adamw_update's) that also writes the bf16
  * copy of the updated params (each bf16_from_float's rounding*) in the same pass: the
  * mixed-precision step's fp32 master weights and the bf16 weights its matmuls read.
  * params_bf16 (n) may be NULL: then exactly adamw_update.
  * *bit for bit, except that fp32 subnormals narrow to a signed zero where the build targets
  * AVX512_BF16 (vcvtneps2bf16; vmath.h), as bf16_from_floats does; the same holds for every bf16
- * output of kernels/. */
-void adamw_update_bf16(float *params, bf16 *params_bf16, const float *grads, float *m, float *v, size_t n,
-                       const adamw_params *hp, int t);
+ * output of kernels/. Returns adamw_update's count (of the fp32 weights). */
+size_t adamw_update_bf16(float *params, bf16 *params_bf16, const float *grads, float *m, float *v, size_t n,
+                         const adamw_params *hp, int t);
 /* Full-bf16 AdamW (precisions bf16-sr and bf16): weights p and both moments m, v stored in bf16,
  * the gradient rounded to bf16 as it enters (the precision stores gradients in bf16), every
  * element's update computed in single precision from the widened values, in adamw_update's order:
@@ -40,16 +42,17 @@ void adamw_update_bf16(float *params, bf16 *params_bf16, const float *grads, flo
  * The result depends neither on the thread count nor on how the tensor is split (offset: index
  * of element 0 in the whole model, as ZeRO shards and per-tensor calls see it). p32 (n; NULL:
  * none) receives the new weights widened. Narrowing to nearest follows bf16.h (subnormal fp32
- * inputs may narrow to zero where the build targets AVX512_BF16). */
+ * inputs may narrow to zero where the build targets AVX512_BF16). Returns the count of bf16
+ * weights written non-finite (an fp32 result past bf16's largest finite value rounds to infinity). */
 typedef struct {
     int stochastic;
     uint64_t seed, offset;
 } adamw_rounding;
-void adamw_update_full_bf16(bf16 *p, float *p32, const float *grads, bf16 *m, bf16 *v, size_t n, const adamw_params *hp,
-                            int t, const adamw_rounding *r);
+size_t adamw_update_full_bf16(bf16 *p, float *p32, const float *grads, bf16 *m, bf16 *v, size_t n, const adamw_params *hp,
+                              int t, const adamw_rounding *r);
 /* The same, one scalar element at a time (the reference of the tests). */
-void adamw_update_full_bf16_ref(bf16 *p, float *p32, const float *grads, bf16 *m, bf16 *v, size_t n,
-                                const adamw_params *hp, int t, const adamw_rounding *r);
+size_t adamw_update_full_bf16_ref(bf16 *p, float *p32, const float *grads, bf16 *m, bf16 *v, size_t n,
+                                  const adamw_params *hp, int t, const adamw_rounding *r);
 void adamw_update_ref(double *params, const double *grads, double *m, double *v, size_t n, const adamw_params *hp,
                       int t);
 /* Sum of squares accumulated in double (combine buffers, then sqrt for the global norm); the same

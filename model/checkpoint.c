@@ -2,7 +2,6 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/random.h>
@@ -15,7 +14,6 @@
 
 #include "../common/csvio.h"
 #include "../common/err.h"
-#include "../common/parse.h"
 #include "hfnames.h"
 #include "safetensors.h"
 
@@ -91,41 +89,6 @@ static void free_gathered(void **bufs, int n)
 }
 
 static int max_tensors(const gpt_model *m) { return 8 + 20 * m->cfg.L; }
-
-/* Safetensors metadata: key/value pairs whose values are formatted into buf[*n]. */
-typedef struct {
-    char buf[24][64];
-    const char *kv[48];
-    int n;
-} meta_list;
-
-static void meta_add(meta_list *ml, const char *key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void meta_add(meta_list *ml, const char *key, const char *fmt, ...)
-{
-    if (ml->n == 24) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(ml->buf[ml->n], 64, fmt, ap);
-    va_end(ap);
-    ml->kv[2 * ml->n] = key;
-    ml->kv[2 * ml->n + 1] = ml->buf[ml->n];
-    ml->n++;
-}
-
-static void meta_model(const gpt_model *m, meta_list *ml)
-{
-    const model_config *c = &m->cfg;
-    meta_add(ml, "format", "%s", "pt");
-    meta_add(ml, "costbench_model", "%s", c->name);
-    meta_add(ml, "layers", "%d", c->L);
-    meta_add(ml, "d_model", "%d", c->C);
-    meta_add(ml, "heads", "%d", c->NH);
-    meta_add(ml, "vocab", "%d", c->V);
-    meta_add(ml, "rotary_pct", "%.9g", c->rotary_pct);
-    meta_add(ml, "parallel_residual", "%d", c->parallel_residual);
-    meta_add(ml, "tied_embeddings", "%d", c->tied_embeddings);
-    meta_add(ml, "precision", "%s", precision_name(m->prec));
-}
 
 /* ---------------------------------------------------------------- the names costbench writes */
 
@@ -367,10 +330,9 @@ static int write_latest(const char *dir, const char *name)
     return file_commit(ltmp, latest);
 }
 
-/* Both files of step st->step into the directory `tmp`. */
 /* Writes one safetensors file of the tensors t[0, n) (gathering the rows of those stored in
  * another order first). */
-static int write_tensors(const gpt_model *m, const char *path, st_out *t, const tensor_slot *slots, int n, const meta_list *ml)
+static int write_tensors(const gpt_model *m, const char *path, st_out *t, const tensor_slot *slots, int n, const ckpt_meta *ml)
 {
     void **bufs = calloc((size_t)n + 1, sizeof *bufs);
     if (!bufs) return err_msg("out of memory");
@@ -381,6 +343,7 @@ static int write_tensors(const gpt_model *m, const char *path, st_out *t, const 
     return rc;
 }
 
+/* Both files of step st->step into the directory `tmp`. */
 static int write_step_files(const gpt_model *m, const void *exp_avg, const void *exp_avg_sq, const char *tmp,
                             const ckpt_state *st)
 {
@@ -389,26 +352,19 @@ static int write_step_files(const gpt_model *m, const void *exp_avg, const void 
     tensor_slot *slots = calloc((size_t)nt, sizeof *slots);
     char(*names)[128] = calloc((size_t)nt, sizeof *names);
     char path[4400];
-    meta_list ml;
-    ml.n = 0;
+    ckpt_meta ml;
     int rc = CB_EFAIL;
     if (!t || !names || !slots) {
         err_msg("out of memory");
         goto out;
     }
-    meta_model(m, &ml);
-    meta_add(&ml, "step", "%ld", st->step);
-    meta_add(&ml, "run_id", "%016llx", (unsigned long long)st->run_id);
+    ckpt_meta_write(&ml, &m->cfg, precision_name(m->prec), st, 0, 0);
     int n = list_tensors(m, precision_full_bf16(m->prec) ? (const void *)m->params16 : m->params, "", t, slots, names);
     if (path_fmt(path, sizeof path, "%s/model.safetensors", tmp) != 0 || write_tensors(m, path, t, slots, n, &ml) != 0) goto out;
     /* optimizer: both moments, and where the loop stands */
-    int n1 = list_tensors(m, exp_avg, "exp_avg/", t, slots, names);
-    int n2 = list_tensors(m, exp_avg_sq, "exp_avg_sq/", t + n1, slots + n1, names + n1);
-    meta_add(&ml, "adam_t", "%d", m->adam_t);
-    meta_add(&ml, "seed", "%llu", st->seed);
-    meta_add(&ml, "micro_batch", "%d", st->B);
-    meta_add(&ml, "seq", "%d", st->T);
-    meta_add(&ml, "accum", "%d", st->accum);
+    int n1 = list_tensors(m, exp_avg, CKPT_EXP_AVG, t, slots, names);
+    int n2 = list_tensors(m, exp_avg_sq, CKPT_EXP_AVG_SQ, t + n1, slots + n1, names + n1);
+    ckpt_meta_write(&ml, &m->cfg, precision_name(m->prec), st, 1, m->adam_t);
     if (path_fmt(path, sizeof path, "%s/optimizer.safetensors", tmp) != 0 || write_tensors(m, path, t, slots, n1 + n2, &ml) != 0)
         goto out;
     rc = 0;
@@ -487,7 +443,7 @@ static int read_tensor(gpt_model *m, const st_file *f, const st_out *t, const te
         size_t bytes = (size_t)s->piece.shape[0] * s->piece.cols * elem_bytes(m);
         if (!(dst = buf = malloc(bytes ? bytes : 1))) return err_msg("out of memory for %zu bytes of '%s'", bytes, t->name);
     }
-    int rc = bf ? st_read_bf16(f, t->name, dst, t->shape, t->ndim) : st_read_f32(f, t->name, dst, t->shape, t->ndim);
+    int rc = ckpt_meta_read_tensor(f, t->name, dst, t->shape, t->ndim, bf);
     if (rc == 0 && buf) move_rows(m, s, buf, 1);
     free(buf);
     return rc;
@@ -527,16 +483,22 @@ static int load_all(gpt_model *m, const st_file *f, void *base, const char *pref
 /* The slab the weights load into: fp32, or bf16 in full-bf16 models. */
 static void *weights_slab(gpt_model *m) { return precision_full_bf16(m->prec) ? (void *)m->params16 : m->params; }
 
-/* A checkpoint written in another precision is converted as it loads: say so once. */
+/* A checkpoint written in another precision: say once what changes. The precision is recorded
+ * by precision_name (none: fp32, written before precisions were recorded). */
 static void precision_note(const gpt_model *m, const st_file *f)
 {
     const char *p = st_meta(f, "precision");
-    if (!p) p = "fp32"; /* written before precisions were recorded */
-    train_precision was;
-    int same_storage = precision_parse(p, &was) == 0 && precision_full_bf16(was) == precision_full_bf16(m->prec);
-    if (!same_storage)
-        err_warn("%s: written in precision %s, continuing in %s: the weights and moments are converted (widened exactly, or rounded to nearest)",
-                 f->path, p, precision_name(m->prec));
+    if (!p) p = "fp32";
+    int was = -1;
+    for (int k = PRECISION_FP32; k <= PRECISION_BF16_NEAREST; k++)
+        if (strcmp(p, precision_name((train_precision)k)) == 0) was = k;
+    if (was == (int)m->prec) return;
+    const int full = precision_full_bf16(m->prec);
+    const char *what = "the weights and moments are converted (widened exactly, or rounded to nearest)";
+    if (was >= 0 && precision_full_bf16((train_precision)was) == full)
+        what = full ? "the bf16 weights and moments load as stored; only the rounding of the updates changes"
+                    : "the fp32 weights and moments load as stored; only the precision of the products changes";
+    err_warn("%s: written in precision %s, continuing in %s: %s", f->path, p, precision_name(m->prec), what);
 }
 
 int ckpt_load_weights(gpt_model *m, const char *path)
@@ -549,63 +511,16 @@ int ckpt_load_weights(gpt_model *m, const char *path)
     return rc;
 }
 
-static int meta_long(const st_file *f, const char *key, long lo, long hi, long *out)
-{
-    const char *v = st_meta(f, key);
-    if (!v) return err_msg("%s: metadata '%s' is missing", f->path, key);
-    char what[4400];
-    if (path_fmt(what, sizeof what, "%s: metadata '%s'", f->path, key) != 0) return CB_EFAIL;
-    return parse_long(v, lo, hi, 0, what, out) == 0 ? 0 : CB_EFAIL;
-}
-
-static int meta_u64(const st_file *f, const char *key, int base, uint64_t *out)
-{
-    const char *v = st_meta(f, key);
-    char *end = NULL;
-    errno = 0;
-    unsigned long long x = v ? strtoull(v, &end, base) : 0;
-    if (!v || !*v || *end || errno || v[0] == '-')
-        return err_msg("%s: metadata '%s' is %s", f->path, key, v ? "not a number" : "missing");
-    *out = (uint64_t)x;
-    return 0;
-}
-
-/* Step, run id and (optimizer file) loop position of one file's metadata. */
-static int read_position(const st_file *f, int optimizer, ckpt_state *st, long *adam_t)
-{
-    long step, B, T, accum;
-    int rc = meta_long(f, "step", 0, 1L << 50, &step);
-    if (rc == 0) rc = meta_u64(f, "run_id", 16, &st->run_id);
-    if (rc == 0) st->step = step;
-    if (rc != 0 || !optimizer) return rc;
-    uint64_t seed = 0;
-    if (rc == 0) rc = meta_long(f, "adam_t", 0, 1L << 50, adam_t);
-    if (rc == 0) rc = meta_long(f, "micro_batch", 1, 1 << 20, &B);
-    if (rc == 0) rc = meta_long(f, "seq", 1, 1 << 24, &T);
-    if (rc == 0) rc = meta_long(f, "accum", 1, 1 << 20, &accum);
-    if (rc == 0) rc = meta_u64(f, "seed", 10, &seed);
-    if (rc == 0) st->B = (int)B, st->T = (int)T, st->accum = (int)accum, st->seed = seed;
-    return rc;
-}
-
-/* The weights, or the moments and loop position, of step directory `stepdir`. */
-static int load_part(gpt_model *m, const char *stepdir, int optimizer, ckpt_state *st, long *adam_t)
+/* Step directory file `name` opened into f. */
+static int open_part(const char *stepdir, const char *name, st_file *f)
 {
     char path[4600];
-    st_file f;
-    if (path_fmt(path, sizeof path, "%s/%s", stepdir, optimizer ? "optimizer.safetensors" : "model.safetensors") != 0 ||
-        st_open(&f, path) != 0)
-        return CB_EFAIL;
-    const int full = precision_full_bf16(m->prec);
-    int rc = optimizer ? load_all(m, &f, full ? (void *)m->m16 : m->m, "exp_avg/", 0) : load_all(m, &f, weights_slab(m), "", 0);
-    if (rc == 0 && optimizer) rc = load_all(m, &f, full ? (void *)m->v16 : m->v, "exp_avg_sq/", 0);
-    if (rc == 0 && optimizer) precision_note(m, &f);
-    if (rc == 0) rc = read_position(&f, optimizer, st, adam_t);
-    st_close(&f);
-    if (!optimizer) gpt_params_changed(m);
-    return rc;
+    if (path_fmt(path, sizeof path, "%s/%s", stepdir, name) != 0) return CB_EFAIL;
+    return st_open(f, path);
 }
 
+/* Each file's metadata is checked before its tensors are read: the weights' before the weights,
+ * the optimizer's (position, batch shape, adam_t) before the moments. */
 int ckpt_resume(gpt_model *m, const char *dir, const ckpt_state *expect, ckpt_state *got)
 {
     char name[256], stepdir[4400];
@@ -616,22 +531,23 @@ int ckpt_resume(gpt_model *m, const char *dir, const ckpt_state *expect, ckpt_st
     }
     if (path_fmt(stepdir, sizeof stepdir, "%s/%s", dir, name) != 0) return CB_EFAIL;
     ckpt_state w = {0};
-    long adam_t = 0;
-    if (load_part(m, stepdir, 0, &w, &adam_t) != 0 || load_part(m, stepdir, 1, got, &adam_t) != 0) return CB_EFAIL;
-    /* the three parts must describe one step of one run */
-    if (w.step != s || got->step != s)
-        return err_msg("%s: the parts disagree: 'latest' names step %ld, model.safetensors says step %ld, optimizer.safetensors step %ld",
-                       stepdir, s, w.step, got->step);
-    if (w.run_id != got->run_id)
-        return err_msg("%s: model.safetensors (run %016llx) and optimizer.safetensors (run %016llx) come from different runs",
-                       stepdir, (unsigned long long)w.run_id, (unsigned long long)got->run_id);
-    if (expect->B != got->B || expect->T != got->T || expect->accum != got->accum || expect->seed != got->seed)
-        return err_usage("--resume %s: the checkpoint was written with --micro-batch %d --seq %d --global-batch %d --seed %llu; this run has %d, %d, %d, %llu",
-                         dir, got->B, got->T, got->B * got->accum, got->seed, expect->B, expect->T, expect->B * expect->accum,
-                         expect->seed);
-    if (adam_t > INT32_MAX) return err_msg("%s/optimizer.safetensors: metadata 'adam_t' %ld is too large", stepdir, adam_t);
-    m->adam_t = (int)adam_t;
-    return 0;
+    st_file f;
+    if (open_part(stepdir, "model.safetensors", &f) != 0) return CB_EFAIL;
+    int rc = ckpt_meta_check_weights(&f, &m->cfg, dir, s, &w);
+    if (rc == 0) rc = load_all(m, &f, weights_slab(m), "", 0);
+    st_close(&f);
+    gpt_params_changed(m);
+    if (rc != 0) return rc;
+    if (open_part(stepdir, "optimizer.safetensors", &f) != 0) return CB_EFAIL;
+    const int full = precision_full_bf16(m->prec);
+    int adam_t = 0;
+    rc = ckpt_meta_check_optimizer(&f, &m->cfg, dir, &w, expect, got, &adam_t);
+    if (rc == 0) rc = load_all(m, &f, full ? (void *)m->m16 : m->m, CKPT_EXP_AVG, 0);
+    if (rc == 0) rc = load_all(m, &f, full ? (void *)m->v16 : m->v, CKPT_EXP_AVG_SQ, 0);
+    if (rc == 0) precision_note(m, &f);
+    st_close(&f);
+    if (rc == 0) m->adam_t = adam_t;
+    return rc;
 }
 
 uint64_t ckpt_new_run_id(void)

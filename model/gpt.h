@@ -188,7 +188,8 @@ int gpt_find_nonfinite(const gpt_model *m, char *buf, size_t n);
  * CB_EFAIL. */
 int gpt_shard_moments(gpt_model *m, size_t lo, size_t hi);
 /* Clips to max_norm (if > 0), then AdamW at learning rate lr on the params whose moments this
- * model holds (all, or the ZeRO-1 shard): weight decay on matrices and embeddings only. */
-void gpt_update(gpt_model *m, const adamw_params *hp, double grad_norm, float max_norm);
+ * model holds (all, or the ZeRO-1 shard): weight decay on matrices and embeddings only. Returns
+ * the count of weights it left non-finite (0: all finite; gpt_find_nonfinite says where). */
+size_t gpt_update(gpt_model *m, const adamw_params *hp, double grad_norm, float max_norm);
 
 #endif

@@ -197,26 +197,25 @@ int gpt_shard_moments(gpt_model *m, size_t lo, size_t hi)
     return 0;
 }
 
-/* AdamW on params [a, b) of tensor k (inside the held moment range). */
-static void update_range(gpt_model *m, int k, size_t a, size_t b, const adamw_params *h)
+/* AdamW on params [a, b) of tensor k (inside the held moment range); the count of weights it
+ * left non-finite. */
+static size_t update_range(gpt_model *m, int k, size_t a, size_t b, const adamw_params *h)
 {
     const size_t mo = a - m->mom_lo;
-    if (!precision_full_bf16(m->prec)) {
-        adamw_update(m->params + a, m->grads + a, m->m + mo, m->v + mo, b - a, h, m->adam_t);
-        return;
-    }
+    if (!precision_full_bf16(m->prec)) return adamw_update(m->params + a, m->grads + a, m->m + mo, m->v + mo, b - a, h, m->adam_t);
     /* full bf16: the slab index a is the rounding's counter, whatever the split */
     adamw_rounding r = {m->prec == PRECISION_BF16_SR, m->sr_seed, a};
     float *p32 = m->p[k] ? m->p[k] + (a - m->offsets[k]) : NULL;
-    adamw_update_full_bf16(m->params16 + a, p32, m->grads + a, m->m16 + mo, m->v16 + mo, b - a, h, m->adam_t, &r);
+    return adamw_update_full_bf16(m->params16 + a, p32, m->grads + a, m->m16 + mo, m->v16 + mo, b - a, h, m->adam_t, &r);
 }
 
-void gpt_update(gpt_model *m, const adamw_params *hp, double grad_norm, float max_norm)
+size_t gpt_update(gpt_model *m, const adamw_params *hp, double grad_norm, float max_norm)
 {
     double t0 = timer_now_s();
     /* clipping as a factor folded into the update: the same result as grad_clip(), one pass less */
     float scale = max_norm > 0 && grad_norm > max_norm ? (float)(max_norm / (grad_norm + 1e-6)) : 1.0f;
     m->adam_t++;
+    size_t bad = 0;
     for (int k = 0; k < P_COUNT; k++) {
         if (m->sizes[k] == 0) continue;
         adamw_params h = *hp;
@@ -225,10 +224,11 @@ void gpt_update(gpt_model *m, const adamw_params *hp, double grad_norm, float ma
         /* the part of tensor k inside the held range */
         size_t a = m->offsets[k] > m->mom_lo ? m->offsets[k] : m->mom_lo;
         size_t b = m->offsets[k] + m->sizes[k] < m->mom_hi ? m->offsets[k] + m->sizes[k] : m->mom_hi;
-        if (a < b) update_range(m, k, a, b, &h);
+        if (a < b) bad += update_range(m, k, a, b, &h);
     }
     m->wh_fresh = 0; /* the bf16 copies are remade before the next forward */
     m->prof.kind_s[K_OPTIMIZER] += timer_now_s() - t0;
+    return bad;
 }
 
 /* ---------------------------------------------------------------- diagnosis */

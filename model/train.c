@@ -58,8 +58,17 @@ static int micro_batches(gpt_model *m, const train_opts *o, const train_sync *sy
     return 0;
 }
 
-/* A non-finite loss or gradient norm ends the run before the update: say where it came from. */
-static int diverged(const gpt_model *m, long step, double loss, double gnorm)
+/* The file or directory the weights came from while no update has run since they were loaded
+ * (step s is the first of this run), else NULL. */
+static const char *loaded_from(const train_opts *o, long s, long start)
+{
+    if (s != start) return NULL;
+    return o->resume_dir ? o->resume_dir : o->init_path;
+}
+
+/* A non-finite loss or gradient norm ends the run before the update: say where it came from
+ * (fresh: loaded_from). */
+static int diverged(const gpt_model *m, long step, double loss, double gnorm, const char *fresh)
 {
     char where[320];
     int found = gpt_find_nonfinite(m, where, sizeof where);
@@ -67,8 +76,26 @@ static int diverged(const gpt_model *m, long step, double loss, double gnorm)
             isfinite(loss) ? "gradient norm" : "loss", loss, gnorm, found ? ": first non-finite value in " : "", found ? where : "");
     if (found && strncmp(where, "parameter", 9) == 0)
         err_hint("a non-finite weight: check the files given to --init or --resume");
+    else if (fresh)
+        err_hint("no update has run since the weights were loaded: the weights of '%s' overflow the forward; check that file", fresh);
     else
         err_hint("the run diverged: a lower --lr, a longer --warmup-steps or --grad-clip keeps it finite");
+    return CB_EFAIL;
+}
+
+/* The update left non-finite weights (after finite gradients): the run ends before this step's
+ * checkpoint, naming the first tensor holding one (fresh: loaded_from). */
+static int update_overflowed(const gpt_model *m, long step, size_t bad, const char *fresh)
+{
+    char where[320];
+    if (!gpt_find_nonfinite(m, where, sizeof where)) snprintf(where, sizeof where, "a parameter this rank does not hold");
+    err_msg("step %ld: the AdamW update left %zu weight%s non-finite, the first in %s; stopped, nothing saved", step, bad,
+            bad == 1 ? "" : "s", where);
+    if (fresh)
+        err_hint("the gradients were finite and this is the first update since '%s' was loaded: its optimizer state overflows it; check that checkpoint",
+                 fresh);
+    else
+        err_hint("the gradients were finite: the update overflowed; a lower --lr or --grad-clip keeps it finite");
     return CB_EFAIL;
 }
 
@@ -79,8 +106,8 @@ static int save_step(gpt_model *m, const train_opts *o, const train_sync *sync, 
     return o->rank == 0 ? ckpt_save_own(m, o->save_dir, &st) : 0;
 }
 
-/* One optimizer step s. */
-static int one_step(gpt_model *m, const train_opts *o, const train_sync *sync, long s, train_step_result *r)
+/* One optimizer step s (the first of this run: start). */
+static int one_step(gpt_model *m, const train_opts *o, const train_sync *sync, long s, long start, train_step_result *r)
 {
     double loss;
     gpt_zero_grad(m);
@@ -88,11 +115,12 @@ static int one_step(gpt_model *m, const train_opts *o, const train_sync *sync, l
     if (sync && sync->reduce && sync->reduce(sync->ctx, m, &loss) != 0) return CB_EFAIL;
     double sumsq = sync && sync->grad_sumsq ? sync->grad_sumsq(sync->ctx, m) : gpt_grad_sumsq(m, 0, m->nparams);
     *r = (train_step_result){s + 1, loss, sqrt(sumsq), train_lr(o, s)};
-    if (!isfinite(r->loss) || !isfinite(r->grad_norm)) return diverged(m, s + 1, r->loss, r->grad_norm);
+    if (!isfinite(r->loss) || !isfinite(r->grad_norm)) return diverged(m, s + 1, r->loss, r->grad_norm, loaded_from(o, s, start));
     adamw_params hp = o->hp;
     hp.lr = (float)r->lr;
-    gpt_update(m, &hp, r->grad_norm, o->clip);
-    if (sync && sync->after_update && sync->after_update(sync->ctx, m) != 0) return CB_EFAIL;
+    size_t bad = gpt_update(m, &hp, r->grad_norm, o->clip);
+    if (sync && sync->after_update && sync->after_update(sync->ctx, m, &bad) != 0) return CB_EFAIL;
+    if (bad) return update_overflowed(m, s + 1, bad, loaded_from(o, s, start));
     return 0;
 }
 
@@ -102,7 +130,7 @@ int train_run(gpt_model *m, const train_opts *o, const train_sync *sync, const t
     for (long s = start; s < o->steps; s++) {
         if (obs && obs->step_begin) obs->step_begin(obs->ctx, s + 1);
         train_step_result r;
-        if (one_step(m, o, sync, s, &r) != 0) return CB_EFAIL;
+        if (one_step(m, o, sync, s, start, &r) != 0) return CB_EFAIL;
         int rc = obs && obs->step_end ? obs->step_end(obs->ctx, &r) : 0;
         if (rc != 0) return rc;
         int due = o->save_dir && ((o->save_every > 0 && (s + 1) % o->save_every == 0) || s + 1 == o->steps);

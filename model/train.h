@@ -11,7 +11,9 @@
  * forward and backward with the gradients scaled by 1/A; the sync sums them over ranks; the loss
  * and the gradient norm must be finite (else the run stops before the update and before any
  * save, saying where the first non-finite value is); the gradients are clipped to `clip` and
- * AdamW steps at train_lr(s); a checkpoint is saved every `save_every` steps and at the last. */
+ * AdamW steps at train_lr(s); the weights it writes must be finite (else the run stops before
+ * the step's checkpoint, naming the first tensor holding one); a checkpoint is saved every
+ * `save_every` steps and at the last. */
 #ifndef CB_TRAIN_H
 #define CB_TRAIN_H
 
@@ -50,8 +52,9 @@ typedef struct {
     int (*reduce)(void *ctx, gpt_model *m, double *loss);
     /* the sum over all ranks of the squared gradients this rank holds */
     double (*grad_sumsq)(void *ctx, gpt_model *m);
-    /* after the update: every rank's parameters equal */
-    int (*after_update)(void *ctx, gpt_model *m);
+    /* after the update: every rank's parameters equal, and *nonfinite (in: the count of weights
+     * this rank's update left non-finite) the sum over ranks, so that all ranks stop together */
+    int (*after_update)(void *ctx, gpt_model *m, size_t *nonfinite);
     /* a checkpoint of the whole model (moment shards gathered), written by rank 0 */
     int (*save)(void *ctx, gpt_model *m, const char *dir, const ckpt_state *st);
 } train_sync;

@@ -5,6 +5,11 @@
  *                     near-valid ones (offsets, dtype, dims, header length, JSON)
  *   OUT/idx/          .idx/.bin pairs (one written by dataset_build()) in fuzz_idx's format:
  *                     u32 little-endian .idx length, the .idx, then the .bin
+ *   OUT/ckpt/         checkpoint steps in fuzz_ckpt's format (fuzz_ckpt.h), their metadata written
+ *                     by ckpt_meta_write() and their files by st_write(): valid ones (fp32, full
+ *                     bf16) and ones each resume check refuses or flags (a negative exp_avg_sq, a
+ *                     finite exp_avg of 3e38, adam_t 2147483647, another layers, another run,
+ *                     another batch, an older checkpoint's keys)
  * Usage: gen_corpus OUT DATA   (make fuzz-corpus: OUT = tests/fuzz/corpus, DATA = data)
  * Exits 0, or 1 after an "error:" line. */
 #include <errno.h>
@@ -17,6 +22,8 @@
 
 #include "../../model/dataset.h"
 #include "../../model/safetensors.h"
+#include "../../kernels/bf16.h"
+#include "fuzz_ckpt.h"
 
 static const char *out_dir;
 
@@ -326,6 +333,116 @@ static void gen_idx(void)
     idx_pack("bad_magic.idxbin", idx, n, (uint32_t)n, bin, 24);
 }
 
+/* ---------------------------------------------------------------- ckpt */
+
+/* Sets metadata `key` of ml to `value` (NULL: removes it). */
+static void meta_set(ckpt_meta *ml, const char *key, const char *value)
+{
+    for (int i = 0; i < ml->n; i++) {
+        if (strcmp(ml->kv[2 * i], key) != 0) continue;
+        if (value) {
+            ml->kv[2 * i + 1] = value;
+        } else {
+            memmove(&ml->kv[2 * i], &ml->kv[2 * i + 2], (size_t)(ml->n - i - 1) * 2 * sizeof ml->kv[0]);
+            ml->n--;
+        }
+        return;
+    }
+}
+
+/* Keeps only the keys an older costbench wrote. */
+static void meta_old(ckpt_meta *ml)
+{
+    static const char *const old[] = {"format", "costbench_model", "layers", "d_model", "heads", "vocab", "rotary_pct",
+                                      "parallel_residual", "tied_embeddings", "precision", "step", "run_id", "adam_t",
+                                      "seed", "micro_batch", "seq", "accum"};
+    for (int i = ml->n - 1; i >= 0; i--) {
+        int keep = 0;
+        for (size_t k = 0; k < sizeof old / sizeof old[0]; k++) keep |= strcmp(ml->kv[2 * i], old[k]) == 0;
+        if (!keep) meta_set(ml, ml->kv[2 * i], NULL);
+    }
+}
+
+/* What a seed changes in the valid checkpoint. */
+typedef struct {
+    const char *name;
+    int full_bf16;               /* every tensor BF16, precision bf16 */
+    const char *key, *value;     /* set in both files' metadata (NULL: none) */
+    const char *opt_key, *opt_value; /* set in the optimizer file's only */
+    int old;                     /* an older costbench's keys */
+    float sq0, m0;               /* element 0 of exp_avg_sq, exp_avg (0: as generated) */
+} ckpt_seed;
+
+static void st_tmp_write(const char *path, const st_out *t, int n, const ckpt_meta *ml)
+{
+    if (st_write(path, t, n, ml->kv, ml->n) != 0) exit(1);
+}
+
+/* A two-tensor model (an F32 matrix, a BF16 vector) and its moments, packed as fuzz_ckpt reads. */
+static void ckpt_step(const char *dir, const ckpt_seed *sd)
+{
+    float w[8 * 4], m[8 * 4], v[8 * 4];
+    uint16_t b[4], mb[4], vb[4], wb[8 * 4], m16[8 * 4], v16[8 * 4];
+    for (int i = 0; i < 32; i++) w[i] = 0.01f * (float)(i - 16), m[i] = 1e-3f * (float)(i % 5 - 2), v[i] = 1e-6f * (float)(i % 3);
+    if (sd->sq0 != 0) v[0] = sd->sq0;
+    if (sd->m0 != 0) m[0] = sd->m0;
+    for (int i = 0; i < 32; i++) wb[i] = bf16_from_float(w[i]), m16[i] = bf16_from_float(m[i]), v16[i] = bf16_from_float(v[i]);
+    for (int i = 0; i < 4; i++) b[i] = bf16_from_float(0.5f * (float)i), mb[i] = bf16_from_float(-1e-3f), vb[i] = bf16_from_float(4e-6f);
+    const int fb = sd->full_bf16;
+    const char *wn = "gpt_neox.embed_in.weight", *bn = "gpt_neox.final_layer_norm.bias";
+    st_out mt[2] = {{.name = wn, .data = fb ? (const void *)wb : w, .bf16 = fb, .ndim = 2, .shape = {8, 4}},
+                    {.name = bn, .data = b, .bf16 = 1, .ndim = 1, .shape = {4}}};
+    st_out ot[4] = {{.name = "exp_avg/gpt_neox.embed_in.weight", .data = fb ? (const void *)m16 : m, .bf16 = fb, .ndim = 2, .shape = {8, 4}},
+                    {.name = "exp_avg/gpt_neox.final_layer_norm.bias", .data = mb, .bf16 = 1, .ndim = 1, .shape = {4}},
+                    {.name = "exp_avg_sq/gpt_neox.embed_in.weight", .data = fb ? (const void *)v16 : v, .bf16 = fb, .ndim = 2, .shape = {8, 4}},
+                    {.name = "exp_avg_sq/gpt_neox.final_layer_norm.bias", .data = vb, .bf16 = 1, .ndim = 1, .shape = {4}}};
+    const model_config c = fuzz_ckpt_config();
+    const ckpt_state st = fuzz_ckpt_state();
+    ckpt_meta mm, om;
+    ckpt_meta_write(&mm, &c, fb ? "bf16" : "fp32", &st, 0, 0);
+    ckpt_meta_write(&om, &c, fb ? "bf16" : "fp32", &st, 1, (int)st.step);
+    if (sd->key) meta_set(&mm, sd->key, sd->value), meta_set(&om, sd->key, sd->value);
+    if (sd->opt_key) meta_set(&om, sd->opt_key, sd->opt_value);
+    if (sd->old) meta_old(&mm), meta_old(&om);
+    char mp[512], op[512];
+    snprintf(mp, sizeof mp, "%s/model.safetensors", dir);
+    snprintf(op, sizeof op, "%s/optimizer.safetensors", dir);
+    st_tmp_write(mp, mt, 2, &mm);
+    st_tmp_write(op, ot, 4, &om);
+    size_t nm, no;
+    unsigned char *mbytes = slurp(mp, &nm), *obytes = slurp(op, &no), *pack = malloc(4 + nm + no);
+    if (!pack) die("out of memory for", sd->name);
+    put32(pack, (uint32_t)nm);
+    memcpy(pack + 4, mbytes, nm);
+    memcpy(pack + 4 + nm, obytes, no);
+    put("ckpt", sd->name, pack, 4 + nm + no);
+    free(mbytes), free(obytes), free(pack);
+    unlink(mp), unlink(op);
+}
+
+static void gen_ckpt(void)
+{
+    make_dir("ckpt");
+    char dir[] = "/tmp/costbench-gen-corpus-XXXXXX";
+    if (!mkdtemp(dir)) die("cannot create", dir);
+    static const ckpt_seed seeds[] = {
+        {.name = "valid_fp32.ckpt"},
+        {.name = "valid_bf16.ckpt", .full_bf16 = 1},
+        {.name = "older_keys.ckpt", .old = 1},
+        {.name = "bad_negative_exp_avg_sq.ckpt", .sq0 = -1.0f},
+        {.name = "bad_negative_exp_avg_sq_bf16.ckpt", .full_bf16 = 1, .sq0 = -1.0f},
+        {.name = "finite_exp_avg_3e38.ckpt", .m0 = 3e38f},
+        {.name = "bad_adam_t_int_max.ckpt", .opt_key = "adam_t", .opt_value = "2147483647"},
+        {.name = "bad_layers.ckpt", .key = "layers", .value = "1"},
+        {.name = "bad_kv_heads.ckpt", .key = "kv_heads", .value = "2"},
+        {.name = "bad_run_id.ckpt", .opt_key = "run_id", .opt_value = "00000000000000ff"},
+        {.name = "bad_micro_batch.ckpt", .opt_key = "micro_batch", .opt_value = "2"},
+        {.name = "bad_step.ckpt", .opt_key = "step", .opt_value = "2"},
+    };
+    for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++) ckpt_step(dir, &seeds[i]);
+    rmdir(dir);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 3) {
@@ -337,5 +454,6 @@ int main(int argc, char **argv)
     gen_csv(argv[2]);
     gen_safetensors();
     gen_idx();
+    gen_ckpt();
     return 0;
 }
