@@ -1,0 +1,63 @@
+/* devices.h: what an accelerator is (data/devices.csv), apart from what an instance costs.
+ *
+ * One row per accelerator model: its dense peaks per precision (never the sparsity figures), its
+ * memory, its scale-up link and the size of that link's domain, each figure with its source. An
+ * instance or node (data/hardware.csv) is a number of one device plus a network; a published run
+ * on an on-premise cluster names its device, devices per node and network, and is described by
+ * hw_from_device without any instance type.
+ *
+ * Columns of data/devices.csv (units in the names; an empty cell is "not applicable/unknown"):
+ *   device            key, lowercase, as the published-runs schema names it (a100-sxm4-80gb, ...)
+ *   vendor
+ *   workers           ranks per device as the frameworks count them (2 on Trainium: NeuronCores)
+ *   fp32_tflops, tf32_tflops, bf16_tflops, fp16_tflops, fp8_tflops   dense, per device
+ *   hbm_gib, hbm_gb_per_s
+ *   link_gb_per_s     scale-up link per device, one direction (NVLink, NeuronLink, Infinity Fabric)
+ *   scaleup_domain    devices that share that link (8 in an HGX/DGX node, 72 in an NVL72 rack)
+ *   source            where the figures come from (data sheet, with its date or URL) */
+#ifndef CB_DEVICES_H
+#define CB_DEVICES_H
+
+#include <stddef.h>
+
+#include "inputs.h"
+
+typedef struct {
+    char device[48], vendor[32];
+    int workers;
+    double fp32_tflops, tf32_tflops, bf16_tflops, fp16_tflops, fp8_tflops; /* NaN: none */
+    double hbm_gib, hbm_gb_per_s;
+    double link_gb_per_s; /* NaN: unknown */
+    int scaleup_domain;
+    char source[256];
+    int line;
+} dev_row;
+
+typedef struct {
+    char path[4096];
+    dev_row *rows;
+    int n;
+} dev_table;
+
+/* Loads path (NULL: data/devices.csv through machine_data_file). Every cell is checked; a bad
+ * one is one error "file:line: column 'x': ...". Returns 0 or CB_EFAIL. */
+int devices_load(dev_table *t, const char *path);
+void devices_free(dev_table *t);
+/* NULL when the device is not listed (no error printed). */
+const dev_row *devices_find(const dev_table *t, const char *device);
+/* "a100-sxm4-40gb, a100-sxm4-80gb, ..." into buf: for "unknown device" messages. */
+void devices_list(const dev_table *t, char *buf, size_t n);
+
+/* A node of `per_node` devices `d` on a network of net_gbit_per_s (per node; NaN: unknown) and
+ * net_latency_us (NaN: unknown): the hw_row the scaling model takes, its instance name
+ * "<per_node> x <device>", its source the device's. */
+void hw_from_device(const dev_row *d, int per_node, double net_gbit_per_s, double net_latency_us, hw_row *out);
+
+/* Overrides of a node's links, given by flags; NaN leaves a figure as it is. They apply to every
+ * row they are given for: targets and calibration rows alike. */
+typedef struct {
+    double net_gbit_per_s, intra_gb_per_s, net_latency_us;
+} hw_overrides;
+void hw_apply_overrides(hw_row *hw, const hw_overrides *o);
+
+#endif
