@@ -1,0 +1,80 @@
+/* published.h: published training runs as an input (the schema of data/reference/published/SCHEMA.md:
+ * what ran and how fast, in the unit the source uses), and the FLOP conventions sources count in.
+ *
+ * Column names are the schema's, exactly; column order is free; `#` lines are comments; an empty
+ * cell is "not published". Every cell is checked when a file loads: a bad one is one error
+ * "file:line: column 'x': expected ..., got '...'" (exit 2 at the command). */
+#ifndef CB_PUBLISHED_H
+#define CB_PUBLISHED_H
+
+#include "../common/presets.h"
+#include "devices.h"
+
+typedef enum { PUB_SEQ_PER_S, PUB_TOKENS_PER_S, PUB_TOKENS_PER_S_PER_DEVICE, PUB_TFLOPS_PER_DEVICE, PUB_MFU_PCT, PUB_STEP_TIME_S } pub_metric;
+extern const char *const pub_metric_names[6]; /* the schema's spellings: seq_per_s, tokens_per_s, ... */
+
+/* Whose FLOP count a tflops_per_device or mfu_pct figure is in (see flops_per_seq). */
+typedef enum { FLOPS_NONE, FLOPS_MEGATRON_2021, FLOPS_MEGATRON_CORE, FLOPS_LLM_FOUNDRY, FLOPS_PALM } flop_convention;
+extern const char *const flop_convention_names[5]; /* "", megatron-2021, megatron-core, llm-foundry, palm */
+
+typedef enum { SHARD_NONE, SHARD_ZERO1, SHARD_ZERO2, SHARD_ZERO3, SHARD_HYBRID } pub_sharding;
+typedef enum { RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL } pub_recompute;
+
+typedef struct {
+    char id[64], framework[32], device[48], instance[64], model[64], arch[16], precision[16];
+    char source[512];
+    long devices, devices_per_node;
+    double node_net_gbps;                             /* NaN: not published */
+    int layers, d_model, heads, kv_heads, ffn_dim, vocab; /* kv_heads = heads, ffn_dim = 4 d_model when empty */
+    double params;                                    /* as published; NaN: not published */
+    int tied_embeddings;                              /* 1, 0; -1: not published */
+    long seq_len, global_batch, micro_batch;          /* micro_batch 0: not published */
+    int tp, pp, dp, cp, vp;                           /* cp, vp 1 when empty */
+    int sequence_parallel;                            /* 1, 0; -1: not published */
+    pub_sharding sharding;                            /* none when empty */
+    pub_recompute recompute;                          /* none when empty */
+    pub_metric metric;
+    double value;
+    flop_convention convention;                       /* FLOPS_NONE unless the metric needs one */
+    double peak_tflops;                               /* NaN: not published (mfu_pct needs it) */
+    double seq_per_s_column;                          /* the file's seq_per_s cell; NaN when empty */
+    double seq_per_s;                                 /* metric and value converted (published_seq_per_s) */
+    int line;
+} pub_row;
+
+typedef struct {
+    char path[4096];
+    pub_row *rows;
+    int n;
+} pub_table;
+
+/* 1 when the CSV at path has the schema's header (columns id, metric and value at least), 0 when
+ * it has another header, CB_EFAIL (error printed) when it cannot be read. */
+int published_is_schema(const char *path);
+/* Loads path: every cell checked, the device looked up in dt (unknown: one error naming
+ * file:line, column 'device' and the known devices), ids unique, the layout consistent (devices
+ * = tp x pp x dp x cp x workers per device ... as the schema defines), and seq_per_s computed from
+ * metric and value; a seq_per_s cell the file gives must agree with it within 0.5% (else the
+ * conversion or the file is wrong: one error naming both). Returns 0 or CB_EUSAGE. */
+int published_load(pub_table *t, const char *path, const dev_table *dt);
+void published_free(pub_table *t);
+/* The row with that id, NULL when none (no error printed). */
+const pub_row *published_find(const pub_table *t, const char *id);
+
+/* The row's model as a model_config (its arch's architecture: gpt, neox, llama, mpt, gptj; its
+ * shape; name = the row's model). Returns 0 or CB_EUSAGE after one error naming the row. */
+int published_config(const pub_row *r, const char *path, model_config *cfg);
+
+/* FLOPs of one sequence of seq tokens, forward and backward, as `convention` counts them, for
+ * model cfg (params: the published parameter count, NaN to count it from cfg), with recompute
+ * where the convention counts the recomputed forward:
+ *   megatron-2021  96 B s l h^2 (1 + s/(6h) + V/(16 l h)) / B   (counts the recomputed forward)
+ *   megatron-core  72 B s l h^2 (1 + s/(6h) + V/(12 l h)) / B   (no recompute)
+ *   llm-foundry    6 x params x s + attention                  (llm-foundry's own MFU count)
+ *   palm           (6 N + 12 l h s) x s, N the non-embedding matmul parameters incl. the output layer
+ * Implemented once (published.c); every figure in any convention goes through it. */
+double flops_per_seq(flop_convention convention, const model_config *cfg, double params, long seq);
+/* The row's metric and value as sequences per second over the whole run. */
+double published_seq_per_s(const pub_row *r, const model_config *cfg);
+
+#endif
