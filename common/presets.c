@@ -155,6 +155,12 @@ int model_config_check(const model_config *c, const char **column, char *why, si
         return check_fail(column, "rotary_pct", why, n, "alibi positions need rotary_pct 0, got %g", c->rotary_pct);
     if (c->shared_norm && !c->parallel_residual)
         return check_fail(column, "shared_norm", why, n, "a shared norm needs parallel_residual true");
+    /* rotary positions on fewer than 2 of a head's dimensions are none at all (the kernels rotate
+     * an even count, floor(HS x rotary_pct) rounded down to even: kernels/rope.c) */
+    int hs = c->NH > 0 ? c->C / c->NH : 0, rot = (int)(hs * c->rotary_pct);
+    if (c->pos == POS_ROTARY && c->rotary_pct > 0 && hs > 0 && rot - rot % 2 < 2)
+        return check_fail(column, "rotary_pct", why, n, "rotary_pct %g of a head of %d dimensions rotates none of them (at least 2)",
+                          c->rotary_pct, hs);
     return 0;
 }
 
@@ -355,7 +361,8 @@ int model_config_override(model_config *cfg, const model_overrides *ov)
     char why[256], nm[48];
     if (model_config_check(cfg, &column, why, sizeof why) != 0) {
         const char *flag = strcmp(column, "kv_heads") == 0 ? "flags '--heads' / '--kv-heads'"
-                           : strcmp(column, "ffn_dim") == 0 ? "flag '--ffn'" : "flag '--model'";
+                           : strcmp(column, "ffn_dim") == 0 ? "flag '--ffn'"
+                           : strcmp(column, "rotary_pct") == 0 ? "flags '--d-model' / '--heads'" : "flag '--model'";
         return err_usage("%s: %s: %s", flag, cfg->name, why);
     }
     snprintf(nm, sizeof nm, "%.20s-custom", cfg->name);

@@ -161,17 +161,17 @@ static int train_header(const char *model, const char *a, const char *b, const c
 
 static void test_dmodel_ffn(void)
 {
-    /* GPT-J: 16384 = 4 x 4096; at width 64 the MLP is 4 x 64 */
-    int rc = train_header("gpt-j-6b", "--d-model", "64", NULL, NULL);
-    CHECK(rc == 0 && strstr(g_out, "C=64 heads=16 kv_heads=16 ffn=256 "), "gpt-j-6b --d-model 64: exit %d: %.300s%.300s", rc, g_out, g_err);
+    /* GPT-J: 16384 = 4 x 4096; at width 256 the MLP is 4 x 256 */
+    int rc = train_header("gpt-j-6b", "--d-model", "256", NULL, NULL);
+    CHECK(rc == 0 && strstr(g_out, "C=256 heads=16 kv_heads=16 ffn=1024 "), "gpt-j-6b --d-model 256: exit %d: %.300s%.300s", rc, g_out, g_err);
     /* Llama-2 7B: 11008 / 4096 of 64 is 172, SwiGLU's width rounded up to a multiple of 8 */
     rc = train_header("llama2-7b", "--d-model", "64", NULL, NULL);
     CHECK(rc == 0 && strstr(g_out, "C=64 heads=32 kv_heads=32 ffn=176 "), "llama2-7b --d-model 64: exit %d: %.300s%.300s", rc, g_out, g_err);
     rc = train_header("llama2-7b", "--d-model", "1024", NULL, NULL);
     CHECK(rc == 0 && strstr(g_out, "ffn=2752 "), "llama2-7b --d-model 1024: exit %d: %.300s%.300s", rc, g_out, g_err);
     /* --ffn given: it is the width */
-    rc = train_header("gpt-j-6b", "--d-model", "64", "--ffn", "96");
-    CHECK(rc == 0 && strstr(g_out, "C=64 heads=16 kv_heads=16 ffn=96 "), "--ffn 96: exit %d: %.300s%.300s", rc, g_out, g_err);
+    rc = train_header("gpt-j-6b", "--d-model", "256", "--ffn", "96");
+    CHECK(rc == 0 && strstr(g_out, "C=256 heads=16 kv_heads=16 ffn=96 "), "--ffn 96: exit %d: %.300s%.300s", rc, g_out, g_err);
     /* the same rule in scale and plan (one model_config_override): the parameters follow the width */
     model_config cfg;
     const model_overrides ov = {.dmodel = 64, .heads = 4};
@@ -195,6 +195,9 @@ static void test_dmodel_ffn(void)
     check_refused(b4, "flags '--d-model' / '--heads': 96 is not a multiple of 5 heads");
     const char *b5[] = {"train", "--model", "llama2-70b", "--heads", "4", NULL};
     check_refused(b5, "flags '--heads' / '--kv-heads': llama2-70b: 4 heads are not a multiple of 8 kv_heads");
+    /* GPT-J's 16 heads at width 64 are 4 wide: 25% rotary is no dimension, so no positions at all */
+    const char *b6[] = {"train", "--model", "gpt-j-6b", "--d-model", "64", NULL};
+    check_refused(b6, "flags '--d-model' / '--heads': gpt-j-6b: rotary_pct 0.25 of a head of 4 dimensions rotates none of them");
 }
 
 const test_case tests_audit2_cli[] = {
