@@ -194,10 +194,14 @@ int model_presets_load(const char *path, model_config **out, int *n)
     return 0;
 }
 
-int model_preset_find(const char *name, model_config *out)
+int model_preset_find(const char *name, model_config *out) { return model_preset_find_in(NULL, name, out); }
+
+int model_preset_find_in(const char *models_path, const char *name, model_config *out)
 {
-    char path[4200];
-    if (machine_data_file(path, sizeof path, "models.csv") != 0) return CB_EUSAGE;
+    char def[4200];
+    const char *path = models_path;
+    if (!path && machine_data_file(def, sizeof def, "models.csv") != 0) return CB_EUSAGE;
+    if (!path) path = def;
     model_config *all;
     int n;
     if (model_presets_load(path, &all, &n) != 0) return CB_EFAIL;
@@ -339,8 +343,12 @@ static int ffn_at_width(const model_config *preset, int C)
 
 int model_config_override(model_config *cfg, const model_overrides *ov)
 {
-    if (!(ov->layers || ov->dmodel || ov->heads || ov->kv_heads || ov->ffn || ov->vocab)) return 0;
     const model_config preset = *cfg;
+    /* a new sequence limit changes the architecture only through learned positions (their rows) */
+    int shape = ov->layers || ov->dmodel || ov->heads || ov->kv_heads || ov->ffn || ov->vocab ||
+                (ov->max_seq_len && preset.learned_pos && ov->max_seq_len != preset.max_T);
+    if (ov->max_seq_len) cfg->max_T = (int)ov->max_seq_len;
+    if (!shape) return 0;
     if (ov->layers) cfg->L = (int)ov->layers;
     if (ov->dmodel) cfg->C = (int)ov->dmodel;
     if (ov->dmodel && !ov->ffn && preset.ffn > 0) cfg->ffn = ffn_at_width(&preset, cfg->C);

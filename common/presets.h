@@ -66,6 +66,8 @@ int model_presets_load(const char *path, model_config **out, int *n);
 /* Finds `name` in data/models.csv (machine_data_file()). Unknown name: CB_EUSAGE with the list.
  * A broken file: CB_EFAIL. */
 int model_preset_find(const char *name, model_config *out);
+/* The same in the presets file `models_path` (a models.csv of the same columns; NULL: data/models.csv). */
+int model_preset_find_in(const char *models_path, const char *name, model_config *out);
 
 /* The rules between a config's fields that no single column can check: heads % kv_heads == 0;
  * SwiGLU needs ffn_dim, a positive multiple of 8; a LayerNorm's epsilon is 1e-5 (the kernel's);
@@ -73,15 +75,17 @@ int model_preset_find(const char *name, model_config *out);
  * data/models.csv column at fault in *column and the reason (one clause, no file:line) in why. */
 int model_config_check(const model_config *c, const char **column, char *why, size_t n);
 /* The command-line overrides of a preset (0: the preset's): --layers --d-model --heads --kv-heads
- * --ffn --vocab. */
+ * --ffn --vocab, and --max-seq-len. */
 typedef struct {
     long layers, dmodel, heads, kv_heads, ffn, vocab;
+    long max_seq_len;
 } model_overrides;
 /* Applies them (a multi-head preset stays multi-head under --heads; --d-model without --ffn keeps
  * the preset's ffn / d_model ratio, a SwiGLU width rounded up to a multiple of 8; a width the heads
  * do not divide names the flag given), checks the result with model_config_check and names it
- * PRESET-custom when any was given. Returns 0, or CB_EUSAGE after
- * one line naming the flag. */
+ * PRESET-custom when the architecture changed: any shape override, or a --max-seq-len that changes
+ * a learned-position model's position rows (for rotary and ALiBi presets the limit alone keeps the
+ * preset's name: the weights are the same). Returns 0, or CB_EUSAGE after one line naming the flag. */
 int model_config_override(model_config *cfg, const model_overrides *ov);
 
 /* Parameter counts, per architecture: total = token embeddings (+ learned positions) + the

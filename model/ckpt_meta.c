@@ -23,7 +23,7 @@
     X(kv_heads, "--kv-heads", "%d", model_kv_heads(c))                        \
     X(ffn_dim, "--ffn", "%d", model_ffn(c))                                   \
     X(vocab, "--vocab", "%d", c->V)                                           \
-    X(max_seq_len, "--model", "%d", c->max_T)                                 \
+    X(max_seq_len, "--max-seq-len", "%d", c->max_T)                           \
     X(pos_emb, "--model", "%s", model_pos_embs[c->pos])                       \
     X(rotary_pct, "--model", "%.9g", c->rotary_pct)                           \
     X(rotary_base, "--model", "%.9g", c->rotary_base)                         \

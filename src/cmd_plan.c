@@ -10,6 +10,7 @@
 
 #include "../common/err.h"
 #include "../common/machine.h"
+#include "../common/modelflags.h"
 #include "../common/opts.h"
 #include "../common/parse.h"
 #include "../common/record.h"
@@ -38,7 +39,8 @@ static const rec_col plan_cols[PC_NCOLS] = {
 /* The flags as given (strings point into argv). */
 typedef struct {
     const char *model, *tokens, *instances, *pricing, *csv, *pareto_csv, *plot, *prices_path, *hw_path, *calibrate, *matmul_csv, *attention;
-    long layers, dmodel, heads, kv_heads, ffn, vocab, seq, global_batch, max_nodes, top;
+    model_flags mf; /* --models, the model overrides, --max-seq-len */
+    long seq, global_batch, max_nodes, top;
     double deadline_days, budget_usd, mfu_pct, mtbf_hours, ckpt_s, restart_s;
 } plan_opts;
 
@@ -58,7 +60,7 @@ static int plan_opts_parse(plan_opts *o, int argc, char **argv)
 {
     *o = (plan_opts){.pricing = "on_demand", .max_nodes = 256, .top = 10, .ckpt_s = 60, .restart_s = 300};
     const opt_spec specs[] = {
-        {"model", OPT_STR, &o->model, 0, 0, 0, 0, "PRESET", "model preset of data/models.csv (required)"},
+        {"model", OPT_STR, &o->model, 0, 0, 0, 0, "PRESET", "model preset of --models (required)"},
         {"tokens", OPT_STR, &o->tokens, 0, 0, 0, 0, "N", "tokens to train on, K/M/B/T suffixes: 140B (required)"},
         {"deadline-days", OPT_DOUBLE, &o->deadline_days, 0, 0, 1e-6, 1e5, "D", "wall-clock deadline in days (required)"},
         {"budget-usd", OPT_DOUBLE, &o->budget_usd, 0, 0, 1e-6, 1e15, "USD", "keep configurations costing at most this"},
@@ -77,12 +79,7 @@ static int plan_opts_parse(plan_opts *o, int argc, char **argv)
         {"mtbf-hours", OPT_DOUBLE, &o->mtbf_hours, 0, 0, 1e-3, 1e9, "H", "mean time between failures of one instance: model failures"},
         {"checkpoint-s", OPT_DOUBLE, &o->ckpt_s, 0, 0, 1e-3, 1e6, "S", "time to write a checkpoint (default 60)"},
         {"restart-s", OPT_DOUBLE, &o->restart_s, 0, 0, 0, 1e7, "S", "time to restart after a failure (default 300)"},
-        {"layers", OPT_LONG, &o->layers, 1, 4096, 0, 0, "L", "override the preset's layers"},
-        {"d-model", OPT_LONG, &o->dmodel, 1, 1L << 20, 0, 0, "C", "override the preset's d_model (the MLP width follows it; the heads stay)"},
-        {"heads", OPT_LONG, &o->heads, 1, 4096, 0, 0, "NH", "override the preset's heads"},
-        {"kv-heads", OPT_LONG, &o->kv_heads, 1, 4096, 0, 0, "KVH", "override the preset's key/value heads"},
-        {"ffn", OPT_LONG, &o->ffn, 1, 1L << 22, 0, 0, "F", "override the preset's MLP width (default: its ffn / d_model ratio times d_model)"},
-        {"vocab", OPT_LONG, &o->vocab, 1, 1L << 24, 0, 0, "V", "override the preset's vocabulary"},
+        MODEL_FLAG_SPECS(&o->mf),
         {"prices", OPT_STR, &o->prices_path, 0, 0, 0, 0, "FILE", "price table (default data/prices.csv)"},
         {"hardware", OPT_STR, &o->hw_path, 0, 0, 0, 0, "FILE", "hardware table (default data/hardware.csv)"},
         {"csv", OPT_STR, &o->csv, 0, 0, 0, 0, "FILE", "write the top configurations as CSV"},
@@ -100,15 +97,6 @@ static int tokens_parse(const char *s, double *out)
     if (parse_long(s, 1, (long)PLAN_MAX_TOKENS, 1, "flag '--tokens'", &v) != 0) return CB_EUSAGE;
     *out = (double)v;
     return 0;
-}
-
-/* The preset with the --layers ... --vocab overrides (as `costbench train` takes them). */
-static int plan_config(const plan_opts *o, model_config *cfg)
-{
-    int rc = model_preset_find(o->model, cfg);
-    if (rc != 0) return rc;
-    const model_overrides ov = {o->layers, o->dmodel, o->heads, o->kv_heads, o->ffn, o->vocab};
-    return model_config_override(cfg, &ov);
 }
 
 /* The price of (instance, option) in the table, any region (the first row); NULL when none. */
@@ -201,10 +189,10 @@ static int inputs_build(plan_run *r)
     if (o->plot && !strstr(o->plot, ".png") && !strstr(o->plot, ".svg"))
         return err_usage("flag '--plot': expected a file name ending in .png or .svg, got '%s'", o->plot);
     int rc = tokens_parse(o->tokens, &in->tokens);
-    if (rc == 0) rc = plan_config(o, &in->cfg);
-    if (rc != 0) return rc;
+    if (rc == 0) rc = model_flags_config(&o->mf, o->model, &in->cfg);
     in->seq = o->seq ? o->seq : in->cfg.max_T;
-    if (in->seq > in->cfg.max_T) return err_usage("flag '--seq': %ld exceeds %s's max_seq_len %d", in->seq, in->cfg.name, in->cfg.max_T);
+    if (rc == 0) rc = model_flags_seq_check(&o->mf, &in->cfg, in->seq);
+    if (rc != 0) return rc;
     in->global_batch = o->global_batch ? o->global_batch : (PLAN_DEFAULT_BATCH_TOKENS + in->seq - 1) / in->seq;
     double step_tokens = (double)in->global_batch * (double)in->seq;
     if (in->tokens < step_tokens)

@@ -9,6 +9,7 @@
 
 #include "../common/err.h"
 #include "../common/machine.h"
+#include "../common/modelflags.h"
 #include "../common/opts.h"
 #include "../common/parse.h"
 #include "../common/record.h"
@@ -37,7 +38,7 @@ typedef struct {
     const char *model, *instance, *pricing, *region, *precision, *measured, *compare, *csv, *plot, *prices_path, *hw_path,
         *fit_list, *calibrate, *matmul_csv;
     long tp, pp, seq, global_batch, batch_per_device, micro_batch, base_nodes, zero, interleave;
-    long layers, dmodel, heads, kv_heads, ffn, vocab; /* model overrides (0: the preset's) */
+    model_flags mf; /* --models, the model overrides, --max-seq-len */
     double base_seq_per_s, usd_per_hour, mfu_pct, overlap, bucket_mib, latency_us, net_eff, fit_tol_pct, net_gbps, intra_gbps;
     int recompute;
     const char *attention; /* full | flash */
@@ -93,14 +94,9 @@ static int scale_opts_parse(scale_opts *o, int argc, char **argv)
                       .interleave = 1, .bucket_mib = 25, .latency_us = -1, .net_eff = 1, .fit_tol_pct = 5,
                       .nodes = {{1, 2, 4, 8, 16, 32, 64}, 7}};
     const opt_spec specs[] = {
-        {"model", OPT_STR, &o->model, 0, 0, 0, 0, "PRESET", "model preset of data/models.csv (required)"},
+        {"model", OPT_STR, &o->model, 0, 0, 0, 0, "PRESET", "model preset of --models (required)"},
         {"instance", OPT_STR, &o->instance, 0, 0, 0, 0, "TYPE", "instance type of data/hardware.csv and data/prices.csv (required)"},
-        {"layers", OPT_LONG, &o->layers, 1, 100000, 0, 0, "L", "override the preset's layers"},
-        {"d-model", OPT_LONG, &o->dmodel, 1, 1L << 20, 0, 0, "C", "override the preset's d_model (the MLP width follows it; the heads stay)"},
-        {"heads", OPT_LONG, &o->heads, 1, 1L << 16, 0, 0, "NH", "override the preset's heads"},
-        {"kv-heads", OPT_LONG, &o->kv_heads, 1, 1L << 16, 0, 0, "KVH", "override the preset's key/value heads"},
-        {"ffn", OPT_LONG, &o->ffn, 1, 1L << 24, 0, 0, "F", "override the preset's MLP width (default: its ffn / d_model ratio times d_model)"},
-        {"vocab", OPT_LONG, &o->vocab, 1, 1L << 24, 0, 0, "V", "override the preset's vocabulary"},
+        MODEL_FLAG_SPECS(&o->mf),
         {"tp", OPT_LONG, &o->tp, 1, 4096, 0, 0, "T", "tensor-parallel degree, inside a node (default 1)"},
         {"pp", OPT_LONG, &o->pp, 1, 4096, 0, 0, "P", "pipeline-parallel stages (default 1)"},
         {"interleave", OPT_LONG, &o->interleave, 1, 64, 0, 0, "V", "virtual stages per rank, interleaved 1F1B (default 1)"},
@@ -208,22 +204,13 @@ static int scale_opts_check(scale_opts *o)
     return o->fit_list ? fit_list_parse(o->fit_list, o->want) : 0;
 }
 
-/* The preset with --layers, --d-model, --heads, --kv-heads, --ffn, --vocab applied (as train
- * does), checked by model_config_check. */
-static int config_override(const scale_opts *o, model_config *cfg)
-{
-    const model_overrides ov = {o->layers, o->dmodel, o->heads, o->kv_heads, o->ffn, o->vocab};
-    return model_config_override(cfg, &ov);
-}
-
 /* The preset, the price and hardware tables, the instance's row and its price. */
 static int run_load(scale_run *r)
 {
     const scale_opts *o = &r->o;
-    int rc = model_preset_find(o->model, &r->s.cfg);
-    if (rc == 0) rc = config_override(o, &r->s.cfg);
+    int rc = model_flags_config(&o->mf, o->model, &r->s.cfg);
+    if (rc == 0) rc = model_flags_seq_check(&o->mf, &r->s.cfg, o->seq);
     if (rc != 0) return rc;
-    if (o->seq > r->s.cfg.max_T) return err_usage("flag '--seq': %s has max_seq_len %d, got %ld", o->model, r->s.cfg.max_T, o->seq);
     if (data_tables_load(o->prices_path, o->hw_path, &r->pt, &r->ht) != 0) return CB_EFAIL;
     if (!(r->hw = hardware_find(&r->ht, o->instance)))
         return err_usage("flag '--instance': unknown instance type '%s' (not in %s)", o->instance, r->ht.path);

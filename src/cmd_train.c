@@ -13,6 +13,7 @@
 #include "../common/err.h"
 #include "../common/machine.h"
 #include "../common/mem.h"
+#include "../common/modelflags.h"
 #include "../common/opts.h"
 #include "../common/record.h"
 #include "../common/schema.h"
@@ -30,7 +31,8 @@ typedef struct {
     const char *model, *csv, *summary_csv, *breakdown_csv, *blas, *data, *save, *resume, *init, *precision, *rounding, *sampler;
     train_precision prec;
     sampler_kind sampling;
-    long layers, dmodel, heads, kv_heads, ffn, vocab, B, T, G, steps, warmup, discard, seed, save_every, zero;
+    model_flags mf; /* --models, the shape overrides, --max-seq-len */
+    long B, T, G, steps, warmup, discard, seed, save_every, zero;
     double lr, min_lr, wd, beta1, beta2, eps, clip, peak, budget, bucket_mib;
     int no_overlap, recompute, no_predict, quiet;
 } train_flags;
@@ -62,15 +64,8 @@ static int train_parse(train_flags *f, int argc, char **argv)
                        .seed = 1234, .lr = 6e-4, .min_lr = -1, .wd = 0.1, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8,
                        .clip = 1.0, .budget = 60, .bucket_mib = 25};
     const opt_spec specs[] = {
-        {"model", OPT_STR, &f->model, 0, 0, 0, 0, "PRESET", "model preset of data/models.csv (default pythia-70m)"},
-        {"layers", OPT_LONG, &f->layers, 1, 1000, 0, 0, "L", "override the preset's layer count"},
-        {"d-model", OPT_LONG, &f->dmodel, 1, 65536, 0, 0, "C", "override the preset's width (the MLP width follows it; the heads stay)"},
-        {"heads", OPT_LONG, &f->heads, 1, 4096, 0, 0, "NH", "override the preset's head count"},
-        {"kv-heads", OPT_LONG, &f->kv_heads, 1, 4096, 0, 0, "N",
-         "override the preset's key/value heads (grouped-query attention; heads must be a multiple of N; a multi-head preset stays multi-head under --heads)"},
-        {"ffn", OPT_LONG, &f->ffn, 1, 1048576, 0, 0, "N",
-         "override the preset's MLP intermediate width (default the preset's ffn / d_model ratio times d-model, 4 for GELU presets; SwiGLU: a multiple of 8, rounded up)"},
-        {"vocab", OPT_LONG, &f->vocab, 2, 10000000, 0, 0, "V", "override the preset's vocabulary"},
+        {"model", OPT_STR, &f->model, 0, 0, 0, 0, "PRESET", "model preset of --models (default pythia-70m)"},
+        MODEL_FLAG_SPECS(&f->mf),
         {"micro-batch", OPT_LONG, &f->B, 1, 65536, 0, 0, "B", "sequences per micro-batch (default 4)"},
         {"seq", OPT_LONG, &f->T, 1, CB_MAX_SEQ_LEN, 0, 0, "T", "sequence length (default 512)"},
         {"global-batch", OPT_LONG, &f->G, 1, CB_MAX_GLOBAL_BATCH, 0, 0, "G", "sequences per optimizer step, a multiple of B (default B)"},
@@ -138,11 +133,9 @@ static int check_blas_sizes(const model_config *c, long B, long T)
 /* The preset with its overrides, checked against the sizes of this run. */
 static int train_config(const train_flags *f, model_config *cfg)
 {
-    int rc = model_preset_find(f->model, cfg);
+    int rc = model_flags_config(&f->mf, f->model, cfg);
+    if (rc == 0) rc = model_flags_seq_check(&f->mf, cfg, f->T);
     if (rc != 0) return rc;
-    const model_overrides ov = {f->layers, f->dmodel, f->heads, f->kv_heads, f->ffn, f->vocab};
-    if ((rc = model_config_override(cfg, &ov)) != 0) return rc;
-    if (f->T > cfg->max_T) return err_usage("flag '--seq': %ld exceeds %s's max_seq_len %d", f->T, cfg->name, cfg->max_T);
     if (f->G % f->B != 0) return err_usage("flag '--global-batch': %ld is not a multiple of --micro-batch %ld", f->G, f->B);
     if (f->G / f->B > CB_MAX_ACCUM)
         return err_usage("flag '--global-batch': %ld sequences of %ld per micro-batch is %ld micro-batches a step, more than %ld; raise --micro-batch",
