@@ -11,7 +11,7 @@
 #include "../report/devices.h"
 #include "check.h"
 
-static char g_err[16384];
+static char g_out[65536], g_err[16384];
 
 static const char g_dev_head[] = "device,vendor,workers,fp32_tflops,tf32_tflops,bf16_tflops,fp16_tflops,fp8_tflops,hbm_gib,"
                                  "hbm_gb_per_s,link_gb_per_s,scaleup_domain,source\n";
@@ -239,6 +239,41 @@ static void test_hardware_old_format(void)
     hardware_free(&ht);
 }
 
+/* equal, or both NaN */
+static int same(double x, double y) { return x == y || (isnan(x) && isnan(y)); }
+
+static void test_command(void)
+{
+    const char *list[] = {"devices", NULL};
+    CHECK(cli_run(list, g_out, sizeof g_out, g_err, sizeof g_err) == 0, "costbench devices runs: %s", g_err);
+    CHECK(strstr(g_out, "a100-sxm4-80gb") && strstr(g_out, "bf16_tflops") && strstr(g_out, "scaleup_domain") &&
+              strstr(g_out, "AWS Neuron docs"),
+          "lists devices, peaks, domain and sources");
+    char *d = test_tmpdir();
+    if (!d) return;
+    char csv[256], bad[256];
+    snprintf(csv, sizeof csv, "%s/devices_out.csv", d);
+    const char *w[] = {"devices", "--csv", csv, NULL};
+    CHECK(cli_run(w, g_out, sizeof g_out, g_err, sizeof g_err) == 0, "--csv: %s", g_err);
+    dev_table a, b;
+    CHECK(devices_load(&a, NULL) == 0 && devices_load(&b, csv) == 0 && a.n == b.n, "its CSV reads back as a device table");
+    for (int i = 0; i < a.n && i < b.n; i++) {
+        const dev_row *x = &a.rows[i], *y = &b.rows[i];
+        CHECK(!strcmp(x->device, y->device) && !strcmp(x->source, y->source) && x->workers == y->workers &&
+                  x->scaleup_domain == y->scaleup_domain && same(x->fp32_tflops, y->fp32_tflops) &&
+                  same(x->tf32_tflops, y->tf32_tflops) && same(x->bf16_tflops, y->bf16_tflops) &&
+                  same(x->fp16_tflops, y->fp16_tflops) && same(x->fp8_tflops, y->fp8_tflops) && same(x->hbm_gib, y->hbm_gib) &&
+                  same(x->hbm_gb_per_s, y->hbm_gb_per_s) && same(x->link_gb_per_s, y->link_gb_per_s),
+              "%s round-trips", x->device);
+    }
+    devices_free(&a);
+    devices_free(&b);
+    file_make(bad, sizeof bad, "devices.csv", g_dev_head, "toy-a,acme,1,10,20,-1,40,80,16,1000,100,8,src\n");
+    const char *e[] = {"devices", "--devices", bad, NULL};
+    CHECK(cli_run(e, g_out, sizeof g_out, g_err, sizeof g_err) == 2 && strstr(g_err, "devices.csv:2: column 'bf16_tflops'"),
+          "a bad table: exit 2, file:line and column: %s", g_err);
+}
+
 const test_case tests_devices[] = {
     {"devices: every row of data/devices.csv loads, with its source and the data sheets' dense peaks", test_shipped_rows_load},
     {"devices: a bad cell, a missing column or a repeated device is one error naming file:line and the column", test_bad_cells},
@@ -247,5 +282,6 @@ const test_case tests_devices[] = {
     {"devices: hardware.csv rows take their figures from their device; a row without one keeps its own", test_hardware_derives},
     {"devices: a bad hardware.csv row (unknown device, a figure the device defines, no figures) is one error", test_hardware_bad},
     {"devices: an old-format hardware.csv (no device column) still loads with its own figures", test_hardware_old_format},
+    {"devices: costbench devices lists the table; --csv reads back; a bad --devices file exits 2 naming file:line", test_command},
     {0},
 };
