@@ -349,9 +349,10 @@ int published_config(const pub_row *r, const char *path, model_config *cfg)
  *                  forward, two backward), the output layer 3 times:
  *                  4 (2 s l P + l a) + 3 O = 96 s l h^2 (1 + s/6h + V/16lh) for a GPT layer;
  *                  for other layers the same count of each GEMM.
- *   megatron-core  Megatron-LM megatron/training/training.py num_floating_point_operations as
- *                  it stood until 2025-03-03 (fdfcef87; later versions halve the attention for the
- *                  causal mask, another convention): 12 s l h^2 ((1 + g/n + s/h) + (f/h) m) + 6 s h V,
+ *   megatron-core  Megatron-LM megatron/training/training.py num_floating_point_operations as at
+ *                  fdfcef87 (2025-03-03; the 2023-11 original, 2748e7c7, is the same with ffn 4h and
+ *                  no SwiGLU); 8873b55d (2025-03-06) and later halve the attention for the causal
+ *                  mask, another convention: 12 s l h^2 ((1 + g/n + s/h) + (f/h) m) + 6 s h V,
  *                  g/n kv_heads / heads, f ffn_dim, m = 3/2 for SwiGLU; = 72 s l h^2 (1 + s/6h +
  *                  V/12lh) for a GPT layer. (Its query-projection ratio kv_channels n / h is 1: the
  *                  schema has no separate head width.)
