@@ -1,6 +1,306 @@
-/* Tests of issue 19's published part. */
+/* Tests of issue 19's published part: the published-runs loader, the FLOP conventions, seq/s. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../common/err.h"
+#include "../report/published.h"
 #include "check.h"
 
+/* The devices the shipped files name, as data/devices.csv describes them (workers: ranks a device). */
+static dev_row test_devs[] = {
+    {.device = "a100-sxm4-40gb", .vendor = "nvidia", .workers = 1},
+    {.device = "a100-sxm4-80gb", .vendor = "nvidia", .workers = 1},
+    {.device = "v100-sxm3-32gb", .vendor = "nvidia", .workers = 1},
+    {.device = "trainium1", .vendor = "aws", .workers = 2},
+};
+
+static dev_table test_dev_table(void)
+{
+    dev_table dt = {.path = "data/devices.csv", .rows = test_devs, .n = 4};
+    return dt;
+}
+
+/* A row of the small shapes the hand-worked figures use: l 2, h 64, 4 heads, V 1024, s 128. */
+static pub_row small_row(const char *arch, int kv_heads, int ffn)
+{
+    pub_row r = {.layers = 2, .d_model = 64, .heads = 4, .kv_heads = kv_heads, .ffn_dim = ffn, .vocab = 1024, .seq_len = 128,
+                 .tied_embeddings = -1, .params = NAN, .line = 9};
+    snprintf(r.arch, sizeof r.arch, "%s", arch);
+    snprintf(r.model, sizeof r.model, "small-%s", arch);
+    return r;
+}
+
+static int near(double x, double ref, double rel) { return fabs(x - ref) <= rel * fabs(ref); }
+
+/* GPT layer: l = 2, h = 64, 4 heads, ffn 4h = 256, V = 1024, s = 128, one sequence.
+ *   megatron-2021: 96 s l h^2 (1 + s/6h + V/16lh) = 96 x 128 x 2 x 4096 x (1 + 128/384 + 1024/2048)
+ *                = 100,663,296 x 11/6 = 184,549,376
+ *   megatron-core: 72 s l h^2 (1 + s/6h + V/12lh) = 75,497,472 x (1 + 1/3 + 1024/1536 = 2) = 150,994,944
+ *   palm: N = l 12 h^2 + V h = 98,304 + 65,536 = 163,840; (6 N + 12 l h s) s = (983,040 + 196,608) x 128
+ *         = 150,994,944 (the same count as megatron-core for a GPT layer)
+ *   llm-foundry, params 200,000: 6 x 200,000 x 128 + 12 l h s^2 = 153,600,000 + 25,165,824 = 178,765,824
+ *   llm-foundry, params counted (learned positions over max_seq_len 128, biases, tied):
+ *         V h + s h + l (12 h^2 + 13 h) + 2 h = 65,536 + 8,192 + 99,968 + 128 = 173,824;
+ *         6 x 173,824 x 128 + 25,165,824 = 133,496,832 + 25,165,824 = 158,662,656 */
+static void test_flops_gpt(void)
+{
+    pub_row r = small_row("gpt", 4, 256);
+    model_config cfg;
+    CHECK(published_config(&r, "hand.csv", &cfg) == 0, "gpt config");
+    CHECK(flops_per_seq(FLOPS_MEGATRON_2021, &cfg, NAN, 128) == 184549376.0, "megatron-2021 %.0f",
+          flops_per_seq(FLOPS_MEGATRON_2021, &cfg, NAN, 128));
+    CHECK(flops_per_seq(FLOPS_MEGATRON_CORE, &cfg, NAN, 128) == 150994944.0, "megatron-core %.0f",
+          flops_per_seq(FLOPS_MEGATRON_CORE, &cfg, NAN, 128));
+    CHECK(flops_per_seq(FLOPS_PALM, &cfg, NAN, 128) == 150994944.0, "palm %.0f", flops_per_seq(FLOPS_PALM, &cfg, NAN, 128));
+    CHECK(flops_per_seq(FLOPS_LLM_FOUNDRY, &cfg, 200000, 128) == 178765824.0, "llm-foundry %.0f",
+          flops_per_seq(FLOPS_LLM_FOUNDRY, &cfg, 200000, 128));
+    CHECK(flops_per_seq(FLOPS_LLM_FOUNDRY, &cfg, NAN, 128) == 158662656.0, "llm-foundry counted %.0f",
+          flops_per_seq(FLOPS_LLM_FOUNDRY, &cfg, NAN, 128));
+    /* a perturbed figure fails the same comparison */
+    CHECK(flops_per_seq(FLOPS_MEGATRON_2021, &cfg, NAN, 127) != 184549376.0, "s = 127 gave the s = 128 count");
+}
+
+/* Llama layer with grouped-query attention and SwiGLU: l 2, h 64, 4 heads, 2 kv_heads (width 32),
+ * ffn 176, V 1024, s 128.
+ *   megatron-core (Megatron-LM's form): 12 s l h^2 ((1 + g/n + s/h) + (f/h) 3/2) + 6 s h V
+ *         = 12,582,912 x ((1 + 0.5 + 2) + 2.75 x 1.5 = 7.625) + 6 x 128 x 64 x 1024
+ *         = 95,944,704 + 50,331,648 = 146,276,352
+ *   palm: one layer's matmuls h (h + 2 x 32) + h^2 + 3 h f = 8,192 + 4,096 + 33,792 = 46,080;
+ *         N = 2 x 46,080 + 65,536 = 157,696; (6 N + 12 l h s) s = (946,176 + 196,608) x 128 = 146,276,352
+ *   megatron-2021 (each GEMM 4 times, the output layer 3): 4 (2 s l P + l 4 s^2 h) + 3 (2 s h V)
+ *         = 4 (23,592,960 + 8,388,608) + 3 x 16,777,216 = 127,926,272 + 50,331,648 = 178,257,920 */
+static void test_flops_llama(void)
+{
+    pub_row r = small_row("llama", 2, 176);
+    model_config cfg;
+    CHECK(published_config(&r, "hand.csv", &cfg) == 0, "llama config");
+    CHECK(cfg.mlp == MLP_SWIGLU && model_kv_heads(&cfg) == 2, "llama: swiglu %d kv %d", cfg.mlp, model_kv_heads(&cfg));
+    CHECK(flops_per_seq(FLOPS_MEGATRON_CORE, &cfg, NAN, 128) == 146276352.0, "megatron-core %.0f",
+          flops_per_seq(FLOPS_MEGATRON_CORE, &cfg, NAN, 128));
+    CHECK(flops_per_seq(FLOPS_PALM, &cfg, NAN, 128) == 146276352.0, "palm %.0f", flops_per_seq(FLOPS_PALM, &cfg, NAN, 128));
+    CHECK(flops_per_seq(FLOPS_MEGATRON_2021, &cfg, NAN, 128) == 178257920.0, "megatron-2021 %.0f",
+          flops_per_seq(FLOPS_MEGATRON_2021, &cfg, NAN, 128));
+}
+
+/* Published MFU figures converted back in their source's convention land on the published
+ * throughput: llm-foundry's A100-40GB mpt-70b on 128 GPUs (MFU 48.91% of 312 TFLOP/s, 48194 T/s at
+ * seq 2048: 23.532 seq/s) and the Megatron-LM README's 41.5% MFU for Korthikanti et al.'s 22B
+ * (1.1 s for 4 sequences on 8 GPUs: 3.636 seq/s; the README rounds, 41.6% by the formula). */
+static void test_mfu_crosscheck(void)
+{
+    pub_row r = {.layers = 80, .d_model = 8192, .heads = 64, .kv_heads = 64, .ffn_dim = 4 * 8192, .vocab = 50368, .seq_len = 2048,
+                 .tied_embeddings = 1, .params = 64862437376.0, .devices = 128, .metric = PUB_MFU_PCT, .value = 48.91,
+                 .convention = FLOPS_LLM_FOUNDRY, .peak_tflops = 312, .line = 1};
+    snprintf(r.arch, sizeof r.arch, "mpt");
+    snprintf(r.model, sizeof r.model, "mpt-70b");
+    model_config cfg;
+    CHECK(published_config(&r, "hand.csv", &cfg) == 0, "mpt-70b config");
+    double sps = published_seq_per_s(&r, &cfg);
+    CHECK(near(sps, 48194.0 / 2048, 0.001), "llm-foundry mfu -> %.4f seq/s, published 23.532", sps);
+    pub_row k = {.layers = 48, .d_model = 6144, .heads = 64, .kv_heads = 64, .ffn_dim = 24576, .vocab = 51200, .seq_len = 2048,
+                 .tied_embeddings = -1, .params = NAN, .devices = 8, .metric = PUB_MFU_PCT, .value = 41.5,
+                 .convention = FLOPS_MEGATRON_CORE, .peak_tflops = 312, .line = 1};
+    snprintf(k.arch, sizeof k.arch, "gpt");
+    snprintf(k.model, sizeof k.model, "22B");
+    CHECK(published_config(&k, "hand.csv", &cfg) == 0, "22B config");
+    sps = published_seq_per_s(&k, &cfg);
+    CHECK(near(sps, 4 / 1.1, 0.005), "megatron-core mfu -> %.4f seq/s, published 3.636", sps);
+}
+
+/* Every metric's conversion on one row: 4 devices, seq 100, global batch 64. */
+static void test_metrics(void)
+{
+    pub_row r = small_row("gpt", 4, 256);
+    r.devices = 4, r.global_batch = 64, r.seq_len = 128;
+    model_config cfg;
+    CHECK(published_config(&r, "hand.csv", &cfg) == 0, "config");
+    r.metric = PUB_SEQ_PER_S, r.value = 3;
+    CHECK(published_seq_per_s(&r, &cfg) == 3, "seq_per_s");
+    r.metric = PUB_TOKENS_PER_S, r.value = 1280;
+    CHECK(published_seq_per_s(&r, &cfg) == 10, "tokens_per_s 1280 / 128");
+    r.metric = PUB_TOKENS_PER_S_PER_DEVICE, r.value = 320;
+    CHECK(published_seq_per_s(&r, &cfg) == 10, "tokens_per_s_per_device 320 x 4 / 128");
+    r.metric = PUB_STEP_TIME_S, r.value = 8;
+    CHECK(published_seq_per_s(&r, &cfg) == 8, "step_time_s 64 / 8");
+    /* 184,549,376 FLOPs a sequence (megatron-2021, above): 1.84549376e-4 TFLOP/s x 4 devices = 4 seq/s */
+    r.metric = PUB_TFLOPS_PER_DEVICE, r.value = 1.84549376e-4, r.convention = FLOPS_MEGATRON_2021;
+    CHECK(near(published_seq_per_s(&r, &cfg), 4, 1e-12), "tflops %.9g", published_seq_per_s(&r, &cfg));
+    /* 50% of 3.69098752e-4 TFLOP/s a device is the same 4 seq/s */
+    r.metric = PUB_MFU_PCT, r.value = 50, r.peak_tflops = 3.69098752e-4;
+    CHECK(near(published_seq_per_s(&r, &cfg), 4, 1e-12), "mfu %.9g", published_seq_per_s(&r, &cfg));
+}
+
+/* Every row of the six shipped files loads, and its seq/s from metric and value agrees with its
+ * seq_per_s column within 0.5% (the loader refuses otherwise; checked here again, worst per file). */
+static void test_shipped(void)
+{
+    static const struct {
+        const char *file;
+        int rows;
+        double worst; /* the cells carry 10 significant digits of the same conversion */
+    } files[] = {
+        {"megatron_a100_2021.csv", 10, 1e-8}, {"megatron_2020.csv", 12, 1e-8},       {"korthikanti_2022.csv", 8, 1e-8},
+        {"llmfoundry_a100_40gb.csv", 78, 1e-8}, {"llmfoundry_a100_80gb.csv", 61, 1e-8}, {"trn1_table1.csv", 7, 1e-8},
+    };
+    dev_table dt = test_dev_table();
+    for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
+        char path[256];
+        snprintf(path, sizeof path, "data/reference/published/%s", files[f].file);
+        CHECK(published_is_schema(path) == 1, "%s: not the schema", path);
+        pub_table t;
+        int rc = published_load(&t, path, &dt);
+        CHECK(rc == 0 && t.n == files[f].rows, "%s: rc %d, %d rows, expected %d", path, rc, t.n, files[f].rows);
+        double worst = 0;
+        for (int i = 0; i < t.n; i++) {
+            const pub_row *r = &t.rows[i];
+            CHECK(!isnan(r->seq_per_s_column), "%s:%d: no seq_per_s cell", path, r->line);
+            double rel = fabs(r->seq_per_s - r->seq_per_s_column) / r->seq_per_s_column;
+            if (rel > worst) worst = rel;
+            CHECK(published_find(&t, r->id) == r, "%s: find '%s'", path, r->id);
+        }
+        CHECK(worst <= files[f].worst, "%s: worst relative difference %.3g", path, worst);
+        CHECK(published_find(&t, "no-such-id") == NULL, "find of an unknown id");
+        published_free(&t);
+    }
+}
+
+/* The shipped rows as model configs: each arch's family architecture, the row's shape. */
+static void test_config(void)
+{
+    dev_table dt = test_dev_table();
+    pub_table t;
+    model_config cfg;
+    CHECK(published_load(&t, "data/reference/published/trn1_table1.csv", &dt) == 0, "trn1 loads");
+    const pub_row *r = published_find(&t, "trn1blog-neox-20b-4x");
+    CHECK(r && r->tp * r->pp * r->dp == 2 * r->devices, "trn1: tp x pp x dp counts NeuronCores, 2 a chip");
+    CHECK(r && published_config(r, t.path, &cfg) == 0, "neox config");
+    CHECK(r && cfg.L == 44 && cfg.C == 6144 && cfg.NH == 64 && cfg.V == 50257 && cfg.max_T == 2048, "neox shape");
+    CHECK(cfg.parallel_residual && cfg.pos == POS_ROTARY && cfg.rotary_pct == 0.25 && cfg.rope == ROPE_NEOX && !cfg.tied_embeddings &&
+              cfg.norm == NORM_LAYERNORM && cfg.mlp == MLP_GELU,
+          "neox architecture");
+    CHECK(strcmp(cfg.name, "GPT-NeoX-20B") == 0, "name '%s'", cfg.name);
+    published_free(&t);
+    CHECK(published_load(&t, "data/reference/published/llmfoundry_a100_80gb.csv", &dt) == 0, "llm-foundry loads");
+    r = &t.rows[0];
+    CHECK(published_config(r, t.path, &cfg) == 0, "mpt config");
+    CHECK(cfg.pos == POS_ALIBI && cfg.attn_nobias && cfg.mlp_nobias && cfg.tied_embeddings && !cfg.parallel_residual && cfg.max_T == r->seq_len,
+          "mpt architecture");
+    published_free(&t);
+    CHECK(published_load(&t, "data/reference/published/megatron_a100_2021.csv", &dt) == 0, "megatron loads");
+    r = published_find(&t, "mlm2021-1t");
+    CHECK(r && published_config(r, t.path, &cfg) == 0, "gpt config");
+    CHECK(cfg.pos == POS_LEARNED && cfg.learned_pos && cfg.tied_embeddings && !cfg.parallel_residual && !cfg.attn_nobias &&
+              cfg.norm == NORM_LAYERNORM && cfg.mlp == MLP_GELU,
+          "gpt architecture");
+    /* the published 1,008.0e9 parameters are the tied count: 128 x 12 x 25600^2 + ... */
+    CHECK(r && near(model_params_total(&cfg), r->params, 0.001), "1T params %.6g vs %.6g", model_params_total(&cfg), r ? r->params : 0);
+    published_free(&t);
+    pub_row llama = small_row("llama", 3, 176);
+    capture_stderr_begin();
+    int rc = published_config(&llama, "hand.csv", &cfg);
+    const char *err = capture_stderr_end();
+    CHECK(rc == CB_EUSAGE && strstr(err, "hand.csv:9: column 'kv_heads'"), "4 heads over 3 kv_heads: %d %s", rc, err);
+}
+
+/* ---- malformed files: one error line naming file:line and the column, CB_EUSAGE */
+
+static const char *const good_header = "id,source,framework,device,devices,devices_per_node,model,arch,layers,d_model,heads,vocab,seq_len,"
+                                       "global_batch,micro_batch,tp,pp,dp,sharding,recompute,precision,metric,value,flop_convention,"
+                                       "peak_tflops,seq_per_s\n";
+static const char *const good_row = "r1,test,megatron-lm,a100-sxm4-80gb,8,8,t,gpt,2,64,4,1024,128,4,4,8,1,1,none,full,fp16-mixed,"
+                                    "step_time_s,2,,,2\n";
+
+/* good_row with `from` replaced by `to` (once). */
+static const char *row_with(const char *from, const char *to)
+{
+    static char buf[1024];
+    const char *p = strstr(good_row, from);
+    CHECK(p != NULL, "'%s' not in the row", from);
+    if (!p) return good_row;
+    snprintf(buf, sizeof buf, "%.*s%s%s", (int)(p - good_row), good_row, to, p + strlen(from));
+    return buf;
+}
+
+/* Loads header + rows from a file called name; expects CB_EUSAGE and one line "error: path:line: want". */
+static void expect_bad(const char *name, const char *header, const char *rows, int line, const char *want)
+{
+    char *d = test_tmpdir(), path[256], text[4096], prefix[512];
+    if (!d) return;
+    snprintf(path, sizeof path, "%s/%s.csv", d, name);
+    snprintf(text, sizeof text, "# a comment line\n%s%s", header, rows);
+    write_text(path, text);
+    dev_table dt = test_dev_table();
+    pub_table t;
+    capture_stderr_begin();
+    int rc = published_load(&t, path, &dt);
+    const char *err = capture_stderr_end();
+    snprintf(prefix, sizeof prefix, "error: %s:%d: %s", path, line, want);
+    const char *nl = strchr(err, '\n');
+    CHECK(rc == CB_EUSAGE, "%s: rc %d", name, rc);
+    CHECK(strncmp(err, prefix, strlen(prefix)) == 0 && nl && nl[1] == '\0', "%s: expected one line '%s...', got '%s'", name, prefix, err);
+    CHECK(t.n == 0 && t.rows == NULL, "%s: rows left after a failed load", name);
+}
+
+static void test_malformed(void)
+{
+    char two[2048], hdr[1024];
+    expect_bad("good-twice", good_header, (snprintf(two, sizeof two, "%s%s", good_row, good_row), two), 4, "column 'id'");
+    expect_bad("enum", good_header, row_with(",none,full,", ",ZeRO3,full,"), 3, "column 'sharding': expected none, zero1");
+    expect_bad("recompute", good_header, row_with(",none,full,", ",none,Full,"), 3, "column 'recompute'");
+    expect_bad("negative", good_header, row_with("a100-sxm4-80gb,8,8", "a100-sxm4-80gb,-8,8"), 3, "column 'devices': expected an integer");
+    expect_bad("layout", good_header, row_with(",8,1,1,none", ",8,1,2,none"), 3, "column 'dp': expected tp x pp x dp x cp");
+    expect_bad("per-node", good_header, row_with("a100-sxm4-80gb,8,8", "a100-sxm4-80gb,8,3"), 3, "column 'devices_per_node'");
+    expect_bad("micro", good_header, row_with(",128,4,4,", ",128,4,3,"), 3, "column 'global_batch'");
+    expect_bad("mfu-peak", good_header, row_with("step_time_s,2,,,2", "mfu_pct,40,megatron-core,,"), 3, "column 'peak_tflops'");
+    expect_bad("tflops-conv", good_header, row_with("step_time_s,2,,,2", "tflops_per_device,100,,,"), 3, "column 'flop_convention'");
+    expect_bad("conv-enum", good_header, row_with("step_time_s,2,,,2", "tflops_per_device,100,Megatron,,"), 3,
+               "column 'flop_convention': expected megatron-2021");
+    expect_bad("disagree", good_header, row_with("step_time_s,2,,,2", "step_time_s,2,,,2.02"), 3, "column 'seq_per_s'");
+    expect_bad("device", good_header, row_with("a100-sxm4-80gb", "h100-sxm5-80gb"), 3,
+               "column 'device': expected a device of data/devices.csv (a100-sxm4-40gb, a100-sxm4-80gb, v100-sxm3-32gb, trainium1), got "
+               "'h100-sxm5-80gb'");
+    expect_bad("heads", good_header, row_with(",64,4,1024,", ",64,5,1024,"), 3, "column 'heads'");
+    /* a Trainium chip runs 2 ranks: 8 chips at tp 8 leave half the NeuronCores idle */
+    expect_bad("trainium", good_header, row_with("a100-sxm4-80gb", "trainium1"), 3, "column 'dp': expected tp x pp x dp x cp = devices x "
+                                                                                    "workers per trainium1 = 8 x 2 = 16, got 8 x 1 x 1 x 1");
+    snprintf(hdr, sizeof hdr, "%s", good_header);
+    char *m = strstr(hdr, "metric,");
+    memmove(m, m + strlen("metric,"), strlen(m + strlen("metric,")) + 1);
+    expect_bad("missing", hdr, row_with("step_time_s,", ""), 2, "missing column 'metric'");
+}
+
+/* The good row loads, on Trainium too when the ranks count NeuronCores. */
+static void test_good_row(void)
+{
+    char *d = test_tmpdir(), path[256], text[2048];
+    if (!d) return;
+    snprintf(path, sizeof path, "%s/good.csv", d);
+    snprintf(text, sizeof text, "%s%s%s", good_header, good_row,
+             row_with("r1,test,megatron-lm,a100-sxm4-80gb,8,8", "r2,test,neuron-nemo,trainium1,8,8"));
+    char *r2 = strstr(text, "r2,");
+    char *lay = r2 ? strstr(r2, ",4,4,8,1,1,") : NULL;
+    if (lay) memcpy(lay, ",4,2,8,1,2,", strlen(",4,2,8,1,2,"));
+    write_text(path, text);
+    dev_table dt = test_dev_table();
+    pub_table t;
+    CHECK(published_load(&t, path, &dt) == 0 && t.n == 2, "good rows");
+    CHECK(t.n == 2 && t.rows[1].dp == 2 && t.rows[1].seq_per_s == 2 && t.rows[0].cp == 1 && t.rows[0].vp == 1 &&
+              t.rows[0].kv_heads == 4 && t.rows[0].ffn_dim == 256 && t.rows[0].recompute == RECOMPUTE_FULL &&
+              t.rows[0].tied_embeddings == -1 && isnan(t.rows[0].params),
+          "defaults");
+    published_free(&t);
+    CHECK(published_is_schema("data/models.csv") == 0, "models.csv is not the published schema");
+}
+
 const test_case tests_published[] = {
+    {"published flops gpt", test_flops_gpt},
+    {"published flops llama", test_flops_llama},
+    {"published mfu crosscheck", test_mfu_crosscheck},
+    {"published metrics", test_metrics},
+    {"published shipped files", test_shipped},
+    {"published config", test_config},
+    {"published malformed", test_malformed},
+    {"published good rows", test_good_row},
     {0},
 };
