@@ -13,13 +13,15 @@
 /* The summary: the throughput format's columns (common/schema.h) and the run's own. */
 enum { SS_MODEL, SS_TP, SS_PP, SS_INSTANCES, SS_INSTANCE, SS_SEQ, SS_GBATCH, SS_MBATCH, SS_STEPS, SS_SEQS, SS_SEQS_MIN,
        SS_SEQS_MAX, SS_TOKS, SS_STEP_MS, SS_MFU, SS_HFU, SS_PEAK, SS_RECOMPUTE, SS_RSS, SS_EST, SS_SOURCE, SS_RANKS,
-       SS_COMPUTE_MS, SS_COMM_MS, SS_EXPOSED_MS, SS_PRECISION, SS_NCOLS };
+       SS_COMPUTE_MS, SS_COMM_MS, SS_EXPOSED_MS, SS_PRECISION, SS_SHARDING, SS_VP, SS_SEQ_PARALLEL, SS_ATTENTION, SS_DEVICE,
+       SS_NCOLS };
 static const rec_col step_summary_cols[SS_NCOLS] = {
     TPUT_MODEL, TPUT_TP, TPUT_PP, TPUT_INSTANCES, TPUT_INSTANCE_TYPE, TPUT_SEQ_LEN, TPUT_GLOBAL_BATCH, TPUT_MICRO_BATCH,
     {"steps_timed", "", REC_NUM, 0}, TPUT_SEQ_PER_S, TPUT_SEQ_PER_S_MIN, TPUT_SEQ_PER_S_MAX, TPUT_TOKENS_PER_S,
-    {"step_ms", "ms", REC_NUM, 1}, TPUT_MFU, {"hfu", "%", REC_NUM, 1}, TPUT_PEAK_GFLOPS, {"recompute", "", REC_NUM, 0},
+    {"step_ms", "ms", REC_NUM, 1}, TPUT_MFU, {"hfu", "%", REC_NUM, 1}, TPUT_PEAK_GFLOPS, TPUT_RECOMPUTE,
     TPUT_PEAK_RSS_GIB, {"estimate_gib", "GiB", REC_NUM, 3}, TPUT_SOURCE, TPUT_RANKS,
     {"compute_ms", "ms", REC_NUM, 1}, {"comm_ms", "ms", REC_NUM, 1}, {"exposed_comm_ms", "ms", REC_NUM, 1}, TPUT_PRECISION,
+    TPUT_SHARDING, TPUT_VP, TPUT_SEQUENCE_PARALLEL, TPUT_ATTENTION, TPUT_DEVICE,
 };
 
 const rec_col step_breakdown_cols[SB_NCOLS] = {
@@ -31,6 +33,7 @@ int step_records_init(step_records *r)
 {
     record_init(&r->log, step_log_cols, SL_NCOLS);
     record_init(&r->summary, step_summary_cols, SS_NCOLS);
+    for (int c = SS_VP; c <= SS_DEVICE; c++) record_csv_only(&r->summary, c); /* the same in every run here */
     record_init(&r->breakdown, step_breakdown_cols, SB_NCOLS);
     return 0;
 }
@@ -128,6 +131,21 @@ static double median_of(const double *x, long n)
 /* The steps the summary and breakdown cover: all but the first `discard` (all when too few ran). */
 static long first_timed(const step_obs *s) { return s->o->discard < s->n ? s->o->discard : 0; }
 
+/* The configuration columns of the summary: --recompute keeps each layer's input and recomputes
+ * the rest (full); --zero 1 under mpirun shards the AdamW moments over the ranks (ZeRO-1); one
+ * stage, no tensor parallelism (so no sequence parallelism); the attention kernel is tiled (flash,
+ * kernels/attention.h); no device of data/devices.csv (the instance is this machine). */
+static void summary_config(const step_opts *o, record *sum, int row)
+{
+    int zero1 = o->dp == DP_ZERO1 && o->train.ranks > 1;
+    record_str(sum, row, SS_RECOMPUTE, tput_recomputes[o->recompute ? TPUT_RECOMPUTE_FULL : TPUT_RECOMPUTE_NONE]);
+    record_str(sum, row, SS_SHARDING, tput_shardings[zero1 ? TPUT_SHARD_ZERO1 : TPUT_SHARD_NONE]);
+    record_num(sum, row, SS_VP, 1);
+    record_str(sum, row, SS_SEQ_PARALLEL, "false");
+    record_str(sum, row, SS_ATTENTION, tput_attentions[TPUT_ATTN_FLASH]);
+    record_str(sum, row, SS_DEVICE, "");
+}
+
 static int summary_row(const step_obs *s, const machine_info *mi, record *sum)
 {
     const step_opts *o = s->o;
@@ -154,11 +172,12 @@ static int summary_row(const step_obs *s, const machine_info *mi, record *sum)
     record_str(sum, row, SS_INSTANCE, CB_THIS_MACHINE);
     record_str(sum, row, SS_SOURCE, src);
     record_str(sum, row, SS_PRECISION, precision_name(o->prec));
+    summary_config(o, sum, row);
     const double v[][2] = {
         {SS_TP, 1}, {SS_PP, 1}, {SS_INSTANCES, 1}, {SS_SEQ, o->train.T}, {SS_GBATCH, (double)o->train.B * o->train.accum},
         {SS_MBATCH, o->train.B}, {SS_STEPS, (double)nt}, {SS_SEQS, ss.median}, {SS_SEQS_MIN, ss.min}, {SS_SEQS_MAX, ss.max},
         {SS_TOKS, tps}, {SS_STEP_MS, med_ms}, {SS_MFU, mfu}, {SS_HFU, hfu},
-        {SS_PEAK, peak_g}, {SS_RECOMPUTE, o->recompute}, {SS_RSS, rss > 0 ? rss / 1073741824.0 : NAN},
+        {SS_PEAK, peak_g}, {SS_RSS, rss > 0 ? rss / 1073741824.0 : NAN},
         {SS_EST, o->estimate_bytes / 1073741824.0}, {SS_RANKS, o->train.ranks}, {SS_COMPUTE_MS, med_ms - med_comm},
         {SS_COMM_MS, med_comm}, {SS_EXPOSED_MS, median_of(s->exposed_ms + first, nt)}};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) record_num(sum, row, (int)v[i][0], v[i][1]);

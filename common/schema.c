@@ -22,9 +22,19 @@ const schema_col tput_schema[TP_NCOLS] = {
     [TP_PEAK_GFLOPS] = {TPUT_PEAK_GFLOPS, 0, 1, 1e12},
     [TP_SOURCE] = {TPUT_SOURCE, 0, 0, 0},
     [TP_PRECISION] = {TPUT_PRECISION, 0, 0, 0},
+    [TP_RECOMPUTE] = {TPUT_RECOMPUTE, 0, 0, 0},
+    [TP_SHARDING] = {TPUT_SHARDING, 0, 0, 0},
+    /* a virtual stage holds at least one layer, and no model has more than 1000 (models.csv) */
+    [TP_VP] = {TPUT_VP, 0, 1, 1000},
+    [TP_SEQUENCE_PARALLEL] = {TPUT_SEQUENCE_PARALLEL, 0, 0, 0},
+    [TP_ATTENTION] = {TPUT_ATTENTION, 0, 0, 0},
+    [TP_DEVICE] = {TPUT_DEVICE, 0, 0, 0},
 };
 
 const char *const tput_precisions[TPUT_NPRECISIONS] = {"fp32", "bf16-mixed", "bf16", "bf16-sr", "fp16-mixed", "fp8"};
+const char *const tput_recomputes[TPUT_NRECOMPUTES] = {"none", "selective", "full"};
+const char *const tput_shardings[TPUT_NSHARDINGS] = {"none", "zero1", "zero2", "zero3", "hybrid"};
+const char *const tput_attentions[TPUT_NATTENTIONS] = {"full", "flash"};
 
 /* a process holds at least a megabyte; no machine holds 64 TiB */
 const schema_col tput_peak_rss = {TPUT_PEAK_RSS_GIB, 0, 1e-3, 65536};

@@ -50,15 +50,44 @@ typedef struct {
  * fp32 accumulation: GPUs, costbench train); bf16 (everything bf16); bf16-sr (full bf16 with
  * stochastic rounding of the update: Trainium); fp16-mixed; fp8. Empty: the file does not say. */
 #define TPUT_PRECISION      {"precision", "", REC_STR, 0}
+/* The configuration a row ran in, spelt as the published-runs schema spells it. An absent column
+ * or an empty cell is "not stated": files written before these columns existed keep their meaning.
+ *   recompute          activation recomputation: none | selective | full (0 and 1, as costbench
+ *                      train's summaries wrote it before, read as none and full)
+ *   sharding           optimizer/parameter sharding: none | zero1 (ZeRO-1, Megatron's distributed
+ *                      optimizer) | zero2 (FSDP SHARD_GRAD_OP) | zero3 (FSDP FULL_SHARD) | hybrid
+ *                      (FSDP HYBRID_SHARD)
+ *   vp                 virtual pipeline stages per device (interleaved 1F1B); empty or 1: plain 1F1B
+ *   sequence_parallel  true | false: the norms' and dropouts' rows split over the TP ranks
+ *   attention          full (the s x s scores kept) | flash (tiled: none kept)
+ *   device             the accelerator, as data/devices.csv keys it (a100-sxm4-80gb, trainium1, ...);
+ *                      empty for rows measured here (a CPU is not a device of that table) and when
+ *                      the instance type says it */
+#define TPUT_RECOMPUTE      {"recompute", "", REC_STR, 0}
+#define TPUT_SHARDING       {"sharding", "", REC_STR, 0}
+#define TPUT_VP             {"vp", "", REC_NUM, 0}
+#define TPUT_SEQUENCE_PARALLEL {"sequence_parallel", "", REC_STR, 0}
+#define TPUT_ATTENTION      {"attention", "", REC_STR, 0}
+#define TPUT_DEVICE         {"device", "", REC_STR, 0}
 
 /* ... and as a reader checks them (tput_schema[TP_x]). Sizes obey the limits below. */
 enum { TP_MODEL, TP_TP, TP_PP, TP_INSTANCES, TP_INSTANCE_TYPE, TP_SEQ_LEN, TP_GLOBAL_BATCH, TP_MICRO_BATCH, TP_RANKS,
        TP_SEQ_PER_S, TP_SEQ_PER_S_MIN, TP_SEQ_PER_S_MAX, TP_TOKENS_PER_S, TP_USD_PER_HOUR, TP_TOKENS_PER_USD, TP_MFU,
-       TP_PEAK_GFLOPS, TP_SOURCE, TP_PRECISION, TP_NCOLS };
+       TP_PEAK_GFLOPS, TP_SOURCE, TP_PRECISION, TP_RECOMPUTE, TP_SHARDING, TP_VP, TP_SEQUENCE_PARALLEL, TP_ATTENTION,
+       TP_DEVICE, TP_NCOLS };
 extern const schema_col tput_schema[TP_NCOLS];
 /* The values the precision column accepts (besides empty), as TPUT_PRECISION describes them. */
 enum { TPUT_NPRECISIONS = 6 };
 extern const char *const tput_precisions[TPUT_NPRECISIONS];
+/* The values of the configuration columns (besides empty), each list in the order of its enum:
+ * a row holds the index, or TPUT_NOT_STATED. */
+enum { TPUT_NOT_STATED = -1 };
+typedef enum { TPUT_RECOMPUTE_NONE, TPUT_RECOMPUTE_SELECTIVE, TPUT_RECOMPUTE_FULL, TPUT_NRECOMPUTES } tput_recompute;
+typedef enum { TPUT_SHARD_NONE, TPUT_SHARD_ZERO1, TPUT_SHARD_ZERO2, TPUT_SHARD_ZERO3, TPUT_SHARD_HYBRID, TPUT_NSHARDINGS } tput_sharding;
+typedef enum { TPUT_ATTN_FULL, TPUT_ATTN_FLASH, TPUT_NATTENTIONS } tput_attention;
+extern const char *const tput_recomputes[TPUT_NRECOMPUTES];
+extern const char *const tput_shardings[TPUT_NSHARDINGS];
+extern const char *const tput_attentions[TPUT_NATTENTIONS];
 /* peak_rss_gib (TPUT_PEAK_RSS_GIB) as a reader checks it; empty: not measured. */
 extern const schema_col tput_peak_rss;
 

@@ -232,11 +232,58 @@ int data_tables_load(const char *prices_path, const char *hw_path, price_table *
 
 /* ------------------------------------------------------------------ throughput */
 
+int tput_same_config(const tput_row *a, const tput_row *b)
+{
+    return a->micro_batch == b->micro_batch && a->recompute == b->recompute && a->sharding == b->sharding && a->vp == b->vp &&
+           a->sequence_parallel == b->sequence_parallel && a->attention == b->attention && strcmp(a->device, b->device) == 0;
+}
+
+void tput_config_describe(const tput_row *r, char *buf, size_t n)
+{
+    size_t l = 0;
+    buf[0] = '\0';
+#define ADD(...) (l < n ? (l += (size_t)snprintf(buf + l, n - l, __VA_ARGS__)) : l)
+    if (r->micro_batch > 0) ADD("%smicro-batch %ld", l ? ", " : "", r->micro_batch);
+    if (r->recompute != TPUT_NOT_STATED) ADD("%srecompute %s", l ? ", " : "", tput_recomputes[r->recompute]);
+    if (r->sharding != TPUT_NOT_STATED) ADD("%s%s", l ? ", " : "", r->sharding ? tput_shardings[r->sharding] : "no sharding");
+    if (r->vp > 1) ADD("%svp %d", l ? ", " : "", r->vp);
+    if (r->sequence_parallel != TPUT_NOT_STATED) ADD("%s%ssequence parallel", l ? ", " : "", r->sequence_parallel ? "" : "no ");
+    if (r->attention != TPUT_NOT_STATED) ADD("%s%s attention", l ? ", " : "", tput_attentions[r->attention]);
+    if (r->device[0]) ADD("%s%s", l ? ", " : "", r->device);
+#undef ADD
+}
+
 static int same_key(const tput_row *a, const tput_row *b)
 {
     return a->kind == b->kind && strcmp(a->model, b->model) == 0 && a->tp == b->tp && a->pp == b->pp &&
            a->instances == b->instances && a->ranks == b->ranks && strcmp(a->instance, b->instance) == 0 && a->seq_len == b->seq_len &&
-           a->global_batch == b->global_batch && strcmp(a->precision, b->precision) == 0;
+           a->global_batch == b->global_batch && strcmp(a->precision, b->precision) == 0 && tput_same_config(a, b);
+}
+
+/* "a, b, c" of n names into buf. */
+static void names_list(const char *const *names, int n, char *buf, size_t size)
+{
+    buf[0] = '\0';
+    for (int k = 0; k < n; k++) snprintf(buf + strlen(buf), size - strlen(buf), "%s%s", k ? ", " : "", names[k]);
+}
+
+/* A word cell of row i: *out the index of its value in names[0..n), or TPUT_NOT_STATED when the
+ * column is absent or the cell empty; `legacy` (may be NULL) names what else the column accepts,
+ * already mapped by the caller. */
+static int get_choice(const table *t, int i, int col, const char *const *names, int n, const char *legacy, int *out)
+{
+    const char *s = col >= 0 ? table_cell(t, i, col) : "";
+    *out = TPUT_NOT_STATED;
+    if (!*s) return 0;
+    for (int k = 0; k < n; k++)
+        if (strcmp(s, names[k]) == 0) {
+            *out = k;
+            return 0;
+        }
+    char list[160];
+    names_list(names, n, list, sizeof list);
+    return err_msg("%s:%d: column '%s': expected one of %s%s, or empty, got '%.60s'", t->path, t->lines[i], t->header[col], list,
+                   legacy ? legacy : "", s);
 }
 
 /* The precision cell of row i: one of tput_precisions, or empty (also when the column is absent). */
@@ -250,10 +297,50 @@ static int get_precision(const table *t, int i, int col, char *dst, size_t n)
             snprintf(dst, n, "%s", s);
             return 0;
         }
-    char list[160] = "";
-    for (int k = 0; k < TPUT_NPRECISIONS; k++)
-        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", k ? ", " : "", tput_precisions[k]);
+    char list[160];
+    names_list(tput_precisions, TPUT_NPRECISIONS, list, sizeof list);
     return err_msg("%s:%d: column '%s': expected one of %s, or empty, got '%.60s'", t->path, t->lines[i], t->header[col], list, s);
+}
+
+/* The device cell of row i: "" (absent, empty) or a key as data/devices.csv spells it (the table
+ * itself is not read here: a throughput file stands on its own). */
+static int get_device(const table *t, int i, int col, char *dst, size_t n)
+{
+    const char *s = col >= 0 ? table_cell(t, i, col) : "";
+    *dst = '\0';
+    if (!*s) return 0;
+    size_t len = strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-._");
+    if (len != strlen(s) || len >= n || !strchr("abcdefghijklmnopqrstuvwxyz0123456789", s[0]))
+        return err_msg("%s:%d: column '%s': expected a device key of at most %zu lowercase letters, digits, '-', '.' and '_' (a100-sxm4-80gb), or empty, got '%.60s'",
+                       t->path, t->lines[i], t->header[col], n - 1, s);
+    snprintf(dst, n, "%s", s);
+    return 0;
+}
+
+/* The configuration columns of row i (absent or empty: not stated; vp: 1). */
+static int tput_config_read(const table *t, int i, const int *col, tput_row *r)
+{
+    const int c = col[TP_RECOMPUTE];
+    const char *rcell = c >= 0 ? table_cell(t, i, c) : "";
+    int rc = 0;
+    if (strcmp(rcell, "0") == 0 || strcmp(rcell, "1") == 0) /* older train summaries: the --recompute flag */
+        r->recompute = rcell[0] == '1' ? TPUT_RECOMPUTE_FULL : TPUT_RECOMPUTE_NONE;
+    else
+        rc = get_choice(t, i, c, tput_recomputes, TPUT_NRECOMPUTES, " (0 and 1: none and full)", &r->recompute);
+    if (rc == 0) rc = get_choice(t, i, col[TP_SHARDING], tput_shardings, TPUT_NSHARDINGS, NULL, &r->sharding);
+    if (rc == 0) rc = get_choice(t, i, col[TP_ATTENTION], tput_attentions, TPUT_NATTENTIONS, NULL, &r->attention);
+    r->sequence_parallel = TPUT_NOT_STATED;
+    if (rc == 0 && col[TP_SEQUENCE_PARALLEL] >= 0 && *table_cell(t, i, col[TP_SEQUENCE_PARALLEL]))
+        rc = table_get_bool(t, i, col[TP_SEQUENCE_PARALLEL], &r->sequence_parallel);
+    long vp = 1;
+    if (rc == 0 && col[TP_VP] >= 0 && *table_cell(t, i, col[TP_VP]))
+        rc = table_get_long(t, i, col[TP_VP], (long)tput_schema[TP_VP].lo, (long)tput_schema[TP_VP].hi, &vp);
+    r->vp = (int)vp;
+    if (rc == 0 && vp > 1 && r->pp == 1)
+        rc = err_msg("%s:%d: column '%s': %ld virtual stages per device need a pipeline (pipeline_parallel > 1)", t->path, t->lines[i],
+                     t->header[col[TP_VP]], vp);
+    if (rc == 0) rc = get_device(t, i, col[TP_DEVICE], r->device, sizeof r->device);
+    return rc;
 }
 
 /* Row i of a throughput file into r; every cell checked by the throughput schema. */
@@ -281,6 +368,7 @@ static int tput_row_read(const table *t, int i, const int *col, tput_row *r)
     if (rc == 0) rc = opt_num(t, i, col, sc, TP_MFU, &r->mfu);
     if (rc == 0) rc = opt_num(t, i, col, sc, TP_PEAK_GFLOPS, &r->peak_gflops);
     if (rc == 0) rc = get_precision(t, i, col[TP_PRECISION], r->precision, sizeof r->precision);
+    if (rc == 0) rc = tput_config_read(t, i, col, r);
     return rc;
 }
 
@@ -323,7 +411,7 @@ int throughput_load(tput_set *set, const char *path)
         tput_row_source(&t, i, col, mc, r, path);
         for (int j = 0; j < set->n && rc == 0; j++)
             if (same_key(&set->rows[j], r))
-                rc = err_msg("%s:%d: duplicates %s:%d (same model, parallelism, instances, ranks, instance type, seq_len, global_batch and precision)",
+                rc = err_msg("%s:%d: duplicates %s:%d (same model, parallelism, instances, ranks, instance type, seq_len, global_batch, precision and configuration: micro_batch, recompute, sharding, vp, sequence_parallel, attention, device)",
                              path, r->line, set->rows[j].file, set->rows[j].line);
         if (rc == 0) set->n++;
     }

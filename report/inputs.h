@@ -6,6 +6,8 @@
 #ifndef CB_INPUTS_H
 #define CB_INPUTS_H
 
+#include <stddef.h>
+
 typedef struct {
     char provider[32], instance[64], region[32], option[24], as_of[24];
     char source[256];
@@ -70,6 +72,13 @@ typedef struct {
     double tokens_per_usd; /* as imported (NaN: not given) */
     double mfu, peak_gflops; /* measured here: MFU against this machine's measured peak of its precision */
     char precision[16];    /* one of tput_precisions (common/schema.h), or "" when the file does not say */
+    /* the configuration columns (common/schema.h); absent or empty: not stated */
+    int recompute;         /* tput_recompute, or TPUT_NOT_STATED */
+    int sharding;          /* tput_sharding, or TPUT_NOT_STATED */
+    int vp;                /* virtual pipeline stages per device; 1 (plain 1F1B) when not stated */
+    int sequence_parallel; /* 1, 0, or TPUT_NOT_STATED */
+    int attention;         /* tput_attention, or TPUT_NOT_STATED */
+    char device[48];       /* a data/devices.csv key, or "" */
     src_kind kind;
     char source[256], cpu_model[128], date[32];
     char file[4096];
@@ -83,11 +92,19 @@ typedef struct {
 
 /* Appends the rows of `path` to `set`. Columns and their valid ranges: the throughput schema of
  * common/schema.h (required: model, instances, instance_type, seq_len, global_batch, seq_per_s;
- * the rest optional; precision one of tput_precisions or empty). A row that repeats the key
- * (model, parallelism, instances, ranks, instance type, sequence length, global batch,
- * precision) of an earlier row of the same kind is an error: one machine's fp32 and bf16-mixed
- * rows are two rows. Returns 0 or CB_EFAIL. */
+ * the rest optional; precision one of tput_precisions or empty; the configuration columns as
+ * TPUT_RECOMPUTE ... TPUT_DEVICE describe them, vp > 1 only with pipeline_parallel > 1). A row
+ * that repeats the key (model, parallelism, instances, ranks, instance type, sequence length,
+ * global batch, precision and the configuration: tput_same_config) of an earlier row of the same
+ * kind is an error: one machine's fp32 and bf16-mixed rows are two rows, and so are runs with and
+ * without recomputation. Returns 0 or CB_EFAIL. */
 int throughput_load(tput_set *set, const char *path);
 void throughput_free(tput_set *set);
+/* 1 when two rows state the same configuration columns (micro_batch, recompute, sharding, vp,
+ * sequence_parallel, attention, device; "not stated" equals only "not stated"), else 0. */
+int tput_same_config(const tput_row *a, const tput_row *b);
+/* The configuration columns a row states, for labels: "micro-batch 4, recompute full, zero1, vp 2,
+ * sequence parallel, flash attention, a100-sxm4-80gb" ("" when it states none). */
+void tput_config_describe(const tput_row *r, char *buf, size_t n);
 
 #endif

@@ -20,7 +20,8 @@
 #include "commands.h"
 
 enum { SC_NODES, SC_SEQS, SC_TOKS, SC_TPU, SC_EFF, SC_MEAS, SC_ERR, SC_STEP, SC_COMP, SC_BUBBLE, SC_TPC, SC_DPC, SC_EXP,
-       SC_OPT, SC_MFU, SC_MEM, SC_USD, SC_MODEL, SC_TP, SC_PP, SC_INST, SC_ITYPE, SC_SEQ, SC_GB, SC_MB, SC_SOURCE, SC_NCOLS };
+       SC_OPT, SC_MFU, SC_MEM, SC_USD, SC_MODEL, SC_TP, SC_PP, SC_INST, SC_ITYPE, SC_SEQ, SC_GB, SC_MB, SC_SOURCE, SC_RECOMP,
+       SC_SHARD, SC_VP, SC_SEQ_PAR, SC_ATTN, SC_NCOLS };
 /* The rows are throughput rows (common/schema.h), so that report and scale --measured read them,
  * with the model's terms beside them. */
 static const rec_col scale_cols[SC_NCOLS] = {
@@ -29,7 +30,8 @@ static const rec_col scale_cols[SC_NCOLS] = {
     {"compute_s", "s", REC_NUM, 3}, {"bubble_s", "s", REC_NUM, 3}, {"tp_comm_s", "s", REC_NUM, 3},
     {"dp_comm_s", "s", REC_NUM, 3}, {"exposed_comm_s", "s", REC_NUM, 3}, {"optimizer_s", "s", REC_NUM, 3}, TPUT_MFU,
     {"mem_per_rank_gib", "GiB", REC_NUM, 1}, TPUT_USD_PER_HOUR, TPUT_MODEL, TPUT_TP, TPUT_PP, TPUT_INSTANCES,
-    TPUT_INSTANCE_TYPE, TPUT_SEQ_LEN, TPUT_GLOBAL_BATCH, TPUT_MICRO_BATCH, TPUT_SOURCE,
+    TPUT_INSTANCE_TYPE, TPUT_SEQ_LEN, TPUT_GLOBAL_BATCH, TPUT_MICRO_BATCH, TPUT_SOURCE, TPUT_RECOMPUTE, TPUT_SHARDING, TPUT_VP,
+    TPUT_SEQUENCE_PARALLEL, TPUT_ATTENTION,
 };
 
 /* The flags as given (strings point into argv), and what scale_opts_check derives from them. */
@@ -281,6 +283,12 @@ static int point_add(scale_points *pl, const scale_model *s0, const scale_opts *
     return calib_point_add(pl, &at, nodes, seq_per_s, src, line, layout_flag);
 }
 
+/* The recomputation the flags ask for, as the throughput format spells it. */
+static tput_recompute recompute_of(const scale_opts *o)
+{
+    return o->recompute ? TPUT_RECOMPUTE_FULL : o->selective ? TPUT_RECOMPUTE_SELECTIVE : TPUT_RECOMPUTE_NONE;
+}
+
 /* Whether a throughput row describes the modelled configuration (its precision too: --precision). */
 static int row_matches(const tput_row *r, const scale_model *s, const scale_opts *o)
 {
@@ -289,6 +297,10 @@ static int row_matches(const tput_row *r, const scale_model *s, const scale_opts
     int here = machine_is_this_machine(s->hw.instance) && machine_is_this_machine(r->instance);
     if (strcmp(r->model, s->cfg.name) != 0 || r->tp != s->tp || r->pp != s->pp || r->seq_len != s->seq ||
         (strcmp(r->instance, s->hw.instance) != 0 && !here) || !scale_precision_matches(s->precision, r->precision))
+        return 0;
+    /* a configuration the row states (recomputation, sharding, interleaving) must be the flags' */
+    if ((r->recompute != TPUT_NOT_STATED && r->recompute != (int)recompute_of(o)) ||
+        (r->sharding != TPUT_NOT_STATED && r->sharding != (int)o->zero) || r->vp != s->interleave)
         return 0;
     long gb = batch_at(o, r->instances * r->ranks);
     if (o->gbs.n > 1) return gb > 0 && r->global_batch == gb;
@@ -312,8 +324,9 @@ static int points_from_file(const char *path, const scale_model *s, const scale_
     }
     throughput_free(&set);
     if (rc == 0 && found == 0)
-        rc = err_usage("%s: no row matches %s, tp %d, pp %d, seq_len %ld, %s%s in %s precision", path, s->cfg.name, s->tp, s->pp,
-                       s->seq, s->hw.instance, s->global_batch > 0 ? " and the global batch" : "", scale_precision_names[s->precision]);
+        rc = err_usage("%s: no row matches %s, tp %d, pp %d, seq_len %ld, %s%s in %s precision, recompute %s, ZeRO %ld, vp %d", path,
+                       s->cfg.name, s->tp, s->pp, s->seq, s->hw.instance, s->global_batch > 0 ? " and the global batch" : "",
+                       scale_precision_names[s->precision], tput_recomputes[recompute_of(o)], o->zero, s->interleave);
     return rc;
 }
 
@@ -394,6 +407,18 @@ static void row_measured(record *rec, int row, const scale_run *r, long nodes, d
         }
 }
 
+/* The row's configuration columns: the flags' recomputation, --zero (stage k is zerok),
+ * --interleave, --attention; sequence parallelism false: the model keeps the 10 s b h per layer
+ * outside the TP split (report/scale.c), as Megatron without it does. */
+static void row_config(record *rec, int row, const scale_opts *o)
+{
+    record_str(rec, row, SC_RECOMP, tput_recomputes[recompute_of(o)]);
+    record_str(rec, row, SC_SHARD, tput_shardings[TPUT_SHARD_NONE + o->zero]);
+    record_num(rec, row, SC_VP, (double)o->interleave);
+    record_str(rec, row, SC_SEQ_PAR, "false");
+    record_str(rec, row, SC_ATTN, o->attention ? o->attention : tput_attentions[TPUT_ATTN_FULL]);
+}
+
 /* One row: the model at `nodes`. eff0: seq/s per node at the first node count. Returns the row
  * or CB_EFAIL; *over_mem set when the memory estimate exceeds a rank's memory. */
 static int row_add(record *rec, const scale_run *r, long nodes, double eff0, const char *source, int *over_mem)
@@ -430,6 +455,7 @@ static int row_add(record *rec, const scale_run *r, long nodes, double eff0, con
     record_num(rec, row, SC_GB, (double)p.global_batch);
     record_num(rec, row, SC_MB, (double)r->o.micro_batch);
     record_str(rec, row, SC_SOURCE, source);
+    row_config(rec, row, &r->o);
     return row;
 }
 
