@@ -14,6 +14,7 @@
 
 #include "../common/err.h"
 #include "../common/machine.h"
+#include "../common/schema.h"
 #include "../report/published.h"
 #include "../report/pubmodel.h"
 
@@ -178,6 +179,40 @@ static int calib_layout_check(const scale_model *c, long nodes, const char *wher
                      why);
 }
 
+/* The configuration columns a throughput row states (those it does not: no recomputation, plain
+ * 1F1B, `defaults`' ZeRO stage and attention): recompute full, or selective (no s x s scores kept,
+ * as flash attention); sharding as a ZeRO stage (hybrid as ZeRO-2, report/pubmodel.h); vp;
+ * sequence parallelism moves the bytes of the all-reduces it replaces (no term of its own). */
+static void calib_config_tput(const tput_row *row, scale_model *c)
+{
+    static const int zero_of[TPUT_NSHARDINGS] = {0, 1, 2, 3, 2};
+    c->recompute = row->recompute == TPUT_RECOMPUTE_FULL;
+    if (row->recompute == TPUT_RECOMPUTE_SELECTIVE || row->attention == TPUT_ATTN_FLASH) c->attn_flash = 1;
+    else if (row->attention == TPUT_ATTN_FULL) c->attn_flash = 0;
+    if (row->sharding != TPUT_NOT_STATED) c->zero = zero_of[row->sharding];
+    c->interleave = row->vp > 1 ? row->vp : 1;
+}
+
+/* A throughput row that names its device runs at that device's dense peaks (data/devices.csv):
+ * fp16-mixed against its FP16 peak, the other 16-bit precisions its BF16, fp32 its FP32. */
+static int calib_device_peaks(const tput_row *row, const char *where, hw_row *hw)
+{
+    dev_table dt = {0};
+    if (devices_load(&dt, NULL) != 0) return CB_EFAIL;
+    const dev_row *d = devices_find(&dt, row->device);
+    int rc = 0;
+    if (!d) {
+        char known[1024];
+        devices_list(&dt, known, sizeof known);
+        rc = err_usage("%s: column 'device': unknown device '%s' (known: %s)", where, row->device, known);
+    } else {
+        hw->bf16_tflops = strcmp(row->precision, "fp16-mixed") == 0 ? d->fp16_tflops : d->bf16_tflops;
+        hw->fp32_tflops = d->fp32_tflops;
+    }
+    devices_free(&dt);
+    return rc;
+}
+
 /* The scale model of a throughput row's own configuration (compute time still unknown): the
  * settings it does not describe (ZeRO, buckets, network efficiency) as `defaults` gives them; the
  * flags' link overrides applied to its hardware. */
@@ -189,10 +224,12 @@ static int calib_model_tput(calib_row *cr, const calib_env *env, const scale_mod
     int rc = calib_preset(row, cr->where, &c->cfg);
     if (rc == 0) rc = calib_hardware(row, env->ht, cr->where, &c->hw);
     if (rc == 0) rc = calib_precision(row, cr->where, &c->precision);
+    if (rc == 0 && row->device[0]) rc = calib_device_peaks(row, cr->where, &c->hw);
     if (rc != 0) return rc;
     if (env->ov) hw_apply_overrides(&c->hw, env->ov);
     const hw_row *hw = &c->hw;
-    c->tp = row->tp, c->pp = row->pp, c->interleave = 1, c->recompute = 0;
+    calib_config_tput(row, c);
+    c->tp = row->tp, c->pp = row->pp;
     c->seq = row->seq_len, c->micro_batch = row->micro_batch > 0 ? row->micro_batch : 1;
     c->global_batch = row->global_batch, c->batch_per_replica = 0;
     c->latency_s = env->latency_us >= 0 ? env->latency_us * 1e-6 : isfinite(hw->net_latency_us) ? hw->net_latency_us * 1e-6 : 0;

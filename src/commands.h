@@ -13,5 +13,6 @@ int cmd_report(int argc, char **argv);
 int cmd_allreduce(int argc, char **argv);
 int cmd_trajectory(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
+int cmd_validate(int argc, char **argv);
 
 #endif
