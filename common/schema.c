@@ -39,19 +39,40 @@ const char *const tput_attentions[TPUT_NATTENTIONS] = {"full", "flash"};
 /* a process holds at least a megabyte; no machine holds 64 TiB */
 const schema_col tput_peak_rss = {TPUT_PEAK_RSS_GIB, 0, 1e-3, 65536};
 
+/* The per-accelerator columns (accelerator .. intra_node_gb_per_s) are required only of a file
+ * without the device column (report/inputs.c checks that). */
 const schema_col hw_schema[HW_NCOLS] = {
     [HW_INSTANCE_TYPE] = {{"instance_type", "", REC_STR, 0}, 1, 0, 0},
-    [HW_ACCELERATOR] = {{"accelerator", "", REC_STR, 0}, 1, 0, 0},
+    [HW_DEVICE] = {{"device", "", REC_STR, 0}, 0, 0, 0},
+    [HW_ACCELERATOR] = {{"accelerator", "", REC_STR, 0}, 0, 0, 0},
     [HW_ACCELERATORS] = {{"accelerators", "", REC_NUM, 0}, 1, 1, 4096},
-    [HW_WORKERS] = {{"workers_per_accelerator", "", REC_NUM, 0}, 1, 1, 64},
-    [HW_BF16_TFLOPS] = {{"bf16_tflops", "TFLOP/s", REC_NUM, 1}, 1, 1e-3, 1e6},
-    [HW_FP32_TFLOPS] = {{"fp32_tflops", "TFLOP/s", REC_NUM, 1}, 1, 1e-3, 1e6},
-    [HW_MEM_GIB] = {{"mem_gib", "GiB", REC_NUM, 1}, 1, 1e-3, 1e6},
-    [HW_MEM_GB_PER_S] = {{"mem_gb_per_s", "GB/s", REC_NUM, 1}, 1, 1e-3, 1e6},
-    [HW_INTRA_GB_PER_S] = {{"intra_node_gb_per_s", "GB/s", REC_NUM, 1}, 1, 1e-3, 1e6},
+    [HW_WORKERS] = {{"workers_per_accelerator", "", REC_NUM, 0}, 0, 1, 64},
+    [HW_BF16_TFLOPS] = {{"bf16_tflops", "TFLOP/s", REC_NUM, 1}, 0, 1e-3, 1e6},
+    [HW_FP32_TFLOPS] = {{"fp32_tflops", "TFLOP/s", REC_NUM, 1}, 0, 1e-3, 1e6},
+    [HW_MEM_GIB] = {{"mem_gib", "GiB", REC_NUM, 1}, 0, 1e-3, 1e6},
+    [HW_MEM_GB_PER_S] = {{"mem_gb_per_s", "GB/s", REC_NUM, 1}, 0, 1e-3, 1e6},
+    [HW_INTRA_GB_PER_S] = {{"intra_node_gb_per_s", "GB/s", REC_NUM, 1}, 0, 1e-3, 1e6},
     [HW_NETWORK_GBIT_PER_S] = {{"network_gbit_per_s", "Gbit/s", REC_NUM, 1}, 1, 1e-3, 1e6},
     [HW_NETWORK_LATENCY_US] = {{"network_latency_us", "us", REC_NUM, 2}, 1, 0, 1e6},
     [HW_SOURCE] = {{"source", "", REC_STR, 0}, 1, 0, 0},
+};
+
+/* Peaks are dense, per device, from 1 GFLOP/s to 1 EFLOP/s; empty: none (no such precision) or
+ * unknown. A device holds at least a MiB and moves at least a MB/s. */
+const schema_col dev_schema[DV_NCOLS] = {
+    [DV_DEVICE] = {{"device", "", REC_STR, 0}, 1, 0, 0},
+    [DV_VENDOR] = {{"vendor", "", REC_STR, 0}, 1, 0, 0},
+    [DV_WORKERS] = {{"workers", "", REC_NUM, 0}, 1, 1, 64},
+    [DV_FP32_TFLOPS] = {{"fp32_tflops", "TFLOP/s", REC_NUM, 1}, 1, 1e-3, 1e6},
+    [DV_TF32_TFLOPS] = {{"tf32_tflops", "TFLOP/s", REC_NUM, 1}, 1, 1e-3, 1e6},
+    [DV_BF16_TFLOPS] = {{"bf16_tflops", "TFLOP/s", REC_NUM, 1}, 1, 1e-3, 1e6},
+    [DV_FP16_TFLOPS] = {{"fp16_tflops", "TFLOP/s", REC_NUM, 1}, 1, 1e-3, 1e6},
+    [DV_FP8_TFLOPS] = {{"fp8_tflops", "TFLOP/s", REC_NUM, 1}, 1, 1e-3, 1e6},
+    [DV_HBM_GIB] = {{"hbm_gib", "GiB", REC_NUM, 1}, 1, 1e-3, 1e6},
+    [DV_HBM_GB_PER_S] = {{"hbm_gb_per_s", "GB/s", REC_NUM, 1}, 1, 1e-3, 1e6},
+    [DV_LINK_GB_PER_S] = {{"link_gb_per_s", "GB/s", REC_NUM, 1}, 1, 1e-3, 1e6},
+    [DV_SCALEUP_DOMAIN] = {{"scaleup_domain", "", REC_NUM, 0}, 1, 1, 1 << 20},
+    [DV_SOURCE] = {{"source", "", REC_STR, 0}, 1, 0, 0},
 };
 
 const schema_col price_schema[PR_NCOLS] = {

@@ -97,10 +97,18 @@ extern const schema_col tput_peak_rss;
 #define CB_MAX_ACCUM (1L << 16)         /* micro-batches per optimizer step */
 #define CB_MAX_INSTANCES 1000000L
 
-/* ---- hardware (data/hardware.csv) */
-enum { HW_INSTANCE_TYPE, HW_ACCELERATOR, HW_ACCELERATORS, HW_WORKERS, HW_BF16_TFLOPS, HW_FP32_TFLOPS, HW_MEM_GIB,
+/* ---- hardware (data/hardware.csv): an instance or node, `accelerators` x one device of
+ * data/devices.csv plus a network. A row that names its device takes the per-accelerator figures
+ * from it and leaves their cells empty (accelerator .. intra_node_gb_per_s); a row with no device
+ * (an empty cell, or a file without the column: the format before data/devices.csv) gives them. */
+enum { HW_INSTANCE_TYPE, HW_DEVICE, HW_ACCELERATOR, HW_ACCELERATORS, HW_WORKERS, HW_BF16_TFLOPS, HW_FP32_TFLOPS, HW_MEM_GIB,
        HW_MEM_GB_PER_S, HW_INTRA_GB_PER_S, HW_NETWORK_GBIT_PER_S, HW_NETWORK_LATENCY_US, HW_SOURCE, HW_NCOLS };
 extern const schema_col hw_schema[HW_NCOLS];
+
+/* ---- devices (data/devices.csv, report/devices.h): one row per accelerator model */
+enum { DV_DEVICE, DV_VENDOR, DV_WORKERS, DV_FP32_TFLOPS, DV_TF32_TFLOPS, DV_BF16_TFLOPS, DV_FP16_TFLOPS, DV_FP8_TFLOPS,
+       DV_HBM_GIB, DV_HBM_GB_PER_S, DV_LINK_GB_PER_S, DV_SCALEUP_DOMAIN, DV_SOURCE, DV_NCOLS };
+extern const schema_col dev_schema[DV_NCOLS];
 
 /* ---- prices (data/prices.csv) */
 enum { PR_PROVIDER, PR_INSTANCE_TYPE, PR_REGION, PR_OPTION, PR_USD_PER_HOUR, PR_AS_OF, PR_SOURCE, PR_NCOLS };

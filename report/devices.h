@@ -33,7 +33,7 @@ typedef struct {
     int line;
 } dev_row;
 
-typedef struct {
+typedef struct dev_table_s {
     char path[4096];
     dev_row *rows;
     int n;

@@ -9,6 +9,7 @@
 #include "../common/err.h"
 #include "../common/machine.h"
 #include "../common/schema.h"
+#include "devices.h"
 
 const char *const src_kind_names[3] = {"measured", "imported", "predicted"};
 
@@ -160,11 +161,24 @@ const price_row *prices_find(const price_table *t, const char *instance, const c
 
 /* ------------------------------------------------------------------ hardware */
 
+/* The per-accelerator columns: a row that names a device leaves them to data/devices.csv. */
+static const int hw_device_cols[] = {HW_ACCELERATOR, HW_WORKERS, HW_BF16_TFLOPS, HW_FP32_TFLOPS, HW_MEM_GIB, HW_MEM_GB_PER_S,
+                                     HW_INTRA_GB_PER_S};
+enum { HW_NDEVICE_COLS = sizeof hw_device_cols / sizeof hw_device_cols[0] };
+
+/* A row that gives its own per-accelerator figures (no device). */
 static int hardware_row(const table *t, int i, const int *col, hw_row *h)
 {
     int rc = 0;
     h->line = t->lines[i];
+    h->fp16_tflops = h->fp8_tflops = h->tf32_tflops = NAN;
     if (rc == 0) rc = get_str(t, i, col[HW_INSTANCE_TYPE], h->instance, sizeof h->instance);
+    for (int k = 0; rc == 0 && k < 2; k++) {
+        int c = k == 0 ? HW_ACCELERATOR : HW_MEM_GIB;
+        if (col[c] < 0)
+            rc = err_msg("%s:%d: column 'device': empty, and the file has no column '%s' for the row's own figures", t->path, h->line,
+                         hw_schema[c].col.name);
+    }
     if (rc == 0) rc = get_str(t, i, col[HW_ACCELERATOR], h->accelerator, sizeof h->accelerator);
     long n;
     if (rc == 0 && (rc = get_long(t, i, col, hw_schema, HW_ACCELERATORS, 1, &n)) == 0) h->accelerators = (int)n;
@@ -180,18 +194,69 @@ static int hardware_row(const table *t, int i, const int *col, hw_row *h)
     return rc;
 }
 
-int hardware_load(hw_table *ht, const char *path)
+/* A row naming a device of dt: `accelerators` of it on the row's network (hw_from_device), the
+ * per-accelerator cells left empty. */
+static int hardware_row_dev(const table *t, int i, const int *col, const dev_table *dt, hw_row *h)
+{
+    const char *name = table_cell(t, i, col[HW_DEVICE]);
+    const dev_row *d = devices_find(dt, name);
+    if (!d) {
+        char list[1024];
+        devices_list(dt, list, sizeof list);
+        return err_msg("%s:%d: column 'device': unknown device '%.60s' (%s lists: %s)", t->path, t->lines[i], name, dt->path, list);
+    }
+    for (int k = 0; k < HW_NDEVICE_COLS; k++) {
+        int c = col[hw_device_cols[k]];
+        if (c >= 0 && *table_cell(t, i, c))
+            return err_msg("%s:%d: column '%s': the device '%s' defines it (%s:%d); leave the cell empty", t->path, t->lines[i],
+                           t->header[c], d->device, dt->path, d->line);
+    }
+    long n;
+    double net, lat;
+    char instance[sizeof h->instance], source[sizeof h->source];
+    int rc = get_str(t, i, col[HW_INSTANCE_TYPE], instance, sizeof instance);
+    if (rc == 0) rc = get_long(t, i, col, hw_schema, HW_ACCELERATORS, 1, &n);
+    if (rc == 0) rc = req_num(t, i, col, hw_schema, HW_NETWORK_GBIT_PER_S, &net);
+    if (rc == 0) rc = opt_num(t, i, col, hw_schema, HW_NETWORK_LATENCY_US, &lat);
+    if (rc == 0) rc = get_str(t, i, col[HW_SOURCE], source, sizeof source);
+    if (rc != 0) return rc;
+    hw_from_device(d, (int)n, net, lat, h);
+    snprintf(h->instance, sizeof h->instance, "%s", instance);
+    snprintf(h->source, sizeof h->source, "%s", source);
+    h->line = t->lines[i];
+    return 0;
+}
+
+/* The columns of t (a file without the device column must have every column of the format
+ * before data/devices.csv); *need_dev: some row names a device. */
+static int hardware_cols(const table *t, int *col, int *need_dev)
+{
+    if (find_cols(t, hw_schema, HW_NCOLS, col) != 0) return CB_EFAIL;
+    *need_dev = 0;
+    if (col[HW_DEVICE] < 0) {
+        for (int i = 0; i < HW_NCOLS; i++)
+            if (i != HW_DEVICE && col[i] < 0 && table_col(t, hw_schema[i].col.name, 1) < 0) return CB_EFAIL;
+        return 0;
+    }
+    for (int i = 0; i < t->nrows; i++) *need_dev |= *table_cell(t, i, col[HW_DEVICE]) != '\0';
+    return 0;
+}
+
+int hardware_load_dev(hw_table *ht, const char *path, const dev_table *dt)
 {
     memset(ht, 0, sizeof *ht);
     snprintf(ht->path, sizeof ht->path, "%s", path);
     table t;
+    dev_table own = {0};
     if (table_load(&t, path) != 0) return CB_EFAIL;
-    int col[HW_NCOLS], rc = find_cols(&t, hw_schema, HW_NCOLS, col);
+    int col[HW_NCOLS], need_dev = 0, rc = hardware_cols(&t, col, &need_dev);
     if (rc == 0 && t.nrows == 0) rc = err_msg("%s: no instance types", path);
+    if (rc == 0 && need_dev && !dt) rc = devices_load(&own, NULL), dt = &own;
     if (rc == 0 && !(ht->rows = calloc((size_t)t.nrows, sizeof *ht->rows))) rc = err_msg("out of memory");
     for (int i = 0; rc == 0 && i < t.nrows; i++) {
         hw_row *h = &ht->rows[i];
-        if ((rc = hardware_row(&t, i, col, h)) != 0) break;
+        int dev = col[HW_DEVICE] >= 0 && *table_cell(&t, i, col[HW_DEVICE]);
+        if ((rc = dev ? hardware_row_dev(&t, i, col, dt, h) : hardware_row(&t, i, col, h)) != 0) break;
         for (int j = 0; j < i && rc == 0; j++)
             if (strcmp(ht->rows[j].instance, h->instance) == 0)
                 rc = err_msg("%s:%d: column 'instance_type': '%s' appears twice (first at line %d)", path, h->line, h->instance,
@@ -199,8 +264,14 @@ int hardware_load(hw_table *ht, const char *path)
         ht->n = i + 1;
     }
     table_free(&t);
+    devices_free(&own);
     if (rc) hardware_free(ht);
     return rc ? CB_EFAIL : 0;
+}
+
+int hardware_load(hw_table *ht, const char *path)
+{
+    return hardware_load_dev(ht, path, NULL);
 }
 
 void hardware_free(hw_table *t)

@@ -32,11 +32,13 @@ void prices_free(price_table *t);
 const price_row *prices_find(const price_table *t, const char *instance, const char *option, const char *region);
 
 typedef struct {
-    char instance[64], accelerator[48];
+    char instance[64], accelerator[48]; /* accelerator: the device key of data/devices.csv when the row names one */
     int accelerators, workers;      /* per instance; ranks per accelerator */
     double bf16_tflops, fp32_tflops; /* dense, per accelerator; NaN when unknown */
+    double fp16_tflops, fp8_tflops, tf32_tflops; /* dense, per accelerator, from the device; NaN: none or unknown */
     double mem_gib, mem_gb_per_s;    /* per accelerator */
-    double intra_gb_per_s;           /* device-to-device link per accelerator, NaN when unknown */
+    double intra_gb_per_s;           /* device-to-device link per accelerator, one direction; NaN when unknown */
+    int scaleup_domain;              /* accelerators sharing that link (the device's); 0: unknown */
     double net_gbit_per_s;           /* instance network */
     double net_latency_us;           /* NaN when unknown */
     char source[256];
@@ -49,7 +51,13 @@ typedef struct {
     int n;
 } hw_table;
 
+/* Loads path. A file with a `device` column takes each named device's figures from
+ * data/devices.csv (machine_data_file), loaded only then; hardware_load_dev takes them from dt
+ * instead (NULL: the same default). Every cell checked; a row naming a device must leave the
+ * per-accelerator cells empty (the device defines them once). */
 int hardware_load(hw_table *t, const char *path);
+struct dev_table_s;
+int hardware_load_dev(hw_table *t, const char *path, const struct dev_table_s *dt);
 void hardware_free(hw_table *t);
 /* NULL when the instance type is not listed (no error printed). */
 const hw_row *hardware_find(const hw_table *t, const char *instance);

@@ -33,11 +33,11 @@ static int pub_hardware(const pub_row *r, const pub_model_env *env, hw_row *hw, 
 
 /* The precision as the step model's, and the peak it runs against in the model's slot for it
  * (fp16-mixed: the device's FP16 peak in the 16-bit slot). */
-static int pub_precision(const pub_row *r, const pub_model_env *env, scale_model *s, char *why, size_t n)
+static int pub_precision(const pub_row *r, scale_model *s, char *why, size_t n)
 {
     const char *p = r->precision;
     if (!*p || strcmp(p, "bf16-mixed") == 0) s->precision = PREC_MIXED;
-    else if (strcmp(p, "fp16-mixed") == 0) s->precision = PREC_MIXED, s->hw.bf16_tflops = devices_find(env->dt, r->device)->fp16_tflops;
+    else if (strcmp(p, "fp16-mixed") == 0) s->precision = PREC_MIXED, s->hw.bf16_tflops = s->hw.fp16_tflops;
     else if (strcmp(p, "bf16") == 0) s->precision = PREC_BF16;
     else if (strcmp(p, "fp32") == 0) s->precision = PREC_FP32;
     else if (strcmp(p, "fp8") == 0)
@@ -87,7 +87,7 @@ int pub_scale_model(const pub_row *r, const char *path, const pub_model_env *env
     if (published_config(r, path, &s->cfg) != 0)
         return snprintf(why, n, "columns 'arch' to 'vocab': a model shape the step model cannot take (above)"), CB_EUSAGE;
     int rc = pub_hardware(r, env, &s->hw, why, n);
-    if (rc == 0) rc = pub_precision(r, env, s, why, n);
+    if (rc == 0) rc = pub_precision(r, s, why, n);
     if (rc == 0) rc = pub_layout(r, s, nodes, why, n);
     if (rc != 0) return rc;
     static const int zero_of[5] = {[SHARD_NONE] = 0, [SHARD_ZERO1] = 1, [SHARD_ZERO2] = 2, [SHARD_ZERO3] = 3, [SHARD_HYBRID] = 2};

@@ -13,6 +13,7 @@
 #include "../common/parse.h"
 #include "../common/record.h"
 #include "../common/schema.h"
+#include "../report/devices.h"
 #include "../report/inputs.h"
 #include "../report/plot.h"
 #include "../report/scale.h"
@@ -230,9 +231,10 @@ static int run_load(scale_run *r)
     if (data_tables_load(o->prices_path, o->hw_path, &r->pt, &r->ht) != 0) return CB_EFAIL;
     if (!(r->hw = hardware_find(&r->ht, o->instance)))
         return err_usage("flag '--instance': unknown instance type '%s' (not in %s)", o->instance, r->ht.path);
-    hw_row *hw = &r->ht.rows[r->hw - r->ht.rows]; /* --net-gbps, --intra-gbps override the table's row */
-    if (o->net_gbps > 0) hw->net_gbit_per_s = o->net_gbps;
-    if (o->intra_gbps > 0) hw->intra_gb_per_s = o->intra_gbps;
+    /* --net-gbps, --intra-gbps, --latency-us override the table's row (0 / -1: not given) */
+    const hw_overrides ov = {o->net_gbps > 0 ? o->net_gbps : NAN, o->intra_gbps > 0 ? o->intra_gbps : NAN,
+                             o->latency_us >= 0 ? o->latency_us : NAN};
+    hw_apply_overrides(&r->ht.rows[r->hw - r->ht.rows], &ov);
     if (o->matmul_csv && scale_eff_load(&r->eff, o->matmul_csv) != 0) return CB_EUSAGE; /* a bad file given by a flag */
     r->usd_per_hour = o->usd_per_hour;
     if (r->usd_per_hour <= 0) {

@@ -14,5 +14,6 @@ int cmd_allreduce(int argc, char **argv);
 int cmd_trajectory(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
+int cmd_devices(int argc, char **argv);
 
 #endif

@@ -20,6 +20,7 @@ static const command commands[] = {
     {"matmul", cmd_matmul, "sgemm sweep over (N x K) @ (K x K), or every matmul of a preset's training step"},
     {"rope", cmd_rope, "rotary embedding variants (reference, zero_freq, fused), forward and backward"},
     {"models", cmd_models, "the model presets of data/models.csv with their parameter counts"},
+    {"devices", cmd_devices, "the accelerators of data/devices.csv: dense peaks per precision, memory, scale-up link, sources"},
     {"train", cmd_train, "train a preset (forward, backward, AdamW) and measure seq/s, tokens/s, MFU"},
     {"allreduce", cmd_allreduce, "collective microbenchmark (all-reduce, reduce-scatter, all-gather) under mpirun"},
     {"report", cmd_report, "Table-1-style cost report: seq/s, tokens/$, cost to train, scaling, plots"},

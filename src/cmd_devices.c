@@ -1,0 +1,65 @@
+/* costbench devices: the device table (data/devices.csv), one row per accelerator. */
+#include <stdio.h>
+
+#include "../common/err.h"
+#include "../common/machine.h"
+#include "../common/opts.h"
+#include "../common/record.h"
+#include "../common/schema.h"
+#include "../report/devices.h"
+#include "commands.h"
+
+/* One row of the listing: the columns of data/devices.csv, as common/schema.h defines them. */
+static void devices_row(record *rec, int row, const dev_row *d)
+{
+    const double num[DV_NCOLS] = {[DV_WORKERS] = d->workers,           [DV_FP32_TFLOPS] = d->fp32_tflops,
+                                  [DV_TF32_TFLOPS] = d->tf32_tflops,   [DV_BF16_TFLOPS] = d->bf16_tflops,
+                                  [DV_FP16_TFLOPS] = d->fp16_tflops,   [DV_FP8_TFLOPS] = d->fp8_tflops,
+                                  [DV_HBM_GIB] = d->hbm_gib,           [DV_HBM_GB_PER_S] = d->hbm_gb_per_s,
+                                  [DV_LINK_GB_PER_S] = d->link_gb_per_s, [DV_SCALEUP_DOMAIN] = d->scaleup_domain};
+    const char *str[DV_NCOLS] = {[DV_DEVICE] = d->device, [DV_VENDOR] = d->vendor, [DV_SOURCE] = d->source};
+    for (int c = 0; c < DV_NCOLS; c++) {
+        if (dev_schema[c].col.kind == REC_STR) record_str(rec, row, c, str[c]);
+        else record_num(rec, row, c, num[c]);
+    }
+}
+
+int cmd_devices(int argc, char **argv)
+{
+    const char *csv = NULL, *path = NULL;
+    const opt_spec specs[] = {
+        {"devices", OPT_STR, &path, 0, 0, 0, 0, "FILE", "device table (default data/devices.csv)"},
+        {"csv", OPT_STR, &csv, 0, 0, 0, 0, "FILE", "also write the list as CSV (the columns of data/devices.csv)"},
+        {0},
+    };
+    int rc = opts_parse("devices", "[options]", specs, argc, argv, 2, NULL, NULL);
+    if (rc != 0) return rc > 0 ? 0 : rc;
+    dev_table dt;
+    if (devices_load(&dt, path) != 0) return CB_EUSAGE; /* a bad table is bad input */
+    rec_col cols[DV_NCOLS];
+    for (int c = 0; c < DV_NCOLS; c++) cols[c] = dev_schema[c].col;
+    record rec;
+    if (record_init(&rec, cols, DV_NCOLS) != 0) {
+        devices_free(&dt);
+        return CB_EFAIL;
+    }
+    record_note(&rec, "from %s: dense peaks per device (never the sparsity figures); link_gb_per_s: scale-up link, one "
+                      "direction; scaleup_domain: devices sharing it; '-': none or not published", dt.path);
+    for (int i = 0; i < dt.n; i++) {
+        int row = record_add_row(&rec);
+        if (row < 0) {
+            rc = CB_EFAIL;
+            break;
+        }
+        devices_row(&rec, row, &dt.rows[i]);
+    }
+    if (rc == 0) record_print(&rec, stdout);
+    if (rc == 0 && csv) {
+        machine_info m;
+        machine_probe(&m);
+        rc = record_write_csv(&rec, csv, &m);
+    }
+    record_free(&rec);
+    devices_free(&dt);
+    return rc;
+}
