@@ -123,8 +123,12 @@ static void val_predict(const val_file *f, int i, int k, val_row *out)
     out->predicted = p.seq_per_s;
     out->error_pct = 100.0 * (p.seq_per_s / r->seq_per_s - 1.0);
     out->eff_pct = 100.0 * eff_t;
+    size_t len = 0;
     if (clamped || f->fit[k].clamped)
-        snprintf(out->note, sizeof out->note, "e(K, N) of the %s taken at the curve's edge", clamped ? "row" : "calibration row");
+        len = (size_t)snprintf(out->note, sizeof out->note, "e(K, N) of the %s taken at the curve's edge", clamped ? "row" : "calibration row");
+    if (!isfinite(s.hw.net_gbit_per_s) && p.replicas > 1 && f->nodes[i] > 1 && len < sizeof out->note)
+        snprintf(out->note + len, sizeof out->note - len, "%snetwork not published: the data-parallel traffic across nodes is not modelled "
+                 "(--net-gbps)", len ? "; " : "");
 }
 
 /* Model FLOP/s per device of row i by costbench's count (PaLM), NaN when its shape is unknown. */

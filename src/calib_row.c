@@ -224,7 +224,7 @@ static int calib_model_tput(calib_row *cr, const calib_env *env, const scale_mod
     int rc = calib_preset(row, cr->where, &c->cfg);
     if (rc == 0) rc = calib_hardware(row, env->ht, cr->where, &c->hw);
     if (rc == 0) rc = calib_precision(row, cr->where, &c->precision);
-    if (rc == 0 && strcmp(row->precision, "fp16-mixed") == 0) c->hw.bf16_tflops = c->hw.fp16_tflops; /* the 16-bit peak it ran at */
+    if (rc == 0 && strcmp(row->precision, "fp16-mixed") == 0 && c->hw.fp16_tflops > 0) c->hw.bf16_tflops = c->hw.fp16_tflops; /* its 16-bit peak */
     if (rc == 0 && row->device[0]) rc = calib_device_peaks(row, cr->where, &c->hw);
     if (rc != 0) return rc;
     if (env->ov) hw_apply_overrides(&c->hw, env->ov);

@@ -511,8 +511,8 @@ static void notes_calibration(record *rec, const scale_run *r)
 static void notes_carry(record *rec, const scale_run *r)
 {
     const scale_model *c = &r->cr.cal, *s = &r->s;
-    record_note(rec, "rule: HFU_target = HFU_cal x e(K_t, N_t) / e(K_c, N_c) (compute efficiency in hardware FLOPs, the recomputed forward "
-                     "counted; = MFU without recomputation), K = d_model, N = micro_batch x seq / tp; "
+    record_note(rec, "rule: MFU_target = MFU_cal x e(K_t, N_t) / e(K_c, N_c), both MFUs of hardware FLOPs (HFU: the recomputed forward "
+                     "counted, as it runs at the same efficiency; MFU itself without recomputation), K = d_model, N = micro_batch x seq / tp; "
                      "t_mb = hardware FLOPs per micro-batch per stage / (HFU_target x dense peak of the stage's tp ranks)");
     if (r->eff.nk > 0)
         record_note(rec, "e(K, N): %s's %s, log-linear in K and N, clamped to K %g..%g, N %g..%g%s", r->o.matmul_csv, r->eff.column,
