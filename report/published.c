@@ -148,24 +148,6 @@ static int get_flag(const table *t, int row, const int *col, int i, int *out)
 
 /* ------------------------------------------------------------------ one row */
 
-/* The device table's row for `device`, NULL when it has none. */
-static const dev_row *dev_lookup(const dev_table *dt, const char *device)
-{
-    for (int k = 0; k < dt->n; k++)
-        if (strcmp(dt->rows[k].device, device) == 0) return &dt->rows[k];
-    return NULL;
-}
-
-/* "a, b, c": the devices the table knows. */
-static void dev_names(const dev_table *dt, char *buf, size_t n)
-{
-    buf[0] = '\0';
-    for (int k = 0; k < dt->n; k++) {
-        size_t l = strlen(buf);
-        snprintf(buf + l, n - l, "%s%s", k ? ", " : "", dt->rows[k].device);
-    }
-}
-
 /* What ran where: id, source, framework, device (known to dt), the nodes, the precision. */
 static int row_run(const table *t, int i, const int *col, const dev_table *dt, pub_row *r, const dev_row **dev)
 {
@@ -174,9 +156,9 @@ static int row_run(const table *t, int i, const int *col, const dev_table *dt, p
         get_text(t, i, col, PC_FRAMEWORK, r->framework, sizeof r->framework) ||
         get_text(t, i, col, PC_DEVICE, r->device, sizeof r->device))
         return CB_EUSAGE;
-    if (!(*dev = dev_lookup(dt, r->device))) {
+    if (!(*dev = devices_find(dt, r->device))) {
         char known[1024];
-        dev_names(dt, known, sizeof known);
+        devices_list(dt, known, sizeof known);
         return err_usage("%s:%d: column 'device': expected a device of %s (%s), got '%s'", t->path, t->lines[i], dt->path, known,
                          r->device);
     }
@@ -349,9 +331,10 @@ int published_config(const pub_row *r, const char *path, model_config *cfg)
  *                  forward, two backward), the output layer 3 times:
  *                  4 (2 s l P + l a) + 3 O = 96 s l h^2 (1 + s/6h + V/16lh) for a GPT layer;
  *                  for other layers the same count of each GEMM.
- *   megatron-core  Megatron-LM megatron/training/training.py num_floating_point_operations as
- *                  it stood until 2025-03-03 (fdfcef87; later versions halve the attention for the
- *                  causal mask, another convention): 12 s l h^2 ((1 + g/n + s/h) + (f/h) m) + 6 s h V,
+ *   megatron-core  Megatron-LM megatron/training/training.py num_floating_point_operations as at
+ *                  fdfcef87 (2025-03-03; the 2023-11 original, 2748e7c7, is the same with ffn 4h and
+ *                  no SwiGLU); 8873b55d (2025-03-06) and later halve the attention for the causal
+ *                  mask, another convention: 12 s l h^2 ((1 + g/n + s/h) + (f/h) m) + 6 s h V,
  *                  g/n kv_heads / heads, f ffn_dim, m = 3/2 for SwiGLU; = 72 s l h^2 (1 + s/6h +
  *                  V/12lh) for a GPT layer. (Its query-projection ratio kv_channels n / h is 1: the
  *                  schema has no separate head width.)

@@ -52,8 +52,9 @@ typedef struct {
  * it has another header, CB_EFAIL (error printed) when it cannot be read. */
 int published_is_schema(const char *path);
 /* Loads path: every cell checked, the device looked up in dt (unknown: one error naming
- * file:line, column 'device' and the known devices), ids unique, the layout consistent (devices
- * = tp x pp x dp x cp x workers per device ... as the schema defines), and seq_per_s computed from
+ * file:line, column 'device' and the known devices), ids unique, the layout consistent (tp x pp x
+ * dp x cp = devices x the device's workers: a Trainium chip runs 2 NeuronCore ranks; whole nodes or
+ * part of one; global_batch a multiple of dp x micro_batch), and seq_per_s computed from
  * metric and value; a seq_per_s cell the file gives must agree with it within 0.5% (else the
  * conversion or the file is wrong: one error naming both). Returns 0 or CB_EUSAGE. */
 int published_load(pub_table *t, const char *path, const dev_table *dt);

@@ -143,7 +143,11 @@ static void test_shipped(void)
         {"megatron_a100_2021.csv", 10, 1e-8}, {"megatron_2020.csv", 12, 1e-8},       {"korthikanti_2022.csv", 8, 1e-8},
         {"llmfoundry_a100_40gb.csv", 78, 1e-8}, {"llmfoundry_a100_80gb.csv", 61, 1e-8}, {"trn1_table1.csv", 7, 1e-8},
     };
-    dev_table dt = test_dev_table();
+    dev_table dt;
+    if (devices_load(&dt, NULL) != 0) {
+        CHECK(0, "data/devices.csv does not load");
+        return;
+    }
     for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
         char path[256];
         snprintf(path, sizeof path, "data/reference/published/%s", files[f].file);
@@ -163,14 +167,19 @@ static void test_shipped(void)
         CHECK(published_find(&t, "no-such-id") == NULL, "find of an unknown id");
         published_free(&t);
     }
+    devices_free(&dt);
 }
 
 /* The shipped rows as model configs: each arch's family architecture, the row's shape. */
 static void test_config(void)
 {
-    dev_table dt = test_dev_table();
+    dev_table dt;
     pub_table t;
     model_config cfg;
+    if (devices_load(&dt, NULL) != 0) {
+        CHECK(0, "data/devices.csv does not load");
+        return;
+    }
     CHECK(published_load(&t, "data/reference/published/trn1_table1.csv", &dt) == 0, "trn1 loads");
     const pub_row *r = published_find(&t, "trn1blog-neox-20b-4x");
     CHECK(r && r->tp * r->pp * r->dp == 2 * r->devices, "trn1: tp x pp x dp counts NeuronCores, 2 a chip");
@@ -196,6 +205,7 @@ static void test_config(void)
     /* the published 1,008.0e9 parameters are the tied count: 128 x 12 x 25600^2 + ... */
     CHECK(r && near(model_params_total(&cfg), r->params, 0.001), "1T params %.6g vs %.6g", model_params_total(&cfg), r ? r->params : 0);
     published_free(&t);
+    devices_free(&dt);
     pub_row llama = small_row("llama", 3, 176);
     capture_stderr_begin();
     int rc = published_config(&llama, "hand.csv", &cfg);
@@ -270,6 +280,30 @@ static void test_malformed(void)
     expect_bad("missing", hdr, row_with("step_time_s,", ""), 2, "missing column 'metric'");
 }
 
+/* An unknown device against data/devices.csv: one line listing what it knows. */
+static void test_unknown_device(void)
+{
+    char *d = test_tmpdir(), path[256], text[2048];
+    dev_table dt;
+    if (!d || devices_load(&dt, NULL) != 0) {
+        CHECK(0, "no tmpdir or data/devices.csv");
+        return;
+    }
+    snprintf(path, sizeof path, "%s/tpu.csv", d);
+    snprintf(text, sizeof text, "%s%s", good_header, row_with("a100-sxm4-80gb", "tpu-v4"));
+    write_text(path, text);
+    pub_table t;
+    capture_stderr_begin();
+    int rc = published_load(&t, path, &dt);
+    const char *err = capture_stderr_end();
+    char want[4608];
+    snprintf(want, sizeof want, "error: %s:2: column 'device': expected a device of %.4000s (", path, dt.path);
+    CHECK(rc == CB_EUSAGE && strncmp(err, want, strlen(want)) == 0 && strstr(err, "a100-sxm4-80gb") && strstr(err, "trainium1") &&
+              strstr(err, "got 'tpu-v4'") && strchr(err, '\n') == err + strlen(err) - 1,
+          "unknown device: %d %s", rc, err);
+    devices_free(&dt);
+}
+
 /* The good row loads, on Trainium too when the ranks count NeuronCores. */
 static void test_good_row(void)
 {
@@ -302,5 +336,6 @@ const test_case tests_published[] = {
     {"published config", test_config},
     {"published malformed", test_malformed},
     {"published good rows", test_good_row},
+    {"published unknown device", test_unknown_device},
     {0},
 };
