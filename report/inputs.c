@@ -309,6 +309,17 @@ int tput_same_config(const tput_row *a, const tput_row *b)
            a->sequence_parallel == b->sequence_parallel && a->attention == b->attention && strcmp(a->device, b->device) == 0;
 }
 
+/* Equal, or one of them not stated (`none`). */
+static int agree(long a, long b, long none) { return a == b || a == none || b == none; }
+
+int tput_config_compatible(const tput_row *a, const tput_row *b)
+{
+    return agree(a->micro_batch, b->micro_batch, 0) && agree(a->recompute, b->recompute, TPUT_NOT_STATED) &&
+           agree(a->sharding, b->sharding, TPUT_NOT_STATED) && a->vp == b->vp &&
+           agree(a->sequence_parallel, b->sequence_parallel, TPUT_NOT_STATED) && agree(a->attention, b->attention, TPUT_NOT_STATED) &&
+           (strcmp(a->device, b->device) == 0 || !a->device[0] || !b->device[0]);
+}
+
 void tput_config_describe(const tput_row *r, char *buf, size_t n)
 {
     size_t l = 0;

@@ -111,6 +111,9 @@ void throughput_free(tput_set *set);
 /* 1 when two rows state the same configuration columns (micro_batch, recompute, sharding, vp,
  * sequence_parallel, attention, device; "not stated" equals only "not stated"), else 0. */
 int tput_same_config(const tput_row *a, const tput_row *b);
+/* 1 when no configuration column both rows state differs (vp always stated), else 0: an imported
+ * row that says nothing of recomputation and a prediction without it may be one series. */
+int tput_config_compatible(const tput_row *a, const tput_row *b);
 /* The configuration columns a row states, for labels: "micro-batch 4, recompute full, zero1, vp 2,
  * sequence parallel, flash attention, a100-sxm4-80gb" ("" when it states none). */
 void tput_config_describe(const tput_row *r, char *buf, size_t n);

@@ -101,10 +101,19 @@ static int same_setup(const tput_row *x, const tput_row *y)
            x->global_batch == y->global_batch && same_inst;
 }
 
-/* Same configuration: fp32 and bf16-mixed runs of one setup are two. */
-static int same_config(const tput_row *x, const tput_row *y) { return same_setup(x, y) && strcmp(x->precision, y->precision) == 0; }
+/* Same configuration: fp32 and bf16-mixed runs of one setup are two, and so are runs with and
+ * without recomputation (or another stated configuration column); a column one row does not
+ * state does not split them (plots: an imported series and its prediction). */
+static int same_config(const tput_row *x, const tput_row *y)
+{
+    return same_setup(x, y) && strcmp(x->precision, y->precision) == 0 && tput_config_compatible(x, y);
+}
 
-static int same_group(const report_row *a, const report_row *b) { return a->in->kind == b->in->kind && same_config(a->in, b->in); }
+/* Rows whose scaling efficiency is against one base: one kind, one configuration as stated. */
+static int same_group(const report_row *a, const report_row *b)
+{
+    return a->in->kind == b->in->kind && same_config(a->in, b->in) && tput_same_config(a->in, b->in);
+}
 
 /* Which peak a precision's MFU is against. Rows measured here without a precision come from
  * summaries written before the column existed, when costbench train ran fp32 only; imported rows
@@ -264,7 +273,8 @@ static const char *kind_label(src_kind k) { return k == SRC_MEASURED ? "measured
 /* ------------------------------------------------------------------ CSV and stdout table */
 
 enum { RC_MODEL, RC_TP, RC_PP, RC_INST, RC_USD, RC_SEQ, RC_GB, RC_SEQS, RC_TPU, RC_TOKS, RC_USD1B, RC_EFF, RC_MFU, RC_TTOK,
-       RC_TDAYS, RC_TUSD, RC_ITYPE, RC_PRICING, RC_KIND, RC_SOURCE, RC_PRICE_SRC, RC_MFU_PEAK, RC_RANKS, RC_PRECISION, RC_NCOLS };
+       RC_TDAYS, RC_TUSD, RC_ITYPE, RC_PRICING, RC_KIND, RC_SOURCE, RC_PRICE_SRC, RC_MFU_PEAK, RC_RANKS, RC_PRECISION, RC_MB,
+       RC_RECOMP, RC_SHARD, RC_VP, RC_SEQ_PAR, RC_ATTN, RC_DEVICE, RC_NCOLS };
 /* report.csv: the throughput format's columns (common/schema.h), readable again with --throughput,
  * and the report's own. Scripts read these columns by name: new ones are only ever appended. */
 static const rec_col report_cols[RC_NCOLS] = {
@@ -272,8 +282,22 @@ static const rec_col report_cols[RC_NCOLS] = {
     TPUT_TOKENS_PER_USD, TPUT_TOKENS_PER_S, {"usd_per_1b_tokens", "$", REC_NUM, 2}, {"scaling_efficiency", "", REC_NUM, 3},
     TPUT_MFU, {"train_tokens", "tok", REC_NUM, 0}, {"train_days", "days", REC_NUM, 1}, {"train_usd", "$", REC_NUM, 0},
     TPUT_INSTANCE_TYPE, {"pricing_option", "", REC_STR, 0}, {"source_kind", "", REC_STR, 0}, TPUT_SOURCE,
-    {"price_source", "", REC_STR, 0}, {"mfu_peak", "", REC_STR, 0}, TPUT_RANKS, TPUT_PRECISION,
+    {"price_source", "", REC_STR, 0}, {"mfu_peak", "", REC_STR, 0}, TPUT_RANKS, TPUT_PRECISION, TPUT_MICRO_BATCH,
+    TPUT_RECOMPUTE, TPUT_SHARDING, TPUT_VP, TPUT_SEQUENCE_PARALLEL, TPUT_ATTENTION, TPUT_DEVICE,
 };
+
+/* A row's configuration columns as it stated them (empty: not stated), so that report.csv read
+ * again keeps its rows apart. */
+static void fill_config(record *rec, int row, const tput_row *t)
+{
+    record_num(rec, row, RC_MB, t->micro_batch > 0 ? (double)t->micro_batch : NAN);
+    record_str(rec, row, RC_RECOMP, t->recompute != TPUT_NOT_STATED ? tput_recomputes[t->recompute] : "");
+    record_str(rec, row, RC_SHARD, t->sharding != TPUT_NOT_STATED ? tput_shardings[t->sharding] : "");
+    record_num(rec, row, RC_VP, t->vp);
+    record_str(rec, row, RC_SEQ_PAR, t->sequence_parallel == TPUT_NOT_STATED ? "" : t->sequence_parallel ? "true" : "false");
+    record_str(rec, row, RC_ATTN, t->attention != TPUT_NOT_STATED ? tput_attentions[t->attention] : "");
+    record_str(rec, row, RC_DEVICE, t->device);
+}
 
 static int fill_record(record *rec, const report_row *rows, int n)
 {
@@ -310,6 +334,7 @@ static int fill_record(record *rec, const report_row *rows, int n)
         record_str(rec, row, RC_MFU_PEAK, r->mfu_peak);
         record_num(rec, row, RC_RANKS, (double)t->ranks);
         record_str(rec, row, RC_PRECISION, t->precision);
+        fill_config(rec, row, t);
     }
     return 0;
 }
@@ -324,6 +349,24 @@ static int group_of(const report_row *rows, int n, int i)
     return i;
 }
 
+/* A scaling series' label: the setup, where (when the rows are on several instance types), the
+ * kind, and the precision or configuration when another series of the same setup differs by it. */
+static void series_label(const report_row *rows, int n, const tput_row *t, int k, char *buf, size_t size)
+{
+    int one_instance = 1, twin = 0, twin_cfg = 0;
+    for (int i = 0; i < n; i++) {
+        if (strcmp(rows[i].in->instance, t->instance) != 0 && !(is_here(rows[i].in->instance) && is_here(t->instance)))
+            one_instance = 0;
+        twin |= same_setup(rows[i].in, t) && strcmp(rows[i].in->precision, t->precision) != 0;
+        twin_cfg |= same_setup(rows[i].in, t) && !tput_config_compatible(rows[i].in, t);
+    }
+    char cfg[160] = "";
+    if (twin_cfg) tput_config_describe(t, cfg, sizeof cfg);
+    snprintf(buf, size, "%.30s TP%d PP%d GB%ld%s%.20s, %s%s%.20s%s%.60s", t->model, t->tp, t->pp, t->global_batch,
+             one_instance ? "" : " ", one_instance ? "" : is_here(t->instance) ? "here" : t->instance, src_kind_names[k],
+             twin ? ", " : "", !twin ? "" : t->precision[0] ? t->precision : "precision not given", cfg[0] ? ", " : "", cfg);
+}
+
 static int plot_scaling(const char *dir, const report_row *rows, int n, int *wrote_tput, int *wrote_tpu)
 {
     *wrote_tput = *wrote_tpu = 0;
@@ -331,7 +374,7 @@ static int plot_scaling(const char *dir, const report_row *rows, int n, int *wro
     double *buf = malloc(((size_t)n * 8 + 8) * sizeof *buf); /* 3 per point, 4 per ideal line */
     if (!buf) return err_msg("out of memory");
     plot_series s_tput[MAXS], s_tpu[MAXS];
-    char labels[MAXS][128], ideal_labels[MAXS][96];
+    char labels[MAXS][200], ideal_labels[MAXS][96];
     int ns = 0, nt = 0, used = 0, ngroups = 0, multi = 0;
     for (int g = 0; g < n; g++) {
         if (group_of(rows, n, g) != g) continue;
@@ -356,16 +399,7 @@ static int plot_scaling(const char *dir, const report_row *rows, int n, int *wro
             used += 3 * cnt;
             if (m > 1 && x[m - 1] > x[0]) multi = 1;
             const tput_row *t = rows[g].in;
-            int one_instance = 1;
-            for (int i = 0; i < n; i++)
-                if (strcmp(rows[i].in->instance, t->instance) != 0 && !(is_here(rows[i].in->instance) && is_here(t->instance)))
-                    one_instance = 0;
-            /* the precision is in the label when another series differs from this one only by it */
-            int twin = 0;
-            for (int i = 0; i < n; i++) twin |= same_setup(rows[i].in, t) && !same_config(rows[i].in, t);
-            snprintf(labels[ns], sizeof labels[ns], "%.30s TP%d PP%d GB%ld%s%.20s, %s%s%.20s", t->model, t->tp, t->pp, t->global_batch,
-                     one_instance ? "" : " ", one_instance ? "" : is_here(t->instance) ? "here" : t->instance, src_kind_names[k],
-                     twin ? ", " : "", !twin ? "" : t->precision[0] ? t->precision : "precision not given");
+            series_label(rows, n, t, k, labels[ns], sizeof labels[ns]);
             int pts = k != SRC_PREDICTED;
             s_tput[ns] = (plot_series){labels[ns], m, x, y, pts, 0, color};
             s_tpu[nt++] = (plot_series){labels[ns], m, x, yt, pts, 0, color};
@@ -550,6 +584,9 @@ static void md_main_table(FILE *f, const report_row *rows, int n)
         if (t->kind == SRC_MEASURED && t->cpu_model[0]) fprintf(f, " on %s", t->cpu_model);
         fprintf(f, " (%s:%d). Price: %s.", t->file, t->line, r->price_note);
         if (r->mfu_peak[0]) fprintf(f, " MFU %s.", r->mfu_peak);
+        char cfg[256], esc[512];
+        tput_config_describe(t, cfg, sizeof cfg);
+        if (cfg[0]) fprintf(f, " Configuration: %s.", markdown_escape(esc, sizeof esc, cfg));
         fprintf(f, "\n");
     }
     fprintf(f, "\n");

@@ -176,12 +176,15 @@ static void test_report_precision(void)
     snprintf(path, sizeof path, "%s/report.csv", out);
     if (rc == 0 && table_load(&rep, path) == 0) {
         CHECK(rep.nrows == 9, "%d rows, expected 2 measured and Table 1's 7", rep.nrows);
-        CHECK(strcmp(rep.header[rep.ncols - 1], "precision") == 0, "report.csv's last column is '%s', expected 'precision'",
-              rep.header[rep.ncols - 1]);
+        /* columns are only appended: precision after ranks, then the configuration columns */
         static const char *const before[] = {"model", "tensor_parallel", "pipeline_parallel", "instances", "usd_per_hour", "seq_len",
                                              "global_batch", "seq_per_s", "tokens_per_usd", "tokens_per_s", "usd_per_1b_tokens",
                                              "scaling_efficiency", "mfu", "train_tokens", "train_days", "train_usd", "instance_type",
-                                             "pricing_option", "source_kind", "source", "price_source", "mfu_peak", "ranks"};
+                                             "pricing_option", "source_kind", "source", "price_source", "mfu_peak", "ranks",
+                                             "precision", "micro_batch", "recompute", "sharding", "vp", "sequence_parallel",
+                                             "attention", "device"};
+        CHECK(rep.ncols == (int)(sizeof before / sizeof before[0]), "report.csv has %d columns, expected %d", rep.ncols,
+              (int)(sizeof before / sizeof before[0]));
         for (int c = 0; c < (int)(sizeof before / sizeof before[0]) && c < rep.ncols; c++)
             CHECK(strcmp(rep.header[c], before[c]) == 0, "report.csv column %d is '%s', expected '%s'", c + 1, rep.header[c], before[c]);
         CHECK(strcmp(cell_str(&rep, 0, "precision"), "bf16-mixed") == 0, "row 1 precision '%s'", cell_str(&rep, 0, "precision"));
