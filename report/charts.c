@@ -110,3 +110,37 @@ int chart_runs(const char *path, const char *title, const char *ylabel, const ch
     plot_spec sp = {title, subtitle, "optimizer step", ylabel, 0, 0, series, ns, NAN, NULL, 1};
     return plot_lines(path, &sp);
 }
+
+/* The guide lines of a validation chart over [lo, hi]: y = x, and y = (1 +- 10%) x, (1 +- 25%) x. */
+static int val_guides(plot_series *se, double lo, double hi, double (*gx)[2], double (*gy)[5][2])
+{
+    static const double f[5] = {1.0, 1.10, 0.90, 1.25, 0.75};
+    (*gx)[0] = lo, (*gx)[1] = hi;
+    for (int k = 0; k < 5; k++) (*gy)[k][0] = f[k] * lo, (*gy)[k][1] = f[k] * hi;
+    se[0] = (plot_series){"predicted = published", 2, *gx, (*gy)[0], 0, 1, 7};
+    se[1] = (plot_series){"±10%", 2, *gx, (*gy)[1], 0, 1, PLOT_GREY};
+    se[2] = (plot_series){NULL, 2, *gx, (*gy)[2], 0, 1, PLOT_GREY};
+    se[3] = (plot_series){"±25%", 2, *gx, (*gy)[3], 0, PLOT_LONG_DASH, PLOT_GREY};
+    se[4] = (plot_series){NULL, 2, *gx, (*gy)[4], 0, PLOT_LONG_DASH, PLOT_GREY};
+    return 5;
+}
+
+int chart_validate(const char *path, const chart_val_set *sets, int nsets, const char *subtitle)
+{
+    plot_series se[MAX_SERIES];
+    double lo = INFINITY, hi = 0, gx[2], gy[5][2];
+    int ns = 0;
+    for (int i = 0; i < nsets && ns < MAX_SERIES - 5; i++) {
+        for (int k = 0; k < sets[i].n; k++) {
+            double a = sets[i].published[k], b = sets[i].predicted[k];
+            if (!(a > 0 && b > 0 && isfinite(a) && isfinite(b))) continue;
+            lo = fmin(lo, fmin(a, b)), hi = fmax(hi, fmax(a, b));
+        }
+        se[ns++] = (plot_series){sets[i].label, sets[i].n, sets[i].published, sets[i].predicted, 1, 0, 0};
+    }
+    if (!(hi > 0)) return err_msg("plot '%s': no row has a prediction to plot", path);
+    ns += val_guides(se + ns, lo / 1.3, hi * 1.3, &gx, &gy);
+    plot_spec sp = {"predicted against published training throughput", subtitle, "published throughput (seq/s)",
+                    "predicted throughput (seq/s)", 1, 1, se, ns, NAN, NULL, 0};
+    return plot_lines(path, &sp);
+}

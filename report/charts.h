@@ -33,4 +33,15 @@ typedef struct {
 int chart_runs(const char *path, const char *title, const char *ylabel, const chart_run *runs, int nruns,
                const char *subtitle);
 
+/* One file's points of a validation: published and predicted seq/s of its rows. */
+typedef struct {
+    const char *label;
+    int n;
+    const double *published, *predicted;
+} chart_val_set;
+
+/* Predicted against published seq/s, log-log, one marker shape (and colour) per set, with the
+ * line predicted = published and the +-10% and +-25% bands' edges. */
+int chart_validate(const char *path, const chart_val_set *sets, int nsets, const char *subtitle);
+
 #endif

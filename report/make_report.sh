@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # make report: measure this machine and write out/ (report.md, the CSVs, the plots): this
 # machine's training throughput in bf16 mixed precision, full bf16 and fp32, priced as INSTANCE (or at
-# USD_PER_HOUR), Table 1's reference rows, and a NeoX-20B scaling curve on trn1.32xlarge.
+# USD_PER_HOUR), Table 1's reference rows, a NeoX-20B scaling curve on trn1.32xlarge, and the scaling
+# model scored on the published runs of data/reference/published (costbench validate).
 # Time on a 2-core Zen 5 (measured 3 min 7 s; the budgets keep it under 10 minutes): peak 7 s;
 # matmul sweep in fp32 and bf16 18 s (at most 90 s, --budget-s); pythia-160m step matmuls 13 s
 # (at most 60 s); rope 11 s; pythia-70m in bf16-mixed 25 s, bf16 25 s and fp32 37 s (10 steps each,
 # the calibration's matmuls at most 25 s); pythia-14m precision trajectories (bench/trajectory.sh:
 # fp32, bf16-mixed, bf16-sr, bf16-nearest, 150 steps each) ~80 s (300 steps took 154 s on a 2-core
-# Zen 5); scale and report seconds.
+# Zen 5); scale, validate and report seconds.
 # Everything is written to a temporary directory first and renamed to out/ at the end, so an
 # interrupted run never leaves a report that looks complete.
 #   make report INSTANCE=m7i.xlarge        price this machine as that instance type (data/prices.csv)
@@ -110,6 +111,9 @@ step "scale (NeoX-20B on trn1.32xlarge from Table 1's 4-node point)"
     --base-nodes 4 --base-seq-per-s 13.6 --nodes 4,8,16,32,64,128 --pricing reserved_3y \
     --compare data/reference/trn1_table1.csv \
     --csv "$tmp/scale_neox-20b.csv" --plot "$tmp/scale_neox-20b.png" > "$tmp/scale_neox-20b.txt"
+step "validate (the step model scored on the published runs of data/reference/published)"
+"$BIN" validate data/reference/published/*.csv --csv "$tmp/validate.csv" --summary-csv "$tmp/validate_summary.csv" \
+    --plot "$tmp/validate.png" > "$tmp/validate.txt"
 step "report (this machine in three precisions priced $priced_as; Table 1; the scaling curve)"
 "$BIN" report --throughput "$tmp/train_bf16-mixed.csv" --throughput "$tmp/train_bf16.csv" --throughput "$tmp/train_fp32.csv" \
     --throughput data/reference/trn1_table1.csv \
@@ -158,6 +162,18 @@ isa_notes() {
     echo "![NeoX-20B throughput against node count: model and Table 1](scale_neox-20b.png)"
     echo
     echo "CSV: \`scale_neox-20b.csv\`"
+    echo
+    echo "## How good are the predictions (costbench validate)"
+    echo
+    echo "The step model above, scored on what others measured: each file of data/reference/published (Megatron-LM 2020 and 2021, Korthikanti et al. 2022, llm-foundry on A100 40GB and 80GB, the Trainium Table 1) calibrated on its first row alone and asked for every other row, every field of each row (shape, layout, sharding, recomputation, batch, precision, device, network) taken from its columns. Beside it the naive baseline: the calibration row's model FLOP/s per device carried unchanged. Every figure of this section is **imported** (published seq/s) or **predicted** from one imported row; nothing here is measured on this machine. Error = predicted / published - 1; the summary's median and max |error| are over the rows predicted, the calibration rows left out, the naive's over the same rows."
+    echo
+    echo '```'
+    sed -n '/^# per file/,$p' "$tmp/validate.txt"
+    echo '```'
+    echo
+    echo "![Predicted against published seq/s, log-log, with the ±10% and ±25% bands](validate.png)"
+    echo
+    echo "CSV: \`validate.csv\` (one line per row: published, predicted, error, naive, and why a row has no prediction), \`validate_summary.csv\` (the table above)"
     echo
     for part in peak:"Machine limits (costbench peak)" \
                 matmul:"Matmul sweep, fp32 and bf16, (N x K) @ (K x K) (costbench matmul --dtype fp32,bf16)" \

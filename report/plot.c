@@ -186,7 +186,9 @@ static void plot_frame(const plot_spec *sp, const plot_window *w, const plot_lay
     plschr(0, 1.1);
     plcol0(COL_GRID);
     pllsty(2);
-    double xtick = sp->logx ? fmax(1.0, ceil((w->x1 - w->x0) / 10.0)) : 0;
+    /* about 10 labelled powers of two across a full-width plot, fewer when a wide legend narrows it */
+    double xlabels = fmax(4.0, 10.0 * (lay->right - 0.13) / 0.84);
+    double xtick = sp->logx ? fmax(1.0, ceil((w->x1 - w->x0) / xlabels)) : 0;
     double ytick = sp->logy ? fmax(1.0, ceil((w->y1 - w->y0) / 8.0)) : 0;
     axes_kind ak = {sp->logx, sp->logy};
     plslabelfunc(label_log2, &ak); /* every axis: plain numbers and SI suffixes, never "(x10^7)" */
@@ -237,13 +239,14 @@ static void plot_series_draw(const plot_spec *sp, const plot_window *w, int s, p
         return;
     }
     double *px = sc->px, *py = sc->py;
-    int col = se->color > 0 ? 1 + (se->color - 1) % 8 : 1 + s % 8;
+    int col = se->color == PLOT_GREY ? COL_REF : se->color > 0 ? 1 + (se->color - 1) % 8 : 1 + s % 8;
+    int lsty = se->dashed == PLOT_LONG_DASH ? 3 : se->dashed ? 2 : 1;
     int m = 0;
     for (int i = 0; i < se->n; i++)
         if (point_shown(sp, se->x[i], se->y[i])) px[m] = axis_tr(se->x[i], sp->logx), py[m] = axis_tr(se->y[i], sp->logy), m++;
     plcol0(col);
     plwidth(2.5);
-    if (se->dashed) pllsty(2);
+    pllsty(lsty);
     if (!se->points_only && m > 1) plline(m, px, py);
     pllsty(1);
     plschr(0, 1.0);
@@ -254,7 +257,7 @@ static void plot_series_draw(const plot_spec *sp, const plot_window *w, int s, p
     }
     plschr(0, 1.1);
     sc->opt[s] = se->points_only ? PL_LEGEND_SYMBOL : se->dashed ? PL_LEGEND_LINE : (PL_LEGEND_LINE | PL_LEGEND_SYMBOL);
-    sc->tcol[s] = COL_AXIS, sc->lcol[s] = col, sc->lsty[s] = se->dashed ? 2 : 1, sc->lw[s] = 2.5;
+    sc->tcol[s] = COL_AXIS, sc->lcol[s] = col, sc->lsty[s] = lsty, sc->lw[s] = 2.5;
     sc->scol[s] = col, sc->ssc[s] = 1.0, sc->snum[s] = 1;
     sc->text[s] = se->label, sc->sym[s] = se->dashed ? "" : markers[s % 8];
 }

@@ -4,7 +4,8 @@
 #ifndef CB_PLOT_H
 #define CB_PLOT_H
 
-enum { PLOT_REFERENCE = 2 };
+enum { PLOT_REFERENCE = 2, PLOT_LONG_DASH = 3 };
+#define PLOT_GREY 9 /* a colour for guide lines (bands, tolerances), outside the palette's 8 */
 
 typedef struct {
     const char *label;
@@ -13,8 +14,9 @@ typedef struct {
     int points_only; /* markers without a line (measured points) */
     int dashed;      /* 1: a dashed line without markers (ideal scaling, a model's curve);
                         PLOT_REFERENCE: a horizontal reference level at y[0] (x unused), a dotted
-                        grey line across the plot with its label written above it, not in the legend (a peak) */
-    int color;       /* palette slot 1..8; 0: by position */
+                        grey line across the plot with its label written above it, not in the legend (a peak);
+                        PLOT_LONG_DASH: a long-dashed line without markers (a tolerance band's edge) */
+    int color;       /* palette slot 1..8, or PLOT_GREY; 0: by position */
 } plot_series;
 
 typedef struct {

@@ -106,7 +106,8 @@ static double tp_time_per_mb(const scale_model *s)
 
 /* Data-parallel gradient synchronisation of one step at n nodes with R replicas of m
  * micro-batches: inside a node first (when a node holds several replicas), then across nodes,
- * each a ring. */
+ * each a ring (each 0 when its link is unknown: a published run that does not state its
+ * network). */
 static double dp_sync_s(const scale_model *s, long nodes, long R, long m)
 {
     double D = (double)ranks_per_node(s), M = (double)s->tp * s->pp, N = model_params_total(&s->cfg);
@@ -118,7 +119,7 @@ static double dp_sync_s(const scale_model *s, long nodes, long R, long m)
     if (r_node > 1 && isfinite(s->hw.intra_gb_per_s))
         dp += 2.0 * (r_node - 1) / r_node * shard / (s->hw.intra_gb_per_s * 1e9);
     double k = r_node >= 1 ? (double)nodes : (double)R; /* ring size across nodes */
-    if (k > 1) {
+    if (k > 1 && isfinite(s->hw.net_gbit_per_s)) { /* an unknown network: not modelled (as an unknown device link) */
         double node_bytes = N * gb * fmin(1.0, r_node);
         double bw = s->hw.net_gbit_per_s * 1e9 / 8.0 * s->net_eff;
         double ring = 2.0 * (k - 1) / k;

@@ -9,7 +9,8 @@
  *   DP        gradient all-reduce once per step: hierarchical, ring 2(k-1)/k of the gradient bytes
  *             a node holds over its network, plus 2(k-1) x latency per bucket (nccl-tests' ring);
  *             ZeRO-1/2 move the same bytes (reduce-scatter + all-gather), ZeRO-3 adds an all-gather
- *             of the parameters in every micro-batch's forward and backward (Rajbhandari et al. 2020)
+ *             of the parameters in every micro-batch's forward and backward (Rajbhandari et al. 2020);
+ *             a link whose speed is unknown (NaN) carries no modelled time
  *   overlap   the all-reduce hides under a fraction of the last micro-batch's backward (2/3 t_mb)
  *   optimizer AdamW streams its state once per step at the device's memory bandwidth
  * t_mb comes from measured points (a base point, or a least-squares fit to several, each free

@@ -1,6 +1,7 @@
-/* calib_row.c: `--calibrate FILE[:LINE]` of costbench scale and costbench plan: one measured or
- * imported throughput row, the scale model of its own configuration with the compute time fitted
- * to its point, its compute MFU and matmul efficiency, and the MFU it carries to another
+/* calib_row.c: `--calibrate FILE[:LINE]` and `--calibrate FILE:ID` of costbench scale and costbench
+ * plan: one measured or imported throughput row, or one row of a published-runs file, the scale
+ * model of its own configuration with the compute time fitted to its point (report/calibration.h),
+ * its compute efficiency and matmul efficiency, and the efficiency it carries to another
  * configuration (report/scale.h's rule). */
 #include "calib_row.h"
 
@@ -9,8 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
 #include "../common/err.h"
 #include "../common/machine.h"
+#include "../common/schema.h"
+#include "../report/published.h"
+#include "../report/pubmodel.h"
 
 /* Appends one point after checking it: its layout (when `layout_flag` is given: calibration
  * points are evaluated) and the throughput rules of common/presets.h against the data-sheet peak
@@ -32,18 +38,26 @@ int calib_point_add(scale_points *pl, const scale_model *s, long nodes, double s
 }
 
 
-/* FILE[:LINE] into the path and the line (0 when not given). */
-static int calib_spec_split(const char *spec, char *path, size_t n, int *line)
+/* FILE, FILE:LINE or FILE:ID into the path and the line (0 when not given) or the id ("" when not
+ * given). A spec that names an existing file is that file, colons and all. */
+static int calib_spec_split(const char *spec, char *path, size_t n, int *line, char *id, size_t idn)
 {
     const char *colon = strrchr(spec, ':');
-    *line = 0;
+    *line = 0, id[0] = '\0';
     size_t len = strlen(spec);
-    if (colon && colon[1] && strspn(colon + 1, "0123456789") == strlen(colon + 1)) {
-        long v = strtol(colon + 1, NULL, 10);
-        if (v < 1 || v > 100000000) return err_usage("flag '--calibrate': line %s out of range", colon + 1);
-        *line = (int)v, len = (size_t)(colon - spec);
+    if (colon && colon[1] && access(spec, F_OK) != 0) {
+        if (strspn(colon + 1, "0123456789") == strlen(colon + 1)) {
+            long v = strtol(colon + 1, NULL, 10);
+            if (v < 1 || v > 100000000) return err_usage("flag '--calibrate': line %s out of range", colon + 1);
+            *line = (int)v;
+        } else if (strlen(colon + 1) < idn) {
+            snprintf(id, idn, "%s", colon + 1);
+        } else {
+            return err_usage("flag '--calibrate': id '%s' is longer than any id can be", colon + 1);
+        }
+        len = (size_t)(colon - spec);
     }
-    if (len == 0 || len >= n) return err_usage("flag '--calibrate': expected FILE[:LINE], got '%s'", spec);
+    if (len == 0 || len >= n) return err_usage("flag '--calibrate': expected FILE[:LINE] or FILE:ID, got '%s'", spec);
     memcpy(path, spec, len), path[len] = '\0';
     return 0;
 }
@@ -56,14 +70,13 @@ static void row_lines(const tput_set *set, char *buf, size_t n)
     for (int i = 0; i < set->n && len + 16 < n; i++) len += (size_t)snprintf(buf + len, n - len, "%s%d", i ? ", " : "", set->rows[i].line);
 }
 
-/* The row --calibrate names: LINE's, or the file's only data row. A file that does not load is
- * bad input given by the flag (CB_EUSAGE, the loader's file:line message). */
-static int calib_row_find(calib_row *c, const char *spec)
+/* The throughput row LINE names, or the file's only data row. A file that does not load is bad
+ * input given by the flag (CB_EUSAGE, the loader's file:line message). */
+static int calib_tput_find(calib_row *c, int line, const char *id)
 {
-    int line, rc = calib_spec_split(spec, c->path, sizeof c->path, &line);
+    if (*id) return err_usage("flag '--calibrate': %s is a throughput file, its rows are named by LINE, not by id ('%s')", c->path, id);
     tput_set set = {0};
-    if (rc == 0 && throughput_load(&set, c->path) != 0) rc = CB_EUSAGE;
-    int found = -1;
+    int rc = throughput_load(&set, c->path) != 0 ? CB_EUSAGE : 0, found = -1;
     for (int i = 0; i < set.n && rc == 0; i++)
         if (line ? set.rows[i].line == line : set.n == 1) found = i;
     char lines[512];
@@ -166,55 +179,161 @@ static int calib_layout_check(const scale_model *c, long nodes, const char *wher
                      why);
 }
 
-/* The scale model of the calibration row's own configuration (compute time still unknown); the
- * flags that do not describe a configuration (ZeRO, buckets, network efficiency) as given. */
-static int calib_model_build(calib_row *cr, const hw_table *ht, const scale_model *defaults, double latency_us, const char *where)
+/* The configuration columns a throughput row states (those it does not: no recomputation, plain
+ * 1F1B, `defaults`' ZeRO stage and attention): recompute full, or selective (no s x s scores kept,
+ * as flash attention); sharding as a ZeRO stage (hybrid as ZeRO-2, report/pubmodel.h); vp;
+ * sequence parallelism moves the bytes of the all-reduces it replaces (no term of its own). */
+static void calib_config_tput(const tput_row *row, scale_model *c)
+{
+    static const int zero_of[TPUT_NSHARDINGS] = {0, 1, 2, 3, 2};
+    c->recompute = row->recompute == TPUT_RECOMPUTE_FULL;
+    if (row->recompute == TPUT_RECOMPUTE_SELECTIVE || row->attention == TPUT_ATTN_FLASH) c->attn_flash = 1;
+    else if (row->attention == TPUT_ATTN_FULL) c->attn_flash = 0;
+    if (row->sharding != TPUT_NOT_STATED) c->zero = zero_of[row->sharding];
+    c->interleave = row->vp > 1 ? row->vp : 1;
+}
+
+/* A throughput row that names its device runs at that device's dense peaks (data/devices.csv):
+ * fp16-mixed against its FP16 peak, the other 16-bit precisions its BF16, fp32 its FP32. */
+static int calib_device_peaks(const tput_row *row, const char *where, hw_row *hw)
+{
+    dev_table dt = {0};
+    if (devices_load(&dt, NULL) != 0) return CB_EFAIL;
+    const dev_row *d = devices_find(&dt, row->device);
+    int rc = 0;
+    if (!d) {
+        char known[1024];
+        devices_list(&dt, known, sizeof known);
+        rc = err_usage("%s: column 'device': unknown device '%s' (known: %s)", where, row->device, known);
+    } else {
+        hw->bf16_tflops = strcmp(row->precision, "fp16-mixed") == 0 ? d->fp16_tflops : d->bf16_tflops;
+        hw->fp32_tflops = d->fp32_tflops;
+    }
+    devices_free(&dt);
+    return rc;
+}
+
+/* The scale model of a throughput row's own configuration (compute time still unknown): the
+ * settings it does not describe (ZeRO, buckets, network efficiency) as `defaults` gives them; the
+ * flags' link overrides applied to its hardware. */
+static int calib_model_tput(calib_row *cr, const calib_env *env, const scale_model *defaults)
 {
     const tput_row *row = &cr->row;
-    scale_model *c = &cr->cal;
+    scale_model *c = &cr->fc.cal;
     *c = *defaults;
-    int rc = calib_preset(row, where, &c->cfg);
-    if (rc == 0) rc = calib_hardware(row, ht, where, &c->hw);
-    if (rc == 0) rc = calib_precision(row, where, &c->precision);
+    int rc = calib_preset(row, cr->where, &c->cfg);
+    if (rc == 0) rc = calib_hardware(row, env->ht, cr->where, &c->hw);
+    if (rc == 0) rc = calib_precision(row, cr->where, &c->precision);
+    if (rc == 0 && strcmp(row->precision, "fp16-mixed") == 0 && c->hw.fp16_tflops > 0) c->hw.bf16_tflops = c->hw.fp16_tflops; /* its 16-bit peak */
+    if (rc == 0 && row->device[0]) rc = calib_device_peaks(row, cr->where, &c->hw);
     if (rc != 0) return rc;
+    if (env->ov) hw_apply_overrides(&c->hw, env->ov);
     const hw_row *hw = &c->hw;
-    c->tp = row->tp, c->pp = row->pp, c->interleave = 1, c->recompute = 0;
+    calib_config_tput(row, c);
+    c->tp = row->tp, c->pp = row->pp;
     c->seq = row->seq_len, c->micro_batch = row->micro_batch > 0 ? row->micro_batch : 1;
     c->global_batch = row->global_batch, c->batch_per_replica = 0;
-    c->latency_s = latency_us >= 0 ? latency_us * 1e-6 : isfinite(hw->net_latency_us) ? hw->net_latency_us * 1e-6 : 0;
-    long nodes = row->instances * row->ranks;
-    if ((rc = calib_layout_check(c, nodes, where)) != 0) return rc;
+    c->latency_s = env->latency_us >= 0 ? env->latency_us * 1e-6 : isfinite(hw->net_latency_us) ? hw->net_latency_us * 1e-6 : 0;
+    cr->fc.nodes = row->instances * row->ranks;
+    cr->fc.seq_per_s = row->seq_per_s;
+    if ((rc = calib_layout_check(c, cr->fc.nodes, cr->where)) != 0) return rc;
     if (!isfinite(scale_stage_peak(c)))
-        return err_usage("%s: column 'instance_type': %s has no dense %s peak in %s to measure the row's MFU against", where, hw->instance,
-                         c->precision == PREC_FP32 ? "FP32" : "BF16", ht->path);
-    return calib_point_add(&cr->meas, c, nodes, row->seq_per_s, cr->path, row->line, NULL) == 0 ? 0 : CB_EUSAGE;
+        return err_usage("%s: column 'instance_type': %s has no dense %s peak in %s to measure the row's MFU against", cr->where, hw->instance,
+                         c->precision == PREC_FP32 ? "FP32" : "BF16", env->ht->path);
+    return 0;
 }
 
-/* "K 2048, N 0.125 (micro-batch 1 x seq 1 / tp 8)" of a model. */
-static void kn_describe(const scale_model *s, char *buf, size_t n)
+/* The published row LINE or ID names, or the file's only row. */
+static const pub_row *calib_pub_pick(const pub_table *t, int line, const char *id)
 {
-    snprintf(buf, n, "K %g, N %g (micro-batch %ld x seq %ld / tp %d)", scale_eff_k(s), scale_eff_n(s), s->micro_batch, s->seq, s->tp);
+    for (int i = 0; i < t->n; i++)
+        if (line ? t->rows[i].line == line : *id ? strcmp(t->rows[i].id, id) == 0 : t->n == 1) return &t->rows[i];
+    return NULL;
 }
 
-int calib_row_load(calib_row *c, const char *spec, const hw_table *ht, const scale_model *defaults, double latency_us,
-                   const scale_eff_curve *eff, double tol_pct)
+/* "a, b, c" of the file's ids (as many as fit). */
+static void pub_ids(const pub_table *t, char *buf, size_t n)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < t->n && len + 80 < n; i++) len += (size_t)snprintf(buf + len, n - len, "%s%s", i ? ", " : "", t->rows[i].id);
+    if (t->n > 0 && len + 80 >= n) snprintf(buf + len, n - len, ", ...");
+}
+
+/* The throughput-row summary of a published run (what scale and plan print about a calibration). */
+static void pub_summary(const pub_row *p, const scale_model *s, long nodes, const char *path, tput_row *row)
+{
+    memset(row, 0, sizeof *row);
+    snprintf(row->model, sizeof row->model, "%.47s", p->model);
+    snprintf(row->instance, sizeof row->instance, "%s", s->hw.instance);
+    snprintf(row->precision, sizeof row->precision, "%s", p->precision);
+    snprintf(row->file, sizeof row->file, "%s", path);
+    snprintf(row->source, sizeof row->source, "%.255s", p->source);
+    row->tp = p->tp, row->pp = p->pp, row->instances = nodes, row->ranks = 1;
+    row->seq_len = p->seq_len, row->global_batch = p->global_batch, row->micro_batch = p->micro_batch;
+    row->seq_per_s = p->seq_per_s, row->line = p->line, row->kind = SRC_IMPORTED;
+    row->seq_per_s_min = row->seq_per_s_max = row->usd_per_hour = row->tokens_per_usd = row->mfu = row->peak_gflops = NAN;
+}
+
+/* A row of a published-runs file (report/published.h): found by LINE or ID, its configuration by
+ * the mapping of report/pubmodel.h. */
+static int calib_model_published(calib_row *cr, int line, const char *id, const calib_env *env, const scale_model *defaults)
+{
+    dev_table dt = {0};
+    pub_table t = {0};
+    int rc = devices_load(&dt, NULL) != 0 ? CB_EFAIL : published_load(&t, cr->path, &dt) != 0 ? CB_EUSAGE : 0;
+    const pub_row *p = rc == 0 ? calib_pub_pick(&t, line, id) : NULL;
+    char ids[512], why[1024];
+    if (rc == 0 && !p) {
+        pub_ids(&t, ids, sizeof ids);
+        if (line) rc = err_usage("%s:%d: not a data row (ids: %s)", cr->path, line, ids);
+        else if (*id) rc = err_usage("flag '--calibrate': %s has no row '%s' (ids: %s)", cr->path, id, ids);
+        else rc = err_usage("flag '--calibrate': %s has %d rows; name one as %s:ID (ids: %s)", cr->path, t.n, cr->path, ids);
+    }
+    if (rc == 0) {
+        snprintf(cr->where, sizeof cr->where, "%.4000s:%d", cr->path, p->line);
+        const pub_model_env pe = {env->ht, &dt, env->ov, env->latency_us};
+        if (pub_scale_model(p, cr->path, &pe, defaults, &cr->fc.cal, &cr->fc.nodes, why, sizeof why) != 0)
+            rc = err_usage("%s: row '%s': %s", cr->where, p->id, why);
+    }
+    if (rc == 0) {
+        cr->fc.seq_per_s = p->seq_per_s;
+        pub_summary(p, &cr->fc.cal, cr->fc.nodes, cr->path, &cr->row);
+    }
+    published_free(&t);
+    devices_free(&dt);
+    return rc;
+}
+
+/* The row the spec names and the scale model of its configuration, by the file's format. */
+static int calib_model_build(calib_row *c, const char *spec, const calib_env *env, const scale_model *defaults)
+{
+    int line;
+    char id[64];
+    int rc = calib_spec_split(spec, c->path, sizeof c->path, &line, id, sizeof id);
+    int schema = rc == 0 ? published_is_schema(c->path) : 0;
+    if (rc != 0 || schema < 0) return CB_EUSAGE;
+    if (schema) return calib_model_published(c, line, id, env, defaults);
+    if ((rc = calib_tput_find(c, line, id)) != 0) return rc;
+    snprintf(c->where, sizeof c->where, "%.4000s:%d", c->path, c->row.line);
+    return calib_model_tput(c, env, defaults);
+}
+
+int calib_row_load(calib_row *c, const char *spec, const calib_env *env, const scale_model *defaults, const scale_eff_curve *eff, double tol_pct)
 {
     memset(c, 0, sizeof *c);
-    int rc = calib_row_find(c, spec);
+    int rc = calib_model_build(c, spec, env, defaults);
+    scale_points pl = {.n = 0};
+    if (rc == 0) rc = calib_point_add(&pl, &c->fc.cal, c->fc.nodes, c->fc.seq_per_s, c->path, c->row.line, NULL) == 0 ? 0 : CB_EUSAGE;
+    char why[1024];
+    if (rc == 0 && calib_fit_point(&c->fc, c->path, c->row.line, eff, tol_pct, why, sizeof why) != 0)
+        rc = err_usage("%s: %s", c->where, why);
     if (rc != 0) return rc;
-    snprintf(c->where, sizeof c->where, "%.4000s:%d", c->path, c->row.line);
-    if ((rc = calib_model_build(c, ht, defaults, latency_us, c->where)) != 0) return rc;
-    const int want[SP_COUNT] = {[SP_COMPUTE] = 1};
-    rc = scale_fit_points(&c->cal, want, &c->meas, &c->fit);
-    if (rc == 0) rc = scale_fit_verify(&c->cal, &c->fit, &c->meas, tol_pct);
-    if (rc != 0) return CB_EUSAGE; /* the row, not the run: its file:line leads the message */
-    c->mfu_cal = scale_compute_mfu(&c->cal);
-    if (!(c->mfu_cal > 0 && c->mfu_cal <= 1))
-        return err_usage("%s: column 'seq_per_s': the row's compute MFU comes out %.4g%%, outside (0, 100%%]", c->where, 100 * c->mfu_cal);
-    c->e_cal = scale_eff(eff, scale_eff_k(&c->cal), scale_eff_n(&c->cal), &c->clamped);
+    c->cal = c->fc.cal, c->meas = c->fc.meas, c->fit = c->fc.fit;
+    c->mfu_cal = c->fc.mfu_cal, c->eff_cal = c->fc.eff_cal, c->e_cal = c->fc.e_cal, c->clamped = c->fc.clamped;
     if (c->clamped) {
         char kn[256], range[160];
-        kn_describe(&c->cal, kn, sizeof kn);
+        calib_kn_describe(&c->cal, kn, sizeof kn);
         scale_eff_range(eff, range, sizeof range);
         err_warn("%s: the row's %s lies outside %s: its e(K, N) is taken at the nearest edge, %.4g, not extrapolated", c->where, kn, range,
                  c->e_cal);
@@ -222,18 +341,14 @@ int calib_row_load(calib_row *c, const char *spec, const hw_table *ht, const sca
     return 0;
 }
 
-int calib_row_carry(const calib_row *c, const scale_model *target, const scale_eff_curve *eff, double *mfu, int *clamped, double *e_target)
+int calib_row_carry(const calib_row *c, const scale_model *target, const scale_eff_curve *eff, double *eff_t, int *clamped, double *e_target)
 {
-    double e = scale_eff(eff, scale_eff_k(target), scale_eff_n(target), clamped);
+    char why[1024], kn[256], range[160];
+    double e;
+    if (calib_fit_carry(&c->fc, target, eff, eff_t, clamped, &e, why, sizeof why) != 0)
+        return err_usage("%s: %s; calibrate on a row nearer the target", c->where, why);
     if (e_target) *e_target = e;
-    *mfu = c->mfu_cal * e / c->e_cal;
-    char kn[256], range[160];
-    kn_describe(target, kn, sizeof kn);
-    if (*mfu > 1)
-        return err_usage("%s: the efficiency rule carries the row's compute MFU of %.4g%% to %.4g%% at the target's %s (e %.4g against the "
-                         "row's %.4g), above 100%% of the peak: the rule misses a term between the two shapes; calibrate on a row "
-                         "nearer the target",
-                         c->where, 100 * c->mfu_cal, 100 * *mfu, kn, e, c->e_cal);
+    calib_kn_describe(target, kn, sizeof kn);
     scale_eff_range(eff, range, sizeof range);
     if (*clamped) err_warn("the target's %s lies outside %s: its e(K, N) is taken at the nearest edge, %.4g, not extrapolated", kn, range, e);
     return 0;

@@ -172,9 +172,11 @@ static int calibration_load(plan_run *r)
     scale_model d;
     memset(&d, 0, sizeof d);
     d.precision = PREC_MIXED, d.interleave = 1, d.bucket_bytes = 25.0 * 1048576.0, d.net_eff = 1.0;
-    int rc = calib_row_load(&r->cal, o->calibrate, &r->ht, &d, -1, &r->eff, 5.0);
+    const calib_env env = {&r->ht, NULL, -1};
+    int rc = calib_row_load(&r->cal, o->calibrate, &env, &d, &r->eff, 5.0);
     if (rc != 0) return rc;
-    r->in.calibrated = 1, r->in.mfu_cal = r->cal.mfu_cal, r->in.e_cal = r->cal.e_cal, r->in.eff = &r->eff;
+    /* what carries is the efficiency in hardware FLOPs (plan_t_mb_s: scale_t_mb_from_peak) */
+    r->in.calibrated = 1, r->in.mfu_cal = r->cal.eff_cal, r->in.e_cal = r->cal.e_cal, r->in.eff = &r->eff;
     return 0;
 }
 

@@ -69,6 +69,7 @@ typedef struct {
     calib_row cr;
     scale_eff_curve eff; /* --matmul-csv (nk 0: the default curve) */
     double mfu_cal, mfu_tgt, e_cal, e_tgt;
+    double hfu_tgt; /* the compute efficiency carried, in hardware FLOPs (mfu_tgt in model FLOPs) */
     int eff_clamped;
 } scale_run;
 
@@ -329,9 +330,10 @@ static int calib_carry(scale_run *r)
     if (!isfinite(scale_stage_peak(s)))
         return err_usage("flag '--instance': %s has no %s peak in %s to carry an MFU to", r->o.instance, r->o.prec == PREC_FP32 ? "FP32" : "BF16",
                          r->ht.path);
-    int rc = calib_row_carry(&r->cr, s, &r->eff, &r->mfu_tgt, &r->eff_clamped, &r->e_tgt);
+    int rc = calib_row_carry(&r->cr, s, &r->eff, &r->hfu_tgt, &r->eff_clamped, &r->e_tgt);
     if (rc != 0) return rc;
-    s->t_mb_s = scale_t_mb_from_peak(s, r->mfu_tgt);
+    s->t_mb_s = scale_t_mb_from_peak(s, r->hfu_tgt);
+    r->mfu_tgt = r->hfu_tgt * scale_stage_flops(s, 0) / scale_stage_flops(s, 1);
     snprintf(r->calib, sizeof r->calib, "carried from %.200s:%d (%s, tp %d, pp %d, %ld x %s, %.4g seq/s) by the matmul efficiency rule",
              r->cr.path, r->cr.row.line, r->cr.row.model, r->cr.row.tp, r->cr.row.pp, r->cr.row.instances, r->cr.row.instance,
              r->cr.row.seq_per_s);
@@ -345,7 +347,9 @@ static int points_gather(scale_run *r)
     int rc = 0;
     if (o->base_nodes > 0) rc = point_add(&r->meas, &r->s, o, o->base_nodes, o->base_seq_per_s, "--base-seq-per-s", 0, "--base-nodes");
     if (rc == 0 && o->calibrate) {
-        rc = calib_row_load(&r->cr, o->calibrate, &r->ht, &r->s, o->latency_us, &r->eff, o->fit_tol_pct);
+        const hw_overrides ov = {o->net_gbps > 0 ? o->net_gbps : NAN, o->intra_gbps > 0 ? o->intra_gbps : NAN, NAN};
+        const calib_env env = {&r->ht, &ov, o->latency_us};
+        rc = calib_row_load(&r->cr, o->calibrate, &env, &r->s, &r->eff, o->fit_tol_pct);
         if (rc == 0) r->meas = r->cr.meas, r->fit = r->cr.fit;
     }
     if (rc == 0 && o->measured) rc = points_from_file(o->measured, &r->s, o, &r->meas, 1);
@@ -494,8 +498,9 @@ static void notes_calibration(record *rec, const scale_run *r)
 static void notes_carry(record *rec, const scale_run *r)
 {
     const scale_model *c = &r->cr.cal, *s = &r->s;
-    record_note(rec, "rule: MFU_target = MFU_cal x e(K_t, N_t) / e(K_c, N_c), K = d_model, N = micro_batch x seq / tp; "
-                     "t_mb = hardware FLOPs per micro-batch per stage / (MFU_target x dense peak of the stage's tp ranks)");
+    record_note(rec, "rule: MFU_target = MFU_cal x e(K_t, N_t) / e(K_c, N_c), both MFUs of hardware FLOPs (HFU: the recomputed forward "
+                     "counted, as it runs at the same efficiency; MFU itself without recomputation), K = d_model, N = micro_batch x seq / tp; "
+                     "t_mb = hardware FLOPs per micro-batch per stage / (HFU_target x dense peak of the stage's tp ranks)");
     if (r->eff.nk > 0)
         record_note(rec, "e(K, N): %s's %s, log-linear in K and N, clamped to K %g..%g, N %g..%g%s", r->o.matmul_csv, r->eff.column,
                     r->eff.k[0], r->eff.k[r->eff.nk - 1], r->eff.n[0], r->eff.n[r->eff.nn - 1],
@@ -504,10 +509,10 @@ static void notes_carry(record *rec, const scale_run *r)
         record_note(rec, "e(K, N) = 1 / (1 + K0/K) x 1 / (1 + N0/N), K0 = %g, N0 = %g: assumed (MosaicML: wider models and more tokens "
                          "per device run more efficiently), not fitted",
                     SCALE_EFF_K0, SCALE_EFF_N0);
-    record_note(rec, "calibration %s: K %g, N %g, e %.17g, t_mb %.9g s, compute MFU %.17g", c->cfg.name, scale_eff_k(c), scale_eff_n(c),
-                r->e_cal, c->t_mb_s, r->mfu_cal);
-    record_note(rec, "target %s: K %g, N %g, e %.17g, t_mb %.9g s, compute MFU %.17g%s", s->cfg.name, scale_eff_k(s), scale_eff_n(s),
-                r->e_tgt, s->t_mb_s, r->mfu_tgt, s->recompute ? " (t_mb counts the recomputed forward)" : "");
+    record_note(rec, "calibration %s: K %g, N %g, e %.17g, t_mb %.9g s, compute MFU %.17g, HFU %.17g", c->cfg.name, scale_eff_k(c),
+                scale_eff_n(c), r->e_cal, c->t_mb_s, r->mfu_cal, r->cr.eff_cal);
+    record_note(rec, "target %s: K %g, N %g, e %.17g, t_mb %.9g s, compute MFU %.17g, HFU %.17g%s", s->cfg.name, scale_eff_k(s),
+                scale_eff_n(s), r->e_tgt, s->t_mb_s, r->mfu_tgt, r->hfu_tgt, s->recompute ? " (t_mb counts the recomputed forward)" : "");
 }
 
 static void notes_write(record *rec, const scale_run *r, int over_mem)

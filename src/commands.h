@@ -13,6 +13,7 @@ int cmd_report(int argc, char **argv);
 int cmd_allreduce(int argc, char **argv);
 int cmd_trajectory(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
+int cmd_validate(int argc, char **argv);
 int cmd_devices(int argc, char **argv);
 
 #endif

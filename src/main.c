@@ -26,6 +26,7 @@ static const command commands[] = {
     {"report", cmd_report, "Table-1-style cost report: seq/s, tokens/$, cost to train, scaling, plots"},
     {"scale", cmd_scale, "predict seq/s, tokens/$ and efficiency across node counts (fits measured points)"},
     {"plan", cmd_plan, "the cheapest configuration (instance, nodes, TP/PP, ZeRO, ...) that trains N tokens by a deadline"},
+    {"validate", cmd_validate, "score the scaling model on published runs: calibrate on some rows, predict the others, beside a naive baseline"},
     {"trajectory", cmd_trajectory, "loss and grad-norm trajectories of runs compared across precisions, with tokens/s and tokens/$"},
     {"dataset", cmd_dataset, "build or inspect a Megatron indexed dataset (PREFIX.bin/.idx)"},
 };

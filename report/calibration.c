@@ -1,0 +1,85 @@
+/* calibration.c: the step model fitted to one run, and its compute efficiency carried to another
+ * configuration (see calibration.h). */
+#include "calibration.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../common/err.h"
+
+void calib_kn_describe(const scale_model *s, char *buf, size_t n)
+{
+    snprintf(buf, n, "K %g, N %g (micro-batch %ld x seq %ld / tp %d)", scale_eff_k(s), scale_eff_n(s), s->micro_batch, s->seq, s->tp);
+}
+
+/* Why a fitted model misses its point: what the step costs without any compute against the
+ * measured step, or the compute at its floor (the device's peak). */
+static void fit_miss_reason(const calib_fit *c, double tol_pct, char *why, size_t n)
+{
+    scale_model s0 = c->cal;
+    s0.t_mb_s = 0;
+    scale_point p0, p;
+    scale_eval(&s0, c->nodes, &p0);
+    scale_eval(&c->cal, c->nodes, &p);
+    double step = (double)p0.global_batch / c->seq_per_s, comm = p0.tp_s + p0.bubble_s + p0.exposed_s;
+    int len = snprintf(why, n, "the model does not reproduce the row within %g%%: it gives %.4g seq/s against %.4g (%+.1f%%): ", tol_pct,
+                       p.seq_per_s, c->seq_per_s, 100.0 * (p.seq_per_s / c->seq_per_s - 1.0));
+    if (len < 0 || (size_t)len >= n) return;
+    if (comm + p0.optimizer_s >= step)
+        snprintf(why + len, n - (size_t)len,
+                 "its communication (data-parallel %.4g s%s, tensor-parallel %.4g s) and optimizer pass (%.4g s) alone take more "
+                 "than the measured step of %.4g s at %ld nodes: the step model misses an overlap or a faster path",
+                 p0.dp_s, c->cal.zero == 3 ? ", ZeRO-3 gathering the weights in every micro-batch" : "", p0.tp_s + p0.bubble_s,
+                 p0.optimizer_s, step, c->nodes);
+    else if (c->fit.at_bound[SP_COMPUTE] || c->cal.t_mb_s <= 1.0001 * c->fit.lo[SP_COMPUTE])
+        snprintf(why + len, n - (size_t)len, "its compute would need more than 100%% of the dense peak (%.4g s per micro-batch at the peak)",
+                 c->fit.lo[SP_COMPUTE]);
+    else snprintf(why + len, n - (size_t)len, "the least-squares fit did not converge");
+}
+
+int calib_fit_point(calib_fit *c, const char *src, int line, const scale_eff_curve *eff, double tol_pct, char *why, size_t n)
+{
+    why[0] = '\0';
+    c->meas = (scale_points){.n = 1};
+    c->meas.nodes[0] = c->nodes, c->meas.seq_per_s[0] = c->seq_per_s, c->meas.src[0] = src, c->meas.line[0] = line;
+    if (!isfinite(scale_stage_peak(&c->cal)))
+        return snprintf(why, n, "%s has no dense %s peak to measure the row's efficiency against", c->cal.hw.instance,
+                        c->cal.precision == PREC_FP32 ? "FP32" : "16-bit"),
+               CB_EUSAGE;
+    const int want[SP_COUNT] = {[SP_COMPUTE] = 1};
+    if (scale_fit_points(&c->cal, want, &c->meas, &c->fit) != 0)
+        return snprintf(why, n, "the least-squares fit of the compute time failed (above)"), CB_EUSAGE;
+    scale_point p;
+    scale_eval(&c->cal, c->nodes, &p);
+    c->fit.resid_pct[0] = 100.0 * (p.seq_per_s / c->seq_per_s - 1.0);
+    if (!(fabs(c->fit.resid_pct[0]) <= tol_pct)) return fit_miss_reason(c, tol_pct, why, n), CB_EUSAGE;
+    double peak = scale_stage_peak(&c->cal);
+    c->eff_cal = scale_stage_flops(&c->cal, 1) / (c->cal.t_mb_s * peak);
+    c->mfu_cal = scale_stage_flops(&c->cal, 0) / (c->cal.t_mb_s * peak);
+    if (!(c->eff_cal > 0 && c->eff_cal <= 1))
+        return snprintf(why, n, "the row's compute efficiency comes out %.4g%% of the peak, outside (0, 100%%]", 100 * c->eff_cal), CB_EUSAGE;
+    c->clamped = 0;
+    c->e_cal = scale_eff(eff, scale_eff_k(&c->cal), scale_eff_n(&c->cal), &c->clamped);
+    return 0;
+}
+
+int calib_fit_carry(const calib_fit *c, const scale_model *target, const scale_eff_curve *eff, double *eff_t, int *clamped, double *e_t,
+                    char *why, size_t n)
+{
+    why[0] = '\0';
+    *clamped = 0;
+    double e = scale_eff(eff, scale_eff_k(target), scale_eff_n(target), clamped);
+    if (e_t) *e_t = e;
+    *eff_t = c->eff_cal * e / c->e_cal;
+    if (*eff_t <= 1) return 0;
+    char kn[256];
+    calib_kn_describe(target, kn, sizeof kn);
+    snprintf(why, n,
+             "the efficiency rule carries the row's compute efficiency of %.4g%% to %.4g%% at the target's %s (e %.4g against the row's "
+             "%.4g), above 100%% of the peak: the rule misses a term between the two shapes",
+             100 * c->eff_cal, 100 * *eff_t, kn, e, c->e_cal);
+    return CB_EUSAGE;
+}
+
+double calib_t_mb(const scale_model *target, double eff_t) { return scale_t_mb_from_peak(target, eff_t); }

@@ -1,0 +1,53 @@
+/* calibration.h: the step model of report/scale.h fitted to one measured run, and what that fit
+ * carries to another configuration. Shared by `--calibrate` (scale, plan: src/calib_row.c) and
+ * `costbench validate` (report/validate.c); nothing here prints: a failure comes back as a reason.
+ *
+ * The fit: the compute time of one micro-batch through one stage, t_mb, is the one free
+ * parameter (scale_fit_points), and the model must then reproduce the run's seq/s within a
+ * tolerance. What carries is the compute efficiency in hardware FLOPs (the recomputed forward
+ * counted): eff = hardware FLOPs of one micro-batch through one stage / (t_mb x the dense peak of
+ * the stage's tp ranks in the run's precision), MFU and HFU alike when nothing is recomputed. A
+ * run with full recomputation and one without run their GEMMs at the same efficiency; the
+ * recomputation is more work, not slower work. To a target: eff_t = eff_c x e(K_t, N_t) /
+ * e(K_c, N_c) (scale.h's matmul efficiency rule), t_mb_t = hardware FLOPs_t / (eff_t x peak_t)
+ * (scale_t_mb_from_peak). Carried to its own configuration, a calibration gives back its t_mb
+ * and so the run's seq/s. */
+#ifndef CB_CALIBRATION_H
+#define CB_CALIBRATION_H
+
+#include <stddef.h>
+
+#include "scale.h"
+
+typedef struct {
+    scale_model cal;    /* the run's configuration, t_mb_s fitted */
+    long nodes;         /* its node count */
+    double seq_per_s;   /* as measured or published */
+    scale_points meas;  /* its one point */
+    scale_fit fit;
+    double eff_cal;     /* compute efficiency in hardware FLOPs (0..1] */
+    double mfu_cal;     /* the same in model FLOPs (the recomputed forward not counted) */
+    double e_cal;       /* e(K, N) of its shape */
+    int clamped;        /* its K or N outside the curve's range: e_cal at the nearest edge */
+} calib_fit;
+
+/* Fits c->cal's t_mb to (c->nodes, c->seq_per_s), src:line naming the point (line 0: a flag);
+ * verified within tol_pct; then eff_cal, mfu_cal and e_cal on `eff`. Returns 0, or CB_EUSAGE with
+ * the reason in why: the model cannot reproduce the run (its modelled communication or optimizer
+ * pass alone take longer than the measured step; it would need more than 100% of the peak). */
+int calib_fit_point(calib_fit *c, const char *src, int line, const scale_eff_curve *eff, double tol_pct, char *why, size_t n);
+
+/* The efficiency carried to `target` (eff_c x e_t / e_c) into *eff_t, its e into *e_t (may be
+ * NULL), *clamped set when the target lies outside the curve's range. Returns 0, or CB_EUSAGE with
+ * the reason in why when the rule carries it above 100% of the peak (the rule misses a term
+ * between the two shapes). */
+int calib_fit_carry(const calib_fit *c, const scale_model *target, const scale_eff_curve *eff, double *eff_t, int *clamped, double *e_t,
+                    char *why, size_t n);
+
+/* The target's compute time from the carried efficiency (its hardware FLOPs at eff_t of its peak). */
+double calib_t_mb(const scale_model *target, double eff_t);
+
+/* "K 2048, N 256 (micro-batch 1 x seq 2048 / tp 8)" of a model. */
+void calib_kn_describe(const scale_model *s, char *buf, size_t n);
+
+#endif

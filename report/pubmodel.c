@@ -1,0 +1,100 @@
+/* pubmodel.c: a published run as the step model of report/scale.h (see pubmodel.h for the rule
+ * of every field). */
+#include "pubmodel.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../common/err.h"
+
+/* The node the row ran on: its instance type, or `per_node` of its device on its network; the
+ * flags' link overrides applied. A run on part of one node is one node of the devices it used. */
+static int pub_hardware(const pub_row *r, const pub_model_env *env, hw_row *hw, char *why, size_t n)
+{
+    const dev_row *d = devices_find(env->dt, r->device);
+    if (!d) return snprintf(why, n, "column 'device': unknown device '%s'", r->device), CB_EUSAGE;
+    long per_node = r->devices < r->devices_per_node ? r->devices : r->devices_per_node;
+    if (*r->instance) {
+        const hw_row *h = hardware_find(env->ht, r->instance);
+        if (!h) return snprintf(why, n, "column 'instance_type': unknown instance type '%s' (not in %s)", r->instance, env->ht->path), CB_EUSAGE;
+        if (h->accelerators != r->devices_per_node)
+            return snprintf(why, n, "column 'devices_per_node': %ld, but %s holds %d accelerators (%s)", r->devices_per_node, r->instance,
+                            h->accelerators, env->ht->path),
+                   CB_EUSAGE;
+        *hw = *h;
+        hw->accelerators = (int)per_node;
+    } else {
+        hw_from_device(d, (int)per_node, r->node_net_gbps, NAN, hw);
+    }
+    if (env->ov) hw_apply_overrides(hw, env->ov);
+    return 0;
+}
+
+/* The precision as the step model's, and the peak it runs against in the model's slot for it
+ * (fp16-mixed: the device's FP16 peak in the 16-bit slot). */
+static int pub_precision(const pub_row *r, scale_model *s, char *why, size_t n)
+{
+    const char *p = r->precision;
+    if (!*p || strcmp(p, "bf16-mixed") == 0) s->precision = PREC_MIXED;
+    else if (strcmp(p, "fp16-mixed") == 0) s->precision = PREC_MIXED, s->hw.bf16_tflops = s->hw.fp16_tflops;
+    else if (strcmp(p, "bf16") == 0) s->precision = PREC_BF16;
+    else if (strcmp(p, "fp32") == 0) s->precision = PREC_FP32;
+    else if (strcmp(p, "fp8") == 0)
+        return snprintf(why, n, "column 'precision': fp8 is not in the step model (which GEMMs run in fp8, their casts and scaling)"), CB_EUSAGE;
+    else return snprintf(why, n, "column 'precision': '%s' is none of fp32, bf16-mixed, fp16-mixed, bf16", p), CB_EUSAGE;
+    double tf = s->precision == PREC_FP32 ? s->hw.fp32_tflops : s->hw.bf16_tflops;
+    if (!(tf > 0))
+        return snprintf(why, n, "column 'precision': %s has no dense %s peak to run %s against", r->device,
+                        strcmp(p, "fp16-mixed") == 0 ? "FP16" : s->precision == PREC_FP32 ? "FP32" : "BF16", *p ? p : "mixed precision"),
+               CB_EUSAGE;
+    return 0;
+}
+
+/* The layout: nodes, tp/pp/vp against the shape and the node, cp, the batch split. */
+static int pub_layout(const pub_row *r, scale_model *s, long *nodes, char *why, size_t n)
+{
+    long per_node = s->hw.accelerators;
+    if (r->cp > 1) return snprintf(why, n, "column 'cp': context parallelism (cp %d) is not in the step model", r->cp), CB_EUSAGE;
+    if (r->devices % per_node != 0)
+        return snprintf(why, n, "column 'devices': %ld devices fill no whole number of %ld-device nodes", r->devices, per_node), CB_EUSAGE;
+    *nodes = r->devices / per_node;
+    s->tp = r->tp, s->pp = r->pp, s->interleave = r->vp > 1 ? r->vp : 1;
+    long D = per_node * s->hw.workers;
+    if (s->cfg.NH % s->tp != 0) return snprintf(why, n, "column 'tp': tp %d does not divide the %d heads", s->tp, s->cfg.NH), CB_EUSAGE;
+    if (s->tp > D)
+        return snprintf(why, n, "column 'tp': tp %d exceeds the %ld ranks of one node (tensor parallelism stays inside a node)", s->tp, D), CB_EUSAGE;
+    if (s->pp > s->cfg.L) return snprintf(why, n, "column 'pp': pp %d exceeds the %d layers", s->pp, s->cfg.L), CB_EUSAGE;
+    s->seq = r->seq_len, s->global_batch = r->global_batch, s->batch_per_replica = 0;
+    s->micro_batch = r->micro_batch > 0 ? r->micro_batch : 1;
+    char lay[512];
+    scale_layout_issue li = scale_layout_describe(s, *nodes, lay, sizeof lay);
+    if (li != SCALE_LAYOUT_OK)
+        return snprintf(why, n, "column '%s': %s", li == SCALE_LAYOUT_BATCH ? (r->micro_batch > 0 ? "micro_batch" : "global_batch") : "devices", lay),
+               CB_EUSAGE;
+    long R = *nodes * D / ((long)s->tp * s->pp);
+    if (r->dp > 0 && r->dp != R)
+        return snprintf(why, n, "column 'dp': %d, but %ld nodes of %ld ranks at tp %d x pp %d make %ld replicas", r->dp, *nodes, D, s->tp, s->pp, R),
+               CB_EUSAGE;
+    return 0;
+}
+
+int pub_scale_model(const pub_row *r, const char *path, const pub_model_env *env, const scale_model *defaults, scale_model *s, long *nodes,
+                    char *why, size_t n)
+{
+    *s = *defaults;
+    why[0] = '\0';
+    if (published_config(r, path, &s->cfg) != 0)
+        return snprintf(why, n, "columns 'arch' to 'vocab': a model shape the step model cannot take (above)"), CB_EUSAGE;
+    int rc = pub_hardware(r, env, &s->hw, why, n);
+    if (rc == 0) rc = pub_precision(r, s, why, n);
+    if (rc == 0) rc = pub_layout(r, s, nodes, why, n);
+    if (rc != 0) return rc;
+    static const int zero_of[5] = {[SHARD_NONE] = 0, [SHARD_ZERO1] = 1, [SHARD_ZERO2] = 2, [SHARD_ZERO3] = 3, [SHARD_HYBRID] = 2};
+    s->zero = zero_of[r->sharding];
+    s->recompute = r->recompute == RECOMPUTE_FULL;
+    s->attn_flash = r->recompute == RECOMPUTE_SELECTIVE || defaults->attn_flash;
+    s->latency_s = env->latency_us >= 0 ? env->latency_us * 1e-6 : isfinite(s->hw.net_latency_us) ? s->hw.net_latency_us * 1e-6 : 0;
+    s->t_mb_s = NAN;
+    return 0;
+}

@@ -1,0 +1,51 @@
+/* pubmodel.h: a published run (report/published.h's pub_row) as the step model of report/scale.h:
+ * the one mapping that `--calibrate FILE:ID` (scale, plan) and `costbench validate` share.
+ *
+ * What each field becomes (and what the step model cannot represent, refused with the reason):
+ *   model shape     published_config: the row's own architecture and shape, no preset
+ *   hardware        instance_type: its row of data/hardware.csv; else hw_from_device(device,
+ *                   devices_per_node, node_net_gbps); a run on fewer devices than one node holds
+ *                   is one node of that many devices (same links); then the link overrides of
+ *                   the flags (hw_apply_overrides), for calibration rows and targets alike
+ *   nodes           devices / devices_per_node (a run that fills no whole number of nodes: refused)
+ *   tp, pp, vp      tensor, pipeline parallel, interleaved stages (vp: bubble (p-1)/(v m))
+ *   cp              context parallelism is not in the step model: cp > 1 is refused
+ *   micro_batch     as published; empty: 1 (the frameworks' default for pipeline runs, and the
+ *                   rule for throughput rows without one); a batch that does not split into
+ *                   replicas x micro-batches is refused (scale_layout)
+ *   sharding        none 0, zero1 1, zero2 2, zero3 3; hybrid (FSDP HYBRID_SHARD: ZeRO-3 inside a
+ *                   node, replicas across nodes) as ZeRO-2: across nodes it moves a gradient
+ *                   reduce-scatter and a parameter all-gather, the bytes of one all-reduce; the
+ *                   parameter gathers inside the node (over the device links) are not modelled
+ *   recompute       full: the recomputed forward (hardware FLOPs, activations); selective: no
+ *                   s x s scores kept (attn_flash; its FLOPs are not counted)
+ *   sequence_par.   moves the bytes of the all-reduces it replaces (Korthikanti et al. 2022): no
+ *                   change to the time model
+ *   precision       fp32 against the FP32 peak; bf16-mixed (and empty) mixed against the BF16 peak;
+ *                   fp16-mixed mixed against the device's FP16 peak; bf16 full bf16 against the
+ *                   BF16 peak; fp8 refused (the step model has no term for which GEMMs run in fp8,
+ *                   their casts and scaling)
+ *   seq, global_batch  as published; the rest (buckets, network efficiency, overlap) from `defaults`. */
+#ifndef CB_PUBMODEL_H
+#define CB_PUBMODEL_H
+
+#include <stddef.h>
+
+#include "devices.h"
+#include "published.h"
+#include "scale.h"
+
+typedef struct {
+    const hw_table *ht;     /* instance types (rows that name one) */
+    const dev_table *dt;    /* devices */
+    const hw_overrides *ov; /* link overrides given by flags (NULL: none) */
+    double latency_us;      /* --latency-us; < 0: the hardware's, else 0 */
+} pub_model_env;
+
+/* The row (of the file at path) as a step model (compute time unset) and its node count. Returns
+ * 0, or CB_EUSAGE with the reason in why ("column 'cp': ..."; nothing printed, except by
+ * published_config for a shape it rejects). */
+int pub_scale_model(const pub_row *r, const char *path, const pub_model_env *env, const scale_model *defaults, scale_model *s, long *nodes,
+                    char *why, size_t n);
+
+#endif

@@ -1,0 +1,237 @@
+/* validate.c: the step model scored on published runs (see validate.h). */
+#include "validate.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/err.h"
+#include "../common/stats.h"
+#include "calibration.h"
+#include "pubmodel.h"
+
+/* One file's rows as step models, and its calibrations. */
+typedef struct {
+    const pub_table *t;
+    const val_env *env;
+    scale_model *model; /* (n) */
+    long *nodes;        /* (n) */
+    int *mapped;        /* (n) 1: the row is a step model */
+    int *cfg_ok;        /* (n) 1: its model shape is known (for the naive count) */
+    char (*why)[1024];  /* (n) why it is not */
+    int *cal;           /* (ncal) row index of each calibration row */
+    int ncal;
+    calib_fit *fit;     /* (ncal) */
+    int *fitted;        /* (ncal) */
+} val_file;
+
+static void val_file_free(val_file *f)
+{
+    free(f->model), free(f->nodes), free(f->mapped), free(f->cfg_ok), free(f->why), free(f->cal), free(f->fit), free(f->fitted);
+}
+
+static int val_file_alloc(val_file *f, int n)
+{
+    size_t k = n > 0 ? (size_t)n : 1;
+    f->model = calloc(k, sizeof *f->model), f->nodes = calloc(k, sizeof *f->nodes), f->mapped = calloc(k, sizeof *f->mapped);
+    f->cfg_ok = calloc(k, sizeof *f->cfg_ok), f->why = calloc(k, sizeof *f->why), f->cal = calloc(k, sizeof *f->cal);
+    f->fit = calloc(k, sizeof *f->fit), f->fitted = calloc(k, sizeof *f->fitted);
+    if (f->model && f->nodes && f->mapped && f->cfg_ok && f->why && f->cal && f->fit && f->fitted) return 0;
+    val_file_free(f);
+    return err_msg("out of memory for %d rows", n);
+}
+
+/* The calibration rows: those of ids[] in this file (found[] marked), else the first row. */
+static void val_pick_calibration(val_file *f, const char *const *ids, int nids, int *found)
+{
+    f->ncal = 0;
+    for (int k = 0; k < nids; k++) {
+        const pub_row *r = published_find(f->t, ids[k]);
+        if (!r) continue;
+        found[k] = 1;
+        int i = (int)(r - f->t->rows), dup = 0;
+        for (int j = 0; j < f->ncal; j++) dup |= f->cal[j] == i;
+        if (!dup) f->cal[f->ncal++] = i;
+    }
+    if (f->ncal == 0 && f->t->n > 0) f->cal[f->ncal++] = 0;
+}
+
+/* Every row as a step model (pubmodel.h), then each calibration row fitted to its seq/s. */
+static void val_build(val_file *f, const char *path)
+{
+    const val_env *e = f->env;
+    const pub_model_env pe = {e->ht, e->dt, e->ov, e->latency_us};
+    for (int i = 0; i < f->t->n; i++) {
+        const pub_row *r = &f->t->rows[i];
+        f->mapped[i] = pub_scale_model(r, path, &pe, e->defaults, &f->model[i], &f->nodes[i], f->why[i], sizeof f->why[i]) == 0;
+        f->cfg_ok[i] = f->mapped[i] || strncmp(f->why[i], "columns 'arch'", 14) != 0;
+    }
+    for (int k = 0; k < f->ncal; k++) {
+        int i = f->cal[k];
+        if (!f->mapped[i]) continue;
+        calib_fit *c = &f->fit[k];
+        c->cal = f->model[i], c->nodes = f->nodes[i], c->seq_per_s = f->t->rows[i].seq_per_s;
+        f->fitted[k] = calib_fit_point(c, path, f->t->rows[i].line, e->eff, e->tol_pct, f->why[i], sizeof f->why[i]) == 0;
+    }
+}
+
+/* The calibration (index into cal[]) row i is carried from: itself when it is one, else the
+ * nearest that fitted (same device, then |ln K ratio| + |ln N ratio|, then the first listed);
+ * -1 when none fitted. */
+static int val_nearest(const val_file *f, int i)
+{
+    for (int k = 0; k < f->ncal; k++)
+        if (f->cal[k] == i) return f->fitted[k] ? k : -1;
+    int best = -1;
+    double dbest = INFINITY;
+    const scale_model *t = &f->model[i];
+    for (int k = 0; k < f->ncal; k++) {
+        if (!f->fitted[k]) continue;
+        const scale_model *c = &f->fit[k].cal;
+        double d = fabs(log(scale_eff_k(t) / scale_eff_k(c))) + fabs(log(scale_eff_n(t) / scale_eff_n(c)));
+        if (strcmp(f->t->rows[i].device, f->t->rows[f->cal[k]].device) != 0) d += 1e6;
+        if (d < dbest) dbest = d, best = k;
+    }
+    return best;
+}
+
+/* The model's prediction of row i from calibration k (NaN and the reason when there is none). */
+static void val_predict(const val_file *f, int i, int k, val_row *out)
+{
+    const pub_row *r = &f->t->rows[i];
+    out->predicted = NAN;
+    if (!f->mapped[i]) {
+        snprintf(out->note, sizeof out->note, "%s", f->why[i]);
+        return;
+    }
+    if (k < 0) {
+        int self = 0, c0 = f->cal[0];
+        for (int j = 0; j < f->ncal; j++) self |= f->cal[j] == i;
+        if (self) snprintf(out->note, sizeof out->note, "%s", f->why[i]); /* its own fit failed: why */
+        else if (f->ncal == 1) snprintf(out->note, sizeof out->note, "no calibration: %s: %.900s", f->t->rows[c0].id, f->why[c0]);
+        else snprintf(out->note, sizeof out->note, "no calibration: none of the %d calibration rows fitted (their rows say why)", f->ncal);
+        return;
+    }
+    scale_model s = f->model[i];
+    double eff_t, e_t;
+    int clamped;
+    if (calib_fit_carry(&f->fit[k], &s, f->env->eff, &eff_t, &clamped, &e_t, out->note, sizeof out->note) != 0) return;
+    s.t_mb_s = calib_t_mb(&s, eff_t);
+    scale_point p;
+    scale_eval(&s, f->nodes[i], &p);
+    out->predicted = p.seq_per_s;
+    out->error_pct = 100.0 * (p.seq_per_s / r->seq_per_s - 1.0);
+    out->eff_pct = 100.0 * eff_t;
+    size_t len = 0;
+    if (clamped || f->fit[k].clamped)
+        len = (size_t)snprintf(out->note, sizeof out->note, "e(K, N) of the %s taken at the curve's edge", clamped ? "row" : "calibration row");
+    if (!isfinite(s.hw.net_gbit_per_s) && p.replicas > 1 && f->nodes[i] > 1 && len < sizeof out->note)
+        snprintf(out->note + len, sizeof out->note - len, "%snetwork not published: the data-parallel traffic across nodes is not modelled "
+                 "(--net-gbps)", len ? "; " : "");
+}
+
+/* Model FLOP/s per device of row i by costbench's count (PaLM), NaN when its shape is unknown. */
+static double val_flops_per_device(const val_file *f, int i)
+{
+    const pub_row *r = &f->t->rows[i];
+    if (!f->cfg_ok[i]) return NAN;
+    return model_flops_per_token(&f->model[i].cfg, (int)r->seq_len) * (double)r->seq_len * r->seq_per_s / (double)r->devices;
+}
+
+/* The naive baseline of row i from calibration row c (a row index). */
+static void val_naive(const val_file *f, int i, int c, val_row *out)
+{
+    const pub_row *r = &f->t->rows[i];
+    out->naive = out->naive_error_pct = NAN;
+    if (!f->cfg_ok[i] || !f->cfg_ok[c]) return;
+    double per_seq = model_flops_per_token(&f->model[i].cfg, (int)r->seq_len) * (double)r->seq_len;
+    out->naive = val_flops_per_device(f, c) * (double)r->devices / per_seq;
+    out->naive_error_pct = 100.0 * (out->naive / r->seq_per_s - 1.0);
+}
+
+static val_row *val_row_add(val_result *res)
+{
+    if (res->n == res->cap) {
+        int cap = res->cap ? 2 * res->cap : 64;
+        val_row *rows = realloc(res->rows, (size_t)cap * sizeof *rows);
+        if (!rows) return NULL;
+        res->rows = rows, res->cap = cap;
+    }
+    val_row *v = &res->rows[res->n++];
+    memset(v, 0, sizeof *v);
+    return v;
+}
+
+/* Every row of the file into res. */
+static int val_rows(val_result *res, const val_file *f, const char *file)
+{
+    for (int i = 0; i < f->t->n; i++) {
+        const pub_row *r = &f->t->rows[i];
+        val_row *v = val_row_add(res);
+        if (!v) return err_msg("out of memory for the validation rows");
+        v->file = file, v->line = r->line, v->published = r->seq_per_s, v->error_pct = v->eff_pct = NAN;
+        snprintf(v->id, sizeof v->id, "%s", r->id);
+        for (int k = 0; k < f->ncal; k++) v->calibration |= f->cal[k] == i;
+        int k = f->mapped[i] ? val_nearest(f, i) : -1;
+        val_predict(f, i, k, v);
+        int c = k >= 0 ? f->cal[k] : f->cal[0];
+        snprintf(v->calibrated_on, sizeof v->calibrated_on, "%s", f->t->rows[c].id);
+        val_naive(f, i, c, v);
+    }
+    return 0;
+}
+
+/* The file's summary over rows [first, res->n). */
+static int val_summarize(val_result *res, int first, const char *file)
+{
+    if (res->nfiles == res->fcap) {
+        int cap = res->fcap ? 2 * res->fcap : 8;
+        val_summary *fs = realloc(res->files, (size_t)cap * sizeof *fs);
+        if (!fs) return err_msg("out of memory for the validation summary");
+        res->files = fs, res->fcap = cap;
+    }
+    val_summary *s = &res->files[res->nfiles++];
+    *s = (val_summary){.file = file, .median_abs_pct = NAN, .max_abs_pct = NAN, .naive_median_abs_pct = NAN, .naive_max_abs_pct = NAN};
+    int n = res->n - first, m = 0;
+    double *a = malloc((size_t)(n > 0 ? n : 1) * sizeof *a), *b = malloc((size_t)(n > 0 ? n : 1) * sizeof *b);
+    if (!a || !b) return free(a), free(b), err_msg("out of memory for the validation summary");
+    int mb = 0;
+    for (int i = first; i < res->n; i++) {
+        const val_row *v = &res->rows[i];
+        s->rows++, s->calibration_rows += v->calibration;
+        if (v->calibration || !isfinite(v->predicted)) continue;
+        a[m++] = fabs(v->error_pct);
+        if (isfinite(v->naive_error_pct)) b[mb++] = fabs(v->naive_error_pct);
+    }
+    s->predicted = m;
+    stats_summary sa, sb;
+    if (m > 0) stats_summarize(a, m, &sa), s->median_abs_pct = sa.median, s->max_abs_pct = sa.max;
+    if (mb > 0) stats_summarize(b, mb, &sb), s->naive_median_abs_pct = sb.median, s->naive_max_abs_pct = sb.max;
+    free(a), free(b);
+    return 0;
+}
+
+int validate_file(val_result *res, const char *path, const char *const *ids, int nids, int *found, const val_env *env)
+{
+    pub_table t = {0};
+    if (published_load(&t, path, env->dt) != 0) return CB_EUSAGE;
+    val_file f = {.t = &t, .env = env};
+    int rc = val_file_alloc(&f, t.n), first = res->n;
+    if (rc == 0) {
+        val_pick_calibration(&f, ids, nids, found);
+        val_build(&f, path);
+        rc = val_rows(res, &f, path);
+        if (rc == 0) rc = val_summarize(res, first, path);
+        val_file_free(&f);
+    }
+    published_free(&t);
+    return rc;
+}
+
+void validate_free(val_result *res)
+{
+    free(res->rows);
+    free(res->files);
+    memset(res, 0, sizeof *res);
+}

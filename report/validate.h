@@ -1,0 +1,72 @@
+/* validate.h: `costbench validate`: the step model of report/scale.h scored on published runs
+ * (report/published.h). For each file: calibrate on some of its rows (report/calibration.h, the
+ * rows mapped by report/pubmodel.h, the same model and fit `costbench scale` uses) and predict
+ * every row in seq/s, beside the naive baseline.
+ *
+ * Several calibration rows: each is fitted on its own, and every row is carried from the nearest
+ * of those that fitted: the same device first, then the least |ln(K_t / K_c)| + |ln(N_t / N_c)|
+ * (the two axes the efficiency rule carries along), ties to the one listed first. A calibration
+ * row is carried from itself, which gives its own seq/s back (the fit's residual).
+ *
+ * Naive baseline (published/SCHEMA.md): the calibration row's model FLOP/s per device carried
+ * unchanged, naive seq/s = F_c x seq/s_c / devices_c x devices_t / F_t, F the model FLOPs of one
+ * sequence by costbench's own count for both rows (PaLM: (6 N + 12 L C T) x T,
+ * model_flops_per_token), devices the accelerators of the run; from the same calibration row as
+ * the model's prediction (the first calibration row when the model has none for the row).
+ *
+ * A row the model cannot predict (its configuration outside the step model, no calibration that
+ * fitted, a carry above 100% of the peak) has no predicted figure and says why. The summary's
+ * median and max |error| are over the rows that are not calibration rows and have a prediction,
+ * the naive figures over the same rows. It reports; it does not judge. */
+#ifndef CB_VALIDATE_H
+#define CB_VALIDATE_H
+
+#include "devices.h"
+#include "inputs.h"
+#include "published.h"
+#include "scale.h"
+
+typedef struct {
+    const char *file;       /* not owned */
+    char id[64];
+    int line;
+    int calibration;        /* a row the model was fitted on */
+    double published;       /* seq/s */
+    double predicted;       /* seq/s; NaN: no prediction (reason says why) */
+    double error_pct;       /* predicted / published - 1, % */
+    double naive, naive_error_pct;
+    double eff_pct;         /* the compute efficiency (hardware FLOPs) carried to it, % of the peak */
+    char calibrated_on[64]; /* the id of the calibration row it was carried from */
+    char note[1024];        /* why there is no prediction; or what was clamped */
+} val_row;
+
+typedef struct {
+    const char *file;       /* not owned */
+    int rows, calibration_rows, predicted; /* predicted: rows other than calibration rows with a prediction */
+    double median_abs_pct, max_abs_pct, naive_median_abs_pct, naive_max_abs_pct; /* NaN when none */
+} val_summary;
+
+typedef struct {
+    val_row *rows;
+    int n, cap;
+    val_summary *files;
+    int nfiles, fcap;
+} val_result;
+
+typedef struct {
+    const hw_table *ht;
+    const dev_table *dt;
+    const hw_overrides *ov;      /* link overrides for every row (NULL: none) */
+    double latency_us;           /* < 0: the hardware's */
+    const scale_eff_curve *eff;  /* the matmul efficiency curve (NULL or nk 0: the assumed one) */
+    double tol_pct;              /* a calibration must reproduce its row within this */
+    const scale_model *defaults; /* what a row does not describe: buckets, network efficiency, overlap */
+} val_env;
+
+/* Validates one file into res: its rows, then its summary. ids[0..nids) are the calibration ids
+ * of every file (found[i] set for those in this one); none in this file: its first row. Returns 0,
+ * or CB_EUSAGE when the file does not load (its file:line error printed), CB_EFAIL out of memory. */
+int validate_file(val_result *res, const char *path, const char *const *ids, int nids, int *found, const val_env *env);
+void validate_free(val_result *res);
+
+#endif

@@ -1,0 +1,212 @@
+/* costbench validate: the step model of `costbench scale` scored on published runs
+ * (report/validate.h): calibrate on some rows of each file, predict every row, beside the naive
+ * baseline. Flags -> tables -> report/validate.c per file -> record (rows, then the per-file
+ * summary) -> table, CSV, plot. It reports; it does not judge: exit 0 whatever the errors. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/err.h"
+#include "../common/machine.h"
+#include "../common/opts.h"
+#include "../common/parse.h"
+#include "../common/record.h"
+#include "../report/charts.h"
+#include "../report/devices.h"
+#include "../report/validate.h"
+#include "commands.h"
+
+enum { VAL_MAX_FILES = 64 };
+
+typedef struct {
+    const char *calibrate, *csv, *summary_csv, *plot, *hw_path, *matmul_csv;
+    double fit_tol_pct, net_gbps, intra_gbps, latency_us;
+    char *files[VAL_MAX_FILES];
+    int nfiles;
+    char *idbuf, **ids; /* --calibrate's words (owned) */
+    int nids;
+} val_opts;
+
+enum { VC_FILE, VC_ID, VC_LINE, VC_CAL, VC_PUB, VC_PRED, VC_ERR, VC_NAIVE, VC_NERR, VC_FROM, VC_HFU, VC_NOTE, VC_NCOLS };
+/* The names of the first nine are a contract: other tools read them. */
+static const rec_col val_cols[VC_NCOLS] = {
+    {"file", "", REC_STR, 0}, {"id", "", REC_STR, 0}, {"line", "", REC_NUM, 0}, {"calibration", "", REC_STR, 0},
+    {"published_seq_per_s", "seq/s", REC_NUM, 3}, {"predicted_seq_per_s", "seq/s", REC_NUM, 3}, {"error_pct", "%", REC_NUM, 1},
+    {"naive_seq_per_s", "seq/s", REC_NUM, 3}, {"naive_error_pct", "%", REC_NUM, 1}, {"calibrated_on", "", REC_STR, 0},
+    {"hfu_pct", "%", REC_NUM, 1}, {"note", "", REC_STR, 0},
+};
+
+enum { VS_FILE, VS_ROWS, VS_CAL, VS_PRED, VS_MED, VS_MAX, VS_NMED, VS_NMAX, VS_NCOLS };
+static const rec_col sum_cols[VS_NCOLS] = {
+    {"file", "", REC_STR, 0}, {"rows", "", REC_NUM, 0}, {"calibration_rows", "", REC_NUM, 0}, {"predicted", "", REC_NUM, 0},
+    {"median_abs_error_pct", "%", REC_NUM, 1}, {"max_abs_error_pct", "%", REC_NUM, 1}, {"naive_median_abs_error_pct", "%", REC_NUM, 1},
+    {"naive_max_abs_error_pct", "%", REC_NUM, 1},
+};
+
+/* Parses the flags and the files. Returns 0, 1 after --help, or CB_EUSAGE. */
+static int val_opts_parse(val_opts *o, int argc, char **argv)
+{
+    *o = (val_opts){.fit_tol_pct = 5, .latency_us = -1, .nfiles = VAL_MAX_FILES};
+    const opt_spec specs[] = {
+        {"calibrate", OPT_STR, &o->calibrate, 0, 0, 0, 0, "ID[,ID...]",
+         "rows to calibrate on (ids of the files' rows; a file none of them is in: its first row)"},
+        {"csv", OPT_STR, &o->csv, 0, 0, 0, 0, "FILE", "one line per row: file, id, calibration, published, predicted, errors, naive"},
+        {"summary-csv", OPT_STR, &o->summary_csv, 0, 0, 0, 0, "FILE", "one line per file: rows, median and max |error|, the naive's"},
+        {"plot", OPT_STR, &o->plot, 0, 0, 0, 0, "FILE.png", "predicted against published, log-log, with the +-10% and +-25% bands"},
+        {"hardware", OPT_STR, &o->hw_path, 0, 0, 0, 0, "FILE", "hardware table for rows that name an instance type (default data/hardware.csv)"},
+        {"matmul-csv", OPT_STR, &o->matmul_csv, 0, 0, 0, 0, "FILE", "the matmul efficiency curve from a `costbench matmul` CSV"},
+        {"fit-tolerance", OPT_DOUBLE, &o->fit_tol_pct, 0, 0, 0.001, 1000, "PCT", "a calibration must reproduce its row within PCT% (default 5)"},
+        {"net-gbps", OPT_DOUBLE, &o->net_gbps, 0, 0, 1e-6, 1e9, "G", "network line rate per node, Gbit/s, for every row"},
+        {"intra-gbps", OPT_DOUBLE, &o->intra_gbps, 0, 0, 1e-6, 1e9, "G", "device-link bandwidth per device, GB/s, for every row"},
+        {"latency-us", OPT_DOUBLE, &o->latency_us, 0, 0, 0, 1e6, "US", "network latency per hop (default: the hardware's, else 0)"},
+        {0},
+    };
+    int rc = opts_parse("validate", "FILE... [--calibrate ID[,ID...]] [--csv F] [--plot F.png] [options]", specs, argc, argv, 2, o->files,
+                        &o->nfiles);
+    if (rc != 0) return rc;
+    if (o->nfiles == 0) return err_usage("costbench validate: no file given (published-runs CSVs, e.g. data/reference/published/*.csv)");
+    if (o->plot && !strstr(o->plot, ".png") && !strstr(o->plot, ".svg"))
+        return err_usage("flag '--plot': expected a file name ending in .png or .svg, got '%s'", o->plot);
+    if (!o->calibrate) return 0;
+    size_t len = strlen(o->calibrate) + 1, cap = len / 2 + 1; /* words of one character at the most */
+    o->idbuf = malloc(len), o->ids = malloc(cap * sizeof *o->ids);
+    if (!o->idbuf || !o->ids) return err_msg("out of memory");
+    o->nids = parse_word_list(o->calibrate, "flag '--calibrate'", 0, o->idbuf, len, o->ids, (int)cap);
+    return o->nids < 0 ? o->nids : 0;
+}
+
+/* Every file validated into res; every --calibrate id must be in one of them. */
+static int val_run(const val_opts *o, const hw_table *ht, const dev_table *dt, const scale_eff_curve *eff, val_result *res)
+{
+    const hw_overrides ov = {o->net_gbps > 0 ? o->net_gbps : NAN, o->intra_gbps > 0 ? o->intra_gbps : NAN, NAN};
+    scale_model d;
+    memset(&d, 0, sizeof d);
+    d.interleave = 1, d.bucket_bytes = 25.0 * 1048576.0, d.net_eff = 1.0; /* costbench scale's defaults */
+    const val_env env = {ht, dt, &ov, o->latency_us, eff, o->fit_tol_pct, &d};
+    int *found = calloc((size_t)o->nids + 1, sizeof *found), rc = found ? 0 : err_msg("out of memory");
+    for (int i = 0; i < o->nfiles && rc == 0; i++) rc = validate_file(res, o->files[i], (const char *const *)o->ids, o->nids, found, &env);
+    for (int k = 0; k < o->nids && rc == 0; k++)
+        if (!found[k]) rc = err_usage("flag '--calibrate': no row of the %d file%s has the id '%s'", o->nfiles, o->nfiles == 1 ? "" : "s", o->ids[k]);
+    free(found);
+    return rc;
+}
+
+static int val_rows_record(record *rec, const val_result *res)
+{
+    for (int i = 0; i < res->n; i++) {
+        const val_row *v = &res->rows[i];
+        int r = record_add_row(rec);
+        if (r < 0) return CB_EFAIL;
+        record_str(rec, r, VC_FILE, v->file);
+        record_str(rec, r, VC_ID, v->id);
+        record_num(rec, r, VC_LINE, v->line);
+        record_str(rec, r, VC_CAL, v->calibration ? "true" : "false");
+        record_num(rec, r, VC_PUB, v->published);
+        record_num(rec, r, VC_PRED, v->predicted);
+        record_num(rec, r, VC_ERR, isfinite(v->predicted) ? v->error_pct : NAN);
+        record_num(rec, r, VC_NAIVE, v->naive);
+        record_num(rec, r, VC_NERR, v->naive_error_pct);
+        record_str(rec, r, VC_FROM, v->calibrated_on);
+        record_num(rec, r, VC_HFU, v->eff_pct);
+        if (v->note[0]) record_str(rec, r, VC_NOTE, v->note);
+    }
+    record_csv_only(rec, VC_FILE);
+    record_csv_only(rec, VC_LINE);
+    record_note(rec, "model: costbench scale's step model, each row's configuration from its columns; the compute time fitted to the "
+                     "calibration row, its efficiency in hardware FLOPs carried by the matmul efficiency rule (README: costbench validate)");
+    record_note(rec, "naive: the calibration row's model FLOP/s per device (6N + 12 L C T per token, PaLM) carried unchanged");
+    record_note(rec, "error = predicted / published - 1; a row without a prediction says why in 'note'");
+    return 0;
+}
+
+static int val_summary_record(record *rec, const val_result *res)
+{
+    for (int i = 0; i < res->nfiles; i++) {
+        const val_summary *s = &res->files[i];
+        int r = record_add_row(rec);
+        if (r < 0) return CB_EFAIL;
+        record_str(rec, r, VS_FILE, s->file);
+        record_num(rec, r, VS_ROWS, s->rows);
+        record_num(rec, r, VS_CAL, s->calibration_rows);
+        record_num(rec, r, VS_PRED, s->predicted);
+        record_num(rec, r, VS_MED, s->median_abs_pct);
+        record_num(rec, r, VS_MAX, s->max_abs_pct);
+        record_num(rec, r, VS_NMED, s->naive_median_abs_pct);
+        record_num(rec, r, VS_NMAX, s->naive_max_abs_pct);
+    }
+    record_note(rec, "per file: |error| over the rows predicted (calibration rows left out); the naive's over the same rows");
+    return 0;
+}
+
+/* The chart: one set per file, its predicted rows (calibration rows left out). */
+static int val_plot(const char *path, const val_result *res)
+{
+    chart_val_set sets[VAL_MAX_FILES];
+    double *a = malloc((size_t)(res->n ? res->n : 1) * sizeof *a), *b = malloc((size_t)(res->n ? res->n : 1) * sizeof *b);
+    if (!a || !b) return free(a), free(b), err_msg("out of memory");
+    char labels[VAL_MAX_FILES][64];
+    int m = 0, ns = 0;
+    for (int f = 0; f < res->nfiles; f++) {
+        const char *slash = strrchr(res->files[f].file, '/'), *base = slash ? slash + 1 : res->files[f].file;
+        snprintf(labels[ns], sizeof labels[ns], "%.*s", (int)(strstr(base, ".csv") ? strstr(base, ".csv") - base : 60), base);
+        sets[ns] = (chart_val_set){labels[ns], 0, a + m, b + m};
+        for (int i = 0; i < res->n; i++) {
+            const val_row *v = &res->rows[i];
+            if (v->file != res->files[f].file || v->calibration || !isfinite(v->predicted)) continue;
+            a[m] = v->published, b[m] = v->predicted, m++, sets[ns].n++;
+        }
+        ns++;
+    }
+    int rc = chart_validate(path, sets, ns, "each file calibrated on its own row(s), which are left out; costbench scale's step model");
+    free(a), free(b);
+    return rc;
+}
+
+static int val_write(const val_opts *o, const val_result *res)
+{
+    record rows, sum;
+    record_init(&rows, val_cols, VC_NCOLS);
+    record_init(&sum, sum_cols, VS_NCOLS);
+    int rc = val_rows_record(&rows, res);
+    if (rc == 0) rc = val_summary_record(&sum, res);
+    if (rc == 0) {
+        record_print(&rows, stdout);
+        printf("\n");
+        record_print(&sum, stdout);
+    }
+    machine_info mi;
+    if (rc == 0 && (o->csv || o->summary_csv)) machine_probe(&mi);
+    if (rc == 0 && o->csv) rc = record_write_csv(&rows, o->csv, &mi);
+    if (rc == 0 && o->summary_csv) rc = record_write_csv(&sum, o->summary_csv, &mi);
+    if (rc == 0 && o->plot && (rc = val_plot(o->plot, res)) == 0) fprintf(stderr, "wrote %s\n", o->plot);
+    record_free(&rows);
+    record_free(&sum);
+    return rc;
+}
+
+int cmd_validate(int argc, char **argv)
+{
+    val_opts o;
+    int rc = val_opts_parse(&o, argc, argv);
+    if (rc != 0) {
+        free(o.idbuf), free(o.ids);
+        return rc > 0 ? 0 : rc;
+    }
+    hw_table ht = {0};
+    dev_table dt = {0};
+    scale_eff_curve eff = {0};
+    val_result res = {0};
+    char path[4200];
+    if (!o.hw_path && machine_data_file(path, sizeof path, "hardware.csv") != 0) rc = CB_EUSAGE;
+    if (rc == 0 && hardware_load(&ht, o.hw_path ? o.hw_path : path) != 0) rc = CB_EUSAGE;
+    if (rc == 0 && devices_load(&dt, NULL) != 0) rc = CB_EFAIL;
+    if (rc == 0 && o.matmul_csv && scale_eff_load(&eff, o.matmul_csv) != 0) rc = CB_EUSAGE;
+    if (rc == 0) rc = val_run(&o, &ht, &dt, &eff, &res);
+    if (rc == 0) rc = val_write(&o, &res);
+    validate_free(&res);
+    devices_free(&dt);
+    hardware_free(&ht);
+    free(o.idbuf), free(o.ids);
+    return rc;
+}
