@@ -32,8 +32,10 @@ typedef struct {
     long seq, global_batch, max_nodes;
     double tokens;       /* to train on */
     double mfu;          /* assumed share of the data-sheet peak, 0..1 (plan_t_mb_s) */
-    /* --calibrate: a calibration's compute MFU and matmul efficiency carried to each candidate
-     * (report/scale.h's rule: MFU = mfu_cal x e(K, N) / e_cal); calibrated 0: the assumed mfu */
+    /* --calibrate: a calibration's compute efficiency in hardware FLOPs (its HFU: the recomputed
+     * forward counted, so that a row with recomputation carries to one without) and its matmul
+     * efficiency, carried to each candidate (report/scale.h's rule: HFU = mfu_cal x e(K, N) /
+     * e_cal; the field keeps its name); calibrated 0: the assumed mfu */
     int attn_full;       /* memory: keep the s x s attention scores (--attention full); default tiled (flash) */
     int calibrated;
     double mfu_cal, e_cal;
@@ -83,7 +85,7 @@ typedef struct {
  * (the data-sheet peak at the assumed MFU, or the calibration carried by plan_carry_mfu). NaN when
  * unknown, or when the calibration would be carried above 100% of the peak. */
 double plan_t_mb_s(const scale_model *s, const plan_inputs *in);
-/* The calibration's compute MFU carried to a candidate, mfu_cal x e(K, N) / e_cal, unbounded
+/* The calibration's compute efficiency (HFU) carried to a candidate, mfu_cal x e(K, N) / e_cal, unbounded
  * (*clamped set when K or N lies outside the curve's range; may be NULL). */
 double plan_carry_mfu(const scale_model *s, const plan_inputs *in, int *clamped);
 

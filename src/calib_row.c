@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "../common/err.h"
+#include "../common/files.h"
 #include "../common/machine.h"
 #include "../common/schema.h"
 #include "../report/published.h"
@@ -92,12 +93,13 @@ static int calib_tput_find(calib_row *c, int line, const char *id)
 }
 
 /* The preset the row names (a file:line error when unknown, with the command that lists them). */
-static int calib_preset(const tput_row *row, const char *where, model_config *cfg)
+static int calib_preset(const tput_row *row, const char *where, const char *models_path, model_config *cfg)
 {
     char path[4200];
     model_config *all;
     int n, found = 0;
-    if (machine_data_file(path, sizeof path, "models.csv") != 0) return CB_EUSAGE;
+    if (models_path ? path_fmt(path, sizeof path, "%s", models_path) != 0 : machine_data_file(path, sizeof path, "models.csv") != 0)
+        return CB_EUSAGE;
     if (model_presets_load(path, &all, &n) != 0) return CB_EFAIL;
     for (int i = 0; i < n && !found; i++)
         if (strcmp(all[i].name, row->model) == 0) *cfg = all[i], found = 1;
@@ -221,7 +223,7 @@ static int calib_model_tput(calib_row *cr, const calib_env *env, const scale_mod
     const tput_row *row = &cr->row;
     scale_model *c = &cr->fc.cal;
     *c = *defaults;
-    int rc = calib_preset(row, cr->where, &c->cfg);
+    int rc = calib_preset(row, cr->where, env->models_path, &c->cfg);
     if (rc == 0) rc = calib_hardware(row, env->ht, cr->where, &c->hw);
     if (rc == 0) rc = calib_precision(row, cr->where, &c->precision);
     if (rc == 0 && strcmp(row->precision, "fp16-mixed") == 0 && c->hw.fp16_tflops > 0) c->hw.bf16_tflops = c->hw.fp16_tflops; /* its 16-bit peak */

@@ -24,11 +24,13 @@ typedef struct {
 } calib_row;
 
 /* What a calibration row is built against: the instance types, the flags' link overrides (NULL:
- * none; they apply to the calibration row as to the target) and --latency-us (< 0: the hardware's). */
+ * none; they apply to the calibration row as to the target), --latency-us (< 0: the hardware's)
+ * and --models (NULL: data/models.csv), where a throughput row's model is looked up. */
 typedef struct {
     const hw_table *ht;
     const hw_overrides *ov;
     double latency_us;
+    const char *models_path;
 } calib_env;
 
 /* Appends one point after checking it: its layout (when `layout_flag` is given) and the

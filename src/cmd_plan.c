@@ -172,7 +172,7 @@ static int calibration_load(plan_run *r)
     scale_model d;
     memset(&d, 0, sizeof d);
     d.precision = PREC_MIXED, d.interleave = 1, d.bucket_bytes = 25.0 * 1048576.0, d.net_eff = 1.0;
-    const calib_env env = {&r->ht, NULL, -1};
+    const calib_env env = {&r->ht, NULL, -1, o->mf.models_path};
     int rc = calib_row_load(&r->cal, o->calibrate, &env, &d, &r->eff, 5.0);
     if (rc != 0) return rc;
     /* what carries is the efficiency in hardware FLOPs (plan_t_mb_s: scale_t_mb_from_peak) */
@@ -279,11 +279,11 @@ static void notes_inputs(record *rec, const plan_run *r)
     if (o->budget_usd > 0) record_note(rec, "budget $%.6g (--budget-usd)", o->budget_usd);
     if (r->in.calibrated)
         record_note(rec,
-                    "compute: calibrated on %.300s:%d (%s on %ld x %s, TP %d, PP %d, %.4g seq/s: compute MFU %.4g%%, e(K, N) %.4g), carried "
-                    "to each candidate as MFU = %.4g%% x e(K, N) / %.4g (K = d_model, N = micro-batch x seq / TP; %s); network at its "
-                    "full line rate, no overlap of the all-reduce (report/scale.h)",
+                    "compute: calibrated on %.300s:%d (%s on %ld x %s, TP %d, PP %d, %.4g seq/s: compute MFU %.4g%%, HFU %.4g%%, e(K, N) "
+                    "%.4g), carried to each candidate as HFU = %.4g%% x e(K, N) / %.4g (hardware FLOPs, the recomputed forward counted; "
+                    "K = d_model, N = micro-batch x seq / TP; %s); network at its full line rate, no overlap of the all-reduce (report/scale.h)",
                     r->cal.path, r->cal.row.line, r->cal.row.model, r->cal.row.instances, r->cal.row.instance, r->cal.row.tp, r->cal.row.pp,
-                    r->cal.row.seq_per_s, 100 * r->cal.mfu_cal, r->cal.e_cal, 100 * r->cal.mfu_cal, r->cal.e_cal,
+                    r->cal.row.seq_per_s, 100 * r->cal.mfu_cal, 100 * r->cal.eff_cal, r->cal.e_cal, 100 * r->cal.eff_cal, r->cal.e_cal,
                     o->matmul_csv ? "e from --matmul-csv" : "e = 1/(1+512/K) x 1/(1+512/N), assumed");
     else
         record_note(rec,
@@ -501,7 +501,7 @@ static int search_check(const plan_run *r)
         err_warn("%s: at %ld layouts K or N lies outside %s: e(K, N) is taken at the nearest edge there, not extrapolated", r->cal.where,
                  s->eff_clamped, range);
     if (in->calibrated && s->over_peak)
-        err_warn("%s: the efficiency rule carries the row's compute MFU of %.4g%% above 100%% of the peak at %ld layouts (up to %.4g%%, at "
+        err_warn("%s: the efficiency rule carries the row's compute efficiency (HFU) of %.4g%% above 100%% of the peak at %ld layouts (up to %.4g%%, at "
                  "K %g, N %g): the rule misses a term between those shapes and the row's; they are not searched",
                  r->cal.where, 100 * in->mfu_cal, s->over_peak, 100 * s->over_peak_mfu, s->over_peak_k, s->over_peak_n);
     return 0;

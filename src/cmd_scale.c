@@ -348,7 +348,7 @@ static int points_gather(scale_run *r)
     if (o->base_nodes > 0) rc = point_add(&r->meas, &r->s, o, o->base_nodes, o->base_seq_per_s, "--base-seq-per-s", 0, "--base-nodes");
     if (rc == 0 && o->calibrate) {
         const hw_overrides ov = {o->net_gbps > 0 ? o->net_gbps : NAN, o->intra_gbps > 0 ? o->intra_gbps : NAN, NAN};
-        const calib_env env = {&r->ht, &ov, o->latency_us};
+        const calib_env env = {&r->ht, &ov, o->latency_us, o->mf.models_path};
         rc = calib_row_load(&r->cr, o->calibrate, &env, &r->s, &r->eff, o->fit_tol_pct);
         if (rc == 0) r->meas = r->cr.meas, r->fit = r->cr.fit;
     }

@@ -259,6 +259,27 @@ static void test_models_help_same_flags(void)
     }
 }
 
+/* --calibrate looks a throughput row's model up in the --models file too. */
+static void test_models_calibrate_file(void)
+{
+    const char *m = models_file(LONG_ROW);
+    if (!m) return;
+    char row[300];
+    snprintf(row, sizeof row, "%s.row.csv", m);
+    write_text(row, "model,tensor_parallel,pipeline_parallel,instances,instance_type,seq_len,global_batch,seq_per_s\n"
+                    "llama2-7b-32k,8,1,1,p5.48xlarge,32768,64,0.4\n");
+    const char *a[] = {SCALE_ARGS, "--models", m, "--model", "llama2-7b-32k", "--seq", "32768", "--calibrate", row, NULL};
+    int rc = run(a);
+    CHECK(rc == 0 && strstr(g_out, "# llama2-7b-32k, p5.48xlarge:"), "scale --models --calibrate: exit %d: %.600s%s", rc, g_out, g_err);
+    const char *p[] = {PLAN_ARGS, "--models", m, "--model", "llama2-7b-32k", "--calibrate", row, NULL};
+    rc = run(p);
+    CHECK(rc == 0, "plan --models --calibrate: exit %d: %s", rc, g_err);
+    const char *b[] = {SCALE_ARGS, "--model", "llama2-7b", "--calibrate", row, NULL};
+    rc = run(b);
+    CHECK(rc == 2 && one_error(g_err) && strstr(g_err, ":2: column 'model': unknown model preset 'llama2-7b-32k'"),
+          "a row's model without --models: exit %d: %s", rc, g_err);
+}
+
 const test_case tests_models[] = {
     {"models: scale --models FILE predicts a preset only FILE has; report --models prices its CSV", test_models_scale_file},
     {"models: plan --models FILE searches a preset only FILE has, at its max_seq_len", test_models_plan_file},
@@ -269,5 +290,6 @@ const test_case tests_models[] = {
     {"models: --max-seq-len renames and grows only a learned-position model", test_models_max_seq_len_override},
     {"models: --max-seq-len 0, negative, hex, fractional, empty, too large: one error naming the flag", test_models_bad_values},
     {"models: train, scale and plan list the same model flags", test_models_help_same_flags},
+    {"models: --calibrate finds a throughput row's model in the --models file", test_models_calibrate_file},
     {0},
 };

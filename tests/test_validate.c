@@ -140,7 +140,7 @@ static int every_row_calibrate(const char *file, const pub_table *t, const hw_ta
     scale_model d;
     memset(&d, 0, sizeof d);
     d.interleave = 1, d.bucket_bytes = 25.0 * 1048576.0, d.net_eff = 1.0;
-    const calib_env env = {ht, NULL, -1};
+    const calib_env env = {ht, NULL, -1, NULL};
     calib_row *c = malloc(sizeof *c);
     for (int i = 0; c && i < t->n; i++) {
         char spec[4200];
