@@ -227,6 +227,24 @@ int table_get_str(const table *t, int row, int col, const char **out)
     return 0;
 }
 
+int table_get_word(const table *t, int row, int col, const char *const *names, int n, int *out)
+{
+    const char *s = table_cell(t, row, col);
+    for (int k = 0; k < n; k++)
+        if (strcmp(s, names[k]) == 0) {
+            *out = k;
+            return 0;
+        }
+    char list[256] = "";
+    for (int k = 0; k < n; k++) {
+        size_t l = strlen(list);
+        if (snprintf(list + l, sizeof list - l, "%s%s", k == 0 ? "" : k == n - 1 ? " or " : ", ", names[k]) >= (int)(sizeof list - l))
+            break; /* the list is cut, not overrun */
+    }
+    if (*s == '\0') return err_msg("%s:%d: column '%s': expected %s, got an empty cell", t->path, t->lines[row], t->header[col], list);
+    return err_msg("%s:%d: column '%s': expected %s, got '%s'", t->path, t->lines[row], t->header[col], list, s);
+}
+
 /* ---- writer ---- */
 
 int csvw_open(csv_writer *w, const char *path)

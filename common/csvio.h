@@ -34,6 +34,9 @@ int table_get_double(const table *t, int row, int col, double lo, double hi, dou
 int table_get_bool(const table *t, int row, int col, int *out);
 /* Non-empty string; returns the cell (owned by the table). */
 int table_get_str(const table *t, int row, int col, const char **out);
+/* One of names[0..n), spelled exactly: its index into *out; anything else (an empty cell too) is
+ * an error listing the accepted words. */
+int table_get_word(const table *t, int row, int col, const char *const *names, int n, int *out);
 
 typedef struct {
     FILE *f;

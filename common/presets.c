@@ -26,23 +26,11 @@ static int cell_empty(const table *t, int row, int c) { return c < 0 || *table_c
  * cell empty; anything else is an error listing the accepted values. */
 static int get_choice(const table *t, int row, const int *col, int i, const char *const *names, int n, int dflt, int *out)
 {
-    const char *s;
     if (dflt >= 0 && cell_empty(t, row, col[i])) {
         *out = dflt;
         return 0;
     }
-    if (table_get_str(t, row, col[i], &s) != 0) return CB_EFAIL;
-    for (int k = 0; k < n; k++)
-        if (strcmp(s, names[k]) == 0) {
-            *out = k;
-            return 0;
-        }
-    char list[256] = "";
-    for (int k = 0; k < n; k++) {
-        size_t l = strlen(list);
-        snprintf(list + l, sizeof list - l, "%s%s", k == 0 ? "" : k == n - 1 ? " or " : ", ", names[k]);
-    }
-    return err_msg("%s:%d: column '%s': expected %s, got '%s'", t->path, t->lines[row], model_schema[i].col.name, list, s);
+    return table_get_word(t, row, col[i], names, n, out);
 }
 
 static int get_opt_bool(const table *t, int row, const int *col, int i, int dflt, int *out)

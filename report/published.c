@@ -124,19 +124,7 @@ static int get_word(const table *t, int row, const int *col, int i, const char *
 {
     *out = dflt;
     if (!pub_cols[i].required && cell_empty(t, row, col[i])) return 0;
-    const char *s = table_cell(t, row, col[i]);
-    for (int k = 0; k < n; k++)
-        if (strcmp(s, names[k]) == 0) {
-            *out = k;
-            return 0;
-        }
-    char list[256] = "";
-    for (int k = 0; k < n; k++) {
-        size_t l = strlen(list);
-        snprintf(list + l, sizeof list - l, "%s%s", k == 0 ? "" : k == n - 1 ? " or " : ", ", names[k]);
-    }
-    if (*s == '\0') return err_usage("%s:%d: column '%s': expected %s, got an empty cell", WHERE(t, row, i), list);
-    return err_usage("%s:%d: column '%s': expected %s, got '%s'", WHERE(t, row, i), list, s);
+    return table_get_word(t, row, col[i], names, n, out) == 0 ? 0 : CB_EUSAGE;
 }
 
 /* true / false as the schema spells them: 1 / 0; -1 when empty. */
