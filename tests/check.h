@@ -60,6 +60,11 @@ int cli_run_fsize_limited(const char *const *args, long fsize, char *err, size_t
 /* The step model the scale tests start from: pythia-1b, TP 8 on 8 accelerators of 100 dense BF16
  * TFLOP/s and an 800 Gbit/s network, global batch 64, 0.5 s per micro-batch. */
 void test_scale_model(scale_model *m);
+/* Occurrences of needle in hay; lines of s (its newlines); the number after `key` on the first
+ * line of `text` that holds `line_prefix` (NaN when there is none). */
+int count_of(const char *hay, const char *needle);
+int count_lines(const char *s);
+double note_value(const char *text, const char *line_prefix, const char *key);
 /* A file's text into buf (empty when missing). */
 void slurp(const char *path, char *buf, size_t n);
 /* rm -rf dir (a warning when it fails). */

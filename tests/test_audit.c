@@ -37,13 +37,6 @@ static int run(const char *const *args) { return cli_run(args, g_out, sizeof g_o
              "--micro-batch", "2", "--no-predict", "--peak-gflops", "100", "--quiet", "--discard-steps", "0"
 
 
-static int count_of(const char *hay, const char *needle)
-{
-    int n = 0;
-    for (const char *p = hay; (p = strstr(p, needle)) != NULL; p += strlen(needle)) n++;
-    return n;
-}
-
 static int any_nonfinite(const float *x, size_t n)
 {
     for (size_t i = 0; i < n; i++)

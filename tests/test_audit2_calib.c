@@ -68,14 +68,6 @@ static int plan_toy(const files *f, const char *model, const char *tokens, const
     return run(args);
 }
 
-/* The number after `key` in the line of the output that starts with `line_prefix`; NaN if none. */
-static double note_value(const char *line_prefix, const char *key)
-{
-    const char *p = strstr(g_out, line_prefix), *q = p ? strstr(p, key) : NULL, *eol = p ? strchr(p, '\n') : NULL;
-    if (!q || (eol && q > eol)) return NAN;
-    return strtod(q + strlen(key), NULL);
-}
-
 /* Exit code want_rc, one line starting "error: " + `lead` with `want` in it, at most a hint after. */
 static void expect_error(int rc, int want_rc, const char *lead, const char *want, const char *what)
 {
@@ -113,7 +105,8 @@ static void test_calib_outside_curve(void)
     if (files_make(&f, NULL, "gpt3-1.3b,8,1,1,toy.8x,1,64,10\n") != 0) return;
     int rc = scale_toy(&f, f.rows, "gpt3-1.3b", NULL);
     CHECK(rc == 0, "exit %d: %s", rc, g_err);
-    double mfu_c = note_value("# calibration gpt3-1.3b", "compute MFU "), mfu_t = note_value("# target gpt3-1.3b", "compute MFU ");
+    double mfu_c = note_value(g_out, "# calibration gpt3-1.3b", "compute MFU "),
+           mfu_t = note_value(g_out, "# target gpt3-1.3b", "compute MFU ");
     CHECK(fabs(mfu_t / mfu_c - 3.0) < 1e-9, "the ratio e(2048, 256) / e(2048, 64) = 9/3: %.17g -> %.17g (x %.6g)", mfu_c, mfu_t,
           mfu_t / mfu_c);
     char want[200];
@@ -291,7 +284,8 @@ static void test_calib_this_machine(void)
                           "--precision", "fp32", "--nodes", "1", NULL};
     int rc = run(args);
     CHECK(rc == 0, "a row measured here calibrates: exit %d, %s", rc, g_err);
-    double mfu_c = note_value("# calibration pythia-14m", "compute MFU "), mfu_t = note_value("# target pythia-14m", "compute MFU ");
+    double mfu_c = note_value(g_out, "# calibration pythia-14m", "compute MFU "),
+           mfu_t = note_value(g_out, "# target pythia-14m", "compute MFU ");
     CHECK(fabs(100 * mfu_c / mfu - 1) < 1e-6 && mfu_t == mfu_c, "the row's own MFU %.9g%%: calibration %.9g, target %.9g", mfu, mfu_c, mfu_t);
     const char *cal[] = {"--calibrate", spec, NULL};
     rc = plan_toy(&f, "pythia-14m", "1B", cal);

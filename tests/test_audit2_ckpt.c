@@ -35,13 +35,6 @@ static const char *corpus(void)
     return prefix;
 }
 
-static int count_of(const char *hay, const char *needle)
-{
-    int n = 0;
-    for (const char *p = hay; (p = strstr(p, needle)) != NULL; p += strlen(needle)) n++;
-    return n;
-}
-
 static void copy_file(const char *from, const char *to)
 {
     const char *argv[] = {"cp", from, to, NULL};

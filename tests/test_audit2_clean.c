@@ -19,13 +19,6 @@ static int run(const char *const *args) { return cli_run(args, g_out, sizeof g_o
 #define TINY "--model", "pythia-14m", "--layers", "2", "--d-model", "64", "--heads", "4", "--vocab", "256", "--seq", "32", \
              "--micro-batch", "1", "--no-predict", "--peak-gflops", "100", "--quiet", "--discard-steps", "0"
 
-static int count_of(const char *hay, const char *needle)
-{
-    int n = 0;
-    for (const char *p = hay; (p = strstr(p, needle)) != NULL; p += strlen(needle)) n++;
-    return n;
-}
-
 static int exists(const char *fmt, const char *a, const char *b)
 {
     char p[1024];

@@ -46,7 +46,7 @@ static int traj_to(const char *d, const char *sum, const char *out, const char *
 
 /* The lines of costbench's messages (error:, warning:, hint:) in s; a sanitizer's report under
  * SAN=1 is not one of them. */
-static int count_lines(const char *s)
+static int count_message_lines(const char *s)
 {
     int n = 0;
     for (const char *l = s; *l; l++) {
@@ -103,7 +103,7 @@ static void test_traj_out_refuses_user_files(void)
     const char *nl = strchr(g_err, '\n');
     CHECK(strncmp(g_err, "error: ", 7) == 0 && nl && strstr(g_err, out) && strstr(g_err, "trajectory.md") < nl,
           "expected one error line naming '%s' and trajectory.md: %s", out, g_err);
-    CHECK(nl && (count_lines(g_err) == 1 || (strncmp(nl + 1, "hint: ", 6) == 0 && count_lines(g_err) == 2)), "one error line (and a hint): %s", g_err);
+    CHECK(nl && (count_message_lines(g_err) == 1 || (strncmp(nl + 1, "hint: ", 6) == 0 && count_message_lines(g_err) == 2)), "one error line (and a hint): %s", g_err);
     listing(out, after, sizeof after);
     CHECK(strcmp(before, after) == 0, "the directory changed: before\n%safter\n%s", before, after);
     long k = read_bytes(out, "trajectory.md", buf, sizeof buf - 1);
@@ -163,7 +163,7 @@ static void test_traj_out_full_disk(void)
     const char *args[] = {"trajectory", "--run", r1, "--run", r2, "--out", out, NULL};
     rc = cli_run_fsize_limited(args, 4096, g_err, sizeof g_err); /* the CSV fits, the plots do not */
     CHECK(rc == 1, "on a full disk: exit %d, expected 1: %s", rc, g_err);
-    CHECK(strncmp(g_err, "error: ", 7) == 0 && count_lines(g_err) == 1, "on a full disk: expected one error line, got: %s", g_err);
+    CHECK(strncmp(g_err, "error: ", 7) == 0 && count_message_lines(g_err) == 1, "on a full disk: expected one error line, got: %s", g_err);
     for (int i = 0; i < 4; i++) {
         long k = read_bytes(out, g_files[i], after, sizeof after);
         CHECK(k == nb[i] && memcmp(after, before[i], (size_t)(k > 0 ? k : 0)) == 0, "%s/%s changed on a full disk", out, g_files[i]);
@@ -198,7 +198,7 @@ static void test_traj_summary_ranges(void)
         summary_write(sum, bad[i].toks, bad[i].rss, "bf16");
         int rc = traj_to(d, sum, out, NULL);
         CHECK(rc == 1, "tokens_per_s '%s', peak_rss_gib '%s': exit %d, expected 1: %s", bad[i].toks, bad[i].rss, rc, g_err);
-        CHECK(strncmp(g_err, "error: ", 7) == 0 && count_lines(g_err) == 1 && strstr(g_err, "sum.csv:2") && strstr(g_err, bad[i].col),
+        CHECK(strncmp(g_err, "error: ", 7) == 0 && count_message_lines(g_err) == 1 && strstr(g_err, "sum.csv:2") && strstr(g_err, bad[i].col),
               "tokens_per_s '%s', peak_rss_gib '%s': expected one error naming sum.csv:2 and %s: %s", bad[i].toks, bad[i].rss, bad[i].col,
               g_err);
     }

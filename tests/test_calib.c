@@ -54,14 +54,6 @@ static int run_toy(const calib_files *f, const char *spec, const char *model, co
     return run(args);
 }
 
-/* The number after `key` in the line of the output that starts with `line_prefix`; NaN if none. */
-static double note_value(const char *line_prefix, const char *key)
-{
-    const char *p = strstr(g_out, line_prefix), *q = p ? strstr(p, key) : NULL, *eol = p ? strchr(p, '\n') : NULL;
-    if (!q || (eol && q > eol)) return NAN;
-    return strtod(q + strlen(key), NULL);
-}
-
 static void test_calib_same_config(void)
 {
     calib_files f;
@@ -72,7 +64,7 @@ static void test_calib_same_config(void)
     CHECK(rc == 0, "exit %d: %s", rc, g_err);
     double seqs[4], mfu[4];
     CHECK(csv_column(f.csv, "seq_per_s", seqs, 4) == 1 && fabs(seqs[0] / 10.0 - 1) < 1e-8, "the row back: %.17g seq/s", seqs[0]);
-    double mfu_cal = note_value("# calibration gpt3-1.3b", "compute MFU "), mfu_t = note_value("# target gpt3-1.3b", "compute MFU ");
+    double mfu_cal = note_value(g_out, "# calibration gpt3-1.3b", "compute MFU "), mfu_t = note_value(g_out, "# target gpt3-1.3b", "compute MFU ");
     /* one node, one replica, nothing but compute: the step's MFU column is the compute MFU */
     CHECK(csv_column(f.csv, "mfu", mfu, 4) == 1 && fabs(mfu[0] / (100 * mfu_cal) - 1) < 1e-8, "mfu %.17g vs %.17g", mfu[0], mfu_cal);
     CHECK(mfu_t == mfu_cal && mfu_cal > 0.05 && mfu_cal < 0.5, "MFU carried unchanged: %.17g -> %.17g", mfu_cal, mfu_t);
@@ -87,8 +79,8 @@ static void test_calib_double_width(void)
     if (files_make(&f, "gpt3-1.3b,8,1,1,toy.8x,2048,64,10\n") != 0) return;
     int rc = run_toy(&f, f.rows, "gpt3-6.7b", NULL); /* the file's only row, without :LINE */
     CHECK(rc == 0, "exit %d: %s", rc, g_err);
-    double mfu_cal = note_value("# calibration gpt3-1.3b", "compute MFU "), mfu_t = note_value("# target gpt3-6.7b", "compute MFU ");
-    double e_c = note_value("# calibration", " e "), e_t = note_value("# target", " e ");
+    double mfu_cal = note_value(g_out, "# calibration gpt3-1.3b", "compute MFU "), mfu_t = note_value(g_out, "# target gpt3-6.7b", "compute MFU ");
+    double e_c = note_value(g_out, "# calibration", " e "), e_t = note_value(g_out, "# target", " e ");
     CHECK(fabs(e_c - 1.0 / 1.25 / 3.0) < 1e-15 && fabs(e_t - 1.0 / 1.125 / 3.0) < 1e-15, "e(2048, 256) = 4/15, e(4096, 256) = 8/27: %.17g %.17g",
           e_c, e_t);
     CHECK(fabs(mfu_t / mfu_cal - 10.0 / 9.0) < 1e-12, "MFU x 10/9: %.17g -> %.17g", mfu_cal, mfu_t);
@@ -163,7 +155,7 @@ static void test_calib_overrides(void)
                           "--nodes", "1", NULL};
     int rc = run(args);
     CHECK(rc == 0, "exit %d: %s", rc, g_err);
-    double mfu_cal = note_value("# calibration gpt3-1.3b", "compute MFU "), mfu_t = note_value("# target gpt3-1.3b-custom", "compute MFU ");
+    double mfu_cal = note_value(g_out, "# calibration gpt3-1.3b", "compute MFU "), mfu_t = note_value(g_out, "# target gpt3-1.3b-custom", "compute MFU ");
     CHECK(fabs(mfu_t / mfu_cal - 10.0 / 9.0) < 1e-12, "--d-model 4096: MFU x 10/9: %.17g -> %.17g", mfu_cal, mfu_t);
     const char *bad[] = {"scale", "--model", "llama2-7b", "--kv-heads", "5", "--instance", "p5.48xlarge", "--global-batch", "64", NULL};
     expect_error(run(bad), 2, "flags '--heads' / '--kv-heads'", "--kv-heads 5 of 32 heads");

@@ -11,13 +11,6 @@
 static char g_out[65536], g_err[16384];
 static int run(const char *const *args) { return cli_run(args, g_out, sizeof g_out, g_err, sizeof g_err); }
 
-static int count_lines(const char *s)
-{
-    int n = 0;
-    for (; *s; s++) n += *s == '\n';
-    return n;
-}
-
 /* One "error: " line and nothing else but an optional "hint: " line after it. */
 static int one_error(const char *err)
 {

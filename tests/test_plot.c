@@ -40,14 +40,6 @@ static long read_bytes(const char *path, unsigned char *buf, size_t n)
     return (long)k;
 }
 
-/* Lines of a captured stderr. */
-static int count_lines(const char *s)
-{
-    int n = 0;
-    for (; *s; s++) n += *s == '\n';
-    return n;
-}
-
 /* Entries of dir whose name holds ".tmp." (a temporary file left behind). */
 static int tmp_files_in(const char *dir)
 {

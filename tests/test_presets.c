@@ -158,13 +158,6 @@ static const char *bad_data_dir(const char *header_extra, const char *good_extra
     return dir;
 }
 
-static int count_lines(const char *s)
-{
-    int n = 0;
-    for (; *s; s++) n += *s == '\n';
-    return n;
-}
-
 /* Each bad row: `costbench models` exits 1 with one line naming models.csv:3 and the column. */
 static void test_presets_bad_rows(void)
 {

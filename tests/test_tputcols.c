@@ -37,13 +37,6 @@ static int load(const char *path, tput_set *set, const char **msg)
     return rc;
 }
 
-static int count_lines(const char *s)
-{
-    int n = 0;
-    for (; *s; s++) n += *s == '\n';
-    return n;
-}
-
 /* A tiny training run writing its summary to sum (extra flags, NULL-terminated, after). */
 static int tiny_train(const char *sum, const char *extra)
 {

@@ -300,3 +300,24 @@ int bf16_is_rounding(const char *what, const uint16_t *out, const float *ref, si
         }
     return 1;
 }
+
+int count_of(const char *hay, const char *needle)
+{
+    int n = 0;
+    for (const char *p = hay; (p = strstr(p, needle)) != NULL; p += strlen(needle)) n++;
+    return n;
+}
+
+int count_lines(const char *s)
+{
+    int n = 0;
+    for (; *s; s++) n += *s == '\n';
+    return n;
+}
+
+double note_value(const char *text, const char *line_prefix, const char *key)
+{
+    const char *p = strstr(text, line_prefix), *q = p ? strstr(p, key) : NULL, *eol = p ? strchr(p, '\n') : NULL;
+    if (!q || (eol && q > eol)) return NAN;
+    return strtod(q + strlen(key), NULL);
+}
