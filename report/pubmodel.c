@@ -37,7 +37,7 @@ static int pub_precision(const pub_row *r, scale_model *s, char *why, size_t n)
 {
     const char *p = r->precision;
     if (!*p || strcmp(p, "bf16-mixed") == 0) s->precision = PREC_MIXED;
-    else if (strcmp(p, "fp16-mixed") == 0) s->precision = PREC_MIXED, s->hw.bf16_tflops = s->hw.fp16_tflops;
+    else if (strcmp(p, "fp16-mixed") == 0) s->precision = PREC_MIXED, scale_hw_for_precision(&s->hw, p);
     else if (strcmp(p, "bf16") == 0) s->precision = PREC_BF16;
     else if (strcmp(p, "fp32") == 0) s->precision = PREC_FP32;
     else if (strcmp(p, "fp8") == 0)

@@ -11,6 +11,11 @@
 const char *const scale_precision_names[3] = {"fp32", "mixed", "bf16"};
 const char *const scale_param_names[SP_COUNT] = {"compute", "bandwidth", "latency", "overlap"};
 
+void scale_hw_for_precision(hw_row *hw, const char *precision)
+{
+    if (strcmp(precision, "fp16-mixed") == 0 && hw->fp16_tflops > 0) hw->bf16_tflops = hw->fp16_tflops;
+}
+
 int scale_precision_matches(scale_precision p, const char *precision)
 {
     if (!*precision) return 1;

@@ -35,6 +35,10 @@ extern const char *const scale_precision_names[3];
  * mixed: bf16-mixed, fp16-mixed; bf16: bf16, bf16-sr. fp8 is none of them; a row that does not
  * say ("") is taken for any. */
 int scale_precision_matches(scale_precision p, const char *precision);
+/* The step model has one 16-bit peak slot (hw->bf16_tflops): a run in fp16-mixed runs against
+ * the device's FP16 peak there (V100: 125, no BF16), where the device has one; every other
+ * precision leaves the slot as it is. */
+void scale_hw_for_precision(hw_row *hw, const char *precision);
 
 /* Free parameters of the model (what a fit may adjust). */
 enum { SP_COMPUTE, SP_BANDWIDTH, SP_LATENCY, SP_OVERLAP, SP_COUNT };

@@ -208,8 +208,8 @@ static int calib_device_peaks(const tput_row *row, const char *where, hw_row *hw
         devices_list(&dt, known, sizeof known);
         rc = err_usage("%s: column 'device': unknown device '%s' (known: %s)", where, row->device, known);
     } else {
-        hw->bf16_tflops = strcmp(row->precision, "fp16-mixed") == 0 ? d->fp16_tflops : d->bf16_tflops;
-        hw->fp32_tflops = d->fp32_tflops;
+        hw->bf16_tflops = d->bf16_tflops, hw->fp16_tflops = d->fp16_tflops, hw->fp32_tflops = d->fp32_tflops;
+        scale_hw_for_precision(hw, row->precision);
     }
     devices_free(&dt);
     return rc;
@@ -226,7 +226,7 @@ static int calib_model_tput(calib_row *cr, const calib_env *env, const scale_mod
     int rc = calib_preset(row, cr->where, env->models_path, &c->cfg);
     if (rc == 0) rc = calib_hardware(row, env->ht, cr->where, &c->hw);
     if (rc == 0) rc = calib_precision(row, cr->where, &c->precision);
-    if (rc == 0 && strcmp(row->precision, "fp16-mixed") == 0 && c->hw.fp16_tflops > 0) c->hw.bf16_tflops = c->hw.fp16_tflops; /* its 16-bit peak */
+    if (rc == 0) scale_hw_for_precision(&c->hw, row->precision);
     if (rc == 0 && row->device[0]) rc = calib_device_peaks(row, cr->where, &c->hw);
     if (rc != 0) return rc;
     if (env->ov) hw_apply_overrides(&c->hw, env->ov);
