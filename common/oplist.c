@@ -1,0 +1,170 @@
+/* oplist.c: the operation list of one micro-batch on one rank (see oplist.h for every rule). */
+#include "oplist.h"
+
+#include <stdio.h>
+#include <string.h>
+
+const char *const op_kind_names[8] = {"gemm", "attention", "memory", "tp_comm", "dp_comm", "gather", "pp_send", "optimizer"};
+const char *const op_pass_names[4] = {"fwd", "bwd", "recompute", "step"};
+
+typedef struct {
+    op_entry *out;
+    int n, cap;
+} op_sink;
+
+static op_entry *put(op_sink *k, const char *name, op_kind kind, op_pass pass, op_scope scope, const char *phase, double count)
+{
+    if (k->n >= k->cap) {
+        k->n = k->cap + 1; /* remembered as too small */
+        return NULL;
+    }
+    op_entry *e = &k->out[k->n++];
+    memset(e, 0, sizeof *e);
+    snprintf(e->name, sizeof e->name, "%s", name);
+    snprintf(e->phase, sizeof e->phase, "%s", phase);
+    e->kind = kind, e->pass = pass, e->scope = scope, e->count = count;
+    return e;
+}
+
+/* A linear layer Y (n x out) = X (n x in) W^T: forward, input gradient, weight gradient. */
+static void linear(op_sink *k, const char *name, op_scope scope, long n, long in, long out, double count, int recompute)
+{
+    const struct {
+        const char *phase;
+        op_pass pass;
+        long r, i, o;
+    } p[4] = {{"fwd", OPP_FWD, n, in, out}, {"bwd_input", OPP_BWD, n, out, in}, {"bwd_weight", OPP_BWD, out, n, in}, {"fwd", OPP_RECOMPUTE, n, in, out}};
+    for (int j = 0; j < (recompute ? 4 : 3); j++) {
+        op_entry *e = put(k, name, OPK_GEMM, p[j].pass, scope, p[j].phase, count);
+        if (!e) return;
+        e->n = p[j].r, e->k = p[j].i, e->m = p[j].o;
+        e->flops = 2.0 * (double)e->n * (double)e->k * (double)e->m;
+        e->bytes = 0;
+    }
+}
+
+static void mem(op_sink *k, const char *name, op_pass pass, op_scope scope, double bytes, double count)
+{
+    op_entry *e = put(k, name, OPK_MEM, pass, scope, pass == OPP_BWD ? "bwd" : "fwd", count);
+    if (e) e->bytes = bytes;
+}
+
+/* The attention core of the rank's heads (and a materialised attention's traffic of scores). */
+static void attention(op_sink *k, const model_config *c, const op_layout *l, long n, int recompute_core)
+{
+    double heads = (double)c->NH / l->tp * (double)l->micro_batch, s = (double)l->seq / l->cp, B = l->act_bytes;
+    double keys = (double)l->seq; /* a context-parallel rank's queries see every key (ring attention) */
+    int tiled = l->attention == OP_ATTN_TILED;
+    /* scores per head: the causal half for tiled kernels, every one for materialised attention */
+    double scores = tiled ? s * (keys + 1.0) / 2.0 : s * keys;
+    const struct {
+        op_pass pass;
+        const char *phase;
+        double per_score;
+    } p[3] = {{OPP_FWD, "fwd", 4.0}, {OPP_BWD, "bwd", tiled ? 10.0 : 8.0}, {OPP_RECOMPUTE, "fwd", 4.0}};
+    for (int j = 0; j < (recompute_core ? 3 : 2); j++) {
+        op_entry *e = put(k, "attn_core", OPK_ATTN, p[j].pass, OPS_LAYER, p[j].phase, heads);
+        if (!e) return;
+        e->n = (long)s, e->k = c->HS, e->m = (long)keys;
+        e->flops = p[j].per_score * (double)c->HS * scores;
+        if (!tiled) {
+            double per = p[j].pass == OPP_BWD ? 7.0 * B + 1.0 : 6.0 * B + 1.0;
+            mem(k, "attn_scores_mem", p[j].pass, OPS_LAYER, per * scores, heads);
+        }
+    }
+    (void)n;
+}
+
+/* The memory-bound ops of one layer's forward (pass OPP_FWD or OPP_RECOMPUTE) or backward. */
+static void layer_memory(op_sink *k, const model_config *c, const op_layout *l, long n, op_pass pass)
+{
+    double B = l->act_bytes, C = c->C, rows_sp = l->sp && l->tp > 1 ? (double)n / l->tp : (double)n;
+    double I = (double)model_ffn(c) / l->tp, bwd = pass == OPP_BWD;
+    double norm = rows_sp * C * B * (bwd ? 3.0 : 2.0);
+    mem(k, "norm", pass, OPS_LAYER, norm, c->shared_norm ? 1 : 2);
+    double act = c->mlp == MLP_SWIGLU ? (bwd ? 5.0 : 3.0) * I : (bwd ? 3.0 : 2.0) * I;
+    mem(k, "act", pass, OPS_LAYER, (double)n * act * B, 1);
+    if (c->pos == POS_ROTARY && c->rotary_pct > 0) {
+        double qk = (double)(c->NH + model_kv_heads(c)) / l->tp * c->HS * c->rotary_pct;
+        mem(k, "rotary", pass, OPS_LAYER, (double)n * qk * B * 2.0, 1);
+    }
+    mem(k, "residual", pass, OPS_LAYER, rows_sp * C * B * 3.0, 2);
+}
+
+static void tp_comm(op_sink *k, const model_config *c, const op_layout *l, long n, op_pass pass)
+{
+    if (l->tp <= 1) return;
+    op_entry *e = put(k, "tp_collective", OPK_TP_COMM, pass, OPS_LAYER, pass == OPP_BWD ? "bwd" : "fwd", 2);
+    if (e) e->bytes = (double)n * c->C * l->act_bytes;
+}
+
+int op_list(const model_config *c, const op_layout *l, op_entry *out, int cap)
+{
+    if (l->tp < 1 || l->cp < 1 || l->pp < 1 || l->micro_batch < 1 || l->seq < 1 || c->NH % l->tp != 0 || model_kv_heads(c) % l->tp != 0 ||
+        model_ffn(c) % l->tp != 0 || (l->micro_batch * l->seq) % l->cp != 0)
+        return -1;
+    op_sink k = {out, 0, cap};
+    long n = l->micro_batch * l->seq / l->cp, C = c->C, HS = c->HS;
+    long qkv = (long)(c->NH + 2 * model_kv_heads(c)) * HS / l->tp, I = model_ffn(c) / l->tp;
+    int full = l->recompute == OP_RECOMPUTE_FULL;
+    linear(&k, "qkv", OPS_LAYER, n, C, qkv, 1, full);
+    attention(&k, c, l, n, l->recompute != OP_RECOMPUTE_NONE);
+    linear(&k, "attn_out", OPS_LAYER, n, (long)c->NH * HS / l->tp, C, 1, full);
+    linear(&k, "mlp_up", OPS_LAYER, n, C, (c->mlp == MLP_SWIGLU ? 2 : 1) * I, 1, full);
+    linear(&k, "mlp_down", OPS_LAYER, n, I, C, 1, full);
+    layer_memory(&k, c, l, n, OPP_FWD);
+    layer_memory(&k, c, l, n, OPP_BWD);
+    tp_comm(&k, c, l, n, OPP_FWD);
+    tp_comm(&k, c, l, n, OPP_BWD);
+    if (full) layer_memory(&k, c, l, n, OPP_RECOMPUTE), tp_comm(&k, c, l, n, OPP_RECOMPUTE);
+    /* the first stage's embedding, the last stage's logits and loss */
+    double rows_sp = l->sp && l->tp > 1 ? (double)n / l->tp : (double)n, B = l->act_bytes, V = (double)c->V / l->tp;
+    mem(&k, "embedding", OPP_FWD, OPS_FIRST, rows_sp * C * B * 2.0, 1);
+    mem(&k, "embedding", OPP_BWD, OPS_FIRST, rows_sp * C * B * 2.0, 1);
+    linear(&k, "logits", OPS_LAST, n, C, (long)(c->V / l->tp), 1, 0);
+    mem(&k, "cross_entropy", OPP_FWD, OPS_LAST, (double)n * V * (B + 4.0), 1);
+    mem(&k, "cross_entropy", OPP_BWD, OPS_LAST, (double)n * V * (4.0 + B), 1);
+    /* data movement: weights per layer of the rank's tensor-parallel shard */
+    double layer_params = model_params_non_embedding(c) / c->L / l->tp;
+    double rank_params = model_params_total(c) / ((double)l->tp * l->pp);
+    if (l->zero >= 3) {
+        op_entry *g = put(&k, "param_gather", OPK_GATHER, OPP_FWD, OPS_LAYER, "fwd", 1);
+        if (g) g->bytes = layer_params * l->weight_bytes;
+        g = put(&k, "param_gather", OPK_GATHER, OPP_BWD, OPS_LAYER, "bwd", 1);
+        if (g) g->bytes = layer_params * l->weight_bytes;
+        g = put(&k, "grad_sync", OPK_DP_COMM, OPP_BWD, OPS_LAYER, "bwd", 1);
+        if (g) g->bytes = layer_params * l->grad_bytes;
+    } else {
+        op_entry *g = put(&k, "grad_sync", OPK_DP_COMM, OPP_STEP, OPS_STEP, "step", 1);
+        if (g) g->bytes = rank_params * l->grad_bytes;
+    }
+    if (l->pp > 1) {
+        op_entry *p = put(&k, "pp_send", OPK_PP_SEND, OPP_FWD, OPS_MB, "fwd", 1);
+        if (p) p->bytes = rows_sp * C * B;
+        p = put(&k, "pp_send", OPK_PP_SEND, OPP_BWD, OPS_MB, "bwd", 1);
+        if (p) p->bytes = rows_sp * C * B;
+    }
+    op_entry *o = put(&k, "optimizer", OPK_OPTIM, OPP_STEP, OPS_STEP, "step", 1);
+    if (o) o->bytes = rank_params / (l->zero >= 1 && l->dp > 1 ? (double)l->dp : 1.0) * l->optim_bytes;
+    return k.n > cap ? -1 : k.n;
+}
+
+double op_times(const op_entry *op, double layers, int first, int last)
+{
+    switch (op->scope) {
+    case OPS_LAYER: return layers * op->count;
+    case OPS_FIRST: return first ? op->count : 0;
+    case OPS_LAST: return last ? op->count : 0;
+    case OPS_MB: return op->count;
+    default: return 0;
+    }
+}
+
+double op_list_flops(const op_entry *ops, int n, double layers, int first, int last, unsigned pass_mask)
+{
+    double f = 0;
+    for (int i = 0; i < n; i++)
+        if ((ops[i].kind == OPK_GEMM || ops[i].kind == OPK_ATTN) && (pass_mask & (1u << ops[i].pass)))
+            f += ops[i].flops * op_times(&ops[i], layers, first, last);
+    return f;
+}

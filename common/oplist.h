@@ -1,0 +1,94 @@
+/* oplist.h: one training step of a transformer as the list of what runs: the one model of a step
+ * that `costbench train`'s predicted breakdown, `matmul --shapes transformer` and the predictor
+ * (`scale`, `plan`, `validate`) all read. Plain arithmetic on a model_config (common/presets.h's
+ * shape functions: model_ffn, model_kv_heads, the QKV width), shared by the model and the report
+ * (which never links the model).
+ *
+ * The list is for ONE micro-batch of b sequences of s tokens on ONE rank of a layout:
+ *   rows     n = b s / cp: every GEMM sees all of its context-parallel share of the tokens;
+ *            tensor parallelism (tp) splits the weight dimension, never the rows (Megatron-LM's
+ *            column- and row-parallel linears)
+ *   GEMMs    per layer: qkv (C -> (NH + 2 KVH) HS / tp), attn_out (NH HS / tp -> C), mlp_up
+ *            (C -> ffn / tp, twice for SwiGLU's gate and up), mlp_down (ffn / tp -> C); each once
+ *            forward and twice backward (the input gradient and the weight gradient);
+ *            once per micro-batch on the last stage: logits (C -> V / tp)
+ *   attention the core, per head of the rank's NH / tp: tiled (flash) kernels compute the causal
+ *            half, s (s + 1) / 2 scores, 4 HS FLOPs each forward and 10 HS backward (the backward
+ *            recomputes the scores: 2.5 x the forward; Dao 2022); materialised ("full") attention
+ *            computes all s^2 scores (4 HS forward, 8 HS backward) and moves them through memory
+ *            (the scores written, softmax read and written, dropout read, written and its 1-byte
+ *            mask, the probabilities read: 6 B + 1 bytes per score forward, 7 B + 1 backward)
+ *   memory-bound, as bytes moved (B bytes per activation element): two norms (read, write;
+ *            backward read x and dy, write dx), the MLP activation (GELU: read and write ffn / tp
+ *            wide; SwiGLU: read 2 ffn / tp, write ffn / tp), rotary on Q and K, two residual adds
+ *            (read 2, write 1), the embedding lookup, and cross-entropy over the rank's V / tp
+ *            logits in fp32 (read, write; backward one more pass); with sequence parallelism the
+ *            norms, residuals and the embedding work on n / tp rows
+ *   TP       per layer, the all-reduces of an n x C activation: 2 forward, 2 backward (input
+ *            gradients); with sequence parallelism each is an all-gather + a reduce-scatter of
+ *            the same bytes (Korthikanti et al. 2022)
+ *   recompute full: every forward op of the layers again in the backward pass (TP collectives
+ *            included); selective: the attention core (and a materialised attention's memory
+ *            traffic) again (Korthikanti et al. 2022)
+ * and the data movement around them: the gradient bytes a rank synchronises once per step
+ * (grad_sync; ZeRO-3/FSDP: a reduce-scatter per layer and micro-batch instead), the weights a
+ * ZeRO-3/FSDP rank gathers per layer in every forward and backward (param_gather), the activation
+ * a pipeline stage sends forward and the gradient it sends back per micro-batch (pp_send), and
+ * the bytes AdamW streams once per step (optimizer). Who overlaps what with
+ * which is the framework's (report/stepmodel.h), not the list's. */
+#ifndef CB_OPLIST_H
+#define CB_OPLIST_H
+
+#include "presets.h"
+
+typedef enum { OPK_GEMM, OPK_ATTN, OPK_MEM, OPK_TP_COMM, OPK_DP_COMM, OPK_GATHER, OPK_PP_SEND, OPK_OPTIM } op_kind;
+typedef enum { OPP_FWD, OPP_BWD, OPP_RECOMPUTE, OPP_STEP } op_pass;
+/* How often an op runs: per layer (times the layers of a stage), once per micro-batch on the
+ * first or the last pipeline stage, once per micro-batch on every stage, or once per step. */
+typedef enum { OPS_LAYER, OPS_FIRST, OPS_LAST, OPS_MB, OPS_STEP } op_scope;
+extern const char *const op_kind_names[8];
+extern const char *const op_pass_names[4];
+
+typedef enum { OP_RECOMPUTE_NONE, OP_RECOMPUTE_SELECTIVE, OP_RECOMPUTE_FULL } op_recompute;
+typedef enum { OP_ATTN_TILED, OP_ATTN_FULL } op_attention;
+
+typedef struct {
+    long micro_batch, seq;
+    int tp, pp, cp;
+    int sp;                 /* sequence parallelism (needs tp > 1 to matter) */
+    op_recompute recompute;
+    op_attention attention;
+    int act_bytes;          /* bytes per activation element: 2 (16-bit) or 4 (fp32) */
+    int weight_bytes;       /* bytes per weight the GEMMs read and a ZeRO-3 rank gathers */
+    int grad_bytes;         /* bytes per gradient element synchronised */
+    int optim_bytes;        /* bytes AdamW reads and writes per parameter (weights, gradients, state) */
+    int zero;               /* 0..3: ZeRO-3 gathers the weights per micro-batch */
+    long dp;                /* data-parallel replicas (sharding of the optimizer state and gathers) */
+} op_layout;
+
+typedef struct {
+    char name[24];  /* qkv, attn_out, mlp_up, mlp_down, logits, attn_core, attn_scores_mem, norm, act, rotary, residual,
+                       embedding, cross_entropy, tp_collective, grad_sync, param_gather, pp_send, optimizer */
+    op_kind kind;
+    op_pass pass;
+    op_scope scope;
+    char phase[12]; /* GEMMs: fwd, bwd_input, bwd_weight (matmul CSVs' phase); others: fwd, bwd, step */
+    long n, k, m;   /* GEMM: Y (n x m) = X (n x k) W^T; attention: n query rows, k head size, m keys */
+    double count;   /* instances per scope (heads for the attention core) */
+    double flops;   /* per instance */
+    double bytes;   /* per instance: memory moved (MEM, OPTIM) or the message (collectives, sends) */
+} op_entry;
+
+#define OP_LIST_MAX 96
+
+/* The list for cfg under lay into out (cap entries). Returns the count, or -1 when cap is too small
+ * or the layout does not split the model (tp not dividing the heads or the widths, cp the tokens). */
+int op_list(const model_config *cfg, const op_layout *lay, op_entry *out, int cap);
+
+/* Sums over a list for a stage of `layers` layers that is (or is not) the first and the last:
+ * FLOPs of the GEMMs and the attention core with the given passes (mask of 1 << OPP_*). */
+double op_list_flops(const op_entry *ops, int n, double layers, int first, int last, unsigned pass_mask);
+/* How many times an entry runs per micro-batch on such a stage (0 for OPS_STEP entries). */
+double op_times(const op_entry *op, double layers, int first, int last);
+
+#endif
