@@ -1,0 +1,6 @@
+/* test_plansearch.c */
+#include "check.h"
+
+const test_case tests_plansearch[] = {
+    {0},
+};

@@ -1,0 +1,6 @@
+/* test_stepmodel.c */
+#include "check.h"
+
+const test_case tests_stepmodel[] = {
+    {0},
+};
