@@ -68,7 +68,7 @@ static void attention(op_sink *k, const model_config *c, const op_layout *l, lon
         e->n = (long)s, e->k = c->HS, e->m = (long)keys;
         e->flops = p[j].per_score * (double)c->HS * scores;
         if (!tiled) {
-            double per = p[j].pass == OPP_BWD ? 7.0 * B + 1.0 : 6.0 * B + 1.0;
+            double per = p[j].pass == OPP_BWD ? 5.0 * B + 1.0 : 4.0 * B + 1.0;
             mem(k, "attn_scores_mem", p[j].pass, OPS_LAYER, per * scores, heads);
         }
     }

@@ -16,8 +16,9 @@
  *            half, s (s + 1) / 2 scores, 4 HS FLOPs each forward and 10 HS backward (the backward
  *            recomputes the scores: 2.5 x the forward; Dao 2022); materialised ("full") attention
  *            computes all s^2 scores (4 HS forward, 8 HS backward) and moves them through memory
- *            (the scores written, softmax read and written, dropout read, written and its 1-byte
- *            mask, the probabilities read: 6 B + 1 bytes per score forward, 7 B + 1 backward)
+ *            between its two products: the softmax reads and writes them, the dropout reads,
+ *            writes and keeps a 1-byte mask (4 B + 1 bytes per score forward); backward, the
+ *            dropout's (read, mask, write) and the softmax's (read y and dy, write): 5 B + 1
  *   memory-bound, as bytes moved (B bytes per activation element): two norms (read, write;
  *            backward read x and dy, write dx), the MLP activation (GELU: read and write ffn / tp
  *            wide; SwiGLU: read 2 ffn / tp, write ffn / tp), rotary on Q and K, two residual adds

@@ -72,6 +72,12 @@ const schema_col dev_schema[DV_NCOLS] = {
     [DV_HBM_GB_PER_S] = {{"hbm_gb_per_s", "GB/s", REC_NUM, 1}, 1, 1e-3, 1e6},
     [DV_LINK_GB_PER_S] = {{"link_gb_per_s", "GB/s", REC_NUM, 1}, 1, 1e-3, 1e6},
     [DV_SCALEUP_DOMAIN] = {{"scaleup_domain", "", REC_NUM, 0}, 1, 1, 1 << 20},
+    [DV_GEMM_EFF] = {{"gemm_eff", "", REC_NUM, 2}, 1, 0.01, 1},
+    [DV_ATTN_EFF] = {{"attn_eff", "", REC_NUM, 2}, 1, 0.01, 1},
+    [DV_MEM_EFF] = {{"mem_eff", "", REC_NUM, 2}, 1, 0.01, 1},
+    [DV_LAUNCH_US] = {{"launch_us", "us", REC_NUM, 1}, 1, 0, 1e4},
+    [DV_NODE_NET_GBPS] = {{"node_net_gbps", "Gbit/s", REC_NUM, 0}, 1, 1e-3, 1e7},
+    [DV_MODEL_SOURCE] = {{"model_source", "", REC_STR, 0}, 1, 0, 0},
     [DV_SOURCE] = {{"source", "", REC_STR, 0}, 1, 0, 0},
 };
 

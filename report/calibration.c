@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../common/err.h"
+#include "stepmodel.h"
 
 void calib_kn_describe(const scale_model *s, char *buf, size_t n)
 {
@@ -60,8 +61,26 @@ int calib_fit_point(calib_fit *c, const char *src, int line, const scale_eff_cur
     if (!(c->eff_cal > 0 && c->eff_cal <= 1))
         return snprintf(why, n, "the row's compute efficiency comes out %.4g%% of the peak, outside (0, 100%%]", 100 * c->eff_cal), CB_EUSAGE;
     c->clamped = 0;
-    c->e_cal = scale_eff(eff, scale_eff_k(&c->cal), scale_eff_n(&c->cal), &c->clamped);
+    c->cal.gemm_curve = eff;
+    double t_dev = step_t_mb_device(&c->cal, NULL);
+    c->phi_cal = t_dev / c->cal.t_mb_s;
+    c->e_cal = calib_gemm_share(&c->cal, c->phi_cal);
+    if (!(c->phi_cal > 0) || !isfinite(c->phi_cal))
+        return snprintf(why, n, "the step model has no device time for the row (its device's peak or memory bandwidth is unknown)"), CB_EUSAGE;
+    if (c->e_cal > 1.0)
+        return snprintf(why, n,
+                        "the row implies its GEMMs run at %.4g%% of the dense peak (the device's large-GEMM share %.4g x the framework "
+                        "efficiency %.4g needed to reproduce the step), above 100%%: the row is faster than the model's physics "
+                        "allows (a term it lacks: an overlap, a faster kernel; or a wrong row)",
+                        100 * c->e_cal, c->e_cal / c->phi_cal, c->phi_cal),
+               CB_EUSAGE;
     return 0;
+}
+
+double calib_gemm_share(const scale_model *s, double phi)
+{
+    double g = s->gemm_curve && s->gemm_curve->nk > 0 ? 1.0 : s->hw.gemm_eff > 0 ? s->hw.gemm_eff : STEP_GEMM_EFF;
+    return g * phi;
 }
 
 int calib_fit_carry(const calib_fit *c, const scale_model *target, const scale_eff_curve *eff, double *eff_t, int *clamped, double *e_t,
@@ -69,16 +88,22 @@ int calib_fit_carry(const calib_fit *c, const scale_model *target, const scale_e
 {
     why[0] = '\0';
     *clamped = 0;
-    double e = scale_eff(eff, scale_eff_k(target), scale_eff_n(target), clamped);
+    scale_model t = *target;
+    t.gemm_curve = eff;
+    double t_mb = step_t_mb_device(&t, NULL) / c->phi_cal;
+    double e = calib_gemm_share(&t, c->phi_cal);
     if (e_t) *e_t = e;
-    *eff_t = c->eff_cal * e / c->e_cal;
-    if (*eff_t <= 1) return 0;
+    *eff_t = scale_stage_flops(&t, 1) / (t_mb * scale_stage_peak(&t));
+    if (!isfinite(t_mb))
+        return snprintf(why, n, "the step model has no device time for the target (its device's peak or memory bandwidth is unknown)"),
+               CB_EUSAGE;
+    if (*eff_t <= 1 && e <= 1) return 0;
     char kn[256];
     calib_kn_describe(target, kn, sizeof kn);
     snprintf(why, n,
-             "the efficiency rule carries the row's compute efficiency of %.4g%% to %.4g%% at the target's %s (e %.4g against the row's "
-             "%.4g), above 100%% of the peak: the rule misses a term between the two shapes",
-             100 * c->eff_cal, 100 * *eff_t, kn, e, c->e_cal);
+             "the calibration's framework efficiency %.4g carried to the target's %s on %s gives %.4g%% of the dense peak in hardware "
+             "FLOPs (its GEMMs at %.4g%%), above 100%%: the row and the target differ by a term the model lacks",
+             c->phi_cal, kn, t.hw.instance, 100 * *eff_t, 100 * e);
     return CB_EUSAGE;
 }
 

@@ -27,7 +27,9 @@ typedef struct {
     scale_fit fit;
     double eff_cal;     /* compute efficiency in hardware FLOPs (0..1] */
     double mfu_cal;     /* the same in model FLOPs (the recomputed forward not counted) */
-    double e_cal;       /* e(K, N) of its shape */
+    double e_cal;       /* the share of the dense peak its GEMMs reach: the device's gemm_eff x phi_cal */
+    double phi_cal;     /* framework efficiency: the step model's device time (report/stepmodel.h) / the fitted time;
+                           what carries to other configurations and devices */
     int clamped;        /* its K or N outside the curve's range: e_cal at the nearest edge */
 } calib_fit;
 
@@ -43,6 +45,10 @@ int calib_fit_point(calib_fit *c, const char *src, int line, const scale_eff_cur
  * between the two shapes). */
 int calib_fit_carry(const calib_fit *c, const scale_model *target, const scale_eff_curve *eff, double *eff_t, int *clamped, double *e_t,
                     char *why, size_t n);
+
+/* The share of the dense peak a model's GEMMs reach at framework efficiency phi (its device's
+ * gemm_eff x phi; 1 x phi on a measured curve). */
+double calib_gemm_share(const scale_model *s, double phi);
 
 /* The target's compute time from the carried efficiency (its hardware FLOPs at eff_t of its peak). */
 double calib_t_mb(const scale_model *target, double eff_t);

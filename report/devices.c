@@ -66,6 +66,14 @@ static int dev_row_read(const table *t, int i, const int *col, dev_row *d)
     if (rc == 0) rc = dev_num(t, i, col, DV_HBM_GB_PER_S, 1, &d->hbm_gb_per_s);
     if (rc == 0) rc = dev_num(t, i, col, DV_LINK_GB_PER_S, 1, &d->link_gb_per_s);
     if (rc == 0) rc = dev_int(t, i, col, DV_SCALEUP_DOMAIN, &d->scaleup_domain);
+    double *model[] = {&d->gemm_eff, &d->attn_eff, &d->mem_eff, &d->launch_us, &d->node_net_gbps};
+    for (int k = 0; k < 5; k++) {
+        *model[k] = NAN;
+        if (rc == 0 && col[DV_GEMM_EFF + k] >= 0) rc = dev_num(t, i, col, DV_GEMM_EFF + k, 1, model[k]);
+    }
+    d->model_source[0] = '\0';
+    if (rc == 0 && col[DV_MODEL_SOURCE] >= 0 && *table_cell(t, i, col[DV_MODEL_SOURCE]))
+        rc = dev_str(t, i, col[DV_MODEL_SOURCE], d->model_source, sizeof d->model_source);
     if (rc == 0) rc = dev_str(t, i, col[DV_SOURCE], d->source, sizeof d->source);
     return rc;
 }
@@ -83,7 +91,9 @@ int devices_load(dev_table *dt, const char *path)
     if (table_load(&t, path) != 0) return CB_EFAIL;
     int col[DV_NCOLS], rc = 0;
     for (int i = 0; i < DV_NCOLS && rc == 0; i++)
-        if ((col[i] = table_col(&t, dev_schema[i].col.name, 1)) < 0) rc = CB_EFAIL;
+        if ((col[i] = table_col(&t, dev_schema[i].col.name, i < DV_FIRST_OPTIONAL || i > DV_LAST_OPTIONAL)) < 0 &&
+            (i < DV_FIRST_OPTIONAL || i > DV_LAST_OPTIONAL))
+            rc = CB_EFAIL;
     if (rc == 0 && t.nrows == 0) rc = err_msg("%s: no devices", path);
     if (rc == 0 && !(dt->rows = calloc((size_t)t.nrows, sizeof *dt->rows))) rc = err_msg("out of memory");
     for (int i = 0; rc == 0 && i < t.nrows; i++) {
@@ -137,6 +147,7 @@ void hw_from_device(const dev_row *d, int per_node, double net_gbit_per_s, doubl
     out->mem_gib = d->hbm_gib, out->mem_gb_per_s = d->hbm_gb_per_s;
     out->intra_gb_per_s = d->link_gb_per_s;
     out->scaleup_domain = d->scaleup_domain;
+    out->gemm_eff = d->gemm_eff, out->attn_eff = d->attn_eff, out->mem_eff = d->mem_eff, out->launch_us = d->launch_us;
     out->net_gbit_per_s = net_gbit_per_s, out->net_latency_us = net_latency_us;
     snprintf(out->source, sizeof out->source, "%s", d->source);
 }

@@ -29,6 +29,12 @@ typedef struct {
     double hbm_gib, hbm_gb_per_s;
     double link_gb_per_s; /* NaN: unknown */
     int scaleup_domain;
+    /* the step model's figures (report/stepmodel.h; NaN: its default): achieved share of the
+     * dense peak by large GEMMs and by the tiled attention kernel, of the memory bandwidth by
+     * memory-bound kernels; a kernel's fixed cost; the vendor reference node's network (a run
+     * that does not state its own) */
+    double gemm_eff, attn_eff, mem_eff, launch_us, node_net_gbps;
+    char model_source[512];
     char source[256];
     int line;
 } dev_row;

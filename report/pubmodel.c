@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../common/err.h"
+#include "stepmodel.h"
 
 /* The node the row ran on: its instance type, or `per_node` of its device on its network; the
  * flags' link overrides applied. A run on part of one node is one node of the devices it used. */
@@ -25,7 +26,9 @@ static int pub_hardware(const pub_row *r, const pub_model_env *env, hw_row *hw, 
         *hw = *h;
         hw->accelerators = (int)per_node;
     } else {
-        hw_from_device(d, (int)per_node, r->node_net_gbps, NAN, hw);
+        /* a run that does not state its network: the device's reference node's (a DGX), when listed */
+        double net = isnan(r->node_net_gbps) && d->node_net_gbps > 0 ? d->node_net_gbps : r->node_net_gbps;
+        hw_from_device(d, (int)per_node, net, NAN, hw);
     }
     if (env->ov) hw_apply_overrides(hw, env->ov);
     return 0;
@@ -40,8 +43,11 @@ static int pub_precision(const pub_row *r, scale_model *s, char *why, size_t n)
     else if (strcmp(p, "fp16-mixed") == 0) s->precision = PREC_MIXED, scale_hw_for_precision(&s->hw, p);
     else if (strcmp(p, "bf16") == 0) s->precision = PREC_BF16;
     else if (strcmp(p, "fp32") == 0) s->precision = PREC_FP32;
-    else if (strcmp(p, "fp8") == 0)
-        return snprintf(why, n, "column 'precision': fp8 is not in the step model (which GEMMs run in fp8, their casts and scaling)"), CB_EUSAGE;
+    else if (strcmp(p, "fp8") == 0) {
+        s->precision = PREC_MIXED, s->fp8 = 1;
+        if (!(s->hw.fp8_tflops > 0))
+            return snprintf(why, n, "column 'precision': fp8 on %s, which has no dense FP8 peak", r->device), CB_EUSAGE;
+    }
     else return snprintf(why, n, "column 'precision': '%s' is none of fp32, bf16-mixed, fp16-mixed, bf16", p), CB_EUSAGE;
     double tf = s->precision == PREC_FP32 ? s->hw.fp32_tflops : s->hw.bf16_tflops;
     if (!(tf > 0))
@@ -55,11 +61,11 @@ static int pub_precision(const pub_row *r, scale_model *s, char *why, size_t n)
 static int pub_layout(const pub_row *r, scale_model *s, long *nodes, char *why, size_t n)
 {
     long per_node = s->hw.accelerators;
-    if (r->cp > 1) return snprintf(why, n, "column 'cp': context parallelism (cp %d) is not in the step model", r->cp), CB_EUSAGE;
     if (r->devices % per_node != 0)
         return snprintf(why, n, "column 'devices': %ld devices fill no whole number of %ld-device nodes", r->devices, per_node), CB_EUSAGE;
     *nodes = r->devices / per_node;
-    s->tp = r->tp, s->pp = r->pp, s->interleave = r->vp > 1 ? r->vp : 1;
+    s->tp = r->tp, s->pp = r->pp, s->interleave = r->vp > 1 ? r->vp : 1, s->cp = r->cp > 1 ? r->cp : 1;
+    if ((long)r->seq_len % s->cp != 0) return snprintf(why, n, "column 'cp': cp %d does not divide seq_len %ld", s->cp, r->seq_len), CB_EUSAGE;
     long D = per_node * s->hw.workers;
     if (s->cfg.NH % s->tp != 0) return snprintf(why, n, "column 'tp': tp %d does not divide the %d heads", s->tp, s->cfg.NH), CB_EUSAGE;
     if (s->tp > D)
@@ -72,9 +78,10 @@ static int pub_layout(const pub_row *r, scale_model *s, long *nodes, char *why, 
     if (li != SCALE_LAYOUT_OK)
         return snprintf(why, n, "column '%s': %s", li == SCALE_LAYOUT_BATCH ? (r->micro_batch > 0 ? "micro_batch" : "global_batch") : "devices", lay),
                CB_EUSAGE;
-    long R = *nodes * D / ((long)s->tp * s->pp);
+    long R = *nodes * D / scale_replica_ranks(s);
     if (r->dp > 0 && r->dp != R)
-        return snprintf(why, n, "column 'dp': %d, but %ld nodes of %ld ranks at tp %d x pp %d make %ld replicas", r->dp, *nodes, D, s->tp, s->pp, R),
+        return snprintf(why, n, "column 'dp': %d, but %ld nodes of %ld ranks at tp %d x pp %d x cp %d make %ld replicas", r->dp, *nodes, D, s->tp,
+                        s->pp, s->cp, R),
                CB_EUSAGE;
     return 0;
 }
@@ -93,7 +100,12 @@ int pub_scale_model(const pub_row *r, const char *path, const pub_model_env *env
     static const int zero_of[5] = {[SHARD_NONE] = 0, [SHARD_ZERO1] = 1, [SHARD_ZERO2] = 2, [SHARD_ZERO3] = 3, [SHARD_HYBRID] = 2};
     s->zero = zero_of[r->sharding];
     s->recompute = r->recompute == RECOMPUTE_FULL;
-    s->attn_flash = r->recompute == RECOMPUTE_SELECTIVE || defaults->attn_flash;
+    s->selective = r->recompute == RECOMPUTE_SELECTIVE;
+    s->sp = r->sequence_parallel == 1 && s->tp > 1;
+    /* the framework's features: its attention kernel and what it overlaps (report/stepmodel.h) */
+    const step_framework *fw = step_framework_find(r->framework);
+    s->attn_flash = fw->tiled_attention;
+    s->grad_overlap = fw->grad_overlap, s->gather_prefetch = fw->gather_prefetch, s->tp_overlap = fw->tp_overlap;
     s->latency_s = env->latency_us >= 0 ? env->latency_us * 1e-6 : isfinite(s->hw.net_latency_us) ? s->hw.net_latency_us * 1e-6 : 0;
     s->t_mb_s = NAN;
     return 0;

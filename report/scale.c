@@ -7,6 +7,7 @@
 #include "../common/csvio.h"
 #include "../common/err.h"
 #include "../common/stats.h"
+#include "stepmodel.h"
 
 const char *const scale_precision_names[3] = {"fp32", "mixed", "bf16"};
 const char *const scale_param_names[SP_COUNT] = {"compute", "bandwidth", "latency", "overlap"};
@@ -39,10 +40,13 @@ static void bytes_per_param(scale_precision p, double *w, double *g, double *o)
 }
 
 static long ranks_per_node(const scale_model *s) { return (long)s->hw.accelerators * s->hw.workers; }
+/* Context-parallel degree (0 in a model made before the field: 1). */
+static long cp_of(const scale_model *s) { return s->cp > 1 ? s->cp : 1; }
+long scale_replica_ranks(const scale_model *s) { return (long)s->tp * s->pp * cp_of(s); }
 
 scale_layout_issue scale_layout(const scale_model *s, long nodes)
 {
-    long D = ranks_per_node(s), M = (long)s->tp * s->pp;
+    long D = ranks_per_node(s), M = scale_replica_ranks(s);
     if (nodes < 1) return SCALE_LAYOUT_NODES;
     if ((nodes * D) % M != 0) return SCALE_LAYOUT_RANKS;
     long R = nodes * D / M;
@@ -53,12 +57,12 @@ scale_layout_issue scale_layout(const scale_model *s, long nodes)
 
 scale_layout_issue scale_layout_describe(const scale_model *s, long nodes, char *buf, size_t n)
 {
-    long D = ranks_per_node(s), M = (long)s->tp * s->pp;
+    long D = ranks_per_node(s), M = scale_replica_ranks(s);
     scale_layout_issue li = scale_layout(s, nodes);
     switch (li) {
     case SCALE_LAYOUT_NODES: snprintf(buf, n, "node counts must be at least 1, got %ld", nodes); break;
     case SCALE_LAYOUT_RANKS:
-        snprintf(buf, n, "%ld x %s holds %ld ranks, not a multiple of tp x pp = %ld", nodes, s->hw.instance, nodes * D, M);
+        snprintf(buf, n, "%ld x %s holds %ld ranks, not a multiple of tp x pp%s = %ld", nodes, s->hw.instance, nodes * D, cp_of(s) > 1 ? " x cp" : "", M);
         break;
     case SCALE_LAYOUT_BATCH:
         snprintf(buf, n, "at %ld nodes the global batch %ld does not split into %ld replicas x micro-batches of %ld", nodes,
@@ -95,19 +99,12 @@ double scale_t_mb_from_peak(const scale_model *s, double mfu)
     /* hardware FLOPs of one micro-batch through one stage, shared by the tp ranks of the stage */
     double peak_rank = scale_peak_per_instance(s) / (double)ranks_per_node(s);
     double flops = model_hardware_flops_per_token(&s->cfg, (int)s->seq, s->recompute) * (double)s->micro_batch * (double)s->seq;
-    return flops / ((double)s->tp * s->pp * peak_rank * mfu);
+    return flops / ((double)scale_replica_ranks(s) * peak_rank * mfu);
 }
 
-/* Tensor-parallel all-reduces of one micro-batch through one stage (0 when the device link is
- * unknown). */
-static double tp_time_per_mb(const scale_model *s)
-{
-    const model_config *c = &s->cfg;
-    if (s->tp <= 1 || !isfinite(s->hw.intra_gb_per_s)) return 0;
-    double act_bytes = s->precision == PREC_FP32 ? 4 : 2;
-    double per = (double)s->micro_batch * s->seq * c->C * act_bytes;
-    return (4.0 + 2.0 * s->recompute) * ((double)c->L / s->pp) * 2.0 * (s->tp - 1) / s->tp * per / (s->hw.intra_gb_per_s * 1e9);
-}
+/* Tensor-parallel collectives and pipeline sends of one micro-batch through one stage, exposed
+ * (report/stepmodel.h; 0 over a link whose speed is unknown). */
+static double tp_time_per_mb(const scale_model *s) { return step_comm_per_mb(s); }
 
 /* Data-parallel gradient synchronisation of one step at n nodes with R replicas of m
  * micro-batches: inside a node first (when a node holds several replicas), then across nodes,
@@ -115,7 +112,7 @@ static double tp_time_per_mb(const scale_model *s)
  * network). */
 static double dp_sync_s(const scale_model *s, long nodes, long R, long m)
 {
-    double D = (double)ranks_per_node(s), M = (double)s->tp * s->pp, N = model_params_total(&s->cfg);
+    double D = (double)ranks_per_node(s), M = (double)scale_replica_ranks(s), N = model_params_total(&s->cfg);
     double wb, gb, ob;
     bytes_per_param(s->precision, &wb, &gb, &ob);
     double dp = 0;
@@ -162,16 +159,29 @@ static double mem_per_rank_gib(const scale_model *s, long R)
     double sbh = (double)s->seq * s->micro_batch * c->C;
     /* the 5 a s / (h t) term is the attention scores, softmax and dropout mask: tiled (flash)
      * attention and selective recomputation keep none of it (Korthikanti et al. 2022, section 4.2) */
-    double scores = s->attn_flash ? 0.0 : 5.0 * c->NH * (double)s->seq / ((double)c->C * s->tp);
+    double scores = s->attn_flash || s->selective ? 0.0 : 5.0 * c->NH * (double)s->seq / ((double)c->C * s->tp);
     double per_layer = s->recompute ? 2.0 * sbh : sbh * (10.0 + 24.0 / s->tp + scores);
     if (s->precision == PREC_FP32) per_layer *= 2;
     return (states + c->L * per_layer) / 1073741824.0;
 }
 
+/* What of the data-parallel traffic the step waits for. ZeRO-3/FSDP with prefetching gathers:
+ * hidden under the compute of every micro-batch, but for one layer's share (the first gather
+ * and the last reduce-scatter). The gradient reduction overlapped with the backward (the
+ * framework's feature, or --overlap's share): hidden under the last micro-batch's backward (2/3
+ * of it), but for the last bucket, one layer's gradients. Else all of it, after the backward. */
+static double dp_exposed(const scale_model *s, double dp, long m)
+{
+    double layers = (double)s->cfg.L / s->pp;
+    if (s->zero == 3 && s->gather_prefetch) return fmax(dp - (double)m * s->t_mb_s, dp / ((double)m * layers));
+    double hide = fmax(s->overlap, s->grad_overlap ? 1.0 : 0.0) * (2.0 / 3.0) * s->t_mb_s;
+    return fmax(dp - hide, s->grad_overlap ? dp / layers : 0.0);
+}
+
 void scale_eval(const scale_model *s, long nodes, scale_point *p)
 {
     memset(p, 0, sizeof *p);
-    long R = (long)((double)nodes * (double)ranks_per_node(s) / ((double)s->tp * s->pp));
+    long R = (long)((double)nodes * (double)ranks_per_node(s) / (double)scale_replica_ranks(s));
     long per_replica = s->global_batch > 0 ? s->global_batch / R : s->batch_per_replica;
     long m = per_replica / s->micro_batch;
     p->nodes = nodes;
@@ -183,7 +193,7 @@ void scale_eval(const scale_model *s, long nodes, scale_point *p)
     p->tp_s = (double)m * tp_mb;
     p->bubble_s = (s->pp - 1) / (double)s->interleave * (s->t_mb_s + tp_mb);
     p->dp_s = dp_sync_s(s, nodes, R, m);
-    p->exposed_s = fmax(0.0, p->dp_s - s->overlap * (2.0 / 3.0) * s->t_mb_s); /* hidden under the last backward */
+    p->exposed_s = dp_exposed(s, p->dp_s, m);
     p->optimizer_s = optimizer_time_s(s, R);
     p->step_s = p->compute_s + p->tp_s + p->bubble_s + p->exposed_s + p->optimizer_s;
     p->seq_per_s = (double)p->global_batch / p->step_s;
@@ -515,7 +525,7 @@ double scale_stage_flops(const scale_model *s, int hardware)
     return per_token * (double)s->micro_batch * (double)s->seq / (double)s->pp;
 }
 
-double scale_stage_peak(const scale_model *s) { return scale_peak_per_instance(s) / (double)ranks_per_node(s) * (double)s->tp; }
+double scale_stage_peak(const scale_model *s) { return scale_peak_per_instance(s) / (double)ranks_per_node(s) * (double)s->tp * (double)cp_of(s); }
 
 double scale_compute_mfu(const scale_model *s) { return scale_stage_flops(s, 0) / (s->t_mb_s * scale_stage_peak(s)); }
 

@@ -56,6 +56,12 @@ typedef struct {
     int recompute;
     int attn_flash;         /* tiled (flash) attention or selective recomputation: no (s x s) scores kept */
     double bucket_bytes;
+    int sp, cp;             /* sequence parallelism; context-parallel degree (1: none) */
+    int selective;          /* selective recomputation: the attention core recomputed */
+    int fp8;                /* the GEMMs in fp8 against the device's FP8 peak (the rest as the precision says) */
+    /* framework features (report/stepmodel.h's step_framework): what overlaps what */
+    int grad_overlap, gather_prefetch, tp_overlap;
+    const struct scale_eff_curve_s *gemm_curve; /* a measured GEMM efficiency curve of the device; NULL: its rule */
     /* the free parameters */
     double t_mb_s;       /* compute time of one micro-batch through one pipeline stage */
     double net_eff;      /* achieved share of the network's line rate */
@@ -78,6 +84,8 @@ scale_layout_issue scale_layout(const scale_model *s, long nodes);
 /* What scale_layout finds wrong at `nodes`, as a phrase into buf ("at 2 nodes the global batch 63
  * does not split into ..."); returns the issue (SCALE_LAYOUT_OK: buf empty). */
 scale_layout_issue scale_layout_describe(const scale_model *s, long nodes, char *buf, size_t n);
+/* Ranks of one data-parallel replica: tp x pp x cp. */
+long scale_replica_ranks(const scale_model *s);
 /* Evaluates the model at n nodes (after scale_check). */
 void scale_eval(const scale_model *s, long nodes, scale_point *p);
 /* t_mb from the data-sheet dense peak (BF16, or FP32 for fp32 training) at the given MFU (0..1).
@@ -150,7 +158,7 @@ void scale_fit_residual_list(const scale_fit *fit, const scale_points *pts, char
  * seq_len 1 and tp 8: 1/4097 against 1/3 at N 256): e is taken at the edge instead (clamped). */
 #define SCALE_EFF_MIN 64.0
 #define SCALE_EFF_MAX 64
-typedef struct {
+typedef struct scale_eff_curve_s {
     int nk, nn; /* 0: the default curve */
     double k[SCALE_EFF_MAX], n[SCALE_EFF_MAX]; /* ascending */
     double e[SCALE_EFF_MAX][SCALE_EFF_MAX];    /* [k][n]: the mean over rows of that (n, k) */

@@ -16,8 +16,11 @@ static void devices_row(record *rec, int row, const dev_row *d)
                                   [DV_TF32_TFLOPS] = d->tf32_tflops,   [DV_BF16_TFLOPS] = d->bf16_tflops,
                                   [DV_FP16_TFLOPS] = d->fp16_tflops,   [DV_FP8_TFLOPS] = d->fp8_tflops,
                                   [DV_HBM_GIB] = d->hbm_gib,           [DV_HBM_GB_PER_S] = d->hbm_gb_per_s,
-                                  [DV_LINK_GB_PER_S] = d->link_gb_per_s, [DV_SCALEUP_DOMAIN] = d->scaleup_domain};
-    const char *str[DV_NCOLS] = {[DV_DEVICE] = d->device, [DV_VENDOR] = d->vendor, [DV_SOURCE] = d->source};
+                                  [DV_LINK_GB_PER_S] = d->link_gb_per_s, [DV_SCALEUP_DOMAIN] = d->scaleup_domain,
+                                  [DV_GEMM_EFF] = d->gemm_eff,         [DV_ATTN_EFF] = d->attn_eff,
+                                  [DV_MEM_EFF] = d->mem_eff,           [DV_LAUNCH_US] = d->launch_us,
+                                  [DV_NODE_NET_GBPS] = d->node_net_gbps};
+    const char *str[DV_NCOLS] = {[DV_DEVICE] = d->device, [DV_VENDOR] = d->vendor, [DV_MODEL_SOURCE] = d->model_source, [DV_SOURCE] = d->source};
     for (int c = 0; c < DV_NCOLS; c++) {
         if (dev_schema[c].col.kind == REC_STR) record_str(rec, row, c, str[c]);
         else record_num(rec, row, c, num[c]);

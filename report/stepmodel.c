@@ -1,0 +1,167 @@
+/* stepmodel.c: the operation list timed on a device (see stepmodel.h for every rule). */
+#include "stepmodel.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static const step_framework frameworks[] = {
+    {"megatron-lm", 0, 0, 0, 0,
+     "Megatron-LM: materialised attention unless --use-flash-attn; --overlap-grad-reduce and --tp-comm-overlap off by default"},
+    {"nemo", 1, 1, 1, 0, "NeMo (Megatron core): flash attention, overlap_grad_sync and overlap_param_sync on, tp_comm_overlap off by default"},
+    {"neuron-nemo", 0, 0, 0, 0, "neuronx-nemo-megatron (2023): materialised attention under XLA, no gradient overlap"},
+    {"llm-foundry", 1, 1, 1, 0, "llm-foundry (Composer FSDP): flash/triton attention, forward_prefetch and BACKWARD_PRE"},
+    {"torchtitan", 1, 1, 1, 0, "torchtitan (FSDP2): SDPA flash attention, prefetching all-gathers, overlapped reduce-scatter"},
+    {"deepspeed", 1, 1, 1, 0, "DeepSpeed ZeRO: overlap_comm true, prefetching parameter gathers (stage 3)"},
+    {"costbench", 1, 1, 0, 0, "costbench train: the tiled attention kernel, the all-reduce overlapped with the backward"},
+};
+enum { NFRAMEWORKS = sizeof frameworks / sizeof frameworks[0] };
+
+const step_framework *step_framework_default(void) { return &frameworks[1]; }
+
+const step_framework *step_framework_find(const char *name)
+{
+    for (int i = 0; name && i < NFRAMEWORKS; i++)
+        if (strcmp(frameworks[i].name, name) == 0) return &frameworks[i];
+    return step_framework_default();
+}
+
+void step_framework_list(char *buf, size_t n)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < NFRAMEWORKS && used < n; i++) {
+        int w = snprintf(buf + used, n - used, "%s%s", i ? ", " : "", frameworks[i].name);
+        if (w < 0) break;
+        used += (size_t)w;
+    }
+}
+
+static double or_default(double v, double d) { return v > 0 && isfinite(v) ? v : d; }
+
+/* The layout the list is built for. */
+static void step_layout(const scale_model *s, long dp, op_layout *l)
+{
+    memset(l, 0, sizeof *l);
+    l->micro_batch = s->micro_batch, l->seq = s->seq;
+    l->tp = s->tp, l->pp = s->pp, l->cp = s->cp > 1 ? s->cp : 1, l->sp = s->sp;
+    l->recompute = s->recompute ? OP_RECOMPUTE_FULL : s->selective ? OP_RECOMPUTE_SELECTIVE : OP_RECOMPUTE_NONE;
+    l->attention = s->attn_flash ? OP_ATTN_TILED : OP_ATTN_FULL;
+    int fp32 = s->precision == PREC_FP32;
+    l->act_bytes = fp32 ? 4 : 2, l->weight_bytes = fp32 ? 4 : 2, l->grad_bytes = fp32 ? 4 : 2;
+    l->optim_bytes = s->precision == PREC_FP32 ? 4 * 4 + 2 * 4 : s->precision == PREC_MIXED ? 2 * 2 + 2 + 2 * 12 : 2 * 2 + 2 + 2 * 4;
+    l->zero = s->zero, l->dp = dp;
+}
+
+int step_ops(const scale_model *s, long dp, op_entry *ops, int cap)
+{
+    op_layout l;
+    step_layout(s, dp, &l);
+    return op_list(&s->cfg, &l, ops, cap);
+}
+
+/* Per rank: the dense peak of the run's precision and the memory bandwidth (a device's share). */
+static double rank_peak(const scale_model *s)
+{
+    double tf = s->precision == PREC_FP32 ? s->hw.fp32_tflops : s->hw.bf16_tflops;
+    return tf * 1e12 / (s->hw.workers > 0 ? s->hw.workers : 1);
+}
+static double rank_bw(const scale_model *s) { return s->hw.mem_gb_per_s * 1e9 / (s->hw.workers > 0 ? s->hw.workers : 1); }
+
+static double shape_factor(double x) { return x / (x + STEP_GEMM_HALF_DIM); }
+
+static double gemm_time(const scale_model *s, double n, double k, double m, double flops)
+{
+    double launch = or_default(s->hw.launch_us, STEP_LAUNCH_US) * 1e-6, e;
+    double peak = s->fp8 && s->hw.fp8_tflops > 0 ? s->hw.fp8_tflops * 1e12 / (s->hw.workers > 0 ? s->hw.workers : 1) : rank_peak(s);
+    if (s->gemm_curve && s->gemm_curve->nk > 0) e = scale_eff(s->gemm_curve, k, n, NULL);
+    else e = or_default(s->hw.gemm_eff, STEP_GEMM_EFF) * shape_factor(n) * shape_factor(k) * shape_factor(m);
+    return flops / (e * peak) + launch;
+}
+
+/* A ring collective over the scale-up link among `t` ranks of `bytes` each (all-reduce when
+ * `halves` is 2; an all-gather or a reduce-scatter alone is 1). */
+static double link_ring(const scale_model *s, double t, double bytes, double halves)
+{
+    if (t <= 1 || !(s->hw.intra_gb_per_s > 0)) return 0;
+    double bw = s->hw.intra_gb_per_s * 1e9 * STEP_LINK_EFF;
+    return halves * (t - 1) / t * bytes / bw + halves * (t - 1) * STEP_LINK_LATENCY_US * 1e-6;
+}
+
+double step_op_time(const scale_model *s, const op_entry *op)
+{
+    double launch = or_default(s->hw.launch_us, STEP_LAUNCH_US) * 1e-6;
+    switch (op->kind) {
+    case OPK_GEMM: return gemm_time(s, (double)op->n, (double)op->k, (double)op->m, op->flops);
+    case OPK_ATTN:
+        if (s->attn_flash) return op->flops / (or_default(s->hw.attn_eff, STEP_ATTN_EFF) * rank_peak(s)) + launch;
+        /* batched over the heads: the batch fills the device, no shape loss */
+        return op->flops / (or_default(s->hw.gemm_eff, STEP_GEMM_EFF) * rank_peak(s)) + 2.0 * launch;
+    case OPK_MEM: return op->bytes / (or_default(s->hw.mem_eff, STEP_MEM_EFF) * rank_bw(s)) + launch;
+    case OPK_TP_COMM: return link_ring(s, s->tp, op->bytes, 2.0);
+    case OPK_PP_SEND: {
+        long per_node = (long)s->hw.accelerators * (s->hw.workers > 0 ? s->hw.workers : 1);
+        if ((long)s->tp * s->pp <= per_node && s->hw.intra_gb_per_s > 0) return op->bytes / (s->hw.intra_gb_per_s * 1e9 * STEP_LINK_EFF);
+        if (!(s->hw.net_gbit_per_s > 0)) return 0;
+        return op->bytes / (s->hw.net_gbit_per_s * 1e9 / 8.0 * s->net_eff / (double)per_node);
+    }
+    default: return 0; /* data-parallel movement and the optimizer: per step, in report/scale.c */
+    }
+}
+
+/* One stage (first and/or last) of the slowest kind: its compute parts. */
+static void stage_time(const scale_model *s, const op_entry *ops, int n, int first, int last, step_parts *p)
+{
+    double layers = (double)s->cfg.L / s->pp;
+    memset(p, 0, sizeof *p);
+    for (int i = 0; i < n; i++) {
+        double times = op_times(&ops[i], layers, first, last);
+        if (times <= 0) continue;
+        double t = step_op_time(s, &ops[i]) * times;
+        switch (ops[i].kind) {
+        case OPK_GEMM: p->gemm_s += t; break;
+        case OPK_ATTN: p->attn_s += t; break;
+        case OPK_MEM: p->mem_s += t; break;
+        case OPK_TP_COMM: p->tp_s += t; break;
+        case OPK_PP_SEND: p->pp_s += t; break;
+        default: break;
+        }
+        if (ops[i].pass == OPP_BWD && ops[i].kind <= OPK_MEM) p->bwd_s += t;
+        if (ops[i].scope == OPS_LAYER && ops[i].kind <= OPK_MEM) p->layer_s += t / layers;
+    }
+}
+
+double step_t_mb_device(const scale_model *s, step_parts *parts)
+{
+    op_entry ops[OP_LIST_MAX];
+    step_parts tmp;
+    if (!parts) parts = &tmp;
+    memset(parts, 0, sizeof *parts);
+    int n = step_ops(s, 1, ops, OP_LIST_MAX);
+    if (n < 0 || !(rank_peak(s) > 0) || !(rank_bw(s) > 0)) return NAN;
+    step_parts a, b;
+    stage_time(s, ops, n, 1, s->pp == 1, &a);
+    if (s->pp > 1) {
+        stage_time(s, ops, n, 0, 1, &b);
+        if (b.gemm_s + b.attn_s + b.mem_s > a.gemm_s + a.attn_s + a.mem_s) a = b;
+    }
+    *parts = a;
+    return a.gemm_s + a.attn_s + a.mem_s;
+}
+
+double step_comm_per_mb(const scale_model *s)
+{
+    step_parts p;
+    if (isnan(step_t_mb_device(s, &p))) {
+        /* no compute figures: the links alone (a device without peaks still has its wires) */
+        op_entry ops[OP_LIST_MAX];
+        int n = step_ops(s, 1, ops, OP_LIST_MAX);
+        double t = 0, layers = (double)s->cfg.L / s->pp;
+        for (int i = 0; i < n; i++)
+            if (ops[i].kind == OPK_TP_COMM || ops[i].kind == OPK_PP_SEND) t += step_op_time(s, &ops[i]) * op_times(&ops[i], layers, 1, 1);
+        return t;
+    }
+    double tp = p.tp_s;
+    if (s->tp_overlap) tp = fmax(0.0, tp - p.gemm_s); /* hidden under the layer's GEMMs, at most their time */
+    return tp + p.pp_s;
+}

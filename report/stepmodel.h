@@ -1,0 +1,74 @@
+/* stepmodel.h: the time of the shared operation list (common/oplist.h) on a device: the step
+ * model `scale`, `plan` and `validate` predict with, and their calibrations fit.
+ *
+ * Per op, on one rank (a device's share when it runs several ranks: Trainium's NeuronCores):
+ *   GEMM       2 n k m FLOPs at gemm_eff x f(n) f(k) f(m) of the dense peak of the run's precision,
+ *              f(x) = x / (x + STEP_GEMM_HALF_DIM) (narrow dimensions lose to tile and wave
+ *              quantisation), + launch_us; or, given a `costbench matmul` CSV of the device, at its
+ *              measured share e(k, n) (report/scale.h's curve)
+ *   attention  tiled: its FLOPs (causal) at attn_eff of the peak; materialised: at gemm_eff (batched
+ *              over the heads, the batch fills the device: no shape loss), its two products two
+ *              launches, its scores' traffic a memory-bound op
+ *   memory     bytes at mem_eff of the memory bandwidth, + launch_us
+ *   TP         ring collective over the scale-up link: 2 (t - 1) / t x bytes / (link x
+ *              STEP_LINK_EFF) + 2 (t - 1) x STEP_LINK_LATENCY_US
+ *   PP         the activation forward and the gradient back per micro-batch, over the scale-up
+ *              link when the stages share a node, else over the rank's share of the network
+ * The device's gemm_eff, attn_eff, mem_eff and launch_us come from data/devices.csv (defaults
+ * below when a device leaves them empty); the peaks, bandwidths and links from the device too.
+ * A calibration fits one framework efficiency phi against this device time (t_mb = t_device /
+ * phi) and carries phi, which is not a property of a device, to other devices and layouts.
+ *
+ * Framework features (overlap) are named, with the frameworks' defaults (step_framework_find). */
+#ifndef CB_STEPMODEL_H
+#define CB_STEPMODEL_H
+
+#include "../common/oplist.h"
+#include "scale.h"
+
+#define STEP_GEMM_EFF 0.75      /* a device's gemm_eff when data/devices.csv leaves it empty */
+#define STEP_ATTN_EFF 0.35      /* attn_eff: FlashAttention-2 class kernels, forward + backward */
+#define STEP_MEM_EFF 0.70       /* mem_eff: streaming kernels reach about 70% of HBM bandwidth */
+#define STEP_LAUNCH_US 5.0      /* a kernel's fixed cost (launch, tail) */
+#define STEP_GEMM_HALF_DIM 128.0
+#define STEP_LINK_EFF 0.75      /* NCCL's all-reduce bus bandwidth over NVLink: ~225 of 300 GB/s on A100 */
+#define STEP_LINK_LATENCY_US 5.0
+
+/* What a framework overlaps, by default (each a named feature the README documents):
+ *   tiled_attention  a tiled (flash) attention kernel, causal FLOPs, no s x s scores in memory
+ *   grad_overlap     the gradient reduction runs under the backward (DDP buckets; Megatron-LM's
+ *                    --overlap-grad-reduce, off by default; NeMo's overlap_grad_sync, on)
+ *   gather_prefetch  ZeRO-3/FSDP parameter gathers run ahead of the layer that needs them, under
+ *                    compute (FSDP forward_prefetch / BACKWARD_PRE, llm-foundry's defaults)
+ *   tp_overlap       tensor-parallel collectives hidden under the layer's GEMMs (Transformer
+ *                    Engine userbuffers; NeMo tp_comm_overlap), off unless a row says so */
+typedef struct {
+    const char *name;
+    int tiled_attention, grad_overlap, gather_prefetch, tp_overlap;
+    const char *source;
+} step_framework;
+/* The features of `name` (megatron-lm, nemo, neuron-nemo, llm-foundry, torchtitan, deepspeed,
+ * costbench); an unknown or empty name: the modern defaults (step_framework_default). */
+const step_framework *step_framework_find(const char *name);
+const step_framework *step_framework_default(void);
+/* "megatron-lm, nemo, ..." for messages and help. */
+void step_framework_list(char *buf, size_t n);
+
+typedef struct {
+    double gemm_s, attn_s, mem_s, tp_s, pp_s;   /* one micro-batch through the slowest stage, phi = 1 */
+    double bwd_s;                                 /* of which the backward (what gradient reduction can hide under) */
+    double layer_s;                               /* one layer's compute (a ZeRO-3 gather's hiding unit) */
+} step_parts;
+
+/* The operation list of s's layout (dp replicas: the ZeRO sharding of the optimizer). Returns the
+ * count or -1 (a layout the list cannot split). */
+int step_ops(const scale_model *s, long dp, op_entry *ops, int cap);
+/* Device time at phi = 1 of one micro-batch through the slowest pipeline stage: GEMMs, attention
+ * and memory-bound ops (parts may be NULL). NaN when the device's peak or bandwidth is unknown. */
+double step_t_mb_device(const scale_model *s, step_parts *parts);
+/* Exposed tensor-parallel and pipeline communication of one micro-batch (the step's tp_s term). */
+double step_comm_per_mb(const scale_model *s);
+/* The time of one op once (phi = 1), for breakdowns and tests. */
+double step_op_time(const scale_model *s, const op_entry *op);
+
+#endif
