@@ -108,3 +108,39 @@ int calib_fit_carry(const calib_fit *c, const scale_model *target, const scale_e
 }
 
 double calib_t_mb(const scale_model *target, double eff_t) { return scale_t_mb_from_peak(target, eff_t); }
+
+/* Tokens per device per step of a model at n nodes. */
+static double tokens_per_device(const scale_model *s, long nodes)
+{
+    scale_point p;
+    scale_eval(s, nodes, &p);
+    double devices = (double)nodes * s->hw.accelerators;
+    return (double)p.global_batch * (double)s->seq / devices;
+}
+
+calib_case calib_case_of(const scale_model *cal, long cal_nodes, const scale_model *target, long nodes, char *why, size_t n)
+{
+    char tmp[8];
+    if (!why) why = tmp, n = sizeof tmp;
+    why[0] = '\0';
+    if (strcmp(cal->hw.accelerator, target->hw.accelerator) != 0) {
+        snprintf(why, n, "another device (%s, calibrated on %s)", target->hw.accelerator, cal->hw.accelerator);
+        return CALIB_DEVICE;
+    }
+    if (cal->tp != target->tp) {
+        snprintf(why, n, "another TP degree (%d, calibrated at %d)", target->tp, cal->tp);
+        return CALIB_LAYOUT;
+    }
+    double r = tokens_per_device(target, nodes) / tokens_per_device(cal, cal_nodes);
+    if (r >= 4.0 || r <= 0.25) {
+        snprintf(why, n, "%.3gx the tokens per device per step of the calibration", r);
+        return CALIB_LAYOUT;
+    }
+    return CALIB_NEAR;
+}
+
+double calib_band_pct(const calib_fit *c, const scale_model *target, long nodes)
+{
+    static const double band[3] = {CALIB_BAND_NEAR_PCT, CALIB_BAND_LAYOUT_PCT, CALIB_BAND_DEVICE_PCT};
+    return fabs(c->fit.resid_pct[0]) + band[calib_case_of(&c->cal, c->nodes, target, nodes, NULL, 0)];
+}

@@ -53,6 +53,25 @@ double calib_gemm_share(const scale_model *s, double phi);
 /* The target's compute time from the carried efficiency (its hardware FLOPs at eff_t of its peak). */
 double calib_t_mb(const scale_model *target, double eff_t);
 
+/* ------------------------------------------------------------------ how sure a prediction is
+ * How far a target lies from its calibration, by what changed (the validation's cases):
+ *   CALIB_NEAR     the same device and TP degree, within 4x the tokens per device per step
+ *   CALIB_LAYOUT   the same device, another TP degree, or 4x the tokens per device or more
+ *   CALIB_DEVICE   another device
+ * The band of a prediction is +-(|the calibration's own residual| + the CALIB_BAND_*_PCT of its
+ * case): the 90th percentile of |error| that `costbench validate` measures over the shipped
+ * published runs in that case (tests/test_stepmodel.c checks the constants against it). A target
+ * outside CALIB_NEAR is extrapolated, and says what changed. */
+typedef enum { CALIB_NEAR, CALIB_LAYOUT, CALIB_DEVICE } calib_case;
+#define CALIB_BAND_NEAR_PCT 8.0
+#define CALIB_BAND_LAYOUT_PCT 15.0
+#define CALIB_BAND_DEVICE_PCT 15.0
+/* The case of target against the calibration's configuration; what changed into why ("another TP
+ * degree (8, calibrated at 1)"; empty for CALIB_NEAR; may be NULL). */
+calib_case calib_case_of(const scale_model *cal, long cal_nodes, const scale_model *target, long nodes, char *why, size_t n);
+/* The band, +- percent, of a prediction of target from c. */
+double calib_band_pct(const calib_fit *c, const scale_model *target, long nodes);
+
 /* "K 2048, N 256 (micro-batch 1 x seq 2048 / tp 8)" of a model. */
 void calib_kn_describe(const scale_model *s, char *buf, size_t n);
 
