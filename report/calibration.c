@@ -120,7 +120,7 @@ static double tokens_per_device(const scale_model *s, long nodes)
 
 calib_case calib_case_of(const scale_model *cal, long cal_nodes, const scale_model *target, long nodes, char *why, size_t n)
 {
-    char tmp[8];
+    char tmp[256];
     if (!why) why = tmp, n = sizeof tmp;
     why[0] = '\0';
     if (strcmp(cal->hw.accelerator, target->hw.accelerator) != 0) {
