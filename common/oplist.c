@@ -22,7 +22,7 @@ static op_entry *put(op_sink *k, const char *name, op_kind kind, op_pass pass, o
     memset(e, 0, sizeof *e);
     snprintf(e->name, sizeof e->name, "%s", name);
     snprintf(e->phase, sizeof e->phase, "%s", phase);
-    e->kind = kind, e->pass = pass, e->scope = scope, e->count = count;
+    e->kind = kind, e->pass = pass, e->scope = scope, e->count = count, e->batch = 1;
     return e;
 }
 
@@ -63,13 +63,13 @@ static void attention(op_sink *k, const model_config *c, const op_layout *l, lon
         double per_score;
     } p[3] = {{OPP_FWD, "fwd", 4.0}, {OPP_BWD, "bwd", tiled ? 10.0 : 8.0}, {OPP_RECOMPUTE, "fwd", 4.0}};
     for (int j = 0; j < (recompute_core ? 3 : 2); j++) {
-        op_entry *e = put(k, "attn_core", OPK_ATTN, p[j].pass, OPS_LAYER, p[j].phase, heads);
+        op_entry *e = put(k, "attn_core", OPK_ATTN, p[j].pass, OPS_LAYER, p[j].phase, 1);
         if (!e) return;
-        e->n = (long)s, e->k = c->HS, e->m = (long)keys;
-        e->flops = p[j].per_score * (double)c->HS * scores;
+        e->n = (long)s, e->k = c->HS, e->m = (long)keys, e->batch = heads;
+        e->flops = p[j].per_score * (double)c->HS * scores * heads;
         if (!tiled) {
             double per = p[j].pass == OPP_BWD ? 5.0 * B + 1.0 : 4.0 * B + 1.0;
-            mem(k, "attn_scores_mem", p[j].pass, OPS_LAYER, per * scores, heads);
+            mem(k, "attn_scores_mem", p[j].pass, OPS_LAYER, per * scores * heads, 1);
         }
     }
     (void)n;

@@ -74,9 +74,10 @@ typedef struct {
     op_pass pass;
     op_scope scope;
     char phase[12]; /* GEMMs: fwd, bwd_input, bwd_weight (matmul CSVs' phase); others: fwd, bwd, step */
-    long n, k, m;   /* GEMM: Y (n x m) = X (n x k) W^T; attention: n query rows, k head size, m keys */
-    double count;   /* instances per scope (heads for the attention core) */
-    double flops;   /* per instance */
+    long n, k, m;   /* GEMM: Y (n x m) = X (n x k) W^T; attention: n query rows, k head size, m keys (one head) */
+    double batch;   /* attention: the heads (x sequences) one kernel call runs; 1 otherwise */
+    double count;   /* kernel calls per scope */
+    double flops;   /* per call (attention: all of its heads) */
     double bytes;   /* per instance: memory moved (MEM, OPTIM) or the message (collectives, sends) */
 } op_entry;
 

@@ -97,11 +97,13 @@ double step_op_time(const scale_model *s, const op_entry *op)
         if (s->attn_flash) return op->flops / (or_default(s->hw.attn_eff, STEP_ATTN_EFF) * rank_peak(s)) + launch;
         /* batched over the heads: the batch fills the device, no shape loss */
         return op->flops / (or_default(s->hw.gemm_eff, STEP_GEMM_EFF) * rank_peak(s)) + 2.0 * launch;
-    case OPK_MEM: return op->bytes / (or_default(s->hw.mem_eff, STEP_MEM_EFF) * rank_bw(s)) + launch;
+    case OPK_MEM: /* a memory bandwidth that is not known carries no modelled time (as an unknown link) */
+        return rank_bw(s) > 0 ? op->bytes / (or_default(s->hw.mem_eff, STEP_MEM_EFF) * rank_bw(s)) + launch : 0;
     case OPK_TP_COMM: return link_ring(s, s->tp, op->bytes, 2.0);
     case OPK_PP_SEND: {
         long per_node = (long)s->hw.accelerators * (s->hw.workers > 0 ? s->hw.workers : 1);
-        if ((long)s->tp * s->pp <= per_node && s->hw.intra_gb_per_s > 0) return op->bytes / (s->hw.intra_gb_per_s * 1e9 * STEP_LINK_EFF);
+        if (scale_replica_ranks(s) <= per_node) /* the stages share a node: its link (unknown: no modelled time) */
+            return s->hw.intra_gb_per_s > 0 ? op->bytes / (s->hw.intra_gb_per_s * 1e9 * STEP_LINK_EFF) : 0;
         if (!(s->hw.net_gbit_per_s > 0)) return 0;
         return op->bytes / (s->hw.net_gbit_per_s * 1e9 / 8.0 * s->net_eff / (double)per_node);
     }
@@ -138,7 +140,7 @@ double step_t_mb_device(const scale_model *s, step_parts *parts)
     if (!parts) parts = &tmp;
     memset(parts, 0, sizeof *parts);
     int n = step_ops(s, 1, ops, OP_LIST_MAX);
-    if (n < 0 || !(rank_peak(s) > 0) || !(rank_bw(s) > 0)) return NAN;
+    if (n < 0 || !(rank_peak(s) > 0)) return NAN;
     step_parts a, b;
     stage_time(s, ops, n, 1, s->pp == 1, &a);
     if (s->pp > 1) {

@@ -18,6 +18,7 @@
 #include "../report/inputs.h"
 #include "../report/plot.h"
 #include "../report/scale.h"
+#include "../report/stepmodel.h"
 #include "calib_row.h"
 #include "commands.h"
 
@@ -321,8 +322,8 @@ static int points_from_file(const char *path, const scale_model *s, const scale_
 
 /* ------------------------------------------------------------------ --calibrate FILE[:LINE] */
 
-/* Carries the calibration row's compute MFU to the target: MFU_t = MFU_c x e(K_t, N_t) / e(K_c, N_c),
- * t_mb = hardware FLOPs / (MFU_t x peak). */
+/* Carries the calibration's framework efficiency to the target (report/calibration.h): its compute
+ * time is the step model's device time of the target over phi. */
 static int calib_carry(scale_run *r)
 {
     scale_model *s = &r->s;
@@ -334,7 +335,7 @@ static int calib_carry(scale_run *r)
     if (rc != 0) return rc;
     s->t_mb_s = scale_t_mb_from_peak(s, r->hfu_tgt);
     r->mfu_tgt = r->hfu_tgt * scale_stage_flops(s, 0) / scale_stage_flops(s, 1);
-    snprintf(r->calib, sizeof r->calib, "carried from %.200s:%d (%s, tp %d, pp %d, %ld x %s, %.4g seq/s) by the matmul efficiency rule",
+    snprintf(r->calib, sizeof r->calib, "carried from %.200s:%d (%s, tp %d, pp %d, %ld x %s, %.4g seq/s) by the step model's framework efficiency",
              r->cr.path, r->cr.row.line, r->cr.row.model, r->cr.row.tp, r->cr.row.pp, r->cr.row.instances, r->cr.row.instance,
              r->cr.row.seq_per_s);
     return 0;
@@ -494,25 +495,34 @@ static void notes_calibration(record *rec, const scale_run *r)
                                           : "fitted");
 }
 
-/* --calibrate: the rule, the curve, both compute MFUs at full precision. */
+/* --calibrate: the rule, the device model, both compute MFUs at full precision, the band. */
 static void notes_carry(record *rec, const scale_run *r)
 {
     const scale_model *c = &r->cr.cal, *s = &r->s;
-    record_note(rec, "rule: MFU_target = MFU_cal x e(K_t, N_t) / e(K_c, N_c), both MFUs of hardware FLOPs (HFU: the recomputed forward "
-                     "counted, as it runs at the same efficiency; MFU itself without recomputation), K = d_model, N = micro_batch x seq / tp; "
-                     "t_mb = hardware FLOPs per micro-batch per stage / (HFU_target x dense peak of the stage's tp ranks)");
+    record_note(rec, "rule: phi = t_device(calibration) / t_mb(calibration), the framework's efficiency against the step model's device "
+                     "time of the shared operation list (report/stepmodel.h); t_mb(target) = t_device(target) / phi, on the target's own "
+                     "peaks, bandwidths and links");
     if (r->eff.nk > 0)
-        record_note(rec, "e(K, N): %s's %s, log-linear in K and N, clamped to K %g..%g, N %g..%g%s", r->o.matmul_csv, r->eff.column,
-                    r->eff.k[0], r->eff.k[r->eff.nk - 1], r->eff.n[0], r->eff.n[r->eff.nn - 1],
-                    r->eff_clamped ? " (clamped here: K or N outside the measured range)" : "");
+        record_note(rec, "GEMMs at %s's %s, log-linear in K and N, clamped to K %g..%g, N %g..%g", r->o.matmul_csv, r->eff.column, r->eff.k[0],
+                    r->eff.k[r->eff.nk - 1], r->eff.n[0], r->eff.n[r->eff.nn - 1]);
     else
-        record_note(rec, "e(K, N) = 1 / (1 + K0/K) x 1 / (1 + N0/N), K0 = %g, N0 = %g: assumed (MosaicML: wider models and more tokens "
-                         "per device run more efficiently), not fitted",
-                    SCALE_EFF_K0, SCALE_EFF_N0);
-    record_note(rec, "calibration %s: K %g, N %g, e %.17g, t_mb %.9g s, compute MFU %.17g, HFU %.17g", c->cfg.name, scale_eff_k(c),
-                scale_eff_n(c), r->e_cal, c->t_mb_s, r->mfu_cal, r->cr.eff_cal);
-    record_note(rec, "target %s: K %g, N %g, e %.17g, t_mb %.9g s, compute MFU %.17g, HFU %.17g%s", s->cfg.name, scale_eff_k(s),
-                scale_eff_n(s), r->e_tgt, s->t_mb_s, r->mfu_tgt, r->hfu_tgt, s->recompute ? " (t_mb counts the recomputed forward)" : "");
+        record_note(rec, "GEMMs at the device's gemm_eff x f(n) f(k) f(m), f(x) = x / (x + %g); tiled attention at attn_eff, memory-bound "
+                         "ops at mem_eff of the bandwidth, + %g us per kernel (data/devices.csv; defaults %g, %g, %g when empty)",
+                    STEP_GEMM_HALF_DIM, STEP_LAUNCH_US, STEP_GEMM_EFF, STEP_ATTN_EFF, STEP_MEM_EFF);
+    double t_dc = step_t_mb_device(c, NULL), t_dt = step_t_mb_device(s, NULL);
+    record_note(rec, "calibration %s: t_device %.9g s, t_mb %.9g s, phi %.17g, e %.17g, compute MFU %.17g, HFU %.17g", c->cfg.name, t_dc,
+                c->t_mb_s, r->cr.fc.phi_cal, r->e_cal, r->mfu_cal, r->cr.eff_cal);
+    record_note(rec, "target %s: t_device %.9g s, t_mb %.9g s, phi %.17g, e %.17g, compute MFU %.17g, HFU %.17g%s", s->cfg.name, t_dt,
+                s->t_mb_s, r->cr.fc.phi_cal, r->e_tgt, r->mfu_tgt, r->hfu_tgt, s->recompute ? " (t_mb counts the recomputed forward)" : "");
+    char why[256];
+    long nodes = r->o.nodes.n > 0 ? r->o.nodes.v[0] : 1;
+    calib_case k = calib_case_of(c, r->cr.fc.nodes, s, nodes, why, sizeof why);
+    record_note(rec, "band: +-%.3g%% (the calibration's residual %.2g%% + %s's %.3g%%: the 90th percentile of |error| `costbench validate` "
+                     "measures on the shipped published runs in that case)%s%s",
+                calib_band_pct(&r->cr.fc, s, nodes), fabs(r->cr.fc.fit.resid_pct[0]),
+                k == CALIB_NEAR ? "a near target" : k == CALIB_LAYOUT ? "another layout" : "another device",
+                k == CALIB_NEAR ? CALIB_BAND_NEAR_PCT : k == CALIB_LAYOUT ? CALIB_BAND_LAYOUT_PCT : CALIB_BAND_DEVICE_PCT,
+                k == CALIB_NEAR ? "" : "; extrapolated: ", why);
 }
 
 static void notes_write(record *rec, const scale_run *r, int over_mem)

@@ -114,7 +114,7 @@ static int val_rows_record(record *rec, const val_result *res)
     record_csv_only(rec, VC_FILE);
     record_csv_only(rec, VC_LINE);
     record_note(rec, "model: costbench scale's step model, each row's configuration from its columns; the compute time fitted to the "
-                     "calibration row, its efficiency in hardware FLOPs carried by the matmul efficiency rule (README: costbench validate)");
+                     "calibration row, its framework efficiency carried by the step model (README: costbench validate)");
     record_note(rec, "naive: the calibration row's model FLOP/s per device (6N + 12 L C T per token, PaLM) carried unchanged");
     record_note(rec, "error = predicted / published - 1; a row without a prediction says why in 'note'");
     return 0;

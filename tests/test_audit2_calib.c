@@ -96,9 +96,10 @@ static void test_plan_less_than_one_step(void)
 
 /* ---------------------------------------------------------------- 10: far outside the curve */
 
-/* seq_len 1 at tp 8 is N = 1/8 row per device: the assumed curve's N term there is 1/4097, and
- * carried to N 256 (1/3) it multiplied the row's MFU by 1366. The curve is used on K, N >= 64:
- * the row's N is taken at 64 (1/9), so the MFU triples, and a warning names the row. */
+/* seq_len 1 at tp 8 is N = 1/8 row per device: the old assumed curve's N term there was 1/4097,
+ * and carried to N 256 (1/3) it multiplied the row's MFU by 1366. The step model times the row's
+ * own tiny GEMMs (their launches dominate): the carried MFU stays within what the device allows,
+ * and the target is marked extrapolated. */
 static void test_calib_outside_curve(void)
 {
     files f;
@@ -106,38 +107,35 @@ static void test_calib_outside_curve(void)
     int rc = scale_toy(&f, f.rows, "gpt3-1.3b", NULL);
     CHECK(rc == 0, "exit %d: %s", rc, g_err);
     double mfu_c = note_value(g_out, "# calibration gpt3-1.3b", "compute MFU "),
-           mfu_t = note_value(g_out, "# target gpt3-1.3b", "compute MFU ");
-    CHECK(fabs(mfu_t / mfu_c - 3.0) < 1e-9, "the ratio e(2048, 256) / e(2048, 64) = 9/3: %.17g -> %.17g (x %.6g)", mfu_c, mfu_t,
-          mfu_t / mfu_c);
-    char want[200];
-    snprintf(want, sizeof want, "warning: %s:2: ", f.rows);
-    CHECK(strstr(g_err, want) && strstr(g_err, "N 0.125"), "a warning names the row and its N: %s", g_err);
-    /* the same row for plan: carried at the edge too, and said so */
+           mfu_t = note_value(g_out, "# target gpt3-1.3b", "compute MFU "), e = note_value(g_out, "# target gpt3-1.3b", " e ");
+    CHECK(mfu_t > mfu_c && mfu_t < 0.75 && e <= 1, "carried within the device: MFU %.6g -> %.6g, GEMMs at %.6g of the peak", mfu_c, mfu_t, e);
+    CHECK(strstr(g_out, "extrapolated: ") && strstr(g_out, "the tokens per device per step of the calibration"),
+          "the target is marked extrapolated: %s", g_out);
+    /* the same row for plan: a plan */
     const char *cal[] = {"--calibrate", f.rows, NULL};
     rc = plan_toy(&f, "gpt3-1.3b", "10B", cal);
-    CHECK(rc == 0 && strstr(g_err, want), "plan: exit %d, warning: %s", rc, g_err);
+    CHECK(rc == 0, "plan: exit %d: %s", rc, g_err);
     rm_tree(f.dir);
 }
 
-/* ---------------------------------------------------------------- 10: above 100% MFU */
+/* ---------------------------------------------------------------- 10: above 100% */
 
-/* 100 seq/s of gpt3-1.3b at seq 512 on toy.8x is a compute MFU of about 52% at N 64; carried to
- * N 256 the rule gives 3 x that: scale refuses in one error naming the row; plan searches the
- * candidates it can carry and warns, naming the row, about the others. */
+/* 130 seq/s of gpt3-1.3b at seq 512 on toy.8x: the step model would need its GEMMs at over 120% of the
+ * dense peak to reproduce it. scale and plan refuse the calibration in one error naming the row
+ * and the term; 50 seq/s at twice the batch (97% of it) calibrates. */
 static void test_calib_above_peak(void)
 {
     files f;
-    if (files_make(&f, NULL, "gpt3-1.3b,8,1,1,toy.8x,512,64,100\ngpt3-1.3b,8,1,1,toy.8x,512,128,50\n") != 0) return;
+    if (files_make(&f, NULL, "gpt3-1.3b,8,1,1,toy.8x,512,64,130\ngpt3-1.3b,8,1,1,toy.8x,512,128,50\n") != 0) return;
     char spec[160], lead[200];
     snprintf(spec, sizeof spec, "%s:2", f.rows);
     snprintf(lead, sizeof lead, "%s:2: ", f.rows);
-    expect_error(scale_toy(&f, spec, "gpt3-1.3b", NULL), 2, lead, "above 100%", "carried above the peak");
-    snprintf(spec, sizeof spec, "%s:3", f.rows);
-    snprintf(lead, sizeof lead, "warning: %s:3: ", f.rows);
+    expect_error(scale_toy(&f, spec, "gpt3-1.3b", NULL), 2, lead, "above 100%", "calibration above the peak");
+    CHECK(strstr(g_err, "the row implies its GEMMs run at 1") && strstr(g_err, "% of the dense peak"), "names the term: %s", g_err);
     const char *cal[] = {"--calibrate", spec, NULL};
-    int rc = plan_toy(&f, "gpt3-1.3b", "10B", cal);
-    CHECK(rc == 0 && strstr(g_err, lead) && strstr(g_err, "above 100%"), "plan warns naming the row: exit %d, %s", rc, g_err);
-    CHECK(strstr(g_out, "rank") != NULL, "plan still ranks the candidates it can carry: %s", g_out);
+    expect_error(plan_toy(&f, "gpt3-1.3b", "10B", cal), 2, lead, "above 100%", "plan: calibration above the peak");
+    snprintf(spec, sizeof spec, "%s:3", f.rows);
+    CHECK(scale_toy(&f, spec, "gpt3-1.3b", NULL) == 0, "50 seq/s at batch 128 calibrates: %s", g_err);
     rm_tree(f.dir);
 }
 
@@ -262,8 +260,8 @@ static void test_plan_mtbf_verdict(void)
 /* ---------------------------------------------------------------- 11: rows measured here */
 
 /* A `costbench train --csv` row: instance "this machine", the peak it was measured against
- * (peak_gflops, all ranks) and the MFU against it. Its hardware is that peak: carried to the same
- * shape elsewhere the compute MFU is the row's own mfu column. */
+ * (peak_gflops, all ranks) and the MFU against it. Its hardware is that peak: calibrated, its
+ * compute MFU is the row's own mfu column, and its framework efficiency carries elsewhere. */
 static void test_calib_this_machine(void)
 {
     model_config cfg;
@@ -286,7 +284,10 @@ static void test_calib_this_machine(void)
     CHECK(rc == 0, "a row measured here calibrates: exit %d, %s", rc, g_err);
     double mfu_c = note_value(g_out, "# calibration pythia-14m", "compute MFU "),
            mfu_t = note_value(g_out, "# target pythia-14m", "compute MFU ");
-    CHECK(fabs(100 * mfu_c / mfu - 1) < 1e-6 && mfu_t == mfu_c, "the row's own MFU %.9g%%: calibration %.9g, target %.9g", mfu, mfu_c, mfu_t);
+    double phi_c = note_value(g_out, "# calibration pythia-14m", " phi "), phi_t = note_value(g_out, "# target pythia-14m", " phi ");
+    /* its own MFU back; the framework efficiency carries to the toy device, whose kernel launches weigh more on a faster device */
+    CHECK(fabs(100 * mfu_c / mfu - 1) < 1e-6 && phi_t == phi_c && mfu_t > 0 && mfu_t <= mfu_c,
+          "the row's own MFU %.9g%%: calibration %.9g, target %.9g (phi %.9g, %.9g)", mfu, mfu_c, mfu_t, phi_c, phi_t);
     const char *cal[] = {"--calibrate", spec, NULL};
     rc = plan_toy(&f, "pythia-14m", "1B", cal);
     CHECK(rc == 0 && strstr(g_out, "calibrated on"), "plan: exit %d, %s", rc, g_err);
@@ -299,9 +300,9 @@ static void test_calib_this_machine(void)
 
 const test_case tests_audit2_calib[] = {
     {"audit2 10: plan refuses --tokens of less than one step", test_plan_less_than_one_step},
-    {"audit2 10: a calibration row outside the efficiency curve's range (seq_len 1 at tp 8) is carried from the range's edge, with a warning naming it",
+    {"audit2 10: a calibration row of tiny GEMMs (seq_len 1 at tp 8) carries within the device's limits, the target marked extrapolated",
      test_calib_outside_curve},
-    {"audit2 10: a calibration the rule would carry above 100% MFU is an error naming the row (scale) or a warning naming it (plan)",
+    {"audit2 10: a calibration that needs its GEMMs above 100% of the peak is one error naming the row and the term, in scale and plan",
      test_calib_above_peak},
     {"audit2 10: --matmul-csv range-checks pct_of_peak (0, 100], gflops_median, n, k and m", test_matmul_csv_ranges},
     {"audit2 10: a calibration row with TP past the ranks of its instance is refused naming the column", test_calib_tp_past_instance},
