@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../common/err.h"
+#include "../common/stats.h"
 #include "stepmodel.h"
 
 void calib_kn_describe(const scale_model *s, char *buf, size_t n)
@@ -143,4 +144,89 @@ double calib_band_pct(const calib_fit *c, const scale_model *target, long nodes)
 {
     static const double band[3] = {CALIB_BAND_NEAR_PCT, CALIB_BAND_LAYOUT_PCT, CALIB_BAND_DEVICE_PCT};
     return fabs(c->fit.resid_pct[0]) + band[calib_case_of(&c->cal, c->nodes, target, nodes, NULL, 0)];
+}
+
+/* ------------------------------------------------------------------ several rows at once */
+
+double calib_joint_predict(const calib_joint *j, const scale_model *s, long nodes)
+{
+    scale_model m = *s;
+    m.t_mb_s = step_t_mb_device(&m, NULL) / j->phi;
+    m.step_overhead_s = j->overhead_s;
+    scale_point p;
+    scale_eval(&m, nodes, &p);
+    return p.seq_per_s;
+}
+
+typedef struct {
+    const scale_model *rows;
+    const long *nodes;
+    const double *sps;
+    int n, with_overhead;
+    double phi_max; /* the largest phi that keeps every row's GEMMs at or below the peak */
+} joint_ctx;
+
+/* x[0] a logistic coordinate of phi in (0, phi_max), x[1] = sqrt(overhead): no bounds to hit */
+static double joint_phi(const joint_ctx *c, double x) { return c->phi_max / (1.0 + exp(-x)); }
+static int joint_residuals(const double *x, double *f, void *data)
+{
+    const joint_ctx *c = data;
+    calib_joint j = {.phi = joint_phi(c, x[0]), .overhead_s = c->with_overhead ? x[1] * x[1] : 0};
+    for (int i = 0; i < c->n; i++) f[i] = calib_joint_predict(&j, &c->rows[i], c->nodes[i]) / c->sps[i] - 1.0;
+    return 0;
+}
+
+/* Whether the rows can tell an overhead from phi: one row's prediction moves relative to the
+ * others by 1% or more when the overhead is 1% of the mean step. */
+static int overhead_determined(const joint_ctx *c, double phi)
+{
+    if (c->n < 2) return 0;
+    double mean_step = 0;
+    for (int i = 0; i < c->n; i++) {
+        scale_point p;
+        scale_model m = c->rows[i];
+        m.t_mb_s = step_t_mb_device(&m, NULL) / phi;
+        scale_eval(&m, c->nodes[i], &p);
+        mean_step += p.step_s / c->n;
+    }
+    calib_joint a = {.phi = phi}, b = {.phi = phi, .overhead_s = 0.01 * mean_step};
+    double lo = INFINITY, hi = -INFINITY;
+    for (int i = 0; i < c->n; i++) {
+        double r = calib_joint_predict(&b, &c->rows[i], c->nodes[i]) / calib_joint_predict(&a, &c->rows[i], c->nodes[i]);
+        lo = fmin(lo, r), hi = fmax(hi, r);
+    }
+    return hi / lo - 1.0 >= 0.002;
+}
+
+int calib_fit_joint(const scale_model *rows, const long *nodes, const double *seq_per_s, int n, calib_joint *out, char *why, size_t wn)
+{
+    memset(out, 0, sizeof *out);
+    why[0] = '\0';
+    if (n < 1 || n > CALIB_JOINT_MAX) return snprintf(why, wn, "%d rows, expected 1 to %d", n, CALIB_JOINT_MAX), CB_EUSAGE;
+    for (int i = 0; i < n; i++)
+        if (!isfinite(step_t_mb_device(&rows[i], NULL)))
+            return snprintf(why, wn, "row %d: the step model has no device time for it (its device's peak is unknown)", i + 1), CB_EUSAGE;
+    joint_ctx c = {rows, nodes, seq_per_s, n, 0, INFINITY};
+    for (int i = 0; i < n; i++) c.phi_max = fmin(c.phi_max, 1.0 / calib_gemm_share(&rows[i], 1.0));
+    double x[2] = {0, 0};
+    stats_fit_result r;
+    if (stats_fit_nls(joint_residuals, &c, 1, n, x, &r) != 0) return snprintf(why, wn, "the fit of phi did not converge"), CB_EUSAGE;
+    /* d phi / dx = phi (1 - phi / phi_max) */
+    out->phi = joint_phi(&c, x[0]), out->phi_se = n > 1 ? r.se[0] * out->phi * (1 - out->phi / c.phi_max) : NAN, out->overhead_se = NAN;
+    if (overhead_determined(&c, out->phi)) {
+        c.with_overhead = 1;
+        x[1] = 0.1;
+        if (stats_fit_nls(joint_residuals, &c, 2, n, x, &r) != 0) return snprintf(why, wn, "the fit of phi and the overhead did not converge"), CB_EUSAGE;
+        out->phi = joint_phi(&c, x[0]), out->overhead_s = x[1] * x[1], out->overhead_fitted = 1;
+        out->phi_se = n > 2 ? r.se[0] * out->phi * (1 - out->phi / c.phi_max) : NAN, out->overhead_se = n > 2 ? r.se[1] * 2.0 * fabs(x[1]) : NAN;
+    }
+    out->n = n;
+    double ss = 0;
+    for (int i = 0; i < n; i++) {
+        out->resid_pct[i] = 100.0 * (calib_joint_predict(out, &rows[i], nodes[i]) / seq_per_s[i] - 1.0);
+        ss += out->resid_pct[i] * out->resid_pct[i];
+        if (fabs(out->resid_pct[i]) > fabs(out->resid_pct[out->worst])) out->worst = i;
+    }
+    out->rms_pct = sqrt(ss / n);
+    return 0;
 }

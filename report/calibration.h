@@ -53,6 +53,29 @@ double calib_gemm_share(const scale_model *s, double phi);
 /* The target's compute time from the carried efficiency (its hardware FLOPs at eff_t of its peak). */
 double calib_t_mb(const scale_model *target, double eff_t);
 
+/* ------------------------------------------------------------------ several rows at once
+ * One framework efficiency phi (t_mb = t_device / phi) and one fixed cost per optimizer step
+ * (overhead_s >= 0: the framework's per-step work the operation list does not name: the
+ * optimizer's launches, gradient clipping, logging, a data loader's stall) fitted to every row by
+ * least squares on the relative seq/s errors (GSL, common/stats.h), phi kept below what would put
+ * any row's GEMMs above the dense peak (1 / its gemm_eff). The overhead is
+ * fitted when two or more rows can tell it from phi (moving it by a step's 1% moves some row's
+ * prediction differently from the others); otherwise it stays 0 and is said undetermined. */
+#define CALIB_JOINT_MAX 256
+typedef struct {
+    int n, overhead_fitted;
+    double phi, overhead_s;       /* fitted */
+    double phi_se, overhead_se;   /* standard errors (NaN: exact, as many parameters as rows) */
+    double resid_pct[CALIB_JOINT_MAX];
+    double rms_pct;
+    int worst;
+} calib_joint;
+/* Fits rows[0..n) (each configured, t_mb unset) at nodes[i] to seq_per_s[i]. Returns 0, or
+ * CB_EUSAGE with the reason in why (no device time for a row; the fit did not converge). */
+int calib_fit_joint(const scale_model *rows, const long *nodes, const double *seq_per_s, int n, calib_joint *out, char *why, size_t wn);
+/* The prediction of a configured model at n nodes with the joint parameters, seq/s. */
+double calib_joint_predict(const calib_joint *j, const scale_model *s, long nodes);
+
 /* ------------------------------------------------------------------ how sure a prediction is
  * How far a target lies from its calibration, by what changed (the validation's cases):
  *   CALIB_NEAR     the same device and TP degree, within 4x the tokens per device per step

@@ -195,7 +195,7 @@ void scale_eval(const scale_model *s, long nodes, scale_point *p)
     p->dp_s = dp_sync_s(s, nodes, R, m);
     p->exposed_s = dp_exposed(s, p->dp_s, m);
     p->optimizer_s = optimizer_time_s(s, R);
-    p->step_s = p->compute_s + p->tp_s + p->bubble_s + p->exposed_s + p->optimizer_s;
+    p->step_s = p->compute_s + p->tp_s + p->bubble_s + p->exposed_s + p->optimizer_s + s->step_overhead_s;
     p->seq_per_s = (double)p->global_batch / p->step_s;
     p->tokens_per_s = p->seq_per_s * (double)s->seq;
     p->mfu_pct = mfu_pct(model_flops_per_token(&s->cfg, (int)s->seq), p->tokens_per_s, scale_peak_per_instance(s) * (double)nodes);

@@ -62,6 +62,7 @@ typedef struct {
     /* framework features (report/stepmodel.h's step_framework): what overlaps what */
     int grad_overlap, gather_prefetch, tp_overlap;
     const struct scale_eff_curve_s *gemm_curve; /* a measured GEMM efficiency curve of the device; NULL: its rule */
+    double step_overhead_s; /* a fixed cost per optimizer step (a joint calibration's second parameter; 0 else) */
     /* the free parameters */
     double t_mb_s;       /* compute time of one micro-batch through one pipeline stage */
     double net_eff;      /* achieved share of the network's line rate */

@@ -10,6 +10,7 @@
 #include "../common/stats.h"
 #include "calibration.h"
 #include "pubmodel.h"
+#include "stepmodel.h"
 
 /* One file's rows as step models, and its calibrations. */
 typedef struct {
@@ -212,6 +213,29 @@ static int val_summarize(val_result *res, int first, const char *file)
     return 0;
 }
 
+/* The joint fit of phi and the per-step overhead on every mapped row into the file's summary. */
+static void val_fit_all(val_summary *s, const val_file *f)
+{
+    s->fit_phi = s->fit_phi_se = s->fit_overhead_s = s->fit_overhead_se = s->fit_rms_pct = s->fit_worst_pct = NAN;
+    int n = 0;
+    scale_model *m = malloc((size_t)(f->t->n > 0 ? f->t->n : 1) * sizeof *m);
+    long *nodes = malloc((size_t)(f->t->n > 0 ? f->t->n : 1) * sizeof *nodes);
+    double *sps = malloc((size_t)(f->t->n > 0 ? f->t->n : 1) * sizeof *sps);
+    int *idx = malloc((size_t)(f->t->n > 0 ? f->t->n : 1) * sizeof *idx);
+    for (int i = 0; m && nodes && sps && idx && i < f->t->n && n < CALIB_JOINT_MAX; i++)
+        if (f->mapped[i] && isfinite(step_t_mb_device(&f->model[i], NULL)))
+            m[n] = f->model[i], nodes[n] = f->nodes[i], sps[n] = f->t->rows[i].seq_per_s, idx[n++] = i;
+    calib_joint j;
+    char why[256];
+    if (n > 0 && calib_fit_joint(m, nodes, sps, n, &j, why, sizeof why) == 0) {
+        s->fit_rows = n, s->overhead_fitted = j.overhead_fitted;
+        s->fit_phi = j.phi, s->fit_phi_se = j.phi_se, s->fit_overhead_s = j.overhead_s, s->fit_overhead_se = j.overhead_se;
+        s->fit_rms_pct = j.rms_pct, s->fit_worst_pct = j.resid_pct[j.worst];
+        snprintf(s->fit_worst, sizeof s->fit_worst, "%s", f->t->rows[idx[j.worst]].id);
+    }
+    free(m), free(nodes), free(sps), free(idx);
+}
+
 int validate_file(val_result *res, const char *path, const char *const *ids, int nids, int *found, const val_env *env)
 {
     pub_table t = {0};
@@ -223,6 +247,7 @@ int validate_file(val_result *res, const char *path, const char *const *ids, int
         val_build(&f, path);
         rc = val_rows(res, &f, path);
         if (rc == 0) rc = val_summarize(res, first, path);
+        if (rc == 0) val_fit_all(&res->files[res->nfiles - 1], &f);
         val_file_free(&f);
     }
     published_free(&t);

@@ -44,6 +44,11 @@ typedef struct {
     const char *file;       /* not owned */
     int rows, calibration_rows, predicted; /* predicted: rows other than calibration rows with a prediction */
     double median_abs_pct, max_abs_pct, naive_median_abs_pct, naive_max_abs_pct; /* NaN when none */
+    /* the joint fit on every row the model maps (calibration.h's calib_fit_joint): what the file
+     * says of the model's two parameters; NaN when it did not fit */
+    int fit_rows, overhead_fitted;
+    double fit_phi, fit_phi_se, fit_overhead_s, fit_overhead_se, fit_rms_pct, fit_worst_pct;
+    char fit_worst[64];
 } val_summary;
 
 typedef struct {

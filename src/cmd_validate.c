@@ -37,11 +37,14 @@ static const rec_col val_cols[VC_NCOLS] = {
     {"hfu_pct", "%", REC_NUM, 1}, {"note", "", REC_STR, 0},
 };
 
-enum { VS_FILE, VS_ROWS, VS_CAL, VS_PRED, VS_MED, VS_MAX, VS_NMED, VS_NMAX, VS_NCOLS };
+enum { VS_FILE, VS_ROWS, VS_CAL, VS_PRED, VS_MED, VS_MAX, VS_NMED, VS_NMAX, VS_FROWS, VS_PHI, VS_PHISE, VS_OVH, VS_OVHSE, VS_FRMS, VS_FWORST,
+       VS_FWORSTID, VS_NCOLS };
 static const rec_col sum_cols[VS_NCOLS] = {
     {"file", "", REC_STR, 0}, {"rows", "", REC_NUM, 0}, {"calibration_rows", "", REC_NUM, 0}, {"predicted", "", REC_NUM, 0},
     {"median_abs_error_pct", "%", REC_NUM, 1}, {"max_abs_error_pct", "%", REC_NUM, 1}, {"naive_median_abs_error_pct", "%", REC_NUM, 1},
     {"naive_max_abs_error_pct", "%", REC_NUM, 1},
+    {"fit_rows", "", REC_NUM, 0}, {"fit_phi", "", REC_NUM, 3}, {"fit_phi_se", "", REC_NUM, 3}, {"fit_overhead_s", "s", REC_NUM, 3},
+    {"fit_overhead_se", "s", REC_NUM, 3}, {"fit_rms_pct", "%", REC_NUM, 1}, {"fit_worst_pct", "%", REC_NUM, 1}, {"fit_worst", "", REC_STR, 0},
 };
 
 /* Parses the flags and the files. Returns 0, 1 after --help, or CB_EUSAGE. */
@@ -134,8 +137,19 @@ static int val_summary_record(record *rec, const val_result *res)
         record_num(rec, r, VS_MAX, s->max_abs_pct);
         record_num(rec, r, VS_NMED, s->naive_median_abs_pct);
         record_num(rec, r, VS_NMAX, s->naive_max_abs_pct);
+        record_num(rec, r, VS_FROWS, s->fit_rows);
+        record_num(rec, r, VS_PHI, s->fit_phi);
+        record_num(rec, r, VS_PHISE, s->fit_phi_se);
+        record_num(rec, r, VS_OVH, s->overhead_fitted ? s->fit_overhead_s : NAN);
+        record_num(rec, r, VS_OVHSE, s->overhead_fitted ? s->fit_overhead_se : NAN);
+        record_num(rec, r, VS_FRMS, s->fit_rms_pct);
+        record_num(rec, r, VS_FWORST, s->fit_worst_pct);
+        record_str(rec, r, VS_FWORSTID, s->fit_worst);
     }
     record_note(rec, "per file: |error| over the rows predicted (calibration rows left out); the naive's over the same rows");
+    record_note(rec, "fit_*: the step model fitted to every row of the file at once (least squares): phi, the framework's efficiency "
+                     "against the device model, and a fixed overhead per step ('-': the rows cannot tell it from phi); the rms and the "
+                     "worst residual of that fit: what the model cannot explain in the file");
     return 0;
 }
 
