@@ -6,6 +6,7 @@
 #include <string.h>
 
 static const step_framework frameworks[] = {
+    {"plain", 1, 0, 0, 0, "the default: a tiled (flash) attention kernel, nothing overlapped (the conservative choice)"},
     {"megatron-lm", 0, 0, 0, 0,
      "Megatron-LM: materialised attention unless --use-flash-attn; --overlap-grad-reduce and --tp-comm-overlap off by default"},
     {"nemo", 1, 1, 1, 0, "NeMo (Megatron core): flash attention, overlap_grad_sync and overlap_param_sync on, tp_comm_overlap off by default"},
@@ -17,7 +18,7 @@ static const step_framework frameworks[] = {
 };
 enum { NFRAMEWORKS = sizeof frameworks / sizeof frameworks[0] };
 
-const step_framework *step_framework_default(void) { return &frameworks[1]; }
+const step_framework *step_framework_default(void) { return &frameworks[0]; }
 
 const step_framework *step_framework_find(const char *name)
 {

@@ -47,8 +47,9 @@ typedef struct {
     int tiled_attention, grad_overlap, gather_prefetch, tp_overlap;
     const char *source;
 } step_framework;
-/* The features of `name` (megatron-lm, nemo, neuron-nemo, llm-foundry, torchtitan, deepspeed,
- * costbench); an unknown or empty name: the modern defaults (step_framework_default). */
+/* The features of `name` (plain, megatron-lm, nemo, neuron-nemo, llm-foundry, torchtitan,
+ * deepspeed, costbench); an unknown or empty name: `plain` (step_framework_default): a tiled
+ * attention kernel and nothing overlapped, the conservative default of scale and plan. */
 const step_framework *step_framework_find(const char *name);
 const step_framework *step_framework_default(void);
 /* "megatron-lm, nemo, ..." for messages and help. */

@@ -46,6 +46,7 @@ typedef struct {
     double base_seq_per_s, usd_per_hour, mfu_pct, overlap, bucket_mib, latency_us, net_eff, fit_tol_pct, net_gbps, intra_gbps;
     int recompute;
     const char *attention; /* full | flash */
+    const char *framework; /* --framework: its attention kernel and overlaps (report/stepmodel.h) */
     int selective;         /* --selective-recompute */
     opt_list nodes;
     opt_list gbs;         /* --global-batch: one value, or one per node count */
@@ -126,7 +127,10 @@ static int scale_opts_parse(scale_opts *o, int argc, char **argv)
         {"selective-recompute", OPT_FLAG, &o->selective, 0, 0, 0, 0, NULL,
          "selective recomputation (Korthikanti et al.): the attention scores recomputed, not kept (memory; its FLOPs, 4 L C T a token, not counted)"},
         {"attention", OPT_STR, &o->attention, 0, 0, 0, 0, "full|flash",
-         "memory model of attention: full keeps the s x s scores (default), flash (tiled, as costbench's own) keeps none"},
+         "attention kernel: flash (tiled: causal FLOPs, no s x s scores kept; default, as plan), full (the scores materialised)"},
+        {"framework", OPT_STR, &o->framework, 0, 0, 0, 0, "NAME",
+         "the framework's attention and overlaps (plain, megatron-lm, nemo, neuron-nemo, llm-foundry, torchtitan, deepspeed, costbench; "
+         "default plain: flash attention, nothing overlapped)"},
         {"overlap", OPT_DOUBLE, &o->overlap, 0, 0, 0, 1, "F", "share of the last backward the all-reduce hides under (default 0)"},
         {"bucket-mib", OPT_DOUBLE, &o->bucket_mib, 0, 0, 0.001, 1e6, "MIB", "gradient bucket size, for the latency term (default 25)"},
         {"latency-us", OPT_DOUBLE, &o->latency_us, 0, 0, 0, 1e6, "US", "network latency per hop (default: data/hardware.csv, else 0)"},
@@ -198,6 +202,11 @@ static int scale_opts_check(scale_opts *o)
     if (o->attention && strcmp(o->attention, "full") && strcmp(o->attention, "flash"))
         return err_usage("flag '--attention': expected full or flash, got '%s'", o->attention);
     if (o->selective && o->recompute) return err_usage("flags '--recompute' and '--selective-recompute' exclude each other");
+    if (o->framework && strcmp(step_framework_find(o->framework)->name, o->framework) != 0) {
+        char list[256];
+        step_framework_list(list, sizeof list);
+        return err_usage("flag '--framework': unknown framework '%s' (known: %s)", o->framework, list);
+    }
     if (o->plot && !strstr(o->plot, ".png") && !strstr(o->plot, ".svg"))
         return err_usage("flag '--plot': expected a file name ending in .png or .svg, got '%s'", o->plot);
     int prec = -1;
@@ -248,7 +257,10 @@ static int model_build(scale_run *r)
     s->tp = (int)o->tp, s->pp = (int)o->pp, s->interleave = (int)o->interleave;
     s->seq = o->seq, s->micro_batch = o->micro_batch, s->global_batch = o->global_batch, s->batch_per_replica = o->batch_per_device;
     s->zero = (int)o->zero, s->precision = o->prec, s->recompute = o->recompute;
-    s->attn_flash = o->selective || (o->attention && !strcmp(o->attention, "flash"));
+    const step_framework *fw = step_framework_find(o->framework);
+    s->attn_flash = o->attention ? strcmp(o->attention, "flash") == 0 : fw->tiled_attention;
+    s->selective = o->selective;
+    s->grad_overlap = fw->grad_overlap, s->gather_prefetch = fw->gather_prefetch, s->tp_overlap = fw->tp_overlap;
     s->bucket_bytes = o->bucket_mib * 1048576.0;
     s->net_eff = o->net_eff;
     s->latency_s = o->latency_us >= 0 ? o->latency_us * 1e-6 : isfinite(r->hw->net_latency_us) ? r->hw->net_latency_us * 1e-6 : 0;
@@ -398,15 +410,16 @@ static void row_measured(record *rec, int row, const scale_run *r, long nodes, d
 }
 
 /* The row's configuration columns: the flags' recomputation, --zero (stage k is zerok),
- * --interleave, --attention; sequence parallelism false: the model keeps the 10 s b h per layer
+ * --interleave, the attention kernel (--attention, else the framework's); sequence parallelism false: the model keeps the 10 s b h per layer
  * outside the TP split (report/scale.c), as Megatron without it does. */
-static void row_config(record *rec, int row, const scale_opts *o)
+static void row_config(record *rec, int row, const scale_run *r)
 {
+    const scale_opts *o = &r->o;
     record_str(rec, row, SC_RECOMP, tput_recomputes[recompute_of(o)]);
     record_str(rec, row, SC_SHARD, tput_shardings[TPUT_SHARD_NONE + o->zero]);
     record_num(rec, row, SC_VP, (double)o->interleave);
     record_str(rec, row, SC_SEQ_PAR, "false");
-    record_str(rec, row, SC_ATTN, o->attention ? o->attention : tput_attentions[TPUT_ATTN_FULL]);
+    record_str(rec, row, SC_ATTN, tput_attentions[r->s.attn_flash ? TPUT_ATTN_FLASH : TPUT_ATTN_FULL]);
 }
 
 /* One row: the model at `nodes`. eff0: seq/s per node at the first node count. Returns the row
@@ -445,7 +458,7 @@ static int row_add(record *rec, const scale_run *r, long nodes, double eff0, con
     record_num(rec, row, SC_GB, (double)p.global_batch);
     record_num(rec, row, SC_MB, (double)r->o.micro_batch);
     record_str(rec, row, SC_SOURCE, source);
-    row_config(rec, row, &r->o);
+    row_config(rec, row, r);
     return row;
 }
 

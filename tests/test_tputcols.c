@@ -154,7 +154,7 @@ static void test_scale_csv_columns(void)
     CHECK(rc == 0 && set.n == 4, "two predictions of the same layouts: %d rows", set.n);
     if (set.n == 4)
         CHECK(set.rows[2].recompute == TPUT_RECOMPUTE_SELECTIVE && set.rows[2].sharding == TPUT_SHARD_NONE && set.rows[2].vp == 1 &&
-                  set.rows[2].attention == TPUT_ATTN_FULL && set.rows[0].sharding == TPUT_SHARD_ZERO2 && set.rows[0].vp == 2,
+                  set.rows[2].attention == TPUT_ATTN_FLASH && set.rows[0].sharding == TPUT_SHARD_ZERO2 && set.rows[0].vp == 2,
               "the predictions' configuration as read");
     throughput_free(&set);
 }
