@@ -124,6 +124,8 @@ static void val_predict(const val_file *f, int i, int k, val_row *out)
     out->predicted = p.seq_per_s;
     out->error_pct = 100.0 * (p.seq_per_s / r->seq_per_s - 1.0);
     out->eff_pct = 100.0 * eff_t;
+    out->calib_case = (int)calib_case_of(&f->fit[k].cal, f->fit[k].nodes, &s, f->nodes[i], out->extrapolated, sizeof out->extrapolated);
+    out->band_pct = calib_band_pct(&f->fit[k], &s, f->nodes[i]);
     size_t len = 0;
     if (clamped || f->fit[k].clamped)
         len = (size_t)snprintf(out->note, sizeof out->note, "e(K, N) of the %s taken at the curve's edge", clamped ? "row" : "calibration row");
@@ -171,7 +173,7 @@ static int val_rows(val_result *res, const val_file *f, const char *file)
         const pub_row *r = &f->t->rows[i];
         val_row *v = val_row_add(res);
         if (!v) return err_msg("out of memory for the validation rows");
-        v->file = file, v->line = r->line, v->published = r->seq_per_s, v->error_pct = v->eff_pct = NAN;
+        v->file = file, v->line = r->line, v->published = r->seq_per_s, v->error_pct = v->eff_pct = v->band_pct = NAN;
         snprintf(v->id, sizeof v->id, "%s", r->id);
         for (int k = 0; k < f->ncal; k++) v->calibration |= f->cal[k] == i;
         int k = f->mapped[i] ? val_nearest(f, i) : -1;

@@ -37,6 +37,9 @@ typedef struct {
     double naive, naive_error_pct;
     double eff_pct;         /* the compute efficiency (hardware FLOPs) carried to it, % of the peak */
     char calibrated_on[64]; /* the id of the calibration row it was carried from */
+    int calib_case;         /* calibration.h's calib_case of the row against its calibration row */
+    double band_pct;        /* +- the prediction's band (calib_band_pct); NaN without a prediction */
+    char extrapolated[160]; /* what changed from the calibration row (empty: a near target) */
     char note[1024];        /* why there is no prediction; or what was clamped */
 } val_row;
 

@@ -28,13 +28,13 @@ typedef struct {
     int nids;
 } val_opts;
 
-enum { VC_FILE, VC_ID, VC_LINE, VC_CAL, VC_PUB, VC_PRED, VC_ERR, VC_NAIVE, VC_NERR, VC_FROM, VC_HFU, VC_NOTE, VC_NCOLS };
+enum { VC_FILE, VC_ID, VC_LINE, VC_CAL, VC_PUB, VC_PRED, VC_ERR, VC_NAIVE, VC_NERR, VC_FROM, VC_HFU, VC_BAND, VC_EXTRA, VC_NOTE, VC_NCOLS };
 /* The names of the first nine are a contract: other tools read them. */
 static const rec_col val_cols[VC_NCOLS] = {
     {"file", "", REC_STR, 0}, {"id", "", REC_STR, 0}, {"line", "", REC_NUM, 0}, {"calibration", "", REC_STR, 0},
     {"published_seq_per_s", "seq/s", REC_NUM, 3}, {"predicted_seq_per_s", "seq/s", REC_NUM, 3}, {"error_pct", "%", REC_NUM, 1},
     {"naive_seq_per_s", "seq/s", REC_NUM, 3}, {"naive_error_pct", "%", REC_NUM, 1}, {"calibrated_on", "", REC_STR, 0},
-    {"hfu_pct", "%", REC_NUM, 1}, {"note", "", REC_STR, 0},
+    {"hfu_pct", "%", REC_NUM, 1}, {"band_pct", "%", REC_NUM, 0}, {"extrapolated", "", REC_STR, 0}, {"note", "", REC_STR, 0},
 };
 
 enum { VS_FILE, VS_ROWS, VS_CAL, VS_PRED, VS_MED, VS_MAX, VS_NMED, VS_NMAX, VS_FROWS, VS_PHI, VS_PHISE, VS_OVH, VS_OVHSE, VS_FRMS, VS_FWORST,
@@ -112,6 +112,8 @@ static int val_rows_record(record *rec, const val_result *res)
         record_num(rec, r, VC_NERR, v->naive_error_pct);
         record_str(rec, r, VC_FROM, v->calibrated_on);
         record_num(rec, r, VC_HFU, v->eff_pct);
+        record_num(rec, r, VC_BAND, v->calibration ? NAN : v->band_pct);
+        record_str(rec, r, VC_EXTRA, v->calibration || !isfinite(v->predicted) ? "" : v->extrapolated[0] ? v->extrapolated : "no");
         if (v->note[0]) record_str(rec, r, VC_NOTE, v->note);
     }
     record_csv_only(rec, VC_FILE);

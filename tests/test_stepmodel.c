@@ -173,6 +173,8 @@ static void test_validate_targets(void)
     scale_model d = {0};
     d.interleave = 1, d.bucket_bytes = 25.0 * 1048576.0, d.net_eff = 1.0;
     val_env env = {&ht, &dt, NULL, -1, NULL, 5, &d};
+    double err[3][512];
+    int nerr[3] = {0};
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
         val_result res = {0};
         int found = 0;
@@ -190,7 +192,23 @@ static void test_validate_targets(void)
         for (int r = 0; rc == 0 && strstr(t[i].file, "megatron_2020") && r < res.n; r++)
             if (strstr(res.rows[r].id, "dgxa100"))
                 CHECK(fabs(res.rows[r].error_pct) <= 15, "%s from the V100 row within 15%%: %+.2f%%", res.rows[r].id, res.rows[r].error_pct);
+        for (int r = 0; r < res.n; r++)
+            if (!res.rows[r].calibration && isfinite(res.rows[r].predicted) && nerr[res.rows[r].calib_case] < 512)
+                err[res.rows[r].calib_case][nerr[res.rows[r].calib_case]++] = fabs(res.rows[r].error_pct);
         validate_free(&res);
+    }
+    /* the band's constants: each case's 90th percentile (nearest rank) of |error|, rounded up to at most 2 points above */
+    static const double band[3] = {CALIB_BAND_NEAR_PCT, CALIB_BAND_LAYOUT_PCT, CALIB_BAND_DEVICE_PCT};
+    for (int k = 0; k < 3; k++) {
+        if (nerr[k] == 0) continue;
+        double *x = err[k];
+        for (int a = 1; a < nerr[k]; a++) /* sort */
+            for (int b = a; b > 0 && x[b] < x[b - 1]; b--) {
+                double tmp = x[b];
+                x[b] = x[b - 1], x[b - 1] = tmp;
+            }
+        int rank = (int)ceil(0.9 * nerr[k]) - 1;
+        CHECK(band[k] >= x[rank] && band[k] <= x[rank] + 2, "case %d: band %g%% against the P90 %.2f%% of %d predictions", k, band[k], x[rank], nerr[k]);
     }
     hardware_free(&ht);
     devices_free(&dt);
