@@ -18,7 +18,7 @@
 #include "../report/inputs.h"
 #include "../report/plan.h"
 #include "../report/plot.h"
-#include "calib_row.h"
+#include "../report/calib_row.h"
 #include "commands.h"
 
 #define PLAN_DEFAULT_BATCH_TOKENS 4194304L /* 4M tokens a step (llama2: 1024 x 4096) */

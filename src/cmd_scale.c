@@ -19,7 +19,7 @@
 #include "../report/plot.h"
 #include "../report/scale.h"
 #include "../report/stepmodel.h"
-#include "calib_row.h"
+#include "../report/calib_row.h"
 #include "commands.h"
 
 enum { SC_NODES, SC_SEQS, SC_TOKS, SC_TPU, SC_EFF, SC_MEAS, SC_ERR, SC_STEP, SC_COMP, SC_BUBBLE, SC_TPC, SC_DPC, SC_EXP,

@@ -14,7 +14,7 @@
 #include "../common/csvio.h"
 #include "../report/devices.h"
 #include "../report/published.h"
-#include "../src/calib_row.h"
+#include "../report/calib_row.h"
 #include "check.h"
 
 static char g_out[1 << 18], g_err[1 << 15];

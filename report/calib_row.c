@@ -16,8 +16,8 @@
 #include "../common/files.h"
 #include "../common/machine.h"
 #include "../common/schema.h"
-#include "../report/published.h"
-#include "../report/pubmodel.h"
+#include "published.h"
+#include "pubmodel.h"
 
 /* Appends one point after checking it: its layout (when `layout_flag` is given: calibration
  * points are evaluated) and the throughput rules of common/presets.h against the data-sheet peak

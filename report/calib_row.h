@@ -4,10 +4,10 @@
 #ifndef CB_CALIB_ROW_H
 #define CB_CALIB_ROW_H
 
-#include "../report/calibration.h"
-#include "../report/devices.h"
-#include "../report/inputs.h"
-#include "../report/scale.h"
+#include "calibration.h"
+#include "devices.h"
+#include "inputs.h"
+#include "scale.h"
 
 typedef struct {
     char path[4096];
