@@ -139,10 +139,14 @@ int op_list(const model_config *c, const op_layout *l, op_entry *out, int cap)
         if (g) g->bytes = rank_params * l->grad_bytes;
     }
     if (l->pp > 1) {
-        op_entry *p = put(&k, "pp_send", OPK_PP_SEND, OPP_FWD, OPS_MB, "fwd", 1);
-        if (p) p->bytes = rows_sp * C * B;
-        p = put(&k, "pp_send", OPK_PP_SEND, OPP_BWD, OPS_MB, "bwd", 1);
-        if (p) p->bytes = rows_sp * C * B;
+        /* each tensor-parallel rank sends its 1/tp of the activation (Megatron-LM's scatter/gather
+         * across the stage boundary, Narayanan et al. 2021 section 4.1; with sequence parallelism
+         * the activation is split already) */
+        double v = l->vp > 1 ? l->vp : 1, send = (double)n / l->tp * C * B;
+        op_entry *p = put(&k, "pp_send", OPK_PP_SEND, OPP_FWD, OPS_MB, "fwd", v);
+        if (p) p->bytes = send;
+        p = put(&k, "pp_send", OPK_PP_SEND, OPP_BWD, OPS_MB, "bwd", v);
+        if (p) p->bytes = send;
     }
     op_entry *o = put(&k, "optimizer", OPK_OPTIM, OPP_STEP, OPS_STEP, "step", 1);
     if (o) o->bytes = rank_params / (l->zero >= 1 && l->dp > 1 ? (double)l->dp : 1.0) * l->optim_bytes;

@@ -56,6 +56,7 @@ typedef enum { OP_ATTN_TILED, OP_ATTN_FULL } op_attention;
 typedef struct {
     long micro_batch, seq;
     int tp, pp, cp;
+    int vp;                 /* interleaved chunks per rank (0 or 1: plain 1F1B): v sends per micro-batch each way */
     int sp;                 /* sequence parallelism (needs tp > 1 to matter) */
     op_recompute recompute;
     op_attention attention;

@@ -18,6 +18,7 @@
 #include "../common/schema.h"
 #include "published.h"
 #include "pubmodel.h"
+#include "stepmodel.h"
 
 /* Appends one point after checking it: its layout (when `layout_flag` is given: calibration
  * points are evaluated) and the throughput rules of common/presets.h against the data-sheet peak
@@ -235,7 +236,7 @@ static int calib_model_tput(calib_row *cr, const calib_env *env, const scale_mod
     c->tp = row->tp, c->pp = row->pp;
     c->seq = row->seq_len, c->micro_batch = row->micro_batch > 0 ? row->micro_batch : 1;
     c->global_batch = row->global_batch, c->batch_per_replica = 0;
-    c->latency_s = env->latency_us >= 0 ? env->latency_us * 1e-6 : isfinite(hw->net_latency_us) ? hw->net_latency_us * 1e-6 : 0;
+    c->latency_s = env->latency_us >= 0 ? env->latency_us * 1e-6 : isfinite(hw->net_latency_us) ? hw->net_latency_us * 1e-6 : STEP_NET_LATENCY_US * 1e-6;
     cr->fc.nodes = row->instances * row->ranks;
     cr->fc.seq_per_s = row->seq_per_s;
     if ((rc = calib_layout_check(c, cr->fc.nodes, cr->where)) != 0) return rc;

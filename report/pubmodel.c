@@ -99,6 +99,7 @@ int pub_scale_model(const pub_row *r, const char *path, const pub_model_env *env
     if (rc != 0) return rc;
     static const int zero_of[5] = {[SHARD_NONE] = 0, [SHARD_ZERO1] = 1, [SHARD_ZERO2] = 2, [SHARD_ZERO3] = 3, [SHARD_HYBRID] = 2};
     s->zero = zero_of[r->sharding];
+    s->hybrid = r->sharding == SHARD_HYBRID;
     s->recompute = r->recompute == RECOMPUTE_FULL;
     s->selective = r->recompute == RECOMPUTE_SELECTIVE;
     s->sp = r->sequence_parallel == 1 && s->tp > 1;
@@ -106,7 +107,7 @@ int pub_scale_model(const pub_row *r, const char *path, const pub_model_env *env
     const step_framework *fw = step_framework_find(r->framework);
     s->attn_flash = fw->tiled_attention;
     s->grad_overlap = fw->grad_overlap, s->gather_prefetch = fw->gather_prefetch, s->tp_overlap = fw->tp_overlap;
-    s->latency_s = env->latency_us >= 0 ? env->latency_us * 1e-6 : isfinite(s->hw.net_latency_us) ? s->hw.net_latency_us * 1e-6 : 0;
+    s->latency_s = env->latency_us >= 0 ? env->latency_us * 1e-6 : isfinite(s->hw.net_latency_us) ? s->hw.net_latency_us * 1e-6 : STEP_NET_LATENCY_US * 1e-6;
     s->t_mb_s = NAN;
     return 0;
 }

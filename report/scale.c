@@ -118,8 +118,13 @@ static double dp_sync_s(const scale_model *s, long nodes, long R, long m)
     double dp = 0;
     double r_node = D / M; /* replicas per node (< 1: a replica spans 1/r nodes) */
     double shard = N / M * gb; /* gradient bytes one rank holds */
-    if (r_node > 1 && isfinite(s->hw.intra_gb_per_s))
-        dp += 2.0 * (r_node - 1) / r_node * shard / (s->hw.intra_gb_per_s * 1e9);
+    double link = s->hw.intra_gb_per_s * 1e9 * STEP_LINK_EFF;
+    if (r_node > 1 && isfinite(s->hw.intra_gb_per_s)) {
+        dp += 2.0 * (r_node - 1) / r_node * shard / link;
+        /* hybrid sharding (FSDP HYBRID_SHARD): ZeRO-3 inside the node, each micro-batch's forward
+         * and backward gathering the weights over the device links */
+        if (s->hybrid) dp += (double)m * 2.0 * (r_node - 1) / r_node * (N / M * wb) / link;
+    }
     double k = r_node >= 1 ? (double)nodes : (double)R; /* ring size across nodes */
     if (k > 1 && isfinite(s->hw.net_gbit_per_s)) { /* an unknown network: not modelled (as an unknown device link) */
         double node_bytes = N * gb * fmin(1.0, r_node);
@@ -128,8 +133,10 @@ static double dp_sync_s(const scale_model *s, long nodes, long R, long m)
         double bytes = ring * node_bytes;
         if (s->zero == 3) /* reduce-scatter of gradients once, all-gather of weights in every forward and backward */
             bytes = (k - 1) / k * node_bytes + (double)m * 2.0 * (k - 1) / k * N * wb * fmin(1.0, r_node);
-        double buckets = ceil(shard / s->bucket_bytes);
-        dp += bytes / bw + 2.0 * (k - 1) * s->latency_s * buckets;
+        /* latency: 2 log2 k hops a bucket (NCCL's double binary trees across nodes, since 2.4: logarithmic latency; the
+         * ring's 2 (k - 1) hops only below 4 nodes, where they are fewer or equal) */
+        double buckets = ceil(shard / s->bucket_bytes), hops = fmin(2.0 * (k - 1), 2.0 * ceil(log2(k)));
+        dp += bytes / bw + hops * s->latency_s * buckets;
     }
     return dp;
 }
@@ -160,7 +167,10 @@ static double mem_per_rank_gib(const scale_model *s, long R)
     /* the 5 a s / (h t) term is the attention scores, softmax and dropout mask: tiled (flash)
      * attention and selective recomputation keep none of it (Korthikanti et al. 2022, section 4.2) */
     double scores = s->attn_flash || s->selective ? 0.0 : 5.0 * c->NH * (double)s->seq / ((double)c->C * s->tp);
-    double per_layer = s->recompute ? 2.0 * sbh : sbh * (10.0 + 24.0 / s->tp + scores);
+    /* sequence parallelism splits the 10 s b h outside the TP regions (and the recomputed inputs) over the TP ranks too
+     * (Korthikanti et al. 2022, Table 2: s b h (34 / t + 5 a s / (h t))) */
+    double sp_div = s->sp && s->tp > 1 ? (double)s->tp : 1.0;
+    double per_layer = s->recompute ? 2.0 * sbh / sp_div : sbh * (10.0 / sp_div + 24.0 / s->tp + scores);
     if (s->precision == PREC_FP32) per_layer *= 2;
     return (states + c->L * per_layer) / 1073741824.0;
 }
@@ -173,7 +183,7 @@ static double mem_per_rank_gib(const scale_model *s, long R)
 static double dp_exposed(const scale_model *s, double dp, long m)
 {
     double layers = (double)s->cfg.L / s->pp;
-    if (s->zero == 3 && s->gather_prefetch) return fmax(dp - (double)m * s->t_mb_s, dp / ((double)m * layers));
+    if ((s->zero == 3 || s->hybrid) && s->gather_prefetch) return fmax(dp - (double)m * s->t_mb_s, dp / ((double)m * layers));
     double hide = fmax(s->overlap, s->grad_overlap ? 1.0 : 0.0) * (2.0 / 3.0) * s->t_mb_s;
     return fmax(dp - hide, s->grad_overlap ? dp / layers : 0.0);
 }

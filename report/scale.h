@@ -59,6 +59,7 @@ typedef struct {
     int sp, cp;             /* sequence parallelism; context-parallel degree (1: none) */
     int selective;          /* selective recomputation: the attention core recomputed */
     int fp8;                /* the GEMMs in fp8 against the device's FP8 peak (the rest as the precision says) */
+    int hybrid;             /* FSDP hybrid sharding: ZeRO-3 inside a node (zero 2 across nodes) */
     /* framework features (report/stepmodel.h's step_framework): what overlaps what */
     int grad_overlap, gather_prefetch, tp_overlap;
     const struct scale_eff_curve_s *gemm_curve; /* a measured GEMM efficiency curve of the device; NULL: its rule */

@@ -87,7 +87,7 @@ static int model_build(scale_run *r)
     s->grad_overlap = fw->grad_overlap, s->gather_prefetch = fw->gather_prefetch, s->tp_overlap = fw->tp_overlap;
     s->bucket_bytes = o->bucket_mib * 1048576.0;
     s->net_eff = o->net_eff;
-    s->latency_s = o->latency_us >= 0 ? o->latency_us * 1e-6 : isfinite(r->hw->net_latency_us) ? r->hw->net_latency_us * 1e-6 : 0;
+    s->latency_s = o->latency_us >= 0 ? o->latency_us * 1e-6 : isfinite(r->hw->net_latency_us) ? r->hw->net_latency_us * 1e-6 : STEP_NET_LATENCY_US * 1e-6;
     s->overlap = o->overlap;
     if (o->pp > s->cfg.L) return err_usage("flag '--pp': %ld stages for %d layers", o->pp, s->cfg.L);
     if (s->cfg.NH % o->tp != 0) return err_usage("flag '--tp': %s has %d heads, not a multiple of %ld", o->model, s->cfg.NH, o->tp);
@@ -374,7 +374,8 @@ static void notes_write(record *rec, const scale_run *r, int over_mem)
     if (!isfinite(hw->intra_gb_per_s) && (o->tp > 1 || hw->accelerators * hw->workers > o->tp * o->pp))
         record_note(rec, "%s: device-link bandwidth unknown: TP and intra-node gradient traffic not modelled%s", o->instance,
                     r->meas.n ? " (the fitted compute time includes the TP traffic)" : "");
-    if (r->s.latency_s == 0) record_note(rec, "network latency unknown: not modelled (give --latency-us)");
+    if (r->o.latency_us < 0 && !isfinite(r->hw->net_latency_us))
+        record_note(rec, "network latency: %g us a hop, assumed (the hardware states none; give --latency-us)", STEP_NET_LATENCY_US);
     if (r->pr)
         record_note(rec, "price %s %s $%.4g per instance-hour (%s, %s)", o->instance, o->pricing, r->usd_per_hour, r->pr->as_of,
                     r->pr->source);

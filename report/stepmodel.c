@@ -45,7 +45,7 @@ static void step_layout(const scale_model *s, long dp, op_layout *l)
 {
     memset(l, 0, sizeof *l);
     l->micro_batch = s->micro_batch, l->seq = s->seq;
-    l->tp = s->tp, l->pp = s->pp, l->cp = s->cp > 1 ? s->cp : 1, l->sp = s->sp;
+    l->tp = s->tp, l->pp = s->pp, l->cp = s->cp > 1 ? s->cp : 1, l->sp = s->sp, l->vp = s->interleave;
     l->recompute = s->recompute ? OP_RECOMPUTE_FULL : s->selective ? OP_RECOMPUTE_SELECTIVE : OP_RECOMPUTE_NONE;
     l->attention = s->attn_flash ? OP_ATTN_TILED : OP_ATTN_FULL;
     int fp32 = s->precision == PREC_FP32;

@@ -33,6 +33,7 @@
 #define STEP_GEMM_HALF_DIM 128.0
 #define STEP_LINK_EFF 0.75      /* NCCL's all-reduce bus bandwidth over NVLink: ~225 of 300 GB/s on A100 */
 #define STEP_LINK_LATENCY_US 5.0
+#define STEP_NET_LATENCY_US 10.0 /* a network hop when the hardware states none (InfiniBand, EFA: wire + NCCL's step) */
 
 /* What a framework overlaps, by default (each a named feature the README documents):
  *   tiled_attention  a tiled (flash) attention kernel, causal FLOPs, no s x s scores in memory
