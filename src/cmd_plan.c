@@ -77,8 +77,9 @@ static int plan_opts_parse(plan_opts *o, int argc, char **argv)
         {"framework", OPT_STR, &o->framework, 0, 0, 0, 0, "NAME", fw_help},
         {"attention", OPT_STR, &o->attention, 0, 0, 0, 0, "flash|full",
          "attention: flash (tiled: causal FLOPs, no s x s scores kept) or full (the scores kept, Korthikanti et al.); default: the --framework's kernel"},
-        {"calibrate", OPT_STR, &o->calibrate, 0, 0, 0, 0, "FILE[:LINE|:ID]",
-         "a measured or published throughput row: its framework efficiency carried to every candidate by the step model, as costbench scale does"},
+        {"calibrate", OPT_STR, &o->calibrate, 0, 0, 0, 0, "FILE[:ROW]",
+         "a measured or published throughput row (ROW: its line, or a published run's id): its framework efficiency carried to every "
+         "candidate by the step model, as costbench scale does"},
         {"matmul-csv", OPT_STR, &o->matmul_csv, 0, 0, 0, 0, "FILE", "with --calibrate: the GEMM efficiency curve from a costbench matmul CSV"},
         {"max-nodes", OPT_LONG, &o->max_nodes, 1, 65536, 0, 0, "N", "largest node count searched: 1..16, then 4 per octave and the powers of two (default 256)"},
         {"seq", OPT_LONG, &o->seq, 1, CB_MAX_SEQ_LEN, 0, 0, "S", "sequence length (default: the model's max_seq_len)"},
