@@ -1,42 +1,110 @@
-/* plan.c: the search of plan.h: layouts -> step model (report/scale.h) -> memory check ->
- * prices -> deadline, budget -> ranking and the cost/time frontier. */
+/* plan.c: the search of plan.h: layouts -> compute time (once per layout of the dimensions it
+ * depends on) -> step model (report/scale.h) -> memory check -> prices -> deadline, budget ->
+ * ranking and the cost/time frontier. */
 #include "plan.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../common/err.h"
 
 const char *const plan_bad_names[PLAN_NBAD] = {
-    "TP past the ranks of a node", "TP not dividing the heads", "PP not dividing the layers",
-    "ranks not a multiple of TP x PP", "global batch not splitting into replicas x micro-batches",
-    "no compute time (no peak of that precision, or a calibration the efficiency rule cannot carry there)",
+    "TP past the scale-up domain of a node or not dividing its ranks",
+    "PP not dividing the layers",
+    "ranks not a multiple of TP x PP",
+    "global batch not splitting into replicas x micro-batches (a multiple of PP when interleaved)",
+    "no compute time (no peak of that precision, or the calibration carried above 100% of the peak)",
 };
 
-static const int plan_tps[] = {1, 2, 4, 8}, plan_pps[] = {1, 2, 4, 8}, plan_zeros[] = {0, 1, 3}, plan_mbs[] = {1, 2, 4, 8};
+static const int plan_pps[] = {1, 2, 4, 8}, plan_vps[] = {1, 2, 4}, plan_zeros[] = {0, 1, 3}, plan_mbs[] = {1, 2, 4, 8};
+enum { NPPS = 4, NVPS = 3, NZEROS = 3, NMBS = 4 };
 
-double plan_carry_mfu(const scale_model *s, const plan_inputs *in, int *clamped)
+int plan_node_counts(long max_nodes, long *out, int cap)
 {
-    return in->mfu_cal * scale_eff(in->eff, scale_eff_k(s), scale_eff_n(s), clamped) / in->e_cal;
+    int n = 0;
+    for (long v = 1; v <= 16 && v <= max_nodes && n < cap; v++) out[n++] = v;
+    /* 16 x 2^(k/4) is exact at every fourth k: the powers of two are among them */
+    for (int k = 1; n < cap; k++) {
+        long v = lround(16.0 * pow(2.0, k / 4.0));
+        if (v > max_nodes) break;
+        if (v > out[n - 1]) out[n++] = v;
+    }
+    return n;
+}
+
+int plan_tp_max(const hw_row *hw)
+{
+    long w = hw->workers > 0 ? hw->workers : 1, D = (long)hw->accelerators * w;
+    long dom = hw->scaleup_domain > 0 ? (long)hw->scaleup_domain * w : D;
+    return (int)(dom < D ? dom : D);
+}
+
+/* One layout of the search. */
+typedef struct {
+    int inst, tp, sp, pp, vp, mb, recompute, zero;
+    long nodes;
+    scale_precision prec;
+} plan_layout;
+
+static void model_fill(const plan_inputs *in, const plan_layout *l, scale_model *s)
+{
+    const step_framework *fw = in->fw ? in->fw : step_framework_default();
+    memset(s, 0, sizeof *s);
+    s->cfg = in->cfg;
+    s->hw = in->inst[l->inst].hw;
+    s->tp = l->tp, s->pp = l->pp, s->interleave = l->vp, s->sp = l->sp, s->cp = 1;
+    s->seq = in->seq, s->micro_batch = l->mb, s->global_batch = in->global_batch;
+    s->zero = l->zero, s->precision = l->prec, s->recompute = l->recompute;
+    s->attn_flash = in->attn_flash;
+    s->grad_overlap = fw->grad_overlap, s->gather_prefetch = fw->gather_prefetch, s->tp_overlap = fw->tp_overlap;
+    s->gemm_curve = in->eff;
+    s->bucket_bytes = 25.0 * 1048576.0;
+    s->net_eff = 1.0;
+    s->latency_s = isfinite(s->hw.net_latency_us) ? s->hw.net_latency_us * 1e-6 : 0;
+    s->overlap = 0;
+}
+
+/* plan_t_mb_s, and what a calibration's carry did: *over set when it refused above 100% of the
+ * peak (the share it reached into *eff_t: the larger of the hardware FLOPs' and the GEMMs'; its
+ * reason into why), *clamped when the target lies outside a measured curve. */
+static double t_mb_of(const scale_model *s, const plan_inputs *in, int *over, double *eff_t, int *clamped, char *why, size_t n)
+{
+    *over = 0, *clamped = 0, *eff_t = NAN;
+    if (!in->cal) return scale_t_mb_from_peak(s, in->mfu);
+    double e = NAN;
+    if (calib_fit_carry(in->cal, s, in->eff, eff_t, clamped, &e, why, n) == 0) return calib_t_mb(s, *eff_t);
+    *over = *eff_t > 1 || e > 1;
+    if (*over) *eff_t = fmax(*eff_t, e);
+    return NAN;
 }
 
 double plan_t_mb_s(const scale_model *s, const plan_inputs *in)
 {
-    if (!in->calibrated) return scale_t_mb_from_peak(s, in->mfu);
-    double mfu = plan_carry_mfu(s, in, NULL);
-    return mfu > 0 && mfu <= 1 ? scale_t_mb_from_peak(s, mfu) : NAN;
+    int over, clamped;
+    double eff_t;
+    char why[1024];
+    return t_mb_of(s, in, &over, &eff_t, &clamped, why, sizeof why);
 }
 
-/* What the calibration's carry did at a buildable layout: outside the curve, above the peak. */
-static void carry_count(const plan_inputs *in, const scale_model *s, plan_result *res)
+void plan_cand_model(const plan_inputs *in, const plan_cand *c, scale_model *s)
 {
-    int clamped = 0;
-    double mfu = plan_carry_mfu(s, in, &clamped);
-    res->eff_clamped += clamped;
-    if (!(mfu > 1)) return;
-    res->over_peak++;
-    if (mfu > res->over_peak_mfu) res->over_peak_mfu = mfu, res->over_peak_k = scale_eff_k(s), res->over_peak_n = scale_eff_n(s);
+    const plan_layout l = {.inst = c->inst, .tp = c->tp, .sp = c->sp, .pp = c->pp, .vp = c->vp, .mb = c->micro_batch,
+                           .recompute = c->recompute, .zero = c->zero, .nodes = c->nodes, .prec = c->prec};
+    model_fill(in, &l, s);
+    s->t_mb_s = plan_t_mb_s(s, in);
+}
+
+calib_case plan_cand_case(const plan_inputs *in, const plan_cand *c, double *band_pct, char *why, size_t n)
+{
+    if (why && n) why[0] = '\0';
+    *band_pct = NAN;
+    if (!in->cal) return CALIB_NEAR;
+    scale_model s;
+    plan_cand_model(in, c, &s);
+    *band_pct = calib_band_pct(in->cal, &s, c->nodes);
+    return calib_case_of(&in->cal->cal, in->cal->nodes, &s, c->nodes, why, n);
 }
 
 double plan_failure_time(double work_s, double mtbf_job_s, double ckpt_s, double restart_s, double *tau_s)
@@ -48,75 +116,46 @@ double plan_failure_time(double work_s, double mtbf_job_s, double ckpt_s, double
     return work_s * (1.0 + overhead);
 }
 
-/* One layout of the search, decoded from its index. */
+/* ------------------------------------------------------------------ sequence parallelism's memory
+ * Korthikanti et al. 2022 (Table 2): activations per layer s b h (10 + 24/t + 5 a s / (h t)) bytes
+ * in 16-bit with tensor parallelism alone, s b h (34/t + 5 a s / (h t)) with sequence parallelism:
+ * the norms' and dropouts' 10 s b h split over the t ranks too (with full recomputation the kept
+ * layer input, 2 s b h, likewise). report/scale.c's estimate leaves sequence parallelism out (its
+ * mem_per_rank_gib: the 10 s b h whole); until it counts it, the search takes the saving off here,
+ * L layers' worth as scale.c counts them on the first stage. A probe tells whether it still must. */
+static double sp_saving_gib(const scale_model *s)
+{
+    if (!s->sp || s->tp <= 1) return 0;
+    double sbh = (double)s->seq * (double)s->micro_batch * s->cfg.C, kept = s->recompute ? 2.0 : 10.0;
+    double bytes = s->cfg.L * sbh * kept * (1.0 - 1.0 / s->tp) * (s->precision == PREC_FP32 ? 2.0 : 1.0);
+    return bytes / 1073741824.0;
+}
+
+/* Whether report/scale.c's memory estimate leaves sequence parallelism out: the same model of two
+ * TP ranks with and without it. */
+static int scale_misses_sp(const plan_inputs *in)
+{
+    scale_model s;
+    const plan_layout l = {.inst = 0, .tp = 2, .pp = 1, .vp = 1, .mb = 1, .prec = PREC_MIXED};
+    model_fill(in, &l, &s);
+    s.hw.accelerators = 2, s.hw.workers = 1, s.global_batch = 2, s.t_mb_s = 1;
+    scale_point a, b;
+    scale_eval(&s, 1, &a);
+    s.sp = 1;
+    scale_eval(&s, 1, &b);
+    return a.mem_gib == b.mem_gib;
+}
+
+/* ------------------------------------------------------------------ the search */
+
+/* What the search walks: its inputs, the node counts, the result it fills. */
 typedef struct {
-    int inst, tp, pp, zero, mb, recompute;
-    long nodes;
-    scale_precision prec;
-} plan_layout;
-
-static int nodes_steps(long max_nodes)
-{
-    int k = 0;
-    while ((1L << (k + 1)) <= max_nodes) k++;
-    return k + 1;
-}
-
-/* Layout number i of the mixed-radix enumeration; 0 when the index names no layout (the second
- * precision of a device without a BF16 peak). */
-static int layout_decode(const plan_inputs *in, long i, plan_layout *l)
-{
-    int nn = nodes_steps(in->max_nodes);
-    l->recompute = (int)(i % 2), i /= 2;
-    int prec = (int)(i % 2);
-    i /= 2;
-    l->mb = plan_mbs[i % 4], i /= 4;
-    l->zero = plan_zeros[i % 3], i /= 3;
-    l->pp = plan_pps[i % 4], i /= 4;
-    l->tp = plan_tps[i % 4], i /= 4;
-    l->nodes = 1L << (i % nn), i /= nn;
-    l->inst = (int)i;
-    if (!isfinite(in->inst[l->inst].hw.bf16_tflops)) {
-        l->prec = PREC_FP32;
-        return prec == 0;
-    }
-    l->prec = prec == 0 ? PREC_MIXED : PREC_BF16;
-    return 1;
-}
-
-static long layout_count(const plan_inputs *in)
-{
-    return (long)in->ninst * nodes_steps(in->max_nodes) * 4 * 4 * 3 * 4 * 2 * 2;
-}
-
-/* Why the layout cannot be built from the model alone (PLAN_BAD_*: TP and PP against the node and
- * the model), or -1 when it can; the ranks and the batch are scale_layout's. */
-static int layout_invalid(const plan_inputs *in, const plan_layout *l)
-{
-    const hw_row *hw = &in->inst[l->inst].hw;
-    long D = (long)hw->accelerators * hw->workers;
-    int kvh = in->cfg.KVH > 0 ? in->cfg.KVH : in->cfg.NH;
-    if (l->tp > D) return PLAN_BAD_TP_RANKS;
-    if (in->cfg.NH % l->tp != 0 || kvh % l->tp != 0) return PLAN_BAD_TP_HEADS;
-    if (in->cfg.L % l->pp != 0) return PLAN_BAD_PP_LAYERS;
-    return -1;
-}
-
-static void model_fill(const plan_inputs *in, const plan_layout *l, scale_model *s)
-{
-    memset(s, 0, sizeof *s);
-    s->cfg = in->cfg;
-    s->hw = in->inst[l->inst].hw;
-    s->tp = l->tp, s->pp = l->pp, s->interleave = 1;
-    s->seq = in->seq, s->micro_batch = l->mb, s->global_batch = in->global_batch;
-    s->zero = l->zero, s->precision = l->prec, s->recompute = l->recompute;
-    s->bucket_bytes = 25.0 * 1048576.0;
-    s->net_eff = 1.0;
-    s->latency_s = isfinite(s->hw.net_latency_us) ? s->hw.net_latency_us * 1e-6 : 0;
-    s->overlap = 0;
-    s->attn_flash = !in->attn_full;
-    s->t_mb_s = plan_t_mb_s(s, in);
-}
+    const plan_inputs *in;
+    plan_result *res;
+    long nodes[PLAN_MAX_NODE_COUNTS];
+    int nn;
+    int sp_local; /* sequence parallelism's memory saving taken off here (sp_saving_gib) */
+} plan_walk;
 
 static int cand_push(plan_result *res, const plan_cand *c)
 {
@@ -141,8 +180,8 @@ static int layout_price(const plan_inputs *in, const plan_layout *l, const scale
         return 0;
     }
     for (int o = 0; o < pi->noffers; o++) {
-        plan_cand c = {.inst = l->inst, .offer = o, .nodes = l->nodes, .tp = l->tp, .pp = l->pp, .zero = l->zero,
-                       .micro_batch = l->mb, .recompute = l->recompute, .prec = l->prec, .pt = *pt,
+        plan_cand c = {.inst = l->inst, .offer = o, .nodes = l->nodes, .tp = l->tp, .pp = l->pp, .vp = l->vp, .sp = l->sp,
+                       .zero = l->zero, .micro_batch = l->mb, .recompute = l->recompute, .prec = l->prec, .pt = *pt,
                        .usd_per_hour = pi->usd_per_hour[o], .train_s = train_s, .tau_s = tau,
                        .lost_pct = 100.0 * (train_s - work_s) / train_s};
         c.cost_usd = train_s / 3600.0 * (double)l->nodes * c.usd_per_hour;
@@ -156,14 +195,123 @@ static int layout_price(const plan_inputs *in, const plan_layout *l, const scale
     return 0;
 }
 
-/* Cost, then time; among equals the simpler layout (fewer model-parallel ranks, lower ZeRO
- * stage, no recomputation), then the one with more memory to spare. */
+/* Why a layout of these dimensions cannot be built whatever its node count (TP against the node,
+ * PP against the layers), or -1 when it can. */
+static int key_invalid(const plan_inputs *in, const plan_layout *k)
+{
+    const hw_row *hw = &in->inst[k->inst].hw;
+    long D = (long)hw->accelerators * (hw->workers > 0 ? hw->workers : 1);
+    if (k->tp > plan_tp_max(hw) || D % k->tp != 0) return PLAN_BAD_TP_RANKS;
+    if (in->cfg.L % k->pp != 0) return PLAN_BAD_PP_LAYERS;
+    return -1;
+}
+
+/* Why s cannot run at `nodes` (PLAN_BAD_*), or -1: the ranks and the batch (scale_layout), and
+ * interleaved stages need a multiple of PP micro-batches per replica (Megatron-LM's schedule). */
+static int nodes_invalid(const scale_model *s, long nodes)
+{
+    scale_layout_issue li = scale_layout(s, nodes);
+    if (li == SCALE_LAYOUT_RANKS) return PLAN_BAD_RANKS;
+    if (li != SCALE_LAYOUT_OK) return PLAN_BAD_BATCH;
+    long D = (long)s->hw.accelerators * (s->hw.workers > 0 ? s->hw.workers : 1), R = nodes * D / scale_replica_ranks(s);
+    if (s->interleave > 1 && (s->global_batch / (R * s->micro_batch)) % s->pp != 0) return PLAN_BAD_BATCH;
+    return -1;
+}
+
+/* The compute time of a key's model, and what a calibration's carry did there. */
+static void key_compute(plan_walk *w, scale_model *s, int *over)
+{
+    plan_result *res = w->res;
+    int clamped;
+    double eff_t;
+    char why[1024];
+    s->t_mb_s = t_mb_of(s, w->in, over, &eff_t, &clamped, why, sizeof why);
+    res->eff_clamped += clamped ? w->nn * NZEROS : 0;
+    if (*over && !(eff_t <= res->over_peak_eff)) {
+        res->over_peak_eff = eff_t;
+        snprintf(res->over_peak_why, sizeof res->over_peak_why, "%s", why);
+    }
+}
+
+/* Every node count and ZeRO stage of one key (the other dimensions): its compute time once, then
+ * each layout checked, evaluated, held against the rank's memory and priced. */
+static int key_search(plan_walk *w, const plan_layout *k)
+{
+    const plan_inputs *in = w->in;
+    plan_result *res = w->res;
+    int why = key_invalid(in, k), over = 0;
+    scale_model s;
+    model_fill(in, k, &s);
+    if (why < 0) key_compute(w, &s, &over);
+    for (int i = 0; i < w->nn; i++)
+        for (int z = 0; z < NZEROS; z++) {
+            res->layouts++;
+            plan_layout l = *k;
+            l.nodes = w->nodes[i], l.zero = plan_zeros[z];
+            s.zero = l.zero;
+            int bad = why >= 0 ? why : nodes_invalid(&s, l.nodes);
+            if (bad < 0 && !isfinite(s.t_mb_s)) bad = PLAN_BAD_COMPUTE, res->over_peak += over;
+            if (bad >= 0) {
+                res->bad[bad]++;
+                continue;
+            }
+            scale_point pt;
+            scale_eval(&s, l.nodes, &pt);
+            if (w->sp_local) pt.mem_gib -= sp_saving_gib(&s);
+            if (!(pt.mem_gib <= pt.mem_avail_gib)) {
+                res->oom++;
+                continue;
+            }
+            if (layout_price(in, &l, &pt, res) != 0) return CB_EFAIL;
+        }
+    return 0;
+}
+
+static int gcd(int a, int b) { return b ? gcd(b, a % b) : a; }
+
+/* The keys of one parallel layout: precision, recomputation, micro-batch. */
+static int keys_search(plan_walk *w, const plan_layout *base)
+{
+    int nprec = isfinite(w->in->inst[base->inst].hw.bf16_tflops) ? 2 : 1;
+    for (int prec = 0; prec < nprec; prec++)
+        for (int rc = 0; rc < 2; rc++)
+            for (int m = 0; m < NMBS; m++) {
+                plan_layout k = *base;
+                k.prec = nprec == 1 ? PREC_FP32 : prec == 0 ? PREC_MIXED : PREC_BF16;
+                k.recompute = rc, k.mb = plan_mbs[m];
+                if (key_search(w, &k) != 0) return CB_EFAIL;
+            }
+    return 0;
+}
+
+/* The parallel layouts of one instance type: TP (every divisor of the heads and the kv heads),
+ * sequence parallelism (with TP), PP, virtual stages (with PP, dividing the layers). */
+static int inst_search(plan_walk *w, int inst)
+{
+    const model_config *c = &w->in->cfg;
+    int heads = gcd(c->NH, model_kv_heads(c));
+    for (int tp = 1; tp <= heads; tp++)
+        for (int sp = 0; heads % tp == 0 && sp <= (tp > 1); sp++)
+            for (int p = 0; p < NPPS; p++)
+                for (int v = 0; v < NVPS; v++) {
+                    const plan_layout base = {.inst = inst, .tp = tp, .sp = sp, .pp = plan_pps[p], .vp = plan_vps[v]};
+                    if (base.vp > 1 && (base.pp == 1 || c->L % (base.pp * base.vp) != 0)) continue;
+                    if (keys_search(w, &base) != 0) return CB_EFAIL;
+                }
+    return 0;
+}
+
+/* Cost, then time; among equals the simpler layout (fewer model-parallel ranks, no virtual
+ * stages, no sequence parallelism, lower ZeRO stage, no recomputation), then the one with more
+ * memory to spare. */
 static int cand_cmp(const void *a, const void *b)
 {
     const plan_cand *x = a, *y = b;
     if (x->cost_usd != y->cost_usd) return x->cost_usd < y->cost_usd ? -1 : 1;
     if (x->train_s != y->train_s) return x->train_s < y->train_s ? -1 : 1;
     if (x->tp * x->pp != y->tp * y->pp) return x->tp * x->pp < y->tp * y->pp ? -1 : 1;
+    if (x->vp != y->vp) return x->vp < y->vp ? -1 : 1;
+    if (x->sp != y->sp) return x->sp < y->sp ? -1 : 1;
     if (x->zero != y->zero) return x->zero < y->zero ? -1 : 1;
     if (x->recompute != y->recompute) return x->recompute < y->recompute ? -1 : 1;
     if (x->pt.mem_gib != y->pt.mem_gib) return x->pt.mem_gib < y->pt.mem_gib ? -1 : 1;
@@ -179,31 +327,11 @@ int plan_same_result(const plan_cand *a, const plan_cand *b)
 int plan_search(const plan_inputs *in, plan_result *res)
 {
     memset(res, 0, sizeof *res);
-    long total = layout_count(in);
-    for (long i = 0; i < total; i++) {
-        plan_layout l;
-        if (!layout_decode(in, i, &l)) continue;
-        res->layouts++;
-        int why = layout_invalid(in, &l);
-        scale_model s;
-        if (why < 0) {
-            model_fill(in, &l, &s);
-            scale_layout_issue li = scale_layout(&s, l.nodes);
-            if (li == SCALE_LAYOUT_OK && in->calibrated) carry_count(in, &s, res);
-            why = li == SCALE_LAYOUT_RANKS ? PLAN_BAD_RANKS : li != SCALE_LAYOUT_OK ? PLAN_BAD_BATCH : !isfinite(s.t_mb_s) ? PLAN_BAD_COMPUTE : -1;
-        }
-        if (why >= 0) {
-            res->bad[why]++;
-            continue;
-        }
-        scale_point pt;
-        scale_eval(&s, l.nodes, &pt);
-        if (!(pt.mem_gib <= pt.mem_avail_gib)) {
-            res->oom++;
-            continue;
-        }
-        if (layout_price(in, &l, &pt, res) != 0) return CB_EFAIL;
-    }
+    plan_walk w = {.in = in, .res = res};
+    w.nn = plan_node_counts(in->max_nodes, w.nodes, PLAN_MAX_NODE_COUNTS);
+    w.sp_local = in->ninst > 0 && scale_misses_sp(in);
+    for (int i = 0; i < in->ninst; i++)
+        if (inst_search(&w, i) != 0) return CB_EFAIL;
     if (res->n > 1) qsort(res->c, (size_t)res->n, sizeof *res->c, cand_cmp);
     return 0;
 }

@@ -1,22 +1,33 @@
 /* plan.h: the cheapest training configuration that meets a deadline (`costbench plan`).
  *
- * The search runs over instance type x node count (powers of two) x TP x PP x ZeRO stage x
- * micro-batch x recomputation x precision, each layout evaluated by the step model of
- * report/scale.h at a fixed global batch, then priced once per pricing option. A layout is
- * invalid when it cannot be built (TP past the ranks of a node or not dividing the heads, PP not
- * dividing the layers, ranks not a multiple of TP x PP, the global batch not splitting into
- * replicas x micro-batches); it is refused when its memory estimate per rank exceeds the rank's
- * memory. Time to train = tokens / tokens per second, plus the expected cost of failures when an
- * MTBF is given (plan_failure_time); cost = time x nodes x price per instance-hour. */
+ * The search runs over instance type x node count (plan_node_counts) x TP (every divisor of the
+ * heads and the kv heads, up to the node's scale-up domain) x sequence parallelism (off, and on
+ * when TP > 1) x PP 1,2,4,8 x virtual stages (1, 2, 4 when PP > 1 and they divide the layers) x
+ * precision x recomputation x micro-batch, then ZeRO stage 0,1,3; each layout is the step model of
+ * report/scale.h at a fixed global batch, with the framework features of one framework
+ * (report/stepmodel.h's step_framework), priced once per pricing option. The compute time of a
+ * micro-batch through a stage depends on neither the node count nor the ZeRO stage: it is found
+ * once per layout of the other dimensions, from the data-sheet peak at an assumed MFU, or from a
+ * calibration (report/calibration.h: calib_fit_carry, then calib_t_mb, the rule costbench scale
+ * uses). A layout is invalid when it cannot be built (TP past the scale-up domain of a node or not
+ * dividing its ranks, PP not dividing the layers, ranks not a multiple of TP x PP, the global
+ * batch not splitting into replicas x micro-batches, or interleaved stages with a micro-batch
+ * count that is not a multiple of PP, as Megatron-LM requires); it is refused when its memory
+ * estimate per rank exceeds the rank's memory. Time to train = tokens / tokens per second, plus the
+ * expected cost of failures when an MTBF is given (plan_failure_time); cost = time x nodes x price
+ * per instance-hour. */
 #ifndef CB_PLAN_H
 #define CB_PLAN_H
 
 #include "../common/presets.h"
+#include "calibration.h"
 #include "inputs.h"
 #include "scale.h"
+#include "stepmodel.h"
 
 #define PLAN_MAX_INSTANCES 32
 #define PLAN_MAX_OFFERS 8
+#define PLAN_MAX_NODE_COUNTS 128
 
 /* One instance type and the prices it is offered at (one per pricing option). */
 typedef struct {
@@ -31,14 +42,15 @@ typedef struct {
     model_config cfg;
     long seq, global_batch, max_nodes;
     double tokens;       /* to train on */
-    double mfu;          /* assumed share of the data-sheet peak, 0..1 (plan_t_mb_s) */
-    /* --calibrate: a calibration's compute efficiency in hardware FLOPs (its HFU: the recomputed
-     * forward counted, so that a row with recomputation carries to one without) and its matmul
-     * efficiency, carried to each candidate (report/scale.h's rule: HFU = mfu_cal x e(K, N) /
-     * e_cal; the field keeps its name); calibrated 0: the assumed mfu */
-    int attn_full;       /* memory: keep the s x s attention scores (--attention full); default tiled (flash) */
-    int calibrated;
-    double mfu_cal, e_cal;
+    double mfu;          /* without a calibration: the assumed share of the data-sheet peak, 0..1 */
+    /* the framework features of every candidate (report/stepmodel.h; NULL: step_framework_default)
+     * and its attention: tiled (flash: causal FLOPs, no s x s scores kept) or materialised */
+    const step_framework *fw;
+    int attn_flash;
+    /* --calibrate: each candidate's compute time is calib_t_mb at the efficiency calib_fit_carry
+     * carries to it from this fit (eff: a measured GEMM curve, NULL or nk 0: the device's rule);
+     * NULL: the assumed mfu */
+    const calib_fit *cal;
     const scale_eff_curve *eff;
     double deadline_s;
     double budget_usd;   /* 0: none */
@@ -49,14 +61,14 @@ typedef struct {
 } plan_inputs;
 
 /* Why a layout was not evaluated. */
-enum { PLAN_BAD_TP_RANKS, PLAN_BAD_TP_HEADS, PLAN_BAD_PP_LAYERS, PLAN_BAD_RANKS, PLAN_BAD_BATCH, PLAN_BAD_COMPUTE, PLAN_NBAD };
+enum { PLAN_BAD_TP_RANKS, PLAN_BAD_PP_LAYERS, PLAN_BAD_RANKS, PLAN_BAD_BATCH, PLAN_BAD_COMPUTE, PLAN_NBAD };
 extern const char *const plan_bad_names[PLAN_NBAD];
 
 /* A feasible layout at one price. */
 typedef struct {
     int inst, offer;
     long nodes;
-    int tp, pp, zero, micro_batch, recompute;
+    int tp, pp, vp, sp, zero, micro_batch, recompute;
     scale_precision prec;
     scale_point pt;
     double usd_per_hour; /* per instance */
@@ -74,20 +86,34 @@ typedef struct {
     long bad[PLAN_NBAD];    /* invalid layouts by reason */
     long oom;               /* refused: memory per rank over the rank's memory */
     long endless;           /* failures more often than checkpoints can keep up with */
-    /* --calibrate: layouts the rule carries above 100% MFU (counted as PLAN_BAD_COMPUTE too; the
-     * largest such MFU, 0..1, and its K and N) and layouts whose K or N lies outside the curve */
+    /* with a calibration: layouts the carry puts above 100% of the peak (counted as
+     * PLAN_BAD_COMPUTE too), the largest share of the peak it reached there (of the hardware
+     * FLOPs' and the GEMMs', 0..) and the carry's reason; layouts whose GEMM shapes lie outside a
+     * measured curve */
     long over_peak, eff_clamped;
-    double over_peak_mfu, over_peak_k, over_peak_n;
+    double over_peak_eff;
+    char over_peak_why[1024];
     long too_slow, over_budget, ok; /* priced candidates */
 } plan_result;
 
+/* The node counts searched up to max_nodes, ascending, into out (cap entries): every count up to
+ * 16, then four per octave (round(16 x 2^(k/4)): 19, 23, 27, 32, 38, 45, 54, 64, ...), and every
+ * power of two. Returns the count. */
+int plan_node_counts(long max_nodes, long *out, int cap);
+/* The largest TP degree of an instance type: its ranks, at most those of its scale-up domain
+ * (scaleup_domain x ranks per device; an unknown domain: the node). */
+int plan_tp_max(const hw_row *hw);
+
 /* Compute time of one micro-batch through one stage for a candidate: the one place it comes from
- * (the data-sheet peak at the assumed MFU, or the calibration carried by plan_carry_mfu). NaN when
- * unknown, or when the calibration would be carried above 100% of the peak. */
+ * (the data-sheet peak at the assumed MFU, or the calibration carried by calib_fit_carry and
+ * calib_t_mb). NaN when unknown, or when the carry refuses (above 100% of the peak). */
 double plan_t_mb_s(const scale_model *s, const plan_inputs *in);
-/* The calibration's compute efficiency (HFU) carried to a candidate, mfu_cal x e(K, N) / e_cal, unbounded
- * (*clamped set when K or N lies outside the curve's range; may be NULL). */
-double plan_carry_mfu(const scale_model *s, const plan_inputs *in, int *clamped);
+/* The step model of a candidate (its compute time included), as the search evaluated it. */
+void plan_cand_model(const plan_inputs *in, const plan_cand *c, scale_model *s);
+/* How sure a candidate's time and cost are, with a calibration: the band, +- percent
+ * (calib_band_pct) into *band_pct, and its case against the calibration (calib_case_of: what
+ * changed into why; CALIB_NEAR: not extrapolated). Without one: NaN and CALIB_NEAR, why empty. */
+calib_case plan_cand_case(const plan_inputs *in, const plan_cand *c, double *band_pct, char *why, size_t n);
 
 /* Expected wall-clock time of a job of `work_s` failure-free seconds whose whole job fails every
  * mtbf_job_s seconds on average, checkpointing every tau = sqrt(2 ckpt_s mtbf_job_s) seconds

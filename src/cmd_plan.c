@@ -24,21 +24,23 @@
 #define PLAN_DEFAULT_BATCH_TOKENS 4194304L /* 4M tokens a step (llama2: 1024 x 4096) */
 #define PLAN_MAX_TOKENS 1e16
 
-enum { PC_RANK, PC_ITYPE, PC_PRICING, PC_NODES, PC_TP, PC_PP, PC_ZERO, PC_MB, PC_RECOMP, PC_PREC, PC_DAYS, PC_COST,
-       PC_TPU, PC_SEQS, PC_MFU, PC_MEM, PC_TAU, PC_LOST, PC_USD, PC_TRAIN_S, PC_TOKS, PC_STEP, PC_MEM_AVAIL, PC_MODEL,
-       PC_SEQ, PC_GB, PC_NCOLS };
+/* The human table shows the columns before PC_TRAIN_S; the CSV all of them. */
+enum { PC_RANK, PC_ITYPE, PC_PRICING, PC_NODES, PC_TP, PC_PP, PC_VP, PC_SP, PC_ZERO, PC_MB, PC_RECOMP, PC_PREC, PC_DAYS,
+       PC_COST, PC_BAND, PC_TPU, PC_SEQS, PC_MFU, PC_MEM, PC_TAU, PC_LOST, PC_USD, PC_EXTRAP, PC_TRAIN_S, PC_TOKS, PC_STEP,
+       PC_MEM_AVAIL, PC_MODEL, PC_SEQ, PC_GB, PC_COMPUTE, PC_FRAMEWORK, PC_ATTN, PC_NCOLS };
 static const rec_col plan_cols[PC_NCOLS] = {
     {"rank", "", REC_NUM, 0}, TPUT_INSTANCE_TYPE, {"pricing", "", REC_STR, 0}, {"nodes", "", REC_NUM, 0}, {"tp", "", REC_NUM, 0},
-    {"pp", "", REC_NUM, 0}, {"zero", "", REC_NUM, 0}, TPUT_MICRO_BATCH, {"recompute", "", REC_STR, 0},
-    {"precision", "", REC_STR, 0}, {"days", "d", REC_NUM, 2}, {"cost_usd", "$", REC_NUM, 0}, TPUT_TOKENS_PER_USD,
-    TPUT_SEQ_PER_S, TPUT_MFU, {"mem_per_rank_gib", "GiB", REC_NUM, 1}, {"ckpt_interval_min", "min", REC_NUM, 1},
-    {"lost_pct", "%", REC_NUM, 1}, TPUT_USD_PER_HOUR, {"train_s", "s", REC_NUM, 0}, TPUT_TOKENS_PER_S,
-    {"step_s", "s", REC_NUM, 3}, {"mem_avail_gib", "GiB", REC_NUM, 1}, TPUT_MODEL, TPUT_SEQ_LEN, TPUT_GLOBAL_BATCH,
+    {"pp", "", REC_NUM, 0}, {"vp", "", REC_NUM, 0}, {"sp", "", REC_STR, 0}, {"zero", "", REC_NUM, 0}, TPUT_MICRO_BATCH,
+    {"recompute", "", REC_STR, 0}, {"precision", "", REC_STR, 0}, {"days", "d", REC_NUM, 2}, {"cost_usd", "$", REC_NUM, 0},
+    {"band_pct", "+-%", REC_NUM, 0}, TPUT_TOKENS_PER_USD, TPUT_SEQ_PER_S, TPUT_MFU, {"mem_per_rank_gib", "GiB", REC_NUM, 1},
+    {"ckpt_interval_min", "min", REC_NUM, 1}, {"lost_pct", "%", REC_NUM, 1}, TPUT_USD_PER_HOUR, {"extrapolated", "", REC_STR, 0},
+    {"train_s", "s", REC_NUM, 0}, TPUT_TOKENS_PER_S, {"step_s", "s", REC_NUM, 3}, {"mem_avail_gib", "GiB", REC_NUM, 1}, TPUT_MODEL,
+    TPUT_SEQ_LEN, TPUT_GLOBAL_BATCH, {"compute_s", "s", REC_NUM, 3}, {"framework", "", REC_STR, 0}, TPUT_ATTENTION,
 };
 
 /* The flags as given (strings point into argv). */
 typedef struct {
-    const char *model, *tokens, *instances, *pricing, *csv, *pareto_csv, *plot, *prices_path, *hw_path, *calibrate, *matmul_csv, *attention;
+    const char *model, *tokens, *instances, *pricing, *csv, *pareto_csv, *plot, *prices_path, *hw_path, *calibrate, *matmul_csv, *attention, *framework;
     model_flags mf; /* --models, the model overrides, --max-seq-len */
     long seq, global_batch, max_nodes, top;
     double deadline_days, budget_usd, mfu_pct, mtbf_hours, ckpt_s, restart_s;
@@ -52,6 +54,7 @@ typedef struct {
     plan_inputs in;
     plan_result res;
     calib_row cal;       /* --calibrate */
+    const step_framework *fw; /* --framework */
     scale_eff_curve eff; /* --matmul-csv (nk 0: the default curve) */
     char skipped[512]; /* (instance, option) pairs without a price */
 } plan_run;
@@ -59,6 +62,10 @@ typedef struct {
 static int plan_opts_parse(plan_opts *o, int argc, char **argv)
 {
     *o = (plan_opts){.pricing = "on_demand", .max_nodes = 256, .top = 10, .ckpt_s = 60, .restart_s = 300};
+    char names[512], fw_help[700];
+    step_framework_list(names, sizeof names);
+    snprintf(fw_help, sizeof fw_help, "framework whose features every candidate has (attention kernel, gradient overlap, prefetched gathers, TP overlap): %s (default %s)",
+             names, step_framework_default()->name);
     const opt_spec specs[] = {
         {"model", OPT_STR, &o->model, 0, 0, 0, 0, "PRESET", "model preset of --models (required)"},
         {"tokens", OPT_STR, &o->tokens, 0, 0, 0, 0, "N", "tokens to train on, K/M/B/T suffixes: 140B (required)"},
@@ -67,12 +74,14 @@ static int plan_opts_parse(plan_opts *o, int argc, char **argv)
         {"instances", OPT_STR, &o->instances, 0, 0, 0, 0, "LIST", "instance types (default: every one of data/hardware.csv with a price)"},
         {"pricing", OPT_STR, &o->pricing, 0, 0, 0, 0, "LIST", "pricing options, each its own candidate: " PRICE_OPTIONS " (default on_demand)"},
         {"mfu", OPT_DOUBLE, &o->mfu_pct, 0, 0, 0.1, 100, "PCT", "assumed MFU of the data-sheet peak (default 40; not with --calibrate)"},
+        {"framework", OPT_STR, &o->framework, 0, 0, 0, 0, "NAME", fw_help},
         {"attention", OPT_STR, &o->attention, 0, 0, 0, 0, "flash|full",
-         "memory model of attention: flash (tiled, no s x s scores kept; default) or full (the scores kept, Korthikanti et al.)"},
-        {"calibrate", OPT_STR, &o->calibrate, 0, 0, 0, 0, "FILE[:LINE]",
-         "a measured or imported throughput row: its compute MFU, carried to every candidate by the matmul efficiency rule of costbench scale"},
-        {"matmul-csv", OPT_STR, &o->matmul_csv, 0, 0, 0, 0, "FILE", "with --calibrate: the efficiency curve from a costbench matmul CSV"},
-        {"max-nodes", OPT_LONG, &o->max_nodes, 1, 65536, 0, 0, "N", "largest node count searched, powers of two from 1 (default 256)"},
+         "attention: flash (tiled: causal FLOPs, no s x s scores kept) or full (the scores kept, Korthikanti et al.); default: the --framework's kernel"},
+        {"calibrate", OPT_STR, &o->calibrate, 0, 0, 0, 0, "FILE[:ROW]",
+         "a measured or published throughput row (ROW: its line, or a published run's id): its framework efficiency carried to every "
+         "candidate by the step model, as costbench scale does"},
+        {"matmul-csv", OPT_STR, &o->matmul_csv, 0, 0, 0, 0, "FILE", "with --calibrate: the GEMM efficiency curve from a costbench matmul CSV"},
+        {"max-nodes", OPT_LONG, &o->max_nodes, 1, 65536, 0, 0, "N", "largest node count searched: 1..16, then 4 per octave and the powers of two (default 256)"},
         {"seq", OPT_LONG, &o->seq, 1, CB_MAX_SEQ_LEN, 0, 0, "S", "sequence length (default: the model's max_seq_len)"},
         {"global-batch", OPT_LONG, &o->global_batch, 1, CB_MAX_GLOBAL_BATCH, 0, 0, "G", "sequences per step (default: 4M tokens)"},
         {"top", OPT_LONG, &o->top, 1, 100000, 0, 0, "N", "configurations shown (default 10)"},
@@ -161,9 +170,11 @@ static int instances_fill(plan_run *r)
     return 0;
 }
 
-/* --calibrate: the row's compute MFU and matmul efficiency, carried to each candidate by
- * plan_t_mb_s (the settings a row does not describe: ZeRO 0, 25 MiB buckets, the full line rate,
- * no overlap, mixed precision when the row does not say, as the search's own models). */
+/* --calibrate: the row's configuration with its compute time fitted (report/calibration.h),
+ * whose framework efficiency plan_t_mb_s carries to each candidate. The settings a throughput row
+ * does not describe are the candidates' (ZeRO 0, 25 MiB buckets, the full line rate, mixed
+ * precision when the row does not say, the attention and framework features of the flags); a
+ * published row states its own. */
 static int calibration_load(plan_run *r)
 {
     const plan_opts *o = &r->o;
@@ -171,12 +182,31 @@ static int calibration_load(plan_run *r)
     if (o->matmul_csv && scale_eff_load(&r->eff, o->matmul_csv) != 0) return CB_EUSAGE; /* a bad file given by a flag */
     scale_model d;
     memset(&d, 0, sizeof d);
-    d.precision = PREC_MIXED, d.interleave = 1, d.bucket_bytes = 25.0 * 1048576.0, d.net_eff = 1.0;
+    d.precision = PREC_MIXED, d.interleave = 1, d.cp = 1, d.bucket_bytes = 25.0 * 1048576.0, d.net_eff = 1.0;
+    d.attn_flash = r->in.attn_flash;
+    d.grad_overlap = r->fw->grad_overlap, d.gather_prefetch = r->fw->gather_prefetch, d.tp_overlap = r->fw->tp_overlap;
     const calib_env env = {&r->ht, NULL, -1, o->mf.models_path};
     int rc = calib_row_load(&r->cal, o->calibrate, &env, &d, &r->eff, 5.0);
     if (rc != 0) return rc;
-    /* what carries is the efficiency in hardware FLOPs (plan_t_mb_s: scale_t_mb_from_peak) */
-    r->in.calibrated = 1, r->in.mfu_cal = r->cal.eff_cal, r->in.e_cal = r->cal.e_cal, r->in.eff = &r->eff;
+    r->in.cal = &r->cal.fc, r->in.eff = &r->eff;
+    return 0;
+}
+
+/* --framework (its features for every candidate) and --attention (flash or full; default the
+ * framework's kernel). An unknown name is a usage error naming the flag and the known ones. */
+static int framework_pick(plan_run *r)
+{
+    const plan_opts *o = &r->o;
+    r->fw = o->framework ? step_framework_find(o->framework) : step_framework_default();
+    if (o->framework && strcmp(r->fw->name, o->framework) != 0) {
+        char names[512];
+        step_framework_list(names, sizeof names);
+        return err_usage("flag '--framework': unknown framework '%s' (known: %s)", o->framework, names);
+    }
+    if (o->attention && strcmp(o->attention, "flash") && strcmp(o->attention, "full"))
+        return err_usage("flag '--attention': expected flash or full, got '%s'", o->attention);
+    r->in.fw = r->fw;
+    r->in.attn_flash = o->attention ? strcmp(o->attention, "flash") == 0 : r->fw->tiled_attention;
     return 0;
 }
 
@@ -202,9 +232,7 @@ static int inputs_build(plan_run *r)
                          "(train on at least that, or give a smaller --global-batch or --seq)",
                          o->tokens, in->global_batch, in->seq, step_tokens);
     in->max_nodes = o->max_nodes;
-    if (o->attention && strcmp(o->attention, "flash") && strcmp(o->attention, "full"))
-        return err_usage("flag '--attention': expected flash or full, got '%s'", o->attention);
-    in->attn_full = o->attention && !strcmp(o->attention, "full");
+    if ((rc = framework_pick(r)) != 0) return rc;
     if (o->calibrate && o->mfu_pct > 0) return err_usage("flag '--calibrate': give it alone, not with '--mfu'");
     if (!(o->mfu_pct > 0)) r->o.mfu_pct = SCALE_ASSUMED_MFU_PCT;
     in->mfu = o->mfu_pct / 100.0;
@@ -230,6 +258,8 @@ static void row_fill(record *rec, const plan_run *r, const plan_cand *c, int ran
     record_num(rec, row, PC_NODES, (double)c->nodes);
     record_num(rec, row, PC_TP, c->tp);
     record_num(rec, row, PC_PP, c->pp);
+    record_num(rec, row, PC_VP, c->vp);
+    record_str(rec, row, PC_SP, c->sp ? "on" : "off");
     record_num(rec, row, PC_ZERO, c->zero);
     record_num(rec, row, PC_MB, c->micro_batch);
     record_str(rec, row, PC_RECOMP, c->recompute ? "full" : "off");
@@ -250,23 +280,79 @@ static void row_fill(record *rec, const plan_run *r, const plan_cand *c, int ran
     record_str(rec, row, PC_MODEL, r->in.cfg.name);
     record_num(rec, row, PC_SEQ, (double)r->in.seq);
     record_num(rec, row, PC_GB, (double)c->pt.global_batch);
+    record_num(rec, row, PC_COMPUTE, c->pt.compute_s);
+    record_str(rec, row, PC_FRAMEWORK, r->fw->name);
+    record_str(rec, row, PC_ATTN, tput_attentions[r->in.attn_flash ? TPUT_ATTN_FLASH : TPUT_ATTN_FULL]);
+    if (!r->in.cal) return; /* an assumed MFU: no band, not a prediction from a measurement */
+    double band;
+    char why[256];
+    calib_case k = plan_cand_case(&r->in, c, &band, why, sizeof why);
+    record_num(rec, row, PC_BAND, band);
+    record_str(rec, row, PC_EXTRAP, k == CALIB_NEAR ? "no" : why);
 }
 
-static int record_make(record *rec, int human)
+/* The table (human: the columns before PC_TRAIN_S; without a calibration, no band or
+ * extrapolation to show, the CSV keeps them empty). */
+static int record_make(record *rec, int human, int calibrated)
 {
     if (record_init(rec, plan_cols, PC_NCOLS) != 0) return CB_EFAIL;
-    if (human)
-        for (int c = PC_TRAIN_S; c < PC_NCOLS; c++) record_csv_only(rec, c);
+    if (!human) return 0;
+    for (int c = PC_TRAIN_S; c < PC_NCOLS; c++) record_csv_only(rec, c);
+    if (!calibrated) record_csv_only(rec, PC_BAND), record_csv_only(rec, PC_EXTRAP);
     return 0;
 }
 
-/* "p5.48xlarge on_demand x 16 nodes, TP 8 PP 1 ZeRO 1 mb 1 recompute off mixed: 12.3 days, $456,789" */
+/* "p5.48xlarge on_demand x 16 nodes, TP 8 (sequence parallel) PP 2 x 2 virtual ZeRO 1 micro-batch 1, recompute off, mixed:
+ * 12.3 days, $456789 (+-15%, extrapolated: another device (...))" */
 static void cand_describe(const plan_run *r, const plan_cand *c, char *buf, size_t n)
 {
     const plan_instance *pi = &r->in.inst[c->inst];
-    snprintf(buf, n, "%s %s x %ld node%s, TP %d PP %d ZeRO %d micro-batch %d, recompute %s, %s: %.2f days, $%.0f", pi->hw.instance,
-             pi->option[c->offer], c->nodes, c->nodes == 1 ? "" : "s", c->tp, c->pp, c->zero, c->micro_batch, c->recompute ? "full" : "off",
-             scale_precision_names[c->prec], c->train_s / 86400.0, c->cost_usd);
+    char vp[32] = "", sure[320] = "", why[256];
+    if (c->vp > 1) snprintf(vp, sizeof vp, " x %d virtual", c->vp);
+    double band;
+    calib_case k = plan_cand_case(&r->in, c, &band, why, sizeof why);
+    if (r->in.cal) snprintf(sure, sizeof sure, " (+-%.0f%%%s%s)", band, k == CALIB_NEAR ? "" : ", extrapolated: ", k == CALIB_NEAR ? "" : why);
+    snprintf(buf, n, "%s %s x %ld node%s, TP %d%s PP %d%s ZeRO %d micro-batch %d, recompute %s, %s: %.2f days, $%.0f%s", pi->hw.instance,
+             pi->option[c->offer], c->nodes, c->nodes == 1 ? "" : "s", c->tp, c->sp ? " (sequence parallel)" : "", c->pp, vp, c->zero,
+             c->micro_batch, c->recompute ? "full" : "off", scale_precision_names[c->prec], c->train_s / 86400.0, c->cost_usd, sure);
+}
+
+/* Where the compute time comes from (a calibration, or an assumed MFU) and how sure it is. */
+static void notes_compute(record *rec, const plan_run *r)
+{
+    const calib_row *c = &r->cal;
+    if (!r->in.cal) {
+        record_note(rec,
+                    "assumption: compute at %g%% MFU of the data-sheet dense peak (--mfu; not measured): no band, the times and costs "
+                    "are as good as that assumption (--calibrate FILE:ROW predicts from a measured or published run, with a band)",
+                    r->o.mfu_pct);
+        return;
+    }
+    record_note(rec,
+                "compute: calibrated on %.300s:%d (%s on %ld x %s, TP %d, PP %d, %.4g seq/s: compute MFU %.4g%%, HFU %.4g%%; the model "
+                "reproduces it within %.1f%%), its framework efficiency %.4g carried to each candidate by the step model: t_mb = the "
+                "operation list's device time on the candidate's device and layout / %.4g (report/calibration.h, as costbench scale "
+                "--calibrate)%s",
+                c->path, c->row.line, c->row.model, c->row.instances, c->row.instance, c->row.tp, c->row.pp, c->row.seq_per_s,
+                100 * c->mfu_cal, 100 * c->eff_cal, fabs(c->fc.fit.resid_pct[0]), c->fc.phi_cal, c->fc.phi_cal,
+                r->o.matmul_csv ? "; GEMMs at --matmul-csv's measured efficiency" : "");
+    record_note(rec,
+                "how sure: band_pct = +-(|the calibration's residual| + the 90th percentile of |error| costbench validate measures on the "
+                "published runs in the candidate's case: %g%% near it, %g%% at another TP degree or 4x the tokens per device, %g%% on "
+                "another device), on time and cost alike; a candidate outside the first case is extrapolated, and says what changed",
+                CALIB_BAND_NEAR_PCT, CALIB_BAND_LAYOUT_PCT, CALIB_BAND_DEVICE_PCT);
+}
+
+/* The framework features every candidate was given. */
+static void notes_framework(record *rec, const plan_run *r)
+{
+    const step_framework *fw = r->fw;
+    record_note(rec,
+                "framework features (--framework %s: %s): %s attention (%s), gradient reduction under the backward %s, ZeRO-3 gathers "
+                "prefetched under compute %s, TP collectives under the GEMMs %s; network at its full line rate (report/stepmodel.h)",
+                fw->name, fw->source, r->in.attn_flash ? "tiled (flash)" : "materialised (full)",
+                r->o.attention ? "--attention" : "the framework's", fw->grad_overlap ? "on" : "off", fw->gather_prefetch ? "on" : "off",
+                fw->tp_overlap ? "on" : "off");
 }
 
 static void notes_inputs(record *rec, const plan_run *r)
@@ -277,21 +363,12 @@ static void notes_inputs(record *rec, const plan_run *r)
                 model_params_total(&in->cfg) / 1e9, in->tokens, in->seq, in->global_batch,
                 o->global_batch ? "--global-batch" : "default: about 4M tokens a step", o->deadline_days, o->budget_usd > 0 ? "" : ", no budget");
     if (o->budget_usd > 0) record_note(rec, "budget $%.6g (--budget-usd)", o->budget_usd);
-    if (r->in.calibrated)
-        record_note(rec,
-                    "compute: calibrated on %.300s:%d (%s on %ld x %s, TP %d, PP %d, %.4g seq/s: compute MFU %.4g%%, HFU %.4g%%, e(K, N) "
-                    "%.4g), carried to each candidate as HFU = %.4g%% x e(K, N) / %.4g (hardware FLOPs, the recomputed forward counted; "
-                    "K = d_model, N = micro-batch x seq / TP; %s); network at its full line rate, no overlap of the all-reduce (report/scale.h)",
-                    r->cal.path, r->cal.row.line, r->cal.row.model, r->cal.row.instances, r->cal.row.instance, r->cal.row.tp, r->cal.row.pp,
-                    r->cal.row.seq_per_s, 100 * r->cal.mfu_cal, 100 * r->cal.eff_cal, r->cal.e_cal, 100 * r->cal.eff_cal, r->cal.e_cal,
-                    o->matmul_csv ? "e from --matmul-csv" : "e = 1/(1+512/K) x 1/(1+512/N), assumed");
-    else
-        record_note(rec,
-                    "assumption: compute at %g%% MFU of the data-sheet dense peak (--mfu; not measured); network at its full "
-                    "line rate, no overlap of the all-reduce (report/scale.h)",
-                    o->mfu_pct);
-    record_note(rec, "memory per rank: weights, gradients and AdamW state as the ZeRO stage shards them, activations (Korthikanti et al. 2022) %s",
-                in->attn_full ? "with the s x s attention scores kept (--attention full)" : "with tiled (flash) attention: no s x s scores kept (--attention full keeps them)");
+    notes_compute(rec, r);
+    notes_framework(rec, r);
+    record_note(rec,
+                "memory per rank: weights, gradients and AdamW state as the ZeRO stage shards them, activations (Korthikanti et al. "
+                "2022) %s; with sequence parallelism the norms' and dropouts' activations split over the TP ranks",
+                in->attn_flash ? "with tiled (flash) attention: no s x s scores kept" : "with the s x s attention scores kept (full attention)");
     record_note(rec, "hardware: %s; prices: %s (any region, first row)", r->ht.path, r->pt.path);
     for (int i = 0; i < in->ninst; i++)
         for (int k = 0; k < in->inst[i].noffers; k++)
@@ -320,10 +397,16 @@ static void notes_counts(record *rec, const plan_run *r)
         size_t len = strlen(why);
         if (s->bad[k]) snprintf(why + len, sizeof why - len, "%s%ld %s", len ? ", " : "", s->bad[k], plan_bad_names[k]);
     }
+    char tps[256] = "";
+    for (int i = 0; i < r->in.ninst; i++) {
+        size_t len = strlen(tps);
+        snprintf(tps + len, sizeof tps - len, "%s%s %d", i ? ", " : "", r->in.inst[i].hw.instance, plan_tp_max(&r->in.inst[i].hw));
+    }
     record_note(rec,
-                "searched %ld layouts (instance x nodes 1..%ld x TP 1,2,4,8 x PP 1,2,4,8 x ZeRO 0,1,3 x micro-batch 1,2,4,8 "
-                "x recompute off,full x precision): %ld invalid (%s), %ld out of memory per rank",
-                s->layouts, r->in.max_nodes, bad, why, s->oom);
+                "searched %ld layouts (instance x nodes 1..16, then 4 per octave and the powers of two up to %ld x TP every divisor "
+                "of the heads up to the scale-up domain (%s) x sequence parallel off,on x PP 1,2,4,8 x virtual stages 1,2,4 x "
+                "precision x recompute off,full x micro-batch 1,2,4,8 x ZeRO 0,1,3): %ld invalid (%s), %ld out of memory per rank",
+                s->layouts, r->in.max_nodes, tps, bad, why, s->oom);
     if (s->endless) record_note(rec, "%ld layouts never finish: failures outpace checkpoints", s->endless);
     record_note(rec, "priced %d candidates: %ld too slow for the deadline, %ld over budget, %ld meet both", s->n, s->too_slow, s->over_budget,
                 s->ok);
@@ -358,6 +441,24 @@ static int rows_top(record *rec, const plan_run *r, long *hidden)
     return 0;
 }
 
+/* Beside the ranking: how many of the rows shown are extrapolated from the calibration. */
+static void note_extrapolated(record *rec, const plan_run *r)
+{
+    if (!r->in.cal || rec->nrows == 0) return;
+    int far = 0, device = 0;
+    for (int i = 0; i < rec->nrows; i++) {
+        const char *x = rec->str[(size_t)i * rec->ncols + PC_EXTRAP];
+        far += x && strcmp(x, "no") != 0;
+        device += x && strncmp(x, "another device", 14) == 0;
+    }
+    if (far == 0) record_note(rec, "none of the %d rows shown is extrapolated: each is near its calibration (same device and TP degree)", rec->nrows);
+    else
+        record_note(rec,
+                    "extrapolated: %d of the %d rows shown (%d on another device than the calibration's, %d at another TP degree or 4x "
+                    "the tokens per device); their band is the validation's spread in that case, no measurement of them",
+                    far, rec->nrows, device, far - device);
+}
+
 /* The verdict when nothing qualifies: printed after the notes, a result rather than an error. */
 static void verdict_none(const plan_run *r)
 {
@@ -388,7 +489,7 @@ static void verdict_none(const plan_run *r)
 static int pareto_csv(const plan_run *r, const int *idx, int n, const machine_info *mi)
 {
     record rec;
-    if (record_make(&rec, 0) != 0) return CB_EFAIL;
+    if (record_make(&rec, 0, r->in.cal != NULL) != 0) return CB_EFAIL;
     int rc = 0;
     for (int i = 0; i < n && rc == 0; i++) {
         if (record_add_row(&rec) < 0) rc = CB_EFAIL;
@@ -441,7 +542,7 @@ static int plan_plot(const plan_run *r, const int *idx, int n)
     snprintf(dl, sizeof dl, "deadline (%g days)", r->o.deadline_days);
     se[ns++] = (plot_series){dl, 2, dx, dy, 0, 1, 8};
     snprintf(title, sizeof title, "%s, %.3g tokens: cost vs time to train", r->in.cfg.name, r->in.tokens);
-    if (r->in.calibrated)
+    if (r->in.cal)
         snprintf(subt, sizeof subt, "%d feasible candidates; compute calibrated on %.120s:%d (%s)", r->res.n, r->cal.path, r->cal.row.line,
                  r->cal.row.model);
     else snprintf(subt, sizeof subt, "%d feasible candidates; compute at %g%% MFU of the data-sheet peak", r->res.n, r->o.mfu_pct);
@@ -455,7 +556,7 @@ static int plan_plot(const plan_run *r, const int *idx, int n)
 static int outputs_write(const plan_run *r)
 {
     record rec;
-    if (record_make(&rec, 1) != 0) return CB_EFAIL;
+    if (record_make(&rec, 1, r->in.cal != NULL) != 0) return CB_EFAIL;
     notes_inputs(&rec, r);
     notes_counts(&rec, r);
     long hidden = 0;
@@ -463,6 +564,7 @@ static int outputs_write(const plan_run *r)
     if (rc == 0 && hidden > 0)
         record_note(&rec, "%ld more layouts tie with a row shown (same instance, nodes, time and cost: the model cannot tell them apart)",
                     hidden);
+    if (rc == 0) note_extrapolated(&rec, r);
     if (rc == 0 && rec.nrows > 0) record_print(&rec, stdout);
     else if (rc == 0) { /* no table: the notes and the verdict */
         for (int i = 0; i < rec.nnotes; i++) printf("# %s\n", rec.notes[i]);
@@ -497,13 +599,13 @@ static int search_check(const plan_run *r)
                          in->mtbf_s, r->o.mtbf_hours, in->mtbf_s, in->ckpt_s, in->restart_s, s->endless);
     char range[160];
     scale_eff_range(in->eff, range, sizeof range);
-    if (in->calibrated && s->eff_clamped)
+    if (in->cal && s->eff_clamped)
         err_warn("%s: at %ld layouts K or N lies outside %s: e(K, N) is taken at the nearest edge there, not extrapolated", r->cal.where,
                  s->eff_clamped, range);
-    if (in->calibrated && s->over_peak)
-        err_warn("%s: the efficiency rule carries the row's compute efficiency (HFU) of %.4g%% above 100%% of the peak at %ld layouts (up to %.4g%%, at "
-                 "K %g, N %g): the rule misses a term between those shapes and the row's; they are not searched",
-                 r->cal.where, 100 * in->mfu_cal, s->over_peak, 100 * s->over_peak_mfu, s->over_peak_k, s->over_peak_n);
+    if (in->cal && s->over_peak)
+        err_warn("%s: carried to %ld layouts, the calibration comes out above 100%% of the dense peak (up to %.4g%%); they are not "
+                 "searched (counted as no compute time). The furthest: %s",
+                 r->cal.where, s->over_peak, 100 * s->over_peak_eff, s->over_peak_why);
     return 0;
 }
 

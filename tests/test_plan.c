@@ -44,9 +44,10 @@ static void test_plan_search_by_hand(void)
     toy_inputs(&in);
     plan_result res;
     CHECK(plan_search(&in, &res) == 0, "search runs");
-    /* 4 TP x 4 PP x 3 ZeRO x 4 micro-batches x 2 recompute x 2 precisions on 1 node */
-    CHECK(res.layouts == 768, "layouts %ld, expected 768", res.layouts);
-    CHECK(res.bad[PLAN_BAD_TP_RANKS] == 576, "TP 2, 4, 8 on 1 rank: %ld, expected 576", res.bad[PLAN_BAD_TP_RANKS]);
+    /* (TP 1, TP 2, 4, 8 each with and without sequence parallelism) x 4 PP (no virtual stages: 6
+     * layers split into no 2 x 2 or more) x 3 ZeRO x 4 micro-batches x 2 recompute x 2 precisions on 1 node */
+    CHECK(res.layouts == 1344, "layouts %ld, expected 1344", res.layouts);
+    CHECK(res.bad[PLAN_BAD_TP_RANKS] == 1152, "TP 2, 4, 8 on 1 rank: %ld, expected 1152", res.bad[PLAN_BAD_TP_RANKS]);
     CHECK(res.bad[PLAN_BAD_PP_LAYERS] == 96, "PP 4, 8 for 6 layers: %ld, expected 96", res.bad[PLAN_BAD_PP_LAYERS]);
     CHECK(res.bad[PLAN_BAD_RANKS] == 48, "PP 2 on 1 rank: %ld, expected 48", res.bad[PLAN_BAD_RANKS]);
     CHECK(res.oom == 0 && res.n == 48 && res.ok == 48, "feasible %d (oom %ld), expected 48", res.n, res.oom);
@@ -145,7 +146,8 @@ static void test_plan_cli_by_hand(void)
     int rc = cli_run(args, out, sizeof out, err, sizeof err);
     CHECK(rc == 0, "exit %d: %s", rc, err);
     CHECK(strstr(out, "# assumption: compute at 50% MFU of the data-sheet dense peak"), "assumption stated: %s", out);
-    CHECK(strstr(out, "searched 1536 layouts"), "layouts counted: %s", out);
+    CHECK(strstr(out, "searched 2688 layouts"), "layouts counted (1344 a node count, as plan_search_by_hand): %s", out);
+    CHECK(!strstr(out, "band_pct") && !strstr(out, "extrapolated"), "an assumed MFU shows no band: %s", out);
     double days[64], cost[64], nodes[64];
     int n = csv_column(csv, "days", days, 64);
     CHECK(n >= 2 && csv_column(csv, "cost_usd", cost, 64) == n && csv_column(csv, "nodes", nodes, 64) == n, "csv columns");
@@ -181,8 +183,9 @@ static void test_plan_cli_impossible_deadline(void)
 }
 
 /* --calibrate: the candidates' compute comes from a throughput row (Table 1's NeoX-20B point),
- * named in the output; on the calibration's own configuration the carried MFU is the row's
- * (e(K, N) / e_cal = 1); a row of an unknown model is one error line naming file:line. */
+ * named in the output; a candidate's compute time is calib_t_mb at the efficiency calib_fit_carry
+ * carries to it, and on the calibration's own configuration that is the fitted time; a row of an
+ * unknown model is one error line naming file:line. */
 static void test_plan_calibrated(void)
 {
     char out[65536], err[4096];
@@ -191,16 +194,29 @@ static void test_plan_calibrated(void)
     int rc = cli_run(ok, out, sizeof out, err, sizeof err);
     CHECK(rc == 0 && strstr(out, "calibrated on data/reference/trn1_table1.csv:8 (neox-20b on 4 x trn1.32xlarge"),
           "calibrated plan: exit %d, %s%s", rc, err, out);
+    /* a fit on the toy instance (with a memory bandwidth: the step model needs one) */
     plan_inputs in;
-    memset(&in, 0, sizeof in);
+    toy_inputs(&in);
+    in.inst[0].hw.mem_gb_per_s = 2000;
     scale_eff_curve def = {0};
-    scale_model s = {0};
-    CHECK(model_preset_find("neox-20b", &s.cfg) == 0, "no neox-20b preset");
-    s.tp = 8, s.pp = 4, s.interleave = 1, s.seq = 2048, s.micro_batch = 1, s.global_batch = 16384;
-    in.calibrated = 1, in.mfu_cal = 0.3, in.e_cal = scale_eff(&def, 6144, 256, NULL), in.eff = &def;
-    s.hw.accelerators = 16, s.hw.workers = 2, s.hw.bf16_tflops = 190, s.precision = PREC_MIXED;
-    double t_cal = plan_t_mb_s(&s, &in), t_peak = scale_t_mb_from_peak(&s, 0.3);
-    CHECK(isfinite(t_cal) && fabs(t_cal - t_peak) <= 1e-12 * t_peak, "the calibration's own shape: t_mb %.9g, at its MFU %.9g", t_cal, t_peak);
+    calib_fit cf;
+    memset(&cf, 0, sizeof cf);
+    scale_model *c = &cf.cal;
+    c->cfg = in.cfg, c->hw = in.inst[0].hw, c->tp = 1, c->pp = 1, c->interleave = 1, c->cp = 1, c->seq = 2048, c->micro_batch = 1;
+    c->global_batch = 64, c->precision = PREC_MIXED, c->attn_flash = 1, c->bucket_bytes = 25.0 * 1048576.0, c->net_eff = 1;
+    cf.nodes = 1, cf.seq_per_s = 20;
+    char why[1024];
+    CHECK(calib_fit_point(&cf, "test", 0, &def, 5.0, why, sizeof why) == 0, "the toy row calibrates: %s", why);
+    in.cal = &cf, in.eff = &def;
+    double t_own = plan_t_mb_s(c, &in);
+    CHECK(fabs(t_own - c->t_mb_s) <= 1e-12 * c->t_mb_s, "the calibration's own configuration: t_mb %.12g, fitted %.12g", t_own, c->t_mb_s);
+    scale_model t = *c;
+    t.micro_batch = 4, t.recompute = 1, t.precision = PREC_BF16;
+    double eff_t, e_t;
+    int clamped;
+    CHECK(calib_fit_carry(&cf, &t, &def, &eff_t, &clamped, &e_t, why, sizeof why) == 0, "carried: %s", why);
+    double t_plan = plan_t_mb_s(&t, &in), t_carry = calib_t_mb(&t, eff_t);
+    CHECK(isfinite(t_plan) && t_plan == t_carry, "another layout: plan's t_mb %.12g, calib_t_mb at the carried efficiency %.12g", t_plan, t_carry);
     char *dir = test_tmpdir(), path[600];
     if (!dir) return;
     snprintf(path, sizeof path, "%s/row.csv", dir);
@@ -215,7 +231,7 @@ static void test_plan_calibrated(void)
 }
 
 const test_case tests_plan[] = {
-    {"plan: --calibrate carries a throughput row's compute MFU; a bad row is one error", test_plan_calibrated},
+    {"plan: --calibrate carries a row's framework efficiency (calib_fit_carry, calib_t_mb); a bad row is one error", test_plan_calibrated},
     {"plan_search_by_hand", test_plan_search_by_hand},
     {"plan_young_daly_by_hand", test_plan_young_daly_by_hand},
     {"plan_cli_bad_input", test_plan_cli_bad_input},
