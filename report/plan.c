@@ -116,36 +116,6 @@ double plan_failure_time(double work_s, double mtbf_job_s, double ckpt_s, double
     return work_s * (1.0 + overhead);
 }
 
-/* ------------------------------------------------------------------ sequence parallelism's memory
- * Korthikanti et al. 2022 (Table 2): activations per layer s b h (10 + 24/t + 5 a s / (h t)) bytes
- * in 16-bit with tensor parallelism alone, s b h (34/t + 5 a s / (h t)) with sequence parallelism:
- * the norms' and dropouts' 10 s b h split over the t ranks too (with full recomputation the kept
- * layer input, 2 s b h, likewise). report/scale.c's estimate leaves sequence parallelism out (its
- * mem_per_rank_gib: the 10 s b h whole); until it counts it, the search takes the saving off here,
- * L layers' worth as scale.c counts them on the first stage. A probe tells whether it still must. */
-static double sp_saving_gib(const scale_model *s)
-{
-    if (!s->sp || s->tp <= 1) return 0;
-    double sbh = (double)s->seq * (double)s->micro_batch * s->cfg.C, kept = s->recompute ? 2.0 : 10.0;
-    double bytes = s->cfg.L * sbh * kept * (1.0 - 1.0 / s->tp) * (s->precision == PREC_FP32 ? 2.0 : 1.0);
-    return bytes / 1073741824.0;
-}
-
-/* Whether report/scale.c's memory estimate leaves sequence parallelism out: the same model of two
- * TP ranks with and without it. */
-static int scale_misses_sp(const plan_inputs *in)
-{
-    scale_model s;
-    const plan_layout l = {.inst = 0, .tp = 2, .pp = 1, .vp = 1, .mb = 1, .prec = PREC_MIXED};
-    model_fill(in, &l, &s);
-    s.hw.accelerators = 2, s.hw.workers = 1, s.global_batch = 2, s.t_mb_s = 1;
-    scale_point a, b;
-    scale_eval(&s, 1, &a);
-    s.sp = 1;
-    scale_eval(&s, 1, &b);
-    return a.mem_gib == b.mem_gib;
-}
-
 /* ------------------------------------------------------------------ the search */
 
 /* What the search walks: its inputs, the node counts, the result it fills. */
@@ -154,7 +124,6 @@ typedef struct {
     plan_result *res;
     long nodes[PLAN_MAX_NODE_COUNTS];
     int nn;
-    int sp_local; /* sequence parallelism's memory saving taken off here (sp_saving_gib) */
 } plan_walk;
 
 static int cand_push(plan_result *res, const plan_cand *c)
@@ -257,7 +226,6 @@ static int key_search(plan_walk *w, const plan_layout *k)
             }
             scale_point pt;
             scale_eval(&s, l.nodes, &pt);
-            if (w->sp_local) pt.mem_gib -= sp_saving_gib(&s);
             if (!(pt.mem_gib <= pt.mem_avail_gib)) {
                 res->oom++;
                 continue;
@@ -329,7 +297,6 @@ int plan_search(const plan_inputs *in, plan_result *res)
     memset(res, 0, sizeof *res);
     plan_walk w = {.in = in, .res = res};
     w.nn = plan_node_counts(in->max_nodes, w.nodes, PLAN_MAX_NODE_COUNTS);
-    w.sp_local = in->ninst > 0 && scale_misses_sp(in);
     for (int i = 0; i < in->ninst; i++)
         if (inst_search(&w, i) != 0) return CB_EFAIL;
     if (res->n > 1) qsort(res->c, (size_t)res->n, sizeof *res->c, cand_cmp);
