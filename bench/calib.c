@@ -43,17 +43,19 @@ static int measure_peak(const calib_opts *o, calib *c)
     return 0;
 }
 
-/* Milliseconds of one micro-step's matmuls, every shape measured now. The attention products
- * of --shapes transformer (sgemm on blocks of rows) are left out: the tiled attention kernel runs
- * its own micro-kernels on cache-sized tiles, and predict_attention times it whole. */
+/* Milliseconds of one micro-step's matmuls: op_list's GEMMs (mm_shapes_transformer), every
+ * shape measured now. The attention core is not among them: the tiled attention kernel runs its
+ * own micro-kernels on cache-sized tiles, and predict_attention times it whole. */
 static int predict_matmuls(const calib_opts *o, const runner_opts *ro, double peak_gflops, double *mm_ms, char *how, size_t n)
 {
-    int cap = mm_shapes_transformer_count(o->T);
+    int cap = mm_shapes_transformer_count();
     mm_shape *sh = calloc((size_t)cap, sizeof *sh);
     if (!sh) return err_msg("out of memory");
-    int all = mm_shapes_transformer(sh, cap, o->cfg, o->B, o->T), nsh = 0;
-    for (int i = 0; i < all; i++)
-        if (strncmp(sh[i].op, "attn_", 5) != 0 || strcmp(sh[i].op, "attn_out") == 0) sh[nsh++] = sh[i];
+    int nsh = mm_shapes_transformer(sh, cap, o->cfg, o->B, o->T);
+    if (nsh < 0) {
+        free(sh);
+        return CB_EFAIL;
+    }
     if (nsh > 0 && o->prec != PRECISION_FP32) mm_shapes_set_dtype(sh, nsh, MM_BF16, MM_OPENBLAS);
     record r;
     record_init(&r, mm_cols, MM_NCOLS);
