@@ -7,6 +7,7 @@
 
 #include "../common/err.h"
 #include "../common/mem.h"
+#include "../common/oplist.h"
 #include "../kernels/attention.h"
 #include "../kernels/bf16.h"
 #include "../kernels/rope.h"
@@ -43,17 +44,19 @@ static int measure_peak(const calib_opts *o, calib *c)
     return 0;
 }
 
-/* Milliseconds of one micro-step's matmuls, every shape measured now. The attention products
- * of --shapes transformer (sgemm on blocks of rows) are left out: the tiled attention kernel runs
- * its own micro-kernels on cache-sized tiles, and predict_attention times it whole. */
+/* Milliseconds of one micro-step's matmuls: op_list's GEMMs (mm_shapes_transformer), every
+ * shape measured now. The attention core is not among them: the tiled attention kernel runs its
+ * own micro-kernels on cache-sized tiles, and predict_attention times it whole. */
 static int predict_matmuls(const calib_opts *o, const runner_opts *ro, double peak_gflops, double *mm_ms, char *how, size_t n)
 {
-    int cap = mm_shapes_transformer_count(o->T);
+    int cap = mm_shapes_transformer_count();
     mm_shape *sh = calloc((size_t)cap, sizeof *sh);
     if (!sh) return err_msg("out of memory");
-    int all = mm_shapes_transformer(sh, cap, o->cfg, o->B, o->T), nsh = 0;
-    for (int i = 0; i < all; i++)
-        if (strncmp(sh[i].op, "attn_", 5) != 0 || strcmp(sh[i].op, "attn_out") == 0) sh[nsh++] = sh[i];
+    int nsh = mm_shapes_transformer(sh, cap, o->cfg, o->B, o->T);
+    if (nsh < 0) {
+        free(sh);
+        return CB_EFAIL;
+    }
     if (nsh > 0 && o->prec != PRECISION_FP32) mm_shapes_set_dtype(sh, nsh, MM_BF16, MM_OPENBLAS);
     record r;
     record_init(&r, mm_cols, MM_NCOLS);
@@ -158,42 +161,80 @@ static int predict_rope(const calib_opts *o, const runner_opts *ro, int rdims, d
     return bad;
 }
 
-/* The memory-bound kinds: the bytes each must move per micro-step, priced at the copy bandwidth.
- * An estimate, not a bound: a kernel whose data stays in the last-level cache (a small layer's
- * activations) moves them faster than the copy probe's arrays, which are 4x that cache. */
-static void predict_memory_bound(const calib_opts *o, double gbps, calib *c)
+/* The operation list (common/oplist.h) of one micro-batch as this process trains it: one rank,
+ * tiled attention, no recomputation. Its memory-bound kernels read and write fp32 activations
+ * at every precision (bf16-mixed keeps the norms, the MLP's input, the residual stream and the
+ * logits in fp32; only the linear layers' inputs are bf16, narrowed below), so 4 bytes an
+ * element. AdamW streams 7 values a parameter (fp32: g, p, m, v read, p, m, v written, 4 bytes
+ * each; full bf16: g at 4, the rest at 2), and this trainer makes two more passes over the fp32
+ * gradients every step (the clipping norm reads them, zeroing writes them). */
+static int calib_op_list(const calib_opts *o, op_entry *ops)
 {
-    const model_config *m = o->cfg;
-    const double BT = (double)o->B * o->T, C = m->C, L = m->L, V = m->V, acc = o->accum;
-    const double bw = gbps * 1e9 / 1e3; /* bytes per ms */
-    const int bf = o->prec != PRECISION_FP32;
-    const double out = bf ? 2.0 : 4.0; /* bytes of an element the next linear layer reads */
-    double bytes[GPT_KIND_COUNT] = {0};
-    /* LayerNorm: forward reads x and writes its output; backward reads x, dout, dres, writes dinp */
-    bytes[K_LAYERNORM] = acc * (2 * L + 1) * BT * C * (4.0 + out + 16.0);
-    /* GELU: forward reads fp32 and writes the output; backward reads input and gradient, writes one */
-    /* the MLP's activation (GELU or SwiGLU): reads its input, writes its output; backward reads both
-     * and writes the input's gradient */
-    const double I = model_ffn(m), FC = (m->mlp == MLP_SWIGLU ? 2 : 1) * I;
-    bytes[K_GELU] = acc * L * BT * (FC * 4.0 + I * out + FC * 4.0 + I * 4.0 + FC * 4.0);
-    /* cross-entropy: fp32 reads the logits, then reads and writes their gradient in place; bf16-mixed
-     * reads them once and writes a bf16 gradient */
-    bytes[K_XENT] = acc * BT * V * (bf ? 4.0 + 2.0 : 4.0 + 8.0);
-    /* residual adds, embedding; bf16-mixed also narrows the gradients entering the linear layers */
-    bytes[K_OTHER] = acc * (L * BT * C * (m->parallel_residual ? 16.0 : 24.0) + BT * C * 8.0 * 2 +
-                            (bf ? L * BT * C * (1 + 4 + 3) * 6.0 : 0));
-    /* AdamW (fp32 state: reads g, p, m, v, writes p, m, v at 4 bytes; full bf16: g at 4, the rest
-     * at 2), the norm, zeroing; bf16 precisions also make two bf16 copies of each weight matrix
-     * (from fp32, or from the bf16 weights) */
-    double mats = L * (((double)m->NH + 2.0 * model_kv_heads(m)) * m->HS * C + C * C + (FC + I) * C) + V * C;
     const int full = precision_full_bf16(o->prec);
-    bytes[K_OPTIMIZER] = model_params_total(m) * ((full ? 16.0 : 28.0) + 4.0 + 4.0) + (bf ? mats * 2 * ((full ? 2.0 : 4.0) + 2.0) : 0);
+    const op_layout lay = {.micro_batch = o->B, .seq = o->T, .tp = 1, .pp = 1, .cp = 1, .sp = 0, .recompute = OP_RECOMPUTE_NONE,
+                           .attention = OP_ATTN_TILED, .act_bytes = 4, .weight_bytes = full ? 2 : 4, .grad_bytes = 4,
+                           .optim_bytes = (full ? 16 : 28) + 4 + 4, .zero = 0, .dp = 1};
+    int n = op_list(o->cfg, &lay, ops, OP_LIST_MAX);
+    if (n < 0) return err_msg("%s at B=%d T=%d: no operation list", o->cfg->name, o->B, o->T);
+    return n;
+}
+
+/* The breakdown's kind of a memory-bound op of the list; -1: measured, not priced from bytes. */
+static int calib_kind_of(const op_entry *e)
+{
+    static const struct {
+        const char *name;
+        int kind;
+    } map[] = {{"norm", K_LAYERNORM}, {"act", K_GELU}, {"cross_entropy", K_XENT}, {"rotary", -1}, {"attn_scores_mem", -1}};
+    if (e->kind == OPK_OPTIM) return K_OPTIMIZER;
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+        if (strcmp(e->name, map[i].name) == 0) return map[i].kind;
+    return K_OTHER; /* residual adds, the embedding, and any op the list adds */
+}
+
+/* The bytes of each memory-bound kind per optimizer step: the list's memory-bound ops every
+ * micro-batch and its optimizer once, plus what bf16 adds in this trainer and the list has no op
+ * for: each layer's gradient entering a linear layer's backward (dY of its bwd_input, n x k) narrowed
+ * to bf16 (read at 4 bytes, written at 2), and the bf16 copies of every weight matrix (k x m of
+ * each forward GEMM), two a matrix, once per optimizer step (read at 4 bytes, or 2 in full bf16,
+ * written at 2). */
+static void memory_bound_bytes(const calib_opts *o, const op_entry *ops, int n, double bytes[GPT_KIND_COUNT])
+{
+    const double L = o->cfg->L, acc = o->accum;
+    const int bf = o->prec != PRECISION_FP32, full = precision_full_bf16(o->prec);
+    for (int i = 0; i < n; i++) {
+        const op_entry *e = &ops[i];
+        double times = op_times(e, L, 1, 1);
+        if (e->kind == OPK_MEM || e->kind == OPK_OPTIM) {
+            int k = calib_kind_of(e);
+            if (k >= 0) bytes[k] += e->kind == OPK_OPTIM ? e->bytes : acc * times * e->bytes;
+        }
+        if (e->kind != OPK_GEMM || !bf) continue;
+        if (strcmp(e->phase, "bwd_input") == 0 && e->scope == OPS_LAYER)
+            bytes[K_OTHER] += acc * times * (double)e->n * e->k * (4.0 + 2.0);
+        if (strcmp(e->phase, "fwd") == 0 && e->pass == OPP_FWD)
+            bytes[K_OPTIMIZER] += times * (double)e->k * e->m * 2 * ((full ? 2.0 : 4.0) + 2.0);
+    }
+}
+
+/* The memory-bound kinds: their bytes (memory_bound_bytes) priced at the copy bandwidth. An
+ * estimate, not a bound: a kernel whose data stays in the last-level cache (a small layer's
+ * activations) moves them faster than the copy probe's arrays, which are 4x that cache. */
+static int predict_memory_bound(const calib_opts *o, double gbps, calib *c)
+{
+    op_entry ops[OP_LIST_MAX];
+    int n = calib_op_list(o, ops);
+    if (n < 0) return CB_EFAIL;
+    double bytes[GPT_KIND_COUNT] = {0};
+    memory_bound_bytes(o, ops, n, bytes);
+    const double bw = gbps * 1e9 / 1e3; /* bytes per ms */
     for (int k = K_LAYERNORM; k < GPT_KIND_COUNT; k++) {
         if (k == K_ROTARY) continue;
         c->pred_ms[k] = bytes[k] / bw;
         snprintf(c->how[k], sizeof c->how[k], "bytes moved at %.1f GB/s copy bandwidth (estimate; cache-resident data is faster)",
                  gbps);
     }
+    return 0;
 }
 
 static int predict_kinds(const calib_opts *o, calib *c)
@@ -220,8 +261,7 @@ static int predict_kinds(const calib_opts *o, calib *c)
     co.min_samples = 3;
     double gbps = peak_copy_gbps(o->threads, 256.0 * 1048576, &co);
     if (!isfinite(gbps) || gbps <= 0) return err_msg("the copy bandwidth probe failed");
-    predict_memory_bound(o, gbps, c);
-    return 0;
+    return predict_memory_bound(o, gbps, c);
 }
 
 int calib_measure(const calib_opts *o, calib *c)

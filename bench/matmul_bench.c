@@ -8,8 +8,8 @@
 
 #include "../common/err.h"
 #include "../common/mem.h"
+#include "../common/oplist.h"
 #include "../common/timer.h"
-#include "../kernels/attention.h"
 #include "../kernels/bf16.h"
 #include "../kernels/matmul.h"
 #include "../kernels/onednn.h"
@@ -29,8 +29,8 @@ static mm_shape mk(const char *op, const char *phase, int n, int k, int m, int t
 {
     mm_shape s;
     memset(&s, 0, sizeof s);
-    snprintf(s.op, sizeof s.op, "%s", op);
-    snprintf(s.phase, sizeof s.phase, "%s", phase);
+    snprintf(s.op, sizeof s.op, "%.*s", (int)sizeof s.op - 1, op);
+    snprintf(s.phase, sizeof s.phase, "%.*s", (int)sizeof s.phase - 1, phase);
     s.n = n, s.k = k, s.m = m, s.trans_a = ta, s.trans_b = tb, s.lda = lda, s.ldb = ldb, s.ldc = ldc, s.count = count;
     return s;
 }
@@ -47,48 +47,47 @@ int mm_shapes_sweep(mm_shape *out, int cap, const long *ns, int nn, const long *
     return c;
 }
 
-/* A linear layer Y (N, OC) = X (N, IC) W^T: forward, dX = dY W, dW = dY^T X (as kernels/matmul.c). */
-static int linear3(mm_shape *o, const char *op, int N, int IC, int OC, double count)
+/* A GEMM of op_list (Y (n x m) = X (n x k) W^T and its gradients) as kernels/matmul.c calls
+ * sgemm: forward X W^T; bwd_input dX = dY W; bwd_weight dW = dY^T X. */
+static mm_shape mm_from_op(const op_entry *e, double count)
 {
-    o[0] = mk(op, "fwd", N, IC, OC, 0, 1, IC, IC, OC, count);
-    o[1] = mk(op, "bwd_input", N, OC, IC, 0, 0, OC, IC, IC, count);
-    o[2] = mk(op, "bwd_weight", OC, N, IC, 1, 0, OC, IC, IC, count);
-    o[0].weight_b = o[1].weight_b = 1; /* dW's B is the activation X */
-    return 3;
+    const int n = (int)e->n, k = (int)e->k, m = (int)e->m;
+    mm_shape s;
+    if (strcmp(e->phase, "bwd_weight") == 0) {
+        s = mk(e->name, e->phase, n, k, m, 1, 0, n, m, m, count); /* B is the activation X */
+    } else if (strcmp(e->phase, "bwd_input") == 0) {
+        s = mk(e->name, e->phase, n, k, m, 0, 0, k, m, m, count);
+        s.weight_b = 1;
+    } else {
+        s = mk(e->name, e->phase, n, k, m, 0, 1, k, k, m, count);
+        s.weight_b = 1;
+    }
+    return s;
 }
 
-/* 4 linear layers and the logits, 3 products each; 6 attention products per causal row block */
-int mm_shapes_transformer_count(int T) { return 5 * 3 + 6 * ((T + ATTENTION_BLOCK - 1) / ATTENTION_BLOCK); }
+/* op_list's GEMMs on one rank without recomputation: 4 linear layers and the logits, 3 products each */
+int mm_shapes_transformer_count(void) { return 5 * 3; }
 
 int mm_shapes_transformer(mm_shape *out, int cap, const model_config *cfg, int B, int T)
 {
-    if (cap < mm_shapes_transformer_count(T)) return CB_EFAIL;
-    /* widths: QKV rows (NH + 2 KVH) HS; the MLP's first linear ffn rows, or 2 ffn (SwiGLU's gate and up) */
-    const int I = model_ffn(cfg), FC = (cfg->mlp == MLP_SWIGLU ? 2 : 1) * I;
-    const int N = B * T, C = cfg->C, HS = cfg->HS, C3 = (cfg->NH + 2 * model_kv_heads(cfg)) * HS;
-    const double L = cfg->L, heads = (double)cfg->L * B * cfg->NH;
-    int c = 0;
-    c += linear3(out + c, "qkv", N, C, C3, L);
-    c += linear3(out + c, "attn_out", N, C, C, L);
-    c += linear3(out + c, "mlp_up", N, C, FC, L);
-    c += linear3(out + c, "mlp_down", N, I, C, L);
-    /* attention as kernels/attention.c runs it: per (batch, head), one head per thread, rows in
-     * causal blocks of ATTENTION_BLOCK against keys [0, r1), with the fused QKV layout's strides */
-    for (int r0 = 0; r0 < T && c + 6 + 3 <= cap; r0 += ATTENTION_BLOCK) {
-        int r1 = r0 + ATTENTION_BLOCK < T ? r0 + ATTENTION_BLOCK : T, nr = r1 - r0;
-        out[c++] = mk("attn_scores", "fwd", nr, HS, r1, 0, 1, C3, C3, T, heads);
-        out[c++] = mk("attn_pv", "fwd", nr, r1, HS, 0, 0, T, C3, C, heads);
-        out[c++] = mk("attn_dp", "bwd_input", nr, HS, r1, 0, 1, C, C3, T, heads);
-        out[c++] = mk("attn_dv", "bwd_weight", r1, nr, HS, 1, 0, T, C, C3, heads);
-        out[c++] = mk("attn_dq", "bwd_input", nr, r1, HS, 0, 0, T, C3, C3, heads);
-        out[c++] = mk("attn_dk", "bwd_weight", r1, nr, HS, 1, 0, T, C3, C3, heads);
-        for (int i = c - 6; i < c; i++) out[i].concurrent = 1;
+    /* one micro-batch on one rank, no parallelism, no recomputation; the GEMMs' shapes do not
+     * depend on the byte sizes, which are fp32's */
+    const op_layout lay = {.micro_batch = B, .seq = T, .tp = 1, .pp = 1, .cp = 1, .sp = 0, .recompute = OP_RECOMPUTE_NONE,
+                           .attention = OP_ATTN_TILED, .act_bytes = 4, .weight_bytes = 4, .grad_bytes = 4, .optim_bytes = 28,
+                           .zero = 0, .dp = 1};
+    op_entry ops[OP_LIST_MAX];
+    int nops = op_list(cfg, &lay, ops, OP_LIST_MAX), c = 0;
+    if (nops < 0) return err_msg("%s at B=%d T=%d: no operation list", cfg->name, B, T);
+    for (int i = 0; i < nops; i++) {
+        if (ops[i].kind != OPK_GEMM) continue;
+        if (c >= cap) return CB_EFAIL;
+        /* count: times per micro-step, the layers of the one stage, which is the first and the last */
+        out[c++] = mm_from_op(&ops[i], op_times(&ops[i], cfg->L, 1, 1));
     }
-    c += linear3(out + c, "logits", N, C, cfg->V, 1);
     return c;
 }
 
-/* What a shape runs as: the attention products always fp32 sgemm, one call per thread (oneDNN
+/* What a shape runs as: a concurrent shape always fp32 sgemm, one call per thread (oneDNN
  * is called from one thread at a time); bf16 always on oneDNN; a weight B packed on oneDNN. */
 typedef struct {
     mm_dtype dtype;
@@ -409,7 +408,7 @@ static void mm_notes(record *rec, const mm_tally *t, const runner_opts *ro, doub
 {
     if (t->onednn) mm_notes_onednn(rec, t);
     if (t->demoted)
-        record_note(rec, "attention products (attn_scores, attn_pv and their gradients): fp32 OpenBLAS sgemm whatever the dtype and backend asked, one call per thread at once as kernels/attention.c runs its heads (oneDNN is called from one thread at a time)");
+        record_note(rec, "concurrent shapes: fp32 OpenBLAS sgemm whatever the dtype and backend asked, one call per thread at once (oneDNN is called from one thread at a time)");
     record_note(rec, "checked before timing: 32 sampled outputs per shape against a double-precision dot product of the operands as stored (bf16 rows: the bf16-rounded inputs), within k x 2^-23 x sum|a b|, which covers fp32 accumulation in any order");
     if (t->above_peak)
         record_note(rec, "warning: %d row(s) above 100%% of their peak: that peak is wrong (measured while the machine was busy, or given too low); rerun, or give --peak-gflops",
@@ -423,7 +422,7 @@ static void mm_notes(record *rec, const mm_tally *t, const runner_opts *ro, doub
     for (int d = 0; d < MM_NDTYPES; d++) {
         if (!(t->step_ms[d] > 0)) continue;
         record_note(rec, "one training step's matmuls%s%s: %.3f TFLOP, %.1f ms predicted from these medians (%.1f GFLOP/s overall)%s",
-                    d == MM_BF16 ? " in bf16" : t->asked[MM_BF16] ? " in fp32" : "", d == MM_BF16 && t->demoted ? " (attention in fp32)" : "",
+                    d == MM_BF16 ? " in bf16" : t->asked[MM_BF16] ? " in fp32" : "", d == MM_BF16 && t->demoted ? " (concurrent shapes in fp32)" : "",
                     t->step_flops[d] / 1e12, t->step_ms[d], t->step_flops[d] / t->step_ms[d] / 1e6,
                     t->skipped ? "; incomplete: shapes were skipped" : "");
         if (t->pack_step_ms[d] > 0)

@@ -232,7 +232,7 @@ static int matmul_parse(matmul_flags *f, int argc, char **argv)
  * BLAS indexing and this machine's memory. */
 static int matmul_shapes(const matmul_flags *f, mm_shape **out, int *n)
 {
-    int cap = f->transformer ? mm_shapes_transformer_count((int)f->T) : f->nl.n * f->kl.n;
+    int cap = f->transformer ? mm_shapes_transformer_count() : f->nl.n * f->kl.n;
     mm_shape *base = calloc((size_t)cap, sizeof *base), *sh = calloc((size_t)cap * (size_t)f->ndtypes, sizeof *sh);
     *out = sh;
     if (!base || !sh) {
@@ -242,6 +242,10 @@ static int matmul_shapes(const matmul_flags *f, mm_shape **out, int *n)
     int nb = f->transformer ? mm_shapes_transformer(base, cap, &f->cfg, (int)f->B, (int)f->T)
                             : mm_shapes_sweep(base, cap, f->nl.v, f->nl.n, f->kl.v, f->kl.n);
     *n = 0;
+    if (nb < 0) {
+        free(base);
+        return CB_EFAIL;
+    }
     for (int i = 0; i < nb; i++)
         for (int d = 0; d < f->ndtypes; d++) {
             sh[*n] = base[i];
@@ -263,8 +267,8 @@ static int matmul_shapes(const matmul_flags *f, mm_shape **out, int *n)
     return mem_check_fits(mm_shapes_bytes(sh, *n), what);
 }
 
-/* The peak of every precision a row will run in (the attention products of a bf16 step run in
- * fp32): given (--peak-gflops: nothing is measured), or measured now; a note for each. */
+/* The peak of every precision a row will run in (a concurrent shape runs in fp32 whatever its
+ * dtype): given (--peak-gflops: nothing is measured), or measured now; a note for each. */
 static int matmul_peaks(matmul_flags *f, const mm_shape *sh, int nsh, const machine_info *m, record *rec)
 {
     int need[MM_NDTYPES] = {0};
