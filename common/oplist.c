@@ -1,6 +1,7 @@
 /* oplist.c: the operation list of one micro-batch on one rank (see oplist.h for every rule). */
 #include "oplist.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -88,7 +89,8 @@ static void layer_memory(op_sink *k, const model_config *c, const op_layout *l, 
         double qk = (double)(c->NH + model_kv_heads(c)) / l->tp * c->HS * c->rotary_pct;
         mem(k, "rotary", pass, OPS_LAYER, (double)n * qk * B * 2.0, 1);
     }
-    mem(k, "residual", pass, OPS_LAYER, rows_sp * C * B * 3.0, 2);
+    if (c->parallel_residual) mem(k, "residual", pass, OPS_LAYER, rows_sp * C * B * 4.0, 1); /* x + attn + mlp: read 3, write 1 */
+    else mem(k, "residual", pass, OPS_LAYER, rows_sp * C * B * 3.0, 2);
 }
 
 static void tp_comm(op_sink *k, const model_config *c, const op_layout *l, long n, op_pass pass)
@@ -101,7 +103,7 @@ static void tp_comm(op_sink *k, const model_config *c, const op_layout *l, long 
 int op_list(const model_config *c, const op_layout *l, op_entry *out, int cap)
 {
     if (l->tp < 1 || l->cp < 1 || l->pp < 1 || l->micro_batch < 1 || l->seq < 1 || c->NH % l->tp != 0 || model_kv_heads(c) % l->tp != 0 ||
-        model_ffn(c) % l->tp != 0 || (l->micro_batch * l->seq) % l->cp != 0)
+        model_ffn(c) % l->tp != 0 || l->seq % l->cp != 0)
         return -1;
     op_sink k = {out, 0, cap};
     long n = l->micro_batch * l->seq / l->cp, C = c->C, HS = c->HS;
@@ -118,10 +120,13 @@ int op_list(const model_config *c, const op_layout *l, op_entry *out, int cap)
     tp_comm(&k, c, l, n, OPP_BWD);
     if (full) layer_memory(&k, c, l, n, OPP_RECOMPUTE), tp_comm(&k, c, l, n, OPP_RECOMPUTE);
     /* the first stage's embedding, the last stage's logits and loss */
-    double rows_sp = l->sp && l->tp > 1 ? (double)n / l->tp : (double)n, B = l->act_bytes, V = (double)c->V / l->tp;
+    double rows_sp = l->sp && l->tp > 1 ? (double)n / l->tp : (double)n, B = l->act_bytes, V = ceil((double)c->V / l->tp);
     mem(&k, "embedding", OPP_FWD, OPS_FIRST, rows_sp * C * B * 2.0, 1);
     mem(&k, "embedding", OPP_BWD, OPS_FIRST, rows_sp * C * B * 2.0, 1);
-    linear(&k, "logits", OPS_LAST, n, C, (long)(c->V / l->tp), 1, 0);
+    mem(&k, "norm", OPP_FWD, OPS_LAST, rows_sp * C * B * 2.0, 1); /* the final norm */
+    mem(&k, "norm", OPP_BWD, OPS_LAST, rows_sp * C * B * 3.0, 1);
+    /* a vocabulary the TP ranks do not divide is padded (Megatron-LM pads it to a multiple of 128 x tp) */
+    linear(&k, "logits", OPS_LAST, n, C, (long)((c->V + l->tp - 1) / l->tp), 1, 0);
     mem(&k, "cross_entropy", OPP_FWD, OPS_LAST, (double)n * V * (B + 4.0), 1);
     mem(&k, "cross_entropy", OPP_BWD, OPS_LAST, (double)n * V * (4.0 + B), 1);
     /* data movement: weights per layer of the rank's tensor-parallel shard */

@@ -11,7 +11,8 @@
  *   GEMMs    per layer: qkv (C -> (NH + 2 KVH) HS / tp), attn_out (NH HS / tp -> C), mlp_up
  *            (C -> ffn / tp, twice for SwiGLU's gate and up), mlp_down (ffn / tp -> C); each once
  *            forward and twice backward (the input gradient and the weight gradient);
- *            once per micro-batch on the last stage: logits (C -> V / tp)
+ *            once per micro-batch on the last stage: logits (C -> V / tp, a vocabulary tp does not
+ *            divide padded up)
  *   attention the core, per head of the rank's NH / tp: tiled (flash) kernels compute the causal
  *            half, s (s + 1) / 2 scores, 4 HS FLOPs each forward and 10 HS backward (the backward
  *            recomputes the scores: 2.5 x the forward; Dao 2022); materialised ("full") attention
@@ -19,10 +20,11 @@
  *            between its two products: the softmax reads and writes them, the dropout reads,
  *            writes and keeps a 1-byte mask (4 B + 1 bytes per score forward); backward, the
  *            dropout's (read, mask, write) and the softmax's (read y and dy, write): 5 B + 1
- *   memory-bound, as bytes moved (B bytes per activation element): two norms (read, write;
- *            backward read x and dy, write dx), the MLP activation (GELU: read and write ffn / tp
+ *   memory-bound, as bytes moved (B bytes per activation element): two norms (one with GPT-J's
+ *            shared norm; read, write; backward read x and dy, write dx) and the final one on
+ *            the last stage, the MLP activation (GELU: read and write ffn / tp
  *            wide; SwiGLU: read 2 ffn / tp, write ffn / tp), rotary on Q and K, two residual adds
- *            (read 2, write 1), the embedding lookup, and cross-entropy over the rank's V / tp
+ *            (read 2, write 1; a parallel residual one add of three), the embedding lookup, and cross-entropy over the rank's V / tp
  *            logits in fp32 (read, write; backward one more pass); with sequence parallelism the
  *            norms, residuals and the embedding work on n / tp rows
  *   TP       per layer, the all-reduces of an n x C activation: 2 forward, 2 backward (input

@@ -502,7 +502,7 @@ static void test_bf16_matmul_transformer_shapes(void)
     CHECK(strstr(g_out, "weight reorders:") && strstr(g_out, "per optimizer step"), "no reorder total: %s", g_out);
     table t;
     if (csv_rows(&t, csv)) {
-        CHECK(t.nrows == 21, "rows %d, expected 21", t.nrows);
+        CHECK(t.nrows == 15, "rows %d, expected 15", t.nrows);
         for (int i = 0; i < t.nrows; i++) {
             const char *op = cell(&t, i, "op"), *phase = cell(&t, i, "phase");
             int attn = strncmp(op, "attn_", 5) == 0 && strcmp(op, "attn_out") != 0, weight = !attn && strcmp(phase, "bwd_weight") != 0;

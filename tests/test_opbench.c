@@ -142,7 +142,8 @@ static void test_opbench_palm_flops(void)
 }
 
 /* (d) tiled attention: the causal half, T (T + 1) / 2 = 36 scores a head, 4 HS FLOPs each forward
- * (2304) and 10 HS backward (5760); B x NH = 8 heads a layer. Full attention: T^2 = 64 scores. */
+ * (2304) and 10 HS backward (5760); one kernel call a layer over its B x NH = 8 heads (batch 8).
+ * Full attention: T^2 = 64 scores. */
 static void test_opbench_tiled_attention(void)
 {
     model_config c = tiny();
@@ -151,13 +152,13 @@ static void test_opbench_tiled_attention(void)
     int n = list(&c, &l, ops), nf = list(&c, &lf, full);
     const op_entry *f = find(ops, n, "attn_core", OPK_ATTN, OPP_FWD, "fwd"), *b = find(ops, n, "attn_core", OPK_ATTN, OPP_BWD, "bwd");
     if (f) {
-        CHECK(f->flops == 4.0 * 16 * 36, "tiled forward: %.17g FLOPs a head, expected 4 x 16 x 36 = 2304", f->flops);
-        CHECK(f->count == 8 && f->n == 8 && f->k == 16 && f->m == 8, "tiled forward: %g heads of %ld x %ld x %ld, expected 8 of 8 x 16 x 8",
-              f->count, f->n, f->k, f->m);
+        CHECK(f->flops == 8 * 4.0 * 16 * 36, "tiled forward: %.17g FLOPs a call, expected 8 heads x 4 x 16 x 36 = 18432", f->flops);
+        CHECK(f->count == 1 && f->batch == 8 && f->n == 8 && f->k == 16 && f->m == 8,
+              "tiled forward: %g calls of %g heads of %ld x %ld x %ld, expected 1 of 8 of 8 x 16 x 8", f->count, f->batch, f->n, f->k, f->m);
     }
-    if (b) CHECK(b->flops == 10.0 * 16 * 36, "tiled backward: %.17g FLOPs a head, expected 5760", b->flops);
+    if (b) CHECK(b->flops == 8 * 10.0 * 16 * 36, "tiled backward: %.17g FLOPs a call, expected 8 x 5760", b->flops);
     const op_entry *ff = find(full, nf, "attn_core", OPK_ATTN, OPP_FWD, "fwd");
-    if (ff) CHECK(ff->flops == 4.0 * 16 * 64, "full forward: %.17g FLOPs a head, expected 4 x 16 x 64 = 4096", ff->flops);
+    if (ff) CHECK(ff->flops == 8 * 4.0 * 16 * 64, "full forward: %.17g FLOPs a call, expected 8 x 4 x 16 x 64", ff->flops);
     int scores_mem = 0;
     for (int i = 0; i < n; i++) scores_mem += strcmp(ops[i].name, "attn_scores_mem") == 0;
     CHECK(scores_mem == 0, "tiled attention moves no s x s scores through memory");
@@ -259,7 +260,7 @@ const test_case tests_opbench[] = {
     {"opbench: qkv forward, bwd_input and bwd_weight shapes and FLOPs at B=2 T=8 (tiny config, by hand)", test_opbench_gemm_shapes},
     {"opbench: tp=2 halves each GEMM's weight dimension, never the rows; FLOPs x tp = tp=1's", test_opbench_tp_halves},
     {"opbench: full attention, no recompute: GEMM + attention FLOPs a token = model_flops_per_token (6N + 12 L C T)", test_opbench_palm_flops},
-    {"opbench: tiled attention counts T(T+1)/2 scores a head, 4 HS FLOPs forward, 10 HS backward", test_opbench_tiled_attention},
+    {"opbench: tiled attention counts T(T+1)/2 scores a head, 4 HS FLOPs forward, 10 HS backward, one call a layer over the heads", test_opbench_tiled_attention},
     {"opbench: full recompute adds exactly the layers' forward FLOPs; selective the attention core's", test_opbench_recompute},
     {"opbench: mm_shapes_transformer is op_list's 15 GEMMs as sgemm calls, count = times a step", test_opbench_mm_shapes},
     {"opbench: matmul --shapes transformer lists exactly op_list's 15 GEMMs, no attention products (CLI)", test_opbench_matmul_cli},
