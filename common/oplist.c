@@ -76,6 +76,9 @@ static void attention(op_sink *k, const model_config *c, const op_layout *l, lon
     (void)n;
 }
 
+/* Key/value heads a rank holds: its share, or one (replicated) when there are fewer than tp. */
+static int kv_per_rank(const model_config *c, int tp) { return model_kv_heads(c) >= tp ? model_kv_heads(c) / tp : 1; }
+
 /* The memory-bound ops of one layer's forward (pass OPP_FWD or OPP_RECOMPUTE) or backward. */
 static void layer_memory(op_sink *k, const model_config *c, const op_layout *l, long n, op_pass pass)
 {
@@ -86,7 +89,7 @@ static void layer_memory(op_sink *k, const model_config *c, const op_layout *l, 
     double act = c->mlp == MLP_SWIGLU ? (bwd ? 5.0 : 3.0) * I : (bwd ? 3.0 : 2.0) * I;
     mem(k, "act", pass, OPS_LAYER, (double)n * act * B, 1);
     if (c->pos == POS_ROTARY && c->rotary_pct > 0) {
-        double qk = (double)(c->NH + model_kv_heads(c)) / l->tp * c->HS * c->rotary_pct;
+        double qk = (double)(c->NH / l->tp + kv_per_rank(c, l->tp)) * c->HS * c->rotary_pct;
         mem(k, "rotary", pass, OPS_LAYER, (double)n * qk * B * 2.0, 1);
     }
     if (c->parallel_residual) mem(k, "residual", pass, OPS_LAYER, rows_sp * C * B * 4.0, 1); /* x + attn + mlp: read 3, write 1 */
@@ -100,14 +103,19 @@ static void tp_comm(op_sink *k, const model_config *c, const op_layout *l, long 
     if (e) e->bytes = (double)n * c->C * l->act_bytes;
 }
 
+int op_tp_splits(const model_config *c, int t)
+{
+    int kv = model_kv_heads(c);
+    return t >= 1 && c->NH % t == 0 && (kv % t == 0 || t % kv == 0) && model_ffn(c) % t == 0;
+}
+
 int op_list(const model_config *c, const op_layout *l, op_entry *out, int cap)
 {
-    if (l->tp < 1 || l->cp < 1 || l->pp < 1 || l->micro_batch < 1 || l->seq < 1 || c->NH % l->tp != 0 || model_kv_heads(c) % l->tp != 0 ||
-        model_ffn(c) % l->tp != 0 || l->seq % l->cp != 0)
+    if (l->tp < 1 || l->cp < 1 || l->pp < 1 || l->micro_batch < 1 || l->seq < 1 || !op_tp_splits(c, l->tp) || l->seq % l->cp != 0)
         return -1;
     op_sink k = {out, 0, cap};
     long n = l->micro_batch * l->seq / l->cp, C = c->C, HS = c->HS;
-    long qkv = (long)(c->NH + 2 * model_kv_heads(c)) * HS / l->tp, I = model_ffn(c) / l->tp;
+    long qkv = (long)(c->NH / l->tp + 2 * kv_per_rank(c, l->tp)) * HS, I = model_ffn(c) / l->tp;
     int full = l->recompute == OP_RECOMPUTE_FULL;
     linear(&k, "qkv", OPS_LAYER, n, C, qkv, 1, full);
     attention(&k, c, l, n, l->recompute != OP_RECOMPUTE_NONE);

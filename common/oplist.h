@@ -8,7 +8,8 @@
  *   rows     n = b s / cp: every GEMM sees all of its context-parallel share of the tokens;
  *            tensor parallelism (tp) splits the weight dimension, never the rows (Megatron-LM's
  *            column- and row-parallel linears)
- *   GEMMs    per layer: qkv (C -> (NH + 2 KVH) HS / tp), attn_out (NH HS / tp -> C), mlp_up
+ *   GEMMs    per layer: qkv (C -> (NH / tp + 2 KVH / tp) HS; with fewer key/value heads than tp
+ *            ranks each rank holds one, replicated, as Megatron-LM does), attn_out (NH HS / tp -> C), mlp_up
  *            (C -> ffn / tp, twice for SwiGLU's gate and up), mlp_down (ffn / tp -> C); each once
  *            forward and twice backward (the input gradient and the weight gradient);
  *            once per micro-batch on the last stage: logits (C -> V / tp, a vocabulary tp does not
@@ -85,6 +86,11 @@ typedef struct {
 } op_entry;
 
 #define OP_LIST_MAX 96
+
+/* Whether TP t splits the model: it divides the query heads, and the key/value heads divide by it
+ * or it by them (fewer key/value heads than ranks: each rank holds one, replicated, as
+ * Megatron-LM does with grouped-query attention); the MLP width divides by it too. */
+int op_tp_splits(const model_config *c, int t);
 
 /* The list for cfg under lay into out (cap entries). Returns the count, or -1 when cap is too small
  * or the layout does not split the model (tp not dividing the heads or the widths, cp the tokens). */

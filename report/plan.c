@@ -235,8 +235,6 @@ static int key_search(plan_walk *w, const plan_layout *k)
     return 0;
 }
 
-static int gcd(int a, int b) { return b ? gcd(b, a % b) : a; }
-
 /* The keys of one parallel layout: precision, recomputation, micro-batch. */
 static int keys_search(plan_walk *w, const plan_layout *base)
 {
@@ -252,14 +250,13 @@ static int keys_search(plan_walk *w, const plan_layout *base)
     return 0;
 }
 
-/* The parallel layouts of one instance type: TP (every divisor of the heads and the kv heads),
- * sequence parallelism (with TP), PP, virtual stages (with PP, dividing the layers). */
+/* The parallel layouts of one instance type: TP (common/oplist.h's op_tp_splits), sequence parallelism (with TP), PP,
+ * virtual stages (with PP, dividing the layers). */
 static int inst_search(plan_walk *w, int inst)
 {
     const model_config *c = &w->in->cfg;
-    int heads = gcd(c->NH, model_kv_heads(c));
-    for (int tp = 1; tp <= heads; tp++)
-        for (int sp = 0; heads % tp == 0 && sp <= (tp > 1); sp++)
+    for (int tp = 1; tp <= c->NH; tp++)
+        for (int sp = 0; op_tp_splits(c, tp) && sp <= (tp > 1); sp++)
             for (int p = 0; p < NPPS; p++)
                 for (int v = 0; v < NVPS; v++) {
                     const plan_layout base = {.inst = inst, .tp = tp, .sp = sp, .pp = plan_pps[p], .vp = plan_vps[v]};

@@ -68,6 +68,10 @@ static int pub_layout(const pub_row *r, scale_model *s, long *nodes, char *why, 
     if ((long)r->seq_len % s->cp != 0) return snprintf(why, n, "column 'cp': cp %d does not divide seq_len %ld", s->cp, r->seq_len), CB_EUSAGE;
     long D = per_node * s->hw.workers;
     if (s->cfg.NH % s->tp != 0) return snprintf(why, n, "column 'tp': tp %d does not divide the %d heads", s->tp, s->cfg.NH), CB_EUSAGE;
+    if (!op_tp_splits(&s->cfg, s->tp))
+        return snprintf(why, n, "column 'tp': tp %d does not split the %d key/value heads or the MLP width %d", s->tp, model_kv_heads(&s->cfg),
+                        model_ffn(&s->cfg)),
+               CB_EUSAGE;
     if (s->tp > D)
         return snprintf(why, n, "column 'tp': tp %d exceeds the %ld ranks of one node (tensor parallelism stays inside a node)", s->tp, D), CB_EUSAGE;
     if (s->pp > s->cfg.L) return snprintf(why, n, "column 'pp': pp %d exceeds the %d layers", s->pp, s->cfg.L), CB_EUSAGE;

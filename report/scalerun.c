@@ -91,6 +91,9 @@ static int model_build(scale_run *r)
     s->overlap = o->overlap;
     if (o->pp > s->cfg.L) return err_usage("flag '--pp': %ld stages for %d layers", o->pp, s->cfg.L);
     if (s->cfg.NH % o->tp != 0) return err_usage("flag '--tp': %s has %d heads, not a multiple of %ld", o->model, s->cfg.NH, o->tp);
+    if (!op_tp_splits(&s->cfg, (int)o->tp))
+        return err_usage("flag '--tp': %ld does not split %s's %d key/value heads or its MLP width %d", o->tp, o->model, model_kv_heads(&s->cfg),
+                         model_ffn(&s->cfg));
     for (int i = 0; i < o->nodes.n; i++) {
         scale_model at = model_at(s, o, o->nodes.v[i]);
         int rc = scale_check(&at, o->nodes.v[i], "--nodes");

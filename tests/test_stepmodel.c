@@ -68,6 +68,21 @@ static void test_one_gemm(void)
           a ? a->flops : 0, fl);
 }
 
+/* Grouped-query attention past its key/value heads: 8 KV heads at TP 16 hold one each (replicated),
+ * the queries 64 / 16; 6 KV heads at TP 4 split neither way. */
+static void test_gqa_tp(void)
+{
+    scale_model s;
+    toy(&s);
+    s.cfg.C = 8192, s.cfg.NH = 64, s.cfg.HS = 128, s.cfg.KVH = 8, s.cfg.ffn = 28672, s.cfg.mlp = MLP_SWIGLU, s.tp = 16;
+    op_entry ops[OP_LIST_MAX];
+    int n = step_ops(&s, 1, ops, OP_LIST_MAX);
+    const op_entry *q = find_op(ops, n, "qkv", "fwd");
+    CHECK(q && q->m == (64 / 16 + 2 * 1) * 128, "qkv at TP 16: (4 + 2 x 1) x 128 = 768 wide: %ld", q ? q->m : -1);
+    s.cfg.NH = 48, s.cfg.KVH = 6, s.cfg.C = 6144, s.tp = 4;
+    CHECK(!op_tp_splits(&s.cfg, 4) && step_ops(&s, 1, ops, OP_LIST_MAX) < 0, "6 key/value heads at TP 4: refused");
+}
+
 static void test_one_allreduce(void)
 {
     scale_model s;
@@ -216,6 +231,7 @@ static void test_validate_targets(void)
 
 const test_case tests_stepmodel[] = {
     {"step model: one GEMM, a norm and the tiled attention core, worked by hand", test_one_gemm},
+    {"step model: grouped-query attention at TP past its key/value heads holds one each; a TP that splits neither way is refused", test_gqa_tp},
     {"step model: one tensor-parallel all-reduce worked by hand; an unknown link carries no time", test_one_allreduce},
     {"step model: one 1F1B bubble and one interleaved, worked by hand", test_one_bubble},
     {"step model: the gradient overlap and the ZeRO-3 prefetch, worked by hand", test_one_overlap},
