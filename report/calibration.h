@@ -1,17 +1,17 @@
 /* calibration.h: the step model of report/scale.h fitted to one measured run, and what that fit
- * carries to another configuration. Shared by `--calibrate` (scale, plan: src/calib_row.c) and
+ * carries to another configuration. Shared by `--calibrate` (scale, plan: report/calib_row.c) and
  * `costbench validate` (report/validate.c); nothing here prints: a failure comes back as a reason.
  *
  * The fit: the compute time of one micro-batch through one stage, t_mb, is the one free
  * parameter (scale_fit_points), and the model must then reproduce the run's seq/s within a
- * tolerance. What carries is the compute efficiency in hardware FLOPs (the recomputed forward
- * counted): eff = hardware FLOPs of one micro-batch through one stage / (t_mb x the dense peak of
- * the stage's tp ranks in the run's precision), MFU and HFU alike when nothing is recomputed. A
- * run with full recomputation and one without run their GEMMs at the same efficiency; the
- * recomputation is more work, not slower work. To a target: eff_t = eff_c x e(K_t, N_t) /
- * e(K_c, N_c) (scale.h's matmul efficiency rule), t_mb_t = hardware FLOPs_t / (eff_t x peak_t)
- * (scale_t_mb_from_peak). Carried to its own configuration, a calibration gives back its t_mb
- * and so the run's seq/s. */
+ * tolerance. What carries is the framework efficiency phi = t_device / t_mb, t_device the step
+ * model's time of the run's own operation list on its own device (report/stepmodel.h); a run
+ * whose phi would put its GEMMs above the dense peak (gemm_eff x phi > 1) is refused, naming the
+ * share. To a target: t_mb_t = t_device(target) / phi, on the target's own device. The compute
+ * efficiency in hardware FLOPs (eff = hardware FLOPs of one micro-batch through one stage / (t_mb
+ * x the dense peak of the stage's tp ranks)) is what the carry reports, and calib_t_mb turns it
+ * back into t_mb_t (scale_t_mb_from_peak). Carried to its own configuration, a calibration gives
+ * back its t_mb and so the run's seq/s. */
 #ifndef CB_CALIBRATION_H
 #define CB_CALIBRATION_H
 
@@ -39,10 +39,11 @@ typedef struct {
  * pass alone take longer than the measured step; it would need more than 100% of the peak). */
 int calib_fit_point(calib_fit *c, const char *src, int line, const scale_eff_curve *eff, double tol_pct, char *why, size_t n);
 
-/* The efficiency carried to `target` (eff_c x e_t / e_c) into *eff_t, its e into *e_t (may be
- * NULL), *clamped set when the target lies outside the curve's range. Returns 0, or CB_EUSAGE with
- * the reason in why when the rule carries it above 100% of the peak (the rule misses a term
- * between the two shapes). */
+/* The calibration's phi carried to `target`: its compute efficiency in hardware FLOPs into *eff_t
+ * (calib_t_mb turns it into t_device(target) / phi), the share of the peak its GEMMs reach into
+ * *e_t (may be NULL); *clamped 0 (the device model has no range to leave). Returns 0, or CB_EUSAGE
+ * with the reason in why when the target has no device time or the carry comes out above 100% of
+ * the peak. */
 int calib_fit_carry(const calib_fit *c, const scale_model *target, const scale_eff_curve *eff, double *eff_t, int *clamped, double *e_t,
                     char *why, size_t n);
 

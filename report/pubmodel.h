@@ -4,27 +4,31 @@
  * What each field becomes (and what the step model cannot represent, refused with the reason):
  *   model shape     published_config: the row's own architecture and shape, no preset
  *   hardware        instance_type: its row of data/hardware.csv; else hw_from_device(device,
- *                   devices_per_node, node_net_gbps); a run on fewer devices than one node holds
- *                   is one node of that many devices (same links); then the link overrides of
- *                   the flags (hw_apply_overrides), for calibration rows and targets alike
+ *                   devices_per_node, node_net_gbps; empty: the device's reference node's
+ *                   node_net_gbps, e.g. a DGX A100's 1600); a run on fewer devices than one node
+ *                   holds is one node of that many devices (same links); then the link overrides
+ *                   of the flags (hw_apply_overrides), for calibration rows and targets alike
  *   nodes           devices / devices_per_node (a run that fills no whole number of nodes: refused)
- *   tp, pp, vp      tensor, pipeline parallel, interleaved stages (vp: bubble (p-1)/(v m))
- *   cp              context parallelism is not in the step model: cp > 1 is refused
+ *   tp, pp, vp      tensor, pipeline parallel, interleaved stages (vp: bubble (p-1)/(v m)); a tp
+ *                   that does not split the heads, the key/value heads or the MLP is refused
+ *   cp              context parallelism: each rank's GEMMs on seq / cp of the rows (a cp that does
+ *                   not divide seq_len is refused)
  *   micro_batch     as published; empty: 1 (the frameworks' default for pipeline runs, and the
  *                   rule for throughput rows without one); a batch that does not split into
  *                   replicas x micro-batches is refused (scale_layout)
- *   sharding        none 0, zero1 1, zero2 2, zero3 3; hybrid (FSDP HYBRID_SHARD: ZeRO-3 inside a
- *                   node, replicas across nodes) as ZeRO-2: across nodes it moves a gradient
- *                   reduce-scatter and a parameter all-gather, the bytes of one all-reduce; the
- *                   parameter gathers inside the node (over the device links) are not modelled
- *   recompute       full: the recomputed forward (hardware FLOPs, activations); selective: no
- *                   s x s scores kept (attn_flash; its FLOPs are not counted)
- *   sequence_par.   moves the bytes of the all-reduces it replaces (Korthikanti et al. 2022): no
- *                   change to the time model
+ *   sharding        none 0, zero1 1, zero2 2, zero3 3; hybrid (FSDP HYBRID_SHARD): ZeRO-3 inside a
+ *                   node (its weight gathers over the device links, per micro-batch), a gradient
+ *                   all-reduce's bytes across nodes
+ *   recompute       full: every forward op again; selective: the attention core again
+ *   sequence_par.   the norms and residuals on seq / tp rows, the TP collectives as reduce-scatter
+ *                   + all-gather (Korthikanti et al. 2022)
+ *   framework       its attention kernel and overlaps (report/stepmodel.h's step_framework_find;
+ *                   an unknown name: `plain`)
  *   precision       fp32 against the FP32 peak; bf16-mixed (and empty) mixed against the BF16 peak;
  *                   fp16-mixed mixed against the device's FP16 peak; bf16 full bf16 against the
- *                   BF16 peak; fp8 refused (the step model has no term for which GEMMs run in fp8,
- *                   their casts and scaling)
+ *                   BF16 peak; fp8 its GEMMs against the FP8 peak, the rest as bf16-mixed (refused
+ *                   on a device without one)
+ *   latency         the hardware's, else STEP_NET_LATENCY_US
  *   seq, global_batch  as published; the rest (buckets, network efficiency, overlap) from `defaults`. */
 #ifndef CB_PUBMODEL_H
 #define CB_PUBMODEL_H

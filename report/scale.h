@@ -1,26 +1,34 @@
 /* scale.h: a model of one training step across node counts (`costbench scale`).
  *
- * Per step, for n instances of D ranks each (accelerators x workers), a replica of M = TP x PP
- * ranks, R = n D / M data-parallel replicas, m micro-batches of b sequences per replica:
- *   compute   m x t_mb                               t_mb: one micro-batch through one stage
+ * Per step, for n instances of D ranks each (accelerators x workers), a replica of M = TP x PP x
+ * CP ranks, R = n D / M data-parallel replicas, m micro-batches of b sequences per replica:
+ *   compute   m x t_mb                               t_mb: one micro-batch through the slowest stage
  *   bubble    (PP - 1) / v x t_mb                    1F1B: fraction (p-1)/m, interleaved (p-1)/(v m)
- *   TP        (4 + 2 recompute) x L/PP all-reduces of b s C activations per micro-batch inside a
- *             node, ring 2(t-1)/t over the device link (Megatron-LM; part of t_mb when measured)
- *   DP        gradient all-reduce once per step: hierarchical, ring 2(k-1)/k of the gradient bytes
- *             a node holds over its network, plus 2(k-1) x latency per bucket (nccl-tests' ring);
- *             ZeRO-1/2 move the same bytes (reduce-scatter + all-gather), ZeRO-3 adds an all-gather
- *             of the parameters in every micro-batch's forward and backward (Rajbhandari et al. 2020);
- *             a link whose speed is unknown (NaN) carries no modelled time
- *   overlap   the all-reduce hides under a fraction of the last micro-batch's backward (2/3 t_mb)
+ *   TP, PP    the exposed collectives and sends of one micro-batch, per micro-batch
+ *             (report/stepmodel.h's step_comm_per_mb over the shared operation list)
+ *   DP        gradient all-reduce once per step: hierarchical, a ring 2(r-1)/r of a rank's bytes
+ *             over the device link among a node's r replicas, then 2(k-1)/k of the gradient bytes
+ *             a node holds over its network, plus min(2(k-1), 2 log2 k) hops x latency per bucket
+ *             (NCCL's rings and trees); ZeRO-1/2 move the same bytes (reduce-scatter + all-gather),
+ *             ZeRO-3 adds an all-gather of the parameters in every micro-batch's forward and
+ *             backward (Rajbhandari et al. 2020), hybrid sharding those gathers over the device
+ *             links; a link whose speed is unknown (NaN) carries no modelled time
+ *   overlap   what the framework hides (stepmodel.h): the gradient reduction under the last
+ *             micro-batch's backward (2/3 t_mb) but for one layer's bucket, or --overlap's share
+ *             of it; ZeRO-3 gathers prefetched under every micro-batch's compute but for one layer's
  *   optimizer AdamW streams its state once per step at the device's memory bandwidth
+ *   overhead  a fixed cost per step (0 unless a joint calibration fits one)
  * t_mb comes from measured points (a base point, or a least-squares fit to several, each free
- * parameter held inside its valid range) or from the data-sheet peak times an assumed MFU. A
+ * parameter held inside its valid range), from a calibration carried by the step model
+ * (report/calibration.h: t_device / phi), or from the data-sheet peak times an assumed MFU. A
  * calibration counts only when the model then reproduces every one of its points within a stated
  * tolerance (scale_fit_verify): a model whose communication alone outlasts the measured step, or
- * a fit pinned at a parameter's edge, cannot, and says why. Memory per rank: weights, gradients and AdamW state per
- * precision and ZeRO stage, plus activations (Korthikanti et al. 2022, s b h (10 + 24/t + 5 a s/(h t))
- * bytes per layer in 16-bit, 2 s b h with full recomputation, s b h (10 + 24/t) with tiled (flash)
- * attention or selective recomputation, which keep no s x s scores; L layers' worth on the first stage). */
+ * a fit pinned at a parameter's edge, cannot, and says why. Memory per rank: weights, gradients
+ * and AdamW state per precision and ZeRO stage, plus activations (Korthikanti et al. 2022, s b h
+ * (10 + 24/t + 5 a s/(h t)) bytes per layer in 16-bit, 2 s b h with full recomputation, s b h (10 +
+ * 24/t) with tiled (flash) attention or selective recomputation, which keep no s x s scores; with
+ * sequence parallelism the 10 (and the recomputed 2) split over t; L layers' worth on the first
+ * stage). */
 #ifndef CB_SCALE_H
 #define CB_SCALE_H
 
@@ -145,14 +153,13 @@ int scale_fit_verify(const scale_model *s, scale_fit *fit, const scale_points *p
 /* "4 nodes -0.4%, 8 nodes +1.0%, ..." (as much as fits in buf, then "... (N more)"). */
 void scale_fit_residual_list(const scale_fit *fit, const scale_points *pts, char *buf, size_t n);
 
-/* ------------------------------------------------------------------ carrying a calibration
+/* ------------------------------------------------------------------ the matmul efficiency curve
  * The compute efficiency of one micro-batch through one stage: MFU = model FLOPs of it / (t_mb x
- * the dense peak of the stage's tp ranks in the model's precision). A calibration on one
- * configuration carries to another as MFU_t = MFU_c x e(K_t, N_t) / e(K_c, N_c), K = d_model (the
- * matmuls' width), N = micro_batch x seq / tp (the rows each device's matmuls see), e the matmul
- * efficiency curve: measured (a `costbench matmul` CSV) or the default saturating curve
- * e = 1 / (1 + K0/K) x 1 / (1 + N0/N) (MosaicML: wider models and more tokens per device run
- * more efficiently; K0 = N0 = 512 are assumptions, not fits). */
+ * the dense peak of the stage's tp ranks in the model's precision). A measured curve (a `costbench
+ * matmul` CSV: e at K = d_model and N rows) times the step model's GEMMs when given
+ * (scale_model.gemm_curve); the default saturating curve e = 1 / (1 + K0/K) x 1 / (1 + N0/N)
+ * (K0 = N0 = 512, assumptions) is what the previous carry rule used; K and N (scale_eff_k,
+ * scale_eff_n) are what validate ranks calibration rows' nearness by. */
 #define SCALE_EFF_K0 512.0
 #define SCALE_EFF_N0 512.0
 /* The assumed curve's range: K and N from K0/8 and N0/8 up. Below it the curve's N (or K) term
