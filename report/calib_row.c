@@ -334,25 +334,15 @@ int calib_row_load(calib_row *c, const char *spec, const calib_env *env, const s
     if (rc != 0) return rc;
     c->cal = c->fc.cal, c->meas = c->fc.meas, c->fit = c->fc.fit;
     c->mfu_cal = c->fc.mfu_cal, c->eff_cal = c->fc.eff_cal, c->e_cal = c->fc.e_cal, c->clamped = c->fc.clamped;
-    if (c->clamped) {
-        char kn[256], range[160];
-        calib_kn_describe(&c->cal, kn, sizeof kn);
-        scale_eff_range(eff, range, sizeof range);
-        err_warn("%s: the row's %s lies outside %s: its e(K, N) is taken at the nearest edge, %.4g, not extrapolated", c->where, kn, range,
-                 c->e_cal);
-    }
     return 0;
 }
 
 int calib_row_carry(const calib_row *c, const scale_model *target, const scale_eff_curve *eff, double *eff_t, int *clamped, double *e_target)
 {
-    char why[1024], kn[256], range[160];
+    char why[1024];
     double e;
     if (calib_fit_carry(&c->fc, target, eff, eff_t, clamped, &e, why, sizeof why) != 0)
         return err_usage("%s: %s; calibrate on a row nearer the target", c->where, why);
     if (e_target) *e_target = e;
-    calib_kn_describe(target, kn, sizeof kn);
-    scale_eff_range(eff, range, sizeof range);
-    if (*clamped) err_warn("the target's %s lies outside %s: its e(K, N) is taken at the nearest edge, %.4g, not extrapolated", kn, range, e);
     return 0;
 }

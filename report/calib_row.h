@@ -17,8 +17,8 @@ typedef struct {
     scale_fit fit;
     double mfu_cal;        /* its compute MFU (model FLOPs) */
     double eff_cal;        /* its compute efficiency in hardware FLOPs (= mfu_cal without recomputation): what carries */
-    double e_cal;          /* its matmul efficiency e(K, N) */
-    int clamped;           /* its K or N outside the curve's range: e_cal at the nearest edge */
+    double e_cal;          /* the share of the dense peak its GEMMs reach (calibration.h) */
+    int clamped;           /* 0: the step model has no range to leave (kept for its callers) */
     char where[4100];      /* "FILE:LINE" of the row, the lead of every message about it */
     calib_fit fc;          /* the fit itself (report/calibration.h) */
 } calib_row;
@@ -49,11 +49,11 @@ int calib_point_add(scale_points *pl, const scale_model *s, long nodes, double s
  * bad flag value: "flag '--calibrate': ..."). */
 int calib_row_load(calib_row *c, const char *spec, const calib_env *env, const scale_model *defaults, const scale_eff_curve *eff,
                    double tol_pct);
-/* The compute efficiency (hardware FLOPs) carried to `target`: eff_cal x e(K_t, N_t) / e(K_c, N_c)
- * into *eff_t (its e into *e_target, may be NULL; *clamped set when the target lies outside the
- * curve's range, with a warning); the target's t_mb is then scale_t_mb_from_peak(target, *eff_t).
- * Returns 0, or CB_EUSAGE after one error naming the row when the rule carries it above 100% of
- * the peak (the rule then misses a term; it never prints such an efficiency). */
+/* The row's framework efficiency carried to `target` (calibration.h's calib_fit_carry): the
+ * target's compute efficiency in hardware FLOPs into *eff_t (its GEMMs' share of the peak into
+ * *e_target, may be NULL; *clamped 0); the target's t_mb is then scale_t_mb_from_peak(target,
+ * *eff_t) = t_device(target) / phi. Returns 0, or CB_EUSAGE after one error naming the row when
+ * the carry comes out above 100% of the peak or the target has no device time. */
 int calib_row_carry(const calib_row *c, const scale_model *target, const scale_eff_curve *eff, double *eff_t, int *clamped, double *e_target);
 
 #endif
