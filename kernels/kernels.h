@@ -1,7 +1,8 @@
 /* kernels.h: what every kernel of kernels/ promises.
  *
- * Memory: kernels never allocate and never print; callers pass every buffer, scratch included,
- * sized by the kernel's own *_floats() function.
+ * Memory: kernels never print, and allocate nothing but onednn.c's cached primitives and the
+ * packed weights it is asked for; callers pass every other buffer, scratch included, sized by the
+ * kernel's own *_floats() function.
  *
  * Gradients: a backward kernel OVERWRITES (=) the gradients of its inputs (activations), and
  * ACCUMULATES (+=) into the gradients of parameters (weights, biases), so that the micro-batches

@@ -22,7 +22,7 @@ int matmul_backward_weight(float *dweight, float *dbias, const float *dout, cons
 void matmul_bias_backward(float *dbias, const float *dout, int N, int OC);
 
 /* General C (n x m) = alpha * op(A) (n x k) @ op(B) (k x m) + beta * C, row-major, with leading
- * dimensions; the attention kernel and the benchmarks use it. */
+ * dimensions; `costbench matmul` runs its shapes through it. */
 int matmul_gemm(int trans_a, int trans_b, int n, int m, int k, float alpha, const float *A, int lda, const float *B,
                 int ldb, float beta, float *C, int ldc);
 

@@ -11,6 +11,7 @@
 
 #include "../common/csvio.h"
 #include "../common/err.h"
+#include "../common/splitmix.h"
 
 static const unsigned char MAGIC[9] = {'M', 'M', 'I', 'D', 'I', 'D', 'X', 0, 0};
 enum { HDR_BYTES = 9 + 8 + 1 + 8 + 8 };
@@ -164,13 +165,7 @@ void dataset_close(dataset *d)
     memset(d, 0, sizeof *d);
 }
 
-static unsigned long long mix(unsigned long long x)
-{
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
+static unsigned long long mix(unsigned long long x) { return splitmix64_hash(x); }
 
 static unsigned long long draw(unsigned long long seed, long step, int micro, long i)
 {

@@ -191,7 +191,7 @@ static void norm_backward(gpt_model *m, float *dinp, const float *dres, const fl
 static rope_shape rope_of(const gpt_model *m)
 {
     const model_config *c = &m->cfg;
-    rope_shape rs = {m->B, m->T, c->NH, c->HS, m->rotary_dims, model_kv_heads(c), c->rope == ROPE_GPTJ};
+    rope_shape rs = {.B = m->B, .T = m->T, .NH = c->NH, .HS = c->HS, .r = m->rotary_dims, .kvh = model_kv_heads(c), .gptj = c->rope == ROPE_GPTJ};
     return rs;
 }
 
@@ -300,8 +300,7 @@ int gpt_forward(gpt_model *m, double *loss)
     if (head_forward(m) != 0) return CB_EFAIL;
     double sum = 0;
     for (int i = 0; i < BT; i++) sum += m->losses[i];
-    m->last_loss = sum / BT;
-    *loss = m->last_loss;
+    *loss = sum / BT;
     return 0;
 }
 

@@ -71,14 +71,14 @@ enum {
  * one layer's worth of the rest is rebuilt in backward). */
 typedef struct {
     float *ln1, *ln1_mean, *ln1_rstd; /* (BT, C), (BT), (BT) */
-    float *qkv;                       /* (BT, 3C) after rotary */
+    float *qkv;                       /* (BT, (NH + 2 KVH) HS) after rotary */
     float *lse;                       /* (B, NH, T) each query's log-sum-exp, for the attention backward */
     float *atty;                      /* (BT, C) */
     float *attproj;                   /* (BT, C) attention block output */
     float *res2;                      /* (BT, C) x + attn (sequential residual only) */
     float *ln2, *ln2_mean, *ln2_rstd; /* (BT, C), (BT), (BT) */
-    float *fch, *fchg;                /* (BT, 4C) before and after GELU */
-    /* bf16-mixed: the bf16 tensors replace ln1, qkv, atty, ln2 and fchg (those are NULL) */
+    float *fch, *fchg;                /* (BT, FC) before and (BT, ffn) after the MLP's activation */
+    /* any bf16 precision: the bf16 tensors replace ln1, qkv, atty, ln2 and fchg (those are NULL) */
     bf16 *ln1h, *qkvh, *attyh, *ln2h, *fchgh;
 } gpt_layer_acts;
 
@@ -108,7 +108,7 @@ typedef struct gpt_model_s {
     int rotary_dims;
     /* activations */
     float *acts;                   /* slab */
-    bf16 *acts16;                  /* bf16-mixed: slab of the bf16 activations */
+    bf16 *acts16;                  /* any bf16 precision: slab of the bf16 activations */
     float *x;                      /* (L+1, BT, C) layer inputs; x[L] is the last layer's output */
     gpt_layer_acts *layer;         /* (L) views, all the same one with recompute */
     float *lnf, *lnf_mean, *lnf_rstd, *logits, *lse, *losses; /* (BT,C) (BT) (BT) (BT,V) (BT) (BT) */
@@ -119,7 +119,7 @@ typedef struct gpt_model_s {
     float *datt_scratch;           /* attention_scratch_floats(T, HS, att_threads) */
     int att_threads;
     int *inputs, *targets;         /* (B, T) */
-    /* bf16-mixed: the bf16 copies of the matrices (forward and input-gradient layouts), per layer */
+    /* any bf16 precision: the bf16 copies of the matrices (forward and input-gradient layouts), per layer */
     linear_bf16_weight *lw[P_COUNT]; /* QKVW, ATTPROJW, FCW, FCPROJW: L each; UNEMBED: 1; else NULL */
     linear_bf16_weight *lw_store;
     int wh_fresh;                  /* the copies match params */
@@ -137,7 +137,6 @@ typedef struct gpt_model_s {
     unsigned long long sr_seed;    /* stochastic rounding's seed: gpt_init_weights' seed */
     int adam_t;
     size_t mom_lo, mom_hi;         /* AdamW moments held for params [mom_lo, mom_hi) (ZeRO-1 shard) */
-    double last_loss;
     gpt_profile prof;
     /* called by gpt_backward when gradients become final: layer == L after the output layer and
      * the final LayerNorm, layer l after layer l, -1 after the embeddings (NULL: not called) */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../common/err.h"
+#include "../common/splitmix.h"
 #include "../common/mem.h"
 #include "gpt_internal.h"
 
@@ -79,13 +80,7 @@ void gpt_state_free(gpt_model *m)
 /* ---------------------------------------------------------------- initialisation */
 
 /* splitmix64 + Box-Muller: deterministic normal numbers. */
-static unsigned long long sm64(unsigned long long *s)
-{
-    unsigned long long z = (*s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
+static unsigned long long sm64(unsigned long long *s) { return splitmix64(s); }
 
 /* n normal numbers continuing generator state *s (n even, or the last call of a sequence). */
 static void normal_fill(float *x, size_t n, double sd, unsigned long long *s)
