@@ -154,17 +154,14 @@ double step_t_mb_device(const scale_model *s, step_parts *parts)
 
 double step_comm_per_mb(const scale_model *s)
 {
+    /* every stage runs the same collectives and sends per layer and micro-batch; the links time
+     * them whether or not the device has peaks (its GEMM time is then NaN, and hides nothing) */
+    op_entry ops[OP_LIST_MAX];
+    int n = step_ops(s, 1, ops, OP_LIST_MAX);
+    if (n < 0) return 0;
     step_parts p;
-    if (isnan(step_t_mb_device(s, &p))) {
-        /* no compute figures: the links alone (a device without peaks still has its wires) */
-        op_entry ops[OP_LIST_MAX];
-        int n = step_ops(s, 1, ops, OP_LIST_MAX);
-        double t = 0, layers = (double)s->cfg.L / s->pp;
-        for (int i = 0; i < n; i++)
-            if (ops[i].kind == OPK_TP_COMM || ops[i].kind == OPK_PP_SEND) t += step_op_time(s, &ops[i]) * op_times(&ops[i], layers, 1, 1);
-        return t;
-    }
+    stage_time(s, ops, n, s->pp == 1, 1, &p);
     double tp = p.tp_s;
-    if (s->tp_overlap) tp = fmax(0.0, tp - p.gemm_s); /* hidden under the layer's GEMMs, at most their time */
+    if (s->tp_overlap && isfinite(p.gemm_s)) tp = fmax(0.0, tp - p.gemm_s); /* hidden under the layer's GEMMs, at most their time */
     return tp + p.pp_s;
 }
