@@ -143,14 +143,24 @@ int model_config_check(const model_config *c, const char **column, char *why, si
         return check_fail(column, "rotary_pct", why, n, "alibi positions need rotary_pct 0, got %g", c->rotary_pct);
     if (c->shared_norm && !c->parallel_residual)
         return check_fail(column, "shared_norm", why, n, "a shared norm needs parallel_residual true");
-    /* rotary positions on fewer than 2 of a head's dimensions are none at all (the kernels rotate
-     * an even count, floor(HS x rotary_pct) rounded down to even: kernels/rope.c) */
-    int hs = c->NH > 0 ? c->C / c->NH : 0, rot = (int)(hs * c->rotary_pct);
-    if (c->pos == POS_ROTARY && c->rotary_pct > 0 && hs > 0 && rot - rot % 2 < 2)
+    /* rotary positions on fewer than 2 of a head's dimensions are none at all */
+    int hs = c->NH > 0 ? c->C / c->NH : 0;
+    if (c->pos == POS_ROTARY && c->rotary_pct > 0 && hs > 0 && rotary_dims_of(hs, c->rotary_pct) < 2)
         return check_fail(column, "rotary_pct", why, n, "rotary_pct %g of a head of %d dimensions rotates none of them (at least 2)",
                           c->rotary_pct, hs);
     return 0;
 }
+
+int rotary_dims_of(int HS, double rotary_pct)
+{
+    int r = (int)(HS * rotary_pct);
+    r -= r % 2;
+    if (r < 0) r = 0;
+    if (r > HS) r = HS - HS % 2;
+    return r;
+}
+
+int model_rotary_dims(const model_config *c) { return c->pos == POS_ROTARY ? rotary_dims_of(c->HS, c->rotary_pct) : 0; }
 
 int model_presets_load(const char *path, model_config **out, int *n)
 {

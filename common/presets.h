@@ -45,6 +45,15 @@ typedef struct {
 static inline int model_kv_heads(const model_config *c) { return c->KVH > 0 ? c->KVH : c->NH; }
 static inline int model_ffn(const model_config *c) { return c->ffn > 0 ? c->ffn : 4 * c->C; }
 static inline double model_norm_eps(const model_config *c) { return c->norm_eps > 0 ? c->norm_eps : 1e-5; }
+/* Rows of the MLP's first matrix: ffn (GELU), or 2 ffn (SwiGLU: gate, then up). */
+static inline int model_mlp_in_rows(const model_config *c) { return c->mlp == MLP_SWIGLU ? 2 * model_ffn(c) : model_ffn(c); }
+/* The dimensions of a head that rotary rotates: floor(HS x pct) rounded down to even, within
+ * [0, HS]. The one statement of the rule (the kernels, the model, the benchmarks, the op list). */
+int rotary_dims_of(int HS, double rotary_pct);
+/* A config's rotated dimensions: rotary_dims_of(HS, rotary_pct) with rotary positions, else 0. */
+int model_rotary_dims(const model_config *c);
+/* MPT's alibi_bias_max: head h's ALiBi slope is 2^(-8 (h + 1) / NH') (kernels/attention.h). */
+#define MODEL_ALIBI_BIAS_MAX 8.0
 
 /* Loads every preset of `path`. Returns 0 or CB_EFAIL (file:line error printed). */
 /* Training precision: fp32 throughout; bf16 mixed precision (fp32 master weights and AdamW

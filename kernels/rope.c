@@ -5,15 +5,9 @@
 #include <string.h>
 
 #include "vmath.h"
+#include "../common/presets.h"
 
-int rope_rotary_dims(int HS, double rotary_pct)
-{
-    int r = (int)(HS * rotary_pct);
-    r -= r % 2;
-    if (r < 0) r = 0;
-    if (r > HS) r = HS - HS % 2;
-    return r;
-}
+int rope_rotary_dims(int HS, double rotary_pct) { return rotary_dims_of(HS, rotary_pct); }
 
 int rope_kv_heads(const rope_shape *s) { return s->kvh > 0 ? s->kvh : s->NH; }
 
