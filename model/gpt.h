@@ -38,34 +38,11 @@
 #include "../kernels/bf16.h"
 #include "../kernels/linear_bf16.h"
 #include "../kernels/rope.h"
+#include "../common/params.h"
 #include "../common/presets.h"
 
-/* Parameter tensors, in Hugging Face order; (L, ...) ones hold every layer back to back. QKV =
- * (NH + 2 KVH) HS rows in the group layout (per kv head g: its G = NH/KVH query heads, k_g, v_g;
- * GPT-NeoX's per-head [q, k, v] when KVH = NH); FC = ffn rows (GELU) or 2 ffn (SwiGLU: gate,
- * then up); I = ffn. Tensors an architecture lacks (biases, the second norm of a shared norm,
- * learned positions, an untied output layer) are empty. Hugging Face names: model/hfnames.h. */
-enum {
-    P_WTE,      /* (V, C)       token embedding */
-    P_WPE,      /* (maxT, C)    learned positions (GPT-3 presets), else empty */
-    P_LN1W,     /* (L, C)       input norm */
-    P_LN1B,     /* (L, C) */
-    P_QKVW,     /* (L, QKV, C)  fused q, k, v projection */
-    P_QKVB,     /* (L, QKV) */
-    P_ATTPROJW, /* (L, C, C)    attention output */
-    P_ATTPROJB, /* (L, C) */
-    P_LN2W,     /* (L, C)       post-attention norm */
-    P_LN2B,     /* (L, C) */
-    P_FCW,      /* (L, FC, C)   MLP in (GELU) or gate and up (SwiGLU) */
-    P_FCB,      /* (L, FC) */
-    P_FCPROJW,  /* (L, C, I)    MLP out */
-    P_FCPROJB,  /* (L, C) */
-    P_LNFW,     /* (C)          final norm */
-    P_LNFB,     /* (C) */
-    P_UNEMBED,  /* (V, C)       output layer; empty when tied to wte */
-    P_UNEMBEDB, /* (V)          the output layer's bias (GPT-J), else empty */
-    P_COUNT
-};
+/* The parameter tensors P_WTE .. P_UNEMBEDB and what each is: common/params.h. Hugging Face
+ * names: model/hfnames.h. */
 
 /* Per-layer activations saved for backward (with recomputation only layer inputs are kept and
  * one layer's worth of the rest is rebuilt in backward). */

@@ -19,27 +19,7 @@ size_t gpt_attention_scratch(const model_config *c, int B, int T, int threads)
 
 static void param_sizes(const model_config *c, size_t *s)
 {
-    const gpt_widths w = gpt_widths_of(c);
-    size_t L = (size_t)c->L, C = (size_t)c->C, V = (size_t)c->V;
-    const int nb = gpt_norm_has_bias(c);
-    s[P_WTE] = V * C;
-    s[P_WPE] = c->learned_pos ? (size_t)c->max_T * C : 0;
-    s[P_LN1W] = L * C;
-    s[P_LN1B] = nb ? L * C : 0;
-    s[P_LN2W] = c->shared_norm ? 0 : L * C;
-    s[P_LN2B] = nb && !c->shared_norm ? L * C : 0;
-    s[P_QKVW] = L * w.QKV * C;
-    s[P_QKVB] = c->attn_nobias ? 0 : L * w.QKV;
-    s[P_ATTPROJW] = L * C * C;
-    s[P_ATTPROJB] = c->attn_nobias ? 0 : L * C;
-    s[P_FCW] = L * w.FC * C;
-    s[P_FCB] = c->mlp_nobias ? 0 : L * w.FC;
-    s[P_FCPROJW] = L * C * w.I;
-    s[P_FCPROJB] = c->mlp_nobias ? 0 : L * C;
-    s[P_LNFW] = C;
-    s[P_LNFB] = nb ? C : 0;
-    s[P_UNEMBED] = c->tied_embeddings ? 0 : V * C;
-    s[P_UNEMBEDB] = c->lm_head_bias ? V : 0;
+    for (int k = 0; k < P_COUNT; k++) s[k] = param_size(c, k);
 }
 
 /* Floats of one layer's saved fp32 activations. */
