@@ -95,7 +95,7 @@ static int predict_attention(const calib_opts *o, const runner_opts *ro, double 
 {
     const model_config *m = o->cfg;
     float slopes[1024];
-    if (m->pos == POS_ALIBI && m->NH <= 1024) attention_alibi_slopes(slopes, m->NH, 8.0);
+    if (m->pos == POS_ALIBI && m->NH <= 1024) attention_alibi_slopes(slopes, m->NH, MODEL_ALIBI_BIAS_MAX);
     const attn_shape as = {o->B, o->T, m->NH, model_kv_heads(m), m->HS, m->pos == POS_ALIBI && m->NH <= 1024 ? slopes : NULL};
     const size_t nqkv = (size_t)o->B * o->T * (size_t)(m->NH + 2 * as.KVH) * m->HS, nout = (size_t)o->B * o->T * m->C;
     att_ctx ac = {mem_alloc(nqkv, sizeof(float), "attention buffer"), mem_alloc(nout, sizeof(float), "attention buffer"),
@@ -243,7 +243,7 @@ static int predict_kinds(const calib_opts *o, calib *c)
     runner_defaults(&ro);
     ro.min_samples = 3, ro.min_time_s = 0.05;
     double mm = 0, att_ms = 0, rope_ms = 0;
-    const int rdims = o->cfg->learned_pos || o->cfg->pos != POS_ROTARY ? 0 : rope_rotary_dims(o->cfg->HS, o->cfg->rotary_pct);
+    const int rdims = model_rotary_dims(o->cfg);
     if (predict_matmuls(o, &ro, c->peak_gflops, &mm, c->how[K_MATMUL], sizeof c->how[K_MATMUL]) != 0) return CB_EFAIL;
     if (predict_attention(o, &ro, &att_ms) != 0) return CB_EFAIL;
     if (rdims > 0 && predict_rope(o, &ro, rdims, &rope_ms) != 0) return CB_EFAIL;

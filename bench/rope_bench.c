@@ -77,7 +77,7 @@ static size_t out_elems(const rope_shape *s) { return (size_t)s->B * s->T * s->N
 
 double rope_bench_bytes(const model_config *cfg, int tokens, rb_dtype dt)
 {
-    rope_shape s = {.B = 1, .T = tokens, .NH = cfg->NH, .HS = cfg->HS, .r = rope_rotary_dims(cfg->HS, cfg->rotary_pct)};
+    rope_shape s = {.B = 1, .T = tokens, .NH = cfg->NH, .HS = cfg->HS, .r = model_rotary_dims(cfg)};
     /* qkv, dqkv, saved copy; q/k out, dq/dk; reference scratch; bf16: the fp32 buffer the
      * inputs are generated in before rounding */
     double bytes = (double)rb_elem_bytes(dt) * (3.0 * qkv_elems(&s) + 4.0 * out_elems(&s) + rope_ref_scratch_floats(&s));
@@ -277,7 +277,7 @@ int rope_bench_run(const model_config *cfg, int tokens, int T, rb_dtype dt, cons
 {
     rb_ctx c;
     memset(&c, 0, sizeof c);
-    c.s = (rope_shape){.B = tokens / T, .T = T, .NH = cfg->NH, .HS = cfg->HS, .r = rope_rotary_dims(cfg->HS, cfg->rotary_pct)};
+    c.s = (rope_shape){.B = tokens / T, .T = T, .NH = cfg->NH, .HS = cfg->HS, .r = model_rotary_dims(cfg)};
     c.dt = dt;
     if (c.s.r == 0) return err_usage("model '%s' has no rotary dims (rotary_pct %g)", cfg->name, cfg->rotary_pct);
     int rc = rb_alloc(&c, cfg, T, flush_bytes);

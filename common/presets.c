@@ -68,7 +68,6 @@ static int preset_row_base(const table *t, int i, const int *col, model_config *
         get_choice(t, i, col, MD_POS_EMB, model_pos_embs, 3, -1, &pos))
         return CB_EFAIL;
     c->pos = (pos_kind)pos;
-    c->learned_pos = c->pos == POS_LEARNED;
     if (c->pos == POS_ROTARY && c->rotary_pct <= 0)
         return err_msg("%s:%d: column 'rotary_pct': rotary positions need rotary_pct > 0", path, line);
     if ((rc = table_get_str(t, i, col[MD_SOURCE], &s)) != 0) return rc;
@@ -262,7 +261,7 @@ double model_params_non_embedding(const model_config *c)
 double model_params_total(const model_config *c)
 {
     double C = c->C, V = c->V;
-    double emb = V * C + (c->learned_pos ? (double)c->max_T * C : 0);
+    double emb = V * C + (c->pos == POS_LEARNED ? (double)c->max_T * C : 0);
     double head = (c->tied_embeddings ? 0 : V * C) + (c->lm_head_bias ? V : 0);
     return emb + model_params_non_embedding(c) + norm_params(c) + head;
 }
@@ -344,7 +343,7 @@ int model_config_override(model_config *cfg, const model_overrides *ov)
     const model_config preset = *cfg;
     /* a new sequence limit changes the architecture only through learned positions (their rows) */
     int shape = ov->layers || ov->dmodel || ov->heads || ov->kv_heads || ov->ffn || ov->vocab ||
-                (ov->max_seq_len && preset.learned_pos && ov->max_seq_len != preset.max_T);
+                (ov->max_seq_len && preset.pos == POS_LEARNED && ov->max_seq_len != preset.max_T);
     if (ov->max_seq_len) cfg->max_T = (int)ov->max_seq_len;
     if (!shape) return 0;
     if (ov->layers) cfg->L = (int)ov->layers;

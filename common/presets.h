@@ -37,7 +37,6 @@ typedef struct {
     int parallel_residual;
     int shared_norm;     /* parallel residual with one norm feeding attention and MLP (GPT-J) */
     int tied_embeddings;
-    int learned_pos;     /* pos == POS_LEARNED (kept for the code that predates pos) */
     char source[256];
 } model_config;
 /* A config zeroed and given only the GPT-NeoX fields means GPT-NeoX: every new field's zero is

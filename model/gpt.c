@@ -293,8 +293,8 @@ int gpt_forward(gpt_model *m, double *loss)
     const int B = m->B, T = m->T, BT = B * T, C = c->C;
     CHECKED(m, K_OPTIMIZER, refresh_bf16_weights(m)); /* the bf16 copies: once per optimizer step */
     if (precision_full_bf16(m->prec))
-        TIMED(m, K_OTHER, embed_forward_bf16(m->x, m->ph[P_WTE], c->learned_pos ? m->ph[P_WPE] : NULL, m->inputs, BT, T, C));
-    else TIMED(m, K_OTHER, embed_forward(m->x, m->p[P_WTE], c->learned_pos ? m->p[P_WPE] : NULL, m->inputs, BT, T, C));
+        TIMED(m, K_OTHER, embed_forward_bf16(m->x, m->ph[P_WTE], c->pos == POS_LEARNED ? m->ph[P_WPE] : NULL, m->inputs, BT, T, C));
+    else TIMED(m, K_OTHER, embed_forward(m->x, m->p[P_WTE], c->pos == POS_LEARNED ? m->p[P_WPE] : NULL, m->inputs, BT, T, C));
     for (int l = 0; l < c->L; l++)
         if (layer_forward(m, l, 1) != 0) return CB_EFAIL;
     if (head_forward(m) != 0) return CB_EFAIL;
@@ -446,7 +446,7 @@ int gpt_backward(gpt_model *m, float scale)
         if (layer_backward(m, l) != 0) return CB_EFAIL;
         if (m->grads_ready) m->grads_ready(m->grads_ready_ctx, m, l);
     }
-    TIMED(m, K_OTHER, embed_backward(m->g[P_WTE], c->learned_pos ? m->g[P_WPE] : NULL, m->dres, m->inputs, BT, T, C));
+    TIMED(m, K_OTHER, embed_backward(m->g[P_WTE], c->pos == POS_LEARNED ? m->g[P_WPE] : NULL, m->dres, m->inputs, BT, T, C));
     if (m->grads_ready) m->grads_ready(m->grads_ready_ctx, m, -1);
     return 0;
 }

@@ -93,7 +93,7 @@ void gpt_estimate(const model_config *cfg, int B, int T, int recompute, train_pr
     mem->acts_full_recompute = mem->acts_kept + mem->acts_layer + mem->logits;
     double acts = recompute ? mem->acts_full_recompute : mem->acts_full_no_recompute;
     mem->total = mem->params + mem->grads + mem->moments + mem->weights_bf16 + acts + mem->scratch +
-                 4.0 * rope_tables_floats(T, rope_rotary_dims(cfg->HS, cfg->rotary_pct), cfg->HS);
+                 4.0 * rope_tables_floats(T, model_rotary_dims(cfg), cfg->HS);
 }
 
 static void set_layer_views(gpt_model *m, float **cursor, bf16 **hcursor)
@@ -188,7 +188,7 @@ static int alloc_activations(gpt_model *m)
     p += BT * C;
     m->datt_scratch = p, p += att_scratch;
     m->alibi = p, p += (size_t)cfg->NH;
-    if (cfg->pos == POS_ALIBI) attention_alibi_slopes(m->alibi, cfg->NH, 8.0); /* MPT's alibi_bias_max */
+    if (cfg->pos == POS_ALIBI) attention_alibi_slopes(m->alibi, cfg->NH, MODEL_ALIBI_BIAS_MAX);
     for (int l = 0; l < cfg->L; l++) m->layer[l].attproj = attproj;
     if ((size_t)(p - m->acts) > total || (size_t)(h - m->acts16) > totalh) {
         return err_msg("internal: activation layout overflows its slab");
@@ -218,7 +218,7 @@ int gpt_init(gpt_model *m, const model_config *cfg, int B, int T, int recompute,
         m->lw[P_FCW] = m->lw_store + 2 * cfg->L, m->lw[P_FCPROJW] = m->lw_store + 3 * cfg->L;
         m->lw[P_UNEMBED] = m->lw_store + 4 * cfg->L;
     }
-    m->rotary_dims = cfg->learned_pos || cfg->pos != POS_ROTARY ? 0 : rope_rotary_dims(cfg->HS, cfg->rotary_pct);
+    m->rotary_dims = model_rotary_dims(cfg);
     m->rope_store = mem_alloc(rope_tables_floats(T, m->rotary_dims, cfg->HS), sizeof(float), "rotary tables");
     if (!m->rope_store) goto fail;
     rope_tables_init(&m->rope, m->rope_store, T, m->rotary_dims, cfg->HS, cfg->rotary_base);

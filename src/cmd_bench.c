@@ -399,7 +399,7 @@ int cmd_rope(int argc, char **argv)
     model_config cfgs[32];
     for (int i = 0; i < nm; i++) {
         if ((rc = model_preset_find(names[i], &cfgs[i])) != 0) return rc;
-        if (cfgs[i].rotary_pct <= 0 || rope_rotary_dims(cfgs[i].HS, cfgs[i].rotary_pct) == 0)
+        if (cfgs[i].rotary_pct <= 0 || model_rotary_dims(&cfgs[i]) == 0)
             return err_usage("flag '--model': '%s' has no rotary embedding (rotary_pct %g)", cfgs[i].name, cfgs[i].rotary_pct);
     }
     if (strcmp(cache, "cold") != 0 && strcmp(cache, "warm") != 0)
@@ -452,7 +452,7 @@ static void models_row(record *rec, int row, const model_config *c)
     record_num(rec, row, 3, c->NH);
     record_num(rec, row, 4, c->HS);
     record_num(rec, row, 5, c->V);
-    record_num(rec, row, 6, c->pos == POS_ROTARY ? rope_rotary_dims(c->HS, c->rotary_pct) : 0);
+    record_num(rec, row, 6, model_rotary_dims(c));
     record_str(rec, row, 7, pos[c->pos]);
     record_str(rec, row, 8, c->parallel_residual ? "true" : "false");
     record_str(rec, row, 9, c->tied_embeddings ? "true" : "false");

@@ -172,11 +172,11 @@ static int train_memory(const train_flags *f, const model_config *cfg, int ranks
         mem->total -= moments_full - mem->moments;
     }
     if (comm_rank() == 0) {
-        const int rot = cfg->learned_pos || cfg->pos != POS_ROTARY ? 0 : rope_rotary_dims(cfg->HS, cfg->rotary_pct);
+        const int rot = model_rotary_dims(cfg);
         printf("# %s: L=%d C=%d heads=%d kv_heads=%d ffn=%d V=%d, %s, %s MLP, %s%s rotary_dims=%d, %s residual%s, %s embeddings; micro-batch %ld x seq %ld, global batch %ld (%ld accumulation steps)\n",
                cfg->name, cfg->L, cfg->C, cfg->NH, model_kv_heads(cfg), model_ffn(cfg), cfg->V,
                cfg->norm == NORM_RMSNORM ? "RMSNorm" : cfg->norm_nobias ? "LayerNorm without bias" : "LayerNorm",
-               cfg->mlp == MLP_SWIGLU ? "SwiGLU" : "GELU", cfg->pos == POS_ALIBI ? "ALiBi" : cfg->learned_pos ? "learned positions" : "rotary",
+               cfg->mlp == MLP_SWIGLU ? "SwiGLU" : "GELU", cfg->pos == POS_ALIBI ? "ALiBi" : cfg->pos == POS_LEARNED ? "learned positions" : "rotary",
                rot && cfg->rope == ROPE_GPTJ ? " (GPT-J pairs)" : "", rot, cfg->parallel_residual ? "parallel" : "sequential",
                cfg->shared_norm ? " (one norm)" : "", cfg->tied_embeddings ? "tied" : "untied", f->B, f->T, f->G, f->G / f->B);
         char wh[64] = "", ix[64] = "";

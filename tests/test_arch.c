@@ -91,7 +91,7 @@ static double arch_ref(void *p, const double *P)
     double *res2 = calloc((size_t)BT * C, 8), *h = calloc((size_t)BT * FC, 8), *g = calloc((size_t)BT * I, 8);
     double *mo = calloc((size_t)BT * C, 8), *logits = calloc((size_t)BT * V, 8), *losses = calloc((size_t)BT, 8);
     float alibi[64];
-    if (c->pos == POS_ALIBI) attention_alibi_slopes(alibi, c->NH, 8.0);
+    if (c->pos == POS_ALIBI) attention_alibi_slopes(alibi, c->NH, MODEL_ALIBI_BIAS_MAX);
     attn_shape as = {B, T, c->NH, model_kv_heads(c), c->HS, c->pos == POS_ALIBI ? alibi : NULL};
     const double *wte = P + m->offsets[P_WTE], *unembed = c->tied_embeddings ? wte : P + m->offsets[P_UNEMBED];
     for (int i = 0; i < BT; i++)

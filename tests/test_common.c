@@ -206,7 +206,7 @@ static void test_model_presets(void)
     model_preset_find("pythia-70m", &c);
     CHECK(c.L == 6 && c.C == 512 && c.NH == 8 && c.V == 50304, "pythia-70m fields");
     model_preset_find("gpt3-1.3b", &c);
-    CHECK(c.learned_pos && !c.parallel_residual && c.tied_embeddings && c.C == 2048 && c.L == 24, "gpt3-1.3b fields");
+    CHECK(c.pos == POS_LEARNED && !c.parallel_residual && c.tied_embeddings && c.C == 2048 && c.L == 24, "gpt3-1.3b fields");
     capture_stderr_begin();
     int unk = model_preset_find("pythia-7b", &c);
     const char *err = capture_stderr_end();

@@ -21,7 +21,7 @@ static model_config tiny(int parallel, int learned, int tied)
     snprintf(c.name, sizeof c.name, "tiny");
     c.L = 2, c.C = 16, c.NH = 2, c.HS = 8, c.V = 23, c.max_T = 8;
     c.rotary_pct = learned ? 0.0 : 0.5, c.rotary_base = 10000;
-    c.parallel_residual = parallel, c.learned_pos = learned, c.tied_embeddings = tied;
+    c.parallel_residual = parallel, c.pos = learned ? POS_LEARNED : POS_ROTARY, c.tied_embeddings = tied;
     return c;
 }
 
@@ -45,7 +45,7 @@ static double ref_forward(void *p, const double *P)
     double *losses = calloc((size_t)BT, sizeof(double));
     for (int i = 0; i < BT; i++)
         for (int k = 0; k < C; k++)
-            x[i * C + k] = wte[(size_t)m->inputs[i] * C + k] + (c->learned_pos ? wpe[(size_t)(i % T) * C + k] : 0);
+            x[i * C + k] = wte[(size_t)m->inputs[i] * C + k] + (c->pos == POS_LEARNED ? wpe[(size_t)(i % T) * C + k] : 0);
     int r = m->rotary_dims, hr = r / 2;
     for (int l = 0; l < L; l++) {
         size_t o = (size_t)l;

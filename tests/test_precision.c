@@ -24,7 +24,7 @@ static model_config small(int parallel, int learned, int tied, int V)
     snprintf(c.name, sizeof c.name, "small");
     c.L = 2, c.C = 64, c.NH = 4, c.HS = 16, c.V = V, c.max_T = 64;
     c.rotary_pct = learned ? 0.0 : 0.25, c.rotary_base = 10000;
-    c.parallel_residual = parallel, c.learned_pos = learned, c.tied_embeddings = tied;
+    c.parallel_residual = parallel, c.pos = learned ? POS_LEARNED : POS_ROTARY, c.tied_embeddings = tied;
     return c;
 }
 

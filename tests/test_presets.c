@@ -119,7 +119,6 @@ static void test_presets_old_unchanged(void)
         CHECK(c.KVH == 0 && c.ffn == 0 && c.norm == NORM_LAYERNORM && c.norm_eps == 0 && !c.norm_nobias && c.mlp == MLP_GELU &&
                   c.rope == ROPE_NEOX && !c.attn_nobias && !c.mlp_nobias && !c.lm_head_bias && !c.shared_norm,
               "%s: empty architecture cells are not GPT-NeoX's zeros", old[i].name);
-        CHECK(c.learned_pos == (c.pos == POS_LEARNED), "%s: learned_pos and pos disagree", old[i].name);
     }
 }
 
@@ -137,7 +136,7 @@ static void test_presets_fields(void)
               j.mlp == MLP_GELU && model_ffn(&j) == 16384 && !j.tied_embeddings && strcmp(j.family, "gpt-j") == 0,
           "gpt-j-6b fields");
     model_config m = preset("mpt-30b");
-    CHECK(m.pos == POS_ALIBI && !m.learned_pos && m.rotary_pct == 0 && m.norm_nobias && m.attn_nobias && m.mlp_nobias &&
+    CHECK(m.pos == POS_ALIBI && m.rotary_pct == 0 && m.norm_nobias && m.attn_nobias && m.mlp_nobias &&
               m.tied_embeddings && !m.parallel_residual && m.max_T == 8192 && model_kv_heads(&m) == 64 &&
               model_ffn(&m) == 4 * 7168 && strcmp(m.family, "mpt") == 0,
           "mpt-30b fields");

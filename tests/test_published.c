@@ -199,7 +199,7 @@ static void test_config(void)
     CHECK(published_load(&t, "data/reference/published/megatron_a100_2021.csv", &dt) == 0, "megatron loads");
     r = published_find(&t, "mlm2021-1t");
     CHECK(r && published_config(r, t.path, &cfg) == 0, "gpt config");
-    CHECK(cfg.pos == POS_LEARNED && cfg.learned_pos && cfg.tied_embeddings && !cfg.parallel_residual && !cfg.attn_nobias &&
+    CHECK(cfg.pos == POS_LEARNED && cfg.tied_embeddings && !cfg.parallel_residual && !cfg.attn_nobias &&
               cfg.norm == NORM_LAYERNORM && cfg.mlp == MLP_GELU,
           "gpt architecture");
     /* the published 1,008.0e9 parameters are the tied count: 128 x 12 x 25600^2 + ... */
