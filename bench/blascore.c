@@ -44,14 +44,17 @@ static int load_cores(core_row *rows, int cap)
     if (machine_data_file(path, sizeof path, "blas_cores.csv") != 0) return CB_EFAIL;
     table t;
     if (table_load(&t, path) != 0) return CB_EFAIL;
-    int cc = table_col(&t, blas_core_schema[BC_CORE].col.name, 1), rc = table_col(&t, blas_core_schema[BC_REQUIRES].col.name, 1);
+    int cc = table_col(&t, blas_core_schema[BC_CORE].col.name, 1),
+        rc = table_col(&t, blas_core_schema[BC_REQUIRES].col.name, 1);
     int n = 0, bad = cc < 0 || rc < 0;
     for (int i = 0; !bad && i < t.nrows && n < cap; i++, n++) {
         const char *core, *req;
         bad = table_get_str(&t, i, cc, &core) != 0 || table_get_str(&t, i, rc, &req) != 0;
         if (!bad && (strlen(core) >= sizeof rows[n].core || strlen(req) >= sizeof rows[n].requires))
             bad = err_msg("%s:%d: a cell is too long", path, t.lines[i]);
-        if (!bad) snprintf(rows[n].core, sizeof rows[n].core, "%s", core), snprintf(rows[n].requires, sizeof rows[n].requires, "%s", req);
+        if (!bad)
+            snprintf(rows[n].core, sizeof rows[n].core, "%s", core),
+                snprintf(rows[n].requires, sizeof rows[n].requires, "%s", req);
     }
     table_free(&t);
     return bad ? CB_EFAIL : n;
@@ -93,7 +96,8 @@ static int choose(const char *choice, char *target, size_t n)
     if (strcmp(choice, "env") == 0) return 0;
     if (strcmp(choice, "auto") == 0) {
         if (blascore_best(target, n) != 0) return CB_EFAIL;
-        if (!target[0]) err_warn("no OpenBLAS kernel in data/blas_cores.csv matches this CPU; keeping the environment's");
+        if (!target[0])
+            err_warn("no OpenBLAS kernel in data/blas_cores.csv matches this CPU; keeping the environment's");
         return 0;
     }
     core_row rows[32];
@@ -112,7 +116,8 @@ static int choose(const char *choice, char *target, size_t n)
     }
     char miss[64];
     if (missing_flag(rows[found].requires, miss, sizeof miss))
-        return err_usage("flag '--blas-core': kernel '%s' needs the CPU flag '%s', which this CPU lacks", rows[found].core, miss);
+        return err_usage("flag '--blas-core': kernel '%s' needs the CPU flag '%s', which this CPU lacks",
+                         rows[found].core, miss);
     snprintf(target, n, "%s", rows[found].core);
     return 0;
 }
@@ -163,7 +168,9 @@ void blascore_describe(const machine_info *m, char *out, size_t n)
         char why[192];
         if (*orig) snprintf(why, sizeof why, "OPENBLAS_CORETYPE=%.80s in the environment forces %s", orig, envcore);
         else snprintf(why, sizeof why, "OpenBLAS's own detection picks %s", envcore);
-        snprintf(out, n, "OpenBLAS kernel %s (--blas-core %s: %s, so costbench re-ran itself with OPENBLAS_CORETYPE=%s; --blas-core env keeps the environment's)",
+        snprintf(out, n,
+                 "OpenBLAS kernel %s (--blas-core %s: %s, so costbench re-ran itself with OPENBLAS_CORETYPE=%s; "
+                 "--blas-core env keeps the environment's)",
                  cur, choice, why, cur);
     } else if (m->blas_core_env[0]) {
         snprintf(out, n, "OpenBLAS kernel %s (forced by OPENBLAS_CORETYPE=%s in the environment, --blas-core %s)", cur,

@@ -50,7 +50,8 @@ static int coll_check(coll_op op, float *a, float *b, size_t count, int rank, in
             want = (double)(r + 1) * (double)(i % 13 + 1), got = b[i];
         }
         if (got != want) {
-            snprintf(why, whysz, "%s of %zu floats on rank %d: element %zu is %g, expected %g", "check", count, rank, i, got, want);
+            snprintf(why, whysz, "%s of %zu floats on rank %d: element %zu is %g, expected %g", "check", count, rank, i,
+                     got, want);
             return 1;
         }
     }

@@ -37,7 +37,8 @@ int comm_init(int *argc, char ***argv)
     /* Open MPI's launcher sets OMPI_COMM_WORLD_SIZE; PMI/PMIx launchers (srun) set these */
     if (!getenv("OMPI_COMM_WORLD_SIZE") && !getenv("PMIX_RANK") && !getenv("PMI_RANK")) return 0;
     int provided;
-    if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) return g_init_rc = err_msg("MPI_Init_thread failed");
+    if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
+        return g_init_rc = err_msg("MPI_Init_thread failed");
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     g_mpi = 1;
     MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
@@ -95,7 +96,8 @@ int comm_allreduce_sum(float *buf, size_t n)
     if (!g_mpi || g_size == 1) return 0;
     for (size_t o = 0; o < n; o += CHUNK) {
         size_t k = n - o < CHUNK ? n - o : CHUNK;
-        if (check(MPI_Allreduce(MPI_IN_PLACE, buf + o, (int)k, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD), "all-reduce")) return CB_EFAIL;
+        if (check(MPI_Allreduce(MPI_IN_PLACE, buf + o, (int)k, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD), "all-reduce"))
+            return CB_EFAIL;
     }
     return 0;
 }
@@ -141,7 +143,8 @@ int comm_reduce_scatter_sum_v(float *buf, const int *counts)
     if (!displs) return err_msg("out of memory");
     int rc = displs_of(counts, displs);
     /* in place, MPI leaves this rank's block at the start of the buffer: move it to its place */
-    if (rc == 0) rc = check(MPI_Reduce_scatter(MPI_IN_PLACE, buf, counts, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD), "reduce-scatter");
+    if (rc == 0)
+        rc = check(MPI_Reduce_scatter(MPI_IN_PLACE, buf, counts, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD), "reduce-scatter");
     if (rc == 0 && displs[g_rank] > 0) memmove(buf + displs[g_rank], buf, (size_t)counts[g_rank] * sizeof *buf);
     free(displs);
     return rc;
@@ -155,7 +158,8 @@ static int allgather_v(void *buf, const int *counts, MPI_Datatype type)
     if (!displs) return err_msg("out of memory");
     int rc = displs_of(counts, displs);
     if (rc == 0)
-        rc = check(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, counts, displs, type, MPI_COMM_WORLD), "all-gather");
+        rc = check(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, counts, displs, type, MPI_COMM_WORLD),
+                   "all-gather");
     free(displs);
     return rc;
 }
@@ -170,14 +174,18 @@ static int gather_v(const void *mine, void *full, const int *counts, MPI_Datatyp
     int *displs = malloc((size_t)g_size * sizeof *displs);
     if (!displs) return err_msg("out of memory");
     int rc = displs_of(counts, displs);
-    if (rc == 0) rc = check(MPI_Gatherv(mine, counts[g_rank], type, full, counts, displs, type, 0, MPI_COMM_WORLD), "gather");
+    if (rc == 0)
+        rc = check(MPI_Gatherv(mine, counts[g_rank], type, full, counts, displs, type, 0, MPI_COMM_WORLD), "gather");
     free(displs);
     return rc;
 }
 
 int comm_allgather_v(float *buf, const int *counts) { return allgather_v(buf, counts, MPI_FLOAT); }
 int comm_allgather_v_u16(uint16_t *buf, const int *counts) { return allgather_v(buf, counts, MPI_UINT16_T); }
-int comm_gather_v(const float *mine, float *full, const int *counts) { return gather_v(mine, full, counts, MPI_FLOAT, sizeof(float)); }
+int comm_gather_v(const float *mine, float *full, const int *counts)
+{
+    return gather_v(mine, full, counts, MPI_FLOAT, sizeof(float));
+}
 int comm_gather_v_u16(const uint16_t *mine, uint16_t *full, const int *counts)
 {
     return gather_v(mine, full, counts, MPI_UINT16_T, sizeof(uint16_t));
@@ -242,7 +250,8 @@ int comm_init(int *argc, char ***argv)
 {
     (void)argc, (void)argv;
     if (getenv("OMPI_COMM_WORLD_SIZE") && atoi(getenv("OMPI_COMM_WORLD_SIZE")) > 1)
-        return err_msg("started by mpirun with %s ranks, but this costbench was built without MPI (install libopenmpi-dev and rebuild)",
+        return err_msg("started by mpirun with %s ranks, but this costbench was built without MPI (install "
+                       "libopenmpi-dev and rebuild)",
                        getenv("OMPI_COMM_WORLD_SIZE"));
     return 0;
 }

@@ -164,7 +164,8 @@ static int amx_usable(char *why, size_t n)
         else snprintf(reason, sizeof reason, "this build's compiler has no AMX intrinsics (GCC 11 or clang 12 needed)");
 #else
         else if (syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) != 0)
-            snprintf(reason, sizeof reason, "Linux refused the AMX tile state (arch_prctl ARCH_REQ_XCOMP_PERM: %s)", strerror(errno));
+            snprintf(reason, sizeof reason, "Linux refused the AMX tile state (arch_prctl ARCH_REQ_XCOMP_PERM: %s)",
+                     strerror(errno));
         else if (syscall(SYS_arch_prctl, ARCH_GET_XCOMP_PERM, &perm) != 0 || !(perm & (1ul << XFEATURE_XTILEDATA)))
             snprintf(reason, sizeof reason, "Linux did not grant the AMX tile state (arch_prctl ARCH_GET_XCOMP_PERM)");
         else state = 1;
@@ -218,7 +219,10 @@ static double compute_flops_per_call(const compute_ctx *c)
 static int have_avx512(void) { return __builtin_cpu_supports("avx512f"); }
 static int have_bf16(void) { return have_avx512() && machine_has_cpu_flag("avx512_bf16"); }
 
-static const char *probe_name(probe_kind k) { return k == K_BF16DOT ? "bf16_dot" : k == K_AMX ? "amx_bf16" : "fp32_fma"; }
+static const char *probe_name(probe_kind k)
+{
+    return k == K_BF16DOT ? "bf16_dot" : k == K_AMX ? "amx_bf16" : "fp32_fma";
+}
 static const char *probe_isa(probe_kind k)
 {
     return k == K_FMA512 ? "avx512" : k == K_FMA256 ? "avx2" : k == K_BF16DOT ? "avx512_bf16" : "amx_bf16";
@@ -264,8 +268,8 @@ static int peak_of(const runner_opts *ro, probe_kind k, int threads, const char 
     if (compute_measure(ro, k, threads, &r, &flops) != 0) return err_msg("the %s peak probe failed", probe_name(k));
     *gflops = flops / r.s.median / 1e9;
     if (which)
-        snprintf(which, n, "%s (%s, %d thread%s%s)", probe_name(k), k == K_AMX ? "AMX TDPBF16PS" : probe_isa(k), threads,
-                 threads == 1 ? "" : "s", extra);
+        snprintf(which, n, "%s (%s, %d thread%s%s)", probe_name(k), k == K_AMX ? "AMX TDPBF16PS" : probe_isa(k),
+                 threads, threads == 1 ? "" : "s", extra);
     return 0;
 }
 
@@ -277,8 +281,9 @@ int peak_fp32_fma(const runner_opts *ro, int threads, double *gflops, char *whic
 int peak_bf16_matrix(const runner_opts *ro, int threads, double *gflops, char *which, size_t n)
 {
     probe_kind k = bf16_kind(NULL, 0);
-    return peak_of(ro, k, threads, k == K_BF16DOT || k == K_AMX ? "" : "; no bf16 instructions: bf16 runs at the fp32 rate",
-                   gflops, which, n);
+    return peak_of(ro, k, threads,
+                   k == K_BF16DOT || k == K_AMX ? "" : "; no bf16 instructions: bf16 runs at the fp32 rate", gflops,
+                   which, n);
 }
 
 double peak_fma_gflops(int threads, const runner_opts *ro, const char **isa)
@@ -468,7 +473,9 @@ static int compute_probes(const runner_opts *ro, record *rec, int nthreads, comp
             if (counts[ci] != nthreads) continue;
             int row = rec->nrows - 1;
             if (nthreads > 1 && g < one)
-                record_note(rec, "warning: %s at %d threads, %.1f GFLOP/s, is below its 1-thread rate %.1f: other processes were using the cores, so this peak is wrong; rerun on an idle machine",
+                record_note(rec,
+                            "warning: %s at %d threads, %.1f GFLOP/s, is below its 1-thread rate %.1f: other processes "
+                            "were using the cores, so this peak is wrong; rerun on an idle machine",
                             probe_name(k), nthreads, g, one);
             if (ki == 0) pk->fma_all = g;
             if (k == bf16) {
@@ -480,9 +487,12 @@ static int compute_probes(const runner_opts *ro, record *rec, int nthreads, comp
         }
     }
     if (bf16 == K_AMX || bf16 == K_BF16DOT)
-        record_note(rec, "bf16 matrix peak (bf16 MFU's denominator, mfu_peak = bf16): %s, %.1f GFLOP/s", pk->bf16_which, pk->bf16_all);
+        record_note(rec, "bf16 matrix peak (bf16 MFU's denominator, mfu_peak = bf16): %s, %.1f GFLOP/s", pk->bf16_which,
+                    pk->bf16_all);
     else
-        record_note(rec, "bf16 matrix peak: none; without bf16 instructions bf16 products run as fp32, so bf16 MFU is against %s, %.1f GFLOP/s",
+        record_note(rec,
+                    "bf16 matrix peak: none; without bf16 instructions bf16 products run as fp32, so bf16 MFU is "
+                    "against %s, %.1f GFLOP/s",
                     pk->bf16_which, pk->bf16_all);
     return 0;
 }
@@ -504,13 +514,19 @@ static int memory_probes(const runner_opts *ro, record *rec, int nthreads, doubl
             int row = record_add_row(rec);
             if (row < 0) break;
             record_str(rec, row, PK_PROBE, bc.name);
-            const double v[][2] = {{PK_THREADS, counts[ci]}, {PK_GB_MED, moved / r.s.median / 1e9}, {PK_GB_MIN, moved / r.s.max / 1e9},
-                                   {PK_GB_MAX, moved / r.s.min / 1e9}, {PK_CV, r.s.cv_pct}, {PK_MIB, (double)s.n * 8 / 1048576.0}};
+            const double v[][2] = {{PK_THREADS, counts[ci]},
+                                   {PK_GB_MED, moved / r.s.median / 1e9},
+                                   {PK_GB_MIN, moved / r.s.max / 1e9},
+                                   {PK_GB_MAX, moved / r.s.min / 1e9},
+                                   {PK_CV, r.s.cv_pct},
+                                   {PK_MIB, (double)s.n * 8 / 1048576.0}};
             for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) record_num(rec, row, (int)v[i][0], v[i][1]);
         }
     if (rc == 0)
-        record_note(rec, "copy/triad: STREAM byte counts (16 and 24 B per element), %.0f MiB per array (last-level cache %.0f MiB)",
-                    (double)s.n * 8 / 1048576.0, m->llc_bytes / 1048576.0);
+        record_note(
+            rec,
+            "copy/triad: STREAM byte counts (16 and 24 B per element), %.0f MiB per array (last-level cache %.0f MiB)",
+            (double)s.n * 8 / 1048576.0, m->llc_bytes / 1048576.0);
     stream_free(&s);
     return rc;
 }
@@ -530,7 +546,10 @@ static int sgemm_probes(const peak_opts *o, record *rec, int nthreads, double fm
         if (row < 0) break;
         record_str(rec, row, PK_PROBE, k == 0 ? "sgemm_env" : "sgemm_best");
         record_str(rec, row, PK_BLAS, used[k]);
-        const double v[][2] = {{PK_THREADS, nthreads}, {PK_GF_MED, gf[k][0]}, {PK_GF_MIN, gf[k][1]}, {PK_GF_MAX, gf[k][2]},
+        const double v[][2] = {{PK_THREADS, nthreads},
+                               {PK_GF_MED, gf[k][0]},
+                               {PK_GF_MIN, gf[k][1]},
+                               {PK_GF_MAX, gf[k][2]},
                                {PK_PCT, 100.0 * gf[k][0] / fma_all}};
         for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) record_num(rec, row, (int)v[i][0], v[i][1]);
     }
@@ -538,7 +557,8 @@ static int sgemm_probes(const peak_opts *o, record *rec, int nthreads, double fm
     else record_note(rec, "OPENBLAS_CORETYPE is not set: OpenBLAS detects this CPU as %s", used[0]);
     if (best[0] && isfinite(gf[1][0]) && strcasecmp(used[0], used[1]) != 0)
         record_note(rec,
-                    "sgemm 4096x2048x2048: %.0f GFLOP/s with %s vs %.0f GFLOP/s with %s, the best kernel for this CPU (%.2fx); the benchmarks use %s by default (--blas-core auto)",
+                    "sgemm 4096x2048x2048: %.0f GFLOP/s with %s vs %.0f GFLOP/s with %s, the best kernel for this CPU "
+                    "(%.2fx); the benchmarks use %s by default (--blas-core auto)",
                     gf[0][0], used[0], gf[1][0], best, gf[1][0] / gf[0][0], best);
     else if (best[0])
         record_note(rec, "sgemm 4096x2048x2048: the environment's kernel %s is already the best for this CPU", used[0]);
@@ -558,7 +578,9 @@ int peak_run(const peak_opts *o, const runner_opts *ro, record *rec, machine_inf
         if (p && (strcmp(p, "fp32_fma") == 0 || strcmp(p, "bf16_dot") == 0 || strcmp(p, "amx_bf16") == 0))
             record_num(rec, i, PK_PCT, 100.0 * rec->num[(size_t)i * rec->ncols + PK_GF_MED] / pk.fma_all);
     }
-    record_note(rec, "pct_of_fma_peak: against fp32_fma at %d threads, %.1f GFLOP/s, measured in this run (fp32 MFU's denominator, mfu_peak = fp32)",
+    record_note(rec,
+                "pct_of_fma_peak: against fp32_fma at %d threads, %.1f GFLOP/s, measured in this run (fp32 MFU's "
+                "denominator, mfu_peak = fp32)",
                 nthreads, pk.fma_all);
     return 0;
 }

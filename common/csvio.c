@@ -222,7 +222,9 @@ int table_get_bool(const table *t, int row, int col, int *out)
 int table_get_str(const table *t, int row, int col, const char **out)
 {
     const char *s = table_cell(t, row, col);
-    if (*s == '\0') return err_msg("%s:%d: column '%s': expected a value, got an empty cell", t->path, t->lines[row], t->header[col]);
+    if (*s == '\0')
+        return err_msg("%s:%d: column '%s': expected a value, got an empty cell", t->path, t->lines[row],
+                       t->header[col]);
     *out = s;
     return 0;
 }
@@ -238,10 +240,16 @@ int table_get_word(const table *t, int row, int col, const char *const *names, i
     char list[256] = "";
     for (int k = 0; k < n; k++) {
         size_t l = strlen(list);
-        if (snprintf(list + l, sizeof list - l, "%s%s", k == 0 ? "" : k == n - 1 ? " or " : ", ", names[k]) >= (int)(sizeof list - l))
+        if (snprintf(list + l, sizeof list - l, "%s%s",
+                     k == 0       ? ""
+                     : k == n - 1 ? " or "
+                                  : ", ",
+                     names[k]) >= (int)(sizeof list - l))
             break; /* the list is cut, not overrun */
     }
-    if (*s == '\0') return err_msg("%s:%d: column '%s': expected %s, got an empty cell", t->path, t->lines[row], t->header[col], list);
+    if (*s == '\0')
+        return err_msg("%s:%d: column '%s': expected %s, got an empty cell", t->path, t->lines[row], t->header[col],
+                       list);
     return err_msg("%s:%d: column '%s': expected %s, got '%s'", t->path, t->lines[row], t->header[col], list, s);
 }
 

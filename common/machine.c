@@ -73,7 +73,8 @@ void machine_probe(machine_info *m)
 {
     memset(m, 0, sizeof *m);
     char *model = cpuinfo_value("model name");
-    snprintf(m->cpu_model, sizeof m->cpu_model, "%.*s", (int)sizeof m->cpu_model - 1, model && *model ? model : "unknown");
+    snprintf(m->cpu_model, sizeof m->cpu_model, "%.*s", (int)sizeof m->cpu_model - 1,
+             model && *model ? model : "unknown");
     free(model);
     m->cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
     m->threads = omp_get_max_threads();

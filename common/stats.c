@@ -51,7 +51,8 @@ static int fit_f(const gsl_vector *x, void *data, gsl_vector *f)
 int stats_fit_nls(stats_residual_fn fn, void *ctx, int p, int n, double *x, stats_fit_result *res)
 {
     memset(res, 0, sizeof *res);
-    if (p < 1 || p > 8 || n < p || n > 256) return err_msg("fit: %d parameters from %d points is not a fit this code does", p, n);
+    if (p < 1 || p > 8 || n < p || n > 256)
+        return err_msg("fit: %d parameters from %d points is not a fit this code does", p, n);
     fit_ctx c = {fn, ctx, p, n};
     gsl_multifit_nlinear_fdf fdf = {0};
     fdf.f = fit_f;
@@ -60,7 +61,8 @@ int stats_fit_nls(stats_residual_fn fn, void *ctx, int p, int n, double *x, stat
     fdf.p = (size_t)p;
     fdf.params = &c;
     gsl_multifit_nlinear_parameters fp = gsl_multifit_nlinear_default_parameters();
-    gsl_multifit_nlinear_workspace *w = gsl_multifit_nlinear_alloc(gsl_multifit_nlinear_trust, &fp, (size_t)n, (size_t)p);
+    gsl_multifit_nlinear_workspace *w =
+        gsl_multifit_nlinear_alloc(gsl_multifit_nlinear_trust, &fp, (size_t)n, (size_t)p);
     gsl_vector *x0 = gsl_vector_alloc((size_t)p);
     gsl_matrix *cov = gsl_matrix_alloc((size_t)p, (size_t)p);
     if (!w || !x0 || !cov) {

@@ -74,7 +74,8 @@ static void row_grad_bf16(bf16 *y, const float *x, const float *pf, float g, flo
         _mm_prefetch((const char *)(pf + j), _MM_HINT_T0);
         __m512 d = _mm512_mul_ps(vg, vexp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + j), vl)));
         if (t >= j && t < j + 16) d = _mm512_mask_sub_ps(d, (__mmask16)(1u << (t - j)), d, vg);
-        if (stream && k == 0xffff && ((uintptr_t)(y + j) & 31) == 0) _mm256_stream_si256((__m256i *)(y + j), vbf16_narrow512(d));
+        if (stream && k == 0xffff && ((uintptr_t)(y + j) & 31) == 0)
+            _mm256_stream_si256((__m256i *)(y + j), vbf16_narrow512(d));
         else vbf16_store512(y + j, d, V - j);
     }
     if (stream) _mm_sfence();
@@ -148,8 +149,8 @@ int crossentropy_backward_bf16(bf16 *dlogits, const float *dlosses, const float 
     const int stream = (size_t)N * (size_t)V >= XENT_STREAM_MIN;
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < N; i++)
-        row_grad_bf16(dlogits + (size_t)i * V, logits + (size_t)i * V, logits + (size_t)i * V + XENT_PREFETCH, dlosses[i],
-                      lse[i], targets[i], V, stream);
+        row_grad_bf16(dlogits + (size_t)i * V, logits + (size_t)i * V, logits + (size_t)i * V + XENT_PREFETCH,
+                      dlosses[i], lse[i], targets[i], V, stream);
     return KERNEL_OK;
 }
 

@@ -11,10 +11,14 @@ static onednn_shape fwd_shape(int N, int C, int OC, int out_bf16, int bias)
     return (onednn_shape){ONEDNN_BF16, out_bf16 ? ONEDNN_BF16 : ONEDNN_F32, 0, 1, N, OC, C, C, C, OC, bias, 0};
 }
 
-static onednn_shape bwd_shape(int N, int C, int OC) { return (onednn_shape){ONEDNN_BF16, ONEDNN_F32, 0, 0, N, C, OC, OC, C, C, 0, 0}; }
+static onednn_shape bwd_shape(int N, int C, int OC)
+{
+    return (onednn_shape){ONEDNN_BF16, ONEDNN_F32, 0, 0, N, C, OC, OC, C, C, 0, 0};
+}
 
 /* Both copies from an fp32 or a bf16 weight. */
-static int pack_any(linear_bf16_weight *w, const void *weight, int from_f32, int N, int C, int OC, int out_bf16, int bias)
+static int pack_any(linear_bf16_weight *w, const void *weight, int from_f32, int N, int C, int OC, int out_bf16,
+                    int bias)
 {
     if (!w || !weight) return KERNEL_EDIM;
     onednn_shape f = fwd_shape(N, C, OC, out_bf16, bias), b = bwd_shape(N, C, OC);

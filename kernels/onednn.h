@@ -16,9 +16,9 @@
  * to time and report.
  *
  * Thread-safe: every entry takes one lock, so calls from several threads run one at a time (the
- * products themselves use every OpenMP thread). Every function returns KERNEL_OK, KERNEL_EDIM (nothing written: a NULL operand, a
- * dimension <= 0, a leading dimension too small) or KERNEL_EBACKEND (oneDNN refused; the reason
- * is in onednn_last_error()). */
+ * products themselves use every OpenMP thread). Every function returns KERNEL_OK, KERNEL_EDIM (nothing written: a NULL
+ * operand, a dimension <= 0, a leading dimension too small) or KERNEL_EBACKEND (oneDNN refused; the reason is in
+ * onednn_last_error()). */
 #ifndef CB_ONEDNN_H
 #define CB_ONEDNN_H
 

@@ -71,8 +71,9 @@ static int parse_idx_header(dataset *d, const unsigned char *b, size_t n, const 
     /* the arrays must fill the file exactly: checked in 128-bit-safe steps */
     if (d->nseq > (n - HDR_BYTES) / 12 || d->ndoc > (n - HDR_BYTES - 12 * d->nseq) / 8 ||
         HDR_BYTES + 12 * d->nseq + 8 * d->ndoc != n)
-        return err_msg("%s: %zu bytes do not hold the %llu sequences and %llu documents its header declares: truncated or corrupt",
-                       idx, n, (unsigned long long)d->nseq, (unsigned long long)d->ndoc);
+        return err_msg(
+            "%s: %zu bytes do not hold the %llu sequences and %llu documents its header declares: truncated or corrupt",
+            idx, n, (unsigned long long)d->nseq, (unsigned long long)d->ndoc);
     return 0;
 }
 
@@ -85,8 +86,8 @@ static int check_idx_arrays(dataset *d, const unsigned char *b, const char *idx,
     d->seq_sizes = malloc(d->nseq ? d->nseq * sizeof *d->seq_sizes : 1);
     d->seq_start = malloc(d->nseq ? d->nseq * sizeof *d->seq_start : 1);
     if (!d->seq_sizes || !d->seq_start)
-        return err_msg("%s: out of memory for the sizes and offsets of %llu sequences (%.3f GiB)", idx, (unsigned long long)d->nseq,
-                       12.0 * (double)d->nseq / 1073741824.0);
+        return err_msg("%s: out of memory for the sizes and offsets of %llu sequences (%.3f GiB)", idx,
+                       (unsigned long long)d->nseq, 12.0 * (double)d->nseq / 1073741824.0);
     uint64_t expect = 0;
     for (uint64_t i = 0; i < d->nseq; i++) {
         int32_t sz = rd32(sizes + 4 * i);
@@ -102,8 +103,8 @@ static int check_idx_arrays(dataset *d, const unsigned char *b, const char *idx,
     for (uint64_t i = 0; i < d->ndoc; i++) {
         uint64_t v = rd64(docs + 8 * i);
         if (v < prev || v > d->nseq || (i == 0 && v != 0))
-            return err_msg("%s: document index %llu: %llu is out of order or beyond %llu sequences", idx, (unsigned long long)i,
-                           (unsigned long long)v, (unsigned long long)d->nseq);
+            return err_msg("%s: document index %llu: %llu is out of order or beyond %llu sequences", idx,
+                           (unsigned long long)i, (unsigned long long)v, (unsigned long long)d->nseq);
         prev = v;
     }
     *bytes = expect;
@@ -118,10 +119,11 @@ static int map_bin(dataset *d, const char *bin, uint64_t bytes)
     struct stat st;
     int rc = 0;
     if (fstat(fd, &st) != 0) rc = err_msg("'%s': %s", bin, strerror(errno));
-    else if (!S_ISREG(st.st_mode)) rc = err_msg("'%s' is %s, expected a file", bin, S_ISDIR(st.st_mode) ? "a directory" : "not a regular file");
+    else if (!S_ISREG(st.st_mode))
+        rc = err_msg("'%s' is %s, expected a file", bin, S_ISDIR(st.st_mode) ? "a directory" : "not a regular file");
     else if (bytes > (uint64_t)st.st_size)
-        rc = err_msg("%s: %lld bytes, but the index describes %llu bytes of tokens: truncated", bin, (long long)st.st_size,
-                     (unsigned long long)bytes);
+        rc = err_msg("%s: %lld bytes, but the index describes %llu bytes of tokens: truncated", bin,
+                     (long long)st.st_size, (unsigned long long)bytes);
     if (rc == 0 && bytes > 0) {
         void *map = mmap(NULL, (size_t)bytes, PROT_READ, MAP_PRIVATE, fd, 0);
         if (map == MAP_FAILED) rc = err_msg("'%s': cannot map: %s", bin, strerror(errno));
@@ -177,15 +179,16 @@ int dataset_batch(const dataset *d, unsigned long long seed, long step, int micr
                   int T, int V)
 {
     if (d->ntokens < (uint64_t)T + 1)
-        return err_msg("%s: %llu tokens, fewer than one window of %d", d->prefix, (unsigned long long)d->ntokens, T + 1);
+        return err_msg("%s: %llu tokens, fewer than one window of %d", d->prefix, (unsigned long long)d->ntokens,
+                       T + 1);
     uint64_t nwin = d->ntokens - (uint64_t)T;
     for (int b = 0; b < B; b++) {
         uint64_t start = draw(seed, step, micro, b) % nwin;
         for (int t = 0; t <= T; t++) {
             int tok = dataset_token(d, start + (uint64_t)t);
             if (tok < 0 || tok >= V)
-                return err_msg("%s.bin: token %d at position %llu is outside the model's vocabulary (0..%d)", d->prefix, tok,
-                               (unsigned long long)(start + (uint64_t)t), V - 1);
+                return err_msg("%s.bin: token %d at position %llu is outside the model's vocabulary (0..%d)", d->prefix,
+                               tok, (unsigned long long)(start + (uint64_t)t), V - 1);
             if (t < T) inputs[b * T + t] = tok;
             if (t > 0) targets[b * T + t - 1] = tok;
         }
@@ -226,7 +229,8 @@ static int append_document(FILE *fb, const char *bin, const char *file, uint64_t
     }
     if (rc == 0 && ferror(f)) rc = err_msg("'%s': read error", file);
     fclose(f);
-    if (rc == 0 && *n > INT32_MAX) rc = err_msg("'%s': %llu bytes; a document holds at most 2^31-1 tokens", file, (unsigned long long)*n);
+    if (rc == 0 && *n > INT32_MAX)
+        rc = err_msg("'%s': %llu bytes; a document holds at most 2^31-1 tokens", file, (unsigned long long)*n);
     return rc;
 }
 

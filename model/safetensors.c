@@ -26,7 +26,8 @@ static void ws(jp *p)
 
 static int jfail(jp *p, const char *what)
 {
-    if (!p->failed) err_msg("%s: malformed safetensors header: %s at header byte %ld", p->path, what, (long)(p->s - p->start));
+    if (!p->failed)
+        err_msg("%s: malformed safetensors header: %s at header byte %ld", p->path, what, (long)(p->s - p->start));
     p->failed = 1;
     return -1;
 }
@@ -150,7 +151,10 @@ static int parse_tensor(jp *p, st_tensor *t)
         } else if (strcmp(key, "data_offsets") == 0) {
             uint64_t o[2];
             int n;
-            if (juint_array(p, o, 2, &n) != 0 || n != 2) { free(key); return jfail(p, "data_offsets needs two numbers"); }
+            if (juint_array(p, o, 2, &n) != 0 || n != 2) {
+                free(key);
+                return jfail(p, "data_offsets needs two numbers");
+            }
             t->begin = o[0], t->end = o[1];
             have |= 4;
         } else {
@@ -206,7 +210,8 @@ static size_t dtype_bytes(const char *d)
     if (!strcmp(d, "F32") || !strcmp(d, "I32") || !strcmp(d, "U32")) return 4;
     if (!strcmp(d, "F16") || !strcmp(d, "BF16") || !strcmp(d, "I16") || !strcmp(d, "U16")) return 2;
     if (!strcmp(d, "F64") || !strcmp(d, "I64") || !strcmp(d, "U64")) return 8;
-    if (!strcmp(d, "BOOL") || !strcmp(d, "U8") || !strcmp(d, "I8") || !strcmp(d, "F8_E4M3") || !strcmp(d, "F8_E5M2")) return 1;
+    if (!strcmp(d, "BOOL") || !strcmp(d, "U8") || !strcmp(d, "I8") || !strcmp(d, "F8_E4M3") || !strcmp(d, "F8_E5M2"))
+        return 1;
     return 0;
 }
 
@@ -218,11 +223,13 @@ static int check_tensor(const st_file *f, const st_tensor *t)
     uint64_t count = 1;
     for (int i = 0; i < t->ndim; i++) {
         uint64_t d = (uint64_t)t->shape[i];
-        if (d != 0 && count > UINT64_MAX / d / eb) return err_msg("%s: tensor '%s': its shape overflows 64 bits", f->path, t->name);
+        if (d != 0 && count > UINT64_MAX / d / eb)
+            return err_msg("%s: tensor '%s': its shape overflows 64 bits", f->path, t->name);
         count *= d;
     }
     if (t->end < t->begin || t->end > f->data_bytes || t->end - t->begin != count * eb)
-        return err_msg("%s: tensor '%s' (%s, %llu elements) has data_offsets [%llu, %llu] that do not fit its size or the file's %llu data bytes",
+        return err_msg("%s: tensor '%s' (%s, %llu elements) has data_offsets [%llu, %llu] that do not fit its size or "
+                       "the file's %llu data bytes",
                        f->path, t->name, t->dtype, (unsigned long long)count, (unsigned long long)t->begin,
                        (unsigned long long)t->end, (unsigned long long)f->data_bytes);
     return 0;
@@ -247,11 +254,11 @@ static int check_layout(const st_file *f)
     int rc = 0;
     for (int i = 0; i < f->n && rc == 0; i++) {
         if (o[i]->begin < at)
-            rc = err_msg("%s: tensors '%s' and '%s' share data bytes (offsets %llu..%llu)", f->path, o[i - 1]->name, o[i]->name,
-                         (unsigned long long)o[i]->begin, (unsigned long long)at);
+            rc = err_msg("%s: tensors '%s' and '%s' share data bytes (offsets %llu..%llu)", f->path, o[i - 1]->name,
+                         o[i]->name, (unsigned long long)o[i]->begin, (unsigned long long)at);
         else if (o[i]->begin > at)
-            rc = err_msg("%s: bytes %llu..%llu of the data belong to no tensor (before '%s')", f->path, (unsigned long long)at,
-                         (unsigned long long)o[i]->begin, o[i]->name);
+            rc = err_msg("%s: bytes %llu..%llu of the data belong to no tensor (before '%s')", f->path,
+                         (unsigned long long)at, (unsigned long long)o[i]->begin, o[i]->name);
         at = o[i]->end;
     }
     if (rc == 0 && at != f->data_bytes)
@@ -400,8 +407,10 @@ static const st_tensor *tensor_shaped(const st_file *f, const char *name, const 
     for (int i = 0; same && i < ndim; i++) same = t->shape[i] == shape[i];
     if (!same) {
         char want[96] = "", got[96] = "";
-        for (int i = 0; i < ndim; i++) snprintf(want + strlen(want), sizeof want - strlen(want), "%s%lld", i ? "," : "", (long long)shape[i]);
-        for (int i = 0; i < t->ndim; i++) snprintf(got + strlen(got), sizeof got - strlen(got), "%s%lld", i ? "," : "", (long long)t->shape[i]);
+        for (int i = 0; i < ndim; i++)
+            snprintf(want + strlen(want), sizeof want - strlen(want), "%s%lld", i ? "," : "", (long long)shape[i]);
+        for (int i = 0; i < t->ndim; i++)
+            snprintf(got + strlen(got), sizeof got - strlen(got), "%s%lld", i ? "," : "", (long long)t->shape[i]);
         err_msg("%s: tensor '%s' has shape [%s], the model needs [%s]", f->path, name, got, want);
         return NULL;
     }
@@ -432,8 +441,8 @@ static float elem_f32(const st_file *f, const st_tensor *t, size_t i)
 
 static int nonfinite_error(const st_file *f, const char *name, size_t bad, size_t count, size_t first, double v)
 {
-    return err_msg("%s: tensor '%s': %zu of %zu values are not finite (the first, element %zu, is %g)", f->path, name, bad,
-                   count, first, v);
+    return err_msg("%s: tensor '%s': %zu of %zu values are not finite (the first, element %zu, is %g)", f->path, name,
+                   bad, count, first, v);
 }
 
 int st_read_f32(const st_file *f, const char *name, float *out, const int64_t *shape, int ndim)

@@ -134,17 +134,22 @@ static int megatron_check(const sampler *sp)
 {
     const dataset *d = sp->d;
     if (sp->seed > 0xffffffffULL)
-        return err_msg("flag '--seed': %llu is not a Megatron-LM seed (numpy.random.RandomState takes 0..4294967295); use a smaller --seed, or --sampler random",
+        return err_msg("flag '--seed': %llu is not a Megatron-LM seed (numpy.random.RandomState takes 0..4294967295); "
+                       "use a smaller --seed, or --sampler random",
                        sp->seed);
     if (sp->T < 2)
-        return err_msg("flag '--seq': %d; Megatron-LM's build_sample_idx needs a sequence length of at least 2 (or use --sampler random)", sp->T);
+        return err_msg("flag '--seq': %d; Megatron-LM's build_sample_idx needs a sequence length of at least 2 (or use "
+                       "--sampler random)",
+                       sp->T);
     if (d->ntokens < (uint64_t)sp->T + 1)
         return err_msg("%s: %llu tokens, fewer than one sample of %d (--seq %d and the extra token)", d->prefix,
                        (unsigned long long)d->ntokens, sp->T + 1, sp->T);
     if (d->nseq > INT32_MAX)
-        return err_msg("%s: %llu sequences; Megatron-LM's document ids are int32", d->prefix, (unsigned long long)d->nseq);
+        return err_msg("%s: %llu sequences; Megatron-LM's document ids are int32", d->prefix,
+                       (unsigned long long)d->nseq);
     if (sp->num_samples > ((1ULL << 62) - 1) / (uint64_t)sp->T)
-        return err_msg("%s: %llu samples of %d tokens are more tokens than 2^62", d->prefix, (unsigned long long)sp->num_samples, sp->T);
+        return err_msg("%s: %llu samples of %d tokens are more tokens than 2^62", d->prefix,
+                       (unsigned long long)sp->num_samples, sp->T);
     return 0;
 }
 
@@ -157,8 +162,10 @@ static int megatron_plan(sampler *sp, uint64_t *first_shuffle)
     uint64_t epochs = (requested + tpe - 1) / tpe;
     if (epochs < 1) epochs = 1;
     if (epochs > INT32_MAX || epochs * d->nseq > IDX_MAX_ENTRIES)
-        return err_msg("%s: %llu samples of %d tokens take %llu epochs of %llu sequences: a document index past 2^32 entries is not supported",
-                       d->prefix, (unsigned long long)sp->num_samples, sp->T, (unsigned long long)epochs, (unsigned long long)d->nseq);
+        return err_msg("%s: %llu samples of %d tokens take %llu epochs of %llu sequences: a document index past 2^32 "
+                       "entries is not supported",
+                       d->prefix, (unsigned long long)sp->num_samples, sp->T, (unsigned long long)epochs,
+                       (unsigned long long)d->nseq);
     sp->tokens_per_epoch = tpe;
     sp->num_epochs = (int)epochs;
     sp->ndocument_index = epochs * d->nseq;
@@ -172,8 +179,9 @@ static int megatron_plan(sampler *sp, uint64_t *first_shuffle)
         const uint64_t sans_final = ((epochs - 1) * tpe - 1) / T, per_epoch = (tpe - 1) / T;
         const int64_t from_final = (int64_t)sp->num_samples - (int64_t)sans_final;
         if (from_final < 0 || from_final > (int64_t)per_epoch + 1) /* Megatron asserts both */
-            return err_msg("%s: %lld samples from the final epoch of %llu: Megatron-LM's GPTDataset would fail its assertion", d->prefix,
-                           (long long)from_final, (unsigned long long)per_epoch);
+            return err_msg(
+                "%s: %lld samples from the final epoch of %llu: Megatron-LM's GPTDataset would fail its assertion",
+                d->prefix, (long long)from_final, (unsigned long long)per_epoch);
         sp->separate_final_epoch = from_final < (int64_t)(0.80 * (double)per_epoch);
         if (sp->separate_final_epoch) *first_shuffle = sans_final;
     }
@@ -184,10 +192,12 @@ static int megatron_plan(sampler *sp, uint64_t *first_shuffle)
  * sample_index row, 4 a shuffle_index entry. */
 static double planned_bytes(const sampler *sp)
 {
-    return 4.0 * (double)sp->ndocument_index + 8.0 * (double)(sp->num_samples_built + 1) + 4.0 * (double)sp->num_samples_built;
+    return 4.0 * (double)sp->ndocument_index + 8.0 * (double)(sp->num_samples_built + 1) +
+           4.0 * (double)sp->num_samples_built;
 }
 
-int sampler_index_bytes(sampler_kind k, const dataset *d, int T, uint64_t num_samples, unsigned long long seed, double *bytes)
+int sampler_index_bytes(sampler_kind k, const dataset *d, int T, uint64_t num_samples, unsigned long long seed,
+                        double *bytes)
 {
     sampler sp = {.kind = k, .d = d, .T = T, .seed = seed, .num_samples = num_samples};
     uint64_t first_shuffle;
@@ -214,8 +224,8 @@ static int megatron_alloc(sampler *sp)
 {
     const double bytes = planned_bytes(sp);
     char what[1200];
-    snprintf(what, sizeof what, "the Megatron sample order of %s (%d epochs, %llu samples)", sp->d->prefix, sp->num_epochs,
-             (unsigned long long)sp->num_samples_built);
+    snprintf(what, sizeof what, "the Megatron sample order of %s (%d epochs, %llu samples)", sp->d->prefix,
+             sp->num_epochs, (unsigned long long)sp->num_samples_built);
     if (mem_check_fits(bytes, what) != 0) return CB_EFAIL;
     sp->document_index = index_alloc(sp->ndocument_index * sizeof *sp->document_index);
     sp->sample_index = index_alloc((sp->num_samples_built + 1) * 2 * sizeof *sp->sample_index);
@@ -261,7 +271,8 @@ static void build_sample_index(sampler *sp)
             if (remaining <= 0) {
                 off += remaining + len - 1;
                 remaining = 0;
-            } else if (pos == sp->ndocument_index - 1) { /* out of documents: unreachable when dropping the last partial sample */
+            } else if (pos == sp->ndocument_index - 1) {
+                /* out of documents: unreachable when dropping the last partial sample */
                 off = sizes[doc[pos]] - 1;
                 break;
             } else {
@@ -297,8 +308,10 @@ int sampler_init(sampler *sp, sampler_kind k, const dataset *d, int T, uint64_t 
     const double bytes = planned_bytes(sp), t0 = timer_now_s();
     const int tell = bytes >= SAMPLER_TELL_BYTES && err_rank() == 0;
     if (tell)
-        fprintf(stderr, "costbench train: building the Megatron sample order of %s: %d epochs, %llu samples, %.1f GiB of indices\n", d->prefix,
-                sp->num_epochs, (unsigned long long)sp->num_samples_built, bytes / 1073741824.0);
+        fprintf(
+            stderr,
+            "costbench train: building the Megatron sample order of %s: %d epochs, %llu samples, %.1f GiB of indices\n",
+            d->prefix, sp->num_epochs, (unsigned long long)sp->num_samples_built, bytes / 1073741824.0);
     mt19937 rng; /* numpy.random.RandomState(seed), used by the document index, then the shuffle index */
     mt19937_seed(&rng, (uint32_t)seed);
     build_document_index(sp, &rng);
@@ -339,21 +352,23 @@ static int read_sample(const sampler *sp, uint64_t k, int *in, int *tg, int V)
             const uint64_t at = d->seq_start[seq] + o;
             const int tok = dataset_token(d, at);
             if (V > 0 && (tok < 0 || tok >= V))
-                return err_msg("%s.bin: token %d at position %llu is outside the model's vocabulary (0..%d)", d->prefix, tok,
-                               (unsigned long long)at, V - 1);
+                return err_msg("%s.bin: token %d at position %llu is outside the model's vocabulary (0..%d)", d->prefix,
+                               tok, (unsigned long long)at, V - 1);
             if (t < T) in[t] = tok;
             if (t > 0) tg[t - 1] = tok;
         }
     }
     if (t != T + 1)
-        return err_msg("%s: Megatron sample %llu holds %d tokens, not %d: inconsistent sample index", d->prefix, (unsigned long long)k, t, T + 1);
+        return err_msg("%s: Megatron sample %llu holds %d tokens, not %d: inconsistent sample index", d->prefix,
+                       (unsigned long long)k, t, T + 1);
     return 0;
 }
 
 int sampler_sample(const sampler *sp, uint64_t k, int *tokens)
 {
     if (sp->kind != SAMPLER_MEGATRON || k >= sp->num_samples_built)
-        return err_msg("%s: no Megatron sample %llu (%llu built)", sp->d->prefix, (unsigned long long)k, (unsigned long long)sp->num_samples_built);
+        return err_msg("%s: no Megatron sample %llu (%llu built)", sp->d->prefix, (unsigned long long)k,
+                       (unsigned long long)sp->num_samples_built);
     return read_sample(sp, k, tokens, tokens + 1, 0); /* token t lands in tokens[t] either way */
 }
 
@@ -364,8 +379,8 @@ int sampler_batch(const sampler *sp, long step, int micro, int B, int G, int *in
     for (int b = 0; b < B; b++) {
         const uint64_t k = first + (uint64_t)b;
         if (k >= sp->num_samples)
-            return err_msg("%s: step %ld reads sample %llu, past the %llu samples the Megatron order was built for", sp->d->prefix, step + 1,
-                           (unsigned long long)k, (unsigned long long)sp->num_samples);
+            return err_msg("%s: step %ld reads sample %llu, past the %llu samples the Megatron order was built for",
+                           sp->d->prefix, step + 1, (unsigned long long)k, (unsigned long long)sp->num_samples);
         if (read_sample(sp, k, inputs + (size_t)b * sp->T, targets + (size_t)b * sp->T, V) != 0) return CB_EFAIL;
     }
     return 0;
@@ -374,13 +389,16 @@ int sampler_batch(const sampler *sp, long step, int micro, int B, int G, int *in
 void sampler_describe(const sampler *sp, char *buf, size_t n)
 {
     if (sp->kind == SAMPLER_RANDOM) {
-        snprintf(buf, n, "sampler random: windows of %d tokens at hashed positions of %s's whole token stream (seed %llu)", sp->T + 1,
-                 sp->d->prefix, sp->seed);
+        snprintf(buf, n,
+                 "sampler random: windows of %d tokens at hashed positions of %s's whole token stream (seed %llu)",
+                 sp->T + 1, sp->d->prefix, sp->seed);
         return;
     }
     snprintf(buf, n,
-             "sampler megatron: %s GPTDataset order over %s (%llu sequences as documents, %llu tokens an epoch): %d epoch%s%s, %llu samples of %d tokens indexed, the first %llu read, seed %llu",
-             MEGATRON_VERSION, sp->d->prefix, (unsigned long long)sp->d->nseq, (unsigned long long)sp->tokens_per_epoch, sp->num_epochs,
-             sp->num_epochs == 1 ? "" : "s", sp->separate_final_epoch ? " (the final one shuffled apart)" : "",
+             "sampler megatron: %s GPTDataset order over %s (%llu sequences as documents, %llu tokens an epoch): %d "
+             "epoch%s%s, %llu samples of %d tokens indexed, the first %llu read, seed %llu",
+             MEGATRON_VERSION, sp->d->prefix, (unsigned long long)sp->d->nseq, (unsigned long long)sp->tokens_per_epoch,
+             sp->num_epochs, sp->num_epochs == 1 ? "" : "s",
+             sp->separate_final_epoch ? " (the final one shuffled apart)" : "",
              (unsigned long long)sp->num_samples_built, sp->T + 1, (unsigned long long)sp->num_samples, sp->seed);
 }

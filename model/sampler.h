@@ -73,7 +73,8 @@ void sampler_free(sampler *sp);
 /* The bytes sampler_init(k, d, T, num_samples, seed) allocates for its indices, computed from the
  * dataset's sequence and token counts before anything is built (0 for random), for the memory
  * estimate. Returns 0, or CB_EFAIL (one line) for what sampler_init refuses. */
-int sampler_index_bytes(sampler_kind k, const dataset *d, int T, uint64_t num_samples, unsigned long long seed, double *bytes);
+int sampler_index_bytes(sampler_kind k, const dataset *d, int T, uint64_t num_samples, unsigned long long seed,
+                        double *bytes);
 /* B rows of micro-batch `micro` (0 <= micro < G/B, over all ranks) of 0-based step `step`, G
  * samples a step: inputs the first T tokens of each sample, targets the last T (each (B, T)).
  * random delegates to dataset_batch(seed, step, micro); megatron reads samples step G + micro B

@@ -16,7 +16,7 @@ typedef struct {
     scale_points meas;     /* its point */
     scale_fit fit;
     double mfu_cal;        /* its compute MFU (model FLOPs) */
-    double eff_cal;        /* its compute efficiency in hardware FLOPs (= mfu_cal without recomputation): what carries */
+    double eff_cal; /* its compute efficiency in hardware FLOPs (= mfu_cal without recomputation): what carries */
     double e_cal;          /* the share of the dense peak its GEMMs reach (calibration.h) */
     int clamped;           /* 0: the step model has no range to leave (kept for its callers) */
     char where[4100];      /* "FILE:LINE" of the row, the lead of every message about it */
@@ -47,13 +47,14 @@ int calib_point_add(scale_points *pl, const scale_model *s, long nodes, double s
  * measured on this machine (instance "this machine") runs on the peak it records (peak_gflops).
  * Returns 0 or CB_EUSAGE after one error line: the row's "FILE:LINE: ..." whatever rejects it (a
  * bad flag value: "flag '--calibrate': ..."). */
-int calib_row_load(calib_row *c, const char *spec, const calib_env *env, const scale_model *defaults, const scale_eff_curve *eff,
-                   double tol_pct);
+int calib_row_load(calib_row *c, const char *spec, const calib_env *env, const scale_model *defaults,
+                   const scale_eff_curve *eff, double tol_pct);
 /* The row's framework efficiency carried to `target` (calibration.h's calib_fit_carry): the
  * target's compute efficiency in hardware FLOPs into *eff_t (its GEMMs' share of the peak into
  * *e_target, may be NULL; *clamped 0); the target's t_mb is then scale_t_mb_from_peak(target,
  * *eff_t) = t_device(target) / phi. Returns 0, or CB_EUSAGE after one error naming the row when
  * the carry comes out above 100% of the peak or the target has no device time. */
-int calib_row_carry(const calib_row *c, const scale_model *target, const scale_eff_curve *eff, double *eff_t, int *clamped, double *e_target);
+int calib_row_carry(const calib_row *c, const scale_model *target, const scale_eff_curve *eff, double *eff_t,
+                    int *clamped, double *e_target);
 
 #endif

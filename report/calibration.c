@@ -12,7 +12,8 @@
 
 void calib_kn_describe(const scale_model *s, char *buf, size_t n)
 {
-    snprintf(buf, n, "K %g, N %g (micro-batch %ld x seq %ld / tp %d)", scale_eff_k(s), scale_eff_n(s), s->micro_batch, s->seq, s->tp);
+    snprintf(buf, n, "K %g, N %g (micro-batch %ld x seq %ld / tp %d)", scale_eff_k(s), scale_eff_n(s), s->micro_batch,
+             s->seq, s->tp);
 }
 
 /* Why a fitted model misses its point: what the step costs without any compute against the
@@ -25,22 +26,26 @@ static void fit_miss_reason(const calib_fit *c, double tol_pct, char *why, size_
     scale_eval(&s0, c->nodes, &p0);
     scale_eval(&c->cal, c->nodes, &p);
     double step = (double)p0.global_batch / c->seq_per_s, comm = p0.tp_s + p0.bubble_s + p0.exposed_s;
-    int len = snprintf(why, n, "the model does not reproduce the row within %g%%: it gives %.4g seq/s against %.4g (%+.1f%%): ", tol_pct,
-                       p.seq_per_s, c->seq_per_s, 100.0 * (p.seq_per_s / c->seq_per_s - 1.0));
+    int len = snprintf(why, n,
+                       "the model does not reproduce the row within %g%%: it gives %.4g seq/s against %.4g (%+.1f%%): ",
+                       tol_pct, p.seq_per_s, c->seq_per_s, 100.0 * (p.seq_per_s / c->seq_per_s - 1.0));
     if (len < 0 || (size_t)len >= n) return;
     if (comm + p0.optimizer_s >= step)
         snprintf(why + len, n - (size_t)len,
-                 "its communication (data-parallel %.4g s%s, tensor-parallel %.4g s) and optimizer pass (%.4g s) alone take more "
+                 "its communication (data-parallel %.4g s%s, tensor-parallel %.4g s) and optimizer pass (%.4g s) alone "
+                 "take more "
                  "than the measured step of %.4g s at %ld nodes: the step model misses an overlap or a faster path",
-                 p0.dp_s, c->cal.zero == 3 ? ", ZeRO-3 gathering the weights in every micro-batch" : "", p0.tp_s + p0.bubble_s,
-                 p0.optimizer_s, step, c->nodes);
+                 p0.dp_s, c->cal.zero == 3 ? ", ZeRO-3 gathering the weights in every micro-batch" : "",
+                 p0.tp_s + p0.bubble_s, p0.optimizer_s, step, c->nodes);
     else if (c->fit.at_bound[SP_COMPUTE] || c->cal.t_mb_s <= 1.0001 * c->fit.lo[SP_COMPUTE])
-        snprintf(why + len, n - (size_t)len, "its compute would need more than 100%% of the dense peak (%.4g s per micro-batch at the peak)",
+        snprintf(why + len, n - (size_t)len,
+                 "its compute would need more than 100%% of the dense peak (%.4g s per micro-batch at the peak)",
                  c->fit.lo[SP_COMPUTE]);
     else snprintf(why + len, n - (size_t)len, "the least-squares fit did not converge");
 }
 
-int calib_fit_point(calib_fit *c, const char *src, int line, const scale_eff_curve *eff, double tol_pct, char *why, size_t n)
+int calib_fit_point(calib_fit *c, const char *src, int line, const scale_eff_curve *eff, double tol_pct, char *why,
+                    size_t n)
 {
     why[0] = '\0';
     c->meas = (scale_points){.n = 1};
@@ -60,18 +65,25 @@ int calib_fit_point(calib_fit *c, const char *src, int line, const scale_eff_cur
     c->eff_cal = scale_stage_flops(&c->cal, 1) / (c->cal.t_mb_s * peak);
     c->mfu_cal = scale_stage_flops(&c->cal, 0) / (c->cal.t_mb_s * peak);
     if (!(c->eff_cal > 0 && c->eff_cal <= 1))
-        return snprintf(why, n, "the row's compute efficiency comes out %.4g%% of the peak, outside (0, 100%%]", 100 * c->eff_cal), CB_EUSAGE;
+        return snprintf(why, n, "the row's compute efficiency comes out %.4g%% of the peak, outside (0, 100%%]",
+                        100 * c->eff_cal),
+               CB_EUSAGE;
     c->clamped = 0;
     c->cal.gemm_curve = eff;
     double t_dev = step_t_mb_device(&c->cal, NULL);
     c->phi_cal = t_dev / c->cal.t_mb_s;
     c->e_cal = calib_gemm_share(&c->cal, c->phi_cal);
     if (!(c->phi_cal > 0) || !isfinite(c->phi_cal))
-        return snprintf(why, n, "the step model has no device time for the row (its device's peak or memory bandwidth is unknown)"), CB_EUSAGE;
+        return snprintf(
+                   why, n,
+                   "the step model has no device time for the row (its device's peak or memory bandwidth is unknown)"),
+               CB_EUSAGE;
     if (c->e_cal > 1.0)
         return snprintf(why, n,
-                        "the row implies its GEMMs run at %.4g%% of the dense peak (the device's large-GEMM share %.4g x the framework "
-                        "efficiency %.4g needed to reproduce the step), above 100%%: the row is faster than the model's physics "
+                        "the row implies its GEMMs run at %.4g%% of the dense peak (the device's large-GEMM share %.4g "
+                        "x the framework "
+                        "efficiency %.4g needed to reproduce the step), above 100%%: the row is faster than the "
+                        "model's physics "
                         "allows (a term it lacks: an overlap, a faster kernel; or a wrong row)",
                         100 * c->e_cal, c->e_cal / c->phi_cal, c->phi_cal),
                CB_EUSAGE;
@@ -84,8 +96,8 @@ double calib_gemm_share(const scale_model *s, double phi)
     return g * phi;
 }
 
-int calib_fit_carry(const calib_fit *c, const scale_model *target, const scale_eff_curve *eff, double *eff_t, int *clamped, double *e_t,
-                    char *why, size_t n)
+int calib_fit_carry(const calib_fit *c, const scale_model *target, const scale_eff_curve *eff, double *eff_t,
+                    int *clamped, double *e_t, char *why, size_t n)
 {
     why[0] = '\0';
     *clamped = 0;
@@ -96,13 +108,16 @@ int calib_fit_carry(const calib_fit *c, const scale_model *target, const scale_e
     if (e_t) *e_t = e;
     *eff_t = scale_stage_flops(&t, 1) / (t_mb * scale_stage_peak(&t));
     if (!isfinite(t_mb))
-        return snprintf(why, n, "the step model has no device time for the target (its device's peak or memory bandwidth is unknown)"),
+        return snprintf(why, n,
+                        "the step model has no device time for the target (its device's peak or memory bandwidth is "
+                        "unknown)"),
                CB_EUSAGE;
     if (*eff_t <= 1 && e <= 1) return 0;
     char kn[256];
     calib_kn_describe(target, kn, sizeof kn);
     snprintf(why, n,
-             "the calibration's framework efficiency %.4g carried to the target's %s on %s gives %.4g%% of the dense peak in hardware "
+             "the calibration's framework efficiency %.4g carried to the target's %s on %s gives %.4g%% of the dense "
+             "peak in hardware "
              "FLOPs (its GEMMs at %.4g%%), above 100%%: the row and the target differ by a term the model lacks",
              c->phi_cal, kn, t.hw.instance, 100 * *eff_t, 100 * e);
     return CB_EUSAGE;
@@ -119,7 +134,8 @@ static double tokens_per_device(const scale_model *s, long nodes)
     return (double)p.global_batch * (double)s->seq / devices;
 }
 
-calib_case calib_case_of(const scale_model *cal, long cal_nodes, const scale_model *target, long nodes, char *why, size_t n)
+calib_case calib_case_of(const scale_model *cal, long cal_nodes, const scale_model *target, long nodes, char *why,
+                         size_t n)
 {
     char tmp[256];
     if (!why) why = tmp, n = sizeof tmp;
@@ -192,33 +208,42 @@ static int overhead_determined(const joint_ctx *c, double phi)
     calib_joint a = {.phi = phi}, b = {.phi = phi, .overhead_s = 0.01 * mean_step};
     double lo = INFINITY, hi = -INFINITY;
     for (int i = 0; i < c->n; i++) {
-        double r = calib_joint_predict(&b, &c->rows[i], c->nodes[i]) / calib_joint_predict(&a, &c->rows[i], c->nodes[i]);
+        double r =
+            calib_joint_predict(&b, &c->rows[i], c->nodes[i]) / calib_joint_predict(&a, &c->rows[i], c->nodes[i]);
         lo = fmin(lo, r), hi = fmax(hi, r);
     }
     return hi / lo - 1.0 >= 0.002;
 }
 
-int calib_fit_joint(const scale_model *rows, const long *nodes, const double *seq_per_s, int n, calib_joint *out, char *why, size_t wn)
+int calib_fit_joint(const scale_model *rows, const long *nodes, const double *seq_per_s, int n, calib_joint *out,
+                    char *why, size_t wn)
 {
     memset(out, 0, sizeof *out);
     why[0] = '\0';
-    if (n < 1 || n > CALIB_JOINT_MAX) return snprintf(why, wn, "%d rows, expected 1 to %d", n, CALIB_JOINT_MAX), CB_EUSAGE;
+    if (n < 1 || n > CALIB_JOINT_MAX)
+        return snprintf(why, wn, "%d rows, expected 1 to %d", n, CALIB_JOINT_MAX), CB_EUSAGE;
     for (int i = 0; i < n; i++)
         if (!isfinite(step_t_mb_device(&rows[i], NULL)))
-            return snprintf(why, wn, "row %d: the step model has no device time for it (its device's peak is unknown)", i + 1), CB_EUSAGE;
+            return snprintf(why, wn, "row %d: the step model has no device time for it (its device's peak is unknown)",
+                            i + 1),
+                   CB_EUSAGE;
     joint_ctx c = {rows, nodes, seq_per_s, n, 0, INFINITY};
     for (int i = 0; i < n; i++) c.phi_max = fmin(c.phi_max, 1.0 / calib_gemm_share(&rows[i], 1.0));
     double x[2] = {0, 0};
     stats_fit_result r;
-    if (stats_fit_nls(joint_residuals, &c, 1, n, x, &r) != 0) return snprintf(why, wn, "the fit of phi did not converge"), CB_EUSAGE;
+    if (stats_fit_nls(joint_residuals, &c, 1, n, x, &r) != 0)
+        return snprintf(why, wn, "the fit of phi did not converge"), CB_EUSAGE;
     /* d phi / dx = phi (1 - phi / phi_max) */
-    out->phi = joint_phi(&c, x[0]), out->phi_se = n > 1 ? r.se[0] * out->phi * (1 - out->phi / c.phi_max) : NAN, out->overhead_se = NAN;
+    out->phi = joint_phi(&c, x[0]), out->phi_se = n > 1 ? r.se[0] * out->phi * (1 - out->phi / c.phi_max) : NAN,
+    out->overhead_se = NAN;
     if (overhead_determined(&c, out->phi)) {
         c.with_overhead = 1;
         x[1] = 0.1;
-        if (stats_fit_nls(joint_residuals, &c, 2, n, x, &r) != 0) return snprintf(why, wn, "the fit of phi and the overhead did not converge"), CB_EUSAGE;
+        if (stats_fit_nls(joint_residuals, &c, 2, n, x, &r) != 0)
+            return snprintf(why, wn, "the fit of phi and the overhead did not converge"), CB_EUSAGE;
         out->phi = joint_phi(&c, x[0]), out->overhead_s = x[1] * x[1], out->overhead_fitted = 1;
-        out->phi_se = n > 2 ? r.se[0] * out->phi * (1 - out->phi / c.phi_max) : NAN, out->overhead_se = n > 2 ? r.se[1] * 2.0 * fabs(x[1]) : NAN;
+        out->phi_se = n > 2 ? r.se[0] * out->phi * (1 - out->phi / c.phi_max) : NAN,
+        out->overhead_se = n > 2 ? r.se[1] * 2.0 * fabs(x[1]) : NAN;
     }
     out->n = n;
     double ss = 0;

@@ -37,15 +37,16 @@ typedef struct {
  * verified within tol_pct; then eff_cal, mfu_cal and e_cal on `eff`. Returns 0, or CB_EUSAGE with
  * the reason in why: the model cannot reproduce the run (its modelled communication or optimizer
  * pass alone take longer than the measured step; it would need more than 100% of the peak). */
-int calib_fit_point(calib_fit *c, const char *src, int line, const scale_eff_curve *eff, double tol_pct, char *why, size_t n);
+int calib_fit_point(calib_fit *c, const char *src, int line, const scale_eff_curve *eff, double tol_pct, char *why,
+                    size_t n);
 
 /* The calibration's phi carried to `target`: its compute efficiency in hardware FLOPs into *eff_t
  * (calib_t_mb turns it into t_device(target) / phi), the share of the peak its GEMMs reach into
  * *e_t (may be NULL); *clamped 0 (the device model has no range to leave). Returns 0, or CB_EUSAGE
  * with the reason in why when the target has no device time or the carry comes out above 100% of
  * the peak. */
-int calib_fit_carry(const calib_fit *c, const scale_model *target, const scale_eff_curve *eff, double *eff_t, int *clamped, double *e_t,
-                    char *why, size_t n);
+int calib_fit_carry(const calib_fit *c, const scale_model *target, const scale_eff_curve *eff, double *eff_t,
+                    int *clamped, double *e_t, char *why, size_t n);
 
 /* The share of the dense peak a model's GEMMs reach at framework efficiency phi (its device's
  * gemm_eff x phi; 1 x phi on a measured curve). */
@@ -73,7 +74,8 @@ typedef struct {
 } calib_joint;
 /* Fits rows[0..n) (each configured, t_mb unset) at nodes[i] to seq_per_s[i]. Returns 0, or
  * CB_EUSAGE with the reason in why (no device time for a row; the fit did not converge). */
-int calib_fit_joint(const scale_model *rows, const long *nodes, const double *seq_per_s, int n, calib_joint *out, char *why, size_t wn);
+int calib_fit_joint(const scale_model *rows, const long *nodes, const double *seq_per_s, int n, calib_joint *out,
+                    char *why, size_t wn);
 /* The prediction of a configured model at n nodes with the joint parameters, seq/s. */
 double calib_joint_predict(const calib_joint *j, const scale_model *s, long nodes);
 
@@ -92,7 +94,8 @@ typedef enum { CALIB_NEAR, CALIB_LAYOUT, CALIB_DEVICE } calib_case;
 #define CALIB_BAND_DEVICE_PCT 10.0 /* 8 predictions (Megatron 2020, V100 -> A100), P90 9.9% */
 /* The case of target against the calibration's configuration; what changed into why ("another TP
  * degree (8, calibrated at 1)"; empty for CALIB_NEAR; may be NULL). */
-calib_case calib_case_of(const scale_model *cal, long cal_nodes, const scale_model *target, long nodes, char *why, size_t n);
+calib_case calib_case_of(const scale_model *cal, long cal_nodes, const scale_model *target, long nodes, char *why,
+                         size_t n);
 /* The band, +- percent, of a prediction of target from c. */
 double calib_band_pct(const calib_fit *c, const scale_model *target, long nodes);
 

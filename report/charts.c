@@ -42,7 +42,8 @@ static void mm_title(char *t, size_t n, const char **v, int nv, int transformer)
         return;
     }
     int l = snprintf(t, n, "matmul %s: ", what);
-    for (int i = 0; i < nv && l > 0 && (size_t)l < n; i++) l += snprintf(t + l, n - (size_t)l, "%s%s", i ? ", " : "", *v[i] ? v[i] : "?");
+    for (int i = 0; i < nv && l > 0 && (size_t)l < n; i++)
+        l += snprintf(t + l, n - (size_t)l, "%s%s", i ? ", " : "", *v[i] ? v[i] : "?");
 }
 
 int chart_matmul(const char *path, const chart_mm_point *pts, int n, int transformer, const chart_ref *refs, int nrefs,
@@ -82,8 +83,8 @@ int chart_matmul(const char *path, const chart_mm_point *pts, int n, int transfo
             /* a legend label (keys are under 48 bytes; a long variant name is cut) */
             if (nv > 1) snprintf(labels[s], sizeof labels[s], "%.47s, %.28s", keys[kk], variants[vi]);
             else snprintf(labels[s], sizeof labels[s], "%.47s", keys[kk]);
-            series[ns++] = (plot_series){labels[s], cnt, xs + used, ys + used, transformer, nv > 1 && vi > 0 && !transformer,
-                                         1 + kk % 8};
+            series[ns++] = (plot_series){
+                labels[s], cnt, xs + used, ys + used, transformer, nv > 1 && vi > 0 && !transformer, 1 + kk % 8};
             used += cnt;
         }
     for (int r = 0; r < nrefs && ns < MAX_SERIES; r++) {
@@ -94,14 +95,24 @@ int chart_matmul(const char *path, const chart_mm_point *pts, int n, int transfo
     }
     char title[160];
     mm_title(title, sizeof title, variants, nv, transformer);
-    plot_spec sp = {title, subtitle, transformer ? "FLOPs per call" : "N = tokens per device (rows of X)", "GFLOP/s (median)", 1, 0,
-                    series, ns, NAN, NULL, 0};
+    plot_spec sp = {title,
+                    subtitle,
+                    transformer ? "FLOPs per call" : "N = tokens per device (rows of X)",
+                    "GFLOP/s (median)",
+                    1,
+                    0,
+                    series,
+                    ns,
+                    NAN,
+                    NULL,
+                    0};
     rc = plot_lines(path, &sp);
     free(xs), free(ys);
     return rc;
 }
 
-int chart_runs(const char *path, const char *title, const char *ylabel, const chart_run *runs, int nruns, const char *subtitle)
+int chart_runs(const char *path, const char *title, const char *ylabel, const chart_run *runs, int nruns,
+               const char *subtitle)
 {
     plot_series series[MAX_SERIES];
     int ns = 0;

@@ -43,8 +43,8 @@ static int dev_key_check(const table *t, int row, int col, const char *key)
 {
     for (const char *p = key; *p; p++)
         if (!(islower((unsigned char)*p) || isdigit((unsigned char)*p) || *p == '-'))
-            return err_msg("%s:%d: column '%s': expected a lowercase key (a-z, 0-9, '-'), got '%s'", t->path, t->lines[row],
-                           t->header[col], key);
+            return err_msg("%s:%d: column '%s': expected a lowercase key (a-z, 0-9, '-'), got '%s'", t->path,
+                           t->lines[row], t->header[col], key);
     return 0;
 }
 

@@ -149,13 +149,15 @@ static int plot_scratch_init(plot_scratch *sc, const plot_spec *sp)
     for (int s = 0; s < sp->nseries; s++)
         if ((size_t)sp->series[s].n > nmax) nmax = (size_t)sp->series[s].n;
     sc->n = (int)nl;
-    sc->opt = calloc(nl, sizeof *sc->opt), sc->tcol = calloc(nl, sizeof *sc->tcol), sc->lcol = calloc(nl, sizeof *sc->lcol);
-    sc->lsty = calloc(nl, sizeof *sc->lsty), sc->scol = calloc(nl, sizeof *sc->scol), sc->snum = calloc(nl, sizeof *sc->snum);
+    sc->opt = calloc(nl, sizeof *sc->opt), sc->tcol = calloc(nl, sizeof *sc->tcol),
+    sc->lcol = calloc(nl, sizeof *sc->lcol);
+    sc->lsty = calloc(nl, sizeof *sc->lsty), sc->scol = calloc(nl, sizeof *sc->scol),
+    sc->snum = calloc(nl, sizeof *sc->snum);
     sc->lw = calloc(nl, sizeof *sc->lw), sc->ssc = calloc(nl, sizeof *sc->ssc);
     sc->text = calloc(nl, sizeof *sc->text), sc->sym = calloc(nl, sizeof *sc->sym);
     sc->px = malloc(nmax * sizeof *sc->px), sc->py = malloc(nmax * sizeof *sc->py);
-    if (sc->opt && sc->tcol && sc->lcol && sc->lsty && sc->scol && sc->snum && sc->lw && sc->ssc && sc->text && sc->sym && sc->px &&
-        sc->py)
+    if (sc->opt && sc->tcol && sc->lcol && sc->lsty && sc->scol && sc->snum && sc->lw && sc->ssc && sc->text &&
+        sc->sym && sc->px && sc->py)
         return 0;
     plot_scratch_free(sc);
     return err_msg("out of memory");
@@ -243,7 +245,8 @@ static void plot_series_draw(const plot_spec *sp, const plot_window *w, int s, p
     int lsty = se->dashed == PLOT_LONG_DASH ? 3 : se->dashed ? 2 : 1;
     int m = 0;
     for (int i = 0; i < se->n; i++)
-        if (point_shown(sp, se->x[i], se->y[i])) px[m] = axis_tr(se->x[i], sp->logx), py[m] = axis_tr(se->y[i], sp->logy), m++;
+        if (point_shown(sp, se->x[i], se->y[i]))
+            px[m] = axis_tr(se->x[i], sp->logx), py[m] = axis_tr(se->y[i], sp->logy), m++;
     plcol0(col);
     plwidth(2.5);
     pllsty(lsty);
@@ -294,14 +297,15 @@ static void plot_legend_draw(plot_scratch *sc, const plot_layout *lay)
     if (n == 0) return;
     plwidth(1.0);
     plschr(0, 0.9);
-    pllegend(&lw_out, &lh_out, PL_LEGEND_BACKGROUND | PL_LEGEND_BOUNDING_BOX, PL_POSITION_RIGHT | PL_POSITION_OUTSIDE, 0.02,
-             0.0, 0.08, 0, COL_AXIS, 1, 0, 0, sc->n, sc->opt, 1.0, lay->lscale, 2.0, 0.0, sc->tcol, sc->text, NULL, NULL,
-             NULL, NULL, sc->lcol, sc->lsty, sc->lw, sc->scol, sc->ssc, sc->snum, sc->sym);
+    pllegend(&lw_out, &lh_out, PL_LEGEND_BACKGROUND | PL_LEGEND_BOUNDING_BOX, PL_POSITION_RIGHT | PL_POSITION_OUTSIDE,
+             0.02, 0.0, 0.08, 0, COL_AXIS, 1, 0, 0, sc->n, sc->opt, 1.0, lay->lscale, 2.0, 0.0, sc->tcol, sc->text,
+             NULL, NULL, NULL, NULL, sc->lcol, sc->lsty, sc->lw, sc->scol, sc->ssc, sc->snum, sc->sym);
 }
 
 /* The whole page, from plinit to plend, written into `out`. Returns 0, or CB_EFAIL when PLplot
  * gave up (its message printed by the exit handler, naming `path`). */
-static int plot_render(const char *path, const char *dev, FILE *out, const plot_spec *sp, const plot_window *w, plot_scratch *sc)
+static int plot_render(const char *path, const char *dev, FILE *out, const plot_spec *sp, const plot_window *w,
+                       plot_scratch *sc)
 {
     plot_exit.path = path;
     if (setjmp(plot_exit.env) != 0) {
@@ -413,8 +417,8 @@ static int plot_check_whole(const char *path, const char *ext, const char *dev, 
     char of[48] = "", err[96] = "";
     if (size != k->given) snprintf(of, sizeof of, " of %lld", k->given);
     if (k->err) snprintf(err, sizeof err, ", write failed: %s", strerror(k->err));
-    return err_msg("plot '%s': the file PLplot wrote is incomplete (%lld%s bytes%s%s%s): is the disk full?", path, size, of,
-                   why ? ", " : "", why ? why : "", err);
+    return err_msg("plot '%s': the file PLplot wrote is incomplete (%lld%s bytes%s%s%s): is the disk full?", path, size,
+                   of, why ? ", " : "", why ? why : "", err);
 }
 
 int plot_lines(const char *path, const plot_spec *sp)

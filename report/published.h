@@ -10,7 +10,14 @@
 #include "../common/presets.h"
 #include "devices.h"
 
-typedef enum { PUB_SEQ_PER_S, PUB_TOKENS_PER_S, PUB_TOKENS_PER_S_PER_DEVICE, PUB_TFLOPS_PER_DEVICE, PUB_MFU_PCT, PUB_STEP_TIME_S } pub_metric;
+typedef enum {
+    PUB_SEQ_PER_S,
+    PUB_TOKENS_PER_S,
+    PUB_TOKENS_PER_S_PER_DEVICE,
+    PUB_TFLOPS_PER_DEVICE,
+    PUB_MFU_PCT,
+    PUB_STEP_TIME_S
+} pub_metric;
 extern const char *const pub_metric_names[6]; /* the schema's spellings: seq_per_s, tokens_per_s, ... */
 
 /* Whose FLOP count a tflops_per_device or mfu_pct figure is in (see flops_per_seq). */

@@ -49,7 +49,7 @@ typedef struct {
 /* The row (of the file at path) as a step model (compute time unset) and its node count. Returns
  * 0, or CB_EUSAGE with the reason in why ("column 'cp': ..."; nothing printed, except by
  * published_config for a shape it rejects). */
-int pub_scale_model(const pub_row *r, const char *path, const pub_model_env *env, const scale_model *defaults, scale_model *s, long *nodes,
-                    char *why, size_t n);
+int pub_scale_model(const pub_row *r, const char *path, const pub_model_env *env, const scale_model *defaults,
+                    scale_model *s, long *nodes, char *why, size_t n);
 
 #endif

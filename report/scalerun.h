@@ -13,20 +13,52 @@
 #include "inputs.h"
 #include "scale.h"
 
-enum { SC_NODES, SC_SEQS, SC_TOKS, SC_TPU, SC_EFF, SC_MEAS, SC_ERR, SC_STEP, SC_COMP, SC_BUBBLE, SC_TPC, SC_DPC, SC_EXP,
-       SC_OPT, SC_MFU, SC_MEM, SC_USD, SC_MODEL, SC_TP, SC_PP, SC_INST, SC_ITYPE, SC_SEQ, SC_GB, SC_MB, SC_SOURCE, SC_RECOMP,
-       SC_SHARD, SC_VP, SC_SEQ_PAR, SC_ATTN, SC_NCOLS };
+enum {
+    SC_NODES,
+    SC_SEQS,
+    SC_TOKS,
+    SC_TPU,
+    SC_EFF,
+    SC_MEAS,
+    SC_ERR,
+    SC_STEP,
+    SC_COMP,
+    SC_BUBBLE,
+    SC_TPC,
+    SC_DPC,
+    SC_EXP,
+    SC_OPT,
+    SC_MFU,
+    SC_MEM,
+    SC_USD,
+    SC_MODEL,
+    SC_TP,
+    SC_PP,
+    SC_INST,
+    SC_ITYPE,
+    SC_SEQ,
+    SC_GB,
+    SC_MB,
+    SC_SOURCE,
+    SC_RECOMP,
+    SC_SHARD,
+    SC_VP,
+    SC_SEQ_PAR,
+    SC_ATTN,
+    SC_NCOLS
+};
 /* The rows are throughput rows (common/schema.h), so that report and scale --measured read them,
  * with the model's terms beside them. */
 extern const rec_col scale_cols[SC_NCOLS];
 
 /* The flags as given (strings point into argv), and what scale_opts_check derives from them. */
 typedef struct {
-    const char *model, *instance, *pricing, *region, *precision, *measured, *compare, *csv, *plot, *prices_path, *hw_path,
-        *fit_list, *calibrate, *matmul_csv;
+    const char *model, *instance, *pricing, *region, *precision, *measured, *compare, *csv, *plot, *prices_path,
+        *hw_path, *fit_list, *calibrate, *matmul_csv;
     long tp, pp, seq, global_batch, batch_per_device, micro_batch, base_nodes, zero, interleave;
     model_flags mf; /* --models, the model overrides, --max-seq-len */
-    double base_seq_per_s, usd_per_hour, mfu_pct, overlap, bucket_mib, latency_us, net_eff, fit_tol_pct, net_gbps, intra_gbps;
+    double base_seq_per_s, usd_per_hour, mfu_pct, overlap, bucket_mib, latency_us, net_eff, fit_tol_pct, net_gbps,
+        intra_gbps;
     int recompute;
     const char *attention; /* full | flash */
     const char *framework; /* --framework: its attention kernel and overlaps (report/stepmodel.h) */

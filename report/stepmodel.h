@@ -28,7 +28,9 @@
 
 #define STEP_GEMM_EFF 0.75      /* a device's gemm_eff when data/devices.csv leaves it empty */
 #define STEP_ATTN_EFF 0.35      /* attn_eff: FlashAttention-2 class kernels, forward + backward */
-#define STEP_MEM_EFF 0.60      /* mem_eff: memory-bound kernels, the small unfused ops the list does not name (bias adds, casts, copies) included */
+#define STEP_MEM_EFF                                                                                               \
+    0.60 /* mem_eff: memory-bound kernels, the small unfused ops the list does not name (bias adds, casts, copies) \
+            included */
 #define STEP_LAUNCH_US 5.0      /* a kernel's fixed cost (launch, tail) */
 #define STEP_GEMM_HALF_DIM 128.0
 #define STEP_LINK_EFF 0.75      /* NCCL's all-reduce bus bandwidth over NVLink: ~225 of 300 GB/s on A100 */

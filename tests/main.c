@@ -28,11 +28,13 @@ int main(int argc, char **argv)
     stats_init();
     if (argc > 1) g_costbench = argv[1];
     const char *only = argc > 2 ? argv[2] : NULL;
-    const test_case *groups[] = {tests_common, tests_kernels, tests_rope, tests_model, tests_train, tests_cli, tests_report, tests_comm,
-                                  tests_plot, tests_outdir, tests_scale, tests_audit, tests_attention, tests_bf16, tests_precision, tests_sampler, tests_trajectory, tests_fullbf16, tests_archk, tests_arch, tests_presets, tests_plan, tests_calib,
-                                  tests_audit2_ckpt, tests_audit2_clean, tests_audit2_traj, tests_audit2_cli, tests_audit2_calib,
-                                  tests_devices, tests_published, tests_validate, tests_tputcols, tests_models,
-                                  tests_opbench, tests_stepmodel, tests_plansearch, tests_ops};
+    const test_case *groups[] = {tests_common, tests_kernels, tests_rope, tests_model, tests_train, tests_cli,
+                                 tests_report, tests_comm, tests_plot, tests_outdir, tests_scale, tests_audit,
+                                 tests_attention, tests_bf16, tests_precision, tests_sampler, tests_trajectory,
+                                 tests_fullbf16, tests_archk, tests_arch, tests_presets, tests_plan, tests_calib,
+                                 tests_audit2_ckpt, tests_audit2_clean, tests_audit2_traj, tests_audit2_cli,
+                                 tests_audit2_calib, tests_devices, tests_published, tests_validate, tests_tputcols,
+                                 tests_models, tests_opbench, tests_stepmodel, tests_plansearch, tests_ops};
     int passed = 0, failed = 0;
     for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++)
         for (const test_case *t = groups[g]; t->name; t++) {

@@ -33,9 +33,9 @@
 static char g_out[65536], g_err[16384];
 static int run(const char *const *args) { return cli_run(args, g_out, sizeof g_out, g_err, sizeof g_err); }
 
-#define TINY "--model", "pythia-14m", "--layers", "2", "--d-model", "64", "--heads", "4", "--vocab", "256", "--seq", "32", \
-             "--micro-batch", "2", "--no-predict", "--peak-gflops", "100", "--quiet", "--discard-steps", "0"
-
+#define TINY                                                                                                      \
+    "--model", "pythia-14m", "--layers", "2", "--d-model", "64", "--heads", "4", "--vocab", "256", "--seq", "32", \
+        "--micro-batch", "2", "--no-predict", "--peak-gflops", "100", "--quiet", "--discard-steps", "0"
 
 static int any_nonfinite(const float *x, size_t n)
 {
@@ -51,15 +51,20 @@ static void nan_matmul_layernorm_gelu(void)
     enum { N = 4, C = 32, OC = 24 };
     float x[N * C], w[OC * C], out[N * OC], dout[N * OC], dx[N * C], dw[OC * C] = {0}, g[C], b[C], mean[N], rstd[N];
     unsigned st = 3;
-    rand_fill(x, N * C, &st), rand_fill(w, OC * C, &st), rand_fill(dout, N * OC, &st), rand_fill(g, C, &st), rand_fill(b, C, &st);
+    rand_fill(x, N * C, &st), rand_fill(w, OC * C, &st), rand_fill(dout, N * OC, &st), rand_fill(g, C, &st),
+        rand_fill(b, C, &st);
     x[5] = NAN;
-    CHECK(matmul_forward(out, x, w, NULL, N, C, OC) == KERNEL_OK && any_nonfinite(out, N * OC), "matmul forward hid a NaN input");
+    CHECK(matmul_forward(out, x, w, NULL, N, C, OC) == KERNEL_OK && any_nonfinite(out, N * OC),
+          "matmul forward hid a NaN input");
     dout[3] = NAN;
-    CHECK(matmul_backward_input(dx, dout, w, N, C, OC) == KERNEL_OK && any_nonfinite(dx, N * C), "matmul backward (input) hid a NaN");
-    CHECK(matmul_backward_weight(dw, NULL, dout, x, N, C, OC) == KERNEL_OK && any_nonfinite(dw, OC * C), "matmul backward (weight) hid a NaN");
+    CHECK(matmul_backward_input(dx, dout, w, N, C, OC) == KERNEL_OK && any_nonfinite(dx, N * C),
+          "matmul backward (input) hid a NaN");
+    CHECK(matmul_backward_weight(dw, NULL, dout, x, N, C, OC) == KERNEL_OK && any_nonfinite(dw, OC * C),
+          "matmul backward (weight) hid a NaN");
     float ln[N * C], dln[N * C], dg[C] = {0}, db[C] = {0};
     layernorm_forward(ln, mean, rstd, x, g, b, N, C);
-    CHECK(any_nonfinite(ln, C) && !any_nonfinite(ln + C, (N - 1) * C), "layernorm: the NaN row must be NaN, the others finite");
+    CHECK(any_nonfinite(ln, C) && !any_nonfinite(ln + C, (N - 1) * C),
+          "layernorm: the NaN row must be NaN, the others finite");
     x[5] = 0.5f;
     layernorm_forward(ln, mean, rstd, x, g, b, N, C);
     dln[0] = 0;
@@ -86,7 +91,8 @@ static void nan_attention_xent_rope_adamw(void)
     rand_fill(qkv, B * T * 3 * C, &st), rand_fill(dout, B * T * C, &st);
     qkv[3 * C * 4 + HS + 1] = NAN; /* a key of token 4, head 0 */
     attention_forward(out, lse_att, qkv, B, T, NH, HS);
-    CHECK(!any_nonfinite(out, 4 * C) && any_nonfinite(out + 4 * C, C), "attention: tokens before 4 finite, token 4 on NaN");
+    CHECK(!any_nonfinite(out, 4 * C) && any_nonfinite(out + 4 * C, C),
+          "attention: tokens before 4 finite, token 4 on NaN");
     attention_backward(dqkv, scratch, 1, dout, qkv, out, lse_att, B, T, NH, HS);
     CHECK(any_nonfinite(dqkv, B * T * 3 * C), "attention backward hid a NaN");
     free(scratch);
@@ -94,7 +100,8 @@ static void nan_attention_xent_rope_adamw(void)
     int targets[2] = {3, 4};
     rand_fill(logits, 2 * V, &st);
     logits[V + 30] = NAN;
-    CHECK(crossentropy_forward(losses, lse, logits, targets, 2, V) == KERNEL_OK && isfinite(losses[0]) && isnan(losses[1]),
+    CHECK(crossentropy_forward(losses, lse, logits, targets, 2, V) == KERNEL_OK && isfinite(losses[0]) &&
+              isnan(losses[1]),
           "cross-entropy: losses %g %g (the second row holds a NaN)", losses[0], losses[1]);
     float dl[2] = {0.5f, 0.5f};
     CHECK(crossentropy_backward_inplace(logits, dl, lse, targets, 2, V) == KERNEL_OK && any_nonfinite(logits + V, V),
@@ -165,7 +172,8 @@ static void test_audit_nan_init_and_divergence(void)
     poke_float(w, off, NAN);
     const char *a2[] = {"train", TINY, "--steps", "2", "--init", w, "--save", saved, NULL};
     int rc = run(a2);
-    CHECK(rc == 1 && strstr(g_err, w) && strstr(g_err, qkv) && strstr(g_err, "not finite"), "a NaN weight: exit %d: %s", rc, g_err);
+    CHECK(rc == 1 && strstr(g_err, w) && strstr(g_err, qkv) && strstr(g_err, "not finite"), "a NaN weight: exit %d: %s",
+          rc, g_err);
     CHECK(access(saved, F_OK) != 0, "a checkpoint was written from NaN weights");
     /* a finite weight that overflows: the loss is not finite at step 1; nothing is updated or saved */
     poke_float(w, off, 0.01f);
@@ -175,10 +183,11 @@ static void test_audit_nan_init_and_divergence(void)
     unlink(csv);
     const char *a3[] = {"train", TINY, "--steps", "3", "--init", w, "--save", saved, "--csv", csv, NULL};
     rc = run(a3);
-    CHECK(rc == 1 && strstr(g_err, "step 1: the loss is not finite") && strstr(g_err, "stopped before the update, nothing saved") &&
-              strstr(g_err, "the loss of"),
+    CHECK(rc == 1 && strstr(g_err, "step 1: the loss is not finite") &&
+              strstr(g_err, "stopped before the update, nothing saved") && strstr(g_err, "the loss of"),
           "an overflowing run: exit %d: %s", rc, g_err);
-    CHECK(access(saved, F_OK) != 0 || access("/tmp/costbench-audit-nan-out/latest", F_OK) != 0, "a diverged run saved a checkpoint");
+    CHECK(access(saved, F_OK) != 0 || access("/tmp/costbench-audit-nan-out/latest", F_OK) != 0,
+          "a diverged run saved a checkpoint");
     CHECK(access(csv, F_OK) != 0, "a failed run wrote its log");
     rm_tree(dir), rm_tree(saved);
 }
@@ -215,7 +224,8 @@ static void test_audit_killed_saves(void)
     long dp = (long)dead_pid(), me = (long)getpid();
     /* what kills at every moment of a save leave: a temporary step, a step moved aside, `latest` */
     snprintf(p, sizeof p, "%s/step-00000005.tmp.%ld", dir, dp), mkdir(p, 0755);
-    snprintf(p, sizeof p, "%s/step-00000005.tmp.%ld/model.safetensors.tmp.%ld", dir, dp, dp), write_file_bytes(p, "xx", 2);
+    snprintf(p, sizeof p, "%s/step-00000005.tmp.%ld/model.safetensors.tmp.%ld", dir, dp, dp),
+        write_file_bytes(p, "xx", 2);
     snprintf(p, sizeof p, "%s/step-00000005.tmp.%ld/optimizer.safetensors", dir, dp), write_file_bytes(p, "xx", 2);
     snprintf(p, sizeof p, "%s/step-00000004.old.%ld", dir, dp), mkdir(p, 0755);
     snprintf(p, sizeof p, "%s/step-00000004.old.%ld/model.safetensors", dir, dp), write_file_bytes(p, "xx", 2);
@@ -289,13 +299,17 @@ static void expect_st(const char *hdr, size_t ndata, const char *expect)
 
 static void test_audit_corrupt_safetensors(void)
 {
-    expect_st("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}",
+    expect_st("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},\"b\":{\"dtype\":\"F32\",\"shape\":[2],"
+              "\"data_offsets\":[0,8]}}",
               8, "share data bytes");
-    expect_st("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}",
+    expect_st("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},\"a\":{\"dtype\":\"F32\",\"shape\":[1],"
+              "\"data_offsets\":[4,8]}}",
               8, "tensor 'a' appears twice");
-    expect_st("{\"__metadata__\":{\"k\":\"1\",\"k\":\"2\"},\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4,
-              "a metadata key given twice");
-    expect_st("{\"a\":{\"dtype\":\"F32\",\"dtype\":\"F16\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4, "a tensor field given twice");
+    expect_st(
+        "{\"__metadata__\":{\"k\":\"1\",\"k\":\"2\"},\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}",
+        4, "a metadata key given twice");
+    expect_st("{\"a\":{\"dtype\":\"F32\",\"dtype\":\"F16\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4,
+              "a tensor field given twice");
     expect_st("{\"a\":{\"dtype\":\"F12\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4, "unknown dtype 'F12'");
     expect_st("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}", 8, "belong to no tensor");
     expect_st("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 8, "trailing bytes");
@@ -313,7 +327,8 @@ static void test_audit_corrupt_safetensors(void)
 
 static void test_audit_impossible_numbers(void)
 {
-    static const char hdr[] = "model,tensor_parallel,pipeline_parallel,instances,instance_type,seq_len,global_batch,seq_per_s\n";
+    static const char hdr[] =
+        "model,tensor_parallel,pipeline_parallel,instances,instance_type,seq_len,global_batch,seq_per_s\n";
     const char *p = "/tmp/costbench-audit-tput.csv";
     rm_tree("/tmp/costbench-audit-rep");
     const char *rows[][2] = {
@@ -364,7 +379,8 @@ static void test_audit_checkpoint_parts(void)
     copy_file(s2, keep);
     copy_file(s1, s2); /* a step-1 optimizer inside step-00000002/ */
     int rc = run(r);
-    CHECK(rc == 1 && strstr(g_err, "the parts disagree") && strstr(g_err, "optimizer.safetensors step 1"), "step-1 optimizer: %d %s", rc, g_err);
+    CHECK(rc == 1 && strstr(g_err, "the parts disagree") && strstr(g_err, "optimizer.safetensors step 1"),
+          "step-1 optimizer: %d %s", rc, g_err);
     copy_file(keep, s2);
     snprintf(s2, sizeof s2, "%s/step-00000002/model.safetensors", d);
     snprintf(other, sizeof other, "%s/step-00000002/model.safetensors", d2);
@@ -377,7 +393,8 @@ static void test_audit_checkpoint_parts(void)
     snprintf(latest, sizeof latest, "%s/latest", d);
     write_file_bytes(latest, "step-00000001\r\n", 15); /* CRLF, and a step whose parts belong together */
     rc = run(r);
-    CHECK(rc == 0 && strstr(g_err, "resumed from") && strstr(g_err, "at step 1"), "CRLF latest: exit %d: %s", rc, g_err);
+    CHECK(rc == 0 && strstr(g_err, "resumed from") && strstr(g_err, "at step 1"), "CRLF latest: exit %d: %s", rc,
+          g_err);
     rm_tree(d), rm_tree(d2);
 }
 
@@ -393,10 +410,12 @@ static void test_audit_sizes_and_messages(void)
     CHECK(rc == 2 && strstr(g_err, "micro-batches a step"), "200000 micro-batches a step: exit %d: %s", rc, g_err);
     const char *c[] = {"train", "--model", "pythia-70m", "--d-model", "65536", NULL};
     rc = run(c);
-    CHECK(rc == 2 && strstr(g_err, "flag '--d-model'") && !strstr(g_err, "micro-batch"), "--d-model 65536: exit %d: %s", rc, g_err);
+    CHECK(rc == 2 && strstr(g_err, "flag '--d-model'") && !strstr(g_err, "micro-batch"), "--d-model 65536: exit %d: %s",
+          rc, g_err);
     /* a byte-order mark, and a header on line 4 */
     const char *p = "/tmp/costbench-audit-bom.csv";
-    const char bom[] = "\xEF\xBB\xBFmodel,tensor_parallel,pipeline_parallel,instances,instance_type,seq_len,global_batch,seq_per_s,usd_per_hour\n"
+    const char bom[] = "\xEF\xBB\xBFmodel,tensor_parallel,pipeline_parallel,instances,instance_type,seq_len,global_"
+                       "batch,seq_per_s,usd_per_hour\n"
                        "neox-20b,8,4,4,trn1.32xlarge,2048,16384,13.6,30.36\n";
     write_file_bytes(p, bom, strlen(bom));
     table t;
@@ -410,7 +429,8 @@ static void test_audit_sizes_and_messages(void)
     unlink(p);
     const char *m[] = {"allreduce", "-b", "1M", "-e", "1K", NULL};
     rc = mpi_run(2, m, g_out, sizeof g_out, g_err, sizeof g_err);
-    CHECK(rc == 2 && count_of(g_err, "error: flag '--min-bytes'") == 1, "under mpirun, one error line: exit %d: %s", rc, g_err);
+    CHECK(rc == 2 && count_of(g_err, "error: flag '--min-bytes'") == 1, "under mpirun, one error line: exit %d: %s", rc,
+          g_err);
 }
 
 /* ---------------------------------------------------------------- 11: a full disk */
@@ -443,10 +463,12 @@ static void test_audit_parse_long_limit(void)
     const char *bad[] = {"9223372036854775808", "9.223372036854775808e18", "9223372036854776K", "9.3e18", "-9.3e18"};
     capture_stderr_begin();
     int refused = 0;
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) refused += parse_long(bad[i], LONG_MIN, LONG_MAX, 1, "x", &v) != 0;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        refused += parse_long(bad[i], LONG_MIN, LONG_MAX, 1, "x", &v) != 0;
     const char *err = capture_stderr_end();
     CHECK(refused == 5 && strstr(err, "expected an integer"), "2^63 and beyond: %d of 5 refused: %s", refused, err);
-    CHECK(parse_long("9223372036854775807", LONG_MIN, LONG_MAX, 1, "x", &v) == 0 && v == LONG_MAX, "LONG_MAX itself: %ld", v);
+    CHECK(parse_long("9223372036854775807", LONG_MIN, LONG_MAX, 1, "x", &v) == 0 && v == LONG_MAX,
+          "LONG_MAX itself: %ld", v);
     CHECK(parse_long("4.5e18", LONG_MIN, LONG_MAX, 1, "x", &v) == 0 && v == 4500000000000000000L, "4.5e18: %ld", v);
 }
 
@@ -458,13 +480,16 @@ static void test_audit_blas_cores_requires(void)
         return;
     }
     char cmd[512], env[300];
-    snprintf(cmd, sizeof cmd, "cp data/*.csv %s/ && printf 'core,requires,note\\nSkylakeX,,AVX-512\\n' > %s/blas_cores.csv", dir, dir);
+    snprintf(cmd, sizeof cmd,
+             "cp data/*.csv %s/ && printf 'core,requires,note\\nSkylakeX,,AVX-512\\n' > %s/blas_cores.csv", dir, dir);
     const char *sh[] = {"sh", "-c", cmd, NULL};
     CHECK(cmd_run(sh, NULL, 0, NULL, 0) == 0, "cannot prepare %s", dir);
     snprintf(env, sizeof env, "COSTBENCH_DATA=%s", dir);
-    const char *a[] = {"env", env, g_costbench, "matmul", "--n", "64", "--k", "64", "--min-time", "0.01", "--peak-gflops", "100", NULL};
+    const char *a[] = {"env", env, g_costbench, "matmul", "--n", "64", "--k", "64", "--min-time", "0.01",
+                       "--peak-gflops", "100", NULL};
     int rc = cmd_run(a, g_out, sizeof g_out, g_err, sizeof g_err);
-    CHECK(rc == 1 && strstr(g_err, "blas_cores.csv:2: column 'requires': expected a value"), "an empty requires: exit %d: %s", rc, g_err);
+    CHECK(rc == 1 && strstr(g_err, "blas_cores.csv:2: column 'requires': expected a value"),
+          "an empty requires: exit %d: %s", rc, g_err);
     rm_tree(dir);
 }
 
@@ -487,19 +512,25 @@ static void test_audit_runner_cap(void)
     double t0 = timer_now_s();
     CHECK(runner_run(&o, &bc, NULL, &r) == 0, "the runner failed");
     double dt = timer_now_s() - t0;
-    CHECK(dt < 1.0 && r.capped && r.s.n >= 1 && r.s.n < 1000, "max_time_s 0.1: ran %.2f s, %d samples, capped %d", dt, r.s.n, r.capped);
+    CHECK(dt < 1.0 && r.capped && r.s.n >= 1 && r.s.n < 1000, "max_time_s 0.1: ran %.2f s, %d samples, capped %d", dt,
+          r.s.n, r.capped);
     o.max_time_s = 20, o.min_samples = 3, o.min_time_s = 0.01;
-    CHECK(runner_run(&o, &bc, NULL, &r) == 0 && !r.capped && r.s.n >= 3, "uncapped: %d samples, capped %d", r.s.n, r.capped);
+    CHECK(runner_run(&o, &bc, NULL, &r) == 0 && !r.capped && r.s.n >= 3, "uncapped: %d samples, capped %d", r.s.n,
+          r.capped);
 }
 
 const test_case tests_audit[] = {
     {"audit 2: NaN propagates through every kernel, forward and backward", test_audit_nan_kernels},
-    {"audit 2: a NaN weight is refused at load; a non-finite loss stops before the update and any save", test_audit_nan_init_and_divergence},
+    {"audit 2: a NaN weight is refused at load; a non-finite loss stops before the update and any save",
+     test_audit_nan_init_and_divergence},
     {"audit 3: killed saves leave nothing behind; what costbench did not write stays", test_audit_killed_saves},
-    {"audit 6: corrupt safetensors refused (shared bytes, a key twice, unknown dtype, gaps, a directory)", test_audit_corrupt_safetensors},
+    {"audit 6: corrupt safetensors refused (shared bytes, a key twice, unknown dtype, gaps, a directory)",
+     test_audit_corrupt_safetensors},
     {"audit 7: impossible throughputs and peaks refused at the edge", test_audit_impossible_numbers},
-    {"audit 8: a checkpoint's weights, optimizer state and latest belong to one step of one run", test_audit_checkpoint_parts},
-    {"audit 9, 10: --global-batch bounded; BOM, header line, --d-model, one error line under mpirun", test_audit_sizes_and_messages},
+    {"audit 8: a checkpoint's weights, optimizer state and latest belong to one step of one run",
+     test_audit_checkpoint_parts},
+    {"audit 9, 10: --global-batch bounded; BOM, header line, --d-model, one error line under mpirun",
+     test_audit_sizes_and_messages},
     {"audit 11: dataset build on a full disk stops at the first error", test_audit_dataset_full_disk},
     {"audit 12: parse_long refuses 2^63 before converting it", test_audit_parse_long_limit},
     {"audit 13: an empty 'requires' in blas_cores.csv is refused", test_audit_blas_cores_requires},

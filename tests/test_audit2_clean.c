@@ -16,8 +16,9 @@
 static char g_out[65536], g_err[16384];
 static int run(const char *const *args) { return cli_run(args, g_out, sizeof g_out, g_err, sizeof g_err); }
 
-#define TINY "--model", "pythia-14m", "--layers", "2", "--d-model", "64", "--heads", "4", "--vocab", "256", "--seq", "32", \
-             "--micro-batch", "1", "--no-predict", "--peak-gflops", "100", "--quiet", "--discard-steps", "0"
+#define TINY                                                                                                      \
+    "--model", "pythia-14m", "--layers", "2", "--d-model", "64", "--heads", "4", "--vocab", "256", "--seq", "32", \
+        "--micro-batch", "1", "--no-predict", "--peak-gflops", "100", "--quiet", "--discard-steps", "0"
 
 static int exists(const char *fmt, const char *a, const char *b)
 {
@@ -41,7 +42,8 @@ static void test_clean_user_files(void)
     /* steps 2, 3, 4: step 1 is superseded at the save of step 3 and seen again at step 4's */
     const char *a2[] = {"train", TINY, "--steps", "4", "--resume", ck, "--save", ck, "--save-every", "1", NULL};
     CHECK(run(a2) == 0, "train --resume --save-every 1: %s", g_err);
-    CHECK(exists("%s/%s", ck, "step-00000001/model.safetensors.my-backup") && exists("%s/%s", ck, "step-00000001/model.safetensors.index.json"),
+    CHECK(exists("%s/%s", ck, "step-00000001/model.safetensors.my-backup") &&
+              exists("%s/%s", ck, "step-00000001/model.safetensors.index.json"),
           "the user's files in step-00000001 were deleted");
     CHECK(exists("%s/%s", ck, "step-00000001/model.safetensors"), "the kept step directory lost its weights");
     CHECK(!exists("%s/%s", ck, "step-00000002"), "step 2 (only costbench's files) was not removed");
@@ -103,8 +105,9 @@ static void test_clean_live_pid(void)
 
 /* ---------------------------------------------------------------- 9: the Megatron index unestimated */
 
-#define SMALL "--model", "pythia-14m", "--layers", "2", "--vocab", "512", "--micro-batch", "1", "--seq", "64", "--no-predict", \
-              "--peak-gflops", "10000", "--quiet", "--discard-steps", "0"
+#define SMALL                                                                                                        \
+    "--model", "pythia-14m", "--layers", "2", "--vocab", "512", "--micro-batch", "1", "--seq", "64", "--no-predict", \
+        "--peak-gflops", "10000", "--quiet", "--discard-steps", "0"
 
 /* Bytes of Megatron's document, sample and shuffle indices of num_samples samples of T+1 tokens
  * over one document of tpe tokens (gpt_dataset.py's _get_num_epochs, helpers.cpp's sample count):
@@ -128,11 +131,13 @@ static void test_index_estimate(void)
     CHECK(run(b) == 0 && strstr(g_out, "200 byte-level tokens"), "dataset build: %s%s", g_out, g_err);
     /* a small run prints its (small) index as a term of the estimate */
     const char *a1[] = {"train", SMALL, "--data", prefix, "--steps", "2", NULL};
-    CHECK(run(a1) == 0 && strstr(g_out, ", Megatron sample index 0.000 GiB: total"), "the estimate has no index term: %s%s", g_out, g_err);
+    CHECK(run(a1) == 0 && strstr(g_out, ", Megatron sample index 0.000 GiB: total"),
+          "the estimate has no index term: %s%s", g_out, g_err);
     /* 65535 steps of 65536 samples: 4.3e9 samples, 53 GiB of indices */
     const double need = index_bytes(200, 65535.0 * 65536.0, 64) / 1073741824.0;
     if (0.9 * mem_available_bytes() / 1073741824.0 > need + 1) {
-        fprintf(stderr, "    (audit2 9: this machine has room for a %.0f GiB index: its refusal is not tested here)\n", need);
+        fprintf(stderr, "    (audit2 9: this machine has room for a %.0f GiB index: its refusal is not tested here)\n",
+                need);
         rm_tree(tmp);
         return;
     }
@@ -148,8 +153,12 @@ static void test_index_estimate(void)
 }
 
 const test_case tests_audit2_clean[] = {
-    {"audit2 3: clean-up removes only the names costbench writes; a step holding a user's file stays", test_clean_user_files},
-    {"audit2 5: a killed save's leftovers go unless their writer holds the save lock, whatever its PID", test_clean_live_pid},
-    {"audit2 9: the Megatron index is a term of the memory estimate; one that does not fit is refused before allocation", test_index_estimate},
+    {"audit2 3: clean-up removes only the names costbench writes; a step holding a user's file stays",
+     test_clean_user_files},
+    {"audit2 5: a killed save's leftovers go unless their writer holds the save lock, whatever its PID",
+     test_clean_live_pid},
+    {"audit2 9: the Megatron index is a term of the memory estimate; one that does not fit is refused before "
+     "allocation",
+     test_index_estimate},
     {0},
 };

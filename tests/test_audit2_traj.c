@@ -23,7 +23,8 @@ static void logs_write(const char *d, double shift)
     for (int k = 0; k < 2; k++) {
         int l = snprintf(buf, sizeof buf, "step,loss,grad_norm\n");
         for (int i = 0; i < 10; i++)
-            l += snprintf(buf + l, sizeof buf - (size_t)l, "%d,%g,%g\n", i + 1, 10.0 - i + (k ? shift : 0), 1.0 + 0.1 * i * k);
+            l += snprintf(buf + l, sizeof buf - (size_t)l, "%d,%g,%g\n", i + 1, 10.0 - i + (k ? shift : 0),
+                          1.0 + 0.1 * i * k);
         snprintf(p, sizeof p, "%s/%s", d, k ? "other.csv" : "base.csv");
         write_text(p, buf);
     }
@@ -103,7 +104,9 @@ static void test_traj_out_refuses_user_files(void)
     const char *nl = strchr(g_err, '\n');
     CHECK(strncmp(g_err, "error: ", 7) == 0 && nl && strstr(g_err, out) && strstr(g_err, "trajectory.md") < nl,
           "expected one error line naming '%s' and trajectory.md: %s", out, g_err);
-    CHECK(nl && (count_message_lines(g_err) == 1 || (strncmp(nl + 1, "hint: ", 6) == 0 && count_message_lines(g_err) == 2)), "one error line (and a hint): %s", g_err);
+    CHECK(nl && (count_message_lines(g_err) == 1 ||
+                 (strncmp(nl + 1, "hint: ", 6) == 0 && count_message_lines(g_err) == 2)),
+          "one error line (and a hint): %s", g_err);
     listing(out, after, sizeof after);
     CHECK(strcmp(before, after) == 0, "the directory changed: before\n%safter\n%s", before, after);
     long k = read_bytes(out, "trajectory.md", buf, sizeof buf - 1);
@@ -131,16 +134,19 @@ static void test_traj_out_replaced_whole(void)
     rc = traj_to(d, NULL, out, (const char *const[]){"--csv", csv, NULL});
     CHECK(rc == 0, "again into the directory costbench wrote: exit %d: %s", rc, g_err);
     listing(out, got, sizeof got);
-    CHECK(strstr(got, "trajectory.csv") == NULL && strstr(got, "trajectory.md") && strstr(got, "loss.png") && strstr(got, "grad_norm.png"),
+    CHECK(strstr(got, "trajectory.csv") == NULL && strstr(got, "trajectory.md") && strstr(got, "loss.png") &&
+              strstr(got, "grad_norm.png"),
           "the directory was not replaced whole (the first run's trajectory.csv stays):\n%s", got);
     listing(d, got, sizeof got);
-    CHECK(strstr(got, ".tmp.") == NULL && strstr(got, ".old.") == NULL, "temporary directories left in %s:\n%s", d, got);
+    CHECK(strstr(got, ".tmp.") == NULL && strstr(got, ".old.") == NULL, "temporary directories left in %s:\n%s", d,
+          got);
     CHECK(read_bytes(d, "t.csv", buf, sizeof buf) > 0, "--csv: %s not written", csv);
     /* a file the user adds to it makes it theirs: refused */
     snprintf(csv, sizeof csv, "%s/mine.txt", out);
     write_text(csv, "mine\n");
     rc = traj_to(d, NULL, out, NULL);
-    CHECK(rc == 2 && strstr(g_err, "mine.txt"), "a costbench directory holding the user's mine.txt: exit %d, expected 2: %s", rc, g_err);
+    CHECK(rc == 2 && strstr(g_err, "mine.txt"),
+          "a costbench directory holding the user's mine.txt: exit %d, expected 2: %s", rc, g_err);
     rm_tree(d);
 }
 
@@ -155,7 +161,8 @@ static void test_traj_out_full_disk(void)
     int rc = traj_to(d, NULL, out, NULL);
     CHECK(rc == 0, "first run: exit %d: %s", rc, g_err);
     for (int i = 0; i < 4; i++) nb[i] = read_bytes(out, g_files[i], before[i], sizeof before[i]);
-    CHECK(nb[2] > 4096 && nb[1] > 0 && nb[1] < 4096, "the test needs a CSV under 4 KiB and plots over it: %ld, %ld", nb[1], nb[2]);
+    CHECK(nb[2] > 4096 && nb[1] > 0 && nb[1] < 4096, "the test needs a CSV under 4 KiB and plots over it: %ld, %ld",
+          nb[1], nb[2]);
     logs_write(d, 0.25);
     char r1[256], r2[256];
     snprintf(r1, sizeof r1, "fp32=%s/base.csv", d);
@@ -163,13 +170,16 @@ static void test_traj_out_full_disk(void)
     const char *args[] = {"trajectory", "--run", r1, "--run", r2, "--out", out, NULL};
     rc = cli_run_fsize_limited(args, 4096, g_err, sizeof g_err); /* the CSV fits, the plots do not */
     CHECK(rc == 1, "on a full disk: exit %d, expected 1: %s", rc, g_err);
-    CHECK(strncmp(g_err, "error: ", 7) == 0 && count_message_lines(g_err) == 1, "on a full disk: expected one error line, got: %s", g_err);
+    CHECK(strncmp(g_err, "error: ", 7) == 0 && count_message_lines(g_err) == 1,
+          "on a full disk: expected one error line, got: %s", g_err);
     for (int i = 0; i < 4; i++) {
         long k = read_bytes(out, g_files[i], after, sizeof after);
-        CHECK(k == nb[i] && memcmp(after, before[i], (size_t)(k > 0 ? k : 0)) == 0, "%s/%s changed on a full disk", out, g_files[i]);
+        CHECK(k == nb[i] && memcmp(after, before[i], (size_t)(k > 0 ? k : 0)) == 0, "%s/%s changed on a full disk", out,
+              g_files[i]);
     }
     listing(d, got, sizeof got);
-    CHECK(strstr(got, ".tmp.") == NULL && strstr(got, ".old.") == NULL, "temporary directories left in %s:\n%s", d, got);
+    CHECK(strstr(got, ".tmp.") == NULL && strstr(got, ".old.") == NULL, "temporary directories left in %s:\n%s", d,
+          got);
     rm_tree(d);
 }
 
@@ -197,10 +207,12 @@ static void test_traj_summary_ranges(void)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         summary_write(sum, bad[i].toks, bad[i].rss, "bf16");
         int rc = traj_to(d, sum, out, NULL);
-        CHECK(rc == 1, "tokens_per_s '%s', peak_rss_gib '%s': exit %d, expected 1: %s", bad[i].toks, bad[i].rss, rc, g_err);
-        CHECK(strncmp(g_err, "error: ", 7) == 0 && count_message_lines(g_err) == 1 && strstr(g_err, "sum.csv:2") && strstr(g_err, bad[i].col),
-              "tokens_per_s '%s', peak_rss_gib '%s': expected one error naming sum.csv:2 and %s: %s", bad[i].toks, bad[i].rss, bad[i].col,
+        CHECK(rc == 1, "tokens_per_s '%s', peak_rss_gib '%s': exit %d, expected 1: %s", bad[i].toks, bad[i].rss, rc,
               g_err);
+        CHECK(strncmp(g_err, "error: ", 7) == 0 && count_message_lines(g_err) == 1 && strstr(g_err, "sum.csv:2") &&
+                  strstr(g_err, bad[i].col),
+              "tokens_per_s '%s', peak_rss_gib '%s': expected one error naming sum.csv:2 and %s: %s", bad[i].toks,
+              bad[i].rss, bad[i].col, g_err);
     }
     /* a summary without peak_rss_gib (an empty cell): unknown, '-' in the table, empty in the CSV */
     summary_write(sum, "1000", "", "bf16");
@@ -209,13 +221,17 @@ static void test_traj_summary_ranges(void)
     static char text[16384];
     snprintf(p, sizeof p, "%s/trajectory.csv", out);
     slurp(p, text, sizeof text);
-    CHECK(strstr(text, "\nbf16,bf16,10,1000,7200000,,") != NULL, "the CSV's bf16 row: an empty peak_rss_gib expected:\n%s", text);
+    CHECK(strstr(text, "\nbf16,bf16,10,1000,7200000,,") != NULL,
+          "the CSV's bf16 row: an empty peak_rss_gib expected:\n%s", text);
     /* prices: zero is refused too (as a flag and in a price table) */
-    CHECK(traj_to(d, sum, out, (const char *const[]){"--usd-per-hour", "0", NULL}) == 2, "--usd-per-hour 0: exit 2 expected: %s", g_err);
+    CHECK(traj_to(d, sum, out, (const char *const[]){"--usd-per-hour", "0", NULL}) == 2,
+          "--usd-per-hour 0: exit 2 expected: %s", g_err);
     snprintf(p, sizeof p, "%s/prices.csv", d);
-    write_text(p, "provider,instance_type,region,pricing_option,usd_per_hour,as_of,source\naws,x.large,us-east-1,on_demand,0,2024-06,test\n");
+    write_text(p, "provider,instance_type,region,pricing_option,usd_per_hour,as_of,source\naws,x.large,us-east-1,on_"
+                  "demand,0,2024-06,test\n");
     rc = traj_to(d, sum, out, (const char *const[]){"--instance", "x.large", "--prices", p, NULL});
-    CHECK(rc == 1 && strstr(g_err, "prices.csv:2") && strstr(g_err, "'usd_per_hour'"), "a price of 0: exit %d, expected 1: %s", rc, g_err);
+    CHECK(rc == 1 && strstr(g_err, "prices.csv:2") && strstr(g_err, "'usd_per_hour'"),
+          "a price of 0: exit %d, expected 1: %s", rc, g_err);
     rm_tree(d);
 }
 
@@ -253,11 +269,13 @@ static void test_traj_md_cells(void)
     for (const char *l = head; *l == '|'; rows++) {
         const char *e = strchr(l, '\n');
         if (!e) break;
-        CHECK(bars(l, e) == want, "a table line with %d cell borders, the header has %d: %.*s", bars(l, e), want, (int)(e - l), l);
+        CHECK(bars(l, e) == want, "a table line with %d cell borders, the header has %d: %.*s", bars(l, e), want,
+              (int)(e - l), l);
         l = e + 1;
     }
     CHECK(rows == 4, "the table has %d lines, expected 4", rows);
-    CHECK(strstr(md, "bf16\\|fp8 \\*x\\* \\`y\\`") != NULL, "the precision is not shown as written (escaped):\n%s", head);
+    CHECK(strstr(md, "bf16\\|fp8 \\*x\\* \\`y\\`") != NULL, "the precision is not shown as written (escaped):\n%s",
+          head);
     rm_tree(d);
 }
 
@@ -269,7 +287,8 @@ static void test_report_md_cells(void)
     snprintf(bench, sizeof bench, "%s/bench.csv", d);
     snprintf(out, sizeof out, "%s/rep", d);
     write_text(bench, "op,variant,n,gflops_median\nmatmul,a|b *c*,1024,12.5\n");
-    const char *args[] = {"report", "--throughput", "data/reference/trn1_table1.csv", "--bench", bench, "--out", out, NULL};
+    const char *args[] = {"report", "--throughput", "data/reference/trn1_table1.csv", "--bench", bench, "--out", out,
+                          NULL};
     int rc = run(args);
     CHECK(rc == 0, "report --bench: exit %d: %s", rc, g_err);
     static char md[65536];
@@ -281,16 +300,19 @@ static void test_report_md_cells(void)
         row++;
         int want = bars(head, strchr(head, '\n')), got = bars(row, strchr(row, '\n'));
         CHECK(got == want, "the benchmark row has %d cell borders, its header %d: %.60s", got, want, row);
-        CHECK(strncmp(row, "| matmul | a\\|b \\*c\\* |", 23) == 0, "the variant is not shown as written (escaped): %.60s", row);
+        CHECK(strncmp(row, "| matmul | a\\|b \\*c\\* |", 23) == 0,
+              "the variant is not shown as written (escaped): %.60s", row);
     }
     rm_tree(d);
 }
 
 const test_case tests_audit2_traj[] = {
-    {"audit2 4: trajectory --out refuses a directory holding a user's trajectory.md, untouched", test_traj_out_refuses_user_files},
+    {"audit2 4: trajectory --out refuses a directory holding a user's trajectory.md, untouched",
+     test_traj_out_refuses_user_files},
     {"audit2 4: trajectory --out replaces a directory costbench wrote, whole", test_traj_out_replaced_whole},
     {"audit2 4: trajectory on a full disk leaves the earlier outputs complete", test_traj_out_full_disk},
-    {"audit2 10: trajectory refuses a zero, negative, non-finite or absurd throughput, memory or price", test_traj_summary_ranges},
+    {"audit2 10: trajectory refuses a zero, negative, non-finite or absurd throughput, memory or price",
+     test_traj_summary_ranges},
     {"audit2 11: a '|' or markup in a precision cannot break trajectory.md's table", test_traj_md_cells},
     {"audit2 11: a '|' in a benchmark CSV cannot break report.md's table", test_report_md_cells},
     {0},

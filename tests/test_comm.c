@@ -14,8 +14,8 @@ int mpi_run(int np, const char *const *args, char *out, size_t outsz, char *err,
 {
     char npb[16];
     snprintf(npb, sizeof npb, "%d", np);
-    const char *argv[64] = {"env", "ASAN_OPTIONS=detect_leaks=0", "mpirun", "--allow-run-as-root", "--oversubscribe", "-np", npb,
-                            g_costbench};
+    const char *argv[64] = {"env", "ASAN_OPTIONS=detect_leaks=0", "mpirun", "--allow-run-as-root", "--oversubscribe",
+                            "-np", npb, g_costbench};
     int n = 8;
     for (int i = 0; args[i] && n < 63; i++) argv[n++] = args[i];
     argv[n] = NULL;
@@ -40,7 +40,8 @@ static void test_allreduce_two_ranks(void)
                   table_cell(&t, i, table_col(&t, "ranks", 0)));
             double busbw = strtod(table_cell(&t, i, table_col(&t, "busbw_gbps", 0)), NULL);
             CHECK(busbw > 0, "row %d: busbw %g", i + 1, busbw);
-            ops[0] += strcmp(op, "allreduce") == 0, ops[1] += strcmp(op, "reduce_scatter") == 0, ops[2] += strcmp(op, "allgather") == 0;
+            ops[0] += strcmp(op, "allreduce") == 0, ops[1] += strcmp(op, "reduce_scatter") == 0,
+                ops[2] += strcmp(op, "allgather") == 0;
         }
         CHECK(ops[0] >= 10 && ops[1] >= 9 && ops[2] >= 9, "rows per op: %d %d %d", ops[0], ops[1], ops[2]);
         table_free(&t);
@@ -55,12 +56,13 @@ static void test_allreduce_two_ranks(void)
  * global batch 8, 4 steps, its log in `csv`, on np ranks (0: without mpirun), plus `extra`. */
 static int tiny_train(int np, const char *csv, const char *const *extra)
 {
-    const char *args[40] = {"train", "--model", "pythia-14m", "--micro-batch", "2", "--seq", "64", "--global-batch", "8",
-                            "--steps", "4", "--no-predict", "--quiet", "--peak-gflops", "100", "--csv", csv};
+    const char *args[40] = {"train", "--model", "pythia-14m", "--micro-batch", "2", "--seq", "64", "--global-batch",
+                            "8", "--steps", "4", "--no-predict", "--quiet", "--peak-gflops", "100", "--csv", csv};
     int n = 17;
     for (int i = 0; extra && extra[i] && n < 39; i++) args[n++] = extra[i];
     args[n] = NULL;
-    return np ? mpi_run(np, args, g_out, sizeof g_out, g_err, sizeof g_err) : cli_run(args, g_out, sizeof g_out, g_err, sizeof g_err);
+    return np ? mpi_run(np, args, g_out, sizeof g_out, g_err, sizeof g_err)
+              : cli_run(args, g_out, sizeof g_out, g_err, sizeof g_err);
 }
 
 /* The 1-rank run the others are compared with, run once for all the tests. */
@@ -88,8 +90,8 @@ static void check_losses(const char *what, const char *csv, int first, int want_
     int n = csv_column(csv, "loss", x, 8);
     CHECK(n == want_rows, "%s: %d rows, expected %d", what, n, want_rows);
     for (int i = 0; i < n && first + i < 4; i++)
-        CHECK(fabs(x[i] - g_ref_loss[first + i]) <= 1e-5 * fabs(g_ref_loss[first + i]), "%s, step %d: loss %.9g, 1 rank %.9g", what,
-              first + i + 1, x[i], g_ref_loss[first + i]);
+        CHECK(fabs(x[i] - g_ref_loss[first + i]) <= 1e-5 * fabs(g_ref_loss[first + i]),
+              "%s, step %d: loss %.9g, 1 rank %.9g", what, first + i + 1, x[i], g_ref_loss[first + i]);
 }
 
 /* A checkpoint saved at steps 2 and 4 resumes on 1 rank from step 2 (kept as the previous one)
@@ -130,7 +132,8 @@ static void test_train_two_ranks_equivalent(void)
     double g1[8], g2[8];
     int n1 = csv_column(g_ref, "grad_norm", g1, 8), n2 = csv_column(l2, "grad_norm", g2, 8);
     for (int i = 0; i < n1 && i < n2; i++)
-        CHECK(fabs(g1[i] - g2[i]) <= 1e-4 * fabs(g1[i]), "step %d: grad norm %.9g on 1 rank, %.9g on 2", i + 1, g1[i], g2[i]);
+        CHECK(fabs(g1[i] - g2[i]) <= 1e-4 * fabs(g1[i]), "step %d: grad norm %.9g on 1 rank, %.9g on 2", i + 1, g1[i],
+              g2[i]);
     double ranks[2], comm[2];
     CHECK(csv_column(sum, "ranks", ranks, 2) == 1 && ranks[0] == 2, "summary: ranks");
     CHECK(csv_column(sum, "exposed_comm_ms", comm, 2) == 1 && comm[0] > 0, "summary: exposed communication time");
@@ -142,7 +145,8 @@ static void test_train_two_ranks_equivalent(void)
     /* saved by 2 ranks, resumed on 1 */
     check_resume_on_one_rank(dir, ck);
     /* a global batch that does not split over the ranks */
-    const char *a4[] = {"train", "--model", "pythia-14m", "--micro-batch", "2", "--seq", "64", "--global-batch", "2", "--steps", "1", NULL};
+    const char *a4[] = {"train", "--model", "pythia-14m", "--micro-batch", "2", "--seq", "64", "--global-batch", "2",
+                        "--steps", "1", NULL};
     rc = mpi_run(2, a4, g_out, sizeof g_out, g_err, sizeof g_err);
     CHECK(rc == 2 && strstr(g_err, "x 2 ranks") != NULL, "global batch 2 over 2 ranks of 2: exit %d: %s", rc, g_err);
     rm_tree(dir);
@@ -163,7 +167,8 @@ static void test_train_zero1(void)
     const char *extra[] = {"--zero", "1", "--save", ck, "--save-every", "2", NULL};
     int rc = tiny_train(2, lz, extra);
     CHECK(rc == 0, "2 ranks --zero 1: exit %d: %s", rc, g_err);
-    CHECK(strstr(g_out, "ZeRO-1: AdamW moments 0.052 GiB per rank instead of 0.105 GiB") != NULL, "no ZeRO-1 estimate line: %s", g_out);
+    CHECK(strstr(g_out, "ZeRO-1: AdamW moments 0.052 GiB per rank instead of 0.105 GiB") != NULL,
+          "no ZeRO-1 estimate line: %s", g_out);
     check_losses("2 ranks with ZeRO-1", lz, 0, 4);
     check_resume_on_one_rank(dir, ck);
     rm_tree(dir);
@@ -179,14 +184,17 @@ static void test_sweep_and_cluster_scripts(void)
         int rc = cmd_run(a, g_out, sizeof g_out, g_err, sizeof g_err);
         CHECK(rc == 0, "bash -n %s: %s", scripts[i], g_err);
     }
-    const char *sub[] = {"bash", "bench/slurm/submit.sh", "--nodes", "1,2,4", "--out", "/tmp/x", "--instance", "p4d.24xlarge", "--dry-run", NULL};
+    const char *sub[] = {"bash", "bench/slurm/submit.sh", "--nodes", "1,2,4", "--out", "/tmp/x", "--instance",
+                         "p4d.24xlarge", "--dry-run", NULL};
     int rc = cmd_run(sub, g_out, sizeof g_out, g_err, sizeof g_err);
     CHECK(rc == 0 && strstr(g_err, "sbatch --parsable --nodes 4 --export=ALL,OUT=/tmp/x") != NULL &&
               strstr(g_err, "allreduce.sbatch") != NULL && strstr(g_err, "--dependency=afterok:") != NULL,
           "submit.sh --dry-run: exit %d: %s", rc, g_err);
-    const char *job[] = {"env", "DRY_RUN=1", "OUT=/tmp/x", "SLURM_JOB_NUM_NODES=4", "SLURM_NTASKS=4", "bash", "bench/slurm/train_sweep.sbatch", NULL};
+    const char *job[] = {"env", "DRY_RUN=1", "OUT=/tmp/x", "SLURM_JOB_NUM_NODES=4", "SLURM_NTASKS=4", "bash",
+                         "bench/slurm/train_sweep.sbatch", NULL};
     rc = cmd_run(job, g_out, sizeof g_out, g_err, sizeof g_err);
-    CHECK(rc == 0 && strstr(g_out, "srun --mpi=pmix") && strstr(g_out, "--global-batch 16") && strstr(g_out, "train_4n.csv"),
+    CHECK(rc == 0 && strstr(g_out, "srun --mpi=pmix") && strstr(g_out, "--global-batch 16") &&
+              strstr(g_out, "train_4n.csv"),
           "train_sweep.sbatch dry run: %s%s", g_out, g_err);
     char dir[] = "/tmp/costbench-sweep-XXXXXX";
     if (!mkdtemp(dir)) {
@@ -196,15 +204,17 @@ static void test_sweep_and_cluster_scripts(void)
     char env_bin[4200], out[128], path[256];
     snprintf(env_bin, sizeof env_bin, "COSTBENCH=%s", g_costbench);
     snprintf(out, sizeof out, "%s/s", dir);
-    const char *sw[] = {"env", env_bin, "ASAN_OPTIONS=detect_leaks=0", "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1", "bash",
-                        "bench/sweep.sh", "--model", "pythia-14m", "--seq", "64", "--micro-batch", "2", "--steps", "3", "--out", out, NULL};
+    const char *sw[] = {"env", env_bin, "ASAN_OPTIONS=detect_leaks=0", "OMPI_ALLOW_RUN_AS_ROOT=1",
+                        "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1", "bash", "bench/sweep.sh", "--model", "pythia-14m", "--seq",
+                        "64", "--micro-batch", "2", "--steps", "3", "--out", out, NULL};
     rc = cmd_run(sw, g_out, sizeof g_out, g_err, sizeof g_err);
     CHECK(rc == 0, "bench/sweep.sh: exit %d: %s", rc, g_err);
     double ranks[8], meas[8];
     snprintf(path, sizeof path, "%s/sweep.csv", out);
     CHECK(csv_column(path, "ranks", ranks, 8) == 3, "sweep.csv: expected 3 runs (strong 1 and 2 ranks, weak 1 rank)");
     snprintf(path, sizeof path, "%s/scale_strong.csv", out);
-    CHECK(csv_column(path, "measured_seq_per_s", meas, 8) == 2 && meas[1] > 0, "scale_strong.csv: the 2-rank measurement beside the model");
+    CHECK(csv_column(path, "measured_seq_per_s", meas, 8) == 2 && meas[1] > 0,
+          "scale_strong.csv: the 2-rank measurement beside the model");
     snprintf(path, sizeof path, "%s/report/throughput.png", out);
     CHECK(access(path, R_OK) == 0, "no report/throughput.png from the sweep");
     rm_tree(dir);
@@ -213,7 +223,8 @@ static void test_sweep_and_cluster_scripts(void)
 const test_case tests_comm[] = {
     {"mpi: sweep script end to end; Slurm scripts parse and dry-run", test_sweep_and_cluster_scripts},
     {"mpi: --zero 1 on 2 ranks trains like 1 rank, halves the moments, checkpoints resume on 1", test_train_zero1},
-    {"mpi: 2 ranks train like 1 rank at the same global batch; saved on 2, resumed on 1", test_train_two_ranks_equivalent},
+    {"mpi: 2 ranks train like 1 rank at the same global batch; saved on 2, resumed on 1",
+     test_train_two_ranks_equivalent},
     {"mpi: 2-rank allreduce, reduce-scatter and all-gather checked at every size", test_allreduce_two_ranks},
     {NULL, NULL},
 };

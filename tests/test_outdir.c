@@ -1,4 +1,5 @@
-/* The report's output directory: only a directory costbench wrote is replaced, and nothing it did not write is ever deleted. */
+/* The report's output directory: only a directory costbench wrote is replaced, and nothing it did not write is ever
+ * deleted. */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,8 +61,8 @@ static void check_listing(const char *dir, const char *expected, const char *wha
     char got[4096];
     listing(dir, got, sizeof got);
     CHECK(strcmp(got, expected) == 0, "%s: '%s' holds\n%sexpected\n%s", what, dir, got, expected);
-    CHECK(strstr(got, ".tmp.") == NULL && strstr(got, ".old.") == NULL, "%s: costbench's temporary directories left in '%s':\n%s", what,
-          dir, got);
+    CHECK(strstr(got, ".tmp.") == NULL && strstr(got, ".old.") == NULL,
+          "%s: costbench's temporary directories left in '%s':\n%s", what, dir, got);
 }
 
 /* A refusal: exit 2, one error line naming the directory and `name`, and a hint. */
@@ -69,7 +70,8 @@ static void check_refused(int status, const char *dir, const char *name, const c
 {
     CHECK(status == 2, "%s: exit %d, expected 2: %s", what, status, g_err);
     const char *nl = strchr(g_err, '\n');
-    CHECK(strncmp(g_err, "error: ", 7) == 0 && nl && strstr(g_err, dir) && strstr(g_err, name) && strstr(g_err, name) < nl,
+    CHECK(strncmp(g_err, "error: ", 7) == 0 && nl && strstr(g_err, dir) && strstr(g_err, name) &&
+              strstr(g_err, name) < nl,
           "%s: expected one error line naming '%s' and '%s': %s", what, dir, name, g_err);
     CHECK(nl && strncmp(nl + 1, "hint: ", 6) == 0, "%s: expected a hint line after the error: %s", what, g_err);
 }
@@ -128,7 +130,8 @@ static void test_outdir_user_file(void)
     read_in(rep, "report.md", after, sizeof after);
     CHECK(strcmp(buf, "mine\n") == 0, "the user's file changed: '%.80s'", buf);
     CHECK(before[0] && strcmp(before, after) == 0, "the report changed");
-    check_listing(rep, ".costbench-report\nnotes.txt\nreport.csv\nreport.md\nthroughput.png\ntokens_per_usd.png\n", "refused report");
+    check_listing(rep, ".costbench-report\nnotes.txt\nreport.csv\nreport.md\nthroughput.png\ntokens_per_usd.png\n",
+                  "refused report");
     check_listing(d, "rep\n", "next to the refused report");
     /* a file with a report's name that the marker does not list is the user's too */
     snprintf(buf, sizeof buf, "%s/notes.txt", rep);
@@ -164,8 +167,10 @@ static void test_outdir_legacy(void)
     write_in(extra, "notes.txt", "mine\n");
     CHECK(report_to(old) == 0, "a report of an earlier costbench (no marker): %s", g_err);
     read_in(old, "report.md", buf, sizeof buf);
-    CHECK(strstr(buf, "# costbench cost report") == buf && strstr(buf, "earlier") == NULL, "the earlier report was not replaced");
-    check_listing(old, ".costbench-report\nreport.csv\nreport.md\nthroughput.png\ntokens_per_usd.png\n", "the replaced legacy report");
+    CHECK(strstr(buf, "# costbench cost report") == buf && strstr(buf, "earlier") == NULL,
+          "the earlier report was not replaced");
+    check_listing(old, ".costbench-report\nreport.csv\nreport.md\nthroughput.png\ntokens_per_usd.png\n",
+                  "the replaced legacy report");
     check_refused(report_to(extra), extra, "notes.txt", "a legacy lookalike with an extra file");
     check_listing(extra, "loss.png\nnotes.txt\nreport.csv\nreport.md\n", "the refused lookalike with an extra file");
     read_in(extra, "report.md", buf, sizeof buf);
@@ -188,14 +193,16 @@ static void test_outdir_empty(void)
     CHECK(report_to(empty) == 0, "an empty directory: %s", g_err);
     read_in(empty, "report.md", buf, sizeof buf);
     CHECK(strstr(buf, "# costbench cost report") == buf, "no report in the empty directory");
-    check_listing(empty, ".costbench-report\nreport.csv\nreport.md\nthroughput.png\ntokens_per_usd.png\n", "the report in an empty directory");
+    check_listing(empty, ".costbench-report\nreport.csv\nreport.md\nthroughput.png\ntokens_per_usd.png\n",
+                  "the report in an empty directory");
     check_listing(d, "empty\n", "next to the empty directory");
     rm_tree(d);
 }
 
 const test_case tests_outdir[] = {
     {"outdir: the audit's notes/ (report.md and a thesis) is refused, both files intact", test_outdir_audit},
-    {"outdir: the same report twice to one --out; the marker lists its files; nothing left beside it", test_outdir_twice},
+    {"outdir: the same report twice to one --out; the marker lists its files; nothing left beside it",
+     test_outdir_twice},
     {"outdir: a report with the user's file added is refused, the file and the report kept", test_outdir_user_file},
     {"outdir: a report of an earlier costbench is replaced; lookalikes are refused", test_outdir_legacy},
     {"outdir: an empty directory is used", test_outdir_empty},

@@ -1,4 +1,5 @@
-/* Plots: a full disk or an unwritable path fails with one error and keeps the earlier file; what is committed is complete. */
+/* Plots: a full disk or an unwritable path fails with one error and keeps the earlier file; what is committed is
+ * complete. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -17,9 +18,12 @@
 static char g_err[16384];
 
 /* The scale command of README's example (neox-20b on trn1.32xlarge), plotting to `plot`. */
-#define SCALE_ARGS(plot)                                                                                                          \
-    {"scale", "--model", "neox-20b", "--instance", "trn1.32xlarge", "--tp", "8", "--pp", "4", "--seq", "2048", "--global-batch", \
-     "16384", "--base-nodes", "4", "--base-seq-per-s", "13.6", "--nodes", "4,8,16,32,64", "--plot", (plot), NULL}
+#define SCALE_ARGS(plot)                                                                                           \
+    {                                                                                                              \
+        "scale", "--model", "neox-20b", "--instance", "trn1.32xlarge", "--tp", "8", "--pp", "4", "--seq", "2048",  \
+            "--global-batch", "16384", "--base-nodes", "4", "--base-seq-per-s", "13.6", "--nodes", "4,8,16,32,64", \
+            "--plot", (plot), NULL                                                                                 \
+    }
 
 /* What an earlier run left at the target: text and every byte value. */
 static size_t earlier_bytes(unsigned char *buf, size_t n)
@@ -82,16 +86,18 @@ static void check_full_disk(const char *name)
     const char *args[] = SCALE_ARGS(path);
     int rc = cli_run_fsize_limited(args, 16384, g_err, sizeof g_err); /* both plots are larger: ~90 KB, ~380 KB */
     CHECK(rc == 1, "%s on a full disk: exit %d, expected 1: %s", name, rc, g_err);
-    CHECK(strncmp(g_err, "error: ", 7) == 0 && count_lines(g_err) == 1, "%s: expected one error line, got: %s", name, g_err);
+    CHECK(strncmp(g_err, "error: ", 7) == 0 && count_lines(g_err) == 1, "%s: expected one error line, got: %s", name,
+          g_err);
     char quoted[160];
     snprintf(quoted, sizeof quoted, "'%s'", path);
-    CHECK(strstr(g_err, quoted) && strstr(g_err, "incomplete"), "%s: the error should name %s and say incomplete: %s", name, quoted,
-          g_err);
+    CHECK(strstr(g_err, quoted) && strstr(g_err, "incomplete"), "%s: the error should name %s and say incomplete: %s",
+          name, quoted, g_err);
     char wrote[160];
     snprintf(wrote, sizeof wrote, "wrote %s", path);
     CHECK(!strstr(g_err, wrote), "%s: says '%s' on a full disk: %s", name, wrote, g_err);
     long k = read_bytes(path, after, sizeof after);
-    CHECK(k == (long)n && memcmp(before, after, n) == 0, "%s: the earlier file changed (%ld bytes, was %zu)", name, k, n);
+    CHECK(k == (long)n && memcmp(before, after, n) == 0, "%s: the earlier file changed (%ld bytes, was %zu)", name, k,
+          n);
     CHECK(tmp_files_in(dir) == 0, "%s: %d temporary files left in %s", name, tmp_files_in(dir), dir);
     rm_tree(dir);
 }
@@ -164,7 +170,8 @@ static void test_plot_normal_is_whole(void)
     k = read_bytes(svg, buf, sizeof buf - 1);
     buf[k > 0 ? k : 0] = '\0';
     char *end = strstr((char *)buf, "</svg>");
-    CHECK(k > 16384 && end && strspn(end + 6, " \t\r\n") == strlen(end + 6), "%s does not end with </svg> (%ld bytes)", svg, k);
+    CHECK(k > 16384 && end && strspn(end + 6, " \t\r\n") == strlen(end + 6), "%s does not end with </svg> (%ld bytes)",
+          svg, k);
     CHECK(tmp_files_in(dir) == 0, "%d temporary files left in %s", tmp_files_in(dir), dir);
     rm_tree(dir);
 }
@@ -173,6 +180,7 @@ const test_case tests_plot[] = {
     {"plot: a full disk (PNG) fails with one error, exit 1, and keeps the earlier file", test_plot_full_disk_png},
     {"plot: a full disk (SVG) fails with one error, exit 1, and keeps the earlier file", test_plot_full_disk_svg},
     {"plot: an unwritable path names the path and the errno, not 'Too many tries'", test_plot_unwritable_path},
-    {"plot: a normal plot is whole (PNG chunks up to IEND, SVG up to </svg>) and replaces the earlier file", test_plot_normal_is_whole},
+    {"plot: a normal plot is whole (PNG chunks up to IEND, SVG up to </svg>) and replaces the earlier file",
+     test_plot_normal_is_whole},
     {0},
 };

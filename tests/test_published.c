@@ -24,8 +24,16 @@ static dev_table test_dev_table(void)
 /* A row of the small shapes the hand-worked figures use: l 2, h 64, 4 heads, V 1024, s 128. */
 static pub_row small_row(const char *arch, int kv_heads, int ffn)
 {
-    pub_row r = {.layers = 2, .d_model = 64, .heads = 4, .kv_heads = kv_heads, .ffn_dim = ffn, .vocab = 1024, .seq_len = 128,
-                 .tied_embeddings = -1, .params = NAN, .line = 9};
+    pub_row r = {.layers = 2,
+                 .d_model = 64,
+                 .heads = 4,
+                 .kv_heads = kv_heads,
+                 .ffn_dim = ffn,
+                 .vocab = 1024,
+                 .seq_len = 128,
+                 .tied_embeddings = -1,
+                 .params = NAN,
+                 .line = 9};
     snprintf(r.arch, sizeof r.arch, "%s", arch);
     snprintf(r.model, sizeof r.model, "small-%s", arch);
     return r;
@@ -52,7 +60,8 @@ static void test_flops_gpt(void)
           flops_per_seq(FLOPS_MEGATRON_2021, &cfg, NAN, 128));
     CHECK(flops_per_seq(FLOPS_MEGATRON_CORE, &cfg, NAN, 128) == 150994944.0, "megatron-core %.0f",
           flops_per_seq(FLOPS_MEGATRON_CORE, &cfg, NAN, 128));
-    CHECK(flops_per_seq(FLOPS_PALM, &cfg, NAN, 128) == 150994944.0, "palm %.0f", flops_per_seq(FLOPS_PALM, &cfg, NAN, 128));
+    CHECK(flops_per_seq(FLOPS_PALM, &cfg, NAN, 128) == 150994944.0, "palm %.0f",
+          flops_per_seq(FLOPS_PALM, &cfg, NAN, 128));
     CHECK(flops_per_seq(FLOPS_LLM_FOUNDRY, &cfg, 200000, 128) == 178765824.0, "llm-foundry %.0f",
           flops_per_seq(FLOPS_LLM_FOUNDRY, &cfg, 200000, 128));
     CHECK(flops_per_seq(FLOPS_LLM_FOUNDRY, &cfg, NAN, 128) == 158662656.0, "llm-foundry counted %.0f",
@@ -78,7 +87,8 @@ static void test_flops_llama(void)
     CHECK(cfg.mlp == MLP_SWIGLU && model_kv_heads(&cfg) == 2, "llama: swiglu %d kv %d", cfg.mlp, model_kv_heads(&cfg));
     CHECK(flops_per_seq(FLOPS_MEGATRON_CORE, &cfg, NAN, 128) == 146276352.0, "megatron-core %.0f",
           flops_per_seq(FLOPS_MEGATRON_CORE, &cfg, NAN, 128));
-    CHECK(flops_per_seq(FLOPS_PALM, &cfg, NAN, 128) == 146276352.0, "palm %.0f", flops_per_seq(FLOPS_PALM, &cfg, NAN, 128));
+    CHECK(flops_per_seq(FLOPS_PALM, &cfg, NAN, 128) == 146276352.0, "palm %.0f",
+          flops_per_seq(FLOPS_PALM, &cfg, NAN, 128));
     CHECK(flops_per_seq(FLOPS_MEGATRON_2021, &cfg, NAN, 128) == 178257920.0, "megatron-2021 %.0f",
           flops_per_seq(FLOPS_MEGATRON_2021, &cfg, NAN, 128));
 }
@@ -89,18 +99,42 @@ static void test_flops_llama(void)
  * (1.1 s for 4 sequences on 8 GPUs: 3.636 seq/s; the README rounds, 41.6% by the formula). */
 static void test_mfu_crosscheck(void)
 {
-    pub_row r = {.layers = 80, .d_model = 8192, .heads = 64, .kv_heads = 64, .ffn_dim = 4 * 8192, .vocab = 50368, .seq_len = 2048,
-                 .tied_embeddings = 1, .params = 64862437376.0, .devices = 128, .metric = PUB_MFU_PCT, .value = 48.91,
-                 .convention = FLOPS_LLM_FOUNDRY, .peak_tflops = 312, .line = 1};
+    pub_row r = {.layers = 80,
+                 .d_model = 8192,
+                 .heads = 64,
+                 .kv_heads = 64,
+                 .ffn_dim = 4 * 8192,
+                 .vocab = 50368,
+                 .seq_len = 2048,
+                 .tied_embeddings = 1,
+                 .params = 64862437376.0,
+                 .devices = 128,
+                 .metric = PUB_MFU_PCT,
+                 .value = 48.91,
+                 .convention = FLOPS_LLM_FOUNDRY,
+                 .peak_tflops = 312,
+                 .line = 1};
     snprintf(r.arch, sizeof r.arch, "mpt");
     snprintf(r.model, sizeof r.model, "mpt-70b");
     model_config cfg;
     CHECK(published_config(&r, "hand.csv", &cfg) == 0, "mpt-70b config");
     double sps = published_seq_per_s(&r, &cfg);
     CHECK(near(sps, 48194.0 / 2048, 0.001), "llm-foundry mfu -> %.4f seq/s, published 23.532", sps);
-    pub_row k = {.layers = 48, .d_model = 6144, .heads = 64, .kv_heads = 64, .ffn_dim = 24576, .vocab = 51200, .seq_len = 2048,
-                 .tied_embeddings = -1, .params = NAN, .devices = 8, .metric = PUB_MFU_PCT, .value = 41.5,
-                 .convention = FLOPS_MEGATRON_CORE, .peak_tflops = 312, .line = 1};
+    pub_row k = {.layers = 48,
+                 .d_model = 6144,
+                 .heads = 64,
+                 .kv_heads = 64,
+                 .ffn_dim = 24576,
+                 .vocab = 51200,
+                 .seq_len = 2048,
+                 .tied_embeddings = -1,
+                 .params = NAN,
+                 .devices = 8,
+                 .metric = PUB_MFU_PCT,
+                 .value = 41.5,
+                 .convention = FLOPS_MEGATRON_CORE,
+                 .peak_tflops = 312,
+                 .line = 1};
     snprintf(k.arch, sizeof k.arch, "gpt");
     snprintf(k.model, sizeof k.model, "22B");
     CHECK(published_config(&k, "hand.csv", &cfg) == 0, "22B config");
@@ -185,15 +219,16 @@ static void test_config(void)
     CHECK(r && r->tp * r->pp * r->dp == 2 * r->devices, "trn1: tp x pp x dp counts NeuronCores, 2 a chip");
     CHECK(r && published_config(r, t.path, &cfg) == 0, "neox config");
     CHECK(r && cfg.L == 44 && cfg.C == 6144 && cfg.NH == 64 && cfg.V == 50257 && cfg.max_T == 2048, "neox shape");
-    CHECK(cfg.parallel_residual && cfg.pos == POS_ROTARY && cfg.rotary_pct == 0.25 && cfg.rope == ROPE_NEOX && !cfg.tied_embeddings &&
-              cfg.norm == NORM_LAYERNORM && cfg.mlp == MLP_GELU,
+    CHECK(cfg.parallel_residual && cfg.pos == POS_ROTARY && cfg.rotary_pct == 0.25 && cfg.rope == ROPE_NEOX &&
+              !cfg.tied_embeddings && cfg.norm == NORM_LAYERNORM && cfg.mlp == MLP_GELU,
           "neox architecture");
     CHECK(strcmp(cfg.name, "GPT-NeoX-20B") == 0, "name '%s'", cfg.name);
     published_free(&t);
     CHECK(published_load(&t, "data/reference/published/llmfoundry_a100_80gb.csv", &dt) == 0, "llm-foundry loads");
     r = &t.rows[0];
     CHECK(published_config(r, t.path, &cfg) == 0, "mpt config");
-    CHECK(cfg.pos == POS_ALIBI && cfg.attn_nobias && cfg.mlp_nobias && cfg.tied_embeddings && !cfg.parallel_residual && cfg.max_T == r->seq_len,
+    CHECK(cfg.pos == POS_ALIBI && cfg.attn_nobias && cfg.mlp_nobias && cfg.tied_embeddings && !cfg.parallel_residual &&
+              cfg.max_T == r->seq_len,
           "mpt architecture");
     published_free(&t);
     CHECK(published_load(&t, "data/reference/published/megatron_a100_2021.csv", &dt) == 0, "megatron loads");
@@ -203,7 +238,8 @@ static void test_config(void)
               cfg.norm == NORM_LAYERNORM && cfg.mlp == MLP_GELU,
           "gpt architecture");
     /* the published 1,008.0e9 parameters are the tied count: 128 x 12 x 25600^2 + ... */
-    CHECK(r && near(model_params_total(&cfg), r->params, 0.001), "1T params %.6g vs %.6g", model_params_total(&cfg), r ? r->params : 0);
+    CHECK(r && near(model_params_total(&cfg), r->params, 0.001), "1T params %.6g vs %.6g", model_params_total(&cfg),
+          r ? r->params : 0);
     published_free(&t);
     devices_free(&dt);
     pub_row llama = small_row("llama", 3, 176);
@@ -215,11 +251,13 @@ static void test_config(void)
 
 /* ---- malformed files: one error line naming file:line and the column, CB_EUSAGE */
 
-static const char *const good_header = "id,source,framework,device,devices,devices_per_node,model,arch,layers,d_model,heads,vocab,seq_len,"
-                                       "global_batch,micro_batch,tp,pp,dp,sharding,recompute,precision,metric,value,flop_convention,"
-                                       "peak_tflops,seq_per_s\n";
-static const char *const good_row = "r1,test,megatron-lm,a100-sxm4-80gb,8,8,t,gpt,2,64,4,1024,128,4,4,8,1,1,none,full,fp16-mixed,"
-                                    "step_time_s,2,,,2\n";
+static const char *const good_header =
+    "id,source,framework,device,devices,devices_per_node,model,arch,layers,d_model,heads,vocab,seq_len,"
+    "global_batch,micro_batch,tp,pp,dp,sharding,recompute,precision,metric,value,flop_convention,"
+    "peak_tflops,seq_per_s\n";
+static const char *const good_row =
+    "r1,test,megatron-lm,a100-sxm4-80gb,8,8,t,gpt,2,64,4,1024,128,4,4,8,1,1,none,full,fp16-mixed,"
+    "step_time_s,2,,,2\n";
 
 /* good_row with `from` replaced by `to` (once). */
 static const char *row_with(const char *from, const char *to)
@@ -248,32 +286,42 @@ static void expect_bad(const char *name, const char *header, const char *rows, i
     snprintf(prefix, sizeof prefix, "error: %s:%d: %s", path, line, want);
     const char *nl = strchr(err, '\n');
     CHECK(rc == CB_EUSAGE, "%s: rc %d", name, rc);
-    CHECK(strncmp(err, prefix, strlen(prefix)) == 0 && nl && nl[1] == '\0', "%s: expected one line '%s...', got '%s'", name, prefix, err);
+    CHECK(strncmp(err, prefix, strlen(prefix)) == 0 && nl && nl[1] == '\0', "%s: expected one line '%s...', got '%s'",
+          name, prefix, err);
     CHECK(t.n == 0 && t.rows == NULL, "%s: rows left after a failed load", name);
 }
 
 static void test_malformed(void)
 {
     char two[2048], hdr[1024];
-    expect_bad("good-twice", good_header, (snprintf(two, sizeof two, "%s%s", good_row, good_row), two), 4, "column 'id'");
-    expect_bad("enum", good_header, row_with(",none,full,", ",ZeRO3,full,"), 3, "column 'sharding': expected none, zero1");
+    expect_bad("good-twice", good_header, (snprintf(two, sizeof two, "%s%s", good_row, good_row), two), 4,
+               "column 'id'");
+    expect_bad("enum", good_header, row_with(",none,full,", ",ZeRO3,full,"), 3,
+               "column 'sharding': expected none, zero1");
     expect_bad("recompute", good_header, row_with(",none,full,", ",none,Full,"), 3, "column 'recompute'");
-    expect_bad("negative", good_header, row_with("a100-sxm4-80gb,8,8", "a100-sxm4-80gb,-8,8"), 3, "column 'devices': expected an integer");
-    expect_bad("layout", good_header, row_with(",8,1,1,none", ",8,1,2,none"), 3, "column 'dp': expected tp x pp x dp x cp");
-    expect_bad("per-node", good_header, row_with("a100-sxm4-80gb,8,8", "a100-sxm4-80gb,8,3"), 3, "column 'devices_per_node'");
+    expect_bad("negative", good_header, row_with("a100-sxm4-80gb,8,8", "a100-sxm4-80gb,-8,8"), 3,
+               "column 'devices': expected an integer");
+    expect_bad("layout", good_header, row_with(",8,1,1,none", ",8,1,2,none"), 3,
+               "column 'dp': expected tp x pp x dp x cp");
+    expect_bad("per-node", good_header, row_with("a100-sxm4-80gb,8,8", "a100-sxm4-80gb,8,3"), 3,
+               "column 'devices_per_node'");
     expect_bad("micro", good_header, row_with(",128,4,4,", ",128,4,3,"), 3, "column 'global_batch'");
-    expect_bad("mfu-peak", good_header, row_with("step_time_s,2,,,2", "mfu_pct,40,megatron-core,,"), 3, "column 'peak_tflops'");
-    expect_bad("tflops-conv", good_header, row_with("step_time_s,2,,,2", "tflops_per_device,100,,,"), 3, "column 'flop_convention'");
+    expect_bad("mfu-peak", good_header, row_with("step_time_s,2,,,2", "mfu_pct,40,megatron-core,,"), 3,
+               "column 'peak_tflops'");
+    expect_bad("tflops-conv", good_header, row_with("step_time_s,2,,,2", "tflops_per_device,100,,,"), 3,
+               "column 'flop_convention'");
     expect_bad("conv-enum", good_header, row_with("step_time_s,2,,,2", "tflops_per_device,100,Megatron,,"), 3,
                "column 'flop_convention': expected megatron-2021");
     expect_bad("disagree", good_header, row_with("step_time_s,2,,,2", "step_time_s,2,,,2.02"), 3, "column 'seq_per_s'");
     expect_bad("device", good_header, row_with("a100-sxm4-80gb", "h100-sxm5-80gb"), 3,
-               "column 'device': expected a device of data/devices.csv (a100-sxm4-40gb, a100-sxm4-80gb, v100-sxm3-32gb, trainium1), got "
+               "column 'device': expected a device of data/devices.csv (a100-sxm4-40gb, a100-sxm4-80gb, "
+               "v100-sxm3-32gb, trainium1), got "
                "'h100-sxm5-80gb'");
     expect_bad("heads", good_header, row_with(",64,4,1024,", ",64,5,1024,"), 3, "column 'heads'");
     /* a Trainium chip runs 2 ranks: 8 chips at tp 8 leave half the NeuronCores idle */
-    expect_bad("trainium", good_header, row_with("a100-sxm4-80gb", "trainium1"), 3, "column 'dp': expected tp x pp x dp x cp = devices x "
-                                                                                    "workers per trainium1 = 8 x 2 = 16, got 8 x 1 x 1 x 1");
+    expect_bad("trainium", good_header, row_with("a100-sxm4-80gb", "trainium1"), 3,
+               "column 'dp': expected tp x pp x dp x cp = devices x "
+               "workers per trainium1 = 8 x 2 = 16, got 8 x 1 x 1 x 1");
     snprintf(hdr, sizeof hdr, "%s", good_header);
     char *m = strstr(hdr, "metric,");
     memmove(m, m + strlen("metric,"), strlen(m + strlen("metric,")) + 1);
@@ -298,8 +346,8 @@ static void test_unknown_device(void)
     const char *err = capture_stderr_end();
     char want[4608];
     snprintf(want, sizeof want, "error: %s:2: column 'device': expected a device of %.4000s (", path, dt.path);
-    CHECK(rc == CB_EUSAGE && strncmp(err, want, strlen(want)) == 0 && strstr(err, "a100-sxm4-80gb") && strstr(err, "trainium1") &&
-              strstr(err, "got 'tpu-v4'") && strchr(err, '\n') == err + strlen(err) - 1,
+    CHECK(rc == CB_EUSAGE && strncmp(err, want, strlen(want)) == 0 && strstr(err, "a100-sxm4-80gb") &&
+              strstr(err, "trainium1") && strstr(err, "got 'tpu-v4'") && strchr(err, '\n') == err + strlen(err) - 1,
           "unknown device: %d %s", rc, err);
     devices_free(&dt);
 }

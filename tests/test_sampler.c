@@ -41,7 +41,10 @@ static const char *sample_text(const sampler *sp, uint64_t k)
 }
 
 /* One line, "error: ..." and a newline. */
-static int one_error_line(const char *e) { return strncmp(e, "error: ", 7) == 0 && strchr(e, '\n') == e + strlen(e) - 1; }
+static int one_error_line(const char *e)
+{
+    return strncmp(e, "error: ", 7) == 0 && strchr(e, '\n') == e + strlen(e) - 1;
+}
 
 static int same_u32(const char *what, const uint32_t *x, const uint32_t *want, size_t n)
 {
@@ -79,7 +82,8 @@ static void test_sampler_mt19937_numpy(void)
     mt19937_shuffle_u32(&r, b, 1000);
     const int at[] = {0, 1, 2, 3, 499, 500, 997, 998, 999};
     const uint32_t want1000[] = {681, 990, 155, 768, 604, 797, 294, 723, 815};
-    for (int i = 0; i < 9; i++) CHECK(b[at[i]] == want1000[i], "shuffle(arange(1000))[%d] = %u, expected %u", at[i], b[at[i]], want1000[i]);
+    for (int i = 0; i < 9; i++)
+        CHECK(b[at[i]] == want1000[i], "shuffle(arange(1000))[%d] = %u, expected %u", at[i], b[at[i]], want1000[i]);
     uint64_t sum = 0;
     for (int i = 0; i < 1000; i++) sum += b[i];
     CHECK(sum == 999 * 1000 / 2, "shuffle(arange(1000)) is not a permutation");
@@ -124,24 +128,29 @@ static void test_sampler_megatron_by_hand(void)
     sampler sp;
     CHECK(sampler_init(&sp, SAMPLER_MEGATRON, &d, 4, 4, 1234) == 0, "init N=4");
     CHECK(sp.num_epochs == 2 && sp.separate_final_epoch && sp.num_samples_built == 7 && sp.ndocument_index == 6,
-          "N=4: %d epochs, separate %d, %llu samples", sp.num_epochs, sp.separate_final_epoch, (unsigned long long)sp.num_samples_built);
-    const uint32_t doc4[] = {0, 1, 2, 1, 2, 0}, smp4[] = {0, 0, 0, 4, 2, 0, 2, 4, 3, 1, 4, 2, 4, 6, 5, 3}, shf4[] = {2, 1, 0, 3, 5, 4, 6};
-    if (sp.document_index && same_u32("document_index", sp.document_index, doc4, 6) && same_u32("sample_index", sp.sample_index, smp4, 16) &&
-        same_u32("shuffle_index", sp.shuffle_index, shf4, 7)) {
+          "N=4: %d epochs, separate %d, %llu samples", sp.num_epochs, sp.separate_final_epoch,
+          (unsigned long long)sp.num_samples_built);
+    const uint32_t doc4[] = {0, 1, 2, 1, 2, 0}, smp4[] = {0, 0, 0, 4, 2, 0, 2, 4, 3, 1, 4, 2, 4, 6, 5, 3},
+                   shf4[] = {2, 1, 0, 3, 5, 4, 6};
+    if (sp.document_index && same_u32("document_index", sp.document_index, doc4, 6) &&
+        same_u32("sample_index", sp.sample_index, smp4, 16) && same_u32("shuffle_index", sp.shuffle_index, shf4, 7)) {
         const char *want[] = {"ijklm", "efghi", "abcde", "mnofg"};
         for (int k = 0; k < 4; k++)
-            CHECK(strcmp(sample_text(&sp, (uint64_t)k), want[k]) == 0, "N=4 sample %d: '%s', expected '%s'", k, sample_text(&sp, (uint64_t)k), want[k]);
+            CHECK(strcmp(sample_text(&sp, (uint64_t)k), want[k]) == 0, "N=4 sample %d: '%s', expected '%s'", k,
+                  sample_text(&sp, (uint64_t)k), want[k]);
     }
     sampler_free(&sp);
     CHECK(sampler_init(&sp, SAMPLER_MEGATRON, &d, 4, 5, 1234) == 0, "init N=5");
-    CHECK(sp.num_epochs == 2 && !sp.separate_final_epoch && sp.num_samples_built == 7, "N=5: %d epochs, separate %d", sp.num_epochs,
-          sp.separate_final_epoch);
-    const uint32_t doc5[] = {2, 1, 2, 0, 1, 0}, smp5[] = {0, 0, 0, 4, 1, 1, 2, 2, 2, 6, 3, 3, 4, 2, 5, 3}, shf5[] = {5, 0, 3, 4, 2, 6, 1};
-    if (sp.document_index && same_u32("document_index", sp.document_index, doc5, 6) && same_u32("sample_index", sp.sample_index, smp5, 16) &&
-        same_u32("shuffle_index", sp.shuffle_index, shf5, 7)) {
+    CHECK(sp.num_epochs == 2 && !sp.separate_final_epoch && sp.num_samples_built == 7, "N=5: %d epochs, separate %d",
+          sp.num_epochs, sp.separate_final_epoch);
+    const uint32_t doc5[] = {2, 1, 2, 0, 1, 0}, smp5[] = {0, 0, 0, 4, 1, 1, 2, 2, 2, 6, 3, 3, 4, 2, 5, 3},
+                   shf5[] = {5, 0, 3, 4, 2, 6, 1};
+    if (sp.document_index && same_u32("document_index", sp.document_index, doc5, 6) &&
+        same_u32("sample_index", sp.sample_index, smp5, 16) && same_u32("shuffle_index", sp.shuffle_index, shf5, 7)) {
         const char *want[] = {"defgh", "ijklm", "klmno", "oabcd", "ghijk"};
         for (int k = 0; k < 5; k++)
-            CHECK(strcmp(sample_text(&sp, (uint64_t)k), want[k]) == 0, "N=5 sample %d: '%s', expected '%s'", k, sample_text(&sp, (uint64_t)k), want[k]);
+            CHECK(strcmp(sample_text(&sp, (uint64_t)k), want[k]) == 0, "N=5 sample %d: '%s', expected '%s'", k,
+                  sample_text(&sp, (uint64_t)k), want[k]);
     }
     sampler_free(&sp);
     dataset_close(&d);
@@ -164,19 +173,22 @@ static void test_sampler_megatron_one_window(void)
     }
     sampler sp;
     CHECK(sampler_init(&sp, SAMPLER_MEGATRON, &d, 4, 1, 1234) == 0, "init N=1");
-    CHECK(sp.num_epochs == 1 && sp.num_samples_built == 1 && strcmp(sample_text(&sp, 0), "abcde") == 0, "N=1: %d epochs, '%s'", sp.num_epochs,
-          sample_text(&sp, 0));
+    CHECK(sp.num_epochs == 1 && sp.num_samples_built == 1 && strcmp(sample_text(&sp, 0), "abcde") == 0,
+          "N=1: %d epochs, '%s'", sp.num_epochs, sample_text(&sp, 0));
     int in[2 * 4], tg[2 * 4];
-    CHECK(sampler_batch(&sp, 0, 0, 1, 1, in, tg, 256) == 0 && in[0] == 'a' && in[3] == 'd' && tg[0] == 'b' && tg[3] == 'e',
+    CHECK(sampler_batch(&sp, 0, 0, 1, 1, in, tg, 256) == 0 && in[0] == 'a' && in[3] == 'd' && tg[0] == 'b' &&
+              tg[3] == 'e',
           "inputs are not 'abcd' and targets 'bcde'");
     sampler_free(&sp);
     CHECK(sampler_init(&sp, SAMPLER_MEGATRON, &d, 4, 6, 1234) == 0, "init N=6");
     CHECK(sp.num_epochs == 5 && !sp.separate_final_epoch && sp.num_samples_built == 6, "N=6: %d epochs", sp.num_epochs);
     const char *want[] = {"abcde", "deabc", "cdeab", "eabcd", "abcde", "bcdea"};
     for (int k = 0; k < 6; k++)
-        CHECK(strcmp(sample_text(&sp, (uint64_t)k), want[k]) == 0, "N=6 sample %d: '%s', expected '%s'", k, sample_text(&sp, (uint64_t)k), want[k]);
+        CHECK(strcmp(sample_text(&sp, (uint64_t)k), want[k]) == 0, "N=6 sample %d: '%s', expected '%s'", k,
+              sample_text(&sp, (uint64_t)k), want[k]);
     /* step s, micro-batch m, row b of B = 1, G = 2 reads sample 2s + m */
-    CHECK(sampler_batch(&sp, 1, 1, 1, 2, in, tg, 256) == 0 && in[0] == 'e' && tg[3] == 'd', "step 1 micro 1 is not sample 3 'eabcd'");
+    CHECK(sampler_batch(&sp, 1, 1, 1, 2, in, tg, 256) == 0 && in[0] == 'e' && tg[3] == 'd',
+          "step 1 micro 1 is not sample 3 'eabcd'");
     capture_stderr_begin();
     int rc = sampler_batch(&sp, 3, 0, 1, 2, in, tg, 256);
     const char *e = capture_stderr_end();
@@ -184,7 +196,8 @@ static void test_sampler_megatron_one_window(void)
     capture_stderr_begin();
     rc = sampler_batch(&sp, 0, 0, 1, 2, in, tg, 100); /* 'd' and 'e' are past a vocabulary of 100 */
     e = capture_stderr_end();
-    CHECK(rc != 0 && strstr(e, "one.bin: token 100 at position 3 is outside") && one_error_line(e), "token outside [0, V): %d '%s'", rc, e);
+    CHECK(rc != 0 && strstr(e, "one.bin: token 100 at position 3 is outside") && one_error_line(e),
+          "token outside [0, V): %d '%s'", rc, e);
     sampler_free(&sp);
     dataset_close(&d);
     rm_tree(dir);
@@ -194,7 +207,8 @@ static void test_sampler_megatron_one_window(void)
 static void test_sampler_random_and_layout(void)
 {
     char *dir = test_tmpdir(), prefix[512];
-    const char *texts[] = {"The quick brown fox jumps over the lazy dog. ", "Pythia and GPT-NeoX rotate a quarter of each head."};
+    const char *texts[] = {"The quick brown fox jumps over the lazy dog. ",
+                           "Pythia and GPT-NeoX rotate a quarter of each head."};
     dataset d;
     if (!dir || build_docs(dir, "two", texts, 2, prefix, sizeof prefix) != 0) return;
     if (dataset_open(&d, prefix) != 0) {
@@ -206,8 +220,10 @@ static void test_sampler_random_and_layout(void)
     sampler sp;
     CHECK(sampler_init(&sp, SAMPLER_RANDOM, &d, T, 30, 99) == 0, "init random");
     for (long s = 0; s < 5; s++) {
-        CHECK(sampler_batch(&sp, s, 1, B, G, in, tg, 256) == 0 && dataset_batch(&d, 99, s, 1, in2, tg2, B, T, 256) == 0, "batch %ld", s);
-        CHECK(memcmp(in, in2, sizeof in) == 0 && memcmp(tg, tg2, sizeof tg) == 0, "step %ld: random differs from dataset_batch", s);
+        CHECK(sampler_batch(&sp, s, 1, B, G, in, tg, 256) == 0 && dataset_batch(&d, 99, s, 1, in2, tg2, B, T, 256) == 0,
+              "batch %ld", s);
+        CHECK(memcmp(in, in2, sizeof in) == 0 && memcmp(tg, tg2, sizeof tg) == 0,
+              "step %ld: random differs from dataset_batch", s);
     }
     sampler_free(&sp);
     CHECK(sampler_init(&sp, SAMPLER_MEGATRON, &d, T, 30, 99) == 0, "init megatron");
@@ -216,13 +232,15 @@ static void test_sampler_random_and_layout(void)
             CHECK(sampler_batch(&sp, s, m, B, G, in, tg, 256) == 0, "batch %ld %d", s, m);
             for (int b = 0; b < B; b++) {
                 CHECK(sampler_sample(&sp, (uint64_t)(s * G + m * B + b), tok) == 0, "sample %ld", s * G + m * B + b);
-                CHECK(memcmp(in + b * T, tok, T * sizeof *tok) == 0 && memcmp(tg + b * T, tok + 1, T * sizeof *tok) == 0,
+                CHECK(memcmp(in + b * T, tok, T * sizeof *tok) == 0 &&
+                          memcmp(tg + b * T, tok + 1, T * sizeof *tok) == 0,
                       "step %ld micro %d row %d is not sample %ld", s, m, b, s * G + m * B + b);
             }
         }
     char line[2048];
     sampler_describe(&sp, line, sizeof line);
-    CHECK(strstr(line, "megatron: Megatron-LM core_v0.19.0 GPTDataset order") && strstr(line, "seed 99"), "describe: %s", line);
+    CHECK(strstr(line, "megatron: Megatron-LM core_v0.19.0 GPTDataset order") && strstr(line, "seed 99"),
+          "describe: %s", line);
     sampler_free(&sp);
     sampler_free(NULL);
     dataset_close(&d);
@@ -256,20 +274,22 @@ static void test_sampler_refusals(void)
         capture_stderr_begin();
         int rc = sampler_init(&sp, SAMPLER_MEGATRON, &d, bad[i].T, bad[i].n, bad[i].seed);
         const char *e = capture_stderr_end();
-        CHECK(rc == CB_EFAIL && one_error_line(e) && strstr(e, bad[i].expect), "case %zu: rc %d, expected one line with '%s': '%s'", i, rc,
-              bad[i].expect, e);
+        CHECK(rc == CB_EFAIL && one_error_line(e) && strstr(e, bad[i].expect),
+              "case %zu: rc %d, expected one line with '%s': '%s'", i, rc, bad[i].expect, e);
         sampler_free(&sp);
     }
     sampler_kind k;
-    CHECK(sampler_parse("megatron", &k) == 0 && k == SAMPLER_MEGATRON && sampler_parse("random", &k) == 0 && k == SAMPLER_RANDOM &&
-              sampler_parse("Megatron", &k) != 0 && strcmp(sampler_name(SAMPLER_MEGATRON), "megatron") == 0,
+    CHECK(sampler_parse("megatron", &k) == 0 && k == SAMPLER_MEGATRON && sampler_parse("random", &k) == 0 &&
+              k == SAMPLER_RANDOM && sampler_parse("Megatron", &k) != 0 &&
+              strcmp(sampler_name(SAMPLER_MEGATRON), "megatron") == 0,
           "sampler_parse / sampler_name");
     dataset_close(&d);
     rm_tree(dir);
 }
 
-#define TINY "--model", "pythia-14m", "--layers", "1", "--d-model", "32", "--heads", "2", "--vocab", "256", "--micro-batch", "2", \
-             "--seq", "16", "--steps", "2", "--no-predict", "--peak-gflops", "100", "--quiet"
+#define TINY                                                                                                        \
+    "--model", "pythia-14m", "--layers", "1", "--d-model", "32", "--heads", "2", "--vocab", "256", "--micro-batch", \
+        "2", "--seq", "16", "--steps", "2", "--no-predict", "--peak-gflops", "100", "--quiet"
 
 static void test_sampler_cli(void)
 {
@@ -277,7 +297,8 @@ static void test_sampler_cli(void)
     const char *texts[] = {"The quick brown fox jumps over the lazy dog. The quick brown fox jumps over the lazy dog.",
                            "Pythia and GPT-NeoX rotate a quarter of each head.", "short"};
     const char *small[] = {"0123456789"};
-    if (!dir || build_docs(dir, "cli", texts, 3, prefix, sizeof prefix) != 0 || build_docs(dir, "tiny", small, 1, tiny, sizeof tiny) != 0)
+    if (!dir || build_docs(dir, "cli", texts, 3, prefix, sizeof prefix) != 0 ||
+        build_docs(dir, "tiny", small, 1, tiny, sizeof tiny) != 0)
         return;
     /* 89 + 50 + 5 = 144 tokens: (144 - 1) / 16 = 8 samples of 17 tokens in one epoch */
     struct {
@@ -285,12 +306,24 @@ static void test_sampler_cli(void)
         int rc;
         const char *in_out, *in_err;
     } runs[] = {
-        {{"--data", prefix, "--sampler", "megatron", NULL}, 0, "sampler megatron: Megatron-LM core_v0.19.0 GPTDataset order", NULL},
-        {{"--data", prefix, "--global-batch", "4", NULL}, 0, "1 epoch, 8 samples of 17 tokens indexed, the first 8 read, seed 1234", NULL},
+        {{"--data", prefix, "--sampler", "megatron", NULL},
+         0,
+         "sampler megatron: Megatron-LM core_v0.19.0 GPTDataset order",
+         NULL},
+        {{"--data", prefix, "--global-batch", "4", NULL},
+         0,
+         "1 epoch, 8 samples of 17 tokens indexed, the first 8 read, seed 1234",
+         NULL},
         {{"--data", prefix, "--sampler", "random", NULL}, 0, "sampler random: windows of 17 tokens", NULL},
-        {{"--sampler", "megatron", NULL}, 0, "tokens: synthetic, uniform in [0, V) (--sampler has no effect without --data)", NULL},
+        {{"--sampler", "megatron", NULL},
+         0,
+         "tokens: synthetic, uniform in [0, V) (--sampler has no effect without --data)",
+         NULL},
         {{"--data", prefix, "--sampler", "shuffled", NULL}, 2, NULL, "flag '--sampler': unknown value 'shuffled'"},
-        {{"--data", prefix, "--seed", "4294967296", NULL}, 2, NULL, "flag '--seed': 4294967296 is not a Megatron-LM seed"},
+        {{"--data", prefix, "--seed", "4294967296", NULL},
+         2,
+         NULL,
+         "flag '--seed': 4294967296 is not a Megatron-LM seed"},
         {{"--data", tiny, NULL}, 1, NULL, "tiny: 10 tokens, fewer than one sample of 17"},
         {{"--data", prefix, "--vocab", "100", NULL}, 1, NULL, "cli.bin: token 1"},
     };
@@ -302,18 +335,23 @@ static void test_sampler_cli(void)
         args[n] = NULL;
         int rc = cli_run(args, out, sizeof out, err, sizeof err);
         CHECK(rc == runs[i].rc, "run %zu: exit %d, expected %d: %s", i, rc, runs[i].rc, err);
-        if (runs[i].in_out) CHECK(strstr(out, runs[i].in_out) != NULL, "run %zu: no '%s' on stdout: %s", i, runs[i].in_out, out);
+        if (runs[i].in_out)
+            CHECK(strstr(out, runs[i].in_out) != NULL, "run %zu: no '%s' on stdout: %s", i, runs[i].in_out, out);
         if (runs[i].in_err)
-            CHECK(strstr(err, runs[i].in_err) && one_error_line(err), "run %zu: expected one line with '%s': %s", i, runs[i].in_err, err);
+            CHECK(strstr(err, runs[i].in_err) && one_error_line(err), "run %zu: expected one line with '%s': %s", i,
+                  runs[i].in_err, err);
     }
     rm_tree(dir);
 }
 
 const test_case tests_sampler[] = {
     {"sampler: MT19937 and RandomState.shuffle equal numpy's for seed 1234", test_sampler_mt19937_numpy},
-    {"sampler: megatron indices and samples of 3 documents, separate final epoch or not, by hand", test_sampler_megatron_by_hand},
-    {"sampler: megatron over one document of T+1 tokens; batch layout, past the end, vocabulary", test_sampler_megatron_one_window},
-    {"sampler: random is dataset_batch unchanged; megatron batches are samples s G + m B + b", test_sampler_random_and_layout},
+    {"sampler: megatron indices and samples of 3 documents, separate final epoch or not, by hand",
+     test_sampler_megatron_by_hand},
+    {"sampler: megatron over one document of T+1 tokens; batch layout, past the end, vocabulary",
+     test_sampler_megatron_one_window},
+    {"sampler: random is dataset_batch unchanged; megatron batches are samples s G + m B + b",
+     test_sampler_random_and_layout},
     {"sampler: megatron refuses big seeds, T < 2, small datasets, huge indices with one line", test_sampler_refusals},
     {"sampler: cli train --sampler megatron|random, the default, the note, bad values", test_sampler_cli},
     {NULL, NULL},

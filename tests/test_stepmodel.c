@@ -23,7 +23,8 @@ static void toy(scale_model *s)
     hw_row *h = &s->hw;
     snprintf(h->instance, sizeof h->instance, "toy.8x");
     snprintf(h->accelerator, sizeof h->accelerator, "toy");
-    h->accelerators = 8, h->workers = 1, h->bf16_tflops = 100, h->fp32_tflops = 25, h->mem_gib = 80, h->mem_gb_per_s = 1000;
+    h->accelerators = 8, h->workers = 1, h->bf16_tflops = 100, h->fp32_tflops = 25, h->mem_gib = 80,
+    h->mem_gb_per_s = 1000;
     h->intra_gb_per_s = 100, h->net_gbit_per_s = 800, h->net_latency_us = NAN, h->scaleup_domain = 8;
     h->gemm_eff = 0.5, h->attn_eff = 0.25, h->mem_eff = 0.5, h->launch_us = 1e-9;
     s->tp = 1, s->pp = 1, s->cp = 1, s->interleave = 1, s->seq = 128, s->micro_batch = 2, s->global_batch = 16;
@@ -46,8 +47,8 @@ static void test_one_gemm(void)
     op_entry ops[OP_LIST_MAX];
     int n = step_ops(&s, 1, ops, OP_LIST_MAX);
     const op_entry *q = find_op(ops, n, "qkv", "fwd");
-    CHECK(n > 0 && q && q->n == 256 && q->k == 256 && q->m == 768, "qkv fwd is 256 x 256 -> 768: %ld %ld %ld", q ? q->n : 0, q ? q->k : 0,
-          q ? q->m : 0);
+    CHECK(n > 0 && q && q->n == 256 && q->k == 256 && q->m == 768, "qkv fwd is 256 x 256 -> 768: %ld %ld %ld",
+          q ? q->n : 0, q ? q->k : 0, q ? q->m : 0);
     if (!q) return;
     /* 2 n k m FLOPs at 0.5 x f(256) f(256) f(768) of 100 TFLOP/s */
     double want = 2.0 * 256 * 256 * 768 / (0.5 * f_dim(256) * f_dim(256) * f_dim(768) * 100e12);
@@ -64,8 +65,8 @@ static void test_one_gemm(void)
     /* the tiled attention core: the causal half at attn_eff: 4 HS s (s + 1) / 2 FLOPs per head, b x heads / tp heads */
     const op_entry *a = find_op(ops, n, "attn_core", "fwd");
     double fl = 4.0 * 64 * 128 * 129 / 2.0 * 2 * 2;
-    CHECK(a && fabs(a->flops / fl - 1) < 1e-12 && fabs(step_op_time(&s, a) / (fl / (0.25 * 100e12)) - 1) < 1e-6, "attention: %.9g FLOPs, by hand %.9g",
-          a ? a->flops : 0, fl);
+    CHECK(a && fabs(a->flops / fl - 1) < 1e-12 && fabs(step_op_time(&s, a) / (fl / (0.25 * 100e12)) - 1) < 1e-6,
+          "attention: %.9g FLOPs, by hand %.9g", a ? a->flops : 0, fl);
 }
 
 /* Grouped-query attention past its key/value heads: 8 KV heads at TP 16 hold one each (replicated),
@@ -91,13 +92,16 @@ static void test_one_allreduce(void)
     op_entry ops[OP_LIST_MAX];
     int n = step_ops(&s, 1, ops, OP_LIST_MAX);
     const op_entry *t = find_op(ops, n, "tp_collective", "fwd");
-    CHECK(t && t->bytes == 256.0 * 256 * 2 && t->count == 2, "2 all-reduces of the 256 x 256 activation per layer forward");
+    CHECK(t && t->bytes == 256.0 * 256 * 2 && t->count == 2,
+          "2 all-reduces of the 256 x 256 activation per layer forward");
     if (!t) return;
     /* ring: 2 (t - 1) / t x bytes over 0.75 x 100 GB/s, + 2 (t - 1) hops of 5 us */
     double want = 2.0 * 3 / 4 * t->bytes / (STEP_LINK_EFF * 100e9) + 2.0 * 3 * STEP_LINK_LATENCY_US * 1e-6;
-    CHECK(fabs(step_op_time(&s, t) / want - 1) < 1e-9, "one all-reduce: %.9g s, by hand %.9g s", step_op_time(&s, t), want);
+    CHECK(fabs(step_op_time(&s, t) / want - 1) < 1e-9, "one all-reduce: %.9g s, by hand %.9g s", step_op_time(&s, t),
+          want);
     /* per micro-batch: 2 forward + 2 backward per layer, 2 layers */
-    CHECK(fabs(step_comm_per_mb(&s) / (8 * want) - 1) < 1e-9, "TP per micro-batch: 8 all-reduces: %.9g s", step_comm_per_mb(&s));
+    CHECK(fabs(step_comm_per_mb(&s) / (8 * want) - 1) < 1e-9, "TP per micro-batch: 8 all-reduces: %.9g s",
+          step_comm_per_mb(&s));
     /* an unknown link carries no modelled time */
     s.hw.intra_gb_per_s = NAN;
     CHECK(step_comm_per_mb(&s) == 0, "unknown link: 0");
@@ -129,11 +133,13 @@ static void test_one_overlap(void)
     s.grad_overlap = 1;
     scale_eval(&s, 4, &p);
     double want = fmax(dp - 2.0 / 3.0 * 0.3, dp / 2);
-    CHECK(fabs(p.exposed_s - want) < 1e-15, "grad_overlap: max(dp - 2/3 t_mb, dp / layers) = %.9g: %.9g", want, p.exposed_s);
+    CHECK(fabs(p.exposed_s - want) < 1e-15, "grad_overlap: max(dp - 2/3 t_mb, dp / layers) = %.9g: %.9g", want,
+          p.exposed_s);
     s.grad_overlap = 0, s.zero = 3, s.gather_prefetch = 1;
     scale_eval(&s, 4, &p);
     want = fmax(p.dp_s - (double)p.micro_batches * 0.3, p.dp_s / ((double)p.micro_batches * 2));
-    CHECK(fabs(p.exposed_s - want) < 1e-15, "ZeRO-3 prefetch: max(dp - m t_mb, one layer's) = %.9g: %.9g", want, p.exposed_s);
+    CHECK(fabs(p.exposed_s - want) < 1e-15, "ZeRO-3 prefetch: max(dp - m t_mb, one layer's) = %.9g: %.9g", want,
+          p.exposed_s);
 }
 
 static void test_joint_fit_recovers(void)
@@ -157,8 +163,10 @@ static void test_joint_fit_recovers(void)
 
 static void test_frameworks(void)
 {
-    const step_framework *m = step_framework_find("megatron-lm"), *f = step_framework_find("llm-foundry"), *u = step_framework_find("nonesuch");
-    CHECK(!m->tiled_attention && !m->grad_overlap && f->tiled_attention && f->gather_prefetch && u == step_framework_default(),
+    const step_framework *m = step_framework_find("megatron-lm"), *f = step_framework_find("llm-foundry"),
+                         *u = step_framework_find("nonesuch");
+    CHECK(!m->tiled_attention && !m->grad_overlap && f->tiled_attention && f->gather_prefetch &&
+              u == step_framework_default(),
           "megatron-lm: materialised attention, no overlap; llm-foundry: flash, prefetch; unknown: the default");
 }
 
@@ -178,9 +186,12 @@ static void test_validate_targets(void)
      * neighbours in the same table), trn1's median (calibrated on its only one-node row), and
      * megatron_a100_2021's median, which ties the naive's. */
     static const val_target t[] = {
-        {"data/reference/published/korthikanti_2022.csv", 8, 25, 1},   {"data/reference/published/llmfoundry_a100_40gb.csv", 8, 35, 1},
-        {"data/reference/published/llmfoundry_a100_80gb.csv", 8, 32, 1}, {"data/reference/published/megatron_2020.csv", 8, 15, 1},
-        {"data/reference/published/megatron_a100_2021.csv", 3.5, 25, 0}, {"data/reference/published/trn1_table1.csv", 11, 25, 0},
+        {"data/reference/published/korthikanti_2022.csv", 8, 25, 1},
+        {"data/reference/published/llmfoundry_a100_40gb.csv", 8, 35, 1},
+        {"data/reference/published/llmfoundry_a100_80gb.csv", 8, 32, 1},
+        {"data/reference/published/megatron_2020.csv", 8, 15, 1},
+        {"data/reference/published/megatron_a100_2021.csv", 3.5, 25, 0},
+        {"data/reference/published/trn1_table1.csv", 11, 25, 0},
     };
     dev_table dt = {0};
     hw_table ht = {0};
@@ -195,24 +206,28 @@ static void test_validate_targets(void)
         int found = 0;
         int rc = validate_file(&res, t[i].file, NULL, 0, &found, &env);
         const val_summary *s = rc == 0 && res.nfiles == 1 ? &res.files[0] : NULL;
-        CHECK(s && s->predicted == s->rows - 1, "%s: every row predicted: %d of %d", t[i].file, s ? s->predicted : -1, s ? s->rows : -1);
+        CHECK(s && s->predicted == s->rows - 1, "%s: every row predicted: %d of %d", t[i].file, s ? s->predicted : -1,
+              s ? s->rows : -1);
         if (s) {
-            CHECK(s->median_abs_pct <= t[i].median_max && s->max_abs_pct <= t[i].max_max, "%s: median %.2f%% (<= %g), max %.2f%% (<= %g)",
-                  t[i].file, s->median_abs_pct, t[i].median_max, s->max_abs_pct, t[i].max_max);
+            CHECK(s->median_abs_pct <= t[i].median_max && s->max_abs_pct <= t[i].max_max,
+                  "%s: median %.2f%% (<= %g), max %.2f%% (<= %g)", t[i].file, s->median_abs_pct, t[i].median_max,
+                  s->max_abs_pct, t[i].max_max);
             if (t[i].beats_naive)
-                CHECK(s->median_abs_pct < s->naive_median_abs_pct, "%s: median %.2f%% below the naive's %.2f%%", t[i].file, s->median_abs_pct,
-                      s->naive_median_abs_pct);
+                CHECK(s->median_abs_pct < s->naive_median_abs_pct, "%s: median %.2f%% below the naive's %.2f%%",
+                      t[i].file, s->median_abs_pct, s->naive_median_abs_pct);
         }
         /* across devices: Megatron 2020's DGX-A100 rows from its first row, a DGX-2 V100 */
         for (int r = 0; rc == 0 && strstr(t[i].file, "megatron_2020") && r < res.n; r++)
             if (strstr(res.rows[r].id, "dgxa100"))
-                CHECK(fabs(res.rows[r].error_pct) <= 15, "%s from the V100 row within 15%%: %+.2f%%", res.rows[r].id, res.rows[r].error_pct);
+                CHECK(fabs(res.rows[r].error_pct) <= 15, "%s from the V100 row within 15%%: %+.2f%%", res.rows[r].id,
+                      res.rows[r].error_pct);
         for (int r = 0; r < res.n; r++)
             if (!res.rows[r].calibration && isfinite(res.rows[r].predicted) && nerr[res.rows[r].calib_case] < 512)
                 err[res.rows[r].calib_case][nerr[res.rows[r].calib_case]++] = fabs(res.rows[r].error_pct);
         validate_free(&res);
     }
-    /* the band's constants: each case's 90th percentile (nearest rank) of |error|, rounded up to at most 2 points above */
+    /* the band's constants: each case's 90th percentile (nearest rank) of |error|, rounded up to at most 2 points above
+     */
     static const double band[3] = {CALIB_BAND_NEAR_PCT, CALIB_BAND_LAYOUT_PCT, CALIB_BAND_DEVICE_PCT};
     for (int k = 0; k < 3; k++) {
         if (nerr[k] == 0) continue;
@@ -223,7 +238,8 @@ static void test_validate_targets(void)
                 x[b] = x[b - 1], x[b - 1] = tmp;
             }
         int rank = (int)ceil(0.9 * nerr[k]) - 1;
-        CHECK(band[k] >= x[rank] && band[k] <= x[rank] + 2, "case %d: band %g%% against the P90 %.2f%% of %d predictions", k, band[k], x[rank], nerr[k]);
+        CHECK(band[k] >= x[rank] && band[k] <= x[rank] + 2,
+              "case %d: band %g%% against the P90 %.2f%% of %d predictions", k, band[k], x[rank], nerr[k]);
     }
     hardware_free(&ht);
     devices_free(&dt);
@@ -231,12 +247,15 @@ static void test_validate_targets(void)
 
 const test_case tests_stepmodel[] = {
     {"step model: one GEMM, a norm and the tiled attention core, worked by hand", test_one_gemm},
-    {"step model: grouped-query attention at TP past its key/value heads holds one each; a TP that splits neither way is refused", test_gqa_tp},
+    {"step model: grouped-query attention at TP past its key/value heads holds one each; a TP that splits neither way "
+     "is refused",
+     test_gqa_tp},
     {"step model: one tensor-parallel all-reduce worked by hand; an unknown link carries no time", test_one_allreduce},
     {"step model: one 1F1B bubble and one interleaved, worked by hand", test_one_bubble},
     {"step model: the gradient overlap and the ZeRO-3 prefetch, worked by hand", test_one_overlap},
     {"step model: the joint fit recovers phi and the overhead from two synthetic rows", test_joint_fit_recovers},
     {"step model: the frameworks' named features", test_frameworks},
-    {"step model: validate's targets on the shipped published runs (met ones, and the misses at today's figure)", test_validate_targets},
+    {"step model: validate's targets on the shipped published runs (met ones, and the misses at today's figure)",
+     test_validate_targets},
     {0},
 };

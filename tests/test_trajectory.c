@@ -57,8 +57,10 @@ static double cell_num(const char *path, int row, const char *name)
 static void check_one_line_error(const char *what, const char *const *want)
 {
     const char *nl = strchr(g_err, '\n');
-    CHECK(strncmp(g_err, "error: ", 7) == 0 && nl && nl[1] == '\0', "%s: expected one 'error:' line, got: %s", what, g_err);
-    for (int i = 0; want[i]; i++) CHECK(strstr(g_err, want[i]) != NULL, "%s: the error does not name '%s': %s", what, want[i], g_err);
+    CHECK(strncmp(g_err, "error: ", 7) == 0 && nl && nl[1] == '\0', "%s: expected one 'error:' line, got: %s", what,
+          g_err);
+    for (int i = 0; want[i]; i++)
+        CHECK(strstr(g_err, want[i]) != NULL, "%s: the error does not name '%s': %s", what, want[i], g_err);
 }
 
 /* The fixture: baseline "fp32" and "other", 10 steps. The baseline's loss is 10 - i (10 .. 1)
@@ -110,29 +112,36 @@ static void test_trajectory_compare(void)
     int rc = run(args);
     CHECK(rc == 0, "trajectory: exit %d: %s", rc, g_err);
     char buf[256];
-    CHECK(strcmp(cell(csv, 0, "label", buf, sizeof buf), "fp32") == 0 && strcmp(cell(csv, 1, "label", buf, sizeof buf), "other") == 0,
+    CHECK(strcmp(cell(csv, 0, "label", buf, sizeof buf), "fp32") == 0 &&
+              strcmp(cell(csv, 1, "label", buf, sizeof buf), "other") == 0,
           "rows in --run order");
     CHECK(cell_num(csv, 1, "steps") == 10, "steps %g", cell_num(csv, 1, "steps"));
-    CHECK(fabs(cell_num(csv, 1, "loss_mean_abs_diff") - 0.35) < 1e-9, "loss mean abs diff %.9g, expected (0.5 + 0.2) / 2 = 0.35",
-          cell_num(csv, 1, "loss_mean_abs_diff"));
-    CHECK(fabs(cell_num(csv, 1, "loss_max_abs_diff") - 0.5) < 1e-9, "loss max abs diff %.9g, expected 0.5", cell_num(csv, 1, "loss_max_abs_diff"));
-    CHECK(fabs(cell_num(csv, 1, "grad_norm_mean_abs_diff") - 0.375) < 1e-9, "grad norm mean abs diff %.9g, expected 0.375",
-          cell_num(csv, 1, "grad_norm_mean_abs_diff"));
-    CHECK(fabs(cell_num(csv, 1, "grad_norm_max_abs_diff") - 0.5) < 1e-9, "grad norm max abs diff %.9g", cell_num(csv, 1, "grad_norm_max_abs_diff"));
+    CHECK(fabs(cell_num(csv, 1, "loss_mean_abs_diff") - 0.35) < 1e-9,
+          "loss mean abs diff %.9g, expected (0.5 + 0.2) / 2 = 0.35", cell_num(csv, 1, "loss_mean_abs_diff"));
+    CHECK(fabs(cell_num(csv, 1, "loss_max_abs_diff") - 0.5) < 1e-9, "loss max abs diff %.9g, expected 0.5",
+          cell_num(csv, 1, "loss_max_abs_diff"));
+    CHECK(fabs(cell_num(csv, 1, "grad_norm_mean_abs_diff") - 0.375) < 1e-9,
+          "grad norm mean abs diff %.9g, expected 0.375", cell_num(csv, 1, "grad_norm_mean_abs_diff"));
+    CHECK(fabs(cell_num(csv, 1, "grad_norm_max_abs_diff") - 0.5) < 1e-9, "grad norm max abs diff %.9g",
+          cell_num(csv, 1, "grad_norm_max_abs_diff"));
     CHECK(fabs(cell_num(csv, 1, "final_loss") - 0.8) < 1e-9, "final loss %.9g", cell_num(csv, 1, "final_loss"));
-    CHECK(fabs(cell_num(csv, 1, "final_loss_vs_baseline_pct") + 20) < 1e-9, "final loss vs baseline %.9g%%, expected -20%%",
-          cell_num(csv, 1, "final_loss_vs_baseline_pct"));
-    CHECK(cell_num(csv, 0, "loss_max_abs_diff") == 0 && cell_num(csv, 0, "final_loss_vs_baseline_pct") == 0, "the baseline against itself");
+    CHECK(fabs(cell_num(csv, 1, "final_loss_vs_baseline_pct") + 20) < 1e-9,
+          "final loss vs baseline %.9g%%, expected -20%%", cell_num(csv, 1, "final_loss_vs_baseline_pct"));
+    CHECK(cell_num(csv, 0, "loss_max_abs_diff") == 0 && cell_num(csv, 0, "final_loss_vs_baseline_pct") == 0,
+          "the baseline against itself");
     /* tokens/$ = 1000 tok/s x 3600 / $0.5 per hour, exactly; the summary's precision as written */
-    CHECK(cell_num(csv, 1, "tokens_per_usd") == 7200000, "tokens/$ %.17g, expected 7200000", cell_num(csv, 1, "tokens_per_usd"));
+    CHECK(cell_num(csv, 1, "tokens_per_usd") == 7200000, "tokens/$ %.17g, expected 7200000",
+          cell_num(csv, 1, "tokens_per_usd"));
     CHECK(strcmp(cell(csv, 1, "precision", buf, sizeof buf), "bf16-sr") == 0, "precision '%s'", buf);
     CHECK(cell_num(csv, 1, "peak_rss_gib") == 0.5, "peak RSS %g", cell_num(csv, 1, "peak_rss_gib"));
     CHECK(strstr(cell(csv, 1, "price_source", buf, sizeof buf), "--usd-per-hour") != NULL, "price source '%s'", buf);
     /* no summary: throughput, RSS and tokens/$ unknown (empty), not zero */
     const char *unknown[] = {"tokens_per_s", "tokens_per_usd", "peak_rss_gib", "precision", NULL};
     for (int i = 0; unknown[i]; i++)
-        CHECK(*cell(csv, 0, unknown[i], buf, sizeof buf) == '\0', "baseline without a summary: %s '%s', expected empty", unknown[i], buf);
-    CHECK(strstr(g_out, "# baseline 'fp32'") && strstr(g_out, "loss_mean_abs_diff") && strstr(g_out, "last 2 steps (9 to 10"),
+        CHECK(*cell(csv, 0, unknown[i], buf, sizeof buf) == '\0', "baseline without a summary: %s '%s', expected empty",
+              unknown[i], buf);
+    CHECK(strstr(g_out, "# baseline 'fp32'") && strstr(g_out, "loss_mean_abs_diff") &&
+              strstr(g_out, "last 2 steps (9 to 10"),
           "stdout: the table and its context lines: %s", g_out);
     rm_tree(d);
 }
@@ -155,17 +164,20 @@ static void test_trajectory_options(void)
     snprintf(r1, sizeof r1, "ref=%s,%s", base, sum);
     snprintf(r2, sizeof r2, "other=%s", other);
     /* the last 30%: steps 8, 9, 10; loss diffs 5, 0.5, 0.2, gradient-norm diffs 1, 0.25, 0.5 */
-    const char *args[] = {"trajectory", "--run", r1, "--run", r2, "--baseline", "ref", "--tail-pct", "30", "--instance", "x.large",
-                          "--pricing", "spot", "--prices", prices, "--out", out, "--csv", csv, NULL};
+    const char *args[] = {"trajectory", "--run", r1, "--run", r2, "--baseline", "ref", "--tail-pct", "30", "--instance",
+                          "x.large", "--pricing", "spot", "--prices", prices, "--out", out, "--csv", csv, NULL};
     int rc = run(args);
     CHECK(rc == 0, "trajectory: exit %d: %s", rc, g_err);
-    CHECK(fabs(cell_num(csv, 1, "loss_mean_abs_diff") - 5.7 / 3) < 1e-9 && fabs(cell_num(csv, 1, "loss_max_abs_diff") - 5) < 1e-9,
-          "tail of 3: loss mean abs diff %.9g (5.7 / 3), max %.9g (5)", cell_num(csv, 1, "loss_mean_abs_diff"), cell_num(csv, 1, "loss_max_abs_diff"));
-    CHECK(fabs(cell_num(csv, 1, "grad_norm_mean_abs_diff") - 1.75 / 3) < 1e-9 && fabs(cell_num(csv, 1, "grad_norm_max_abs_diff") - 1) < 1e-9,
-          "tail of 3: grad norm mean abs diff %.9g (1.75 / 3), max %.9g (1)", cell_num(csv, 1, "grad_norm_mean_abs_diff"),
-          cell_num(csv, 1, "grad_norm_max_abs_diff"));
-    CHECK(cell_num(csv, 0, "tokens_per_usd") == 28800000, "tokens/$ at the spot price: %.17g, expected 1000 x 3600 / 0.125",
-          cell_num(csv, 0, "tokens_per_usd"));
+    CHECK(fabs(cell_num(csv, 1, "loss_mean_abs_diff") - 5.7 / 3) < 1e-9 &&
+              fabs(cell_num(csv, 1, "loss_max_abs_diff") - 5) < 1e-9,
+          "tail of 3: loss mean abs diff %.9g (5.7 / 3), max %.9g (5)", cell_num(csv, 1, "loss_mean_abs_diff"),
+          cell_num(csv, 1, "loss_max_abs_diff"));
+    CHECK(fabs(cell_num(csv, 1, "grad_norm_mean_abs_diff") - 1.75 / 3) < 1e-9 &&
+              fabs(cell_num(csv, 1, "grad_norm_max_abs_diff") - 1) < 1e-9,
+          "tail of 3: grad norm mean abs diff %.9g (1.75 / 3), max %.9g (1)",
+          cell_num(csv, 1, "grad_norm_mean_abs_diff"), cell_num(csv, 1, "grad_norm_max_abs_diff"));
+    CHECK(cell_num(csv, 0, "tokens_per_usd") == 28800000,
+          "tokens/$ at the spot price: %.17g, expected 1000 x 3600 / 0.125", cell_num(csv, 0, "tokens_per_usd"));
     char buf[256], p[200];
     snprintf(p, sizeof p, "%s:3", prices);
     CHECK(strstr(cell(csv, 0, "price_source", buf, sizeof buf), p) != NULL, "price source names %s: '%s'", p, buf);
@@ -194,13 +206,14 @@ static void test_trajectory_files(void)
         char head[16] = "";
         slurp(p, head, sizeof head);
         struct stat st;
-        CHECK(stat(p, &st) == 0 && st.st_size > 1000 && memcmp(head + 1, "PNG", 3) == 0, "%s: missing, small or not a PNG", p);
+        CHECK(stat(p, &st) == 0 && st.st_size > 1000 && memcmp(head + 1, "PNG", 3) == 0,
+              "%s: missing, small or not a PNG", p);
     }
     static char md[16384];
     snprintf(p, sizeof p, "%s/trajectory.md", out);
     slurp(p, md, sizeof md);
-    const char *want[] = {"| Run | Precision |", "**fp32** (baseline)", "| bf16-sr |", "(measured)", "(derived)", "no price given",
-                          "](loss.png)", "](grad_norm.png)", NULL};
+    const char *want[] = {"| Run | Precision |", "**fp32** (baseline)", "| bf16-sr |", "(measured)", "(derived)",
+                          "no price given", "](loss.png)", "](grad_norm.png)", NULL};
     for (int i = 0; want[i]; i++) CHECK(strstr(md, want[i]) != NULL, "trajectory.md lacks '%s'", want[i]);
     rm_tree(d);
 }
@@ -225,7 +238,8 @@ static void test_trajectory_bad_files(void)
         {"non-numeric cell", "step,loss,grad_norm\n1,2,1\n2,n/a,1\n", NULL, "bad.csv:3", "column 'loss'"},
         {"steps out of order", "step,loss,grad_norm\n2,2,1\n1,2,1\n", NULL, "bad.csv:3", "column 'step'"},
         {"different length", "step,loss,grad_norm\n1,2,1\n2,2,1\n", NULL, "bad.csv", "10"},
-        {"different steps", "step,loss,grad_norm\n1,2,1\n2,2,1\n3,2,1\n4,2,1\n5,2,1\n6,2,1\n7,2,1\n8,2,1\n9,2,1\n11,2,1\n", NULL,
+        {"different steps",
+         "step,loss,grad_norm\n1,2,1\n2,2,1\n3,2,1\n4,2,1\n5,2,1\n6,2,1\n7,2,1\n8,2,1\n9,2,1\n11,2,1\n", NULL,
          "bad.csv:11", "column 'step'"},
         {"no steps", "step,loss,grad_norm\n", NULL, "bad.csv", "no steps"},
         {"summary without tokens_per_s", NULL, "model,precision\npythia-14m,fp32\n", "sum.csv:1", "'tokens_per_s'"},
@@ -279,7 +293,8 @@ static void test_trajectory_bad_flags(void)
     };
     for (size_t i = 0; i < sizeof usage / sizeof usage[0]; i++) {
         int rc = run(usage[i]);
-        CHECK(rc == 2, "usage case %zu (%s %s): exit %d, expected 2: %s", i, usage[i][1], usage[i][2] ? usage[i][2] : "", rc, g_err);
+        CHECK(rc == 2, "usage case %zu (%s %s): exit %d, expected 2: %s", i, usage[i][1],
+              usage[i][2] ? usage[i][2] : "", rc, g_err);
         CHECK(strncmp(g_err, "error: ", 7) == 0, "usage case %zu: %s", i, g_err);
     }
     rm_tree(d);
@@ -296,7 +311,8 @@ static void write_fake_costbench(const char *path, const char *dir, int rounding
              "if [ \"$1\" = train ]; then\n"
              "  if [ \"$2\" = --help ]; then echo '  --precision fp32|bf16-mixed%s'; exit 0; fi\n"
              "  echo \"$*\" >> '%s/train_args'\n"
-             "  while [ $# -gt 0 ]; do case $1 in --csv) csv=$2; shift ;; --summary-csv) sum=$2; shift ;; esac; shift; done\n"
+             "  while [ $# -gt 0 ]; do case $1 in --csv) csv=$2; shift ;; --summary-csv) sum=$2; shift ;; esac; shift; "
+             "done\n"
              "  printf 'step,loss,grad_norm\\n1,3,1\\n2,2,1\\n3,1,1\\n' > \"$csv\"\n"
              "  printf 'tokens_per_s,precision\\n100,x\\n' > \"$sum\"\n"
              "  exit 0\n"
@@ -323,21 +339,25 @@ static void test_trajectory_script(void)
     const char *args[] = {"env", env, "bash", "bench/trajectory.sh", "--steps", "3", "--seed", "7", "--out", out, NULL};
     int rc = cmd_run(args, g_out, sizeof g_out, g_err, sizeof g_err);
     struct stat st;
-    CHECK(rc == 1 && strstr(g_err, "--rounding") && stat(out, &st) != 0, "without --rounding: exit %d (expected 1), nothing made: %s", rc, g_err);
+    CHECK(rc == 1 && strstr(g_err, "--rounding") && stat(out, &st) != 0,
+          "without --rounding: exit %d (expected 1), nothing made: %s", rc, g_err);
     write_fake_costbench(fake, d, 1);
     rc = cmd_run(args, g_out, sizeof g_out, g_err, sizeof g_err);
     CHECK(rc == 0, "bench/trajectory.sh: exit %d: %s", rc, g_err);
     static char argl[8192];
     snprintf(p, sizeof p, "%s/train_args", d);
     slurp(p, argl, sizeof argl);
-    const char *want[] = {"--precision fp32 --no-predict", "--precision bf16-mixed --no-predict", "--precision bf16 --rounding stochastic",
-                          "--precision bf16 --rounding nearest", "--steps 3 --lr 6e-4 --seed 7", "bf16-sr_summary.csv", NULL};
+    const char *want[] = {"--precision fp32 --no-predict", "--precision bf16-mixed --no-predict",
+                          "--precision bf16 --rounding stochastic", "--precision bf16 --rounding nearest",
+                          "--steps 3 --lr 6e-4 --seed 7", "bf16-sr_summary.csv", NULL};
     for (int i = 0; want[i]; i++) CHECK(strstr(argl, want[i]) != NULL, "the train runs lack '%s': %s", want[i], argl);
     snprintf(p, sizeof p, "%s/trajectory/trajectory.csv", out);
     char buf[64];
-    CHECK(strcmp(cell(p, 3, "label", buf, sizeof buf), "bf16-nearest") == 0 && cell_num(p, 0, "steps") == 3, "%s: 4 runs of 3 steps", p);
+    CHECK(strcmp(cell(p, 3, "label", buf, sizeof buf), "bf16-nearest") == 0 && cell_num(p, 0, "steps") == 3,
+          "%s: 4 runs of 3 steps", p);
     rc = cmd_run(args, g_out, sizeof g_out, g_err, sizeof g_err);
-    CHECK(rc == 2 && strstr(g_err, "not an empty directory"), "a second run into the same --out: exit %d, expected 2: %s", rc, g_err);
+    CHECK(rc == 2 && strstr(g_err, "not an empty directory"),
+          "a second run into the same --out: exit %d, expected 2: %s", rc, g_err);
     const char *const bad[][8] = {{"env", env, "bash", "bench/trajectory.sh", NULL},           /* no --out */
                                   {"env", env, "bash", "bench/trajectory.sh", "--out", NULL},  /* no value */
                                   {"env", env, "bash", "bench/trajectory.sh", "--precision", "fp32", NULL}};

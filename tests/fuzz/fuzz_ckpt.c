@@ -11,8 +11,8 @@
  * and its moments are read even when its metadata was refused, so that each check is reached.
  * Rejected inputs print one "error:" line each, so run with -close_fd_mask=2.
  * Besides the sanitizers, the harness aborts when a check accepts what it promises to refuse:
- * another number of layers, a position that is not the latest step's, parts of two steps or runs, another batch shape or
- * seed, an adam_t that is not the step, a non-finite moment or a negative second moment.
+ * another number of layers, a position that is not the latest step's, parts of two steps or runs, another batch shape
+ * or seed, an adam_t that is not the step, a non-finite moment or a negative second moment.
  *
  *   make fuzz                        every harness, FUZZ_SECONDS each (see Makefile)
  *   build-fuzz/fuzz_ckpt -close_fd_mask=2 -max_len=8192 -dict=tests/fuzz/ckpt.dict DIR
@@ -64,8 +64,8 @@ static void read_moment(const st_file *f, const st_tensor *t)
     if (ckpt_meta_read_tensor(f, t->name, h, t->shape, t->ndim, 1) == 0)
         for (uint64_t i = 0; i < count; i++)
             if ((h[i] & 0x7f80u) == 0x7f80u || (second && (h[i] & 0x8000u) && (h[i] & 0x7fffu)))
-                fuzz_fail("ckpt_meta_read_tensor (bf16) accepted '%s' of %s with element %llu = 0x%04x", t->name, f->path,
-                          (unsigned long long)i, h[i]);
+                fuzz_fail("ckpt_meta_read_tensor (bf16) accepted '%s' of %s with element %llu = 0x%04x", t->name,
+                          f->path, (unsigned long long)i, h[i]);
     free(x);
 }
 
@@ -76,11 +76,13 @@ static void check_optimizer(const st_file *f, const model_config *c, const ckpt_
     int adam_t = -1;
     if (ckpt_meta_check_optimizer(f, c, "fuzz", w, &want, &got, &adam_t) == 0) {
         if (got.step != w->step || got.run_id != w->run_id)
-            fuzz_fail("ckpt_meta_check_optimizer accepted step %ld of run %llx after the weights' step %ld of run %llx", got.step,
-                      (unsigned long long)got.run_id, w->step, (unsigned long long)w->run_id);
+            fuzz_fail("ckpt_meta_check_optimizer accepted step %ld of run %llx after the weights' step %ld of run %llx",
+                      got.step, (unsigned long long)got.run_id, w->step, (unsigned long long)w->run_id);
         if (got.B != want.B || got.T != want.T || got.accum != want.accum || got.seed != want.seed)
-            fuzz_fail("ckpt_meta_check_optimizer accepted batch %d x %d x %d, seed %llu", got.B, got.T, got.accum, got.seed);
-        if ((long)adam_t != got.step) fuzz_fail("ckpt_meta_check_optimizer accepted adam_t %d at step %ld", adam_t, got.step);
+            fuzz_fail("ckpt_meta_check_optimizer accepted batch %d x %d x %d, seed %llu", got.B, got.T, got.accum,
+                      got.seed);
+        if ((long)adam_t != got.step)
+            fuzz_fail("ckpt_meta_check_optimizer accepted adam_t %d at step %ld", adam_t, got.step);
     }
     for (int i = 0; i < f->n; i++)
         if (strncmp(f->t[i].name, CKPT_EXP_AVG, strlen(CKPT_EXP_AVG)) == 0 ||
@@ -102,9 +104,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         ckpt_state got = {0};
         if (ckpt_meta_check_weights(&f, &c, "fuzz", FUZZ_CKPT_LATEST, &got) == 0) {
             if (got.step != FUZZ_CKPT_LATEST)
-                fuzz_fail("ckpt_meta_check_weights accepted step %ld when 'latest' names %ld", got.step, FUZZ_CKPT_LATEST);
+                fuzz_fail("ckpt_meta_check_weights accepted step %ld when 'latest' names %ld", got.step,
+                          FUZZ_CKPT_LATEST);
             const char *layers = st_meta(&f, "layers");
-            if (layers && strcmp(layers, "2") != 0) fuzz_fail("ckpt_meta_check_weights accepted layers '%s' for 2", layers);
+            if (layers && strcmp(layers, "2") != 0)
+                fuzz_fail("ckpt_meta_check_weights accepted layers '%s' for 2", layers);
             w = got;
         }
         st_close(&f);

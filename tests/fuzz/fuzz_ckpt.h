@@ -14,12 +14,24 @@
 
 static inline model_config fuzz_ckpt_config(void)
 {
-    return (model_config){.name = "pythia-14m-custom", .family = "pythia", .L = 2, .C = 128, .NH = 4, .HS = 32, .V = 512,
-                          .max_T = 2048, .rotary_pct = 0.25, .rotary_base = 10000, .parallel_residual = 1,
+    return (model_config){.name = "pythia-14m-custom",
+                          .family = "pythia",
+                          .L = 2,
+                          .C = 128,
+                          .NH = 4,
+                          .HS = 32,
+                          .V = 512,
+                          .max_T = 2048,
+                          .rotary_pct = 0.25,
+                          .rotary_base = 10000,
+                          .parallel_residual = 1,
                           .pos = POS_ROTARY};
 }
 
 /* The run's position and shape (expect of ckpt_meta_check_optimizer) and the checkpoint's. */
-static inline ckpt_state fuzz_ckpt_state(void) { return (ckpt_state){FUZZ_CKPT_LATEST, 1234, 1, 64, 1, 0x5eed0c057be4c4ULL}; }
+static inline ckpt_state fuzz_ckpt_state(void)
+{
+    return (ckpt_state){FUZZ_CKPT_LATEST, 1234, 1, 64, 1, 0x5eed0c057be4c4ULL};
+}
 
 #endif

@@ -45,7 +45,8 @@ static __attribute__((noreturn)) void broken(const dataset *d, const char *what)
 static void read_tokens(const dataset *d, size_t bin_bytes)
 {
     if (!((d->dtype == 8 && d->elem == 2) || (d->dtype == 4 && d->elem == 4))) broken(d, "its dtype is not 8 or 4");
-    if (d->ntokens > bin_bytes / d->elem || d->ntokens * d->elem > d->bin_bytes) broken(d, "its tokens do not fit the .bin");
+    if (d->ntokens > bin_bytes / d->elem || d->ntokens * d->elem > d->bin_bytes)
+        broken(d, "its tokens do not fit the .bin");
     if (d->ntokens > 0 && !d->bin) broken(d, "it has tokens and no .bin mapping");
     uint64_t sum = 0; /* the sequences' sizes and offsets (what the samplers read) tile the tokens */
     for (uint64_t i = 0; i < d->nseq; i++) {

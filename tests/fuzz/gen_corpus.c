@@ -203,10 +203,13 @@ static void gen_safetensors(void)
     st_raw("bad_offsets_past_end.safetensors", json, f32, sizeof f32);
     /* shapes whose element count wraps around 64 bits to match the offsets (found by reading the
      * parser: it accepted both before it checked the multiplication) */
-    st_raw("bad_shape_overflow_f32.safetensors", "{\"w\":{\"dtype\":\"F32\",\"shape\":[4294967296,4294967296],\"data_offsets\":[0,0]}}", f32, 0);
-    st_raw("bad_shape_overflow_bf16.safetensors", "{\"w\":{\"dtype\":\"BF16\",\"shape\":[2,4611686018427387905],\"data_offsets\":[0,4]}}", f32, 4);
+    st_raw("bad_shape_overflow_f32.safetensors",
+           "{\"w\":{\"dtype\":\"F32\",\"shape\":[4294967296,4294967296],\"data_offsets\":[0,0]}}", f32, 0);
+    st_raw("bad_shape_overflow_bf16.safetensors",
+           "{\"w\":{\"dtype\":\"BF16\",\"shape\":[2,4611686018427387905],\"data_offsets\":[0,4]}}", f32, 4);
     st_raw("bad_dtype.safetensors", "{\"w\":{\"dtype\":\"F12\",\"shape\":[6],\"data_offsets\":[0,6]}}", f32, 6);
-    st_raw("bad_five_dims.safetensors", "{\"w\":{\"dtype\":\"U8\",\"shape\":[1,1,1,1,4],\"data_offsets\":[0,4]}}", f32, 4);
+    st_raw("bad_five_dims.safetensors", "{\"w\":{\"dtype\":\"U8\",\"shape\":[1,1,1,1,4],\"data_offsets\":[0,4]}}", f32,
+           4);
     st_raw("bad_no_offsets.safetensors", "{\"w\":{\"dtype\":\"F32\",\"shape\":[1]}}", f32, 4);
     st_raw("bad_unterminated.safetensors", "{\"w\":{\"dtype\":\"F32", f32, 4);
     st_raw("bad_unknown_field.safetensors", "{\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4],\"x\":1}}",
@@ -383,19 +386,31 @@ static void ckpt_step(const char *dir, const ckpt_seed *sd)
 {
     float w[8 * 4], m[8 * 4], v[8 * 4];
     uint16_t b[4], mb[4], vb[4], wb[8 * 4], m16[8 * 4], v16[8 * 4];
-    for (int i = 0; i < 32; i++) w[i] = 0.01f * (float)(i - 16), m[i] = 1e-3f * (float)(i % 5 - 2), v[i] = 1e-6f * (float)(i % 3);
+    for (int i = 0; i < 32; i++)
+        w[i] = 0.01f * (float)(i - 16), m[i] = 1e-3f * (float)(i % 5 - 2), v[i] = 1e-6f * (float)(i % 3);
     if (sd->sq0 != 0) v[0] = sd->sq0;
     if (sd->m0 != 0) m[0] = sd->m0;
-    for (int i = 0; i < 32; i++) wb[i] = bf16_from_float(w[i]), m16[i] = bf16_from_float(m[i]), v16[i] = bf16_from_float(v[i]);
-    for (int i = 0; i < 4; i++) b[i] = bf16_from_float(0.5f * (float)i), mb[i] = bf16_from_float(-1e-3f), vb[i] = bf16_from_float(4e-6f);
+    for (int i = 0; i < 32; i++)
+        wb[i] = bf16_from_float(w[i]), m16[i] = bf16_from_float(m[i]), v16[i] = bf16_from_float(v[i]);
+    for (int i = 0; i < 4; i++)
+        b[i] = bf16_from_float(0.5f * (float)i), mb[i] = bf16_from_float(-1e-3f), vb[i] = bf16_from_float(4e-6f);
     const int fb = sd->full_bf16;
     const char *wn = "gpt_neox.embed_in.weight", *bn = "gpt_neox.final_layer_norm.bias";
     st_out mt[2] = {{.name = wn, .data = fb ? (const void *)wb : w, .bf16 = fb, .ndim = 2, .shape = {8, 4}},
                     {.name = bn, .data = b, .bf16 = 1, .ndim = 1, .shape = {4}}};
-    st_out ot[4] = {{.name = "exp_avg/gpt_neox.embed_in.weight", .data = fb ? (const void *)m16 : m, .bf16 = fb, .ndim = 2, .shape = {8, 4}},
-                    {.name = "exp_avg/gpt_neox.final_layer_norm.bias", .data = mb, .bf16 = 1, .ndim = 1, .shape = {4}},
-                    {.name = "exp_avg_sq/gpt_neox.embed_in.weight", .data = fb ? (const void *)v16 : v, .bf16 = fb, .ndim = 2, .shape = {8, 4}},
-                    {.name = "exp_avg_sq/gpt_neox.final_layer_norm.bias", .data = vb, .bf16 = 1, .ndim = 1, .shape = {4}}};
+    st_out ot[4] = {
+        {.name = "exp_avg/gpt_neox.embed_in.weight",
+         .data = fb ? (const void *)m16 : m,
+         .bf16 = fb,
+         .ndim = 2,
+         .shape = {8, 4}},
+        {.name = "exp_avg/gpt_neox.final_layer_norm.bias", .data = mb, .bf16 = 1, .ndim = 1, .shape = {4}},
+        {.name = "exp_avg_sq/gpt_neox.embed_in.weight",
+         .data = fb ? (const void *)v16 : v,
+         .bf16 = fb,
+         .ndim = 2,
+         .shape = {8, 4}},
+        {.name = "exp_avg_sq/gpt_neox.final_layer_norm.bias", .data = vb, .bf16 = 1, .ndim = 1, .shape = {4}}};
     const model_config c = fuzz_ckpt_config();
     const ckpt_state st = fuzz_ckpt_state();
     ckpt_meta mm, om;
