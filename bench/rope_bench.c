@@ -72,12 +72,20 @@ static void (*const rb_fns[2][2][3])(void *) = {
     {{run_ref_f16, run_zf_f16, run_fu_f16}, {run_ref_b16, run_zf_b16, run_fu_b16}},
 };
 
-static size_t qkv_elems(const rope_shape *s) { return (size_t)s->B * s->T * 3 * s->NH * s->HS; }
+/* The preset's heads, head size and rotated dimensions at B x T, in the per-head [q, k, v] layout
+ * and the GPT-NeoX pairing (kvh and gptj zero) whatever the preset's: the layout the comparisons
+ * below index. */
+static rope_shape rb_shape(const model_config *cfg, int B, int T)
+{
+    return (rope_shape){.B = B, .T = T, .NH = cfg->NH, .HS = cfg->HS, .r = model_rotary_dims(cfg)};
+}
+
+static size_t qkv_elems(const rope_shape *s) { return (size_t)s->B * s->T * rope_qkv_per_token(s); }
 static size_t out_elems(const rope_shape *s) { return (size_t)s->B * s->T * s->NH * s->HS; }
 
 double rope_bench_bytes(const model_config *cfg, int tokens, rb_dtype dt)
 {
-    rope_shape s = {.B = 1, .T = tokens, .NH = cfg->NH, .HS = cfg->HS, .r = model_rotary_dims(cfg)};
+    rope_shape s = rb_shape(cfg, 1, tokens);
     /* qkv, dqkv, saved copy; q/k out, dq/dk; reference scratch; bf16: the fp32 buffer the
      * inputs are generated in before rounding */
     double bytes = (double)rb_elem_bytes(dt) * (3.0 * qkv_elems(&s) + 4.0 * out_elems(&s) + rope_ref_scratch_floats(&s));
@@ -277,7 +285,7 @@ int rope_bench_run(const model_config *cfg, int tokens, int T, rb_dtype dt, cons
 {
     rb_ctx c;
     memset(&c, 0, sizeof c);
-    c.s = (rope_shape){.B = tokens / T, .T = T, .NH = cfg->NH, .HS = cfg->HS, .r = model_rotary_dims(cfg)};
+    c.s = rb_shape(cfg, tokens / T, T);
     c.dt = dt;
     if (c.s.r == 0) return err_usage("model '%s' has no rotary dims (rotary_pct %g)", cfg->name, cfg->rotary_pct);
     int rc = rb_alloc(&c, cfg, T, flush_bytes);

@@ -9,6 +9,7 @@
 #include "csvio.h"
 #include "err.h"
 #include "machine.h"
+#include "params.h"
 #include "schema.h"
 
 static int get_int(const table *t, int row, const int *col, int i, int *out)
@@ -219,52 +220,33 @@ int model_preset_find_in(const char *models_path, const char *name, model_config
     return CB_EUSAGE;
 }
 
-/* ---- parameter counts: every tensor of the decoder, per architecture ---- */
+/* ---- parameter counts: the tensors of common/params.h's table ---- */
 
-/* One norm's parameters: a weight, and a bias for a LayerNorm that has one. */
-static double norm_params(const model_config *c)
+/* Elements of the tensors of role `role` (-1: any), the per-layer ones only when `layers_only`:
+ * one layer's (`one_layer`) or the whole model's. */
+static size_t params_sum(const model_config *c, int layers_only, int role, int one_layer)
 {
-    return (c->norm == NORM_LAYERNORM && !c->norm_nobias ? 2.0 : 1.0) * c->C;
+    size_t n = 0, r, cols;
+    for (int k = 0; k < P_COUNT; k++) {
+        if ((layers_only && !param_per_layer(k)) || (role >= 0 && (int)param_table[k].role != role)) continue;
+        param_shape(c, k, &r, &cols);
+        n += one_layer ? r * cols : param_size(c, k);
+    }
+    return n;
 }
 
-/* The width of K (and of V): KVH HS; C when multi-head (KVH 0). */
-static double kv_width(const model_config *c) { return c->KVH > 0 ? (double)c->KVH * c->HS : (double)c->C; }
+/* One layer's matrices (the per-layer PARAM_MATRIX tensors): QKV (NH + 2 KVH) HS x C, the
+ * attention output C x C, the MLP's first matrix (model_mlp_in_rows x C) and its output C x ffn. */
+double model_layer_matmul_params(const model_config *c) { return (double)params_sum(c, 1, PARAM_MATRIX, 1); }
 
-double model_layer_matmul_params(const model_config *c)
-{
-    double C = c->C, kv = kv_width(c), ffn = model_ffn(c);
-    double qkv = C * (C + 2 * kv);                          /* Q (C x C), K and V (C x KVH HS each) */
-    double mlp = (c->mlp == MLP_SWIGLU ? 3.0 : 2.0) * C * ffn; /* gate, up, down; or up, down */
-    return qkv + C * C /* attention output */ + mlp;
-}
+/* The per-layer tensors (what Kaplan et al. call non-embedding; the final norm and the output
+ * layer sit with the embeddings, as costbench has always counted them). */
+double model_params_non_embedding(const model_config *c) { return (double)params_sum(c, 1, -1, 0); }
 
-/* One layer's biases and norms. */
-static double layer_other_params(const model_config *c)
-{
-    double C = c->C, kv = kv_width(c), ffn = model_ffn(c);
-    double attn_b = c->attn_nobias ? 0 : (C + 2 * kv) + C;
-    double mlp_b = c->mlp_nobias ? 0 : (c->mlp == MLP_SWIGLU ? 2 * ffn : ffn) + C;
-    return attn_b + mlp_b + (c->shared_norm ? 1 : 2) * norm_params(c);
-}
-
-/* The L layers (what Kaplan et al. call non-embedding; the final norm and the output layer sit
- * with the embeddings, as costbench has always counted them). GPT-NeoX: L x (12 C^2 + 13 C). */
-double model_params_non_embedding(const model_config *c)
-{
-    return c->L * (model_layer_matmul_params(c) + layer_other_params(c));
-}
-
-/* Token (and learned position) embeddings + the layers + the final norm + the output layer when
- * untied (with GPT-J's bias). Exact against the tensors of the Hugging Face checkpoints: e.g.
- * llama2-7b 6,738,415,616 and gpt-j-6b 6,050,882,784 (GPTJForCausalLM's tensors; the model card's
+/* Every tensor. Exact against the tensors of the Hugging Face checkpoints: e.g. llama2-7b
+ * 6,738,415,616 and gpt-j-6b 6,050,882,784 (GPTJForCausalLM's tensors; the model card's
  * 6,053,381,344 is mesh-transformer-jax's own count). */
-double model_params_total(const model_config *c)
-{
-    double C = c->C, V = c->V;
-    double emb = V * C + (c->pos == POS_LEARNED ? (double)c->max_T * C : 0);
-    double head = (c->tied_embeddings ? 0 : V * C) + (c->lm_head_bias ? V : 0);
-    return emb + model_params_non_embedding(c) + norm_params(c) + head;
-}
+double model_params_total(const model_config *c) { return (double)params_sum(c, 0, -1, 0); }
 
 /* ---- FLOPs per token ----
  * Model FLOPs (PaLM, Chowdhery et al. 2022, appendix B; Narayanan et al. 2021 for the matmul
@@ -280,6 +262,24 @@ double model_flops_per_token(const model_config *c, int T)
 {
     double N = c->L * model_layer_matmul_params(c) + (double)c->V * c->C; /* matmul weights + output projection */
     return 6.0 * N + 12.0 * c->L * (double)c->C * T;
+}
+
+/* The names model_describe gives each architecture choice (data/models.csv's spellings are
+ * common/schema.h's model_norms, model_mlps, model_pos_embs). */
+static const char *const norm_titles[] = {[NORM_LAYERNORM] = "LayerNorm", [NORM_RMSNORM] = "RMSNorm"};
+static const char *const mlp_titles[] = {[MLP_GELU] = "GELU", [MLP_SWIGLU] = "SwiGLU"};
+static const char *const pos_titles[] = {[POS_ROTARY] = "rotary", [POS_LEARNED] = "learned positions", [POS_ALIBI] = "ALiBi"};
+
+void model_describe(const model_config *c, char *buf, size_t n)
+{
+    const int rot = model_rotary_dims(c);
+    snprintf(buf, n,
+             "L=%d C=%d heads=%d kv_heads=%d ffn=%d V=%d, %s%s, %s MLP, %s%s rotary_dims=%d, %s residual%s, "
+             "%s embeddings",
+             c->L, c->C, c->NH, model_kv_heads(c), model_ffn(c), c->V, norm_titles[c->norm],
+             c->norm == NORM_LAYERNORM && c->norm_nobias ? " without bias" : "", mlp_titles[c->mlp], pos_titles[c->pos],
+             rot && c->rope == ROPE_GPTJ ? " (GPT-J pairs)" : "", rot, c->parallel_residual ? "parallel" : "sequential",
+             c->shared_norm ? " (one norm)" : "", c->tied_embeddings ? "tied" : "untied");
 }
 
 double mfu_pct(double flops_per_token, double tokens_per_s, double peak_flops)
