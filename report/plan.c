@@ -250,8 +250,8 @@ static int keys_search(plan_walk *w, const plan_layout *base)
     return 0;
 }
 
-/* The parallel layouts of one instance type: TP (common/oplist.h's op_tp_splits), sequence parallelism (with TP), PP,
- * virtual stages (with PP, dividing the layers). */
+/* The parallel layouts of one instance type: TP (common/oplist.h's op_tp_splits), sequence
+ * parallelism (with TP), PP, virtual stages (with PP, PP x stages dividing the layers). */
 static int inst_search(plan_walk *w, int inst)
 {
     const model_config *c = &w->in->cfg;
