@@ -5,7 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
-const char *const op_kind_names[8] = {"gemm", "attention", "memory", "tp_comm", "dp_comm", "gather", "pp_send", "optimizer"};
+const char *const op_kind_names[8] = {"gemm", "attention", "memory", "tp_comm",
+                                      "dp_comm", "gather", "pp_send", "optimizer"};
 const char *const op_pass_names[4] = {"fwd", "bwd", "recompute", "step"};
 
 typedef struct {
@@ -13,7 +14,8 @@ typedef struct {
     int n, cap;
 } op_sink;
 
-static op_entry *put(op_sink *k, const char *name, op_kind kind, op_pass pass, op_scope scope, const char *phase, double count)
+static op_entry *put(op_sink *k, const char *name, op_kind kind, op_pass pass, op_scope scope, const char *phase,
+                     double count)
 {
     if (k->n >= k->cap) {
         k->n = k->cap + 1; /* remembered as too small */
@@ -34,7 +36,10 @@ static void linear(op_sink *k, const char *name, op_scope scope, long n, long in
         const char *phase;
         op_pass pass;
         long r, i, o;
-    } p[4] = {{"fwd", OPP_FWD, n, in, out}, {"bwd_input", OPP_BWD, n, out, in}, {"bwd_weight", OPP_BWD, out, n, in}, {"fwd", OPP_RECOMPUTE, n, in, out}};
+    } p[4] = {{"fwd", OPP_FWD, n, in, out},
+              {"bwd_input", OPP_BWD, n, out, in},
+              {"bwd_weight", OPP_BWD, out, n, in},
+              {"fwd", OPP_RECOMPUTE, n, in, out}};
     for (int j = 0; j < (recompute ? 4 : 3); j++) {
         op_entry *e = put(k, name, OPK_GEMM, p[j].pass, scope, p[j].phase, count);
         if (!e) return;
@@ -104,8 +109,10 @@ static void layer_memory(op_sink *k, const model_config *c, const op_layout *l, 
         double qk = (double)(r.NH + model_kv_heads(&r)) * rot;
         mem(k, "rotary", pass, OPS_LAYER, (double)n * qk * B * 2.0, 1);
     }
-    if (c->parallel_residual) mem(k, "residual", pass, OPS_LAYER, rows_sp * C * B * 4.0, 1); /* x + attn + mlp: read 3, write 1 */
-    else mem(k, "residual", pass, OPS_LAYER, rows_sp * C * B * 3.0, 2);
+    if (c->parallel_residual) /* x + attn + mlp: read 3, write 1 */
+        mem(k, "residual", pass, OPS_LAYER, rows_sp * C * B * 4.0, 1);
+    else
+        mem(k, "residual", pass, OPS_LAYER, rows_sp * C * B * 3.0, 2);
 }
 
 static void tp_comm(op_sink *k, const model_config *c, const op_layout *l, long n, op_pass pass)
@@ -123,7 +130,8 @@ int op_tp_splits(const model_config *c, int t)
 
 int op_list(const model_config *c, const op_layout *l, op_entry *out, int cap)
 {
-    if (l->tp < 1 || l->cp < 1 || l->pp < 1 || l->micro_batch < 1 || l->seq < 1 || !op_tp_splits(c, l->tp) || l->seq % l->cp != 0)
+    if (l->tp < 1 || l->cp < 1 || l->pp < 1 || l->micro_batch < 1 || l->seq < 1 || !op_tp_splits(c, l->tp) ||
+        l->seq % l->cp != 0)
         return -1;
     op_sink k = {out, 0, cap};
     const model_config r = tp_shard(c, l->tp);
@@ -140,7 +148,8 @@ int op_list(const model_config *c, const op_layout *l, op_entry *out, int cap)
     tp_comm(&k, c, l, n, OPP_BWD);
     if (full) layer_memory(&k, c, l, n, OPP_RECOMPUTE), tp_comm(&k, c, l, n, OPP_RECOMPUTE);
     /* the first stage's embedding, the last stage's logits and loss */
-    double rows_sp = l->sp && l->tp > 1 ? (double)n / l->tp : (double)n, B = l->act_bytes, V = ceil((double)c->V / l->tp);
+    double rows_sp = l->sp && l->tp > 1 ? (double)n / l->tp : (double)n, B = l->act_bytes;
+    double V = ceil((double)c->V / l->tp);
     mem(&k, "embedding", OPP_FWD, OPS_FIRST, rows_sp * C * B * 2.0, 1);
     mem(&k, "embedding", OPP_BWD, OPS_FIRST, rows_sp * C * B * 2.0, 1);
     mem(&k, "norm", OPP_FWD, OPS_LAST, rows_sp * C * B * 2.0, 1); /* the final norm */

@@ -25,7 +25,8 @@ static int cell_empty(const table *t, int row, int c) { return c < 0 || *table_c
 
 /* Column i holds one of names[0..n): its index, or `dflt` when the column is optional and the
  * cell empty; anything else is an error listing the accepted values. */
-static int get_choice(const table *t, int row, const int *col, int i, const char *const *names, int n, int dflt, int *out)
+static int get_choice(const table *t, int row, const int *col, int i, const char *const *names, int n, int dflt,
+                      int *out)
 {
     if (dflt >= 0 && cell_empty(t, row, col[i])) {
         *out = dflt;
@@ -56,9 +57,11 @@ static int preset_row_base(const table *t, int i, const int *col, model_config *
     snprintf(c->name, sizeof c->name, "%s", s);
     if (get_choice(t, i, col, MD_FAMILY, model_families, MD_NFAMILIES, -1, &fam) != 0) return CB_EFAIL;
     snprintf(c->family, sizeof c->family, "%s", model_families[fam]);
-    if (get_int(t, i, col, MD_LAYERS, &c->L) || get_int(t, i, col, MD_D_MODEL, &c->C) || get_int(t, i, col, MD_HEADS, &c->NH))
+    if (get_int(t, i, col, MD_LAYERS, &c->L) || get_int(t, i, col, MD_D_MODEL, &c->C) ||
+        get_int(t, i, col, MD_HEADS, &c->NH))
         return CB_EFAIL;
-    if (c->C % c->NH != 0) return err_msg("%s:%d: column 'heads': d_model %d is not a multiple of %d heads", path, line, c->C, c->NH);
+    if (c->C % c->NH != 0)
+        return err_msg("%s:%d: column 'heads': d_model %d is not a multiple of %d heads", path, line, c->C, c->NH);
     c->HS = c->C / c->NH;
     if (get_int(t, i, col, MD_VOCAB, &c->V) || get_int(t, i, col, MD_MAX_SEQ_LEN, &c->max_T)) return CB_EFAIL;
     const schema_col *sc = model_schema;
@@ -91,10 +94,12 @@ static int preset_row_arch(const table *t, int i, const int *col, model_config *
         return CB_EFAIL;
     c->norm_eps = 0;
     const schema_col *e = &model_schema[MD_NORM_EPS];
-    if (!cell_empty(t, i, col[MD_NORM_EPS]) && table_get_double(t, i, col[MD_NORM_EPS], e->lo, e->hi, &c->norm_eps) != 0)
+    if (!cell_empty(t, i, col[MD_NORM_EPS]) &&
+        table_get_double(t, i, col[MD_NORM_EPS], e->lo, e->hi, &c->norm_eps) != 0)
         return CB_EFAIL;
     if (norm == NORM_RMSNORM && norm_bias)
-        return err_msg("%s:%d: column 'norm_bias': rmsnorm has no bias; expected false or an empty cell", t->path, t->lines[i]);
+        return err_msg("%s:%d: column 'norm_bias': rmsnorm has no bias; expected false or an empty cell", t->path,
+                       t->lines[i]);
     c->norm = (norm_kind)norm, c->mlp = (mlp_kind)mlp, c->rope = (rope_style)rope;
     c->norm_nobias = !norm_bias, c->attn_nobias = !attn_bias, c->mlp_nobias = !mlp_bias;
     return 0;
@@ -135,10 +140,13 @@ int model_config_check(const model_config *c, const char **column, char *why, si
      * multiple_of 256 (Llama-2 70B: 28672); tiny test models use small multiples of 8, so 8 is the rule. */
     if (c->mlp == MLP_SWIGLU && c->ffn % 8 != 0)
         return check_fail(column, "ffn_dim", why, n,
-                          "SwiGLU ffn_dim must be a positive multiple of 8 (Llama rounds 8C/3 up to a multiple of 256), got %d", c->ffn);
+                          "SwiGLU ffn_dim must be a positive multiple of 8 (Llama rounds 8C/3 up to a multiple of "
+                          "256), got %d",
+                          c->ffn);
     if (c->norm == NORM_LAYERNORM && c->norm_eps != 0 && c->norm_eps != 1e-5)
         return check_fail(column, "norm_eps", why, n,
-                          "a layernorm preset needs 1e-5, the epsilon of costbench's LayerNorm kernel, got %g", c->norm_eps);
+                          "a layernorm preset needs 1e-5, the epsilon of costbench's LayerNorm kernel, got %g",
+                          c->norm_eps);
     if (c->pos == POS_ALIBI && c->rotary_pct != 0)
         return check_fail(column, "rotary_pct", why, n, "alibi positions need rotary_pct 0, got %g", c->rotary_pct);
     if (c->shared_norm && !c->parallel_residual)
@@ -146,8 +154,9 @@ int model_config_check(const model_config *c, const char **column, char *why, si
     /* rotary positions on fewer than 2 of a head's dimensions are none at all */
     int hs = c->NH > 0 ? c->C / c->NH : 0;
     if (c->pos == POS_ROTARY && c->rotary_pct > 0 && hs > 0 && rotary_dims_of(hs, c->rotary_pct) < 2)
-        return check_fail(column, "rotary_pct", why, n, "rotary_pct %g of a head of %d dimensions rotates none of them (at least 2)",
-                          c->rotary_pct, hs);
+        return check_fail(column, "rotary_pct", why, n,
+                          "rotary_pct %g of a head of %d dimensions rotates none of them (at least 2)", c->rotary_pct,
+                          hs);
     return 0;
 }
 
@@ -170,7 +179,8 @@ int model_presets_load(const char *path, model_config **out, int *n)
     if (table_load(&t, path) != 0) return CB_EFAIL;
     int col[MD_NCOLS], rc = 0;
     for (int i = 0; i < MD_NCOLS && rc == 0; i++)
-        if ((col[i] = table_col(&t, model_schema[i].col.name, model_schema[i].required)) < 0 && model_schema[i].required)
+        if ((col[i] = table_col(&t, model_schema[i].col.name, model_schema[i].required)) < 0 &&
+            model_schema[i].required)
             rc = CB_EFAIL;
     if (rc == 0 && t.nrows == 0) rc = err_msg("%s: no presets", path);
     model_config *m = rc == 0 ? calloc((size_t)t.nrows, sizeof *m) : NULL;
@@ -179,7 +189,8 @@ int model_presets_load(const char *path, model_config **out, int *n)
         if ((rc = preset_row(&t, i, col, &m[i])) != 0) break;
         for (int j = 0; j < i && rc == 0; j++)
             if (strcmp(m[j].name, m[i].name) == 0)
-                rc = err_msg("%s:%d: column 'name': '%s' appears twice (first at line %d)", path, t.lines[i], m[i].name, t.lines[j]);
+                rc = err_msg("%s:%d: column 'name': '%s' appears twice (first at line %d)", path, t.lines[i], m[i].name,
+                             t.lines[j]);
     }
     int nrows = t.nrows;
     table_free(&t);
@@ -268,7 +279,8 @@ double model_flops_per_token(const model_config *c, int T)
  * common/schema.h's model_norms, model_mlps, model_pos_embs). */
 static const char *const norm_titles[] = {[NORM_LAYERNORM] = "LayerNorm", [NORM_RMSNORM] = "RMSNorm"};
 static const char *const mlp_titles[] = {[MLP_GELU] = "GELU", [MLP_SWIGLU] = "SwiGLU"};
-static const char *const pos_titles[] = {[POS_ROTARY] = "rotary", [POS_LEARNED] = "learned positions", [POS_ALIBI] = "ALiBi"};
+static const char *const pos_titles[] = {
+    [POS_ROTARY] = "rotary", [POS_LEARNED] = "learned positions", [POS_ALIBI] = "ALiBi"};
 
 void model_describe(const model_config *c, char *buf, size_t n)
 {
@@ -295,8 +307,8 @@ int throughput_check(const model_config *cfg, long seq_len, double seq_per_s, do
         return err_usage("%s: seq_len %ld exceeds %s's max_seq_len %d", what, seq_len, cfg->name, cfg->max_T);
     double mfu = mfu_pct(model_flops_per_token(cfg, (int)seq_len), seq_per_s * (double)seq_len, peak_flops);
     if (isfinite(mfu) && mfu > 100.0)
-        return err_usage("%s: %.4g seq/s of %s at seq_len %ld needs %.3g%% of %s: impossible", what, seq_per_s, cfg->name,
-                         seq_len, mfu, peak_name);
+        return err_usage("%s: %.4g seq/s of %s at seq_len %ld needs %.3g%% of %s: impossible", what, seq_per_s,
+                         cfg->name, seq_len, mfu, peak_name);
     return 0;
 }
 
@@ -357,8 +369,11 @@ int model_config_override(model_config *cfg, const model_overrides *ov)
     if (ov->vocab) cfg->V = (int)ov->vocab;
     if (cfg->C % cfg->NH != 0) { /* the flag given, or both */
         if (!ov->heads)
-            return err_usage("flag '--d-model': %d is not a multiple of %s's %d heads (give '--heads')", cfg->C, preset.name, cfg->NH);
-        if (!ov->dmodel) return err_usage("flag '--heads': %s's d_model %d is not a multiple of %d heads", preset.name, cfg->C, cfg->NH);
+            return err_usage("flag '--d-model': %d is not a multiple of %s's %d heads (give '--heads')", cfg->C,
+                             preset.name, cfg->NH);
+        if (!ov->dmodel)
+            return err_usage("flag '--heads': %s's d_model %d is not a multiple of %d heads", preset.name, cfg->C,
+                             cfg->NH);
         return err_usage("flags '--d-model' / '--heads': %d is not a multiple of %d heads", cfg->C, cfg->NH);
     }
     cfg->HS = cfg->C / cfg->NH;

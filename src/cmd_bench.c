@@ -304,8 +304,8 @@ static void matmul_notes(record *rec, const matmul_flags *f, const machine_info 
     if (f->transformer) {
         char arch[256];
         model_describe(&f->cfg, arch, sizeof arch);
-        record_note(rec, "%s: %s; micro-batch %ld x seq %ld = %ld tokens; count = calls per training step", f->cfg.name, arch,
-                    f->B, f->T, f->B * f->T);
+        record_note(rec, "%s: %s; micro-batch %ld x seq %ld = %ld tokens; count = calls per training step", f->cfg.name,
+                    arch, f->B, f->T, f->B * f->T);
     } else
         record_note(rec, "Y (n x m) = X (n x k) @ W^T, W (m x k), m = k: the linear layer's forward product");
     for (int d = 0; d < f->ndtypes; d++)

@@ -174,8 +174,8 @@ static int train_memory(const train_flags *f, const model_config *cfg, int ranks
     if (comm_rank() == 0) {
         char arch[256];
         model_describe(cfg, arch, sizeof arch);
-        printf("# %s: %s; micro-batch %ld x seq %ld, global batch %ld (%ld accumulation steps)\n", cfg->name, arch, f->B, f->T,
-               f->G, f->G / f->B);
+        printf("# %s: %s; micro-batch %ld x seq %ld, global batch %ld (%ld accumulation steps)\n", cfg->name, arch,
+               f->B, f->T, f->G, f->G / f->B);
         char wh[64] = "", ix[64] = "";
         if (mem->weights_bf16 > 0) snprintf(wh, sizeof wh, ", packed bf16 weight copies %.3f GiB", gib(mem->weights_bf16));
         if (f->data && f->sampling == SAMPLER_MEGATRON) snprintf(ix, sizeof ix, ", Megatron sample index %.3f GiB", gib(index_bytes));

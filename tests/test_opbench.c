@@ -145,10 +145,11 @@ static void test_opbench_gqa_swiglu_widths(void)
         check_gemm(find(ops, n, "qkv", OPK_GEMM, OPP_FWD, "fwd"), 16, 64, want[i].qkv, 2.0 * 16 * 64 * want[i].qkv);
         check_gemm(find(ops, n, "mlp_up", OPK_GEMM, OPP_FWD, "fwd"), 16, 64, want[i].up, 2.0 * 16 * 64 * want[i].up);
         check_gemm(find(ops, n, "mlp_down", OPK_GEMM, OPP_FWD, "fwd"), 16, want[i].I, 64, 2.0 * 16 * want[i].I * 64);
-        const op_entry *af = find(ops, n, "act", OPK_MEM, OPP_FWD, "fwd"), *ab = find(ops, n, "act", OPK_MEM, OPP_BWD, "bwd");
+        const op_entry *af = find(ops, n, "act", OPK_MEM, OPP_FWD, "fwd"),
+                       *ab = find(ops, n, "act", OPK_MEM, OPP_BWD, "bwd");
         if (af && ab)
-            CHECK(af->bytes == 16.0 * 3 * want[i].I * 4 && ab->bytes == 16.0 * 5 * want[i].I * 4, "tp %d: act %g / %g bytes",
-                  want[i].tp, af->bytes, ab->bytes);
+            CHECK(af->bytes == 16.0 * 3 * want[i].I * 4 && ab->bytes == 16.0 * 5 * want[i].I * 4,
+                  "tp %d: act %g / %g bytes", want[i].tp, af->bytes, ab->bytes);
     }
 }
 
