@@ -72,9 +72,9 @@ int mm_shapes_transformer(mm_shape *out, int cap, const model_config *cfg, int B
 {
     /* one micro-batch on one rank, no parallelism, no recomputation; the GEMMs' shapes do not
      * depend on the byte sizes, which are fp32's */
-    const op_layout lay = {.micro_batch = B, .seq = T, .tp = 1, .pp = 1, .cp = 1, .sp = 0, .recompute = OP_RECOMPUTE_NONE,
-                           .attention = OP_ATTN_TILED, .act_bytes = 4, .weight_bytes = 4, .grad_bytes = 4, .optim_bytes = 28,
-                           .zero = 0, .dp = 1};
+    const op_layout lay = {.micro_batch = B, .seq = T, .tp = 1, .pp = 1, .cp = 1, .sp = 0,
+                           .recompute = OP_RECOMPUTE_NONE, .attention = OP_ATTN_TILED, .act_bytes = 4,
+                           .weight_bytes = 4, .grad_bytes = 4, .optim_bytes = 28, .zero = 0, .dp = 1};
     op_entry ops[OP_LIST_MAX];
     int nops = op_list(cfg, &lay, ops, OP_LIST_MAX), c = 0;
     if (nops < 0) return err_msg("%s at B=%d T=%d: no operation list", cfg->name, B, T);
@@ -232,8 +232,8 @@ static int mm_check(void *p, char *msg, size_t n)
         }
         double got = c->C[(size_t)i * s->ldc + j], tol = (double)s->k * FLT_EPSILON * mag + 1e-6;
         if (!(fabs(got - ref) <= tol)) {
-            snprintf(msg, n, "%s C[%d][%d] = %.7g, reference %.7g (tolerance %.3g)", mm_dtype_names[c->how.dtype], i, j, got,
-                     ref, tol);
+            snprintf(msg, n, "%s C[%d][%d] = %.7g, reference %.7g (tolerance %.3g)", mm_dtype_names[c->how.dtype], i, j,
+                     got, ref, tol);
             return -1;
         }
     }
@@ -301,7 +301,8 @@ static void mm_impl(const mm_ctx *c, const char **impl, const char **isa)
     *impl = p ? p : "?", *isa = onednn_isa();
 }
 
-static void mm_add_row(record *rec, const mm_ctx *c, const runner_result *r, double pack_ms, const mm_peaks *pk, mm_tally *t)
+static void mm_add_row(record *rec, const mm_ctx *c, const runner_result *r, double pack_ms, const mm_peaks *pk,
+                       mm_tally *t)
 {
     const mm_shape *sh = c->s;
     double flops = 2.0 * sh->n * sh->m * sh->k, gf = flops / r->s.median / 1e9, peak = pk->gflops[c->how.dtype];
@@ -322,8 +323,9 @@ static void mm_add_row(record *rec, const mm_ctx *c, const runner_result *r, dou
     const int scol[] = {MM_OP, MM_PHASE, MM_DTYPE, MM_BACKEND, MM_IMPL, MM_ISA};
     for (size_t i = 0; i < sizeof scol / sizeof scol[0]; i++) record_str(rec, row, scol[i], str[i]);
     const double v[][2] = {{MM_N, sh->n}, {MM_K, sh->k}, {MM_M, sh->m}, {MM_COUNT, sh->count}, {MM_GF_MED, gf},
-                           {MM_GF_MIN, flops / r->s.max / 1e9}, {MM_GF_MAX, flops / r->s.min / 1e9}, {MM_CV, r->s.cv_pct},
-                           {MM_MS, r->s.median * 1e3}, {MM_PCT, peak > 0 ? 100.0 * gf / peak : NAN}, {MM_PACK_MS, pack_ms}};
+                           {MM_GF_MIN, flops / r->s.max / 1e9}, {MM_GF_MAX, flops / r->s.min / 1e9},
+                           {MM_CV, r->s.cv_pct}, {MM_MS, r->s.median * 1e3},
+                           {MM_PCT, peak > 0 ? 100.0 * gf / peak : NAN}, {MM_PACK_MS, pack_ms}};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) record_num(rec, row, (int)v[i][0], v[i][1]);
     if (isfinite(sh->count)) {
         record_num(rec, row, MM_STEP_MS, sh->count * r->s.median * 1e3);
@@ -359,12 +361,13 @@ static void mm_prepare(mm_ctx *c, const mm_shape *sh)
 }
 
 /* One shape: the weight's reorder (packed shapes), then the product. */
-static int mm_measure(mm_ctx *ctx, const mm_shape *sh, const runner_opts *ro, const mm_peaks *pk, record *rec, mm_tally *t)
+static int mm_measure(mm_ctx *ctx, const mm_shape *sh, const runner_opts *ro, const mm_peaks *pk, record *rec,
+                      mm_tally *t)
 {
     char label[128];
     mm_prepare(ctx, sh);
-    snprintf(label, sizeof label, "%s %s %s %s n=%d k=%d m=%d", mm_dtype_names[ctx->how.dtype], mm_backend_names[ctx->how.backend],
-             sh->op, sh->phase, sh->n, sh->k, sh->m);
+    snprintf(label, sizeof label, "%s %s %s %s n=%d k=%d m=%d", mm_dtype_names[ctx->how.dtype],
+             mm_backend_names[ctx->how.backend], sh->op, sh->phase, sh->n, sh->k, sh->m);
     runner_result r;
     double pack_ms = NAN;
     if (ctx->how.packed) {
@@ -393,40 +396,57 @@ static void mm_notes_onednn(record *rec, const mm_tally *t)
     const char *cap = getenv("DNNL_MAX_CPU_ISA");
     char kernels[256] = "";
     for (int i = 0, l = 0; i < t->nimpl && l < (int)sizeof kernels; i++)
-        l += snprintf(kernels + l, sizeof kernels - (size_t)l, "%s%s (%d shape%s)", i ? ", " : "", t->impls[i], t->impl_count[i],
-                      t->impl_count[i] == 1 ? "" : "s");
-    record_note(rec, "oneDNN %s at ISA %s (%s%s%s); kernels: %s", onednn_version(), onednn_isa(), cap ? "DNNL_MAX_CPU_ISA=" : "",
-                cap ? cap : "DNNL_MAX_CPU_ISA unset: the best this CPU has", cap ? " caps it" : "", kernels);
+        l += snprintf(kernels + l, sizeof kernels - (size_t)l, "%s%s (%d shape%s)", i ? ", " : "", t->impls[i],
+                      t->impl_count[i], t->impl_count[i] == 1 ? "" : "s");
+    record_note(rec, "oneDNN %s at ISA %s (%s%s%s); kernels: %s", onednn_version(), onednn_isa(),
+                cap ? "DNNL_MAX_CPU_ISA=" : "", cap ? cap : "DNNL_MAX_CPU_ISA unset: the best this CPU has",
+                cap ? " caps it" : "", kernels);
     if (t->onednn_bf16 && !onednn_bf16_native())
-        record_note(rec, "bf16 without bf16 instructions: at ISA %s oneDNN converts bf16 to fp32 and multiplies in fp32, so bf16 rows measure that emulation, not bf16 hardware%s",
-                    onednn_isa(), bf16_cpu_native() ? " (this CPU has AVX512_BF16: DNNL_MAX_CPU_ISA keeps oneDNN from it)" : "");
+        record_note(rec,
+                    "bf16 without bf16 instructions: at ISA %s oneDNN converts bf16 to fp32 and multiplies in fp32, so "
+                    "bf16 rows measure that emulation, not bf16 hardware%s",
+                    onednn_isa(),
+                    bf16_cpu_native() ? " (this CPU has AVX512_BF16: DNNL_MAX_CPU_ISA keeps oneDNN from it)" : "");
     if (t->packed)
-        record_note(rec, "packed weights: each weight B reordered once into oneDNN's blocked layout before its product is timed; pack_ms is that reorder's median, reordered once per optimizer step, not per call");
+        record_note(rec, "packed weights: each weight B reordered once into oneDNN's blocked layout before its product "
+                         "is timed; pack_ms is that reorder's median, reordered once per optimizer step, not per call");
 }
 
 static void mm_notes(record *rec, const mm_tally *t, const runner_opts *ro, double budget_s)
 {
     if (t->onednn) mm_notes_onednn(rec, t);
     if (t->demoted)
-        record_note(rec, "concurrent shapes: fp32 OpenBLAS sgemm whatever the dtype and backend asked, one call per thread at once (oneDNN is called from one thread at a time)");
-    record_note(rec, "checked before timing: 32 sampled outputs per shape against a double-precision dot product of the operands as stored (bf16 rows: the bf16-rounded inputs), within k x 2^-23 x sum|a b|, which covers fp32 accumulation in any order");
+        record_note(rec, "concurrent shapes: fp32 OpenBLAS sgemm whatever the dtype and backend asked, one call per "
+                         "thread at once (oneDNN is called from one thread at a time)");
+    record_note(rec, "checked before timing: 32 sampled outputs per shape against a double-precision dot product of "
+                     "the operands as stored (bf16 rows: the bf16-rounded inputs), within k x 2^-23 x sum|a b|, which "
+                     "covers fp32 accumulation in any order");
     if (t->above_peak)
-        record_note(rec, "warning: %d row(s) above 100%% of their peak: that peak is wrong (measured while the machine was busy, or given too low); rerun, or give --peak-gflops",
+        record_note(rec,
+                    "warning: %d row(s) above 100%% of their peak: that peak is wrong (measured while the machine was "
+                    "busy, or given too low); rerun, or give --peak-gflops",
                     t->above_peak);
     if (t->skipped)
         record_note(rec, "time budget %.0f s reached: %d shape(s) not measured (%s); raise --budget-s to include them",
                     budget_s, t->skipped, t->skipped_list);
     if (t->capped)
-        record_note(rec, "%d shape(s) took so long that fewer than %d samples fit in %.0f s: their spread is from fewer samples",
+        record_note(rec,
+                    "%d shape(s) took so long that fewer than %d samples fit in %.0f s: their spread is from fewer "
+                    "samples",
                     t->capped, ro->min_samples, ro->max_time_s);
     for (int d = 0; d < MM_NDTYPES; d++) {
         if (!(t->step_ms[d] > 0)) continue;
-        record_note(rec, "one training step's matmuls%s%s: %.3f TFLOP, %.1f ms predicted from these medians (%.1f GFLOP/s overall)%s",
-                    d == MM_BF16 ? " in bf16" : t->asked[MM_BF16] ? " in fp32" : "", d == MM_BF16 && t->demoted ? " (concurrent shapes in fp32)" : "",
-                    t->step_flops[d] / 1e12, t->step_ms[d], t->step_flops[d] / t->step_ms[d] / 1e6,
+        record_note(rec,
+                    "one training step's matmuls%s%s: %.3f TFLOP, %.1f ms predicted from these medians (%.1f GFLOP/s "
+                    "overall)%s",
+                    d == MM_BF16 ? " in bf16" : t->asked[MM_BF16] ? " in fp32" : "",
+                    d == MM_BF16 && t->demoted ? " (concurrent shapes in fp32)" : "", t->step_flops[d] / 1e12,
+                    t->step_ms[d], t->step_flops[d] / t->step_ms[d] / 1e6,
                     t->skipped ? "; incomplete: shapes were skipped" : "");
         if (t->pack_step_ms[d] > 0)
-            record_note(rec, "%s weight reorders: %.1f ms per optimizer step (each layer's weights once per layout: W for bwd_input, W^T's blocks for fwd), not per micro-batch",
+            record_note(rec,
+                        "%s weight reorders: %.1f ms per optimizer step (each layer's weights once per layout: W for "
+                        "bwd_input, W^T's blocks for fwd), not per micro-batch",
                         mm_dtype_names[d], t->pack_step_ms[d]);
     }
 }
@@ -445,9 +465,11 @@ static int mm_backend_ready(const mm_shape *s, int n)
         onednn_shape probe = {.ab = t, .c = ONEDNN_F32, .n = 16, .m = 16, .k = 16, .lda = 16, .ldb = 16, .ldc = 16};
         if (!need || onednn_impl(&probe)) continue;
         const char *cap = getenv("DNNL_MAX_CPU_ISA");
-        return err_msg("oneDNN %s at ISA %s%s%s has no %s matmul (%s)%s", onednn_version(), onednn_isa(), cap ? ", capped by DNNL_MAX_CPU_ISA=" : "",
-                       cap ? cap : "", mm_dtype_names[d], onednn_last_error(),
-                       d == MM_BF16 ? "; its bf16 matmul needs AVX-512 (avx512_core, where it emulates bf16, or above)" : "");
+        return err_msg("oneDNN %s at ISA %s%s%s has no %s matmul (%s)%s", onednn_version(), onednn_isa(),
+                       cap ? ", capped by DNNL_MAX_CPU_ISA=" : "", cap ? cap : "", mm_dtype_names[d],
+                       onednn_last_error(),
+                       d == MM_BF16 ? "; its bf16 matmul needs AVX-512 (avx512_core, where it emulates bf16, or above)"
+                                    : "");
     }
     return 0;
 }
@@ -462,8 +484,8 @@ int mm_run_peaks(const mm_shape *s, int n, const runner_opts *ro, double budget_
     for (int i = 0; i < n && rc == 0; i++) {
         if (mm_skip(&s[i], ro, budget_s, &t)) continue;
         char label[96];
-        snprintf(label, sizeof label, "%s %s %s n=%d k=%d m=%d", mm_dtype_names[mm_asked(&s[i])], s[i].op, s[i].phase, s[i].n,
-                 s[i].k, s[i].m);
+        snprintf(label, sizeof label, "%s %s %s n=%d k=%d m=%d", mm_dtype_names[mm_asked(&s[i])], s[i].op, s[i].phase,
+                 s[i].n, s[i].k, s[i].m);
         runner_progress(i, n, label);
         rc = mm_measure(&ctx, &s[i], ro, peaks, rec, &t);
     }

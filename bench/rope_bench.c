@@ -53,16 +53,32 @@ static void rb_flush(void *p)
     c->sink = s;
 }
 
-static void run_ref_f(void *p) { rb_ctx *c = p; rope_forward_ref(c->q_out, c->k_out, c->qkv, &c->s, &c->tb, c->scratch); }
+static void run_ref_f(void *p)
+{
+    rb_ctx *c = p;
+    rope_forward_ref(c->q_out, c->k_out, c->qkv, &c->s, &c->tb, c->scratch);
+}
 static void run_zf_f(void *p) { rb_ctx *c = p; rope_forward_zero_freq(c->q_out, c->k_out, c->qkv, &c->s, &c->tb); }
 static void run_fu_f(void *p) { rb_ctx *c = p; rope_forward_fused(c->qkv, &c->s, &c->tb); }
 static void run_ref_b(void *p) { rb_ctx *c = p; rope_backward_ref(c->dqkv, c->dq, c->dk, &c->s, &c->tb, c->scratch); }
 static void run_zf_b(void *p) { rb_ctx *c = p; rope_backward_zero_freq(c->dqkv, c->dq, c->dk, &c->s, &c->tb); }
 static void run_fu_b(void *p) { rb_ctx *c = p; rope_backward_fused(c->dqkv, &c->s, &c->tb); }
-static void run_ref_f16(void *p) { rb_ctx *c = p; rope_forward_ref_bf16(c->q_out, c->k_out, c->qkv, &c->s, &c->tb, c->scratch); }
-static void run_zf_f16(void *p) { rb_ctx *c = p; rope_forward_zero_freq_bf16(c->q_out, c->k_out, c->qkv, &c->s, &c->tb); }
+static void run_ref_f16(void *p)
+{
+    rb_ctx *c = p;
+    rope_forward_ref_bf16(c->q_out, c->k_out, c->qkv, &c->s, &c->tb, c->scratch);
+}
+static void run_zf_f16(void *p)
+{
+    rb_ctx *c = p;
+    rope_forward_zero_freq_bf16(c->q_out, c->k_out, c->qkv, &c->s, &c->tb);
+}
 static void run_fu_f16(void *p) { rb_ctx *c = p; rope_forward_fused_bf16(c->qkv, &c->s, &c->tb); }
-static void run_ref_b16(void *p) { rb_ctx *c = p; rope_backward_ref_bf16(c->dqkv, c->dq, c->dk, &c->s, &c->tb, c->scratch); }
+static void run_ref_b16(void *p)
+{
+    rb_ctx *c = p;
+    rope_backward_ref_bf16(c->dqkv, c->dq, c->dk, &c->s, &c->tb, c->scratch);
+}
 static void run_zf_b16(void *p) { rb_ctx *c = p; rope_backward_zero_freq_bf16(c->dqkv, c->dq, c->dk, &c->s, &c->tb); }
 static void run_fu_b16(void *p) { rb_ctx *c = p; rope_backward_fused_bf16(c->dqkv, &c->s, &c->tb); }
 
@@ -72,15 +88,24 @@ static void (*const rb_fns[2][2][3])(void *) = {
     {{run_ref_f16, run_zf_f16, run_fu_f16}, {run_ref_b16, run_zf_b16, run_fu_b16}},
 };
 
-static size_t qkv_elems(const rope_shape *s) { return (size_t)s->B * s->T * 3 * s->NH * s->HS; }
+/* The preset's heads, head size and rotated dimensions at B x T, in the per-head [q, k, v] layout
+ * and the GPT-NeoX pairing (kvh and gptj zero) whatever the preset's: the layout the comparisons
+ * below index. */
+static rope_shape rb_shape(const model_config *cfg, int B, int T)
+{
+    return (rope_shape){.B = B, .T = T, .NH = cfg->NH, .HS = cfg->HS, .r = model_rotary_dims(cfg)};
+}
+
+static size_t qkv_elems(const rope_shape *s) { return (size_t)s->B * s->T * rope_qkv_per_token(s); }
 static size_t out_elems(const rope_shape *s) { return (size_t)s->B * s->T * s->NH * s->HS; }
 
 double rope_bench_bytes(const model_config *cfg, int tokens, rb_dtype dt)
 {
-    rope_shape s = {.B = 1, .T = tokens, .NH = cfg->NH, .HS = cfg->HS, .r = model_rotary_dims(cfg)};
+    rope_shape s = rb_shape(cfg, 1, tokens);
     /* qkv, dqkv, saved copy; q/k out, dq/dk; reference scratch; bf16: the fp32 buffer the
      * inputs are generated in before rounding */
-    double bytes = (double)rb_elem_bytes(dt) * (3.0 * qkv_elems(&s) + 4.0 * out_elems(&s) + rope_ref_scratch_floats(&s));
+    double bytes =
+        (double)rb_elem_bytes(dt) * (3.0 * qkv_elems(&s) + 4.0 * out_elems(&s) + rope_ref_scratch_floats(&s));
     return dt == RB_BF16 ? bytes + 4.0 * qkv_elems(&s) : bytes;
 }
 
@@ -115,7 +140,8 @@ static int rb_close(rb_agree *a, double x, double y)
 }
 
 /* Compares the q/k blocks of a qkv-layout buffer with (B, NH, T, HS) q and k tensors. */
-static int agree_layout(const rope_shape *s, const void *qkv, const void *q, const void *k, const char *what, rb_agree *a)
+static int agree_layout(const rope_shape *s, const void *qkv, const void *q, const void *k, const char *what,
+                        rb_agree *a)
 {
     for (int b = 0; b < s->B; b++)
         for (int h = 0; h < s->NH; h++)
@@ -126,7 +152,8 @@ static int agree_layout(const rope_shape *s, const void *qkv, const void *q, con
                     for (int d = 0; d < s->HS; d++) {
                         double x = rb_get(qkv, xo + d, a->dt), y = rb_get(w ? k : q, yo + d, a->dt);
                         if (!rb_close(a, x, y)) {
-                            snprintf(a->msg, a->n, "%s: b=%d head=%d t=%d dim=%d: %.8g vs %.8g", what, b, h, t, d, x, y);
+                            snprintf(a->msg, a->n, "%s: b=%d head=%d t=%d dim=%d: %.8g vs %.8g", what, b, h, t, d, x,
+                                     y);
                             return -1;
                         }
                     }
@@ -232,7 +259,8 @@ static int rb_alloc(rb_ctx *c, const model_config *cfg, int T, double flush_byte
     return 0;
 }
 
-static const char *const rb_vname[3] = {"reference", "zero_freq", "fused"}, *const rb_dname[2] = {"forward", "backward"};
+static const char *const rb_vname[3] = {"reference", "zero_freq", "fused"};
+static const char *const rb_dname[2] = {"forward", "backward"};
 
 static void rb_add_row(record *rec, const rb_ctx *c, const model_config *cfg, int tokens, int v, int d,
                        const runner_result *r, double copy_gbps, double ref_ns)
@@ -245,10 +273,11 @@ static void rb_add_row(record *rec, const rb_ctx *c, const model_config *cfg, in
     record_str(rec, row, RB_DIR, rb_dname[d]);
     record_str(rec, row, RB_CACHE, c->flush ? "cold" : "warm");
     record_str(rec, row, RB_DTYPE, rope_bench_dtype_name(c->dt));
-    const double vals[][2] = {{RB_TOKENS, tokens}, {RB_HEADS, c->s.NH}, {RB_HS, c->s.HS}, {RB_R, c->s.r}, {RB_NS_MED, ns},
-                              {RB_NS_MIN, r->s.min / tokens * 1e9}, {RB_NS_MAX, r->s.max / tokens * 1e9}, {RB_CV, r->s.cv_pct},
-                              {RB_BYTES, bpt}, {RB_GBPS, bpt / ns},
-                              {RB_PCT_BW, copy_gbps > 0 ? 100.0 * (bpt / ns) / copy_gbps : NAN}, {RB_SPEEDUP, ref_ns / ns}};
+    const double vals[][2] = {{RB_TOKENS, tokens}, {RB_HEADS, c->s.NH}, {RB_HS, c->s.HS}, {RB_R, c->s.r},
+                              {RB_NS_MED, ns}, {RB_NS_MIN, r->s.min / tokens * 1e9},
+                              {RB_NS_MAX, r->s.max / tokens * 1e9}, {RB_CV, r->s.cv_pct}, {RB_BYTES, bpt},
+                              {RB_GBPS, bpt / ns}, {RB_PCT_BW, copy_gbps > 0 ? 100.0 * (bpt / ns) / copy_gbps : NAN},
+                              {RB_SPEEDUP, ref_ns / ns}};
     for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++) record_num(rec, row, (int)vals[i][0], vals[i][1]);
 }
 
@@ -259,7 +288,8 @@ static int rb_time(rb_ctx *c, const model_config *cfg, int tokens, const runner_
         double ref_ns = NAN;
         for (int v = 0; v < 3; v++) {
             char label[96];
-            snprintf(label, sizeof label, "%s %s %s %s", cfg->name, rope_bench_dtype_name(c->dt), rb_vname[v], rb_dname[d]);
+            snprintf(label, sizeof label, "%s %s %s %s", cfg->name, rope_bench_dtype_name(c->dt), rb_vname[v],
+                     rb_dname[d]);
             runner_progress(d * 3 + v, 6, label);
             bench_case bc = {label, rb_fns[c->dt][d][v], NULL, c->flush ? rb_flush : NULL};
             runner_result r;
@@ -277,14 +307,14 @@ int rope_bench_run(const model_config *cfg, int tokens, int T, rb_dtype dt, cons
 {
     rb_ctx c;
     memset(&c, 0, sizeof c);
-    c.s = (rope_shape){.B = tokens / T, .T = T, .NH = cfg->NH, .HS = cfg->HS, .r = model_rotary_dims(cfg)};
+    c.s = rb_shape(cfg, tokens / T, T);
     c.dt = dt;
     if (c.s.r == 0) return err_usage("model '%s' has no rotary dims (rotary_pct %g)", cfg->name, cfg->rotary_pct);
     int rc = rb_alloc(&c, cfg, T, flush_bytes);
     void *save = rc == 0 ? mem_alloc(qkv_elems(&c.s), rb_elem_bytes(dt), "qkv copy") : NULL;
     char msg[512] = "";
-    rb_agree a = {dt, dt == RB_BF16 ? AGREE_ATOL_BF16 : AGREE_ATOL, dt == RB_BF16 ? AGREE_RTOL_BF16 : AGREE_RTOL, 0, msg,
-                  sizeof msg};
+    rb_agree a = {dt, dt == RB_BF16 ? AGREE_ATOL_BF16 : AGREE_ATOL, dt == RB_BF16 ? AGREE_RTOL_BF16 : AGREE_RTOL,
+                  0, msg, sizeof msg};
     if (rc == 0 && !save) rc = CB_EFAIL;
     if (rc == 0 && rb_verify(&c, save, &a) != 0)
         rc = err_msg("rope %s %s: the variants disagree: %s", cfg->name, rope_bench_dtype_name(dt), msg);
@@ -292,10 +322,15 @@ int rope_bench_run(const model_config *cfg, int tokens, int T, rb_dtype dt, cons
     if (rc == 0) rc = rb_time(&c, cfg, tokens, ro, copy_gbps, rec);
     if (rc == 0) {
         int eb = (int)rb_elem_bytes(dt);
-        record_note(rec, "%s %s: B=%d T=%d; per call the fused variant reads and writes %.1f MB in place, the reference %.1f MB",
-                    cfg->name, rope_bench_dtype_name(dt), c.s.B, c.s.T, rope_bytes_per_token_dtype(&c.s, 2, 0, eb) * tokens / 1e6,
+        record_note(rec,
+                    "%s %s: B=%d T=%d; per call the fused variant reads and writes %.1f MB in place, the reference "
+                    "%.1f MB",
+                    cfg->name, rope_bench_dtype_name(dt), c.s.B, c.s.T,
+                    rope_bytes_per_token_dtype(&c.s, 2, 0, eb) * tokens / 1e6,
                     rope_bytes_per_token_dtype(&c.s, 0, 0, eb) * tokens / 1e6);
-        record_note(rec, "%s %s: the three variants agree, forward and backward, to %.2g at most (tolerance %g + %g x |value|)",
+        record_note(rec,
+                    "%s %s: the three variants agree, forward and backward, to %.2g at most (tolerance %g + %g x "
+                    "|value|)",
                     cfg->name, rope_bench_dtype_name(dt), a.worst, a.atol, a.rtol);
     }
     rb_free(&c);

@@ -5,7 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
-const char *const op_kind_names[8] = {"gemm", "attention", "memory", "tp_comm", "dp_comm", "gather", "pp_send", "optimizer"};
+const char *const op_kind_names[8] = {"gemm", "attention", "memory", "tp_comm",
+                                      "dp_comm", "gather", "pp_send", "optimizer"};
 const char *const op_pass_names[4] = {"fwd", "bwd", "recompute", "step"};
 
 typedef struct {
@@ -13,7 +14,8 @@ typedef struct {
     int n, cap;
 } op_sink;
 
-static op_entry *put(op_sink *k, const char *name, op_kind kind, op_pass pass, op_scope scope, const char *phase, double count)
+static op_entry *put(op_sink *k, const char *name, op_kind kind, op_pass pass, op_scope scope, const char *phase,
+                     double count)
 {
     if (k->n >= k->cap) {
         k->n = k->cap + 1; /* remembered as too small */
@@ -34,7 +36,10 @@ static void linear(op_sink *k, const char *name, op_scope scope, long n, long in
         const char *phase;
         op_pass pass;
         long r, i, o;
-    } p[4] = {{"fwd", OPP_FWD, n, in, out}, {"bwd_input", OPP_BWD, n, out, in}, {"bwd_weight", OPP_BWD, out, n, in}, {"fwd", OPP_RECOMPUTE, n, in, out}};
+    } p[4] = {{"fwd", OPP_FWD, n, in, out},
+              {"bwd_input", OPP_BWD, n, out, in},
+              {"bwd_weight", OPP_BWD, out, n, in},
+              {"fwd", OPP_RECOMPUTE, n, in, out}};
     for (int j = 0; j < (recompute ? 4 : 3); j++) {
         op_entry *e = put(k, name, OPK_GEMM, p[j].pass, scope, p[j].phase, count);
         if (!e) return;
@@ -76,24 +81,38 @@ static void attention(op_sink *k, const model_config *c, const op_layout *l, lon
     (void)n;
 }
 
-/* Key/value heads a rank holds: its share, or one (replicated) when there are fewer than tp. */
-static int kv_per_rank(const model_config *c, int tp) { return model_kv_heads(c) >= tp ? model_kv_heads(c) / tp : 1; }
+/* The part of c one of tp tensor-parallel ranks holds, as a config for the shape functions of
+ * common/presets.h (model_qkv_rows, model_mlp_in_rows, model_ffn): NH / tp query heads, the key/
+ * value heads' share (one, replicated, when there are fewer than tp), ffn / tp MLP width. */
+static model_config tp_shard(const model_config *c, int tp)
+{
+    model_config r = *c;
+    int kv = model_kv_heads(c);
+    r.NH = c->NH / tp, r.KVH = kv >= tp ? kv / tp : 1, r.ffn = model_ffn(c) / tp;
+    return r;
+}
 
 /* The memory-bound ops of one layer's forward (pass OPP_FWD or OPP_RECOMPUTE) or backward. */
 static void layer_memory(op_sink *k, const model_config *c, const op_layout *l, long n, op_pass pass)
 {
+    const model_config r = tp_shard(c, l->tp);
     double B = l->act_bytes, C = c->C, rows_sp = l->sp && l->tp > 1 ? (double)n / l->tp : (double)n;
-    double I = (double)model_ffn(c) / l->tp, bwd = pass == OPP_BWD;
+    double bwd = pass == OPP_BWD;
     double norm = rows_sp * C * B * (bwd ? 3.0 : 2.0);
     mem(k, "norm", pass, OPS_LAYER, norm, c->shared_norm ? 1 : 2);
-    double act = c->mlp == MLP_SWIGLU ? (bwd ? 5.0 : 3.0) * I : (bwd ? 3.0 : 2.0) * I;
+    /* the activation reads the MLP's first output (GELU: ffn; SwiGLU: gate and up) and writes ffn;
+     * backward it reads that and dy and writes the gradient of the first output */
+    double act = (bwd ? 2.0 : 1.0) * model_mlp_in_rows(&r) + model_ffn(&r);
     mem(k, "act", pass, OPS_LAYER, (double)n * act * B, 1);
-    if (c->pos == POS_ROTARY && c->rotary_pct > 0) {
-        double qk = (double)(c->NH / l->tp + kv_per_rank(c, l->tp)) * c->HS * c->rotary_pct;
+    const int rot = model_rotary_dims(c);
+    if (rot > 0) { /* the rotated dimensions of the rank's q and k heads */
+        double qk = (double)(r.NH + model_kv_heads(&r)) * rot;
         mem(k, "rotary", pass, OPS_LAYER, (double)n * qk * B * 2.0, 1);
     }
-    if (c->parallel_residual) mem(k, "residual", pass, OPS_LAYER, rows_sp * C * B * 4.0, 1); /* x + attn + mlp: read 3, write 1 */
-    else mem(k, "residual", pass, OPS_LAYER, rows_sp * C * B * 3.0, 2);
+    if (c->parallel_residual) /* x + attn + mlp: read 3, write 1 */
+        mem(k, "residual", pass, OPS_LAYER, rows_sp * C * B * 4.0, 1);
+    else
+        mem(k, "residual", pass, OPS_LAYER, rows_sp * C * B * 3.0, 2);
 }
 
 static void tp_comm(op_sink *k, const model_config *c, const op_layout *l, long n, op_pass pass)
@@ -111,24 +130,26 @@ int op_tp_splits(const model_config *c, int t)
 
 int op_list(const model_config *c, const op_layout *l, op_entry *out, int cap)
 {
-    if (l->tp < 1 || l->cp < 1 || l->pp < 1 || l->micro_batch < 1 || l->seq < 1 || !op_tp_splits(c, l->tp) || l->seq % l->cp != 0)
+    if (l->tp < 1 || l->cp < 1 || l->pp < 1 || l->micro_batch < 1 || l->seq < 1 || !op_tp_splits(c, l->tp) ||
+        l->seq % l->cp != 0)
         return -1;
     op_sink k = {out, 0, cap};
-    long n = l->micro_batch * l->seq / l->cp, C = c->C, HS = c->HS;
-    long qkv = (long)(c->NH / l->tp + 2 * kv_per_rank(c, l->tp)) * HS, I = model_ffn(c) / l->tp;
+    const model_config r = tp_shard(c, l->tp);
+    long n = l->micro_batch * l->seq / l->cp, C = c->C;
     int full = l->recompute == OP_RECOMPUTE_FULL;
-    linear(&k, "qkv", OPS_LAYER, n, C, qkv, 1, full);
+    linear(&k, "qkv", OPS_LAYER, n, C, model_qkv_rows(&r), 1, full);
     attention(&k, c, l, n, l->recompute != OP_RECOMPUTE_NONE);
-    linear(&k, "attn_out", OPS_LAYER, n, (long)c->NH * HS / l->tp, C, 1, full);
-    linear(&k, "mlp_up", OPS_LAYER, n, C, (c->mlp == MLP_SWIGLU ? 2 : 1) * I, 1, full);
-    linear(&k, "mlp_down", OPS_LAYER, n, I, C, 1, full);
+    linear(&k, "attn_out", OPS_LAYER, n, (long)r.NH * r.HS, C, 1, full);
+    linear(&k, "mlp_up", OPS_LAYER, n, C, model_mlp_in_rows(&r), 1, full);
+    linear(&k, "mlp_down", OPS_LAYER, n, model_ffn(&r), C, 1, full);
     layer_memory(&k, c, l, n, OPP_FWD);
     layer_memory(&k, c, l, n, OPP_BWD);
     tp_comm(&k, c, l, n, OPP_FWD);
     tp_comm(&k, c, l, n, OPP_BWD);
     if (full) layer_memory(&k, c, l, n, OPP_RECOMPUTE), tp_comm(&k, c, l, n, OPP_RECOMPUTE);
     /* the first stage's embedding, the last stage's logits and loss */
-    double rows_sp = l->sp && l->tp > 1 ? (double)n / l->tp : (double)n, B = l->act_bytes, V = ceil((double)c->V / l->tp);
+    double rows_sp = l->sp && l->tp > 1 ? (double)n / l->tp : (double)n, B = l->act_bytes;
+    double V = ceil((double)c->V / l->tp);
     mem(&k, "embedding", OPP_FWD, OPS_FIRST, rows_sp * C * B * 2.0, 1);
     mem(&k, "embedding", OPP_BWD, OPS_FIRST, rows_sp * C * B * 2.0, 1);
     mem(&k, "norm", OPP_FWD, OPS_LAST, rows_sp * C * B * 2.0, 1); /* the final norm */

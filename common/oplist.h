@@ -1,17 +1,18 @@
 /* oplist.h: one training step of a transformer as the list of what runs: the one model of a step
  * that `costbench train`'s predicted breakdown, `matmul --shapes transformer` and the predictor
  * (`scale`, `plan`, `validate`) all read. Plain arithmetic on a model_config (common/presets.h's
- * shape functions: model_ffn, model_kv_heads, the QKV width), shared by the model and the report
- * (which never links the model).
+ * shape functions, model_qkv_rows, model_mlp_in_rows, model_ffn, model_kv_heads, applied to the
+ * part of the model a tensor-parallel rank holds), shared by the model and the report (which
+ * never links the model).
  *
  * The list is for ONE micro-batch of b sequences of s tokens on ONE rank of a layout:
  *   rows     n = b s / cp: every GEMM sees all of its context-parallel share of the tokens;
  *            tensor parallelism (tp) splits the weight dimension, never the rows (Megatron-LM's
  *            column- and row-parallel linears)
  *   GEMMs    per layer: qkv (C -> (NH / tp + 2 KVH / tp) HS; with fewer key/value heads than tp
- *            ranks each rank holds one, replicated, as Megatron-LM does), attn_out (NH HS / tp -> C), mlp_up
- *            (C -> ffn / tp, twice for SwiGLU's gate and up), mlp_down (ffn / tp -> C); each once
- *            forward and twice backward (the input gradient and the weight gradient);
+ *            ranks each rank holds one, replicated, as Megatron-LM does), attn_out (NH HS / tp ->
+ *            C), mlp_up (C -> ffn / tp, twice for SwiGLU's gate and up), mlp_down (ffn / tp -> C);
+ *            each once forward and twice backward (the input gradient and the weight gradient);
  *            once per micro-batch on the last stage: logits (C -> V / tp, a vocabulary tp does not
  *            divide padded up)
  *   attention the core, per head of the rank's NH / tp: tiled (flash) kernels compute the causal
@@ -23,11 +24,13 @@
  *            dropout's (read, mask, write) and the softmax's (read y and dy, write): 5 B + 1
  *   memory-bound, as bytes moved (B bytes per activation element): two norms (one with GPT-J's
  *            shared norm; read, write; backward read x and dy, write dx) and the final one on
- *            the last stage, the MLP activation (GELU: read and write ffn / tp
- *            wide; SwiGLU: read 2 ffn / tp, write ffn / tp), rotary on Q and K, two residual adds
- *            (read 2, write 1; a parallel residual one add of three), the embedding lookup, and cross-entropy over the rank's V / tp
- *            logits in fp32 (read, write; backward one more pass); with sequence parallelism the
- *            norms, residuals and the embedding work on n / tp rows
+ *            the last stage, the MLP activation (GELU: read and write ffn / tp wide, backward
+ *            read 2 and write 1; SwiGLU: read 2 ffn / tp, write ffn / tp, backward read 3 and
+ *            write 2), rotary on the rotated dimensions (model_rotary_dims) of the rank's q and k
+ *            heads (read, write), two residual adds (read 2, write 1; a parallel residual one add
+ *            of three), the embedding lookup, and cross-entropy over the rank's V / tp logits in
+ *            fp32 (read, write; backward one more pass); with sequence parallelism the norms,
+ *            residuals and the embedding work on n / tp rows
  *   TP       per layer, the all-reduces of an n x C activation: 2 forward, 2 backward (input
  *            gradients); with sequence parallelism each is an all-gather + a reduce-scatter of
  *            the same bytes (Korthikanti et al. 2022)
@@ -38,8 +41,8 @@
  * (grad_sync; ZeRO-3/FSDP: a reduce-scatter per layer and micro-batch instead), the weights a
  * ZeRO-3/FSDP rank gathers per layer in every forward and backward (param_gather), the activation
  * a pipeline stage sends forward and the gradient it sends back per micro-batch (pp_send), and
- * the bytes AdamW streams once per step (optimizer). Who overlaps what with
- * which is the framework's (report/stepmodel.h), not the list's. */
+ * the bytes AdamW streams once per step (optimizer). Who overlaps what with which is the
+ * framework's (report/stepmodel.h), not the list's. */
 #ifndef CB_OPLIST_H
 #define CB_OPLIST_H
 

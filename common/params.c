@@ -34,7 +34,7 @@ static int param_present(const model_config *c, int k)
 void param_shape(const model_config *c, int k, size_t *rows, size_t *cols)
 {
     const size_t C = (size_t)c->C, V = (size_t)c->V, I = (size_t)model_ffn(c), FC = (size_t)model_mlp_in_rows(c);
-    const size_t QKV = (size_t)(c->NH + 2 * model_kv_heads(c)) * (size_t)c->HS;
+    const size_t QKV = (size_t)model_qkv_rows(c);
     size_t r = 1, n = C;
     switch (k) {
     case P_WTE: case P_UNEMBED: r = V; break;

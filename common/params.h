@@ -11,7 +11,7 @@
 #include "presets.h"
 
 /* Parameter tensors, in Hugging Face order; (L, ...) ones hold every layer back to back. QKV =
- * (NH + 2 KVH) HS rows in the group layout (per kv head g: its G = NH/KVH query heads, k_g, v_g;
+ * model_qkv_rows = (NH + 2 KVH) HS rows in the group layout (per kv head g: its G = NH/KVH query heads, k_g, v_g;
  * GPT-NeoX's per-head [q, k, v] when KVH = NH); FC = model_mlp_in_rows (ffn for GELU; 2 ffn for
  * SwiGLU: gate, then up); I = ffn. Tensors an architecture lacks (biases, the second norm of a
  * shared norm, learned positions, an untied output layer) are empty. */
@@ -55,7 +55,10 @@ extern const param_info param_table[P_COUNT];
 
 /* Embeddings and matrices: weight-decayed, drawn N(0, 0.02), stored in bf16 with no fp32 copy in
  * full bf16, multiplied by the matmul kernels. */
-static inline int param_is_weight(int k) { return param_table[k].role == PARAM_EMBEDDING || param_table[k].role == PARAM_MATRIX; }
+static inline int param_is_weight(int k)
+{
+    return param_table[k].role == PARAM_EMBEDDING || param_table[k].role == PARAM_MATRIX;
+}
 static inline int param_is_bias(int k) { return param_table[k].role == PARAM_BIAS; }
 static inline int param_per_layer(int k) { return param_table[k].per_layer; }
 

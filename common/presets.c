@@ -9,6 +9,7 @@
 #include "csvio.h"
 #include "err.h"
 #include "machine.h"
+#include "params.h"
 #include "schema.h"
 
 static int get_int(const table *t, int row, const int *col, int i, int *out)
@@ -24,7 +25,8 @@ static int cell_empty(const table *t, int row, int c) { return c < 0 || *table_c
 
 /* Column i holds one of names[0..n): its index, or `dflt` when the column is optional and the
  * cell empty; anything else is an error listing the accepted values. */
-static int get_choice(const table *t, int row, const int *col, int i, const char *const *names, int n, int dflt, int *out)
+static int get_choice(const table *t, int row, const int *col, int i, const char *const *names, int n, int dflt,
+                      int *out)
 {
     if (dflt >= 0 && cell_empty(t, row, col[i])) {
         *out = dflt;
@@ -55,9 +57,11 @@ static int preset_row_base(const table *t, int i, const int *col, model_config *
     snprintf(c->name, sizeof c->name, "%s", s);
     if (get_choice(t, i, col, MD_FAMILY, model_families, MD_NFAMILIES, -1, &fam) != 0) return CB_EFAIL;
     snprintf(c->family, sizeof c->family, "%s", model_families[fam]);
-    if (get_int(t, i, col, MD_LAYERS, &c->L) || get_int(t, i, col, MD_D_MODEL, &c->C) || get_int(t, i, col, MD_HEADS, &c->NH))
+    if (get_int(t, i, col, MD_LAYERS, &c->L) || get_int(t, i, col, MD_D_MODEL, &c->C) ||
+        get_int(t, i, col, MD_HEADS, &c->NH))
         return CB_EFAIL;
-    if (c->C % c->NH != 0) return err_msg("%s:%d: column 'heads': d_model %d is not a multiple of %d heads", path, line, c->C, c->NH);
+    if (c->C % c->NH != 0)
+        return err_msg("%s:%d: column 'heads': d_model %d is not a multiple of %d heads", path, line, c->C, c->NH);
     c->HS = c->C / c->NH;
     if (get_int(t, i, col, MD_VOCAB, &c->V) || get_int(t, i, col, MD_MAX_SEQ_LEN, &c->max_T)) return CB_EFAIL;
     const schema_col *sc = model_schema;
@@ -90,10 +94,12 @@ static int preset_row_arch(const table *t, int i, const int *col, model_config *
         return CB_EFAIL;
     c->norm_eps = 0;
     const schema_col *e = &model_schema[MD_NORM_EPS];
-    if (!cell_empty(t, i, col[MD_NORM_EPS]) && table_get_double(t, i, col[MD_NORM_EPS], e->lo, e->hi, &c->norm_eps) != 0)
+    if (!cell_empty(t, i, col[MD_NORM_EPS]) &&
+        table_get_double(t, i, col[MD_NORM_EPS], e->lo, e->hi, &c->norm_eps) != 0)
         return CB_EFAIL;
     if (norm == NORM_RMSNORM && norm_bias)
-        return err_msg("%s:%d: column 'norm_bias': rmsnorm has no bias; expected false or an empty cell", t->path, t->lines[i]);
+        return err_msg("%s:%d: column 'norm_bias': rmsnorm has no bias; expected false or an empty cell", t->path,
+                       t->lines[i]);
     c->norm = (norm_kind)norm, c->mlp = (mlp_kind)mlp, c->rope = (rope_style)rope;
     c->norm_nobias = !norm_bias, c->attn_nobias = !attn_bias, c->mlp_nobias = !mlp_bias;
     return 0;
@@ -134,10 +140,13 @@ int model_config_check(const model_config *c, const char **column, char *why, si
      * multiple_of 256 (Llama-2 70B: 28672); tiny test models use small multiples of 8, so 8 is the rule. */
     if (c->mlp == MLP_SWIGLU && c->ffn % 8 != 0)
         return check_fail(column, "ffn_dim", why, n,
-                          "SwiGLU ffn_dim must be a positive multiple of 8 (Llama rounds 8C/3 up to a multiple of 256), got %d", c->ffn);
+                          "SwiGLU ffn_dim must be a positive multiple of 8 (Llama rounds 8C/3 up to a multiple of "
+                          "256), got %d",
+                          c->ffn);
     if (c->norm == NORM_LAYERNORM && c->norm_eps != 0 && c->norm_eps != 1e-5)
         return check_fail(column, "norm_eps", why, n,
-                          "a layernorm preset needs 1e-5, the epsilon of costbench's LayerNorm kernel, got %g", c->norm_eps);
+                          "a layernorm preset needs 1e-5, the epsilon of costbench's LayerNorm kernel, got %g",
+                          c->norm_eps);
     if (c->pos == POS_ALIBI && c->rotary_pct != 0)
         return check_fail(column, "rotary_pct", why, n, "alibi positions need rotary_pct 0, got %g", c->rotary_pct);
     if (c->shared_norm && !c->parallel_residual)
@@ -145,8 +154,9 @@ int model_config_check(const model_config *c, const char **column, char *why, si
     /* rotary positions on fewer than 2 of a head's dimensions are none at all */
     int hs = c->NH > 0 ? c->C / c->NH : 0;
     if (c->pos == POS_ROTARY && c->rotary_pct > 0 && hs > 0 && rotary_dims_of(hs, c->rotary_pct) < 2)
-        return check_fail(column, "rotary_pct", why, n, "rotary_pct %g of a head of %d dimensions rotates none of them (at least 2)",
-                          c->rotary_pct, hs);
+        return check_fail(column, "rotary_pct", why, n,
+                          "rotary_pct %g of a head of %d dimensions rotates none of them (at least 2)", c->rotary_pct,
+                          hs);
     return 0;
 }
 
@@ -169,7 +179,8 @@ int model_presets_load(const char *path, model_config **out, int *n)
     if (table_load(&t, path) != 0) return CB_EFAIL;
     int col[MD_NCOLS], rc = 0;
     for (int i = 0; i < MD_NCOLS && rc == 0; i++)
-        if ((col[i] = table_col(&t, model_schema[i].col.name, model_schema[i].required)) < 0 && model_schema[i].required)
+        if ((col[i] = table_col(&t, model_schema[i].col.name, model_schema[i].required)) < 0 &&
+            model_schema[i].required)
             rc = CB_EFAIL;
     if (rc == 0 && t.nrows == 0) rc = err_msg("%s: no presets", path);
     model_config *m = rc == 0 ? calloc((size_t)t.nrows, sizeof *m) : NULL;
@@ -178,7 +189,8 @@ int model_presets_load(const char *path, model_config **out, int *n)
         if ((rc = preset_row(&t, i, col, &m[i])) != 0) break;
         for (int j = 0; j < i && rc == 0; j++)
             if (strcmp(m[j].name, m[i].name) == 0)
-                rc = err_msg("%s:%d: column 'name': '%s' appears twice (first at line %d)", path, t.lines[i], m[i].name, t.lines[j]);
+                rc = err_msg("%s:%d: column 'name': '%s' appears twice (first at line %d)", path, t.lines[i], m[i].name,
+                             t.lines[j]);
     }
     int nrows = t.nrows;
     table_free(&t);
@@ -219,52 +231,33 @@ int model_preset_find_in(const char *models_path, const char *name, model_config
     return CB_EUSAGE;
 }
 
-/* ---- parameter counts: every tensor of the decoder, per architecture ---- */
+/* ---- parameter counts: the tensors of common/params.h's table ---- */
 
-/* One norm's parameters: a weight, and a bias for a LayerNorm that has one. */
-static double norm_params(const model_config *c)
+/* Elements of the tensors of role `role` (-1: any), the per-layer ones only when `layers_only`:
+ * one layer's (`one_layer`) or the whole model's. */
+static size_t params_sum(const model_config *c, int layers_only, int role, int one_layer)
 {
-    return (c->norm == NORM_LAYERNORM && !c->norm_nobias ? 2.0 : 1.0) * c->C;
+    size_t n = 0, r, cols;
+    for (int k = 0; k < P_COUNT; k++) {
+        if ((layers_only && !param_per_layer(k)) || (role >= 0 && (int)param_table[k].role != role)) continue;
+        param_shape(c, k, &r, &cols);
+        n += one_layer ? r * cols : param_size(c, k);
+    }
+    return n;
 }
 
-/* The width of K (and of V): KVH HS; C when multi-head (KVH 0). */
-static double kv_width(const model_config *c) { return c->KVH > 0 ? (double)c->KVH * c->HS : (double)c->C; }
+/* One layer's matrices (the per-layer PARAM_MATRIX tensors): QKV (NH + 2 KVH) HS x C, the
+ * attention output C x C, the MLP's first matrix (model_mlp_in_rows x C) and its output C x ffn. */
+double model_layer_matmul_params(const model_config *c) { return (double)params_sum(c, 1, PARAM_MATRIX, 1); }
 
-double model_layer_matmul_params(const model_config *c)
-{
-    double C = c->C, kv = kv_width(c), ffn = model_ffn(c);
-    double qkv = C * (C + 2 * kv);                          /* Q (C x C), K and V (C x KVH HS each) */
-    double mlp = (c->mlp == MLP_SWIGLU ? 3.0 : 2.0) * C * ffn; /* gate, up, down; or up, down */
-    return qkv + C * C /* attention output */ + mlp;
-}
+/* The per-layer tensors (what Kaplan et al. call non-embedding; the final norm and the output
+ * layer sit with the embeddings, as costbench has always counted them). */
+double model_params_non_embedding(const model_config *c) { return (double)params_sum(c, 1, -1, 0); }
 
-/* One layer's biases and norms. */
-static double layer_other_params(const model_config *c)
-{
-    double C = c->C, kv = kv_width(c), ffn = model_ffn(c);
-    double attn_b = c->attn_nobias ? 0 : (C + 2 * kv) + C;
-    double mlp_b = c->mlp_nobias ? 0 : (c->mlp == MLP_SWIGLU ? 2 * ffn : ffn) + C;
-    return attn_b + mlp_b + (c->shared_norm ? 1 : 2) * norm_params(c);
-}
-
-/* The L layers (what Kaplan et al. call non-embedding; the final norm and the output layer sit
- * with the embeddings, as costbench has always counted them). GPT-NeoX: L x (12 C^2 + 13 C). */
-double model_params_non_embedding(const model_config *c)
-{
-    return c->L * (model_layer_matmul_params(c) + layer_other_params(c));
-}
-
-/* Token (and learned position) embeddings + the layers + the final norm + the output layer when
- * untied (with GPT-J's bias). Exact against the tensors of the Hugging Face checkpoints: e.g.
- * llama2-7b 6,738,415,616 and gpt-j-6b 6,050,882,784 (GPTJForCausalLM's tensors; the model card's
+/* Every tensor. Exact against the tensors of the Hugging Face checkpoints: e.g. llama2-7b
+ * 6,738,415,616 and gpt-j-6b 6,050,882,784 (GPTJForCausalLM's tensors; the model card's
  * 6,053,381,344 is mesh-transformer-jax's own count). */
-double model_params_total(const model_config *c)
-{
-    double C = c->C, V = c->V;
-    double emb = V * C + (c->pos == POS_LEARNED ? (double)c->max_T * C : 0);
-    double head = (c->tied_embeddings ? 0 : V * C) + (c->lm_head_bias ? V : 0);
-    return emb + model_params_non_embedding(c) + norm_params(c) + head;
-}
+double model_params_total(const model_config *c) { return (double)params_sum(c, 0, -1, 0); }
 
 /* ---- FLOPs per token ----
  * Model FLOPs (PaLM, Chowdhery et al. 2022, appendix B; Narayanan et al. 2021 for the matmul
@@ -282,6 +275,25 @@ double model_flops_per_token(const model_config *c, int T)
     return 6.0 * N + 12.0 * c->L * (double)c->C * T;
 }
 
+/* The names model_describe gives each architecture choice (data/models.csv's spellings are
+ * common/schema.h's model_norms, model_mlps, model_pos_embs). */
+static const char *const norm_titles[] = {[NORM_LAYERNORM] = "LayerNorm", [NORM_RMSNORM] = "RMSNorm"};
+static const char *const mlp_titles[] = {[MLP_GELU] = "GELU", [MLP_SWIGLU] = "SwiGLU"};
+static const char *const pos_titles[] = {
+    [POS_ROTARY] = "rotary", [POS_LEARNED] = "learned positions", [POS_ALIBI] = "ALiBi"};
+
+void model_describe(const model_config *c, char *buf, size_t n)
+{
+    const int rot = model_rotary_dims(c);
+    snprintf(buf, n,
+             "L=%d C=%d heads=%d kv_heads=%d ffn=%d V=%d, %s%s, %s MLP, %s%s rotary_dims=%d, %s residual%s, "
+             "%s embeddings",
+             c->L, c->C, c->NH, model_kv_heads(c), model_ffn(c), c->V, norm_titles[c->norm],
+             c->norm == NORM_LAYERNORM && c->norm_nobias ? " without bias" : "", mlp_titles[c->mlp], pos_titles[c->pos],
+             rot && c->rope == ROPE_GPTJ ? " (GPT-J pairs)" : "", rot, c->parallel_residual ? "parallel" : "sequential",
+             c->shared_norm ? " (one norm)" : "", c->tied_embeddings ? "tied" : "untied");
+}
+
 double mfu_pct(double flops_per_token, double tokens_per_s, double peak_flops)
 {
     if (!(peak_flops > 0) || !isfinite(peak_flops)) return NAN;
@@ -295,8 +307,8 @@ int throughput_check(const model_config *cfg, long seq_len, double seq_per_s, do
         return err_usage("%s: seq_len %ld exceeds %s's max_seq_len %d", what, seq_len, cfg->name, cfg->max_T);
     double mfu = mfu_pct(model_flops_per_token(cfg, (int)seq_len), seq_per_s * (double)seq_len, peak_flops);
     if (isfinite(mfu) && mfu > 100.0)
-        return err_usage("%s: %.4g seq/s of %s at seq_len %ld needs %.3g%% of %s: impossible", what, seq_per_s, cfg->name,
-                         seq_len, mfu, peak_name);
+        return err_usage("%s: %.4g seq/s of %s at seq_len %ld needs %.3g%% of %s: impossible", what, seq_per_s,
+                         cfg->name, seq_len, mfu, peak_name);
     return 0;
 }
 
@@ -357,8 +369,11 @@ int model_config_override(model_config *cfg, const model_overrides *ov)
     if (ov->vocab) cfg->V = (int)ov->vocab;
     if (cfg->C % cfg->NH != 0) { /* the flag given, or both */
         if (!ov->heads)
-            return err_usage("flag '--d-model': %d is not a multiple of %s's %d heads (give '--heads')", cfg->C, preset.name, cfg->NH);
-        if (!ov->dmodel) return err_usage("flag '--heads': %s's d_model %d is not a multiple of %d heads", preset.name, cfg->C, cfg->NH);
+            return err_usage("flag '--d-model': %d is not a multiple of %s's %d heads (give '--heads')", cfg->C,
+                             preset.name, cfg->NH);
+        if (!ov->dmodel)
+            return err_usage("flag '--heads': %s's d_model %d is not a multiple of %d heads", preset.name, cfg->C,
+                             cfg->NH);
         return err_usage("flags '--d-model' / '--heads': %d is not a multiple of %d heads", cfg->C, cfg->NH);
     }
     cfg->HS = cfg->C / cfg->NH;

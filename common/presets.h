@@ -45,7 +45,12 @@ static inline int model_kv_heads(const model_config *c) { return c->KVH > 0 ? c-
 static inline int model_ffn(const model_config *c) { return c->ffn > 0 ? c->ffn : 4 * c->C; }
 static inline double model_norm_eps(const model_config *c) { return c->norm_eps > 0 ? c->norm_eps : 1e-5; }
 /* Rows of the MLP's first matrix: ffn (GELU), or 2 ffn (SwiGLU: gate, then up). */
-static inline int model_mlp_in_rows(const model_config *c) { return c->mlp == MLP_SWIGLU ? 2 * model_ffn(c) : model_ffn(c); }
+static inline int model_mlp_in_rows(const model_config *c)
+{
+    return c->mlp == MLP_SWIGLU ? 2 * model_ffn(c) : model_ffn(c);
+}
+/* Rows of the fused QKV projection: (NH + 2 KVH) HS, the query heads and the key and value heads. */
+static inline int model_qkv_rows(const model_config *c) { return (c->NH + 2 * model_kv_heads(c)) * c->HS; }
 /* The dimensions of a head that rotary rotates: floor(HS x pct) rounded down to even, within
  * [0, HS]. The one statement of the rule (the kernels, the model, the benchmarks, the op list). */
 int rotary_dims_of(int HS, double rotary_pct);
@@ -54,7 +59,6 @@ int model_rotary_dims(const model_config *c);
 /* MPT's alibi_bias_max: head h's ALiBi slope is 2^(-8 (h + 1) / NH') (kernels/attention.h). */
 #define MODEL_ALIBI_BIAS_MAX 8.0
 
-/* Loads every preset of `path`. Returns 0 or CB_EFAIL (file:line error printed). */
 /* Training precision: fp32 throughout; bf16 mixed precision (fp32 master weights and AdamW
  * state; bf16 copies of the weights and bf16 matmul inputs; fp32 accumulation, norms, softmax
  * statistics, residual stream and loss); or full bf16 (the weights and both AdamW moments stored
@@ -70,6 +74,7 @@ static inline int precision_full_bf16(train_precision p) { return p == PRECISION
  * when unknown. */
 int precision_parse(const char *s, train_precision *out);
 
+/* Loads every preset of `path`. Returns 0 or CB_EFAIL (file:line error printed). */
 int model_presets_load(const char *path, model_config **out, int *n);
 /* Finds `name` in data/models.csv (machine_data_file()). Unknown name: CB_EUSAGE with the list.
  * A broken file: CB_EFAIL. */
@@ -79,8 +84,9 @@ int model_preset_find_in(const char *models_path, const char *name, model_config
 
 /* The rules between a config's fields that no single column can check: heads % kv_heads == 0;
  * SwiGLU needs ffn_dim, a positive multiple of 8; a LayerNorm's epsilon is 1e-5 (the kernel's);
- * ALiBi needs rotary_pct 0; a shared norm needs the parallel residual. 0, or -1 with the
- * data/models.csv column at fault in *column and the reason (one clause, no file:line) in why. */
+ * ALiBi needs rotary_pct 0; rotary positions rotate at least 2 of a head's dimensions; a shared
+ * norm needs the parallel residual. 0, or -1 with the data/models.csv column at fault in *column
+ * and the reason (one clause, no file:line) in why. */
 int model_config_check(const model_config *c, const char **column, char *why, size_t n);
 /* The command-line overrides of a preset (0: the preset's): --layers --d-model --heads --kv-heads
  * --ffn --vocab, and --max-seq-len. */
@@ -96,18 +102,23 @@ typedef struct {
  * preset's name: the weights are the same). Returns 0, or CB_EUSAGE after one line naming the flag. */
 int model_config_override(model_config *cfg, const model_overrides *ov);
 
-/* Parameter counts, per architecture: total = token embeddings (+ learned positions) + the
- * layers + final norm + untied output layer (+ its bias); non-embedding = the layers alone
- * (norms, QKV with grouped-query K/V, attention output, MLP with 2 or 3 matrices, the biases
- * the architecture has); GPT-NeoX: L x (12 C^2 + 13 C). */
+/* Parameter counts, summed over common/params.h's tensors: total = every tensor (token
+ * embeddings, learned positions, the layers, the final norm, an untied output layer and its
+ * bias); non-embedding = the per-layer tensors (GPT-NeoX: L x (12 C^2 + 13 C)). */
 double model_params_total(const model_config *cfg);
 double model_params_non_embedding(const model_config *cfg);
-/* One layer's matmul weights: C (C + 2 KVH HS) + C^2 + (2 or 3 for SwiGLU) C ffn. */
+/* One layer's matrices: (NH + 2 KVH) HS C + C^2 + (2, or 3 for SwiGLU) C ffn. */
 double model_layer_matmul_params(const model_config *cfg);
 /* FLOPs per token: model (PaLM appendix B: 6N + 12 L C T, N = every matmul weight including the
  * output projection) and hardware (adds the recomputed forward). */
 double model_flops_per_token(const model_config *cfg, int T);
 double model_hardware_flops_per_token(const model_config *cfg, int T, int recompute);
+
+/* The architecture in one line, as `costbench train` prints it: "L=6 C=512 heads=8 kv_heads=8
+ * ffn=2048 V=50304, LayerNorm, GELU MLP, rotary rotary_dims=16, parallel residual, untied
+ * embeddings" (the norm, the MLP, the positions with GPT-J's pairing, the residual with a shared
+ * norm, the embeddings). Truncated to n bytes. */
+void model_describe(const model_config *cfg, char *buf, size_t n);
 
 /* Model FLOPs utilisation in %: flops_per_token x tokens_per_s / peak_flops (PaLM appendix B);
  * NaN when the peak is unknown (not a positive number). The one definition of MFU (and of HFU

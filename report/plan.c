@@ -69,7 +69,8 @@ static void model_fill(const plan_inputs *in, const plan_layout *l, scale_model 
 /* plan_t_mb_s, and what a calibration's carry did: *over set when it refused above 100% of the
  * peak (the share it reached into *eff_t: the larger of the hardware FLOPs' and the GEMMs'; its
  * reason into why), *clamped when the target lies outside a measured curve. */
-static double t_mb_of(const scale_model *s, const plan_inputs *in, int *over, double *eff_t, int *clamped, char *why, size_t n)
+static double t_mb_of(const scale_model *s, const plan_inputs *in, int *over, double *eff_t, int *clamped, char *why,
+                      size_t n)
 {
     *over = 0, *clamped = 0, *eff_t = NAN;
     if (!in->cal) return scale_t_mb_from_peak(s, in->mfu);
@@ -143,15 +144,16 @@ static int layout_price(const plan_inputs *in, const plan_layout *l, const scale
 {
     const plan_instance *pi = &in->inst[l->inst];
     double work_s = in->tokens / pt->tokens_per_s, tau = NAN, train_s = work_s;
-    if (in->mtbf_s > 0) train_s = plan_failure_time(work_s, in->mtbf_s / (double)l->nodes, in->ckpt_s, in->restart_s, &tau);
+    if (in->mtbf_s > 0)
+        train_s = plan_failure_time(work_s, in->mtbf_s / (double)l->nodes, in->ckpt_s, in->restart_s, &tau);
     if (!isfinite(train_s)) {
         res->endless++;
         return 0;
     }
     for (int o = 0; o < pi->noffers; o++) {
-        plan_cand c = {.inst = l->inst, .offer = o, .nodes = l->nodes, .tp = l->tp, .pp = l->pp, .vp = l->vp, .sp = l->sp,
-                       .zero = l->zero, .micro_batch = l->mb, .recompute = l->recompute, .prec = l->prec, .pt = *pt,
-                       .usd_per_hour = pi->usd_per_hour[o], .train_s = train_s, .tau_s = tau,
+        plan_cand c = {.inst = l->inst, .offer = o, .nodes = l->nodes, .tp = l->tp, .pp = l->pp, .vp = l->vp,
+                       .sp = l->sp, .zero = l->zero, .micro_batch = l->mb, .recompute = l->recompute, .prec = l->prec,
+                       .pt = *pt, .usd_per_hour = pi->usd_per_hour[o], .train_s = train_s, .tau_s = tau,
                        .lost_pct = 100.0 * (train_s - work_s) / train_s};
         c.cost_usd = train_s / 3600.0 * (double)l->nodes * c.usd_per_hour;
         c.meets_deadline = train_s <= in->deadline_s;
@@ -250,8 +252,8 @@ static int keys_search(plan_walk *w, const plan_layout *base)
     return 0;
 }
 
-/* The parallel layouts of one instance type: TP (common/oplist.h's op_tp_splits), sequence parallelism (with TP), PP,
- * virtual stages (with PP, dividing the layers). */
+/* The parallel layouts of one instance type: TP (common/oplist.h's op_tp_splits), sequence
+ * parallelism (with TP), PP, virtual stages (with PP, PP x stages dividing the layers). */
 static int inst_search(plan_walk *w, int inst)
 {
     const model_config *c = &w->in->cfg;
@@ -285,8 +287,8 @@ static int cand_cmp(const void *a, const void *b)
 
 int plan_same_result(const plan_cand *a, const plan_cand *b)
 {
-    return a->inst == b->inst && a->offer == b->offer && a->nodes == b->nodes && fabs(a->cost_usd - b->cost_usd) <= 1e-9 * a->cost_usd &&
-           fabs(a->train_s - b->train_s) <= 1e-9 * a->train_s;
+    return a->inst == b->inst && a->offer == b->offer && a->nodes == b->nodes &&
+           fabs(a->cost_usd - b->cost_usd) <= 1e-9 * a->cost_usd && fabs(a->train_s - b->train_s) <= 1e-9 * a->train_s;
 }
 
 int plan_search(const plan_inputs *in, plan_result *res)

@@ -1,9 +1,12 @@
 /* plan.h: the cheapest training configuration that meets a deadline (`costbench plan`).
  *
- * The search runs over instance type x node count (plan_node_counts) x TP (every divisor of the
- * heads and the kv heads, up to the node's scale-up domain) x sequence parallelism (off, and on
- * when TP > 1) x PP 1,2,4,8 x virtual stages (1, 2, 4 when PP > 1 and they divide the layers) x
- * precision x recomputation x micro-batch, then ZeRO stage 0,1,3; each layout is the step model of
+ * The search runs over instance type x node count (plan_node_counts) x TP (every degree that
+ * splits the model, common/oplist.h's op_tp_splits: it divides the heads and the MLP width, and
+ * the kv heads divide by it or it by them; up to the node's scale-up domain, plan_tp_max) x
+ * sequence parallelism (off, and on when TP > 1) x PP 1,2,4,8 x virtual stages (1, 2, 4; more
+ * than 1 only when PP > 1 and PP x stages divide the layers) x precision (bf16-mixed and bf16 on
+ * an instance with a BF16 peak, else fp32) x recomputation (off, full) x micro-batch 1,2,4,8,
+ * then ZeRO stage 0,1,3; each layout is the step model of
  * report/scale.h at a fixed global batch, with the framework features of one framework
  * (report/stepmodel.h's step_framework), priced once per pricing option. The compute time of a
  * micro-batch through a stage depends on neither the node count nor the ZeRO stage: it is found
@@ -12,7 +15,8 @@
  * uses). A layout is invalid when it cannot be built (TP past the scale-up domain of a node or not
  * dividing its ranks, PP not dividing the layers, ranks not a multiple of TP x PP, the global
  * batch not splitting into replicas x micro-batches, or interleaved stages with a micro-batch
- * count that is not a multiple of PP, as Megatron-LM requires); it is refused when its memory
+ * count that is not a multiple of PP, as Megatron-LM requires; or no compute time: no peak of its
+ * precision, or a calibration carried above 100% of the peak); it is refused when its memory
  * estimate per rank exceeds the rank's memory. Time to train = tokens / tokens per second, plus the
  * expected cost of failures when an MTBF is given (plan_failure_time); cost = time x nodes x price
  * per instance-hour. */

@@ -14,6 +14,7 @@
 #include "../common/opts.h"
 #include "../common/parse.h"
 #include "../common/record.h"
+#include "../common/schema.h"
 #include "../kernels/onednn.h"
 #include "../kernels/rope.h"
 #include "../common/presets.h"
@@ -300,10 +301,12 @@ static int matmul_peaks(matmul_flags *f, const mm_shape *sh, int nsh, const mach
 static void matmul_notes(record *rec, const matmul_flags *f, const machine_info *m)
 {
     add_machine_notes(rec, m);
-    if (f->transformer)
-        record_note(rec, "%s: L=%d C=%d heads=%d V=%d, micro-batch %ld x seq %ld = %ld tokens; count = calls per training step",
-                    f->cfg.name, f->cfg.L, f->cfg.C, f->cfg.NH, f->cfg.V, f->B, f->T, f->B * f->T);
-    else
+    if (f->transformer) {
+        char arch[256];
+        model_describe(&f->cfg, arch, sizeof arch);
+        record_note(rec, "%s: %s; micro-batch %ld x seq %ld = %ld tokens; count = calls per training step", f->cfg.name,
+                    arch, f->B, f->T, f->B * f->T);
+    } else
         record_note(rec, "Y (n x m) = X (n x k) @ W^T, W (m x k), m = k: the linear layer's forward product");
     for (int d = 0; d < f->ndtypes; d++)
         if (f->dtypes[d] == MM_BF16)
@@ -399,7 +402,7 @@ int cmd_rope(int argc, char **argv)
     model_config cfgs[32];
     for (int i = 0; i < nm; i++) {
         if ((rc = model_preset_find(names[i], &cfgs[i])) != 0) return rc;
-        if (cfgs[i].rotary_pct <= 0 || model_rotary_dims(&cfgs[i]) == 0)
+        if (model_rotary_dims(&cfgs[i]) == 0)
             return err_usage("flag '--model': '%s' has no rotary embedding (rotary_pct %g)", cfgs[i].name, cfgs[i].rotary_pct);
     }
     if (strcmp(cache, "cold") != 0 && strcmp(cache, "warm") != 0)
@@ -431,40 +434,56 @@ int cmd_rope(int argc, char **argv)
 /* ------------------------------------------------------------------ models */
 
 /* Columns are only ever added (at the end): scripts read them by name and position. */
-static const rec_col model_cols[] = {
-    {"name", "", REC_STR, 0},        {"layers", "", REC_NUM, 0},        {"d_model", "", REC_NUM, 0},
-    {"heads", "", REC_NUM, 0},       {"head_dim", "", REC_NUM, 0},      {"vocab", "", REC_NUM, 0},
-    {"rotary_dims", "", REC_NUM, 0}, {"pos_emb", "", REC_STR, 0},       {"parallel_residual", "", REC_STR, 0},
-    {"tied_embeddings", "", REC_STR, 0}, {"params_m", "M", REC_NUM, 1}, {"non_embedding_params_m", "M", REC_NUM, 1},
-    {"family", "", REC_STR, 0},      {"kv_heads", "", REC_NUM, 0},      {"ffn", "", REC_NUM, 0},
-    {"norm", "", REC_STR, 0},        {"mlp", "", REC_STR, 0},           {"gflop_per_token", "GFLOP", REC_NUM, 2},
-    {"source", "", REC_STR, 0},
+enum {
+    ML_NAME, ML_LAYERS, ML_D_MODEL, ML_HEADS, ML_HEAD_DIM, ML_VOCAB, ML_ROTARY_DIMS, ML_POS_EMB, ML_PARALLEL_RESIDUAL,
+    ML_TIED_EMBEDDINGS, ML_PARAMS_M, ML_NON_EMBEDDING_PARAMS_M, ML_FAMILY, ML_KV_HEADS, ML_FFN, ML_NORM, ML_MLP,
+    ML_GFLOP_PER_TOKEN, ML_SOURCE, ML_NCOLS
+};
+static const rec_col model_cols[ML_NCOLS] = {
+    [ML_NAME] = {"name", "", REC_STR, 0},
+    [ML_LAYERS] = {"layers", "", REC_NUM, 0},
+    [ML_D_MODEL] = {"d_model", "", REC_NUM, 0},
+    [ML_HEADS] = {"heads", "", REC_NUM, 0},
+    [ML_HEAD_DIM] = {"head_dim", "", REC_NUM, 0},
+    [ML_VOCAB] = {"vocab", "", REC_NUM, 0},
+    [ML_ROTARY_DIMS] = {"rotary_dims", "", REC_NUM, 0},
+    [ML_POS_EMB] = {"pos_emb", "", REC_STR, 0},
+    [ML_PARALLEL_RESIDUAL] = {"parallel_residual", "", REC_STR, 0},
+    [ML_TIED_EMBEDDINGS] = {"tied_embeddings", "", REC_STR, 0},
+    [ML_PARAMS_M] = {"params_m", "M", REC_NUM, 1},
+    [ML_NON_EMBEDDING_PARAMS_M] = {"non_embedding_params_m", "M", REC_NUM, 1},
+    [ML_FAMILY] = {"family", "", REC_STR, 0},
+    [ML_KV_HEADS] = {"kv_heads", "", REC_NUM, 0},
+    [ML_FFN] = {"ffn", "", REC_NUM, 0},
+    [ML_NORM] = {"norm", "", REC_STR, 0},
+    [ML_MLP] = {"mlp", "", REC_STR, 0},
+    [ML_GFLOP_PER_TOKEN] = {"gflop_per_token", "GFLOP", REC_NUM, 2},
+    [ML_SOURCE] = {"source", "", REC_STR, 0},
 };
 enum { MODELS_FLOPS_T = 2048 }; /* the sequence length of the gflop_per_token column */
 
+/* One preset's row; the architecture choices in data/models.csv's spelling (common/schema.h). */
 static void models_row(record *rec, int row, const model_config *c)
 {
-    static const char *const pos[] = {"rotary", "learned", "alibi"}, *const norm[] = {"layernorm", "rmsnorm"},
-                             *const mlp[] = {"gelu", "swiglu"};
-    record_str(rec, row, 0, c->name);
-    record_num(rec, row, 1, c->L);
-    record_num(rec, row, 2, c->C);
-    record_num(rec, row, 3, c->NH);
-    record_num(rec, row, 4, c->HS);
-    record_num(rec, row, 5, c->V);
-    record_num(rec, row, 6, model_rotary_dims(c));
-    record_str(rec, row, 7, pos[c->pos]);
-    record_str(rec, row, 8, c->parallel_residual ? "true" : "false");
-    record_str(rec, row, 9, c->tied_embeddings ? "true" : "false");
-    record_num(rec, row, 10, model_params_total(c) / 1e6);
-    record_num(rec, row, 11, model_params_non_embedding(c) / 1e6);
-    record_str(rec, row, 12, c->family);
-    record_num(rec, row, 13, model_kv_heads(c));
-    record_num(rec, row, 14, model_ffn(c));
-    record_str(rec, row, 15, norm[c->norm]);
-    record_str(rec, row, 16, mlp[c->mlp]);
-    record_num(rec, row, 17, model_flops_per_token(c, MODELS_FLOPS_T) / 1e9);
-    record_str(rec, row, 18, c->source);
+    record_str(rec, row, ML_NAME, c->name);
+    record_num(rec, row, ML_LAYERS, c->L);
+    record_num(rec, row, ML_D_MODEL, c->C);
+    record_num(rec, row, ML_HEADS, c->NH);
+    record_num(rec, row, ML_HEAD_DIM, c->HS);
+    record_num(rec, row, ML_VOCAB, c->V);
+    record_num(rec, row, ML_ROTARY_DIMS, model_rotary_dims(c));
+    record_str(rec, row, ML_POS_EMB, model_pos_embs[c->pos]);
+    record_str(rec, row, ML_PARALLEL_RESIDUAL, c->parallel_residual ? "true" : "false");
+    record_str(rec, row, ML_TIED_EMBEDDINGS, c->tied_embeddings ? "true" : "false");
+    record_num(rec, row, ML_PARAMS_M, model_params_total(c) / 1e6);
+    record_num(rec, row, ML_NON_EMBEDDING_PARAMS_M, model_params_non_embedding(c) / 1e6);
+    record_str(rec, row, ML_FAMILY, c->family);
+    record_num(rec, row, ML_KV_HEADS, model_kv_heads(c));
+    record_num(rec, row, ML_FFN, model_ffn(c));
+    record_str(rec, row, ML_NORM, model_norms[c->norm]);
+    record_str(rec, row, ML_MLP, model_mlps[c->mlp]);
+    record_num(rec, row, ML_GFLOP_PER_TOKEN, model_flops_per_token(c, MODELS_FLOPS_T) / 1e9);
+    record_str(rec, row, ML_SOURCE, c->source);
 }
 
 int cmd_models(int argc, char **argv)
@@ -482,7 +501,7 @@ int cmd_models(int argc, char **argv)
     int n;
     if (model_presets_load(path, &all, &n) != 0) return CB_EFAIL;
     record rec;
-    record_init(&rec, model_cols, (int)(sizeof model_cols / sizeof model_cols[0]));
+    record_init(&rec, model_cols, ML_NCOLS);
     record_note(&rec, "from %s; params: embeddings (+ learned positions) + L layers (norms, QKV with grouped-query K/V, "
                       "attention output, MLP: 2 matrices, or 3 for SwiGLU, and the biases each architecture has) + final norm "
                       "+ output layer (untied, + bias for GPT-J); non-embedding: the L layers", path);

@@ -172,13 +172,10 @@ static int train_memory(const train_flags *f, const model_config *cfg, int ranks
         mem->total -= moments_full - mem->moments;
     }
     if (comm_rank() == 0) {
-        const int rot = model_rotary_dims(cfg);
-        printf("# %s: L=%d C=%d heads=%d kv_heads=%d ffn=%d V=%d, %s, %s MLP, %s%s rotary_dims=%d, %s residual%s, %s embeddings; micro-batch %ld x seq %ld, global batch %ld (%ld accumulation steps)\n",
-               cfg->name, cfg->L, cfg->C, cfg->NH, model_kv_heads(cfg), model_ffn(cfg), cfg->V,
-               cfg->norm == NORM_RMSNORM ? "RMSNorm" : cfg->norm_nobias ? "LayerNorm without bias" : "LayerNorm",
-               cfg->mlp == MLP_SWIGLU ? "SwiGLU" : "GELU", cfg->pos == POS_ALIBI ? "ALiBi" : cfg->pos == POS_LEARNED ? "learned positions" : "rotary",
-               rot && cfg->rope == ROPE_GPTJ ? " (GPT-J pairs)" : "", rot, cfg->parallel_residual ? "parallel" : "sequential",
-               cfg->shared_norm ? " (one norm)" : "", cfg->tied_embeddings ? "tied" : "untied", f->B, f->T, f->G, f->G / f->B);
+        char arch[256];
+        model_describe(cfg, arch, sizeof arch);
+        printf("# %s: %s; micro-batch %ld x seq %ld, global batch %ld (%ld accumulation steps)\n", cfg->name, arch,
+               f->B, f->T, f->G, f->G / f->B);
         char wh[64] = "", ix[64] = "";
         if (mem->weights_bf16 > 0) snprintf(wh, sizeof wh, ", packed bf16 weight copies %.3f GiB", gib(mem->weights_bf16));
         if (f->data && f->sampling == SAMPLER_MEGATRON) snprintf(ix, sizeof ix, ", Megatron sample index %.3f GiB", gib(index_bytes));

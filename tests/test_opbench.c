@@ -125,6 +125,34 @@ static void test_opbench_tp_halves(void)
     CHECK(2.0 * f2 == f1, "tp=2: %.17g FLOPs a rank x 2 != %.17g", f2, f1);
 }
 
+/* A rank's GEMM widths and MLP activation bytes under grouped-query attention and SwiGLU (NH 8,
+ * KVH 2, HS 8, ffn 128): qkv (NH / tp + 2 max(KVH / tp, 1)) HS, mlp_up 2 ffn / tp, mlp_down in
+ * ffn / tp; the activation reads 2 ffn / tp and writes ffn / tp forward (3), reads 3 and writes
+ * 2 backward (5), x n rows x 4 bytes. At tp 1 the widths are model_qkv_rows and model_mlp_in_rows. */
+static void test_opbench_gqa_swiglu_widths(void)
+{
+    model_config c = tiny();
+    c.NH = 8, c.HS = 8, c.KVH = 2, c.ffn = 128, c.mlp = MLP_SWIGLU;
+    static const struct {
+        int tp;
+        long qkv, up, I;
+    } want[] = {{1, 96, 256, 128}, {2, 48, 128, 64}, {4, 32, 64, 32}, {8, 24, 32, 16}};
+    CHECK(model_qkv_rows(&c) == want[0].qkv && model_mlp_in_rows(&c) == want[0].up, "tp 1: the config's widths");
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        op_layout l = layout(want[i].tp, OP_RECOMPUTE_NONE, OP_ATTN_TILED);
+        op_entry ops[OP_LIST_MAX];
+        int n = list(&c, &l, ops);
+        check_gemm(find(ops, n, "qkv", OPK_GEMM, OPP_FWD, "fwd"), 16, 64, want[i].qkv, 2.0 * 16 * 64 * want[i].qkv);
+        check_gemm(find(ops, n, "mlp_up", OPK_GEMM, OPP_FWD, "fwd"), 16, 64, want[i].up, 2.0 * 16 * 64 * want[i].up);
+        check_gemm(find(ops, n, "mlp_down", OPK_GEMM, OPP_FWD, "fwd"), 16, want[i].I, 64, 2.0 * 16 * want[i].I * 64);
+        const op_entry *af = find(ops, n, "act", OPK_MEM, OPP_FWD, "fwd"),
+                       *ab = find(ops, n, "act", OPK_MEM, OPP_BWD, "bwd");
+        if (af && ab)
+            CHECK(af->bytes == 16.0 * 3 * want[i].I * 4 && ab->bytes == 16.0 * 5 * want[i].I * 4,
+                  "tp %d: act %g / %g bytes", want[i].tp, af->bytes, ab->bytes);
+    }
+}
+
 /* (c) PaLM appendix B: 6N + 12 L C T with N = 2 (64 x 192 + 64 x 64 + 2 x 64 x 256) + 512 x 64 =
  * 131072 matmul weights: 6 x 131072 + 12 x 2 x 64 x 8 = 798720 FLOPs a token, when every one of
  * the T^2 scores is computed (full attention). */
@@ -264,5 +292,6 @@ const test_case tests_opbench[] = {
     {"opbench: full recompute adds exactly the layers' forward FLOPs; selective the attention core's", test_opbench_recompute},
     {"opbench: mm_shapes_transformer is op_list's 15 GEMMs as sgemm calls, count = times a step", test_opbench_mm_shapes},
     {"opbench: matmul --shapes transformer lists exactly op_list's 15 GEMMs, no attention products (CLI)", test_opbench_matmul_cli},
+    {"opbench: a rank's widths under grouped-query attention and SwiGLU", test_opbench_gqa_swiglu_widths},
     {0},
 };

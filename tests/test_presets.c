@@ -273,6 +273,113 @@ static void test_presets_models_command(void)
     rm_tree(dir);
 }
 
+/* The parameter counts as closed forms of the architecture choices (the sums costbench stated
+ * before common/params.h's table existed): every preset of data/models.csv, and each one with
+ * each choice flipped, counted from the table must give the same. */
+static double closed_norm(const model_config *c)
+{
+    return (c->norm == NORM_LAYERNORM && !c->norm_nobias ? 2.0 : 1.0) * c->C;
+}
+
+static double closed_matmul(const model_config *c)
+{
+    double C = c->C, kv = c->KVH > 0 ? (double)c->KVH * c->HS : C, ffn = model_ffn(c);
+    return C * (C + 2 * kv) + C * C + (c->mlp == MLP_SWIGLU ? 3.0 : 2.0) * C * ffn;
+}
+
+static double closed_non_embedding(const model_config *c)
+{
+    double C = c->C, kv = c->KVH > 0 ? (double)c->KVH * c->HS : C, ffn = model_ffn(c);
+    double attn_b = c->attn_nobias ? 0 : (C + 2 * kv) + C,
+           mlp_b = c->mlp_nobias ? 0 : (c->mlp == MLP_SWIGLU ? 2 * ffn : ffn) + C;
+    return c->L * (closed_matmul(c) + attn_b + mlp_b + (c->shared_norm ? 1 : 2) * closed_norm(c));
+}
+
+static double closed_total(const model_config *c)
+{
+    double C = c->C, V = c->V, emb = V * C + (c->pos == POS_LEARNED ? (double)c->max_T * C : 0);
+    return emb + closed_non_embedding(c) + closed_norm(c) + (c->tied_embeddings ? 0 : V * C) +
+           (c->lm_head_bias ? V : 0);
+}
+
+/* c with choice v (0..9) flipped; v 0: c itself. */
+static model_config flip(model_config c, int v)
+{
+    switch (v) {
+    case 1: c.attn_nobias = !c.attn_nobias; break;
+    case 2: c.mlp_nobias = !c.mlp_nobias; break;
+    case 3: c.lm_head_bias = !c.lm_head_bias; break;
+    case 4: c.tied_embeddings = !c.tied_embeddings; break;
+    case 5: c.shared_norm = !c.shared_norm, c.parallel_residual = 1; break;
+    case 6:
+        c.norm = c.norm == NORM_RMSNORM ? NORM_LAYERNORM : NORM_RMSNORM, c.norm_nobias = c.norm == NORM_RMSNORM;
+        break;
+    case 7: c.pos = c.pos == POS_LEARNED ? POS_ROTARY : POS_LEARNED; break;
+    case 8: c.mlp = c.mlp == MLP_SWIGLU ? MLP_GELU : MLP_SWIGLU, c.ffn = 8 * ((model_ffn(&c) + 7) / 8); break;
+    case 9: c.KVH = c.NH % 2 == 0 && model_kv_heads(&c) == c.NH ? c.NH / 2 : 0; break;
+    default: break;
+    }
+    return c;
+}
+
+static void test_presets_params_from_table(void)
+{
+    char path[4200];
+    model_config *all;
+    int n;
+    int rc = machine_data_file(path, sizeof path, "models.csv");
+    if (rc == 0) rc = model_presets_load(path, &all, &n);
+    CHECK(rc == 0, "load %s: %d", path, rc);
+    if (rc != 0) return;
+    for (int i = 0; i < n; i++)
+        for (int v = 0; v < 10; v++) {
+            model_config c = flip(all[i], v);
+            CHECK(model_params_total(&c) == closed_total(&c) &&
+                      model_params_non_embedding(&c) == closed_non_embedding(&c) &&
+                      model_layer_matmul_params(&c) == closed_matmul(&c),
+                  "%s (choice %d flipped): total %.0f / %.0f, non-embedding %.0f / %.0f, layer matrices %.0f / %.0f",
+                  c.name, v, model_params_total(&c), closed_total(&c), model_params_non_embedding(&c),
+                  closed_non_embedding(&c), model_layer_matmul_params(&c), closed_matmul(&c));
+        }
+    free(all);
+}
+
+/* The shape functions: QKV rows with grouped-query K/V, the MLP's first matrix with SwiGLU. */
+static void test_presets_widths(void)
+{
+    model_config l = preset("llama2-70b"), p = preset("pythia-160m");
+    CHECK(model_qkv_rows(&l) == (64 + 2 * 8) * 128 && model_mlp_in_rows(&l) == 2 * 28672,
+          "llama2-70b: qkv %d, mlp in %d", model_qkv_rows(&l), model_mlp_in_rows(&l));
+    CHECK(model_qkv_rows(&p) == 3 * 768 && model_mlp_in_rows(&p) == 4 * 768, "pythia-160m: qkv %d, mlp in %d",
+          model_qkv_rows(&p), model_mlp_in_rows(&p));
+}
+
+/* model_describe: the one-line architecture `costbench train` and `matmul --shapes transformer` print. */
+static void test_presets_describe(void)
+{
+    static const struct {
+        const char *name, *want;
+    } want[] = {
+        {"pythia-70m", "L=6 C=512 heads=8 kv_heads=8 ffn=2048 V=50304, LayerNorm, GELU MLP, rotary rotary_dims=16, "
+                       "parallel residual, untied embeddings"},
+        {"gpt-j-6b", "L=28 C=4096 heads=16 kv_heads=16 ffn=16384 V=50400, LayerNorm, GELU MLP, rotary (GPT-J pairs) "
+                     "rotary_dims=64, parallel residual (one norm), untied embeddings"},
+        {"llama2-70b",
+         "L=80 C=8192 heads=64 kv_heads=8 ffn=28672 V=32000, RMSNorm, SwiGLU MLP, rotary rotary_dims=128, "
+         "sequential residual, untied embeddings"},
+        {"mpt-7b", "L=32 C=4096 heads=32 kv_heads=32 ffn=16384 V=50432, LayerNorm without bias, GELU MLP, ALiBi "
+                   "rotary_dims=0, sequential residual, tied embeddings"},
+        {"gpt3-125m", "L=12 C=768 heads=12 kv_heads=12 ffn=3072 V=50368, LayerNorm, GELU MLP, learned positions "
+                      "rotary_dims=0, sequential residual, tied embeddings"},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        model_config c = preset(want[i].name);
+        char buf[256];
+        model_describe(&c, buf, sizeof buf);
+        CHECK(strcmp(buf, want[i].want) == 0, "%s: '%s'", want[i].name, buf);
+    }
+}
+
 const test_case tests_presets[] = {
     {"presets: exact parameter counts of Llama-2, GPT-J, MPT and Pythia", test_presets_param_counts},
     {"presets: llama2-7b FLOPs per token by hand", test_presets_llama2_7b_flops},
@@ -283,5 +390,9 @@ const test_case tests_presets[] = {
     {"presets: files without the architecture columns mean GPT-NeoX", test_presets_old_format},
     {"presets: train's --kv-heads and --ffn checked by the same rules", test_presets_train_flags},
     {"presets: costbench models lists the new columns after the old", test_presets_models_command},
+    {"presets: parameter counts from the tensor table equal the closed forms, every preset and choice",
+     test_presets_params_from_table},
+    {"presets: QKV and MLP-in widths", test_presets_widths},
+    {"presets: the one-line architecture description", test_presets_describe},
     {NULL, NULL},
 };
