@@ -33,7 +33,7 @@ int calib_point_add(scale_points *pl, const scale_model *s, long nodes, double s
     scale_points_where(pl, i, where, sizeof where);
     int rc = layout_flag ? scale_check(s, nodes, layout_flag) : 0;
     snprintf(peak_name, sizeof peak_name, "the %s dense %s peak of %ld x %.120s", machine_is_this_machine(s->hw.instance) ? "measured" : "data-sheet",
-             s->precision == PREC_FP32 ? "FP32" : "BF16", nodes, s->hw.instance);
+             s->precision == PRECISION_FP32 ? "FP32" : "BF16", nodes, s->hw.instance);
     if (rc == 0) rc = throughput_check(&s->cfg, s->seq, seq_per_s, scale_peak_per_instance(s) * (double)nodes, peak_name, where);
     if (rc == 0) pl->n++;
     return rc;
@@ -112,13 +112,13 @@ static int calib_preset(const tput_row *row, const char *where, const char *mode
 }
 
 /* The row's precision as the model's (the target's when the row does not say). */
-static int calib_precision(const tput_row *row, const char *where, scale_precision *p)
+static int calib_precision(const tput_row *row, const char *where, train_precision *p)
 {
-    for (int k = 0; k < 3; k++)
-        if (*row->precision && scale_precision_matches((scale_precision)k, row->precision)) *p = (scale_precision)k;
-    if (*row->precision && !scale_precision_matches(*p, row->precision))
-        return err_usage("%s: column 'precision': '%s' is none of fp32, mixed or bf16 that the model knows", where, row->precision);
-    return 0;
+    if (!*row->precision || scale_precision_matches(*p, row->precision)) return 0;
+    for (int k = 0; k < PRECISION_COUNT; k++)
+        if (scale_precision_matches((train_precision)k, row->precision)) return *p = (train_precision)k, 0;
+    return err_usage("%s: column 'precision': '%s' is none of the precisions the model knows (%s, %s)", where, row->precision,
+                     precision_names_text(), PRECISION_NAME_FP16_MIXED);
 }
 
 /* The hardware of a row measured here (`costbench train --csv`: instance "this machine"): one rank
@@ -242,7 +242,7 @@ static int calib_model_tput(calib_row *cr, const calib_env *env, const scale_mod
     if ((rc = calib_layout_check(c, cr->fc.nodes, cr->where)) != 0) return rc;
     if (!isfinite(scale_stage_peak(c)))
         return err_usage("%s: column 'instance_type': %s has no dense %s peak in %s to measure the row's MFU against", cr->where, hw->instance,
-                         c->precision == PREC_FP32 ? "FP32" : "BF16", env->ht->path);
+                         c->precision == PRECISION_FP32 ? "FP32" : "BF16", env->ht->path);
     return 0;
 }
 

@@ -8,6 +8,7 @@
 #include "../common/csvio.h"
 #include "../common/err.h"
 #include "../common/machine.h"
+#include "../common/precision.h"
 #include "../common/schema.h"
 #include "devices.h"
 
@@ -369,20 +370,16 @@ static int get_choice(const table *t, int i, int col, const char *const *names, 
                    legacy ? legacy : "", s);
 }
 
-/* The precision cell of row i: one of tput_precisions, or empty (also when the column is absent). */
+/* The precision cell of row i: a precision column's value (precision_column_valid) as the file
+ * spells it, or empty (also when the column is absent). */
 static int get_precision(const table *t, int i, int col, char *dst, size_t n)
 {
     const char *s = col >= 0 ? table_cell(t, i, col) : "";
     *dst = '\0';
     if (!*s) return 0;
-    for (int k = 0; k < TPUT_NPRECISIONS; k++)
-        if (strcmp(s, tput_precisions[k]) == 0) {
-            snprintf(dst, n, "%s", s);
-            return 0;
-        }
-    char list[160];
-    names_list(tput_precisions, TPUT_NPRECISIONS, list, sizeof list);
-    return err_msg("%s:%d: column '%s': expected one of %s, or empty, got '%.60s'", t->path, t->lines[i], t->header[col], list, s);
+    if (precision_column_valid(s)) return snprintf(dst, n, "%s", s), 0;
+    return err_msg("%s:%d: column '%s': expected one of %s, or empty, got '%.60s'", t->path, t->lines[i], t->header[col],
+                   precision_column_names_text(), s);
 }
 
 /* The device cell of row i: "" (absent, empty) or a key as data/devices.csv spells it (the table

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/cliflags.h"
 #include "../common/err.h"
 #include "../common/parse.h"
 #include "../common/schema.h"
@@ -105,7 +106,7 @@ static int calibration_load(plan_run *r)
     if (o->matmul_csv && scale_eff_load(&r->eff, o->matmul_csv) != 0) return CB_EUSAGE; /* a bad file given by a flag */
     scale_model d;
     memset(&d, 0, sizeof d);
-    d.precision = PREC_MIXED, d.interleave = 1, d.cp = 1, d.bucket_bytes = 25.0 * 1048576.0, d.net_eff = 1.0;
+    d.precision = PRECISION_BF16_MIXED, d.interleave = 1, d.cp = 1, d.bucket_bytes = 25.0 * 1048576.0, d.net_eff = 1.0;
     d.attn_flash = r->in.attn_flash;
     d.grad_overlap = r->fw->grad_overlap, d.gather_prefetch = r->fw->gather_prefetch, d.tp_overlap = r->fw->tp_overlap;
     const calib_env env = {&r->ht, NULL, -1, o->mf.models_path};
@@ -126,11 +127,8 @@ static int framework_pick(plan_run *r)
         step_framework_list(names, sizeof names);
         return err_usage("flag '--framework': unknown framework '%s' (known: %s)", o->framework, names);
     }
-    if (o->attention && strcmp(o->attention, "flash") && strcmp(o->attention, "full"))
-        return err_usage("flag '--attention': expected flash or full, got '%s'", o->attention);
     r->in.fw = r->fw;
-    r->in.attn_flash = o->attention ? strcmp(o->attention, "flash") == 0 : r->fw->tiled_attention;
-    return 0;
+    return attention_flag_parse(o->attention, r->fw->tiled_attention, &r->in.attn_flash);
 }
 
 /* What the flags say, the model, the tables: the search's inputs. Returns 0 or CB_E*. */
@@ -186,7 +184,7 @@ static void row_fill(record *rec, const plan_run *r, const plan_cand *c, int ran
     record_num(rec, row, PC_ZERO, c->zero);
     record_num(rec, row, PC_MB, c->micro_batch);
     record_str(rec, row, PC_RECOMP, c->recompute ? "full" : "off");
-    record_str(rec, row, PC_PREC, scale_precision_names[c->prec]);
+    record_str(rec, row, PC_PREC, precision_name(c->prec));
     record_num(rec, row, PC_DAYS, c->train_s / 86400.0);
     record_num(rec, row, PC_COST, c->cost_usd);
     record_num(rec, row, PC_TPU, r->in.tokens / c->cost_usd);
@@ -237,7 +235,7 @@ static void cand_describe(const plan_run *r, const plan_cand *c, char *buf, size
     if (r->in.cal) snprintf(sure, sizeof sure, " (+-%.0f%%%s%s)", band, k == CALIB_NEAR ? "" : ", extrapolated: ", k == CALIB_NEAR ? "" : why);
     snprintf(buf, n, "%s %s x %ld node%s, TP %d%s PP %d%s ZeRO %d micro-batch %d, recompute %s, %s: %.2f days, $%.0f%s", pi->hw.instance,
              pi->option[c->offer], c->nodes, c->nodes == 1 ? "" : "s", c->tp, c->sp ? " (sequence parallel)" : "", c->pp, vp, c->zero,
-             c->micro_batch, c->recompute ? "full" : "off", scale_precision_names[c->prec], c->train_s / 86400.0, c->cost_usd, sure);
+             c->micro_batch, c->recompute ? "full" : "off", precision_name(c->prec), c->train_s / 86400.0, c->cost_usd, sure);
 }
 
 /* Where the compute time comes from (a calibration, or an assumed MFU) and how sure it is. */

@@ -10,6 +10,7 @@
 #include "../common/csvio.h"
 #include "../common/err.h"
 #include "../common/machine.h"
+#include "../common/precision.h"
 #include "../common/schema.h"
 
 const char *const pub_metric_names[6] = {"seq_per_s", "tokens_per_s", "tokens_per_s_per_device", "tflops_per_device", "mfu_pct",
@@ -17,7 +18,10 @@ const char *const pub_metric_names[6] = {"seq_per_s", "tokens_per_s", "tokens_pe
 const char *const flop_convention_names[5] = {"", "megatron-2021", "megatron-core", "llm-foundry", "palm"};
 static const char *const sharding_names[5] = {"none", "zero1", "zero2", "zero3", "hybrid"};
 static const char *const recompute_names[3] = {"none", "selective", "full"};
-static const char *const precision_names[5] = {"bf16-mixed", "fp16-mixed", "fp8", "fp32", "bf16"};
+/* The precisions SCHEMA.md allows: names of common/precision.h, bf16 its alias (full bf16 of
+ * either rounding: the numbers of a published run do not depend on it), and the two it names for
+ * other systems. */
+static const char *const precision_names[5] = {"bf16-mixed", PRECISION_NAME_FP16_MIXED, PRECISION_NAME_FP8, "fp32", "bf16"};
 /* The schema's arch values and the data/models.csv family whose presets carry that architecture
  * (norm, MLP, positions, rotary, biases, residual): the config of a row is that family's first
  * preset with the row's shape. */

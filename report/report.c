@@ -9,6 +9,7 @@
 #include "../common/csvio.h"
 #include "../common/err.h"
 #include "../common/machine.h"
+#include "../common/precision.h"
 #include "../common/record.h"
 #include "../common/schema.h"
 #include "charts.h"
@@ -123,9 +124,10 @@ typedef enum { PEAK_FP32, PEAK_BF16, PEAK_NONE } peak_kind;
 
 static peak_kind peak_kind_of(const tput_row *t)
 {
-    if (strcmp(t->precision, "fp32") == 0 || (!t->precision[0] && t->kind == SRC_MEASURED)) return PEAK_FP32;
-    if (!t->precision[0] || strncmp(t->precision, "bf16", 4) == 0) return PEAK_BF16;
-    return PEAK_NONE;
+    train_precision p;
+    if (!t->precision[0]) return t->kind == SRC_MEASURED ? PEAK_FP32 : PEAK_BF16;
+    if (precision_parse(t->precision, &p) != 0) return PEAK_NONE; /* fp16-mixed, fp8 */
+    return p == PRECISION_FP32 ? PEAK_FP32 : PEAK_BF16;
 }
 
 /* The measured peak a row names (peak_gflops: the fp32 FMA peak of an fp32 run, the bf16 matrix

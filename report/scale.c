@@ -9,7 +9,6 @@
 #include "../common/stats.h"
 #include "stepmodel.h"
 
-const char *const scale_precision_names[3] = {"fp32", "mixed", "bf16"};
 const char *const scale_param_names[SP_COUNT] = {"compute", "bandwidth", "latency", "overlap"};
 
 void scale_hw_for_precision(hw_row *hw, const char *precision)
@@ -17,26 +16,28 @@ void scale_hw_for_precision(hw_row *hw, const char *precision)
     if (strcmp(precision, "fp16-mixed") == 0 && hw->fp16_tflops > 0) hw->bf16_tflops = hw->fp16_tflops;
 }
 
-int scale_precision_matches(scale_precision p, const char *precision)
+/* Two precisions whose parameters, gradients, optimizer state and activations take the same bytes. */
+static int same_storage(train_precision a, train_precision b)
 {
-    if (!*precision) return 1;
-    switch (p) {
-    case PREC_FP32: return strcmp(precision, "fp32") == 0;
-    case PREC_MIXED: return strcmp(precision, "bf16-mixed") == 0 || strcmp(precision, "fp16-mixed") == 0;
-    default: return strcmp(precision, "bf16") == 0 || strcmp(precision, "bf16-sr") == 0;
-    }
+    const precision_info *x = precision_info_of(a), *y = precision_info_of(b);
+    return x->weight_bytes == y->weight_bytes && x->grad_bytes == y->grad_bytes && x->moment_bytes == y->moment_bytes &&
+           x->master_bytes == y->master_bytes && x->act_bytes == y->act_bytes;
 }
 
-/* Bytes per parameter: weights, gradients, optimizer state (ZeRO paper's accounting: mixed
- * precision keeps 2 + 2 + 12 bytes: bf16 weights and gradients, fp32 master, m and v; full bf16 as
- * on Trainium with stochastic rounding keeps m and v in bf16 too). */
-static void bytes_per_param(scale_precision p, double *w, double *g, double *o)
+int scale_precision_matches(train_precision p, const char *precision)
 {
-    switch (p) {
-    case PREC_FP32: *w = 4, *g = 4, *o = 8; break;
-    case PREC_MIXED: *w = 2, *g = 2, *o = 12; break;
-    default: *w = 2, *g = 2, *o = 4; break;
-    }
+    if (!*precision) return 1;
+    if (strcmp(precision, PRECISION_NAME_FP16_MIXED) == 0) return p == PRECISION_BF16_MIXED;
+    train_precision q;
+    return precision_parse(precision, &q) == 0 && same_storage(p, q);
+}
+
+/* Bytes per parameter: weights, gradients, optimizer state (precision_table's: the ZeRO paper's
+ * accounting; mixed precision keeps 2 + 2 + 12 bytes: bf16 weights and gradients, fp32 master, m
+ * and v; full bf16 as on Trainium keeps m and v in bf16 too). */
+static void bytes_per_param(train_precision p, double *w, double *g, double *o)
+{
+    *w = precision_info_of(p)->weight_bytes, *g = precision_info_of(p)->grad_bytes, *o = precision_optimizer_bytes(p);
 }
 
 static long ranks_per_node(const scale_model *s) { return (long)s->hw.accelerators * s->hw.workers; }
@@ -90,7 +91,7 @@ int scale_check(const scale_model *s, long nodes, const char *flag)
 
 double scale_peak_per_instance(const scale_model *s)
 {
-    double tf = s->precision == PREC_FP32 ? s->hw.fp32_tflops : s->hw.bf16_tflops;
+    double tf = s->precision == PRECISION_FP32 ? s->hw.fp32_tflops : s->hw.bf16_tflops;
     return tf * 1e12 * s->hw.accelerators;
 }
 
@@ -171,7 +172,7 @@ static double mem_per_rank_gib(const scale_model *s, long R)
      * (Korthikanti et al. 2022, Table 2: s b h (34 / t + 5 a s / (h t))) */
     double sp_div = s->sp && s->tp > 1 ? (double)s->tp : 1.0;
     double per_layer = s->recompute ? 2.0 * sbh / sp_div : sbh * (10.0 / sp_div + 24.0 / s->tp + scores);
-    if (s->precision == PREC_FP32) per_layer *= 2;
+    per_layer *= precision_info_of(s->precision)->act_bytes / 2.0; /* the formula's bytes are 16-bit ones */
     return (states + c->L * per_layer) / 1073741824.0;
 }
 

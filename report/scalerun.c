@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/cliflags.h"
 #include "../common/err.h"
 #include "../common/schema.h"
 #include "devices.h"
@@ -82,7 +83,7 @@ static int model_build(scale_run *r)
     s->seq = o->seq, s->micro_batch = o->micro_batch, s->global_batch = o->global_batch, s->batch_per_replica = o->batch_per_device;
     s->zero = (int)o->zero, s->precision = o->prec, s->recompute = o->recompute;
     const step_framework *fw = step_framework_find(o->framework);
-    s->attn_flash = o->attention ? strcmp(o->attention, "flash") == 0 : fw->tiled_attention;
+    if (attention_flag_parse(o->attention, fw->tiled_attention, &s->attn_flash) != 0) return CB_EUSAGE;
     s->selective = o->selective;
     s->grad_overlap = fw->grad_overlap, s->gather_prefetch = fw->gather_prefetch, s->tp_overlap = fw->tp_overlap;
     s->bucket_bytes = o->bucket_mib * 1048576.0;
@@ -155,7 +156,7 @@ static int points_from_file(const char *path, const scale_model *s, const scale_
     if (rc == 0 && found == 0)
         rc = err_usage("%s: no row matches %s, tp %d, pp %d, seq_len %ld, %s%s in %s precision, recompute %s, ZeRO %ld, vp %d", path,
                        s->cfg.name, s->tp, s->pp, s->seq, s->hw.instance, s->global_batch > 0 ? " and the global batch" : "",
-                       scale_precision_names[s->precision], tput_recomputes[recompute_of(o)], o->zero, s->interleave);
+                       precision_name(s->precision), tput_recomputes[recompute_of(o)], o->zero, s->interleave);
     return rc;
 }
 
@@ -168,7 +169,7 @@ static int calib_carry(scale_run *r)
     scale_model *s = &r->s;
     r->mfu_cal = r->cr.mfu_cal, r->e_cal = r->cr.e_cal;
     if (!isfinite(scale_stage_peak(s)))
-        return err_usage("flag '--instance': %s has no %s peak in %s to carry an MFU to", r->o.instance, r->o.prec == PREC_FP32 ? "FP32" : "BF16",
+        return err_usage("flag '--instance': %s has no %s peak in %s to carry an MFU to", r->o.instance, r->o.prec == PRECISION_FP32 ? "FP32" : "BF16",
                          r->ht.path);
     int rc = calib_row_carry(&r->cr, s, &r->eff, &r->hfu_tgt, &r->eff_clamped, &r->e_tgt);
     if (rc != 0) return rc;
@@ -208,7 +209,7 @@ static int calibrate(scale_run *r)
     if (r->meas.n == 0) {
         if (!isfinite(s->t_mb_s))
             return err_usage("%s: %s has no %s peak; give a measured point (--base-nodes/--base-seq-per-s or --measured)", r->ht.path,
-                             o->instance, o->prec == PREC_FP32 ? "FP32" : "BF16");
+                             o->instance, o->prec == PRECISION_FP32 ? "FP32" : "BF16");
         snprintf(r->calib, sizeof r->calib, "from the data-sheet peak at an assumed MFU of %.0f%%", o->mfu_pct);
         return 0;
     }
@@ -293,7 +294,7 @@ static int rows_fill(record *rec, const scale_run *r, int *over_mem)
 {
     char source[640];
     snprintf(source, sizeof source, "predicted: costbench scale, %s; %s %g Gbit/s x %.2f, latency %.3g us, %s precision, ZeRO %d",
-             r->calib, r->o.instance, r->hw->net_gbit_per_s, r->s.net_eff, r->s.latency_s * 1e6, scale_precision_names[r->o.prec],
+             r->calib, r->o.instance, r->hw->net_gbit_per_s, r->s.net_eff, r->s.latency_s * 1e6, precision_name(r->o.prec),
              (int)r->o.zero);
     scale_point p0;
     const scale_model at0 = model_at(&r->s, &r->o, r->o.nodes.v[0]);
@@ -417,7 +418,7 @@ static int scale_plot(const char *path, const scale_model *s, const record *rec,
     snprintf(title, sizeof title, "%s on %s: throughput vs node count", s->cfg.name, s->hw.instance);
     snprintf(sub, sizeof sub, "TP %d, PP %d, seq %ld, %s %ld, %s precision, ZeRO %d", s->tp, s->pp, s->seq,
              s->global_batch > 0 ? "global batch" : "batch per replica", s->global_batch > 0 ? s->global_batch : s->batch_per_replica,
-             scale_precision_names[s->precision], s->zero);
+             precision_name(s->precision), s->zero);
     plot_spec sp = {title, sub, "nodes (instances)", "throughput (seq/s)", 1, 1, se, ns, NAN, NULL, 0};
     return plot_lines(path, &sp);
 }

@@ -5,6 +5,7 @@
 
 #include "../bench/coll_bench.h"
 #include "../bench/comm.h"
+#include "../common/cliflags.h"
 #include "../common/csvio.h"
 #include "../common/err.h"
 #include "../common/machine.h"
@@ -70,7 +71,7 @@ int cmd_allreduce(int argc, char **argv)
         {"step-factor", OPT_DOUBLE, &factor, 0, 0, 1.01, 1024, "F", "-f: size multiplier from one size to the next (default 2)"},
         {"ops", OPT_STR, &ops, 0, 0, 0, 0, "LIST", "allreduce,reduce_scatter,allgather (default all three)"},
         {"min-time", OPT_DOUBLE, &min_time, 0, 0, 0.001, 60, "S", "time per size and op (default 0.2)"},
-        {"csv", OPT_STR, &csv, 0, 0, 0, 0, "FILE", "also write CSV (rank 0)"},
+        CSV_FLAG_SPEC(&csv, "also write CSV (rank 0)"),
         {"profile", OPT_STR, &profile, 0, 0, 0, 0, "FILE", "write the measured all-reduce bandwidth and latency as a data/hardware.csv row for costbench scale --hardware"},
         {0},
     };

@@ -1,6 +1,7 @@
 /* costbench devices: the device table (data/devices.csv), one row per accelerator. */
 #include <stdio.h>
 
+#include "../common/cliflags.h"
 #include "../common/err.h"
 #include "../common/machine.h"
 #include "../common/opts.h"
@@ -32,7 +33,7 @@ int cmd_devices(int argc, char **argv)
     const char *csv = NULL, *path = NULL;
     const opt_spec specs[] = {
         {"devices", OPT_STR, &path, 0, 0, 0, 0, "FILE", "device table (default data/devices.csv)"},
-        {"csv", OPT_STR, &csv, 0, 0, 0, 0, "FILE", "also write the list as CSV (the columns of data/devices.csv)"},
+        CSV_FLAG_SPEC(&csv, "also write the list as CSV (the columns of data/devices.csv)"),
         {0},
     };
     int rc = opts_parse("devices", "[options]", specs, argc, argv, 2, NULL, NULL);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/cliflags.h"
 #include "../common/err.h"
 #include "../common/machine.h"
 #include "../common/opts.h"
@@ -29,23 +30,21 @@ static int plan_opts_parse(plan_opts *o, int argc, char **argv)
         {"pricing", OPT_STR, &o->pricing, 0, 0, 0, 0, "LIST", "pricing options, each its own candidate: " PRICE_OPTIONS " (default on_demand)"},
         {"mfu", OPT_DOUBLE, &o->mfu_pct, 0, 0, 0.1, 100, "PCT", "assumed MFU of the data-sheet peak (default 40; not with --calibrate)"},
         {"framework", OPT_STR, &o->framework, 0, 0, 0, 0, "NAME", fw_help},
-        {"attention", OPT_STR, &o->attention, 0, 0, 0, 0, "flash|full",
-         "attention: flash (tiled: causal FLOPs, no s x s scores kept) or full (the scores kept, Korthikanti et al.); default: the --framework's kernel"},
+        ATTENTION_FLAG_SPEC(&o->attention),
         {"calibrate", OPT_STR, &o->calibrate, 0, 0, 0, 0, "FILE[:ROW]",
          "a measured or published throughput row (ROW: its line, or a published run's id): its framework efficiency carried to every "
          "candidate by the step model, as costbench scale does"},
         {"matmul-csv", OPT_STR, &o->matmul_csv, 0, 0, 0, 0, "FILE", "with --calibrate: the GEMM efficiency curve from a costbench matmul CSV"},
         {"max-nodes", OPT_LONG, &o->max_nodes, 1, 65536, 0, 0, "N", "largest node count searched: 1..16, then 4 per octave and the powers of two (default 256)"},
-        {"seq", OPT_LONG, &o->seq, 1, CB_MAX_SEQ_LEN, 0, 0, "S", "sequence length (default: the model's max_seq_len)"},
+        SEQ_FLAG_SPEC(&o->seq, "the model's max_seq_len"),
         {"global-batch", OPT_LONG, &o->global_batch, 1, CB_MAX_GLOBAL_BATCH, 0, 0, "G", "sequences per step (default: 4M tokens)"},
         {"top", OPT_LONG, &o->top, 1, 100000, 0, 0, "N", "configurations shown (default 10)"},
         {"mtbf-hours", OPT_DOUBLE, &o->mtbf_hours, 0, 0, 1e-3, 1e9, "H", "mean time between failures of one instance: model failures"},
         {"checkpoint-s", OPT_DOUBLE, &o->ckpt_s, 0, 0, 1e-3, 1e6, "S", "time to write a checkpoint (default 60)"},
         {"restart-s", OPT_DOUBLE, &o->restart_s, 0, 0, 0, 1e7, "S", "time to restart after a failure (default 300)"},
         MODEL_FLAG_SPECS(&o->mf),
-        {"prices", OPT_STR, &o->prices_path, 0, 0, 0, 0, "FILE", "price table (default data/prices.csv)"},
-        {"hardware", OPT_STR, &o->hw_path, 0, 0, 0, 0, "FILE", "hardware table (default data/hardware.csv)"},
-        {"csv", OPT_STR, &o->csv, 0, 0, 0, 0, "FILE", "write the top configurations as CSV"},
+        PRICING_FLAG_SPECS(&o->prices_path, &o->hw_path),
+        CSV_FLAG_SPEC(&o->csv, "write the top configurations as CSV"),
         {"pareto-csv", OPT_STR, &o->pareto_csv, 0, 0, 0, 0, "FILE", "write the cost/time Pareto frontier as CSV"},
         {"plot", OPT_STR, &o->plot, 0, 0, 0, 0, "FILE.png", "cost vs time to train: the frontier and the deadline"},
         {0},

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/cliflags.h"
 #include "../common/err.h"
 #include "../common/machine.h"
 #include "../common/opts.h"
@@ -100,13 +101,12 @@ int cmd_report(int argc, char **argv)
         {"bench", OPT_STR, NULL, 0, 0, 0, 0, "FILE", "matmul or rope CSV to tabulate (and plot); repeatable"},
         {"log", OPT_STR, NULL, 0, 0, 0, 0, "FILE", "per-step training log (train --csv) for the loss and grad-norm plots; repeatable"},
         {"pricing", OPT_STR, &pricing, 0, 0, 0, 0, "LIST", "auto (a row's own price, else on_demand) or " PRICE_OPTIONS "; several side by side"},
-        {"region", OPT_STR, &o.region, 0, 0, 0, 0, "REGION", "region of the prices (default: the only one listed)"},
+        REGION_FLAG_SPEC(&o.region),
         {"instance", OPT_STR, &o.instance, 0, 0, 0, 0, "TYPE", "instance type to price rows measured on 'this machine' as"},
         {"usd-per-hour", OPT_DOUBLE, &usd, 0, 0, 1e-9, 1e9, "USD", "or their price per instance-hour (a run of R ranks pays R times it)"},
         {"tokens", OPT_STR, &tokens_s, 0, 0, 0, 0, "N", "token budget for time and cost to train, e.g. 300B (default 20 per parameter)"},
         {"out", OPT_STR, &out, 0, 0, 0, 0, "DIR", "output directory (default costbench-report; replaced only if costbench wrote it)"},
-        {"prices", OPT_STR, &prices_path, 0, 0, 0, 0, "FILE", "price table (default data/prices.csv)"},
-        {"hardware", OPT_STR, &hw_path, 0, 0, 0, 0, "FILE", "hardware table (default data/hardware.csv)"},
+        PRICING_FLAG_SPECS(&prices_path, &hw_path),
         {"models", OPT_STR, &models_path, 0, 0, 0, 0, "FILE", "model presets (default data/models.csv)"},
         {0},
     };

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/cliflags.h"
 #include "../common/err.h"
 #include "../common/machine.h"
 #include "../common/parse.h"
@@ -15,7 +16,7 @@
 /* Parses the flags into o (defaults first). Returns 0, 1 after --help, or CB_EUSAGE. */
 static int scale_opts_parse(scale_opts *o, int argc, char **argv)
 {
-    *o = (scale_opts){.pricing = "on_demand", .precision = "mixed", .tp = 1, .pp = 1, .seq = 2048, .micro_batch = 1,
+    *o = (scale_opts){.pricing = "on_demand", .precision = "bf16-mixed", .tp = 1, .pp = 1, .seq = 2048, .micro_batch = 1,
                       .interleave = 1, .bucket_mib = 25, .latency_us = -1, .net_eff = 1, .fit_tol_pct = 5,
                       .nodes = {{1, 2, 4, 8, 16, 32, 64}, 7}};
     const opt_spec specs[] = {
@@ -25,11 +26,11 @@ static int scale_opts_parse(scale_opts *o, int argc, char **argv)
         {"tp", OPT_LONG, &o->tp, 1, 4096, 0, 0, "T", "tensor-parallel degree, inside a node (default 1)"},
         {"pp", OPT_LONG, &o->pp, 1, 4096, 0, 0, "P", "pipeline-parallel stages (default 1)"},
         {"interleave", OPT_LONG, &o->interleave, 1, 64, 0, 0, "V", "virtual stages per rank, interleaved 1F1B (default 1)"},
-        {"seq", OPT_LONG, &o->seq, 1, CB_MAX_SEQ_LEN, 0, 0, "S", "sequence length (default 2048)"},
+        SEQ_FLAG_SPEC(&o->seq, "2048"),
         {"global-batch", OPT_LONG_PARALLEL, &o->gbs, 1, CB_MAX_GLOBAL_BATCH, 0, 0, "G[,G...]",
          "strong scaling: sequences per step, one value for every node count or one per --nodes entry (real series grow the batch with the nodes)"},
         {"batch-per-device", OPT_LONG, &o->batch_per_device, 1, CB_MAX_GLOBAL_BATCH, 0, 0, "B", "weak scaling: sequences per data-parallel replica, fixed"},
-        {"micro-batch", OPT_LONG, &o->micro_batch, 1, 1L << 20, 0, 0, "B", "sequences per micro-batch (default 1)"},
+        MICRO_BATCH_FLAG_SPEC(&o->micro_batch, "1"),
         {"nodes", OPT_LONG_LIST, &o->nodes, 1, CB_MAX_INSTANCES, 0, 0, "LIST", "node counts to predict (default 1,2,4,...,64)"},
         {"base-nodes", OPT_LONG, &o->base_nodes, 1, 1000000, 0, 0, "N", "a measured point: node count ..."},
         {"base-seq-per-s", OPT_DOUBLE, &o->base_seq_per_s, 0, 0, 1e-9, 1e12, "S", "... and its throughput in seq/s"},
@@ -41,12 +42,11 @@ static int scale_opts_parse(scale_opts *o, int argc, char **argv)
         {"fit-tolerance", OPT_DOUBLE, &o->fit_tol_pct, 0, 0, 0.001, 1000, "PCT", "the calibration must reproduce each of its points within PCT% (default 5)"},
         {"mfu", OPT_DOUBLE, &o->mfu_pct, 0, 0, 0.1, 100, "PCT", "without measured points or --calibrate: assumed MFU of the data-sheet peak (default 40)"},
         {"zero", OPT_LONG, &o->zero, 0, 3, 0, 0, "0-3", "ZeRO stage / FSDP sharding of optimizer state, gradients, weights (default 0)"},
-        {"precision", OPT_STR, &o->precision, 0, 0, 0, 0, "fp32|mixed|bf16", "bytes per parameter and gradient (default mixed)"},
+        PRECISION_FLAG_SPEC(&o->precision, "bf16-mixed"),
         {"recompute", OPT_FLAG, &o->recompute, 0, 0, 0, 0, NULL, "full activation recomputation (memory; 4/3 the FLOPs from peak)"},
         {"selective-recompute", OPT_FLAG, &o->selective, 0, 0, 0, 0, NULL,
          "selective recomputation (Korthikanti et al.): the attention scores recomputed, not kept (memory; its FLOPs, 4 L C T a token, not counted)"},
-        {"attention", OPT_STR, &o->attention, 0, 0, 0, 0, "full|flash",
-         "attention kernel: flash (tiled: causal FLOPs, no s x s scores kept; default, as plan), full (the scores materialised)"},
+        ATTENTION_FLAG_SPEC(&o->attention),
         {"framework", OPT_STR, &o->framework, 0, 0, 0, 0, "NAME",
          "the framework's attention and overlaps (plain, megatron-lm, nemo, neuron-nemo, llm-foundry, torchtitan, deepspeed, costbench; "
          "default plain: flash attention, nothing overlapped)"},
@@ -57,11 +57,10 @@ static int scale_opts_parse(scale_opts *o, int argc, char **argv)
         {"intra-gbps", OPT_DOUBLE, &o->intra_gbps, 0, 0, 1e-6, 1e9, "G", "device-link bandwidth per accelerator, GB/s (default: data/hardware.csv)"},
         {"net-efficiency", OPT_DOUBLE, &o->net_eff, 0, 0, 0.001, 1, "F", "achieved share of the network line rate (default 1)"},
         {"pricing", OPT_STR, &o->pricing, 0, 0, 0, 0, "OPTION", "price of data/prices.csv: " PRICE_OPTIONS " (default on_demand)"},
-        {"region", OPT_STR, &o->region, 0, 0, 0, 0, "REGION", "region of the price (default: the only one listed)"},
+        REGION_FLAG_SPEC(&o->region),
         {"usd-per-hour", OPT_DOUBLE, &o->usd_per_hour, 0, 0, 1e-9, 1e9, "USD", "price per instance-hour instead of data/prices.csv"},
-        {"prices", OPT_STR, &o->prices_path, 0, 0, 0, 0, "FILE", "price table (default data/prices.csv)"},
-        {"hardware", OPT_STR, &o->hw_path, 0, 0, 0, 0, "FILE", "hardware table (default data/hardware.csv)"},
-        {"csv", OPT_STR, &o->csv, 0, 0, 0, 0, "FILE", "write the table as CSV (a throughput file `costbench report` reads)"},
+        PRICING_FLAG_SPECS(&o->prices_path, &o->hw_path),
+        CSV_FLAG_SPEC(&o->csv, "write the table as CSV (a throughput file `costbench report` reads)"),
         {"plot", OPT_STR, &o->plot, 0, 0, 0, 0, "FILE.png", "throughput vs nodes: the model's curve, measured points, ideal line"},
         {0},
     };
@@ -118,8 +117,6 @@ static int scale_opts_check(scale_opts *o)
     if ((rc = compute_source_check(o)) != 0) return rc;
     if (o->matmul_csv && !o->calibrate) return err_usage("flag '--matmul-csv' needs '--calibrate' (it carries a calibration)");
     if (!price_option_valid(o->pricing)) return err_usage("flag '--pricing': expected one of %s, got '%s'", PRICE_OPTIONS, o->pricing);
-    if (o->attention && strcmp(o->attention, "full") && strcmp(o->attention, "flash"))
-        return err_usage("flag '--attention': expected full or flash, got '%s'", o->attention);
     if (o->selective && o->recompute) return err_usage("flags '--recompute' and '--selective-recompute' exclude each other");
     if (o->framework && strcmp(step_framework_find(o->framework)->name, o->framework) != 0) {
         char list[256];
@@ -128,11 +125,7 @@ static int scale_opts_check(scale_opts *o)
     }
     if (o->plot && !strstr(o->plot, ".png") && !strstr(o->plot, ".svg"))
         return err_usage("flag '--plot': expected a file name ending in .png or .svg, got '%s'", o->plot);
-    int prec = -1;
-    for (int i = 0; i < 3; i++)
-        if (strcmp(o->precision, scale_precision_names[i]) == 0) prec = i;
-    if (prec < 0) return err_usage("flag '--precision': expected fp32, mixed or bf16, got '%s'", o->precision);
-    o->prec = (scale_precision)prec;
+    if ((rc = precision_parse_flag("--precision", o->precision, &o->prec)) != 0) return rc;
     o->want[SP_COMPUTE] = o->want[SP_BANDWIDTH] = 1;
     return o->fit_list ? fit_list_parse(o->fit_list, o->want) : 0;
 }

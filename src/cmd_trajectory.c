@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/cliflags.h"
 #include "../common/err.h"
 #include "../common/opts.h"
 #include "../report/inputs.h"
@@ -57,11 +58,11 @@ int cmd_trajectory(int argc, char **argv)
         {"tail-pct", OPT_DOUBLE, &o.tail_pct, 0, 0, 1e-6, 100, "PCT", "differences over the last PCT % of the steps (default 20)"},
         {"instance", OPT_STR, &o.instance, 0, 0, 0, 0, "TYPE", "price the runs as this instance type (data/prices.csv) for tokens/$"},
         {"pricing", OPT_STR, &o.pricing, 0, 0, 0, 0, "OPTION", "with --instance: " PRICE_OPTIONS " (default on_demand)"},
-        {"region", OPT_STR, &o.region, 0, 0, 0, 0, "REGION", "with --instance: region of the price (default: the only one listed)"},
-        {"prices", OPT_STR, &o.prices_path, 0, 0, 0, 0, "FILE", "with --instance: price table (default data/prices.csv)"},
+        REGION_FLAG_SPEC(&o.region),
+        PRICES_FLAG_SPEC(&o.prices_path),
         {"usd-per-hour", OPT_DOUBLE, &usd, 0, 0, 1e-9, 1e9, "USD", "or the machine's price per hour"},
         {"out", OPT_STR, &o.out_dir, 0, 0, 0, 0, "DIR", "write loss.png, grad_norm.png, trajectory.md and trajectory.csv here: a new or empty directory, or one costbench trajectory wrote (replaced whole)"},
-        {"csv", OPT_STR, &o.csv_path, 0, 0, 0, 0, "FILE", "write the CSV here instead of DIR/trajectory.csv"},
+        CSV_FLAG_SPEC(&o.csv_path, "write the CSV here instead of DIR/trajectory.csv"),
         {0},
     };
     int rc = take_runs(&argc, argv, runs, &nruns), help = 0;

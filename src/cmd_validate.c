@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/cliflags.h"
 #include "../common/err.h"
 #include "../common/machine.h"
 #include "../common/opts.h"
@@ -54,10 +55,10 @@ static int val_opts_parse(val_opts *o, int argc, char **argv)
     const opt_spec specs[] = {
         {"calibrate", OPT_STR, &o->calibrate, 0, 0, 0, 0, "ID[,ID...]",
          "rows to calibrate on (ids of the files' rows; a file none of them is in: its first row)"},
-        {"csv", OPT_STR, &o->csv, 0, 0, 0, 0, "FILE", "one line per row: file, id, calibration, published, predicted, errors, naive"},
+        CSV_FLAG_SPEC(&o->csv, "one line per row: file, id, calibration, published, predicted, errors, naive"),
         {"summary-csv", OPT_STR, &o->summary_csv, 0, 0, 0, 0, "FILE", "one line per file: rows, median and max |error|, the naive's"},
         {"plot", OPT_STR, &o->plot, 0, 0, 0, 0, "FILE.png", "predicted against published, log-log, with the +-10% and +-25% bands"},
-        {"hardware", OPT_STR, &o->hw_path, 0, 0, 0, 0, "FILE", "hardware table for rows that name an instance type (default data/hardware.csv)"},
+        HARDWARE_FLAG_SPEC(&o->hw_path),
         {"matmul-csv", OPT_STR, &o->matmul_csv, 0, 0, 0, 0, "FILE", "the matmul efficiency curve from a `costbench matmul` CSV"},
         {"fit-tolerance", OPT_DOUBLE, &o->fit_tol_pct, 0, 0, 0.001, 1000, "PCT", "a calibration must reproduce its row within PCT% (default 5)"},
         {"net-gbps", OPT_DOUBLE, &o->net_gbps, 0, 0, 1e-6, 1e9, "G", "network line rate per node, Gbit/s, for every row"},
