@@ -91,7 +91,13 @@ typedef struct {
  * Returns 0, or CB_EUSAGE after printing why, naming `flag`. */
 int scale_check(const scale_model *s, long nodes, const char *flag);
 /* The same check without a message: what stops n nodes from making a valid layout. */
-typedef enum { SCALE_LAYOUT_OK, SCALE_LAYOUT_NODES, SCALE_LAYOUT_RANKS, SCALE_LAYOUT_BATCH, SCALE_LAYOUT_PER_REPLICA } scale_layout_issue;
+typedef enum {
+    SCALE_LAYOUT_OK,
+    SCALE_LAYOUT_NODES,
+    SCALE_LAYOUT_RANKS,
+    SCALE_LAYOUT_BATCH,
+    SCALE_LAYOUT_PER_REPLICA
+} scale_layout_issue;
 scale_layout_issue scale_layout(const scale_model *s, long nodes);
 /* What scale_layout finds wrong at `nodes`, as a phrase into buf ("at 2 nodes the global batch 63
  * does not split into ..."); returns the issue (SCALE_LAYOUT_OK: buf empty). */

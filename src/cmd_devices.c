@@ -21,7 +21,8 @@ static void devices_row(record *rec, int row, const dev_row *d)
                                   [DV_GEMM_EFF] = d->gemm_eff,         [DV_ATTN_EFF] = d->attn_eff,
                                   [DV_MEM_EFF] = d->mem_eff,           [DV_LAUNCH_US] = d->launch_us,
                                   [DV_NODE_NET_GBPS] = d->node_net_gbps};
-    const char *str[DV_NCOLS] = {[DV_DEVICE] = d->device, [DV_VENDOR] = d->vendor, [DV_MODEL_SOURCE] = d->model_source, [DV_SOURCE] = d->source};
+    const char *str[DV_NCOLS] = {
+        [DV_DEVICE] = d->device, [DV_VENDOR] = d->vendor, [DV_MODEL_SOURCE] = d->model_source, [DV_SOURCE] = d->source};
     for (int c = 0; c < DV_NCOLS; c++) {
         if (dev_schema[c].col.kind == REC_STR) record_str(rec, row, c, str[c]);
         else record_num(rec, row, c, num[c]);

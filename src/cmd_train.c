@@ -42,7 +42,8 @@ typedef struct {
 static int train_parse_rounding(train_flags *f)
 {
     if (!precision_full_bf16(f->prec))
-        return err_usage("flag '--rounding': applies to --precision bf16 only (this run is %s)", precision_name(f->prec));
+        return err_usage("flag '--rounding': applies to --precision bf16 only (this run is %s)",
+                         precision_name(f->prec));
     for (int k = 0; k < PRECISION_COUNT; k++) {
         const precision_info *p = precision_info_of((train_precision)k);
         if (p->rounding_name && strcmp(f->rounding, p->rounding_name) == 0) return f->prec = (train_precision)k, 0;
@@ -75,12 +76,16 @@ static int train_parse(train_flags *f, int argc, char **argv)
         {"model", OPT_STR, &f->model, 0, 0, 0, 0, "PRESET", "model preset of --models (default pythia-70m)"},
         MODEL_FLAG_SPECS(&f->mf),
         SHAPE_FLAG_SPECS(&f->B, "4", &f->T, "512"),
-        {"global-batch", OPT_LONG, &f->G, 1, CB_MAX_GLOBAL_BATCH, 0, 0, "G", "sequences per optimizer step, a multiple of B (default B)"},
+        {"global-batch", OPT_LONG, &f->G, 1, CB_MAX_GLOBAL_BATCH, 0, 0, "G",
+         "sequences per optimizer step, a multiple of B (default B)"},
         {"steps", OPT_LONG, &f->steps, 1, 100000000, 0, 0, "N", "optimizer steps (default 20)"},
         {"lr", OPT_DOUBLE, &f->lr, 0, 0, 0, 10, "LR", "peak learning rate (default 6e-4)"},
-        {"min-lr", OPT_DOUBLE, &f->min_lr, 0, 0, 0, 10, "LR", "final learning rate of the cosine decay (default lr/10)"},
-        {"warmup-steps", OPT_LONG, &f->warmup, 0, 100000000, 0, 0, "N", "linear learning-rate warm-up (default steps/10)"},
-        {"weight-decay", OPT_DOUBLE, &f->wd, 0, 0, 0, 10, "WD", "AdamW decoupled weight decay on matrices (default 0.1)"},
+        {"min-lr", OPT_DOUBLE, &f->min_lr, 0, 0, 0, 10, "LR",
+         "final learning rate of the cosine decay (default lr/10)"},
+        {"warmup-steps", OPT_LONG, &f->warmup, 0, 100000000, 0, 0, "N",
+         "linear learning-rate warm-up (default steps/10)"},
+        {"weight-decay", OPT_DOUBLE, &f->wd, 0, 0, 0, 10, "WD",
+         "AdamW decoupled weight decay on matrices (default 0.1)"},
         {"beta1", OPT_DOUBLE, &f->beta1, 0, 0, 0, 0.999999, "B1", "AdamW beta1 (default 0.9)"},
         {"beta2", OPT_DOUBLE, &f->beta2, 0, 0, 0, 0.999999, "B2", "AdamW beta2 (default 0.95)"},
         {"eps", OPT_DOUBLE, &f->eps, 0, 0, 1e-30, 1, "EPS", "AdamW epsilon (default 1e-8)"},
@@ -91,26 +96,38 @@ static int train_parse(train_flags *f, int argc, char **argv)
          "with full bf16: how the update is written back to bf16: stochastic (bf16-sr; the default of --precision "
          "bf16: unbiased, from a hash of element, step and --seed, so independent of threads and ranks) or nearest "
          "(bf16-nearest: round to nearest even)"},
-        {"recompute", OPT_FLAG, &f->recompute, 0, 0, 0, 0, NULL, "activation checkpointing: keep layer inputs, recompute the rest"},
-        {"data", OPT_STR, &f->data, 0, 0, 0, 0, "PREFIX", "Megatron indexed dataset PREFIX.bin/.idx (default: synthetic tokens)"},
+        {"recompute", OPT_FLAG, &f->recompute, 0, 0, 0, 0, NULL,
+         "activation checkpointing: keep layer inputs, recompute the rest"},
+        {"data", OPT_STR, &f->data, 0, 0, 0, 0, "PREFIX",
+         "Megatron indexed dataset PREFIX.bin/.idx (default: synthetic tokens)"},
         {"sampler", OPT_STR, &f->sampler, 0, 0, 0, 0, "megatron|random",
-         "order of --data's samples: megatron (default), Megatron-LM core_v0.19.0 GPTDataset's shuffled epochs for --steps x --global-batch samples and --seed; random, windows of the token stream at hashed positions"},
-        {"init", OPT_STR, &f->init, 0, 0, 0, 0, "FILE", "start from these weights (safetensors, Hugging Face GPT-NeoX names)"},
-        {"save", OPT_STR, &f->save, 0, 0, 0, 0, "DIR", "write checkpoints to DIR (every --save-every steps and at the end)"},
+         "order of --data's samples: megatron (default), Megatron-LM core_v0.19.0 GPTDataset's shuffled epochs for "
+         "--steps x --global-batch samples and --seed; random, windows of the token stream at hashed positions"},
+        {"init", OPT_STR, &f->init, 0, 0, 0, 0, "FILE",
+         "start from these weights (safetensors, Hugging Face GPT-NeoX names)"},
+        {"save", OPT_STR, &f->save, 0, 0, 0, 0, "DIR",
+         "write checkpoints to DIR (every --save-every steps and at the end)"},
         {"save-every", OPT_LONG, &f->save_every, 1, 100000000, 0, 0, "N", "checkpoint interval in steps"},
         {"resume", OPT_STR, &f->resume, 0, 0, 0, 0, "DIR", "continue from DIR's latest checkpoint"},
         {"discard-steps", OPT_LONG, &f->discard, 0, 1000000, 0, 0, "N", "steps left out of the summary (default 2)"},
-        {"peak-gflops", OPT_DOUBLE, &f->peak, 0, 0, 1, 1e9, "G", "peak for MFU: fp32, or bf16 with the bf16 precisions (default: measured now)"},
-        {"no-predict", OPT_FLAG, &f->no_predict, 0, 0, 0, 0, NULL, "skip the microbenchmarks behind the breakdown's prediction"},
-        {"budget-s", OPT_DOUBLE, &f->budget, 0, 0, 1, 86400, "S", "time for the prediction's matmul measurements (default 60)"},
+        {"peak-gflops", OPT_DOUBLE, &f->peak, 0, 0, 1, 1e9, "G",
+         "peak for MFU: fp32, or bf16 with the bf16 precisions (default: measured now)"},
+        {"no-predict", OPT_FLAG, &f->no_predict, 0, 0, 0, 0, NULL,
+         "skip the microbenchmarks behind the breakdown's prediction"},
+        {"budget-s", OPT_DOUBLE, &f->budget, 0, 0, 1, 86400, "S",
+         "time for the prediction's matmul measurements (default 60)"},
         CSV_FLAG_SPEC(&f->csv, "per-step log as CSV"),
-        {"summary-csv", OPT_STR, &f->summary_csv, 0, 0, 0, 0, "FILE", "the summary row as CSV (the throughput format of costbench report)"},
+        {"summary-csv", OPT_STR, &f->summary_csv, 0, 0, 0, 0, "FILE",
+         "the summary row as CSV (the throughput format of costbench report)"},
         {"breakdown-csv", OPT_STR, &f->breakdown_csv, 0, 0, 0, 0, "FILE", "the time breakdown as CSV"},
         {"blas-core", OPT_STR, &f->blas, 0, 0, 0, 0, "auto|env|NAME", "OpenBLAS kernel (default auto)"},
         {"quiet", OPT_FLAG, &f->quiet, 0, 0, 0, 0, NULL, "no per-step lines"},
-        {"zero", OPT_LONG, &f->zero, 0, 1, 0, 0, "0|1", "under mpirun: 1 shards the AdamW moments over the ranks (ZeRO-1)"},
-        {"no-overlap", OPT_FLAG, &f->no_overlap, 0, 0, 0, 0, NULL, "under mpirun: all-reduce after the backward, in --bucket-mib buckets"},
-        {"bucket-mib", OPT_DOUBLE, &f->bucket_mib, 0, 0, 0.01, 1e6, "MIB", "with --no-overlap: gradient all-reduce bucket size (default 25)"},
+        {"zero", OPT_LONG, &f->zero, 0, 1, 0, 0, "0|1",
+         "under mpirun: 1 shards the AdamW moments over the ranks (ZeRO-1)"},
+        {"no-overlap", OPT_FLAG, &f->no_overlap, 0, 0, 0, 0, NULL,
+         "under mpirun: all-reduce after the backward, in --bucket-mib buckets"},
+        {"bucket-mib", OPT_DOUBLE, &f->bucket_mib, 0, 0, 0.01, 1e6, "MIB",
+         "with --no-overlap: gradient all-reduce bucket size (default 25)"},
         {0},
     };
     int rc = opts_parse("train", "[options]", specs, argc, argv, 2, NULL, NULL);
