@@ -119,7 +119,7 @@ FUZZ_BUILD   := build-fuzz
 # The project sources the harnesses link: the parsers and everything they call. When one of
 # them gains a dependency on another project file, add that file here.
 FUZZ_LIB_SRC := common/csvio.c common/err.c common/parse.c common/files.c common/schema.c model/safetensors.c model/dataset.c \
-                model/ckpt_meta.c
+                model/ckpt_meta.c common/precision.c
 FUZZ_LIBS    := -lcsv -lm
 FUZZ_TARGETS := csv safetensors idx ckpt
 # Largest input per format: a few data/*.csv heads, a header plus small tensors, an index pair,

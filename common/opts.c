@@ -82,7 +82,8 @@ int opts_parse(const char *cmd, const char *synopsis, const opt_spec *specs, int
         } else if (eq) {
             val = eq + 1;
         } else {
-            if (i + 1 >= argc) return err_usage("flag '--%s' needs a value (%s)", o->name, o->metavar ? o->metavar : "VALUE");
+            if (i + 1 >= argc)
+                return err_usage("flag '--%s' needs a value (%s)", o->name, o->metavar ? o->metavar : "VALUE");
             val = argv[++i];
         }
         if (set_value(o, val) != 0) return CB_EUSAGE;

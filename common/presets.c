@@ -320,26 +320,6 @@ double model_hardware_flops_per_token(const model_config *c, int T, int recomput
     return f;
 }
 
-const char *precision_name(train_precision p)
-{
-    switch (p) {
-    case PRECISION_BF16_MIXED: return "bf16-mixed";
-    case PRECISION_BF16_SR: return "bf16-sr";
-    case PRECISION_BF16_NEAREST: return "bf16";
-    default: return "fp32";
-    }
-}
-
-int precision_parse(const char *s, train_precision *out)
-{
-    if (strcmp(s, "fp32") == 0) *out = PRECISION_FP32;
-    else if (strcmp(s, "bf16-mixed") == 0) *out = PRECISION_BF16_MIXED;
-    else if (strcmp(s, "bf16") == 0 || strcmp(s, "bf16-sr") == 0) *out = PRECISION_BF16_SR;
-    else if (strcmp(s, "bf16-nearest") == 0) *out = PRECISION_BF16_NEAREST;
-    else return -1;
-    return 0;
-}
-
 /* The preset's MLP width at width C: its own ratio ffn / d_model kept (GPT-J's 4, Llama-2 7B's
  * 11008 / 4096), SwiGLU's rounded up to a multiple of 8 as model_config_check wants it. A preset
  * without ffn_dim is 4 C at any width already. */

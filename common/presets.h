@@ -6,6 +6,8 @@
 
 #include <stddef.h>
 
+#include "precision.h" /* train_precision: the training precisions */
+
 /* Architecture choices (data/models.csv's columns norm, mlp, pos_emb, rotary_style). */
 typedef enum { NORM_LAYERNORM = 0, NORM_RMSNORM = 1 } norm_kind;
 typedef enum { MLP_GELU = 0, MLP_SWIGLU = 1 } mlp_kind;
@@ -58,21 +60,6 @@ int rotary_dims_of(int HS, double rotary_pct);
 int model_rotary_dims(const model_config *c);
 /* MPT's alibi_bias_max: head h's ALiBi slope is 2^(-8 (h + 1) / NH') (kernels/attention.h). */
 #define MODEL_ALIBI_BIAS_MAX 8.0
-
-/* Training precision: fp32 throughout; bf16 mixed precision (fp32 master weights and AdamW
- * state; bf16 copies of the weights and bf16 matmul inputs; fp32 accumulation, norms, softmax
- * statistics, residual stream and loss); or full bf16 (the weights and both AdamW moments stored
- * in bf16, the gradients rounded to bf16, every update computed in fp32 and written back with
- * stochastic rounding (bf16-sr, as Trainium does) or round-to-nearest (bf16); the products and
- * activations as in bf16-mixed). */
-typedef enum { PRECISION_FP32 = 0, PRECISION_BF16_MIXED = 1, PRECISION_BF16_SR = 2, PRECISION_BF16_NEAREST = 3 } train_precision;
-/* "fp32", "bf16-mixed", "bf16-sr" or "bf16" (the precision column's values, common/schema.h). */
-const char *precision_name(train_precision p);
-/* 1 for the full-bf16 precisions (bf16 weights and moments). */
-static inline int precision_full_bf16(train_precision p) { return p == PRECISION_BF16_SR || p == PRECISION_BF16_NEAREST; }
-/* Parses a --precision value (fp32, bf16-mixed, bf16 = bf16-sr, bf16-sr, bf16-nearest); 0, or -1
- * when unknown. */
-int precision_parse(const char *s, train_precision *out);
 
 /* Loads every preset of `path`. Returns 0 or CB_EFAIL (file:line error printed). */
 int model_presets_load(const char *path, model_config **out, int *n);

@@ -31,7 +31,6 @@ const schema_col tput_schema[TP_NCOLS] = {
     [TP_DEVICE] = {TPUT_DEVICE, 0, 0, 0},
 };
 
-const char *const tput_precisions[TPUT_NPRECISIONS] = {"fp32", "bf16-mixed", "bf16", "bf16-sr", "fp16-mixed", "fp8"};
 const char *const tput_recomputes[TPUT_NRECOMPUTES] = {"none", "selective", "full"};
 const char *const tput_shardings[TPUT_NSHARDINGS] = {"none", "zero1", "zero2", "zero3", "hybrid"};
 const char *const tput_attentions[TPUT_NATTENTIONS] = {"full", "flash"};

@@ -46,9 +46,11 @@ typedef struct {
 #define TPUT_SOURCE         {"source", "", REC_STR, 0}
 /* peak resident memory of a measured run (costbench train's summary; read by costbench trajectory) */
 #define TPUT_PEAK_RSS_GIB   {"peak_rss_gib", "GiB", REC_NUM, 3}
-/* the training precision: fp32; bf16-mixed (fp32 master weights and moments, bf16 matmul inputs,
- * fp32 accumulation: GPUs, costbench train); bf16 (everything bf16); bf16-sr (full bf16 with
- * stochastic rounding of the update: Trainium); fp16-mixed; fp8. Empty: the file does not say. */
+/* the training precision: a name of common/precision.h (fp32, bf16-mixed, bf16-sr, bf16-nearest,
+ * or an alias; precision_column_valid), or fp16-mixed or fp8 (runs of other systems). Files of
+ * older costbench versions wrote bf16 for bf16-nearest, read now as the alias bf16 = bf16-sr: full
+ * bf16 either way, and no number of a throughput depends on the rounding. Empty: the file does not
+ * say. */
 #define TPUT_PRECISION      {"precision", "", REC_STR, 0}
 /* The configuration a row ran in, spelt as the published-runs schema spells it. An absent column
  * or an empty cell is "not stated": files written before these columns existed keep their meaning.
@@ -76,9 +78,6 @@ enum { TP_MODEL, TP_TP, TP_PP, TP_INSTANCES, TP_INSTANCE_TYPE, TP_SEQ_LEN, TP_GL
        TP_PEAK_GFLOPS, TP_SOURCE, TP_PRECISION, TP_RECOMPUTE, TP_SHARDING, TP_VP, TP_SEQUENCE_PARALLEL, TP_ATTENTION,
        TP_DEVICE, TP_NCOLS };
 extern const schema_col tput_schema[TP_NCOLS];
-/* The values the precision column accepts (besides empty), as TPUT_PRECISION describes them. */
-enum { TPUT_NPRECISIONS = 6 };
-extern const char *const tput_precisions[TPUT_NPRECISIONS];
 /* The values of the configuration columns (besides empty), each list in the order of its enum:
  * a row holds the index, or TPUT_NOT_STATED. */
 enum { TPUT_NOT_STATED = -1 };

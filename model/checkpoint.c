@@ -483,22 +483,19 @@ static int load_all(gpt_model *m, const st_file *f, void *base, const char *pref
 /* The slab the weights load into: fp32, or bf16 in full-bf16 models. */
 static void *weights_slab(gpt_model *m) { return precision_full_bf16(m->prec) ? (void *)m->params16 : m->params; }
 
-/* A checkpoint written in another precision: say once what changes. The precision is recorded
- * by precision_name (none: fp32, written before precisions were recorded). */
+/* A checkpoint written in another precision (ckpt_meta_precision): say once what changes. */
 static void precision_note(const gpt_model *m, const st_file *f)
 {
-    const char *p = st_meta(f, "precision");
-    if (!p) p = "fp32";
-    int was = -1;
-    for (int k = PRECISION_FP32; k <= PRECISION_BF16_NEAREST; k++)
-        if (strcmp(p, precision_name((train_precision)k)) == 0) was = k;
-    if (was == (int)m->prec) return;
+    train_precision was;
+    const int known = ckpt_meta_precision(f, &was) == 0;
+    if (known && was == m->prec) return;
     const int full = precision_full_bf16(m->prec);
     const char *what = "the weights and moments are converted (widened exactly, or rounded to nearest)";
-    if (was >= 0 && precision_full_bf16((train_precision)was) == full)
+    if (known && precision_full_bf16(was) == full)
         what = full ? "the bf16 weights and moments load as stored; only the rounding of the updates changes"
                     : "the fp32 weights and moments load as stored; only the precision of the products changes";
-    err_warn("%s: written in precision %s, continuing in %s: %s", f->path, p, precision_name(m->prec), what);
+    err_warn("%s: written in precision %s, continuing in %s: %s", f->path,
+             known ? precision_name(was) : st_meta(f, "precision"), precision_name(m->prec), what);
 }
 
 int ckpt_load_weights(gpt_model *m, const char *path)

@@ -92,6 +92,14 @@ void ckpt_meta_write(ckpt_meta *ml, const model_config *c, const char *precision
 
 /* ---------------------------------------------------------------- reading */
 
+int ckpt_meta_precision(const st_file *f, train_precision *out)
+{
+    const char *p = st_meta(f, "precision");
+    if (!p) return *out = PRECISION_FP32, 0;
+    if (strcmp(p, "bf16") == 0) return *out = PRECISION_BF16_NEAREST, 0; /* written before bf16-nearest had its name */
+    return precision_parse(p, out);
+}
+
 /* Every recorded field of the model equal to c's; the unrecorded ones named in one warning when
  * `warn` is set. */
 static int check_model(const st_file *f, const model_config *c, const char *dir, int warn)

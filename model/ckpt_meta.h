@@ -12,7 +12,7 @@
  *                    max_seq_len, pos_emb, rotary_pct, rotary_base, rotary_style, norm, norm_eps,
  *                    norm_bias, mlp, attn_bias, mlp_bias, lm_head_bias, parallel_residual,
  *                    shared_norm, tied_embeddings: effective values, booleans 0/1), precision
- *                    (precision_name), step, run_id (16 hex digits)
+ *                    (precision_name; ckpt_meta_precision reads it), step, run_id (16 hex digits)
  *   optimizer file   adam_t, seed, micro_batch, seq, accum
  * Checkpoints of older costbench versions record only layers, d_model, heads, vocab, rotary_pct,
  * parallel_residual and tied_embeddings of the model: those are compared, and one warning names
@@ -51,6 +51,13 @@ typedef struct {
  * adam_t) of step st->step of a model of configuration c trained in `precision`. */
 void ckpt_meta_write(ckpt_meta *ml, const model_config *c, const char *precision, const ckpt_state *st, int optimizer,
                      int adam_t);
+
+/* The precision checkpoint file f was written in: its metadata's precision (precision_name's
+ * names) into *out. Checkpoints of older costbench versions: no precision is fp32 (written before
+ * precisions were recorded), and "bf16" is bf16-nearest (the name precision_name gave
+ * bf16-nearest then; here it is not the --precision alias bf16 = bf16-sr). Returns 0, or -1 with
+ * *out untouched for a name it does not know. */
+int ckpt_meta_precision(const st_file *f, train_precision *out);
 
 /* model.safetensors f of the step `latest` (the step DIR/latest names) for a run of model c
  * resuming from DIR: the model compared field by field (a mismatch is CB_EUSAGE naming the field,

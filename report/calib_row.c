@@ -32,9 +32,11 @@ int calib_point_add(scale_points *pl, const scale_model *s, long nodes, double s
     char where[4200], peak_name[192];
     scale_points_where(pl, i, where, sizeof where);
     int rc = layout_flag ? scale_check(s, nodes, layout_flag) : 0;
-    snprintf(peak_name, sizeof peak_name, "the %s dense %s peak of %ld x %.120s", machine_is_this_machine(s->hw.instance) ? "measured" : "data-sheet",
-             s->precision == PREC_FP32 ? "FP32" : "BF16", nodes, s->hw.instance);
-    if (rc == 0) rc = throughput_check(&s->cfg, s->seq, seq_per_s, scale_peak_per_instance(s) * (double)nodes, peak_name, where);
+    snprintf(peak_name, sizeof peak_name, "the %s dense %s peak of %ld x %.120s",
+             machine_is_this_machine(s->hw.instance) ? "measured" : "data-sheet",
+             s->precision == PRECISION_FP32 ? "FP32" : "BF16", nodes, s->hw.instance);
+    if (rc == 0)
+        rc = throughput_check(&s->cfg, s->seq, seq_per_s, scale_peak_per_instance(s) * (double)nodes, peak_name, where);
     if (rc == 0) pl->n++;
     return rc;
 }
@@ -69,14 +71,17 @@ static void row_lines(const tput_set *set, char *buf, size_t n)
 {
     size_t len = 0;
     buf[0] = '\0';
-    for (int i = 0; i < set->n && len + 16 < n; i++) len += (size_t)snprintf(buf + len, n - len, "%s%d", i ? ", " : "", set->rows[i].line);
+    for (int i = 0; i < set->n && len + 16 < n; i++)
+        len += (size_t)snprintf(buf + len, n - len, "%s%d", i ? ", " : "", set->rows[i].line);
 }
 
 /* The throughput row LINE names, or the file's only data row. A file that does not load is bad
  * input given by the flag (CB_EUSAGE, the loader's file:line message). */
 static int calib_tput_find(calib_row *c, int line, const char *id)
 {
-    if (*id) return err_usage("flag '--calibrate': %s is a throughput file, its rows are named by LINE, not by id ('%s')", c->path, id);
+    if (*id)
+        return err_usage("flag '--calibrate': %s is a throughput file, its rows are named by LINE, not by id ('%s')",
+                         c->path, id);
     tput_set set = {0};
     int rc = throughput_load(&set, c->path) != 0 ? CB_EUSAGE : 0, found = -1;
     for (int i = 0; i < set.n && rc == 0; i++)
@@ -86,8 +91,8 @@ static int calib_tput_find(calib_row *c, int line, const char *id)
     if (rc == 0 && found < 0 && line)
         rc = err_usage("%s:%d: not a data row (data rows: lines %s)", c->path, line, lines[0] ? lines : "none");
     else if (rc == 0 && found < 0)
-        rc = err_usage("flag '--calibrate': %s has %d data rows (lines %s); name one as %s:LINE", c->path, set.n, lines[0] ? lines : "none",
-                       c->path);
+        rc = err_usage("flag '--calibrate': %s has %d data rows (lines %s); name one as %s:LINE", c->path, set.n,
+                       lines[0] ? lines : "none", c->path);
     if (rc == 0) c->row = set.rows[found];
     throughput_free(&set);
     return rc;
@@ -99,7 +104,8 @@ static int calib_preset(const tput_row *row, const char *where, const char *mode
     char path[4200];
     model_config *all;
     int n, found = 0;
-    if (models_path ? path_fmt(path, sizeof path, "%s", models_path) != 0 : machine_data_file(path, sizeof path, "models.csv") != 0)
+    if (models_path ? path_fmt(path, sizeof path, "%s", models_path) != 0
+                    : machine_data_file(path, sizeof path, "models.csv") != 0)
         return CB_EUSAGE;
     if (model_presets_load(path, &all, &n) != 0) return CB_EFAIL;
     for (int i = 0; i < n && !found; i++)
@@ -112,13 +118,13 @@ static int calib_preset(const tput_row *row, const char *where, const char *mode
 }
 
 /* The row's precision as the model's (the target's when the row does not say). */
-static int calib_precision(const tput_row *row, const char *where, scale_precision *p)
+static int calib_precision(const tput_row *row, const char *where, train_precision *p)
 {
-    for (int k = 0; k < 3; k++)
-        if (*row->precision && scale_precision_matches((scale_precision)k, row->precision)) *p = (scale_precision)k;
-    if (*row->precision && !scale_precision_matches(*p, row->precision))
-        return err_usage("%s: column 'precision': '%s' is none of fp32, mixed or bf16 that the model knows", where, row->precision);
-    return 0;
+    if (!*row->precision || scale_precision_matches(*p, row->precision)) return 0;
+    for (int k = 0; k < PRECISION_COUNT; k++)
+        if (scale_precision_matches((train_precision)k, row->precision)) return *p = (train_precision)k, 0;
+    return err_usage("%s: column 'precision': '%s' is none of the precisions the model knows (%s, %s)", where,
+                     row->precision, precision_names_text(), PRECISION_NAME_FP16_MIXED);
 }
 
 /* The hardware of a row measured here (`costbench train --csv`: instance "this machine"): one rank
@@ -129,24 +135,29 @@ static int calib_precision(const tput_row *row, const char *where, scale_precisi
 static int calib_hardware_here(const tput_row *row, const hw_table *ht, const char *where, hw_row *hw)
 {
     if (!(row->peak_gflops > 0)) {
-        err_usage("%s: column 'peak_gflops': a row measured on this machine is carried from the peak its MFU was measured against, "
+        err_usage("%s: column 'peak_gflops': a row measured on this machine is carried from the peak its MFU was "
+                  "measured against, "
                   "and this row records none",
                   where);
-        err_hint("rerun `costbench train --csv FILE` (it records the peak it measures, or the one --peak-gflops G gives)");
+        err_hint(
+            "rerun `costbench train --csv FILE` (it records the peak it measures, or the one --peak-gflops G gives)");
         return CB_EUSAGE;
     }
     const hw_row *profile = NULL;
     for (int i = 0; i < ht->n && !profile; i++)
         if (machine_is_this_machine(ht->rows[i].instance)) profile = &ht->rows[i];
     if (!profile && row->ranks > 1) {
-        err_usage("%s: column 'ranks': a row measured here on %ld ranks needs this machine's interconnect, and %s has no '%s' row",
+        err_usage("%s: column 'ranks': a row measured here on %ld ranks needs this machine's interconnect, and %s has "
+                  "no '%s' row",
                   where, row->ranks, ht->path, CB_THIS_MACHINE " (per rank)");
-        err_hint("add the row `costbench allreduce --profile FILE` writes to a copy of the table and give it as --hardware");
+        err_hint(
+            "add the row `costbench allreduce --profile FILE` writes to a copy of the table and give it as --hardware");
         return CB_EUSAGE;
     }
     *hw = profile ? *profile
-                  : (hw_row){.accelerator = "CPU cores of one rank", .mem_gib = NAN, .mem_gb_per_s = NAN, .intra_gb_per_s = NAN,
-                             .net_gbit_per_s = NAN, .net_latency_us = NAN, .source = "the row's own peak_gflops"};
+                  : (hw_row){.accelerator = "CPU cores of one rank", .mem_gib = NAN, .mem_gb_per_s = NAN,
+                             .intra_gb_per_s = NAN, .net_gbit_per_s = NAN, .net_latency_us = NAN,
+                             .source = "the row's own peak_gflops"};
     snprintf(hw->instance, sizeof hw->instance, "%s", row->instance);
     hw->accelerators = hw->workers = 1;
     hw->bf16_tflops = hw->fp32_tflops = row->peak_gflops / (double)row->ranks / 1e3;
@@ -158,7 +169,9 @@ static int calib_hardware(const tput_row *row, const hw_table *ht, const char *w
 {
     if (machine_is_this_machine(row->instance)) return calib_hardware_here(row, ht, where, hw);
     const hw_row *h = hardware_find(ht, row->instance);
-    if (!h) return err_usage("%s: column 'instance_type': unknown instance type '%s' (not in %s)", where, row->instance, ht->path);
+    if (!h)
+        return err_usage("%s: column 'instance_type': unknown instance type '%s' (not in %s)", where, row->instance,
+                         ht->path);
     *hw = *h;
     return 0;
 }
@@ -169,16 +182,22 @@ static int calib_layout_check(const scale_model *c, long nodes, const char *wher
 {
     long D = (long)c->hw.accelerators * c->hw.workers;
     if (c->cfg.NH % c->tp != 0)
-        return err_usage("%s: column 'tensor_parallel': tp %d does not divide %s's %d heads", where, c->tp, c->cfg.name, c->cfg.NH);
+        return err_usage("%s: column 'tensor_parallel': tp %d does not divide %s's %d heads", where, c->tp, c->cfg.name,
+                         c->cfg.NH);
     if (c->tp > D)
-        return err_usage("%s: column 'tensor_parallel': tp %d exceeds the %ld ranks of one %s (tensor parallelism stays inside an instance)",
+        return err_usage("%s: column 'tensor_parallel': tp %d exceeds the %ld ranks of one %s (tensor parallelism "
+                         "stays inside an instance)",
                          where, c->tp, D, c->hw.instance);
     if (c->pp > c->cfg.L)
-        return err_usage("%s: column 'pipeline_parallel': pp %d exceeds %s's %d layers", where, c->pp, c->cfg.name, c->cfg.L);
+        return err_usage("%s: column 'pipeline_parallel': pp %d exceeds %s's %d layers", where, c->pp, c->cfg.name,
+                         c->cfg.L);
     char why[512];
     scale_layout_issue li = scale_layout_describe(c, nodes, why, sizeof why);
     if (li == SCALE_LAYOUT_OK) return 0;
-    return err_usage("%s: column '%s': %s", where, li == SCALE_LAYOUT_BATCH ? "global_batch" : li == SCALE_LAYOUT_RANKS ? "tensor_parallel" : "instances",
+    return err_usage("%s: column '%s': %s", where,
+                     li == SCALE_LAYOUT_BATCH   ? "global_batch"
+                     : li == SCALE_LAYOUT_RANKS ? "tensor_parallel"
+                                                : "instances",
                      why);
 }
 
@@ -236,13 +255,15 @@ static int calib_model_tput(calib_row *cr, const calib_env *env, const scale_mod
     c->tp = row->tp, c->pp = row->pp;
     c->seq = row->seq_len, c->micro_batch = row->micro_batch > 0 ? row->micro_batch : 1;
     c->global_batch = row->global_batch, c->batch_per_replica = 0;
-    c->latency_s = env->latency_us >= 0 ? env->latency_us * 1e-6 : isfinite(hw->net_latency_us) ? hw->net_latency_us * 1e-6 : STEP_NET_LATENCY_US * 1e-6;
+    c->latency_s = env->latency_us >= 0           ? env->latency_us * 1e-6
+                   : isfinite(hw->net_latency_us) ? hw->net_latency_us * 1e-6
+                                                  : STEP_NET_LATENCY_US * 1e-6;
     cr->fc.nodes = row->instances * row->ranks;
     cr->fc.seq_per_s = row->seq_per_s;
     if ((rc = calib_layout_check(c, cr->fc.nodes, cr->where)) != 0) return rc;
     if (!isfinite(scale_stage_peak(c)))
-        return err_usage("%s: column 'instance_type': %s has no dense %s peak in %s to measure the row's MFU against", cr->where, hw->instance,
-                         c->precision == PREC_FP32 ? "FP32" : "BF16", env->ht->path);
+        return err_usage("%s: column 'instance_type': %s has no dense %s peak in %s to measure the row's MFU against",
+                         cr->where, hw->instance, c->precision == PRECISION_FP32 ? "FP32" : "BF16", env->ht->path);
     return 0;
 }
 
@@ -259,7 +280,8 @@ static void pub_ids(const pub_table *t, char *buf, size_t n)
 {
     size_t len = 0;
     buf[0] = '\0';
-    for (int i = 0; i < t->n && len + 80 < n; i++) len += (size_t)snprintf(buf + len, n - len, "%s%s", i ? ", " : "", t->rows[i].id);
+    for (int i = 0; i < t->n && len + 80 < n; i++)
+        len += (size_t)snprintf(buf + len, n - len, "%s%s", i ? ", " : "", t->rows[i].id);
     if (t->n > 0 && len + 80 >= n) snprintf(buf + len, n - len, ", ...");
 }
 
@@ -275,12 +297,14 @@ static void pub_summary(const pub_row *p, const scale_model *s, long nodes, cons
     row->tp = p->tp, row->pp = p->pp, row->instances = nodes, row->ranks = 1;
     row->seq_len = p->seq_len, row->global_batch = p->global_batch, row->micro_batch = p->micro_batch;
     row->seq_per_s = p->seq_per_s, row->line = p->line, row->kind = SRC_IMPORTED;
-    row->seq_per_s_min = row->seq_per_s_max = row->usd_per_hour = row->tokens_per_usd = row->mfu = row->peak_gflops = NAN;
+    row->seq_per_s_min = row->seq_per_s_max = row->usd_per_hour = row->tokens_per_usd = row->mfu = row->peak_gflops =
+        NAN;
 }
 
 /* A row of a published-runs file (report/published.h): found by LINE or ID, its configuration by
  * the mapping of report/pubmodel.h. */
-static int calib_model_published(calib_row *cr, int line, const char *id, const calib_env *env, const scale_model *defaults)
+static int calib_model_published(calib_row *cr, int line, const char *id, const calib_env *env,
+                                 const scale_model *defaults)
 {
     dev_table dt = {0};
     pub_table t = {0};
@@ -291,7 +315,9 @@ static int calib_model_published(calib_row *cr, int line, const char *id, const 
         pub_ids(&t, ids, sizeof ids);
         if (line) rc = err_usage("%s:%d: not a data row (ids: %s)", cr->path, line, ids);
         else if (*id) rc = err_usage("flag '--calibrate': %s has no row '%s' (ids: %s)", cr->path, id, ids);
-        else rc = err_usage("flag '--calibrate': %s has %d rows; name one as %s:ID (ids: %s)", cr->path, t.n, cr->path, ids);
+        else
+            rc = err_usage("flag '--calibrate': %s has %d rows; name one as %s:ID (ids: %s)", cr->path, t.n, cr->path,
+                           ids);
     }
     if (rc == 0) {
         snprintf(cr->where, sizeof cr->where, "%.4000s:%d", cr->path, p->line);
@@ -322,12 +348,16 @@ static int calib_model_build(calib_row *c, const char *spec, const calib_env *en
     return calib_model_tput(c, env, defaults);
 }
 
-int calib_row_load(calib_row *c, const char *spec, const calib_env *env, const scale_model *defaults, const scale_eff_curve *eff, double tol_pct)
+int calib_row_load(calib_row *c, const char *spec, const calib_env *env, const scale_model *defaults,
+                   const scale_eff_curve *eff, double tol_pct)
 {
     memset(c, 0, sizeof *c);
     int rc = calib_model_build(c, spec, env, defaults);
     scale_points pl = {.n = 0};
-    if (rc == 0) rc = calib_point_add(&pl, &c->fc.cal, c->fc.nodes, c->fc.seq_per_s, c->path, c->row.line, NULL) == 0 ? 0 : CB_EUSAGE;
+    if (rc == 0)
+        rc = calib_point_add(&pl, &c->fc.cal, c->fc.nodes, c->fc.seq_per_s, c->path, c->row.line, NULL) == 0
+                 ? 0
+                 : CB_EUSAGE;
     char why[1024];
     if (rc == 0 && calib_fit_point(&c->fc, c->path, c->row.line, eff, tol_pct, why, sizeof why) != 0)
         rc = err_usage("%s: %s", c->where, why);
@@ -337,7 +367,8 @@ int calib_row_load(calib_row *c, const char *spec, const calib_env *env, const s
     return 0;
 }
 
-int calib_row_carry(const calib_row *c, const scale_model *target, const scale_eff_curve *eff, double *eff_t, int *clamped, double *e_target)
+int calib_row_carry(const calib_row *c, const scale_model *target, const scale_eff_curve *eff, double *eff_t,
+                    int *clamped, double *e_target)
 {
     char why[1024];
     double e;

@@ -8,6 +8,7 @@
 #include "../common/csvio.h"
 #include "../common/err.h"
 #include "../common/machine.h"
+#include "../common/precision.h"
 #include "../common/schema.h"
 #include "devices.h"
 
@@ -92,7 +93,8 @@ int prices_load(price_table *pt, const char *path)
         if ((rc = get_str(&t, i, col[PR_REGION], p->region, sizeof p->region)) != 0) break;
         if ((rc = get_str(&t, i, col[PR_OPTION], p->option, sizeof p->option)) != 0) break;
         if (!price_option_valid(p->option)) {
-            rc = err_msg("%s:%d: column 'pricing_option': expected one of %s, got '%s'", path, p->line, PRICE_OPTIONS, p->option);
+            rc = err_msg("%s:%d: column 'pricing_option': expected one of %s, got '%s'", path, p->line, PRICE_OPTIONS,
+                         p->option);
             break;
         }
         if ((rc = req_num(&t, i, col, price_schema, PR_USD_PER_HOUR, &p->usd_per_hour)) != 0) break;
@@ -100,9 +102,10 @@ int prices_load(price_table *pt, const char *path)
         if ((rc = get_str(&t, i, col[PR_SOURCE], p->source, sizeof p->source)) != 0) break;
         for (int j = 0; j < i; j++) {
             const price_row *q = &pt->rows[j];
-            if (strcmp(q->instance, p->instance) == 0 && strcmp(q->region, p->region) == 0 && strcmp(q->option, p->option) == 0) {
-                rc = err_msg("%s:%d: %s %s %s is already priced at line %d", path, p->line, p->instance, p->region, p->option,
-                             q->line);
+            if (strcmp(q->instance, p->instance) == 0 && strcmp(q->region, p->region) == 0 &&
+                strcmp(q->option, p->option) == 0) {
+                rc = err_msg("%s:%d: %s %s %s is already priced at line %d", path, p->line, p->instance, p->region,
+                             p->option, q->line);
                 break;
             }
         }
@@ -151,10 +154,11 @@ const price_row *prices_find(const price_table *t, const char *instance, const c
         }
         err_hint("priced instance types: %s", list);
     } else if (nfound == 0) {
-        err_usage("%s: no '%s' price for %s%s%s (it has: %s)", t->path, option, instance, region ? " in " : "", region ? region : "",
-                  options);
+        err_usage("%s: no '%s' price for %s%s%s (it has: %s)", t->path, option, instance, region ? " in " : "",
+                  region ? region : "", options);
     } else {
-        err_usage("%s: %s %s is priced in several regions (%s): choose one with --region", t->path, instance, option, regions);
+        err_usage("%s: %s %s is priced in several regions (%s): choose one with --region", t->path, instance, option,
+                  regions);
     }
     return NULL;
 }
@@ -162,8 +166,8 @@ const price_row *prices_find(const price_table *t, const char *instance, const c
 /* ------------------------------------------------------------------ hardware */
 
 /* The per-accelerator columns: a row that names a device leaves them to data/devices.csv. */
-static const int hw_device_cols[] = {HW_ACCELERATOR, HW_WORKERS, HW_BF16_TFLOPS, HW_FP32_TFLOPS, HW_MEM_GIB, HW_MEM_GB_PER_S,
-                                     HW_INTRA_GB_PER_S};
+static const int hw_device_cols[] = {HW_ACCELERATOR, HW_WORKERS,      HW_BF16_TFLOPS,   HW_FP32_TFLOPS,
+                                     HW_MEM_GIB,     HW_MEM_GB_PER_S, HW_INTRA_GB_PER_S};
 enum { HW_NDEVICE_COLS = sizeof hw_device_cols / sizeof hw_device_cols[0] };
 
 /* A row that gives its own per-accelerator figures (no device). */
@@ -177,8 +181,8 @@ static int hardware_row(const table *t, int i, const int *col, hw_row *h)
     for (int k = 0; rc == 0 && k < 2; k++) {
         int c = k == 0 ? HW_ACCELERATOR : HW_MEM_GIB;
         if (col[c] < 0)
-            rc = err_msg("%s:%d: column 'device': empty, and the file has no column '%s' for the row's own figures", t->path, h->line,
-                         hw_schema[c].col.name);
+            rc = err_msg("%s:%d: column 'device': empty, and the file has no column '%s' for the row's own figures",
+                         t->path, h->line, hw_schema[c].col.name);
     }
     if (rc == 0) rc = get_str(t, i, col[HW_ACCELERATOR], h->accelerator, sizeof h->accelerator);
     long n;
@@ -204,13 +208,14 @@ static int hardware_row_dev(const table *t, int i, const int *col, const dev_tab
     if (!d) {
         char list[1024];
         devices_list(dt, list, sizeof list);
-        return err_msg("%s:%d: column 'device': unknown device '%.60s' (%s lists: %s)", t->path, t->lines[i], name, dt->path, list);
+        return err_msg("%s:%d: column 'device': unknown device '%.60s' (%s lists: %s)", t->path, t->lines[i], name,
+                       dt->path, list);
     }
     for (int k = 0; k < HW_NDEVICE_COLS; k++) {
         int c = col[hw_device_cols[k]];
         if (c >= 0 && *table_cell(t, i, c))
-            return err_msg("%s:%d: column '%s': the device '%s' defines it (%s:%d); leave the cell empty", t->path, t->lines[i],
-                           t->header[c], d->device, dt->path, d->line);
+            return err_msg("%s:%d: column '%s': the device '%s' defines it (%s:%d); leave the cell empty", t->path,
+                           t->lines[i], t->header[c], d->device, dt->path, d->line);
     }
     long n;
     double net, lat;
@@ -260,8 +265,8 @@ int hardware_load_dev(hw_table *ht, const char *path, const dev_table *dt)
         if ((rc = dev ? hardware_row_dev(&t, i, col, dt, h) : hardware_row(&t, i, col, h)) != 0) break;
         for (int j = 0; j < i && rc == 0; j++)
             if (strcmp(ht->rows[j].instance, h->instance) == 0)
-                rc = err_msg("%s:%d: column 'instance_type': '%s' appears twice (first at line %d)", path, h->line, h->instance,
-                             ht->rows[j].line);
+                rc = err_msg("%s:%d: column 'instance_type': '%s' appears twice (first at line %d)", path, h->line,
+                             h->instance, ht->rows[j].line);
         ht->n = i + 1;
     }
     table_free(&t);
@@ -306,8 +311,9 @@ int data_tables_load(const char *prices_path, const char *hw_path, price_table *
 
 int tput_same_config(const tput_row *a, const tput_row *b)
 {
-    return a->micro_batch == b->micro_batch && a->recompute == b->recompute && a->sharding == b->sharding && a->vp == b->vp &&
-           a->sequence_parallel == b->sequence_parallel && a->attention == b->attention && strcmp(a->device, b->device) == 0;
+    return a->micro_batch == b->micro_batch && a->recompute == b->recompute && a->sharding == b->sharding &&
+           a->vp == b->vp && a->sequence_parallel == b->sequence_parallel && a->attention == b->attention &&
+           strcmp(a->device, b->device) == 0;
 }
 
 /* Equal, or one of them not stated (`none`). */
@@ -317,7 +323,8 @@ int tput_config_compatible(const tput_row *a, const tput_row *b)
 {
     return agree(a->micro_batch, b->micro_batch, 0) && agree(a->recompute, b->recompute, TPUT_NOT_STATED) &&
            agree(a->sharding, b->sharding, TPUT_NOT_STATED) && a->vp == b->vp &&
-           agree(a->sequence_parallel, b->sequence_parallel, TPUT_NOT_STATED) && agree(a->attention, b->attention, TPUT_NOT_STATED) &&
+           agree(a->sequence_parallel, b->sequence_parallel, TPUT_NOT_STATED) &&
+           agree(a->attention, b->attention, TPUT_NOT_STATED) &&
            (strcmp(a->device, b->device) == 0 || !a->device[0] || !b->device[0]);
 }
 
@@ -328,9 +335,11 @@ void tput_config_describe(const tput_row *r, char *buf, size_t n)
 #define ADD(...) (l < n ? (l += (size_t)snprintf(buf + l, n - l, __VA_ARGS__)) : l)
     if (r->micro_batch > 0) ADD("%smicro-batch %ld", l ? ", " : "", r->micro_batch);
     if (r->recompute != TPUT_NOT_STATED) ADD("%srecompute %s", l ? ", " : "", tput_recomputes[r->recompute]);
-    if (r->sharding != TPUT_NOT_STATED) ADD("%s%s", l ? ", " : "", r->sharding ? tput_shardings[r->sharding] : "no sharding");
+    if (r->sharding != TPUT_NOT_STATED)
+        ADD("%s%s", l ? ", " : "", r->sharding ? tput_shardings[r->sharding] : "no sharding");
     if (r->vp > 1) ADD("%svp %d", l ? ", " : "", r->vp);
-    if (r->sequence_parallel != TPUT_NOT_STATED) ADD("%s%ssequence parallel", l ? ", " : "", r->sequence_parallel ? "" : "no ");
+    if (r->sequence_parallel != TPUT_NOT_STATED)
+        ADD("%s%ssequence parallel", l ? ", " : "", r->sequence_parallel ? "" : "no ");
     if (r->attention != TPUT_NOT_STATED) ADD("%s%s attention", l ? ", " : "", tput_attentions[r->attention]);
     if (r->device[0]) ADD("%s%s", l ? ", " : "", r->device);
 #undef ADD
@@ -339,8 +348,9 @@ void tput_config_describe(const tput_row *r, char *buf, size_t n)
 static int same_key(const tput_row *a, const tput_row *b)
 {
     return a->kind == b->kind && strcmp(a->model, b->model) == 0 && a->tp == b->tp && a->pp == b->pp &&
-           a->instances == b->instances && a->ranks == b->ranks && strcmp(a->instance, b->instance) == 0 && a->seq_len == b->seq_len &&
-           a->global_batch == b->global_batch && strcmp(a->precision, b->precision) == 0 && tput_same_config(a, b);
+           a->instances == b->instances && a->ranks == b->ranks && strcmp(a->instance, b->instance) == 0 &&
+           a->seq_len == b->seq_len && a->global_batch == b->global_batch && strcmp(a->precision, b->precision) == 0 &&
+           tput_same_config(a, b);
 }
 
 /* "a, b, c" of n names into buf. */
@@ -365,24 +375,20 @@ static int get_choice(const table *t, int i, int col, const char *const *names, 
         }
     char list[160];
     names_list(names, n, list, sizeof list);
-    return err_msg("%s:%d: column '%s': expected one of %s%s, or empty, got '%.60s'", t->path, t->lines[i], t->header[col], list,
-                   legacy ? legacy : "", s);
+    return err_msg("%s:%d: column '%s': expected one of %s%s, or empty, got '%.60s'", t->path, t->lines[i],
+                   t->header[col], list, legacy ? legacy : "", s);
 }
 
-/* The precision cell of row i: one of tput_precisions, or empty (also when the column is absent). */
+/* The precision cell of row i: a precision column's value (precision_column_valid) as the file
+ * spells it, or empty (also when the column is absent). */
 static int get_precision(const table *t, int i, int col, char *dst, size_t n)
 {
     const char *s = col >= 0 ? table_cell(t, i, col) : "";
     *dst = '\0';
     if (!*s) return 0;
-    for (int k = 0; k < TPUT_NPRECISIONS; k++)
-        if (strcmp(s, tput_precisions[k]) == 0) {
-            snprintf(dst, n, "%s", s);
-            return 0;
-        }
-    char list[160];
-    names_list(tput_precisions, TPUT_NPRECISIONS, list, sizeof list);
-    return err_msg("%s:%d: column '%s': expected one of %s, or empty, got '%.60s'", t->path, t->lines[i], t->header[col], list, s);
+    if (precision_column_valid(s)) return snprintf(dst, n, "%s", s), 0;
+    return err_msg("%s:%d: column '%s': expected one of %s, or empty, got '%.60s'", t->path, t->lines[i],
+                   t->header[col], precision_column_names_text(), s);
 }
 
 /* The device cell of row i: "" (absent, empty) or a key as data/devices.csv spells it (the table
@@ -394,7 +400,8 @@ static int get_device(const table *t, int i, int col, char *dst, size_t n)
     if (!*s) return 0;
     size_t len = strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-._");
     if (len != strlen(s) || len >= n || !strchr("abcdefghijklmnopqrstuvwxyz0123456789", s[0]))
-        return err_msg("%s:%d: column '%s': expected a device key of at most %zu lowercase letters, digits, '-', '.' and '_' (a100-sxm4-80gb), or empty, got '%.60s'",
+        return err_msg("%s:%d: column '%s': expected a device key of at most %zu lowercase letters, digits, '-', '.' "
+                       "and '_' (a100-sxm4-80gb), or empty, got '%.60s'",
                        t->path, t->lines[i], t->header[col], n - 1, s);
     snprintf(dst, n, "%s", s);
     return 0;
@@ -420,8 +427,8 @@ static int tput_config_read(const table *t, int i, const int *col, tput_row *r)
         rc = table_get_long(t, i, col[TP_VP], (long)tput_schema[TP_VP].lo, (long)tput_schema[TP_VP].hi, &vp);
     r->vp = (int)vp;
     if (rc == 0 && vp > 1 && r->pp == 1)
-        rc = err_msg("%s:%d: column '%s': %ld virtual stages per device need a pipeline (pipeline_parallel > 1)", t->path, t->lines[i],
-                     t->header[col[TP_VP]], vp);
+        rc = err_msg("%s:%d: column '%s': %ld virtual stages per device need a pipeline (pipeline_parallel > 1)",
+                     t->path, t->lines[i], t->header[col[TP_VP]], vp);
     if (rc == 0) rc = get_device(t, i, col[TP_DEVICE], r->device, sizeof r->device);
     return rc;
 }
@@ -494,7 +501,9 @@ int throughput_load(tput_set *set, const char *path)
         tput_row_source(&t, i, col, mc, r, path);
         for (int j = 0; j < set->n && rc == 0; j++)
             if (same_key(&set->rows[j], r))
-                rc = err_msg("%s:%d: duplicates %s:%d (same model, parallelism, instances, ranks, instance type, seq_len, global_batch, precision and configuration: micro_batch, recompute, sharding, vp, sequence_parallel, attention, device)",
+                rc = err_msg("%s:%d: duplicates %s:%d (same model, parallelism, instances, ranks, instance type, "
+                             "seq_len, global_batch, precision and configuration: micro_batch, recompute, sharding, "
+                             "vp, sequence_parallel, attention, device)",
                              path, r->line, set->rows[j].file, set->rows[j].line);
         if (rc == 0) set->n++;
     }

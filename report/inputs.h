@@ -81,7 +81,7 @@ typedef struct {
     double usd_per_hour;   /* total for all instances, as imported (NaN: not given) */
     double tokens_per_usd; /* as imported (NaN: not given) */
     double mfu, peak_gflops; /* measured here: MFU against this machine's measured peak of its precision */
-    char precision[16];    /* one of tput_precisions (common/schema.h), or "" when the file does not say */
+    char precision[16];    /* a precision column's value (common/precision.h), or "" when the file does not say */
     /* the configuration columns (common/schema.h); absent or empty: not stated */
     int recompute;         /* tput_recompute, or TPUT_NOT_STATED */
     int sharding;          /* tput_sharding, or TPUT_NOT_STATED */
@@ -102,7 +102,7 @@ typedef struct {
 
 /* Appends the rows of `path` to `set`. Columns and their valid ranges: the throughput schema of
  * common/schema.h (required: model, instances, instance_type, seq_len, global_batch, seq_per_s;
- * the rest optional; precision one of tput_precisions or empty; the configuration columns as
+ * the rest optional; precision a precision column's value or empty; the configuration columns as
  * TPUT_RECOMPUTE ... TPUT_DEVICE describe them, vp > 1 only with pipeline_parallel > 1). A row
  * that repeats the key (model, parallelism, instances, ranks, instance type, sequence length,
  * global batch, precision and the configuration: tput_same_config) of an earlier row of the same

@@ -12,7 +12,8 @@
 
 const char *const out_names[OUT_NNAMES] = {"report.md", "report.csv", "throughput.png", "tokens_per_usd.png",
                                            "matmul.png", "loss.png", "grad_norm.png"};
-static const char *const out_traj_names[OUT_TRAJ_NNAMES] = {"trajectory.md", "trajectory.csv", "loss.png", "grad_norm.png"};
+static const char *const out_traj_names[OUT_TRAJ_NNAMES] = {"trajectory.md", "trajectory.csv", "loss.png",
+                                                            "grad_norm.png"};
 
 /* In every such directory, the marker: the names of the files costbench wrote there, one a line. */
 const outdir_kind outdir_report = {"report", out_names, OUT_NNAMES, OUT_MD, OUT_MD_TITLE, ".costbench-report"};
@@ -53,15 +54,18 @@ static void out_remove(const outdir_kind *k, const char *dir, unsigned owned)
 static int out_refuse(const outdir_kind *k, const char *dir, const char *name, int marked)
 {
     if (!name) {
-        err_usage("flag '--out': '%s' exists and is not a costbench %s directory (it has no %s)", dir, k->what, k->names[k->md]);
+        err_usage("flag '--out': '%s' exists and is not a costbench %s directory (it has no %s)", dir, k->what,
+                  k->names[k->md]);
         err_hint("choose another --out directory: costbench replaces only a directory of files it wrote");
         return CB_EUSAGE;
     }
     if (marked)
         err_usage("flag '--out': '%s' holds '%s', which costbench did not write; nothing in it is replaced", dir, name);
     else
-        err_usage("flag '--out': '%s' exists and is not a costbench %s directory ('%s' was not written by costbench)", dir, k->what, name);
-    err_hint("choose another --out directory, or move '%s' out of '%s': costbench replaces only a directory of files it wrote",
+        err_usage("flag '--out': '%s' exists and is not a costbench %s directory ('%s' was not written by costbench)",
+                  dir, k->what, name);
+    err_hint("choose another --out directory, or move '%s' out of '%s': costbench replaces only a directory of files "
+             "it wrote",
              name, dir);
     return CB_EUSAGE;
 }
@@ -89,7 +93,8 @@ static int out_marker_read(const outdir_kind *k, const char *dir, int *found, un
             *listed |= 1u << i;
             continue;
         }
-        rc = err_usage("%s:%d: '%.80s' is not a file costbench's %s writes; nothing in '%s' is replaced", p, ln, line, k->what, dir);
+        rc = err_usage("%s:%d: '%.80s' is not a file costbench's %s writes; nothing in '%s' is replaced", p, ln, line,
+                       k->what, dir);
         err_hint("choose another --out directory");
     }
     if (rc == 0 && ferror(f)) rc = err_msg("cannot read '%s': %s", p, strerror(errno));
@@ -128,7 +133,8 @@ static int out_dir_check(const outdir_kind *k, const char *dir, out_state *state
     char foreign[256] = "", unowned[256] = "";
     *state = OUT_ABSENT, *owned = 0;
     if (lstat(dir, &st) != 0) return errno == ENOENT ? 0 : err_msg("--out '%s': %s", dir, strerror(errno));
-    if (S_ISLNK(st.st_mode)) return err_usage("flag '--out': '%s' is a symbolic link; give the directory it points to", dir);
+    if (S_ISLNK(st.st_mode))
+        return err_usage("flag '--out': '%s' is a symbolic link; give the directory it points to", dir);
     if (!S_ISDIR(st.st_mode)) return err_usage("flag '--out': '%s' exists and is not a directory", dir);
     if ((rc = out_marker_read(k, dir, &marked, &listed)) != 0) return rc;
     DIR *d = opendir(dir);
@@ -166,7 +172,8 @@ static int out_dir_name(char *out, size_t n, const char *dir)
     const char *base = strrchr(out, '/');
     base = base ? base + 1 : out;
     if (!*base || strcmp(base, ".") == 0 || strcmp(base, "..") == 0)
-        return err_usage("flag '--out': '%s': expected the name of a new directory or of a costbench output directory", dir);
+        return err_usage("flag '--out': '%s': expected the name of a new directory or of a costbench output directory",
+                         dir);
     return 0;
 }
 
@@ -234,7 +241,8 @@ static int out_publish(const outdir_kind *k, const char *tmp, const char *dir)
     if (state == OUT_REPORT && (rc = out_move_aside(dir, old, sizeof old)) != 0) return rc;
     if (rename(tmp, dir) != 0) {
         rc = err_msg("cannot rename '%s' to '%s': %s", tmp, dir, strerror(errno));
-        if (state == OUT_REPORT && rename(old, dir) != 0) err_warn("the earlier output is in '%s': %s", old, strerror(errno));
+        if (state == OUT_REPORT && rename(old, dir) != 0)
+            err_warn("the earlier output is in '%s': %s", old, strerror(errno));
         return rc;
     }
     if (state == OUT_REPORT) out_remove(k, old, owned);

@@ -45,7 +45,7 @@ int plan_tp_max(const hw_row *hw)
 typedef struct {
     int inst, tp, sp, pp, vp, mb, recompute, zero;
     long nodes;
-    scale_precision prec;
+    train_precision prec;
 } plan_layout;
 
 static void model_fill(const plan_inputs *in, const plan_layout *l, scale_model *s)
@@ -245,7 +245,7 @@ static int keys_search(plan_walk *w, const plan_layout *base)
         for (int rc = 0; rc < 2; rc++)
             for (int m = 0; m < NMBS; m++) {
                 plan_layout k = *base;
-                k.prec = nprec == 1 ? PREC_FP32 : prec == 0 ? PREC_MIXED : PREC_BF16;
+                k.prec = nprec == 1 ? PRECISION_FP32 : prec == 0 ? PRECISION_BF16_MIXED : PRECISION_BF16_SR;
                 k.recompute = rc, k.mb = plan_mbs[m];
                 if (key_search(w, &k) != 0) return CB_EFAIL;
             }

@@ -73,7 +73,7 @@ typedef struct {
     int inst, offer;
     long nodes;
     int tp, pp, vp, sp, zero, micro_batch, recompute;
-    scale_precision prec;
+    train_precision prec;
     scale_point pt;
     double usd_per_hour; /* per instance */
     double train_s;      /* wall-clock time to train, failures included */

@@ -7,19 +7,46 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/cliflags.h"
 #include "../common/err.h"
 #include "../common/parse.h"
 #include "../common/schema.h"
 #include "plot.h"
 
 const rec_col plan_cols[PC_NCOLS] = {
-    {"rank", "", REC_NUM, 0}, TPUT_INSTANCE_TYPE, {"pricing", "", REC_STR, 0}, {"nodes", "", REC_NUM, 0}, {"tp", "", REC_NUM, 0},
-    {"pp", "", REC_NUM, 0}, {"vp", "", REC_NUM, 0}, {"sp", "", REC_STR, 0}, {"zero", "", REC_NUM, 0}, TPUT_MICRO_BATCH,
-    {"recompute", "", REC_STR, 0}, {"precision", "", REC_STR, 0}, {"days", "d", REC_NUM, 2}, {"cost_usd", "$", REC_NUM, 0},
-    {"band_pct", "+-%", REC_NUM, 0}, TPUT_TOKENS_PER_USD, TPUT_SEQ_PER_S, TPUT_MFU, {"mem_per_rank_gib", "GiB", REC_NUM, 1},
-    {"ckpt_interval_min", "min", REC_NUM, 1}, {"lost_pct", "%", REC_NUM, 1}, TPUT_USD_PER_HOUR, {"extrapolated", "", REC_STR, 0},
-    {"train_s", "s", REC_NUM, 0}, TPUT_TOKENS_PER_S, {"step_s", "s", REC_NUM, 3}, {"mem_avail_gib", "GiB", REC_NUM, 1}, TPUT_MODEL,
-    TPUT_SEQ_LEN, TPUT_GLOBAL_BATCH, {"compute_s", "s", REC_NUM, 3}, {"framework", "", REC_STR, 0}, TPUT_ATTENTION,
+    {"rank", "", REC_NUM, 0},
+    TPUT_INSTANCE_TYPE,
+    {"pricing", "", REC_STR, 0},
+    {"nodes", "", REC_NUM, 0},
+    {"tp", "", REC_NUM, 0},
+    {"pp", "", REC_NUM, 0},
+    {"vp", "", REC_NUM, 0},
+    {"sp", "", REC_STR, 0},
+    {"zero", "", REC_NUM, 0},
+    TPUT_MICRO_BATCH,
+    {"recompute", "", REC_STR, 0},
+    {"precision", "", REC_STR, 0},
+    {"days", "d", REC_NUM, 2},
+    {"cost_usd", "$", REC_NUM, 0},
+    {"band_pct", "+-%", REC_NUM, 0},
+    TPUT_TOKENS_PER_USD,
+    TPUT_SEQ_PER_S,
+    TPUT_MFU,
+    {"mem_per_rank_gib", "GiB", REC_NUM, 1},
+    {"ckpt_interval_min", "min", REC_NUM, 1},
+    {"lost_pct", "%", REC_NUM, 1},
+    TPUT_USD_PER_HOUR,
+    {"extrapolated", "", REC_STR, 0},
+    {"train_s", "s", REC_NUM, 0},
+    TPUT_TOKENS_PER_S,
+    {"step_s", "s", REC_NUM, 3},
+    {"mem_avail_gib", "GiB", REC_NUM, 1},
+    TPUT_MODEL,
+    TPUT_SEQ_LEN,
+    TPUT_GLOBAL_BATCH,
+    {"compute_s", "s", REC_NUM, 3},
+    {"framework", "", REC_STR, 0},
+    TPUT_ATTENTION,
 };
 
 /* "140B" -> 1.4e11: a decimal count with parse_long's suffixes (K, M, B, T: 1e3 .. 1e12). Returns 0 or CB_EUSAGE. */
@@ -43,7 +70,8 @@ static const price_row *price_lookup(const price_table *t, const char *instance,
  * none of them, CB_EUSAGE when the table is full. */
 static int instance_add(plan_run *r, const hw_row *hw, char **opts, int nopts)
 {
-    if (r->in.ninst == PLAN_MAX_INSTANCES) return err_usage("flag '--instances': more than %d instance types", PLAN_MAX_INSTANCES);
+    if (r->in.ninst == PLAN_MAX_INSTANCES)
+        return err_usage("flag '--instances': more than %d instance types", PLAN_MAX_INSTANCES);
     plan_instance *pi = &r->in.inst[r->in.ninst];
     memset(pi, 0, sizeof *pi);
     pi->hw = *hw;
@@ -71,13 +99,15 @@ static int instances_fill(plan_run *r)
     int nopts = parse_word_list(r->o.pricing, "flag '--pricing'", 0, pbuf, sizeof pbuf, opts, PLAN_MAX_OFFERS);
     if (nopts < 0) return nopts;
     for (int k = 0; k < nopts; k++)
-        if (!price_option_valid(opts[k])) return err_usage("flag '--pricing': expected one of %s, got '%s'", PRICE_OPTIONS, opts[k]);
+        if (!price_option_valid(opts[k]))
+            return err_usage("flag '--pricing': expected one of %s, got '%s'", PRICE_OPTIONS, opts[k]);
     if (!r->o.instances) {
         for (int i = 0; i < r->ht.n; i++) {
             int rc = instance_add(r, &r->ht.rows[i], opts, nopts);
             if (rc < 0) return rc;
         }
-        if (r->in.ninst == 0) return err_usage("flag '--pricing': no instance type of %s has a price in %s", r->ht.path, r->pt.path);
+        if (r->in.ninst == 0)
+            return err_usage("flag '--pricing': no instance type of %s has a price in %s", r->ht.path, r->pt.path);
         return 0;
     }
     char ibuf[1024], *names[PLAN_MAX_INSTANCES];
@@ -88,7 +118,8 @@ static int instances_fill(plan_run *r)
         if (!hw) return err_usage("flag '--instances': unknown instance type '%s' (not in %s)", names[i], r->ht.path);
         int rc = instance_add(r, hw, opts, nopts);
         if (rc < 0) return rc;
-        if (rc == 0) return err_usage("flag '--instances': '%s' has no %s price in %s", names[i], r->o.pricing, r->pt.path);
+        if (rc == 0)
+            return err_usage("flag '--instances': '%s' has no %s price in %s", names[i], r->o.pricing, r->pt.path);
     }
     return 0;
 }
@@ -101,11 +132,12 @@ static int instances_fill(plan_run *r)
 static int calibration_load(plan_run *r)
 {
     const plan_opts *o = &r->o;
-    if (!o->calibrate) return o->matmul_csv ? err_usage("flag '--matmul-csv' needs '--calibrate' (it carries a calibration)") : 0;
+    if (!o->calibrate)
+        return o->matmul_csv ? err_usage("flag '--matmul-csv' needs '--calibrate' (it carries a calibration)") : 0;
     if (o->matmul_csv && scale_eff_load(&r->eff, o->matmul_csv) != 0) return CB_EUSAGE; /* a bad file given by a flag */
     scale_model d;
     memset(&d, 0, sizeof d);
-    d.precision = PREC_MIXED, d.interleave = 1, d.cp = 1, d.bucket_bytes = 25.0 * 1048576.0, d.net_eff = 1.0;
+    d.precision = PRECISION_BF16_MIXED, d.interleave = 1, d.cp = 1, d.bucket_bytes = 25.0 * 1048576.0, d.net_eff = 1.0;
     d.attn_flash = r->in.attn_flash;
     d.grad_overlap = r->fw->grad_overlap, d.gather_prefetch = r->fw->gather_prefetch, d.tp_overlap = r->fw->tp_overlap;
     const calib_env env = {&r->ht, NULL, -1, o->mf.models_path};
@@ -126,11 +158,8 @@ static int framework_pick(plan_run *r)
         step_framework_list(names, sizeof names);
         return err_usage("flag '--framework': unknown framework '%s' (known: %s)", o->framework, names);
     }
-    if (o->attention && strcmp(o->attention, "flash") && strcmp(o->attention, "full"))
-        return err_usage("flag '--attention': expected flash or full, got '%s'", o->attention);
     r->in.fw = r->fw;
-    r->in.attn_flash = o->attention ? strcmp(o->attention, "flash") == 0 : r->fw->tiled_attention;
-    return 0;
+    return attention_flag_parse(o->attention, r->fw->tiled_attention, &r->in.attn_flash);
 }
 
 /* What the flags say, the model, the tables: the search's inputs. Returns 0 or CB_E*. */
@@ -151,9 +180,10 @@ static int inputs_build(plan_run *r)
     in->global_batch = o->global_batch ? o->global_batch : (PLAN_DEFAULT_BATCH_TOKENS + in->seq - 1) / in->seq;
     double step_tokens = (double)in->global_batch * (double)in->seq;
     if (in->tokens < step_tokens)
-        return err_usage("flag '--tokens': %s is less than one step: a global batch of %ld sequences x %ld tokens is %.0f tokens "
-                         "(train on at least that, or give a smaller --global-batch or --seq)",
-                         o->tokens, in->global_batch, in->seq, step_tokens);
+        return err_usage(
+            "flag '--tokens': %s is less than one step: a global batch of %ld sequences x %ld tokens is %.0f tokens "
+            "(train on at least that, or give a smaller --global-batch or --seq)",
+            o->tokens, in->global_batch, in->seq, step_tokens);
     in->max_nodes = o->max_nodes;
     if ((rc = framework_pick(r)) != 0) return rc;
     if (o->calibrate && o->mfu_pct > 0) return err_usage("flag '--calibrate': give it alone, not with '--mfu'");
@@ -186,7 +216,7 @@ static void row_fill(record *rec, const plan_run *r, const plan_cand *c, int ran
     record_num(rec, row, PC_ZERO, c->zero);
     record_num(rec, row, PC_MB, c->micro_batch);
     record_str(rec, row, PC_RECOMP, c->recompute ? "full" : "off");
-    record_str(rec, row, PC_PREC, scale_precision_names[c->prec]);
+    record_str(rec, row, PC_PREC, precision_name(c->prec));
     record_num(rec, row, PC_DAYS, c->train_s / 86400.0);
     record_num(rec, row, PC_COST, c->cost_usd);
     record_num(rec, row, PC_TPU, r->in.tokens / c->cost_usd);
@@ -225,8 +255,8 @@ static int record_make(record *rec, int human, int calibrated)
     return 0;
 }
 
-/* "p5.48xlarge on_demand x 16 nodes, TP 8 (sequence parallel) PP 2 x 2 virtual ZeRO 1 micro-batch 1, recompute off, mixed:
- * 12.3 days, $456789 (+-15%, extrapolated: another device (...))" */
+/* "p5.48xlarge on_demand x 16 nodes, TP 8 (sequence parallel) PP 2 x 2 virtual ZeRO 1 micro-batch 1,
+ * recompute off, bf16-mixed: 12.3 days, $456789 (+-15%, extrapolated: another device (...))" */
 static void cand_describe(const plan_run *r, const plan_cand *c, char *buf, size_t n)
 {
     const plan_instance *pi = &r->in.inst[c->inst];
@@ -234,10 +264,13 @@ static void cand_describe(const plan_run *r, const plan_cand *c, char *buf, size
     if (c->vp > 1) snprintf(vp, sizeof vp, " x %d virtual", c->vp);
     double band;
     calib_case k = plan_cand_case(&r->in, c, &band, why, sizeof why);
-    if (r->in.cal) snprintf(sure, sizeof sure, " (+-%.0f%%%s%s)", band, k == CALIB_NEAR ? "" : ", extrapolated: ", k == CALIB_NEAR ? "" : why);
-    snprintf(buf, n, "%s %s x %ld node%s, TP %d%s PP %d%s ZeRO %d micro-batch %d, recompute %s, %s: %.2f days, $%.0f%s", pi->hw.instance,
-             pi->option[c->offer], c->nodes, c->nodes == 1 ? "" : "s", c->tp, c->sp ? " (sequence parallel)" : "", c->pp, vp, c->zero,
-             c->micro_batch, c->recompute ? "full" : "off", scale_precision_names[c->prec], c->train_s / 86400.0, c->cost_usd, sure);
+    if (r->in.cal)
+        snprintf(sure, sizeof sure, " (+-%.0f%%%s%s)", band,
+                 k == CALIB_NEAR ? "" : ", extrapolated: ", k == CALIB_NEAR ? "" : why);
+    snprintf(buf, n, "%s %s x %ld node%s, TP %d%s PP %d%s ZeRO %d micro-batch %d, recompute %s, %s: %.2f days, $%.0f%s",
+             pi->hw.instance, pi->option[c->offer], c->nodes, c->nodes == 1 ? "" : "s", c->tp,
+             c->sp ? " (sequence parallel)" : "", c->pp, vp, c->zero, c->micro_batch, c->recompute ? "full" : "off",
+             precision_name(c->prec), c->train_s / 86400.0, c->cost_usd, sure);
 }
 
 /* Where the compute time comes from (a calibration, or an assumed MFU) and how sure it is. */
@@ -246,23 +279,31 @@ static void notes_compute(record *rec, const plan_run *r)
     const calib_row *c = &r->cal;
     if (!r->in.cal) {
         record_note(rec,
-                    "assumption: compute at %g%% MFU of the data-sheet dense peak (--mfu; not measured): no band, the times and costs "
-                    "are as good as that assumption (--calibrate FILE:ROW predicts from a measured or published run, with a band)",
+                    "assumption: compute at %g%% MFU of the data-sheet dense peak (--mfu; not measured): no band, the "
+                    "times and costs "
+                    "are as good as that assumption (--calibrate FILE:ROW predicts from a measured or published run, "
+                    "with a band)",
                     r->o.mfu_pct);
         return;
     }
     record_note(rec,
-                "compute: calibrated on %.300s:%d (%s on %ld x %s, TP %d, PP %d, %.4g seq/s: compute MFU %.4g%%, HFU %.4g%%; the model "
-                "reproduces it within %.1f%%), its framework efficiency %.4g carried to each candidate by the step model: t_mb = the "
-                "operation list's device time on the candidate's device and layout / %.4g (report/calibration.h, as costbench scale "
+                "compute: calibrated on %.300s:%d (%s on %ld x %s, TP %d, PP %d, %.4g seq/s: compute MFU %.4g%%, HFU "
+                "%.4g%%; the model "
+                "reproduces it within %.1f%%), its framework efficiency %.4g carried to each candidate by the step "
+                "model: t_mb = the "
+                "operation list's device time on the candidate's device and layout / %.4g (report/calibration.h, as "
+                "costbench scale "
                 "--calibrate)%s",
-                c->path, c->row.line, c->row.model, c->row.instances, c->row.instance, c->row.tp, c->row.pp, c->row.seq_per_s,
-                100 * c->mfu_cal, 100 * c->eff_cal, fabs(c->fc.fit.resid_pct[0]), c->fc.phi_cal, c->fc.phi_cal,
-                r->o.matmul_csv ? "; GEMMs at --matmul-csv's measured efficiency" : "");
+                c->path, c->row.line, c->row.model, c->row.instances, c->row.instance, c->row.tp, c->row.pp,
+                c->row.seq_per_s, 100 * c->mfu_cal, 100 * c->eff_cal, fabs(c->fc.fit.resid_pct[0]), c->fc.phi_cal,
+                c->fc.phi_cal, r->o.matmul_csv ? "; GEMMs at --matmul-csv's measured efficiency" : "");
     record_note(rec,
-                "how sure: band_pct = +-(|the calibration's residual| + the 90th percentile of |error| costbench validate measures on the "
-                "published runs in the candidate's case: %g%% near it, %g%% at another TP degree or 4x the tokens per device, %g%% on "
-                "another device), on time and cost alike; a candidate outside the first case is extrapolated, and says what changed",
+                "how sure: band_pct = +-(|the calibration's residual| + the 90th percentile of |error| costbench "
+                "validate measures on the "
+                "published runs in the candidate's case: %g%% near it, %g%% at another TP degree or 4x the tokens per "
+                "device, %g%% on "
+                "another device), on time and cost alike; a candidate outside the first case is extrapolated, and says "
+                "what changed",
                 CALIB_BAND_NEAR_PCT, CALIB_BAND_LAYOUT_PCT, CALIB_BAND_DEVICE_PCT);
 }
 
@@ -271,27 +312,33 @@ static void notes_framework(record *rec, const plan_run *r)
 {
     const step_framework *fw = r->fw;
     record_note(rec,
-                "framework features (--framework %s: %s): %s attention (%s), gradient reduction under the backward %s, ZeRO-3 gathers "
-                "prefetched under compute %s, TP collectives under the GEMMs %s; network at its full line rate (report/stepmodel.h)",
+                "framework features (--framework %s: %s): %s attention (%s), gradient reduction under the backward %s, "
+                "ZeRO-3 gathers "
+                "prefetched under compute %s, TP collectives under the GEMMs %s; network at its full line rate "
+                "(report/stepmodel.h)",
                 fw->name, fw->source, r->in.attn_flash ? "tiled (flash)" : "materialised (full)",
-                r->o.attention ? "--attention" : "the framework's", fw->grad_overlap ? "on" : "off", fw->gather_prefetch ? "on" : "off",
-                fw->tp_overlap ? "on" : "off");
+                r->o.attention ? "--attention" : "the framework's", fw->grad_overlap ? "on" : "off",
+                fw->gather_prefetch ? "on" : "off", fw->tp_overlap ? "on" : "off");
 }
 
 static void notes_inputs(record *rec, const plan_run *r)
 {
     const plan_inputs *in = &r->in;
     const plan_opts *o = &r->o;
-    record_note(rec, "plan: %s (%.3g B parameters), %.4g tokens, seq %ld, global batch %ld sequences (%s), deadline %g days%s", in->cfg.name,
-                model_params_total(&in->cfg) / 1e9, in->tokens, in->seq, in->global_batch,
-                o->global_batch ? "--global-batch" : "default: about 4M tokens a step", o->deadline_days, o->budget_usd > 0 ? "" : ", no budget");
+    record_note(
+        rec, "plan: %s (%.3g B parameters), %.4g tokens, seq %ld, global batch %ld sequences (%s), deadline %g days%s",
+        in->cfg.name, model_params_total(&in->cfg) / 1e9, in->tokens, in->seq, in->global_batch,
+        o->global_batch ? "--global-batch" : "default: about 4M tokens a step", o->deadline_days,
+        o->budget_usd > 0 ? "" : ", no budget");
     if (o->budget_usd > 0) record_note(rec, "budget $%.6g (--budget-usd)", o->budget_usd);
     notes_compute(rec, r);
     notes_framework(rec, r);
     record_note(rec,
-                "memory per rank: weights, gradients and AdamW state as the ZeRO stage shards them, activations (Korthikanti et al. "
+                "memory per rank: weights, gradients and AdamW state as the ZeRO stage shards them, activations "
+                "(Korthikanti et al. "
                 "2022) %s; with sequence parallelism the norms' and dropouts' activations split over the TP ranks",
-                in->attn_flash ? "with tiled (flash) attention: no s x s scores kept" : "with the s x s attention scores kept (full attention)");
+                in->attn_flash ? "with tiled (flash) attention: no s x s scores kept"
+                               : "with the s x s attention scores kept (full attention)");
     record_note(rec, "hardware: %s; prices: %s (any region, first row)", r->ht.path, r->pt.path);
     for (int i = 0; i < in->ninst; i++)
         for (int k = 0; k < in->inst[i].noffers; k++)
@@ -299,7 +346,9 @@ static void notes_inputs(record *rec, const plan_run *r)
                         in->inst[i].usd_per_hour[k], in->inst[i].price_source[k]);
     for (int i = 0; i < in->ninst; i++)
         if (!isfinite(in->inst[i].hw.intra_gb_per_s))
-            record_note(rec, "%s: device-link bandwidth unknown: TP and intra-node gradient traffic not modelled (TP looks free there)",
+            record_note(rec,
+                        "%s: device-link bandwidth unknown: TP and intra-node gradient traffic not modelled (TP looks "
+                        "free there)",
                         in->inst[i].hw.instance);
     if (r->skipped[0]) record_note(rec, "no price, not searched: %s", r->skipped);
     if (in->mtbf_s > 0)
@@ -307,7 +356,9 @@ static void notes_inputs(record *rec, const plan_run *r)
                     "failures: MTBF %g h per instance (job: / nodes), checkpoint %g s, restart %g s; "
                     "Young/Daly interval sqrt(2 x checkpoint x MTBF)",
                     o->mtbf_hours, in->ckpt_s, in->restart_s);
-    else record_note(rec, "failures not modelled (give --mtbf-hours; --checkpoint-s default 60, --restart-s default 300)");
+    else
+        record_note(rec,
+                    "failures not modelled (give --mtbf-hours; --checkpoint-s default 60, --restart-s default 300)");
 }
 
 static void notes_counts(record *rec, const plan_run *r)
@@ -323,16 +374,20 @@ static void notes_counts(record *rec, const plan_run *r)
     char tps[256] = "";
     for (int i = 0; i < r->in.ninst; i++) {
         size_t len = strlen(tps);
-        snprintf(tps + len, sizeof tps - len, "%s%s %d", i ? ", " : "", r->in.inst[i].hw.instance, plan_tp_max(&r->in.inst[i].hw));
+        snprintf(tps + len, sizeof tps - len, "%s%s %d", i ? ", " : "", r->in.inst[i].hw.instance,
+                 plan_tp_max(&r->in.inst[i].hw));
     }
-    record_note(rec,
-                "searched %ld layouts (instance x nodes 1..16, then 4 per octave and the powers of two up to %ld x TP every divisor "
-                "of the heads up to the scale-up domain (%s) x sequence parallel off,on x PP 1,2,4,8 x virtual stages 1,2,4 x "
-                "precision x recompute off,full x micro-batch 1,2,4,8 x ZeRO 0,1,3): %ld invalid (%s), %ld out of memory per rank",
-                s->layouts, r->in.max_nodes, tps, bad, why, s->oom);
+    record_note(
+        rec,
+        "searched %ld layouts (instance x nodes 1..16, then 4 per octave and the powers of two up to %ld x TP every "
+        "divisor "
+        "of the heads up to the scale-up domain (%s) x sequence parallel off,on x PP 1,2,4,8 x virtual stages 1,2,4 x "
+        "precision x recompute off,full x micro-batch 1,2,4,8 x ZeRO 0,1,3): %ld invalid (%s), %ld out of memory per "
+        "rank",
+        s->layouts, r->in.max_nodes, tps, bad, why, s->oom);
     if (s->endless) record_note(rec, "%ld layouts never finish: failures outpace checkpoints", s->endless);
-    record_note(rec, "priced %d candidates: %ld too slow for the deadline, %ld over budget, %ld meet both", s->n, s->too_slow, s->over_budget,
-                s->ok);
+    record_note(rec, "priced %d candidates: %ld too slow for the deadline, %ld over budget, %ld meet both", s->n,
+                s->too_slow, s->over_budget, s->ok);
     char d[512];
     int f = plan_fastest(s, r->in.budget_usd > 0);
     if (f >= 0 && s->ok > 0) { /* otherwise the verdict names the fastest */
@@ -374,12 +429,17 @@ static void note_extrapolated(record *rec, const plan_run *r)
         far += x && strcmp(x, "no") != 0;
         device += x && strncmp(x, "another device", 14) == 0;
     }
-    if (far == 0) record_note(rec, "none of the %d rows shown is extrapolated: each is near its calibration (same device and TP degree)", rec->nrows);
+    if (far == 0)
+        record_note(
+            rec, "none of the %d rows shown is extrapolated: each is near its calibration (same device and TP degree)",
+            rec->nrows);
     else
-        record_note(rec,
-                    "extrapolated: %d of the %d rows shown (%d on another device than the calibration's, %d at another TP degree or 4x "
-                    "the tokens per device); their band is the validation's spread in that case, no measurement of them",
-                    far, rec->nrows, device, far - device);
+        record_note(
+            rec,
+            "extrapolated: %d of the %d rows shown (%d on another device than the calibration's, %d at another TP "
+            "degree or 4x "
+            "the tokens per device); their band is the validation's spread in that case, no measurement of them",
+            far, rec->nrows, device, far - device);
 }
 
 /* The verdict when nothing qualifies: printed after the notes, a result rather than an error. */
@@ -389,7 +449,8 @@ static void verdict_none(const plan_run *r)
     int f = plan_fastest(&r->res, 0), fb = r->o.budget_usd > 0 ? plan_fastest(&r->res, 1) : -1, cheapest = -1;
     for (int i = 0; i < r->res.n && cheapest < 0; i++)
         if (r->res.c[i].meets_deadline) cheapest = i; /* by cost: the first */
-    printf("no configuration meets the deadline of %g days%s\n", r->o.deadline_days, r->o.budget_usd > 0 ? " within the budget" : "");
+    printf("no configuration meets the deadline of %g days%s\n", r->o.deadline_days,
+           r->o.budget_usd > 0 ? " within the budget" : "");
     if (f < 0) printf("no feasible configuration at all (every layout invalid or out of memory)\n");
     else {
         cand_describe(r, &r->res.c[f], d, sizeof d);
@@ -401,7 +462,8 @@ static void verdict_none(const plan_run *r)
     }
     if (r->o.budget_usd > 0 && fb < 0 && r->res.n > 0) { /* res.c is by cost: the first is the cheapest */
         cand_describe(r, &r->res.c[0], d, sizeof d);
-        printf("nothing fits the budget of $%.6g: the cheapest configuration costs $%.2f: %s\n", r->o.budget_usd, r->res.c[0].cost_usd, d);
+        printf("nothing fits the budget of $%.6g: the cheapest configuration costs $%.2f: %s\n", r->o.budget_usd,
+               r->res.c[0].cost_usd, d);
     }
     if (cheapest >= 0 && r->o.budget_usd > 0) {
         cand_describe(r, &r->res.c[cheapest], d, sizeof d);
@@ -429,7 +491,8 @@ static void frontier_xy(const plan_run *r, const int *idx, int n, double *xy, do
 {
     for (int i = 0; i < n; i++) {
         xy[i] = r->res.c[idx[i]].train_s / 86400.0, xy[n + i] = r->res.c[idx[i]].cost_usd / 1e3;
-        lo[0] = fmin(lo[0], xy[i]), hi[0] = fmax(hi[0], xy[i]), lo[1] = fmin(lo[1], xy[n + i]), hi[1] = fmax(hi[1], xy[n + i]);
+        lo[0] = fmin(lo[0], xy[i]), hi[0] = fmax(hi[0], xy[i]), lo[1] = fmin(lo[1], xy[n + i]),
+        hi[1] = fmax(hi[1], xy[n + i]);
     }
 }
 
@@ -438,7 +501,8 @@ static void frontier_xy(const plan_run *r, const int *idx, int n, double *xy, do
 static int plan_plot(const plan_run *r, const int *idx, int n)
 {
     enum { MAXS = 9 };
-    double *xy = malloc((size_t)r->res.n * 2 * MAXS * sizeof *xy), dx[2], dy[2], lo[2] = {INFINITY, INFINITY}, hi[2] = {0, 0};
+    double *xy = malloc((size_t)r->res.n * 2 * MAXS * sizeof *xy), dx[2], dy[2], lo[2] = {INFINITY, INFINITY},
+           hi[2] = {0, 0};
     int *sub = malloc((size_t)r->res.n * sizeof *sub);
     if (!xy || !sub) {
         free(xy), free(sub);
@@ -466,10 +530,14 @@ static int plan_plot(const plan_run *r, const int *idx, int n)
     se[ns++] = (plot_series){dl, 2, dx, dy, 0, 1, 8};
     snprintf(title, sizeof title, "%s, %.3g tokens: cost vs time to train", r->in.cfg.name, r->in.tokens);
     if (r->in.cal)
-        snprintf(subt, sizeof subt, "%d feasible candidates; compute calibrated on %.120s:%d (%s)", r->res.n, r->cal.path, r->cal.row.line,
-                 r->cal.row.model);
-    else snprintf(subt, sizeof subt, "%d feasible candidates; compute at %g%% MFU of the data-sheet peak", r->res.n, r->o.mfu_pct);
-    plot_spec sp = {title, subt, "time to train (days)", "cost (thousand USD)", hi[0] > 10 * lo[0], hi[1] > 10 * lo[1], se, ns, NAN, NULL, 1};
+        snprintf(subt, sizeof subt, "%d feasible candidates; compute calibrated on %.120s:%d (%s)", r->res.n,
+                 r->cal.path, r->cal.row.line, r->cal.row.model);
+    else
+        snprintf(subt, sizeof subt, "%d feasible candidates; compute at %g%% MFU of the data-sheet peak", r->res.n,
+                 r->o.mfu_pct);
+    plot_spec sp = {
+        title, subt, "time to train (days)", "cost (thousand USD)", hi[0] > 10 * lo[0], hi[1] > 10 * lo[1], se, ns, NAN,
+        NULL,  1};
     int rc = plot_lines(r->o.plot, &sp);
     free(xy), free(sub);
     return rc;
@@ -483,17 +551,21 @@ int plan_run_check(const plan_run *r)
     const plan_result *s = &r->res;
     const plan_inputs *in = &r->in;
     if (s->n == 0 && s->endless > 0)
-        return err_usage("flag '--mtbf-hours': failures come faster than a checkpoint can be written: an instance fails every %.4g s on "
-                         "average (%g h; a job of N nodes every %.4g / N s), a checkpoint takes %.4g s (--checkpoint-s) and a restart "
+        return err_usage("flag '--mtbf-hours': failures come faster than a checkpoint can be written: an instance "
+                         "fails every %.4g s on "
+                         "average (%g h; a job of N nodes every %.4g / N s), a checkpoint takes %.4g s "
+                         "(--checkpoint-s) and a restart "
                          "%.4g s (--restart-s), so none of the %ld feasible layouts ever finishes",
                          in->mtbf_s, r->o.mtbf_hours, in->mtbf_s, in->ckpt_s, in->restart_s, s->endless);
     char range[160];
     scale_eff_range(in->eff, range, sizeof range);
     if (in->cal && s->eff_clamped)
-        err_warn("%s: at %ld layouts K or N lies outside %s: e(K, N) is taken at the nearest edge there, not extrapolated", r->cal.where,
-                 s->eff_clamped, range);
+        err_warn(
+            "%s: at %ld layouts K or N lies outside %s: e(K, N) is taken at the nearest edge there, not extrapolated",
+            r->cal.where, s->eff_clamped, range);
     if (in->cal && s->over_peak)
-        err_warn("%s: carried to %ld layouts, the calibration comes out above 100%% of the dense peak (up to %.4g%%); they are not "
+        err_warn("%s: carried to %ld layouts, the calibration comes out above 100%% of the dense peak (up to %.4g%%); "
+                 "they are not "
                  "searched (counted as no compute time). The furthest: %s",
                  r->cal.where, s->over_peak, 100 * s->over_peak_eff, s->over_peak_why);
     return 0;
@@ -510,14 +582,19 @@ int plan_run_record(const plan_run *r, record *rec, int human, long *hidden)
     *hidden = 0;
     int rc = rows_top(rec, r, hidden);
     if (rc == 0 && *hidden > 0)
-        record_note(rec, "%ld more layouts tie with a row shown (same instance, nodes, time and cost: the model cannot tell them apart)",
+        record_note(rec,
+                    "%ld more layouts tie with a row shown (same instance, nodes, time and cost: the model cannot tell "
+                    "them apart)",
                     *hidden);
     if (rc == 0) note_extrapolated(rec, r);
     return rc;
 }
 
 void plan_run_verdict(const plan_run *r) { verdict_none(r); }
-int plan_run_pareto_csv(const plan_run *r, const int *idx, int n, const machine_info *mi) { return pareto_csv(r, idx, n, mi); }
+int plan_run_pareto_csv(const plan_run *r, const int *idx, int n, const machine_info *mi)
+{
+    return pareto_csv(r, idx, n, mi);
+}
 int plan_run_plot(const plan_run *r, const int *idx, int n) { return plan_plot(r, idx, n); }
 
 void plan_run_free(plan_run *r)

@@ -10,14 +10,19 @@
 #include "../common/csvio.h"
 #include "../common/err.h"
 #include "../common/machine.h"
+#include "../common/precision.h"
 #include "../common/schema.h"
 
-const char *const pub_metric_names[6] = {"seq_per_s", "tokens_per_s", "tokens_per_s_per_device", "tflops_per_device", "mfu_pct",
-                                         "step_time_s"};
+const char *const pub_metric_names[6] = {"seq_per_s",         "tokens_per_s", "tokens_per_s_per_device",
+                                         "tflops_per_device", "mfu_pct",      "step_time_s"};
 const char *const flop_convention_names[5] = {"", "megatron-2021", "megatron-core", "llm-foundry", "palm"};
 static const char *const sharding_names[5] = {"none", "zero1", "zero2", "zero3", "hybrid"};
 static const char *const recompute_names[3] = {"none", "selective", "full"};
-static const char *const precision_names[5] = {"bf16-mixed", "fp16-mixed", "fp8", "fp32", "bf16"};
+/* The precisions SCHEMA.md allows: names of common/precision.h, bf16 its alias (full bf16 of
+ * either rounding: the numbers of a published run do not depend on it), and the two it names for
+ * other systems. */
+static const char *const precision_names[5] = {"bf16-mixed", PRECISION_NAME_FP16_MIXED, PRECISION_NAME_FP8, "fp32",
+                                               "bf16"};
 /* The schema's arch values and the data/models.csv family whose presets carry that architecture
  * (norm, MLP, positions, rotary, biases, residual): the config of a row is that family's first
  * preset with the row's shape. */
@@ -29,10 +34,45 @@ static const char *const arch_families[5] = {"gpt3", "neox", "llama2", "mpt", "g
 
 /* The schema's columns as this reader checks them. Required: the column must be in the header and
  * its cell non-empty; the others may be absent (every cell empty). Numbers: the range allowed. */
-enum { PC_ID, PC_SOURCE, PC_FRAMEWORK, PC_DEVICE, PC_DEVICES, PC_PER_NODE, PC_NET, PC_INSTANCE, PC_MODEL, PC_ARCH, PC_LAYERS,
-       PC_D_MODEL, PC_HEADS, PC_KV_HEADS, PC_FFN, PC_VOCAB, PC_PARAMS, PC_TIED, PC_SEQ_LEN, PC_GLOBAL_BATCH, PC_MICRO_BATCH,
-       PC_TP, PC_PP, PC_DP, PC_CP, PC_VP, PC_SEQ_PAR, PC_SHARDING, PC_RECOMPUTE, PC_PRECISION, PC_METRIC, PC_VALUE,
-       PC_CONVENTION, PC_PEAK, PC_SEQ_PER_S, PC_NOTES, PC_NCOLS };
+enum {
+    PC_ID,
+    PC_SOURCE,
+    PC_FRAMEWORK,
+    PC_DEVICE,
+    PC_DEVICES,
+    PC_PER_NODE,
+    PC_NET,
+    PC_INSTANCE,
+    PC_MODEL,
+    PC_ARCH,
+    PC_LAYERS,
+    PC_D_MODEL,
+    PC_HEADS,
+    PC_KV_HEADS,
+    PC_FFN,
+    PC_VOCAB,
+    PC_PARAMS,
+    PC_TIED,
+    PC_SEQ_LEN,
+    PC_GLOBAL_BATCH,
+    PC_MICRO_BATCH,
+    PC_TP,
+    PC_PP,
+    PC_DP,
+    PC_CP,
+    PC_VP,
+    PC_SEQ_PAR,
+    PC_SHARDING,
+    PC_RECOMPUTE,
+    PC_PRECISION,
+    PC_METRIC,
+    PC_VALUE,
+    PC_CONVENTION,
+    PC_PEAK,
+    PC_SEQ_PER_S,
+    PC_NOTES,
+    PC_NCOLS
+};
 static const struct {
     const char *name;
     int required;
@@ -90,7 +130,9 @@ static int get_text(const table *t, int row, const int *col, int i, char *dst, s
     dst[0] = '\0';
     if (pub_cols[i].required && table_get_str(t, row, col[i], &s) != 0) return CB_EUSAGE;
     if (!pub_cols[i].required && !cell_empty(t, row, col[i])) s = table_cell(t, row, col[i]);
-    if (strlen(s) >= n) return err_usage("%s:%d: column '%s': expected at most %zu characters, got %zu", WHERE(t, row, i), n - 1, strlen(s));
+    if (strlen(s) >= n)
+        return err_usage("%s:%d: column '%s': expected at most %zu characters, got %zu", WHERE(t, row, i), n - 1,
+                         strlen(s));
     snprintf(dst, n, "%s", s);
     return 0;
 }
@@ -140,18 +182,20 @@ static int get_flag(const table *t, int row, const int *col, int i, int *out)
 static int row_run(const table *t, int i, const int *col, const dev_table *dt, pub_row *r, const dev_row **dev)
 {
     int prec = 0;
-    if (get_text(t, i, col, PC_ID, r->id, sizeof r->id) || get_text(t, i, col, PC_SOURCE, r->source, sizeof r->source) ||
+    if (get_text(t, i, col, PC_ID, r->id, sizeof r->id) ||
+        get_text(t, i, col, PC_SOURCE, r->source, sizeof r->source) ||
         get_text(t, i, col, PC_FRAMEWORK, r->framework, sizeof r->framework) ||
         get_text(t, i, col, PC_DEVICE, r->device, sizeof r->device))
         return CB_EUSAGE;
     if (!(*dev = devices_find(dt, r->device))) {
         char known[1024];
         devices_list(dt, known, sizeof known);
-        return err_usage("%s:%d: column 'device': expected a device of %s (%s), got '%s'", t->path, t->lines[i], dt->path, known,
-                         r->device);
+        return err_usage("%s:%d: column 'device': expected a device of %s (%s), got '%s'", t->path, t->lines[i],
+                         dt->path, known, r->device);
     }
     if (get_long(t, i, col, PC_DEVICES, 0, &r->devices) || get_long(t, i, col, PC_PER_NODE, 0, &r->devices_per_node) ||
-        get_num(t, i, col, PC_NET, &r->node_net_gbps) || get_text(t, i, col, PC_INSTANCE, r->instance, sizeof r->instance) ||
+        get_num(t, i, col, PC_NET, &r->node_net_gbps) ||
+        get_text(t, i, col, PC_INSTANCE, r->instance, sizeof r->instance) ||
         get_word(t, i, col, PC_PRECISION, precision_names, 5, -1, &prec))
         return CB_EUSAGE;
     snprintf(r->precision, sizeof r->precision, "%s", prec >= 0 ? precision_names[prec] : "");
@@ -163,17 +207,18 @@ static int row_run(const table *t, int i, const int *col, const dev_table *dt, p
 static int row_model(const table *t, int i, const int *col, pub_row *r)
 {
     int arch = 0;
-    if (get_text(t, i, col, PC_MODEL, r->model, sizeof r->model) || get_word(t, i, col, PC_ARCH, arch_names, 5, -1, &arch) ||
-        get_int(t, i, col, PC_LAYERS, 0, &r->layers) || get_int(t, i, col, PC_D_MODEL, 0, &r->d_model) ||
-        get_int(t, i, col, PC_HEADS, 0, &r->heads))
+    if (get_text(t, i, col, PC_MODEL, r->model, sizeof r->model) ||
+        get_word(t, i, col, PC_ARCH, arch_names, 5, -1, &arch) || get_int(t, i, col, PC_LAYERS, 0, &r->layers) ||
+        get_int(t, i, col, PC_D_MODEL, 0, &r->d_model) || get_int(t, i, col, PC_HEADS, 0, &r->heads))
         return CB_EUSAGE;
     snprintf(r->arch, sizeof r->arch, "%s", arch_names[arch]);
     if (r->d_model % r->heads != 0)
-        return err_usage("%s:%d: column 'heads': expected a divisor of d_model %d, got '%d'", t->path, t->lines[i], r->d_model,
-                         r->heads);
-    if (get_int(t, i, col, PC_KV_HEADS, r->heads, &r->kv_heads) || get_int(t, i, col, PC_FFN, 4 * r->d_model, &r->ffn_dim) ||
-        get_int(t, i, col, PC_VOCAB, 0, &r->vocab) || get_num(t, i, col, PC_PARAMS, &r->params) ||
-        get_flag(t, i, col, PC_TIED, &r->tied_embeddings) || get_long(t, i, col, PC_SEQ_LEN, 0, &r->seq_len))
+        return err_usage("%s:%d: column 'heads': expected a divisor of d_model %d, got '%d'", t->path, t->lines[i],
+                         r->d_model, r->heads);
+    if (get_int(t, i, col, PC_KV_HEADS, r->heads, &r->kv_heads) ||
+        get_int(t, i, col, PC_FFN, 4 * r->d_model, &r->ffn_dim) || get_int(t, i, col, PC_VOCAB, 0, &r->vocab) ||
+        get_num(t, i, col, PC_PARAMS, &r->params) || get_flag(t, i, col, PC_TIED, &r->tied_embeddings) ||
+        get_long(t, i, col, PC_SEQ_LEN, 0, &r->seq_len))
         return CB_EUSAGE;
     return 0;
 }
@@ -183,8 +228,9 @@ static int row_model(const table *t, int i, const int *col, pub_row *r)
 static int row_layout(const table *t, int i, const int *col, pub_row *r)
 {
     int sharding = SHARD_NONE, recompute = RECOMPUTE_NONE;
-    if (get_long(t, i, col, PC_GLOBAL_BATCH, 0, &r->global_batch) || get_long(t, i, col, PC_MICRO_BATCH, 0, &r->micro_batch) ||
-        get_int(t, i, col, PC_TP, 0, &r->tp) || get_int(t, i, col, PC_PP, 0, &r->pp) || get_int(t, i, col, PC_DP, 0, &r->dp) ||
+    if (get_long(t, i, col, PC_GLOBAL_BATCH, 0, &r->global_batch) ||
+        get_long(t, i, col, PC_MICRO_BATCH, 0, &r->micro_batch) || get_int(t, i, col, PC_TP, 0, &r->tp) ||
+        get_int(t, i, col, PC_PP, 0, &r->pp) || get_int(t, i, col, PC_DP, 0, &r->dp) ||
         get_int(t, i, col, PC_CP, 1, &r->cp) || get_int(t, i, col, PC_VP, 1, &r->vp) ||
         get_flag(t, i, col, PC_SEQ_PAR, &r->sequence_parallel) ||
         get_word(t, i, col, PC_SHARDING, sharding_names, 5, SHARD_NONE, &sharding) ||
@@ -207,16 +253,18 @@ static int row_metric(const table *t, int i, const int *col, pub_row *r)
     int flop_metric = r->metric == PUB_TFLOPS_PER_DEVICE || r->metric == PUB_MFU_PCT;
     r->convention = flop_metric ? (flop_convention)(conv + 1) : FLOPS_NONE;
     if (flop_metric && conv < 0)
-        return err_usage("%s:%d: column 'flop_convention': metric %s needs megatron-2021, megatron-core, llm-foundry or palm, got an "
+        return err_usage("%s:%d: column 'flop_convention': metric %s needs megatron-2021, megatron-core, llm-foundry "
+                         "or palm, got an "
                          "empty cell",
                          t->path, t->lines[i], pub_metric_names[metric]);
     if (r->metric == PUB_MFU_PCT && isnan(r->peak_tflops))
-        return err_usage("%s:%d: column 'peak_tflops': metric mfu_pct needs the per-device peak the source divides by, got an empty "
-                         "cell",
-                         t->path, t->lines[i]);
+        return err_usage(
+            "%s:%d: column 'peak_tflops': metric mfu_pct needs the per-device peak the source divides by, got an empty "
+            "cell",
+            t->path, t->lines[i]);
     if (r->metric == PUB_MFU_PCT && r->value > 100)
-        return err_usage("%s:%d: column 'value': expected a percentage from 0 to 100 for mfu_pct, got '%s'", t->path, t->lines[i],
-                         table_cell(t, i, col[PC_VALUE]));
+        return err_usage("%s:%d: column 'value': expected a percentage from 0 to 100 for mfu_pct, got '%s'", t->path,
+                         t->lines[i], table_cell(t, i, col[PC_VALUE]));
     return 0;
 }
 
@@ -228,18 +276,23 @@ static int row_rules(const pub_row *r, const dev_row *dev, const char *path)
     int line = r->line;
     /* whole nodes, or part of one (Megatron-LM 2020: 1-8 of a DGX-2's 16 V100s) */
     if (r->devices > r->devices_per_node && r->devices % r->devices_per_node != 0)
-        return err_usage("%s:%d: column 'devices_per_node': expected a divisor of devices %ld (whole nodes) or more than it (part of "
+        return err_usage("%s:%d: column 'devices_per_node': expected a divisor of devices %ld (whole nodes) or more "
+                         "than it (part of "
                          "one node), got '%ld'",
                          path, line, r->devices, r->devices_per_node);
     long ranks = 0, workers = 0;
-    int over = __builtin_mul_overflow((long)r->tp * r->pp, (long)r->dp, &ranks) || __builtin_mul_overflow(ranks, (long)r->cp, &ranks) ||
+    int over = __builtin_mul_overflow((long)r->tp * r->pp, (long)r->dp, &ranks) ||
+               __builtin_mul_overflow(ranks, (long)r->cp, &ranks) ||
                __builtin_mul_overflow(r->devices, (long)dev->workers, &workers);
     if (over || ranks != workers)
-        return err_usage("%s:%d: column 'dp': expected tp x pp x dp x cp = devices x workers per %s = %ld x %d = %ld, got %d x %d x %d "
+        return err_usage("%s:%d: column 'dp': expected tp x pp x dp x cp = devices x workers per %s = %ld x %d = %ld, "
+                         "got %d x %d x %d "
                          "x %d",
-                         path, line, r->device, r->devices, dev->workers, r->devices * dev->workers, r->tp, r->pp, r->dp, r->cp);
+                         path, line, r->device, r->devices, dev->workers, r->devices * dev->workers, r->tp, r->pp,
+                         r->dp, r->cp);
     if (r->global_batch % r->dp != 0)
-        return err_usage("%s:%d: column 'global_batch': expected a multiple of dp %d, got '%ld'", path, line, r->dp, r->global_batch);
+        return err_usage("%s:%d: column 'global_batch': expected a multiple of dp %d, got '%ld'", path, line, r->dp,
+                         r->global_batch);
     long per_rank = r->global_batch / r->dp;
     /* Composer (llm-foundry) splits a rank's batch into micro-batches and runs a smaller last one
      * ("a micro batch of 11 ... 11, 11, 11, 11, 4"); Megatron-LM and NeMo need whole ones. */
@@ -248,8 +301,9 @@ static int row_rules(const pub_row *r, const dev_row *dev, const char *path)
         return err_usage("%s:%d: column 'global_batch': expected %s dp x micro_batch = %d x %ld, got '%ld'", path, line,
                          ragged ? "at least" : "a multiple of", r->dp, r->micro_batch, r->global_batch);
     if (r->vp > 1 && (r->pp < 2 || r->layers % (r->pp * r->vp) != 0))
-        return err_usage("%s:%d: column 'vp': expected interleaving that divides layers %d into pp %d x vp stages, got '%d'", path, line,
-                         r->layers, r->pp, r->vp);
+        return err_usage(
+            "%s:%d: column 'vp': expected interleaving that divides layers %d into pp %d x vp stages, got '%d'", path,
+            line, r->layers, r->pp, r->vp);
     return 0;
 }
 
@@ -258,7 +312,8 @@ static int row_load(const table *t, int i, const int *col, const dev_table *dt, 
 {
     const dev_row *dev = NULL;
     r->line = t->lines[i];
-    if (row_run(t, i, col, dt, r, &dev) || row_model(t, i, col, r) || row_layout(t, i, col, r) || row_metric(t, i, col, r))
+    if (row_run(t, i, col, dt, r, &dev) || row_model(t, i, col, r) || row_layout(t, i, col, r) ||
+        row_metric(t, i, col, r))
         return CB_EUSAGE;
     return row_rules(r, dev, t->path);
 }
@@ -267,7 +322,8 @@ static int row_load(const table *t, int i, const int *col, const dev_table *dt, 
 
 /* The row's model: the architecture of the first data/models.csv preset of the arch's family
  * (presets, n), the shape of the row. */
-static int config_from_presets(const pub_row *r, const char *path, const model_config *presets, int n, model_config *cfg)
+static int config_from_presets(const pub_row *r, const char *path, const model_config *presets, int n,
+                               model_config *cfg)
 {
     int a = 0;
     while (a < 5 && strcmp(r->arch, arch_names[a]) != 0) a++;
@@ -275,9 +331,10 @@ static int config_from_presets(const pub_row *r, const char *path, const model_c
     for (int k = 0; a < 5 && k < n && !tmpl; k++)
         if (strcmp(presets[k].family, arch_families[a]) == 0) tmpl = &presets[k];
     if (!tmpl)
-        return err_usage("%s:%d: column 'arch': expected an arch with a preset in data/models.csv (gpt, neox, llama, mpt or gptj), "
-                         "got '%s'",
-                         path, r->line, r->arch);
+        return err_usage(
+            "%s:%d: column 'arch': expected an arch with a preset in data/models.csv (gpt, neox, llama, mpt or gptj), "
+            "got '%s'",
+            path, r->line, r->arch);
     *cfg = *tmpl;
     snprintf(cfg->name, sizeof cfg->name, "%.47s", r->model);
     snprintf(cfg->source, sizeof cfg->source, "%.255s", r->source);
@@ -287,7 +344,8 @@ static int config_from_presets(const pub_row *r, const char *path, const model_c
     if (r->tied_embeddings >= 0) cfg->tied_embeddings = r->tied_embeddings;
     const char *column;
     char why[256];
-    if (model_config_check(cfg, &column, why, sizeof why) != 0) return err_usage("%s:%d: column '%s': %s", path, r->line, column, why);
+    if (model_config_check(cfg, &column, why, sizeof why) != 0)
+        return err_usage("%s:%d: column '%s': %s", path, r->line, column, why);
     return 0;
 }
 
@@ -295,7 +353,8 @@ static int config_from_presets(const pub_row *r, const char *path, const model_c
 static int presets_load(model_config **presets, int *n)
 {
     char mpath[4200];
-    if (machine_data_file(mpath, sizeof mpath, "models.csv") != 0 || model_presets_load(mpath, presets, n) != 0) return CB_EUSAGE;
+    if (machine_data_file(mpath, sizeof mpath, "models.csv") != 0 || model_presets_load(mpath, presets, n) != 0)
+        return CB_EUSAGE;
     return 0;
 }
 
@@ -358,7 +417,8 @@ double published_seq_per_s(const pub_row *r, const model_config *cfg)
     case PUB_TOKENS_PER_S: return v / seq;
     case PUB_TOKENS_PER_S_PER_DEVICE: return v * devices / seq;
     case PUB_TFLOPS_PER_DEVICE: return v * 1e12 * devices / flops_per_seq(r->convention, cfg, r->params, r->seq_len);
-    case PUB_MFU_PCT: return v / 100.0 * r->peak_tflops * 1e12 * devices / flops_per_seq(r->convention, cfg, r->params, r->seq_len);
+    case PUB_MFU_PCT:
+        return v / 100.0 * r->peak_tflops * 1e12 * devices / flops_per_seq(r->convention, cfg, r->params, r->seq_len);
     case PUB_STEP_TIME_S: return (double)r->global_batch / v;
     }
     return NAN;
@@ -382,13 +442,14 @@ static int row_convert(pub_row *r, const char *path, const model_config *presets
     if (config_from_presets(r, path, presets, npresets, &cfg) != 0) return CB_EUSAGE;
     r->seq_per_s = published_seq_per_s(r, &cfg);
     if (!(r->seq_per_s > 0) || !isfinite(r->seq_per_s))
-        return err_usage("%s:%d: column 'value': %s %g gives no finite positive seq/s", path, r->line, pub_metric_names[r->metric],
-                         r->value);
+        return err_usage("%s:%d: column 'value': %s %g gives no finite positive seq/s", path, r->line,
+                         pub_metric_names[r->metric], r->value);
     double c = r->seq_per_s_column;
     if (!isnan(c) && fabs(r->seq_per_s - c) > PUB_AGREE_REL * c)
-        return err_usage("%s:%d: column 'seq_per_s': expected %.6g seq/s (from %s %g%s%s) within %g%%, got '%.10g' (%+.2f%%)", path,
-                         r->line, r->seq_per_s, pub_metric_names[r->metric], r->value, r->convention ? " in " : "",
-                         flop_convention_names[r->convention], 100 * PUB_AGREE_REL, c, 100 * (c - r->seq_per_s) / r->seq_per_s);
+        return err_usage(
+            "%s:%d: column 'seq_per_s': expected %.6g seq/s (from %s %g%s%s) within %g%%, got '%.10g' (%+.2f%%)", path,
+            r->line, r->seq_per_s, pub_metric_names[r->metric], r->value, r->convention ? " in " : "",
+            flop_convention_names[r->convention], 100 * PUB_AGREE_REL, c, 100 * (c - r->seq_per_s) / r->seq_per_s);
     return 0;
 }
 
@@ -403,8 +464,8 @@ static int rows_load(pub_table *pt, const table *t, const int *col, const dev_ta
         if ((rc = row_load(t, i, col, dt, r)) != 0) break;
         for (int j = 0; j < i && rc == 0; j++)
             if (strcmp(pt->rows[j].id, r->id) == 0)
-                rc = err_usage("%s:%d: column 'id': expected an id unique in the file, got '%s' (first at line %d)", t->path, r->line,
-                               r->id, pt->rows[j].line);
+                rc = err_usage("%s:%d: column 'id': expected an id unique in the file, got '%s' (first at line %d)",
+                               t->path, r->line, r->id, pt->rows[j].line);
         if (rc == 0) rc = row_convert(r, t->path, presets, npresets);
         if (rc == 0) pt->n = i + 1;
     }
@@ -420,7 +481,8 @@ int published_load(pub_table *pt, const char *path, const dev_table *dt)
     if (table_load(&t, path) != 0) return CB_EUSAGE;
     int col[PC_NCOLS], rc = 0;
     for (int i = 0; i < PC_NCOLS && rc == 0; i++)
-        if ((col[i] = table_col(&t, pub_cols[i].name, pub_cols[i].required)) < 0 && pub_cols[i].required) rc = CB_EUSAGE;
+        if ((col[i] = table_col(&t, pub_cols[i].name, pub_cols[i].required)) < 0 && pub_cols[i].required)
+            rc = CB_EUSAGE;
     if (rc == 0 && t.nrows == 0) rc = err_usage("%s: no published runs (a header and no rows)", path);
     if (rc == 0 && !(pt->rows = calloc((size_t)t.nrows, sizeof *pt->rows))) rc = err_msg("out of memory");
     if (rc == 0) rc = rows_load(pt, &t, col, dt);

@@ -9,6 +9,7 @@
 #include "../common/csvio.h"
 #include "../common/err.h"
 #include "../common/machine.h"
+#include "../common/precision.h"
 #include "../common/record.h"
 #include "../common/schema.h"
 #include "charts.h"
@@ -33,7 +34,8 @@ static int instance_priced(const price_table *p, const char *instance)
 
 /* Price of one row under one option: per-hour total into r->usd_per_hour (NaN when the option
  * has no price and `required` is 0). */
-static int price_row_under(report_row *r, const char *option, int required, const price_table *prices, const report_opts *o)
+static int price_row_under(report_row *r, const char *option, int required, const price_table *prices,
+                           const report_opts *o)
 {
     const tput_row *t = r->in;
     const char *instance = t->instance;
@@ -47,12 +49,13 @@ static int price_row_under(report_row *r, const char *option, int required, cons
             /* a run of R ranks is charged R shares (sweeps give the price of one rank's share) */
             r->usd_per_hour = o->usd_per_hour * units(t);
             snprintf(r->pricing, sizeof r->pricing, "given");
-            snprintf(r->price_note, sizeof r->price_note, "%s at $%g per hour%s (--usd-per-hour)", t->instance, o->usd_per_hour,
-                     t->ranks > 1 ? " per rank" : "");
+            snprintf(r->price_note, sizeof r->price_note, "%s at $%g per hour%s (--usd-per-hour)", t->instance,
+                     o->usd_per_hour, t->ranks > 1 ? " per rank" : "");
             return 0;
         }
         if (!o->instance)
-            return err_usage("%s:%d: measured on '%s': name its instance type with --instance TYPE, or its price with --usd-per-hour USD",
+            return err_usage("%s:%d: measured on '%s': name its instance type with --instance TYPE, or its price with "
+                             "--usd-per-hour USD",
                              t->file, t->line, t->instance);
         instance = o->instance;
         snprintf(r->instance, sizeof r->instance, "%s (this machine)", o->instance);
@@ -66,27 +69,31 @@ static int price_row_under(report_row *r, const char *option, int required, cons
     snprintf(r->pricing, sizeof r->pricing, "%s", opt);
     if (!instance_priced(prices, instance)) {
         if (here) return err_usage("flag '--instance': unknown instance type '%s' (not in %s)", instance, prices->path);
-        return err_msg("%s:%d: column 'instance_type': unknown instance type '%s' (not in %s)", t->file, t->line, instance, prices->path);
+        return err_msg("%s:%d: column 'instance_type': unknown instance type '%s' (not in %s)", t->file, t->line,
+                       instance, prices->path);
     }
     const price_row *p = NULL;
     for (int i = 0; i < prices->n; i++) {
         const price_row *q = &prices->rows[i];
         if (strcmp(q->instance, instance) != 0 || strcmp(q->option, opt) != 0) continue;
         if (o->region && strcmp(q->region, o->region) != 0) continue;
-        if (p) return err_usage("%s: %s %s is priced in several regions (%s, %s): choose one with --region", prices->path, instance, opt,
-                                p->region, q->region);
+        if (p)
+            return err_usage("%s: %s %s is priced in several regions (%s, %s): choose one with --region", prices->path,
+                             instance, opt, p->region, q->region);
         p = q;
     }
     if (!p) {
         if (!required) {
-            snprintf(r->price_note, sizeof r->price_note, "no %s price for %.63s in %.200s", opt, instance, prices->path);
+            snprintf(r->price_note, sizeof r->price_note, "no %s price for %.63s in %.200s", opt, instance,
+                     prices->path);
             return 0;
         }
-        return err_msg("%s:%d: no '%s' price for %s%s%s in %s", t->file, t->line, opt, instance, o->region ? " in " : "",
-                       o->region ? o->region : "", prices->path);
+        return err_msg("%s:%d: no '%s' price for %s%s%s in %s", t->file, t->line, opt, instance,
+                       o->region ? " in " : "", o->region ? o->region : "", prices->path);
     }
     r->usd_per_hour = p->usd_per_hour * (double)t->instances;
-    snprintf(r->price_note, sizeof r->price_note, "%.63s %.31s %.23s $%g per instance-hour (%.100s:%d, as of %.23s: %.80s)", instance, p->region, opt,
+    snprintf(r->price_note, sizeof r->price_note,
+             "%.63s %.31s %.23s $%g per instance-hour (%.100s:%d, as of %.23s: %.80s)", instance, p->region, opt,
              p->usd_per_hour, prices->path, p->line, p->as_of, p->source);
     return 0;
 }
@@ -123,9 +130,10 @@ typedef enum { PEAK_FP32, PEAK_BF16, PEAK_NONE } peak_kind;
 
 static peak_kind peak_kind_of(const tput_row *t)
 {
-    if (strcmp(t->precision, "fp32") == 0 || (!t->precision[0] && t->kind == SRC_MEASURED)) return PEAK_FP32;
-    if (!t->precision[0] || strncmp(t->precision, "bf16", 4) == 0) return PEAK_BF16;
-    return PEAK_NONE;
+    train_precision p;
+    if (!t->precision[0]) return t->kind == SRC_MEASURED ? PEAK_FP32 : PEAK_BF16;
+    if (precision_parse(t->precision, &p) != 0) return PEAK_NONE; /* fp16-mixed, fp8 */
+    return p == PRECISION_FP32 ? PEAK_FP32 : PEAK_BF16;
 }
 
 /* The measured peak a row names (peak_gflops: the fp32 FMA peak of an fp32 run, the bf16 matrix
@@ -133,7 +141,10 @@ static peak_kind peak_kind_of(const tput_row *t)
 static void measured_peak_name(const tput_row *t, char *b, size_t n)
 {
     peak_kind k = peak_kind_of(t);
-    snprintf(b, n, "the measured %s peak, %.0f GFLOP/s", k == PEAK_FP32 ? "fp32 FMA" : k == PEAK_BF16 ? "bf16 matrix" : t->precision,
+    snprintf(b, n, "the measured %s peak, %.0f GFLOP/s",
+             k == PEAK_FP32   ? "fp32 FMA"
+             : k == PEAK_BF16 ? "bf16 matrix"
+                              : t->precision,
              t->peak_gflops);
 }
 
@@ -153,7 +164,8 @@ static int row_mfu(report_row *r, const hw_row *h)
         measured_peak_name(t, pname, sizeof pname);
     } else if (isfinite(sheet)) {
         peak = sheet * 1e12 * h->accelerators * (double)t->instances;
-        snprintf(pname, sizeof pname, "the data-sheet dense %s peak of %ld x %.63s", sheet_name, t->instances, t->instance);
+        snprintf(pname, sizeof pname, "the data-sheet dense %s peak of %ld x %.63s", sheet_name, t->instances,
+                 t->instance);
     }
     snprintf(where, sizeof where, "%.4000s:%d", t->file, t->line);
     if (throughput_check(&r->cfg, t->seq_len, t->seq_per_s, peak, pname, where) != 0) return CB_EFAIL;
@@ -164,16 +176,18 @@ static int row_mfu(report_row *r, const hw_row *h)
         else snprintf(r->mfu_peak, sizeof r->mfu_peak, "as given in the throughput file");
     } else if (isfinite(sheet)) {
         r->mfu_pct = mfu_pct(model_flops_per_token(&r->cfg, (int)t->seq_len), r->tokens_per_s, peak);
-        snprintf(r->mfu_peak, sizeof r->mfu_peak, "against the data-sheet dense %s peak, %g TFLOP/s x %d %.30s%s", sheet_name, sheet,
-                 h->accelerators, h->accelerator, t->precision[0] ? "" : " (the file gives no precision: BF16 assumed)");
+        snprintf(r->mfu_peak, sizeof r->mfu_peak, "against the data-sheet dense %s peak, %g TFLOP/s x %d %.30s%s",
+                 sheet_name, sheet, h->accelerators, h->accelerator,
+                 t->precision[0] ? "" : " (the file gives no precision: BF16 assumed)");
     } else if (isfinite(t->mfu)) {
         r->mfu_pct = t->mfu;
         snprintf(r->mfu_peak, sizeof r->mfu_peak, "as given in the throughput file");
     } else if (h && k == PEAK_NONE) {
-        snprintf(r->mfu_peak, sizeof r->mfu_peak, "none: %.20s has no data-sheet peak in data/hardware.csv (BF16 and FP32 only)",
-                 t->precision);
+        snprintf(r->mfu_peak, sizeof r->mfu_peak,
+                 "none: %.20s has no data-sheet peak in data/hardware.csv (BF16 and FP32 only)", t->precision);
     } else if (t->kind == SRC_MEASURED) {
-        snprintf(r->mfu_peak, sizeof r->mfu_peak, "none: the row gives neither an MFU nor the peak it was measured against");
+        snprintf(r->mfu_peak, sizeof r->mfu_peak,
+                 "none: the row gives neither an MFU nor the peak it was measured against");
     }
     return 0;
 }
@@ -186,7 +200,9 @@ static int row_figures(report_row *r, const model_config *models, int nmodels, i
     int found = 0;
     for (int j = 0; j < nmodels; j++)
         if (strcmp(models[j].name, t->model) == 0) r->cfg = models[j], found = 1;
-    if (!found) return err_msg("%s:%d: column 'model': unknown model '%s' (not in %s)", t->file, t->line, t->model, o->models_path);
+    if (!found)
+        return err_msg("%s:%d: column 'model': unknown model '%s' (not in %s)", t->file, t->line, t->model,
+                       o->models_path);
     int rc = price_row_under(r, o->pricing[k], k == 0, prices, o);
     if (rc != 0) return rc;
     r->tokens_per_s = t->seq_per_s * (double)t->seq_len;
@@ -200,8 +216,8 @@ static int row_figures(report_row *r, const model_config *models, int nmodels, i
     return 0;
 }
 
-int report_compute(const tput_set *in, const price_table *prices, const hw_table *hw, const report_opts *o, report_row **out,
-                   int *nout)
+int report_compute(const tput_set *in, const price_table *prices, const hw_table *hw, const report_opts *o,
+                   report_row **out, int *nout)
 {
     *out = NULL;
     *nout = 0;
@@ -268,22 +284,81 @@ static void fmt_sps(char *b, size_t n, double v) { snprintf(b, n, v < 10 ? "%.3f
 /* A row's precision in the markdown tables ("-" when its file does not say). */
 static const char *prec_label(const tput_row *t) { return t->precision[0] ? t->precision : "-"; }
 
-static const char *kind_label(src_kind k) { return k == SRC_MEASURED ? "measured here" : k == SRC_IMPORTED ? "imported" : "predicted"; }
+static const char *kind_label(src_kind k)
+{
+    return k == SRC_MEASURED ? "measured here" : k == SRC_IMPORTED ? "imported" : "predicted";
+}
 
 /* ------------------------------------------------------------------ CSV and stdout table */
 
-enum { RC_MODEL, RC_TP, RC_PP, RC_INST, RC_USD, RC_SEQ, RC_GB, RC_SEQS, RC_TPU, RC_TOKS, RC_USD1B, RC_EFF, RC_MFU, RC_TTOK,
-       RC_TDAYS, RC_TUSD, RC_ITYPE, RC_PRICING, RC_KIND, RC_SOURCE, RC_PRICE_SRC, RC_MFU_PEAK, RC_RANKS, RC_PRECISION, RC_MB,
-       RC_RECOMP, RC_SHARD, RC_VP, RC_SEQ_PAR, RC_ATTN, RC_DEVICE, RC_NCOLS };
+enum {
+    RC_MODEL,
+    RC_TP,
+    RC_PP,
+    RC_INST,
+    RC_USD,
+    RC_SEQ,
+    RC_GB,
+    RC_SEQS,
+    RC_TPU,
+    RC_TOKS,
+    RC_USD1B,
+    RC_EFF,
+    RC_MFU,
+    RC_TTOK,
+    RC_TDAYS,
+    RC_TUSD,
+    RC_ITYPE,
+    RC_PRICING,
+    RC_KIND,
+    RC_SOURCE,
+    RC_PRICE_SRC,
+    RC_MFU_PEAK,
+    RC_RANKS,
+    RC_PRECISION,
+    RC_MB,
+    RC_RECOMP,
+    RC_SHARD,
+    RC_VP,
+    RC_SEQ_PAR,
+    RC_ATTN,
+    RC_DEVICE,
+    RC_NCOLS
+};
 /* report.csv: the throughput format's columns (common/schema.h), readable again with --throughput,
  * and the report's own. Scripts read these columns by name: new ones are only ever appended. */
 static const rec_col report_cols[RC_NCOLS] = {
-    TPUT_MODEL, TPUT_TP, TPUT_PP, TPUT_INSTANCES, TPUT_USD_PER_HOUR, TPUT_SEQ_LEN, TPUT_GLOBAL_BATCH, TPUT_SEQ_PER_S,
-    TPUT_TOKENS_PER_USD, TPUT_TOKENS_PER_S, {"usd_per_1b_tokens", "$", REC_NUM, 2}, {"scaling_efficiency", "", REC_NUM, 3},
-    TPUT_MFU, {"train_tokens", "tok", REC_NUM, 0}, {"train_days", "days", REC_NUM, 1}, {"train_usd", "$", REC_NUM, 0},
-    TPUT_INSTANCE_TYPE, {"pricing_option", "", REC_STR, 0}, {"source_kind", "", REC_STR, 0}, TPUT_SOURCE,
-    {"price_source", "", REC_STR, 0}, {"mfu_peak", "", REC_STR, 0}, TPUT_RANKS, TPUT_PRECISION, TPUT_MICRO_BATCH,
-    TPUT_RECOMPUTE, TPUT_SHARDING, TPUT_VP, TPUT_SEQUENCE_PARALLEL, TPUT_ATTENTION, TPUT_DEVICE,
+    TPUT_MODEL,
+    TPUT_TP,
+    TPUT_PP,
+    TPUT_INSTANCES,
+    TPUT_USD_PER_HOUR,
+    TPUT_SEQ_LEN,
+    TPUT_GLOBAL_BATCH,
+    TPUT_SEQ_PER_S,
+    TPUT_TOKENS_PER_USD,
+    TPUT_TOKENS_PER_S,
+    {"usd_per_1b_tokens", "$", REC_NUM, 2},
+    {"scaling_efficiency", "", REC_NUM, 3},
+    TPUT_MFU,
+    {"train_tokens", "tok", REC_NUM, 0},
+    {"train_days", "days", REC_NUM, 1},
+    {"train_usd", "$", REC_NUM, 0},
+    TPUT_INSTANCE_TYPE,
+    {"pricing_option", "", REC_STR, 0},
+    {"source_kind", "", REC_STR, 0},
+    TPUT_SOURCE,
+    {"price_source", "", REC_STR, 0},
+    {"mfu_peak", "", REC_STR, 0},
+    TPUT_RANKS,
+    TPUT_PRECISION,
+    TPUT_MICRO_BATCH,
+    TPUT_RECOMPUTE,
+    TPUT_SHARDING,
+    TPUT_VP,
+    TPUT_SEQUENCE_PARALLEL,
+    TPUT_ATTENTION,
+    TPUT_DEVICE,
 };
 
 /* A row's configuration columns as it stated them (empty: not stated), so that report.csv read
@@ -294,7 +369,10 @@ static void fill_config(record *rec, int row, const tput_row *t)
     record_str(rec, row, RC_RECOMP, t->recompute != TPUT_NOT_STATED ? tput_recomputes[t->recompute] : "");
     record_str(rec, row, RC_SHARD, t->sharding != TPUT_NOT_STATED ? tput_shardings[t->sharding] : "");
     record_num(rec, row, RC_VP, t->vp);
-    record_str(rec, row, RC_SEQ_PAR, t->sequence_parallel == TPUT_NOT_STATED ? "" : t->sequence_parallel ? "true" : "false");
+    record_str(rec, row, RC_SEQ_PAR,
+               t->sequence_parallel == TPUT_NOT_STATED ? ""
+               : t->sequence_parallel                  ? "true"
+                                                       : "false");
     record_str(rec, row, RC_ATTN, t->attention != TPUT_NOT_STATED ? tput_attentions[t->attention] : "");
     record_str(rec, row, RC_DEVICE, t->device);
 }
@@ -303,7 +381,8 @@ static int fill_record(record *rec, const report_row *rows, int n)
 {
     if (record_init(rec, report_cols, RC_NCOLS) != 0) return CB_EFAIL;
     for (int c = RC_TTOK; c < RC_NCOLS; c++)
-        if (c != RC_TDAYS && c != RC_ITYPE && c != RC_PRICING && c != RC_KIND && c != RC_RANKS && c != RC_PRECISION) record_csv_only(rec, c);
+        if (c != RC_TDAYS && c != RC_ITYPE && c != RC_PRICING && c != RC_KIND && c != RC_RANKS && c != RC_PRECISION)
+            record_csv_only(rec, c);
     for (int i = 0; i < n; i++) {
         const report_row *r = &rows[i];
         const tput_row *t = r->in;
@@ -363,8 +442,15 @@ static void series_label(const report_row *rows, int n, const tput_row *t, int k
     char cfg[160] = "";
     if (twin_cfg) tput_config_describe(t, cfg, sizeof cfg);
     snprintf(buf, size, "%.30s TP%d PP%d GB%ld%s%.20s, %s%s%.20s%s%.60s", t->model, t->tp, t->pp, t->global_batch,
-             one_instance ? "" : " ", one_instance ? "" : is_here(t->instance) ? "here" : t->instance, src_kind_names[k],
-             twin ? ", " : "", !twin ? "" : t->precision[0] ? t->precision : "precision not given", cfg[0] ? ", " : "", cfg);
+             one_instance ? "" : " ",
+             one_instance           ? ""
+             : is_here(t->instance) ? "here"
+                                    : t->instance,
+             src_kind_names[k], twin ? ", " : "",
+             !twin             ? ""
+             : t->precision[0] ? t->precision
+                               : "precision not given",
+             cfg[0] ? ", " : "", cfg);
 }
 
 static int plot_scaling(const char *dir, const report_row *rows, int n, int *wrote_tput, int *wrote_tpu)
@@ -442,7 +528,8 @@ done:
 static int plot_matmul_csv(const char *dir, const table *t, int *drew)
 {
     *drew = 0;
-    int cn = table_col(t, mm_cols[MM_N].name, 0), ck = table_col(t, mm_cols[MM_K].name, 0), cm = table_col(t, mm_cols[MM_M].name, 0);
+    int cn = table_col(t, mm_cols[MM_N].name, 0), ck = table_col(t, mm_cols[MM_K].name, 0),
+        cm = table_col(t, mm_cols[MM_M].name, 0);
     int cg = table_col(t, mm_cols[MM_GF_MED].name, 0), cp = table_col(t, mm_cols[MM_PHASE].name, 0);
     int cc = table_col(t, mm_cols[MM_COUNT].name, 0), cpk = table_col(t, mm_cols[MM_PCT].name, 0);
     int cdt = table_col(t, mm_cols[MM_DTYPE].name, 0), cbk = table_col(t, mm_cols[MM_BACKEND].name, 0);
@@ -477,12 +564,17 @@ static int plot_matmul_csv(const char *dir, const table *t, int *drew)
         int nrefs = 0;
         for (int d = 0; d < 2; d++)
             if (isfinite(peak[d])) {
-                snprintf(labels[d], sizeof labels[d], "%s peak %.0f GFLOP/s", d ? "bf16 matrix" : cdt >= 0 ? "fp32 FMA" : "FMA", peak[d]);
+                snprintf(labels[d], sizeof labels[d], "%s peak %.0f GFLOP/s",
+                         d          ? "bf16 matrix"
+                         : cdt >= 0 ? "fp32 FMA"
+                                    : "FMA",
+                         peak[d]);
                 refs[nrefs++] = (chart_ref){labels[d], peak[d]};
             }
         rc = path_fmt(path, sizeof path, "%s/matmul.png", dir);
-        snprintf(sub, sizeof sub, "measured %.10s on %.60s, OpenBLAS %.30s (%.150s)", cdate >= 0 ? table_cell(t, 0, cdate) : "?",
-                 ccpu >= 0 ? table_cell(t, 0, ccpu) : "?", cblas >= 0 ? table_cell(t, 0, cblas) : "?", t->path);
+        snprintf(sub, sizeof sub, "measured %.10s on %.60s, OpenBLAS %.30s (%.150s)",
+                 cdate >= 0 ? table_cell(t, 0, cdate) : "?", ccpu >= 0 ? table_cell(t, 0, ccpu) : "?",
+                 cblas >= 0 ? table_cell(t, 0, cblas) : "?", t->path);
         if (rc == 0) rc = chart_matmul(path, pts, t->nrows, transformer, refs, nrefs, sub);
         if (rc == 0) *drew = 1;
     }
@@ -507,7 +599,8 @@ static int plot_logs(const char *dir, const report_extras *x, int *drew)
             break;
         }
         nl = i + 1;
-        int cs = table_col(&t[i], step_log_cols[SL_STEP].name, 1), cl = table_col(&t[i], step_log_cols[SL_LOSS].name, 1);
+        int cs = table_col(&t[i], step_log_cols[SL_STEP].name, 1),
+            cl = table_col(&t[i], step_log_cols[SL_LOSS].name, 1);
         int cg = table_col(&t[i], step_log_cols[SL_GNORM].name, 1);
         if (cs < 0 || cl < 0 || cg < 0) {
             rc = CB_EFAIL;
@@ -531,10 +624,13 @@ static int plot_logs(const char *dir, const report_extras *x, int *drew)
     if (rc == 0) {
         char path[4200];
         rc = path_fmt(path, sizeof path, "%s/loss.png", dir);
-        if (rc == 0) rc = chart_runs(path, "Training loss", "loss (nats per token)", loss, nl, "one line per training log");
+        if (rc == 0)
+            rc = chart_runs(path, "Training loss", "loss (nats per token)", loss, nl, "one line per training log");
         if (rc == 0) {
             rc = path_fmt(path, sizeof path, "%s/grad_norm.png", dir);
-            if (rc == 0) rc = chart_runs(path, "Gradient norm (before clipping)", "global L2 norm", gn, nl, "one line per training log");
+            if (rc == 0)
+                rc = chart_runs(path, "Gradient norm (before clipping)", "global L2 norm", gn, nl,
+                                "one line per training log");
         }
         if (rc == 0) *drew = 1;
     }
@@ -549,9 +645,11 @@ static int plot_logs(const char *dir, const report_extras *x, int *drew)
 
 static void md_main_table(FILE *f, const report_row *rows, int n)
 {
-    fprintf(f, "| Model | Tensor Parallel | Pipeline Parallel | Number of instances | Cost ($/hour) | Sequence length | "
-               "Global batch size | Throughput (seq/sec) | Cost-throughput ratio (tokens/$) | Precision | Tokens/s | Cost per 1B tokens | "
-               "Scaling efficiency | MFU | Tokens to train | Time to train | Cost to train | Source |\n");
+    fprintf(f,
+            "| Model | Tensor Parallel | Pipeline Parallel | Number of instances | Cost ($/hour) | Sequence length | "
+            "Global batch size | Throughput (seq/sec) | Cost-throughput ratio (tokens/$) | Precision | Tokens/s | Cost "
+            "per 1B tokens | "
+            "Scaling efficiency | MFU | Tokens to train | Time to train | Cost to train | Source |\n");
     fprintf(f, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|\n");
     for (int i = 0; i < n; i++) {
         const report_row *r = &rows[i];
@@ -572,9 +670,11 @@ static void md_main_table(FILE *f, const report_row *rows, int n)
         else snprintf(inst, sizeof inst, "%ld", t->instances);
         markdown_escape(model, sizeof model, t->model);
         markdown_escape(prec, sizeof prec, prec_label(t));
-        fprintf(f, "| %s | %d | %d | %s | %s | %ld | %ld | %s | %.0f | %s | %.0f | %s | %s | %s | %s | %s | %s | %s [%d] |\n", model,
-                t->tp, t->pp, inst, cost, t->seq_len, t->global_batch, sps, round(r->tokens_per_usd), prec,
-                r->tokens_per_s, c1b, eff, mfu, ttok, tdays, tusd, kind_label(t->kind), i + 1);
+        fprintf(
+            f,
+            "| %s | %d | %d | %s | %s | %ld | %ld | %s | %.0f | %s | %.0f | %s | %s | %s | %s | %s | %s | %s [%d] |\n",
+            model, t->tp, t->pp, inst, cost, t->seq_len, t->global_batch, sps, round(r->tokens_per_usd), prec,
+            r->tokens_per_s, c1b, eff, mfu, ttok, tdays, tusd, kind_label(t->kind), i + 1);
     }
     fprintf(f, "\n");
     for (int i = 0; i < n; i++) {
@@ -594,13 +694,16 @@ static void md_main_table(FILE *f, const report_row *rows, int n)
 
 static void md_side_by_side(FILE *f, const report_row *rows, int n_in, const report_opts *o)
 {
-    fprintf(f, "## Pricing options side by side\n\n| Model | Number of instances | Instance | Precision | Throughput (seq/sec) |");
-    for (int k = 0; k < o->npricing; k++) fprintf(f, " Cost ($/hour), %s | tokens/$, %s |", o->pricing[k], o->pricing[k]);
+    fprintf(f, "## Pricing options side by side\n\n| Model | Number of instances | Instance | Precision | Throughput "
+               "(seq/sec) |");
+    for (int k = 0; k < o->npricing; k++)
+        fprintf(f, " Cost ($/hour), %s | tokens/$, %s |", o->pricing[k], o->pricing[k]);
     fprintf(f, "\n|---|---:|---|---|---:|");
     for (int k = 0; k < o->npricing; k++) fprintf(f, "---:|---:|");
     fprintf(f, "\n");
     for (int i = 0; i < n_in; i++) {
-        char sps[32], model[2 * sizeof rows[i].in->model], inst[2 * sizeof rows[i].instance], prec[2 * sizeof rows[i].in->precision];
+        char sps[32], model[2 * sizeof rows[i].in->model], inst[2 * sizeof rows[i].instance],
+            prec[2 * sizeof rows[i].in->precision];
         fmt_sps(sps, sizeof sps, rows[i].in->seq_per_s);
         markdown_escape(model, sizeof model, rows[i].in->model);
         markdown_escape(inst, sizeof inst, rows[i].instance);
@@ -608,7 +711,9 @@ static void md_side_by_side(FILE *f, const report_row *rows, int n_in, const rep
         fprintf(f, "| %s | %ld | %s | %s | %s |", model, rows[i].in->instances, inst, prec, sps);
         for (int k = 0; k < o->npricing; k++) {
             const report_row *r = &rows[k * n_in + i];
-            if (isfinite(r->usd_per_hour)) fprintf(f, r->usd_per_hour < 10 ? " %.4g | %.0f |" : " %.2f | %.0f |", r->usd_per_hour, round(r->tokens_per_usd));
+            if (isfinite(r->usd_per_hour))
+                fprintf(f, r->usd_per_hour < 10 ? " %.4g | %.0f |" : " %.2f | %.0f |", r->usd_per_hour,
+                        round(r->tokens_per_usd));
             else fprintf(f, " - | - |");
         }
         fprintf(f, "\n");
@@ -619,16 +724,35 @@ static void md_side_by_side(FILE *f, const report_row *rows, int n_in, const rep
 static void md_bench(FILE *f, const table *t)
 {
     /* a compact table of the columns a reader needs; all of them are in the CSV */
-    static const char *const wanted[] = {"model", "op", "phase", "variant", "direction", "dtype", "backend", "n", "k", "m", "count",
-                                         "tokens", "gflops_median", "gflops_min", "gflops_max", "pct_of_peak", "pack_ms",
-                                         "ns_per_token_median", "gbps_median", "pct_of_copy_bw", "speedup_vs_reference"};
+    static const char *const wanted[] = {"model",
+                                         "op",
+                                         "phase",
+                                         "variant",
+                                         "direction",
+                                         "dtype",
+                                         "backend",
+                                         "n",
+                                         "k",
+                                         "m",
+                                         "count",
+                                         "tokens",
+                                         "gflops_median",
+                                         "gflops_min",
+                                         "gflops_max",
+                                         "pct_of_peak",
+                                         "pack_ms",
+                                         "ns_per_token_median",
+                                         "gbps_median",
+                                         "pct_of_copy_bw",
+                                         "speedup_vs_reference"};
     int cols[32], nc = 0;
     for (size_t i = 0; i < sizeof wanted / sizeof wanted[0]; i++) {
         int c = table_col(t, wanted[i], 0);
         if (c >= 0) cols[nc++] = c;
     }
     int ccpu = table_col(t, machine_cols[MC_CPU_MODEL], 0), cdate = table_col(t, machine_cols[MC_DATE_UTC], 0);
-    fprintf(f, "Measured here: %s, %s (`%s`).\n\n|", ccpu >= 0 && t->nrows ? table_cell(t, 0, ccpu) : "machine not recorded",
+    fprintf(f, "Measured here: %s, %s (`%s`).\n\n|",
+            ccpu >= 0 && t->nrows ? table_cell(t, 0, ccpu) : "machine not recorded",
             cdate >= 0 && t->nrows ? table_cell(t, 0, cdate) : "date not recorded", t->path);
     char cell[512];
     for (int c = 0; c < nc; c++) fprintf(f, " %s |", markdown_escape(cell, sizeof cell, t->header[cols[c]]));
@@ -647,29 +771,39 @@ static void md_bench(FILE *f, const table *t)
 
 /* report.md: the main table, the side-by-side pricing, the plots `wrote` lists, the benchmark
  * tables and the training logs. */
-static int report_md_write(const char *path, const report_row *rows, int n_in, const report_opts *o, const report_extras *x,
-                           const table *bench, int nb, unsigned wrote)
+static int report_md_write(const char *path, const report_row *rows, int n_in, const report_opts *o,
+                           const report_extras *x, const table *bench, int nb, unsigned wrote)
 {
     FILE *f = fopen(path, "w");
     if (!f) return err_msg("cannot write '%s': %s", path, strerror(errno));
     machine_info mi;
     machine_probe(&mi);
-    fprintf(f, OUT_MD_TITLE "\n\nWritten %s by costbench %s. Every row says where its throughput comes from: "
-               "**measured here** (this machine, with its date), **imported** (with its source) or **predicted** (by `costbench scale`, "
-               "with its inputs).\n\n", mi.date_utc, mi.git_rev);
+    fprintf(f,
+            OUT_MD_TITLE "\n\nWritten %s by costbench %s. Every row says where its throughput comes from: "
+                         "**measured here** (this machine, with its date), **imported** (with its source) or "
+                         "**predicted** (by `costbench scale`, "
+                         "with its inputs).\n\n",
+            mi.date_utc, mi.git_rev);
     fprintf(f, "## Cost and throughput, pricing: %s\n\n", o->pricing[0]);
     md_main_table(f, rows, n_in);
-    fprintf(f, "Formulas: tokens/$ = seq/s x seq_len x 3600 / (cost per hour of all instances), rounded as in Table 1; cost per 1B tokens = 1e9 / (tokens/$); "
-               "scaling efficiency = (seq/s per instance) / (seq/s per instance at the smallest instance count of the same model, parallelism, "
-               "sequence length, global batch, instance type, precision and source kind); MFU = (6N + 12 L d T) FLOPs per token (PaLM appendix B) x tokens/s / peak, "
-               "the peak of the row's precision as its note says (measured here: the fp32 FMA peak of an fp32 run, the bf16 matrix peak of a bf16 run; "
-               "otherwise the data sheet's dense FP32 or BF16 peak); precision as the throughput file gives it, '-' where it does not say; "
-               "time to train = T / (tokens/s) and cost to train = time x cost per hour, with T = %s.\n\n",
+    fprintf(f,
+            "Formulas: tokens/$ = seq/s x seq_len x 3600 / (cost per hour of all instances), rounded as in Table 1; "
+            "cost per 1B tokens = 1e9 / (tokens/$); "
+            "scaling efficiency = (seq/s per instance) / (seq/s per instance at the smallest instance count of the "
+            "same model, parallelism, "
+            "sequence length, global batch, instance type, precision and source kind); MFU = (6N + 12 L d T) FLOPs per "
+            "token (PaLM appendix B) x tokens/s / peak, "
+            "the peak of the row's precision as its note says (measured here: the fp32 FMA peak of an fp32 run, the "
+            "bf16 matrix peak of a bf16 run; "
+            "otherwise the data sheet's dense FP32 or BF16 peak); precision as the throughput file gives it, '-' where "
+            "it does not say; "
+            "time to train = T / (tokens/s) and cost to train = time x cost per hour, with T = %s.\n\n",
             isfinite(o->tokens_budget) ? "the budget given with --tokens" : "20 tokens per parameter (Chinchilla)");
     if (o->npricing > 1) md_side_by_side(f, rows, n_in, o);
     if (wrote & (1u << OUT_TPUT | 1u << OUT_TPU)) {
         fprintf(f, "## Scaling across node counts\n\n");
-        if (wrote & 1u << OUT_TPUT) fprintf(f, "![throughput against node count, log-log, with ideal linear scaling](throughput.png)\n\n");
+        if (wrote & 1u << OUT_TPUT)
+            fprintf(f, "![throughput against node count, log-log, with ideal linear scaling](throughput.png)\n\n");
         if (wrote & 1u << OUT_TPU) fprintf(f, "![tokens per dollar against node count](tokens_per_usd.png)\n\n");
     }
     if (nb) {
@@ -682,15 +816,16 @@ static int report_md_write(const char *path, const report_row *rows, int n_in, c
         for (int i = 0; i < x->nlogs; i++) fprintf(f, "- `%s`\n", x->logs[i]);
         fprintf(f, "\n![loss against step](loss.png)\n\n![gradient norm against step](grad_norm.png)\n\n");
     }
-    fprintf(f, "## Files\n\n`report.csv`: the rows above, one per pricing option (columns of Table 1 in snake_case, then the rest).\n");
+    fprintf(f, "## Files\n\n`report.csv`: the rows above, one per pricing option (columns of Table 1 in snake_case, "
+               "then the rest).\n");
     int bad = ferror(f);
     if (fclose(f) != 0 || bad) return err_msg("cannot write '%s': %s", path, strerror(errno ? errno : EIO));
     return 0;
 }
 
 /* The plots and report.md (after report.csv): `wrote` gets their bits. */
-static int report_figures_write(const char *dir, const report_row *rows, int n_in, const report_opts *o, const report_extras *x,
-                                unsigned *wrote)
+static int report_figures_write(const char *dir, const report_row *rows, int n_in, const report_opts *o,
+                                const report_extras *x, unsigned *wrote)
 {
     int tput = 0, tpu = 0, mm = 0, logs = 0, rc, nb = 0;
     char path[4300];
@@ -721,8 +856,8 @@ static int report_figures_write(const char *dir, const report_row *rows, int n_i
 
 /* All of a report's files in `dir` (report.csv, the plots the inputs allow, report.md); `wrote`
  * gets the bits of the files written. Prints the main table to stdout. */
-static int report_files_write(const char *dir, const report_row *rows, int n, const report_opts *o, const report_extras *x,
-                              unsigned *wrote)
+static int report_files_write(const char *dir, const report_row *rows, int n, const report_opts *o,
+                              const report_extras *x, unsigned *wrote)
 {
     int n_in = o->npricing ? n / o->npricing : n, rc;
     char path[4300];

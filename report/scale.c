@@ -9,7 +9,6 @@
 #include "../common/stats.h"
 #include "stepmodel.h"
 
-const char *const scale_precision_names[3] = {"fp32", "mixed", "bf16"};
 const char *const scale_param_names[SP_COUNT] = {"compute", "bandwidth", "latency", "overlap"};
 
 void scale_hw_for_precision(hw_row *hw, const char *precision)
@@ -17,26 +16,28 @@ void scale_hw_for_precision(hw_row *hw, const char *precision)
     if (strcmp(precision, "fp16-mixed") == 0 && hw->fp16_tflops > 0) hw->bf16_tflops = hw->fp16_tflops;
 }
 
-int scale_precision_matches(scale_precision p, const char *precision)
+/* Two precisions whose parameters, gradients, optimizer state and activations take the same bytes. */
+static int same_storage(train_precision a, train_precision b)
 {
-    if (!*precision) return 1;
-    switch (p) {
-    case PREC_FP32: return strcmp(precision, "fp32") == 0;
-    case PREC_MIXED: return strcmp(precision, "bf16-mixed") == 0 || strcmp(precision, "fp16-mixed") == 0;
-    default: return strcmp(precision, "bf16") == 0 || strcmp(precision, "bf16-sr") == 0;
-    }
+    const precision_info *x = precision_info_of(a), *y = precision_info_of(b);
+    return x->weight_bytes == y->weight_bytes && x->grad_bytes == y->grad_bytes && x->moment_bytes == y->moment_bytes &&
+           x->master_bytes == y->master_bytes && x->act_bytes == y->act_bytes;
 }
 
-/* Bytes per parameter: weights, gradients, optimizer state (ZeRO paper's accounting: mixed
- * precision keeps 2 + 2 + 12 bytes: bf16 weights and gradients, fp32 master, m and v; full bf16 as
- * on Trainium with stochastic rounding keeps m and v in bf16 too). */
-static void bytes_per_param(scale_precision p, double *w, double *g, double *o)
+int scale_precision_matches(train_precision p, const char *precision)
 {
-    switch (p) {
-    case PREC_FP32: *w = 4, *g = 4, *o = 8; break;
-    case PREC_MIXED: *w = 2, *g = 2, *o = 12; break;
-    default: *w = 2, *g = 2, *o = 4; break;
-    }
+    if (!*precision) return 1;
+    if (strcmp(precision, PRECISION_NAME_FP16_MIXED) == 0) return p == PRECISION_BF16_MIXED;
+    train_precision q;
+    return precision_parse(precision, &q) == 0 && same_storage(p, q);
+}
+
+/* Bytes per parameter: weights, gradients, optimizer state (precision_table's: the ZeRO paper's
+ * accounting; mixed precision keeps 2 + 2 + 12 bytes: bf16 weights and gradients, fp32 master, m
+ * and v; full bf16 as on Trainium keeps m and v in bf16 too). */
+static void bytes_per_param(train_precision p, double *w, double *g, double *o)
+{
+    *w = precision_info_of(p)->weight_bytes, *g = precision_info_of(p)->grad_bytes, *o = precision_optimizer_bytes(p);
 }
 
 static long ranks_per_node(const scale_model *s) { return (long)s->hw.accelerators * s->hw.workers; }
@@ -62,14 +63,16 @@ scale_layout_issue scale_layout_describe(const scale_model *s, long nodes, char 
     switch (li) {
     case SCALE_LAYOUT_NODES: snprintf(buf, n, "node counts must be at least 1, got %ld", nodes); break;
     case SCALE_LAYOUT_RANKS:
-        snprintf(buf, n, "%ld x %s holds %ld ranks, not a multiple of tp x pp%s = %ld", nodes, s->hw.instance, nodes * D, cp_of(s) > 1 ? " x cp" : "", M);
+        snprintf(buf, n, "%ld x %s holds %ld ranks, not a multiple of tp x pp%s = %ld", nodes, s->hw.instance,
+                 nodes * D, cp_of(s) > 1 ? " x cp" : "", M);
         break;
     case SCALE_LAYOUT_BATCH:
-        snprintf(buf, n, "at %ld nodes the global batch %ld does not split into %ld replicas x micro-batches of %ld", nodes,
-                 s->global_batch, nodes * D / M, s->micro_batch);
+        snprintf(buf, n, "at %ld nodes the global batch %ld does not split into %ld replicas x micro-batches of %ld",
+                 nodes, s->global_batch, nodes * D / M, s->micro_batch);
         break;
     case SCALE_LAYOUT_PER_REPLICA:
-        snprintf(buf, n, "%ld sequences per replica is not a multiple of the micro-batch %ld", s->batch_per_replica, s->micro_batch);
+        snprintf(buf, n, "%ld sequences per replica is not a multiple of the micro-batch %ld", s->batch_per_replica,
+                 s->micro_batch);
         break;
     default: buf[0] = '\0';
     }
@@ -82,15 +85,15 @@ int scale_check(const scale_model *s, long nodes, const char *flag)
     switch (scale_layout_describe(s, nodes, why, sizeof why)) {
     case SCALE_LAYOUT_OK: return 0;
     case SCALE_LAYOUT_PER_REPLICA:
-        return err_usage("flag '--batch-per-device': %ld is not a multiple of the micro-batch %ld", s->batch_per_replica,
-                         s->micro_batch);
+        return err_usage("flag '--batch-per-device': %ld is not a multiple of the micro-batch %ld",
+                         s->batch_per_replica, s->micro_batch);
     default: return err_usage("flag '%s': %s", flag, why);
     }
 }
 
 double scale_peak_per_instance(const scale_model *s)
 {
-    double tf = s->precision == PREC_FP32 ? s->hw.fp32_tflops : s->hw.bf16_tflops;
+    double tf = s->precision == PRECISION_FP32 ? s->hw.fp32_tflops : s->hw.bf16_tflops;
     return tf * 1e12 * s->hw.accelerators;
 }
 
@@ -98,7 +101,8 @@ double scale_t_mb_from_peak(const scale_model *s, double mfu)
 {
     /* hardware FLOPs of one micro-batch through one stage, shared by the tp ranks of the stage */
     double peak_rank = scale_peak_per_instance(s) / (double)ranks_per_node(s);
-    double flops = model_hardware_flops_per_token(&s->cfg, (int)s->seq, s->recompute) * (double)s->micro_batch * (double)s->seq;
+    double flops =
+        model_hardware_flops_per_token(&s->cfg, (int)s->seq, s->recompute) * (double)s->micro_batch * (double)s->seq;
     return flops / ((double)scale_replica_ranks(s) * peak_rank * mfu);
 }
 
@@ -171,7 +175,7 @@ static double mem_per_rank_gib(const scale_model *s, long R)
      * (Korthikanti et al. 2022, Table 2: s b h (34 / t + 5 a s / (h t))) */
     double sp_div = s->sp && s->tp > 1 ? (double)s->tp : 1.0;
     double per_layer = s->recompute ? 2.0 * sbh / sp_div : sbh * (10.0 / sp_div + 24.0 / s->tp + scores);
-    if (s->precision == PREC_FP32) per_layer *= 2;
+    per_layer *= precision_info_of(s->precision)->act_bytes / 2.0; /* the formula's bytes are 16-bit ones */
     return (states + c->L * per_layer) / 1073741824.0;
 }
 
@@ -183,7 +187,8 @@ static double mem_per_rank_gib(const scale_model *s, long R)
 static double dp_exposed(const scale_model *s, double dp, long m)
 {
     double layers = (double)s->cfg.L / s->pp;
-    if ((s->zero == 3 || s->hybrid) && s->gather_prefetch) return fmax(dp - (double)m * s->t_mb_s, dp / ((double)m * layers));
+    if ((s->zero == 3 || s->hybrid) && s->gather_prefetch)
+        return fmax(dp - (double)m * s->t_mb_s, dp / ((double)m * layers));
     double hide = fmax(s->overlap, s->grad_overlap ? 1.0 : 0.0) * (2.0 / 3.0) * s->t_mb_s;
     return fmax(dp - hide, s->grad_overlap ? dp / layers : 0.0);
 }
@@ -208,7 +213,8 @@ void scale_eval(const scale_model *s, long nodes, scale_point *p)
     p->step_s = p->compute_s + p->tp_s + p->bubble_s + p->exposed_s + p->optimizer_s + s->step_overhead_s;
     p->seq_per_s = (double)p->global_batch / p->step_s;
     p->tokens_per_s = p->seq_per_s * (double)s->seq;
-    p->mfu_pct = mfu_pct(model_flops_per_token(&s->cfg, (int)s->seq), p->tokens_per_s, scale_peak_per_instance(s) * (double)nodes);
+    p->mfu_pct = mfu_pct(model_flops_per_token(&s->cfg, (int)s->seq), p->tokens_per_s,
+                         scale_peak_per_instance(s) * (double)nodes);
     p->mem_gib = mem_per_rank_gib(s, R);
     p->mem_avail_gib = s->hw.mem_gib / s->hw.workers;
 }
@@ -334,7 +340,8 @@ static void compute_start(scale_model *s, const scale_points *pts, double lo)
     scale_point p;
     scale_eval(s, pts->nodes[0], &p);
     double step = (double)p.global_batch / pts->seq_per_s[0];
-    double per_t = (double)p.micro_batches + (s->pp - 1) / (double)s->interleave; /* compute + bubble per second of t_mb */
+    double per_t =
+        (double)p.micro_batches + (s->pp - 1) / (double)s->interleave; /* compute + bubble per second of t_mb */
     double t = (step - (p.step_s - p.compute_s - p.bubble_s)) / per_t;
     if (isfinite(t) && t > 0) s->t_mb_s = t;
     if (!(s->t_mb_s > lo)) s->t_mb_s = 1.01 * lo;
@@ -392,7 +399,8 @@ int scale_fit_points(scale_model *s, const int *want, const scale_points *pts, s
     memset(fit, 0, sizeof *fit);
     int n = pts->n;
     fit->npoints = n;
-    if (n < 1 || n > SCALE_MAX_POINTS) return err_msg("scale: %d calibration points, expected 1 to %d", n, SCALE_MAX_POINTS);
+    if (n < 1 || n > SCALE_MAX_POINTS)
+        return err_msg("scale: %d calibration points, expected 1 to %d", n, SCALE_MAX_POINTS);
     for (int k = 0; k < SP_COUNT; k++) scale_param_range(s, k, &fit->lo[k], &fit->hi[k]);
     double latency0 = s->latency_s;
     if (s->latency_s <= 0 && want[SP_LATENCY]) s->latency_s = 10e-6; /* a start for the fit */
@@ -442,8 +450,8 @@ void scale_fit_residual_list(const scale_fit *fit, const scale_points *pts, char
     }
 }
 
-static const char *const param_labels[SP_COUNT] = {"compute time per micro-batch per stage", "network efficiency", "latency per hop",
-                                                   "overlap"};
+static const char *const param_labels[SP_COUNT] = {"compute time per micro-batch per stage", "network efficiency",
+                                                   "latency per hop", "overlap"};
 static const char *const param_floor[SP_COUNT] = {"100% of the data-sheet peak", "0", "0", "0"};
 static const char *const param_top[SP_COUNT] = {"", "1, the line rate", "", "1, the whole last backward"};
 
@@ -458,7 +466,10 @@ static int bound_list(const scale_fit *fit, char *buf, size_t n)
         int top = isfinite(fit->hi[k]) && v >= 0.5 * (fit->lo[k] + fit->hi[k]);
         size_t len = strlen(buf);
         snprintf(buf + len, n - len, "%s%s %.4g%s (at its %s: %s)", count ? "; " : "", param_labels[k], shown,
-                 k == SP_COMPUTE ? " s" : k == SP_LATENCY ? " us" : "", top ? "top" : "floor", top ? param_top[k] : param_floor[k]);
+                 k == SP_COMPUTE   ? " s"
+                 : k == SP_LATENCY ? " us"
+                                   : "",
+                 top ? "top" : "floor", top ? param_top[k] : param_floor[k]);
         count++;
     }
     return count;
@@ -474,18 +485,23 @@ static void fit_hint(const scale_model *s, const scale_fit *fit, const scale_poi
     scale_eval(&s0, pts->nodes[w], &p0);
     double step = (double)p0.global_batch / pts->seq_per_s[w], comm = p0.tp_s + p0.bubble_s + p0.exposed_s;
     char zero3[96] = "", bounds[512];
-    if (s->zero == 3) snprintf(zero3, sizeof zero3, ", ZeRO-3 gathering the weights in each of %ld micro-batches", p0.micro_batches);
+    if (s->zero == 3)
+        snprintf(zero3, sizeof zero3, ", ZeRO-3 gathering the weights in each of %ld micro-batches", p0.micro_batches);
     if (comm >= step)
-        err_hint("the modelled communication alone takes %.4g s per step at %ld nodes (data-parallel %.4g s%s; tensor-parallel %.4g s), "
-                 "more than the measured step time %.4g s: check --zero, --net-efficiency, --latency-us, --bucket-mib and the "
+        err_hint("the modelled communication alone takes %.4g s per step at %ld nodes (data-parallel %.4g s%s; "
+                 "tensor-parallel %.4g s), "
+                 "more than the measured step time %.4g s: check --zero, --net-efficiency, --latency-us, --bucket-mib "
+                 "and the "
                  "measurement (--overlap hides traffic only under the last micro-batch's backward)",
                  comm, pts->nodes[w], p0.dp_s, zero3, p0.tp_s + p0.bubble_s, step);
     else if (p0.optimizer_s >= step)
-        err_hint("the modelled optimizer pass alone takes %.4g s per step at %ld nodes (AdamW state at %s's memory bandwidth), "
+        err_hint("the modelled optimizer pass alone takes %.4g s per step at %ld nodes (AdamW state at %s's memory "
+                 "bandwidth), "
                  "more than the measured step time %.4g s: check --zero, --precision and the measurement",
                  p0.optimizer_s, pts->nodes[w], s->hw.instance, step);
     else if (comm + p0.optimizer_s >= step)
-        err_hint("the modelled communication (%.4g s) and optimizer pass (%.4g s) alone take more than the measured step time "
+        err_hint("the modelled communication (%.4g s) and optimizer pass (%.4g s) alone take more than the measured "
+                 "step time "
                  "%.4g s at %ld nodes: check --zero, --net-efficiency, --precision and the measurement",
                  comm, p0.optimizer_s, step, pts->nodes[w]);
     else if (bound_list(fit, bounds, sizeof bounds) > 0)
@@ -508,11 +524,13 @@ int scale_fit_verify(const scale_model *s, scale_fit *fit, const scale_points *p
     scale_point p;
     scale_eval(s, pts->nodes[w], &p);
     if (pts->line[w] > 0) /* a row of a file: its file:line first, as every input error */
-        err_msg("%s: the calibration does not reproduce its points within %g%% (--fit-tolerance): at %ld nodes measured %.4g seq/s, "
+        err_msg("%s: the calibration does not reproduce its points within %g%% (--fit-tolerance): at %ld nodes "
+                "measured %.4g seq/s, "
                 "the model gives %.4g seq/s (error %+.1f%%)",
                 where, tol_pct, pts->nodes[w], pts->seq_per_s[w], p.seq_per_s, fit->resid_pct[w]);
     else
-        err_msg("the calibration does not reproduce its points within %g%% (--fit-tolerance): at %ld nodes (%s) measured %.4g seq/s, "
+        err_msg("the calibration does not reproduce its points within %g%% (--fit-tolerance): at %ld nodes (%s) "
+                "measured %.4g seq/s, "
                 "the model gives %.4g seq/s (error %+.1f%%)",
                 tol_pct, pts->nodes[w], where, pts->seq_per_s[w], p.seq_per_s, fit->resid_pct[w]);
     fit_hint(s, fit, pts);
@@ -535,7 +553,10 @@ double scale_stage_flops(const scale_model *s, int hardware)
     return per_token * (double)s->micro_batch * (double)s->seq / (double)s->pp;
 }
 
-double scale_stage_peak(const scale_model *s) { return scale_peak_per_instance(s) / (double)ranks_per_node(s) * (double)s->tp * (double)cp_of(s); }
+double scale_stage_peak(const scale_model *s)
+{
+    return scale_peak_per_instance(s) / (double)ranks_per_node(s) * (double)s->tp * (double)cp_of(s);
+}
 
 double scale_compute_mfu(const scale_model *s) { return scale_stage_flops(s, 0) / (s->t_mb_s * scale_stage_peak(s)); }
 
@@ -573,10 +594,11 @@ static int eff_value(const scale_eff_curve *c, const table *t, int r, int ce, do
     int pct = strcmp(c->column, "pct_of_peak") == 0;
     if (table_get_double(t, r, ce, 0, 1e12, v) != 0) return CB_EFAIL;
     if (*v > 0 && (!pct || *v <= 100)) return 0;
-    return err_msg("%s:%d: column '%s': expected %s, got '%s'", t->path, t->lines[r], c->column,
-                   pct ? "a share of the peak in (0, 100] (more than 100 means the peak it was measured against is wrong)"
-                       : "a positive GFLOP/s",
-                   table_cell(t, r, ce));
+    return err_msg(
+        "%s:%d: column '%s': expected %s, got '%s'", t->path, t->lines[r], c->column,
+        pct ? "a share of the peak in (0, 100] (more than 100 means the peak it was measured against is wrong)"
+            : "a positive GFLOP/s",
+        table_cell(t, r, ce));
 }
 
 /* Sums the efficiency column into the grid, then the mean of each cell; every cell measured. */
@@ -595,8 +617,8 @@ static int eff_fill(scale_eff_curve *c, const table *t, int ck, int cn, int ce)
     for (int i = 0; i < c->nk; i++)
         for (int j = 0; j < c->nn; j++) {
             if (count[i][j] == 0)
-                return err_msg("%s: no row for k %g, n %g: the file's k and n must span a full grid to interpolate on", t->path,
-                               c->k[i], c->n[j]);
+                return err_msg("%s: no row for k %g, n %g: the file's k and n must span a full grid to interpolate on",
+                               t->path, c->k[i], c->n[j]);
             c->e[i][j] /= count[i][j];
         }
     return 0;
@@ -606,13 +628,16 @@ static int eff_fill(scale_eff_curve *c, const table *t, int ck, int cn, int ce)
 static int eff_columns(const table *t, int ck, int cn, int ce)
 {
     if (ck >= 0 && cn >= 0 && ce >= 0) return 0;
-    const char *names[3] = {cn < 0 ? "'n'" : NULL, ck < 0 ? "'k'" : NULL, ce < 0 ? "'pct_of_peak' or 'gflops_median'" : NULL};
+    const char *names[3] = {cn < 0 ? "'n'" : NULL, ck < 0 ? "'k'" : NULL,
+                            ce < 0 ? "'pct_of_peak' or 'gflops_median'" : NULL};
     char list[96] = "";
     int count = 0;
     for (int i = 0; i < 3; i++)
         if (names[i]) snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", count++ ? ", " : "", names[i]);
-    err_msg("%s:%d: no column %s: this is not a costbench matmul CSV", t->path, t->header_line > 0 ? t->header_line : 1, list);
-    err_hint("--matmul-csv takes the CSV `costbench matmul --csv FILE` writes (columns n, k, m, pct_of_peak, gflops_median)");
+    err_msg("%s:%d: no column %s: this is not a costbench matmul CSV", t->path, t->header_line > 0 ? t->header_line : 1,
+            list);
+    err_hint("--matmul-csv takes the CSV `costbench matmul --csv FILE` writes (columns n, k, m, pct_of_peak, "
+             "gflops_median)");
     return CB_EFAIL;
 }
 
@@ -621,7 +646,8 @@ int scale_eff_load(scale_eff_curve *c, const char *path)
     memset(c, 0, sizeof *c);
     table t;
     if (table_load(&t, path) != 0) return CB_EFAIL;
-    int ck = table_col(&t, "k", 0), cn = table_col(&t, "n", 0), cm = table_col(&t, "m", 0), ce = table_col(&t, "pct_of_peak", 0);
+    int ck = table_col(&t, "k", 0), cn = table_col(&t, "n", 0), cm = table_col(&t, "m", 0),
+        ce = table_col(&t, "pct_of_peak", 0);
     snprintf(c->column, sizeof c->column, "pct_of_peak");
     if (ce < 0) ce = table_col(&t, "gflops_median", 0), snprintf(c->column, sizeof c->column, "gflops_median");
     int rc = eff_columns(&t, ck, cn, ce);
@@ -671,6 +697,7 @@ double scale_eff(const scale_eff_curve *c, double K, double N, int *clamped)
 
 void scale_eff_range(const scale_eff_curve *c, char *buf, size_t n)
 {
-    if (c == NULL || c->nk == 0) snprintf(buf, n, "K %g.. and N %g.. (the assumed curve's range)", SCALE_EFF_MIN, SCALE_EFF_MIN);
+    if (c == NULL || c->nk == 0)
+        snprintf(buf, n, "K %g.. and N %g.. (the assumed curve's range)", SCALE_EFF_MIN, SCALE_EFF_MIN);
     else snprintf(buf, n, "K %g..%g and N %g..%g (measured)", c->k[0], c->k[c->nk - 1], c->n[0], c->n[c->nn - 1]);
 }

@@ -34,15 +34,17 @@
 
 #include <stddef.h>
 
+#include "../common/precision.h"
 #include "../common/presets.h"
 #include "inputs.h"
 
-typedef enum { PREC_FP32, PREC_MIXED, PREC_BF16 } scale_precision;
-extern const char *const scale_precision_names[3];
-/* Whether a throughput row's precision (common/schema.h's values) is the modelled one: fp32;
- * mixed: bf16-mixed, fp16-mixed; bf16: bf16, bf16-sr. fp8 is none of them; a row that does not
- * say ("") is taken for any. */
-int scale_precision_matches(scale_precision p, const char *precision);
+/* Whether a throughput row's precision (a precision column's value, common/precision.h) is the
+ * modelled one: the same storage per parameter (precision_table), so bf16-sr and bf16-nearest
+ * (and "bf16", which files of older costbench versions wrote for bf16-nearest and published rows
+ * write for full bf16 of either rounding) stand for each other: the rounding changes no number
+ * of the model; fp16-mixed is bf16-mixed; fp8 is none of them; a row that does not say ("") is
+ * taken for any. */
+int scale_precision_matches(train_precision p, const char *precision);
 /* The step model has one 16-bit peak slot (hw->bf16_tflops): a run in fp16-mixed runs against
  * the device's FP16 peak there (V100: 125, no BF16), where the device has one; every other
  * precision leaves the slot as it is. */
@@ -60,7 +62,7 @@ typedef struct {
     long global_batch;      /* strong scaling: fixed global batch (0 for weak) */
     long batch_per_replica; /* weak scaling: fixed batch per data-parallel replica (0 for strong) */
     int zero;               /* 0..3 */
-    scale_precision precision;
+    train_precision precision;
     int recompute;
     int attn_flash;         /* tiled (flash) attention or selective recomputation: no (s x s) scores kept */
     double bucket_bytes;
@@ -89,7 +91,13 @@ typedef struct {
  * Returns 0, or CB_EUSAGE after printing why, naming `flag`. */
 int scale_check(const scale_model *s, long nodes, const char *flag);
 /* The same check without a message: what stops n nodes from making a valid layout. */
-typedef enum { SCALE_LAYOUT_OK, SCALE_LAYOUT_NODES, SCALE_LAYOUT_RANKS, SCALE_LAYOUT_BATCH, SCALE_LAYOUT_PER_REPLICA } scale_layout_issue;
+typedef enum {
+    SCALE_LAYOUT_OK,
+    SCALE_LAYOUT_NODES,
+    SCALE_LAYOUT_RANKS,
+    SCALE_LAYOUT_BATCH,
+    SCALE_LAYOUT_PER_REPLICA
+} scale_layout_issue;
 scale_layout_issue scale_layout(const scale_model *s, long nodes);
 /* What scale_layout finds wrong at `nodes`, as a phrase into buf ("at 2 nodes the global batch 63
  * does not split into ..."); returns the issue (SCALE_LAYOUT_OK: buf empty). */

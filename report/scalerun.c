@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/cliflags.h"
 #include "../common/err.h"
 #include "../common/schema.h"
 #include "devices.h"
@@ -15,13 +16,37 @@
 /* The rows are throughput rows (common/schema.h), so that report and scale --measured read them,
  * with the model's terms beside them. */
 const rec_col scale_cols[SC_NCOLS] = {
-    {"nodes", "", REC_NUM, 0}, TPUT_SEQ_PER_S, TPUT_TOKENS_PER_S, TPUT_TOKENS_PER_USD, {"efficiency", "", REC_NUM, 3},
-    {"measured_seq_per_s", "seq/s", REC_NUM, 2}, {"error_pct", "%", REC_NUM, 1}, {"step_s", "s", REC_NUM, 3},
-    {"compute_s", "s", REC_NUM, 3}, {"bubble_s", "s", REC_NUM, 3}, {"tp_comm_s", "s", REC_NUM, 3},
-    {"dp_comm_s", "s", REC_NUM, 3}, {"exposed_comm_s", "s", REC_NUM, 3}, {"optimizer_s", "s", REC_NUM, 3}, TPUT_MFU,
-    {"mem_per_rank_gib", "GiB", REC_NUM, 1}, TPUT_USD_PER_HOUR, TPUT_MODEL, TPUT_TP, TPUT_PP, TPUT_INSTANCES,
-    TPUT_INSTANCE_TYPE, TPUT_SEQ_LEN, TPUT_GLOBAL_BATCH, TPUT_MICRO_BATCH, TPUT_SOURCE, TPUT_RECOMPUTE, TPUT_SHARDING, TPUT_VP,
-    TPUT_SEQUENCE_PARALLEL, TPUT_ATTENTION,
+    {"nodes", "", REC_NUM, 0},
+    TPUT_SEQ_PER_S,
+    TPUT_TOKENS_PER_S,
+    TPUT_TOKENS_PER_USD,
+    {"efficiency", "", REC_NUM, 3},
+    {"measured_seq_per_s", "seq/s", REC_NUM, 2},
+    {"error_pct", "%", REC_NUM, 1},
+    {"step_s", "s", REC_NUM, 3},
+    {"compute_s", "s", REC_NUM, 3},
+    {"bubble_s", "s", REC_NUM, 3},
+    {"tp_comm_s", "s", REC_NUM, 3},
+    {"dp_comm_s", "s", REC_NUM, 3},
+    {"exposed_comm_s", "s", REC_NUM, 3},
+    {"optimizer_s", "s", REC_NUM, 3},
+    TPUT_MFU,
+    {"mem_per_rank_gib", "GiB", REC_NUM, 1},
+    TPUT_USD_PER_HOUR,
+    TPUT_MODEL,
+    TPUT_TP,
+    TPUT_PP,
+    TPUT_INSTANCES,
+    TPUT_INSTANCE_TYPE,
+    TPUT_SEQ_LEN,
+    TPUT_GLOBAL_BATCH,
+    TPUT_MICRO_BATCH,
+    TPUT_SOURCE,
+    TPUT_RECOMPUTE,
+    TPUT_SHARDING,
+    TPUT_VP,
+    TPUT_SEQUENCE_PARALLEL,
+    TPUT_ATTENTION,
 };
 
 /* The global batch at `nodes` nodes: the --global-batch entry of that node count when a list was
@@ -79,21 +104,25 @@ static int model_build(scale_run *r)
     scale_model *s = &r->s;
     s->hw = *r->hw;
     s->tp = (int)o->tp, s->pp = (int)o->pp, s->interleave = (int)o->interleave;
-    s->seq = o->seq, s->micro_batch = o->micro_batch, s->global_batch = o->global_batch, s->batch_per_replica = o->batch_per_device;
+    s->seq = o->seq, s->micro_batch = o->micro_batch, s->global_batch = o->global_batch,
+    s->batch_per_replica = o->batch_per_device;
     s->zero = (int)o->zero, s->precision = o->prec, s->recompute = o->recompute;
     const step_framework *fw = step_framework_find(o->framework);
-    s->attn_flash = o->attention ? strcmp(o->attention, "flash") == 0 : fw->tiled_attention;
+    if (attention_flag_parse(o->attention, fw->tiled_attention, &s->attn_flash) != 0) return CB_EUSAGE;
     s->selective = o->selective;
     s->grad_overlap = fw->grad_overlap, s->gather_prefetch = fw->gather_prefetch, s->tp_overlap = fw->tp_overlap;
     s->bucket_bytes = o->bucket_mib * 1048576.0;
     s->net_eff = o->net_eff;
-    s->latency_s = o->latency_us >= 0 ? o->latency_us * 1e-6 : isfinite(r->hw->net_latency_us) ? r->hw->net_latency_us * 1e-6 : STEP_NET_LATENCY_US * 1e-6;
+    s->latency_s = o->latency_us >= 0                ? o->latency_us * 1e-6
+                   : isfinite(r->hw->net_latency_us) ? r->hw->net_latency_us * 1e-6
+                                                     : STEP_NET_LATENCY_US * 1e-6;
     s->overlap = o->overlap;
     if (o->pp > s->cfg.L) return err_usage("flag '--pp': %ld stages for %d layers", o->pp, s->cfg.L);
-    if (s->cfg.NH % o->tp != 0) return err_usage("flag '--tp': %s has %d heads, not a multiple of %ld", o->model, s->cfg.NH, o->tp);
+    if (s->cfg.NH % o->tp != 0)
+        return err_usage("flag '--tp': %s has %d heads, not a multiple of %ld", o->model, s->cfg.NH, o->tp);
     if (!op_tp_splits(&s->cfg, (int)o->tp))
-        return err_usage("flag '--tp': %ld does not split %s's %d key/value heads or its MLP width %d", o->tp, o->model, model_kv_heads(&s->cfg),
-                         model_ffn(&s->cfg));
+        return err_usage("flag '--tp': %ld does not split %s's %d key/value heads or its MLP width %d", o->tp, o->model,
+                         model_kv_heads(&s->cfg), model_ffn(&s->cfg));
     for (int i = 0; i < o->nodes.n; i++) {
         scale_model at = model_at(s, o, o->nodes.v[i]);
         int rc = scale_check(&at, o->nodes.v[i], "--nodes");
@@ -105,8 +134,8 @@ static int model_build(scale_run *r)
 /* ------------------------------------------------------------------ calibration points */
 
 /* calib_point_add at the model of `nodes` nodes (its --global-batch entry). */
-static int point_add(scale_points *pl, const scale_model *s0, const scale_opts *o, long nodes, double seq_per_s, const char *src,
-                     int line, const char *layout_flag)
+static int point_add(scale_points *pl, const scale_model *s0, const scale_opts *o, long nodes, double seq_per_s,
+                     const char *src, int line, const char *layout_flag)
 {
     const scale_model at = model_at(s0, o, nodes);
     return calib_point_add(pl, &at, nodes, seq_per_s, src, line, layout_flag);
@@ -138,7 +167,8 @@ static int row_matches(const tput_row *r, const scale_model *s, const scale_opts
 
 /* The matching rows of a throughput file, appended to pl (`calibration`: their layouts are
  * checked too). At least one must match. */
-static int points_from_file(const char *path, const scale_model *s, const scale_opts *o, scale_points *pl, int calibration)
+static int points_from_file(const char *path, const scale_model *s, const scale_opts *o, scale_points *pl,
+                            int calibration)
 {
     tput_set set = {0};
     if (throughput_load(&set, path) != 0) return CB_EFAIL;
@@ -153,9 +183,10 @@ static int points_from_file(const char *path, const scale_model *s, const scale_
     }
     throughput_free(&set);
     if (rc == 0 && found == 0)
-        rc = err_usage("%s: no row matches %s, tp %d, pp %d, seq_len %ld, %s%s in %s precision, recompute %s, ZeRO %ld, vp %d", path,
-                       s->cfg.name, s->tp, s->pp, s->seq, s->hw.instance, s->global_batch > 0 ? " and the global batch" : "",
-                       scale_precision_names[s->precision], tput_recomputes[recompute_of(o)], o->zero, s->interleave);
+        rc = err_usage(
+            "%s: no row matches %s, tp %d, pp %d, seq_len %ld, %s%s in %s precision, recompute %s, ZeRO %ld, vp %d",
+            path, s->cfg.name, s->tp, s->pp, s->seq, s->hw.instance, s->global_batch > 0 ? " and the global batch" : "",
+            precision_name(s->precision), tput_recomputes[recompute_of(o)], o->zero, s->interleave);
     return rc;
 }
 
@@ -168,15 +199,16 @@ static int calib_carry(scale_run *r)
     scale_model *s = &r->s;
     r->mfu_cal = r->cr.mfu_cal, r->e_cal = r->cr.e_cal;
     if (!isfinite(scale_stage_peak(s)))
-        return err_usage("flag '--instance': %s has no %s peak in %s to carry an MFU to", r->o.instance, r->o.prec == PREC_FP32 ? "FP32" : "BF16",
-                         r->ht.path);
+        return err_usage("flag '--instance': %s has no %s peak in %s to carry an MFU to", r->o.instance,
+                         r->o.prec == PRECISION_FP32 ? "FP32" : "BF16", r->ht.path);
     int rc = calib_row_carry(&r->cr, s, &r->eff, &r->hfu_tgt, &r->eff_clamped, &r->e_tgt);
     if (rc != 0) return rc;
     s->t_mb_s = scale_t_mb_from_peak(s, r->hfu_tgt);
     r->mfu_tgt = r->hfu_tgt * scale_stage_flops(s, 0) / scale_stage_flops(s, 1);
-    snprintf(r->calib, sizeof r->calib, "carried from %.200s:%d (%s, tp %d, pp %d, %ld x %s, %.4g seq/s) by the step model's framework efficiency",
-             r->cr.path, r->cr.row.line, r->cr.row.model, r->cr.row.tp, r->cr.row.pp, r->cr.row.instances, r->cr.row.instance,
-             r->cr.row.seq_per_s);
+    snprintf(r->calib, sizeof r->calib,
+             "carried from %.200s:%d (%s, tp %d, pp %d, %ld x %s, %.4g seq/s) by the step model's framework efficiency",
+             r->cr.path, r->cr.row.line, r->cr.row.model, r->cr.row.tp, r->cr.row.pp, r->cr.row.instances,
+             r->cr.row.instance, r->cr.row.seq_per_s);
     return 0;
 }
 
@@ -185,7 +217,8 @@ static int points_gather(scale_run *r)
 {
     const scale_opts *o = &r->o;
     int rc = 0;
-    if (o->base_nodes > 0) rc = point_add(&r->meas, &r->s, o, o->base_nodes, o->base_seq_per_s, "--base-seq-per-s", 0, "--base-nodes");
+    if (o->base_nodes > 0)
+        rc = point_add(&r->meas, &r->s, o, o->base_nodes, o->base_seq_per_s, "--base-seq-per-s", 0, "--base-nodes");
     if (rc == 0 && o->calibrate) {
         const hw_overrides ov = {o->net_gbps > 0 ? o->net_gbps : NAN, o->intra_gbps > 0 ? o->intra_gbps : NAN, NAN};
         const calib_env env = {&r->ht, &ov, o->latency_us, o->mf.models_path};
@@ -207,8 +240,9 @@ static int calibrate(scale_run *r)
     s->t_mb_s = scale_t_mb_from_peak(s, o->mfu_pct / 100.0);
     if (r->meas.n == 0) {
         if (!isfinite(s->t_mb_s))
-            return err_usage("%s: %s has no %s peak; give a measured point (--base-nodes/--base-seq-per-s or --measured)", r->ht.path,
-                             o->instance, o->prec == PREC_FP32 ? "FP32" : "BF16");
+            return err_usage(
+                "%s: %s has no %s peak; give a measured point (--base-nodes/--base-seq-per-s or --measured)",
+                r->ht.path, o->instance, o->prec == PRECISION_FP32 ? "FP32" : "BF16");
         snprintf(r->calib, sizeof r->calib, "from the data-sheet peak at an assumed MFU of %.0f%%", o->mfu_pct);
         return 0;
     }
@@ -216,7 +250,8 @@ static int calibrate(scale_run *r)
     if (rc == 0) rc = scale_fit_verify(s, &r->fit, &r->meas, o->fit_tol_pct);
     if (rc != 0) return rc;
     if (r->meas.n == 1)
-        snprintf(r->calib, sizeof r->calib, "calibrated on 1 point (%ld nodes, %.4g seq/s)", r->meas.nodes[0], r->meas.seq_per_s[0]);
+        snprintf(r->calib, sizeof r->calib, "calibrated on 1 point (%ld nodes, %.4g seq/s)", r->meas.nodes[0],
+                 r->meas.seq_per_s[0]);
     else
         snprintf(r->calib, sizeof r->calib, "fitted to %d points (rms error %.1f%%)", r->meas.n, r->fit.rms_err_pct);
     return 0;
@@ -237,8 +272,9 @@ static void row_measured(record *rec, int row, const scale_run *r, long nodes, d
 }
 
 /* The row's configuration columns: the flags' recomputation, --zero (stage k is zerok),
- * --interleave, the attention kernel (--attention, else the framework's); sequence parallelism false: the model keeps the 10 s b h per layer
- * outside the TP split (report/scale.c), as Megatron without it does. */
+ * --interleave, the attention kernel (--attention, else the framework's); sequence parallelism
+ * false: the model keeps the 10 s b h per layer outside the TP split (report/scale.c), as Megatron
+ * without it does. */
 static void row_config(record *rec, int row, const scale_run *r)
 {
     const scale_opts *o = &r->o;
@@ -292,8 +328,9 @@ static int row_add(record *rec, const scale_run *r, long nodes, double eff0, con
 static int rows_fill(record *rec, const scale_run *r, int *over_mem)
 {
     char source[640];
-    snprintf(source, sizeof source, "predicted: costbench scale, %s; %s %g Gbit/s x %.2f, latency %.3g us, %s precision, ZeRO %d",
-             r->calib, r->o.instance, r->hw->net_gbit_per_s, r->s.net_eff, r->s.latency_s * 1e6, scale_precision_names[r->o.prec],
+    snprintf(source, sizeof source,
+             "predicted: costbench scale, %s; %s %g Gbit/s x %.2f, latency %.3g us, %s precision, ZeRO %d", r->calib,
+             r->o.instance, r->hw->net_gbit_per_s, r->s.net_eff, r->s.latency_s * 1e6, precision_name(r->o.prec),
              (int)r->o.zero);
     scale_point p0;
     const scale_model at0 = model_at(&r->s, &r->o, r->o.nodes.v[0]);
@@ -312,8 +349,11 @@ static void notes_calibration(record *rec, const scale_run *r)
     if (r->meas.n > 0) {
         char where[4200], list[768];
         scale_points_where(&r->meas, f->worst, where, sizeof where);
-        record_note(rec, "the calibration reproduces its %d point%s within %g%% (--fit-tolerance): worst residual %+.1f%% at %ld nodes (%s)",
-                    r->meas.n, r->meas.n == 1 ? "" : "s", r->o.fit_tol_pct, f->resid_pct[f->worst], r->meas.nodes[f->worst], where);
+        record_note(rec,
+                    "the calibration reproduces its %d point%s within %g%% (--fit-tolerance): worst residual %+.1f%% "
+                    "at %ld nodes (%s)",
+                    r->meas.n, r->meas.n == 1 ? "" : "s", r->o.fit_tol_pct, f->resid_pct[f->worst],
+                    r->meas.nodes[f->worst], where);
         scale_fit_residual_list(f, &r->meas, list, sizeof list);
         if (r->meas.n > 1) record_note(rec, "residuals (model / measured - 1): %s", list);
     }
@@ -323,7 +363,8 @@ static void notes_calibration(record *rec, const scale_run *r)
         double shown = k == SP_LATENCY ? f->value[k] * 1e6 : f->value[k];
         if (f->fitted[k] && !f->at_bound[k]) record_note(rec, "fitted %s: %.4g%s", name, shown, units[k]);
         else if (f->fitted[k])
-            record_note(rec, "%s held at the edge of its range: %.4g%s (the points pull it beyond; not a fit)", name, shown, units[k]);
+            record_note(rec, "%s held at the edge of its range: %.4g%s (the points pull it beyond; not a fit)", name,
+                        shown, units[k]);
         else if (f->undetermined[k])
             record_note(rec, "%s not fitted: the points cannot determine it (kept at %.4g)", scale_param_names[k],
                         k == SP_LATENCY ? r->s.latency_s * 1e6 : k == SP_BANDWIDTH ? r->s.net_eff : r->s.overlap);
@@ -339,29 +380,41 @@ static void notes_calibration(record *rec, const scale_run *r)
 static void notes_carry(record *rec, const scale_run *r)
 {
     const scale_model *c = &r->cr.cal, *s = &r->s;
-    record_note(rec, "rule: phi = t_device(calibration) / t_mb(calibration), the framework's efficiency against the step model's device "
-                     "time of the shared operation list (report/stepmodel.h); t_mb(target) = t_device(target) / phi, on the target's own "
+    record_note(rec, "rule: phi = t_device(calibration) / t_mb(calibration), the framework's efficiency against the "
+                     "step model's device "
+                     "time of the shared operation list (report/stepmodel.h); t_mb(target) = t_device(target) / phi, "
+                     "on the target's own "
                      "peaks, bandwidths and links");
     if (r->eff.nk > 0)
-        record_note(rec, "GEMMs at %s's %s, log-linear in K and N, clamped to K %g..%g, N %g..%g", r->o.matmul_csv, r->eff.column, r->eff.k[0],
-                    r->eff.k[r->eff.nk - 1], r->eff.n[0], r->eff.n[r->eff.nn - 1]);
+        record_note(rec, "GEMMs at %s's %s, log-linear in K and N, clamped to K %g..%g, N %g..%g", r->o.matmul_csv,
+                    r->eff.column, r->eff.k[0], r->eff.k[r->eff.nk - 1], r->eff.n[0], r->eff.n[r->eff.nn - 1]);
     else
-        record_note(rec, "GEMMs at the device's gemm_eff x f(n) f(k) f(m), f(x) = x / (x + %g); tiled attention at attn_eff, memory-bound "
-                         "ops at mem_eff of the bandwidth, + %g us per kernel (data/devices.csv; defaults %g, %g, %g when empty)",
-                    STEP_GEMM_HALF_DIM, STEP_LAUNCH_US, STEP_GEMM_EFF, STEP_ATTN_EFF, STEP_MEM_EFF);
+        record_note(
+            rec,
+            "GEMMs at the device's gemm_eff x f(n) f(k) f(m), f(x) = x / (x + %g); tiled attention at attn_eff, "
+            "memory-bound "
+            "ops at mem_eff of the bandwidth, + %g us per kernel (data/devices.csv; defaults %g, %g, %g when empty)",
+            STEP_GEMM_HALF_DIM, STEP_LAUNCH_US, STEP_GEMM_EFF, STEP_ATTN_EFF, STEP_MEM_EFF);
     double t_dc = step_t_mb_device(c, NULL), t_dt = step_t_mb_device(s, NULL);
-    record_note(rec, "calibration %s: t_device %.9g s, t_mb %.9g s, phi %.17g, e %.17g, compute MFU %.17g, HFU %.17g", c->cfg.name, t_dc,
-                c->t_mb_s, r->cr.fc.phi_cal, r->e_cal, r->mfu_cal, r->cr.eff_cal);
-    record_note(rec, "target %s: t_device %.9g s, t_mb %.9g s, phi %.17g, e %.17g, compute MFU %.17g, HFU %.17g%s", s->cfg.name, t_dt,
-                s->t_mb_s, r->cr.fc.phi_cal, r->e_tgt, r->mfu_tgt, r->hfu_tgt, s->recompute ? " (t_mb counts the recomputed forward)" : "");
+    record_note(rec, "calibration %s: t_device %.9g s, t_mb %.9g s, phi %.17g, e %.17g, compute MFU %.17g, HFU %.17g",
+                c->cfg.name, t_dc, c->t_mb_s, r->cr.fc.phi_cal, r->e_cal, r->mfu_cal, r->cr.eff_cal);
+    record_note(rec, "target %s: t_device %.9g s, t_mb %.9g s, phi %.17g, e %.17g, compute MFU %.17g, HFU %.17g%s",
+                s->cfg.name, t_dt, s->t_mb_s, r->cr.fc.phi_cal, r->e_tgt, r->mfu_tgt, r->hfu_tgt,
+                s->recompute ? " (t_mb counts the recomputed forward)" : "");
     char why[256];
     long nodes = r->o.nodes.n > 0 ? r->o.nodes.v[0] : 1;
     calib_case k = calib_case_of(c, r->cr.fc.nodes, s, nodes, why, sizeof why);
-    record_note(rec, "band: +-%.3g%% (the calibration's residual %.2g%% + %s's %.3g%%: the 90th percentile of |error| `costbench validate` "
-                     "measures on the shipped published runs in that case)%s%s",
+    record_note(rec,
+                "band: +-%.3g%% (the calibration's residual %.2g%% + %s's %.3g%%: the 90th percentile of |error| "
+                "`costbench validate` "
+                "measures on the shipped published runs in that case)%s%s",
                 calib_band_pct(&r->cr.fc, s, nodes), fabs(r->cr.fc.fit.resid_pct[0]),
-                k == CALIB_NEAR ? "a near target" : k == CALIB_LAYOUT ? "another layout" : "another device",
-                k == CALIB_NEAR ? CALIB_BAND_NEAR_PCT : k == CALIB_LAYOUT ? CALIB_BAND_LAYOUT_PCT : CALIB_BAND_DEVICE_PCT,
+                k == CALIB_NEAR     ? "a near target"
+                : k == CALIB_LAYOUT ? "another layout"
+                                    : "another device",
+                k == CALIB_NEAR     ? CALIB_BAND_NEAR_PCT
+                : k == CALIB_LAYOUT ? CALIB_BAND_LAYOUT_PCT
+                                    : CALIB_BAND_DEVICE_PCT,
                 k == CALIB_NEAR ? "" : "; extrapolated: ", why);
 }
 
@@ -369,31 +422,42 @@ static void notes_write(record *rec, const scale_run *r, int over_mem)
 {
     const scale_opts *o = &r->o;
     const hw_row *hw = r->hw;
-    record_note(rec, "%s, %s: TP %ld x PP %ld per replica, %d ranks per instance (%d %s x %d), %s", r->s.cfg.name, o->instance, o->tp, o->pp,
-                hw->accelerators * hw->workers, hw->accelerators, hw->accelerator, hw->workers,
+    record_note(rec, "%s, %s: TP %ld x PP %ld per replica, %d ranks per instance (%d %s x %d), %s", r->s.cfg.name,
+                o->instance, o->tp, o->pp, hw->accelerators * hw->workers, hw->accelerators, hw->accelerator,
+                hw->workers,
                 o->global_batch > 0 ? "strong scaling (fixed global batch)" : "weak scaling (fixed batch per replica)");
     notes_calibration(rec, r);
     if (o->calibrate) notes_carry(rec, r);
     if (!isfinite(hw->intra_gb_per_s) && (o->tp > 1 || hw->accelerators * hw->workers > o->tp * o->pp))
-        record_note(rec, "%s: device-link bandwidth unknown: TP and intra-node gradient traffic not modelled%s", o->instance,
-                    r->meas.n ? " (the fitted compute time includes the TP traffic)" : "");
+        record_note(rec, "%s: device-link bandwidth unknown: TP and intra-node gradient traffic not modelled%s",
+                    o->instance, r->meas.n ? " (the fitted compute time includes the TP traffic)" : "");
     if (r->o.latency_us < 0 && !isfinite(r->hw->net_latency_us))
-        record_note(rec, "network latency: %g us a hop, assumed (the hardware states none; give --latency-us)", STEP_NET_LATENCY_US);
+        record_note(rec, "network latency: %g us a hop, assumed (the hardware states none; give --latency-us)",
+                    STEP_NET_LATENCY_US);
     if (r->pr)
-        record_note(rec, "price %s %s $%.4g per instance-hour (%s, %s)", o->instance, o->pricing, r->usd_per_hour, r->pr->as_of,
-                    r->pr->source);
+        record_note(rec, "price %s %s $%.4g per instance-hour (%s, %s)", o->instance, o->pricing, r->usd_per_hour,
+                    r->pr->as_of, r->pr->source);
     else record_note(rec, "price $%.4g per instance-hour (--usd-per-hour)", r->usd_per_hour);
-    record_note(rec, "memory per rank: weights, gradients and AdamW state (ZeRO %ld) plus L layers of activations (Korthikanti et al. 2022)%s",
-                o->zero, o->recompute ? ", fully recomputed" : r->s.attn_flash ? (o->selective ? ", the attention scores recomputed (selective)" : ", no s x s scores kept (tiled attention)") : ", the s x s attention scores kept (--attention flash drops them)");
+    record_note(rec,
+                "memory per rank: weights, gradients and AdamW state (ZeRO %ld) plus L layers of activations "
+                "(Korthikanti et al. 2022)%s",
+                o->zero,
+                o->recompute      ? ", fully recomputed"
+                : r->s.attn_flash ? (o->selective ? ", the attention scores recomputed (selective)"
+                                                  : ", no s x s scores kept (tiled attention)")
+                                  : ", the s x s attention scores kept (--attention flash drops them)");
     if (over_mem)
-        record_note(rec, "warning: the memory estimate exceeds %.1f GiB per rank at some node counts; real runs need --recompute, --zero or more TP/PP",
+        record_note(rec,
+                    "warning: the memory estimate exceeds %.1f GiB per rank at some node counts; real runs need "
+                    "--recompute, --zero or more TP/PP",
                     hw->mem_gib / hw->workers);
     record_note(rec, "efficiency: seq/s per node against the first node count listed; every figure here is predicted");
 }
 
 /* ------------------------------------------------------------------ outputs */
 
-static int scale_plot(const char *path, const scale_model *s, const record *rec, const scale_points *meas, const scale_points *cmp)
+static int scale_plot(const char *path, const scale_model *s, const record *rec, const scale_points *meas,
+                      const scale_points *cmp)
 {
     double xs[OPT_LIST_CAP] = {0}, ys[OPT_LIST_CAP] = {0}, ix[OPT_LIST_CAP], iy[OPT_LIST_CAP];
     double mx[SCALE_MAX_POINTS], my[SCALE_MAX_POINTS], cx[SCALE_MAX_POINTS], cy[SCALE_MAX_POINTS];
@@ -416,8 +480,8 @@ static int scale_plot(const char *path, const scale_model *s, const record *rec,
     char title[160], sub[256];
     snprintf(title, sizeof title, "%s on %s: throughput vs node count", s->cfg.name, s->hw.instance);
     snprintf(sub, sizeof sub, "TP %d, PP %d, seq %ld, %s %ld, %s precision, ZeRO %d", s->tp, s->pp, s->seq,
-             s->global_batch > 0 ? "global batch" : "batch per replica", s->global_batch > 0 ? s->global_batch : s->batch_per_replica,
-             scale_precision_names[s->precision], s->zero);
+             s->global_batch > 0 ? "global batch" : "batch per replica",
+             s->global_batch > 0 ? s->global_batch : s->batch_per_replica, precision_name(s->precision), s->zero);
     plot_spec sp = {title, sub, "nodes (instances)", "throughput (seq/s)", 1, 1, se, ns, NAN, NULL, 0};
     return plot_lines(path, &sp);
 }

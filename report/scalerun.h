@@ -65,7 +65,7 @@ typedef struct {
     int selective;         /* --selective-recompute */
     opt_list nodes;
     opt_list gbs;         /* --global-batch: one value, or one per node count */
-    scale_precision prec; /* from --precision */
+    train_precision prec; /* from --precision */
     int want[SP_COUNT];   /* from --fit */
 } scale_opts;
 

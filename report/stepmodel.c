@@ -48,9 +48,11 @@ static void step_layout(const scale_model *s, long dp, op_layout *l)
     l->tp = s->tp, l->pp = s->pp, l->cp = s->cp > 1 ? s->cp : 1, l->sp = s->sp, l->vp = s->interleave;
     l->recompute = s->recompute ? OP_RECOMPUTE_FULL : s->selective ? OP_RECOMPUTE_SELECTIVE : OP_RECOMPUTE_NONE;
     l->attention = s->attn_flash ? OP_ATTN_TILED : OP_ATTN_FULL;
-    int fp32 = s->precision == PREC_FP32;
+    int fp32 = s->precision == PRECISION_FP32;
     l->act_bytes = fp32 ? 4 : 2, l->weight_bytes = fp32 ? 4 : 2, l->grad_bytes = fp32 ? 4 : 2;
-    l->optim_bytes = s->precision == PREC_FP32 ? 4 * 4 + 2 * 4 : s->precision == PREC_MIXED ? 2 * 2 + 2 + 2 * 12 : 2 * 2 + 2 + 2 * 4;
+    l->optim_bytes = s->precision == PRECISION_FP32         ? 4 * 4 + 2 * 4
+                     : s->precision == PRECISION_BF16_MIXED ? 2 * 2 + 2 + 2 * 12
+                                                            : 2 * 2 + 2 + 2 * 4;
     l->zero = s->zero, l->dp = dp;
 }
 
@@ -64,7 +66,7 @@ int step_ops(const scale_model *s, long dp, op_entry *ops, int cap)
 /* Per rank: the dense peak of the run's precision and the memory bandwidth (a device's share). */
 static double rank_peak(const scale_model *s)
 {
-    double tf = s->precision == PREC_FP32 ? s->hw.fp32_tflops : s->hw.bf16_tflops;
+    double tf = s->precision == PRECISION_FP32 ? s->hw.fp32_tflops : s->hw.bf16_tflops;
     return tf * 1e12 / (s->hw.workers > 0 ? s->hw.workers : 1);
 }
 static double rank_bw(const scale_model *s) { return s->hw.mem_gb_per_s * 1e9 / (s->hw.workers > 0 ? s->hw.workers : 1); }

@@ -70,7 +70,8 @@ int trajectory_input_parse(const char *spec, traj_input *in)
     if (!eq) return err_usage("flag '--run': expected LABEL=LOG.csv[,SUMMARY.csv], got '%.200s'", spec);
     size_t ll = (size_t)(eq - spec);
     if (ll == 0 || ll > TRAJ_MAX_LABEL)
-        return err_usage("flag '--run': expected a label of 1 to %d characters before '=', got '%.200s'", TRAJ_MAX_LABEL, spec);
+        return err_usage("flag '--run': expected a label of 1 to %d characters before '=', got '%.200s'",
+                         TRAJ_MAX_LABEL, spec);
     for (size_t i = 0; i < ll; i++)
         if (!label_char_ok(spec[i]))
             return err_usage("flag '--run': label '%.*s': expected letters, digits and . _ + - only", (int)ll, spec);
@@ -78,7 +79,9 @@ int trajectory_input_parse(const char *spec, traj_input *in)
     const char *log = eq + 1, *comma = strchr(log, ',');
     size_t logl = comma ? (size_t)(comma - log) : strlen(log);
     if (logl == 0 || (comma && !comma[1]))
-        return err_usage("flag '--run': '%.200s': expected a log file after '=' (and a summary file after ',' when there is one)", spec);
+        return err_usage(
+            "flag '--run': '%.200s': expected a log file after '=' (and a summary file after ',' when there is one)",
+            spec);
     if (logl >= sizeof in->log_path || (comma && strlen(comma + 1) >= sizeof in->summary_path))
         return err_usage("flag '--run': '%.200s...': a path too long", spec);
     memcpy(in->log_path, log, logl);
@@ -107,8 +110,8 @@ static int log_row(const table *t, int i, const int *col, traj_run *r)
     r->line[i] = t->lines[i];
     if (table_get_long(t, i, col[0], 0, 1000000000000L, &r->step[i]) != 0) return CB_EFAIL;
     if (i > 0 && r->step[i] <= r->step[i - 1])
-        return err_msg("%s:%d: column '%s': expected a step after %ld, got %ld", t->path, t->lines[i], t->header[col[0]], r->step[i - 1],
-                       r->step[i]);
+        return err_msg("%s:%d: column '%s': expected a step after %ld, got %ld", t->path, t->lines[i],
+                       t->header[col[0]], r->step[i - 1], r->step[i]);
     if (table_get_double(t, i, col[1], 0, 1e6, &r->loss[i]) != 0) return CB_EFAIL;
     if (table_get_double(t, i, col[2], 0, 1e30, &r->gnorm[i]) != 0) return CB_EFAIL;
     r->n = i + 1;
@@ -135,7 +138,8 @@ static int summary_str(const table *t, const char *name, char *dst, size_t n)
 {
     int c = table_col(t, name, 0);
     const char *s = c >= 0 ? table_cell(t, 0, c) : "";
-    if (strlen(s) >= n) return err_msg("%s:%d: column '%s': longer than %zu characters", t->path, t->lines[0], name, n - 1);
+    if (strlen(s) >= n)
+        return err_msg("%s:%d: column '%s': longer than %zu characters", t->path, t->lines[0], name, n - 1);
     snprintf(dst, n, "%s", s);
     return 0;
 }
@@ -181,12 +185,14 @@ static int labels_check(traj_ctx *c)
     for (int i = 0; i < o->nruns; i++) {
         for (int j = 0; j < i; j++)
             if (strcmp(o->runs[i].label, o->runs[j].label) == 0)
-                return err_msg("flag '--run': label '%s' given twice (%s and %s)", o->runs[i].label, o->runs[j].log_path, o->runs[i].log_path);
+                return err_msg("flag '--run': label '%s' given twice (%s and %s)", o->runs[i].label,
+                               o->runs[j].log_path, o->runs[i].log_path);
         if (strcmp(o->runs[i].label, base) == 0) c->base = i;
     }
     if (c->base < 0)
         return err_msg("no run labelled '%s' to compare against%s", base,
-                       o->baseline ? " (flag '--baseline')" : ": label one run fp32, or name the baseline with --baseline LABEL");
+                       o->baseline ? " (flag '--baseline')"
+                                   : ": label one run fp32, or name the baseline with --baseline LABEL");
     return 0;
 }
 
@@ -212,8 +218,9 @@ static int price_resolve(traj_ctx *c)
     const price_row *p = prices_find(&pt, o->instance, opt, o->region);
     if (p) {
         c->usd_per_hour = p->usd_per_hour;
-        snprintf(c->price_source, sizeof c->price_source, "%.63s %.31s %.23s, $%g per hour (%.200s:%d, as of %.23s: %.200s)", p->instance,
-                 p->region, p->option, p->usd_per_hour, pt.path, p->line, p->as_of, p->source);
+        snprintf(c->price_source, sizeof c->price_source,
+                 "%.63s %.31s %.23s, $%g per hour (%.200s:%d, as of %.23s: %.200s)", p->instance, p->region, p->option,
+                 p->usd_per_hour, pt.path, p->line, p->as_of, p->source);
     }
     prices_free(&pt);
     return p ? 0 : CB_EUSAGE;
@@ -245,11 +252,14 @@ static int runs_match(const traj_run *r, const traj_run *b)
 {
     const char *rl = r->in->log_path, *bl = b->in->log_path;
     if (r->n != b->n)
-        return err_msg("%s: %d steps, but the baseline '%s' (%s) has %d: the runs must cover the same steps", rl, r->n, b->in->label, bl, b->n);
+        return err_msg("%s: %d steps, but the baseline '%s' (%s) has %d: the runs must cover the same steps", rl, r->n,
+                       b->in->label, bl, b->n);
     for (int i = 0; i < r->n; i++)
         if (r->step[i] != b->step[i])
-            return err_msg("%s:%d: column '%s': step %ld where the baseline '%s' has step %ld (%s:%d): the runs must cover the same steps", rl,
-                           r->line[i], step_log_cols[SL_STEP].name, r->step[i], b->in->label, b->step[i], bl, b->line[i]);
+            return err_msg("%s:%d: column '%s': step %ld where the baseline '%s' has step %ld (%s:%d): the runs must "
+                           "cover the same steps",
+                           rl, r->line[i], step_log_cols[SL_STEP].name, r->step[i], b->in->label, b->step[i], bl,
+                           b->line[i]);
     return 0;
 }
 
@@ -278,11 +288,11 @@ static int ctx_load(traj_ctx *c)
         if ((rc = runs_match(&c->runs[i], b)) != 0) return rc;
         const traj_run *r = &c->runs[i];
         if (r->model[0] && b->model[0] && strcmp(r->model, b->model) != 0)
-            err_warn("run '%s' trained %s, the baseline '%s' %s: the trajectories are of different models", r->in->label, r->model,
-                     b->in->label, b->model);
+            err_warn("run '%s' trained %s, the baseline '%s' %s: the trajectories are of different models",
+                     r->in->label, r->model, b->in->label, b->model);
         if (r->cpu[0] && b->cpu[0] && strcmp(r->cpu, b->cpu) != 0)
-            err_warn("run '%s' ran on %s, the baseline '%s' on %s: their tokens/s are of different machines", r->in->label, r->cpu,
-                     b->in->label, b->cpu);
+            err_warn("run '%s' ran on %s, the baseline '%s' on %s: their tokens/s are of different machines",
+                     r->in->label, r->cpu, b->in->label, b->cpu);
     }
     c->tail = trajectory_tail_steps(b->n, c->o->tail_pct);
     for (int i = 0; i < c->n; i++) run_compare(&c->runs[i], b, c->tail, c->usd_per_hour);
@@ -296,20 +306,32 @@ static int ctx_record(const traj_ctx *c, record *rec)
     const traj_run *b = &c->runs[c->base];
     record_init(rec, trajectory_cols, TJ_NCOLS);
     for (int col = TJ_USD_PER_HOUR; col < TJ_NCOLS; col++) record_csv_only(rec, col);
-    record_note(rec, "baseline '%s' (%s): %d steps (%ld to %ld), matched by step number in every run; differences over the last %d steps (%ld to %ld: %g%% of them)",
-                b->in->label, b->in->log_path, b->n, b->step[0], b->step[b->n - 1], c->tail, b->step[b->n - c->tail], b->step[b->n - 1], c->o->tail_pct);
-    record_note(rec, "measured (costbench train): loss and grad_norm of every step (the logs); tokens_per_s (median over the timed steps) and peak_rss_gib (the summaries); '-': unknown (no summary)");
+    record_note(rec,
+                "baseline '%s' (%s): %d steps (%ld to %ld), matched by step number in every run; differences over the "
+                "last %d steps (%ld to %ld: %g%% of them)",
+                b->in->label, b->in->log_path, b->n, b->step[0], b->step[b->n - 1], c->tail, b->step[b->n - c->tail],
+                b->step[b->n - 1], c->o->tail_pct);
+    record_note(rec, "measured (costbench train): loss and grad_norm of every step (the logs); tokens_per_s (median "
+                     "over the timed steps) and peak_rss_gib (the summaries); '-': unknown (no summary)");
     record_note(rec, "derived: tokens_per_usd = tokens_per_s x 3600 / usd_per_hour, priced at %s", c->price_source);
-    record_note(rec, "derived: final_loss_vs_baseline_pct = 100 x (final_loss - the baseline's) / the baseline's; *_abs_diff: mean and max of |x - the baseline's x| over the tail");
+    record_note(rec, "derived: final_loss_vs_baseline_pct = 100 x (final_loss - the baseline's) / the baseline's; "
+                     "*_abs_diff: mean and max of |x - the baseline's x| over the tail");
     for (int i = 0; i < c->n; i++) {
         const traj_run *r = &c->runs[i];
         int row = record_add_row(rec);
         if (row < 0) return CB_EFAIL;
         record_str(rec, row, TJ_LABEL, r->in->label);
         record_str(rec, row, TJ_PRECISION, r->precision[0] ? r->precision : NULL);
-        const double v[][2] = {{TJ_STEPS, r->n}, {TJ_TOKS, r->tokens_per_s}, {TJ_TOKS_PER_USD, r->tokens_per_usd}, {TJ_RSS, r->peak_rss_gib},
-                               {TJ_FINAL_LOSS, r->final_loss}, {TJ_LOSS_MEAN, r->loss_mean}, {TJ_LOSS_MAX, r->loss_max},
-                               {TJ_GN_MEAN, r->gn_mean}, {TJ_GN_MAX, r->gn_max}, {TJ_FINAL_PCT, r->final_pct},
+        const double v[][2] = {{TJ_STEPS, r->n},
+                               {TJ_TOKS, r->tokens_per_s},
+                               {TJ_TOKS_PER_USD, r->tokens_per_usd},
+                               {TJ_RSS, r->peak_rss_gib},
+                               {TJ_FINAL_LOSS, r->final_loss},
+                               {TJ_LOSS_MEAN, r->loss_mean},
+                               {TJ_LOSS_MAX, r->loss_max},
+                               {TJ_GN_MEAN, r->gn_mean},
+                               {TJ_GN_MAX, r->gn_max},
+                               {TJ_FINAL_PCT, r->final_pct},
                                {TJ_USD_PER_HOUR, isfinite(r->tokens_per_usd) ? c->usd_per_hour : NAN}};
         for (size_t k = 0; k < sizeof v / sizeof v[0]; k++) record_num(rec, row, (int)v[k][0], v[k][1]);
         record_str(rec, row, TJ_PRICE_SOURCE, isfinite(r->tokens_per_usd) ? c->price_source : NULL);
@@ -324,8 +346,8 @@ static void plot_subtitle(const traj_ctx *c, char *buf, size_t n)
 {
     const traj_run *b = &c->runs[c->base];
     if (b->model[0] && b->date[0])
-        snprintf(buf, n, "%.40s, measured %.10s on %.60s; one line per run, baseline %s", b->model, b->date, b->cpu[0] ? b->cpu : "?",
-                 b->in->label);
+        snprintf(buf, n, "%.40s, measured %.10s on %.60s; one line per run, baseline %s", b->model, b->date,
+                 b->cpu[0] ? b->cpu : "?", b->in->label);
     else snprintf(buf, n, "one line per run (costbench train --csv), baseline %s", b->in->label);
 }
 
@@ -374,7 +396,9 @@ static int plots_write(const traj_ctx *c, const char *dir)
     char path[4200], sub[256];
     plot_subtitle(c, sub, sizeof sub);
     if (rc == 0) rc = path_fmt(path, sizeof path, "%s/%s", dir, outdir_trajectory.names[OUT_TRAJ_LOSS]);
-    if (rc == 0) rc = traj_chart(c, path, "Training loss across precisions", "loss (nats per token)", 0, 0, (const double *const *)xs, sub);
+    if (rc == 0)
+        rc = traj_chart(c, path, "Training loss across precisions", "loss (nats per token)", 0, 0,
+                        (const double *const *)xs, sub);
     if (rc == 0) rc = path_fmt(path, sizeof path, "%s/%s", dir, outdir_trajectory.names[OUT_TRAJ_GN]);
     if (rc == 0)
         rc = traj_chart(c, path, "Gradient norm across precisions (before clipping)",
@@ -435,7 +459,8 @@ static void md_cells(const traj_ctx *c, int i, char (*cell)[TRAJ_MD_CELL])
 
 static void md_table(FILE *f, const traj_ctx *c)
 {
-    fprintf(f, "| Run | Precision | Steps | Tokens/s (measured) | Tokens/$ (derived) | Peak RSS, GiB (measured) | Final loss (measured) | "
+    fprintf(f, "| Run | Precision | Steps | Tokens/s (measured) | Tokens/$ (derived) | Peak RSS, GiB (measured) | "
+               "Final loss (measured) | "
                "Final loss vs baseline (derived) | Loss, mean abs diff (derived) | Loss, max abs diff (derived) | "
                "Grad norm, mean abs diff (derived) | Grad norm, max abs diff (derived) |\n");
     fprintf(f, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
@@ -450,26 +475,35 @@ static void md_table(FILE *f, const traj_ctx *c)
 static void md_body(FILE *f, const traj_ctx *c)
 {
     const traj_run *b = &c->runs[c->base];
-    char label[2 * TRAJ_MAX_LABEL + 1], cpu[2 * sizeof b->cpu], date[2 * sizeof b->date], price[2 * sizeof c->price_source];
+    char label[2 * TRAJ_MAX_LABEL + 1], cpu[2 * sizeof b->cpu], date[2 * sizeof b->date],
+        price[2 * sizeof c->price_source];
     markdown_escape(label, sizeof label, b->in->label);
     markdown_escape(cpu, sizeof cpu, b->cpu[0] ? b->cpu : "the machine its summary names");
     markdown_escape(date, sizeof date, b->date);
     markdown_escape(price, sizeof price, c->price_source);
     fprintf(f, OUT_TRAJ_MD_TITLE "\n\n");
-    fprintf(f, "%d runs of %d optimizer steps each, compared step by step (matched by step number) with the baseline **%s**; "
-               "the differences are over the last %d steps (steps %ld to %ld: %g%% of the steps).\n\n",
-            c->n, b->n, label, c->tail, b->step[b->n - c->tail], b->step[b->n - 1], c->o->tail_pct);
+    fprintf(
+        f,
+        "%d runs of %d optimizer steps each, compared step by step (matched by step number) with the baseline **%s**; "
+        "the differences are over the last %d steps (steps %ld to %ld: %g%% of the steps).\n\n",
+        c->n, b->n, label, c->tail, b->step[b->n - c->tail], b->step[b->n - 1], c->o->tail_pct);
     md_table(f, c);
-    fprintf(f, "**Measured** by `costbench train` (on %s%s%s): the training loss (nats per token) and the gradient norm (global L2 norm, "
-               "before clipping) of every step, from each run's log; tokens/s (median over the timed steps) and peak RSS, from each run's summary. "
-               "**Derived** here: tokens/$ = tokens/s x 3600 / $ per hour, priced at %s; final loss vs baseline = 100 x (final loss - the baseline's) / "
-               "the baseline's; the mean and the maximum of |x - the baseline's x| over the tail's steps, for the loss and for the gradient norm. "
-               "A `-`: unknown (the run has no summary file, or no price was given).\n\n",
+    fprintf(f,
+            "**Measured** by `costbench train` (on %s%s%s): the training loss (nats per token) and the gradient norm "
+            "(global L2 norm, "
+            "before clipping) of every step, from each run's log; tokens/s (median over the timed steps) and peak RSS, "
+            "from each run's summary. "
+            "**Derived** here: tokens/$ = tokens/s x 3600 / $ per hour, priced at %s; final loss vs baseline = 100 x "
+            "(final loss - the baseline's) / "
+            "the baseline's; the mean and the maximum of |x - the baseline's x| over the tail's steps, for the loss "
+            "and for the gradient norm. "
+            "A `-`: unknown (the run has no summary file, or no price was given).\n\n",
             cpu, date[0] ? ", " : "", date, price);
     fprintf(f, "Files:\n\n");
     for (int i = 0; i < c->n; i++) {
         const traj_input *in = c->runs[i].in;
-        if (in->summary_path[0]) fprintf(f, "- `%s`: log `%s`, summary `%s`\n", in->label, in->log_path, in->summary_path);
+        if (in->summary_path[0])
+            fprintf(f, "- `%s`: log `%s`, summary `%s`\n", in->label, in->log_path, in->summary_path);
         else fprintf(f, "- `%s`: log `%s`, no summary\n", in->label, in->log_path);
     }
     fprintf(f, "\n![Training loss against step, one line per run](loss.png)\n\n");

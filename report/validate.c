@@ -29,13 +29,15 @@ typedef struct {
 
 static void val_file_free(val_file *f)
 {
-    free(f->model), free(f->nodes), free(f->mapped), free(f->cfg_ok), free(f->why), free(f->cal), free(f->fit), free(f->fitted);
+    free(f->model), free(f->nodes), free(f->mapped), free(f->cfg_ok), free(f->why), free(f->cal), free(f->fit),
+        free(f->fitted);
 }
 
 static int val_file_alloc(val_file *f, int n)
 {
     size_t k = n > 0 ? (size_t)n : 1;
-    f->model = calloc(k, sizeof *f->model), f->nodes = calloc(k, sizeof *f->nodes), f->mapped = calloc(k, sizeof *f->mapped);
+    f->model = calloc(k, sizeof *f->model), f->nodes = calloc(k, sizeof *f->nodes),
+    f->mapped = calloc(k, sizeof *f->mapped);
     f->cfg_ok = calloc(k, sizeof *f->cfg_ok), f->why = calloc(k, sizeof *f->why), f->cal = calloc(k, sizeof *f->cal);
     f->fit = calloc(k, sizeof *f->fit), f->fitted = calloc(k, sizeof *f->fitted);
     if (f->model && f->nodes && f->mapped && f->cfg_ok && f->why && f->cal && f->fit && f->fitted) return 0;
@@ -65,7 +67,8 @@ static void val_build(val_file *f, const char *path)
     const pub_model_env pe = {e->ht, e->dt, e->ov, e->latency_us};
     for (int i = 0; i < f->t->n; i++) {
         const pub_row *r = &f->t->rows[i];
-        f->mapped[i] = pub_scale_model(r, path, &pe, e->defaults, &f->model[i], &f->nodes[i], f->why[i], sizeof f->why[i]) == 0;
+        f->mapped[i] =
+            pub_scale_model(r, path, &pe, e->defaults, &f->model[i], &f->nodes[i], f->why[i], sizeof f->why[i]) == 0;
         f->cfg_ok[i] = f->mapped[i] || strncmp(f->why[i], "columns 'arch'", 14) != 0;
     }
     for (int k = 0; k < f->ncal; k++) {
@@ -73,7 +76,8 @@ static void val_build(val_file *f, const char *path)
         if (!f->mapped[i]) continue;
         calib_fit *c = &f->fit[k];
         c->cal = f->model[i], c->nodes = f->nodes[i], c->seq_per_s = f->t->rows[i].seq_per_s;
-        f->fitted[k] = calib_fit_point(c, path, f->t->rows[i].line, e->eff, e->tol_pct, f->why[i], sizeof f->why[i]) == 0;
+        f->fitted[k] =
+            calib_fit_point(c, path, f->t->rows[i].line, e->eff, e->tol_pct, f->why[i], sizeof f->why[i]) == 0;
     }
 }
 
@@ -110,8 +114,11 @@ static void val_predict(const val_file *f, int i, int k, val_row *out)
         int self = 0, c0 = f->cal[0];
         for (int j = 0; j < f->ncal; j++) self |= f->cal[j] == i;
         if (self) snprintf(out->note, sizeof out->note, "%s", f->why[i]); /* its own fit failed: why */
-        else if (f->ncal == 1) snprintf(out->note, sizeof out->note, "no calibration: %s: %.900s", f->t->rows[c0].id, f->why[c0]);
-        else snprintf(out->note, sizeof out->note, "no calibration: none of the %d calibration rows fitted (their rows say why)", f->ncal);
+        else if (f->ncal == 1)
+            snprintf(out->note, sizeof out->note, "no calibration: %s: %.900s", f->t->rows[c0].id, f->why[c0]);
+        else
+            snprintf(out->note, sizeof out->note,
+                     "no calibration: none of the %d calibration rows fitted (their rows say why)", f->ncal);
         return;
     }
     scale_model s = f->model[i];
@@ -124,14 +131,18 @@ static void val_predict(const val_file *f, int i, int k, val_row *out)
     out->predicted = p.seq_per_s;
     out->error_pct = 100.0 * (p.seq_per_s / r->seq_per_s - 1.0);
     out->eff_pct = 100.0 * eff_t;
-    out->calib_case = (int)calib_case_of(&f->fit[k].cal, f->fit[k].nodes, &s, f->nodes[i], out->extrapolated, sizeof out->extrapolated);
+    out->calib_case = (int)calib_case_of(&f->fit[k].cal, f->fit[k].nodes, &s, f->nodes[i], out->extrapolated,
+                                         sizeof out->extrapolated);
     out->band_pct = calib_band_pct(&f->fit[k], &s, f->nodes[i]);
     size_t len = 0;
     if (clamped || f->fit[k].clamped)
-        len = (size_t)snprintf(out->note, sizeof out->note, "e(K, N) of the %s taken at the curve's edge", clamped ? "row" : "calibration row");
+        len = (size_t)snprintf(out->note, sizeof out->note, "e(K, N) of the %s taken at the curve's edge",
+                               clamped ? "row" : "calibration row");
     if (!isfinite(s.hw.net_gbit_per_s) && p.replicas > 1 && f->nodes[i] > 1 && len < sizeof out->note)
-        snprintf(out->note + len, sizeof out->note - len, "%snetwork not published: the data-parallel traffic across nodes is not modelled "
-                 "(--net-gbps)", len ? "; " : "");
+        snprintf(out->note + len, sizeof out->note - len,
+                 "%snetwork not published: the data-parallel traffic across nodes is not modelled "
+                 "(--net-gbps)",
+                 len ? "; " : "");
 }
 
 /* Model FLOP/s per device of row i by costbench's count (PaLM), NaN when its shape is unknown. */
@@ -139,7 +150,8 @@ static double val_flops_per_device(const val_file *f, int i)
 {
     const pub_row *r = &f->t->rows[i];
     if (!f->cfg_ok[i]) return NAN;
-    return model_flops_per_token(&f->model[i].cfg, (int)r->seq_len) * (double)r->seq_len * r->seq_per_s / (double)r->devices;
+    return model_flops_per_token(&f->model[i].cfg, (int)r->seq_len) * (double)r->seq_len * r->seq_per_s /
+           (double)r->devices;
 }
 
 /* The naive baseline of row i from calibration row c (a row index). */
@@ -195,7 +207,8 @@ static int val_summarize(val_result *res, int first, const char *file)
         res->files = fs, res->fcap = cap;
     }
     val_summary *s = &res->files[res->nfiles++];
-    *s = (val_summary){.file = file, .median_abs_pct = NAN, .max_abs_pct = NAN, .naive_median_abs_pct = NAN, .naive_max_abs_pct = NAN};
+    *s = (val_summary){
+        .file = file, .median_abs_pct = NAN, .max_abs_pct = NAN, .naive_median_abs_pct = NAN, .naive_max_abs_pct = NAN};
     int n = res->n - first, m = 0;
     double *a = malloc((size_t)(n > 0 ? n : 1) * sizeof *a), *b = malloc((size_t)(n > 0 ? n : 1) * sizeof *b);
     if (!a || !b) return free(a), free(b), err_msg("out of memory for the validation summary");
@@ -231,7 +244,8 @@ static void val_fit_all(val_summary *s, const val_file *f)
     char why[256];
     if (n > 0 && calib_fit_joint(m, nodes, sps, n, &j, why, sizeof why) == 0) {
         s->fit_rows = n, s->overhead_fitted = j.overhead_fitted;
-        s->fit_phi = j.phi, s->fit_phi_se = j.phi_se, s->fit_overhead_s = j.overhead_s, s->fit_overhead_se = j.overhead_se;
+        s->fit_phi = j.phi, s->fit_phi_se = j.phi_se, s->fit_overhead_s = j.overhead_s,
+        s->fit_overhead_se = j.overhead_se;
         s->fit_rms_pct = j.rms_pct, s->fit_worst_pct = j.resid_pct[j.worst];
         snprintf(s->fit_worst, sizeof s->fit_worst, "%s", f->t->rows[idx[j.worst]].id);
     }

@@ -8,6 +8,7 @@
 #include "../bench/matmul_bench.h"
 #include "../bench/peak.h"
 #include "../bench/rope_bench.h"
+#include "../common/cliflags.h"
 #include "../common/err.h"
 #include "../common/machine.h"
 #include "../common/mem.h"
@@ -30,7 +31,7 @@ typedef struct {
 } common_flags;
 
 #define COMMON_SPECS(cf)                                                                                           \
-    {"csv", OPT_STR, &(cf).csv, 0, 0, 0, 0, "FILE", "also write the results as CSV (- for stdout)"},               \
+    CSV_FLAG_SPEC(&(cf).csv, "also write the results as CSV (- for stdout)"),                                     \
     {"blas-core", OPT_STR, &(cf).blas_core, 0, 0, 0, 0, "auto|env|NAME",                                          \
      "OpenBLAS kernel: auto = best for this CPU (default), env = as the environment sets it"},                     \
     {"min-time", OPT_DOUBLE, &(cf).min_time, 0, 0, 0.001, 600, "S", (cf).min_time_help},                       \
@@ -198,8 +199,7 @@ static int matmul_parse(matmul_flags *f, int argc, char **argv)
         {"k", OPT_LONG_LIST, &f->kl, 1, 131072, 0, 0, "LIST", "model widths K (default 768,...,6144)"},
         {"shapes", OPT_STR, &f->shapes, 0, 0, 0, 0, "sweep|transformer", "the N x K sweep, or one training step's matmuls"},
         {"model", OPT_STR, &f->model, 0, 0, 0, 0, "PRESET", "preset for --shapes transformer (data/models.csv)"},
-        {"micro-batch", OPT_LONG, &f->B, 1, 65536, 0, 0, "B", "sequences per micro-batch (transformer; default 1)"},
-        {"seq", OPT_LONG, &f->T, 1, 1 << 20, 0, 0, "T", "sequence length (transformer; default the preset's, <= 2048)"},
+        SHAPE_FLAG_SPECS(&f->B, "1; --shapes transformer", &f->T, "the preset's, <= 2048; --shapes transformer"),
         {"dtype", OPT_STR, &f->dtype_s, 0, 0, 0, 0, "LIST",
          "fp32, bf16 (bf16 inputs, fp32 accumulation and output, on oneDNN) or fp32,bf16 (default fp32)"},
         {"backend", OPT_STR, &f->backend_s, 0, 0, 0, 0, "openblas|onednn", "library for fp32 (default openblas; bf16 is always onednn)"},
@@ -389,7 +389,7 @@ int cmd_rope(int argc, char **argv)
          "cold: every timed call starts with the caches flushed (default); warm: back-to-back calls"},
         {"model", OPT_STR, &models, 0, 0, 0, 0, "LIST", "presets (default pythia-160m,pythia-6.9b,neox-20b)"},
         {"tokens", OPT_LONG, &tokens, 1, 1 << 24, 0, 0, "N", "tokens per call, B x T (default 8192)"},
-        {"seq", OPT_LONG, &T, 1, 1 << 20, 0, 0, "T", "sequence length (default min(tokens, 2048))"},
+        SEQ_FLAG_SPEC(&T, "min(tokens, 2048)"),
         {"copy-gbps", OPT_DOUBLE, &copy_gbps, 0, 0, 0, 1e6, "G", "copy bandwidth for pct_of_copy_bw (default: measured now)"},
         {0},
     };
@@ -490,7 +490,7 @@ int cmd_models(int argc, char **argv)
 {
     const char *csv = NULL;
     const opt_spec specs[] = {
-        {"csv", OPT_STR, &csv, 0, 0, 0, 0, "FILE", "also write the list as CSV"},
+        CSV_FLAG_SPEC(&csv, "also write the list as CSV"),
         {0},
     };
     int rc = opts_parse("models", "[options]", specs, argc, argv, 2, NULL, NULL);

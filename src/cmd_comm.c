@@ -5,6 +5,7 @@
 
 #include "../bench/coll_bench.h"
 #include "../bench/comm.h"
+#include "../common/cliflags.h"
 #include "../common/csvio.h"
 #include "../common/err.h"
 #include "../common/machine.h"
@@ -30,10 +31,13 @@ static int write_profile(const char *path, const record *rec, const machine_info
     }
     if (big == 0) return err_msg("--profile: no all-reduce was measured");
     char src[512];
-    snprintf(src, sizeof src, "measured here by costbench allreduce: %d ranks, all-reduce busbw at %.0f bytes and latency at the smallest size; %s, %s",
+    snprintf(src, sizeof src,
+             "measured here by costbench allreduce: %d ranks, all-reduce busbw at %.0f bytes and latency at the "
+             "smallest size; %s, %s",
              n, big, m->cpu_model, m->date_utc);
     /* one data/hardware.csv row, its columns as common/schema.h defines them (NaN: unknown) */
-    const char *str[HW_NCOLS] = {[HW_INSTANCE_TYPE] = CB_THIS_MACHINE " (per rank)", [HW_ACCELERATOR] = "CPU cores of one rank",
+    const char *str[HW_NCOLS] = {[HW_INSTANCE_TYPE] = CB_THIS_MACHINE " (per rank)",
+                                 [HW_ACCELERATOR] = "CPU cores of one rank",
                                  [HW_SOURCE] = src};
     double num[HW_NCOLS] = {[HW_ACCELERATORS] = 1, [HW_WORKERS] = 1, [HW_BF16_TFLOPS] = NAN, [HW_FP32_TFLOPS] = NAN,
                             [HW_MEM_GIB] = m->mem_total_bytes / 1073741824.0 / n, [HW_MEM_GB_PER_S] = NAN,
@@ -65,16 +69,21 @@ int cmd_allreduce(int argc, char **argv)
     double factor = 2, min_time = 0.2;
     const char *ops = "allreduce,reduce_scatter,allgather", *csv = NULL, *profile = NULL;
     const opt_spec specs[] = {
-        {"min-bytes", OPT_LONG, &minb, 4, 1L << 40, 0, 0, "BYTES", "-b: smallest message (default 8; K/M/G and Ki/Mi/Gi suffixes)"},
+        {"min-bytes", OPT_LONG, &minb, 4, 1L << 40, 0, 0, "BYTES",
+         "-b: smallest message (default 8; K/M/G and Ki/Mi/Gi suffixes)"},
         {"max-bytes", OPT_LONG, &maxb, 4, 1L << 40, 0, 0, "BYTES", "-e: largest message (default 256Mi)"},
-        {"step-factor", OPT_DOUBLE, &factor, 0, 0, 1.01, 1024, "F", "-f: size multiplier from one size to the next (default 2)"},
+        {"step-factor", OPT_DOUBLE, &factor, 0, 0, 1.01, 1024, "F",
+         "-f: size multiplier from one size to the next (default 2)"},
         {"ops", OPT_STR, &ops, 0, 0, 0, 0, "LIST", "allreduce,reduce_scatter,allgather (default all three)"},
         {"min-time", OPT_DOUBLE, &min_time, 0, 0, 0.001, 60, "S", "time per size and op (default 0.2)"},
-        {"csv", OPT_STR, &csv, 0, 0, 0, 0, "FILE", "also write CSV (rank 0)"},
-        {"profile", OPT_STR, &profile, 0, 0, 0, 0, "FILE", "write the measured all-reduce bandwidth and latency as a data/hardware.csv row for costbench scale --hardware"},
+        CSV_FLAG_SPEC(&csv, "also write CSV (rank 0)"),
+        {"profile", OPT_STR, &profile, 0, 0, 0, 0, "FILE",
+         "write the measured all-reduce bandwidth and latency as a data/hardware.csv row for costbench scale "
+         "--hardware"},
         {0},
     };
-    int rc = opts_parse("allreduce", "[-b BYTES] [-e BYTES] [-f F] [options]   (under mpirun -np N)", specs, argc, argv, 2, NULL, NULL);
+    int rc = opts_parse("allreduce", "[-b BYTES] [-e BYTES] [-f F] [options]   (under mpirun -np N)", specs, argc, argv,
+                        2, NULL, NULL);
     if (rc != 0) return rc > 0 ? 0 : rc;
     if (minb > maxb) return err_usage("flag '--min-bytes': %ld is larger than --max-bytes %ld", minb, maxb);
     coll_opts o;
@@ -87,7 +96,8 @@ int cmd_allreduce(int argc, char **argv)
         int k = -1;
         for (int j = 0; j < COLL_COUNT; j++)
             if (strcmp(words[i], coll_op_names[j]) == 0) k = j;
-        if (k < 0) return err_usage("flag '--ops': expected allreduce, reduce_scatter or allgather, got '%s'", words[i]);
+        if (k < 0)
+            return err_usage("flag '--ops': expected allreduce, reduce_scatter or allgather, got '%s'", words[i]);
         o.ops[k] = 1;
     }
     /* two buffers of the largest size on every rank of this machine */
@@ -97,8 +107,10 @@ int cmd_allreduce(int argc, char **argv)
     record rec;
     record_init(&rec, coll_cols, CB_NCOLS);
     record_note(&rec, "%s on %s; fp32 sums; time = the slowest rank's median per call", comm_describe(), m.cpu_model);
-    record_note(&rec, "algbw = bytes / time; busbw = algbw x 2(n-1)/n (all-reduce) or x (n-1)/n (reduce-scatter, all-gather), as nccl-tests");
-    if (comm_size() == 1) record_note(&rec, "one rank: the collectives are copies; run under 'mpirun -np N' to measure communication");
+    record_note(&rec, "algbw = bytes / time; busbw = algbw x 2(n-1)/n (all-reduce) or x (n-1)/n (reduce-scatter, "
+                      "all-gather), as nccl-tests");
+    if (comm_size() == 1)
+        record_note(&rec, "one rank: the collectives are copies; run under 'mpirun -np N' to measure communication");
     if (profile && (!o.ops[COLL_ALLREDUCE] || comm_size() < 2))
         return err_usage("flag '--profile': needs the allreduce op and at least 2 ranks (run under mpirun -np N)");
     rc = coll_bench_run(&o, &rec);

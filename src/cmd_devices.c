@@ -1,6 +1,7 @@
 /* costbench devices: the device table (data/devices.csv), one row per accelerator. */
 #include <stdio.h>
 
+#include "../common/cliflags.h"
 #include "../common/err.h"
 #include "../common/machine.h"
 #include "../common/opts.h"
@@ -20,7 +21,8 @@ static void devices_row(record *rec, int row, const dev_row *d)
                                   [DV_GEMM_EFF] = d->gemm_eff,         [DV_ATTN_EFF] = d->attn_eff,
                                   [DV_MEM_EFF] = d->mem_eff,           [DV_LAUNCH_US] = d->launch_us,
                                   [DV_NODE_NET_GBPS] = d->node_net_gbps};
-    const char *str[DV_NCOLS] = {[DV_DEVICE] = d->device, [DV_VENDOR] = d->vendor, [DV_MODEL_SOURCE] = d->model_source, [DV_SOURCE] = d->source};
+    const char *str[DV_NCOLS] = {
+        [DV_DEVICE] = d->device, [DV_VENDOR] = d->vendor, [DV_MODEL_SOURCE] = d->model_source, [DV_SOURCE] = d->source};
     for (int c = 0; c < DV_NCOLS; c++) {
         if (dev_schema[c].col.kind == REC_STR) record_str(rec, row, c, str[c]);
         else record_num(rec, row, c, num[c]);
@@ -32,7 +34,7 @@ int cmd_devices(int argc, char **argv)
     const char *csv = NULL, *path = NULL;
     const opt_spec specs[] = {
         {"devices", OPT_STR, &path, 0, 0, 0, 0, "FILE", "device table (default data/devices.csv)"},
-        {"csv", OPT_STR, &csv, 0, 0, 0, 0, "FILE", "also write the list as CSV (the columns of data/devices.csv)"},
+        CSV_FLAG_SPEC(&csv, "also write the list as CSV (the columns of data/devices.csv)"),
         {0},
     };
     int rc = opts_parse("devices", "[options]", specs, argc, argv, 2, NULL, NULL);

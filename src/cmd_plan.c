@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/cliflags.h"
 #include "../common/err.h"
 #include "../common/machine.h"
 #include "../common/opts.h"
@@ -18,39 +19,49 @@ static int plan_opts_parse(plan_opts *o, int argc, char **argv)
     *o = (plan_opts){.pricing = "on_demand", .max_nodes = 256, .top = 10, .ckpt_s = 60, .restart_s = 300};
     char names[512], fw_help[700];
     step_framework_list(names, sizeof names);
-    snprintf(fw_help, sizeof fw_help, "framework whose features every candidate has (attention kernel, gradient overlap, prefetched gathers, TP overlap): %s (default %s)",
+    snprintf(fw_help, sizeof fw_help,
+             "framework whose features every candidate has (attention kernel, gradient overlap, prefetched gathers, TP "
+             "overlap): %s (default %s)",
              names, step_framework_default()->name);
     const opt_spec specs[] = {
         {"model", OPT_STR, &o->model, 0, 0, 0, 0, "PRESET", "model preset of --models (required)"},
         {"tokens", OPT_STR, &o->tokens, 0, 0, 0, 0, "N", "tokens to train on, K/M/B/T suffixes: 140B (required)"},
-        {"deadline-days", OPT_DOUBLE, &o->deadline_days, 0, 0, 1e-6, 1e5, "D", "wall-clock deadline in days (required)"},
+        {"deadline-days", OPT_DOUBLE, &o->deadline_days, 0, 0, 1e-6, 1e5, "D",
+         "wall-clock deadline in days (required)"},
         {"budget-usd", OPT_DOUBLE, &o->budget_usd, 0, 0, 1e-6, 1e15, "USD", "keep configurations costing at most this"},
-        {"instances", OPT_STR, &o->instances, 0, 0, 0, 0, "LIST", "instance types (default: every one of data/hardware.csv with a price)"},
-        {"pricing", OPT_STR, &o->pricing, 0, 0, 0, 0, "LIST", "pricing options, each its own candidate: " PRICE_OPTIONS " (default on_demand)"},
-        {"mfu", OPT_DOUBLE, &o->mfu_pct, 0, 0, 0.1, 100, "PCT", "assumed MFU of the data-sheet peak (default 40; not with --calibrate)"},
+        {"instances", OPT_STR, &o->instances, 0, 0, 0, 0, "LIST",
+         "instance types (default: every one of data/hardware.csv with a price)"},
+        {"pricing", OPT_STR, &o->pricing, 0, 0, 0, 0, "LIST",
+         "pricing options, each its own candidate: " PRICE_OPTIONS " (default on_demand)"},
+        {"mfu", OPT_DOUBLE, &o->mfu_pct, 0, 0, 0.1, 100, "PCT",
+         "assumed MFU of the data-sheet peak (default 40; not with --calibrate)"},
         {"framework", OPT_STR, &o->framework, 0, 0, 0, 0, "NAME", fw_help},
-        {"attention", OPT_STR, &o->attention, 0, 0, 0, 0, "flash|full",
-         "attention: flash (tiled: causal FLOPs, no s x s scores kept) or full (the scores kept, Korthikanti et al.); default: the --framework's kernel"},
+        ATTENTION_FLAG_SPEC(&o->attention),
         {"calibrate", OPT_STR, &o->calibrate, 0, 0, 0, 0, "FILE[:ROW]",
-         "a measured or published throughput row (ROW: its line, or a published run's id): its framework efficiency carried to every "
+         "a measured or published throughput row (ROW: its line, or a published run's id): its framework efficiency "
+         "carried to every "
          "candidate by the step model, as costbench scale does"},
-        {"matmul-csv", OPT_STR, &o->matmul_csv, 0, 0, 0, 0, "FILE", "with --calibrate: the GEMM efficiency curve from a costbench matmul CSV"},
-        {"max-nodes", OPT_LONG, &o->max_nodes, 1, 65536, 0, 0, "N", "largest node count searched: 1..16, then 4 per octave and the powers of two (default 256)"},
-        {"seq", OPT_LONG, &o->seq, 1, CB_MAX_SEQ_LEN, 0, 0, "S", "sequence length (default: the model's max_seq_len)"},
-        {"global-batch", OPT_LONG, &o->global_batch, 1, CB_MAX_GLOBAL_BATCH, 0, 0, "G", "sequences per step (default: 4M tokens)"},
+        {"matmul-csv", OPT_STR, &o->matmul_csv, 0, 0, 0, 0, "FILE",
+         "with --calibrate: the GEMM efficiency curve from a costbench matmul CSV"},
+        {"max-nodes", OPT_LONG, &o->max_nodes, 1, 65536, 0, 0, "N",
+         "largest node count searched: 1..16, then 4 per octave and the powers of two (default 256)"},
+        SEQ_FLAG_SPEC(&o->seq, "the model's max_seq_len"),
+        {"global-batch", OPT_LONG, &o->global_batch, 1, CB_MAX_GLOBAL_BATCH, 0, 0, "G",
+         "sequences per step (default: 4M tokens)"},
         {"top", OPT_LONG, &o->top, 1, 100000, 0, 0, "N", "configurations shown (default 10)"},
-        {"mtbf-hours", OPT_DOUBLE, &o->mtbf_hours, 0, 0, 1e-3, 1e9, "H", "mean time between failures of one instance: model failures"},
+        {"mtbf-hours", OPT_DOUBLE, &o->mtbf_hours, 0, 0, 1e-3, 1e9, "H",
+         "mean time between failures of one instance: model failures"},
         {"checkpoint-s", OPT_DOUBLE, &o->ckpt_s, 0, 0, 1e-3, 1e6, "S", "time to write a checkpoint (default 60)"},
         {"restart-s", OPT_DOUBLE, &o->restart_s, 0, 0, 0, 1e7, "S", "time to restart after a failure (default 300)"},
         MODEL_FLAG_SPECS(&o->mf),
-        {"prices", OPT_STR, &o->prices_path, 0, 0, 0, 0, "FILE", "price table (default data/prices.csv)"},
-        {"hardware", OPT_STR, &o->hw_path, 0, 0, 0, 0, "FILE", "hardware table (default data/hardware.csv)"},
-        {"csv", OPT_STR, &o->csv, 0, 0, 0, 0, "FILE", "write the top configurations as CSV"},
+        PRICING_FLAG_SPECS(&o->prices_path, &o->hw_path),
+        CSV_FLAG_SPEC(&o->csv, "write the top configurations as CSV"),
         {"pareto-csv", OPT_STR, &o->pareto_csv, 0, 0, 0, 0, "FILE", "write the cost/time Pareto frontier as CSV"},
         {"plot", OPT_STR, &o->plot, 0, 0, 0, 0, "FILE.png", "cost vs time to train: the frontier and the deadline"},
         {0},
     };
-    return opts_parse("plan", "--model PRESET --tokens N --deadline-days D [options]", specs, argc, argv, 2, NULL, NULL);
+    return opts_parse("plan", "--model PRESET --tokens N --deadline-days D [options]", specs, argc, argv, 2, NULL,
+                      NULL);
 }
 
 /* The table (or the notes and the verdict when nothing qualified), then --csv, --pareto-csv and --plot. */

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/cliflags.h"
 #include "../common/err.h"
 #include "../common/machine.h"
 #include "../common/opts.h"
@@ -69,7 +70,9 @@ static int report_run(const char *const *tput, int ntput, const char *prices_pat
     if (o->instance && !hardware_find(&ht, o->instance)) {
         int priced = 0;
         for (int i = 0; i < pt.n; i++) priced |= strcmp(pt.rows[i].instance, o->instance) == 0;
-        if (!priced) rc = err_usage("flag '--instance': unknown instance type '%s' (not in %s or %s)", o->instance, pt.path, ht.path);
+        if (!priced)
+            rc = err_usage("flag '--instance': unknown instance type '%s' (not in %s or %s)", o->instance, pt.path,
+                           ht.path);
     }
     for (int i = 0; i < ntput && rc == 0; i++) rc = throughput_load(&set, tput[i]);
     if (rc == 0) rc = report_compute(&set, &pt, &ht, o, &rows, &nrows);
@@ -96,23 +99,31 @@ int cmd_report(int argc, char **argv)
     if ((rc = take_repeated(&argc, argv, "bench", x.bench, 16, &x.nbench)) != 0) return rc;
     if ((rc = take_repeated(&argc, argv, "log", x.logs, 16, &x.nlogs)) != 0) return rc;
     const opt_spec specs[] = {
-        {"throughput", OPT_STR, NULL, 0, 0, 0, 0, "FILE", "throughput CSV (train --summary-csv, imported, scale --csv); repeatable"},
+        {"throughput", OPT_STR, NULL, 0, 0, 0, 0, "FILE",
+         "throughput CSV (train --summary-csv, imported, scale --csv); repeatable"},
         {"bench", OPT_STR, NULL, 0, 0, 0, 0, "FILE", "matmul or rope CSV to tabulate (and plot); repeatable"},
-        {"log", OPT_STR, NULL, 0, 0, 0, 0, "FILE", "per-step training log (train --csv) for the loss and grad-norm plots; repeatable"},
-        {"pricing", OPT_STR, &pricing, 0, 0, 0, 0, "LIST", "auto (a row's own price, else on_demand) or " PRICE_OPTIONS "; several side by side"},
-        {"region", OPT_STR, &o.region, 0, 0, 0, 0, "REGION", "region of the prices (default: the only one listed)"},
-        {"instance", OPT_STR, &o.instance, 0, 0, 0, 0, "TYPE", "instance type to price rows measured on 'this machine' as"},
-        {"usd-per-hour", OPT_DOUBLE, &usd, 0, 0, 1e-9, 1e9, "USD", "or their price per instance-hour (a run of R ranks pays R times it)"},
-        {"tokens", OPT_STR, &tokens_s, 0, 0, 0, 0, "N", "token budget for time and cost to train, e.g. 300B (default 20 per parameter)"},
-        {"out", OPT_STR, &out, 0, 0, 0, 0, "DIR", "output directory (default costbench-report; replaced only if costbench wrote it)"},
-        {"prices", OPT_STR, &prices_path, 0, 0, 0, 0, "FILE", "price table (default data/prices.csv)"},
-        {"hardware", OPT_STR, &hw_path, 0, 0, 0, 0, "FILE", "hardware table (default data/hardware.csv)"},
+        {"log", OPT_STR, NULL, 0, 0, 0, 0, "FILE",
+         "per-step training log (train --csv) for the loss and grad-norm plots; repeatable"},
+        {"pricing", OPT_STR, &pricing, 0, 0, 0, 0, "LIST",
+         "auto (a row's own price, else on_demand) or " PRICE_OPTIONS "; several side by side"},
+        REGION_FLAG_SPEC(&o.region),
+        {"instance", OPT_STR, &o.instance, 0, 0, 0, 0, "TYPE",
+         "instance type to price rows measured on 'this machine' as"},
+        {"usd-per-hour", OPT_DOUBLE, &usd, 0, 0, 1e-9, 1e9, "USD",
+         "or their price per instance-hour (a run of R ranks pays R times it)"},
+        {"tokens", OPT_STR, &tokens_s, 0, 0, 0, 0, "N",
+         "token budget for time and cost to train, e.g. 300B (default 20 per parameter)"},
+        {"out", OPT_STR, &out, 0, 0, 0, 0, "DIR",
+         "output directory (default costbench-report; replaced only if costbench wrote it)"},
+        PRICING_FLAG_SPECS(&prices_path, &hw_path),
         {"models", OPT_STR, &models_path, 0, 0, 0, 0, "FILE", "model presets (default data/models.csv)"},
         {0},
     };
     rc = opts_parse("report", "--throughput FILE [--throughput FILE ...] [options]", specs, argc, argv, 2, NULL, NULL);
     if (rc != 0) return rc > 0 ? 0 : rc;
-    if (ntput == 0) return err_usage("flag '--throughput' is required (e.g. data/reference/trn1_table1.csv, or train --summary-csv output)");
+    if (ntput == 0)
+        return err_usage(
+            "flag '--throughput' is required (e.g. data/reference/trn1_table1.csv, or train --summary-csv output)");
     char pbuf[512], p3[4200];
     if ((rc = report_options(&o, pricing, pbuf, sizeof pbuf, tokens_s)) != 0) return rc;
     o.usd_per_hour = usd > 0 ? usd : NAN;

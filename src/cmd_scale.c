@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/cliflags.h"
 #include "../common/err.h"
 #include "../common/machine.h"
 #include "../common/parse.h"
@@ -15,54 +16,76 @@
 /* Parses the flags into o (defaults first). Returns 0, 1 after --help, or CB_EUSAGE. */
 static int scale_opts_parse(scale_opts *o, int argc, char **argv)
 {
-    *o = (scale_opts){.pricing = "on_demand", .precision = "mixed", .tp = 1, .pp = 1, .seq = 2048, .micro_batch = 1,
-                      .interleave = 1, .bucket_mib = 25, .latency_us = -1, .net_eff = 1, .fit_tol_pct = 5,
-                      .nodes = {{1, 2, 4, 8, 16, 32, 64}, 7}};
+    *o = (scale_opts){.pricing = "on_demand", .precision = "bf16-mixed", .tp = 1, .pp = 1, .seq = 2048,
+                      .micro_batch = 1, .interleave = 1, .bucket_mib = 25, .latency_us = -1, .net_eff = 1,
+                      .fit_tol_pct = 5, .nodes = {{1, 2, 4, 8, 16, 32, 64}, 7}};
     const opt_spec specs[] = {
         {"model", OPT_STR, &o->model, 0, 0, 0, 0, "PRESET", "model preset of --models (required)"},
-        {"instance", OPT_STR, &o->instance, 0, 0, 0, 0, "TYPE", "instance type of data/hardware.csv and data/prices.csv (required)"},
+        {"instance", OPT_STR, &o->instance, 0, 0, 0, 0, "TYPE",
+         "instance type of data/hardware.csv and data/prices.csv (required)"},
         MODEL_FLAG_SPECS(&o->mf),
         {"tp", OPT_LONG, &o->tp, 1, 4096, 0, 0, "T", "tensor-parallel degree, inside a node (default 1)"},
         {"pp", OPT_LONG, &o->pp, 1, 4096, 0, 0, "P", "pipeline-parallel stages (default 1)"},
-        {"interleave", OPT_LONG, &o->interleave, 1, 64, 0, 0, "V", "virtual stages per rank, interleaved 1F1B (default 1)"},
-        {"seq", OPT_LONG, &o->seq, 1, CB_MAX_SEQ_LEN, 0, 0, "S", "sequence length (default 2048)"},
+        {"interleave", OPT_LONG, &o->interleave, 1, 64, 0, 0, "V",
+         "virtual stages per rank, interleaved 1F1B (default 1)"},
+        SEQ_FLAG_SPEC(&o->seq, "2048"),
         {"global-batch", OPT_LONG_PARALLEL, &o->gbs, 1, CB_MAX_GLOBAL_BATCH, 0, 0, "G[,G...]",
-         "strong scaling: sequences per step, one value for every node count or one per --nodes entry (real series grow the batch with the nodes)"},
-        {"batch-per-device", OPT_LONG, &o->batch_per_device, 1, CB_MAX_GLOBAL_BATCH, 0, 0, "B", "weak scaling: sequences per data-parallel replica, fixed"},
-        {"micro-batch", OPT_LONG, &o->micro_batch, 1, 1L << 20, 0, 0, "B", "sequences per micro-batch (default 1)"},
-        {"nodes", OPT_LONG_LIST, &o->nodes, 1, CB_MAX_INSTANCES, 0, 0, "LIST", "node counts to predict (default 1,2,4,...,64)"},
+         "strong scaling: sequences per step, one value for every node count or one per --nodes entry (real series "
+         "grow the batch with the nodes)"},
+        {"batch-per-device", OPT_LONG, &o->batch_per_device, 1, CB_MAX_GLOBAL_BATCH, 0, 0, "B",
+         "weak scaling: sequences per data-parallel replica, fixed"},
+        MICRO_BATCH_FLAG_SPEC(&o->micro_batch, "1"),
+        {"nodes", OPT_LONG_LIST, &o->nodes, 1, CB_MAX_INSTANCES, 0, 0, "LIST",
+         "node counts to predict (default 1,2,4,...,64)"},
         {"base-nodes", OPT_LONG, &o->base_nodes, 1, 1000000, 0, 0, "N", "a measured point: node count ..."},
         {"base-seq-per-s", OPT_DOUBLE, &o->base_seq_per_s, 0, 0, 1e-9, 1e12, "S", "... and its throughput in seq/s"},
-        {"calibrate", OPT_STR, &o->calibrate, 0, 0, 0, 0, "FILE[:LINE]", "one throughput row (of any configuration) fixes the compute efficiency, carried to this one"},
-        {"matmul-csv", OPT_STR, &o->matmul_csv, 0, 0, 0, 0, "FILE", "with --calibrate: the matmul efficiency curve from a `costbench matmul` CSV"},
+        {"calibrate", OPT_STR, &o->calibrate, 0, 0, 0, 0, "FILE[:LINE]",
+         "one throughput row (of any configuration) fixes the compute efficiency, carried to this one"},
+        {"matmul-csv", OPT_STR, &o->matmul_csv, 0, 0, 0, 0, "FILE",
+         "with --calibrate: the matmul efficiency curve from a `costbench matmul` CSV"},
         {"measured", OPT_STR, &o->measured, 0, 0, 0, 0, "FILE", "throughput CSV: fit the model to its matching rows"},
-        {"compare", OPT_STR, &o->compare, 0, 0, 0, 0, "FILE", "throughput CSV: show its matching rows and the error, not fitted"},
-        {"fit", OPT_STR, &o->fit_list, 0, 0, 0, 0, "LIST", "parameters to fit to measured points: compute,bandwidth,latency,overlap (default compute,bandwidth)"},
-        {"fit-tolerance", OPT_DOUBLE, &o->fit_tol_pct, 0, 0, 0.001, 1000, "PCT", "the calibration must reproduce each of its points within PCT% (default 5)"},
-        {"mfu", OPT_DOUBLE, &o->mfu_pct, 0, 0, 0.1, 100, "PCT", "without measured points or --calibrate: assumed MFU of the data-sheet peak (default 40)"},
-        {"zero", OPT_LONG, &o->zero, 0, 3, 0, 0, "0-3", "ZeRO stage / FSDP sharding of optimizer state, gradients, weights (default 0)"},
-        {"precision", OPT_STR, &o->precision, 0, 0, 0, 0, "fp32|mixed|bf16", "bytes per parameter and gradient (default mixed)"},
-        {"recompute", OPT_FLAG, &o->recompute, 0, 0, 0, 0, NULL, "full activation recomputation (memory; 4/3 the FLOPs from peak)"},
+        {"compare", OPT_STR, &o->compare, 0, 0, 0, 0, "FILE",
+         "throughput CSV: show its matching rows and the error, not fitted"},
+        {"fit", OPT_STR, &o->fit_list, 0, 0, 0, 0, "LIST",
+         "parameters to fit to measured points: compute,bandwidth,latency,overlap (default compute,bandwidth)"},
+        {"fit-tolerance", OPT_DOUBLE, &o->fit_tol_pct, 0, 0, 0.001, 1000, "PCT",
+         "the calibration must reproduce each of its points within PCT% (default 5)"},
+        {"mfu", OPT_DOUBLE, &o->mfu_pct, 0, 0, 0.1, 100, "PCT",
+         "without measured points or --calibrate: assumed MFU of the data-sheet peak (default 40)"},
+        {"zero", OPT_LONG, &o->zero, 0, 3, 0, 0, "0-3",
+         "ZeRO stage / FSDP sharding of optimizer state, gradients, weights (default 0)"},
+        PRECISION_FLAG_SPEC(&o->precision, "bf16-mixed"),
+        {"recompute", OPT_FLAG, &o->recompute, 0, 0, 0, 0, NULL,
+         "full activation recomputation (memory; 4/3 the FLOPs from peak)"},
         {"selective-recompute", OPT_FLAG, &o->selective, 0, 0, 0, 0, NULL,
-         "selective recomputation (Korthikanti et al.): the attention scores recomputed, not kept (memory; its FLOPs, 4 L C T a token, not counted)"},
-        {"attention", OPT_STR, &o->attention, 0, 0, 0, 0, "full|flash",
-         "attention kernel: flash (tiled: causal FLOPs, no s x s scores kept; default, as plan), full (the scores materialised)"},
+         "selective recomputation (Korthikanti et al.): the attention scores recomputed, not kept (memory; its FLOPs, "
+         "4 L C T a token, not counted)"},
+        ATTENTION_FLAG_SPEC(&o->attention),
         {"framework", OPT_STR, &o->framework, 0, 0, 0, 0, "NAME",
-         "the framework's attention and overlaps (plain, megatron-lm, nemo, neuron-nemo, llm-foundry, torchtitan, deepspeed, costbench; "
+         "the framework's attention and overlaps (plain, megatron-lm, nemo, neuron-nemo, llm-foundry, torchtitan, "
+         "deepspeed, costbench; "
          "default plain: flash attention, nothing overlapped)"},
-        {"overlap", OPT_DOUBLE, &o->overlap, 0, 0, 0, 1, "F", "share of the last backward the all-reduce hides under (default 0)"},
-        {"bucket-mib", OPT_DOUBLE, &o->bucket_mib, 0, 0, 0.001, 1e6, "MIB", "gradient bucket size, for the latency term (default 25)"},
-        {"latency-us", OPT_DOUBLE, &o->latency_us, 0, 0, 0, 1e6, "US", "network latency per hop (default: data/hardware.csv, else 0)"},
-        {"net-gbps", OPT_DOUBLE, &o->net_gbps, 0, 0, 1e-6, 1e9, "G", "network line rate per instance, Gbit/s (default: data/hardware.csv)"},
-        {"intra-gbps", OPT_DOUBLE, &o->intra_gbps, 0, 0, 1e-6, 1e9, "G", "device-link bandwidth per accelerator, GB/s (default: data/hardware.csv)"},
-        {"net-efficiency", OPT_DOUBLE, &o->net_eff, 0, 0, 0.001, 1, "F", "achieved share of the network line rate (default 1)"},
-        {"pricing", OPT_STR, &o->pricing, 0, 0, 0, 0, "OPTION", "price of data/prices.csv: " PRICE_OPTIONS " (default on_demand)"},
-        {"region", OPT_STR, &o->region, 0, 0, 0, 0, "REGION", "region of the price (default: the only one listed)"},
-        {"usd-per-hour", OPT_DOUBLE, &o->usd_per_hour, 0, 0, 1e-9, 1e9, "USD", "price per instance-hour instead of data/prices.csv"},
-        {"prices", OPT_STR, &o->prices_path, 0, 0, 0, 0, "FILE", "price table (default data/prices.csv)"},
-        {"hardware", OPT_STR, &o->hw_path, 0, 0, 0, 0, "FILE", "hardware table (default data/hardware.csv)"},
-        {"csv", OPT_STR, &o->csv, 0, 0, 0, 0, "FILE", "write the table as CSV (a throughput file `costbench report` reads)"},
-        {"plot", OPT_STR, &o->plot, 0, 0, 0, 0, "FILE.png", "throughput vs nodes: the model's curve, measured points, ideal line"},
+        {"overlap", OPT_DOUBLE, &o->overlap, 0, 0, 0, 1, "F",
+         "share of the last backward the all-reduce hides under (default 0)"},
+        {"bucket-mib", OPT_DOUBLE, &o->bucket_mib, 0, 0, 0.001, 1e6, "MIB",
+         "gradient bucket size, for the latency term (default 25)"},
+        {"latency-us", OPT_DOUBLE, &o->latency_us, 0, 0, 0, 1e6, "US",
+         "network latency per hop (default: data/hardware.csv, else 0)"},
+        {"net-gbps", OPT_DOUBLE, &o->net_gbps, 0, 0, 1e-6, 1e9, "G",
+         "network line rate per instance, Gbit/s (default: data/hardware.csv)"},
+        {"intra-gbps", OPT_DOUBLE, &o->intra_gbps, 0, 0, 1e-6, 1e9, "G",
+         "device-link bandwidth per accelerator, GB/s (default: data/hardware.csv)"},
+        {"net-efficiency", OPT_DOUBLE, &o->net_eff, 0, 0, 0.001, 1, "F",
+         "achieved share of the network line rate (default 1)"},
+        {"pricing", OPT_STR, &o->pricing, 0, 0, 0, 0, "OPTION",
+         "price of data/prices.csv: " PRICE_OPTIONS " (default on_demand)"},
+        REGION_FLAG_SPEC(&o->region),
+        {"usd-per-hour", OPT_DOUBLE, &o->usd_per_hour, 0, 0, 1e-9, 1e9, "USD",
+         "price per instance-hour instead of data/prices.csv"},
+        PRICING_FLAG_SPECS(&o->prices_path, &o->hw_path),
+        CSV_FLAG_SPEC(&o->csv, "write the table as CSV (a throughput file `costbench report` reads)"),
+        {"plot", OPT_STR, &o->plot, 0, 0, 0, 0, "FILE.png",
+         "throughput vs nodes: the model's curve, measured points, ideal line"},
         {0},
     };
     return opts_parse("scale", "--model PRESET --instance TYPE [options]", specs, argc, argv, 2, NULL, NULL);
@@ -79,7 +102,8 @@ static int fit_list_parse(const char *list, int *want)
         int k = -1;
         for (int j = 0; j < SP_COUNT; j++)
             if (strcmp(words[i], scale_param_names[j]) == 0) k = j;
-        if (k < 0) return err_usage("flag '--fit': expected compute, bandwidth, latency or overlap, got '%s'", words[i]);
+        if (k < 0)
+            return err_usage("flag '--fit': expected compute, bandwidth, latency or overlap, got '%s'", words[i]);
         want[k] = 1;
     }
     want[SP_COMPUTE] = 1;
@@ -92,12 +116,18 @@ static int fit_list_parse(const char *list, int *want)
 static int compute_source_check(scale_opts *o)
 {
     int points = o->base_nodes > 0 || o->measured != NULL, mfu = o->mfu_pct > 0;
-    const char *other = o->base_nodes > 0 ? "--base-nodes" : o->measured ? "--measured" : mfu ? "--mfu" : o->fit_list ? "--fit" : NULL;
+    const char *other = o->base_nodes > 0 ? "--base-nodes"
+                        : o->measured     ? "--measured"
+                        : mfu             ? "--mfu"
+                        : o->fit_list     ? "--fit"
+                                          : NULL;
     if (o->calibrate && other) return err_usage("flag '--calibrate': give it alone, not with '%s'", other);
     if (mfu && points)
-        return err_usage("flag '--mfu': assumed only without measured points, not with '%s'", o->base_nodes > 0 ? "--base-nodes" : "--measured");
+        return err_usage("flag '--mfu': assumed only without measured points, not with '%s'",
+                         o->base_nodes > 0 ? "--base-nodes" : "--measured");
     if (o->fit_list && !points && !o->calibrate)
-        return err_usage("flag '--fit' needs measured points to fit ('--base-nodes' and '--base-seq-per-s', or '--measured')");
+        return err_usage(
+            "flag '--fit' needs measured points to fit ('--base-nodes' and '--base-seq-per-s', or '--measured')");
     if (!mfu) o->mfu_pct = SCALE_ASSUMED_MFU_PCT;
     return 0;
 }
@@ -110,17 +140,20 @@ static int scale_opts_check(scale_opts *o)
     if (!o->instance) return err_usage("flag '--instance' is required (an instance type of data/hardware.csv)");
     o->global_batch = o->gbs.n > 0 ? o->gbs.v[0] : 0;
     if (o->gbs.n > 1 && o->gbs.n != o->nodes.n)
-        return err_usage("flag '--global-batch': %d values for %d node counts in '--nodes' (give one, or one per node count)", o->gbs.n,
-                         o->nodes.n);
+        return err_usage(
+            "flag '--global-batch': %d values for %d node counts in '--nodes' (give one, or one per node count)",
+            o->gbs.n, o->nodes.n);
     if ((o->global_batch > 0) == (o->batch_per_device > 0))
         return err_usage("give exactly one of '--global-batch' (strong scaling) and '--batch-per-device' (weak)");
-    if ((o->base_nodes > 0) != (o->base_seq_per_s > 0)) return err_usage("flags '--base-nodes' and '--base-seq-per-s' go together");
+    if ((o->base_nodes > 0) != (o->base_seq_per_s > 0))
+        return err_usage("flags '--base-nodes' and '--base-seq-per-s' go together");
     if ((rc = compute_source_check(o)) != 0) return rc;
-    if (o->matmul_csv && !o->calibrate) return err_usage("flag '--matmul-csv' needs '--calibrate' (it carries a calibration)");
-    if (!price_option_valid(o->pricing)) return err_usage("flag '--pricing': expected one of %s, got '%s'", PRICE_OPTIONS, o->pricing);
-    if (o->attention && strcmp(o->attention, "full") && strcmp(o->attention, "flash"))
-        return err_usage("flag '--attention': expected full or flash, got '%s'", o->attention);
-    if (o->selective && o->recompute) return err_usage("flags '--recompute' and '--selective-recompute' exclude each other");
+    if (o->matmul_csv && !o->calibrate)
+        return err_usage("flag '--matmul-csv' needs '--calibrate' (it carries a calibration)");
+    if (!price_option_valid(o->pricing))
+        return err_usage("flag '--pricing': expected one of %s, got '%s'", PRICE_OPTIONS, o->pricing);
+    if (o->selective && o->recompute)
+        return err_usage("flags '--recompute' and '--selective-recompute' exclude each other");
     if (o->framework && strcmp(step_framework_find(o->framework)->name, o->framework) != 0) {
         char list[256];
         step_framework_list(list, sizeof list);
@@ -128,11 +161,7 @@ static int scale_opts_check(scale_opts *o)
     }
     if (o->plot && !strstr(o->plot, ".png") && !strstr(o->plot, ".svg"))
         return err_usage("flag '--plot': expected a file name ending in .png or .svg, got '%s'", o->plot);
-    int prec = -1;
-    for (int i = 0; i < 3; i++)
-        if (strcmp(o->precision, scale_precision_names[i]) == 0) prec = i;
-    if (prec < 0) return err_usage("flag '--precision': expected fp32, mixed or bf16, got '%s'", o->precision);
-    o->prec = (scale_precision)prec;
+    if ((rc = precision_parse_flag("--precision", o->precision, &o->prec)) != 0) return rc;
     o->want[SP_COMPUTE] = o->want[SP_BANDWIDTH] = 1;
     return o->fit_list ? fit_list_parse(o->fit_list, o->want) : 0;
 }

@@ -10,6 +10,7 @@
 #include "../bench/comm.h"
 #include "../bench/peak.h"
 #include "../bench/step.h"
+#include "../common/cliflags.h"
 #include "../common/err.h"
 #include "../common/machine.h"
 #include "../common/mem.h"
@@ -37,16 +38,24 @@ typedef struct {
     int no_overlap, recompute, no_predict, quiet;
 } train_flags;
 
+/* --rounding: the full-bf16 precision of that rounding (precision_table's rounding names). */
+static int train_parse_rounding(train_flags *f)
+{
+    if (!precision_full_bf16(f->prec))
+        return err_usage("flag '--rounding': applies to --precision bf16 only (this run is %s)",
+                         precision_name(f->prec));
+    for (int k = 0; k < PRECISION_COUNT; k++) {
+        const precision_info *p = precision_info_of((train_precision)k);
+        if (p->rounding_name && strcmp(f->rounding, p->rounding_name) == 0) return f->prec = (train_precision)k, 0;
+    }
+    return err_usage("flag '--rounding': unknown value '%s' (expected stochastic or nearest)", f->rounding);
+}
+
 /* --rounding (full bf16 only) and --sampler (Megatron's seed and sequence limits). */
 static int train_parse_modes(train_flags *f)
 {
-    if (f->rounding) {
-        if (!precision_full_bf16(f->prec))
-            return err_usage("flag '--rounding': applies to --precision bf16 only (this run is %s)", precision_name(f->prec));
-        if (strcmp(f->rounding, "stochastic") == 0) f->prec = PRECISION_BF16_SR;
-        else if (strcmp(f->rounding, "nearest") == 0) f->prec = PRECISION_BF16_NEAREST;
-        else return err_usage("flag '--rounding': unknown value '%s' (expected stochastic or nearest)", f->rounding);
-    }
+    int rc;
+    if (f->rounding && (rc = train_parse_rounding(f)) != 0) return rc;
     f->sampling = SAMPLER_MEGATRON;
     if (f->sampler && sampler_parse(f->sampler, &f->sampling) != 0)
         return err_usage("flag '--sampler': unknown value '%s' (expected megatron or random)", f->sampler);
@@ -66,49 +75,64 @@ static int train_parse(train_flags *f, int argc, char **argv)
     const opt_spec specs[] = {
         {"model", OPT_STR, &f->model, 0, 0, 0, 0, "PRESET", "model preset of --models (default pythia-70m)"},
         MODEL_FLAG_SPECS(&f->mf),
-        {"micro-batch", OPT_LONG, &f->B, 1, 65536, 0, 0, "B", "sequences per micro-batch (default 4)"},
-        {"seq", OPT_LONG, &f->T, 1, CB_MAX_SEQ_LEN, 0, 0, "T", "sequence length (default 512)"},
-        {"global-batch", OPT_LONG, &f->G, 1, CB_MAX_GLOBAL_BATCH, 0, 0, "G", "sequences per optimizer step, a multiple of B (default B)"},
+        SHAPE_FLAG_SPECS(&f->B, "4", &f->T, "512"),
+        {"global-batch", OPT_LONG, &f->G, 1, CB_MAX_GLOBAL_BATCH, 0, 0, "G",
+         "sequences per optimizer step, a multiple of B (default B)"},
         {"steps", OPT_LONG, &f->steps, 1, 100000000, 0, 0, "N", "optimizer steps (default 20)"},
         {"lr", OPT_DOUBLE, &f->lr, 0, 0, 0, 10, "LR", "peak learning rate (default 6e-4)"},
-        {"min-lr", OPT_DOUBLE, &f->min_lr, 0, 0, 0, 10, "LR", "final learning rate of the cosine decay (default lr/10)"},
-        {"warmup-steps", OPT_LONG, &f->warmup, 0, 100000000, 0, 0, "N", "linear learning-rate warm-up (default steps/10)"},
-        {"weight-decay", OPT_DOUBLE, &f->wd, 0, 0, 0, 10, "WD", "AdamW decoupled weight decay on matrices (default 0.1)"},
+        {"min-lr", OPT_DOUBLE, &f->min_lr, 0, 0, 0, 10, "LR",
+         "final learning rate of the cosine decay (default lr/10)"},
+        {"warmup-steps", OPT_LONG, &f->warmup, 0, 100000000, 0, 0, "N",
+         "linear learning-rate warm-up (default steps/10)"},
+        {"weight-decay", OPT_DOUBLE, &f->wd, 0, 0, 0, 10, "WD",
+         "AdamW decoupled weight decay on matrices (default 0.1)"},
         {"beta1", OPT_DOUBLE, &f->beta1, 0, 0, 0, 0.999999, "B1", "AdamW beta1 (default 0.9)"},
         {"beta2", OPT_DOUBLE, &f->beta2, 0, 0, 0, 0.999999, "B2", "AdamW beta2 (default 0.95)"},
         {"eps", OPT_DOUBLE, &f->eps, 0, 0, 1e-30, 1, "EPS", "AdamW epsilon (default 1e-8)"},
         {"grad-clip", OPT_DOUBLE, &f->clip, 0, 0, 0, 1e6, "NORM", "clip the global gradient norm (0: off; default 1)"},
         {"seed", OPT_LONG, &f->seed, 0, 1L << 62, 0, 0, "S", "initialisation and data sampling seed (default 1234)"},
-        {"precision", OPT_STR, &f->precision, 0, 0, 0, 0, "fp32|bf16-mixed|bf16",
-         "fp32 (default); bf16-mixed: fp32 master weights, gradients and AdamW moments; bf16 weight copies made once per optimizer step; bf16 inputs to every linear layer and to attention's products (q, k, v, probabilities) and bf16 gradients into the linear layers' backward, all accumulated in fp32; LayerNorm, softmax statistics, GELU input, residual stream, logits, cross-entropy and reductions in fp32; bf16: full bf16 as Trainium trains: weights, gradients and both AdamW moments in bf16 (weights 2 and moments 4 bytes a parameter; gradients accumulate in fp32 within the step and enter the update rounded to bf16), each update computed in fp32 and written back with --rounding; products and activations as bf16-mixed"},
+        PRECISION_FLAG_SPEC(&f->precision, "fp32"),
         {"rounding", OPT_STR, &f->rounding, 0, 0, 0, 0, "stochastic|nearest",
-         "with --precision bf16: how the update is written back to bf16: stochastic (default: unbiased, from a hash of element, step and --seed, so independent of threads and ranks) or nearest (round to nearest even)"},
-        {"recompute", OPT_FLAG, &f->recompute, 0, 0, 0, 0, NULL, "activation checkpointing: keep layer inputs, recompute the rest"},
-        {"data", OPT_STR, &f->data, 0, 0, 0, 0, "PREFIX", "Megatron indexed dataset PREFIX.bin/.idx (default: synthetic tokens)"},
+         "with full bf16: how the update is written back to bf16: stochastic (bf16-sr; the default of --precision "
+         "bf16: unbiased, from a hash of element, step and --seed, so independent of threads and ranks) or nearest "
+         "(bf16-nearest: round to nearest even)"},
+        {"recompute", OPT_FLAG, &f->recompute, 0, 0, 0, 0, NULL,
+         "activation checkpointing: keep layer inputs, recompute the rest"},
+        {"data", OPT_STR, &f->data, 0, 0, 0, 0, "PREFIX",
+         "Megatron indexed dataset PREFIX.bin/.idx (default: synthetic tokens)"},
         {"sampler", OPT_STR, &f->sampler, 0, 0, 0, 0, "megatron|random",
-         "order of --data's samples: megatron (default), Megatron-LM core_v0.19.0 GPTDataset's shuffled epochs for --steps x --global-batch samples and --seed; random, windows of the token stream at hashed positions"},
-        {"init", OPT_STR, &f->init, 0, 0, 0, 0, "FILE", "start from these weights (safetensors, Hugging Face GPT-NeoX names)"},
-        {"save", OPT_STR, &f->save, 0, 0, 0, 0, "DIR", "write checkpoints to DIR (every --save-every steps and at the end)"},
+         "order of --data's samples: megatron (default), Megatron-LM core_v0.19.0 GPTDataset's shuffled epochs for "
+         "--steps x --global-batch samples and --seed; random, windows of the token stream at hashed positions"},
+        {"init", OPT_STR, &f->init, 0, 0, 0, 0, "FILE",
+         "start from these weights (safetensors, Hugging Face GPT-NeoX names)"},
+        {"save", OPT_STR, &f->save, 0, 0, 0, 0, "DIR",
+         "write checkpoints to DIR (every --save-every steps and at the end)"},
         {"save-every", OPT_LONG, &f->save_every, 1, 100000000, 0, 0, "N", "checkpoint interval in steps"},
         {"resume", OPT_STR, &f->resume, 0, 0, 0, 0, "DIR", "continue from DIR's latest checkpoint"},
         {"discard-steps", OPT_LONG, &f->discard, 0, 1000000, 0, 0, "N", "steps left out of the summary (default 2)"},
-        {"peak-gflops", OPT_DOUBLE, &f->peak, 0, 0, 1, 1e9, "G", "peak for MFU: fp32, or bf16 with the bf16 precisions (default: measured now)"},
-        {"no-predict", OPT_FLAG, &f->no_predict, 0, 0, 0, 0, NULL, "skip the microbenchmarks behind the breakdown's prediction"},
-        {"budget-s", OPT_DOUBLE, &f->budget, 0, 0, 1, 86400, "S", "time for the prediction's matmul measurements (default 60)"},
-        {"csv", OPT_STR, &f->csv, 0, 0, 0, 0, "FILE", "per-step log as CSV"},
-        {"summary-csv", OPT_STR, &f->summary_csv, 0, 0, 0, 0, "FILE", "the summary row as CSV (the throughput format of costbench report)"},
+        {"peak-gflops", OPT_DOUBLE, &f->peak, 0, 0, 1, 1e9, "G",
+         "peak for MFU: fp32, or bf16 with the bf16 precisions (default: measured now)"},
+        {"no-predict", OPT_FLAG, &f->no_predict, 0, 0, 0, 0, NULL,
+         "skip the microbenchmarks behind the breakdown's prediction"},
+        {"budget-s", OPT_DOUBLE, &f->budget, 0, 0, 1, 86400, "S",
+         "time for the prediction's matmul measurements (default 60)"},
+        CSV_FLAG_SPEC(&f->csv, "per-step log as CSV"),
+        {"summary-csv", OPT_STR, &f->summary_csv, 0, 0, 0, 0, "FILE",
+         "the summary row as CSV (the throughput format of costbench report)"},
         {"breakdown-csv", OPT_STR, &f->breakdown_csv, 0, 0, 0, 0, "FILE", "the time breakdown as CSV"},
         {"blas-core", OPT_STR, &f->blas, 0, 0, 0, 0, "auto|env|NAME", "OpenBLAS kernel (default auto)"},
         {"quiet", OPT_FLAG, &f->quiet, 0, 0, 0, 0, NULL, "no per-step lines"},
-        {"zero", OPT_LONG, &f->zero, 0, 1, 0, 0, "0|1", "under mpirun: 1 shards the AdamW moments over the ranks (ZeRO-1)"},
-        {"no-overlap", OPT_FLAG, &f->no_overlap, 0, 0, 0, 0, NULL, "under mpirun: all-reduce after the backward, in --bucket-mib buckets"},
-        {"bucket-mib", OPT_DOUBLE, &f->bucket_mib, 0, 0, 0.01, 1e6, "MIB", "with --no-overlap: gradient all-reduce bucket size (default 25)"},
+        {"zero", OPT_LONG, &f->zero, 0, 1, 0, 0, "0|1",
+         "under mpirun: 1 shards the AdamW moments over the ranks (ZeRO-1)"},
+        {"no-overlap", OPT_FLAG, &f->no_overlap, 0, 0, 0, 0, NULL,
+         "under mpirun: all-reduce after the backward, in --bucket-mib buckets"},
+        {"bucket-mib", OPT_DOUBLE, &f->bucket_mib, 0, 0, 0.01, 1e6, "MIB",
+         "with --no-overlap: gradient all-reduce bucket size (default 25)"},
         {0},
     };
     int rc = opts_parse("train", "[options]", specs, argc, argv, 2, NULL, NULL);
     if (rc != 0) return rc > 0 ? 1 : rc;
-    if (precision_parse(f->precision, &f->prec) != 0)
-        return err_usage("flag '--precision': unknown value '%s' (expected fp32, bf16-mixed or bf16)", f->precision);
+    if ((rc = precision_parse_flag("--precision", f->precision, &f->prec)) != 0) return rc;
     if ((rc = train_parse_modes(f)) != 0) return rc;
     if (f->warmup < 0) f->warmup = f->steps / 10;
     if (f->min_lr < 0) f->min_lr = f->lr / 10;

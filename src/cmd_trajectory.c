@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/cliflags.h"
 #include "../common/err.h"
 #include "../common/opts.h"
 #include "../report/inputs.h"
@@ -34,10 +35,13 @@ static int take_runs(int *argc, char **argv, traj_input *runs, int *n)
 static int traj_flags_check(const traj_opts *o, int nruns)
 {
     if (nruns == 0) return err_usage("flag '--run' is required (LABEL=LOG.csv[,SUMMARY.csv], once per run)");
-    if (!o->out_dir) return err_usage("flag '--out' is required (the directory for the plots, trajectory.md and trajectory.csv)");
-    if (o->instance && isfinite(o->usd_per_hour)) return err_usage("flags '--instance' and '--usd-per-hour' exclude each other");
+    if (!o->out_dir)
+        return err_usage("flag '--out' is required (the directory for the plots, trajectory.md and trajectory.csv)");
+    if (o->instance && isfinite(o->usd_per_hour))
+        return err_usage("flags '--instance' and '--usd-per-hour' exclude each other");
     if ((o->pricing || o->region || o->prices_path) && !o->instance)
-        return err_usage("flags '--pricing', '--region' and '--prices' price an instance type: they need '--instance TYPE'");
+        return err_usage(
+            "flags '--pricing', '--region' and '--prices' price an instance type: they need '--instance TYPE'");
     if (o->pricing && !price_option_valid(o->pricing))
         return err_usage("flag '--pricing': expected one of %s, got '%s'", PRICE_OPTIONS, o->pricing);
     return 0;
@@ -52,20 +56,29 @@ int cmd_trajectory(int argc, char **argv)
     traj_opts o = {.runs = runs, .tail_pct = 20};
     const opt_spec specs[] = {
         {"run", OPT_STR, NULL, 0, 0, 0, 0, "LABEL=LOG[,SUMMARY]",
-         "a run: its label, its per-step log (train --csv) and optionally its summary (train --summary-csv); repeatable"},
-        {"baseline", OPT_STR, &o.baseline, 0, 0, 0, 0, "LABEL", "the run the others are compared with (default: the one labelled fp32)"},
-        {"tail-pct", OPT_DOUBLE, &o.tail_pct, 0, 0, 1e-6, 100, "PCT", "differences over the last PCT % of the steps (default 20)"},
-        {"instance", OPT_STR, &o.instance, 0, 0, 0, 0, "TYPE", "price the runs as this instance type (data/prices.csv) for tokens/$"},
-        {"pricing", OPT_STR, &o.pricing, 0, 0, 0, 0, "OPTION", "with --instance: " PRICE_OPTIONS " (default on_demand)"},
-        {"region", OPT_STR, &o.region, 0, 0, 0, 0, "REGION", "with --instance: region of the price (default: the only one listed)"},
-        {"prices", OPT_STR, &o.prices_path, 0, 0, 0, 0, "FILE", "with --instance: price table (default data/prices.csv)"},
+         "a run: its label, its per-step log (train --csv) and optionally its summary (train --summary-csv); "
+         "repeatable"},
+        {"baseline", OPT_STR, &o.baseline, 0, 0, 0, 0, "LABEL",
+         "the run the others are compared with (default: the one labelled fp32)"},
+        {"tail-pct", OPT_DOUBLE, &o.tail_pct, 0, 0, 1e-6, 100, "PCT",
+         "differences over the last PCT % of the steps (default 20)"},
+        {"instance", OPT_STR, &o.instance, 0, 0, 0, 0, "TYPE",
+         "price the runs as this instance type (data/prices.csv) for tokens/$"},
+        {"pricing", OPT_STR, &o.pricing, 0, 0, 0, 0, "OPTION",
+         "with --instance: " PRICE_OPTIONS " (default on_demand)"},
+        REGION_FLAG_SPEC(&o.region),
+        PRICES_FLAG_SPEC(&o.prices_path),
         {"usd-per-hour", OPT_DOUBLE, &usd, 0, 0, 1e-9, 1e9, "USD", "or the machine's price per hour"},
-        {"out", OPT_STR, &o.out_dir, 0, 0, 0, 0, "DIR", "write loss.png, grad_norm.png, trajectory.md and trajectory.csv here: a new or empty directory, or one costbench trajectory wrote (replaced whole)"},
-        {"csv", OPT_STR, &o.csv_path, 0, 0, 0, 0, "FILE", "write the CSV here instead of DIR/trajectory.csv"},
+        {"out", OPT_STR, &o.out_dir, 0, 0, 0, 0, "DIR",
+         "write loss.png, grad_norm.png, trajectory.md and trajectory.csv here: a new or empty directory, or one "
+         "costbench trajectory wrote (replaced whole)"},
+        CSV_FLAG_SPEC(&o.csv_path, "write the CSV here instead of DIR/trajectory.csv"),
         {0},
     };
     int rc = take_runs(&argc, argv, runs, &nruns), help = 0;
-    if (rc == 0) rc = opts_parse("trajectory", "--run LABEL=LOG.csv[,SUMMARY.csv] ... --out DIR [options]", specs, argc, argv, 2, NULL, NULL);
+    if (rc == 0)
+        rc = opts_parse("trajectory", "--run LABEL=LOG.csv[,SUMMARY.csv] ... --out DIR [options]", specs, argc, argv, 2,
+                        NULL, NULL);
     if (rc > 0) help = 1, rc = 0;
     o.nruns = nruns;
     o.usd_per_hour = usd > 0 ? usd : NAN;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/cliflags.h"
 #include "../common/err.h"
 #include "../common/machine.h"
 #include "../common/opts.h"
@@ -28,23 +29,77 @@ typedef struct {
     int nids;
 } val_opts;
 
-enum { VC_FILE, VC_ID, VC_LINE, VC_CAL, VC_PUB, VC_PRED, VC_ERR, VC_NAIVE, VC_NERR, VC_FROM, VC_HFU, VC_BAND, VC_EXTRA, VC_NOTE, VC_NCOLS };
+enum {
+    VC_FILE,
+    VC_ID,
+    VC_LINE,
+    VC_CAL,
+    VC_PUB,
+    VC_PRED,
+    VC_ERR,
+    VC_NAIVE,
+    VC_NERR,
+    VC_FROM,
+    VC_HFU,
+    VC_BAND,
+    VC_EXTRA,
+    VC_NOTE,
+    VC_NCOLS
+};
 /* The names of the first nine are a contract: other tools read them. */
 static const rec_col val_cols[VC_NCOLS] = {
-    {"file", "", REC_STR, 0}, {"id", "", REC_STR, 0}, {"line", "", REC_NUM, 0}, {"calibration", "", REC_STR, 0},
-    {"published_seq_per_s", "seq/s", REC_NUM, 3}, {"predicted_seq_per_s", "seq/s", REC_NUM, 3}, {"error_pct", "%", REC_NUM, 1},
-    {"naive_seq_per_s", "seq/s", REC_NUM, 3}, {"naive_error_pct", "%", REC_NUM, 1}, {"calibrated_on", "", REC_STR, 0},
-    {"hfu_pct", "%", REC_NUM, 1}, {"band_pct", "%", REC_NUM, 0}, {"extrapolated", "", REC_STR, 0}, {"note", "", REC_STR, 0},
+    {"file", "", REC_STR, 0},
+    {"id", "", REC_STR, 0},
+    {"line", "", REC_NUM, 0},
+    {"calibration", "", REC_STR, 0},
+    {"published_seq_per_s", "seq/s", REC_NUM, 3},
+    {"predicted_seq_per_s", "seq/s", REC_NUM, 3},
+    {"error_pct", "%", REC_NUM, 1},
+    {"naive_seq_per_s", "seq/s", REC_NUM, 3},
+    {"naive_error_pct", "%", REC_NUM, 1},
+    {"calibrated_on", "", REC_STR, 0},
+    {"hfu_pct", "%", REC_NUM, 1},
+    {"band_pct", "%", REC_NUM, 0},
+    {"extrapolated", "", REC_STR, 0},
+    {"note", "", REC_STR, 0},
 };
 
-enum { VS_FILE, VS_ROWS, VS_CAL, VS_PRED, VS_MED, VS_MAX, VS_NMED, VS_NMAX, VS_FROWS, VS_PHI, VS_PHISE, VS_OVH, VS_OVHSE, VS_FRMS, VS_FWORST,
-       VS_FWORSTID, VS_NCOLS };
+enum {
+    VS_FILE,
+    VS_ROWS,
+    VS_CAL,
+    VS_PRED,
+    VS_MED,
+    VS_MAX,
+    VS_NMED,
+    VS_NMAX,
+    VS_FROWS,
+    VS_PHI,
+    VS_PHISE,
+    VS_OVH,
+    VS_OVHSE,
+    VS_FRMS,
+    VS_FWORST,
+    VS_FWORSTID,
+    VS_NCOLS
+};
 static const rec_col sum_cols[VS_NCOLS] = {
-    {"file", "", REC_STR, 0}, {"rows", "", REC_NUM, 0}, {"calibration_rows", "", REC_NUM, 0}, {"predicted", "", REC_NUM, 0},
-    {"median_abs_error_pct", "%", REC_NUM, 1}, {"max_abs_error_pct", "%", REC_NUM, 1}, {"naive_median_abs_error_pct", "%", REC_NUM, 1},
+    {"file", "", REC_STR, 0},
+    {"rows", "", REC_NUM, 0},
+    {"calibration_rows", "", REC_NUM, 0},
+    {"predicted", "", REC_NUM, 0},
+    {"median_abs_error_pct", "%", REC_NUM, 1},
+    {"max_abs_error_pct", "%", REC_NUM, 1},
+    {"naive_median_abs_error_pct", "%", REC_NUM, 1},
     {"naive_max_abs_error_pct", "%", REC_NUM, 1},
-    {"fit_rows", "", REC_NUM, 0}, {"fit_phi", "", REC_NUM, 3}, {"fit_phi_se", "", REC_NUM, 3}, {"fit_overhead_s", "s", REC_NUM, 3},
-    {"fit_overhead_se", "s", REC_NUM, 3}, {"fit_rms_pct", "%", REC_NUM, 1}, {"fit_worst_pct", "%", REC_NUM, 1}, {"fit_worst", "", REC_STR, 0},
+    {"fit_rows", "", REC_NUM, 0},
+    {"fit_phi", "", REC_NUM, 3},
+    {"fit_phi_se", "", REC_NUM, 3},
+    {"fit_overhead_s", "s", REC_NUM, 3},
+    {"fit_overhead_se", "s", REC_NUM, 3},
+    {"fit_rms_pct", "%", REC_NUM, 1},
+    {"fit_worst_pct", "%", REC_NUM, 1},
+    {"fit_worst", "", REC_STR, 0},
 };
 
 /* Parses the flags and the files. Returns 0, 1 after --help, or CB_EUSAGE. */
@@ -54,21 +109,30 @@ static int val_opts_parse(val_opts *o, int argc, char **argv)
     const opt_spec specs[] = {
         {"calibrate", OPT_STR, &o->calibrate, 0, 0, 0, 0, "ID[,ID...]",
          "rows to calibrate on (ids of the files' rows; a file none of them is in: its first row)"},
-        {"csv", OPT_STR, &o->csv, 0, 0, 0, 0, "FILE", "one line per row: file, id, calibration, published, predicted, errors, naive"},
-        {"summary-csv", OPT_STR, &o->summary_csv, 0, 0, 0, 0, "FILE", "one line per file: rows, median and max |error|, the naive's"},
-        {"plot", OPT_STR, &o->plot, 0, 0, 0, 0, "FILE.png", "predicted against published, log-log, with the +-10% and +-25% bands"},
-        {"hardware", OPT_STR, &o->hw_path, 0, 0, 0, 0, "FILE", "hardware table for rows that name an instance type (default data/hardware.csv)"},
-        {"matmul-csv", OPT_STR, &o->matmul_csv, 0, 0, 0, 0, "FILE", "the matmul efficiency curve from a `costbench matmul` CSV"},
-        {"fit-tolerance", OPT_DOUBLE, &o->fit_tol_pct, 0, 0, 0.001, 1000, "PCT", "a calibration must reproduce its row within PCT% (default 5)"},
-        {"net-gbps", OPT_DOUBLE, &o->net_gbps, 0, 0, 1e-6, 1e9, "G", "network line rate per node, Gbit/s, for every row"},
-        {"intra-gbps", OPT_DOUBLE, &o->intra_gbps, 0, 0, 1e-6, 1e9, "G", "device-link bandwidth per device, GB/s, for every row"},
-        {"latency-us", OPT_DOUBLE, &o->latency_us, 0, 0, 0, 1e6, "US", "network latency per hop (default: the hardware's, else 0)"},
+        CSV_FLAG_SPEC(&o->csv, "one line per row: file, id, calibration, published, predicted, errors, naive"),
+        {"summary-csv", OPT_STR, &o->summary_csv, 0, 0, 0, 0, "FILE",
+         "one line per file: rows, median and max |error|, the naive's"},
+        {"plot", OPT_STR, &o->plot, 0, 0, 0, 0, "FILE.png",
+         "predicted against published, log-log, with the +-10% and +-25% bands"},
+        HARDWARE_FLAG_SPEC(&o->hw_path),
+        {"matmul-csv", OPT_STR, &o->matmul_csv, 0, 0, 0, 0, "FILE",
+         "the matmul efficiency curve from a `costbench matmul` CSV"},
+        {"fit-tolerance", OPT_DOUBLE, &o->fit_tol_pct, 0, 0, 0.001, 1000, "PCT",
+         "a calibration must reproduce its row within PCT% (default 5)"},
+        {"net-gbps", OPT_DOUBLE, &o->net_gbps, 0, 0, 1e-6, 1e9, "G",
+         "network line rate per node, Gbit/s, for every row"},
+        {"intra-gbps", OPT_DOUBLE, &o->intra_gbps, 0, 0, 1e-6, 1e9, "G",
+         "device-link bandwidth per device, GB/s, for every row"},
+        {"latency-us", OPT_DOUBLE, &o->latency_us, 0, 0, 0, 1e6, "US",
+         "network latency per hop (default: the hardware's, else 0)"},
         {0},
     };
-    int rc = opts_parse("validate", "FILE... [--calibrate ID[,ID...]] [--csv F] [--plot F.png] [options]", specs, argc, argv, 2, o->files,
-                        &o->nfiles);
+    int rc = opts_parse("validate", "FILE... [--calibrate ID[,ID...]] [--csv F] [--plot F.png] [options]", specs, argc,
+                        argv, 2, o->files, &o->nfiles);
     if (rc != 0) return rc;
-    if (o->nfiles == 0) return err_usage("costbench validate: no file given (published-runs CSVs, e.g. data/reference/published/*.csv)");
+    if (o->nfiles == 0)
+        return err_usage(
+            "costbench validate: no file given (published-runs CSVs, e.g. data/reference/published/*.csv)");
     if (o->plot && !strstr(o->plot, ".png") && !strstr(o->plot, ".svg"))
         return err_usage("flag '--plot': expected a file name ending in .png or .svg, got '%s'", o->plot);
     if (!o->calibrate) return 0;
@@ -80,7 +144,8 @@ static int val_opts_parse(val_opts *o, int argc, char **argv)
 }
 
 /* Every file validated into res; every --calibrate id must be in one of them. */
-static int val_run(const val_opts *o, const hw_table *ht, const dev_table *dt, const scale_eff_curve *eff, val_result *res)
+static int val_run(const val_opts *o, const hw_table *ht, const dev_table *dt, const scale_eff_curve *eff,
+                   val_result *res)
 {
     const hw_overrides ov = {o->net_gbps > 0 ? o->net_gbps : NAN, o->intra_gbps > 0 ? o->intra_gbps : NAN, NAN};
     scale_model d;
@@ -88,9 +153,12 @@ static int val_run(const val_opts *o, const hw_table *ht, const dev_table *dt, c
     d.interleave = 1, d.bucket_bytes = 25.0 * 1048576.0, d.net_eff = 1.0; /* costbench scale's defaults */
     const val_env env = {ht, dt, &ov, o->latency_us, eff, o->fit_tol_pct, &d};
     int *found = calloc((size_t)o->nids + 1, sizeof *found), rc = found ? 0 : err_msg("out of memory");
-    for (int i = 0; i < o->nfiles && rc == 0; i++) rc = validate_file(res, o->files[i], (const char *const *)o->ids, o->nids, found, &env);
+    for (int i = 0; i < o->nfiles && rc == 0; i++)
+        rc = validate_file(res, o->files[i], (const char *const *)o->ids, o->nids, found, &env);
     for (int k = 0; k < o->nids && rc == 0; k++)
-        if (!found[k]) rc = err_usage("flag '--calibrate': no row of the %d file%s has the id '%s'", o->nfiles, o->nfiles == 1 ? "" : "s", o->ids[k]);
+        if (!found[k])
+            rc = err_usage("flag '--calibrate': no row of the %d file%s has the id '%s'", o->nfiles,
+                           o->nfiles == 1 ? "" : "s", o->ids[k]);
     free(found);
     return rc;
 }
@@ -113,14 +181,20 @@ static int val_rows_record(record *rec, const val_result *res)
         record_str(rec, r, VC_FROM, v->calibrated_on);
         record_num(rec, r, VC_HFU, v->eff_pct);
         record_num(rec, r, VC_BAND, v->calibration ? NAN : v->band_pct);
-        record_str(rec, r, VC_EXTRA, v->calibration || !isfinite(v->predicted) ? "" : v->extrapolated[0] ? v->extrapolated : "no");
+        record_str(rec, r, VC_EXTRA,
+                   v->calibration || !isfinite(v->predicted) ? ""
+                   : v->extrapolated[0]                      ? v->extrapolated
+                                                             : "no");
         if (v->note[0]) record_str(rec, r, VC_NOTE, v->note);
     }
     record_csv_only(rec, VC_FILE);
     record_csv_only(rec, VC_LINE);
-    record_note(rec, "model: costbench scale's step model, each row's configuration from its columns; the compute time fitted to the "
-                     "calibration row, its framework efficiency carried by the step model (README: costbench validate)");
-    record_note(rec, "naive: the calibration row's model FLOP/s per device (6N + 12 L C T per token, PaLM) carried unchanged");
+    record_note(rec,
+                "model: costbench scale's step model, each row's configuration from its columns; the compute time "
+                "fitted to the "
+                "calibration row, its framework efficiency carried by the step model (README: costbench validate)");
+    record_note(
+        rec, "naive: the calibration row's model FLOP/s per device (6N + 12 L C T per token, PaLM) carried unchanged");
     record_note(rec, "error = predicted / published - 1; a row without a prediction says why in 'note'");
     return 0;
 }
@@ -148,9 +222,12 @@ static int val_summary_record(record *rec, const val_result *res)
         record_num(rec, r, VS_FWORST, s->fit_worst_pct);
         record_str(rec, r, VS_FWORSTID, s->fit_worst);
     }
-    record_note(rec, "per file: |error| over the rows predicted (calibration rows left out); the naive's over the same rows");
-    record_note(rec, "fit_*: the step model fitted to every row of the file at once (least squares): phi, the framework's efficiency "
-                     "against the device model, and a fixed overhead per step ('-': the rows cannot tell it from phi); the rms and the "
+    record_note(
+        rec, "per file: |error| over the rows predicted (calibration rows left out); the naive's over the same rows");
+    record_note(rec, "fit_*: the step model fitted to every row of the file at once (least squares): phi, the "
+                     "framework's efficiency "
+                     "against the device model, and a fixed overhead per step ('-': the rows cannot tell it from phi); "
+                     "the rms and the "
                      "worst residual of that fit: what the model cannot explain in the file");
     return 0;
 }
@@ -159,13 +236,15 @@ static int val_summary_record(record *rec, const val_result *res)
 static int val_plot(const char *path, const val_result *res)
 {
     chart_val_set sets[VAL_MAX_FILES];
-    double *a = malloc((size_t)(res->n ? res->n : 1) * sizeof *a), *b = malloc((size_t)(res->n ? res->n : 1) * sizeof *b);
+    double *a = malloc((size_t)(res->n ? res->n : 1) * sizeof *a),
+           *b = malloc((size_t)(res->n ? res->n : 1) * sizeof *b);
     if (!a || !b) return free(a), free(b), err_msg("out of memory");
     char labels[VAL_MAX_FILES][64];
     int m = 0, ns = 0;
     for (int f = 0; f < res->nfiles; f++) {
         const char *slash = strrchr(res->files[f].file, '/'), *base = slash ? slash + 1 : res->files[f].file;
-        snprintf(labels[ns], sizeof labels[ns], "%.*s", (int)(strstr(base, ".csv") ? strstr(base, ".csv") - base : 60), base);
+        snprintf(labels[ns], sizeof labels[ns], "%.*s", (int)(strstr(base, ".csv") ? strstr(base, ".csv") - base : 60),
+                 base);
         sets[ns] = (chart_val_set){labels[ns], 0, a + m, b + m};
         for (int i = 0; i < res->n; i++) {
             const val_row *v = &res->rows[i];
@@ -174,7 +253,8 @@ static int val_plot(const char *path, const val_result *res)
         }
         ns++;
     }
-    int rc = chart_validate(path, sets, ns, "each file calibrated on its own row(s), which are left out; costbench scale's step model");
+    int rc = chart_validate(path, sets, ns,
+                            "each file calibrated on its own row(s), which are left out; costbench scale's step model");
     free(a), free(b);
     return rc;
 }

@@ -203,7 +203,8 @@ static void test_plan_calibrated(void)
     memset(&cf, 0, sizeof cf);
     scale_model *c = &cf.cal;
     c->cfg = in.cfg, c->hw = in.inst[0].hw, c->tp = 1, c->pp = 1, c->interleave = 1, c->cp = 1, c->seq = 2048, c->micro_batch = 1;
-    c->global_batch = 64, c->precision = PREC_MIXED, c->attn_flash = 1, c->bucket_bytes = 25.0 * 1048576.0, c->net_eff = 1;
+    c->global_batch = 64, c->precision = PRECISION_BF16_MIXED, c->attn_flash = 1, c->bucket_bytes = 25.0 * 1048576.0,
+    c->net_eff = 1;
     cf.nodes = 1, cf.seq_per_s = 20;
     char why[1024];
     CHECK(calib_fit_point(&cf, "test", 0, &def, 5.0, why, sizeof why) == 0, "the toy row calibrates: %s", why);
@@ -211,7 +212,7 @@ static void test_plan_calibrated(void)
     double t_own = plan_t_mb_s(c, &in);
     CHECK(fabs(t_own - c->t_mb_s) <= 1e-12 * c->t_mb_s, "the calibration's own configuration: t_mb %.12g, fitted %.12g", t_own, c->t_mb_s);
     scale_model t = *c;
-    t.micro_batch = 4, t.recompute = 1, t.precision = PREC_BF16;
+    t.micro_batch = 4, t.recompute = 1, t.precision = PRECISION_BF16_SR;
     double eff_t, e_t;
     int clamped;
     CHECK(calib_fit_carry(&cf, &t, &def, &eff_t, &clamped, &e_t, why, sizeof why) == 0, "carried: %s", why);

@@ -193,7 +193,7 @@ static void test_plansearch_same_as_scale(void)
         for (int i = 0; i < t.nrows; i++)
             if (num(&t, i, "nodes") == 4 && num(&t, i, "tp") == 8 && num(&t, i, "pp") == 1 && !strcmp(cell(&t, i, "sp"), "off") &&
                 num(&t, i, "zero") == 1 && num(&t, i, "micro_batch") == 1 && !strcmp(cell(&t, i, "recompute"), "off") &&
-                !strcmp(cell(&t, i, "precision"), "mixed"))
+                !strcmp(cell(&t, i, "precision"), "bf16-mixed"))
                 plan_c = num(&t, i, "compute_s");
     char path[256];
     snprintf(path, sizeof path, "%s/scale.csv", dir);

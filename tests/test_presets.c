@@ -1,6 +1,7 @@
 /* Model presets of Llama-2, GPT-J and MPT: the architecture columns of data/models.csv, exact
  * parameter counts against the Hugging Face checkpoints, FLOPs per token, the old presets'
- * figures unchanged, and one file:line error per bad row. */
+ * figures unchanged, and one file:line error per bad row; the precision vocabulary (common/precision.h):
+ * its names, aliases and errors, and the names of older checkpoints. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,7 +9,10 @@
 
 #include "../common/err.h"
 #include "../common/machine.h"
+#include "../common/precision.h"
 #include "../common/presets.h"
+#include "../model/ckpt_meta.h"
+#include "../model/safetensors.h"
 #include "check.h"
 
 static char g_out[65536], g_err[16384];
@@ -380,6 +384,114 @@ static void test_presets_describe(void)
     }
 }
 
+/* ---------------------------------------------------------------- the precision vocabulary */
+
+/* Every canonical name parses back to its precision; the aliases; unknown names; the table's facts. */
+static void test_precision_names(void)
+{
+    static const char *const canonical[PRECISION_COUNT] = {"fp32", "bf16-mixed", "bf16-sr", "bf16-nearest"};
+    for (int k = 0; k < PRECISION_COUNT; k++) {
+        train_precision p = (train_precision)-1;
+        const char *name = precision_name((train_precision)k);
+        CHECK(strcmp(name, canonical[k]) == 0, "precision %d is named '%s', not '%s'", k, name, canonical[k]);
+        CHECK(precision_parse(name, &p) == 0 && p == (train_precision)k, "'%s' parses to %d, not %d", name, (int)p, k);
+        CHECK(precision_column_valid(name), "'%s' is not a precision column's value", name);
+    }
+    static const struct {
+        const char *alias;
+        train_precision p;
+    } aliases[] = {{"bf16", PRECISION_BF16_SR}, {"mixed", PRECISION_BF16_MIXED}};
+    for (int i = 0; i < 2; i++) {
+        train_precision p = PRECISION_FP32;
+        CHECK(precision_parse(aliases[i].alias, &p) == 0 && p == aliases[i].p, "alias '%s' parses to %d",
+              aliases[i].alias, (int)p);
+    }
+    static const char *const unknown[] = {"", "BF16", "fp16", "bf16-", "fp32 ", "nearest", "fp16-mixed", "fp8"};
+    for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
+        train_precision p = PRECISION_BF16_MIXED;
+        CHECK(precision_parse(unknown[i], &p) == -1 && p == PRECISION_BF16_MIXED, "'%s' parses", unknown[i]);
+    }
+    CHECK(precision_column_valid("fp16-mixed") && precision_column_valid("fp8") && !precision_column_valid("BF16") &&
+              !precision_column_valid(""),
+          "the precision column's other values");
+    CHECK(!precision_full_bf16(PRECISION_FP32) && !precision_full_bf16(PRECISION_BF16_MIXED) &&
+              precision_full_bf16(PRECISION_BF16_SR) && precision_full_bf16(PRECISION_BF16_NEAREST),
+          "full bf16: sr and nearest only");
+    /* the ZeRO paper's bytes per parameter: 4 + 4 + 8, 2 + 2 + 12, full bf16 2 + 2 + 4 */
+    static const double total[PRECISION_COUNT] = {16, 16, 8, 8};
+    for (int k = 0; k < PRECISION_COUNT; k++) {
+        const precision_info *i = precision_info_of((train_precision)k);
+        double b = i->weight_bytes + i->grad_bytes + precision_optimizer_bytes((train_precision)k);
+        CHECK(b == total[k], "%s: %g bytes per parameter, not %g", i->name, b, total[k]);
+    }
+    CHECK(precision_info_of(PRECISION_BF16_SR)->rounding == ROUNDING_STOCHASTIC &&
+              precision_info_of(PRECISION_BF16_NEAREST)->rounding == ROUNDING_NEAREST &&
+              precision_info_of(PRECISION_FP32)->rounding == ROUNDING_NONE,
+          "the roundings");
+}
+
+/* --precision on train, scale and plan: an unknown value is one line naming the flag, the value
+ * and every name; the aliases are accepted. */
+static void test_precision_flag_errors(void)
+{
+    const char *const cmds[][12] = {
+        {"train", "--precision", "bf17", "--steps", "1", NULL},
+        {"scale", "--model", "pythia-1b", "--instance", "trn1.32xlarge", "--global-batch", "64", "--precision", "bf17",
+         NULL},
+    };
+    for (int i = 0; i < 2; i++) {
+        int rc = cli_run(cmds[i], g_out, sizeof g_out, g_err, sizeof g_err);
+        int lines = 0;
+        for (const char *c = g_err; *c; c++) lines += *c == '\n';
+        CHECK(rc == 2 && lines == 1 && strstr(g_err, "flag '--precision'") && strstr(g_err, "'bf17'") &&
+                  strstr(g_err, "fp32, bf16-mixed, bf16-sr, bf16-nearest") && strstr(g_err, "bf16 = bf16-sr") &&
+                  strstr(g_err, "mixed = bf16-mixed"),
+              "%s --precision bf17: exit %d: %s", cmds[i][0], rc, g_err);
+    }
+    static const char *const names[] = {"fp32", "bf16-mixed", "bf16-sr", "bf16-nearest", "bf16", "mixed"};
+    for (int k = 0; k < 6; k++) {
+        const char *a[] = {"scale", "--model", "pythia-1b", "--instance", "trn1.32xlarge", "--global-batch", "64",
+                           "--nodes", "1", "--precision", names[k], NULL};
+        int rc = cli_run(a, g_out, sizeof g_out, g_err, sizeof g_err);
+        CHECK(rc == 0, "scale --precision %s: exit %d: %s", names[k], rc, g_err);
+    }
+}
+
+/* A checkpoint's precision: the names precision_name writes, none (fp32), and "bf16", which
+ * costbench wrote for bf16-nearest before it had that name: it resumes as bf16-nearest. */
+static void test_precision_checkpoint_names(void)
+{
+    char *dir = test_tmpdir();
+    if (!dir) return;
+    static const struct {
+        const char *meta; /* NULL: no precision key */
+        int rc;
+        train_precision p;
+    } cases[] = {{"fp32", 0, PRECISION_FP32},         {"bf16-mixed", 0, PRECISION_BF16_MIXED},
+                 {"bf16-sr", 0, PRECISION_BF16_SR},   {"bf16-nearest", 0, PRECISION_BF16_NEAREST},
+                 {"bf16", 0, PRECISION_BF16_NEAREST}, {NULL, 0, PRECISION_FP32},
+                 {"fp64", -1, PRECISION_BF16_MIXED}};
+    const float x[2] = {1, 2};
+    const st_out t = {"x", x, 0, 1, {2}};
+    char path[512];
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *kv[] = {"format", "pt", "precision", cases[i].meta};
+        CHECK(st_write(path, &t, 1, kv, cases[i].meta ? 2 : 1) == 0, "writing %s", path);
+        st_file f;
+        if (st_open(&f, path) != 0) {
+            CHECK(0, "cannot open %s", path);
+            continue;
+        }
+        train_precision p = PRECISION_BF16_MIXED;
+        int rc = ckpt_meta_precision(&f, &p);
+        CHECK(rc == cases[i].rc && p == cases[i].p, "a checkpoint of precision '%s': %d, %s",
+              cases[i].meta ? cases[i].meta : "(none)", rc, precision_name(p));
+        st_close(&f);
+    }
+    rm_tree(dir);
+}
+
 const test_case tests_presets[] = {
     {"presets: exact parameter counts of Llama-2, GPT-J, MPT and Pythia", test_presets_param_counts},
     {"presets: llama2-7b FLOPs per token by hand", test_presets_llama2_7b_flops},
@@ -394,5 +506,8 @@ const test_case tests_presets[] = {
      test_presets_params_from_table},
     {"presets: QKV and MLP-in widths", test_presets_widths},
     {"presets: the one-line architecture description", test_presets_describe},
+    {"presets: precision names round-trip, aliases bf16 and mixed, unknown names refused", test_precision_names},
+    {"presets: --precision errors list every name; train and scale take the aliases", test_precision_flag_errors},
+    {"presets: a checkpoint's precision, an old 'bf16' resuming as bf16-nearest", test_precision_checkpoint_names},
     {NULL, NULL},
 };

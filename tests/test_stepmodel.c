@@ -28,7 +28,7 @@ static void toy(scale_model *s)
     h->intra_gb_per_s = 100, h->net_gbit_per_s = 800, h->net_latency_us = NAN, h->scaleup_domain = 8;
     h->gemm_eff = 0.5, h->attn_eff = 0.25, h->mem_eff = 0.5, h->launch_us = 1e-9;
     s->tp = 1, s->pp = 1, s->cp = 1, s->interleave = 1, s->seq = 128, s->micro_batch = 2, s->global_batch = 16;
-    s->precision = PREC_MIXED, s->attn_flash = 1, s->net_eff = 1, s->bucket_bytes = 25 << 20;
+    s->precision = PRECISION_BF16_MIXED, s->attn_flash = 1, s->net_eff = 1, s->bucket_bytes = 25 << 20;
 }
 
 static const op_entry *find_op(const op_entry *ops, int n, const char *name, const char *phase)

@@ -262,7 +262,7 @@ void test_scale_model(scale_model *m)
     s.hw.accelerators = 8, s.hw.workers = 1, s.hw.bf16_tflops = 100, s.hw.fp32_tflops = NAN, s.hw.mem_gib = 80;
     s.hw.mem_gb_per_s = NAN, s.hw.intra_gb_per_s = NAN, s.hw.net_gbit_per_s = 800, s.hw.net_latency_us = NAN;
     s.tp = 8, s.pp = 1, s.interleave = 1, s.seq = 2048, s.micro_batch = 1, s.global_batch = 64;
-    s.precision = PREC_MIXED, s.bucket_bytes = 25 << 20, s.t_mb_s = 0.5, s.net_eff = 1;
+    s.precision = PRECISION_BF16_MIXED, s.bucket_bytes = 25 << 20, s.t_mb_s = 0.5, s.net_eff = 1;
     *m = s;
 }
 

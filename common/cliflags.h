@@ -1,0 +1,61 @@
+/* cliflags.h: the flags several commands share, each defined once: its name, range, metavar and
+ * help, as an opt_spec fragment spliced into a command's `const opt_spec specs[]`, with the one
+ * function that checks its value. What legitimately differs between commands (a default: train's
+ * 512 tokens, scale's 2048, plan's the model's max_seq_len) is a parameter of the fragment, a
+ * string literal spliced into the help, never a copy of the spec.
+ *
+ *   --micro-batch  1 .. CB_MAX_GLOBAL_BATCH sequences (a micro-batch is at most a global batch)
+ *   --seq          1 .. CB_MAX_SEQ_LEN tokens (the model's max_seq_len checked by the command)
+ *   --precision    a name of common/precision.h (precision_parse_flag)
+ *   --attention    full | flash; default the --framework's kernel (attention_flag_parse)
+ *   --prices, --hardware, --region   the price and hardware tables (report/inputs.h) */
+#ifndef CB_CLIFLAGS_H
+#define CB_CLIFLAGS_H
+
+#include "opts.h"
+#include "precision.h"
+#include "schema.h"
+
+/* --micro-batch (dst: long *; dflt: the default's text). */
+#define MICRO_BATCH_FLAG_SPEC(dst, dflt)                                                                 \
+    {"micro-batch", OPT_LONG, (dst), 1, CB_MAX_GLOBAL_BATCH, 0, 0, "B",                                  \
+     "sequences per micro-batch (default " dflt ")"}
+/* --seq (dst: long *; dflt: the default's text). */
+#define SEQ_FLAG_SPEC(dst, dflt)                                                                         \
+    {"seq", OPT_LONG, (dst), 1, CB_MAX_SEQ_LEN, 0, 0, "T", "sequence length in tokens (default " dflt ")"}
+/* Both: the shape of a micro-batch. */
+#define SHAPE_FLAG_SPECS(mb_dst, mb_dflt, seq_dst, seq_dflt)                                             \
+    MICRO_BATCH_FLAG_SPEC(mb_dst, mb_dflt), SEQ_FLAG_SPEC(seq_dst, seq_dflt)
+
+/* --precision (dst: const char **, parsed by precision_parse_flag("--precision", ...); dflt: the
+ * default's name). */
+#define PRECISION_FLAG_SPEC(dst, dflt)                                                                   \
+    {"precision", OPT_STR, (dst), 0, 0, 0, 0, "NAME",                                                    \
+     "fp32; bf16-mixed (fp32 master weights, gradients and AdamW moments, bf16 matmul inputs, fp32 "     \
+     "accumulation); bf16-sr (full bf16 as Trainium trains: bf16 weights, gradients and moments, each "  \
+     "update written back with stochastic rounding); bf16-nearest (full bf16, updates rounded to "       \
+     "nearest); aliases bf16 = bf16-sr, mixed = bf16-mixed (default " dflt ")"}
+
+/* --attention (dst: const char **; NULL: the --framework's kernel), parsed by attention_flag_parse. */
+#define ATTENTION_FLAG_SPEC(dst)                                                                         \
+    {"attention", OPT_STR, (dst), 0, 0, 0, 0, "full|flash",                                              \
+     "attention kernel: flash (tiled: causal FLOPs, no s x s scores kept) or full (the scores "          \
+     "materialised, Korthikanti et al.); default the --framework's kernel (flash for plain)"}
+/* *flash from --attention's value s: 1 for flash, 0 for full, framework_flash when s is NULL.
+ * Returns 0, or CB_EUSAGE after one line naming the flag. */
+int attention_flag_parse(const char *s, int framework_flash, int *flash);
+
+/* The tables prices and instances are read from (dst: const char **; NULL: the default file). */
+#define PRICES_FLAG_SPEC(dst)                                                                            \
+    {"prices", OPT_STR, (dst), 0, 0, 0, 0, "FILE", "price table (default data/prices.csv)"}
+#define HARDWARE_FLAG_SPEC(dst)                                                                          \
+    {"hardware", OPT_STR, (dst), 0, 0, 0, 0, "FILE", "hardware table (default data/hardware.csv)"}
+#define PRICING_FLAG_SPECS(prices_dst, hw_dst) PRICES_FLAG_SPEC(prices_dst), HARDWARE_FLAG_SPEC(hw_dst)
+/* --region (dst: const char **). */
+#define REGION_FLAG_SPEC(dst)                                                                            \
+    {"region", OPT_STR, (dst), 0, 0, 0, 0, "REGION", "region of the prices (default: the only one listed)"}
+
+/* --csv FILE (dst: const char **; what: the help, what the file holds). */
+#define CSV_FLAG_SPEC(dst, what) {"csv", OPT_STR, (dst), 0, 0, 0, 0, "FILE", what}
+
+#endif
