@@ -19,7 +19,7 @@
 /* The peak of the run's precision on every rank at once (the job's), or the given one. */
 static int measure_peak(const calib_opts *o, calib *c)
 {
-    const int bf = o->prec != PRECISION_FP32;
+    const int bf = gpt_prec_act(o->prec) == ELEM_BF16;
     const char *kind = bf ? "bf16 matrix" : "fp32 FMA";
     if (o->peak_gflops > 0) {
         c->peak_gflops = o->peak_gflops;
@@ -57,7 +57,7 @@ static int predict_matmuls(const calib_opts *o, const runner_opts *ro, double pe
         free(sh);
         return CB_EFAIL;
     }
-    if (nsh > 0 && o->prec != PRECISION_FP32) mm_shapes_set_dtype(sh, nsh, MM_BF16, MM_OPENBLAS);
+    if (nsh > 0 && gpt_prec_act(o->prec) == ELEM_BF16) mm_shapes_set_dtype(sh, nsh, MM_BF16, MM_OPENBLAS);
     record r;
     record_init(&r, mm_cols, MM_NCOLS);
     fprintf(stderr, "costbench train: measuring the step's %d matmul shapes, the attention and the rotary kernels for the prediction\n", nsh);
@@ -103,7 +103,7 @@ static int predict_attention(const calib_opts *o, const runner_opts *ro, double 
                   mem_alloc(nout, sizeof(float), "attention buffer"), mem_alloc(nqkv, sizeof(float), "attention buffer"),
                   mem_alloc(attention_scratch_floats_s(&as, o->threads), sizeof(float), "attention scratch"),
                   as, o->threads, NULL, NULL};
-    int bad = CB_EFAIL, bf = o->prec != PRECISION_FP32;
+    int bad = CB_EFAIL, bf = gpt_prec_act(o->prec) == ELEM_BF16;
     if (bf) {
         ac.qkvh = mem_alloc(nqkv, sizeof(bf16), "attention buffer");
         ac.outh = mem_alloc(nout, sizeof(bf16), "attention buffer");
@@ -125,7 +125,7 @@ typedef struct {
     float *qkv;
     rope_shape s;
     rope_tables *tb;
-    bf16 *qkvh; /* bf16-mixed: the forward rotates the bf16 QKV; the backward stays fp32 */
+    bf16 *qkvh; /* any bf16 precision: the forward rotates the bf16 QKV; the backward stays fp32 */
 } rope_ctx;
 
 static void rope_fb(void *p)
@@ -145,7 +145,7 @@ static int predict_rope(const calib_opts *o, const runner_opts *ro, int rdims, d
     float *store = mem_alloc(rope_tables_floats(o->T, rdims, c->HS), sizeof(float), "rotary tables");
     rope_ctx rc = {mem_alloc(n, sizeof(float), "rotary buffer"),
                    {o->B, o->T, c->NH, c->HS, rdims, model_kv_heads(c), c->rope == ROPE_GPTJ}, &tb, NULL};
-    const int bf = o->prec != PRECISION_FP32;
+    const int bf = gpt_prec_act(o->prec) == ELEM_BF16;
     if (bf) rc.qkvh = mem_alloc(n, sizeof(bf16), "rotary buffer");
     int bad = CB_EFAIL;
     if (rc.qkv && store && (!bf || rc.qkvh)) {
@@ -170,7 +170,7 @@ static int predict_rope(const calib_opts *o, const runner_opts *ro, int rdims, d
  * gradients every step (the clipping norm reads them, zeroing writes them). */
 static int calib_op_list(const calib_opts *o, op_entry *ops)
 {
-    const int full = precision_full_bf16(o->prec);
+    const int full = gpt_prec_store(o->prec) == ELEM_BF16;
     const op_layout lay = {.micro_batch = o->B, .seq = o->T, .tp = 1, .pp = 1, .cp = 1, .sp = 0, .recompute = OP_RECOMPUTE_NONE,
                            .attention = OP_ATTN_TILED, .act_bytes = 4, .weight_bytes = full ? 2 : 4, .grad_bytes = 4,
                            .optim_bytes = (full ? 16 : 28) + 4 + 4, .zero = 0, .dp = 1};
@@ -185,7 +185,7 @@ static int calib_kind_of(const op_entry *e)
     static const struct {
         const char *name;
         int kind;
-    } map[] = {{"norm", K_LAYERNORM}, {"act", K_GELU}, {"cross_entropy", K_XENT}, {"rotary", -1}, {"attn_scores_mem", -1}};
+    } map[] = {{"norm", K_NORM}, {"act", K_MLP_ACT}, {"cross_entropy", K_XENT}, {"rotary", -1}, {"attn_scores_mem", -1}};
     if (e->kind == OPK_OPTIM) return K_OPTIMIZER;
     for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
         if (strcmp(e->name, map[i].name) == 0) return map[i].kind;
@@ -201,7 +201,7 @@ static int calib_kind_of(const op_entry *e)
 static void memory_bound_bytes(const calib_opts *o, const op_entry *ops, int n, double bytes[GPT_KIND_COUNT])
 {
     const double L = o->cfg->L, acc = o->accum;
-    const int bf = o->prec != PRECISION_FP32, full = precision_full_bf16(o->prec);
+    const int bf = gpt_prec_act(o->prec) == ELEM_BF16, full = gpt_prec_store(o->prec) == ELEM_BF16;
     for (int i = 0; i < n; i++) {
         const op_entry *e = &ops[i];
         double times = op_times(e, L, 1, 1);
@@ -228,7 +228,7 @@ static int predict_memory_bound(const calib_opts *o, double gbps, calib *c)
     double bytes[GPT_KIND_COUNT] = {0};
     memory_bound_bytes(o, ops, n, bytes);
     const double bw = gbps * 1e9 / 1e3; /* bytes per ms */
-    for (int k = K_LAYERNORM; k < GPT_KIND_COUNT; k++) {
+    for (int k = K_NORM; k < GPT_KIND_COUNT; k++) {
         if (k == K_ROTARY) continue;
         c->pred_ms[k] = bytes[k] / bw;
         snprintf(c->how[k], sizeof c->how[k], "bytes moved at %.1f GB/s copy bandwidth (estimate; cache-resident data is faster)",
@@ -250,11 +250,11 @@ static int predict_kinds(const calib_opts *o, calib *c)
     c->pred_ms[K_MATMUL] = o->accum * mm;
     c->pred_ms[K_ATTENTION] = o->accum * att_ms;
     snprintf(c->how[K_ATTENTION], sizeof c->how[K_ATTENTION], "the tiled attention kernel (%s): forward+backward measured now",
-             o->prec != PRECISION_FP32 ? "bf16" : "fp32");
+             gpt_prec_act(o->prec) == ELEM_BF16 ? "bf16" : "fp32");
     c->pred_ms[K_ROTARY] = o->accum * rope_ms;
     snprintf(c->how[K_ROTARY], sizeof c->how[K_ROTARY], "%s",
              rdims == 0                        ? "no rotary embedding"
-             : o->prec != PRECISION_FP32 ? "costbench rope: fused forward (bf16) + backward (fp32) measured now"
+             : gpt_prec_act(o->prec) == ELEM_BF16 ? "costbench rope: fused forward (bf16) + backward (fp32) measured now"
                                                : "costbench rope: fused forward+backward measured now");
     runner_opts co;
     runner_defaults(&co);

@@ -23,7 +23,14 @@ typedef struct {
     char *slice; /* the slice's first element in its slab */
 } tensor_slot;
 
-static size_t elem_bytes(const gpt_model *m) { return precision_full_bf16(m->prec) ? sizeof(bf16) : sizeof(float); }
+/* The checkpoint holds the weights and moments as the model stores them (fp32, or bf16). */
+static size_t elem_bytes(const gpt_model *m) { return elem_size(gpt_prec_store(m->prec)); }
+
+/* The slab the weights are stored in: fp32, or bf16 (bf16 storage). */
+static void *weights_slab(const gpt_model *m)
+{
+    return gpt_prec_store(m->prec) == ELEM_BF16 ? (void *)m->params16 : (void *)m->params;
+}
 
 /* Every tensor of the model with its Hugging Face name and shape, in `base` (the parameter,
  * first-moment or second-moment slab: fp32, or bf16 in full-bf16 models): out[i].data points into
@@ -36,7 +43,7 @@ static int list_tensors(const gpt_model *m, const void *base, const char *prefix
     int n = 0;
     for (int k = 0; k < P_COUNT; k++) {
         if (m->sizes[k] == 0) continue;
-        int layers = k >= P_LN1W && k <= P_FCPROJB ? m->cfg.L : 1;
+        int layers = param_per_layer(k) ? m->cfg.L : 1;
         size_t per = m->sizes[k] / (size_t)layers;
         for (int l = 0; l < layers; l++) {
             hf_piece pc[3];
@@ -359,7 +366,7 @@ static int write_step_files(const gpt_model *m, const void *exp_avg, const void 
         goto out;
     }
     ckpt_meta_write(&ml, &m->cfg, precision_name(m->prec), st, 0, 0);
-    int n = list_tensors(m, precision_full_bf16(m->prec) ? (const void *)m->params16 : m->params, "", t, slots, names);
+    int n = list_tensors(m, weights_slab(m), "", t, slots, names);
     if (path_fmt(path, sizeof path, "%s/model.safetensors", tmp) != 0 || write_tensors(m, path, t, slots, n, &ml) != 0) goto out;
     /* optimizer: both moments, and where the loop stands */
     int n1 = list_tensors(m, exp_avg, CKPT_EXP_AVG, t, slots, names);
@@ -430,8 +437,8 @@ int ckpt_save(const gpt_model *m, const void *exp_avg, const void *exp_avg_sq, c
 
 int ckpt_save_own(const gpt_model *m, const char *dir, const ckpt_state *st)
 {
-    if (precision_full_bf16(m->prec)) return ckpt_save(m, m->m16, m->v16, dir, st);
-    return ckpt_save(m, m->m, m->v, dir, st);
+    const int bf = gpt_prec_store(m->prec) == ELEM_BF16;
+    return ckpt_save(m, bf ? (const void *)m->m16 : m->m, bf ? (const void *)m->v16 : m->v, dir, st);
 }
 
 /* Reads tensor i of the list into the model (through a buffer when its rows are reordered). */
@@ -480,8 +487,6 @@ static int load_all(gpt_model *m, const st_file *f, void *base, const char *pref
     return rc;
 }
 
-/* The slab the weights load into: fp32, or bf16 in full-bf16 models. */
-static void *weights_slab(gpt_model *m) { return precision_full_bf16(m->prec) ? (void *)m->params16 : m->params; }
 
 /* A checkpoint written in another precision: say once what changes. The precision is recorded
  * by precision_name (none: fp32, written before precisions were recorded). */
@@ -539,11 +544,11 @@ int ckpt_resume(gpt_model *m, const char *dir, const ckpt_state *expect, ckpt_st
     gpt_params_changed(m);
     if (rc != 0) return rc;
     if (open_part(stepdir, "optimizer.safetensors", &f) != 0) return CB_EFAIL;
-    const int full = precision_full_bf16(m->prec);
+    const int bf = gpt_prec_store(m->prec) == ELEM_BF16;
     int adam_t = 0;
     rc = ckpt_meta_check_optimizer(&f, &m->cfg, dir, &w, expect, got, &adam_t);
-    if (rc == 0) rc = load_all(m, &f, full ? (void *)m->m16 : m->m, CKPT_EXP_AVG, 0);
-    if (rc == 0) rc = load_all(m, &f, full ? (void *)m->v16 : m->v, CKPT_EXP_AVG_SQ, 0);
+    if (rc == 0) rc = load_all(m, &f, bf ? (void *)m->m16 : m->m, CKPT_EXP_AVG, 0);
+    if (rc == 0) rc = load_all(m, &f, bf ? (void *)m->v16 : m->v, CKPT_EXP_AVG_SQ, 0);
     if (rc == 0) precision_note(m, &f);
     st_close(&f);
     if (rc == 0) m->adam_t = adam_t;

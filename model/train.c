@@ -40,8 +40,10 @@ int train_start(gpt_model *m, const train_opts *o, long *start, uint64_t *run_id
 static int micro_batches(gpt_model *m, const train_opts *o, const train_sync *sync, long s, double *loss)
 {
     const int per_rank = o->accum / o->ranks, first = o->rank * per_rank;
+    const float scale = 1.0f / (float)o->accum;
+    /* the last micro-batch's backward tells the sync as gradients become final */
+    const gpt_grads_hook hook = {sync ? sync->grads_ready : NULL, sync ? sync->ctx : NULL};
     *loss = 0;
-    m->backward_scale = 1.0f / (float)o->accum;
     for (int mb = first; mb < first + per_rank; mb++) {
         int rc = 0;
         if (o->sampler) rc = sampler_batch(o->sampler, s, mb, o->B, o->B * o->accum, m->inputs, m->targets, m->cfg.V);
@@ -49,12 +51,12 @@ static int micro_batches(gpt_model *m, const train_opts *o, const train_sync *sy
         else synthetic_batch(o->seed, s, mb, m->inputs, m->targets, o->B, o->T, m->cfg.V);
         if (rc != 0) return CB_EFAIL;
         double l;
-        if (gpt_forward(m, &l) != 0) return CB_EFAIL;
+        if (gpt_forward(m, scale, &l) != 0) return CB_EFAIL;
         *loss += l / o->accum;
-        if (mb == first + per_rank - 1 && sync && sync->before_last_backward) sync->before_last_backward(sync->ctx, m);
-        if (gpt_backward(m, 1.0f / (float)o->accum) != 0) return CB_EFAIL;
+        const int last = mb == first + per_rank - 1;
+        if (last && sync && sync->before_last_backward) sync->before_last_backward(sync->ctx, m);
+        if (gpt_backward(m, scale, last && hook.ready ? &hook : NULL) != 0) return CB_EFAIL;
     }
-    m->grads_ready = NULL;
     return 0;
 }
 
