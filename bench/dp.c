@@ -255,12 +255,16 @@ void dp_sync_describe(const dp_sync *d, char *buf, size_t n)
 {
     if (d->ranks == 1) snprintf(buf, n, "one process: no gradient synchronisation");
     else if (d->mode == DP_ZERO1)
-        snprintf(buf, n, "%d data-parallel ranks (%s), ZeRO-1: gradients reduce-scattered, each rank updates its 1/%d of the params and AdamW moments, params all-gathered; all exposed",
+        snprintf(buf, n, "%d data-parallel ranks (%s), ZeRO-1: gradients reduce-scattered, each rank updates its 1/%d "
+                "of the params and AdamW moments, params all-gathered; all exposed",
                  d->ranks, comm_describe(), d->ranks);
     else if (d->mode == DP_OVERLAP)
-        snprintf(buf, n, "%d data-parallel ranks (%s); each tensor slice's all-reduce starts during the last backward as soon as its gradient is final; comm_ms: time in MPI calls, exposed_comm_ms: the wait after the backward",
+        snprintf(buf, n, "%d data-parallel ranks (%s); each tensor slice's all-reduce starts during the last backward "
+                "as soon as its gradient is final; comm_ms: time in MPI calls, exposed_comm_ms: the wait after the "
+                "backward",
                  d->ranks, comm_describe());
     else
-        snprintf(buf, n, "%d data-parallel ranks (%s); gradients all-reduced in %.0f MiB buckets after the last backward (--no-overlap): all exposed",
+        snprintf(buf, n, "%d data-parallel ranks (%s); gradients all-reduced in %.0f MiB buckets after the last "
+                "backward (--no-overlap): all exposed",
                  d->ranks, comm_describe(), d->bucket_bytes / 1048576.0);
 }

@@ -83,7 +83,8 @@ static int gather_all(const gpt_model *m, st_out *t, const tensor_slot *slots, i
         bufs[i] = NULL;
         if (t[i].data) continue;
         size_t bytes = (size_t)slots[i].piece.shape[0] * slots[i].piece.cols * elem_bytes(m);
-        if (!(bufs[i] = malloc(bytes ? bytes : 1))) return err_msg("out of memory for %zu bytes of '%s'", bytes, t[i].name);
+        if (!(bufs[i] = malloc(bytes ? bytes : 1))) return err_msg("out of memory for %zu bytes of '%s'", bytes,
+                t[i].name);
         move_rows(m, &slots[i], bufs[i], 0);
         t[i].data = bufs[i];
     }
@@ -139,7 +140,8 @@ static dir_name classify_name(const char *name, long *step, long *pid)
     errno = 0;
     *step = strtol(name + 5, &end, 10);
     snprintf(canon, sizeof canon, "step-%08ld", *step);
-    if (errno != 0 || strlen(canon) != (size_t)(end - name) || strncmp(canon, name, (size_t)(end - name)) != 0) return NAME_OTHER;
+    if (errno != 0 || strlen(canon) != (size_t)(end - name) || strncmp(canon, name,
+            (size_t)(end - name)) != 0) return NAME_OTHER;
     if (*end == '\0') return NAME_STEP;
     if (strncmp(end, ".tmp.", 5) == 0 && parse_pid(end + 5, pid)) return NAME_STEP_TMP;
     if (strncmp(end, ".old.", 5) == 0 && parse_pid(end + 5, pid)) return NAME_STEP_OLD;
@@ -193,7 +195,8 @@ static int kept_before(dev_t dev, ino_t ino)
 static void warn_kept(const char *path)
 {
     struct stat sb;
-    if (stat(path, &sb) == 0 && !kept_before(sb.st_dev, sb.st_ino)) err_warn("kept '%s': it holds files costbench did not write", path);
+    if (stat(path, &sb) == 0 && !kept_before(sb.st_dev, sb.st_ino)) err_warn("kept '%s': it holds files costbench did "
+            "not write", path);
 }
 
 /* ---------------------------------------------------------------- the save lock
@@ -224,7 +227,8 @@ static int lock_take(save_lock *lk, const char *dir, long pid, int wait)
             return e == EWOULDBLOCK ? 0 : -1;
         }
         struct stat held, named;
-        if (fstat(fd, &held) == 0 && stat(lk->path, &named) == 0 && held.st_dev == named.st_dev && held.st_ino == named.st_ino) {
+        if (fstat(fd, &held) == 0 && stat(lk->path,
+                &named) == 0 && held.st_dev == named.st_dev && held.st_ino == named.st_ino) {
             lk->fd = fd;
             return 1;
         }
@@ -290,7 +294,8 @@ static void clean_dir(const char *dir, long keep1, long keep2)
     for (int i = 0; i < n; i++) {
         long s = -1, pid = 0;
         dir_name k = classify_name(names[i], &s, &pid);
-        if (k == NAME_STEP && keep1 >= 0 && s != keep1 && s != keep2 && path_fmt(path, sizeof path, "%s/%s", dir, names[i]) == 0 &&
+        if (k == NAME_STEP && keep1 >= 0 && s != keep1 && s != keep2 && path_fmt(path, sizeof path, "%s/%s", dir,
+                names[i]) == 0 &&
             remove_step_dir(path) == 1)
             warn_kept(path);
         else if (k != NAME_STEP && k != NAME_OTHER)
@@ -339,7 +344,8 @@ static int write_latest(const char *dir, const char *name)
 
 /* Writes one safetensors file of the tensors t[0, n) (gathering the rows of those stored in
  * another order first). */
-static int write_tensors(const gpt_model *m, const char *path, st_out *t, const tensor_slot *slots, int n, const ckpt_meta *ml)
+static int write_tensors(const gpt_model *m, const char *path, st_out *t, const tensor_slot *slots, int n,
+        const ckpt_meta *ml)
 {
     void **bufs = calloc((size_t)n + 1, sizeof *bufs);
     if (!bufs) return err_msg("out of memory");
@@ -367,12 +373,14 @@ static int write_step_files(const gpt_model *m, const void *exp_avg, const void 
     }
     ckpt_meta_write(&ml, &m->cfg, precision_name(m->prec), st, 0, 0);
     int n = list_tensors(m, weights_slab(m), "", t, slots, names);
-    if (path_fmt(path, sizeof path, "%s/model.safetensors", tmp) != 0 || write_tensors(m, path, t, slots, n, &ml) != 0) goto out;
+    if (path_fmt(path, sizeof path, "%s/model.safetensors", tmp) != 0 || write_tensors(m, path, t, slots, n,
+            &ml) != 0) goto out;
     /* optimizer: both moments, and where the loop stands */
     int n1 = list_tensors(m, exp_avg, CKPT_EXP_AVG, t, slots, names);
     int n2 = list_tensors(m, exp_avg_sq, CKPT_EXP_AVG_SQ, t + n1, slots + n1, names + n1);
     ckpt_meta_write(&ml, &m->cfg, precision_name(m->prec), st, 1, m->adam_t);
-    if (path_fmt(path, sizeof path, "%s/optimizer.safetensors", tmp) != 0 || write_tensors(m, path, t, slots, n1 + n2, &ml) != 0)
+    if (path_fmt(path, sizeof path, "%s/optimizer.safetensors", tmp) != 0 || write_tensors(m, path, t, slots,
+            n1 + n2, &ml) != 0)
         goto out;
     rc = 0;
 out:
@@ -398,7 +406,8 @@ static int publish_step(const char *tmp, const char *final)
 }
 
 /* Writes step st->step under its temporary name, publishes it and names it in `latest`. */
-static int save_step(const gpt_model *m, const void *exp_avg, const void *exp_avg_sq, const char *dir, const ckpt_state *st,
+static int save_step(const gpt_model *m, const void *exp_avg, const void *exp_avg_sq, const char *dir,
+        const ckpt_state *st,
                      const char *name)
 {
     char tmp[4200], final[4200];
@@ -448,7 +457,8 @@ static int read_tensor(gpt_model *m, const st_file *f, const st_out *t, const te
     void *dst = (void *)t->data, *buf = NULL;
     if (!dst) {
         size_t bytes = (size_t)s->piece.shape[0] * s->piece.cols * elem_bytes(m);
-        if (!(dst = buf = malloc(bytes ? bytes : 1))) return err_msg("out of memory for %zu bytes of '%s'", bytes, t->name);
+        if (!(dst = buf = malloc(bytes ? bytes : 1))) return err_msg("out of memory for %zu bytes of '%s'", bytes,
+                t->name);
     }
     int rc = ckpt_meta_read_tensor(f, t->name, dst, t->shape, t->ndim, bf);
     if (rc == 0 && buf) move_rows(m, s, buf, 1);
@@ -464,7 +474,8 @@ static void warn_unknown(const gpt_model *m, const st_file *f, const st_out *t, 
         const char *nm = f->t[i].name;
         int known = 0;
         for (int j = 0; j < n && !known; j++) known = strcmp(nm, t[j].name) == 0;
-        if (!known && !strstr(nm, "attention.bias") && !strstr(nm, "attention.masked_bias") && !strstr(nm, "attn.bias") &&
+        if (!known && !strstr(nm, "attention.bias") && !strstr(nm, "attention.masked_bias") && !strstr(nm,
+                "attn.bias") &&
             !strstr(nm, "attn.masked_bias") && !strstr(nm, "rotary_emb.inv_freq") &&
             !(m->cfg.tied_embeddings && (!strcmp(nm, "embed_out.weight") || !strcmp(nm, "lm_head.weight"))))
             err_warn("%s: tensor '%s' is not part of this model; ignored", f->path, nm);
@@ -531,7 +542,8 @@ int ckpt_resume(gpt_model *m, const char *dir, const ckpt_state *expect, ckpt_st
     char name[256], stepdir[4400];
     long s = read_latest(dir, name, sizeof name);
     if (s < 0) {
-        if (!name[0]) return err_msg("cannot resume from '%s': no readable '%s/latest' (%s)", dir, dir, strerror(errno ? errno : ENOENT));
+        if (!name[0]) return err_msg("cannot resume from '%s': no readable '%s/latest' (%s)", dir, dir,
+                strerror(errno ? errno : ENOENT));
         return err_msg("%s/latest: expected a step directory name, got '%s'", dir, name);
     }
     if (path_fmt(stepdir, sizeof stepdir, "%s/%s", dir, name) != 0) return CB_EFAIL;

@@ -83,8 +83,8 @@ static void embed_backward(float *dwte, float *dwpe, const float *dres, const in
 }
 
 /* dinp = dres + the norm's input gradient from dout; its weight (and bias) gradients accumulate. */
-static void norm_backward(gpt_model *m, float *dinp, const float *dres, const float *dout, const float *x, int kw, int kb,
-                          int l, const float *mean, const float *rstd)
+static void norm_backward(gpt_model *m, float *dinp, const float *dres, const float *dout, const float *x, int kw,
+                          int kb, int l, const float *mean, const float *rstd)
 {
     const int BT = m->B * m->T, C = m->cfg.C;
     const float *w = gpt_param(m, kw, l, (size_t)C);

@@ -118,7 +118,8 @@ typedef struct gpt_model_s {
     gpt_layer_acts *layer;         /* (L) views, all the same one with recompute */
     act_t lnf;                     /* (BT, C) final norm's output */
     float *lnf_mean, *lnf_rstd, *logits, *lse, *losses; /* (BT) (BT) (BT,V) (BT) (BT) */
-    float *dres, *dln, *dqkv, *datty, *dfch, *dlosses; /* backward scratch: (BT,C) (BT,C) (BT,QKV) (BT,C) (BT,FC) (BT) */
+    /* backward scratch: (BT,C) (BT,C) (BT,QKV) (BT,C) (BT,FC) (BT) */
+    float *dres, *dln, *dqkv, *datty, *dfch, *dlosses;
     float *dln2;                   /* shared norm: the MLP branch's d(norm output) (else NULL) */
     float *dact;                   /* d(MLP activation output) (BT, I): SwiGLU's own buffer, GELU's is dfch */
     /* the gradients as the bf16 products read them (empty where the products read fp32): d(layer

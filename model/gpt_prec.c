@@ -293,7 +293,8 @@ static size_t update_bf16(gpt_model *m, int k, size_t a, size_t b, const adamw_p
     const size_t mo = a - m->mom_lo;
     adamw_rounding r = {m->ops->stochastic, m->sr_seed, a};
     float *p32 = param_is_weight(k) ? NULL : m->p[k] + (a - m->offsets[k]);
-    return adamw_update_full_bf16(m->params16 + a, p32, m->grads + a, m->m16 + mo, m->v16 + mo, b - a, h, m->adam_t, &r);
+    return adamw_update_full_bf16(m->params16 + a, p32, m->grads + a, m->m16 + mo, m->v16 + mo, b - a, h, m->adam_t,
+            &r);
 }
 
 /* ---------------------------------------------------------------- the rows */
@@ -309,7 +310,8 @@ static size_t update_bf16(gpt_model *m, int k, size_t a, size_t b, const adamw_p
     .attention_forward = attn_forward_bf16, .attention_backward = attn_backward_bf16,                      \
     .mlp_act_forward = mlp_act_bf16, .head_forward = head_forward_bf16, .head_backward = head_backward_bf16
 #define STORE_F32_OPS .store = ELEM_F32, .embed_forward = embed_f32, .update_range = update_f32
-#define STORE_BF16_OPS .store = ELEM_BF16, .embed_forward = embed_bf16, .update_range = update_bf16, .pack_weight = pack_from_bf16
+#define STORE_BF16_OPS                                                                                                \
+    .store = ELEM_BF16, .embed_forward = embed_bf16, .update_range = update_bf16, .pack_weight = pack_from_bf16
 
 static const gpt_prec_ops ROWS[] = {
     {.prec = PRECISION_FP32, ACT_F32_OPS, STORE_F32_OPS, .pack_weight = pack_none},

@@ -45,7 +45,8 @@ int gpt_state_alloc(gpt_model *m)
 {
     const int full = m->ops->store == ELEM_BF16;
     size_t nf = gpt_state_fp32_floats(m->sizes, m->ops->store);
-    m->params = mem_calloc(nf ? nf : 1, sizeof(float), full ? "parameters (fp32 copies of the small tensors)" : "parameters");
+    m->params = mem_calloc(nf ? nf : 1, sizeof(float), full ? "parameters (fp32 copies of the small "
+            "tensors)" : "parameters");
     m->grads = mem_calloc(m->nparams, sizeof(float), "gradients");
     if (!m->params || !m->grads) return CB_EFAIL;
     for (int k = 0; k < P_COUNT; k++) {
@@ -233,7 +234,8 @@ static int nonfinite_tensor(const gpt_model *m, int params, const char *what, ch
         size_t per = m->sizes[k] / (size_t)layers;
         for (int l = 0; l < layers && per > 0; l++) {
             size_t at = (size_t)l * per;
-            size_t bad = full ? count_nonfinite_bf16(m->ph[k] + at, per) : count_nonfinite((params ? m->p[k] : m->g[k]) + at, per);
+            size_t bad = full ? count_nonfinite_bf16(m->ph[k] + at,
+                    per) : count_nonfinite((params ? m->p[k] : m->g[k]) + at, per);
             if (!bad) continue;
             char name[96];
             gpt_param_name(m, k, l, name, sizeof name);
@@ -257,7 +259,8 @@ int gpt_find_nonfinite(const gpt_model *m, char *buf, size_t n)
     }
     size_t bad = count_nonfinite(m->losses, (size_t)m->B * m->T);
     if (bad) {
-        snprintf(buf, n, "the loss of %zu of %d tokens (every layer's output finite: the output projection or the cross-entropy overflowed)",
+        snprintf(buf, n, "the loss of %zu of %d tokens (every layer's output finite: the output projection or the "
+                "cross-entropy overflowed)",
                  bad, m->B * m->T);
         return 1;
     }

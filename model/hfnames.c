@@ -24,10 +24,12 @@ typedef struct {
 
 static const hf_names NAMES[] = {
     [FAM_NEOX] = {"gpt_neox.layers.%d.",
-                  {[P_WTE] = "gpt_neox.embed_in", [P_WPE] = "gpt_neox.embed_pos", [P_LNFW] = "gpt_neox.final_layer_norm",
+                  {[P_WTE] = "gpt_neox.embed_in", [P_WPE] = "gpt_neox.embed_pos",
+                          [P_LNFW] = "gpt_neox.final_layer_norm",
                    [P_LNFB] = "gpt_neox.final_layer_norm", [P_UNEMBED] = "embed_out", [P_UNEMBEDB] = "embed_out"},
                   {[P_LN1W] = "input_layernorm", [P_LN1B] = "input_layernorm", [P_QKVW] = "attention.query_key_value",
-                   [P_QKVB] = "attention.query_key_value", [P_ATTPROJW] = "attention.dense", [P_ATTPROJB] = "attention.dense",
+                   [P_QKVB] = "attention.query_key_value", [P_ATTPROJW] = "attention.dense",
+                           [P_ATTPROJB] = "attention.dense",
                    [P_LN2W] = "post_attention_layernorm", [P_LN2B] = "post_attention_layernorm",
                    [P_FCW] = "mlp.dense_h_to_4h", [P_FCB] = "mlp.dense_h_to_4h", [P_FCPROJW] = "mlp.dense_4h_to_h",
                    [P_FCPROJB] = "mlp.dense_4h_to_h"},
@@ -54,7 +56,8 @@ static const hf_names NAMES[] = {
                  {[P_WTE] = "transformer.wte", [P_WPE] = "transformer.wpe", [P_LNFW] = "transformer.norm_f",
                   [P_LNFB] = "transformer.norm_f", [P_UNEMBED] = "lm_head", [P_UNEMBEDB] = "lm_head"},
                  {[P_LN1W] = "norm_1", [P_LN1B] = "norm_1", [P_QKVW] = "attn.Wqkv", [P_QKVB] = "attn.Wqkv",
-                  [P_ATTPROJW] = "attn.out_proj", [P_ATTPROJB] = "attn.out_proj", [P_LN2W] = "norm_2", [P_LN2B] = "norm_2",
+                  [P_ATTPROJW] = "attn.out_proj", [P_ATTPROJB] = "attn.out_proj", [P_LN2W] = "norm_2",
+                          [P_LN2B] = "norm_2",
                   [P_FCW] = "ffn.up_proj", [P_FCB] = "ffn.up_proj", [P_FCPROJW] = "ffn.down_proj",
                   [P_FCPROJB] = "ffn.down_proj"},
                  {NULL, NULL, NULL},
@@ -100,7 +103,8 @@ int hf_pieces(const gpt_model *m, int k, int layer, hf_piece *out)
         return 2;
     }
     const char *base = param_per_layer(k) ? nm->layer[k] : nm->global[k];
-    set_piece(&out[0], prefix, base, bias, (k == P_QKVW || k == P_QKVB) && family_of(c) == FAM_MPT ? HF_QKV : HF_ROWS, 0,
+    set_piece(&out[0], prefix, base, bias,
+            (k == P_QKVW || k == P_QKVB) && family_of(c) == FAM_MPT ? HF_QKV : HF_ROWS, 0,
               rows, cols);
     return 1;
 }
