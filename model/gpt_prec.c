@@ -90,22 +90,16 @@ static void embed_bf16(gpt_model *m)
 
 /* ---------------------------------------------------------------- norms, activations */
 
-static void norm_f32(gpt_model *m, act_t out, float *mean, float *rstd, const float *x, int kw, int kb, int l)
+/* Into out's dtype: the norm kernels write fp32 or bf16. */
+static void norm_out(gpt_model *m, act_t out, float *mean, float *rstd, const float *x, int kw, int kb, int l)
 {
-    const int BT = bt_of(m), C = m->cfg.C;
+    const int BT = bt_of(m), C = m->cfg.C, bf = out.t == ELEM_BF16;
     const float *w = gpt_param(m, kw, l, (size_t)C), *b = gpt_param(m, kb, l, (size_t)C);
-    if (m->cfg.norm == NORM_RMSNORM)
-        TIMED(m, K_NORM, rmsnorm_forward(out.p, rstd, x, w, BT, C, (float)model_norm_eps(&m->cfg)));
+    const float eps = (float)model_norm_eps(&m->cfg);
+    if (m->cfg.norm == NORM_RMSNORM && bf) TIMED(m, K_NORM, rmsnorm_forward_bf16(out.p, rstd, x, w, BT, C, eps));
+    else if (m->cfg.norm == NORM_RMSNORM) TIMED(m, K_NORM, rmsnorm_forward(out.p, rstd, x, w, BT, C, eps));
+    else if (bf) TIMED(m, K_NORM, layernorm_forward_bf16(out.p, mean, rstd, x, w, b, BT, C));
     else TIMED(m, K_NORM, layernorm_forward(out.p, mean, rstd, x, w, b, BT, C));
-}
-
-static void norm_bf16(gpt_model *m, act_t out, float *mean, float *rstd, const float *x, int kw, int kb, int l)
-{
-    const int BT = bt_of(m), C = m->cfg.C;
-    const float *w = gpt_param(m, kw, l, (size_t)C), *b = gpt_param(m, kb, l, (size_t)C);
-    if (m->cfg.norm == NORM_RMSNORM)
-        TIMED(m, K_NORM, rmsnorm_forward_bf16(out.p, rstd, x, w, BT, C, (float)model_norm_eps(&m->cfg)));
-    else TIMED(m, K_NORM, layernorm_forward_bf16(out.p, mean, rstd, x, w, b, BT, C));
 }
 
 static void mlp_act_f32(gpt_model *m, gpt_layer_acts *a)
@@ -300,12 +294,12 @@ static size_t update_bf16(gpt_model *m, int k, size_t a, size_t b, const adamw_p
 /* ---------------------------------------------------------------- the rows */
 
 #define ACT_F32_OPS                                                                                                   \
-    .act = ELEM_F32, .norm_forward = norm_f32, .linear_forward = linear_forward_f32,                                 \
+    .act = ELEM_F32, .norm_forward = norm_out, .linear_forward = linear_forward_f32,                                 \
     .linear_backward = linear_backward_f32, .narrow_grad = narrow_none, .rope_forward = rope_f32,                    \
     .attention_forward = attn_forward_f32, .attention_backward = attn_backward_f32,                        \
     .mlp_act_forward = mlp_act_f32, .head_forward = head_forward_f32, .head_backward = head_backward_f32
 #define ACT_BF16_OPS                                                                                                  \
-    .act = ELEM_BF16, .norm_forward = norm_bf16, .linear_forward = linear_forward_bf16,                              \
+    .act = ELEM_BF16, .norm_forward = norm_out, .linear_forward = linear_forward_bf16,                              \
     .linear_backward = linear_backward_bf16, .narrow_grad = narrow_bf16, .rope_forward = rope_bf16,                  \
     .attention_forward = attn_forward_bf16, .attention_backward = attn_backward_bf16,                      \
     .mlp_act_forward = mlp_act_bf16, .head_forward = head_forward_bf16, .head_backward = head_backward_bf16
