@@ -9,14 +9,15 @@
  * without bias, no linear biases, tied embeddings (MPTForCausalLM); learned positions, sequential
  * residual, tied embeddings (the GPT-3 presets).
  *
- * Precision (gpt_init): fp32 throughout, or bf16-mixed as PyTorch autocast and Megatron's bf16
- * do it: fp32 master weights, gradients and AdamW moments; a bf16 copy of every weight, made once
- * per optimizer step; the inputs of every linear layer (the LayerNorm outputs, the attention
- * output, the GELU output, the final LayerNorm output), the QKV projection's output (q, k after
- * rotary and v), the attention probabilities and the gradients fed into the linear layers'
- * backward (d(logits) included) in bf16, every product accumulating in fp32 (oneDNN);
- * LayerNorm, softmax statistics, the GELU input, the residual stream, the logits, the
- * cross-entropy, the weight and bias gradients and all reductions in fp32.
+ * Precision (gpt_init chooses its row of model/gpt_prec.c's table of operations): fp32
+ * throughout, or bf16-mixed as PyTorch autocast and Megatron's bf16 do it: fp32 master weights,
+ * gradients and AdamW moments; a bf16 copy of every weight, made once per optimizer step; the
+ * inputs of every linear layer (the norm outputs, the attention output, the MLP activation's
+ * output, the final norm's output), the QKV projection's output (q, k after rotary and v), the
+ * attention probabilities and the gradients fed into the linear layers' backward (d(logits)
+ * included) in bf16, every product accumulating in fp32 (oneDNN); the norms' statistics, softmax
+ * statistics, the MLP activation's input, the residual stream, the logits, the cross-entropy,
+ * the weight and bias gradients and all reductions in fp32.
  *
  * Full bf16 (bf16-sr, bf16): the weights, gradients and both AdamW moments in bf16 (the
  * gradients accumulate in an fp32 buffer during the step, micro-batches and the all-reduce
@@ -131,16 +132,17 @@ typedef struct gpt_model_s {
     float *datt_scratch;           /* attention_scratch_floats(T, HS, att_threads) */
     int att_threads;
     int *inputs, *targets;         /* (B, T) */
-    /* any bf16 precision: the bf16 copies of the matrices (forward and input-gradient layouts), per layer */
+    /* the weight cache: the bf16 copies of the matrices (forward and input-gradient layouts) per
+     * layer, packed by the precision's row (empty where the products read fp32 weights) */
     linear_bf16_weight *lw[P_COUNT]; /* QKVW, ATTPROJW, FCW, FCPROJW: L each; UNEMBED: 1; else NULL */
     linear_bf16_weight *lw_store;
-    int wh_fresh;                  /* the copies match params */
+    int wh_fresh;                  /* the cache matches the weights */
     /* any bf16 precision: the scale of the d(logits) the last forward computed (its
      * backward_scale); a backward given another scale makes a second pass */
     float dlogits_scale;
-    /* full bf16 (bf16-sr, bf16): the weights live in params16 and the AdamW moments in m16 and v16
-     * (m and v are NULL); params then holds fp32 copies of the small tensors only (LayerNorm
-     * weights and biases, linear biases: what the fp32 kernels read, remade by
+    /* bf16 storage (the row's store: bf16-sr, bf16): the weights live in params16 and the AdamW
+     * moments in m16 and v16 (m and v are NULL); params then holds fp32 copies of the small tensors
+     * only (norm weights and biases, linear biases: what the fp32 kernels read, remade by
      * gpt_params_changed and by the update), and p[k] is NULL for the embeddings and matrices */
     bf16 *params16, *m16, *v16;    /* (nparams), (mom_hi - mom_lo), (mom_hi - mom_lo) */
     bf16 *ph[P_COUNT];             /* into params16 */
@@ -160,7 +162,8 @@ typedef struct {
 /* Hugging Face tensor name of parameter k (layer i for per-layer ones) into buf. */
 void gpt_param_name(const gpt_model *m, int k, int layer, char *buf, size_t n);
 
-/* Memory the configuration needs (without allocating). */
+/* Memory the configuration needs (without allocating): the same activation size table gpt_init
+ * carves. */
 void gpt_estimate(const model_config *cfg, int B, int T, int recompute, train_precision prec, gpt_mem *mem);
 /* Allocates the slabs (after the caller checked the estimate). Returns 0 or CB_EFAIL. */
 int gpt_init(gpt_model *m, const model_config *cfg, int B, int T, int recompute, train_precision prec);
