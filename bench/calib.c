@@ -19,11 +19,12 @@
 /* The peak of the run's precision on every rank at once (the job's), or the given one. */
 static int measure_peak(const calib_opts *o, calib *c)
 {
-    const int bf = o->prec != PRECISION_FP32;
+    const int bf = gpt_prec_act(o->prec) == ELEM_BF16;
     const char *kind = bf ? "bf16 matrix" : "fp32 FMA";
     if (o->peak_gflops > 0) {
         c->peak_gflops = o->peak_gflops;
-        snprintf(c->peak_note, sizeof c->peak_note, "--peak-gflops %.1f (given as the %s peak, not measured)", o->peak_gflops, kind);
+        snprintf(c->peak_note, sizeof c->peak_note, "--peak-gflops %.1f (given as the %s peak, not measured)",
+                o->peak_gflops, kind);
         return 0;
     }
     runner_opts ro;
@@ -36,10 +37,12 @@ static int measure_peak(const calib_opts *o, calib *c)
     c->peak_gflops = comm_sum(one);
     int ranks = comm_size();
     if (ranks > 1)
-        snprintf(c->peak_note, sizeof c->peak_note, "the %s peak measured in this run on all %d ranks at once, %.1f GFLOP/s (%.1f on rank 0: %s)",
+        snprintf(c->peak_note, sizeof c->peak_note, "the %s peak measured in this run on all %d ranks at once, %.1f "
+                "GFLOP/s (%.1f on rank 0: %s)",
                  kind, ranks, c->peak_gflops, one, which);
     else
-        snprintf(c->peak_note, sizeof c->peak_note, "the %s peak measured in this run, %.1f GFLOP/s (%s)", kind, c->peak_gflops,
+        snprintf(c->peak_note, sizeof c->peak_note, "the %s peak measured in this run, %.1f GFLOP/s (%s)", kind,
+                c->peak_gflops,
                  which);
     return 0;
 }
@@ -47,7 +50,8 @@ static int measure_peak(const calib_opts *o, calib *c)
 /* Milliseconds of one micro-step's matmuls: op_list's GEMMs (mm_shapes_transformer), every
  * shape measured now. The attention core is not among them: the tiled attention kernel runs its
  * own micro-kernels on cache-sized tiles, and predict_attention times it whole. */
-static int predict_matmuls(const calib_opts *o, const runner_opts *ro, double peak_gflops, double *mm_ms, char *how, size_t n)
+static int predict_matmuls(const calib_opts *o, const runner_opts *ro, double peak_gflops, double *mm_ms, char *how,
+        size_t n)
 {
     int cap = mm_shapes_transformer_count();
     mm_shape *sh = calloc((size_t)cap, sizeof *sh);
@@ -57,10 +61,11 @@ static int predict_matmuls(const calib_opts *o, const runner_opts *ro, double pe
         free(sh);
         return CB_EFAIL;
     }
-    if (nsh > 0 && o->prec != PRECISION_FP32) mm_shapes_set_dtype(sh, nsh, MM_BF16, MM_OPENBLAS);
+    if (nsh > 0 && gpt_prec_act(o->prec) == ELEM_BF16) mm_shapes_set_dtype(sh, nsh, MM_BF16, MM_OPENBLAS);
     record r;
     record_init(&r, mm_cols, MM_NCOLS);
-    fprintf(stderr, "costbench train: measuring the step's %d matmul shapes, the attention and the rotary kernels for the prediction\n", nsh);
+    fprintf(stderr, "costbench train: measuring the step's %d matmul shapes, the attention and the rotary kernels for "
+            "the prediction\n", nsh);
     int rc = mm_run(sh, nsh, ro, o->budget_s, peak_gflops, &r);
     *mm_ms = 0;
     for (int i = 0; rc == 0 && i < r.nrows; i++) *mm_ms += r.num[(size_t)i * r.ncols + MM_STEP_MS];
@@ -96,14 +101,17 @@ static int predict_attention(const calib_opts *o, const runner_opts *ro, double 
     const model_config *m = o->cfg;
     float slopes[1024];
     if (m->pos == POS_ALIBI && m->NH <= 1024) attention_alibi_slopes(slopes, m->NH, MODEL_ALIBI_BIAS_MAX);
-    const attn_shape as = {o->B, o->T, m->NH, model_kv_heads(m), m->HS, m->pos == POS_ALIBI && m->NH <= 1024 ? slopes : NULL};
+    const attn_shape as = {o->B, o->T, m->NH, model_kv_heads(m), m->HS,
+            m->pos == POS_ALIBI && m->NH <= 1024 ? slopes : NULL};
     const size_t nqkv = (size_t)o->B * o->T * (size_t)(m->NH + 2 * as.KVH) * m->HS, nout = (size_t)o->B * o->T * m->C;
-    att_ctx ac = {mem_alloc(nqkv, sizeof(float), "attention buffer"), mem_alloc(nout, sizeof(float), "attention buffer"),
+    att_ctx ac = {mem_alloc(nqkv, sizeof(float), "attention buffer"), mem_alloc(nout, sizeof(float),
+            "attention buffer"),
                   mem_alloc((size_t)o->B * m->NH * o->T, sizeof(float), "attention buffer"),
-                  mem_alloc(nout, sizeof(float), "attention buffer"), mem_alloc(nqkv, sizeof(float), "attention buffer"),
+                  mem_alloc(nout, sizeof(float), "attention buffer"), mem_alloc(nqkv, sizeof(float),
+                          "attention buffer"),
                   mem_alloc(attention_scratch_floats_s(&as, o->threads), sizeof(float), "attention scratch"),
                   as, o->threads, NULL, NULL};
-    int bad = CB_EFAIL, bf = o->prec != PRECISION_FP32;
+    int bad = CB_EFAIL, bf = gpt_prec_act(o->prec) == ELEM_BF16;
     if (bf) {
         ac.qkvh = mem_alloc(nqkv, sizeof(bf16), "attention buffer");
         ac.outh = mem_alloc(nout, sizeof(bf16), "attention buffer");
@@ -117,7 +125,8 @@ static int predict_attention(const calib_opts *o, const runner_opts *ro, double 
         bad = runner_run(ro, &bc, &ac, &rr);
         if (!bad) *ms = rr.s.median * 1e3 * m->L;
     }
-    free(ac.qkv), free(ac.out), free(ac.lse), free(ac.dout), free(ac.dqkv), free(ac.scratch), free(ac.qkvh), free(ac.outh);
+    free(ac.qkv), free(ac.out), free(ac.lse), free(ac.dout), free(ac.dqkv), free(ac.scratch), free(ac.qkvh),
+            free(ac.outh);
     return bad;
 }
 
@@ -125,7 +134,7 @@ typedef struct {
     float *qkv;
     rope_shape s;
     rope_tables *tb;
-    bf16 *qkvh; /* bf16-mixed: the forward rotates the bf16 QKV; the backward stays fp32 */
+    bf16 *qkvh; /* any bf16 precision: the forward rotates the bf16 QKV; the backward stays fp32 */
 } rope_ctx;
 
 static void rope_fb(void *p)
@@ -145,7 +154,7 @@ static int predict_rope(const calib_opts *o, const runner_opts *ro, int rdims, d
     float *store = mem_alloc(rope_tables_floats(o->T, rdims, c->HS), sizeof(float), "rotary tables");
     rope_ctx rc = {mem_alloc(n, sizeof(float), "rotary buffer"),
                    {o->B, o->T, c->NH, c->HS, rdims, model_kv_heads(c), c->rope == ROPE_GPTJ}, &tb, NULL};
-    const int bf = o->prec != PRECISION_FP32;
+    const int bf = gpt_prec_act(o->prec) == ELEM_BF16;
     if (bf) rc.qkvh = mem_alloc(n, sizeof(bf16), "rotary buffer");
     int bad = CB_EFAIL;
     if (rc.qkv && store && (!bf || rc.qkvh)) {
@@ -170,8 +179,9 @@ static int predict_rope(const calib_opts *o, const runner_opts *ro, int rdims, d
  * gradients every step (the clipping norm reads them, zeroing writes them). */
 static int calib_op_list(const calib_opts *o, op_entry *ops)
 {
-    const int full = precision_full_bf16(o->prec);
-    const op_layout lay = {.micro_batch = o->B, .seq = o->T, .tp = 1, .pp = 1, .cp = 1, .sp = 0, .recompute = OP_RECOMPUTE_NONE,
+    const int full = gpt_prec_store(o->prec) == ELEM_BF16;
+    const op_layout lay = {.micro_batch = o->B, .seq = o->T, .tp = 1, .pp = 1, .cp = 1, .sp = 0,
+            .recompute = OP_RECOMPUTE_NONE,
                            .attention = OP_ATTN_TILED, .act_bytes = 4, .weight_bytes = full ? 2 : 4, .grad_bytes = 4,
                            .optim_bytes = (full ? 16 : 28) + 4 + 4, .zero = 0, .dp = 1};
     int n = op_list(o->cfg, &lay, ops, OP_LIST_MAX);
@@ -185,7 +195,8 @@ static int calib_kind_of(const op_entry *e)
     static const struct {
         const char *name;
         int kind;
-    } map[] = {{"norm", K_LAYERNORM}, {"act", K_GELU}, {"cross_entropy", K_XENT}, {"rotary", -1}, {"attn_scores_mem", -1}};
+    } map[] = {{"norm", K_NORM}, {"act", K_MLP_ACT}, {"cross_entropy", K_XENT}, {"rotary", -1}, {"attn_scores_mem",
+            -1}};
     if (e->kind == OPK_OPTIM) return K_OPTIMIZER;
     for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
         if (strcmp(e->name, map[i].name) == 0) return map[i].kind;
@@ -201,7 +212,7 @@ static int calib_kind_of(const op_entry *e)
 static void memory_bound_bytes(const calib_opts *o, const op_entry *ops, int n, double bytes[GPT_KIND_COUNT])
 {
     const double L = o->cfg->L, acc = o->accum;
-    const int bf = o->prec != PRECISION_FP32, full = precision_full_bf16(o->prec);
+    const int bf = gpt_prec_act(o->prec) == ELEM_BF16, full = gpt_prec_store(o->prec) == ELEM_BF16;
     for (int i = 0; i < n; i++) {
         const op_entry *e = &ops[i];
         double times = op_times(e, L, 1, 1);
@@ -228,10 +239,11 @@ static int predict_memory_bound(const calib_opts *o, double gbps, calib *c)
     double bytes[GPT_KIND_COUNT] = {0};
     memory_bound_bytes(o, ops, n, bytes);
     const double bw = gbps * 1e9 / 1e3; /* bytes per ms */
-    for (int k = K_LAYERNORM; k < GPT_KIND_COUNT; k++) {
+    for (int k = K_NORM; k < GPT_KIND_COUNT; k++) {
         if (k == K_ROTARY) continue;
         c->pred_ms[k] = bytes[k] / bw;
-        snprintf(c->how[k], sizeof c->how[k], "bytes moved at %.1f GB/s copy bandwidth (estimate; cache-resident data is faster)",
+        snprintf(c->how[k], sizeof c->how[k], "bytes moved at %.1f GB/s copy bandwidth (estimate; cache-resident data "
+                "is faster)",
                  gbps);
     }
     return 0;
@@ -249,12 +261,14 @@ static int predict_kinds(const calib_opts *o, calib *c)
     if (rdims > 0 && predict_rope(o, &ro, rdims, &rope_ms) != 0) return CB_EFAIL;
     c->pred_ms[K_MATMUL] = o->accum * mm;
     c->pred_ms[K_ATTENTION] = o->accum * att_ms;
-    snprintf(c->how[K_ATTENTION], sizeof c->how[K_ATTENTION], "the tiled attention kernel (%s): forward+backward measured now",
-             o->prec != PRECISION_FP32 ? "bf16" : "fp32");
+    snprintf(c->how[K_ATTENTION], sizeof c->how[K_ATTENTION],
+            "the tiled attention kernel (%s): forward+backward measured now",
+             gpt_prec_act(o->prec) == ELEM_BF16 ? "bf16" : "fp32");
     c->pred_ms[K_ROTARY] = o->accum * rope_ms;
     snprintf(c->how[K_ROTARY], sizeof c->how[K_ROTARY], "%s",
              rdims == 0                        ? "no rotary embedding"
-             : o->prec != PRECISION_FP32 ? "costbench rope: fused forward (bf16) + backward (fp32) measured now"
+             : gpt_prec_act(o->prec) == ELEM_BF16 ? "costbench rope: fused forward (bf16) + backward (fp32) measured "
+                     "now"
                                                : "costbench rope: fused forward+backward measured now");
     runner_opts co;
     runner_defaults(&co);

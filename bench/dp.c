@@ -79,26 +79,24 @@ static void overlap_launch(dp_sync *d, float *p, size_t n)
     else d->nreq++;
 }
 
-/* Called by gpt_backward as gradients become final (gpt.h's grads_ready). */
+/* Told by the last backward as gradients become final (gpt.h's gpt_grads_hook). */
 static void overlap_on_grads_ready(void *ctx, const gpt_model *m, int layer)
 {
     dp_sync *d = ctx;
     double t0 = timer_now_s();
     const int L = m->cfg.L;
     float *g = m->grads;
-    if (layer == L) {
-        static const int last[] = {P_UNEMBED, P_UNEMBEDB, P_LNFW, P_LNFB}; /* empty ones (tied, no bias) launch nothing */
-        for (size_t i = 0; i < sizeof last / sizeof last[0]; i++) overlap_launch(d, g + m->offsets[last[i]], m->sizes[last[i]]);
-    } else if (layer >= 0) {
-        static const int kinds[] = {P_LN1W, P_LN1B, P_QKVW, P_QKVB, P_ATTPROJW, P_ATTPROJB,
-                                    P_LN2W, P_LN2B, P_FCW,  P_FCB,  P_FCPROJW,  P_FCPROJB};
-        for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
-            size_t per = m->sizes[kinds[i]] / (size_t)L;
-            overlap_launch(d, g + m->offsets[kinds[i]] + (size_t)layer * per, per);
+    /* layer L: the model-wide tensors but the embeddings (the output layer, the final norm);
+     * layer l: layer l's slice of every per-layer tensor; -1: the embeddings. Empty tensors (tied,
+     * no bias) launch nothing. */
+    for (int k = 0; k < P_COUNT; k++) {
+        const int embedding = param_table[k].role == PARAM_EMBEDDING;
+        if (param_per_layer(k) && layer >= 0 && layer < L) {
+            size_t per = m->sizes[k] / (size_t)L;
+            overlap_launch(d, g + m->offsets[k] + (size_t)layer * per, per);
+        } else if (!param_per_layer(k) && (layer == L ? !embedding : layer < 0 && embedding)) {
+            overlap_launch(d, g + m->offsets[k], m->sizes[k]);
         }
-    } else {
-        overlap_launch(d, g + m->offsets[P_WTE], m->sizes[P_WTE]);
-        overlap_launch(d, g + m->offsets[P_WPE], m->sizes[P_WPE]);
     }
     for (int i = 0; i < d->nreq && !d->failed; i++)
         if (comm_test(&d->req[i]) < 0) d->failed = CB_EFAIL;
@@ -107,10 +105,9 @@ static void overlap_on_grads_ready(void *ctx, const gpt_model *m, int layer)
 
 static void overlap_begin(void *ctx, gpt_model *m)
 {
+    (void)m;
     dp_sync *d = ctx;
     d->nreq = 0, d->failed = 0;
-    m->grads_ready = overlap_on_grads_ready;
-    m->grads_ready_ctx = d;
 }
 
 static int reduce_overlap(void *ctx, gpt_model *m, double *loss)
@@ -159,7 +156,7 @@ static int allgather_zero1(void *ctx, gpt_model *m, size_t *nonfinite)
     double t0 = timer_now_s();
     *nonfinite = (size_t)comm_sum((double)*nonfinite); /* each rank saw its shard only */
     int rc;
-    if (precision_full_bf16(m->prec)) {
+    if (gpt_prec_store(m->prec) == ELEM_BF16) {
         rc = comm_allgather_v_u16(m->params16, d->counts);
         gpt_params_changed(m); /* the fp32 copies of the small tensors from the gathered weights */
     } else {
@@ -173,8 +170,8 @@ static int allgather_zero1(void *ctx, gpt_model *m, size_t *nonfinite)
 static int save_zero1(void *ctx, gpt_model *m, const char *dir, const ckpt_state *st)
 {
     dp_sync *d = ctx;
-    const int full = precision_full_bf16(m->prec);
-    const size_t elem = full ? sizeof(bf16) : sizeof(float);
+    const int full = gpt_prec_store(m->prec) == ELEM_BF16;
+    const size_t elem = elem_size(gpt_prec_store(m->prec));
     int rc = 0;
     void *fm = NULL, *fv = NULL;
     if (d->rank == 0) {
@@ -231,6 +228,7 @@ dp_sync *dp_sync_new(dp_mode mode, double bucket_bytes, gpt_model *m, train_sync
     }
     hooks->ctx = d;
     hooks->before_last_backward = mode == DP_OVERLAP ? overlap_begin : NULL;
+    hooks->grads_ready = mode == DP_OVERLAP ? overlap_on_grads_ready : NULL;
     hooks->reduce = mode == DP_ZERO1 ? reduce_zero1 : mode == DP_OVERLAP ? reduce_overlap : reduce_buckets;
     hooks->grad_sumsq = mode == DP_ZERO1 ? sumsq_zero1 : sumsq_local;
     hooks->after_update = mode == DP_ZERO1 ? allgather_zero1 : NULL;
@@ -257,12 +255,16 @@ void dp_sync_describe(const dp_sync *d, char *buf, size_t n)
 {
     if (d->ranks == 1) snprintf(buf, n, "one process: no gradient synchronisation");
     else if (d->mode == DP_ZERO1)
-        snprintf(buf, n, "%d data-parallel ranks (%s), ZeRO-1: gradients reduce-scattered, each rank updates its 1/%d of the params and AdamW moments, params all-gathered; all exposed",
+        snprintf(buf, n, "%d data-parallel ranks (%s), ZeRO-1: gradients reduce-scattered, each rank updates its 1/%d "
+                "of the params and AdamW moments, params all-gathered; all exposed",
                  d->ranks, comm_describe(), d->ranks);
     else if (d->mode == DP_OVERLAP)
-        snprintf(buf, n, "%d data-parallel ranks (%s); each tensor slice's all-reduce starts during the last backward as soon as its gradient is final; comm_ms: time in MPI calls, exposed_comm_ms: the wait after the backward",
+        snprintf(buf, n, "%d data-parallel ranks (%s); each tensor slice's all-reduce starts during the last backward "
+                "as soon as its gradient is final; comm_ms: time in MPI calls, exposed_comm_ms: the wait after the "
+                "backward",
                  d->ranks, comm_describe());
     else
-        snprintf(buf, n, "%d data-parallel ranks (%s); gradients all-reduced in %.0f MiB buckets after the last backward (--no-overlap): all exposed",
+        snprintf(buf, n, "%d data-parallel ranks (%s); gradients all-reduced in %.0f MiB buckets after the last "
+                "backward (--no-overlap): all exposed",
                  d->ranks, comm_describe(), d->bucket_bytes / 1048576.0);
 }

@@ -13,14 +13,16 @@
 /* The summary: the throughput format's columns (common/schema.h) and the run's own. */
 enum { SS_MODEL, SS_TP, SS_PP, SS_INSTANCES, SS_INSTANCE, SS_SEQ, SS_GBATCH, SS_MBATCH, SS_STEPS, SS_SEQS, SS_SEQS_MIN,
        SS_SEQS_MAX, SS_TOKS, SS_STEP_MS, SS_MFU, SS_HFU, SS_PEAK, SS_RECOMPUTE, SS_RSS, SS_EST, SS_SOURCE, SS_RANKS,
-       SS_COMPUTE_MS, SS_COMM_MS, SS_EXPOSED_MS, SS_PRECISION, SS_SHARDING, SS_VP, SS_SEQ_PARALLEL, SS_ATTENTION, SS_DEVICE,
+       SS_COMPUTE_MS, SS_COMM_MS, SS_EXPOSED_MS, SS_PRECISION, SS_SHARDING, SS_VP, SS_SEQ_PARALLEL, SS_ATTENTION,
+               SS_DEVICE,
        SS_NCOLS };
 static const rec_col step_summary_cols[SS_NCOLS] = {
     TPUT_MODEL, TPUT_TP, TPUT_PP, TPUT_INSTANCES, TPUT_INSTANCE_TYPE, TPUT_SEQ_LEN, TPUT_GLOBAL_BATCH, TPUT_MICRO_BATCH,
     {"steps_timed", "", REC_NUM, 0}, TPUT_SEQ_PER_S, TPUT_SEQ_PER_S_MIN, TPUT_SEQ_PER_S_MAX, TPUT_TOKENS_PER_S,
     {"step_ms", "ms", REC_NUM, 1}, TPUT_MFU, {"hfu", "%", REC_NUM, 1}, TPUT_PEAK_GFLOPS, TPUT_RECOMPUTE,
     TPUT_PEAK_RSS_GIB, {"estimate_gib", "GiB", REC_NUM, 3}, TPUT_SOURCE, TPUT_RANKS,
-    {"compute_ms", "ms", REC_NUM, 1}, {"comm_ms", "ms", REC_NUM, 1}, {"exposed_comm_ms", "ms", REC_NUM, 1}, TPUT_PRECISION,
+    {"compute_ms", "ms", REC_NUM, 1}, {"comm_ms", "ms", REC_NUM, 1}, {"exposed_comm_ms", "ms", REC_NUM, 1},
+            TPUT_PRECISION,
     TPUT_SHARDING, TPUT_VP, TPUT_SEQUENCE_PARALLEL, TPUT_ATTENTION, TPUT_DEVICE,
 };
 
@@ -81,13 +83,15 @@ static int obs_end(void *ctx, const train_step_result *r)
     if (row < 0) return CB_EFAIL;
     double tps = s->tokens_per_step / dt, peak = s->cal->peak_gflops * 1e9;
     const double v[SL_NCOLS] = {(double)r->step, r->loss, r->grad_norm, r->lr, dt * 1e3, tps, tps / s->o->train.T,
-                                mfu_pct(s->mflops, tps, peak), mfu_pct(s->hflops, tps, peak), comm_s * 1e3, exposed_s * 1e3};
+                                mfu_pct(s->mflops, tps, peak), mfu_pct(s->hflops, tps, peak), comm_s * 1e3,
+                                        exposed_s * 1e3};
     for (int c = 0; c < SL_NCOLS; c++) record_num(s->log, row, c, v[c]);
     if (s->print) record_stream_row(s->log, row, stdout);
     return 0;
 }
 
-static int obs_init(step_obs *s, const step_opts *o, const calib *cal, gpt_model *m, dp_sync *dp, record *log, long start)
+static int obs_init(step_obs *s, const step_opts *o, const calib *cal, gpt_model *m, dp_sync *dp, record *log,
+        long start)
 {
     memset(s, 0, sizeof *s);
     s->o = o, s->cal = cal, s->m = m, s->dp = dp, s->log = log, s->start = start;
@@ -160,7 +164,8 @@ static int summary_row(const step_obs *s, const machine_info *mi, record *sum)
     double rss = mem_peak_rss_bytes(), peak = s->cal->peak_gflops * 1e9, tps = ss.median * o->train.T;
     double mfu = mfu_pct(s->mflops, tps, peak), hfu = mfu_pct(s->hflops, tps, peak), peak_g = s->cal->peak_gflops;
     if (hfu > 100.0) { /* more than the peak: the peak is wrong, and a throughput row must not say otherwise */
-        err_warn("MFU and HFU not reported: this run achieved %.0f%% of %s, so that peak is wrong (a disturbed probe?); rerun it, or give --peak-gflops",
+        err_warn("MFU and HFU not reported: this run achieved %.0f%% of %s, so that peak is wrong (a disturbed "
+                "probe?); rerun it, or give --peak-gflops",
                  hfu, s->cal->peak_note);
         mfu = hfu = peak_g = NAN;
     }
@@ -174,19 +179,24 @@ static int summary_row(const step_obs *s, const machine_info *mi, record *sum)
     record_str(sum, row, SS_PRECISION, precision_name(o->prec));
     summary_config(o, sum, row);
     const double v[][2] = {
-        {SS_TP, 1}, {SS_PP, 1}, {SS_INSTANCES, 1}, {SS_SEQ, o->train.T}, {SS_GBATCH, (double)o->train.B * o->train.accum},
-        {SS_MBATCH, o->train.B}, {SS_STEPS, (double)nt}, {SS_SEQS, ss.median}, {SS_SEQS_MIN, ss.min}, {SS_SEQS_MAX, ss.max},
+        {SS_TP, 1}, {SS_PP, 1}, {SS_INSTANCES, 1}, {SS_SEQ, o->train.T}, {SS_GBATCH,
+                (double)o->train.B * o->train.accum},
+        {SS_MBATCH, o->train.B}, {SS_STEPS, (double)nt}, {SS_SEQS, ss.median}, {SS_SEQS_MIN, ss.min}, {SS_SEQS_MAX,
+                ss.max},
         {SS_TOKS, tps}, {SS_STEP_MS, med_ms}, {SS_MFU, mfu}, {SS_HFU, hfu},
         {SS_PEAK, peak_g}, {SS_RSS, rss > 0 ? rss / 1073741824.0 : NAN},
         {SS_EST, o->estimate_bytes / 1073741824.0}, {SS_RANKS, o->train.ranks}, {SS_COMPUTE_MS, med_ms - med_comm},
         {SS_COMM_MS, med_comm}, {SS_EXPOSED_MS, median_of(s->exposed_ms + first, nt)}};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) record_num(sum, row, (int)v[i][0], v[i][1]);
     if (o->train.ranks > 1)
-        record_note(sum, "%s (median %.1f ms a step, exposed %.1f ms)", s->dp_note, med_comm, median_of(s->exposed_ms + first, nt));
-    record_note(sum, "median of %ld steps after discarding %ld; MFU = %.0f model FLOPs/token (6N + 12 L C T, PaLM appendix B) x tokens/s / %s",
+        record_note(sum, "%s (median %.1f ms a step, exposed %.1f ms)", s->dp_note, med_comm,
+                median_of(s->exposed_ms + first, nt));
+    record_note(sum, "median of %ld steps after discarding %ld; MFU = %.0f model FLOPs/token (6N + 12 L C T, PaLM "
+            "appendix B) x tokens/s / %s",
                 nt, first, s->mflops, s->cal->peak_note);
     if (rss > 0) /* /proc unreadable: the cell stays empty (unknown), never a measured 0 */
-        record_note(sum, "peak RSS %.3f GiB = %.2fx the printed estimate of %.3f GiB", rss / 1073741824.0, rss / o->estimate_bytes,
+        record_note(sum, "peak RSS %.3f GiB = %.2fx the printed estimate of %.3f GiB", rss / 1073741824.0,
+                rss / o->estimate_bytes,
                     o->estimate_bytes / 1073741824.0);
     return 0;
 }
@@ -228,20 +238,24 @@ static int breakdown_rows(const step_obs *s, record *brk)
     if (s->o->train.ranks > 1)
         breakdown_row(brk, "comm_exposed", median_of(s->exposed_ms + first, nt), med_ms, NAN,
                       "gradient all-reduce the step waits for (measured)");
-    breakdown_row(brk, "step", med_ms, med_ms, complete ? tot_pred : NAN, complete ? "sum of the predictions above" : NULL);
-    record_note(brk, "ms_per_step: median over the timed steps of each kind's time; predicted_ms: what the microbenchmarks measured in this run predict for the same shapes");
+    breakdown_row(brk, "step", med_ms, med_ms, complete ? tot_pred : NAN,
+            complete ? "sum of the predictions above" : NULL);
+    record_note(brk, "ms_per_step: median over the timed steps of each kind's time; predicted_ms: what the "
+            "microbenchmarks measured in this run predict for the same shapes");
     return 0;
 }
 
 /* ---------------------------------------------------------------- the run */
 
-static int run_loop(const step_opts *o, const calib *cal, gpt_model *m, train_opts *to, step_records *rec, step_obs *obs)
+static int run_loop(const step_opts *o, const calib *cal, gpt_model *m, train_opts *to, step_records *rec,
+        step_obs *obs)
 {
     long start;
     uint64_t run_id;
     int rc = train_start(m, to, &start, &run_id);
     if (rc != 0) return rc;
-    if (to->rank == 0 && to->resume_dir) fprintf(stderr, "costbench train: resumed from %s at step %ld\n", to->resume_dir, start);
+    if (to->rank == 0 && to->resume_dir) fprintf(stderr, "costbench train: resumed from %s at step %ld\n",
+            to->resume_dir, start);
     if (to->rank == 0 && to->init_path) fprintf(stderr, "costbench train: weights from %s\n", to->init_path);
     train_sync hooks;
     dp_sync *dp = dp_sync_new(o->dp, o->bucket_bytes, m, &hooks);

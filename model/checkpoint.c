@@ -23,7 +23,14 @@ typedef struct {
     char *slice; /* the slice's first element in its slab */
 } tensor_slot;
 
-static size_t elem_bytes(const gpt_model *m) { return precision_full_bf16(m->prec) ? sizeof(bf16) : sizeof(float); }
+/* The checkpoint holds the weights and moments as the model stores them (fp32, or bf16). */
+static size_t elem_bytes(const gpt_model *m) { return elem_size(gpt_prec_store(m->prec)); }
+
+/* The slab the weights are stored in: fp32, or bf16 (bf16 storage). */
+static void *weights_slab(const gpt_model *m)
+{
+    return gpt_prec_store(m->prec) == ELEM_BF16 ? (void *)m->params16 : (void *)m->params;
+}
 
 /* Every tensor of the model with its Hugging Face name and shape, in `base` (the parameter,
  * first-moment or second-moment slab: fp32, or bf16 in full-bf16 models): out[i].data points into
@@ -36,7 +43,7 @@ static int list_tensors(const gpt_model *m, const void *base, const char *prefix
     int n = 0;
     for (int k = 0; k < P_COUNT; k++) {
         if (m->sizes[k] == 0) continue;
-        int layers = k >= P_LN1W && k <= P_FCPROJB ? m->cfg.L : 1;
+        int layers = param_per_layer(k) ? m->cfg.L : 1;
         size_t per = m->sizes[k] / (size_t)layers;
         for (int l = 0; l < layers; l++) {
             hf_piece pc[3];
@@ -76,7 +83,8 @@ static int gather_all(const gpt_model *m, st_out *t, const tensor_slot *slots, i
         bufs[i] = NULL;
         if (t[i].data) continue;
         size_t bytes = (size_t)slots[i].piece.shape[0] * slots[i].piece.cols * elem_bytes(m);
-        if (!(bufs[i] = malloc(bytes ? bytes : 1))) return err_msg("out of memory for %zu bytes of '%s'", bytes, t[i].name);
+        if (!(bufs[i] = malloc(bytes ? bytes : 1))) return err_msg("out of memory for %zu bytes of '%s'", bytes,
+                t[i].name);
         move_rows(m, &slots[i], bufs[i], 0);
         t[i].data = bufs[i];
     }
@@ -132,7 +140,8 @@ static dir_name classify_name(const char *name, long *step, long *pid)
     errno = 0;
     *step = strtol(name + 5, &end, 10);
     snprintf(canon, sizeof canon, "step-%08ld", *step);
-    if (errno != 0 || strlen(canon) != (size_t)(end - name) || strncmp(canon, name, (size_t)(end - name)) != 0) return NAME_OTHER;
+    if (errno != 0 || strlen(canon) != (size_t)(end - name) || strncmp(canon, name,
+            (size_t)(end - name)) != 0) return NAME_OTHER;
     if (*end == '\0') return NAME_STEP;
     if (strncmp(end, ".tmp.", 5) == 0 && parse_pid(end + 5, pid)) return NAME_STEP_TMP;
     if (strncmp(end, ".old.", 5) == 0 && parse_pid(end + 5, pid)) return NAME_STEP_OLD;
@@ -186,7 +195,8 @@ static int kept_before(dev_t dev, ino_t ino)
 static void warn_kept(const char *path)
 {
     struct stat sb;
-    if (stat(path, &sb) == 0 && !kept_before(sb.st_dev, sb.st_ino)) err_warn("kept '%s': it holds files costbench did not write", path);
+    if (stat(path, &sb) == 0 && !kept_before(sb.st_dev, sb.st_ino)) err_warn("kept '%s': it holds files costbench did "
+            "not write", path);
 }
 
 /* ---------------------------------------------------------------- the save lock
@@ -217,7 +227,8 @@ static int lock_take(save_lock *lk, const char *dir, long pid, int wait)
             return e == EWOULDBLOCK ? 0 : -1;
         }
         struct stat held, named;
-        if (fstat(fd, &held) == 0 && stat(lk->path, &named) == 0 && held.st_dev == named.st_dev && held.st_ino == named.st_ino) {
+        if (fstat(fd, &held) == 0 && stat(lk->path,
+                &named) == 0 && held.st_dev == named.st_dev && held.st_ino == named.st_ino) {
             lk->fd = fd;
             return 1;
         }
@@ -283,7 +294,8 @@ static void clean_dir(const char *dir, long keep1, long keep2)
     for (int i = 0; i < n; i++) {
         long s = -1, pid = 0;
         dir_name k = classify_name(names[i], &s, &pid);
-        if (k == NAME_STEP && keep1 >= 0 && s != keep1 && s != keep2 && path_fmt(path, sizeof path, "%s/%s", dir, names[i]) == 0 &&
+        if (k == NAME_STEP && keep1 >= 0 && s != keep1 && s != keep2 && path_fmt(path, sizeof path, "%s/%s", dir,
+                names[i]) == 0 &&
             remove_step_dir(path) == 1)
             warn_kept(path);
         else if (k != NAME_STEP && k != NAME_OTHER)
@@ -332,7 +344,8 @@ static int write_latest(const char *dir, const char *name)
 
 /* Writes one safetensors file of the tensors t[0, n) (gathering the rows of those stored in
  * another order first). */
-static int write_tensors(const gpt_model *m, const char *path, st_out *t, const tensor_slot *slots, int n, const ckpt_meta *ml)
+static int write_tensors(const gpt_model *m, const char *path, st_out *t, const tensor_slot *slots, int n,
+        const ckpt_meta *ml)
 {
     void **bufs = calloc((size_t)n + 1, sizeof *bufs);
     if (!bufs) return err_msg("out of memory");
@@ -359,13 +372,15 @@ static int write_step_files(const gpt_model *m, const void *exp_avg, const void 
         goto out;
     }
     ckpt_meta_write(&ml, &m->cfg, precision_name(m->prec), st, 0, 0);
-    int n = list_tensors(m, precision_full_bf16(m->prec) ? (const void *)m->params16 : m->params, "", t, slots, names);
-    if (path_fmt(path, sizeof path, "%s/model.safetensors", tmp) != 0 || write_tensors(m, path, t, slots, n, &ml) != 0) goto out;
+    int n = list_tensors(m, weights_slab(m), "", t, slots, names);
+    if (path_fmt(path, sizeof path, "%s/model.safetensors", tmp) != 0 || write_tensors(m, path, t, slots, n,
+            &ml) != 0) goto out;
     /* optimizer: both moments, and where the loop stands */
     int n1 = list_tensors(m, exp_avg, CKPT_EXP_AVG, t, slots, names);
     int n2 = list_tensors(m, exp_avg_sq, CKPT_EXP_AVG_SQ, t + n1, slots + n1, names + n1);
     ckpt_meta_write(&ml, &m->cfg, precision_name(m->prec), st, 1, m->adam_t);
-    if (path_fmt(path, sizeof path, "%s/optimizer.safetensors", tmp) != 0 || write_tensors(m, path, t, slots, n1 + n2, &ml) != 0)
+    if (path_fmt(path, sizeof path, "%s/optimizer.safetensors", tmp) != 0 || write_tensors(m, path, t, slots,
+            n1 + n2, &ml) != 0)
         goto out;
     rc = 0;
 out:
@@ -391,7 +406,8 @@ static int publish_step(const char *tmp, const char *final)
 }
 
 /* Writes step st->step under its temporary name, publishes it and names it in `latest`. */
-static int save_step(const gpt_model *m, const void *exp_avg, const void *exp_avg_sq, const char *dir, const ckpt_state *st,
+static int save_step(const gpt_model *m, const void *exp_avg, const void *exp_avg_sq, const char *dir,
+        const ckpt_state *st,
                      const char *name)
 {
     char tmp[4200], final[4200];
@@ -430,8 +446,8 @@ int ckpt_save(const gpt_model *m, const void *exp_avg, const void *exp_avg_sq, c
 
 int ckpt_save_own(const gpt_model *m, const char *dir, const ckpt_state *st)
 {
-    if (precision_full_bf16(m->prec)) return ckpt_save(m, m->m16, m->v16, dir, st);
-    return ckpt_save(m, m->m, m->v, dir, st);
+    const int bf = gpt_prec_store(m->prec) == ELEM_BF16;
+    return ckpt_save(m, bf ? (const void *)m->m16 : m->m, bf ? (const void *)m->v16 : m->v, dir, st);
 }
 
 /* Reads tensor i of the list into the model (through a buffer when its rows are reordered). */
@@ -441,7 +457,8 @@ static int read_tensor(gpt_model *m, const st_file *f, const st_out *t, const te
     void *dst = (void *)t->data, *buf = NULL;
     if (!dst) {
         size_t bytes = (size_t)s->piece.shape[0] * s->piece.cols * elem_bytes(m);
-        if (!(dst = buf = malloc(bytes ? bytes : 1))) return err_msg("out of memory for %zu bytes of '%s'", bytes, t->name);
+        if (!(dst = buf = malloc(bytes ? bytes : 1))) return err_msg("out of memory for %zu bytes of '%s'", bytes,
+                t->name);
     }
     int rc = ckpt_meta_read_tensor(f, t->name, dst, t->shape, t->ndim, bf);
     if (rc == 0 && buf) move_rows(m, s, buf, 1);
@@ -457,7 +474,8 @@ static void warn_unknown(const gpt_model *m, const st_file *f, const st_out *t, 
         const char *nm = f->t[i].name;
         int known = 0;
         for (int j = 0; j < n && !known; j++) known = strcmp(nm, t[j].name) == 0;
-        if (!known && !strstr(nm, "attention.bias") && !strstr(nm, "attention.masked_bias") && !strstr(nm, "attn.bias") &&
+        if (!known && !strstr(nm, "attention.bias") && !strstr(nm, "attention.masked_bias") && !strstr(nm,
+                "attn.bias") &&
             !strstr(nm, "attn.masked_bias") && !strstr(nm, "rotary_emb.inv_freq") &&
             !(m->cfg.tied_embeddings && (!strcmp(nm, "embed_out.weight") || !strcmp(nm, "lm_head.weight"))))
             err_warn("%s: tensor '%s' is not part of this model; ignored", f->path, nm);
@@ -480,8 +498,6 @@ static int load_all(gpt_model *m, const st_file *f, void *base, const char *pref
     return rc;
 }
 
-/* The slab the weights load into: fp32, or bf16 in full-bf16 models. */
-static void *weights_slab(gpt_model *m) { return precision_full_bf16(m->prec) ? (void *)m->params16 : m->params; }
 
 /* A checkpoint written in another precision (ckpt_meta_precision): say once what changes. */
 static void precision_note(const gpt_model *m, const st_file *f)
@@ -523,7 +539,8 @@ int ckpt_resume(gpt_model *m, const char *dir, const ckpt_state *expect, ckpt_st
     char name[256], stepdir[4400];
     long s = read_latest(dir, name, sizeof name);
     if (s < 0) {
-        if (!name[0]) return err_msg("cannot resume from '%s': no readable '%s/latest' (%s)", dir, dir, strerror(errno ? errno : ENOENT));
+        if (!name[0]) return err_msg("cannot resume from '%s': no readable '%s/latest' (%s)", dir, dir,
+                strerror(errno ? errno : ENOENT));
         return err_msg("%s/latest: expected a step directory name, got '%s'", dir, name);
     }
     if (path_fmt(stepdir, sizeof stepdir, "%s/%s", dir, name) != 0) return CB_EFAIL;
@@ -536,11 +553,11 @@ int ckpt_resume(gpt_model *m, const char *dir, const ckpt_state *expect, ckpt_st
     gpt_params_changed(m);
     if (rc != 0) return rc;
     if (open_part(stepdir, "optimizer.safetensors", &f) != 0) return CB_EFAIL;
-    const int full = precision_full_bf16(m->prec);
+    const int bf = gpt_prec_store(m->prec) == ELEM_BF16;
     int adam_t = 0;
     rc = ckpt_meta_check_optimizer(&f, &m->cfg, dir, &w, expect, got, &adam_t);
-    if (rc == 0) rc = load_all(m, &f, full ? (void *)m->m16 : m->m, CKPT_EXP_AVG, 0);
-    if (rc == 0) rc = load_all(m, &f, full ? (void *)m->v16 : m->v, CKPT_EXP_AVG_SQ, 0);
+    if (rc == 0) rc = load_all(m, &f, bf ? (void *)m->m16 : m->m, CKPT_EXP_AVG, 0);
+    if (rc == 0) rc = load_all(m, &f, bf ? (void *)m->v16 : m->v, CKPT_EXP_AVG_SQ, 0);
     if (rc == 0) precision_note(m, &f);
     st_close(&f);
     if (rc == 0) m->adam_t = adam_t;

@@ -9,14 +9,15 @@
  * without bias, no linear biases, tied embeddings (MPTForCausalLM); learned positions, sequential
  * residual, tied embeddings (the GPT-3 presets).
  *
- * Precision (gpt_init): fp32 throughout, or bf16-mixed as PyTorch autocast and Megatron's bf16
- * do it: fp32 master weights, gradients and AdamW moments; a bf16 copy of every weight, made once
- * per optimizer step; the inputs of every linear layer (the LayerNorm outputs, the attention
- * output, the GELU output, the final LayerNorm output), the QKV projection's output (q, k after
- * rotary and v), the attention probabilities and the gradients fed into the linear layers'
- * backward (d(logits) included) in bf16, every product accumulating in fp32 (oneDNN);
- * LayerNorm, softmax statistics, the GELU input, the residual stream, the logits, the
- * cross-entropy, the weight and bias gradients and all reductions in fp32.
+ * Precision (gpt_init chooses its row of model/gpt_prec.c's table of operations): fp32
+ * throughout, or bf16-mixed as PyTorch autocast and Megatron's bf16 do it: fp32 master weights,
+ * gradients and AdamW moments; a bf16 copy of every weight, made once per optimizer step; the
+ * inputs of every linear layer (the norm outputs, the attention output, the MLP activation's
+ * output, the final norm's output), the QKV projection's output (q, k after rotary and v), the
+ * attention probabilities and the gradients fed into the linear layers' backward (d(logits)
+ * included) in bf16, every product accumulating in fp32 (oneDNN); the norms' statistics, softmax
+ * statistics, the MLP activation's input, the residual stream, the logits, the cross-entropy,
+ * the weight and bias gradients and all reductions in fp32.
  *
  * Full bf16 (bf16-sr, bf16): the weights, gradients and both AdamW moments in bf16 (the
  * gradients accumulate in an fp32 buffer during the step, micro-batches and the all-reduce
@@ -44,23 +45,50 @@
 /* The parameter tensors P_WTE .. P_UNEMBEDB and what each is: common/params.h. Hugging Face
  * names: model/hfnames.h. */
 
-/* Per-layer activations saved for backward (with recomputation only layer inputs are kept and
- * one layer's worth of the rest is rebuilt in backward). */
+/* An element type of a buffer: fixed when the buffer is allocated. */
+typedef enum { ELEM_F32, ELEM_BF16 } elem_type;
+static inline size_t elem_size(elem_type t) { return t == ELEM_BF16 ? sizeof(bf16) : sizeof(float); }
+
+/* An activation whose dtype the precision decides (gpt_prec.h's act): float * or bf16 * in p. */
 typedef struct {
-    float *ln1, *ln1_mean, *ln1_rstd; /* (BT, C), (BT), (BT) */
-    float *qkv;                       /* (BT, (NH + 2 KVH) HS) after rotary */
-    float *lse;                       /* (B, NH, T) each query's log-sum-exp, for the attention backward */
-    float *atty;                      /* (BT, C) */
-    float *attproj;                   /* (BT, C) attention block output */
-    float *res2;                      /* (BT, C) x + attn (sequential residual only) */
-    float *ln2, *ln2_mean, *ln2_rstd; /* (BT, C), (BT), (BT) */
-    float *fch, *fchg;                /* (BT, FC) before and (BT, ffn) after the MLP's activation */
-    /* any bf16 precision: the bf16 tensors replace ln1, qkv, atty, ln2 and fchg (those are NULL) */
-    bf16 *ln1h, *qkvh, *attyh, *ln2h, *fchgh;
+    void *p;
+    elem_type t;
+} act_t;
+
+/* The dtypes a precision gives the products' inputs (act) and the weights and moments (store). */
+elem_type gpt_prec_act(train_precision p);
+elem_type gpt_prec_store(train_precision p);
+
+/* Per-layer activations saved for backward (with recomputation only layer inputs are kept and
+ * one layer's worth of the rest is rebuilt in backward). QKV = (NH + 2 KVH) HS, FC =
+ * model_mlp_in_rows (ffn, or 2 ffn for SwiGLU), I = ffn (common/params.h). */
+typedef struct {
+    act_t ln1;                   /* (BT, C) norm 1's output */
+    float *ln1_mean, *ln1_rstd;  /* (BT), (BT); mean: LayerNorm only */
+    act_t qkv;                   /* (BT, QKV) after rotary */
+    float *lse;                  /* (B, NH, T) each query's log-sum-exp, for the attention backward */
+    act_t atty;                  /* (BT, NH HS = C) attention output */
+    float *attproj;              /* (BT, C) attention block output (one buffer shared by every layer) */
+    float *res2;                 /* (BT, C) x + attn (sequential residual only) */
+    act_t ln2;                   /* (BT, C) norm 2's output (not with a shared norm) */
+    float *ln2_mean, *ln2_rstd;  /* (BT), (BT) */
+    float *fch;                  /* (BT, FC) the MLP's first linear */
+    act_t fchg;                  /* (BT, I) after the MLP's activation */
 } gpt_layer_acts;
 
-/* Operation kinds of a step's time (the breakdown's rows). */
-typedef enum { K_MATMUL, K_ATTENTION, K_ROTARY, K_LAYERNORM, K_GELU, K_XENT, K_OPTIMIZER, K_OTHER, GPT_KIND_COUNT } gpt_kind;
+/* Operation kinds of a step's time (the breakdown's rows): norm times LayerNorm and RMSNorm,
+ * mlp_act GELU and SwiGLU. */
+typedef enum {
+    K_MATMUL,
+    K_ATTENTION,
+    K_ROTARY,
+    K_NORM,
+    K_MLP_ACT,
+    K_XENT,
+    K_OPTIMIZER,
+    K_OTHER,
+    GPT_KIND_COUNT
+} gpt_kind;
 extern const char *const gpt_kind_names[GPT_KIND_COUNT];
 
 typedef struct {
@@ -77,37 +105,44 @@ typedef struct gpt_model_s {
     model_config cfg;
     int B, T, recompute;
     train_precision prec;
+    const struct gpt_prec_ops_s *ops; /* the precision's row of operations (model/gpt_prec.h) */
     size_t sizes[P_COUNT], offsets[P_COUNT], nparams;
     float *params, *grads, *m, *v; /* slabs */
     float *p[P_COUNT], *g[P_COUNT];
     float *rope_store;
     rope_tables rope;
     int rotary_dims;
-    /* activations */
-    float *acts;                   /* slab */
-    bf16 *acts16;                  /* any bf16 precision: slab of the bf16 activations */
+    /* activations: one slab per element type, carved by gpt_alloc.c's size table */
+    float *acts;                   /* the fp32 activations */
+    bf16 *acts16;                  /* the bf16 activations (empty in fp32) */
     float *x;                      /* (L+1, BT, C) layer inputs; x[L] is the last layer's output */
     gpt_layer_acts *layer;         /* (L) views, all the same one with recompute */
-    float *lnf, *lnf_mean, *lnf_rstd, *logits, *lse, *losses; /* (BT,C) (BT) (BT) (BT,V) (BT) (BT) */
-    float *dres, *dln, *dqkv, *datty, *dfch, *dlosses; /* backward scratch */
+    act_t lnf;                     /* (BT, C) final norm's output */
+    float *lnf_mean, *lnf_rstd, *logits, *lse, *losses; /* (BT) (BT) (BT,V) (BT) (BT) */
+    /* backward scratch: (BT,C) (BT,C) (BT,QKV) (BT,C) (BT,FC) (BT) */
+    float *dres, *dln, *dqkv, *datty, *dfch, *dlosses;
     float *dln2;                   /* shared norm: the MLP branch's d(norm output) (else NULL) */
-    float *dact;                   /* d(MLP activation output) (BT, ffn): SwiGLU's own buffer, GELU's is dfch */
+    float *dact;                   /* d(MLP activation output) (BT, I): SwiGLU's own buffer, GELU's is dfch */
+    /* the gradients as the bf16 products read them (empty where the products read fp32): d(layer
+     * output) (BT, C), d(a linear layer's output) (BT, max(QKV, FC, I)), d(logits) (BT, V) */
+    struct {
+        act_t dres, dlin, dlogits;
+    } dn;
     float *alibi;                  /* (NH) ALiBi slopes (pos == POS_ALIBI) */
     float *datt_scratch;           /* attention_scratch_floats(T, HS, att_threads) */
     int att_threads;
     int *inputs, *targets;         /* (B, T) */
-    /* any bf16 precision: the bf16 copies of the matrices (forward and input-gradient layouts), per layer */
+    /* the weight cache: the bf16 copies of the matrices (forward and input-gradient layouts) per
+     * layer, packed by the precision's row (empty where the products read fp32 weights) */
     linear_bf16_weight *lw[P_COUNT]; /* QKVW, ATTPROJW, FCW, FCPROJW: L each; UNEMBED: 1; else NULL */
     linear_bf16_weight *lw_store;
-    int wh_fresh;                  /* the copies match params */
-    bf16 *lnfh, *dlogitsh, *dresh, *dh; /* (BT,C) (BT,V) (BT,C) (BT,4C) */
-    /* the scale the next gpt_backward will be given (1 / accumulation steps; default 1):
-     * bf16-mixed computes d(logits) in the forward's pass over the logits with it, and a backward
-     * given another scale makes a second pass */
-    float backward_scale, dlogits_scale;
-    /* full bf16 (bf16-sr, bf16): the weights live in params16 and the AdamW moments in m16 and v16
-     * (m and v are NULL); params then holds fp32 copies of the small tensors only (LayerNorm
-     * weights and biases, linear biases: what the fp32 kernels read, remade by
+    int wh_fresh;                  /* the cache matches the weights */
+    /* any bf16 precision: the scale of the d(logits) the last forward computed (its
+     * backward_scale); a backward given another scale makes a second pass */
+    float dlogits_scale;
+    /* bf16 storage (the row's store: bf16-sr, bf16): the weights live in params16 and the AdamW
+     * moments in m16 and v16 (m and v are NULL); params then holds fp32 copies of the small tensors
+     * only (norm weights and biases, linear biases: what the fp32 kernels read, remade by
      * gpt_params_changed and by the update), and p[k] is NULL for the embeddings and matrices */
     bf16 *params16, *m16, *v16;    /* (nparams), (mom_hi - mom_lo), (mom_hi - mom_lo) */
     bf16 *ph[P_COUNT];             /* into params16 */
@@ -115,18 +150,20 @@ typedef struct gpt_model_s {
     int adam_t;
     size_t mom_lo, mom_hi;         /* AdamW moments held for params [mom_lo, mom_hi) (ZeRO-1 shard) */
     gpt_profile prof;
-    /* called by gpt_backward when gradients become final: layer == L after the output layer and
-     * the final LayerNorm, layer l after layer l, -1 after the embeddings (NULL: not called) */
-    void (*grads_ready)(void *ctx, const struct gpt_model_s *m, int layer);
-    void *grads_ready_ctx;
 } gpt_model;
 
-/* 1 for the embeddings and weight matrices (weight-decayed; in full bf16 without an fp32 copy). */
-int gpt_param_is_big(int k);
+/* Told by gpt_backward as gradients become final: layer == L after the output layer and the
+ * final norm, layer l after layer l, -1 after the embeddings. */
+typedef struct {
+    void (*ready)(void *ctx, const gpt_model *m, int layer);
+    void *ctx;
+} gpt_grads_hook;
+
 /* Hugging Face tensor name of parameter k (layer i for per-layer ones) into buf. */
 void gpt_param_name(const gpt_model *m, int k, int layer, char *buf, size_t n);
 
-/* Memory the configuration needs (without allocating). */
+/* Memory the configuration needs (without allocating): the same activation size table gpt_init
+ * carves. */
 void gpt_estimate(const model_config *cfg, int B, int T, int recompute, train_precision prec, gpt_mem *mem);
 /* Allocates the slabs (after the caller checked the estimate). Returns 0 or CB_EFAIL. */
 int gpt_init(gpt_model *m, const model_config *cfg, int B, int T, int recompute, train_precision prec);
@@ -141,12 +178,15 @@ void gpt_free(gpt_model *m);
 void gpt_init_weights(gpt_model *m, unsigned long long seed);
 
 /* Forward over inputs/targets (B, T) already copied into m->inputs, m->targets: the mean loss
- * into *loss. The logits stay in m->logits until the backward turns them into their gradient.
- * Returns 0, or CB_EFAIL after one error line when a kernel refuses its arguments. */
-int gpt_forward(gpt_model *m, double *loss);
+ * into *loss. The logits stay in m->logits until the backward turns them into their gradient;
+ * backward_scale is the scale the coming gpt_backward will be given (the bf16 precisions compute
+ * d(logits) for it in the forward's pass over the logits). Returns 0, or CB_EFAIL after one error
+ * line when a kernel refuses its arguments. */
+int gpt_forward(gpt_model *m, float backward_scale, double *loss);
 /* Backward of the last forward; gradients accumulate (+=) into m->grads scaled by `scale`
- * (1 / accumulation steps). Returns 0 or CB_EFAIL, as gpt_forward. */
-int gpt_backward(gpt_model *m, float scale);
+ * (1 / accumulation steps); hook (NULL: none) is told as they become final. Returns 0 or
+ * CB_EFAIL, as gpt_forward. */
+int gpt_backward(gpt_model *m, float scale, const gpt_grads_hook *hook);
 void gpt_zero_grad(gpt_model *m);
 /* Sum of squares of the gradients of params [lo, hi) (the global L2 norm's square over all of
  * them), timed as optimizer work. */

@@ -22,28 +22,6 @@ static void param_sizes(const model_config *c, size_t *s)
     for (int k = 0; k < P_COUNT; k++) s[k] = param_size(c, k);
 }
 
-/* Floats of one layer's saved fp32 activations. */
-static double layer_act_floats(const model_config *c, int B, int T, train_precision prec)
-{
-    const gpt_widths w = gpt_widths_of(c);
-    double BT = (double)B * T, C = c->C;
-    double f = 2 * BT                      /* ln1 mean, rstd */
-               + (double)B * c->NH * T     /* attention lse */
-               + 2 * BT                    /* ln2 mean, rstd */
-               + BT * (double)w.FC;        /* fch */
-    if (prec == PRECISION_FP32) f += BT * C /* ln1 */ + BT * (double)w.QKV /* qkv */ + BT * C /* atty */ + BT * C /* ln2 */ +
-                                BT * (double)w.I /* fchg */;
-    if (!c->parallel_residual) f += BT * C; /* res2 */
-    return f;
-}
-
-/* bf16 values of one layer's saved activations (bf16 precisions: ln1, qkv, atty, ln2, fchg). */
-static double layer_act_halves(const model_config *c, int B, int T, train_precision prec)
-{
-    const gpt_widths w = gpt_widths_of(c);
-    return prec != PRECISION_FP32 ? (double)B * T * (3.0 * c->C + (double)w.QKV + (double)w.I) : 0;
-}
-
 /* The largest row width a backward gradient entering a linear layer has (QKV, the fused MLP
  * linear, the MLP output's input). */
 static size_t max_grad_width(const model_config *c)
@@ -53,42 +31,143 @@ static size_t max_grad_width(const model_config *c)
     return x > w.I ? x : w.I;
 }
 
-/* bf16 values of the model-wide bf16 buffers: lnf, d(logits), d(residual), one gradient of the
- * widest linear input. */
-static double global_halves(const model_config *c, int B, int T, train_precision prec)
+/* ---------------------------------------------------------------- the activations' size table
+ *
+ * Every activation buffer once: where its pointer lives, its element count and what it is part
+ * of. The estimate sums it, gpt_init carves the slabs (one per element type) by it. */
+
+typedef enum { ACT_KEPT, ACT_LAYER, ACT_HEAD, ACT_SCRATCH, ACT_GROUPS } act_group;
+
+typedef struct {
+    float **f; /* an fp32 buffer, */
+    act_t *a;  /* or a handle of the precision's activation dtype (f NULL) */
+    size_t n;
+    act_group g;
+} act_size;
+
+enum { ACT_SIZES_MAX = 40 };
+
+typedef struct {
+    act_size e[ACT_SIZES_MAX];
+    int n;
+    elem_type at; /* the precision's activation dtype */
+} act_table;
+
+static void add_f(act_table *t, float **f, size_t n, act_group g) { t->e[t->n++] = (act_size){f, NULL, n, g}; }
+static void add_a(act_table *t, act_t *a, size_t n, act_group g)
 {
-    double BT = (double)B * T;
-    return prec != PRECISION_FP32 ? BT * (c->C + (double)c->V + c->C + (double)max_grad_width(c)) : 0;
+    a->t = t->at;
+    t->e[t->n++] = (act_size){NULL, a, n, g};
 }
 
-/* Floats of the backward's fp32 scratch: dres, dln (and a second one for a shared norm), dqkv,
- * datty, dfch (and d(activation) for SwiGLU), attproj. */
-static double scratch_floats(const model_config *c, int B, int T)
+static size_t entry_bytes(const act_size *e) { return e->n * (e->f ? sizeof(float) : elem_size(e->a->t)); }
+
+/* One layer's saved activations (layer l's views). */
+static void layer_sizes(act_table *t, const model_config *c, int B, int T, gpt_layer_acts *a)
 {
     const gpt_widths w = gpt_widths_of(c);
-    double BT = (double)B * T, C = c->C;
-    return BT * (C * (c->shared_norm ? 3 : 2) + (double)w.QKV + C + (double)w.FC + (c->mlp == MLP_SWIGLU ? (double)w.I : 0) + C);
+    const size_t BT = (size_t)B * T, C = (size_t)c->C;
+    add_f(t, &a->ln1_mean, BT, ACT_LAYER);
+    add_f(t, &a->ln1_rstd, BT, ACT_LAYER);
+    add_f(t, &a->lse, (size_t)B * c->NH * T, ACT_LAYER);
+    add_f(t, &a->ln2_mean, BT, ACT_LAYER);
+    add_f(t, &a->ln2_rstd, BT, ACT_LAYER);
+    add_f(t, &a->fch, BT * w.FC, ACT_LAYER);
+    add_f(t, &a->res2, c->parallel_residual ? 0 : BT * C, ACT_LAYER);
+    add_a(t, &a->ln1, BT * C, ACT_LAYER);
+    add_a(t, &a->qkv, BT * w.QKV, ACT_LAYER);
+    add_a(t, &a->atty, BT * C, ACT_LAYER);
+    add_a(t, &a->ln2, BT * C, ACT_LAYER);
+    add_a(t, &a->fchg, BT * w.I, ACT_LAYER);
+}
+
+/* The model-wide activations of m: the layer inputs, the output layer's, the backward's scratch
+ * (attproj: the attention block output every layer shares). */
+static void model_sizes(act_table *t, const model_config *c, int B, int T, int att_threads, gpt_model *m,
+                        float **attproj)
+{
+    const gpt_widths w = gpt_widths_of(c);
+    const size_t BT = (size_t)B * T, C = (size_t)c->C, V = (size_t)c->V;
+    const size_t narrowed = t->at == ELEM_F32 ? 0 : 1; /* the backward's bf16 gradients */
+    add_f(t, &m->x, (size_t)(c->L + 1) * BT * C, ACT_KEPT);
+    add_a(t, &m->lnf, BT * C, ACT_HEAD);
+    add_a(t, &m->dn.dlogits, narrowed * BT * V, ACT_HEAD);
+    add_a(t, &m->dn.dres, narrowed * BT * C, ACT_HEAD);
+    add_a(t, &m->dn.dlin, narrowed * BT * max_grad_width(c), ACT_HEAD);
+    float **head[] = {&m->lnf_mean, &m->lnf_rstd, &m->lse, &m->losses, &m->dlosses};
+    for (size_t i = 0; i < sizeof head / sizeof head[0]; i++) add_f(t, head[i], BT, ACT_HEAD);
+    add_f(t, &m->logits, BT * V, ACT_HEAD);
+    add_f(t, &m->dres, BT * C, ACT_SCRATCH);
+    add_f(t, &m->dln, BT * C, ACT_SCRATCH);
+    add_f(t, &m->dln2, c->shared_norm ? BT * C : 0, ACT_SCRATCH);
+    add_f(t, &m->dqkv, BT * w.QKV, ACT_SCRATCH);
+    add_f(t, &m->datty, BT * C, ACT_SCRATCH);
+    add_f(t, &m->dfch, BT * w.FC, ACT_SCRATCH);
+    add_f(t, &m->dact, c->mlp == MLP_SWIGLU ? BT * w.I : 0, ACT_SCRATCH); /* GELU's backward runs in place in dfch */
+    add_f(t, attproj, BT * C, ACT_SCRATCH);
+    add_f(t, &m->datt_scratch, gpt_attention_scratch(c, B, T, att_threads), ACT_SCRATCH);
+    add_f(t, &m->alibi, (size_t)c->NH, ACT_SCRATCH);
+}
+
+/* Bytes of each group, one layer's for ACT_LAYER. */
+static void group_bytes(const act_table *t, double bytes[ACT_GROUPS])
+{
+    for (int g = 0; g < ACT_GROUPS; g++) bytes[g] = 0;
+    for (int i = 0; i < t->n; i++) bytes[t->e[i].g] += (double)entry_bytes(&t->e[i]);
+}
+
+/* Points the table's entries into the slabs at the cursors (empty entries: NULL). */
+static void carve(const act_table *t, float **fc, bf16 **hc)
+{
+    for (int i = 0; i < t->n; i++) {
+        const act_size *e = &t->e[i];
+        if (e->f) *e->f = e->n ? *fc : NULL, *fc += e->n;
+        else if (e->a->t == ELEM_F32) e->a->p = e->n ? (void *)*fc : NULL, *fc += e->n;
+        else e->a->p = e->n ? (void *)*hc : NULL, *hc += e->n;
+    }
+}
+
+/* Elements of each slab the table needs, the layer entries `views` times. */
+static void slab_counts(const act_table *t, size_t views, size_t *nf, size_t *nh)
+{
+    *nf = *nh = 0;
+    for (int i = 0; i < t->n; i++) {
+        const act_size *e = &t->e[i];
+        size_t n = e->n * (e->g == ACT_LAYER ? views : 1);
+        if (e->f || e->a->t == ELEM_F32) *nf += n;
+        else *nh += n;
+    }
 }
 
 void gpt_estimate(const model_config *cfg, int B, int T, int recompute, train_precision prec, gpt_mem *mem)
 {
+    const gpt_prec_ops *ops = gpt_prec_ops_of(prec);
     size_t s[P_COUNT];
     param_sizes(cfg, s);
     double n = 0;
     for (int k = 0; k < P_COUNT; k++) n += (double)s[k];
-    double BT = (double)B * T, C = cfg->C, V = cfg->V, L = cfg->L;
-    const int full = precision_full_bf16(prec);
-    mem->params = full ? 2 * n + 4.0 * (double)gpt_state_fp32_floats(s, prec) : 4 * n;
-    mem->grads = 4 * n; /* fp32 accumulation in every precision (full bf16 rounds as the update reads them) */
-    mem->moments = full ? 4 * n : 8 * n;
-    mem->acts_kept = 4 * ((L + 1) * BT * C);
-    mem->acts_layer = 4 * layer_act_floats(cfg, B, T, prec) + 2 * layer_act_halves(cfg, B, T, prec);
-    mem->logits = 4 * (BT * V + (prec == PRECISION_FP32 ? BT * C : 0) + 5 * BT) + 2 * global_halves(cfg, B, T, prec);
+    const double BT = (double)B * T, C = cfg->C, V = cfg->V, L = cfg->L;
+    /* bf16 storage: the bf16 slab and the fp32 copies of the small tensors */
+    const double fp32_copies = ops->store == ELEM_BF16 ? 4.0 * (double)gpt_state_fp32_floats(s, ops->store) : 0;
+    mem->params = (double)elem_size(ops->store) * n + fp32_copies;
+    mem->grads = 4 * n; /* fp32 accumulation in every precision (bf16 storage rounds as the update reads them) */
+    mem->moments = 2.0 * (double)elem_size(ops->store) * n;
+    act_table t = {.at = ops->act};
+    gpt_model views;
+    gpt_layer_acts layer;
+    float *attproj;
+    memset(&views, 0, sizeof views);
+    model_sizes(&t, cfg, B, T, omp_get_max_threads(), &views, &attproj);
+    layer_sizes(&t, cfg, B, T, &layer);
+    double bytes[ACT_GROUPS];
+    group_bytes(&t, bytes);
+    mem->acts_kept = bytes[ACT_KEPT];
+    mem->acts_layer = bytes[ACT_LAYER];
+    mem->logits = bytes[ACT_HEAD];
     const gpt_widths w = gpt_widths_of(cfg);
     double mats = L * ((double)w.QKV * C + C * C + (double)w.FC * C + C * (double)w.I) + V * C;
-    mem->weights_bf16 = prec != PRECISION_FP32 ? linear_bf16_weight_bytes(mats) : 0;
-    /* the backward's scratch; the attention backward's per-thread scratch; token ids; ALiBi slopes */
-    mem->scratch = 4 * (scratch_floats(cfg, B, T) + (double)gpt_attention_scratch(cfg, B, T, omp_get_max_threads()) + cfg->NH) + 8 * BT;
+    mem->weights_bf16 = ops->act == ELEM_BF16 ? linear_bf16_weight_bytes(mats) : 0; /* the weight cache */
+    mem->scratch = bytes[ACT_SCRATCH] + 8 * BT; /* and the token ids */
     mem->acts_full_no_recompute = mem->acts_kept + L * mem->acts_layer + mem->logits;
     mem->acts_full_recompute = mem->acts_kept + mem->acts_layer + mem->logits;
     double acts = recompute ? mem->acts_full_recompute : mem->acts_full_no_recompute;
@@ -96,103 +175,39 @@ void gpt_estimate(const model_config *cfg, int B, int T, int recompute, train_pr
                  4.0 * rope_tables_floats(T, model_rotary_dims(cfg), cfg->HS);
 }
 
-static void set_layer_views(gpt_model *m, float **cursor, bf16 **hcursor)
-{
-    const model_config *c = &m->cfg;
-    size_t BT = (size_t)m->B * m->T, C = (size_t)c->C;
-    const gpt_widths w = gpt_widths_of(c);
-    int nviews = m->recompute ? 1 : c->L;
-    for (int l = 0; l < c->L; l++) {
-        gpt_layer_acts *a = &m->layer[l];
-        if (l >= nviews) {
-            *a = m->layer[0];
-            continue;
-        }
-        float *p = *cursor;
-        memset(a, 0, sizeof *a);
-        a->ln1_mean = p, p += BT;
-        a->ln1_rstd = p, p += BT;
-        a->lse = p, p += (size_t)m->B * c->NH * m->T;
-        a->ln2_mean = p, p += BT;
-        a->ln2_rstd = p, p += BT;
-        a->fch = p, p += BT * w.FC;
-        if (!c->parallel_residual) a->res2 = p, p += BT * C;
-        if (m->prec == PRECISION_FP32) {
-            a->ln1 = p, p += BT * C;
-            a->qkv = p, p += BT * w.QKV;
-            a->atty = p, p += BT * C;
-            a->ln2 = p, p += BT * C;
-            a->fchg = p, p += BT * w.I;
-        } else {
-            bf16 *h = *hcursor;
-            a->ln1h = h, h += BT * C;
-            a->qkvh = h, h += BT * w.QKV;
-            a->attyh = h, h += BT * C;
-            a->ln2h = h, h += BT * C;
-            a->fchgh = h, h += BT * w.I;
-            *hcursor = h;
-        }
-        a->attproj = NULL; /* set below: one shared buffer */
-        *cursor = p;
-    }
-}
-
-/* The activation slabs (fp32, and bf16 for bf16-mixed) and their views. */
+/* The activation slabs and their views, by the size table. */
 static int alloc_activations(gpt_model *m)
 {
     const model_config *cfg = &m->cfg;
-    const int B = m->B, T = m->T, recompute = m->recompute;
-    const train_precision prec = m->prec;
-    size_t BT = (size_t)B * T, C = (size_t)cfg->C, V = (size_t)cfg->V;
-    size_t nviews = recompute ? 1 : (size_t)cfg->L;
-    size_t layer = (size_t)layer_act_floats(cfg, B, T, prec), layerh = (size_t)layer_act_halves(cfg, B, T, prec);
-    const gpt_widths w = gpt_widths_of(cfg);
+    const size_t BT = (size_t)m->B * m->T, nviews = m->recompute ? 1 : (size_t)cfg->L;
     m->att_threads = omp_get_max_threads();
-    size_t att_scratch = gpt_attention_scratch(cfg, B, T, m->att_threads);
-    size_t total = (size_t)(cfg->L + 1) * BT * C + layer * nviews + BT * V + (prec == PRECISION_FP32 ? BT * C : 0) + 5 * BT +
-                   (size_t)scratch_floats(cfg, B, T) + att_scratch + (size_t)cfg->NH;
-    size_t totalh = layerh * nviews + (size_t)global_halves(cfg, B, T, prec);
-    m->acts = mem_alloc(total, sizeof(float), "activations");
-    if (totalh && !(m->acts16 = mem_alloc(totalh, sizeof(bf16), "bf16 activations"))) return CB_EFAIL;
+    act_table t = {.at = m->ops->act};
+    float *attproj;
+    model_sizes(&t, cfg, m->B, m->T, m->att_threads, m, &attproj);
     m->layer = calloc((size_t)cfg->L, sizeof *m->layer);
+    if (!m->layer) return CB_EFAIL;
+    layer_sizes(&t, cfg, m->B, m->T, &m->layer[0]);
+    size_t nf, nh;
+    slab_counts(&t, nviews, &nf, &nh);
+    m->acts = mem_alloc(nf, sizeof(float), "activations");
+    if (nh && !(m->acts16 = mem_alloc(nh, sizeof(bf16), "bf16 activations"))) return CB_EFAIL;
     m->inputs = calloc(BT, sizeof(int));
     m->targets = calloc(BT, sizeof(int));
-    if (!m->acts || !m->layer || !m->inputs || !m->targets) return CB_EFAIL;
-    float *p = m->acts;
-    m->x = p, p += (size_t)(cfg->L + 1) * BT * C;
-    bf16 *h = m->acts16;
-    set_layer_views(m, &p, &h);
-    if (prec == PRECISION_FP32) {
-        m->lnf = p, p += BT * C;
-    } else {
-        m->lnfh = h, h += BT * C;
-        m->dlogitsh = h, h += BT * V;
-        m->dresh = h, h += BT * C;
-        m->dh = h, h += BT * max_grad_width(cfg);
+    if (!m->acts || !m->inputs || !m->targets) return CB_EFAIL;
+    float *fc = m->acts;
+    bf16 *hc = m->acts16;
+    carve(&t, &fc, &hc);
+    for (size_t l = 1; l < nviews; l++) {
+        act_table tl = {.at = m->ops->act};
+        layer_sizes(&tl, cfg, m->B, m->T, &m->layer[l]);
+        carve(&tl, &fc, &hc);
     }
-    m->lnf_mean = p, p += BT;
-    m->lnf_rstd = p, p += BT;
-    m->lse = p, p += BT;
-    m->losses = p, p += BT;
-    m->dlosses = p, p += BT;
-    m->logits = p, p += BT * V;
-    m->dres = p, p += BT * C;
-    m->dln = p, p += BT * C;
-    if (cfg->shared_norm) m->dln2 = p, p += BT * C;
-    m->dqkv = p, p += BT * w.QKV;
-    m->datty = p, p += BT * C;
-    m->dfch = p, p += BT * w.FC;
-    if (cfg->mlp == MLP_SWIGLU) m->dact = p, p += BT * w.I;
-    else m->dact = m->dfch; /* GELU's backward runs in place */
-    float *attproj = p;
-    p += BT * C;
-    m->datt_scratch = p, p += att_scratch;
-    m->alibi = p, p += (size_t)cfg->NH;
+    for (int l = 0; l < cfg->L; l++) {
+        if ((size_t)l >= nviews) m->layer[l] = m->layer[0];
+        m->layer[l].attproj = attproj;
+    }
+    if (cfg->mlp != MLP_SWIGLU) m->dact = m->dfch; /* GELU's backward runs in place */
     if (cfg->pos == POS_ALIBI) attention_alibi_slopes(m->alibi, cfg->NH, MODEL_ALIBI_BIAS_MAX);
-    for (int l = 0; l < cfg->L; l++) m->layer[l].attproj = attproj;
-    if ((size_t)(p - m->acts) > total || (size_t)(h - m->acts16) > totalh) {
-        return err_msg("internal: activation layout overflows its slab");
-    }
     return 0;
 }
 
@@ -201,7 +216,7 @@ int gpt_init(gpt_model *m, const model_config *cfg, int B, int T, int recompute,
     memset(m, 0, sizeof *m);
     m->cfg = *cfg;
     m->B = B, m->T = T, m->recompute = recompute, m->prec = prec;
-    m->backward_scale = 1.0f;
+    m->ops = gpt_prec_ops_of(prec);
     param_sizes(cfg, m->sizes);
     size_t off = 0;
     for (int k = 0; k < P_COUNT; k++) {
@@ -211,13 +226,12 @@ int gpt_init(gpt_model *m, const model_config *cfg, int B, int T, int recompute,
     m->nparams = off;
     m->mom_lo = 0, m->mom_hi = off;
     if (gpt_state_alloc(m) != 0) goto fail;
-    if (prec != PRECISION_FP32) {
-        m->lw_store = calloc((size_t)4 * cfg->L + 1, sizeof *m->lw_store);
-        if (!m->lw_store) goto fail;
-        m->lw[P_QKVW] = m->lw_store, m->lw[P_ATTPROJW] = m->lw_store + cfg->L;
-        m->lw[P_FCW] = m->lw_store + 2 * cfg->L, m->lw[P_FCPROJW] = m->lw_store + 3 * cfg->L;
-        m->lw[P_UNEMBED] = m->lw_store + 4 * cfg->L;
-    }
+    /* the weight cache: empty where the products read fp32 weights */
+    m->lw_store = calloc((size_t)4 * cfg->L + 1, sizeof *m->lw_store);
+    if (!m->lw_store) goto fail;
+    m->lw[P_QKVW] = m->lw_store, m->lw[P_ATTPROJW] = m->lw_store + cfg->L;
+    m->lw[P_FCW] = m->lw_store + 2 * cfg->L, m->lw[P_FCPROJW] = m->lw_store + 3 * cfg->L;
+    m->lw[P_UNEMBED] = m->lw_store + 4 * cfg->L;
     m->rotary_dims = model_rotary_dims(cfg);
     m->rope_store = mem_alloc(rope_tables_floats(T, m->rotary_dims, cfg->HS), sizeof(float), "rotary tables");
     if (!m->rope_store) goto fail;

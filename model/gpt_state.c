@@ -12,20 +12,15 @@
 #include "../common/mem.h"
 #include "gpt_internal.h"
 
-int gpt_param_is_big(int k)
-{
-    return k == P_WTE || k == P_WPE || k == P_QKVW || k == P_ATTPROJW || k == P_FCW || k == P_FCPROJW || k == P_UNEMBED;
-}
-
-size_t gpt_state_fp32_floats(const size_t *sizes, train_precision prec)
+size_t gpt_state_fp32_floats(const size_t *sizes, elem_type store)
 {
     size_t n = 0;
     for (int k = 0; k < P_COUNT; k++)
-        if (!precision_full_bf16(prec) || !gpt_param_is_big(k)) n += mem_round_floats(sizes[k]);
+        if (store == ELEM_F32 || !param_is_weight(k)) n += mem_round_floats(sizes[k]);
     return n;
 }
 
-/* Full bf16: the bf16 slabs (weights, both moments) and the fp32 copies of the small tensors. */
+/* bf16 storage: the bf16 slabs (weights, both moments) and the fp32 copies of the small tensors. */
 static int alloc_full_bf16(gpt_model *m)
 {
     m->params16 = mem_calloc(m->nparams, sizeof(bf16), "parameters (bf16)");
@@ -35,7 +30,7 @@ static int alloc_full_bf16(gpt_model *m)
     size_t off = 0;
     for (int k = 0; k < P_COUNT; k++) {
         m->ph[k] = m->params16 + m->offsets[k];
-        if (gpt_param_is_big(k)) {
+        if (param_is_weight(k)) {
             m->p[k] = NULL;
         } else {
             m->p[k] = m->params + off;
@@ -48,9 +43,10 @@ static int alloc_full_bf16(gpt_model *m)
 
 int gpt_state_alloc(gpt_model *m)
 {
-    const int full = precision_full_bf16(m->prec);
-    size_t nf = gpt_state_fp32_floats(m->sizes, m->prec);
-    m->params = mem_calloc(nf ? nf : 1, sizeof(float), full ? "parameters (fp32 copies of the small tensors)" : "parameters");
+    const int full = m->ops->store == ELEM_BF16;
+    size_t nf = gpt_state_fp32_floats(m->sizes, m->ops->store);
+    m->params = mem_calloc(nf ? nf : 1, sizeof(float), full ? "parameters (fp32 copies of the small "
+            "tensors)" : "parameters");
     m->grads = mem_calloc(m->nparams, sizeof(float), "gradients");
     if (!m->params || !m->grads) return CB_EFAIL;
     for (int k = 0; k < P_COUNT; k++) {
@@ -104,27 +100,24 @@ static void normal_fill_bf16(bf16 *x, size_t n, double sd, unsigned long long *s
     }
 }
 
-/* Hugging Face GPTNeoXPreTrainedModel._init_weights (gpt.h); full bf16: the same values rounded
- * to bf16. */
+/* Hugging Face GPTNeoXPreTrainedModel._init_weights (gpt.h), by each tensor's role
+ * (common/params.h); bf16 storage: the same values rounded to bf16. */
 void gpt_init_weights(gpt_model *m, unsigned long long seed)
 {
-    const int full = precision_full_bf16(m->prec);
-    memset(m->params, 0, gpt_state_fp32_floats(m->sizes, m->prec) * sizeof(float));
+    const int full = m->ops->store == ELEM_BF16;
+    memset(m->params, 0, gpt_state_fp32_floats(m->sizes, m->ops->store) * sizeof(float));
     if (full) memset(m->params16, 0, m->nparams * sizeof(bf16));
-    static const int normal[] = {P_WTE, P_WPE, P_QKVW, P_ATTPROJW, P_FCW, P_FCPROJW, P_UNEMBED};
-    for (size_t i = 0; i < sizeof normal / sizeof normal[0]; i++) {
-        int k = normal[i];
+    for (int k = 0; k < P_COUNT; k++) { /* biases stay 0 */
         unsigned long long s = seed * 1000003ULL + (unsigned long long)k;
         if (m->sizes[k] == 0) continue;
-        if (full) normal_fill_bf16(m->ph[k], m->sizes[k], 0.02, &s);
-        else normal_fill(m->p[k], m->sizes[k], 0.02, &s);
+        if (param_is_weight(k) && full) normal_fill_bf16(m->ph[k], m->sizes[k], 0.02, &s);
+        else if (param_is_weight(k)) normal_fill(m->p[k], m->sizes[k], 0.02, &s);
+        else if (param_table[k].role == PARAM_NORM)
+            for (size_t j = 0; j < m->sizes[k]; j++) {
+                if (full) m->ph[k][j] = 0x3f80; /* 1.0 */
+                else m->p[k][j] = 1.0f;
+            }
     }
-    static const int ones[] = {P_LN1W, P_LN2W, P_LNFW};
-    for (size_t i = 0; i < 3; i++)
-        for (size_t j = 0; j < m->sizes[ones[i]]; j++) {
-            if (full) m->ph[ones[i]][j] = 0x3f80; /* 1.0 */
-            else m->p[ones[i]][j] = 1.0f;
-        }
     size_t held = m->mom_hi - m->mom_lo;
     if (full) {
         memset(m->m16, 0, held * sizeof(bf16));
@@ -141,9 +134,9 @@ void gpt_init_weights(gpt_model *m, unsigned long long seed)
 void gpt_params_changed(gpt_model *m)
 {
     m->wh_fresh = 0;
-    if (!precision_full_bf16(m->prec)) return;
+    if (m->ops->store == ELEM_F32) return;
     for (int k = 0; k < P_COUNT; k++) /* the fp32 copies of the small tensors */
-        if (m->p[k] && m->sizes[k]) bf16_to_floats(m->p[k], m->ph[k], m->sizes[k]);
+        if (!param_is_weight(k) && m->sizes[k]) bf16_to_floats(m->p[k], m->ph[k], m->sizes[k]);
 }
 
 /* ---------------------------------------------------------------- gradients */
@@ -177,8 +170,8 @@ static void *shard_of(const void *full, size_t from, size_t lo, size_t hi, size_
 
 int gpt_shard_moments(gpt_model *m, size_t lo, size_t hi)
 {
-    const int full = precision_full_bf16(m->prec);
-    const size_t elem = full ? sizeof(bf16) : sizeof(float);
+    const int full = m->ops->store == ELEM_BF16;
+    const size_t elem = elem_size(m->ops->store);
     void **pm = full ? (void **)&m->m16 : (void **)&m->m, **pv = full ? (void **)&m->v16 : (void **)&m->v;
     void *mm = shard_of(*pm, m->mom_lo, lo, hi, elem, "AdamW first moments (shard)");
     void *vv = shard_of(*pv, m->mom_lo, lo, hi, elem, "AdamW second moments (shard)");
@@ -192,18 +185,6 @@ int gpt_shard_moments(gpt_model *m, size_t lo, size_t hi)
     return 0;
 }
 
-/* AdamW on params [a, b) of tensor k (inside the held moment range); the count of weights it
- * left non-finite. */
-static size_t update_range(gpt_model *m, int k, size_t a, size_t b, const adamw_params *h)
-{
-    const size_t mo = a - m->mom_lo;
-    if (!precision_full_bf16(m->prec)) return adamw_update(m->params + a, m->grads + a, m->m + mo, m->v + mo, b - a, h, m->adam_t);
-    /* full bf16: the slab index a is the rounding's counter, whatever the split */
-    adamw_rounding r = {m->prec == PRECISION_BF16_SR, m->sr_seed, a};
-    float *p32 = m->p[k] ? m->p[k] + (a - m->offsets[k]) : NULL;
-    return adamw_update_full_bf16(m->params16 + a, p32, m->grads + a, m->m16 + mo, m->v16 + mo, b - a, h, m->adam_t, &r);
-}
-
 size_t gpt_update(gpt_model *m, const adamw_params *hp, double grad_norm, float max_norm)
 {
     double t0 = timer_now_s();
@@ -215,13 +196,13 @@ size_t gpt_update(gpt_model *m, const adamw_params *hp, double grad_norm, float 
         if (m->sizes[k] == 0) continue;
         adamw_params h = *hp;
         h.grad_scale = scale;
-        if (!gpt_param_is_big(k)) h.weight_decay = 0.0f; /* decay on matrices and embeddings only */
+        if (!param_is_weight(k)) h.weight_decay = 0.0f; /* decay on matrices and embeddings only */
         /* the part of tensor k inside the held range */
         size_t a = m->offsets[k] > m->mom_lo ? m->offsets[k] : m->mom_lo;
         size_t b = m->offsets[k] + m->sizes[k] < m->mom_hi ? m->offsets[k] + m->sizes[k] : m->mom_hi;
-        if (a < b) bad += update_range(m, k, a, b, &h);
+        if (a < b) bad += m->ops->update_range(m, k, a, b, &h);
     }
-    m->wh_fresh = 0; /* the bf16 copies are remade before the next forward */
+    m->wh_fresh = 0; /* the weight cache is remade before the next forward */
     m->prof.kind_s[K_OPTIMIZER] += timer_now_s() - t0;
     return bad;
 }
@@ -247,14 +228,14 @@ static size_t count_nonfinite_bf16(const bf16 *x, size_t n)
 /* The first tensor of the parameters (params: 1) or the gradients holding a non-finite value. */
 static int nonfinite_tensor(const gpt_model *m, int params, const char *what, char *buf, size_t n)
 {
-    const int full = params && precision_full_bf16(m->prec);
+    const int full = params && m->ops->store == ELEM_BF16;
     for (int k = 0; k < P_COUNT; k++) {
-        int per_layer = k >= P_LN1W && k <= P_FCPROJB;
-        int layers = per_layer ? m->cfg.L : 1;
+        int layers = param_per_layer(k) ? m->cfg.L : 1;
         size_t per = m->sizes[k] / (size_t)layers;
         for (int l = 0; l < layers && per > 0; l++) {
             size_t at = (size_t)l * per;
-            size_t bad = full ? count_nonfinite_bf16(m->ph[k] + at, per) : count_nonfinite((params ? m->p[k] : m->g[k]) + at, per);
+            size_t bad = full ? count_nonfinite_bf16(m->ph[k] + at,
+                    per) : count_nonfinite((params ? m->p[k] : m->g[k]) + at, per);
             if (!bad) continue;
             char name[96];
             gpt_param_name(m, k, l, name, sizeof name);
@@ -278,7 +259,8 @@ int gpt_find_nonfinite(const gpt_model *m, char *buf, size_t n)
     }
     size_t bad = count_nonfinite(m->losses, (size_t)m->B * m->T);
     if (bad) {
-        snprintf(buf, n, "the loss of %zu of %d tokens (every layer's output finite: the output projection or the cross-entropy overflowed)",
+        snprintf(buf, n, "the loss of %zu of %d tokens (every layer's output finite: the output projection or the "
+                "cross-entropy overflowed)",
                  bad, m->B * m->T);
         return 1;
     }

@@ -24,10 +24,12 @@ typedef struct {
 
 static const hf_names NAMES[] = {
     [FAM_NEOX] = {"gpt_neox.layers.%d.",
-                  {[P_WTE] = "gpt_neox.embed_in", [P_WPE] = "gpt_neox.embed_pos", [P_LNFW] = "gpt_neox.final_layer_norm",
+                  {[P_WTE] = "gpt_neox.embed_in", [P_WPE] = "gpt_neox.embed_pos",
+                          [P_LNFW] = "gpt_neox.final_layer_norm",
                    [P_LNFB] = "gpt_neox.final_layer_norm", [P_UNEMBED] = "embed_out", [P_UNEMBEDB] = "embed_out"},
                   {[P_LN1W] = "input_layernorm", [P_LN1B] = "input_layernorm", [P_QKVW] = "attention.query_key_value",
-                   [P_QKVB] = "attention.query_key_value", [P_ATTPROJW] = "attention.dense", [P_ATTPROJB] = "attention.dense",
+                   [P_QKVB] = "attention.query_key_value", [P_ATTPROJW] = "attention.dense",
+                           [P_ATTPROJB] = "attention.dense",
                    [P_LN2W] = "post_attention_layernorm", [P_LN2B] = "post_attention_layernorm",
                    [P_FCW] = "mlp.dense_h_to_4h", [P_FCB] = "mlp.dense_h_to_4h", [P_FCPROJW] = "mlp.dense_4h_to_h",
                    [P_FCPROJB] = "mlp.dense_4h_to_h"},
@@ -54,21 +56,20 @@ static const hf_names NAMES[] = {
                  {[P_WTE] = "transformer.wte", [P_WPE] = "transformer.wpe", [P_LNFW] = "transformer.norm_f",
                   [P_LNFB] = "transformer.norm_f", [P_UNEMBED] = "lm_head", [P_UNEMBEDB] = "lm_head"},
                  {[P_LN1W] = "norm_1", [P_LN1B] = "norm_1", [P_QKVW] = "attn.Wqkv", [P_QKVB] = "attn.Wqkv",
-                  [P_ATTPROJW] = "attn.out_proj", [P_ATTPROJB] = "attn.out_proj", [P_LN2W] = "norm_2", [P_LN2B] = "norm_2",
+                  [P_ATTPROJW] = "attn.out_proj", [P_ATTPROJB] = "attn.out_proj", [P_LN2W] = "norm_2",
+                          [P_LN2B] = "norm_2",
                   [P_FCW] = "ffn.up_proj", [P_FCB] = "ffn.up_proj", [P_FCPROJW] = "ffn.down_proj",
                   [P_FCPROJB] = "ffn.down_proj"},
                  {NULL, NULL, NULL},
                  {NULL, NULL}},
 };
 
-static int is_bias(int k) { return k == P_LN1B || k == P_QKVB || k == P_ATTPROJB || k == P_LN2B || k == P_FCB || k == P_FCPROJB || k == P_LNFB || k == P_UNEMBEDB; }
-static int per_layer(int k) { return k >= P_LN1W && k <= P_FCPROJB; }
-
-/* Columns of one row of tensor k (the input width of a matrix; 1 for vectors). */
+/* Columns of one row of tensor k (the input width of a matrix or an embedding; 1 for vectors). */
 static size_t cols_of(const gpt_model *m, int k)
 {
-    if (is_bias(k) || k == P_LN1W || k == P_LN2W || k == P_LNFW) return 1;
-    return k == P_FCPROJW ? (size_t)model_ffn(&m->cfg) : (size_t)m->cfg.C;
+    size_t rows, cols;
+    param_shape(&m->cfg, k, &rows, &cols);
+    return param_is_weight(k) ? cols : 1;
 }
 
 static void set_piece(hf_piece *p, const char *prefix, const char *base, int bias, hf_map map, size_t row0, size_t rows,
@@ -85,10 +86,10 @@ int hf_pieces(const gpt_model *m, int k, int layer, hf_piece *out)
     const model_config *c = &m->cfg;
     if (m->sizes[k] == 0) return 0;
     const hf_names *nm = &NAMES[family_of(c)];
-    const int bias = is_bias(k);
-    const size_t cols = cols_of(m, k), rows = m->sizes[k] / (per_layer(k) ? (size_t)c->L : 1) / cols;
+    const int bias = param_is_bias(k);
+    const size_t cols = cols_of(m, k), rows = m->sizes[k] / (param_per_layer(k) ? (size_t)c->L : 1) / cols;
     char prefix[48] = "";
-    if (per_layer(k)) snprintf(prefix, sizeof prefix, nm->layer_fmt, layer);
+    if (param_per_layer(k)) snprintf(prefix, sizeof prefix, nm->layer_fmt, layer);
     if ((k == P_QKVW || k == P_QKVB) && nm->qkv[0]) {
         const size_t q = (size_t)c->NH * c->HS, kv = (size_t)model_kv_heads(c) * c->HS;
         set_piece(&out[0], prefix, nm->qkv[0], bias, HF_Q, 0, q, cols);
@@ -101,8 +102,9 @@ int hf_pieces(const gpt_model *m, int k, int layer, hf_piece *out)
         set_piece(&out[1], prefix, nm->fc[1], bias, HF_ROWS, rows / 2, rows / 2, cols);
         return 2;
     }
-    const char *base = per_layer(k) ? nm->layer[k] : nm->global[k];
-    set_piece(&out[0], prefix, base, bias, (k == P_QKVW || k == P_QKVB) && family_of(c) == FAM_MPT ? HF_QKV : HF_ROWS, 0,
+    const char *base = param_per_layer(k) ? nm->layer[k] : nm->global[k];
+    set_piece(&out[0], prefix, base, bias,
+            (k == P_QKVW || k == P_QKVB) && family_of(c) == FAM_MPT ? HF_QKV : HF_ROWS, 0,
               rows, cols);
     return 1;
 }

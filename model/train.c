@@ -25,8 +25,8 @@ int train_start(gpt_model *m, const train_opts *o, long *start, uint64_t *run_id
         int rc = ckpt_resume(m, o->resume_dir, &want, &got);
         if (rc != 0) return rc;
         if (got.step >= o->steps)
-            return err_usage("--resume %s: the checkpoint is at step %ld, and --steps is %ld: nothing to do", o->resume_dir,
-                             got.step, o->steps);
+            return err_usage("--resume %s: the checkpoint is at step %ld, and --steps is %ld: nothing to do",
+                             o->resume_dir, got.step, o->steps);
         *start = got.step;
         *run_id = got.run_id;
     } else if (o->init_path && ckpt_load_weights(m, o->init_path) != 0) {
@@ -40,8 +40,10 @@ int train_start(gpt_model *m, const train_opts *o, long *start, uint64_t *run_id
 static int micro_batches(gpt_model *m, const train_opts *o, const train_sync *sync, long s, double *loss)
 {
     const int per_rank = o->accum / o->ranks, first = o->rank * per_rank;
+    const float scale = 1.0f / (float)o->accum;
+    /* the last micro-batch's backward tells the sync as gradients become final */
+    const gpt_grads_hook hook = {sync ? sync->grads_ready : NULL, sync ? sync->ctx : NULL};
     *loss = 0;
-    m->backward_scale = 1.0f / (float)o->accum;
     for (int mb = first; mb < first + per_rank; mb++) {
         int rc = 0;
         if (o->sampler) rc = sampler_batch(o->sampler, s, mb, o->B, o->B * o->accum, m->inputs, m->targets, m->cfg.V);
@@ -49,12 +51,12 @@ static int micro_batches(gpt_model *m, const train_opts *o, const train_sync *sy
         else synthetic_batch(o->seed, s, mb, m->inputs, m->targets, o->B, o->T, m->cfg.V);
         if (rc != 0) return CB_EFAIL;
         double l;
-        if (gpt_forward(m, &l) != 0) return CB_EFAIL;
+        if (gpt_forward(m, scale, &l) != 0) return CB_EFAIL;
         *loss += l / o->accum;
-        if (mb == first + per_rank - 1 && sync && sync->before_last_backward) sync->before_last_backward(sync->ctx, m);
-        if (gpt_backward(m, 1.0f / (float)o->accum) != 0) return CB_EFAIL;
+        const int last = mb == first + per_rank - 1;
+        if (last && sync && sync->before_last_backward) sync->before_last_backward(sync->ctx, m);
+        if (gpt_backward(m, scale, last && hook.ready ? &hook : NULL) != 0) return CB_EFAIL;
     }
-    m->grads_ready = NULL;
     return 0;
 }
 
@@ -72,12 +74,15 @@ static int diverged(const gpt_model *m, long step, double loss, double gnorm, co
 {
     char where[320];
     int found = gpt_find_nonfinite(m, where, sizeof where);
-    err_msg("step %ld: the %s is not finite (loss %g, gradient norm %g)%s%s; stopped before the update, nothing saved", step,
-            isfinite(loss) ? "gradient norm" : "loss", loss, gnorm, found ? ": first non-finite value in " : "", found ? where : "");
+    err_msg("step %ld: the %s is not finite (loss %g, gradient norm %g)%s%s; stopped before the update, nothing "
+            "saved",
+            step, isfinite(loss) ? "gradient norm" : "loss", loss, gnorm, found ? ": first non-finite value in " : "",
+            found ? where : "");
     if (found && strncmp(where, "parameter", 9) == 0)
         err_hint("a non-finite weight: check the files given to --init or --resume");
     else if (fresh)
-        err_hint("no update has run since the weights were loaded: the weights of '%s' overflow the forward; check that file", fresh);
+        err_hint("no update has run since the weights were loaded: the weights of '%s' overflow the forward; check "
+                "that file", fresh);
     else
         err_hint("the run diverged: a lower --lr, a longer --warmup-steps or --grad-clip keeps it finite");
     return CB_EFAIL;
@@ -88,11 +93,13 @@ static int diverged(const gpt_model *m, long step, double loss, double gnorm, co
 static int update_overflowed(const gpt_model *m, long step, size_t bad, const char *fresh)
 {
     char where[320];
-    if (!gpt_find_nonfinite(m, where, sizeof where)) snprintf(where, sizeof where, "a parameter this rank does not hold");
-    err_msg("step %ld: the AdamW update left %zu weight%s non-finite, the first in %s; stopped, nothing saved", step, bad,
-            bad == 1 ? "" : "s", where);
+    if (!gpt_find_nonfinite(m, where, sizeof where))
+        snprintf(where, sizeof where, "a parameter this rank does not hold");
+    err_msg("step %ld: the AdamW update left %zu weight%s non-finite, the first in %s; stopped, nothing saved",
+            step, bad, bad == 1 ? "" : "s", where);
     if (fresh)
-        err_hint("the gradients were finite and this is the first update since '%s' was loaded: its optimizer state overflows it; check that checkpoint",
+        err_hint("the gradients were finite and this is the first update since '%s' was loaded: its optimizer state "
+                "overflows it; check that checkpoint",
                  fresh);
     else
         err_hint("the gradients were finite: the update overflowed; a lower --lr or --grad-clip keeps it finite");
@@ -115,7 +122,8 @@ static int one_step(gpt_model *m, const train_opts *o, const train_sync *sync, l
     if (sync && sync->reduce && sync->reduce(sync->ctx, m, &loss) != 0) return CB_EFAIL;
     double sumsq = sync && sync->grad_sumsq ? sync->grad_sumsq(sync->ctx, m) : gpt_grad_sumsq(m, 0, m->nparams);
     *r = (train_step_result){s + 1, loss, sqrt(sumsq), train_lr(o, s)};
-    if (!isfinite(r->loss) || !isfinite(r->grad_norm)) return diverged(m, s + 1, r->loss, r->grad_norm, loaded_from(o, s, start));
+    if (!isfinite(r->loss) || !isfinite(r->grad_norm))
+        return diverged(m, s + 1, r->loss, r->grad_norm, loaded_from(o, s, start));
     adamw_params hp = o->hp;
     hp.lr = (float)r->lr;
     size_t bad = gpt_update(m, &hp, r->grad_norm, o->clip);

@@ -44,9 +44,11 @@ typedef struct {
 /* Gradient synchronisation over data-parallel ranks. Every hook may be NULL (one process). */
 typedef struct {
     void *ctx;
-    /* before the last local micro-batch's backward (e.g. to start all-reduces as gradients become
-     * final, through m->grads_ready) */
+    /* before the last local micro-batch's backward */
     void (*before_last_backward)(void *ctx, gpt_model *m);
+    /* the last local micro-batch's backward tells it as gradients become final (gpt_grads_hook:
+     * e.g. to start their all-reduces) */
+    void (*grads_ready)(void *ctx, const gpt_model *m, int layer);
     /* after the last backward: the gradients summed over ranks (or this rank's shard of the
      * sum), *loss summed over ranks */
     int (*reduce)(void *ctx, gpt_model *m, double *loss);

@@ -270,7 +270,7 @@ static void train_log_notes(record *log, record *summary, const machine_info *mi
     blascore_describe(mi, blasd, sizeof blasd);
     record_note(log, "%s, %d cores, %d OpenMP threads, %d OpenBLAS threads, OMP_WAIT_POLICY %s; measured here %s (git %s)",
                 mi->cpu_model, mi->cores, mi->threads, mi->blas_threads, mi->omp_wait_policy, mi->date_utc, mi->git_rev);
-    if (prec != PRECISION_FP32) {
+    if (gpt_prec_act(prec) == ELEM_BF16) {
         const char *impl = bf16_kernel();
         char note[512];
         snprintf(note, sizeof note, "precision %s: bf16 products by oneDNN %s, ISA %s (kernel %s%s)%s", precision_name(prec),
@@ -282,7 +282,7 @@ static void train_log_notes(record *log, record *summary, const machine_info *mi
         record_note(log, "%s", note);
         record_note(summary, "%s", note);
     }
-    record_note(log, "%s%s", prec != PRECISION_FP32 ? "fp32 products (none in the step; the microbenchmarks): " : "", blasd);
+    record_note(log, "%s%s", gpt_prec_act(prec) == ELEM_BF16 ? "fp32 products (none in the step; the microbenchmarks): " : "", blasd);
     record_note(log, "mfu/hfu: against %s", cal->peak_note);
     if (ranks > 1) record_note(log, "%d data-parallel ranks (%s); the breakdown's prediction is single-process only", ranks, comm_describe());
 }
@@ -294,7 +294,7 @@ int cmd_train(int argc, char **argv)
     int rc = train_parse(&f, argc, argv);
     if (rc != 0) return rc > 0 ? 0 : rc;
     if ((rc = train_config(&f, &cfg)) != 0) return rc;
-    if (f.prec != PRECISION_FP32) { /* before anything is measured: can oneDNN run bf16 products here? */
+    if (gpt_prec_act(f.prec) == ELEM_BF16) { /* before anything is measured: can oneDNN run bf16 products here? */
         if (!bf16_kernel())
             return err_msg("flag '--precision %s': oneDNN %s has no bf16 matmul at ISA %s here (%s)", f.precision, onednn_version(),
                            onednn_isa(), onednn_last_error());

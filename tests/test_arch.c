@@ -130,7 +130,7 @@ static void signal_weights(gpt_model *m)
     gpt_init_weights(m, 7);
     for (int k = 0; k < P_COUNT; k++) {
         if (!m->sizes[k] || (m->cfg.tied_embeddings && k == P_UNEMBED)) continue;
-        if (gpt_param_is_big(k)) {
+        if (param_is_weight(k)) {
             for (size_t i = 0; i < m->sizes[k]; i++) m->p[k][i] *= 20.0f;
             continue;
         }

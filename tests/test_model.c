@@ -102,7 +102,7 @@ static void check_model_gradient(int parallel, int learned, int tied, const char
     memcpy(mr.inputs, m.inputs, sizeof(int) * 10), memcpy(mr.targets, m.targets, sizeof(int) * 10);
     gpt_zero_grad(&m);
     double loss = NAN;
-    CHECK(gpt_forward(&m, &loss) == 0 && gpt_backward(&m, 1.0f) == 0, "%s: forward or backward failed", label);
+    CHECK(gpt_forward(&m, 1.0f, &loss) == 0 && gpt_backward(&m, 1.0f, NULL) == 0, "%s: forward or backward failed", label);
     double *P = malloc(m.nparams * sizeof(double));
     to_double(P, m.params, m.nparams);
     ref_ctx rc = {&m};
@@ -114,7 +114,7 @@ static void check_model_gradient(int parallel, int learned, int tied, const char
     /* activation recomputation gives the same gradients, bit for bit */
     gpt_zero_grad(&mr);
     double lr = NAN;
-    CHECK(gpt_forward(&mr, &lr) == 0 && gpt_backward(&mr, 1.0f) == 0, "%s: recompute forward or backward failed", label);
+    CHECK(gpt_forward(&mr, 1.0f, &lr) == 0 && gpt_backward(&mr, 1.0f, NULL) == 0, "%s: recompute forward or backward failed", label);
     CHECK(lr == loss && memcmp(mr.grads, m.grads, m.nparams * sizeof(float)) == 0,
           "%s: --recompute changes the gradients", label);
     free(P);
@@ -131,7 +131,7 @@ static double train_steps(gpt_model *m, int steps, float lr, double *losses)
     double loss = 0;
     for (int s = 0; s < steps; s++) {
         gpt_zero_grad(m);
-        CHECK(gpt_forward(m, &loss) == 0 && gpt_backward(m, 1.0f) == 0, "forward or backward failed");
+        CHECK(gpt_forward(m, 1.0f, &loss) == 0 && gpt_backward(m, 1.0f, NULL) == 0, "forward or backward failed");
         gpt_update(m, &hp, gpt_grad_norm(m), 1.0f);
         if (losses) losses[s] = loss;
     }
@@ -147,7 +147,7 @@ static void test_model_init_loss(void)
     gpt_init_weights(&m, 1);
     fill_tokens(&m, 9);
     double loss = NAN;
-    CHECK(gpt_forward(&m, &loss) == 0, "forward failed");
+    CHECK(gpt_forward(&m, 1.0f, &loss) == 0, "forward failed");
     CHECK(fabs(loss - log(1000.0)) < 0.1, "loss at init %.4f, ln V = %.4f", loss, log(1000.0));
     gpt_free(&m);
 }

@@ -215,12 +215,12 @@ static void test_gradient_accumulation(void)
     synthetic_batch(5, 0, 0, a.inputs, a.targets, 4, 16, c.V);
     gpt_zero_grad(&a);
     double loss;
-    CHECK(gpt_forward(&a, &loss) == 0 && gpt_backward(&a, 1.0f) == 0, "forward or backward failed");
+    CHECK(gpt_forward(&a, 1.0f, &loss) == 0 && gpt_backward(&a, 1.0f, NULL) == 0, "forward or backward failed");
     gpt_zero_grad(&b);
     for (int mi = 0; mi < 2; mi++) {
         memcpy(b.inputs, a.inputs + mi * 32, 32 * sizeof(int));
         memcpy(b.targets, a.targets + mi * 32, 32 * sizeof(int));
-        CHECK(gpt_forward(&b, &loss) == 0 && gpt_backward(&b, 0.5f) == 0, "forward or backward failed");
+        CHECK(gpt_forward(&b, 1.0f, &loss) == 0 && gpt_backward(&b, 0.5f, NULL) == 0, "forward or backward failed");
     }
     double *ref = malloc(a.nparams * sizeof(double));
     to_double(ref, a.grads, a.nparams);

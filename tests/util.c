@@ -287,7 +287,7 @@ void copy_weights_and_tokens(gpt_model *dst, const gpt_model *src)
 int train_micro_step(gpt_model *m, float scale, double *loss)
 {
     gpt_zero_grad(m);
-    return gpt_forward(m, loss) == 0 && gpt_backward(m, scale) == 0 ? 0 : -1;
+    return gpt_forward(m, scale, loss) == 0 && gpt_backward(m, scale, NULL) == 0 ? 0 : -1;
 }
 
 int bf16_is_rounding(const char *what, const uint16_t *out, const float *ref, size_t n)
