@@ -167,7 +167,8 @@ static void test_attention_causal(void)
     for (size_t i = 0; i < (size_t)t * C; i++) same &= a.out[i] == out2[i], sameb &= a.outb[i] == outb2[i];
     CHECK(same, "fp32: a later key or value changed an earlier output");
     CHECK(sameb, "bf16: a later key or value changed an earlier output");
-    CHECK(memcmp(a.out + (size_t)t * C, out2 + (size_t)t * C, (size_t)C * sizeof(float)) != 0, "token %d ignores its own key", t);
+    CHECK(memcmp(a.out + (size_t)t * C, out2 + (size_t)t * C, (size_t)C * sizeof(float)) != 0,
+          "token %d ignores its own key", t);
     free(out2), free(outb2);
     bufs_free(&a);
 }
@@ -210,7 +211,8 @@ static void test_attention_backward_fd(void)
         char what[96];
         snprintf(what, sizeof what, "dqkv B=%d T=%d NH=%d HS=%d", s.B, s.T, s.NH, s.HS);
         CHECK(all_finite(a.dqkv, n_qkv(&s)), "%s: an element left unwritten or not finite", what);
-        CHECK(fd_check(what, a.qkvd, n_qkv(&s), a.dqkv, att_loss, &f, cases[c].nsample, 1e-3), "%s vs finite differences", what);
+        CHECK(fd_check(what, a.qkvd, n_qkv(&s), a.dqkv, att_loss, &f, cases[c].nsample, 1e-3),
+              "%s vs finite differences", what);
         bufs_free(&a);
     }
 }
@@ -273,10 +275,11 @@ static void bf16_shape_check(att_shape s, int native, unsigned seed)
 static void bf16_path_check(int native)
 {
     static const att_shape shapes[] = {
-        MHA(1, 1, 2, 64), MHA(2, 37, 2, 16), MHA(1, 2 * ATTENTION_BLOCK + 3, 2, 64), MHA(1, 70, 1, 80), MHA(1, 45, 2, 5),
-        MHA(1, 70, 1, 256),
+        MHA(1, 1, 2, 64),  MHA(2, 37, 2, 16), MHA(1, 2 * ATTENTION_BLOCK + 3, 2, 64),
+        MHA(1, 70, 1, 80), MHA(1, 45, 2, 5),  MHA(1, 70, 1, 256),
     };
-    for (size_t c = 0; c < sizeof shapes / sizeof shapes[0]; c++) bf16_shape_check(shapes[c], native, 21u + (unsigned)c);
+    for (size_t c = 0; c < sizeof shapes / sizeof shapes[0]; c++)
+        bf16_shape_check(shapes[c], native, 21u + (unsigned)c);
 }
 
 static void test_attention_bf16(void)
@@ -311,7 +314,8 @@ static void test_attention_bf16_paths_agree(void)
     /* a different rounding of the fp32 output to bf16 is one bf16 ulp (2^-8 relative) */
     CHECK(allclose("bf16 paths: out", o1, o2, no, 1e-6, 1.0 / 128), "vdpbf16ps and portable outputs differ");
     CHECK(allclose("bf16 paths: lse", a.lse, l2, nl, 1e-5, 1e-5), "vdpbf16ps and portable lse differ");
-    CHECK(allclose("bf16 paths: dqkv", a.dqkv, dd, nq, 1e-4 * max_abs(d2, nq), 1e-3), "vdpbf16ps and portable gradients differ");
+    CHECK(allclose("bf16 paths: dqkv", a.dqkv, dd, nq, 1e-4 * max_abs(d2, nq), 1e-3),
+          "vdpbf16ps and portable gradients differ");
     free(outb2), free(lse2), free(d2), free(o1), free(o2), free(l2), free(dd);
     bufs_free(&a);
 }
@@ -334,7 +338,8 @@ static att_shape gqa_shape(const gqa_case *c, float *slopes)
 
 static void shape_name(char *buf, size_t n, const char *what, const att_shape *s)
 {
-    snprintf(buf, n, "%s B=%d T=%d NH=%d KVH=%d HS=%d%s", what, s->B, s->T, s->NH, s->KVH, s->HS, s->alibi ? " alibi" : "");
+    snprintf(buf, n, "%s B=%d T=%d NH=%d KVH=%d HS=%d%s", what, s->B, s->T, s->NH, s->KVH, s->HS,
+             s->alibi ? " alibi" : "");
 }
 
 /* MPT's bias, slope (j - (T-1)) on key j alone (llm-foundry's build_alibi_bias), in a naive
@@ -393,7 +398,8 @@ static void test_attention_gqa_alibi_forward(void)
             float *reff = malloc(n_out(&s) * sizeof(float));
             mpt_forward_ref(mpt, a.qkvd, &s);
             to_float(reff, a.outd, n_out(&s));
-            CHECK(allclose(what, reff, mpt, n_out(&s), 1e-6, 1e-6), "%s: the reference differs from MPT's key-only bias", what);
+            CHECK(allclose(what, reff, mpt, n_out(&s), 1e-6, 1e-6),
+                  "%s: the reference differs from MPT's key-only bias", what);
             free(mpt), free(reff);
         }
         bufs_free(&a);
@@ -471,7 +477,8 @@ static void test_attention_gqa_alibi_backward_fd(void)
         char what[128];
         shape_name(what, sizeof what, "dqkv", &s);
         CHECK(all_finite(a.dqkv, n_qkv(&s)), "%s: an element left unwritten or not finite", what);
-        CHECK(fd_check(what, a.qkvd, n_qkv(&s), a.dqkv, att_loss, &f, cases[c].nsample, 1e-3), "%s vs finite differences", what);
+        CHECK(fd_check(what, a.qkvd, n_qkv(&s), a.dqkv, att_loss, &f, cases[c].nsample, 1e-3),
+              "%s vs finite differences", what);
         bufs_free(&a);
     }
 }
@@ -510,12 +517,15 @@ static void test_attention_gqa_threads(void)
         attention_forward_s(a.out, a.lse, a.qkv, &s);
         attention_backward_s(d1, s1, 1, a.dout, a.qkv, a.out, a.lse, &s);
         attention_backward_s(a.dqkv, a.scratch, 2, a.dout, a.qkv, a.out, a.lse, &s);
-        CHECK(memcmp(d1, a.dqkv, nq * sizeof(float)) == 0, "fp32 GQA backward%s: 1 and 2 threads differ", alibi ? " (alibi)" : "");
+        CHECK(memcmp(d1, a.dqkv, nq * sizeof(float)) == 0, "fp32 GQA backward%s: 1 and 2 threads differ",
+              alibi ? " (alibi)" : "");
         attention_forward_bf16_s(a.outb, a.lse, a.qkvb, &s);
         attention_backward_bf16_s(d1, s1, 1, a.dout, a.qkvb, a.outb, a.lse, &s);
         attention_backward_bf16_s(a.dqkv, a.scratch, 2, a.dout, a.qkvb, a.outb, a.lse, &s);
-        CHECK(memcmp(d1, a.dqkv, nq * sizeof(float)) == 0, "bf16 GQA backward%s: 1 and 2 threads differ", alibi ? " (alibi)" : "");
-        CHECK(attention_scratch_floats_s(&s, 3) == attention_scratch_floats(s.T, s.HS, 3), "GQA scratch is not per thread");
+        CHECK(memcmp(d1, a.dqkv, nq * sizeof(float)) == 0, "bf16 GQA backward%s: 1 and 2 threads differ",
+              alibi ? " (alibi)" : "");
+        CHECK(attention_scratch_floats_s(&s, 3) == attention_scratch_floats(s.T, s.HS, 3),
+              "GQA scratch is not per thread");
         free(d1), free(s1);
         bufs_free(&a);
     }
@@ -528,12 +538,15 @@ static void test_attention_alibi_slopes(void)
 {
     float s8[8], s12[12], s1[1];
     attention_alibi_slopes(s8, 8, 8.0);
-    for (int h = 0; h < 8; h++) CHECK(s8[h] == ldexpf(1.0f, -(h + 1)), "NH=8: slope %d is %.9g, expected 2^-%d", h, s8[h], h + 1);
+    for (int h = 0; h < 8; h++)
+        CHECK(s8[h] == ldexpf(1.0f, -(h + 1)), "NH=8: slope %d is %.9g, expected 2^-%d", h, s8[h], h + 1);
     static const double want12[12] = {0.5, 0.25, 0.125, 0.0625, 0.03125, 0.015625, 0.0078125, 0.00390625,
-                                      0.70710678118654752, 0.35355339059327376, 0.17677669529663688, 0.08838834764831844};
+                                      0.70710678118654752, 0.35355339059327376, 0.17677669529663688,
+                                      0.08838834764831844};
     attention_alibi_slopes(s12, 12, 8.0);
     for (int h = 0; h < 12; h++)
-        CHECK(fabs(s12[h] - want12[h]) <= 1e-7 * want12[h], "NH=12: slope %d is %.9g, expected %.9g", h, s12[h], want12[h]);
+        CHECK(fabs(s12[h] - want12[h]) <= 1e-7 * want12[h], "NH=12: slope %d is %.9g, expected %.9g", h, s12[h],
+              want12[h]);
     attention_alibi_slopes(s1, 1, 8.0);
     CHECK(s1[0] == 1.0f / 256, "NH=1: slope %.9g, expected 2^-8", s1[0]);
 }
@@ -621,10 +634,13 @@ static void test_attention_scratch_linear(void)
     for (int HS = 16; HS <= 256; HS *= 2) {
         size_t s1 = attention_scratch_floats(1024, HS, 1), s2 = attention_scratch_floats(2048, HS, 1);
         size_t s4 = attention_scratch_floats(4096, HS, 1);
-        CHECK(s4 - s2 == 2 * (s2 - s1), "HS=%d: scratch %zu, %zu, %zu floats at T=1024, 2048, 4096: not linear", HS, s1, s2, s4);
+        CHECK(s4 - s2 == 2 * (s2 - s1), "HS=%d: scratch %zu, %zu, %zu floats at T=1024, 2048, 4096: not linear", HS, s1,
+              s2, s4);
         for (int T = 1; T <= 65536; T *= 8) {
-            size_t sT = attention_scratch_floats(T, HS, 1), bound = (size_t)8 * ATTENTION_BLOCK * (ATTENTION_BLOCK + T + HS);
-            CHECK(sT <= bound, "HS=%d T=%d: %zu floats of scratch, more than 8 blocks x (block + T + HS) = %zu", HS, T, sT, bound);
+            size_t sT = attention_scratch_floats(T, HS, 1),
+                   bound = (size_t)8 * ATTENTION_BLOCK * (ATTENTION_BLOCK + T + HS);
+            CHECK(sT <= bound, "HS=%d T=%d: %zu floats of scratch, more than 8 blocks x (block + T + HS) = %zu", HS, T,
+                  sT, bound);
         }
         CHECK(attention_scratch_floats(2048, HS, 3) == 3 * s2, "HS=%d: scratch is not per thread", HS);
     }
@@ -639,13 +655,14 @@ static void test_attention_model_estimate(void)
     gpt_mem m2, m4;
     gpt_estimate(&c, 4, 2048, 0, PRECISION_FP32, &m2);
     gpt_estimate(&c, 4, 4096, 0, PRECISION_FP32, &m4);
-    CHECK(m4.acts_layer == 2 * m2.acts_layer, "one layer's activations: %.0f bytes at T=2048, %.0f at T=4096: not linear",
-          m2.acts_layer, m4.acts_layer);
+    CHECK(m4.acts_layer == 2 * m2.acts_layer,
+          "one layer's activations: %.0f bytes at T=2048, %.0f at T=4096: not linear", m2.acts_layer, m4.acts_layer);
     CHECK(m2.total < 24.0 * (1u << 30), "pythia-410m at B=4 T=2048: %.1f GiB estimated", m2.total / (1u << 30));
 }
 
 const test_case tests_attention[] = {
-    {"attention: fp32 forward and lse vs double reference (T = 1, partial blocks, HS 5..256)", test_attention_forward_reference},
+    {"attention: fp32 forward and lse vs double reference (T = 1, partial blocks, HS 5..256)",
+     test_attention_forward_reference},
     {"attention: causal (later keys and values change no earlier output, fp32 and bf16)", test_attention_causal},
     {"attention: fp32 backward vs finite differences (every element written)", test_attention_backward_fd},
     {"attention: bf16 vs reference and vs fp32 backward on bf16-rounded inputs (both paths)", test_attention_bf16},
@@ -653,11 +670,15 @@ const test_case tests_attention[] = {
     {"attention: 1 and 2 threads give the same bits (exact scratch sizes)", test_attention_threads},
     {"attention: NaN in one query reaches only its row", test_attention_nan},
     {"attention: backward scratch per thread, linear in T, within 8 blocks x (T + HS)", test_attention_scratch_linear},
-    {"attention: the model's memory estimate is linear in T (pythia-410m B=4 T=2048 under 24 GiB)", test_attention_model_estimate},
-    {"attention: GQA (KVH 2, 1) and ALiBi forward vs double reference; ALiBi as MPT's key-only bias", test_attention_gqa_alibi_forward},
-    {"attention: GQA equals multi-head attention with k, v repeated (forward bits, backward summed)", test_attention_gqa_is_repeated_mha},
+    {"attention: the model's memory estimate is linear in T (pythia-410m B=4 T=2048 under 24 GiB)",
+     test_attention_model_estimate},
+    {"attention: GQA (KVH 2, 1) and ALiBi forward vs double reference; ALiBi as MPT's key-only bias",
+     test_attention_gqa_alibi_forward},
+    {"attention: GQA equals multi-head attention with k, v repeated (forward bits, backward summed)",
+     test_attention_gqa_is_repeated_mha},
     {"attention: GQA, ALiBi and both, backward vs finite differences", test_attention_gqa_alibi_backward_fd},
-    {"attention: GQA and ALiBi in bf16 vs reference and vs the fp32 backward (both paths)", test_attention_gqa_alibi_bf16},
+    {"attention: GQA and ALiBi in bf16 vs reference and vs the fp32 backward (both paths)",
+     test_attention_gqa_alibi_bf16},
     {"attention: GQA backward, 1 and 2 threads give the same bits (fp32, bf16, ALiBi)", test_attention_gqa_threads},
     {"attention: ALiBi slopes of MPT's gen_slopes (NH 8, 12, 1)", test_attention_alibi_slopes},
     {NULL, NULL},

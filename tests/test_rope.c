@@ -202,7 +202,9 @@ static void test_rope_properties(void)
             for (int d = 0; d < HS; d++)
                 dot += (double)qkv[qkv_index(&e.s, 0, m, 0, 0, d)] * qkv[qkv_index(&e.s, 0, n, 0, 1, d)];
             if (n == 0) first = dot;
-            else CHECK(fabs(dot - first) < 1e-4 * (1 + fabs(first)), "m - n = %d: q.k %.9g at n=%d vs %.9g at n=0", delta, dot, n, first);
+            else
+                CHECK(fabs(dot - first) < 1e-4 * (1 + fabs(first)), "m - n = %d: q.k %.9g at n=%d vs %.9g at n=0",
+                      delta, dot, n, first);
         }
     }
     free(e.tables);
@@ -254,8 +256,8 @@ static int rounding_of(const char *what, const bf16 *h, const float *f, size_t n
 {
     for (size_t i = 0; i < n; i++)
         if (h[i] != bf16_from_float(f[i])) {
-            printf("    %s: element %zu is %.9g, the rounding of the fp32 kernel's %.9g is %.9g\n", what, i, bf16_to_float(h[i]),
-                   f[i], bf16_to_float(bf16_from_float(f[i])));
+            printf("    %s: element %zu is %.9g, the rounding of the fp32 kernel's %.9g is %.9g\n", what, i,
+                   bf16_to_float(h[i]), f[i], bf16_to_float(bf16_from_float(f[i])));
             return 0;
         }
     return 1;
@@ -296,7 +298,8 @@ static void bf_alloc(bf_bufs *u, const rope_shape *s)
     u->x = malloc(u->nq * sizeof(bf16)), u->h = malloc(u->nq * sizeof(bf16));
     u->qh = malloc(u->no * sizeof(bf16)), u->kh = malloc(u->no * sizeof(bf16));
     u->scratch = malloc((rope_ref_scratch_floats(s) + 1) * sizeof(bf16));
-    u->xd = malloc(u->nq * sizeof(double)), u->qd = malloc(u->no * sizeof(double)), u->kd = malloc(u->no * sizeof(double));
+    u->xd = malloc(u->nq * sizeof(double)), u->qd = malloc(u->no * sizeof(double)),
+    u->kd = malloc(u->no * sizeof(double));
 }
 
 static void bf_free(bf_bufs *u)
@@ -321,7 +324,8 @@ static void check_forward_bf16(const rope_env *e, bf_bufs *u, const char *label)
     CHECK(rounding_of(what, u->h, u->f, u->nq), "%s: not the fp32 fused kernel's result rounded", what);
     if (s->HS == 128) { /* once: the comparators reject what they must */
         u->h[3] ^= 1;
-        printf("    (the next two lines are the bf16 comparators rejecting a one-ulp error and a 0.5 error, as they must)\n");
+        printf("    (the next two lines are the bf16 comparators rejecting a one-ulp error and a 0.5 error, as they "
+               "must)\n");
         CHECK(!rounding_of("perturbed", u->h, u->f, u->nq), "rounding_of passed a one-ulp error");
         double d0 = bf16_to_float(u->h[3]), big = d0 + 0.5;
         CHECK(!close_bf16("perturbed", u->h + 3, &big, 1, BF16_REF_TOL, BF16_REF_TOL), "close_bf16 passed a 0.5 error");
@@ -334,7 +338,8 @@ static void check_forward_bf16(const rope_env *e, bf_bufs *u, const char *label)
                 memcpy(fq + out_index(s, b, t, hh, 0), u->h + qkv_index(s, b, t, hh, 0, 0), sizeof(bf16) * s->HS);
                 memcpy(fk + out_index(s, b, t, hh, 0), u->h + qkv_index(s, b, t, hh, 1, 0), sizeof(bf16) * s->HS);
             }
-    CHECK(close_bf16(what, fq, u->qd, u->no, 1e-6, BF16_ONE_ROUNDING) && close_bf16(what, fk, u->kd, u->no, 1e-6, BF16_ONE_ROUNDING),
+    CHECK(close_bf16(what, fq, u->qd, u->no, 1e-6, BF16_ONE_ROUNDING) &&
+              close_bf16(what, fk, u->kd, u->no, 1e-6, BF16_ONE_ROUNDING),
           "%s vs the definition", what);
     bf16_to_floats(u->f, u->x, u->nq);
     rope_forward_zero_freq(u->qf, u->kf, u->f, s, &e->tb);
@@ -462,7 +467,8 @@ static void test_rope_bytes_model_dtype(void)
     rope_shape s = {.B = 1, .T = 1, .NH = 32, .HS = 128, .r = 32};
     for (int v = 0; v < 3; v++)
         for (int d = 0; d < 2; d++)
-            CHECK(rope_bytes_per_token_dtype(&s, v, d, 4) == rope_bytes_per_token(&s, v, d), "variant %d: fp32 bytes differ", v);
+            CHECK(rope_bytes_per_token_dtype(&s, v, d, 4) == rope_bytes_per_token(&s, v, d),
+                  "variant %d: fp32 bytes differ", v);
     /* bf16 fused: 2-byte q/k elements, the r fp32 table floats unchanged */
     double f = rope_bytes_per_token_dtype(&s, 2, 0, 2);
     CHECK(f == 2.0 * (2 * 32 * 2 * 32 + 4 * 32), "bf16 fused bytes per token %.0f", f);
@@ -477,8 +483,9 @@ static void test_rope_bf16_cli(void)
     if (!dir) return;
     char csv[4200];
     snprintf(csv, sizeof csv, "%s/rope.csv", dir);
-    const char *args[] = {"rope", "--dtype", "bf16", "--model", "pythia-14m", "--tokens", "256", "--seq", "128", "--min-time",
-                          "0.01", "--min-samples", "2", "--copy-gbps", "10", "--cache", "warm", "--csv", csv, NULL};
+    const char *args[] = {
+        "rope", "--dtype",       "bf16", "--model",     "pythia-14m", "--tokens", "256",  "--seq", "128", "--min-time",
+        "0.01", "--min-samples", "2",    "--copy-gbps", "10",         "--cache",  "warm", "--csv", csv,   NULL};
     int rc = cli_run(args, out, sizeof out, err, sizeof err);
     CHECK(rc == 0, "rope --dtype bf16: exit %d: %s", rc, err);
     table t;
@@ -489,16 +496,19 @@ static void test_rope_bf16_cli(void)
             CHECK(strcmp(table_cell(&t, i, cd), "bf16") == 0, "row %d: dtype '%s'", i, table_cell(&t, i, cd));
             /* pythia-14m: 4 heads, r 8: fused 2 x (2 bytes x 4 x 2r + 4 bytes x r) = 320 */
             if (strcmp(table_cell(&t, i, cv), "fused") == 0)
-                CHECK(strtod(table_cell(&t, i, cb), NULL) == 320.0, "fused bytes_per_token %s, expected 320", table_cell(&t, i, cb));
+                CHECK(strtod(table_cell(&t, i, cb), NULL) == 320.0, "fused bytes_per_token %s, expected 320",
+                      table_cell(&t, i, cb));
         }
         table_free(&t);
     } else {
         CHECK(0, "rope --dtype bf16 wrote no readable CSV");
     }
-    CHECK(strstr(out, "bf16") && strstr(out, "agree"), "the table does not say bf16 and that the variants agree: %s", out);
+    CHECK(strstr(out, "bf16") && strstr(out, "agree"), "the table does not say bf16 and that the variants agree: %s",
+          out);
     const char *bad[] = {"rope", "--dtype", "fp16", NULL};
     rc = cli_run(bad, out, sizeof out, err, sizeof err);
-    CHECK(rc == 2 && strstr(err, "flag '--dtype': expected fp32 or bf16, got 'fp16'"), "--dtype fp16: exit %d: %s", rc, err);
+    CHECK(rc == 2 && strstr(err, "flag '--dtype': expected fp32 or bf16, got 'fp16'"), "--dtype fp16: exit %d: %s", rc,
+          err);
     unlink(csv);
     rmdir(dir);
 }
@@ -510,7 +520,8 @@ const test_case tests_rope[] = {
     {"rope: three variants, small and full-rotary heads", test_rope_variants_small},
     {"rope: norm kept, position 0 identity, q.k depends on m - n, rotary_pct 0 identity", test_rope_properties},
     {"rope: bytes model", test_rope_bytes_model},
-    {"rope bf16: fused and zero_freq = fp32 kernels rounded, all three vs definition and each other, backward", test_rope_bf16_variants},
+    {"rope bf16: fused and zero_freq = fp32 kernels rounded, all three vs definition and each other, backward",
+     test_rope_bf16_variants},
     {"rope bf16: NaN propagates through every variant, forward and backward", test_rope_bf16_nan},
     {"rope bf16: bytes model follows the element size", test_rope_bytes_model_dtype},
     {"rope bf16: costbench rope --dtype bf16 on a tiny shape, a bad --dtype", test_rope_bf16_cli},
