@@ -2,7 +2,9 @@
  * embedding with grouped-query heads and GPT-J's interleaved pairs. RMSNorm's and SwiGLU's
  * forwards against their definitions, backwards against finite differences and bf16 forwards as
  * the fp32 ones rounded are in tests/test_ops.c; here their gradient conventions, closed forms,
- * edges and NaN propagation, and the rotary checks (not yet in the registry). */
+ * edges and NaN propagation; rotary embedding's GPT-J pairs against rotate_half's and by hand,
+ * NaN through a pair, and the group layout (its forward, backward and bf16 kernels on grouped
+ * and GPT-J shapes are the registry's: tests/test_ops_rope.c). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -195,126 +197,6 @@ static void gqa_init(gqa_env *e, rope_shape s)
     e->n = (size_t)s.B * s.T * rope_qkv_per_token(&s);
 }
 
-static const char *gqa_label(const rope_shape *s, char *buf, size_t n)
-{
-    snprintf(buf, n, "NH %d kvh %d HS %d r %d %s", s->NH, rope_kv_heads(s), s->HS, s->r, s->gptj ? "gptj" : "neox");
-    return buf;
-}
-
-typedef struct {
-    rope_shape s;
-    double *dy, *out;
-} gqa_fd;
-
-static double gqa_loss(void *p, const double *v)
-{
-    gqa_fd *c = p;
-    rope_forward_ref_gqa(c->out, v, &c->s, ROPE_BASE);
-    double l = 0;
-    for (size_t i = 0; i < (size_t)c->s.B * c->s.T * rope_qkv_per_token(&c->s); i++) l += c->dy[i] * c->out[i];
-    return l;
-}
-
-/* Elements of v blocks and pass-through dims: those the fused kernels must leave as they are. */
-static int is_fixed(const rope_shape *s, size_t i)
-{
-    size_t per = rope_qkv_per_token(s), in_tok = i % per, G = (size_t)(s->NH / rope_kv_heads(s));
-    size_t head = (in_tok / s->HS) % (G + 2), d = in_tok % s->HS;
-    return head == G + 1 || d >= (size_t)s->r;
-}
-
-/* Forward vs the definition; v and pass-through untouched; norms kept; backward vs finite
- * differences and as the inverse rotation; bf16 forward and backward = fp32 rounded. */
-static void check_gqa(rope_shape sh)
-{
-    gqa_env e;
-    gqa_init(&e, sh);
-    const rope_shape *s = &e.s;
-    char lbl[96], what[160];
-    gqa_label(s, lbl, sizeof lbl);
-    size_t n = e.n;
-    unsigned st = 101u + (unsigned)(s->HS * 7 + s->NH + s->gptj);
-    float *x = malloc(n * sizeof(float)), *y = malloc(n * sizeof(float)), *dy = malloc(n * sizeof(float));
-    double *xd = malloc(n * sizeof(double)), *yd = malloc(n * sizeof(double)), *dyd = malloc(n * sizeof(double));
-    rand_fill(x, n, &st);
-    to_double(xd, x, n);
-    rope_forward_ref_gqa(yd, xd, s, ROPE_BASE);
-    memcpy(y, x, n * sizeof(float));
-    rope_forward_fused(y, s, &e.tb);
-    snprintf(what, sizeof what, "%s fused forward", lbl);
-    CHECK(allclose(what, y, yd, n, 1e-6, 1e-5), "%s vs the definition", what);
-    int fixed_ok = 1;
-    for (size_t i = 0; i < n; i++)
-        if (is_fixed(s, i)) fixed_ok &= y[i] == x[i];
-    CHECK(fixed_ok, "%s: a v element or a pass-through dim changed", lbl);
-    /* every q and k head keeps its norm */
-    const int kvh = rope_kv_heads(s);
-    for (int t = 0; t < s->T; t++)
-        for (int which = 0; which < 2; which++)
-            for (int hh = 0; hh < (which ? kvh : s->NH); hh++) {
-                size_t o = rope_qkv_offset(s, s->B - 1, t, which, hh);
-                double n0 = 0, n1 = 0;
-                for (int d = 0; d < s->HS; d++) n0 += (double)x[o + d] * x[o + d], n1 += (double)y[o + d] * y[o + d];
-                CHECK(fabs(sqrt(n1) - sqrt(n0)) <= 1e-6 * sqrt(n0), "%s t %d %s head %d: norm %.9g became %.9g", lbl, t,
-                      which ? "k" : "q", hh, sqrt(n0), sqrt(n1));
-            }
-    /* backward: in place on the gradient, against finite differences of the definition (v and
-     * pass-through gradients pass unchanged, as the identity's) */
-    rand_fill(dy, n, &st);
-    to_double(dyd, dy, n);
-    float *dx = malloc(n * sizeof(float));
-    memcpy(dx, dy, n * sizeof(float));
-    rope_backward_fused(dx, s, &e.tb);
-    gqa_fd c = {*s, dyd, yd};
-    snprintf(what, sizeof what, "%s fused backward", lbl);
-    CHECK(fd_check(what, xd, n, dx, gqa_loss, &c, 800, 1e-5), "%s vs finite differences", what);
-    /* the inverse rotation: backward(forward(x)) = x */
-    double *back = malloc(n * sizeof(double));
-    rope_backward_fused(y, s, &e.tb);
-    to_double(back, x, n);
-    snprintf(what, sizeof what, "%s backward of forward", lbl);
-    CHECK(allclose(what, y, back, n, 1e-6, 1e-6), "%s is not the identity", what);
-    /* bf16: the fp32 kernels' results on the widened inputs, rounded; forward near the definition */
-    bf16 *xh = malloc(n * sizeof(bf16));
-    for (size_t i = 0; i < n; i++) xh[i] = bf16_from_float(x[i]);
-    bf16_to_floats(y, xh, n);
-    for (size_t i = 0; i < n; i++) xd[i] = y[i];
-    rope_forward_ref_gqa(yd, xd, s, ROPE_BASE);
-    rope_forward_fused(y, s, &e.tb);
-    rope_forward_fused_bf16(xh, s, &e.tb);
-    snprintf(what, sizeof what, "%s bf16 fused forward", lbl);
-    CHECK(bf16_is_rounding(what, xh, y, n), "%s: not the fp32 fused kernel's result rounded", what);
-    bf16_to_floats(y, xh, n);
-    CHECK(allclose(what, y, yd, n, 1e-6, 1.0 / 256), "%s vs the definition beyond one bf16 rounding", what);
-    for (size_t i = 0; i < n; i++) xh[i] = bf16_from_float(dy[i]);
-    bf16_to_floats(dx, xh, n);
-    rope_backward_fused(dx, s, &e.tb);
-    rope_backward_fused_bf16(xh, s, &e.tb);
-    snprintf(what, sizeof what, "%s bf16 fused backward", lbl);
-    CHECK(bf16_is_rounding(what, xh, dx, n), "%s: not the fp32 fused kernel's gradient rounded", what);
-    free(x), free(y), free(dy), free(dx), free(xd), free(yd), free(dyd), free(back), free(xh), free(e.tables);
-}
-
-static void test_rope_gqa(void)
-{
-    /* Llama-2-70B-like: 8 query heads per kv head, full rotary */
-    check_gqa((rope_shape){.B = 2, .T = 5, .NH = 8, .HS = 32, .r = 32, .kvh = 2});
-    /* multi-query (one kv head), a vector tail (h = 20) */
-    check_gqa((rope_shape){.B = 1, .T = 4, .NH = 4, .HS = 40, .r = 40, .kvh = 1});
-    /* kvh = NH spelled out: the per-head layout */
-    check_gqa((rope_shape){.B = 1, .T = 3, .NH = 3, .HS = 32, .r = 8, .kvh = 3});
-}
-
-static void test_rope_gptj(void)
-{
-    /* GPT-J-6B's head: 64 of 256 dims rotated, interleaved */
-    check_gqa((rope_shape){.B = 1, .T = 4, .NH = 2, .HS = 256, .r = 64, .gptj = 1});
-    /* grouped and interleaved, a tail of 4 pairs (h = 12), partial rotary */
-    check_gqa((rope_shape){.B = 2, .T = 3, .NH = 8, .HS = 48, .r = 24, .kvh = 2, .gptj = 1});
-    /* shorter than a vector step (h = 3) */
-    check_gqa((rope_shape){.B = 1, .T = 6, .NH = 2, .HS = 16, .r = 6, .kvh = 1, .gptj = 1});
-}
-
 /* GPT-J's pairing is rotate_half's on de-interleaved dims: fused gptj on x equals fused neox on x
  * with dims (2i, 2i+1) moved to (i, i + h), bit for bit (the same arithmetic per pair); the HF
  * formula by hand at one element; NaN reaches its pair partner and nothing else. */
@@ -409,8 +291,6 @@ const test_case tests_archk[] = {
     {"archk_rmsnorm_bf16_nan", test_rmsnorm_bf16},
     {"archk_swiglu", test_swiglu},
     {"archk_swiglu_edges_bf16", test_swiglu_edges_bf16},
-    {"archk_rope_gqa", test_rope_gqa},
-    {"archk_rope_gptj", test_rope_gptj},
     {"archk_rope_gptj_pairs_nan", test_rope_gptj_pairs},
     {"archk_rope_group_layout", test_rope_group_layout},
     {NULL, NULL},

@@ -1,13 +1,8 @@
-/* test_ops.c: every kernel operation registered once, run for every precision it has.
- *
- * An entry (op_def) says how to build the inputs of each of its shapes (seeded), how to run the
- * kernel at a precision (the element types the kernel has: fp32, bf16), and how to check what it
- * wrote: against the double-precision reference within the precision's tolerance (atol + rtol
- * |ref|; the max abs/rel errors are printed on failure), bf16 outputs also as the fp32 kernel's
- * result rounded where the kernel promises that, and every backward against central finite
- * differences in double on a sample of elements. The runner runs each shape at each precision
- * of an entry; a failed check names the op, the precision and the shape. The comparators
- * themselves are tested once each: fed a perturbed array, they must fail. */
+/* test_ops.c: every kernel operation registered once, run for every precision it has (the
+ * registry: ops.h); the runner and its checks, the entries of the elementwise, normalisation,
+ * loss, optimizer and linear layers (rotary embedding and attention: test_ops_rope.c,
+ * test_ops_attention.c), and the comparators themselves, tested once each: fed a perturbed
+ * array, they must fail. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,59 +17,25 @@
 #include "../kernels/rmsnorm.h"
 #include "../kernels/swiglu.h"
 #include "check.h"
+#include "ops.h"
 
-enum { OP_FP32, OP_BF16, OP_NPREC };
-static const char *const prec_names[OP_NPREC] = {"fp32", "bf16"};
-#define OP_BOTH (1u << OP_FP32 | 1u << OP_BF16)
-
-typedef struct {
-    double atol, rtol;
-} tolerance;
-
-/* One rounding to bf16 is at most 2^-9 relative; 2^-8 leaves room for the fp32 kernel's own error. */
-#define BF16_ROUNDING (1.0 / 256)
+const char *const prec_names[OP_NPREC] = {"fp32", "bf16"};
 
 /* ---------------------------------------------------------------- the runner */
 
-/* The buffers of one run, freed together; oom set when one could not be had. */
-typedef struct {
-    void *p[48];
-    int n, oom;
-} arena;
-
 static void *arena_get(arena *a, size_t n, size_t size)
 {
-    void *p = a->n < 48 ? calloc(n ? n : 1, size) : NULL;
+    void *p = a->n < ARENA_MAX ? calloc(n ? n : 1, size) : NULL;
     if (p) a->p[a->n++] = p;
     else a->oom = 1;
     return p;
 }
 
-static float *floats(arena *a, size_t n) { return arena_get(a, n, sizeof(float)); }
-static double *doubles(arena *a, size_t n) { return arena_get(a, n, sizeof(double)); }
-static bf16 *halves(arena *a, size_t n) { return arena_get(a, n, sizeof(bf16)); }
+float *floats(arena *a, size_t n) { return arena_get(a, n, sizeof(float)); }
+double *doubles(arena *a, size_t n) { return arena_get(a, n, sizeof(double)); }
+bf16 *halves(arena *a, size_t n) { return arena_get(a, n, sizeof(bf16)); }
 
-/* What a check names: the op, the precision, the shape. */
-typedef struct {
-    const char *op;
-    int prec;
-    char shape[96];
-} op_run;
-
-typedef struct {
-    const char *name;
-    unsigned precs; /* 1 << OP_FP32 | 1 << OP_BF16: the element types the kernel has */
-    int nshapes;
-    size_t ctx_bytes;
-    /* Allocates (from the arena) and fills the inputs of shape s, seeded; at OP_BF16 the inputs the
-     * bf16 kernel reads in bf16 are rounded first, so that the reference sees the same values.
-     * Writes the shape's label; 0 when out of memory. */
-    int (*make)(void *x, arena *a, int s, int prec, char *label, size_t n);
-    void (*run)(void *x, int prec); /* the kernel at prec (and the fp32 kernel a bf16 result rounds) */
-    void (*check)(void *x, const op_run *r);
-} op_def;
-
-static void ops_run(const op_def *op)
+void ops_run(const op_def *op)
 {
     for (int s = 0; s < op->nshapes; s++)
         for (int p = 0; p < OP_NPREC; p++) {
@@ -99,43 +60,31 @@ static const char *what_of(char *buf, size_t n, const op_run *r, const char *wha
     return buf;
 }
 
-/* got within t of the double reference. */
-static void op_close(const op_run *r, const char *what, const float *got, const double *ref, size_t n, tolerance t)
+void op_close(const op_run *r, const char *what, const float *got, const double *ref, size_t n, tolerance t)
 {
     char w[200];
     CHECK(allclose(what_of(w, sizeof w, r, what), got, ref, n, t.atol, t.rtol), "%s: beyond the reference's tolerance",
           w);
 }
 
-static void op_close16(const op_run *r, const char *what, const bf16 *got, const double *ref, size_t n, tolerance t)
+void op_close16(const op_run *r, const char *what, const bf16 *got, const double *ref, size_t n, tolerance t)
 {
     char w[200];
     CHECK(allclose_bf16(what_of(w, sizeof w, r, what), got, ref, n, t.atol, t.rtol),
           "%s: beyond the reference's tolerance", w);
 }
 
-/* got is the fp32 kernel's result f32 rounded, bit for bit. */
-static void op_rounded(const op_run *r, const char *what, const bf16 *got, const float *f32, size_t n)
+void op_rounded(const op_run *r, const char *what, const bf16 *got, const float *f32, size_t n)
 {
     char w[200];
     CHECK(bf16_is_rounding(what_of(w, sizeof w, r, what), got, f32, n), "%s: not the fp32 kernel's result rounded", w);
 }
 
-static void op_same(const op_run *r, const char *what, const void *a, const void *b, size_t bytes)
+void op_same(const op_run *r, const char *what, const void *a, const void *b, size_t bytes)
 {
     char w[200];
     CHECK(memcmp(a, b, bytes) == 0, "%s", what_of(w, sizeof w, r, what));
 }
-
-/* The loss of a finite-difference check: sum dout . ref(inputs with input `which` = v). */
-typedef struct {
-    void (*ref)(void *x, int which, const double *v, double *out);
-    void *x;
-    int which;
-    const double *dout;
-    double *out;
-    size_t nout;
-} fd_loss;
 
 static double fd_loss_eval(void *p, const double *v)
 {
@@ -146,9 +95,8 @@ static double fd_loss_eval(void *p, const double *v)
     return s;
 }
 
-/* The gradient grad of input `which` (in, n) against finite differences of the loss. */
-static void op_fd(const op_run *r, const char *what, fd_loss l, int which, double *in, size_t n, const float *grad,
-                  int nsample, double tol)
+void op_fd(const op_run *r, const char *what, fd_loss l, int which, double *in, size_t n, const float *grad,
+           int nsample, double tol)
 {
     char w[200];
     l.which = which;
@@ -156,16 +104,14 @@ static void op_fd(const op_run *r, const char *what, fd_loss l, int which, doubl
           "%s vs finite differences", w);
 }
 
-/* Uniform numbers in [shift - scale, shift + scale), as fp32 and double. */
-static void fill(float *x, double *xd, size_t n, unsigned *st, float scale, float shift)
+void fill(float *x, double *xd, size_t n, unsigned *st, float scale, float shift)
 {
     rand_fill(x, n, st);
     for (size_t i = 0; i < n; i++) x[i] = scale * x[i] + shift;
     if (xd) to_double(xd, x, n);
 }
 
-/* x rounded to bf16 (into h when non-NULL), the double copy following. */
-static void round_bf16(float *x, double *xd, bf16 *h, size_t n)
+void round_bf16(float *x, double *xd, bf16 *h, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         bf16 b = bf16_from_float(x[i]);
@@ -175,7 +121,7 @@ static void round_bf16(float *x, double *xd, bf16 *h, size_t n)
     if (xd) to_double(xd, x, n);
 }
 
-static void widen(float *f, const bf16 *h, size_t n) { bf16_to_floats(f, h, n); }
+void widen(float *f, const bf16 *h, size_t n) { bf16_to_floats(f, h, n); }
 
 /* ---------------------------------------------------------------- layernorm */
 
@@ -751,6 +697,7 @@ static void test_swiglu(void) { ops_run(&op_swiglu); }
 static void test_crossentropy(void) { ops_run(&op_crossentropy); }
 static void test_adamw(void) { ops_run(&op_adamw); }
 static void test_linear(void) { ops_run(&op_linear); }
+static void test_rope(void) { ops_run(&op_rope); }
 
 const test_case tests_ops[] = {
     {"ops comparator: allclose rejects a perturbed array and a NaN", test_allclose_rejects},
@@ -767,5 +714,8 @@ const test_case tests_ops[] = {
     {"ops adamw: five steps vs the double reference", test_adamw},
     {"ops linear: matmul (fp32) and linear_bf16 (bf16) forward and backward vs reference and finite differences",
      test_linear},
+    {"ops rope: fused (partial rotary, GQA, GPT-J pairs), reference and zero_freq vs the definition and finite "
+     "differences; bf16 the rounding",
+     test_rope},
     {NULL, NULL},
 };
