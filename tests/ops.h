@@ -87,6 +87,6 @@ void fill(float *x, double *xd, size_t n, unsigned *st, float scale, float shift
 void round_bf16(float *x, double *xd, bf16 *h, size_t n);
 void widen(float *f, const bf16 *h, size_t n);
 
-extern const op_def op_rope;
+extern const op_def op_rope, op_attention;
 
 #endif

@@ -699,6 +699,12 @@ static void test_adamw(void) { ops_run(&op_adamw); }
 static void test_linear(void) { ops_run(&op_linear); }
 static void test_rope(void) { ops_run(&op_rope); }
 
+static void test_attention(void)
+{
+    if (!bf16_cpu_native()) printf("    (no AVX512_BF16 on this CPU: the vdpbf16ps path is not tested)\n");
+    ops_run(&op_attention);
+}
+
 const test_case tests_ops[] = {
     {"ops comparator: allclose rejects a perturbed array and a NaN", test_allclose_rejects},
     {"ops comparator: allclose_bf16 rejects a 0.5 error", test_allclose_bf16_rejects},
@@ -717,5 +723,8 @@ const test_case tests_ops[] = {
     {"ops rope: fused (partial rotary, GQA, GPT-J pairs), reference and zero_freq vs the definition and finite "
      "differences; bf16 the rounding",
      test_rope},
+    {"ops attention: multi-head, GQA and ALiBi, fp32 vs reference and finite differences; bf16 (both paths) vs "
+     "reference and the fp32 backward",
+     test_attention},
     {NULL, NULL},
 };
