@@ -488,15 +488,23 @@ static const op_def op_crossentropy = {"cross-entropy", OP_BOTH, 2, sizeof(ce_op
 /* ---------------------------------------------------------------- AdamW */
 
 /* Five steps from zero moments, random gradients, weight decay and a gradient scale; 50
- * elements, and several scheduling blocks with a masked tail. */
+ * elements, and several scheduling blocks with a masked tail. bf16: adamw_update_full_bf16 (weights
+ * and moments stored in bf16, the gradient rounded as it enters, nearest rounding) from weights
+ * rounded first, against the same double reference on the rounded weights and gradients. */
 static const size_t adamw_sizes[] = {50, 3 * 4096 + 21};
-static const tolerance adamw_tol = {1e-6, 1e-5};
-static const adamw_params adamw_hp = {1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.5f};
+#define ADAMW_LR 1e-2f
+static const adamw_params adamw_hp = {ADAMW_LR, 0.9f, 0.95f, 1e-8f, 0.1f, 0.5f};
 #define ADAMW_STEPS 5
+/* bf16: each step rounds the weight (half a bf16 ulp: up to 2^-8 relative) and the moments (as
+ * much each, carried into the later steps), so that the update, about lr a step, is off by up to
+ * some 2^-6 relative; five steps. */
+static const tolerance adamw_tol[OP_NPREC] = {{1e-6, 1e-5}, {ADAMW_STEPS * ADAMW_LR / 64, ADAMW_STEPS / 256.0}};
+static const adamw_rounding adamw_nearest = {0, 0, 0};
 
 typedef struct {
     size_t n;
-    float *p, *m, *v, *g[ADAMW_STEPS];
+    float *p, *m, *v, *g[ADAMW_STEPS], *p32, *q32, *pw;
+    bf16 *p16, *m16, *v16, *q16, *qm16, *qv16;
     double *pd, *md, *vd, *gd[ADAMW_STEPS];
 } adamw_op;
 
@@ -504,15 +512,23 @@ static int adamw_make(void *q, arena *a, int s, int prec, char *label, size_t ln
 {
     adamw_op *o = q;
     const size_t n = adamw_sizes[s];
-    (void)prec;
     o->n = n;
     o->p = floats(a, n), o->m = floats(a, n), o->v = floats(a, n);
+    o->p32 = floats(a, n), o->q32 = floats(a, n), o->pw = floats(a, n);
+    o->p16 = halves(a, n), o->m16 = halves(a, n), o->v16 = halves(a, n);
+    o->q16 = halves(a, n), o->qm16 = halves(a, n), o->qv16 = halves(a, n);
     o->pd = doubles(a, n), o->md = doubles(a, n), o->vd = doubles(a, n);
     for (int t = 0; t < ADAMW_STEPS; t++) o->g[t] = floats(a, n), o->gd[t] = doubles(a, n);
     if (a->oom) return 0;
     unsigned st = 9u + (unsigned)s;
     fill(o->p, o->pd, n, &st, 1.0f, 0.0f);
     for (int t = 0; t < ADAMW_STEPS; t++) fill(o->g[t], o->gd[t], n, &st, 1.0f, 0.0f);
+    if (prec == OP_BF16) {
+        round_bf16(o->p, o->pd, o->p16, n);
+        memcpy(o->q16, o->p16, n * sizeof(bf16));
+        for (int t = 0; t < ADAMW_STEPS; t++) /* the kernel rounds the gradients; the reference sees that */
+            for (size_t i = 0; i < n; i++) o->gd[t][i] = bf16_to_float(bf16_from_float(o->g[t][i]));
+    }
     snprintf(label, ln, "n=%zu, %d steps", n, ADAMW_STEPS);
     return 1;
 }
@@ -520,18 +536,35 @@ static int adamw_make(void *q, arena *a, int s, int prec, char *label, size_t ln
 static void adamw_run(void *q, int prec)
 {
     adamw_op *o = q;
-    (void)prec;
-    for (int t = 1; t <= ADAMW_STEPS; t++) adamw_update(o->p, o->g[t - 1], o->m, o->v, o->n, &adamw_hp, t);
+    const size_t n = o->n;
+    for (int t = 1; t <= ADAMW_STEPS; t++) {
+        if (prec == OP_FP32) {
+            adamw_update(o->p, o->g[t - 1], o->m, o->v, n, &adamw_hp, t);
+            continue;
+        }
+        adamw_update_full_bf16(o->p16, o->p32, o->g[t - 1], o->m16, o->v16, n, &adamw_hp, t, &adamw_nearest);
+        adamw_update_full_bf16_ref(o->q16, o->q32, o->g[t - 1], o->qm16, o->qv16, n, &adamw_hp, t, &adamw_nearest);
+    }
 }
 
 static void adamw_check(void *q, const op_run *r)
 {
     adamw_op *o = q;
-    for (int t = 1; t <= ADAMW_STEPS; t++) adamw_update_ref(o->pd, o->gd[t - 1], o->md, o->vd, o->n, &adamw_hp, t);
-    op_close(r, "params", o->p, o->pd, o->n, adamw_tol);
+    const size_t n = o->n;
+    for (int t = 1; t <= ADAMW_STEPS; t++) adamw_update_ref(o->pd, o->gd[t - 1], o->md, o->vd, n, &adamw_hp, t);
+    if (r->prec == OP_FP32) {
+        op_close(r, "params", o->p, o->pd, n, adamw_tol[OP_FP32]);
+        return;
+    }
+    op_same(r, "params differ from the scalar definition's", o->p16, o->q16, n * sizeof(bf16));
+    op_same(r, "m differs from the scalar definition's", o->m16, o->qm16, n * sizeof(bf16));
+    op_same(r, "v differs from the scalar definition's", o->v16, o->qv16, n * sizeof(bf16));
+    widen(o->pw, o->p16, n);
+    op_same(r, "the fp32 copy is not the bf16 params widened", o->p32, o->pw, n * sizeof(float));
+    op_close16(r, "params", o->p16, o->pd, n, adamw_tol[OP_BF16]);
 }
 
-static const op_def op_adamw = {"adamw", 1u << OP_FP32, 2, sizeof(adamw_op), adamw_make, adamw_run, adamw_check};
+static const op_def op_adamw = {"adamw", OP_BOTH, 2, sizeof(adamw_op), adamw_make, adamw_run, adamw_check};
 
 /* ---------------------------------------------------------------- linear layer */
 
@@ -717,7 +750,8 @@ const test_case tests_ops[] = {
     {"ops swiglu: fp32 vs reference and finite differences; bf16 the rounding", test_swiglu},
     {"ops cross-entropy: losses vs reference, dlogits vs finite differences (fp32; bf16 = fp32 rounded, fused)",
      test_crossentropy},
-    {"ops adamw: five steps vs the double reference", test_adamw},
+    {"ops adamw: five steps vs the double reference; full bf16 its scalar definition, within its roundings",
+     test_adamw},
     {"ops linear: matmul (fp32) and linear_bf16 (bf16) forward and backward vs reference and finite differences",
      test_linear},
     {"ops rope: fused (partial rotary, GQA, GPT-J pairs), reference and zero_freq vs the definition and finite "
