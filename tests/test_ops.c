@@ -123,7 +123,47 @@ void round_bf16(float *x, double *xd, bf16 *h, size_t n)
 
 void widen(float *f, const bf16 *h, size_t n) { bf16_to_floats(f, h, n); }
 
+/* One input of a forward: its double copy and the kernel's gradient of it. */
+typedef struct {
+    const char *what;
+    double *in;
+    size_t n;
+    const float *grad;
+} fd_input;
+
+/* A forward's output out (fp32) against the reference ref within tol, and each input's gradient
+ * (input i of the loss l) against finite differences; or at bf16 out16 as out rounded, and
+ * within tol of ref. */
+static void op_forward_backward(const op_run *r, const float *out, const bf16 *out16, const double *ref, size_t n,
+                                const tolerance tol[OP_NPREC], fd_loss l, const fd_input *in, int nin, int nsample,
+                                double fd_tol)
+{
+    if (r->prec == OP_BF16) {
+        op_rounded(r, "out", out16, out, n);
+        op_close16(r, "out", out16, ref, n, tol[OP_BF16]);
+        return;
+    }
+    op_close(r, "out", out, ref, n, tol[OP_FP32]);
+    for (int i = 0; i < nin; i++) op_fd(r, in[i].what, l, i, in[i].in, in[i].n, in[i].grad, nsample, fd_tol);
+}
+
 /* ---------------------------------------------------------------- layernorm */
+
+/* The buffers of a forward of one main input (nin elements) and one output (nout): x, its
+ * gradient dx; the output, at bf16 too, its gradient dout; the double copies, the reference and the
+ * finite differences' output. */
+typedef struct {
+    float *x, *dx, *out, *dout;
+    bf16 *out16;
+    double *xd, *doutd, *ref, *fd_out;
+} io_bufs;
+
+static void io_alloc(io_bufs *b, arena *a, size_t nin, size_t nout)
+{
+    b->x = floats(a, nin), b->dx = floats(a, nin), b->xd = doubles(a, nin);
+    b->out = floats(a, nout), b->dout = floats(a, nout), b->out16 = halves(a, nout);
+    b->doutd = doubles(a, nout), b->ref = doubles(a, nout), b->fd_out = doubles(a, nout);
+}
 
 /* fp32: N=5 C=33 as ever; bf16 (and now fp32 too): rows past a group of 16 and columns past a
  * vector of 16, both ways. Inputs 3 u + 0.5 (a mean to remove). */
@@ -134,9 +174,9 @@ static const tolerance ln_tol[OP_NPREC] = {{1e-5, 1e-5}, {1e-5, BF16_ROUNDING}};
 
 typedef struct {
     int N, C;
-    float *x, *w, *b, *dout, *out, *mean, *rstd, *dx, *dw, *db, *mean16, *rstd16;
-    bf16 *out16;
-    double *xd, *wd, *bd, *doutd, *ref, *fd_out;
+    io_bufs io;
+    float *w, *b, *mean, *rstd, *dw, *db, *mean16, *rstd16;
+    double *wd, *bd;
 } ln_op;
 
 static int ln_make(void *p, arena *a, int s, int prec, char *label, size_t ln)
@@ -146,18 +186,16 @@ static int ln_make(void *p, arena *a, int s, int prec, char *label, size_t ln)
     const size_t n = (size_t)N * C;
     (void)prec;
     o->N = N, o->C = C;
-    o->x = floats(a, n), o->dout = floats(a, n), o->out = floats(a, n), o->dx = floats(a, n);
+    io_alloc(&o->io, a, n, n);
     o->w = floats(a, C), o->b = floats(a, C), o->dw = floats(a, C), o->db = floats(a, C);
     o->mean = floats(a, N), o->rstd = floats(a, N), o->mean16 = floats(a, N), o->rstd16 = floats(a, N);
-    o->out16 = halves(a, n);
-    o->xd = doubles(a, n), o->doutd = doubles(a, n), o->ref = doubles(a, n), o->fd_out = doubles(a, n);
     o->wd = doubles(a, C), o->bd = doubles(a, C);
     if (a->oom) return 0;
     unsigned st = 7u + (unsigned)s;
-    fill(o->x, o->xd, n, &st, 3.0f, 0.5f);
+    fill(o->io.x, o->io.xd, n, &st, 3.0f, 0.5f);
     fill(o->w, o->wd, C, &st, 1.0f, 0.0f);
     fill(o->b, o->bd, C, &st, 1.0f, 0.0f);
-    fill(o->dout, o->doutd, n, &st, 1.0f, 0.0f);
+    fill(o->io.dout, o->io.doutd, n, &st, 1.0f, 0.0f);
     snprintf(label, ln, "N=%d C=%d", N, C);
     return 1;
 }
@@ -165,34 +203,30 @@ static int ln_make(void *p, arena *a, int s, int prec, char *label, size_t ln)
 static void ln_run(void *p, int prec)
 {
     ln_op *o = p;
-    layernorm_forward(o->out, o->mean, o->rstd, o->x, o->w, o->b, o->N, o->C);
-    if (prec == OP_BF16) layernorm_forward_bf16(o->out16, o->mean16, o->rstd16, o->x, o->w, o->b, o->N, o->C);
-    else layernorm_backward(o->dx, NULL, o->dw, o->db, o->dout, o->x, o->w, o->mean, o->rstd, o->N, o->C);
+    layernorm_forward(o->io.out, o->mean, o->rstd, o->io.x, o->w, o->b, o->N, o->C);
+    if (prec == OP_BF16) layernorm_forward_bf16(o->io.out16, o->mean16, o->rstd16, o->io.x, o->w, o->b, o->N, o->C);
+    else layernorm_backward(o->io.dx, NULL, o->dw, o->db, o->io.dout, o->io.x, o->w, o->mean, o->rstd, o->N, o->C);
 }
 
 static void ln_ref(void *p, int which, const double *v, double *out)
 {
     ln_op *o = p;
-    layernorm_forward_ref(out, which == 0 ? v : o->xd, which == 1 ? v : o->wd, which == 2 ? v : o->bd, o->N, o->C);
+    layernorm_forward_ref(out, which == 0 ? v : o->io.xd, which == 1 ? v : o->wd, which == 2 ? v : o->bd, o->N, o->C);
 }
 
 static void ln_check(void *p, const op_run *r)
 {
     ln_op *o = p;
     const size_t n = (size_t)o->N * o->C;
-    ln_ref(o, -1, NULL, o->ref);
+    const fd_input in[] = {
+        {"dinp", o->io.xd, n, o->io.dx}, {"dweight", o->wd, o->C, o->dw}, {"dbias", o->bd, o->C, o->db}};
+    const fd_loss l = {ln_ref, o, 0, o->io.doutd, o->io.fd_out, n};
+    ln_ref(o, -1, NULL, o->io.ref);
     if (r->prec == OP_BF16) {
         op_same(r, "mean differs from layernorm_forward's", o->mean, o->mean16, o->N * sizeof(float));
         op_same(r, "rstd differs from layernorm_forward's", o->rstd, o->rstd16, o->N * sizeof(float));
-        op_rounded(r, "out", o->out16, o->out, n);
-        op_close16(r, "out", o->out16, o->ref, n, ln_tol[OP_BF16]);
-        return;
     }
-    op_close(r, "out", o->out, o->ref, n, ln_tol[OP_FP32]);
-    fd_loss l = {ln_ref, o, 0, o->doutd, o->fd_out, n};
-    op_fd(r, "dinp", l, 0, o->xd, n, o->dx, 400, 1e-3);
-    op_fd(r, "dweight", l, 1, o->wd, o->C, o->dw, 400, 1e-3);
-    op_fd(r, "dbias", l, 2, o->bd, o->C, o->db, 400, 1e-3);
+    op_forward_backward(r, o->io.out, o->io.out16, o->io.ref, n, ln_tol, l, in, 3, 400, 1e-3);
 }
 
 static const op_def op_layernorm = {"layernorm", OP_BOTH, 5, sizeof(ln_op), ln_make, ln_run, ln_check};
@@ -212,9 +246,9 @@ static const tolerance rms_tol[OP_NPREC] = {{1e-6, 1e-5}, {1e-6, BF16_ROUNDING}}
 
 typedef struct {
     int N, C;
-    float *x, *w, *dout, *out, *rstd, *dx, *dw, *rstd16;
-    bf16 *out16;
-    double *xd, *wd, *doutd, *ref, *fd_out;
+    io_bufs io;
+    float *w, *rstd, *dw, *rstd16;
+    double *wd;
 } rms_op;
 
 static int rms_make(void *p, arena *a, int s, int prec, char *label, size_t ln)
@@ -224,17 +258,15 @@ static int rms_make(void *p, arena *a, int s, int prec, char *label, size_t ln)
     const size_t n = (size_t)N * C;
     (void)prec;
     o->N = N, o->C = C;
-    o->x = floats(a, n), o->dout = floats(a, n), o->out = floats(a, n), o->dx = floats(a, n);
+    io_alloc(&o->io, a, n, n);
     o->w = floats(a, C), o->dw = floats(a, C), o->rstd = floats(a, N), o->rstd16 = floats(a, N);
-    o->out16 = halves(a, n);
-    o->xd = doubles(a, n), o->doutd = doubles(a, n), o->ref = doubles(a, n), o->fd_out = doubles(a, n);
     o->wd = doubles(a, C);
     if (a->oom) return 0;
     unsigned st = 3u + (unsigned)C + (unsigned)s;
-    fill(o->x, o->xd, n, &st, rms_shapes[s].scale, rms_shapes[s].shift);
+    fill(o->io.x, o->io.xd, n, &st, rms_shapes[s].scale, rms_shapes[s].shift);
     fill(o->w, o->wd, C, &st, 1.0f, 0.0f);
-    fill(o->dout, o->doutd, n, &st, 1.0f, 0.0f);
-    for (size_t i = 0; i < n; i++) o->dx[i] = 1e6f; /* overwritten, not added to */
+    fill(o->io.dout, o->io.doutd, n, &st, 1.0f, 0.0f);
+    for (size_t i = 0; i < n; i++) o->io.dx[i] = 1e6f; /* overwritten, not added to */
     snprintf(label, ln, "N=%d C=%d", N, C);
     return 1;
 }
@@ -242,32 +274,26 @@ static int rms_make(void *p, arena *a, int s, int prec, char *label, size_t ln)
 static void rms_run(void *p, int prec)
 {
     rms_op *o = p;
-    rmsnorm_forward(o->out, o->rstd, o->x, o->w, o->N, o->C, RMS_EPS);
-    if (prec == OP_BF16) rmsnorm_forward_bf16(o->out16, o->rstd16, o->x, o->w, o->N, o->C, RMS_EPS);
-    else rmsnorm_backward(o->dx, NULL, o->dw, o->dout, o->x, o->w, o->rstd, o->N, o->C);
+    rmsnorm_forward(o->io.out, o->rstd, o->io.x, o->w, o->N, o->C, RMS_EPS);
+    if (prec == OP_BF16) rmsnorm_forward_bf16(o->io.out16, o->rstd16, o->io.x, o->w, o->N, o->C, RMS_EPS);
+    else rmsnorm_backward(o->io.dx, NULL, o->dw, o->io.dout, o->io.x, o->w, o->rstd, o->N, o->C);
 }
 
 static void rms_ref(void *p, int which, const double *v, double *out)
 {
     rms_op *o = p;
-    rmsnorm_forward_ref(out, which == 0 ? v : o->xd, which == 1 ? v : o->wd, o->N, o->C, RMS_EPS);
+    rmsnorm_forward_ref(out, which == 0 ? v : o->io.xd, which == 1 ? v : o->wd, o->N, o->C, RMS_EPS);
 }
 
 static void rms_check(void *p, const op_run *r)
 {
     rms_op *o = p;
     const size_t n = (size_t)o->N * o->C;
-    rms_ref(o, -1, NULL, o->ref);
-    if (r->prec == OP_BF16) {
-        op_same(r, "rstd differs from rmsnorm_forward's", o->rstd, o->rstd16, o->N * sizeof(float));
-        op_rounded(r, "out", o->out16, o->out, n);
-        op_close16(r, "out", o->out16, o->ref, n, rms_tol[OP_BF16]);
-        return;
-    }
-    op_close(r, "out", o->out, o->ref, n, rms_tol[OP_FP32]);
-    fd_loss l = {rms_ref, o, 0, o->doutd, o->fd_out, n};
-    op_fd(r, "dinp", l, 0, o->xd, n, o->dx, 400, 1e-4);
-    op_fd(r, "dweight", l, 1, o->wd, o->C, o->dw, 400, 1e-4);
+    const fd_input in[] = {{"dinp", o->io.xd, n, o->io.dx}, {"dweight", o->wd, o->C, o->dw}};
+    const fd_loss l = {rms_ref, o, 0, o->io.doutd, o->io.fd_out, n};
+    rms_ref(o, -1, NULL, o->io.ref);
+    if (r->prec == OP_BF16) op_same(r, "rstd differs from rmsnorm_forward's", o->rstd, o->rstd16, o->N * sizeof(float));
+    op_forward_backward(r, o->io.out, o->io.out16, o->io.ref, n, rms_tol, l, in, 2, 400, 1e-4);
 }
 
 static const op_def op_rmsnorm = {"rmsnorm", OP_BOTH, 8, sizeof(rms_op), rms_make, rms_run, rms_check};
@@ -283,9 +309,7 @@ static const tolerance gelu_tol[OP_NPREC] = {{1e-6, 1e-5}, {1e-6, BF16_ROUNDING}
 
 typedef struct {
     size_t n;
-    float *x, *dout, *out, *dx;
-    bf16 *out16;
-    double *xd, *doutd, *ref, *fd_out;
+    io_bufs io;
 } gelu_op;
 
 static int gelu_make(void *p, arena *a, int s, int prec, char *label, size_t ln)
@@ -294,15 +318,13 @@ static int gelu_make(void *p, arena *a, int s, int prec, char *label, size_t ln)
     const size_t n = (size_t)gelu_shapes[s].n;
     (void)prec;
     o->n = n;
-    o->x = floats(a, n), o->dout = floats(a, n), o->out = floats(a, n), o->dx = floats(a, n);
-    o->out16 = halves(a, n);
-    o->xd = doubles(a, n), o->doutd = doubles(a, n), o->ref = doubles(a, n), o->fd_out = doubles(a, n);
+    io_alloc(&o->io, a, n, n);
     if (a->oom) return 0;
     unsigned st = 11u + 20u * (unsigned)s;
-    fill(o->x, NULL, n, &st, gelu_shapes[s].scale, 0.0f);
-    if (s == 1) o->x[0] = 0.0f, o->x[1] = -10.0f, o->x[2] = 10.0f, o->x[3] = 1e-20f;
-    to_double(o->xd, o->x, n);
-    fill(o->dout, o->doutd, n, &st, 1.0f, 0.0f);
+    fill(o->io.x, NULL, n, &st, gelu_shapes[s].scale, 0.0f);
+    if (s == 1) o->io.x[0] = 0.0f, o->io.x[1] = -10.0f, o->io.x[2] = 10.0f, o->io.x[3] = 1e-20f;
+    to_double(o->io.xd, o->io.x, n);
+    fill(o->io.dout, o->io.doutd, n, &st, 1.0f, 0.0f);
     snprintf(label, ln, "n=%zu", n);
     return 1;
 }
@@ -310,29 +332,24 @@ static int gelu_make(void *p, arena *a, int s, int prec, char *label, size_t ln)
 static void gelu_run(void *p, int prec)
 {
     gelu_op *o = p;
-    gelu_forward(o->out, o->x, o->n);
-    if (prec == OP_BF16) gelu_forward_bf16(o->out16, o->x, o->n);
-    else gelu_backward(o->dx, o->x, o->dout, o->n);
+    gelu_forward(o->io.out, o->io.x, o->n);
+    if (prec == OP_BF16) gelu_forward_bf16(o->io.out16, o->io.x, o->n);
+    else gelu_backward(o->io.dx, o->io.x, o->io.dout, o->n);
 }
 
 static void gelu_ref(void *p, int which, const double *v, double *out)
 {
     gelu_op *o = p;
-    gelu_forward_ref(out, which == 0 ? v : o->xd, o->n);
+    gelu_forward_ref(out, which == 0 ? v : o->io.xd, o->n);
 }
 
 static void gelu_check(void *p, const op_run *r)
 {
     gelu_op *o = p;
-    gelu_ref(o, -1, NULL, o->ref);
-    if (r->prec == OP_BF16) {
-        op_rounded(r, "out", o->out16, o->out, o->n);
-        op_close16(r, "out", o->out16, o->ref, o->n, gelu_tol[OP_BF16]);
-        return;
-    }
-    op_close(r, "out", o->out, o->ref, o->n, gelu_tol[OP_FP32]);
-    fd_loss l = {gelu_ref, o, 0, o->doutd, o->fd_out, o->n};
-    op_fd(r, "dinp", l, 0, o->xd, o->n, o->dx, (int)o->n, 1e-4);
+    const fd_input in[] = {{"dinp", o->io.xd, o->n, o->io.dx}};
+    const fd_loss l = {gelu_ref, o, 0, o->io.doutd, o->io.fd_out, o->n};
+    gelu_ref(o, -1, NULL, o->io.ref);
+    op_forward_backward(r, o->io.out, o->io.out16, o->io.ref, o->n, gelu_tol, l, in, 1, (int)o->n, 1e-4);
 }
 
 static const op_def op_gelu = {"gelu", OP_BOTH, 2, sizeof(gelu_op), gelu_make, gelu_run, gelu_check};
@@ -349,9 +366,7 @@ static const tolerance swiglu_tol[OP_NPREC] = {{1e-6, 1e-5}, {1e-6, BF16_ROUNDIN
 
 typedef struct {
     int N, I;
-    float *x, *dout, *out, *dx;
-    bf16 *out16;
-    double *xd, *doutd, *ref, *fd_out;
+    io_bufs io;
 } swiglu_op;
 
 static int swiglu_make(void *p, arena *a, int s, int prec, char *label, size_t ln)
@@ -361,14 +376,12 @@ static int swiglu_make(void *p, arena *a, int s, int prec, char *label, size_t l
     const size_t ni = (size_t)N * 2 * I, no = (size_t)N * I;
     (void)prec;
     o->N = N, o->I = I;
-    o->x = floats(a, ni), o->dx = floats(a, ni), o->dout = floats(a, no), o->out = floats(a, no);
-    o->out16 = halves(a, no);
-    o->xd = doubles(a, ni), o->doutd = doubles(a, no), o->ref = doubles(a, no), o->fd_out = doubles(a, no);
+    io_alloc(&o->io, a, ni, no);
     if (a->oom) return 0;
     unsigned st = 17u + (unsigned)I;
-    fill(o->x, o->xd, ni, &st, swiglu_shapes[s].scale, 0.0f);
-    fill(o->dout, o->doutd, no, &st, 1.0f, 0.0f);
-    for (size_t i = 0; i < ni; i++) o->dx[i] = 1e6f; /* overwritten, not added to */
+    fill(o->io.x, o->io.xd, ni, &st, swiglu_shapes[s].scale, 0.0f);
+    fill(o->io.dout, o->io.doutd, no, &st, 1.0f, 0.0f);
+    for (size_t i = 0; i < ni; i++) o->io.dx[i] = 1e6f; /* overwritten, not added to */
     snprintf(label, ln, "N=%d I=%d", N, I);
     return 1;
 }
@@ -376,30 +389,25 @@ static int swiglu_make(void *p, arena *a, int s, int prec, char *label, size_t l
 static void swiglu_run(void *p, int prec)
 {
     swiglu_op *o = p;
-    swiglu_forward(o->out, o->x, o->N, o->I);
-    if (prec == OP_BF16) swiglu_forward_bf16(o->out16, o->x, o->N, o->I);
-    else swiglu_backward(o->dx, o->x, o->dout, o->N, o->I);
+    swiglu_forward(o->io.out, o->io.x, o->N, o->I);
+    if (prec == OP_BF16) swiglu_forward_bf16(o->io.out16, o->io.x, o->N, o->I);
+    else swiglu_backward(o->io.dx, o->io.x, o->io.dout, o->N, o->I);
 }
 
 static void swiglu_ref(void *p, int which, const double *v, double *out)
 {
     swiglu_op *o = p;
-    swiglu_forward_ref(out, which == 0 ? v : o->xd, o->N, o->I);
+    swiglu_forward_ref(out, which == 0 ? v : o->io.xd, o->N, o->I);
 }
 
 static void swiglu_check(void *p, const op_run *r)
 {
     swiglu_op *o = p;
     const size_t ni = (size_t)o->N * 2 * o->I, no = (size_t)o->N * o->I;
-    swiglu_ref(o, -1, NULL, o->ref);
-    if (r->prec == OP_BF16) {
-        op_rounded(r, "out", o->out16, o->out, no);
-        op_close16(r, "out", o->out16, o->ref, no, swiglu_tol[OP_BF16]);
-        return;
-    }
-    op_close(r, "out", o->out, o->ref, no, swiglu_tol[OP_FP32]);
-    fd_loss l = {swiglu_ref, o, 0, o->doutd, o->fd_out, no};
-    op_fd(r, "dinp", l, 0, o->xd, ni, o->dx, 600, 1e-4);
+    const fd_input in[] = {{"dinp", o->io.xd, ni, o->io.dx}};
+    const fd_loss l = {swiglu_ref, o, 0, o->io.doutd, o->io.fd_out, no};
+    swiglu_ref(o, -1, NULL, o->io.ref);
+    op_forward_backward(r, o->io.out, o->io.out16, o->io.ref, no, swiglu_tol, l, in, 1, 600, 1e-4);
 }
 
 static const op_def op_swiglu = {"swiglu", OP_BOTH, 4, sizeof(swiglu_op), swiglu_make, swiglu_run, swiglu_check};
