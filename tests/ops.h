@@ -23,7 +23,8 @@ typedef struct {
     double atol, rtol;
 } tolerance;
 
-/* One rounding to bf16 is at most 2^-9 relative; 2^-8 leaves room for the fp32 kernel's own error. */
+/* One rounding to bf16 is off by at most 2^-8 of the value's power of two (half an ulp), less of the
+ * value itself: room for the fp32 kernel's own error. */
 #define BF16_ROUNDING (1.0 / 256)
 
 /* The buffers of one run, freed together; oom set when one could not be had. */
