@@ -11,21 +11,14 @@
 /* The update's constants, computed once per call exactly as the scalar formula uses them. */
 typedef struct {
     float b1, b2, one_b1, one_b2, lr, eps, wd, gs, c1, c2;
-    int stream; /* the bf16 copy goes around the caches (non-temporal stores) */
 } adamw_consts;
 
-/* From this many elements (a 2 MiB bf16 copy, more than a core's L2 keeps for its reader) the
- * copy is written with non-temporal stores where 32-byte aligned: no read-for-ownership of its
- * lines, 2 of 32 bytes a parameter moved, about 8% of the bf16 update's time (measured). */
-#define ADAMW_STREAM_MIN ((size_t)1 << 20)
-
-static adamw_consts adamw_setup(const adamw_params *hp, int t, size_t n)
+static adamw_consts adamw_setup(const adamw_params *hp, int t)
 {
     adamw_consts k = {hp->beta1, hp->beta2, 1.0f - hp->beta1, 1.0f - hp->beta2, hp->lr, hp->eps, hp->weight_decay,
-                      hp->grad_scale != 0.0f ? hp->grad_scale : 1.0f, 0, 0, 0};
+                      hp->grad_scale != 0.0f ? hp->grad_scale : 1.0f, 0, 0};
     k.c1 = 1.0f / (float)(1.0 - pow((double)hp->beta1, t));
     k.c2 = 1.0f / (float)(1.0 - pow((double)hp->beta2, t));
-    k.stream = n >= ADAMW_STREAM_MIN;
     return k;
 }
 
@@ -40,8 +33,8 @@ static adamw_consts adamw_setup(const adamw_params *hp, int t, size_t n)
  * vdivps are correctly rounded, no fused multiply-adds), so each lane's result is bit for bit
  * what the scalar loop below gives. Returns the count of non-finite weights written (p - p is
  * NaN exactly for them: one subtraction and compare a step, free in this memory-bound loop). */
-static inline __attribute__((always_inline)) size_t adamw_span(float *params, bf16 *pb, const float *grads, float *m,
-                                                             float *v, size_t a, size_t b, const adamw_consts *k)
+static inline __attribute__((always_inline)) size_t adamw_span(float *params, const float *grads, float *m, float *v,
+                                                             size_t a, size_t b, const adamw_consts *k)
 {
     const __m512 b1 = _mm512_set1_ps(k->b1), b2 = _mm512_set1_ps(k->b2), ob1 = _mm512_set1_ps(k->one_b1),
                  ob2 = _mm512_set1_ps(k->one_b2), lr = _mm512_set1_ps(k->lr), eps = _mm512_set1_ps(k->eps),
@@ -63,17 +56,11 @@ static inline __attribute__((always_inline)) size_t adamw_span(float *params, bf
         _mm512_mask_storeu_ps(params + i, mk, p);
         const __m512 z = _mm512_sub_ps(p, p); /* 0, or NaN where p is not finite */
         bad += (size_t)__builtin_popcount(_mm512_mask_cmp_ps_mask(mk, z, z, _CMP_UNORD_Q));
-        if (pb) {
-            __m256i h = vbf16_narrow512(p);
-            if (k->stream && mk == 0xffff && ((uintptr_t)(pb + i) & 31) == 0) _mm256_stream_si256((__m256i *)(pb + i), h);
-            else _mm256_mask_storeu_epi16(pb + i, mk, h);
-        }
     }
-    if (pb && k->stream) _mm_sfence(); /* this thread's streamed stores ordered before what follows */
     return bad;
 }
 #else
-static inline size_t adamw_span(float *params, bf16 *pb, const float *grads, float *m, float *v, size_t a, size_t b,
+static inline size_t adamw_span(float *params, const float *grads, float *m, float *v, size_t a, size_t b,
                                 const adamw_consts *k)
 {
     size_t bad = 0;
@@ -85,38 +72,24 @@ static inline size_t adamw_span(float *params, bf16 *pb, const float *grads, flo
         v[i] = vi;
         params[i] -= k->lr * ((mi * k->c1) / (sqrtf(vi * k->c2) + k->eps) + k->wd * params[i]);
         bad += !isfinite(params[i]);
-        if (pb) pb[i] = bf16_from_float(params[i]);
     }
     return bad;
 }
 #endif
 
 /* Blocks of ADAMW_BLOCK elements, one contiguous run of them per thread (static schedule). */
-static size_t adamw_run(float *params, bf16 *pb, const float *grads, float *m, float *v, size_t n, const adamw_params *hp,
-                        int t)
+size_t adamw_update(float *params, const float *grads, float *m, float *v, size_t n, const adamw_params *hp, int t)
 {
-    const adamw_consts k = adamw_setup(hp, t, n);
+    const adamw_consts k = adamw_setup(hp, t);
     const long nblk = (long)((n + ADAMW_BLOCK - 1) / ADAMW_BLOCK);
-    if (nblk <= 1) return adamw_span(params, pb, grads, m, v, 0, n, &k);
+    if (nblk <= 1) return adamw_span(params, grads, m, v, 0, n, &k);
     size_t bad = 0;
 #pragma omp parallel for schedule(static) reduction(+ : bad)
     for (long blk = 0; blk < nblk; blk++) {
         size_t a = (size_t)blk * ADAMW_BLOCK, b = a + ADAMW_BLOCK < n ? a + ADAMW_BLOCK : n;
-        if (pb) bad += adamw_span(params, pb, grads, m, v, a, b, &k);
-        else bad += adamw_span(params, NULL, grads, m, v, a, b, &k);
+        bad += adamw_span(params, grads, m, v, a, b, &k);
     }
     return bad;
-}
-
-size_t adamw_update(float *params, const float *grads, float *m, float *v, size_t n, const adamw_params *hp, int t)
-{
-    return adamw_run(params, NULL, grads, m, v, n, hp, t);
-}
-
-size_t adamw_update_bf16(float *params, bf16 *params_bf16, const float *grads, float *m, float *v, size_t n,
-                         const adamw_params *hp, int t)
-{
-    return adamw_run(params, params_bf16, grads, m, v, n, hp, t);
 }
 
 /* ---------------------------------------------------------------- full bf16 */
@@ -141,7 +114,7 @@ static inline int full_bf16_one(bf16 *p, float *p32, const float *grads, bf16 *m
 size_t adamw_update_full_bf16_ref(bf16 *p, float *p32, const float *grads, bf16 *m, bf16 *v, size_t n,
                                   const adamw_params *hp, int t, const adamw_rounding *r)
 {
-    const adamw_consts k = adamw_setup(hp, t, n);
+    const adamw_consts k = adamw_setup(hp, t);
     size_t bad = 0;
     for (size_t i = 0; i < n; i++)
         bad += (size_t)full_bf16_one(p, p32, grads, m, v, i, &k, r->stochastic,
@@ -210,7 +183,7 @@ static size_t full_bf16_span(bf16 *p, float *p32, const float *grads, bf16 *m, b
 size_t adamw_update_full_bf16(bf16 *p, float *p32, const float *grads, bf16 *m, bf16 *v, size_t n, const adamw_params *hp,
                               int t, const adamw_rounding *r)
 {
-    const adamw_consts k = adamw_setup(hp, t, n);
+    const adamw_consts k = adamw_setup(hp, t);
     const uint64_t key = bf16_sr_key(r->seed, (uint64_t)t);
     const long nblk = (long)((n + ADAMW_BLOCK - 1) / ADAMW_BLOCK);
     size_t bad = 0;
@@ -272,13 +245,4 @@ double grad_sumsq(const float *g, size_t n)
     double s = 0;
     for (int c = 0; c < SUMSQ_CHUNKS; c++) s += part[c];
     return s;
-}
-
-float grad_clip(float *g, size_t n, double norm, float max_norm)
-{
-    if (!(norm > max_norm) || max_norm <= 0.0f) return 1.0f;
-    float f = (float)(max_norm / (norm + 1e-6));
-#pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < n; i++) g[i] *= f;
-    return f;
 }

@@ -1,5 +1,6 @@
 /* adamw.h: AdamW (Loshchilov & Hutter 2019: decoupled weight decay, bias-corrected moments),
- * global gradient L2 norm and clipping by it. t is the 1-based step count. */
+ * and the global gradient L2 norm's sum of squares; clipping by the norm is the update's
+ * grad_scale. t is the 1-based step count. */
 #ifndef CB_ADAMW_H
 #define CB_ADAMW_H
 
@@ -22,15 +23,11 @@ typedef struct {
  * Returns the count of weights the update left non-finite (counted as they are written: a
  * corrupt optimizer state or an overflow is seen without a second pass). */
 size_t adamw_update(float *params, const float *grads, float *m, float *v, size_t n, const adamw_params *hp, int t);
-/* The same update (params, m and v bit-identical to adamw_update's) that also writes the bf16
- * copy of the updated params (each bf16_from_float's rounding*) in the same pass: the
- * mixed-precision step's fp32 master weights and the bf16 weights its matmuls read.
- * params_bf16 (n) may be NULL: then exactly adamw_update.
- * *bit for bit, except that fp32 subnormals narrow to a signed zero where the build targets
- * AVX512_BF16 (vcvtneps2bf16; vmath.h), as bf16_from_floats does; the same holds for every bf16
- * output of kernels/. Returns adamw_update's count (of the fp32 weights). */
-size_t adamw_update_bf16(float *params, bf16 *params_bf16, const float *grads, float *m, float *v, size_t n,
-                         const adamw_params *hp, int t);
+
+/* bf16 outputs of kernels/ (here and in the other kernels' headers) are bf16_from_float's
+ * rounding bit for bit, except that fp32 subnormals narrow to a signed zero where the build
+ * targets AVX512_BF16 (vcvtneps2bf16; vmath.h), as bf16_from_floats does. */
+
 /* Full-bf16 AdamW (precisions bf16-sr and bf16): weights p and both moments m, v stored in bf16,
  * the gradient rounded to bf16 as it enters (the precision stores gradients in bf16), every
  * element's update computed in single precision from the widened values, in adamw_update's order:
@@ -58,7 +55,5 @@ void adamw_update_ref(double *params, const double *grads, double *m, double *v,
 /* Sum of squares accumulated in double (combine buffers, then sqrt for the global norm); the same
  * bits whatever the thread count. */
 double grad_sumsq(const float *g, size_t n);
-/* Scales g by max_norm / norm when norm > max_norm; returns the factor applied (1 if none). */
-float grad_clip(float *g, size_t n, double norm, float max_norm);
 
 #endif

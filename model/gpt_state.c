@@ -188,7 +188,7 @@ int gpt_shard_moments(gpt_model *m, size_t lo, size_t hi)
 size_t gpt_update(gpt_model *m, const adamw_params *hp, double grad_norm, float max_norm)
 {
     double t0 = timer_now_s();
-    /* clipping as a factor folded into the update: the same result as grad_clip(), one pass less */
+    /* clipping as a factor folded into the update: the gradients are scaled as they are read */
     float scale = max_norm > 0 && grad_norm > max_norm ? (float)(max_norm / (grad_norm + 1e-6)) : 1.0f;
     m->adam_t++;
     size_t bad = 0;

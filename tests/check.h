@@ -22,6 +22,8 @@ typedef struct {
 /* |x - ref| <= atol + rtol * |ref| elementwise; prints the worst element and the max abs/rel
  * errors when it fails. Returns 1 when close. */
 int allclose(const char *what, const float *x, const double *ref, size_t n, double atol, double rtol);
+/* The same for bf16 values (widened exactly). */
+int allclose_bf16(const char *what, const uint16_t *x, const double *ref, size_t n, double atol, double rtol);
 /* Central finite differences in double of loss(x) at `nsample` elements (all when n is small)
  * against the analytic gradient `grad`; error |a - n| / max(|n|, rms of numeric) <= tol. */
 int fd_check(const char *what, double *x, size_t n, const float *grad, double (*loss)(void *ctx, const double *x),
@@ -87,10 +89,11 @@ int bf16_is_rounding(const char *what, const uint16_t *out, const float *ref, si
 /* The binary under test, for CLI tests (argv[1] of the runner). */
 extern const char *g_costbench;
 
-extern const test_case tests_common[], tests_kernels[], tests_rope[], tests_model[], tests_train[], tests_cli[], tests_report[], tests_comm[],
-    tests_plot[], tests_outdir[], tests_scale[], tests_audit[], tests_attention[], tests_bf16[], tests_precision[], tests_sampler[], tests_trajectory[], tests_fullbf16[], tests_archk[], tests_arch[], tests_presets[], tests_plan[], tests_calib[],
-    tests_audit2_ckpt[], tests_audit2_clean[], tests_audit2_traj[], tests_audit2_cli[], tests_audit2_calib[],
-    tests_devices[], tests_published[], tests_validate[], tests_tputcols[], tests_models[],
-    tests_opbench[], tests_stepmodel[], tests_plansearch[], tests_ops[];
+extern const test_case tests_common[], tests_kernels[], tests_rope[], tests_model[], tests_train[], tests_cli[],
+    tests_report[], tests_comm[], tests_plot[], tests_outdir[], tests_scale[], tests_audit[], tests_attention[],
+    tests_bf16[], tests_precision[], tests_sampler[], tests_trajectory[], tests_fullbf16[], tests_archk[], tests_arch[],
+    tests_presets[], tests_plan[], tests_calib[], tests_audit2_ckpt[], tests_audit2_clean[], tests_audit2_traj[],
+    tests_audit2_cli[], tests_audit2_calib[], tests_devices[], tests_published[], tests_validate[], tests_tputcols[],
+    tests_models[], tests_opbench[], tests_stepmodel[], tests_plansearch[], tests_ops[];
 
 #endif

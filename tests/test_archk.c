@@ -1,7 +1,10 @@
 /* The kernels of the Llama-2, GPT-J and MPT architectures: RMSNorm, SwiGLU, and rotary
- * embedding with grouped-query heads and GPT-J's interleaved pairs. Each forward against its
- * double-precision definition, each backward against finite differences in double, the bf16
- * forwards against the fp32 ones rounded (bit for bit), NaN propagation, vector tails. */
+ * embedding with grouped-query heads and GPT-J's interleaved pairs. RMSNorm's and SwiGLU's
+ * forwards against their definitions, backwards against finite differences and bf16 forwards as
+ * the fp32 ones rounded are in tests/test_ops.c; here their gradient conventions, closed forms,
+ * edges and NaN propagation; rotary embedding's GPT-J pairs against rotate_half's and by hand,
+ * NaN through a pair, and the group layout (its forward, backward and bf16 kernels on grouped
+ * and GPT-J shapes are the registry's: tests/test_ops_rope.c). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,21 +34,8 @@ static int bf16_any_nonfinite(const bf16 *x, size_t n)
 
 #define RMS_EPS 1e-5f
 
-typedef struct {
-    int N, C, which; /* which: 0 differentiate by inp, 1 by weight */
-    double *x, *w, *dout, *out;
-} rms_fd;
-
-static double rms_loss(void *p, const double *v)
-{
-    rms_fd *c = p;
-    rmsnorm_forward_ref(c->out, c->which == 0 ? v : c->x, c->which == 1 ? v : c->w, c->N, c->C, RMS_EPS);
-    double l = 0;
-    for (size_t i = 0; i < (size_t)c->N * c->C; i++) l += c->dout[i] * c->out[i];
-    return l;
-}
-
-/* Forward vs the definition, backward vs finite differences, dres and accumulation, at (N, C). */
+/* dres added and accumulation, and the rms of the output, at (N, C) (tests/test_ops.c checks the
+ * forward against the definition and the backward against finite differences). */
 static void check_rmsnorm(int N, int C)
 {
     size_t n = (size_t)N * C;
@@ -54,26 +44,14 @@ static void check_rmsnorm(int N, int C)
           *dx = malloc(n * sizeof(float)), *dres = malloc(n * sizeof(float)), *dx2 = malloc(n * sizeof(float));
     float *w = malloc(C * sizeof(float)), *dw = calloc((size_t)C, sizeof(float)), *dw2 = malloc(C * sizeof(float));
     float *rstd = malloc(N * sizeof(float));
-    double *xd = malloc(n * sizeof(double)), *outd = malloc(n * sizeof(double)), *doutd = malloc(n * sizeof(double)),
-           *want = malloc(n * sizeof(double)), *wd = malloc(C * sizeof(double)), *dwd = malloc(C * sizeof(double));
+    double *xd = malloc(n * sizeof(double)), *want = malloc(n * sizeof(double)), *dwd = malloc(C * sizeof(double));
     rand_fill(x, n, &st);
     for (size_t i = 0; i < n; i++) x[i] = 3.0f * x[i] + 0.5f; /* a non-zero mean: RMSNorm must not remove it */
     rand_fill(w, (size_t)C, &st);
     rand_fill(dout, n, &st);
-    to_double(xd, x, n), to_double(wd, w, (size_t)C), to_double(doutd, dout, n);
-    char what[96];
+    to_double(xd, x, n);
     rmsnorm_forward(out, rstd, x, w, N, C, RMS_EPS);
-    rmsnorm_forward_ref(outd, xd, wd, N, C, RMS_EPS);
-    snprintf(what, sizeof what, "rmsnorm forward N=%d C=%d", N, C);
-    CHECK(allclose(what, out, outd, n, 1e-6, 1e-5), "%s differs from the definition", what);
-    for (size_t i = 0; i < n; i++) dx[i] = 1e6f; /* overwritten, not added to */
     rmsnorm_backward(dx, NULL, dw, dout, x, w, rstd, N, C);
-    rms_fd c = {N, C, 0, xd, wd, doutd, outd};
-    snprintf(what, sizeof what, "rmsnorm dinp N=%d C=%d", N, C);
-    CHECK(fd_check(what, xd, n, dx, rms_loss, &c, 400, 1e-4), "%s vs finite differences", what);
-    c.which = 1;
-    snprintf(what, sizeof what, "rmsnorm dweight N=%d C=%d", N, C);
-    CHECK(fd_check(what, wd, (size_t)C, dw, rms_loss, &c, 400, 1e-4), "%s vs finite differences", what);
     /* dinp = dres + dx, also in place (dinp == dres); dweight accumulates */
     rand_fill(dres, n, &st);
     for (size_t i = 0; i < n; i++) dx2[i] = 1e6f, want[i] = (double)dres[i] + dx[i];
@@ -94,10 +72,11 @@ static void check_rmsnorm(int N, int C)
             ss += (double)out[k] * out[k], ssx += xd[k] * xd[k];
         }
         double want_rms = sqrt(ssx / C / (ssx / C + RMS_EPS));
-        CHECK(fabs(sqrt(ss / C) - want_rms) < 1e-5, "N=%d C=%d row %d: rms %.9g, expected %.9g", N, C, r, sqrt(ss / C), want_rms);
+        CHECK(fabs(sqrt(ss / C) - want_rms) < 1e-5, "N=%d C=%d row %d: rms %.9g, expected %.9g", N, C, r, sqrt(ss / C),
+              want_rms);
     }
     free(x), free(out), free(dout), free(dx), free(dres), free(dx2), free(w), free(dw), free(dw2), free(rstd);
-    free(xd), free(outd), free(doutd), free(want), free(wd), free(dwd);
+    free(xd), free(want), free(dwd);
 }
 
 static void test_rmsnorm(void)
@@ -121,10 +100,6 @@ static void test_rmsnorm_bf16(void)
         rand_fill(x, n, &st);
         for (size_t i = 0; i < n; i++) x[i] = 4.0f * x[i] - 1.0f;
         rand_fill(w, (size_t)C, &st);
-        rmsnorm_forward(out, rstd, x, w, N, C, RMS_EPS);
-        rmsnorm_forward_bf16(outb, rstd2, x, w, N, C, RMS_EPS);
-        CHECK(memcmp(rstd, rstd2, N * sizeof(float)) == 0, "N=%d C=%d: bf16 rstd differs from rmsnorm_forward's", N, C);
-        CHECK(bf16_is_rounding("rmsnorm_forward_bf16", outb, out, n), "N=%d C=%d: not the rounding of rmsnorm_forward", N, C);
         /* NaN in row 1, in the vector tail when there is one: that row NaN, the others finite */
         x[(size_t)C + (size_t)C - 1] = NAN;
         rmsnorm_forward(out, rstd, x, w, N, C, RMS_EPS);
@@ -136,7 +111,8 @@ static void test_rmsnorm_bf16(void)
                   !bf16_any_nonfinite(outb + 2 * (size_t)C, n - 2 * (size_t)C),
               "N=%d C=%d: a NaN in row 1 must make all of row 1 NaN and only it", N, C);
         /* and through backward: dinp of row 1 NaN, dweight NaN */
-        float *dout = malloc(n * sizeof(float)), *dx = malloc(n * sizeof(float)), *dw = calloc((size_t)C, sizeof(float));
+        float *dout = malloc(n * sizeof(float)), *dx = malloc(n * sizeof(float)),
+              *dw = calloc((size_t)C, sizeof(float));
         rand_fill(dout, n, &st);
         rmsnorm_backward(dx, NULL, dw, dout, x, w, rstd, N, C);
         CHECK(isnan(dx[C]) && isnan(dx[2 * (size_t)C - 1]) && !any_nonfinite(dx, (size_t)C) && isnan(dw[C - 1]),
@@ -147,49 +123,8 @@ static void test_rmsnorm_bf16(void)
 
 /* ---------------------------------------------------------------- swiglu */
 
-typedef struct {
-    int N, I;
-    double *dout, *out;
-} swiglu_fd;
-
-static double swiglu_loss(void *p, const double *v)
-{
-    swiglu_fd *c = p;
-    swiglu_forward_ref(c->out, v, c->N, c->I);
-    double l = 0;
-    for (size_t i = 0; i < (size_t)c->N * c->I; i++) l += c->dout[i] * c->out[i];
-    return l;
-}
-
-static void check_swiglu(int N, int I)
-{
-    size_t ni = (size_t)N * 2 * I, no = (size_t)N * I;
-    unsigned st = 17u + (unsigned)I;
-    float *x = malloc(ni * sizeof(float)), *dx = malloc(ni * sizeof(float)), *out = malloc(no * sizeof(float)),
-          *dout = malloc(no * sizeof(float));
-    double *xd = malloc(ni * sizeof(double)), *outd = malloc(no * sizeof(double)), *doutd = malloc(no * sizeof(double));
-    rand_fill(x, ni, &st);
-    for (size_t i = 0; i < ni; i++) x[i] *= 6.0f;
-    rand_fill(dout, no, &st);
-    to_double(xd, x, ni), to_double(doutd, dout, no);
-    char what[96];
-    swiglu_forward(out, x, N, I);
-    swiglu_forward_ref(outd, xd, N, I);
-    snprintf(what, sizeof what, "swiglu forward N=%d I=%d", N, I);
-    CHECK(allclose(what, out, outd, no, 1e-6, 1e-5), "%s differs from the definition", what);
-    for (size_t i = 0; i < ni; i++) dx[i] = 1e6f;
-    swiglu_backward(dx, x, dout, N, I);
-    swiglu_fd c = {N, I, doutd, outd};
-    snprintf(what, sizeof what, "swiglu dinp N=%d I=%d", N, I);
-    CHECK(fd_check(what, xd, ni, dx, swiglu_loss, &c, 600, 1e-4), "%s vs finite differences", what);
-    free(x), free(dx), free(out), free(dout), free(xd), free(outd), free(doutd);
-}
-
 static void test_swiglu(void)
 {
-    check_swiglu(3, 37);  /* a vector tail of 5 */
-    check_swiglu(2, 64);  /* whole vectors */
-    check_swiglu(4, 5);   /* shorter than a vector */
     /* the gate/up split: silu(1) * 2 = 2 / (1 + e^-1) */
     float in[2] = {1.0f, 2.0f}, o;
     swiglu_forward(&o, in, 1, 1);
@@ -206,15 +141,18 @@ static void test_swiglu_edges_bf16(void)
     rand_fill(x, N * 2 * I, &st);
     for (int i = 0; i < N * 2 * I; i++) x[i] *= 8.0f;
     rand_fill(dout, N * I, &st);
-    const float gates[] = {0.0f, -0.0f, 20.0f, -20.0f, 50.0f, -50.0f, 88.0f, 100.0f, -100.0f, 1e30f, -1e30f, 3e38f, -3e38f};
+    const float gates[] = {0.0f,   -0.0f,   20.0f, -20.0f, 50.0f, -50.0f, 88.0f,
+                           100.0f, -100.0f, 1e30f, -1e30f, 3e38f, -3e38f};
     for (int j = 0; j < 13; j++) x[j] = gates[j], x[I + j] = 0.5f;
     swiglu_forward(out, x, N, I);
     swiglu_forward_bf16(outb, x, N, I);
-    CHECK(bf16_is_rounding("swiglu_forward_bf16", outb, out, N * I), "swiglu_forward_bf16 is not the rounding of swiglu_forward");
+    CHECK(bf16_is_rounding("swiglu_forward_bf16", outb, out, N * I),
+          "swiglu_forward_bf16 is not the rounding of swiglu_forward");
     CHECK(!any_nonfinite(out, N * I), "a finite gate gave a non-finite silu");
-    CHECK(fabs(out[2] - 20.0 / (1.0 + exp(-20.0)) * 0.5) < 1e-6 && out[7] == 50.0f && out[8] == 0.0f && out[11] == 1.5e38f,
-          "large gates: silu(20)/2 = %.9g, silu(100)/2 = %.9g, silu(-100)/2 = %.9g, silu(3e38)/2 = %.9g", out[2], out[7], out[8],
-          out[11]);
+    CHECK(fabs(out[2] - 20.0 / (1.0 + exp(-20.0)) * 0.5) < 1e-6 && out[7] == 50.0f && out[8] == 0.0f &&
+              out[11] == 1.5e38f,
+          "large gates: silu(20)/2 = %.9g, silu(100)/2 = %.9g, silu(-100)/2 = %.9g, silu(3e38)/2 = %.9g", out[2],
+          out[7], out[8], out[11]);
     CHECK(fabs(out[5] - (-50.0 / (1.0 + exp(50.0)) * 0.5)) < 1e-25, "silu(-50)/2 = %.9g", out[5]);
     swiglu_backward(dx, x, dout, N, I);
     CHECK(!any_nonfinite(dx, N * 2 * I), "a finite gate gave a non-finite gradient");
@@ -259,126 +197,6 @@ static void gqa_init(gqa_env *e, rope_shape s)
     e->n = (size_t)s.B * s.T * rope_qkv_per_token(&s);
 }
 
-static const char *gqa_label(const rope_shape *s, char *buf, size_t n)
-{
-    snprintf(buf, n, "NH %d kvh %d HS %d r %d %s", s->NH, rope_kv_heads(s), s->HS, s->r, s->gptj ? "gptj" : "neox");
-    return buf;
-}
-
-typedef struct {
-    rope_shape s;
-    double *dy, *out;
-} gqa_fd;
-
-static double gqa_loss(void *p, const double *v)
-{
-    gqa_fd *c = p;
-    rope_forward_ref_gqa(c->out, v, &c->s, ROPE_BASE);
-    double l = 0;
-    for (size_t i = 0; i < (size_t)c->s.B * c->s.T * rope_qkv_per_token(&c->s); i++) l += c->dy[i] * c->out[i];
-    return l;
-}
-
-/* Elements of v blocks and pass-through dims: those the fused kernels must leave as they are. */
-static int is_fixed(const rope_shape *s, size_t i)
-{
-    size_t per = rope_qkv_per_token(s), in_tok = i % per, G = (size_t)(s->NH / rope_kv_heads(s));
-    size_t head = (in_tok / s->HS) % (G + 2), d = in_tok % s->HS;
-    return head == G + 1 || d >= (size_t)s->r;
-}
-
-/* Forward vs the definition; v and pass-through untouched; norms kept; backward vs finite
- * differences and as the inverse rotation; bf16 forward and backward = fp32 rounded. */
-static void check_gqa(rope_shape sh)
-{
-    gqa_env e;
-    gqa_init(&e, sh);
-    const rope_shape *s = &e.s;
-    char lbl[96], what[160];
-    gqa_label(s, lbl, sizeof lbl);
-    size_t n = e.n;
-    unsigned st = 101u + (unsigned)(s->HS * 7 + s->NH + s->gptj);
-    float *x = malloc(n * sizeof(float)), *y = malloc(n * sizeof(float)), *dy = malloc(n * sizeof(float));
-    double *xd = malloc(n * sizeof(double)), *yd = malloc(n * sizeof(double)), *dyd = malloc(n * sizeof(double));
-    rand_fill(x, n, &st);
-    to_double(xd, x, n);
-    rope_forward_ref_gqa(yd, xd, s, ROPE_BASE);
-    memcpy(y, x, n * sizeof(float));
-    rope_forward_fused(y, s, &e.tb);
-    snprintf(what, sizeof what, "%s fused forward", lbl);
-    CHECK(allclose(what, y, yd, n, 1e-6, 1e-5), "%s vs the definition", what);
-    int fixed_ok = 1;
-    for (size_t i = 0; i < n; i++)
-        if (is_fixed(s, i)) fixed_ok &= y[i] == x[i];
-    CHECK(fixed_ok, "%s: a v element or a pass-through dim changed", lbl);
-    /* every q and k head keeps its norm */
-    const int kvh = rope_kv_heads(s);
-    for (int t = 0; t < s->T; t++)
-        for (int which = 0; which < 2; which++)
-            for (int hh = 0; hh < (which ? kvh : s->NH); hh++) {
-                size_t o = rope_qkv_offset(s, s->B - 1, t, which, hh);
-                double n0 = 0, n1 = 0;
-                for (int d = 0; d < s->HS; d++) n0 += (double)x[o + d] * x[o + d], n1 += (double)y[o + d] * y[o + d];
-                CHECK(fabs(sqrt(n1) - sqrt(n0)) <= 1e-6 * sqrt(n0), "%s t %d %s head %d: norm %.9g became %.9g", lbl, t,
-                      which ? "k" : "q", hh, sqrt(n0), sqrt(n1));
-            }
-    /* backward: in place on the gradient, against finite differences of the definition (v and
-     * pass-through gradients pass unchanged, as the identity's) */
-    rand_fill(dy, n, &st);
-    to_double(dyd, dy, n);
-    float *dx = malloc(n * sizeof(float));
-    memcpy(dx, dy, n * sizeof(float));
-    rope_backward_fused(dx, s, &e.tb);
-    gqa_fd c = {*s, dyd, yd};
-    snprintf(what, sizeof what, "%s fused backward", lbl);
-    CHECK(fd_check(what, xd, n, dx, gqa_loss, &c, 800, 1e-5), "%s vs finite differences", what);
-    /* the inverse rotation: backward(forward(x)) = x */
-    double *back = malloc(n * sizeof(double));
-    rope_backward_fused(y, s, &e.tb);
-    to_double(back, x, n);
-    snprintf(what, sizeof what, "%s backward of forward", lbl);
-    CHECK(allclose(what, y, back, n, 1e-6, 1e-6), "%s is not the identity", what);
-    /* bf16: the fp32 kernels' results on the widened inputs, rounded; forward near the definition */
-    bf16 *xh = malloc(n * sizeof(bf16));
-    for (size_t i = 0; i < n; i++) xh[i] = bf16_from_float(x[i]);
-    bf16_to_floats(y, xh, n);
-    for (size_t i = 0; i < n; i++) xd[i] = y[i];
-    rope_forward_ref_gqa(yd, xd, s, ROPE_BASE);
-    rope_forward_fused(y, s, &e.tb);
-    rope_forward_fused_bf16(xh, s, &e.tb);
-    snprintf(what, sizeof what, "%s bf16 fused forward", lbl);
-    CHECK(bf16_is_rounding(what, xh, y, n), "%s: not the fp32 fused kernel's result rounded", what);
-    bf16_to_floats(y, xh, n);
-    CHECK(allclose(what, y, yd, n, 1e-6, 1.0 / 256), "%s vs the definition beyond one bf16 rounding", what);
-    for (size_t i = 0; i < n; i++) xh[i] = bf16_from_float(dy[i]);
-    bf16_to_floats(dx, xh, n);
-    rope_backward_fused(dx, s, &e.tb);
-    rope_backward_fused_bf16(xh, s, &e.tb);
-    snprintf(what, sizeof what, "%s bf16 fused backward", lbl);
-    CHECK(bf16_is_rounding(what, xh, dx, n), "%s: not the fp32 fused kernel's gradient rounded", what);
-    free(x), free(y), free(dy), free(dx), free(xd), free(yd), free(dyd), free(back), free(xh), free(e.tables);
-}
-
-static void test_rope_gqa(void)
-{
-    /* Llama-2-70B-like: 8 query heads per kv head, full rotary */
-    check_gqa((rope_shape){.B = 2, .T = 5, .NH = 8, .HS = 32, .r = 32, .kvh = 2});
-    /* multi-query (one kv head), a vector tail (h = 20) */
-    check_gqa((rope_shape){.B = 1, .T = 4, .NH = 4, .HS = 40, .r = 40, .kvh = 1});
-    /* kvh = NH spelled out: the per-head layout */
-    check_gqa((rope_shape){.B = 1, .T = 3, .NH = 3, .HS = 32, .r = 8, .kvh = 3});
-}
-
-static void test_rope_gptj(void)
-{
-    /* GPT-J-6B's head: 64 of 256 dims rotated, interleaved */
-    check_gqa((rope_shape){.B = 1, .T = 4, .NH = 2, .HS = 256, .r = 64, .gptj = 1});
-    /* grouped and interleaved, a tail of 4 pairs (h = 12), partial rotary */
-    check_gqa((rope_shape){.B = 2, .T = 3, .NH = 8, .HS = 48, .r = 24, .kvh = 2, .gptj = 1});
-    /* shorter than a vector step (h = 3) */
-    check_gqa((rope_shape){.B = 1, .T = 6, .NH = 2, .HS = 16, .r = 6, .kvh = 1, .gptj = 1});
-}
-
 /* GPT-J's pairing is rotate_half's on de-interleaved dims: fused gptj on x equals fused neox on x
  * with dims (2i, 2i+1) moved to (i, i + h), bit for bit (the same arithmetic per pair); the HF
  * formula by hand at one element; NaN reaches its pair partner and nothing else. */
@@ -406,14 +224,16 @@ static void test_rope_gptj_pairs(void)
     int same = 1;
     for (size_t hd = 0; hd < heads; hd++)
         for (int i = 0; i < h; i++)
-            same &= xn[hd * sj.HS + i] == xj[hd * sj.HS + 2 * i] && xn[hd * sj.HS + h + i] == xj[hd * sj.HS + 2 * i + 1];
+            same &=
+                xn[hd * sj.HS + i] == xj[hd * sj.HS + 2 * i] && xn[hd * sj.HS + h + i] == xj[hd * sj.HS + 2 * i + 1];
     CHECK(same, "gptj pairs are not rotate_half's on the de-interleaved dims");
     /* by hand, Hugging Face's apply_rotary_pos_emb: k head 1 at t = 5, pair i = 3 (dims 6, 7) */
     size_t o = rope_qkv_offset(&sj, 0, 5, 1, 1);
     double a = orig[o + 6], b = orig[o + 7], ang = 5.0 * pow(ROPE_BASE, -2.0 * 3 / sj.r);
-    CHECK(fabs(xj[o + 6] - (a * cos(ang) - b * sin(ang))) < 1e-6 && fabs(xj[o + 7] - (b * cos(ang) + a * sin(ang))) < 1e-6,
-          "gptj k head 1 t 5 dims 6, 7: %.9g %.9g, expected %.9g %.9g", xj[o + 6], xj[o + 7], a * cos(ang) - b * sin(ang),
-          b * cos(ang) + a * sin(ang));
+    CHECK(fabs(xj[o + 6] - (a * cos(ang) - b * sin(ang))) < 1e-6 &&
+              fabs(xj[o + 7] - (b * cos(ang) + a * sin(ang))) < 1e-6,
+          "gptj k head 1 t 5 dims 6, 7: %.9g %.9g, expected %.9g %.9g", xj[o + 6], xj[o + 7],
+          a * cos(ang) - b * sin(ang), b * cos(ang) + a * sin(ang));
     /* NaN at query head 5, t 2, dim 9: dims 8 and 9 of that head NaN, nothing else (gptj); with
      * neox dims 9 and 9 + h */
     for (int style = 0; style < 2; style++) {
@@ -457,8 +277,8 @@ static void test_rope_group_layout(void)
     /* token 1: group 0 = q0 q1 q2 q3 k0 v0, group 1 = q4 .. q7 k1 v1; 12 heads of 4 */
     CHECK(rope_qkv_per_token(&g) == 48 && rope_qkv_offset(&g, 0, 1, 0, 5) == 48 + 7 * 4 &&
               rope_qkv_offset(&g, 0, 1, 1, 0) == 48 + 4 * 4 && rope_qkv_offset(&g, 0, 1, 2, 1) == 48 + 11 * 4,
-          "group layout offsets: q5 %zu k0 %zu v1 %zu", rope_qkv_offset(&g, 0, 1, 0, 5), rope_qkv_offset(&g, 0, 1, 1, 0),
-          rope_qkv_offset(&g, 0, 1, 2, 1));
+          "group layout offsets: q5 %zu k0 %zu v1 %zu", rope_qkv_offset(&g, 0, 1, 0, 5),
+          rope_qkv_offset(&g, 0, 1, 1, 0), rope_qkv_offset(&g, 0, 1, 2, 1));
     rope_shape full = {.B = 1, .T = 1, .NH = 8, .HS = 128, .r = 128}, grouped = full;
     grouped.kvh = 2;
     double bf = rope_bytes_per_token(&full, 2, 0), bg = rope_bytes_per_token(&grouped, 2, 0);
@@ -471,8 +291,6 @@ const test_case tests_archk[] = {
     {"archk_rmsnorm_bf16_nan", test_rmsnorm_bf16},
     {"archk_swiglu", test_swiglu},
     {"archk_swiglu_edges_bf16", test_swiglu_edges_bf16},
-    {"archk_rope_gqa", test_rope_gqa},
-    {"archk_rope_gptj", test_rope_gptj},
     {"archk_rope_gptj_pairs_nan", test_rope_gptj_pairs},
     {"archk_rope_group_layout", test_rope_group_layout},
     {NULL, NULL},

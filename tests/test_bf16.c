@@ -51,7 +51,8 @@ static int case_init(gemm_case *g, const onednn_shape *s, unsigned seed)
     g->s = *s;
     g->na = rows_a(s) * (size_t)s->lda, g->nb = rows_b(s) * (size_t)s->ldb, g->nc = (size_t)s->n * s->ldc;
     g->A = malloc(g->na * elt(s->ab)), g->B = malloc(g->nb * elt(s->ab)), g->C = malloc(g->nc * elt(s->c));
-    g->Af = malloc(g->na * sizeof(float)), g->Bf = malloc(g->nb * sizeof(float)), g->bias = malloc((size_t)s->m * sizeof(float));
+    g->Af = malloc(g->na * sizeof(float)), g->Bf = malloc(g->nb * sizeof(float)),
+    g->bias = malloc((size_t)s->m * sizeof(float));
     g->ref = malloc(g->nc * sizeof(double)), g->mag = malloc(g->nc * sizeof(double));
     if (!g->A || !g->B || !g->C || !g->Af || !g->Bf || !g->bias || !g->ref || !g->mag) return 0;
     rand_fill(g->Af, g->na, &seed);
@@ -108,12 +109,15 @@ static int gemm_close(const char *what, const gemm_case *g, const void *C)
             double tol = s->k * 0x1p-23 * g->mag[x] + (s->c == ONEDNN_BF16 ? 0x1p-8 * fabs(r) : 0) + 1e-6;
             max_abs = fmax(max_abs, e);
             if (r != 0) max_rel = fmax(max_rel, e / fabs(r));
-            if (!(e <= tol) && (!isfinite(got) || e - tol > worst_excess)) worst_excess = isfinite(got) ? e - tol : INFINITY, wi = i, wj = j;
+            if (!(e <= tol) && (!isfinite(got) || e - tol > worst_excess))
+                worst_excess = isfinite(got) ? e - tol : INFINITY, wi = i, wj = j;
             bad += !(e <= tol);
         }
     if (bad)
-        printf("    %s: %d of %d elements beyond k 2^-23 sum|ab|; worst C[%d][%d] = %.9g vs %.9g; max abs %.3e, max rel %.3e\n", what,
-               bad, s->n * s->m, wi, wj, load(C, s->c, (size_t)wi * s->ldc + wj), g->ref[(size_t)wi * s->ldc + wj], max_abs, max_rel);
+        printf("    %s: %d of %d elements beyond k 2^-23 sum|ab|; worst C[%d][%d] = %.9g vs %.9g; max abs %.3e, max "
+               "rel %.3e\n",
+               what, bad, s->n * s->m, wi, wj, load(C, s->c, (size_t)wi * s->ldc + wj),
+               g->ref[(size_t)wi * s->ldc + wj], max_abs, max_rel);
     return bad == 0;
 }
 
@@ -132,8 +136,8 @@ static int padding_kept(const gemm_case *g, const void *C, const void *C0)
 static void describe(char *buf, size_t n, const onednn_shape *s, const char *how)
 {
     snprintf(buf, n, "%s %s->%s n=%d m=%d k=%d ta=%d tb=%d lda=%d ldb=%d ldc=%d bias=%d acc=%d", how,
-             s->ab == ONEDNN_BF16 ? "bf16" : "fp32", s->c == ONEDNN_BF16 ? "bf16" : "fp32", s->n, s->m, s->k, s->trans_a,
-             s->trans_b, s->lda, s->ldb, s->ldc, s->bias, s->accumulate);
+             s->ab == ONEDNN_BF16 ? "bf16" : "fp32", s->c == ONEDNN_BF16 ? "bf16" : "fp32", s->n, s->m, s->k,
+             s->trans_a, s->trans_b, s->lda, s->ldb, s->ldc, s->bias, s->accumulate);
 }
 
 /* One shape through onednn_gemm (packed = 0) or onednn_pack + onednn_gemm_packed (packed = 1). */
@@ -275,7 +279,8 @@ static void test_onednn_nan_propagates(void)
             store(g.A, s.ab, 3 * (size_t)s.lda + 17, NAN);
             onednn_packed p = {0};
             int rc = packed ? onednn_pack(&p, &s, g.B) : KERNEL_OK;
-            if (rc == KERNEL_OK) rc = packed ? onednn_gemm_packed(&s, g.A, &p, NULL, g.C) : onednn_gemm(&s, g.A, g.B, NULL, g.C);
+            if (rc == KERNEL_OK)
+                rc = packed ? onednn_gemm_packed(&s, g.A, &p, NULL, g.C) : onednn_gemm(&s, g.A, g.B, NULL, g.C);
             onednn_packed_free(&p);
             CHECK(rc == KERNEL_OK, "NaN case: returned %d (%s)", rc, onednn_last_error());
             int row_nan = 1, others_finite = 1;
@@ -287,7 +292,8 @@ static void test_onednn_nan_propagates(void)
                 }
             CHECK(row_nan, "%s %s: a NaN in A[3][17] did not reach every element of C's row 3", t ? "bf16" : "fp32",
                   packed ? "packed" : "plain");
-            CHECK(others_finite, "%s %s: rows without the NaN are not finite", t ? "bf16" : "fp32", packed ? "packed" : "plain");
+            CHECK(others_finite, "%s %s: rows without the NaN are not finite", t ? "bf16" : "fp32",
+                  packed ? "packed" : "plain");
             case_free(&g);
         }
 }
@@ -312,7 +318,8 @@ static void test_onednn_bad_shapes(void)
         CHECK(onednn_gemm(&bad[i], A, B, NULL, C) == KERNEL_EDIM, "bad shape %d: not KERNEL_EDIM", i);
         onednn_packed p = {0};
         CHECK(onednn_pack(&p, &bad[i], B) == KERNEL_EDIM, "bad shape %d: onednn_pack not KERNEL_EDIM", i);
-        CHECK(onednn_gemm_packed(&bad[i], A, &p, NULL, C) == KERNEL_EDIM, "bad shape %d: onednn_gemm_packed not KERNEL_EDIM", i);
+        CHECK(onednn_gemm_packed(&bad[i], A, &p, NULL, C) == KERNEL_EDIM,
+              "bad shape %d: onednn_gemm_packed not KERNEL_EDIM", i);
         CHECK(onednn_impl(&bad[i]) == NULL, "bad shape %d: onednn_impl named a kernel", i);
         int kept = 1;
         for (int j = 0; j < 64; j++) kept &= C[j] == 42.0f;
@@ -372,7 +379,8 @@ static void test_bf16_matmul_cli_columns(void)
         for (int i = 0; i < t.nrows; i++) {
             CHECK(strcmp(cell(&t, i, "dtype"), "bf16") == 0 && strcmp(cell(&t, i, "backend"), "onednn") == 0,
                   "row %d: dtype '%s' backend '%s'", i, cell(&t, i, "dtype"), cell(&t, i, "backend"));
-            CHECK(*cell(&t, i, "impl") && *cell(&t, i, "isa"), "row %d: impl '%s' isa '%s'", i, cell(&t, i, "impl"), cell(&t, i, "isa"));
+            CHECK(*cell(&t, i, "impl") && *cell(&t, i, "isa"), "row %d: impl '%s' isa '%s'", i, cell(&t, i, "impl"),
+                  cell(&t, i, "isa"));
             double pct = strtod(cell(&t, i, "pct_of_peak"), NULL), pack = strtod(cell(&t, i, "pack_ms"), NULL);
             CHECK(isfinite(pct) && pct > 0, "row %d: pct_of_peak '%s'", i, cell(&t, i, "pct_of_peak"));
             CHECK(isfinite(pack) && pack > 0, "row %d: pack_ms '%s'", i, cell(&t, i, "pack_ms"));
@@ -382,7 +390,8 @@ static void test_bf16_matmul_cli_columns(void)
         CHECK(0, "bf16 matmul CSV missing or without its columns");
     }
     /* both dtypes, each against its own peak, and a plot of both */
-    const char *both[] = {TINY_SWEEP, "--dtype", "fp32,bf16", "--peak-gflops", "500,1000", "--csv", csv, "--plot", png, NULL};
+    const char *both[] = {TINY_SWEEP, "--dtype", "fp32,bf16", "--peak-gflops", "500,1000", "--csv", csv,
+                          "--plot",   png,       NULL};
     rc = run(both);
     CHECK(rc == 0, "matmul --dtype fp32,bf16: exit %d: %s", rc, g_err);
     CHECK(strstr(g_out, "pct_of_peak (fp32 rows): against --peak-gflops 500.0") &&
@@ -393,9 +402,10 @@ static void test_bf16_matmul_cli_columns(void)
         for (int i = 0; i < t.nrows; i++) {
             int bf = strcmp(cell(&t, i, "dtype"), "bf16") == 0;
             double gf = strtod(cell(&t, i, "gflops_median"), NULL), pct = strtod(cell(&t, i, "pct_of_peak"), NULL);
-            CHECK(fabs(pct - 100.0 * gf / (bf ? 1000 : 500)) <= 1e-6 * pct, "row %d: pct_of_peak %g not against its dtype's peak", i, pct);
-            CHECK(bf || (strcmp(cell(&t, i, "backend"), "openblas") == 0 && strcmp(cell(&t, i, "impl"), "cblas_sgemm") == 0 &&
-                         *cell(&t, i, "pack_ms") == '\0'),
+            CHECK(fabs(pct - 100.0 * gf / (bf ? 1000 : 500)) <= 1e-6 * pct,
+                  "row %d: pct_of_peak %g not against its dtype's peak", i, pct);
+            CHECK(bf || (strcmp(cell(&t, i, "backend"), "openblas") == 0 &&
+                         strcmp(cell(&t, i, "impl"), "cblas_sgemm") == 0 && *cell(&t, i, "pack_ms") == '\0'),
                   "fp32 row %d: backend '%s' impl '%s' pack_ms '%s'", i, cell(&t, i, "backend"), cell(&t, i, "impl"),
                   cell(&t, i, "pack_ms"));
         }
@@ -465,23 +475,26 @@ static void test_bf16_matmul_capped_isa(void)
     int rc = capped_run("AVX512_CORE_BF16", csv, isa, impl, sizeof isa);
     if (avx512) {
         CHECK(rc == 0, "DNNL_MAX_CPU_ISA=AVX512_CORE_BF16: exit %d: %s", rc, g_err);
-        CHECK(*isa && !strstr(isa, "amx") && !strstr(impl, "amx"), "capped at AVX512_CORE_BF16 but isa '%s' impl '%s'", isa, impl);
+        CHECK(*isa && !strstr(isa, "amx") && !strstr(impl, "amx"), "capped at AVX512_CORE_BF16 but isa '%s' impl '%s'",
+              isa, impl);
         CHECK(strstr(g_out, "DNNL_MAX_CPU_ISA=AVX512_CORE_BF16 caps it"), "the cap is not named: %s", g_out);
-        CHECK(!machine_has_cpu_flag("avx512_bf16") || strcmp(isa, "avx512_core_bf16") == 0, "isa '%s' on a CPU with AVX512_BF16", isa);
+        CHECK(!machine_has_cpu_flag("avx512_bf16") || strcmp(isa, "avx512_core_bf16") == 0,
+              "isa '%s' on a CPU with AVX512_BF16", isa);
     }
     /* AVX512_CORE: no bf16 instructions; oneDNN 2.6 still runs bf16 (gemm:jit, converting to
      * fp32), and the output says the rows measure that emulation */
     rc = capped_run("AVX512_CORE", csv, isa, impl, sizeof isa);
     if (avx512) {
         CHECK(rc == 0, "DNNL_MAX_CPU_ISA=AVX512_CORE: exit %d: %s", rc, g_err);
-        CHECK(strcmp(isa, "avx512_core") == 0 && !strstr(impl, "amx") && !strstr(impl, "bf16"), "AVX512_CORE: isa '%s' impl '%s'", isa,
-              impl);
+        CHECK(strcmp(isa, "avx512_core") == 0 && !strstr(impl, "amx") && !strstr(impl, "bf16"),
+              "AVX512_CORE: isa '%s' impl '%s'", isa, impl);
         CHECK(strstr(g_out, "bf16 without bf16 instructions"), "the emulation is not said: %s", g_out);
     }
     /* AVX2: oneDNN 2.6 has no bf16 matmul there; one error line saying so, exit 1 */
     rc = capped_run("AVX2", csv, isa, impl, sizeof isa);
     CHECK(rc == 1, "DNNL_MAX_CPU_ISA=AVX2: exit %d, expected 1: %s", rc, g_err);
-    CHECK(strncmp(g_err, "error: ", 7) == 0 && strstr(g_err, "has no bf16 matmul") && strstr(g_err, "DNNL_MAX_CPU_ISA=AVX2"),
+    CHECK(strncmp(g_err, "error: ", 7) == 0 && strstr(g_err, "has no bf16 matmul") &&
+              strstr(g_err, "DNNL_MAX_CPU_ISA=AVX2"),
           "AVX2: expected one error naming what cannot run: %s", g_err);
     CHECK(access(csv, F_OK) != 0, "AVX2: a CSV was written by a failed run");
     CHECK(getenv("DNNL_MAX_CPU_ISA") == NULL, "DNNL_MAX_CPU_ISA left set");
@@ -505,14 +518,15 @@ static void test_bf16_matmul_transformer_shapes(void)
         CHECK(t.nrows == 15, "rows %d, expected 15", t.nrows);
         for (int i = 0; i < t.nrows; i++) {
             const char *op = cell(&t, i, "op"), *phase = cell(&t, i, "phase");
-            int attn = strncmp(op, "attn_", 5) == 0 && strcmp(op, "attn_out") != 0, weight = !attn && strcmp(phase, "bwd_weight") != 0;
+            int attn = strncmp(op, "attn_", 5) == 0 && strcmp(op, "attn_out") != 0,
+                weight = !attn && strcmp(phase, "bwd_weight") != 0;
             CHECK(strcmp(cell(&t, i, "dtype"), attn ? "fp32" : "bf16") == 0 &&
                       strcmp(cell(&t, i, "backend"), attn ? "openblas" : "onednn") == 0,
                   "%s %s: dtype '%s' backend '%s'", op, phase, cell(&t, i, "dtype"), cell(&t, i, "backend"));
             CHECK((*cell(&t, i, "pack_ms") != '\0') == weight, "%s %s: pack_ms '%s' (a weight B: %d)", op, phase,
                   cell(&t, i, "pack_ms"), weight);
-            CHECK(attn == (*cell(&t, i, "pct_of_peak") == '\0'), "%s %s: pct_of_peak '%s' (only the bf16 peak was given)", op, phase,
-                  cell(&t, i, "pct_of_peak"));
+            CHECK(attn == (*cell(&t, i, "pct_of_peak") == '\0'),
+                  "%s %s: pct_of_peak '%s' (only the bf16 peak was given)", op, phase, cell(&t, i, "pct_of_peak"));
         }
         table_free(&t);
     } else {
@@ -533,7 +547,9 @@ static void test_bf16_peak_names_its_probe(void)
     int rc = run(args);
     CHECK(rc == 0, "peak: exit %d: %s", rc, g_err);
     int amx = machine_has_cpu_flag("amx_tile") && machine_has_cpu_flag("amx_bf16");
-    if (!amx) CHECK(strstr(g_out, "amx_bf16: this CPU has no AMX") && strstr(g_out, "probe skipped"), "no note of the skipped AMX probe: %s", g_out);
+    if (!amx)
+        CHECK(strstr(g_out, "amx_bf16: this CPU has no AMX") && strstr(g_out, "probe skipped"),
+              "no note of the skipped AMX probe: %s", g_out);
     const char *line = strstr(g_out, "# bf16 matrix peak");
     CHECK(line != NULL, "the bf16 matrix peak is not named: %s", g_out);
     table t;
@@ -550,7 +566,8 @@ static void test_bf16_peak_names_its_probe(void)
             snprintf(want_none, sizeof want_none, "against %s (", probe);
             int named = line && (strstr(line, want) || (strstr(line, ": none;") && strstr(line, want_none)));
             CHECK(named, "the # line does not name the bf16 probe '%s'", probe);
-            CHECK(strcmp(probe, machine_has_cpu_flag("avx512_bf16") ? "bf16_dot" : "fp32_fma") == 0 || (amx && strcmp(probe, "amx_bf16") == 0),
+            CHECK(strcmp(probe, machine_has_cpu_flag("avx512_bf16") ? "bf16_dot" : "fp32_fma") == 0 ||
+                      (amx && strcmp(probe, "amx_bf16") == 0),
                   "bf16 matrix peak from probe '%s' on this CPU", probe);
         }
         CHECK(found == 1, "%d rows marked as the bf16 matrix peak, expected 1", found);
@@ -571,7 +588,8 @@ static void test_bf16_peak_api(void)
     CHECK(peak_bf16_matrix(&ro, 1, &g, which, sizeof which) == 0, "peak_bf16_matrix failed");
     CHECK(isfinite(g) && g > 0, "bf16 matrix peak %g", g);
     /* AMX where Linux grants the tile state (else AVX512_BF16), AVX512_BF16, or the fp32 FMA */
-    int amx = machine_has_cpu_flag("amx_tile") && machine_has_cpu_flag("amx_bf16"), dot = machine_has_cpu_flag("avx512_bf16");
+    int amx = machine_has_cpu_flag("amx_tile") && machine_has_cpu_flag("amx_bf16");
+    int dot = machine_has_cpu_flag("avx512_bf16");
     int ok = amx && strncmp(which, "amx_bf16 (AMX TDPBF16PS, 1 thread)", 34) == 0;
     ok |= dot && strncmp(which, "bf16_dot (avx512_bf16, 1 thread)", 32) == 0;
     ok |= !dot && strncmp(which, "fp32_fma (", 10) == 0 && strstr(which, "no bf16 instructions");
@@ -579,7 +597,8 @@ static void test_bf16_peak_api(void)
 }
 
 const test_case tests_bf16[] = {
-    {"onednn: gemm matches its double reference (fp32 and bf16 operands, every transpose, bias, accumulate, bf16 output, padded leading dimensions, odd sizes)",
+    {"onednn: gemm matches its double reference (fp32 and bf16 operands, every transpose, bias, accumulate, bf16 "
+     "output, padded leading dimensions, odd sizes)",
      test_onednn_gemm_matches_reference},
     {"onednn: packed weights match the reference; a repacked B is used", test_onednn_packed_matches_reference},
     {"onednn: the comparator fails a perturbed product", test_onednn_comparator_catches_an_error},
@@ -587,7 +606,8 @@ const test_case tests_bf16[] = {
     {"onednn: bad shapes return KERNEL_EDIM and write nothing", test_onednn_bad_shapes},
     {"bf16: matmul --dtype bf16 writes dtype, backend, impl, pack_ms and pct_of_peak; fp32,bf16 each against its peak",
      test_bf16_matmul_cli_columns},
-    {"bf16: matmul refuses --dtype bf16 --backend openblas and bad precision flags with one error line", test_bf16_matmul_cli_refuses},
+    {"bf16: matmul refuses --dtype bf16 --backend openblas and bad precision flags with one error line",
+     test_bf16_matmul_cli_refuses},
     {"bf16: matmul under DNNL_MAX_CPU_ISA runs without AMX, emulates at AVX512_CORE, says what it cannot do at AVX2",
      test_bf16_matmul_capped_isa},
     {"bf16: transformer shapes in bf16 (attention in fp32 sgemm, weights packed)", test_bf16_matmul_transformer_shapes},

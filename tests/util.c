@@ -28,11 +28,25 @@ int allclose(const char *what, const float *x, const double *ref, size_t n, doub
         }
     }
     if (bad) {
-        printf("    %s: %zu of %zu elements beyond atol %.1e + rtol %.1e; worst [%zu] %.9g vs %.9g; max abs %.3e, max rel %.3e\n",
+        printf("    %s: %zu of %zu elements beyond atol %.1e + rtol %.1e; worst [%zu] %.9g vs %.9g; max abs %.3e, max "
+               "rel %.3e\n",
                what, bad, n, atol, rtol, worst, x[worst], ref[worst], max_abs, max_rel);
         return 0;
     }
     return 1;
+}
+
+int allclose_bf16(const char *what, const bf16 *x, const double *ref, size_t n, double atol, double rtol)
+{
+    float *f = malloc((n ? n : 1) * sizeof(float));
+    if (!f) {
+        printf("    %s: out of memory\n", what);
+        return 0;
+    }
+    bf16_to_floats(f, x, n);
+    int ok = allclose(what, f, ref, n, atol, rtol);
+    free(f);
+    return ok;
 }
 
 int fd_check(const char *what, double *x, size_t n, const float *grad, double (*loss)(void *ctx, const double *x),
@@ -68,7 +82,8 @@ int fd_check(const char *what, double *x, size_t n, const float *grad, double (*
         if (e > worst || !isfinite(grad[idx[i]])) worst = isfinite(grad[idx[i]]) ? e : INFINITY, wi = i;
     }
     if (!(worst <= tol)) {
-        printf("    %s: finite differences disagree: element %zu analytic %.9g numeric %.9g (error %.3e > %.1e, rms %.3e)\n",
+        printf("    %s: finite differences disagree: element %zu analytic %.9g numeric %.9g (error %.3e > %.1e, rms "
+               "%.3e)\n",
                what, idx[wi], grad[idx[wi]], num[wi], worst, tol, rms);
         return 0;
     }
