@@ -10,6 +10,7 @@
 #include "../common/err.h"
 #include "../common/schema.h"
 #include "../kernels/matmul.h"
+#include "../common/files.h"
 
 #define REEXEC_ENV "COSTBENCH_BLAS_REEXEC"
 
@@ -40,7 +41,7 @@ typedef struct {
 /* data/blas_cores.csv: every row names a kernel and the CPU flags it needs (never none). */
 static int load_cores(core_row *rows, int cap)
 {
-    char path[4200];
+    char path[CB_PATH_MAX];
     if (machine_data_file(path, sizeof path, "blas_cores.csv") != 0) return CB_EFAIL;
     table t;
     if (table_load(&t, path) != 0) return CB_EFAIL;

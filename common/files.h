@@ -7,6 +7,11 @@
 #include <stddef.h>
 #include <stdio.h>
 
+/* Bytes of a path buffer: Linux's PATH_MAX (a longer path cannot be opened; path_fmt refuses it),
+ * and of a "path:line" place in a message. */
+#define CB_PATH_MAX 4096
+#define CB_WHERE_MAX (CB_PATH_MAX + 32)
+
 /* Formats a path into out (n bytes). A path that does not fit is an error naming its start
  * (never a silently truncated path). Returns 0 or CB_EUSAGE. */
 int path_fmt(char *out, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

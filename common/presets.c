@@ -11,6 +11,7 @@
 #include "machine.h"
 #include "params.h"
 #include "schema.h"
+#include "files.h"
 
 static int get_int(const table *t, int row, const int *col, int i, int *out)
 {
@@ -207,7 +208,7 @@ int model_preset_find(const char *name, model_config *out) { return model_preset
 
 int model_preset_find_in(const char *models_path, const char *name, model_config *out)
 {
-    char def[4200];
+    char def[CB_PATH_MAX];
     const char *path = models_path;
     if (!path && machine_data_file(def, sizeof def, "models.csv") != 0) return CB_EUSAGE;
     if (!path) path = def;

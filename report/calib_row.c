@@ -29,7 +29,7 @@ int calib_point_add(scale_points *pl, const scale_model *s, long nodes, double s
     if (pl->n == SCALE_MAX_POINTS) return err_usage("%s: more than %d points", src, SCALE_MAX_POINTS);
     int i = pl->n;
     pl->nodes[i] = nodes, pl->seq_per_s[i] = seq_per_s, pl->src[i] = src, pl->line[i] = line;
-    char where[4200], peak_name[192];
+    char where[CB_WHERE_MAX], peak_name[192];
     scale_points_where(pl, i, where, sizeof where);
     int rc = layout_flag ? scale_check(s, nodes, layout_flag) : 0;
     snprintf(peak_name, sizeof peak_name, "the %s dense %s peak of %ld x %.120s",
@@ -101,7 +101,7 @@ static int calib_tput_find(calib_row *c, int line, const char *id)
 /* The preset the row names (a file:line error when unknown, with the command that lists them). */
 static int calib_preset(const tput_row *row, const char *where, const char *models_path, model_config *cfg)
 {
-    char path[4200];
+    char path[CB_PATH_MAX];
     model_config *all;
     int n, found = 0;
     if (models_path ? path_fmt(path, sizeof path, "%s", models_path) != 0

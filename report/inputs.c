@@ -11,6 +11,7 @@
 #include "../common/precision.h"
 #include "../common/schema.h"
 #include "devices.h"
+#include "../common/files.h"
 
 const char *const src_kind_names[3] = {"measured", "imported", "predicted"};
 
@@ -296,7 +297,7 @@ const hw_row *hardware_find(const hw_table *t, const char *instance)
 
 int data_tables_load(const char *prices_path, const char *hw_path, price_table *pt, hw_table *ht)
 {
-    char p1[4200], p2[4200];
+    char p1[CB_PATH_MAX], p2[CB_PATH_MAX];
     if (machine_data_file(p1, sizeof p1, "prices.csv") != 0 || machine_data_file(p2, sizeof p2, "hardware.csv") != 0)
         return CB_EFAIL;
     if (prices_load(pt, prices_path ? prices_path : p1) != 0) return CB_EFAIL;

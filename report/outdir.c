@@ -39,7 +39,7 @@ static int out_name_index(const outdir_kind *k, const char *name)
  * Nothing else is deleted: a directory that still holds something is kept, with a warning. */
 static void out_remove(const outdir_kind *k, const char *dir, unsigned owned)
 {
-    char p[4400];
+    char p[CB_PATH_MAX];
     for (int i = 0; i <= k->nnames; i++) {
         if (i < k->nnames && !(owned >> i & 1u)) continue;
         if (path_fmt(p, sizeof p, "%s/%s", dir, i < k->nnames ? k->names[i] : k->marker) != 0) return;
@@ -74,7 +74,7 @@ static int out_refuse(const outdir_kind *k, const char *dir, const char *name, i
  * marker). A marker that is not a regular file, or lists a name the kind never writes, is an error. */
 static int out_marker_read(const outdir_kind *k, const char *dir, int *found, unsigned *listed)
 {
-    char p[4400], line[256];
+    char p[CB_PATH_MAX], line[256];
     struct stat st;
     int rc, ln = 0;
     *found = 0, *listed = 0;
@@ -106,7 +106,7 @@ static int out_marker_read(const outdir_kind *k, const char *dir, int *found, un
  * starts with the kind's title. */
 static int out_file_is_ours(const outdir_kind *k, const char *dir, int i)
 {
-    char p[4400], head[128] = "";
+    char p[CB_PATH_MAX], head[128] = "";
     struct stat st;
     if (path_fmt(p, sizeof p, "%s/%s", dir, k->names[i]) != 0) return 0;
     if (lstat(p, &st) != 0 || !S_ISREG(st.st_mode)) return 0;
@@ -199,7 +199,7 @@ static int out_tmp_make(const char *dir, char *tmp, size_t n)
 /* The marker of the kind in `dir`: the names of the files `wrote` lists. */
 static int out_marker_write(const outdir_kind *k, const char *dir, unsigned wrote)
 {
-    char p[4400];
+    char p[CB_PATH_MAX];
     int rc = path_fmt(p, sizeof p, "%s/%s", dir, k->marker);
     if (rc) return rc;
     FILE *f = fopen(p, "w");
@@ -235,7 +235,7 @@ static int out_publish(const outdir_kind *k, const char *tmp, const char *dir)
 {
     out_state state;
     unsigned owned;
-    char old[4300];
+    char old[CB_PATH_MAX];
     int rc = out_dir_check(k, dir, &state, &owned);
     if (rc) return rc;
     if (state == OUT_REPORT && (rc = out_move_aside(dir, old, sizeof old)) != 0) return rc;

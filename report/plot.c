@@ -431,7 +431,7 @@ int plot_lines(const char *path, const plot_spec *sp)
     if (plot_window_of(sp, &w) != 0) return err_msg("plot '%s': no data to plot", path);
     plot_scratch sc;
     if (plot_scratch_init(&sc, sp) != 0) return CB_EFAIL;
-    char tmp[4200];
+    char tmp[CB_PATH_MAX];
     plot_sink k;
     FILE *out = NULL;
     int rc = plot_tmp_open(path, ext, tmp, sizeof tmp, &k, &out);

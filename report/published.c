@@ -12,6 +12,7 @@
 #include "../common/machine.h"
 #include "../common/precision.h"
 #include "../common/schema.h"
+#include "../common/files.h"
 
 const char *const pub_metric_names[6] = {"seq_per_s",         "tokens_per_s", "tokens_per_s_per_device",
                                          "tflops_per_device", "mfu_pct",      "step_time_s"};
@@ -352,7 +353,7 @@ static int config_from_presets(const pub_row *r, const char *path, const model_c
 /* data/models.csv's presets; CB_EUSAGE when it cannot be read. */
 static int presets_load(model_config **presets, int *n)
 {
-    char mpath[4200];
+    char mpath[CB_PATH_MAX];
     if (machine_data_file(mpath, sizeof mpath, "models.csv") != 0 || model_presets_load(mpath, presets, n) != 0)
         return CB_EUSAGE;
     return 0;

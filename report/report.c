@@ -16,6 +16,7 @@
 #include "markdown.h"
 #include "outdir.h"
 #include "plot.h"
+#include "../common/files.h"
 
 static int is_here(const char *instance) { return machine_is_this_machine(instance); }
 
@@ -158,7 +159,7 @@ static int row_mfu(report_row *r, const hw_row *h)
     peak_kind k = peak_kind_of(t);
     double peak = NAN, sheet = !h ? NAN : k == PEAK_FP32 ? h->fp32_tflops : k == PEAK_BF16 ? h->bf16_tflops : NAN;
     const char *sheet_name = k == PEAK_FP32 ? "FP32" : "BF16";
-    char pname[160] = "", where[4200];
+    char pname[160] = "", where[CB_WHERE_MAX];
     if (t->kind == SRC_MEASURED && isfinite(t->peak_gflops)) {
         peak = t->peak_gflops * 1e9;
         measured_peak_name(t, pname, sizeof pname);
@@ -502,7 +503,7 @@ static int plot_scaling(const char *dir, const report_row *rows, int n, int *wro
         }
     }
     int rc = 0;
-    char path[4200], sub[160];
+    char path[CB_PATH_MAX], sub[160];
     snprintf(sub, sizeof sub, "points: measured or imported; lines: predicted by costbench scale; dashed: linear scaling");
     if (multi && ns) {
         if ((rc = path_fmt(path, sizeof path, "%s/throughput.png", dir)) != 0) goto done;
@@ -559,7 +560,7 @@ static int plot_matmul_csv(const char *dir, const table *t, int *drew)
             peak[strcmp(dt, "bf16") == 0] = pts[i].gflops / (pct / 100);
     }
     if (rc == 0) {
-        char path[4200], sub[300], labels[2][64];
+        char path[CB_PATH_MAX], sub[300], labels[2][64];
         chart_ref refs[2];
         int nrefs = 0;
         for (int d = 0; d < 2; d++)
@@ -622,7 +623,7 @@ static int plot_logs(const char *dir, const report_extras *x, int *drew)
         gn[i] = (chart_run){labels[i], n, arr[i][0], arr[i][2]};
     }
     if (rc == 0) {
-        char path[4200];
+        char path[CB_PATH_MAX];
         rc = path_fmt(path, sizeof path, "%s/loss.png", dir);
         if (rc == 0)
             rc = chart_runs(path, "Training loss", "loss (nats per token)", loss, nl, "one line per training log");
@@ -828,7 +829,7 @@ static int report_figures_write(const char *dir, const report_row *rows, int n_i
                                 const report_extras *x, unsigned *wrote)
 {
     int tput = 0, tpu = 0, mm = 0, logs = 0, rc, nb = 0;
-    char path[4300];
+    char path[CB_PATH_MAX];
     if ((rc = plot_scaling(dir, rows, n_in, &tput, &tpu)) != 0) return rc;
     *wrote |= (tput ? 1u << OUT_TPUT : 0) | (tpu ? 1u << OUT_TPU : 0);
     table bench[16];
@@ -860,7 +861,7 @@ static int report_files_write(const char *dir, const report_row *rows, int n, co
                               const report_extras *x, unsigned *wrote)
 {
     int n_in = o->npricing ? n / o->npricing : n, rc;
-    char path[4300];
+    char path[CB_PATH_MAX];
     record rec;
     *wrote = 0;
     rc = fill_record(&rec, rows, n);
@@ -875,7 +876,7 @@ static int report_files_write(const char *dir, const report_row *rows, int n, co
 
 int report_write(const char *out_dir, const report_row *rows, int n, const report_opts *o, const report_extras *x)
 {
-    char dir[4096], tmp[4300];
+    char dir[CB_PATH_MAX], tmp[CB_PATH_MAX];
     unsigned wrote = 0;
     int rc = outdir_open(&outdir_report, out_dir, dir, sizeof dir, tmp, sizeof tmp); /* refused before any work */
     if (rc) return rc;

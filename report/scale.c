@@ -8,6 +8,7 @@
 #include "../common/err.h"
 #include "../common/stats.h"
 #include "stepmodel.h"
+#include "../common/files.h"
 
 const char *const scale_param_names[SP_COUNT] = {"compute", "bandwidth", "latency", "overlap"};
 
@@ -519,7 +520,7 @@ int scale_fit_verify(const scale_model *s, scale_fit *fit, const scale_points *p
     fit_residuals(s, pts, fit); /* the model as it stands, not as the fit left its numbers */
     int w = fit->worst;
     if (fabs(fit->resid_pct[w]) <= tol_pct) return 0;
-    char where[4200], list[768];
+    char where[CB_WHERE_MAX], list[768];
     scale_points_where(pts, w, where, sizeof where);
     scale_point p;
     scale_eval(s, pts->nodes[w], &p);

@@ -12,6 +12,7 @@
 #include "devices.h"
 #include "plot.h"
 #include "stepmodel.h"
+#include "../common/files.h"
 
 /* The rows are throughput rows (common/schema.h), so that report and scale --measured read them,
  * with the model's terms beside them. */
@@ -172,7 +173,7 @@ static int points_from_file(const char *path, const scale_model *s, const scale_
 {
     tput_set set = {0};
     if (throughput_load(&set, path) != 0) return CB_EFAIL;
-    char where[4200];
+    char where[CB_WHERE_MAX];
     int rc = 0, found = 0;
     for (int i = 0; i < set.n && rc == 0; i++) {
         const tput_row *r = &set.rows[i];
@@ -347,7 +348,7 @@ static void notes_calibration(record *rec, const scale_run *r)
     const scale_fit *f = &r->fit;
     record_note(rec, "prediction %s", r->calib);
     if (r->meas.n > 0) {
-        char where[4200], list[768];
+        char where[CB_WHERE_MAX], list[768];
         scale_points_where(&r->meas, f->worst, where, sizeof where);
         record_note(rec,
                     "the calibration reproduces its %d point%s within %g%% (--fit-tolerance): worst residual %+.1f%% "

@@ -210,7 +210,7 @@ static int price_resolve(traj_ctx *c)
         snprintf(c->price_source, sizeof c->price_source, "no price given (--instance TYPE or --usd-per-hour USD)");
         return 0;
     }
-    char def[4200];
+    char def[CB_PATH_MAX];
     price_table pt;
     if (!o->prices_path && machine_data_file(def, sizeof def, "prices.csv") != 0) return CB_EUSAGE;
     if (prices_load(&pt, o->prices_path ? o->prices_path : def) != 0) return CB_EFAIL;
@@ -393,7 +393,7 @@ static int plots_write(const traj_ctx *c, const char *dir)
         if (!(xs[i] = malloc((size_t)r->n * sizeof *xs[i]))) rc = err_msg("out of memory");
         for (int k = 0; rc == 0 && k < r->n; k++) xs[i][k] = (double)r->step[k];
     }
-    char path[4200], sub[256];
+    char path[CB_PATH_MAX], sub[256];
     plot_subtitle(c, sub, sizeof sub);
     if (rc == 0) rc = path_fmt(path, sizeof path, "%s/%s", dir, outdir_trajectory.names[OUT_TRAJ_LOSS]);
     if (rc == 0)
@@ -512,7 +512,7 @@ static void md_body(FILE *f, const traj_ctx *c)
 
 static int md_write(const traj_ctx *c, const char *dir)
 {
-    char path[4200], tmp[4300];
+    char path[CB_PATH_MAX], tmp[CB_PATH_MAX];
     if (path_fmt(path, sizeof path, "%s/%s", dir, outdir_trajectory.names[OUT_TRAJ_MD]) != 0) return CB_EUSAGE;
     if (path_fmt(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) != 0) return CB_EUSAGE;
     FILE *f = fopen(tmp, "w");
@@ -530,7 +530,7 @@ static int md_write(const traj_ctx *c, const char *dir)
  * temporary directory; `wrote` gets the bits of outdir_trajectory.names written. */
 static int files_write(const traj_ctx *c, const record *rec, const char *dir, unsigned *wrote)
 {
-    char csv[4300];
+    char csv[CB_PATH_MAX];
     int rc = 0;
     if (!c->o->csv_path) {
         rc = path_fmt(csv, sizeof csv, "%s/%s", dir, outdir_trajectory.names[OUT_TRAJ_CSV]);
@@ -549,7 +549,7 @@ static int files_write(const traj_ctx *c, const record *rec, const char *dir, un
  * FILE is written after, replaced as every --csv is (a temporary file renamed over it). */
 static int ctx_write(const traj_ctx *c)
 {
-    char dir[4096], tmp[4300], csv[4200];
+    char dir[CB_PATH_MAX], tmp[CB_PATH_MAX], csv[CB_PATH_MAX];
     unsigned wrote = 0;
     record rec;
     int rc = outdir_open(&outdir_trajectory, c->o->out_dir, dir, sizeof dir, tmp, sizeof tmp);

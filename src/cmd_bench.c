@@ -21,6 +21,7 @@
 #include "../common/presets.h"
 #include "../report/charts.h"
 #include "commands.h"
+#include "../common/files.h"
 
 /* Flags every benchmark shares. */
 typedef struct {
@@ -495,7 +496,7 @@ int cmd_models(int argc, char **argv)
     };
     int rc = opts_parse("models", "[options]", specs, argc, argv, 2, NULL, NULL);
     if (rc != 0) return rc > 0 ? 0 : rc;
-    char path[4200];
+    char path[CB_PATH_MAX];
     if ((rc = machine_data_file(path, sizeof path, "models.csv")) != 0) return rc;
     model_config *all;
     int n;

@@ -12,6 +12,7 @@
 #include "../report/inputs.h"
 #include "../report/report.h"
 #include "commands.h"
+#include "../common/files.h"
 
 /* Repeatable flags (--throughput, --bench, --log) are collected before the option parser sees
  * the rest. */
@@ -124,7 +125,7 @@ int cmd_report(int argc, char **argv)
     if (ntput == 0)
         return err_usage(
             "flag '--throughput' is required (e.g. data/reference/trn1_table1.csv, or train --summary-csv output)");
-    char pbuf[512], p3[4200];
+    char pbuf[512], p3[CB_PATH_MAX];
     if ((rc = report_options(&o, pricing, pbuf, sizeof pbuf, tokens_s)) != 0) return rc;
     o.usd_per_hour = usd > 0 ? usd : NAN;
     if ((rc = machine_data_file(p3, sizeof p3, "models.csv")) != 0) return rc;

@@ -17,6 +17,7 @@
 #include "../report/devices.h"
 #include "../report/validate.h"
 #include "commands.h"
+#include "../common/files.h"
 
 enum { VAL_MAX_FILES = 64 };
 
@@ -293,7 +294,7 @@ int cmd_validate(int argc, char **argv)
     dev_table dt = {0};
     scale_eff_curve eff = {0};
     val_result res = {0};
-    char path[4200];
+    char path[CB_PATH_MAX];
     if (!o.hw_path && machine_data_file(path, sizeof path, "hardware.csv") != 0) rc = CB_EUSAGE;
     if (rc == 0 && hardware_load(&ht, o.hw_path ? o.hw_path : path) != 0) rc = CB_EUSAGE;
     if (rc == 0 && devices_load(&dt, NULL) != 0) rc = CB_EFAIL;
