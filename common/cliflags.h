@@ -8,7 +8,8 @@
  *   --seq          1 .. CB_MAX_SEQ_LEN tokens (the model's max_seq_len checked by the command)
  *   --precision    a name of common/precision.h (precision_parse_flag)
  *   --attention    full | flash; default the --framework's kernel (attention_flag_parse)
- *   --prices, --hardware, --region   the price and hardware tables (report/inputs.h) */
+ *   --prices, --hardware, --region   the price and hardware tables (report/inputs.h)
+ *   --calibrate, --matmul-csv, --mfu, --framework   what a prediction (scale, plan) is calibrated on */
 #ifndef CB_CLIFLAGS_H
 #define CB_CLIFLAGS_H
 
@@ -54,6 +55,24 @@ int attention_flag_parse(const char *s, int framework_flash, int *flash);
 /* --region (dst: const char **). */
 #define REGION_FLAG_SPEC(dst)                                                                            \
     {"region", OPT_STR, (dst), 0, 0, 0, 0, "REGION", "region of the prices (default: the only one listed)"}
+
+/* --matmul-csv FILE (dst: const char **): the GEMM efficiency curve a calibration carries. */
+#define MATMUL_CSV_FLAG_SPEC(dst)                                                                        \
+    {"matmul-csv", OPT_STR, (dst), 0, 0, 0, 0, "FILE",                                                   \
+     "with a calibration: the GEMM efficiency curve from a costbench matmul CSV"}
+/* The calibration of a prediction (scale, plan; dst: const char **, const char **, double *): one
+ * throughput row's efficiency carried by the step model (report/calib_row.h), the GEMM curve of a
+ * matmul CSV, or an assumed MFU when nothing is calibrated. */
+#define CALIBRATE_FLAG_SPECS(cal_dst, mm_dst, mfu_dst)                                                   \
+    {"calibrate", OPT_STR, (cal_dst), 0, 0, 0, 0, "FILE[:ROW]",                                          \
+     "a measured or published throughput row (ROW: its line, or a published run's id): its framework "   \
+     "efficiency carried to every configuration by the step model"},                                     \
+    MATMUL_CSV_FLAG_SPEC(mm_dst),                                                                        \
+    {"mfu", OPT_DOUBLE, (mfu_dst), 0, 0, 0.1, 100, "PCT",                                                \
+     "assumed MFU of the data-sheet peak when nothing is calibrated (default 40)"}
+/* --framework (dst: const char **; help: the text step_framework_flag_help writes, which lists the
+ * frameworks report/stepmodel.h knows). */
+#define FRAMEWORK_FLAG_SPEC(dst, help) {"framework", OPT_STR, (dst), 0, 0, 0, 0, "NAME", (help)}
 
 /* --csv FILE (dst: const char **; what: the help, what the file holds). */
 #define CSV_FLAG_SPEC(dst, what) {"csv", OPT_STR, (dst), 0, 0, 0, 0, "FILE", what}

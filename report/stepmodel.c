@@ -38,6 +38,16 @@ void step_framework_list(char *buf, size_t n)
     }
 }
 
+void step_framework_flag_help(char *buf, size_t n)
+{
+    char names[512];
+    step_framework_list(names, sizeof names);
+    snprintf(buf, n,
+             "the framework's features (attention kernel, gradient overlap, prefetched gathers, TP overlap): %s "
+             "(default %s: flash attention, nothing overlapped)",
+             names, step_framework_default()->name);
+}
+
 static double or_default(double v, double d) { return v > 0 && isfinite(v) ? v : d; }
 
 /* The layout the list is built for. */

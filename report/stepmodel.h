@@ -57,6 +57,8 @@ const step_framework *step_framework_find(const char *name);
 const step_framework *step_framework_default(void);
 /* "megatron-lm, nemo, ..." for messages and help. */
 void step_framework_list(char *buf, size_t n);
+/* --framework's help (common/cliflags.h, FRAMEWORK_FLAG_SPEC): what a framework sets and the names. */
+void step_framework_flag_help(char *buf, size_t n);
 
 typedef struct {
     double gemm_s, attn_s, mem_s, tp_s, pp_s;   /* one micro-batch through the slowest stage, phi = 1 */

@@ -17,12 +17,8 @@
 static int plan_opts_parse(plan_opts *o, int argc, char **argv)
 {
     *o = (plan_opts){.pricing = "on_demand", .max_nodes = 256, .top = 10, .ckpt_s = 60, .restart_s = 300};
-    char names[512], fw_help[700];
-    step_framework_list(names, sizeof names);
-    snprintf(fw_help, sizeof fw_help,
-             "framework whose features every candidate has (attention kernel, gradient overlap, prefetched gathers, TP "
-             "overlap): %s (default %s)",
-             names, step_framework_default()->name);
+    char fw_help[700];
+    step_framework_flag_help(fw_help, sizeof fw_help);
     const opt_spec specs[] = {
         {"model", OPT_STR, &o->model, 0, 0, 0, 0, "PRESET", "model preset of --models (required)"},
         {"tokens", OPT_STR, &o->tokens, 0, 0, 0, 0, "N", "tokens to train on, K/M/B/T suffixes: 140B (required)"},
@@ -33,16 +29,9 @@ static int plan_opts_parse(plan_opts *o, int argc, char **argv)
          "instance types (default: every one of data/hardware.csv with a price)"},
         {"pricing", OPT_STR, &o->pricing, 0, 0, 0, 0, "LIST",
          "pricing options, each its own candidate: " PRICE_OPTIONS " (default on_demand)"},
-        {"mfu", OPT_DOUBLE, &o->mfu_pct, 0, 0, 0.1, 100, "PCT",
-         "assumed MFU of the data-sheet peak (default 40; not with --calibrate)"},
-        {"framework", OPT_STR, &o->framework, 0, 0, 0, 0, "NAME", fw_help},
+        FRAMEWORK_FLAG_SPEC(&o->framework, fw_help),
         ATTENTION_FLAG_SPEC(&o->attention),
-        {"calibrate", OPT_STR, &o->calibrate, 0, 0, 0, 0, "FILE[:ROW]",
-         "a measured or published throughput row (ROW: its line, or a published run's id): its framework efficiency "
-         "carried to every "
-         "candidate by the step model, as costbench scale does"},
-        {"matmul-csv", OPT_STR, &o->matmul_csv, 0, 0, 0, 0, "FILE",
-         "with --calibrate: the GEMM efficiency curve from a costbench matmul CSV"},
+        CALIBRATE_FLAG_SPECS(&o->calibrate, &o->matmul_csv, &o->mfu_pct),
         {"max-nodes", OPT_LONG, &o->max_nodes, 1, 65536, 0, 0, "N",
          "largest node count searched: 1..16, then 4 per octave and the powers of two (default 256)"},
         SEQ_FLAG_SPEC(&o->seq, "the model's max_seq_len"),

@@ -19,6 +19,8 @@ static int scale_opts_parse(scale_opts *o, int argc, char **argv)
     *o = (scale_opts){.pricing = "on_demand", .precision = "bf16-mixed", .tp = 1, .pp = 1, .seq = 2048,
                       .micro_batch = 1, .interleave = 1, .bucket_mib = 25, .latency_us = -1, .net_eff = 1,
                       .fit_tol_pct = 5, .nodes = {{1, 2, 4, 8, 16, 32, 64}, 7}};
+    char fw_help[700];
+    step_framework_flag_help(fw_help, sizeof fw_help);
     const opt_spec specs[] = {
         {"model", OPT_STR, &o->model, 0, 0, 0, 0, "PRESET", "model preset of --models (required)"},
         {"instance", OPT_STR, &o->instance, 0, 0, 0, 0, "TYPE",
@@ -39,10 +41,7 @@ static int scale_opts_parse(scale_opts *o, int argc, char **argv)
          "node counts to predict (default 1,2,4,...,64)"},
         {"base-nodes", OPT_LONG, &o->base_nodes, 1, 1000000, 0, 0, "N", "a measured point: node count ..."},
         {"base-seq-per-s", OPT_DOUBLE, &o->base_seq_per_s, 0, 0, 1e-9, 1e12, "S", "... and its throughput in seq/s"},
-        {"calibrate", OPT_STR, &o->calibrate, 0, 0, 0, 0, "FILE[:LINE]",
-         "one throughput row (of any configuration) fixes the compute efficiency, carried to this one"},
-        {"matmul-csv", OPT_STR, &o->matmul_csv, 0, 0, 0, 0, "FILE",
-         "with --calibrate: the matmul efficiency curve from a `costbench matmul` CSV"},
+        CALIBRATE_FLAG_SPECS(&o->calibrate, &o->matmul_csv, &o->mfu_pct),
         {"measured", OPT_STR, &o->measured, 0, 0, 0, 0, "FILE", "throughput CSV: fit the model to its matching rows"},
         {"compare", OPT_STR, &o->compare, 0, 0, 0, 0, "FILE",
          "throughput CSV: show its matching rows and the error, not fitted"},
@@ -50,8 +49,6 @@ static int scale_opts_parse(scale_opts *o, int argc, char **argv)
          "parameters to fit to measured points: compute,bandwidth,latency,overlap (default compute,bandwidth)"},
         {"fit-tolerance", OPT_DOUBLE, &o->fit_tol_pct, 0, 0, 0.001, 1000, "PCT",
          "the calibration must reproduce each of its points within PCT% (default 5)"},
-        {"mfu", OPT_DOUBLE, &o->mfu_pct, 0, 0, 0.1, 100, "PCT",
-         "without measured points or --calibrate: assumed MFU of the data-sheet peak (default 40)"},
         {"zero", OPT_LONG, &o->zero, 0, 3, 0, 0, "0-3",
          "ZeRO stage / FSDP sharding of optimizer state, gradients, weights (default 0)"},
         PRECISION_FLAG_SPEC(&o->precision, "bf16-mixed"),
@@ -61,10 +58,7 @@ static int scale_opts_parse(scale_opts *o, int argc, char **argv)
          "selective recomputation (Korthikanti et al.): the attention scores recomputed, not kept (memory; its FLOPs, "
          "4 L C T a token, not counted)"},
         ATTENTION_FLAG_SPEC(&o->attention),
-        {"framework", OPT_STR, &o->framework, 0, 0, 0, 0, "NAME",
-         "the framework's attention and overlaps (plain, megatron-lm, nemo, neuron-nemo, llm-foundry, torchtitan, "
-         "deepspeed, costbench; "
-         "default plain: flash attention, nothing overlapped)"},
+        FRAMEWORK_FLAG_SPEC(&o->framework, fw_help),
         {"overlap", OPT_DOUBLE, &o->overlap, 0, 0, 0, 1, "F",
          "share of the last backward the all-reduce hides under (default 0)"},
         {"bucket-mib", OPT_DOUBLE, &o->bucket_mib, 0, 0, 0.001, 1e6, "MIB",
