@@ -55,6 +55,11 @@ static inline size_t attn_k_off(const attn_geom *g, int kv)
     return ((size_t)kv * (size_t)(g->G + 2) + (size_t)g->G) * (size_t)g->HS;
 }
 
+/* One block of queries i of query head h of batch b, with the forward's operands in ctx. */
+typedef void (*attn_block_fn)(const void *ctx, const attn_geom *g, int b, int h, int i);
+/* The forward's driver (fp32 and bf16): block(ctx, g, b, h, i) for every batch, query head and
+ * block of queries, on OpenMP threads. */
+void attn_forward_blocks(const attn_geom *g, attn_block_fn block, const void *ctx);
 /* Floats of one thread's backward scratch (attention.c, attention_bf16.c). */
 size_t attn_scratch_f32(int T, int HS);
 size_t attn_scratch_bf16(int T, int HS);
