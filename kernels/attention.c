@@ -47,12 +47,14 @@ size_t attention_scratch_floats_s(const attn_shape *s, int threads)
  * kv head. */
 static void forward_block(float *out, float *lse, const float *qkv, const attn_geom *g, int b, int h, int i)
 {
-    const int T = g->T, HS = g->HS, C3 = g->C3, C = g->C, i0 = i * ATTN_TILE, nq = T - i0 < ATTN_TILE ? T - i0 : ATTN_TILE;
+    const int T = g->T, HS = g->HS, C3 = g->C3, C = g->C, i0 = i * ATTN_TILE,
+              nq = T - i0 < ATTN_TILE ? T - i0 : ATTN_TILE;
     const float scale = g->scale, slope = g->alibi ? g->alibi[h] : 0.0f;
     const float ss = g->alibi ? 1.0f : scale; /* the softmax's scale of st: 1 once ALiBi has scaled it */
     const float *q = qkv + ((size_t)b * T + i0) * C3 + attn_q_off(g, h);
     const float *k = qkv + (size_t)b * T * C3 + attn_k_off(g, h / g->G), *v = k + HS;
-    float qt[HS * ATTN_TILE], st[ATTN_TILE * ATTN_TILE], o[ATTN_TILE * HS], m[ATTN_TILE], l[ATTN_TILE], alpha[ATTN_TILE];
+    float qt[HS * ATTN_TILE], st[ATTN_TILE * ATTN_TILE], o[ATTN_TILE * HS], m[ATTN_TILE], l[ATTN_TILE],
+        alpha[ATTN_TILE];
     attn_tile_transpose(qt, ATTN_TILE, q, C3, nq, HS);
     for (int r = 0; r < ATTN_TILE; r++) m[r] = -INFINITY, l[r] = 0.0f;
     for (int j = 0; j <= i; j++) {
@@ -140,7 +142,8 @@ typedef struct {
 static void backward_tile(const f32_scratch *s, const f32_head *hd, const attn_geom *g, int i, int j)
 {
     const int T = g->T, C = g->C, C3 = g->C3, HS = g->HS;
-    const int i0 = i * ATTN_TILE, nq = T - i0 < ATTN_TILE ? T - i0 : ATTN_TILE, j0 = j * ATTN_TILE, nk = T - j0 < ATTN_TILE ? T - j0 : ATTN_TILE;
+    const int i0 = i * ATTN_TILE, nq = T - i0 < ATTN_TILE ? T - i0 : ATTN_TILE, j0 = j * ATTN_TILE,
+              nk = T - j0 < ATTN_TILE ? T - j0 : ATTN_TILE;
     const int diag = i == j;
     const float scale = g->scale, ss = g->alibi ? 1.0f : scale;
     const float *qi = hd->q + (size_t)i0 * C3, *doi = hd->dO + (size_t)i0 * C;
@@ -154,8 +157,8 @@ static void backward_tile(const f32_scratch *s, const f32_head *hd, const attn_g
     attn_tile_gemm_f32(hd->dv + (size_t)j0 * C3, C3, acc, s->P, 1, ATTN_TILE, doi, C, nk, HS, nq, from);
     attn_tile_gemm_f32(hd->dk + (size_t)j0 * C3, C3, acc, s->dS, 1, ATTN_TILE, qi, C3, nk, HS, nq, from);
     /* dQ_i += dS K_j (= from the first block of keys) */
-    attn_tile_gemm_f32(hd->dq + (size_t)i0 * C3, C3, j > 0, s->dS, ATTN_TILE, 1, hd->k + (size_t)j0 * C3, C3, nq, HS, nk,
-                       diag ? TRI_K_UPTO_ROW : TRI_NONE);
+    attn_tile_gemm_f32(hd->dq + (size_t)i0 * C3, C3, j > 0, s->dS, ATTN_TILE, 1, hd->k + (size_t)j0 * C3, C3, nq, HS,
+                       nk, diag ? TRI_K_UPTO_ROW : TRI_NONE);
 }
 
 static void backward_head(const f32_scratch *s, const f32_head *hd, const float *out, const attn_geom *g, int b, int h)

@@ -3,7 +3,8 @@
  * reused: per block of queries in the forward (Q^T), per tile (K, the pairs of V rows, P);
  * per query head in the backward (Q and dO both along the rows and in pairs of rows), per block
  * of keys (K^T, V^T, pairs of K rows; again for each query head of a group), per tile (P and dS
- * in pairs of rows, dS along the rows). Softmax statistics, the output accumulator and the gradients (accumulated in dqkv) stay fp32. */
+ * in pairs of rows, dS along the rows). Softmax statistics, the output accumulator and the gradients (accumulated in
+ * dqkv) stay fp32. */
 #include "attention.h"
 
 #include <math.h>
@@ -27,14 +28,16 @@ static int rows_in_place(const bf16 *qkv, int HS) { return HS % 2 == 0 && (uintp
  * kv head. */
 static void forward_block(bf16 *out, float *lse, const bf16 *qkv, const attn_geom *g, int b, int h, int i, int native)
 {
-    const int T = g->T, HS = g->HS, C3 = g->C3, C = g->C, i0 = i * ATTN_TILE, nq = T - i0 < ATTN_TILE ? T - i0 : ATTN_TILE;
+    const int T = g->T, HS = g->HS, C3 = g->C3, C = g->C, i0 = i * ATTN_TILE,
+              nq = T - i0 < ATTN_TILE ? T - i0 : ATTN_TILE;
     const int D2 = half_words(HS), HP = pair_words(HS);
     const float scale = g->scale, slope = g->alibi ? g->alibi[h] : 0.0f;
     const float ss = g->alibi ? 1.0f : scale; /* the softmax's scale of st: 1 once ALiBi has scaled it */
     const bf16 *q = qkv + ((size_t)b * T + i0) * C3 + attn_q_off(g, h);
     const bf16 *k = qkv + (size_t)b * T * C3 + attn_k_off(g, h / g->G), *v = k + HS;
     const int in_place = rows_in_place(qkv, HS); /* K read as words where it is */
-    uint32_t qt[D2 * ATTN_TILE], kb[in_place ? 1 : ATTN_TILE * D2], vp[ATTN_TILE / 2 * HP], pp[ATTN_TILE / 2 * ATTN_TILE];
+    uint32_t qt[D2 * ATTN_TILE], kb[in_place ? 1 : ATTN_TILE * D2], vp[ATTN_TILE / 2 * HP],
+        pp[ATTN_TILE / 2 * ATTN_TILE];
     float st[ATTN_TILE * ATTN_TILE], o[ATTN_TILE * HS], m[ATTN_TILE], l[ATTN_TILE], alpha[ATTN_TILE];
     attn_tile_pairs_t_bf16(qt, ATTN_TILE, q, C3, nq, HS);
     for (int r = 0; r < ATTN_TILE; r++) m[r] = -INFINITY, l[r] = 0.0f;
@@ -48,11 +51,13 @@ static void forward_block(bf16 *out, float *lse, const bf16 *qkv, const attn_geo
         }
         attn_tile_pairs_bf16(vp, HP, v + (size_t)j0 * C3, C3, nk, HS);
         /* st (nk x nq) = K_j Q_i^T; P in place; P^T's rows paired (the keys) for P V */
-        attn_tile_gemm_bf16(st, ATTN_TILE, 0, ka, kas, 1, qt, ATTN_TILE, nk, nq, HS, diag ? TRI_N_FROM_ROW : TRI_NONE, native);
+        attn_tile_gemm_bf16(st, ATTN_TILE, 0, ka, kas, 1, qt, ATTN_TILE, nk, nq, HS, diag ? TRI_N_FROM_ROW : TRI_NONE,
+                            native);
         if (g->alibi) attn_tile_alibi(st, ATTN_TILE, nk, nq, 1, diag, scale, slope, i0 - j0);
         attn_tile_softmax_cols_pairs(st, ATTN_TILE, nk, nq, diag, ss, m, l, alpha, pp, ATTN_TILE, native);
         if (j > 0) attn_tile_scale_rows(o, HS, nq, HS, alpha);
-        attn_tile_gemm_bf16(o, HS, j > 0, pp, 1, ATTN_TILE, vp, HP, nq, HS, nk, diag ? TRI_K_UPTO_ROW : TRI_NONE, native);
+        attn_tile_gemm_bf16(o, HS, j > 0, pp, 1, ATTN_TILE, vp, HP, nq, HS, nk, diag ? TRI_K_UPTO_ROW : TRI_NONE,
+                            native);
     }
     bf16 *ob = out + ((size_t)b * T + i0) * C + (size_t)h * HS;
     float *lb = lse + ((size_t)b * g->NH + h) * T + i0;
@@ -91,7 +96,8 @@ static int per_head(int HS) { return HS <= ATTN_TILE; }
 /* One thread's backward scratch (uint32_t words are packed bf16 pairs): D (T); the queries'
  * side, Q and dO along the rows (R x D2) and in pairs of rows (R/2 x HP), R = T or ATTN_TILE (above);
  * per block of keys: K^T and V^T (D2 x ATTN_TILE), pairs of K rows (ATTN_TILE/2 x HP); per tile: S and dP
- * (ATTN_TILE x ATTN_TILE), P and dS in pairs of rows (ATTN_TILE/2 x ATTN_TILE), dS along the rows (ATTN_TILE x ATTN_TILE/2). */
+ * (ATTN_TILE x ATTN_TILE), P and dS in pairs of rows (ATTN_TILE/2 x ATTN_TILE), dS along the rows (ATTN_TILE x
+ * ATTN_TILE/2). */
 typedef struct {
     float *D, *S, *dP;
     uint32_t *qb, *qp, *dob, *dop, *kt, *vt, *kp, *pp, *dsp, *dsb;
@@ -167,15 +173,16 @@ static void backward_tile(const bf16_scratch *s, const bwd_shape *sh, const floa
 {
     const attn_geom *g = sh->g;
     const int T = g->T, HS = g->HS, C3 = g->C3, D2 = half_words(HS), HP = pair_words(HS), native = sh->native;
-    const int i0 = i * ATTN_TILE, nq = T - i0 < ATTN_TILE ? T - i0 : ATTN_TILE, nk = T - j * ATTN_TILE < ATTN_TILE ? T - j * ATTN_TILE : ATTN_TILE, diag = i == j;
+    const int i0 = i * ATTN_TILE, nq = T - i0 < ATTN_TILE ? T - i0 : ATTN_TILE,
+              nk = T - j * ATTN_TILE < ATTN_TILE ? T - j * ATTN_TILE : ATTN_TILE, diag = i == j;
     const float scale = g->scale, ss = g->alibi ? 1.0f : scale;
     const attn_tri upto_n = diag ? TRI_N_UPTO_ROW : TRI_NONE;
     const query_side qs = queries_of(s, sh, i);
     attn_tile_gemm_bf16(s->S, ATTN_TILE, 0, qs.q, qs.qs, 1, s->kt, ATTN_TILE, nq, nk, HS, upto_n, native);
     attn_tile_gemm_bf16(s->dP, ATTN_TILE, 0, qs.dob, D2, 1, s->vt, ATTN_TILE, nq, nk, HS, upto_n, native);
     if (g->alibi) attn_tile_alibi(s->S, ATTN_TILE, nq, nk, 0, diag, scale, sh->slope, i0 - j * ATTN_TILE);
-    attn_tile_probs_grads_pairs(s->S, s->dP, ATTN_TILE, nq, nk, diag, ss, scale, lse + i0, s->D + i0, s->pp, s->dsp, ATTN_TILE,
-                                s->dsb, ATTN_TILE / 2, native);
+    attn_tile_probs_grads_pairs(s->S, s->dP, ATTN_TILE, nq, nk, diag, ss, scale, lse + i0, s->D + i0, s->pp, s->dsp,
+                                ATTN_TILE, s->dsb, ATTN_TILE / 2, native);
     /* dV_j += P^T dO_i, dK_j += dS^T Q_i; dQ_i += dS K_j */
     const attn_tri from = diag ? TRI_K_FROM_ROW : TRI_NONE;
     const int acc = !diag || !sh->first;

@@ -107,8 +107,8 @@ void attn_tile_probs_grads(float *P, float *dS, ptrdiff_t ld, int nq, int nk, in
  * scratch: their contents on exit are unspecified. */
 void attn_tile_softmax_cols_pairs(float *st, ptrdiff_t ld, int nk, int nq, int diag, float scale, float *m, float *l,
                                   float *alpha, uint32_t *pp, ptrdiff_t ldp, int native);
-void attn_tile_probs_grads_pairs(float *P, float *dS, ptrdiff_t ld, int nq, int nk, int diag, float ss,
-                                 float scale, const float *lse, const float *D, uint32_t *pp, uint32_t *dsp, ptrdiff_t ldp,
+void attn_tile_probs_grads_pairs(float *P, float *dS, ptrdiff_t ld, int nq, int nk, int diag, float ss, float scale,
+                                 const float *lse, const float *D, uint32_t *pp, uint32_t *dsp, ptrdiff_t ldp,
                                  uint32_t *dsb, ptrdiff_t ldb, int native);
 /* ALiBi on one tile of raw scores x (row stride ld): x = scale x - slope (q - k), q and k the
  * query's and key's positions, q - k = dqk + (query index - key index) within the tile (dqk:
@@ -134,7 +134,8 @@ void attn_tile_pairs_t_bf16(uint32_t *dst, ptrdiff_t ld, const bf16 *src, ptrdif
 /* D[r] = sum over c of a(r, c) b(r, c) (rows x cols, row strides lda, ldb); in fp32, or with a
  * bf16 packed along its rows (attn_tile_rows_*) and b in bf16. */
 void attn_tile_rowdot(float *D, const float *a, ptrdiff_t lda, const float *b, ptrdiff_t ldb, int rows, int cols);
-void attn_tile_rowdot_bf16(float *D, const uint32_t *a, ptrdiff_t lda, const bf16 *b, ptrdiff_t ldb, int rows, int cols);
+void attn_tile_rowdot_bf16(float *D, const uint32_t *a, ptrdiff_t lda, const bf16 *b, ptrdiff_t ldb, int rows,
+                           int cols);
 /* Transpose an fp32 block: dst (cols x rows, stride ld) = src (rows x cols, stride lds)^T. */
 void attn_tile_transpose(float *dst, ptrdiff_t ld, const float *src, ptrdiff_t lds, int rows, int cols);
 

@@ -90,13 +90,20 @@ void bf16_round_floats(float *x, size_t n)
     for (size_t i = 0; i < n; i++) x[i] = bf16_to_float(bf16_from_float(x[i]));
 }
 
-uint64_t bf16_sr_hash(uint64_t seed, uint64_t step, uint64_t index) { return bf16_sr_hash_k(bf16_sr_key(seed, step), index); }
+uint64_t bf16_sr_hash(uint64_t seed, uint64_t step, uint64_t index)
+{
+    return bf16_sr_hash_k(bf16_sr_key(seed, step), index);
+}
 
-uint32_t bf16_sr_bits(uint64_t seed, uint64_t step, uint64_t index) { return (uint32_t)(bf16_sr_hash(seed, step, index) >> 48); }
+uint32_t bf16_sr_bits(uint64_t seed, uint64_t step, uint64_t index)
+{
+    return (uint32_t)(bf16_sr_hash(seed, step, index) >> 48);
+}
 
 void bf16_from_floats_sr(bf16 *dst, const float *src, size_t n, uint64_t seed, uint64_t step, uint64_t offset)
 {
     const uint64_t key = bf16_sr_key(seed, step);
 #pragma omp parallel for schedule(static) if (n >= PAR_MIN)
-    for (size_t i = 0; i < n; i++) dst[i] = bf16_from_float_sr(src[i], (uint32_t)(bf16_sr_hash_k(key, offset + i) >> 48));
+    for (size_t i = 0; i < n; i++)
+        dst[i] = bf16_from_float_sr(src[i], (uint32_t)(bf16_sr_hash_k(key, offset + i) >> 48));
 }

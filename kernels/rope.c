@@ -11,7 +11,10 @@ int rope_rotary_dims(int HS, double rotary_pct) { return rotary_dims_of(HS, rota
 
 int rope_kv_heads(const rope_shape *s) { return s->kvh > 0 ? s->kvh : s->NH; }
 
-size_t rope_qkv_per_token(const rope_shape *s) { return ((size_t)s->NH + 2 * (size_t)rope_kv_heads(s)) * (size_t)s->HS; }
+size_t rope_qkv_per_token(const rope_shape *s)
+{
+    return ((size_t)s->NH + 2 * (size_t)rope_kv_heads(s)) * (size_t)s->HS;
+}
 
 size_t rope_qkv_offset(const rope_shape *s, int b, int t, int which, int head)
 {
@@ -86,11 +89,12 @@ static inline void prefetch_bytes(const void *p, size_t bytes)
 }
 
 /* Elements [first, first + n) of block `which` of row i + PF_AHEAD (elements of eb bytes). */
-static inline void prefetch_row(const void *qkv, size_t eb, const rope_shape *s, long i, long rows, int which, int first,
-                                int n)
+static inline void prefetch_row(const void *qkv, size_t eb, const rope_shape *s, long i, long rows, int which,
+                                int first, int n)
 {
     if (i + PF_AHEAD < rows)
-        prefetch_bytes((const char *)qkv + (src_off(s, (size_t)(i + PF_AHEAD), which) + (size_t)first) * eb, (size_t)n * eb);
+        prefetch_bytes((const char *)qkv + (src_off(s, (size_t)(i + PF_AHEAD), which) + (size_t)first) * eb,
+                       (size_t)n * eb);
 }
 
 size_t rope_ref_scratch_floats(const rope_shape *s)
