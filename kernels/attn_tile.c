@@ -28,6 +28,12 @@ static inline unsigned short mask16_tail(int left)
 
 static inline float word_lo(uint32_t w) { return bf16_to_float((bf16)(w & 0xffffu)); }
 static inline float word_hi(uint32_t w) { return bf16_to_float((bf16)(w >> 16)); }
+static inline float word_f32(uint32_t w)
+{
+    float f;
+    memcpy(&f, &w, sizeof f);
+    return f;
+}
 static inline uint32_t word_of(bf16 lo, bf16 hi) { return (uint32_t)lo | (uint32_t)hi << 16; }
 /* Word i of A: packed words, or two bf16 values of a tensor in place (memcpy: any object type). */
 static inline uint32_t load_word(const void *A, ptrdiff_t i)
@@ -82,6 +88,55 @@ static void drive(micro_fn mk, int mr_max, int unit, float *C, ptrdiff_t ldc, in
         default: break;                                               \
         }                                                             \
     } while (0)
+/* A micro_fn (with attributes ATTR) running KERNEL's instance for its (mr, vectors of nn). */
+#define MICRO_FN(ATTR, name, CASES, KERNEL)                                                                     \
+    ATTR static void name(int mr, int nn, int kk, const void *A, ptrdiff_t ars, ptrdiff_t aks, const uint32_t *B, \
+                          ptrdiff_t ldb, float *C, ptrdiff_t ldc, int acc)                                      \
+    {                                                                                                           \
+        MICRO_SWITCH(CASES, KERNEL, mr, nn);                                                                    \
+    }
+
+/* The accumulators' loads and stores, shared by every AVX-512 micro-kernel (the native bf16 one is
+ * compiled for AVX-512 even when the build is not: ACC_TARGET lets them inline into it). */
+#if defined(__AVX512F__) || ATTN_NATIVE_BF16
+#ifdef __AVX512F__
+#define ACC_TARGET
+#else
+#define ACC_TARGET __attribute__((target("avx512f")))
+#endif
+
+static ALWAYS_INLINE ACC_TARGET __m512 load_cols(__mmask16 k, int last, const float *p)
+{
+    return last ? _mm512_maskz_loadu_ps(k, p) : _mm512_loadu_ps(p);
+}
+
+static ALWAYS_INLINE ACC_TARGET void store_cols(__mmask16 k, int last, float *p, __m512 x)
+{
+    if (last) _mm512_mask_storeu_ps(p, k, x);
+    else _mm512_storeu_ps(p, x);
+}
+
+/* Every micro-kernel's accumulators c (mr x nv vectors, the last one of a row under `tail`): from
+ * C (acc) or zero, and back into C. */
+static ALWAYS_INLINE ACC_TARGET void acc_load(__m512 c[][4], const int mr, const int nv, __mmask16 tail,
+                                              const float *C, ptrdiff_t ldc, int acc)
+{
+    #pragma GCC unroll 8
+    for (int r = 0; r < mr; r++)
+        #pragma GCC unroll 8
+        for (int v = 0; v < nv; v++)
+            c[r][v] = acc ? load_cols(tail, v == nv - 1, C + r * ldc + 16 * v) : _mm512_setzero_ps();
+}
+
+static ALWAYS_INLINE ACC_TARGET void acc_store(__m512 c[][4], const int mr, const int nv, __mmask16 tail,
+                                               float *C, ptrdiff_t ldc)
+{
+    #pragma GCC unroll 8
+    for (int r = 0; r < mr; r++)
+        #pragma GCC unroll 8
+        for (int v = 0; v < nv; v++) store_cols(tail, v == nv - 1, C + r * ldc + 16 * v, c[r][v]);
+}
+#endif
 
 /* ---------------------------------------------------------------- fp32 products */
 
@@ -92,27 +147,12 @@ static void drive(micro_fn mk, int mr_max, int unit, float *C, ptrdiff_t ldc, in
  * pragmas make GCC unroll them before it places c[][] (otherwise it keeps the accumulators in
  * memory and stores them every step: 65 instead of 240 GFLOP/s on one Zen 5 core). */
 
-static ALWAYS_INLINE __m512 load_cols(__mmask16 k, int last, const float *p)
-{
-    return last ? _mm512_maskz_loadu_ps(k, p) : _mm512_loadu_ps(p);
-}
-
-static ALWAYS_INLINE void store_cols(__mmask16 k, int last, float *p, __m512 x)
-{
-    if (last) _mm512_mask_storeu_ps(p, k, x);
-    else _mm512_storeu_ps(p, x);
-}
-
 static ALWAYS_INLINE void micro_f32_body(const int mr, const int nv, __mmask16 tail, int kk, const float *A,
                                          ptrdiff_t ars, ptrdiff_t aks, const float *B, ptrdiff_t ldb, float *C,
                                          ptrdiff_t ldc, int acc)
 {
     __m512 c[MR_F32][4];
-    #pragma GCC unroll 8
-    for (int r = 0; r < mr; r++)
-        #pragma GCC unroll 8
-        for (int v = 0; v < nv; v++)
-            c[r][v] = acc ? load_cols(tail, v == nv - 1, C + r * ldc + 16 * v) : _mm512_setzero_ps();
+    acc_load(c, mr, nv, tail, C, ldc, acc);
     for (int k = 0; k < kk; k++) {
         __m512 b[4];
         #pragma GCC unroll 8
@@ -126,33 +166,37 @@ static ALWAYS_INLINE void micro_f32_body(const int mr, const int nv, __mmask16 t
         }
         B += ldb;
     }
-    #pragma GCC unroll 8
-    for (int r = 0; r < mr; r++)
-        #pragma GCC unroll 8
-        for (int v = 0; v < nv; v++) store_cols(tail, v == nv - 1, C + r * ldc + 16 * v, c[r][v]);
+    acc_store(c, mr, nv, tail, C, ldc);
 }
 
 #define MICRO_F32(R, V, tail, kk, A, ars, aks, B, ldb, C, ldc, acc) \
     micro_f32_body(R, V, tail, kk, (const float *)(A), ars, aks, (const float *)(B), ldb, C, ldc, acc)
 
-static void micro_f32(int mr, int nn, int kk, const void *A, ptrdiff_t ars, ptrdiff_t aks, const uint32_t *B,
-                      ptrdiff_t ldb, float *C, ptrdiff_t ldc, int acc)
-{
-    MICRO_SWITCH(MICRO_CASES_6, MICRO_F32, mr, nn);
-}
+MICRO_FN(, micro_f32, MICRO_CASES_6, MICRO_F32)
 #else
 #define MR_F32 4
 
-static void micro_f32(int mr, int nn, int kk, const void *Aw, ptrdiff_t ars, ptrdiff_t aks, const uint32_t *Bw,
-                      ptrdiff_t ldb, float *C, ptrdiff_t ldc, int acc)
+/* Without AVX-512, one scalar micro-kernel for both operand kinds: words of one float (pairs 0)
+ * or of two bf16 values (pairs 1, the high one first as vdpbf16ps). */
+static inline void micro_scalar(int pairs, int mr, int nn, int kk, const void *A, ptrdiff_t ars, ptrdiff_t aks,
+                                const uint32_t *B, ptrdiff_t ldb, float *C, ptrdiff_t ldc, int acc)
 {
-    const float *A = (const float *)Aw, *B = (const float *)Bw;
     for (int r = 0; r < mr; r++)
         for (int n = 0; n < nn; n++) {
             float s = acc ? C[r * ldc + n] : 0.0f;
-            for (int k = 0; k < kk; k++) s = fmaf(A[r * ars + k * aks], B[k * ldb + n], s);
+            for (int k = 0; k < kk; k++) {
+                uint32_t a = load_word(A, r * ars + k * aks), b = B[k * ldb + n];
+                if (pairs) s = fmaf(word_lo(a), word_lo(b), fmaf(word_hi(a), word_hi(b), s));
+                else s = fmaf(word_f32(a), word_f32(b), s);
+            }
             C[r * ldc + n] = s;
         }
+}
+
+static void micro_f32(int mr, int nn, int kk, const void *A, ptrdiff_t ars, ptrdiff_t aks, const uint32_t *B,
+                      ptrdiff_t ldb, float *C, ptrdiff_t ldc, int acc)
+{
+    micro_scalar(0, mr, nn, kk, A, ars, aks, B, ldb, C, ldc, acc);
 }
 #endif
 
@@ -172,12 +216,7 @@ static ALWAYS_INLINE BF16_TARGET void micro_bf16_body(const int mr, const int nv
                                                       float *C, ptrdiff_t ldc, int acc)
 {
     __m512 c[MR_BF16][4];
-    #pragma GCC unroll 8
-    for (int r = 0; r < mr; r++)
-        #pragma GCC unroll 8
-        for (int v = 0; v < nv; v++)
-            c[r][v] =
-                acc ? _mm512_maskz_loadu_ps(v == nv - 1 ? tail : 0xffff, C + r * ldc + 16 * v) : _mm512_setzero_ps();
+    acc_load(c, mr, nv, tail, C, ldc, acc);
     for (int k = 0; k < kk; k++) {
         __m512i b[4];
         #pragma GCC unroll 8
@@ -192,20 +231,13 @@ static ALWAYS_INLINE BF16_TARGET void micro_bf16_body(const int mr, const int nv
         }
         B += ldb;
     }
-    #pragma GCC unroll 8
-    for (int r = 0; r < mr; r++)
-        #pragma GCC unroll 8
-        for (int v = 0; v < nv; v++) _mm512_mask_storeu_ps(C + r * ldc + 16 * v, v == nv - 1 ? tail : 0xffff, c[r][v]);
+    acc_store(c, mr, nv, tail, C, ldc);
 }
 
 #define MICRO_BF16(R, V, tail, kk, A, ars, aks, B, ldb, C, ldc, acc) \
     micro_bf16_body(R, V, tail, kk, A, ars, aks, B, ldb, C, ldc, acc)
 
-BF16_TARGET static void micro_bf16_native(int mr, int nn, int kk, const void *A, ptrdiff_t ars, ptrdiff_t aks,
-                                          const uint32_t *B, ptrdiff_t ldb, float *C, ptrdiff_t ldc, int acc)
-{
-    MICRO_SWITCH(MICRO_CASES_6, MICRO_BF16, mr, nn);
-}
+MICRO_FN(BF16_TARGET, micro_bf16_native, MICRO_CASES_6, MICRO_BF16)
 #endif
 
 /* The portable bf16 products: each word's two values widened (exactly) and added with two FMAs,
@@ -219,12 +251,7 @@ static ALWAYS_INLINE void micro_port_body(const int mr, const int nv, __mmask16 
 {
     const __m512i hi_mask = _mm512_set1_epi32((int)0xffff0000u);
     __m512 c[MR_PORT][4];
-    #pragma GCC unroll 8
-    for (int r = 0; r < mr; r++)
-        #pragma GCC unroll 8
-        for (int v = 0; v < nv; v++)
-            c[r][v] =
-                acc ? _mm512_maskz_loadu_ps(v == nv - 1 ? tail : 0xffff, C + r * ldc + 16 * v) : _mm512_setzero_ps();
+    acc_load(c, mr, nv, tail, C, ldc, acc);
     for (int k = 0; k < kk; k++) {
         __m512 blo[4], bhi[4];
         #pragma GCC unroll 8
@@ -243,35 +270,20 @@ static ALWAYS_INLINE void micro_port_body(const int mr, const int nv, __mmask16 
         }
         B += ldb;
     }
-    #pragma GCC unroll 8
-    for (int r = 0; r < mr; r++)
-        #pragma GCC unroll 8
-        for (int v = 0; v < nv; v++) _mm512_mask_storeu_ps(C + r * ldc + 16 * v, v == nv - 1 ? tail : 0xffff, c[r][v]);
+    acc_store(c, mr, nv, tail, C, ldc);
 }
 
 #define MICRO_PORT(R, V, tail, kk, A, ars, aks, B, ldb, C, ldc, acc) \
     micro_port_body(R, V, tail, kk, A, ars, aks, B, ldb, C, ldc, acc)
 
-static void micro_bf16_port(int mr, int nn, int kk, const void *A, ptrdiff_t ars, ptrdiff_t aks, const uint32_t *B,
-                            ptrdiff_t ldb, float *C, ptrdiff_t ldc, int acc)
-{
-    MICRO_SWITCH(MICRO_CASES_4, MICRO_PORT, mr, nn);
-}
+MICRO_FN(, micro_bf16_port, MICRO_CASES_4, MICRO_PORT)
 #else
 #define MR_PORT 4
 
 static void micro_bf16_port(int mr, int nn, int kk, const void *A, ptrdiff_t ars, ptrdiff_t aks, const uint32_t *B,
                             ptrdiff_t ldb, float *C, ptrdiff_t ldc, int acc)
 {
-    for (int r = 0; r < mr; r++)
-        for (int n = 0; n < nn; n++) {
-            float s = acc ? C[r * ldc + n] : 0.0f;
-            for (int k = 0; k < kk; k++) {
-                uint32_t a = load_word(A, r * ars + k * aks), b = B[k * ldb + n];
-                s = fmaf(word_lo(a), word_lo(b), fmaf(word_hi(a), word_hi(b), s));
-            }
-            C[r * ldc + n] = s;
-        }
+    micro_scalar(1, mr, nn, kk, A, ars, aks, B, ldb, C, ldc, acc);
 }
 #endif
 
