@@ -18,19 +18,17 @@
  * adding to dK and dV. ALiBi: each tile's raw scores become scale S + bias (attn_tile_alibi)
  * before the softmax step, which then takes them with scale 1.
  * Products against keys and queries of the same block skip the masked triangle (attn_tile.h). */
-#define BT ATTN_TILE
-
 #if ATTENTION_BLOCK != ATTN_TILE
 #error "ATTENTION_BLOCK must name the tile the kernels use"
 #endif
 
 static size_t up16(size_t n) { return (n + 15) & ~(size_t)15; }
 
-/* The fp32 backward's scratch of one thread: D (T), K^T and V^T (HS x BT), P and dS (BT x BT),
+/* The fp32 backward's scratch of one thread: D (T), K^T and V^T (HS x ATTN_TILE), P and dS (ATTN_TILE x ATTN_TILE),
  * each rounded up to 16 floats. */
 size_t attn_scratch_f32(int T, int HS)
 {
-    return up16((size_t)T) + 2 * up16((size_t)HS * BT) + 2 * up16((size_t)BT * BT);
+    return up16((size_t)T) + 2 * up16((size_t)HS * ATTN_TILE) + 2 * up16((size_t)ATTN_TILE * ATTN_TILE);
 }
 
 size_t attention_scratch_floats(int T, int HS, int threads)
@@ -49,24 +47,26 @@ size_t attention_scratch_floats_s(const attn_shape *s, int threads)
  * kv head. */
 static void forward_block(float *out, float *lse, const float *qkv, const attn_geom *g, int b, int h, int i)
 {
-    const int T = g->T, HS = g->HS, C3 = g->C3, C = g->C, i0 = i * BT, nq = T - i0 < BT ? T - i0 : BT;
+    const int T = g->T, HS = g->HS, C3 = g->C3, C = g->C, i0 = i * ATTN_TILE,
+              nq = T - i0 < ATTN_TILE ? T - i0 : ATTN_TILE;
     const float scale = g->scale, slope = g->alibi ? g->alibi[h] : 0.0f;
     const float ss = g->alibi ? 1.0f : scale; /* the softmax's scale of st: 1 once ALiBi has scaled it */
     const float *q = qkv + ((size_t)b * T + i0) * C3 + attn_q_off(g, h);
     const float *k = qkv + (size_t)b * T * C3 + attn_k_off(g, h / g->G), *v = k + HS;
-    float qt[HS * BT], st[BT * BT], o[BT * HS], m[BT], l[BT], alpha[BT];
-    attn_tile_transpose(qt, BT, q, C3, nq, HS);
-    for (int r = 0; r < BT; r++) m[r] = -INFINITY, l[r] = 0.0f;
+    float qt[HS * ATTN_TILE], st[ATTN_TILE * ATTN_TILE], o[ATTN_TILE * HS], m[ATTN_TILE], l[ATTN_TILE],
+        alpha[ATTN_TILE];
+    attn_tile_transpose(qt, ATTN_TILE, q, C3, nq, HS);
+    for (int r = 0; r < ATTN_TILE; r++) m[r] = -INFINITY, l[r] = 0.0f;
     for (int j = 0; j <= i; j++) {
-        const int j0 = j * BT, nk = T - j0 < BT ? T - j0 : BT, diag = j == i;
+        const int j0 = j * ATTN_TILE, nk = T - j0 < ATTN_TILE ? T - j0 : ATTN_TILE, diag = j == i;
         const float *kj = k + (size_t)j0 * C3, *vj = v + (size_t)j0 * C3;
         /* st (nk x nq) = K_j Q_i^T; then P in place, zero above the diagonal */
-        attn_tile_gemm_f32(st, BT, 0, kj, C3, 1, qt, BT, nk, nq, HS, diag ? TRI_N_FROM_ROW : TRI_NONE);
-        if (g->alibi) attn_tile_alibi(st, BT, nk, nq, 1, diag, scale, slope, i0 - j0);
-        attn_tile_softmax_cols(st, BT, nk, nq, diag, ss, m, l, alpha);
+        attn_tile_gemm_f32(st, ATTN_TILE, 0, kj, C3, 1, qt, ATTN_TILE, nk, nq, HS, diag ? TRI_N_FROM_ROW : TRI_NONE);
+        if (g->alibi) attn_tile_alibi(st, ATTN_TILE, nk, nq, 1, diag, scale, slope, i0 - j0);
+        attn_tile_softmax_cols(st, ATTN_TILE, nk, nq, diag, ss, m, l, alpha);
         if (j > 0) attn_tile_scale_rows(o, HS, nq, HS, alpha);
         /* o (nq x HS) += P V_j, P(q, k) = st[k][q] */
-        attn_tile_gemm_f32(o, HS, j > 0, st, 1, BT, vj, C3, nq, HS, nk, diag ? TRI_K_UPTO_ROW : TRI_NONE);
+        attn_tile_gemm_f32(o, HS, j > 0, st, 1, ATTN_TILE, vj, C3, nq, HS, nk, diag ? TRI_K_UPTO_ROW : TRI_NONE);
     }
     float *ob = out + ((size_t)b * T + i0) * C + (size_t)h * HS, *lb = lse + ((size_t)b * g->NH + h) * T + i0;
     for (int r = 0; r < nq; r++) {
@@ -75,17 +75,34 @@ static void forward_block(float *out, float *lse, const float *qkv, const attn_g
     }
 }
 
-void attention_forward_s(float *out, float *lse, const float *qkv, const attn_shape *s)
+void attn_forward_blocks(const attn_geom *g, attn_block_fn block, const void *ctx)
 {
-    const attn_geom g = attn_geom_of(s);
-    const int nb = (g.T + BT - 1) / BT, heads = g.B * g.NH;
+    const int nb = (g->T + ATTN_TILE - 1) / ATTN_TILE, heads = g->B * g->NH;
     const long ntask = (long)heads * nb;
     /* head by head (its keys and values stay in cache), the longest blocks (most keys) first */
 #pragma omp parallel for schedule(dynamic, 1)
     for (long t = 0; t < ntask; t++) {
         int i = nb - 1 - (int)(t % nb), bh = (int)(t / nb);
-        forward_block(out, lse, qkv, &g, bh / g.NH, bh % g.NH, i);
+        block(ctx, g, bh / g->NH, bh % g->NH, i);
     }
+}
+
+typedef struct {
+    float *out, *lse;
+    const float *qkv;
+} f32_forward;
+
+static void forward_task(const void *ctx, const attn_geom *g, int b, int h, int i)
+{
+    const f32_forward *f = ctx;
+    forward_block(f->out, f->lse, f->qkv, g, b, h, i);
+}
+
+void attention_forward_s(float *out, float *lse, const float *qkv, const attn_shape *s)
+{
+    const attn_geom g = attn_geom_of(s);
+    const f32_forward f = {out, lse, qkv};
+    attn_forward_blocks(&g, forward_task, &f);
 }
 
 void attention_forward(float *out, float *lse, const float *qkv, int B, int T, int NH, int HS)
@@ -102,9 +119,9 @@ static f32_scratch f32_scratch_split(float *ws, int T, int HS)
 {
     f32_scratch s;
     s.D = ws, ws += up16((size_t)T);
-    s.kt = ws, ws += up16((size_t)HS * BT);
-    s.vt = ws, ws += up16((size_t)HS * BT);
-    s.P = ws, ws += up16((size_t)BT * BT);
+    s.kt = ws, ws += up16((size_t)HS * ATTN_TILE);
+    s.vt = ws, ws += up16((size_t)HS * ATTN_TILE);
+    s.P = ws, ws += up16((size_t)ATTN_TILE * ATTN_TILE);
     s.dS = ws;
     return s;
 }
@@ -125,32 +142,33 @@ typedef struct {
 static void backward_tile(const f32_scratch *s, const f32_head *hd, const attn_geom *g, int i, int j)
 {
     const int T = g->T, C = g->C, C3 = g->C3, HS = g->HS;
-    const int i0 = i * BT, nq = T - i0 < BT ? T - i0 : BT, j0 = j * BT, nk = T - j0 < BT ? T - j0 : BT;
+    const int i0 = i * ATTN_TILE, nq = T - i0 < ATTN_TILE ? T - i0 : ATTN_TILE, j0 = j * ATTN_TILE,
+              nk = T - j0 < ATTN_TILE ? T - j0 : ATTN_TILE;
     const int diag = i == j;
     const float scale = g->scale, ss = g->alibi ? 1.0f : scale;
     const float *qi = hd->q + (size_t)i0 * C3, *doi = hd->dO + (size_t)i0 * C;
-    attn_tile_gemm_f32(s->P, BT, 0, qi, C3, 1, s->kt, BT, nq, nk, HS, diag ? TRI_N_UPTO_ROW : TRI_NONE);
-    attn_tile_gemm_f32(s->dS, BT, 0, doi, C, 1, s->vt, BT, nq, nk, HS, diag ? TRI_N_UPTO_ROW : TRI_NONE);
-    if (g->alibi) attn_tile_alibi(s->P, BT, nq, nk, 0, diag, scale, hd->slope, i0 - j0);
-    attn_tile_probs_grads(s->P, s->dS, BT, nq, nk, diag, ss, scale, hd->lse + i0, s->D + i0);
+    attn_tile_gemm_f32(s->P, ATTN_TILE, 0, qi, C3, 1, s->kt, ATTN_TILE, nq, nk, HS, diag ? TRI_N_UPTO_ROW : TRI_NONE);
+    attn_tile_gemm_f32(s->dS, ATTN_TILE, 0, doi, C, 1, s->vt, ATTN_TILE, nq, nk, HS, diag ? TRI_N_UPTO_ROW : TRI_NONE);
+    if (g->alibi) attn_tile_alibi(s->P, ATTN_TILE, nq, nk, 0, diag, scale, hd->slope, i0 - j0);
+    attn_tile_probs_grads(s->P, s->dS, ATTN_TILE, nq, nk, diag, ss, scale, hd->lse + i0, s->D + i0);
     /* dV_j += P^T dO_i and dK_j += dS^T Q_i: A(key, query) = P[query][key] */
     const attn_tri from = diag ? TRI_K_FROM_ROW : TRI_NONE;
     const int acc = !diag || !hd->first;
-    attn_tile_gemm_f32(hd->dv + (size_t)j0 * C3, C3, acc, s->P, 1, BT, doi, C, nk, HS, nq, from);
-    attn_tile_gemm_f32(hd->dk + (size_t)j0 * C3, C3, acc, s->dS, 1, BT, qi, C3, nk, HS, nq, from);
+    attn_tile_gemm_f32(hd->dv + (size_t)j0 * C3, C3, acc, s->P, 1, ATTN_TILE, doi, C, nk, HS, nq, from);
+    attn_tile_gemm_f32(hd->dk + (size_t)j0 * C3, C3, acc, s->dS, 1, ATTN_TILE, qi, C3, nk, HS, nq, from);
     /* dQ_i += dS K_j (= from the first block of keys) */
-    attn_tile_gemm_f32(hd->dq + (size_t)i0 * C3, C3, j > 0, s->dS, BT, 1, hd->k + (size_t)j0 * C3, C3, nq, HS, nk,
-                       diag ? TRI_K_UPTO_ROW : TRI_NONE);
+    attn_tile_gemm_f32(hd->dq + (size_t)i0 * C3, C3, j > 0, s->dS, ATTN_TILE, 1, hd->k + (size_t)j0 * C3, C3, nq, HS,
+                       nk, diag ? TRI_K_UPTO_ROW : TRI_NONE);
 }
 
 static void backward_head(const f32_scratch *s, const f32_head *hd, const float *out, const attn_geom *g, int b, int h)
 {
-    const int T = g->T, C = g->C, C3 = g->C3, HS = g->HS, nb = (T + BT - 1) / BT;
+    const int T = g->T, C = g->C, C3 = g->C3, HS = g->HS, nb = (T + ATTN_TILE - 1) / ATTN_TILE;
     attn_tile_rowdot(s->D, hd->dO, C, out + (size_t)b * T * C + (size_t)h * HS, C, T, HS);
     for (int j = 0; j < nb; j++) {
-        const int j0 = j * BT, nk = T - j0 < BT ? T - j0 : BT;
-        attn_tile_transpose(s->kt, BT, hd->k + (size_t)j0 * C3, C3, nk, HS);
-        attn_tile_transpose(s->vt, BT, hd->v + (size_t)j0 * C3, C3, nk, HS);
+        const int j0 = j * ATTN_TILE, nk = T - j0 < ATTN_TILE ? T - j0 : ATTN_TILE;
+        attn_tile_transpose(s->kt, ATTN_TILE, hd->k + (size_t)j0 * C3, C3, nk, HS);
+        attn_tile_transpose(s->vt, ATTN_TILE, hd->v + (size_t)j0 * C3, C3, nk, HS);
         for (int i = j; i < nb; i++) backward_tile(s, hd, g, i, j);
     }
 }

@@ -45,23 +45,23 @@ typedef struct {
     const float *alibi;    /* (NH) ALiBi slopes, or NULL: no bias */
 } attn_shape;
 
-/* lse (B, NH, T): each query row's log-sum-exp of its scaled scores, saved for backward */
+/* Each function in fp32 and in bf16. lse (B, NH, T): each query row's log-sum-exp of its scaled
+ * scores, saved for backward. The bf16 twins (bf16-mixed training): q, k, v and the output in
+ * bf16, products in bf16 with fp32 accumulation (P and dS rounded to bf16 before their products,
+ * as FlashAttention does in bf16), softmax statistics, lse and dqkv in fp32; dout fp32 (rounded to
+ * bf16 for its products). vdpbf16ps where the CPU has AVX512_BF16 (asked at run time), the same
+ * products in fp32 FMAs otherwise. */
 void attention_forward_s(float *out, float *lse, const float *qkv, const attn_shape *s);
+void attention_forward_bf16_s(bf16 *out, float *lse, const bf16 *qkv, const attn_shape *s);
 void attention_backward_s(float *dqkv, float *scratch, int threads, const float *dout, const float *qkv,
                           const float *out, const float *lse, const attn_shape *s);
-/* The multi-head layout without bias (KVH = NH, alibi = NULL). */
-void attention_forward(float *out, float *lse, const float *qkv, int B, int T, int NH, int HS);
-void attention_backward(float *dqkv, float *scratch, int threads, const float *dout, const float *qkv,
-                        const float *out, const float *lse, int B, int T, int NH, int HS);
-/* bf16 variant (bf16-mixed training): q, k, v and the output in bf16, products in bf16 with fp32
- * accumulation (P and dS rounded to bf16 before their products, as FlashAttention does in bf16),
- * softmax statistics, lse and dqkv in fp32; dout fp32 (rounded to bf16 for its products).
- * vdpbf16ps where the CPU has AVX512_BF16 (asked at run time), the same products in fp32 FMAs
- * otherwise. */
-void attention_forward_bf16_s(bf16 *out, float *lse, const bf16 *qkv, const attn_shape *s);
 void attention_backward_bf16_s(float *dqkv, float *scratch, int threads, const float *dout, const bf16 *qkv,
                                const bf16 *out, const float *lse, const attn_shape *s);
+/* The multi-head layout without bias (KVH = NH, alibi = NULL). */
+void attention_forward(float *out, float *lse, const float *qkv, int B, int T, int NH, int HS);
 void attention_forward_bf16(bf16 *out, float *lse, const bf16 *qkv, int B, int T, int NH, int HS);
+void attention_backward(float *dqkv, float *scratch, int threads, const float *dout, const float *qkv,
+                        const float *out, const float *lse, int B, int T, int NH, int HS);
 void attention_backward_bf16(float *dqkv, float *scratch, int threads, const float *dout, const bf16 *qkv,
                              const bf16 *out, const float *lse, int B, int T, int NH, int HS);
 /* Floats of scratch for a backward (fp32 or bf16) on `threads` threads. Per thread: T, a few

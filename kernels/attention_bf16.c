@@ -3,7 +3,8 @@
  * reused: per block of queries in the forward (Q^T), per tile (K, the pairs of V rows, P);
  * per query head in the backward (Q and dO both along the rows and in pairs of rows), per block
  * of keys (K^T, V^T, pairs of K rows; again for each query head of a group), per tile (P and dS
- * in pairs of rows, dS along the rows). Softmax statistics, the output accumulator and the gradients (accumulated in dqkv) stay fp32. */
+ * in pairs of rows, dS along the rows). Softmax statistics, the output accumulator and the gradients (accumulated in
+ * dqkv) stay fp32. */
 #include "attention.h"
 
 #include <math.h>
@@ -12,8 +13,6 @@
 #include <omp.h>
 
 #include "attn_tile.h"
-
-#define BT ATTN_TILE
 
 static size_t up16(size_t n) { return (n + 15) & ~(size_t)15; }
 
@@ -29,19 +28,21 @@ static int rows_in_place(const bf16 *qkv, int HS) { return HS % 2 == 0 && (uintp
  * kv head. */
 static void forward_block(bf16 *out, float *lse, const bf16 *qkv, const attn_geom *g, int b, int h, int i, int native)
 {
-    const int T = g->T, HS = g->HS, C3 = g->C3, C = g->C, i0 = i * BT, nq = T - i0 < BT ? T - i0 : BT;
+    const int T = g->T, HS = g->HS, C3 = g->C3, C = g->C, i0 = i * ATTN_TILE,
+              nq = T - i0 < ATTN_TILE ? T - i0 : ATTN_TILE;
     const int D2 = half_words(HS), HP = pair_words(HS);
     const float scale = g->scale, slope = g->alibi ? g->alibi[h] : 0.0f;
     const float ss = g->alibi ? 1.0f : scale; /* the softmax's scale of st: 1 once ALiBi has scaled it */
     const bf16 *q = qkv + ((size_t)b * T + i0) * C3 + attn_q_off(g, h);
     const bf16 *k = qkv + (size_t)b * T * C3 + attn_k_off(g, h / g->G), *v = k + HS;
     const int in_place = rows_in_place(qkv, HS); /* K read as words where it is */
-    uint32_t qt[D2 * BT], kb[in_place ? 1 : BT * D2], vp[BT / 2 * HP], pp[BT / 2 * BT];
-    float st[BT * BT], o[BT * HS], m[BT], l[BT], alpha[BT];
-    attn_tile_pairs_t_bf16(qt, BT, q, C3, nq, HS);
-    for (int r = 0; r < BT; r++) m[r] = -INFINITY, l[r] = 0.0f;
+    uint32_t qt[D2 * ATTN_TILE], kb[in_place ? 1 : ATTN_TILE * D2], vp[ATTN_TILE / 2 * HP],
+        pp[ATTN_TILE / 2 * ATTN_TILE];
+    float st[ATTN_TILE * ATTN_TILE], o[ATTN_TILE * HS], m[ATTN_TILE], l[ATTN_TILE], alpha[ATTN_TILE];
+    attn_tile_pairs_t_bf16(qt, ATTN_TILE, q, C3, nq, HS);
+    for (int r = 0; r < ATTN_TILE; r++) m[r] = -INFINITY, l[r] = 0.0f;
     for (int j = 0; j <= i; j++) {
-        const int j0 = j * BT, nk = T - j0 < BT ? T - j0 : BT, diag = j == i;
+        const int j0 = j * ATTN_TILE, nk = T - j0 < ATTN_TILE ? T - j0 : ATTN_TILE, diag = j == i;
         const void *ka = k + (size_t)j0 * C3;
         ptrdiff_t kas = C3 / 2;
         if (!in_place) {
@@ -50,11 +51,13 @@ static void forward_block(bf16 *out, float *lse, const bf16 *qkv, const attn_geo
         }
         attn_tile_pairs_bf16(vp, HP, v + (size_t)j0 * C3, C3, nk, HS);
         /* st (nk x nq) = K_j Q_i^T; P in place; P^T's rows paired (the keys) for P V */
-        attn_tile_gemm_bf16(st, BT, 0, ka, kas, 1, qt, BT, nk, nq, HS, diag ? TRI_N_FROM_ROW : TRI_NONE, native);
-        if (g->alibi) attn_tile_alibi(st, BT, nk, nq, 1, diag, scale, slope, i0 - j0);
-        attn_tile_softmax_cols_pairs(st, BT, nk, nq, diag, ss, m, l, alpha, pp, BT, native);
+        attn_tile_gemm_bf16(st, ATTN_TILE, 0, ka, kas, 1, qt, ATTN_TILE, nk, nq, HS, diag ? TRI_N_FROM_ROW : TRI_NONE,
+                            native);
+        if (g->alibi) attn_tile_alibi(st, ATTN_TILE, nk, nq, 1, diag, scale, slope, i0 - j0);
+        attn_tile_softmax_cols_pairs(st, ATTN_TILE, nk, nq, diag, ss, m, l, alpha, pp, ATTN_TILE, native);
         if (j > 0) attn_tile_scale_rows(o, HS, nq, HS, alpha);
-        attn_tile_gemm_bf16(o, HS, j > 0, pp, 1, BT, vp, HP, nq, HS, nk, diag ? TRI_K_UPTO_ROW : TRI_NONE, native);
+        attn_tile_gemm_bf16(o, HS, j > 0, pp, 1, ATTN_TILE, vp, HP, nq, HS, nk, diag ? TRI_K_UPTO_ROW : TRI_NONE,
+                            native);
     }
     bf16 *ob = out + ((size_t)b * T + i0) * C + (size_t)h * HS;
     float *lb = lse + ((size_t)b * g->NH + h) * T + i0;
@@ -64,29 +67,37 @@ static void forward_block(bf16 *out, float *lse, const bf16 *qkv, const attn_geo
     }
 }
 
+typedef struct {
+    bf16 *out;
+    float *lse;
+    const bf16 *qkv;
+    int native;
+} bf16_forward;
+
+static void forward_task(const void *ctx, const attn_geom *g, int b, int h, int i)
+{
+    const bf16_forward *f = ctx;
+    forward_block(f->out, f->lse, f->qkv, g, b, h, i, f->native);
+}
+
 static void forward_all(bf16 *out, float *lse, const bf16 *qkv, const attn_shape *s, int native)
 {
     const attn_geom g = attn_geom_of(s);
-    const int nb = (g.T + BT - 1) / BT, heads = g.B * g.NH;
-    const long ntask = (long)heads * nb;
-    /* head by head (its keys and values stay in cache), the longest blocks (most keys) first */
-#pragma omp parallel for schedule(dynamic, 1)
-    for (long t = 0; t < ntask; t++) {
-        int i = nb - 1 - (int)(t % nb), bh = (int)(t / nb);
-        forward_block(out, lse, qkv, &g, bh / g.NH, bh % g.NH, i, native);
-    }
+    const bf16_forward f = {out, lse, qkv, native};
+    attn_forward_blocks(&g, forward_task, &f);
 }
 
 /* The queries' side of the backward's tiles (Q and dO, along the rows and in pairs of rows) is
  * packed once per head when its 2 HS T floats stay within the scratch's budget (a few blocks
- * times T: HS <= BT), else per tile, again for each block of keys (about 8% slower at
+ * times T: HS <= ATTN_TILE), else per tile, again for each block of keys (about 8% slower at
  * HS = 64, T = 2048; the products grow with HS, the packing does not). */
-static int per_head(int HS) { return HS <= BT; }
+static int per_head(int HS) { return HS <= ATTN_TILE; }
 
 /* One thread's backward scratch (uint32_t words are packed bf16 pairs): D (T); the queries'
- * side, Q and dO along the rows (R x D2) and in pairs of rows (R/2 x HP), R = T or BT (above);
- * per block of keys: K^T and V^T (D2 x BT), pairs of K rows (BT/2 x HP); per tile: S and dP
- * (BT x BT), P and dS in pairs of rows (BT/2 x BT), dS along the rows (BT x BT/2). */
+ * side, Q and dO along the rows (R x D2) and in pairs of rows (R/2 x HP), R = T or ATTN_TILE (above);
+ * per block of keys: K^T and V^T (D2 x ATTN_TILE), pairs of K rows (ATTN_TILE/2 x HP); per tile: S and dP
+ * (ATTN_TILE x ATTN_TILE), P and dS in pairs of rows (ATTN_TILE/2 x ATTN_TILE), dS along the rows (ATTN_TILE x
+ * ATTN_TILE/2). */
 typedef struct {
     float *D, *S, *dP;
     uint32_t *qb, *qp, *dob, *dop, *kt, *vt, *kp, *pp, *dsp, *dsb;
@@ -95,7 +106,7 @@ typedef struct {
 static size_t scratch_layout(bf16_scratch *s, float *ws, int T, int HS)
 {
     const size_t D2 = (size_t)half_words(HS), HP = (size_t)pair_words(HS);
-    const size_t R = per_head(HS) ? (size_t)T + 1 : BT; /* rows of the queries' side, even */
+    const size_t R = per_head(HS) ? (size_t)T + 1 : ATTN_TILE; /* rows of the queries' side, even */
     size_t off = 0;
 #define TAKE(field, type, n) (s ? (void)(s->field = (type *)(ws + off)) : (void)0), off += up16(n)
     TAKE(D, float, (size_t)T);
@@ -103,14 +114,14 @@ static size_t scratch_layout(bf16_scratch *s, float *ws, int T, int HS)
     TAKE(dob, uint32_t, R * D2);
     TAKE(qp, uint32_t, R / 2 * HP);
     TAKE(dop, uint32_t, R / 2 * HP);
-    TAKE(kt, uint32_t, D2 * BT);
-    TAKE(vt, uint32_t, D2 * BT);
-    TAKE(kp, uint32_t, BT / 2 * HP);
-    TAKE(S, float, (size_t)BT * BT);
-    TAKE(dP, float, (size_t)BT * BT);
-    TAKE(pp, uint32_t, (size_t)BT / 2 * BT);
-    TAKE(dsp, uint32_t, (size_t)BT / 2 * BT);
-    TAKE(dsb, uint32_t, (size_t)BT * BT / 2);
+    TAKE(kt, uint32_t, D2 * ATTN_TILE);
+    TAKE(vt, uint32_t, D2 * ATTN_TILE);
+    TAKE(kp, uint32_t, ATTN_TILE / 2 * HP);
+    TAKE(S, float, (size_t)ATTN_TILE * ATTN_TILE);
+    TAKE(dP, float, (size_t)ATTN_TILE * ATTN_TILE);
+    TAKE(pp, uint32_t, (size_t)ATTN_TILE / 2 * ATTN_TILE);
+    TAKE(dsp, uint32_t, (size_t)ATTN_TILE / 2 * ATTN_TILE);
+    TAKE(dsb, uint32_t, (size_t)ATTN_TILE * ATTN_TILE / 2);
 #undef TAKE
     return off;
 }
@@ -148,9 +159,9 @@ typedef struct {
 /* Block i's queries' side: packed now (per tile), or where the head's packing put it. */
 static query_side queries_of(const bf16_scratch *s, const bwd_shape *sh, int i)
 {
-    const int HS = sh->g->HS, D2 = half_words(HS), HP = pair_words(HS), i0 = i * BT, T = sh->g->T;
+    const int HS = sh->g->HS, D2 = half_words(HS), HP = pair_words(HS), i0 = i * ATTN_TILE, T = sh->g->T;
     const size_t r = per_head(HS) ? (size_t)i0 : 0;
-    if (!per_head(HS)) pack_queries(s, sh, i0, T - i0 < BT ? T - i0 : BT);
+    if (!per_head(HS)) pack_queries(s, sh, i0, T - i0 < ATTN_TILE ? T - i0 : ATTN_TILE);
     query_side qs = {s->qb + r * D2, D2, s->qp + r / 2 * HP, s->dob + r * D2, s->dop + r / 2 * HP};
     if (sh->q_in_place) qs.q = sh->q + (size_t)i0 * sh->g->C3, qs.qs = sh->g->C3 / 2;
     return qs;
@@ -162,22 +173,23 @@ static void backward_tile(const bf16_scratch *s, const bwd_shape *sh, const floa
 {
     const attn_geom *g = sh->g;
     const int T = g->T, HS = g->HS, C3 = g->C3, D2 = half_words(HS), HP = pair_words(HS), native = sh->native;
-    const int i0 = i * BT, nq = T - i0 < BT ? T - i0 : BT, nk = T - j * BT < BT ? T - j * BT : BT, diag = i == j;
+    const int i0 = i * ATTN_TILE, nq = T - i0 < ATTN_TILE ? T - i0 : ATTN_TILE,
+              nk = T - j * ATTN_TILE < ATTN_TILE ? T - j * ATTN_TILE : ATTN_TILE, diag = i == j;
     const float scale = g->scale, ss = g->alibi ? 1.0f : scale;
     const attn_tri upto_n = diag ? TRI_N_UPTO_ROW : TRI_NONE;
     const query_side qs = queries_of(s, sh, i);
-    attn_tile_gemm_bf16(s->S, BT, 0, qs.q, qs.qs, 1, s->kt, BT, nq, nk, HS, upto_n, native);
-    attn_tile_gemm_bf16(s->dP, BT, 0, qs.dob, D2, 1, s->vt, BT, nq, nk, HS, upto_n, native);
-    if (g->alibi) attn_tile_alibi(s->S, BT, nq, nk, 0, diag, scale, sh->slope, i0 - j * BT);
-    attn_tile_probs_grads_pairs(s->S, s->dP, BT, nq, nk, diag, ss, scale, lse + i0, s->D + i0, s->pp, s->dsp, BT,
-                                s->dsb, BT / 2, native);
+    attn_tile_gemm_bf16(s->S, ATTN_TILE, 0, qs.q, qs.qs, 1, s->kt, ATTN_TILE, nq, nk, HS, upto_n, native);
+    attn_tile_gemm_bf16(s->dP, ATTN_TILE, 0, qs.dob, D2, 1, s->vt, ATTN_TILE, nq, nk, HS, upto_n, native);
+    if (g->alibi) attn_tile_alibi(s->S, ATTN_TILE, nq, nk, 0, diag, scale, sh->slope, i0 - j * ATTN_TILE);
+    attn_tile_probs_grads_pairs(s->S, s->dP, ATTN_TILE, nq, nk, diag, ss, scale, lse + i0, s->D + i0, s->pp, s->dsp,
+                                ATTN_TILE, s->dsb, ATTN_TILE / 2, native);
     /* dV_j += P^T dO_i, dK_j += dS^T Q_i; dQ_i += dS K_j */
     const attn_tri from = diag ? TRI_K_FROM_ROW : TRI_NONE;
     const int acc = !diag || !sh->first;
-    float *dkj = sh->dk + (size_t)j * BT * C3, *dvj = sh->dv + (size_t)j * BT * C3;
-    attn_tile_gemm_bf16(dvj, C3, acc, s->pp, 1, BT, qs.dop, HP, nk, HS, nq, from, native);
-    attn_tile_gemm_bf16(dkj, C3, acc, s->dsp, 1, BT, qs.qp, HP, nk, HS, nq, from, native);
-    attn_tile_gemm_bf16(sh->dq + (size_t)i0 * C3, C3, j > 0, s->dsb, BT / 2, 1, s->kp, HP, nq, HS, nk,
+    float *dkj = sh->dk + (size_t)j * ATTN_TILE * C3, *dvj = sh->dv + (size_t)j * ATTN_TILE * C3;
+    attn_tile_gemm_bf16(dvj, C3, acc, s->pp, 1, ATTN_TILE, qs.dop, HP, nk, HS, nq, from, native);
+    attn_tile_gemm_bf16(dkj, C3, acc, s->dsp, 1, ATTN_TILE, qs.qp, HP, nk, HS, nq, from, native);
+    attn_tile_gemm_bf16(sh->dq + (size_t)i0 * C3, C3, j > 0, s->dsb, ATTN_TILE / 2, 1, s->kp, HP, nq, HS, nk,
                         diag ? TRI_K_UPTO_ROW : TRI_NONE, native);
 }
 
@@ -186,20 +198,20 @@ static void backward_head(const bf16_scratch *s, const bwd_shape *sh, const bf16
                           const float *lse, int b, int h)
 {
     const attn_geom *g = sh->g;
-    const int T = g->T, HS = g->HS, C = g->C, C3 = g->C3, nb = (T + BT - 1) / BT;
+    const int T = g->T, HS = g->HS, C = g->C, C3 = g->C3, nb = (T + ATTN_TILE - 1) / ATTN_TILE;
     const int D2 = half_words(HS), HP = pair_words(HS);
     const bf16 *o = out + (size_t)b * T * C + (size_t)h * HS;
     const float *L = lse + ((size_t)b * g->NH + h) * T;
     if (per_head(HS)) pack_queries(s, sh, 0, T);
     /* D = rowsum(dO * O) from the rounded dO that dP = dO V^T uses: they cancel where they should */
     for (int i = 0; i < nb; i++) {
-        const int i0 = i * BT, nq = T - i0 < BT ? T - i0 : BT;
+        const int i0 = i * ATTN_TILE, nq = T - i0 < ATTN_TILE ? T - i0 : ATTN_TILE;
         attn_tile_rowdot_bf16(s->D + i0, queries_of(s, sh, i).dob, D2, o + (size_t)i0 * C, C, nq, HS);
     }
     for (int j = 0; j < nb; j++) {
-        const int j0 = j * BT, nk = T - j0 < BT ? T - j0 : BT;
-        attn_tile_pairs_t_bf16(s->kt, BT, k + (size_t)j0 * C3, C3, nk, HS);
-        attn_tile_pairs_t_bf16(s->vt, BT, v + (size_t)j0 * C3, C3, nk, HS);
+        const int j0 = j * ATTN_TILE, nk = T - j0 < ATTN_TILE ? T - j0 : ATTN_TILE;
+        attn_tile_pairs_t_bf16(s->kt, ATTN_TILE, k + (size_t)j0 * C3, C3, nk, HS);
+        attn_tile_pairs_t_bf16(s->vt, ATTN_TILE, v + (size_t)j0 * C3, C3, nk, HS);
         attn_tile_pairs_bf16(s->kp, HP, k + (size_t)j0 * C3, C3, nk, HS);
         for (int i = j; i < nb; i++) backward_tile(s, sh, L, i, j);
     }

@@ -28,6 +28,12 @@ static inline unsigned short mask16_tail(int left)
 
 static inline float word_lo(uint32_t w) { return bf16_to_float((bf16)(w & 0xffffu)); }
 static inline float word_hi(uint32_t w) { return bf16_to_float((bf16)(w >> 16)); }
+static inline float word_f32(uint32_t w)
+{
+    float f;
+    memcpy(&f, &w, sizeof f);
+    return f;
+}
 static inline uint32_t word_of(bf16 lo, bf16 hi) { return (uint32_t)lo | (uint32_t)hi << 16; }
 /* Word i of A: packed words, or two bf16 values of a tensor in place (memcpy: any object type). */
 static inline uint32_t load_word(const void *A, ptrdiff_t i)
@@ -82,6 +88,55 @@ static void drive(micro_fn mk, int mr_max, int unit, float *C, ptrdiff_t ldc, in
         default: break;                                               \
         }                                                             \
     } while (0)
+/* A micro_fn (with attributes ATTR) running KERNEL's instance for its (mr, vectors of nn). */
+#define MICRO_FN(ATTR, name, CASES, KERNEL)                                                                     \
+    ATTR static void name(int mr, int nn, int kk, const void *A, ptrdiff_t ars, ptrdiff_t aks, const uint32_t *B, \
+                          ptrdiff_t ldb, float *C, ptrdiff_t ldc, int acc)                                      \
+    {                                                                                                           \
+        MICRO_SWITCH(CASES, KERNEL, mr, nn);                                                                    \
+    }
+
+/* The accumulators' loads and stores, shared by every AVX-512 micro-kernel (the native bf16 one is
+ * compiled for AVX-512 even when the build is not: ACC_TARGET lets them inline into it). */
+#if defined(__AVX512F__) || ATTN_NATIVE_BF16
+#ifdef __AVX512F__
+#define ACC_TARGET
+#else
+#define ACC_TARGET __attribute__((target("avx512f")))
+#endif
+
+static ALWAYS_INLINE ACC_TARGET __m512 load_cols(__mmask16 k, int last, const float *p)
+{
+    return last ? _mm512_maskz_loadu_ps(k, p) : _mm512_loadu_ps(p);
+}
+
+static ALWAYS_INLINE ACC_TARGET void store_cols(__mmask16 k, int last, float *p, __m512 x)
+{
+    if (last) _mm512_mask_storeu_ps(p, k, x);
+    else _mm512_storeu_ps(p, x);
+}
+
+/* Every micro-kernel's accumulators c (mr x nv vectors, the last one of a row under `tail`): from
+ * C (acc) or zero, and back into C. */
+static ALWAYS_INLINE ACC_TARGET void acc_load(__m512 c[][4], const int mr, const int nv, __mmask16 tail,
+                                              const float *C, ptrdiff_t ldc, int acc)
+{
+    #pragma GCC unroll 8
+    for (int r = 0; r < mr; r++)
+        #pragma GCC unroll 8
+        for (int v = 0; v < nv; v++)
+            c[r][v] = acc ? load_cols(tail, v == nv - 1, C + r * ldc + 16 * v) : _mm512_setzero_ps();
+}
+
+static ALWAYS_INLINE ACC_TARGET void acc_store(__m512 c[][4], const int mr, const int nv, __mmask16 tail,
+                                               float *C, ptrdiff_t ldc)
+{
+    #pragma GCC unroll 8
+    for (int r = 0; r < mr; r++)
+        #pragma GCC unroll 8
+        for (int v = 0; v < nv; v++) store_cols(tail, v == nv - 1, C + r * ldc + 16 * v, c[r][v]);
+}
+#endif
 
 /* ---------------------------------------------------------------- fp32 products */
 
@@ -92,26 +147,12 @@ static void drive(micro_fn mk, int mr_max, int unit, float *C, ptrdiff_t ldc, in
  * pragmas make GCC unroll them before it places c[][] (otherwise it keeps the accumulators in
  * memory and stores them every step: 65 instead of 240 GFLOP/s on one Zen 5 core). */
 
-static ALWAYS_INLINE __m512 load_cols(__mmask16 k, int last, const float *p)
-{
-    return last ? _mm512_maskz_loadu_ps(k, p) : _mm512_loadu_ps(p);
-}
-
-static ALWAYS_INLINE void store_cols(__mmask16 k, int last, float *p, __m512 x)
-{
-    if (last) _mm512_mask_storeu_ps(p, k, x);
-    else _mm512_storeu_ps(p, x);
-}
-
-static ALWAYS_INLINE void micro_f32_body(const int mr, const int nv, __mmask16 tail, int kk, const float *A, ptrdiff_t ars,
-                                         ptrdiff_t aks, const float *B, ptrdiff_t ldb, float *C, ptrdiff_t ldc, int acc)
+static ALWAYS_INLINE void micro_f32_body(const int mr, const int nv, __mmask16 tail, int kk, const float *A,
+                                         ptrdiff_t ars, ptrdiff_t aks, const float *B, ptrdiff_t ldb, float *C,
+                                         ptrdiff_t ldc, int acc)
 {
     __m512 c[MR_F32][4];
-    #pragma GCC unroll 8
-    for (int r = 0; r < mr; r++)
-        #pragma GCC unroll 8
-        for (int v = 0; v < nv; v++)
-            c[r][v] = acc ? load_cols(tail, v == nv - 1, C + r * ldc + 16 * v) : _mm512_setzero_ps();
+    acc_load(c, mr, nv, tail, C, ldc, acc);
     for (int k = 0; k < kk; k++) {
         __m512 b[4];
         #pragma GCC unroll 8
@@ -125,33 +166,37 @@ static ALWAYS_INLINE void micro_f32_body(const int mr, const int nv, __mmask16 t
         }
         B += ldb;
     }
-    #pragma GCC unroll 8
-    for (int r = 0; r < mr; r++)
-        #pragma GCC unroll 8
-        for (int v = 0; v < nv; v++) store_cols(tail, v == nv - 1, C + r * ldc + 16 * v, c[r][v]);
+    acc_store(c, mr, nv, tail, C, ldc);
 }
 
 #define MICRO_F32(R, V, tail, kk, A, ars, aks, B, ldb, C, ldc, acc) \
     micro_f32_body(R, V, tail, kk, (const float *)(A), ars, aks, (const float *)(B), ldb, C, ldc, acc)
 
-static void micro_f32(int mr, int nn, int kk, const void *A, ptrdiff_t ars, ptrdiff_t aks, const uint32_t *B,
-                      ptrdiff_t ldb, float *C, ptrdiff_t ldc, int acc)
-{
-    MICRO_SWITCH(MICRO_CASES_6, MICRO_F32, mr, nn);
-}
+MICRO_FN(, micro_f32, MICRO_CASES_6, MICRO_F32)
 #else
 #define MR_F32 4
 
-static void micro_f32(int mr, int nn, int kk, const void *Aw, ptrdiff_t ars, ptrdiff_t aks, const uint32_t *Bw,
-                      ptrdiff_t ldb, float *C, ptrdiff_t ldc, int acc)
+/* Without AVX-512, one scalar micro-kernel for both operand kinds: words of one float (pairs 0)
+ * or of two bf16 values (pairs 1, the high one first as vdpbf16ps). */
+static inline void micro_scalar(int pairs, int mr, int nn, int kk, const void *A, ptrdiff_t ars, ptrdiff_t aks,
+                                const uint32_t *B, ptrdiff_t ldb, float *C, ptrdiff_t ldc, int acc)
 {
-    const float *A = (const float *)Aw, *B = (const float *)Bw;
     for (int r = 0; r < mr; r++)
         for (int n = 0; n < nn; n++) {
             float s = acc ? C[r * ldc + n] : 0.0f;
-            for (int k = 0; k < kk; k++) s = fmaf(A[r * ars + k * aks], B[k * ldb + n], s);
+            for (int k = 0; k < kk; k++) {
+                uint32_t a = load_word(A, r * ars + k * aks), b = B[k * ldb + n];
+                if (pairs) s = fmaf(word_lo(a), word_lo(b), fmaf(word_hi(a), word_hi(b), s));
+                else s = fmaf(word_f32(a), word_f32(b), s);
+            }
             C[r * ldc + n] = s;
         }
+}
+
+static void micro_f32(int mr, int nn, int kk, const void *A, ptrdiff_t ars, ptrdiff_t aks, const uint32_t *B,
+                      ptrdiff_t ldb, float *C, ptrdiff_t ldc, int acc)
+{
+    micro_scalar(0, mr, nn, kk, A, ars, aks, B, ldb, C, ldc, acc);
 }
 #endif
 
@@ -166,16 +211,12 @@ void attn_tile_gemm_f32(float *C, ptrdiff_t ldc, int acc, const float *A, ptrdif
 #if ATTN_NATIVE_BF16
 #define MR_BF16 6
 
-static ALWAYS_INLINE BF16_TARGET void micro_bf16_body(const int mr, const int nv, __mmask16 tail, int kk,
-                                                      const void *A, ptrdiff_t ars, ptrdiff_t aks,
-                                                      const uint32_t *B, ptrdiff_t ldb, float *C, ptrdiff_t ldc, int acc)
+static ALWAYS_INLINE BF16_TARGET void micro_bf16_body(const int mr, const int nv, __mmask16 tail, int kk, const void *A,
+                                                      ptrdiff_t ars, ptrdiff_t aks, const uint32_t *B, ptrdiff_t ldb,
+                                                      float *C, ptrdiff_t ldc, int acc)
 {
     __m512 c[MR_BF16][4];
-    #pragma GCC unroll 8
-    for (int r = 0; r < mr; r++)
-        #pragma GCC unroll 8
-        for (int v = 0; v < nv; v++)
-            c[r][v] = acc ? _mm512_maskz_loadu_ps(v == nv - 1 ? tail : 0xffff, C + r * ldc + 16 * v) : _mm512_setzero_ps();
+    acc_load(c, mr, nv, tail, C, ldc, acc);
     for (int k = 0; k < kk; k++) {
         __m512i b[4];
         #pragma GCC unroll 8
@@ -190,20 +231,13 @@ static ALWAYS_INLINE BF16_TARGET void micro_bf16_body(const int mr, const int nv
         }
         B += ldb;
     }
-    #pragma GCC unroll 8
-    for (int r = 0; r < mr; r++)
-        #pragma GCC unroll 8
-        for (int v = 0; v < nv; v++) _mm512_mask_storeu_ps(C + r * ldc + 16 * v, v == nv - 1 ? tail : 0xffff, c[r][v]);
+    acc_store(c, mr, nv, tail, C, ldc);
 }
 
 #define MICRO_BF16(R, V, tail, kk, A, ars, aks, B, ldb, C, ldc, acc) \
     micro_bf16_body(R, V, tail, kk, A, ars, aks, B, ldb, C, ldc, acc)
 
-BF16_TARGET static void micro_bf16_native(int mr, int nn, int kk, const void *A, ptrdiff_t ars, ptrdiff_t aks,
-                                          const uint32_t *B, ptrdiff_t ldb, float *C, ptrdiff_t ldc, int acc)
-{
-    MICRO_SWITCH(MICRO_CASES_6, MICRO_BF16, mr, nn);
-}
+MICRO_FN(BF16_TARGET, micro_bf16_native, MICRO_CASES_6, MICRO_BF16)
 #endif
 
 /* The portable bf16 products: each word's two values widened (exactly) and added with two FMAs,
@@ -217,11 +251,7 @@ static ALWAYS_INLINE void micro_port_body(const int mr, const int nv, __mmask16 
 {
     const __m512i hi_mask = _mm512_set1_epi32((int)0xffff0000u);
     __m512 c[MR_PORT][4];
-    #pragma GCC unroll 8
-    for (int r = 0; r < mr; r++)
-        #pragma GCC unroll 8
-        for (int v = 0; v < nv; v++)
-            c[r][v] = acc ? _mm512_maskz_loadu_ps(v == nv - 1 ? tail : 0xffff, C + r * ldc + 16 * v) : _mm512_setzero_ps();
+    acc_load(c, mr, nv, tail, C, ldc, acc);
     for (int k = 0; k < kk; k++) {
         __m512 blo[4], bhi[4];
         #pragma GCC unroll 8
@@ -240,35 +270,20 @@ static ALWAYS_INLINE void micro_port_body(const int mr, const int nv, __mmask16 
         }
         B += ldb;
     }
-    #pragma GCC unroll 8
-    for (int r = 0; r < mr; r++)
-        #pragma GCC unroll 8
-        for (int v = 0; v < nv; v++) _mm512_mask_storeu_ps(C + r * ldc + 16 * v, v == nv - 1 ? tail : 0xffff, c[r][v]);
+    acc_store(c, mr, nv, tail, C, ldc);
 }
 
 #define MICRO_PORT(R, V, tail, kk, A, ars, aks, B, ldb, C, ldc, acc) \
     micro_port_body(R, V, tail, kk, A, ars, aks, B, ldb, C, ldc, acc)
 
-static void micro_bf16_port(int mr, int nn, int kk, const void *A, ptrdiff_t ars, ptrdiff_t aks, const uint32_t *B,
-                            ptrdiff_t ldb, float *C, ptrdiff_t ldc, int acc)
-{
-    MICRO_SWITCH(MICRO_CASES_4, MICRO_PORT, mr, nn);
-}
+MICRO_FN(, micro_bf16_port, MICRO_CASES_4, MICRO_PORT)
 #else
 #define MR_PORT 4
 
 static void micro_bf16_port(int mr, int nn, int kk, const void *A, ptrdiff_t ars, ptrdiff_t aks, const uint32_t *B,
                             ptrdiff_t ldb, float *C, ptrdiff_t ldc, int acc)
 {
-    for (int r = 0; r < mr; r++)
-        for (int n = 0; n < nn; n++) {
-            float s = acc ? C[r * ldc + n] : 0.0f;
-            for (int k = 0; k < kk; k++) {
-                uint32_t a = load_word(A, r * ars + k * aks), b = B[k * ldb + n];
-                s = fmaf(word_lo(a), word_lo(b), fmaf(word_hi(a), word_hi(b), s));
-            }
-            C[r * ldc + n] = s;
-        }
+    micro_scalar(1, mr, nn, kk, A, ars, aks, B, ldb, C, ldc, acc);
 }
 #endif
 
@@ -392,7 +407,8 @@ BF16_TARGET static void softmax_cols_pairs_native(const float *st, ptrdiff_t ld,
         const __m512 mo = _mm512_maskz_loadu_ps(qm, m + q0), mx = col_max(st, ld, kend, q0, diag, vs, mo);
         __m512 al = vexp512(_mm512_sub_ps(mo, mx)), sum = _mm512_setzero_ps();
         for (int k = 0; k < nk; k += 2) {
-            __m512 p0 = col_prob(st, ld, k, kend, q0, diag, vs, mx), p1 = col_prob(st, ld, k + 1, kend, q0, diag, vs, mx);
+            __m512 p0 = col_prob(st, ld, k, kend, q0, diag, vs, mx),
+                   p1 = col_prob(st, ld, k + 1, kend, q0, diag, vs, mx);
             sum = _mm512_add_ps(_mm512_add_ps(sum, p0), p1);
             _mm512_mask_storeu_epi32(pp + k / 2 * ldp + q0, qm, pair_words(idx, p0, p1));
         }
@@ -403,15 +419,17 @@ BF16_TARGET static void softmax_cols_pairs_native(const float *st, ptrdiff_t ld,
 }
 
 /* attn_tile_probs_grads with P and dS written only as bf16: pairs of queries (P, dS) and rows (dS). */
-BF16_TARGET static void probs_grads_pairs_native(const float *S, const float *dP, ptrdiff_t ld, int nq, int nk, int diag,
-                                                 float ss, float scale, const float *lse, const float *D, uint32_t *pp,
-                                                 uint32_t *dsp, ptrdiff_t ldp, uint32_t *dsb, ptrdiff_t ldb)
+BF16_TARGET static void probs_grads_pairs_native(const float *S, const float *dP, ptrdiff_t ld, int nq, int nk,
+                                                 int diag, float ss, float scale, const float *lse, const float *D,
+                                                 uint32_t *pp, uint32_t *dsp, ptrdiff_t ldp, uint32_t *dsb,
+                                                 ptrdiff_t ldb)
 {
     const __m512 vs = _mm512_set1_ps(ss), vg = _mm512_set1_ps(scale);
     const __m512i idx = _mm512_loadu_si512(interleave_idx);
     for (int q = 0; q < nq; q += 2) {
         const int two = q + 1 < nq;
-        const int kend0 = diag ? (nk < q + 1 ? nk : q + 1) : nk, kend1 = two ? (diag ? (nk < q + 2 ? nk : q + 2) : nk) : 0;
+        const int kend0 = diag ? (nk < q + 1 ? nk : q + 1) : nk,
+                  kend1 = two ? (diag ? (nk < q + 2 ? nk : q + 2) : nk) : 0;
         const __m512 vl0 = _mm512_set1_ps(lse[q]), vd0 = _mm512_set1_ps(D[q]);
         const __m512 vl1 = _mm512_set1_ps(two ? lse[q + 1] : 0.0f), vd1 = _mm512_set1_ps(two ? D[q + 1] : 0.0f);
         for (int k0 = 0; k0 < nk; k0 += 16) {
@@ -520,7 +538,8 @@ void attn_tile_scale_rows(float *x, ptrdiff_t ld, int rows, int cols, const floa
 /* ---------------------------------------------------------------- bf16 packings */
 
 #if ATTN_NATIVE_BF16
-BF16_TARGET static void pairs_f32_native(uint32_t *dst, ptrdiff_t ld, const float *src, ptrdiff_t lds, int rows, int cols)
+BF16_TARGET static void pairs_f32_native(uint32_t *dst, ptrdiff_t ld, const float *src, ptrdiff_t lds, int rows,
+                                         int cols)
 {
     const __m512i idx = _mm512_loadu_si512(interleave_idx);
     for (int p = 0; 2 * p < rows; p++) {
@@ -528,20 +547,24 @@ BF16_TARGET static void pairs_f32_native(uint32_t *dst, ptrdiff_t ld, const floa
         const int pair = 2 * p + 1 < rows;
         for (int c0 = 0; c0 < cols; c0 += 16) {
             __mmask16 k = mask16_tail(cols - c0);
-            __m512 a = _mm512_maskz_loadu_ps(k, r0 + c0), b = pair ? _mm512_maskz_loadu_ps(k, r1 + c0) : _mm512_setzero_ps();
+            __m512 a = _mm512_maskz_loadu_ps(k, r0 + c0),
+                   b = pair ? _mm512_maskz_loadu_ps(k, r1 + c0) : _mm512_setzero_ps();
             _mm512_mask_storeu_epi32(dst + p * ld + c0, k, pair_words(idx, a, b));
         }
     }
 }
 
-BF16_TARGET static void rows_f32_native(uint32_t *dst, ptrdiff_t ld, const float *src, ptrdiff_t lds, int rows, int cols)
+BF16_TARGET static void rows_f32_native(uint32_t *dst, ptrdiff_t ld, const float *src, ptrdiff_t lds, int rows,
+                                        int cols)
 {
     for (int r = 0; r < rows; r++)
         for (int c0 = 0; c0 < cols; c0 += 32) {
             int left = cols - c0;
             __m512 a = _mm512_maskz_loadu_ps(mask16_tail(left), src + r * lds + c0);
-            __m512 b = left > 16 ? _mm512_maskz_loadu_ps(mask16_tail(left - 16), src + r * lds + c0 + 16) : _mm512_setzero_ps();
-            _mm512_mask_storeu_epi32(dst + r * ld + c0 / 2, mask16_tail((left + 1) / 2), (__m512i)_mm512_cvtne2ps_pbh(b, a));
+            __m512 b = left > 16 ? _mm512_maskz_loadu_ps(mask16_tail(left - 16), src + r * lds + c0 + 16)
+                                 : _mm512_setzero_ps();
+            _mm512_mask_storeu_epi32(dst + r * ld + c0 / 2, mask16_tail((left + 1) / 2),
+                                     (__m512i)_mm512_cvtne2ps_pbh(b, a));
         }
 }
 #endif
@@ -604,7 +627,8 @@ void attn_tile_pairs_bf16(uint32_t *dst, ptrdiff_t ld, const bf16 *src, ptrdiff_
             __m512i b = pair ? _mm512_maskz_loadu_epi16(k, r1 + c0) : _mm512_setzero_si512();
             _mm512_mask_storeu_epi32(dst + p * ld + c0, vmask_tail(left), _mm512_permutex2var_epi16(a, ilo, b));
             if (left > 16)
-                _mm512_mask_storeu_epi32(dst + p * ld + c0 + 16, vmask_tail(left - 16), _mm512_permutex2var_epi16(a, ihi, b));
+                _mm512_mask_storeu_epi32(dst + p * ld + c0 + 16, vmask_tail(left - 16),
+                                         _mm512_permutex2var_epi16(a, ihi, b));
         }
     }
 }
@@ -639,7 +663,8 @@ static void transpose16(uint32_t *dst, ptrdiff_t ld, const uint32_t *src, ptrdif
     /* r[4g + c], 128-bit lane L: column 4L + c of rows 4g .. 4g + 3 */
     for (int c = 0; c < 4; c++) {
         __m512i a0 = _mm512_shuffle_i32x4(r[c], r[4 + c], 0x88), a1 = _mm512_shuffle_i32x4(r[c], r[4 + c], 0xdd);
-        __m512i b0 = _mm512_shuffle_i32x4(r[8 + c], r[12 + c], 0x88), b1 = _mm512_shuffle_i32x4(r[8 + c], r[12 + c], 0xdd);
+        __m512i b0 = _mm512_shuffle_i32x4(r[8 + c], r[12 + c], 0x88),
+                b1 = _mm512_shuffle_i32x4(r[8 + c], r[12 + c], 0xdd);
         t[c] = _mm512_shuffle_i32x4(a0, b0, 0x88);      /* column c */
         t[8 + c] = _mm512_shuffle_i32x4(a0, b0, 0xdd);  /* column 8 + c */
         t[4 + c] = _mm512_shuffle_i32x4(a1, b1, 0x88);  /* column 4 + c */
@@ -661,7 +686,8 @@ void attn_tile_pairs_t_bf16(uint32_t *dst, ptrdiff_t ld, const bf16 *src, ptrdif
 {
 #ifdef __AVX512F__
     if (cols % 2 == 0 && lds % 2 == 0 && (uintptr_t)src % 4 == 0) {
-        transpose32(dst, ld, (const uint32_t *)(const void *)src, lds / 2, rows, cols / 2); /* read by intrinsics only */
+        /* src read by intrinsics only */
+        transpose32(dst, ld, (const uint32_t *)(const void *)src, lds / 2, rows, cols / 2);
         return;
     }
 #endif
@@ -711,8 +737,10 @@ void attn_tile_rowdot_bf16(float *D, const uint32_t *a, ptrdiff_t lda, const bf1
             int left = cols - c;
             __mmask32 k = left >= 32 ? (__mmask32)0xffffffffu : (__mmask32)((1u << left) - 1u);
             __m512i u = _mm512_maskz_loadu_epi16(k, x + c / 2), w = _mm512_maskz_loadu_epi16(k, y + c);
-            s = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(u, hi)), _mm512_castsi512_ps(_mm512_and_si512(w, hi)), s);
-            s = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(u, 16)), _mm512_castsi512_ps(_mm512_slli_epi32(w, 16)), s);
+            s = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(u, hi)),
+                                _mm512_castsi512_ps(_mm512_and_si512(w, hi)), s);
+            s = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(u, 16)),
+                                _mm512_castsi512_ps(_mm512_slli_epi32(w, 16)), s);
         }
         D[r] = _mm512_reduce_add_ps(s);
 #else

@@ -55,6 +55,11 @@ static inline size_t attn_k_off(const attn_geom *g, int kv)
     return ((size_t)kv * (size_t)(g->G + 2) + (size_t)g->G) * (size_t)g->HS;
 }
 
+/* One block of queries i of query head h of batch b, with the forward's operands in ctx. */
+typedef void (*attn_block_fn)(const void *ctx, const attn_geom *g, int b, int h, int i);
+/* The forward's driver (fp32 and bf16): block(ctx, g, b, h, i) for every batch, query head and
+ * block of queries, on OpenMP threads. */
+void attn_forward_blocks(const attn_geom *g, attn_block_fn block, const void *ctx);
 /* Floats of one thread's backward scratch (attention.c, attention_bf16.c). */
 size_t attn_scratch_f32(int T, int HS);
 size_t attn_scratch_bf16(int T, int HS);
@@ -102,8 +107,8 @@ void attn_tile_probs_grads(float *P, float *dS, ptrdiff_t ld, int nq, int nk, in
  * scratch: their contents on exit are unspecified. */
 void attn_tile_softmax_cols_pairs(float *st, ptrdiff_t ld, int nk, int nq, int diag, float scale, float *m, float *l,
                                   float *alpha, uint32_t *pp, ptrdiff_t ldp, int native);
-void attn_tile_probs_grads_pairs(float *P, float *dS, ptrdiff_t ld, int nq, int nk, int diag, float ss,
-                                 float scale, const float *lse, const float *D, uint32_t *pp, uint32_t *dsp, ptrdiff_t ldp,
+void attn_tile_probs_grads_pairs(float *P, float *dS, ptrdiff_t ld, int nq, int nk, int diag, float ss, float scale,
+                                 const float *lse, const float *D, uint32_t *pp, uint32_t *dsp, ptrdiff_t ldp,
                                  uint32_t *dsb, ptrdiff_t ldb, int native);
 /* ALiBi on one tile of raw scores x (row stride ld): x = scale x - slope (q - k), q and k the
  * query's and key's positions, q - k = dqk + (query index - key index) within the tile (dqk:
@@ -129,7 +134,8 @@ void attn_tile_pairs_t_bf16(uint32_t *dst, ptrdiff_t ld, const bf16 *src, ptrdif
 /* D[r] = sum over c of a(r, c) b(r, c) (rows x cols, row strides lda, ldb); in fp32, or with a
  * bf16 packed along its rows (attn_tile_rows_*) and b in bf16. */
 void attn_tile_rowdot(float *D, const float *a, ptrdiff_t lda, const float *b, ptrdiff_t ldb, int rows, int cols);
-void attn_tile_rowdot_bf16(float *D, const uint32_t *a, ptrdiff_t lda, const bf16 *b, ptrdiff_t ldb, int rows, int cols);
+void attn_tile_rowdot_bf16(float *D, const uint32_t *a, ptrdiff_t lda, const bf16 *b, ptrdiff_t ldb, int rows,
+                           int cols);
 /* Transpose an fp32 block: dst (cols x rows, stride ld) = src (rows x cols, stride lds)^T. */
 void attn_tile_transpose(float *dst, ptrdiff_t ld, const float *src, ptrdiff_t lds, int rows, int cols);
 

@@ -47,27 +47,32 @@ static void widen(float *dst, const bf16 *src, size_t n)
     }
 }
 
-/* Large arrays in chunks over the OpenMP threads; below PAR_MIN on the calling thread. */
+/* Large arrays in chunks over the OpenMP threads; below PAR_MIN on the calling thread. f converts
+ * n elements from src to dst (dst_eb and src_eb bytes an element). */
 #define CHUNK 16384
 
-void bf16_from_floats(bf16 *dst, const float *src, size_t n)
+static void by_chunks(void (*f)(void *, const void *, size_t), void *dst, size_t dst_eb, const void *src,
+                      size_t src_eb, size_t n)
 {
     long nchunks = (long)((n + CHUNK - 1) / CHUNK);
 #pragma omp parallel for schedule(static) if (n >= PAR_MIN)
     for (long c = 0; c < nchunks; c++) {
         size_t a = (size_t)c * CHUNK;
-        narrow(dst + a, src + a, a + CHUNK < n ? CHUNK : n - a);
+        f((char *)dst + a * dst_eb, (const char *)src + a * src_eb, a + CHUNK < n ? CHUNK : n - a);
     }
+}
+
+static void narrow_span(void *dst, const void *src, size_t n) { narrow(dst, src, n); }
+static void widen_span(void *dst, const void *src, size_t n) { widen(dst, src, n); }
+
+void bf16_from_floats(bf16 *dst, const float *src, size_t n)
+{
+    by_chunks(narrow_span, dst, sizeof(bf16), src, sizeof(float), n);
 }
 
 void bf16_to_floats(float *dst, const bf16 *src, size_t n)
 {
-    long nchunks = (long)((n + CHUNK - 1) / CHUNK);
-#pragma omp parallel for schedule(static) if (n >= PAR_MIN)
-    for (long c = 0; c < nchunks; c++) {
-        size_t a = (size_t)c * CHUNK;
-        widen(dst + a, src + a, a + CHUNK < n ? CHUNK : n - a);
-    }
+    by_chunks(widen_span, dst, sizeof(float), src, sizeof(bf16), n);
 }
 
 void bf16_from_floats_2d(bf16 *dst, size_t ld_dst, const float *src, size_t ld_src, int rows, int cols)
@@ -85,13 +90,20 @@ void bf16_round_floats(float *x, size_t n)
     for (size_t i = 0; i < n; i++) x[i] = bf16_to_float(bf16_from_float(x[i]));
 }
 
-uint64_t bf16_sr_hash(uint64_t seed, uint64_t step, uint64_t index) { return bf16_sr_hash_k(bf16_sr_key(seed, step), index); }
+uint64_t bf16_sr_hash(uint64_t seed, uint64_t step, uint64_t index)
+{
+    return bf16_sr_hash_k(bf16_sr_key(seed, step), index);
+}
 
-uint32_t bf16_sr_bits(uint64_t seed, uint64_t step, uint64_t index) { return (uint32_t)(bf16_sr_hash(seed, step, index) >> 48); }
+uint32_t bf16_sr_bits(uint64_t seed, uint64_t step, uint64_t index)
+{
+    return (uint32_t)(bf16_sr_hash(seed, step, index) >> 48);
+}
 
 void bf16_from_floats_sr(bf16 *dst, const float *src, size_t n, uint64_t seed, uint64_t step, uint64_t offset)
 {
     const uint64_t key = bf16_sr_key(seed, step);
 #pragma omp parallel for schedule(static) if (n >= PAR_MIN)
-    for (size_t i = 0; i < n; i++) dst[i] = bf16_from_float_sr(src[i], (uint32_t)(bf16_sr_hash_k(key, offset + i) >> 48));
+    for (size_t i = 0; i < n; i++)
+        dst[i] = bf16_from_float_sr(src[i], (uint32_t)(bf16_sr_hash_k(key, offset + i) >> 48));
 }

@@ -2,12 +2,12 @@
 
 #include <math.h>
 
-#include "vmath.h"
+#include "elem.h"
 
 #define INV_SQRT2 0.70710678118654752440f
 #define INV_SQRT_2PI 0.39894228040143267794f
 
-#ifdef __AVX512F__
+#ifdef ELEM_VEC
 enum { LANES = 16 }; /* floats per __m512 */
 /* Software prefetch distance, floats (4 KiB ahead): the exp and erf arithmetic slows the loop
  * enough that the hardware prefetcher alone left it at a third of its in-cache speed on data
@@ -24,55 +24,37 @@ static inline __m512 cdf512(__m512 x, __m512 *e)
 }
 #endif
 
-void gelu_forward(float *out, const float *inp, size_t n)
+/* One forward for both outputs: exactly one of out32 (fp32) and out16 (bf16, each value
+ * gelu_forward's rounded) is non-NULL; inlined with a constant NULL, one loop per type. */
+static inline __attribute__((always_inline)) void forward_to(float *out32, bf16 *out16, const float *inp, size_t n)
 {
-#ifdef __AVX512F__
+#ifdef ELEM_VEC
     long nv = (long)((n + LANES - 1) / LANES);
 #pragma omp parallel for schedule(static)
     for (long v = 0; v < nv; v++) {
         size_t i = (size_t)v * LANES;
-        __mmask16 k = vmask_tail((long)(n - i));
         PREFETCH(inp + i);
-        __m512 x = _mm512_maskz_loadu_ps(k, inp + i), e;
-        _mm512_mask_storeu_ps(out + i, k, _mm512_mul_ps(x, cdf512(x, &e)));
+        __m512 x = elem_vld_f32(inp + i, (long)(n - i)), e, y = _mm512_mul_ps(x, cdf512(x, &e));
+        if (out16) elem_vst_bf16(out16 + i, y, (long)(n - i));
+        else elem_vst_f32(out32 + i, y, (long)(n - i));
     }
 #else
 #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < n; i++) {
-        float x = inp[i];
-        out[i] = 0.5f * x * (1.0f + erff(x * INV_SQRT2));
+        float x = inp[i], y = 0.5f * x * (1.0f + erff(x * INV_SQRT2));
+        if (out16) elem_st_bf16(out16, i, y);
+        else elem_st_f32(out32, i, y);
     }
 #endif
 }
 
-void gelu_forward_bf16(bf16 *out, const float *inp, size_t n)
-{
-#if defined(__AVX512F__) && defined(VMATH_BF16)
-    long nv = (long)((n + LANES - 1) / LANES);
-#pragma omp parallel for schedule(static)
-    for (long v = 0; v < nv; v++) {
-        size_t i = (size_t)v * LANES;
-        PREFETCH(inp + i);
-        __m512 x = _mm512_maskz_loadu_ps(vmask_tail((long)(n - i)), inp + i), e;
-        vbf16_store512(out + i, _mm512_mul_ps(x, cdf512(x, &e)), (long)(n - i));
-    }
-#else
-#pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < n; i++) {
-        float x = inp[i];
-#ifdef __AVX512F__
-        __m512 vx = _mm512_set1_ps(x), e;
-        out[i] = bf16_from_float(_mm512_cvtss_f32(_mm512_mul_ps(vx, cdf512(vx, &e))));
-#else
-        out[i] = bf16_from_float(0.5f * x * (1.0f + erff(x * INV_SQRT2)));
-#endif
-    }
-#endif
-}
+void gelu_forward(float *out, const float *inp, size_t n) { forward_to(out, NULL, inp, n); }
+
+void gelu_forward_bf16(bf16 *out, const float *inp, size_t n) { forward_to(NULL, out, inp, n); }
 
 void gelu_backward(float *dinp, const float *inp, const float *dout, size_t n)
 {
-#ifdef __AVX512F__
+#ifdef ELEM_VEC
     long nv = (long)((n + LANES - 1) / LANES);
 #pragma omp parallel for schedule(static)
     for (long v = 0; v < nv; v++) {

@@ -18,17 +18,20 @@
 #ifndef CB_KERNELS_H
 #define CB_KERNELS_H
 
+/* The error codes lie far from 0, 1 and 2 (the command line's exit codes), so that a code that
+ * leaked into an exit status or a log could not pass for one. */
 enum {
     KERNEL_OK = 0,
-    KERNEL_EDIM = -1,   /* a dimension <= 0, a leading dimension too small, or beyond BLAS int indexing */
-    KERNEL_EINDEX = -2, /* an index argument (a target token) outside its range */
-    KERNEL_EBACKEND = -3, /* the library behind the kernel (oneDNN) refused or failed */
+    KERNEL_EDIM = -101,     /* a dimension <= 0, a leading dimension too small, or beyond BLAS int indexing */
+    KERNEL_EINDEX = -102,   /* an index argument (a target token) outside its range */
+    KERNEL_EBACKEND = -103, /* the library behind the kernel (oneDNN) refused or failed */
 };
 
 static inline const char *kernel_strerror(int code)
 {
-    return code == KERNEL_EDIM     ? "invalid dimensions"
-           : code == KERNEL_EINDEX ? "index out of range"
+    return code == KERNEL_OK         ? "no error"
+           : code == KERNEL_EDIM     ? "invalid dimensions"
+           : code == KERNEL_EINDEX   ? "index out of range"
            : code == KERNEL_EBACKEND ? "the oneDNN backend failed"
                                      : "unknown error";
 }

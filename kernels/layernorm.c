@@ -109,7 +109,8 @@ static void stats_group(float *mean, float *rstd, const float *x, int C)
     }
     v = _mm512_div_ps(v, _mm512_set1_ps((float)C));
     _mm512_storeu_ps(mean, m);
-    _mm512_storeu_ps(rstd, _mm512_div_ps(_mm512_set1_ps(1.0f), _mm512_sqrt_ps(_mm512_add_ps(v, _mm512_set1_ps(LAYERNORM_EPS)))));
+    _mm512_storeu_ps(
+        rstd, _mm512_div_ps(_mm512_set1_ps(1.0f), _mm512_sqrt_ps(_mm512_add_ps(v, _mm512_set1_ps(LAYERNORM_EPS)))));
 }
 #else
 #define LN_GROUP 1

@@ -38,7 +38,8 @@ typedef struct {
     int kvh;             /* key/value heads, dividing NH; 0 means NH (the per-head [q, k, v] layout) */
     int gptj;            /* 0: rotate_half pairs (i, i + r/2) (GPT-NeoX, Llama); 1: GPT-J's (2i, 2i+1) */
 } rope_shape;
-/* Callers name the fields ({.B = .., .r = ..}); kvh and gptj zero mean the NeoX layout and pairing. */
+/* kvh and gptj zero (what an initialiser that names the other fields gives) mean the NeoX layout
+ * and pairing. Some callers initialise by position (bench/calib.c): the field order is fixed. */
 
 typedef struct {
     int T, r, HS;
@@ -63,39 +64,38 @@ size_t rope_qkv_per_token(const rope_shape *s);
  * serving query head h are those of kv head h / (NH / kvh). */
 size_t rope_qkv_offset(const rope_shape *s, int b, int t, int which, int head);
 
-/* Scratch floats the reference variant needs (forward and backward). */
+/* Scratch elements (floats, or bf16 for the bf16 twin) the reference variant needs, forward and backward. */
 size_t rope_ref_scratch_floats(const rope_shape *s);
 
+/* Each variant in fp32 and in bf16. The bf16 twins: q and k (and their gradients) in bf16, in the
+ * same layouts; tables and arithmetic in fp32; each result rounded to bf16 where the variant
+ * stores it (the reference after every op, as PyTorch's ops on bf16 tensors; zero_freq and fused
+ * once per output, so that their outputs are the fp32 kernels' results on the widened inputs,
+ * rounded). The reference's scratch holds rope_ref_scratch_floats() elements of its type. The
+ * training step applies rope_forward_fused_bf16 to its bf16 QKV buffer (its backward stays the
+ * fp32 one). The fused kernels of both types take any kvh and either pairing. */
 void rope_forward_ref(float *q_out, float *k_out, const float *qkv, const rope_shape *s, const rope_tables *tb,
                       float *scratch);
+void rope_forward_ref_bf16(bf16 *q_out, bf16 *k_out, const bf16 *qkv, const rope_shape *s, const rope_tables *tb,
+                           bf16 *scratch);
 void rope_backward_ref(float *dqkv, const float *dq_out, const float *dk_out, const rope_shape *s,
                        const rope_tables *tb, float *scratch);
+void rope_backward_ref_bf16(bf16 *dqkv, const bf16 *dq_out, const bf16 *dk_out, const rope_shape *s,
+                            const rope_tables *tb, bf16 *scratch);
 
 void rope_forward_zero_freq(float *q_out, float *k_out, const float *qkv, const rope_shape *s,
                             const rope_tables *tb);
-void rope_backward_zero_freq(float *dqkv, const float *dq_out, const float *dk_out, const rope_shape *s,
-                             const rope_tables *tb);
-
-void rope_forward_fused(float *qkv, const rope_shape *s, const rope_tables *tb);
-/* Rotations by -angle (the rotation is orthogonal: its transpose is its inverse). */
-void rope_backward_fused(float *dqkv, const rope_shape *s, const rope_tables *tb);
-
-/* bf16 variants: q and k (and their gradients) in bf16, in the same layouts; tables and
- * arithmetic in fp32; each result rounded to bf16 where the variant stores it (the reference
- * after every op, as PyTorch's ops on bf16 tensors; zero_freq and fused once per output, so
- * that their outputs are the fp32 kernels' results on the widened inputs, rounded). The
- * reference's scratch holds rope_ref_scratch_floats() bf16 elements. The training step applies
- * rope_forward_fused_bf16 to its bf16 QKV buffer (its backward stays the fp32 one). The fused
- * bf16 kernels take kvh and gptj as the fp32 ones do. */
-void rope_forward_ref_bf16(bf16 *q_out, bf16 *k_out, const bf16 *qkv, const rope_shape *s, const rope_tables *tb,
-                           bf16 *scratch);
-void rope_backward_ref_bf16(bf16 *dqkv, const bf16 *dq_out, const bf16 *dk_out, const rope_shape *s,
-                            const rope_tables *tb, bf16 *scratch);
 void rope_forward_zero_freq_bf16(bf16 *q_out, bf16 *k_out, const bf16 *qkv, const rope_shape *s,
                                  const rope_tables *tb);
+void rope_backward_zero_freq(float *dqkv, const float *dq_out, const float *dk_out, const rope_shape *s,
+                             const rope_tables *tb);
 void rope_backward_zero_freq_bf16(bf16 *dqkv, const bf16 *dq_out, const bf16 *dk_out, const rope_shape *s,
                                   const rope_tables *tb);
+
+void rope_forward_fused(float *qkv, const rope_shape *s, const rope_tables *tb);
 void rope_forward_fused_bf16(bf16 *qkv, const rope_shape *s, const rope_tables *tb);
+/* Rotations by -angle (the rotation is orthogonal: its transpose is its inverse). */
+void rope_backward_fused(float *dqkv, const rope_shape *s, const rope_tables *tb);
 void rope_backward_fused_bf16(bf16 *dqkv, const rope_shape *s, const rope_tables *tb);
 
 /* The fused forward's definition in double, for tests: any kvh and pairing, angles computed from

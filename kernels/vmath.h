@@ -111,7 +111,8 @@ static inline __m256i vbf16_narrow512_sr(__m512 x, __m512i rb)
 {
     __m512i u = _mm512_castps_si512(x);
     __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, rb), 16);
-    __mmask16 big = _mm512_cmpge_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f000000));
+    __mmask16 big =
+        _mm512_cmpge_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f000000));
     if (__builtin_expect(big != 0, 0)) {
         const __m512i expo = _mm512_set1_epi32(0x7f800000), e16 = _mm512_set1_epi32(0x7f80);
         __mmask16 special = _mm512_cmpeq_epi32_mask(_mm512_and_si512(u, expo), expo); /* NaN, infinities */
@@ -131,7 +132,8 @@ static inline __m256i vbf16_narrow512_sr(__m512 x, __m512i rb)
 static inline __m512 verf512_from(__m512 z, __m512 e)
 {
     __m512 az = _mm512_abs_ps(z);
-    __m512 t = _mm512_div_ps(_mm512_set1_ps(1.0f), _mm512_fmadd_ps(az, _mm512_set1_ps(0.3275911f), _mm512_set1_ps(1.0f)));
+    __m512 t =
+        _mm512_div_ps(_mm512_set1_ps(1.0f), _mm512_fmadd_ps(az, _mm512_set1_ps(0.3275911f), _mm512_set1_ps(1.0f)));
     __m512 p = _mm512_set1_ps(1.061405429f);
     p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-1.453152027f));
     p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.421413741f));
@@ -139,8 +141,8 @@ static inline __m512 verf512_from(__m512 z, __m512 e)
     p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.254829592f));
     __m512 y = _mm512_fnmadd_ps(_mm512_mul_ps(p, t), e, _mm512_set1_ps(1.0f));
     /* erf is odd: copy z's sign */
-    return _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(y),
-                                               _mm512_and_si512(_mm512_castps_si512(z), _mm512_set1_epi32((int)0x80000000u))));
+    return _mm512_castsi512_ps(_mm512_or_si512(
+        _mm512_castps_si512(y), _mm512_and_si512(_mm512_castps_si512(z), _mm512_set1_epi32((int)0x80000000u))));
 }
 #endif
 
