@@ -18,22 +18,26 @@ typedef struct {
 #define MODEL_FLAG_RANGE(md) (long)model_schema[md].lo, (long)model_schema[md].hi
 
 /* The fragment, spliced into a command's `const opt_spec specs[]` (f: a model_flags *). */
-#define MODEL_FLAG_SPECS(f)                                                                                                     \
-    {"models", OPT_STR, &(f)->models_path, 0, 0, 0, 0, "FILE",                                                                   \
-     "model presets to look --model up in: a models.csv of the same columns (default data/models.csv)"},                         \
-    {"layers", OPT_LONG, &(f)->ov.layers, MODEL_FLAG_RANGE(MD_LAYERS), 0, 0, "L", "override the preset's layer count"},          \
-    {"d-model", OPT_LONG, &(f)->ov.dmodel, MODEL_FLAG_RANGE(MD_D_MODEL), 0, 0, "C",                                              \
-     "override the preset's width (the MLP width follows it; the heads stay)"},                                                  \
-    {"heads", OPT_LONG, &(f)->ov.heads, MODEL_FLAG_RANGE(MD_HEADS), 0, 0, "NH", "override the preset's head count"},             \
-    {"kv-heads", OPT_LONG, &(f)->ov.kv_heads, MODEL_FLAG_RANGE(MD_KV_HEADS), 0, 0, "N",                                          \
-     "override the preset's key/value heads (grouped-query attention; heads must be a multiple of N; a multi-head preset "      \
-     "stays multi-head under --heads)"},                                                                                          \
-    {"ffn", OPT_LONG, &(f)->ov.ffn, MODEL_FLAG_RANGE(MD_FFN_DIM), 0, 0, "N",                                                     \
-     "override the preset's MLP intermediate width (default the preset's ffn / d_model ratio times d-model, 4 for GELU "         \
-     "presets; SwiGLU: a multiple of 8, rounded up)"},                                                                            \
-    {"vocab", OPT_LONG, &(f)->ov.vocab, MODEL_FLAG_RANGE(MD_VOCAB), 0, 0, "V", "override the preset's vocabulary"},              \
-    {"max-seq-len", OPT_LONG, &(f)->ov.max_seq_len, MODEL_FLAG_RANGE(MD_MAX_SEQ_LEN), 0, 0, "N",                                 \
-     "override the preset's max_seq_len, the longest --seq it takes (learned positions: that many position rows)"}
+#define MODEL_FLAG_SPECS(f)                                                                              \
+    {"models", OPT_STR, &(f)->models_path, 0, 0, 0, 0, "FILE",                                            \
+     "model presets to look --model up in: a models.csv of the same columns (default data/models.csv)"},  \
+    {"layers", OPT_LONG, &(f)->ov.layers, MODEL_FLAG_RANGE(MD_LAYERS), 0, 0, "L",                         \
+     "override the preset's layer count"},                                                                \
+    {"d-model", OPT_LONG, &(f)->ov.dmodel, MODEL_FLAG_RANGE(MD_D_MODEL), 0, 0, "C",                       \
+     "override the preset's width (the MLP width follows it; the heads stay)"},                           \
+    {"heads", OPT_LONG, &(f)->ov.heads, MODEL_FLAG_RANGE(MD_HEADS), 0, 0, "NH",                           \
+     "override the preset's head count"},                                                                 \
+    {"kv-heads", OPT_LONG, &(f)->ov.kv_heads, MODEL_FLAG_RANGE(MD_KV_HEADS), 0, 0, "N",                   \
+     "override the preset's key/value heads (grouped-query attention; heads must be a multiple of N; a "  \
+     "multi-head preset stays multi-head under --heads)"},                                                \
+    {"ffn", OPT_LONG, &(f)->ov.ffn, MODEL_FLAG_RANGE(MD_FFN_DIM), 0, 0, "N",                              \
+     "override the preset's MLP intermediate width (default the preset's ffn / d_model ratio times "      \
+     "d-model, 4 for GELU presets; SwiGLU: a multiple of 8, rounded up)"},                                \
+    {"vocab", OPT_LONG, &(f)->ov.vocab, MODEL_FLAG_RANGE(MD_VOCAB), 0, 0, "V",                            \
+     "override the preset's vocabulary"},                                                                 \
+    {"max-seq-len", OPT_LONG, &(f)->ov.max_seq_len, MODEL_FLAG_RANGE(MD_MAX_SEQ_LEN), 0, 0, "N",          \
+     "override the preset's max_seq_len, the longest --seq it takes (learned positions: that many "       \
+     "position rows)"}
 
 /* The preset `name` of --models (or data/models.csv) with the overrides applied. Returns 0,
  * CB_EUSAGE after one line (an unknown preset, with the known ones as a hint; a bad override naming

@@ -46,7 +46,8 @@ static inline __attribute__((always_inline)) size_t adamw_span(float *params, co
         PREFETCH(grads + i), PREFETCH(m + i), PREFETCH(v + i), PREFETCH(params + i);
         __m512 g = _mm512_mul_ps(_mm512_maskz_loadu_ps(mk, grads + i), gs);
         __m512 mi = _mm512_add_ps(_mm512_mul_ps(b1, _mm512_maskz_loadu_ps(mk, m + i)), _mm512_mul_ps(ob1, g));
-        __m512 vi = _mm512_add_ps(_mm512_mul_ps(b2, _mm512_maskz_loadu_ps(mk, v + i)), _mm512_mul_ps(_mm512_mul_ps(ob2, g), g));
+        __m512 vi =
+            _mm512_add_ps(_mm512_mul_ps(b2, _mm512_maskz_loadu_ps(mk, v + i)), _mm512_mul_ps(_mm512_mul_ps(ob2, g), g));
         _mm512_mask_storeu_ps(m + i, mk, mi);
         _mm512_mask_storeu_ps(v + i, mk, vi);
         __m512 p = _mm512_maskz_loadu_ps(mk, params + i);
@@ -99,7 +100,8 @@ size_t adamw_update(float *params, const float *grads, float *m, float *v, size_
 static inline int full_bf16_one(bf16 *p, float *p32, const float *grads, bf16 *m, bf16 *v, size_t i,
                                  const adamw_consts *k, int sr, uint64_t rb)
 {
-    float g = bf16_to_float(sr ? bf16_from_float_sr(grads[i], (uint32_t)rb & 0xffffu) : bf16_from_float(grads[i])) * k->gs;
+    float g =
+        bf16_to_float(sr ? bf16_from_float_sr(grads[i], (uint32_t)rb & 0xffffu) : bf16_from_float(grads[i])) * k->gs;
     float mi = k->b1 * bf16_to_float(m[i]) + k->one_b1 * g;
     float vi = k->b2 * bf16_to_float(v[i]) + k->one_b2 * g * g;
     float pp = bf16_to_float(p[i]);
@@ -155,7 +157,8 @@ static size_t full_bf16_span(bf16 *p, float *p32, const float *grads, bf16 *m, b
         __m512 g = vbf16_widen512(full_narrow(_mm512_maskz_loadu_ps(mk, grads + i), sr, _mm512_and_si512(h1, low)));
         g = _mm512_mul_ps(g, gs);
         __m512 mi = _mm512_add_ps(_mm512_mul_ps(b1, vbf16_load512(m + i, (long)(b - i))), _mm512_mul_ps(ob1, g));
-        __m512 vi = _mm512_add_ps(_mm512_mul_ps(b2, vbf16_load512(v + i, (long)(b - i))), _mm512_mul_ps(_mm512_mul_ps(ob2, g), g));
+        __m512 vi = _mm512_add_ps(_mm512_mul_ps(b2, vbf16_load512(v + i, (long)(b - i))),
+                                  _mm512_mul_ps(_mm512_mul_ps(ob2, g), g));
         __m512 pp = vbf16_load512(p + i, (long)(b - i));
         __m512 den = _mm512_add_ps(_mm512_sqrt_ps(_mm512_mul_ps(vi, c2)), eps);
         __m512 step = _mm512_add_ps(_mm512_div_ps(_mm512_mul_ps(mi, c1), den), _mm512_mul_ps(wd, pp));
@@ -180,8 +183,8 @@ static size_t full_bf16_span(bf16 *p, float *p32, const float *grads, bf16 *m, b
 }
 #endif
 
-size_t adamw_update_full_bf16(bf16 *p, float *p32, const float *grads, bf16 *m, bf16 *v, size_t n, const adamw_params *hp,
-                              int t, const adamw_rounding *r)
+size_t adamw_update_full_bf16(bf16 *p, float *p32, const float *grads, bf16 *m, bf16 *v, size_t n,
+                              const adamw_params *hp, int t, const adamw_rounding *r)
 {
     const adamw_consts k = adamw_setup(hp, t);
     const uint64_t key = bf16_sr_key(r->seed, (uint64_t)t);

@@ -45,8 +45,8 @@ typedef struct {
     int stochastic;
     uint64_t seed, offset;
 } adamw_rounding;
-size_t adamw_update_full_bf16(bf16 *p, float *p32, const float *grads, bf16 *m, bf16 *v, size_t n, const adamw_params *hp,
-                              int t, const adamw_rounding *r);
+size_t adamw_update_full_bf16(bf16 *p, float *p32, const float *grads, bf16 *m, bf16 *v, size_t n,
+                              const adamw_params *hp, int t, const adamw_rounding *r);
 /* The same, one scalar element at a time (the reference of the tests). */
 size_t adamw_update_full_bf16_ref(bf16 *p, float *p32, const float *grads, bf16 *m, bf16 *v, size_t n,
                                   const adamw_params *hp, int t, const adamw_rounding *r);

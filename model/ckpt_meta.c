@@ -119,7 +119,8 @@ static int check_model(const st_file *f, const model_config *c, const char *dir,
                              model_keys[i].key, had, v, model_keys[i].flag);
     }
     if (warn && missing[0])
-        err_warn("%s: written by an older costbench: the model's %s are not recorded, and not checked", f->path, missing);
+        err_warn("%s: written by an older costbench: the model's %s are not recorded, and not checked", f->path,
+                 missing);
     return 0;
 }
 
@@ -167,7 +168,8 @@ int ckpt_meta_check_weights(const st_file *f, const model_config *c, const char 
     int rc = check_model(f, c, dir, 1);
     if (rc == 0) rc = read_position(f, 0, w, NULL);
     if (rc == 0 && w->step != latest)
-        rc = err_msg("%s: the parts disagree: 'latest' names step %ld, model.safetensors says step %ld", f->path, latest, w->step);
+        rc = err_msg("%s: the parts disagree: 'latest' names step %ld, model.safetensors says step %ld", f->path,
+                     latest, w->step);
     return rc;
 }
 
@@ -180,17 +182,21 @@ int ckpt_meta_check_optimizer(const st_file *f, const model_config *c, const cha
     if (rc != 0) return rc;
     /* the parts must describe one step of one run */
     if (got->step != w->step)
-        return err_msg("%s: the parts disagree: 'latest' and model.safetensors name step %ld, optimizer.safetensors step %ld",
-                       f->path, w->step, got->step);
+        return err_msg(
+            "%s: the parts disagree: 'latest' and model.safetensors name step %ld, optimizer.safetensors step %ld",
+            f->path, w->step, got->step);
     if (got->run_id != w->run_id)
-        return err_msg("%s: model.safetensors (run %016llx) and optimizer.safetensors (run %016llx) come from different runs",
-                       f->path, (unsigned long long)w->run_id, (unsigned long long)got->run_id);
+        return err_msg(
+            "%s: model.safetensors (run %016llx) and optimizer.safetensors (run %016llx) come from different runs",
+            f->path, (unsigned long long)w->run_id, (unsigned long long)got->run_id);
     if (expect->B != got->B || expect->T != got->T || expect->accum != got->accum || expect->seed != got->seed)
-        return err_usage("--resume %s: the checkpoint was written with --micro-batch %d --seq %d --global-batch %d --seed %llu; this run has %d, %d, %d, %llu",
-                         dir, got->B, got->T, got->B * got->accum, got->seed, expect->B, expect->T, expect->B * expect->accum,
-                         expect->seed);
+        return err_usage("--resume %s: the checkpoint was written with --micro-batch %d --seq %d --global-batch %d "
+                         "--seed %llu; this run has %d, %d, %d, %llu",
+                         dir, got->B, got->T, got->B * got->accum, got->seed, expect->B, expect->T,
+                         expect->B * expect->accum, expect->seed);
     if (t != got->step)
-        return err_msg("%s: metadata 'adam_t': expected %ld, the step (one AdamW update a step), got %ld", f->path, got->step, t);
+        return err_msg("%s: metadata 'adam_t': expected %ld, the step (one AdamW update a step), got %ld", f->path,
+                       got->step, t);
     *adam_t = (int)t;
     return 0;
 }
@@ -207,6 +213,6 @@ int ckpt_meta_read_tensor(const st_file *f, const char *name, void *dst, const i
         if (as_bf16 ? (h[i] & 0x8000u) && (h[i] & 0x7fffu) : x[i] < 0) bad++, first = i;
     if (!bad) return 0;
     double v = as_bf16 ? bf16_to_float(h[first]) : x[first];
-    return err_msg("%s: tensor '%s': expected second moments >= 0, got %g at element %zu (%zu of %zu negative)", f->path, name,
-                   v, first, bad, count);
+    return err_msg("%s: tensor '%s': expected second moments >= 0, got %g at element %zu (%zu of %zu negative)",
+                   f->path, name, v, first, bad, count);
 }

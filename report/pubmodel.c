@@ -18,10 +18,13 @@ static int pub_hardware(const pub_row *r, const pub_model_env *env, hw_row *hw, 
     long per_node = r->devices < r->devices_per_node ? r->devices : r->devices_per_node;
     if (*r->instance) {
         const hw_row *h = hardware_find(env->ht, r->instance);
-        if (!h) return snprintf(why, n, "column 'instance_type': unknown instance type '%s' (not in %s)", r->instance, env->ht->path), CB_EUSAGE;
+        if (!h)
+            return snprintf(why, n, "column 'instance_type': unknown instance type '%s' (not in %s)", r->instance,
+                            env->ht->path),
+                   CB_EUSAGE;
         if (h->accelerators != r->devices_per_node)
-            return snprintf(why, n, "column 'devices_per_node': %ld, but %s holds %d accelerators (%s)", r->devices_per_node, r->instance,
-                            h->accelerators, env->ht->path),
+            return snprintf(why, n, "column 'devices_per_node': %ld, but %s holds %d accelerators (%s)",
+                            r->devices_per_node, r->instance, h->accelerators, env->ht->path),
                    CB_EUSAGE;
         *hw = *h;
         hw->accelerators = (int)per_node;
@@ -47,8 +50,8 @@ static int pub_precision(const pub_row *r, scale_model *s, char *why, size_t n)
         s->precision = PRECISION_BF16_MIXED, s->fp8 = 1;
         if (!(s->hw.fp8_tflops > 0))
             return snprintf(why, n, "column 'precision': fp8 on %s, which has no dense FP8 peak", r->device), CB_EUSAGE;
-    }
-    else return snprintf(why, n, "column 'precision': '%s' is none of fp32, bf16-mixed, fp16-mixed, bf16", p), CB_EUSAGE;
+    } else
+        return snprintf(why, n, "column 'precision': '%s' is none of fp32, bf16-mixed, fp16-mixed, bf16", p), CB_EUSAGE;
     double tf = s->precision == PRECISION_FP32 ? s->hw.fp32_tflops : s->hw.bf16_tflops;
     if (!(tf > 0))
         return snprintf(why, n, "column 'precision': %s has no dense %s peak to run %s against", r->device,
@@ -65,46 +68,59 @@ static int pub_layout(const pub_row *r, scale_model *s, long *nodes, char *why, 
 {
     long per_node = s->hw.accelerators;
     if (r->devices % per_node != 0)
-        return snprintf(why, n, "column 'devices': %ld devices fill no whole number of %ld-device nodes", r->devices, per_node), CB_EUSAGE;
+        return snprintf(why, n, "column 'devices': %ld devices fill no whole number of %ld-device nodes", r->devices,
+                        per_node),
+               CB_EUSAGE;
     *nodes = r->devices / per_node;
     s->tp = r->tp, s->pp = r->pp, s->interleave = r->vp > 1 ? r->vp : 1, s->cp = r->cp > 1 ? r->cp : 1;
-    if ((long)r->seq_len % s->cp != 0) return snprintf(why, n, "column 'cp': cp %d does not divide seq_len %ld", s->cp, r->seq_len), CB_EUSAGE;
+    if ((long)r->seq_len % s->cp != 0)
+        return snprintf(why, n, "column 'cp': cp %d does not divide seq_len %ld", s->cp, r->seq_len), CB_EUSAGE;
     long D = per_node * s->hw.workers;
-    if (s->cfg.NH % s->tp != 0) return snprintf(why, n, "column 'tp': tp %d does not divide the %d heads", s->tp, s->cfg.NH), CB_EUSAGE;
+    if (s->cfg.NH % s->tp != 0)
+        return snprintf(why, n, "column 'tp': tp %d does not divide the %d heads", s->tp, s->cfg.NH), CB_EUSAGE;
     if (!op_tp_splits(&s->cfg, s->tp))
-        return snprintf(why, n, "column 'tp': tp %d does not split the %d key/value heads or the MLP width %d", s->tp, model_kv_heads(&s->cfg),
-                        model_ffn(&s->cfg)),
+        return snprintf(why, n, "column 'tp': tp %d does not split the %d key/value heads or the MLP width %d", s->tp,
+                        model_kv_heads(&s->cfg), model_ffn(&s->cfg)),
                CB_EUSAGE;
     if (s->tp > D)
-        return snprintf(why, n, "column 'tp': tp %d exceeds the %ld ranks of one node (tensor parallelism stays inside a node)", s->tp, D), CB_EUSAGE;
-    if (s->pp > s->cfg.L) return snprintf(why, n, "column 'pp': pp %d exceeds the %d layers", s->pp, s->cfg.L), CB_EUSAGE;
+        return snprintf(why, n,
+                        "column 'tp': tp %d exceeds the %ld ranks of one node (tensor parallelism stays inside a node)",
+                        s->tp, D),
+               CB_EUSAGE;
+    if (s->pp > s->cfg.L)
+        return snprintf(why, n, "column 'pp': pp %d exceeds the %d layers", s->pp, s->cfg.L), CB_EUSAGE;
     s->seq = r->seq_len, s->global_batch = r->global_batch, s->batch_per_replica = 0;
     s->micro_batch = r->micro_batch > 0 ? r->micro_batch : 1;
     char lay[512];
     scale_layout_issue li = scale_layout_describe(s, *nodes, lay, sizeof lay);
     if (li != SCALE_LAYOUT_OK)
-        return snprintf(why, n, "column '%s': %s", li == SCALE_LAYOUT_BATCH ? (r->micro_batch > 0 ? "micro_batch" : "global_batch") : "devices", lay),
+        return snprintf(why, n, "column '%s': %s",
+                        li == SCALE_LAYOUT_BATCH ? (r->micro_batch > 0 ? "micro_batch" : "global_batch") : "devices",
+                        lay),
                CB_EUSAGE;
     long R = *nodes * D / scale_replica_ranks(s);
     if (r->dp > 0 && r->dp != R)
-        return snprintf(why, n, "column 'dp': %d, but %ld nodes of %ld ranks at tp %d x pp %d x cp %d make %ld replicas", r->dp, *nodes, D, s->tp,
-                        s->pp, s->cp, R),
+        return snprintf(why, n,
+                        "column 'dp': %d, but %ld nodes of %ld ranks at tp %d x pp %d x cp %d make %ld replicas", r->dp,
+                        *nodes, D, s->tp, s->pp, s->cp, R),
                CB_EUSAGE;
     return 0;
 }
 
-int pub_scale_model(const pub_row *r, const char *path, const pub_model_env *env, const scale_model *defaults, scale_model *s, long *nodes,
-                    char *why, size_t n)
+int pub_scale_model(const pub_row *r, const char *path, const pub_model_env *env, const scale_model *defaults,
+                    scale_model *s, long *nodes, char *why, size_t n)
 {
     *s = *defaults;
     why[0] = '\0';
     if (published_config(r, path, &s->cfg) != 0)
-        return snprintf(why, n, "columns 'arch' to 'vocab': a model shape the step model cannot take (above)"), CB_EUSAGE;
+        return snprintf(why, n, "columns 'arch' to 'vocab': a model shape the step model cannot take (above)"),
+               CB_EUSAGE;
     int rc = pub_hardware(r, env, &s->hw, why, n);
     if (rc == 0) rc = pub_precision(r, s, why, n);
     if (rc == 0) rc = pub_layout(r, s, nodes, why, n);
     if (rc != 0) return rc;
-    static const int zero_of[5] = {[SHARD_NONE] = 0, [SHARD_ZERO1] = 1, [SHARD_ZERO2] = 2, [SHARD_ZERO3] = 3, [SHARD_HYBRID] = 2};
+    static const int zero_of[5] = {
+        [SHARD_NONE] = 0, [SHARD_ZERO1] = 1, [SHARD_ZERO2] = 2, [SHARD_ZERO3] = 3, [SHARD_HYBRID] = 2};
     s->zero = zero_of[r->sharding];
     s->hybrid = r->sharding == SHARD_HYBRID;
     s->recompute = r->recompute == RECOMPUTE_FULL;
@@ -114,7 +130,9 @@ int pub_scale_model(const pub_row *r, const char *path, const pub_model_env *env
     const step_framework *fw = step_framework_find(r->framework);
     s->attn_flash = fw->tiled_attention;
     s->grad_overlap = fw->grad_overlap, s->gather_prefetch = fw->gather_prefetch, s->tp_overlap = fw->tp_overlap;
-    s->latency_s = env->latency_us >= 0 ? env->latency_us * 1e-6 : isfinite(s->hw.net_latency_us) ? s->hw.net_latency_us * 1e-6 : STEP_NET_LATENCY_US * 1e-6;
+    s->latency_s = env->latency_us >= 0             ? env->latency_us * 1e-6
+                   : isfinite(s->hw.net_latency_us) ? s->hw.net_latency_us * 1e-6
+                                                    : STEP_NET_LATENCY_US * 1e-6;
     s->t_mb_s = NAN;
     return 0;
 }

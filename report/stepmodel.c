@@ -6,15 +6,22 @@
 #include <string.h>
 
 static const step_framework frameworks[] = {
-    {"plain", 1, 0, 0, 0, "the default: a tiled (flash) attention kernel, nothing overlapped (the conservative choice)"},
+    {"plain", 1, 0, 0, 0,
+     "the default: a tiled (flash) attention kernel, nothing overlapped (the conservative choice)"},
     {"megatron-lm", 0, 0, 0, 0,
-     "Megatron-LM: materialised attention unless --use-flash-attn; --overlap-grad-reduce and --tp-comm-overlap off by default"},
-    {"nemo", 1, 1, 1, 0, "NeMo (Megatron core): flash attention, overlap_grad_sync and overlap_param_sync on, tp_comm_overlap off by default"},
+     "Megatron-LM: materialised attention unless --use-flash-attn; --overlap-grad-reduce and --tp-comm-overlap off by "
+     "default"},
+    {"nemo", 1, 1, 1, 0,
+     "NeMo (Megatron core): flash attention, overlap_grad_sync and overlap_param_sync on, tp_comm_overlap off by "
+     "default"},
     {"neuron-nemo", 0, 0, 0, 0, "neuronx-nemo-megatron (2023): materialised attention under XLA, no gradient overlap"},
-    {"llm-foundry", 1, 1, 1, 0, "llm-foundry (Composer FSDP): flash/triton attention, forward_prefetch and BACKWARD_PRE"},
-    {"torchtitan", 1, 1, 1, 0, "torchtitan (FSDP2): SDPA flash attention, prefetching all-gathers, overlapped reduce-scatter"},
+    {"llm-foundry", 1, 1, 1, 0,
+     "llm-foundry (Composer FSDP): flash/triton attention, forward_prefetch and BACKWARD_PRE"},
+    {"torchtitan", 1, 1, 1, 0,
+     "torchtitan (FSDP2): SDPA flash attention, prefetching all-gathers, overlapped reduce-scatter"},
     {"deepspeed", 1, 1, 1, 0, "DeepSpeed ZeRO: overlap_comm true, prefetching parameter gathers (stage 3)"},
-    {"costbench", 1, 1, 0, 0, "costbench train: the tiled attention kernel, the all-reduce overlapped with the backward"},
+    {"costbench", 1, 1, 0, 0,
+     "costbench train: the tiled attention kernel, the all-reduce overlapped with the backward"},
 };
 enum { NFRAMEWORKS = sizeof frameworks / sizeof frameworks[0] };
 
@@ -79,14 +86,18 @@ static double rank_peak(const scale_model *s)
     double tf = s->precision == PRECISION_FP32 ? s->hw.fp32_tflops : s->hw.bf16_tflops;
     return tf * 1e12 / (s->hw.workers > 0 ? s->hw.workers : 1);
 }
-static double rank_bw(const scale_model *s) { return s->hw.mem_gb_per_s * 1e9 / (s->hw.workers > 0 ? s->hw.workers : 1); }
+static double rank_bw(const scale_model *s)
+{
+    return s->hw.mem_gb_per_s * 1e9 / (s->hw.workers > 0 ? s->hw.workers : 1);
+}
 
 static double shape_factor(double x) { return x / (x + STEP_GEMM_HALF_DIM); }
 
 static double gemm_time(const scale_model *s, double n, double k, double m, double flops)
 {
     double launch = or_default(s->hw.launch_us, STEP_LAUNCH_US) * 1e-6, e;
-    double peak = s->fp8 && s->hw.fp8_tflops > 0 ? s->hw.fp8_tflops * 1e12 / (s->hw.workers > 0 ? s->hw.workers : 1) : rank_peak(s);
+    double peak = s->fp8 && s->hw.fp8_tflops > 0 ? s->hw.fp8_tflops * 1e12 / (s->hw.workers > 0 ? s->hw.workers : 1)
+                                                 : rank_peak(s);
     if (s->gemm_curve && s->gemm_curve->nk > 0) e = scale_eff(s->gemm_curve, k, n, NULL);
     else e = or_default(s->hw.gemm_eff, STEP_GEMM_EFF) * shape_factor(n) * shape_factor(k) * shape_factor(m);
     return flops / (e * peak) + launch;
@@ -174,6 +185,7 @@ double step_comm_per_mb(const scale_model *s)
     step_parts p;
     stage_time(s, ops, n, s->pp == 1, 1, &p);
     double tp = p.tp_s;
-    if (s->tp_overlap && isfinite(p.gemm_s)) tp = fmax(0.0, tp - p.gemm_s); /* hidden under the layer's GEMMs, at most their time */
+    if (s->tp_overlap && isfinite(p.gemm_s))
+        tp = fmax(0.0, tp - p.gemm_s); /* hidden under the layer's GEMMs, at most their time */
     return tp + p.pp_s;
 }

@@ -64,7 +64,8 @@ static void add_machine_notes(record *rec, const machine_info *m)
 {
     char blas[512];
     blascore_describe(m, blas, sizeof blas);
-    record_note(rec, "%s, %d cores, %d OpenMP threads, %d OpenBLAS threads, OMP_WAIT_POLICY %s; measured here %s (git %s)",
+    record_note(rec,
+                "%s, %d cores, %d OpenMP threads, %d OpenBLAS threads, OMP_WAIT_POLICY %s; measured here %s (git %s)",
                 m->cpu_model, m->cores, m->threads, m->blas_threads, m->omp_wait_policy, m->date_utc, m->git_rev);
     record_note(rec, "%s", blas);
 }
@@ -87,7 +88,8 @@ int cmd_peak(int argc, char **argv)
     int no_sgemm = 0;
     const opt_spec specs[] = {
         COMMON_SPECS(cf),
-        {"array-mib", OPT_DOUBLE, &array_mib, 0, 0, 1, 1 << 20, "MIB", "copy/triad array size (default 4x LLC, >= 256)"},
+        {"array-mib", OPT_DOUBLE, &array_mib, 0, 0, 1, 1 << 20, "MIB",
+         "copy/triad array size (default 4x LLC, >= 256)"},
         {"no-sgemm", OPT_FLAG, &no_sgemm, 0, 0, 0, 0, NULL, "skip the sgemm probes under each OpenBLAS kernel"},
         {0},
     };
@@ -109,7 +111,8 @@ int cmd_peak(int argc, char **argv)
 /* ------------------------------------------------------------------ matmul */
 
 /* GFLOP/s curves of the rows, one per K (and dtype/backend), each precision's peak as a line. */
-static int matmul_plot(const char *path, const record *rec, const machine_info *m, const mm_peaks *peaks, int transformer)
+static int matmul_plot(const char *path, const record *rec, const machine_info *m, const mm_peaks *peaks,
+                       int transformer)
 {
     chart_mm_point *pts = calloc((size_t)(rec->nrows ? rec->nrows : 1), sizeof *pts);
     char (*variant)[32] = calloc((size_t)(rec->nrows ? rec->nrows : 1), sizeof *variant);
@@ -131,11 +134,12 @@ static int matmul_plot(const char *path, const record *rec, const machine_info *
     int nrefs = 0;
     for (int d = 0; d < MM_NDTYPES; d++) {
         if (!ran[d]) continue;
-        snprintf(labels[d], sizeof labels[d], "%s peak %.0f GFLOP/s", d == MM_FP32 ? "fp32 FMA" : "bf16 matrix", peaks->gflops[d]);
+        snprintf(labels[d], sizeof labels[d], "%s peak %.0f GFLOP/s", d == MM_FP32 ? "fp32 FMA" : "bf16 matrix",
+                 peaks->gflops[d]);
         refs[nrefs++] = (chart_ref){labels[d], peaks->gflops[d]};
     }
-    int l = snprintf(sub, sizeof sub, "measured %.10s on %.48s, OpenBLAS %s, %d threads", m->date_utc, m->cpu_model, m->blas_core,
-                     m->blas_threads);
+    int l = snprintf(sub, sizeof sub, "measured %.10s on %.48s, OpenBLAS %s, %d threads", m->date_utc, m->cpu_model,
+                     m->blas_core, m->blas_threads);
     if (onednn) snprintf(sub + l, sizeof sub - (size_t)l, ", oneDNN %s at %s", onednn_version(), onednn_isa());
     int rc = chart_matmul(path, pts, rec->nrows, transformer, refs, nrefs, sub);
     free(pts), free(variant);
@@ -174,14 +178,16 @@ static int matmul_parse_precision(matmul_flags *f)
         return err_usage("flag '--backend': expected openblas or onednn, got '%s'", b);
     f->backend = strcmp(b, "onednn") == 0 ? MM_ONEDNN : MM_OPENBLAS;
     if (f->backend_s && f->backend == MM_OPENBLAS && !(f->ndtypes > 1 || f->dtypes[0] == MM_FP32))
-        return err_usage("flag '--backend openblas': OpenBLAS has no bf16 matmul; bf16 always runs on oneDNN (--backend chooses fp32's)");
+        return err_usage("flag '--backend openblas': OpenBLAS has no bf16 matmul; bf16 always runs on oneDNN "
+                         "(--backend chooses fp32's)");
     for (int d = 0; d < MM_NDTYPES; d++) f->peaks.gflops[d] = NAN;
     if (!f->peak_s) return 0;
     n = parse_word_list(f->peak_s, "flag '--peak-gflops'", PARSE_REPEATS, buf, sizeof buf, w, 8);
     if (n < 0) return n;
     if (n != f->ndtypes)
-        return err_usage("flag '--peak-gflops': %d value%s for %d dtype%s; expected one per --dtype entry, in its order", n,
-                         n == 1 ? "" : "s", f->ndtypes, f->ndtypes == 1 ? "" : "s");
+        return err_usage(
+            "flag '--peak-gflops': %d value%s for %d dtype%s; expected one per --dtype entry, in its order", n,
+            n == 1 ? "" : "s", f->ndtypes, f->ndtypes == 1 ? "" : "s");
     for (int i = 0; i < n; i++) {
         int rc = parse_double(w[i], 1, 1e9, "flag '--peak-gflops'", &f->peaks.gflops[f->dtypes[i]]);
         if (rc != 0) return rc;
@@ -191,20 +197,25 @@ static int matmul_parse_precision(matmul_flags *f)
 
 static int matmul_parse(matmul_flags *f, int argc, char **argv)
 {
-    *f = (matmul_flags){.nl = {{512, 1024, 2048, 4096, 8192, 16384}, 6}, .kl = {{768, 1024, 2048, 2560, 4096, 5120, 6144}, 7},
-                        .budget = 150, .dtype_s = "fp32"};
+    *f = (matmul_flags){.nl = {{512, 1024, 2048, 4096, 8192, 16384}, 6},
+                        .kl = {{768, 1024, 2048, 2560, 4096, 5120, 6144}, 7},
+                        .budget = 150,
+                        .dtype_s = "fp32"};
     common_defaults(&f->cf, 0.1, 3);
     const opt_spec specs[] = {
         COMMON_SPECS(f->cf),
         {"n", OPT_LONG_LIST, &f->nl, 1, 1 << 20, 0, 0, "LIST", "tokens per device N (default 512,...,16384)"},
         {"k", OPT_LONG_LIST, &f->kl, 1, 131072, 0, 0, "LIST", "model widths K (default 768,...,6144)"},
-        {"shapes", OPT_STR, &f->shapes, 0, 0, 0, 0, "sweep|transformer", "the N x K sweep, or one training step's matmuls"},
+        {"shapes", OPT_STR, &f->shapes, 0, 0, 0, 0, "sweep|transformer",
+         "the N x K sweep, or one training step's matmuls"},
         {"model", OPT_STR, &f->model, 0, 0, 0, 0, "PRESET", "preset for --shapes transformer (data/models.csv)"},
         SHAPE_FLAG_SPECS(&f->B, "1; --shapes transformer", &f->T, "the preset's, <= 2048; --shapes transformer"),
         {"dtype", OPT_STR, &f->dtype_s, 0, 0, 0, 0, "LIST",
          "fp32, bf16 (bf16 inputs, fp32 accumulation and output, on oneDNN) or fp32,bf16 (default fp32)"},
-        {"backend", OPT_STR, &f->backend_s, 0, 0, 0, 0, "openblas|onednn", "library for fp32 (default openblas; bf16 is always onednn)"},
-        {"budget-s", OPT_DOUBLE, &f->budget, 0, 0, 1, 86400, "S", "skip shapes that would exceed this time (default 150)"},
+        {"backend", OPT_STR, &f->backend_s, 0, 0, 0, 0, "openblas|onednn",
+         "library for fp32 (default openblas; bf16 is always onednn)"},
+        {"budget-s", OPT_DOUBLE, &f->budget, 0, 0, 1, 86400, "S",
+         "skip shapes that would exceed this time (default 150)"},
         {"peak-gflops", OPT_STR, &f->peak_s, 0, 0, 0, 0, "G[,G]",
          "peak for pct_of_peak, one per --dtype entry (default: measured now, fp32 FMA / bf16 matrix)"},
         {"plot", OPT_STR, &f->plot, 0, 0, 0, 0, "FILE.png", "draw GFLOP/s against N, one line per K (and dtype)"},
@@ -225,8 +236,10 @@ static int matmul_parse(matmul_flags *f, int argc, char **argv)
     if ((rc = model_preset_find(f->model, &f->cfg)) != 0) return rc;
     if (f->B == 0) f->B = 1;
     if (f->T == 0) f->T = f->cfg.max_T < 2048 ? f->cfg.max_T : 2048;
-    if (f->T > f->cfg.max_T) return err_usage("flag '--seq': %ld exceeds %s's max_seq_len %d", f->T, f->cfg.name, f->cfg.max_T);
-    if (f->B * f->T > (1L << 22)) return err_usage("flags '--micro-batch' x '--seq': %ld tokens is more than 4194304", f->B * f->T);
+    if (f->T > f->cfg.max_T)
+        return err_usage("flag '--seq': %ld exceeds %s's max_seq_len %d", f->T, f->cfg.name, f->cfg.max_T);
+    if (f->B * f->T > (1L << 22))
+        return err_usage("flags '--micro-batch' x '--seq': %ld tokens is more than 4194304", f->B * f->T);
     return 0;
 }
 
@@ -259,8 +272,9 @@ static int matmul_shapes(const matmul_flags *f, mm_shape **out, int *n)
         /* OpenBLAS and oneDNN's dimensions here are int: every operand must have fewer than 2^31 elements */
         double big = fmax((double)sh[i].n * sh[i].k, fmax((double)sh[i].k * sh[i].m, (double)sh[i].n * sh[i].m));
         if (big > 2147483647.0)
-            return err_usage("shape n=%d k=%d m=%d: an operand exceeds 2^31-1 elements, the largest matrix BLAS indexes",
-                             sh[i].n, sh[i].k, sh[i].m);
+            return err_usage(
+                "shape n=%d k=%d m=%d: an operand exceeds 2^31-1 elements, the largest matrix BLAS indexes", sh[i].n,
+                sh[i].k, sh[i].m);
         nmax = sh[i].n > nmax ? sh[i].n : nmax, kmax = sh[i].k > kmax ? sh[i].k : kmax;
     }
     char what[160];
@@ -279,12 +293,13 @@ static int matmul_peaks(matmul_flags *f, const mm_shape *sh, int nsh, const mach
         const char *rows = d == MM_FP32 ? "fp32" : "bf16";
         if (!need[d]) continue;
         if (isfinite(f->peaks.gflops[d])) {
-            record_note(rec, "pct_of_peak (%s rows): against --peak-gflops %.1f (given, not measured in this run)", rows,
-                        f->peaks.gflops[d]);
+            record_note(rec, "pct_of_peak (%s rows): against --peak-gflops %.1f (given, not measured in this run)",
+                        rows, f->peaks.gflops[d]);
             continue;
         }
         if (f->peak_s) {
-            record_note(rec, "pct_of_peak (%s rows, the attention products): empty; --peak-gflops gave no %s peak", rows, rows);
+            record_note(rec, "pct_of_peak (%s rows, the attention products): empty; --peak-gflops gave no %s peak",
+                        rows, rows);
             continue;
         }
         runner_opts pro;
@@ -311,7 +326,8 @@ static void matmul_notes(record *rec, const matmul_flags *f, const machine_info 
         record_note(rec, "Y (n x m) = X (n x k) @ W^T, W (m x k), m = k: the linear layer's forward product");
     for (int d = 0; d < f->ndtypes; d++)
         if (f->dtypes[d] == MM_BF16)
-            record_note(rec, "bf16: bf16 X and W, fp32 accumulation and fp32 Y (the precision of a bf16 mixed-precision step's linear layers), on oneDNN");
+            record_note(rec, "bf16: bf16 X and W, fp32 accumulation and fp32 Y (the precision of a bf16 "
+                             "mixed-precision step's linear layers), on oneDNN");
 }
 
 int cmd_matmul(int argc, char **argv)
@@ -345,7 +361,8 @@ int cmd_matmul(int argc, char **argv)
 
 /* The rope table's notes: the copy bandwidth (measured now unless given), the bytes model and the
  * cache state; returns the bytes to read before each timed call (0: warm). */
-static double rope_notes(record *rec, const machine_info *mi, double *copy_gbps, const char *cache, const char *dtype, int dt)
+static double rope_notes(record *rec, const machine_info *mi, double *copy_gbps, const char *cache, const char *dtype,
+                         int dt)
 {
     if (*copy_gbps <= 0) {
         runner_opts co;
@@ -353,24 +370,33 @@ static double rope_notes(record *rec, const machine_info *mi, double *copy_gbps,
         co.min_samples = 3;
         double bytes = peak_default_array_bytes(mi);
         *copy_gbps = peak_copy_gbps(mi->threads, bytes, &co);
-        record_note(rec, "pct_of_copy_bw: against copy bandwidth measured in this run: %.2f GB/s (%d threads, %.0f MiB arrays)",
-                    *copy_gbps, mi->threads, bytes / 1048576);
+        record_note(
+            rec, "pct_of_copy_bw: against copy bandwidth measured in this run: %.2f GB/s (%d threads, %.0f MiB arrays)",
+            *copy_gbps, mi->threads, bytes / 1048576);
     } else {
         record_note(rec, "pct_of_copy_bw: against --copy-gbps %.2f (given, not measured in this run)", *copy_gbps);
     }
-    record_note(rec, "bytes_per_token: what each variant reads and writes (model in kernels/rope.c), q and k in %s (%d bytes an element), tables fp32; the variants were checked to agree, forward and backward, before timing",
-                dtype, dt == RB_BF16 ? 2 : 4);
+    record_note(
+        rec,
+        "bytes_per_token: what each variant reads and writes (model in kernels/rope.c), q and k in %s (%d bytes an "
+        "element), tables fp32; the variants were checked to agree, forward and backward, before timing",
+        dtype, dt == RB_BF16 ? 2 : 4);
     double flush = 0;
     if (strcmp(cache, "cold") == 0) {
         flush = 2.0 * mi->llc_bytes;
         if (flush < 64.0 * 1048576) flush = 64.0 * 1048576;
-        record_note(rec, "cache cold: before every timed call a %.0f MiB buffer is read (untimed), so the call's data comes from memory as in the copy probe; --cache warm times back-to-back calls",
+        record_note(rec,
+                    "cache cold: before every timed call a %.0f MiB buffer is read (untimed), so the call's data comes "
+                    "from memory as in the copy probe; --cache warm times back-to-back calls",
                     flush / 1048576);
     } else {
-        record_note(rec, "cache warm: back-to-back calls; data that fits the %.0f MiB last-level cache stays there between calls",
-                    mi->llc_bytes / 1048576);
+        record_note(
+            rec,
+            "cache warm: back-to-back calls; data that fits the %.0f MiB last-level cache stays there between calls",
+            mi->llc_bytes / 1048576);
     }
-    record_note(rec, "an in-place update has no write-allocate traffic (a copy's store has one), so an in-place variant can exceed 100%% of copy bandwidth");
+    record_note(rec, "an in-place update has no write-allocate traffic (a copy's store has one), so an in-place "
+                     "variant can exceed 100%% of copy bandwidth");
     return flush;
 }
 
@@ -391,7 +417,8 @@ int cmd_rope(int argc, char **argv)
         {"model", OPT_STR, &models, 0, 0, 0, 0, "LIST", "presets (default pythia-160m,pythia-6.9b,neox-20b)"},
         {"tokens", OPT_LONG, &tokens, 1, 1 << 24, 0, 0, "N", "tokens per call, B x T (default 8192)"},
         SEQ_FLAG_SPEC(&T, "min(tokens, 2048)"),
-        {"copy-gbps", OPT_DOUBLE, &copy_gbps, 0, 0, 0, 1e6, "G", "copy bandwidth for pct_of_copy_bw (default: measured now)"},
+        {"copy-gbps", OPT_DOUBLE, &copy_gbps, 0, 0, 0, 1e6, "G",
+         "copy bandwidth for pct_of_copy_bw (default: measured now)"},
         {0},
     };
     int rc = opts_parse("rope", "[options]", specs, argc, argv, 2, NULL, NULL);
@@ -404,7 +431,8 @@ int cmd_rope(int argc, char **argv)
     for (int i = 0; i < nm; i++) {
         if ((rc = model_preset_find(names[i], &cfgs[i])) != 0) return rc;
         if (model_rotary_dims(&cfgs[i]) == 0)
-            return err_usage("flag '--model': '%s' has no rotary embedding (rotary_pct %g)", cfgs[i].name, cfgs[i].rotary_pct);
+            return err_usage("flag '--model': '%s' has no rotary embedding (rotary_pct %g)", cfgs[i].name,
+                             cfgs[i].rotary_pct);
     }
     if (strcmp(cache, "cold") != 0 && strcmp(cache, "warm") != 0)
         return err_usage("flag '--cache': expected cold or warm, got '%s'", cache);
@@ -503,9 +531,12 @@ int cmd_models(int argc, char **argv)
     if (model_presets_load(path, &all, &n) != 0) return CB_EFAIL;
     record rec;
     record_init(&rec, model_cols, ML_NCOLS);
-    record_note(&rec, "from %s; params: embeddings (+ learned positions) + L layers (norms, QKV with grouped-query K/V, "
-                      "attention output, MLP: 2 matrices, or 3 for SwiGLU, and the biases each architecture has) + final norm "
-                      "+ output layer (untied, + bias for GPT-J); non-embedding: the L layers", path);
+    record_note(
+        &rec,
+        "from %s; params: embeddings (+ learned positions) + L layers (norms, QKV with grouped-query K/V, "
+        "attention output, MLP: 2 matrices, or 3 for SwiGLU, and the biases each architecture has) + final norm "
+        "+ output layer (untied, + bias for GPT-J); non-embedding: the L layers",
+        path);
     record_note(&rec, "gflop_per_token: training FLOPs per token at seq_len T = %d: 6 N + 12 L C T (PaLM appendix B; "
                       "N = every matmul weight incl. the output layer)", MODELS_FLOPS_T);
     for (int i = 0; i < n; i++) {

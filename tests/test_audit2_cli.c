@@ -18,8 +18,8 @@ static void check_refused(const char *const *args, const char *want)
     int rc = run(args);
     const char *nl = strchr(g_err, '\n');
     int one_line = nl && nl[1] == '\0';
-    CHECK(rc == 2 && strstr(g_err, want) && one_line, "%s %s %s: exit %d, expected 2 and one line with \"%s\": %s", args[0], args[1],
-          args[2] ? args[2] : "", rc, want, g_err);
+    CHECK(rc == 2 && strstr(g_err, want) && one_line, "%s %s %s: exit %d, expected 2 and one line with \"%s\": %s",
+          args[0], args[1], args[2] ? args[2] : "", rc, want, g_err);
 }
 
 /* ---------------------------------------------------------------- 6: repeated list entries */
@@ -44,13 +44,15 @@ static void test_list_repeats(void)
     check_refused(p5, "flag '--pricing': an empty entry in 'spot,,on_demand'");
     const char *r1[] = {"report", "--throughput", "data/reference/trn1_table1.csv", "--pricing", "spot,spot", NULL};
     check_refused(r1, "flag '--pricing': 'spot' given twice");
-    const char *r2[] = {"report", "--throughput", "data/reference/trn1_table1.csv", "--throughput", "data/reference/trn1_table1.csv", NULL};
+    const char *r2[] = {"report", "--throughput", "data/reference/trn1_table1.csv", "--throughput",
+                        "data/reference/trn1_table1.csv", NULL};
     check_refused(r2, "flag '--throughput': 'data/reference/trn1_table1.csv' given twice");
     const char *s1[] = {SCALE, "--global-batch", "64", "--nodes", "1,2,2", NULL};
     check_refused(s1, "flag '--nodes': 2 given twice");
     const char *s2[] = {SCALE, "--global-batch", "64", "--nodes", "1000,1K", NULL};
     check_refused(s2, "flag '--nodes': 1000 given twice");
-    const char *s3[] = {SCALE, "--global-batch", "64", "--fit", "compute,compute", "--measured", "data/reference/trn1_table1.csv", NULL};
+    const char *s3[] = {SCALE, "--global-batch", "64", "--fit", "compute,compute", "--measured",
+                        "data/reference/trn1_table1.csv", NULL};
     check_refused(s3, "flag '--fit': 'compute' given twice");
     /* one batch per node count: the same batch at two node counts is a series, not a repeat */
     const char *s4[] = {SCALE, "--global-batch", "64,64", NULL};
@@ -79,10 +81,12 @@ static void test_calibrate_alone(void)
     check_refused(s1, "flag '--calibrate': give it alone, not with '--mfu'");
     const char *s2[] = {SCALE, "--global-batch", "256", "--tp", "8", "--calibrate", cal, "--fit", "compute", NULL};
     check_refused(s2, "flag '--calibrate': give it alone, not with '--fit'");
-    const char *s3[] = {SCALE, "--global-batch", "256", "--tp", "8", "--calibrate", cal, "--base-nodes", "1", "--base-seq-per-s", "1", NULL};
+    const char *s3[] = {SCALE, "--global-batch", "256", "--tp", "8", "--calibrate", cal, "--base-nodes", "1",
+                        "--base-seq-per-s", "1", NULL};
     check_refused(s3, "flag '--calibrate': give it alone, not with '--base-nodes'");
     /* with measured points --mfu has no part either */
-    const char *s4[] = {SCALE, "--global-batch", "64", "--base-nodes", "1", "--base-seq-per-s", "10", "--mfu", "50", NULL};
+    const char *s4[] = {SCALE, "--global-batch", "64", "--base-nodes", "1", "--base-seq-per-s", "10", "--mfu", "50",
+                        NULL};
     check_refused(s4, "flag '--mfu': ");
     const char *s6[] = {SCALE, "--global-batch", "64", "--fit", "compute,latency", NULL};
     check_refused(s6, "flag '--fit' needs measured points");
@@ -113,7 +117,8 @@ static void test_decimal_numbers(void)
         check_refused(s2, "flag '--seq': expected an integer");
         snprintf(want, sizeof want, "got '%s'", bad[i]);
         CHECK(strstr(g_err, want), "the value as given: %s", g_err);
-        const char *p3[] = {"plan", "--model", "pythia-70m", "--tokens", bad[i], "--deadline-days", "30", NULL}; /* suffixed */
+        const char *p3[] = {"plan", "--model",         "pythia-70m", "--tokens",
+                            bad[i], "--deadline-days", "30",         NULL}; /* suffixed */
         check_refused(p3, "flag '--tokens': expected an integer");
     }
     /* decimal forms keep working */
@@ -142,10 +147,11 @@ static void test_decimal_numbers(void)
     snprintf(path, sizeof path, "%s/prices.csv", dir);
     write_text(path, "provider,instance_type,region,pricing_option,usd_per_hour,as_of,source\n"
                      "aws,trn1.32xlarge,us-east-1,on_demand,0x10,2024-06,test\n");
-    const char *r[] = {"report", "--throughput", "data/reference/trn1_table1.csv", "--prices", path, "--out", dir, NULL};
+    const char *r[] = {"report", "--throughput", "data/reference/trn1_table1.csv", "--prices", path, "--out", dir,
+                       NULL};
     int rc = run(r);
-    CHECK(rc != 0 && strstr(g_err, ":2: column 'usd_per_hour': expected a number") && strstr(g_err, "got '0x10'"), "hex price: exit %d: %s",
-          rc, g_err);
+    CHECK(rc != 0 && strstr(g_err, ":2: column 'usd_per_hour': expected a number") && strstr(g_err, "got '0x10'"),
+          "hex price: exit %d: %s", rc, g_err);
     rm_tree(dir);
 }
 
@@ -154,8 +160,9 @@ static void test_decimal_numbers(void)
 /* The header line of a one-step train run of `model` with the extra flags (NULL-terminated). */
 static int train_header(const char *model, const char *a, const char *b, const char *c, const char *d)
 {
-    const char *args[] = {"train", "--model", model, "--layers", "1", "--vocab", "256", "--seq", "16", "--micro-batch", "1", "--steps",
-                          "1", "--discard-steps", "0", "--no-predict", "--peak-gflops", "100", "--quiet", a, b, c, d, NULL};
+    const char *args[] = {"train", "--model", model, "--layers", "1", "--vocab", "256", "--seq", "16", "--micro-batch",
+                          "1", "--steps", "1", "--discard-steps", "0", "--no-predict", "--peak-gflops", "100",
+                          "--quiet", a, b, c, d, NULL};
     return run(args);
 }
 
@@ -163,24 +170,29 @@ static void test_dmodel_ffn(void)
 {
     /* GPT-J: 16384 = 4 x 4096; at width 256 the MLP is 4 x 256 */
     int rc = train_header("gpt-j-6b", "--d-model", "256", NULL, NULL);
-    CHECK(rc == 0 && strstr(g_out, "C=256 heads=16 kv_heads=16 ffn=1024 "), "gpt-j-6b --d-model 256: exit %d: %.300s%.300s", rc, g_out, g_err);
+    CHECK(rc == 0 && strstr(g_out, "C=256 heads=16 kv_heads=16 ffn=1024 "),
+          "gpt-j-6b --d-model 256: exit %d: %.300s%.300s", rc, g_out, g_err);
     /* Llama-2 7B: 11008 / 4096 of 64 is 172, SwiGLU's width rounded up to a multiple of 8 */
     rc = train_header("llama2-7b", "--d-model", "64", NULL, NULL);
-    CHECK(rc == 0 && strstr(g_out, "C=64 heads=32 kv_heads=32 ffn=176 "), "llama2-7b --d-model 64: exit %d: %.300s%.300s", rc, g_out, g_err);
+    CHECK(rc == 0 && strstr(g_out, "C=64 heads=32 kv_heads=32 ffn=176 "),
+          "llama2-7b --d-model 64: exit %d: %.300s%.300s", rc, g_out, g_err);
     rc = train_header("llama2-7b", "--d-model", "1024", NULL, NULL);
     CHECK(rc == 0 && strstr(g_out, "ffn=2752 "), "llama2-7b --d-model 1024: exit %d: %.300s%.300s", rc, g_out, g_err);
     /* --ffn given: it is the width */
     rc = train_header("gpt-j-6b", "--d-model", "256", "--ffn", "96");
-    CHECK(rc == 0 && strstr(g_out, "C=256 heads=16 kv_heads=16 ffn=96 "), "--ffn 96: exit %d: %.300s%.300s", rc, g_out, g_err);
+    CHECK(rc == 0 && strstr(g_out, "C=256 heads=16 kv_heads=16 ffn=96 "), "--ffn 96: exit %d: %.300s%.300s", rc, g_out,
+          g_err);
     /* the same rule in scale and plan (one model_config_override): the parameters follow the width */
     model_config cfg;
     const model_overrides ov = {.dmodel = 64, .heads = 4};
-    CHECK(model_preset_find("gpt-j-6b", &cfg) == 0 && model_config_override(&cfg, &ov) == 0 && cfg.ffn == 256, "override: ffn %d", cfg.ffn);
+    CHECK(model_preset_find("gpt-j-6b", &cfg) == 0 && model_config_override(&cfg, &ov) == 0 && cfg.ffn == 256,
+          "override: ffn %d", cfg.ffn);
     char want[128];
     snprintf(want, sizeof want, "gpt-j-6b-custom (%.3g B parameters)", model_params_total(&cfg) / 1e9);
     const char *p1[] = {PLAN_OF("gpt-j-6b"), "--d-model", "64", "--heads", "4", NULL};
     rc = run(p1);
-    CHECK(rc == 0 && strstr(g_out, want), "plan gpt-j-6b --d-model 64: exit %d, expected \"%s\": %.300s%.300s", rc, want, g_out, g_err);
+    CHECK(rc == 0 && strstr(g_out, want), "plan gpt-j-6b --d-model 64: exit %d, expected \"%s\": %.300s%.300s", rc,
+          want, g_out, g_err);
     const char *s1[] = {SCALE_OF("gpt-j-6b"), "--global-batch", "64", "--d-model", "64", "--heads", "4", NULL};
     rc = run(s1);
     CHECK(rc == 0, "scale gpt-j-6b --d-model 64: %s", g_err);
@@ -197,16 +209,21 @@ static void test_dmodel_ffn(void)
     check_refused(b5, "flags '--heads' / '--kv-heads': llama2-70b: 4 heads are not a multiple of 8 kv_heads");
     /* GPT-J's 16 heads at width 64 are 4 wide: 25% rotary is no dimension, so no positions at all */
     const char *b6[] = {"train", "--model", "gpt-j-6b", "--d-model", "64", NULL};
-    check_refused(b6, "flags '--d-model' / '--heads': gpt-j-6b: rotary_pct 0.25 of a head of 4 dimensions rotates none of them");
+    check_refused(
+        b6, "flags '--d-model' / '--heads': gpt-j-6b: rotary_pct 0.25 of a head of 4 dimensions rotates none of them");
 }
 
 const test_case tests_audit2_cli[] = {
-    {"audit2 6: a list flag refuses a repeated entry (plan, report, scale, matmul, rope, allreduce); parallel lists may repeat",
+    {"audit2 6: a list flag refuses a repeated entry (plan, report, scale, matmul, rope, allreduce); parallel lists "
+     "may repeat",
      test_list_repeats},
-    {"audit2 8: --calibrate refuses --mfu and --fit (scale, plan) as it does --base-nodes; --mfu with measured points, --fit without",
+    {"audit2 8: --calibrate refuses --mfu and --fit (scale, plan) as it does --base-nodes; --mfu with measured points, "
+     "--fit without",
      test_calibrate_alone},
-    {"audit2 10: numbers are decimal only: no hex, spaces, inf, nan or bare exponents (flags and CSV cells)", test_decimal_numbers},
-    {"audit2 12: --d-model scales the preset's MLP width by its ratio (SwiGLU to a multiple of 8); heads that do not divide name the flag",
+    {"audit2 10: numbers are decimal only: no hex, spaces, inf, nan or bare exponents (flags and CSV cells)",
+     test_decimal_numbers},
+    {"audit2 12: --d-model scales the preset's MLP width by its ratio (SwiGLU to a multiple of 8); heads that do not "
+     "divide name the flag",
      test_dmodel_ffn},
     {0},
 };

@@ -64,7 +64,8 @@ static void test_cli_bad_input(void)
             strcat(cmd, cases[i].args[a]);
         }
         CHECK(rc == 2, "costbench%s: exit %d, expected 2 (stderr: %s)", cmd, rc, g_err);
-        CHECK(strstr(g_err, cases[i].expect) != NULL, "costbench%s: expected '%s' in stderr: %s", cmd, cases[i].expect, g_err);
+        CHECK(strstr(g_err, cases[i].expect) != NULL, "costbench%s: expected '%s' in stderr: %s", cmd, cases[i].expect,
+              g_err);
         CHECK(count_lines_starting(g_err, "error: ") == 1 && strncmp(g_err, "error: ", 7) == 0,
               "costbench%s: expected exactly one leading 'error:' line: %s", cmd, g_err);
     }
@@ -72,9 +73,11 @@ static void test_cli_bad_input(void)
 
 static void test_cli_help(void)
 {
-    const char *a1[] = {"help", NULL}, *a2[] = {"matmul", "--help", NULL}, *a3[] = {NULL}, *a4[] = {"help", "rope", NULL};
+    const char *a1[] = {"help", NULL}, *a2[] = {"matmul", "--help", NULL}, *a3[] = {NULL},
+               *a4[] = {"help", "rope", NULL};
     CHECK(run(a1) == 0 && strstr(g_out, "usage: costbench <command>"), "costbench help");
-    CHECK(run(a2) == 0 && strstr(g_out, "usage: costbench matmul") && strstr(g_out, "--plot"), "costbench matmul --help");
+    CHECK(run(a2) == 0 && strstr(g_out, "usage: costbench matmul") && strstr(g_out, "--plot"),
+          "costbench matmul --help");
     CHECK(run(a3) == 2 && strstr(g_err, "usage: costbench"), "costbench without a command: usage on stderr, exit 2");
     CHECK(run(a4) == 0 && strstr(g_out, "--tokens"), "costbench help rope");
 }
@@ -177,7 +180,8 @@ static void test_cli_peak_runs(void)
     table t;
     const char *cols[] = {"probe", "threads", "gflops_median", "gbps_median", NULL};
     if (load_csv(&t, csv, cols)) {
-        CHECK(column_has(&t, "probe", "fp32_fma") && column_has(&t, "probe", "copy") && column_has(&t, "probe", "triad"),
+        CHECK(column_has(&t, "probe", "fp32_fma") && column_has(&t, "probe", "copy") &&
+                  column_has(&t, "probe", "triad"),
               "probes missing");
         table_free(&t);
     } else {

@@ -65,7 +65,8 @@ static void test_opts(void)
     CHECK(opts_parse("x", NULL, specs, 8, argv1, 2, NULL, NULL) == 0, "valid flags refused");
     CHECK(n == 7 && t == 2.5 && flag == 1 && s && strcmp(s, "abc") == 0, "values not stored");
     char *argv0[] = {"costbench", "x", "--n", "9", NULL};
-    CHECK(opts_parse("x", NULL, specs, 4, argv0, 2, NULL, NULL) == 0 && n == 9 && t == 2.5 && flag == 1, "flags not given changed");
+    CHECK(opts_parse("x", NULL, specs, 4, argv0, 2, NULL, NULL) == 0 && n == 9 && t == 2.5 && flag == 1,
+          "flags not given changed");
     char *argv2[] = {"costbench", "x", "--bogus", NULL};
     char *argv3[] = {"costbench", "x", "--n", NULL};
     char *argv4[] = {"costbench", "x", "--n", "101", NULL};
@@ -76,7 +77,8 @@ static void test_opts(void)
     int r4 = opts_parse("x", NULL, specs, 4, argv4, 2, NULL, NULL);
     int r5 = opts_parse("x", NULL, specs, 3, argv5, 2, NULL, NULL);
     const char *err = capture_stderr_end();
-    CHECK(r2 == CB_EUSAGE && r3 == CB_EUSAGE && r4 == CB_EUSAGE && r5 == CB_EUSAGE, "bad flags accepted: %d %d %d %d", r2, r3, r4, r5);
+    CHECK(r2 == CB_EUSAGE && r3 == CB_EUSAGE && r4 == CB_EUSAGE && r5 == CB_EUSAGE, "bad flags accepted: %d %d %d %d",
+          r2, r3, r4, r5);
     CHECK(strstr(err, "unknown flag '--bogus'") != NULL, "message: %s", err);
 }
 
@@ -129,7 +131,9 @@ static void test_csv_loader_errors(void)
     int miss = table_col(&t, "nope", 1);
     const char *err = capture_stderr_end();
     CHECK(rc != 0 && miss < 0, "bad number or missing column accepted");
-    CHECK(strstr(err, "costbench-test-typed.csv:2: column 'usd_per_hour': expected a number from 0 to 1e+06, got 'n/a'") != NULL,
+    CHECK(strstr(err,
+                 "costbench-test-typed.csv:2: column 'usd_per_hour': expected a number from 0 to 1e+06, got 'n/a'") !=
+              NULL,
           "message: %s", err);
     CHECK(strstr(err, "missing column 'nope'") != NULL, "message: %s", err);
     table_free(&t);
@@ -156,8 +160,9 @@ static void test_record_csv_roundtrip(void)
         CHECK(strcmp(table_cell(&t, 0, 0), "fp32, \"fma\"") == 0, "quoted cell: %s", table_cell(&t, 0, 0));
         CHECK(strcmp(table_cell(&t, 0, 1), "123.456789") == 0, "%%.9g cell: %s", table_cell(&t, 0, 1));
         CHECK(table_cell(&t, 1, 1)[0] == '\0', "unknown value is not an empty cell");
-        CHECK(table_col(&t, "cpu_model", 0) >= 0 && table_col(&t, "git_rev", 0) >= 0 && table_col(&t, "blas_core", 0) >= 0 &&
-                  table_col(&t, "date_utc", 0) >= 0 && table_col(&t, "cflags", 0) >= 0,
+        CHECK(table_col(&t, "cpu_model", 0) >= 0 && table_col(&t, "git_rev", 0) >= 0 &&
+                  table_col(&t, "blas_core", 0) >= 0 && table_col(&t, "date_utc", 0) >= 0 &&
+                  table_col(&t, "cflags", 0) >= 0,
               "machine metadata columns missing");
     } else {
         CHECK(0, "rows: %d", t.nrows);
@@ -177,7 +182,8 @@ static void test_stats(void)
     double x[5] = {5, 1, 4, 2, 3};
     stats_summary s;
     stats_summarize(x, 5, &s);
-    CHECK(s.median == 3 && s.min == 1 && s.max == 5 && s.mean == 3, "median %g min %g max %g mean %g", s.median, s.min, s.max, s.mean);
+    CHECK(s.median == 3 && s.min == 1 && s.max == 5 && s.mean == 3, "median %g min %g max %g mean %g", s.median, s.min,
+          s.max, s.mean);
     CHECK(fabs(s.cv_pct - 100.0 * sqrt(2.5) / 3) < 1e-9, "cv %g", s.cv_pct);
     double y[4] = {4, 1, 3, 2};
     stats_summarize(y, 4, &s);
@@ -206,7 +212,8 @@ static void test_model_presets(void)
     model_preset_find("pythia-70m", &c);
     CHECK(c.L == 6 && c.C == 512 && c.NH == 8 && c.V == 50304, "pythia-70m fields");
     model_preset_find("gpt3-1.3b", &c);
-    CHECK(c.pos == POS_LEARNED && !c.parallel_residual && c.tied_embeddings && c.C == 2048 && c.L == 24, "gpt3-1.3b fields");
+    CHECK(c.pos == POS_LEARNED && !c.parallel_residual && c.tied_embeddings && c.C == 2048 && c.L == 24,
+          "gpt3-1.3b fields");
     capture_stderr_begin();
     int unk = model_preset_find("pythia-7b", &c);
     const char *err = capture_stderr_end();
@@ -215,13 +222,15 @@ static void test_model_presets(void)
     free(all);
     /* a broken presets file names its line and column */
     const char *p = "/tmp/costbench-test-models.csv";
-    write_text(p, "name,family,layers,d_model,heads,vocab,rotary_pct,rotary_base,parallel_residual,tied_embeddings,pos_emb,max_seq_len,source\n"
+    write_text(p, "name,family,layers,d_model,heads,vocab,rotary_pct,rotary_base,parallel_residual,tied_embeddings,pos_"
+                  "emb,max_seq_len,source\n"
                   "ok,pythia,6,512,8,50304,0.25,10000,true,false,rotary,2048,x\n"
                   "bad,pythia,6,500,8,50304,0.25,10000,true,false,rotary,2048,x\n");
     capture_stderr_begin();
     int rc = model_presets_load(p, &all, &n);
     err = capture_stderr_end();
-    CHECK(rc != 0 && strstr(err, "costbench-test-models.csv:3: column 'heads': d_model 500 is not a multiple of 8 heads"),
+    CHECK(rc != 0 &&
+              strstr(err, "costbench-test-models.csv:3: column 'heads': d_model 500 is not a multiple of 8 heads"),
           "message: %s", err);
     unlink(p);
 }

@@ -47,7 +47,8 @@ static int list(const model_config *c, const op_layout *l, op_entry *ops)
 static const op_entry *find(const op_entry *ops, int n, const char *name, op_kind kind, op_pass pass, const char *phase)
 {
     for (int i = 0; i < n; i++)
-        if (strcmp(ops[i].name, name) == 0 && ops[i].kind == kind && ops[i].pass == pass && strcmp(ops[i].phase, phase) == 0)
+        if (strcmp(ops[i].name, name) == 0 && ops[i].kind == kind && ops[i].pass == pass &&
+            strcmp(ops[i].phase, phase) == 0)
             return &ops[i];
     CHECK(0, "no %s %s entry (pass %s)", name, phase, op_pass_names[pass]);
     return NULL;
@@ -63,8 +64,8 @@ static int gemms(const op_entry *ops, int n)
 static void check_gemm(const op_entry *e, long n, long k, long m, double flops)
 {
     if (!e) return;
-    CHECK(e->n == n && e->k == k && e->m == m, "%s %s: n=%ld k=%ld m=%ld, expected %ld %ld %ld", e->name, e->phase, e->n, e->k,
-          e->m, n, k, m);
+    CHECK(e->n == n && e->k == k && e->m == m, "%s %s: n=%ld k=%ld m=%ld, expected %ld %ld %ld", e->name, e->phase,
+          e->n, e->k, e->m, n, k, m);
     CHECK(e->flops == flops, "%s %s: %.17g FLOPs, expected %.17g", e->name, e->phase, e->flops, flops);
 }
 
@@ -86,7 +87,9 @@ static void test_opbench_gemm_shapes(void)
     const op_entry *lg = find(ops, n, "logits", OPK_GEMM, OPP_FWD, "fwd");
     check_gemm(lg, 16, 64, 512, 2.0 * 16 * 64 * 512);
     const op_entry *q = find(ops, n, "qkv", OPK_GEMM, OPP_FWD, "fwd");
-    if (q) CHECK(q->scope == OPS_LAYER && op_times(q, c.L, 1, 1) == 2, "qkv runs once a layer: %g times", op_times(q, c.L, 1, 1));
+    if (q)
+        CHECK(q->scope == OPS_LAYER && op_times(q, c.L, 1, 1) == 2, "qkv runs once a layer: %g times",
+              op_times(q, c.L, 1, 1));
     if (lg)
         CHECK(lg->scope == OPS_LAST && op_times(lg, c.L, 1, 1) == 1 && op_times(lg, c.L, 1, 0) == 0,
               "logits run once, on the last stage only");
@@ -112,13 +115,15 @@ static void test_opbench_tp_halves(void)
         const op_entry *e = find(a, na, b[i].name, OPK_GEMM, b[i].pass, b[i].phase);
         if (!e) continue;
         matched++;
-        CHECK(2.0 * b[i].flops == e->flops, "%s %s: tp=2 rank %.17g FLOPs x 2 != tp=1 %.17g", b[i].name, b[i].phase, b[i].flops, e->flops);
+        CHECK(2.0 * b[i].flops == e->flops, "%s %s: tp=2 rank %.17g FLOPs x 2 != tp=1 %.17g", b[i].name, b[i].phase,
+              b[i].flops, e->flops);
         /* exactly one of the three dimensions halves; the rows of fwd and bwd_input stay 16 */
         int halved = (b[i].n * 2 == e->n) + (b[i].k * 2 == e->k) + (b[i].m * 2 == e->m);
         int same = (b[i].n == e->n) + (b[i].k == e->k) + (b[i].m == e->m);
-        CHECK(halved == 1 && same == 2, "%s %s: tp=2 %ld x %ld x %ld against tp=1 %ld x %ld x %ld", b[i].name, b[i].phase, b[i].n, b[i].k,
-              b[i].m, e->n, e->k, e->m);
-        if (strcmp(b[i].phase, "bwd_weight") != 0) CHECK(b[i].n == 16, "%s %s: rows %ld, expected 16", b[i].name, b[i].phase, b[i].n);
+        CHECK(halved == 1 && same == 2, "%s %s: tp=2 %ld x %ld x %ld against tp=1 %ld x %ld x %ld", b[i].name,
+              b[i].phase, b[i].n, b[i].k, b[i].m, e->n, e->k, e->m);
+        if (strcmp(b[i].phase, "bwd_weight") != 0)
+            CHECK(b[i].n == 16, "%s %s: rows %ld, expected 16", b[i].name, b[i].phase, b[i].n);
     }
     CHECK(matched == 15, "%d tp=2 GEMMs matched, expected 15", matched);
     double f1 = op_list_flops(a, na, c.L, 1, 1, FWD | BWD), f2 = op_list_flops(b, nb, c.L, 1, 1, FWD | BWD);
@@ -164,8 +169,8 @@ static void test_opbench_palm_flops(void)
     int n = list(&c, &l, ops);
     double per_token = op_list_flops(ops, n, c.L, 1, 1, FWD | BWD) / (2.0 * 8);
     CHECK(per_token == 798720.0, "full attention: %.17g FLOPs a token, expected 798720", per_token);
-    CHECK(per_token == model_flops_per_token(&c, 8), "op list %.17g FLOPs a token, model_flops_per_token %.17g", per_token,
-          model_flops_per_token(&c, 8));
+    CHECK(per_token == model_flops_per_token(&c, 8), "op list %.17g FLOPs a token, model_flops_per_token %.17g",
+          per_token, model_flops_per_token(&c, 8));
     CHECK(op_list_flops(ops, n, c.L, 1, 1, RECOMPUTE) == 0, "recompute none: no recomputed FLOPs");
 }
 
@@ -178,15 +183,19 @@ static void test_opbench_tiled_attention(void)
     op_layout l = layout(1, OP_RECOMPUTE_NONE, OP_ATTN_TILED), lf = layout(1, OP_RECOMPUTE_NONE, OP_ATTN_FULL);
     op_entry ops[OP_LIST_MAX], full[OP_LIST_MAX];
     int n = list(&c, &l, ops), nf = list(&c, &lf, full);
-    const op_entry *f = find(ops, n, "attn_core", OPK_ATTN, OPP_FWD, "fwd"), *b = find(ops, n, "attn_core", OPK_ATTN, OPP_BWD, "bwd");
+    const op_entry *f = find(ops, n, "attn_core", OPK_ATTN, OPP_FWD, "fwd"),
+                   *b = find(ops, n, "attn_core", OPK_ATTN, OPP_BWD, "bwd");
     if (f) {
-        CHECK(f->flops == 8 * 4.0 * 16 * 36, "tiled forward: %.17g FLOPs a call, expected 8 heads x 4 x 16 x 36 = 18432", f->flops);
+        CHECK(f->flops == 8 * 4.0 * 16 * 36,
+              "tiled forward: %.17g FLOPs a call, expected 8 heads x 4 x 16 x 36 = 18432", f->flops);
         CHECK(f->count == 1 && f->batch == 8 && f->n == 8 && f->k == 16 && f->m == 8,
-              "tiled forward: %g calls of %g heads of %ld x %ld x %ld, expected 1 of 8 of 8 x 16 x 8", f->count, f->batch, f->n, f->k, f->m);
+              "tiled forward: %g calls of %g heads of %ld x %ld x %ld, expected 1 of 8 of 8 x 16 x 8", f->count,
+              f->batch, f->n, f->k, f->m);
     }
     if (b) CHECK(b->flops == 8 * 10.0 * 16 * 36, "tiled backward: %.17g FLOPs a call, expected 8 x 5760", b->flops);
     const op_entry *ff = find(full, nf, "attn_core", OPK_ATTN, OPP_FWD, "fwd");
-    if (ff) CHECK(ff->flops == 8 * 4.0 * 16 * 64, "full forward: %.17g FLOPs a call, expected 8 x 4 x 16 x 64", ff->flops);
+    if (ff)
+        CHECK(ff->flops == 8 * 4.0 * 16 * 64, "full forward: %.17g FLOPs a call, expected 8 x 4 x 16 x 64", ff->flops);
     int scores_mem = 0;
     for (int i = 0; i < n; i++) scores_mem += strcmp(ops[i].name, "attn_scores_mem") == 0;
     CHECK(scores_mem == 0, "tiled attention moves no s x s scores through memory");
@@ -203,8 +212,8 @@ static void test_opbench_recompute(void)
     double re = op_list_flops(ops, n, c.L, 1, 1, RECOMPUTE), layers_fwd = op_list_flops(ops, n, c.L, 0, 0, FWD);
     CHECK(re == layers_fwd, "full recompute: %.17g FLOPs, the layers' forward %.17g", re, layers_fwd);
     CHECK(re == 3182592.0, "full recompute: %.17g FLOPs, expected 3182592", re);
-    CHECK(op_list_flops(sel, ns, c.L, 1, 1, RECOMPUTE) == 2.0 * 8 * 2304, "selective recompute: %.17g FLOPs, expected 36864",
-          op_list_flops(sel, ns, c.L, 1, 1, RECOMPUTE));
+    CHECK(op_list_flops(sel, ns, c.L, 1, 1, RECOMPUTE) == 2.0 * 8 * 2304,
+          "selective recompute: %.17g FLOPs, expected 36864", op_list_flops(sel, ns, c.L, 1, 1, RECOMPUTE));
 }
 
 /* mm_shapes_transformer: op_list's 15 GEMMs in its order, as sgemm calls (forward X W^T, bwd_input
@@ -216,23 +225,26 @@ static void test_opbench_mm_shapes(void)
     op_entry ops[OP_LIST_MAX];
     int n = list(&c, &l, ops);
     mm_shape sh[32];
-    CHECK(mm_shapes_transformer_count() == 15, "mm_shapes_transformer_count() = %d, expected 15", mm_shapes_transformer_count());
+    CHECK(mm_shapes_transformer_count() == 15, "mm_shapes_transformer_count() = %d, expected 15",
+          mm_shapes_transformer_count());
     int ns = mm_shapes_transformer(sh, 32, &c, 2, 8);
     CHECK(ns == 15, "%d shapes, expected 15", ns);
     for (int i = 0, j = 0; i < n && j < ns; i++) {
         if (ops[i].kind != OPK_GEMM) continue;
         const mm_shape *s = &sh[j++];
         const int fwd = strcmp(s->phase, "fwd") == 0, bwd_w = strcmp(s->phase, "bwd_weight") == 0;
-        CHECK(strcmp(s->op, ops[i].name) == 0 && strcmp(s->phase, ops[i].phase) == 0 && s->n == ops[i].n && s->k == ops[i].k &&
-                  s->m == ops[i].m && s->count == op_times(&ops[i], c.L, 1, 1),
-              "shape %d: %s %s %d x %d x %d count %g, op list %s %s %ld x %ld x %ld", j - 1, s->op, s->phase, s->n, s->k, s->m,
-              s->count, ops[i].name, ops[i].phase, ops[i].n, ops[i].k, ops[i].m);
-        CHECK(s->trans_a == bwd_w && s->trans_b == fwd && s->lda == (bwd_w ? s->n : s->k) && s->ldb == (fwd ? s->k : s->m) && s->ldc == s->m,
+        CHECK(strcmp(s->op, ops[i].name) == 0 && strcmp(s->phase, ops[i].phase) == 0 && s->n == ops[i].n &&
+                  s->k == ops[i].k && s->m == ops[i].m && s->count == op_times(&ops[i], c.L, 1, 1),
+              "shape %d: %s %s %d x %d x %d count %g, op list %s %s %ld x %ld x %ld", j - 1, s->op, s->phase, s->n,
+              s->k, s->m, s->count, ops[i].name, ops[i].phase, ops[i].n, ops[i].k, ops[i].m);
+        CHECK(s->trans_a == bwd_w && s->trans_b == fwd && s->lda == (bwd_w ? s->n : s->k) &&
+                  s->ldb == (fwd ? s->k : s->m) && s->ldc == s->m,
               "%s %s: transposes %d %d, ld %d %d %d", s->op, s->phase, s->trans_a, s->trans_b, s->lda, s->ldb, s->ldc);
-        CHECK(s->weight_b == !bwd_w && !s->concurrent, "%s %s: weight_b %d concurrent %d", s->op, s->phase, s->weight_b, s->concurrent);
+        CHECK(s->weight_b == !bwd_w && !s->concurrent, "%s %s: weight_b %d concurrent %d", s->op, s->phase, s->weight_b,
+              s->concurrent);
     }
-    CHECK(sh[0].count == 2 && sh[14].count == 1 && strcmp(sh[14].op, "logits") == 0, "counts: qkv %g (expected 2), %s %g (expected logits 1)",
-          sh[0].count, sh[14].op, sh[14].count);
+    CHECK(sh[0].count == 2 && sh[14].count == 1 && strcmp(sh[14].op, "logits") == 0,
+          "counts: qkv %g (expected 2), %s %g (expected logits 1)", sh[0].count, sh[14].op, sh[14].count);
     CHECK(mm_shapes_transformer(sh, 14, &c, 2, 8) == CB_EFAIL, "a capacity of 14 shapes is refused");
 }
 
@@ -244,8 +256,8 @@ static void test_opbench_matmul_cli(void)
     if (!tmp) return;
     snprintf(dir, sizeof dir, "%s", tmp);
     snprintf(csv, sizeof csv, "%s/mm.csv", dir);
-    const char *args[] = {"matmul", "--shapes", "transformer", "--model", "pythia-14m", "--micro-batch", "1", "--seq", "64",
-                          "--min-time", "0.01", "--min-samples", "1", "--peak-gflops", "100", "--csv", csv, NULL};
+    const char *args[] = {"matmul", "--shapes", "transformer", "--model", "pythia-14m", "--micro-batch", "1", "--seq",
+                          "64", "--min-time", "0.01", "--min-samples", "1", "--peak-gflops", "100", "--csv", csv, NULL};
     int rc = cli_run(args, out, sizeof out, err, sizeof err);
     CHECK(rc == 0, "matmul --shapes transformer: exit %d: %s", rc, err);
     model_config c;
@@ -264,19 +276,24 @@ static void test_opbench_matmul_cli(void)
     const char *names[] = {"op", "phase", "n", "k", "m", "count"};
     int col[6];
     for (int i = 0; i < 6; i++) CHECK((col[i] = table_col(&t, names[i], 0)) >= 0, "no column '%s'", names[i]);
-    CHECK(t.nrows == 15 && gemms(ops, n) == 15, "%d rows, %d GEMMs in the op list, expected 15", t.nrows, gemms(ops, n));
+    CHECK(t.nrows == 15 && gemms(ops, n) == 15, "%d rows, %d GEMMs in the op list, expected 15", t.nrows,
+          gemms(ops, n));
     for (int r = 0; r < t.nrows; r++)
         CHECK(strncmp(table_cell(&t, r, col[0]), "attn_", 5) != 0 || strcmp(table_cell(&t, r, col[0]), "attn_out") == 0,
               "row %d: an attention product '%s'", r, table_cell(&t, r, col[0]));
-    for (int i = 0, r = 0; i < n && r < t.nrows && col[0] >= 0 && col[1] >= 0 && col[2] >= 0 && col[3] >= 0 && col[4] >= 0 && col[5] >= 0; i++) {
+    for (int i = 0, r = 0;
+         i < n && r < t.nrows && col[0] >= 0 && col[1] >= 0 && col[2] >= 0 && col[3] >= 0 && col[4] >= 0 && col[5] >= 0;
+         i++) {
         if (ops[i].kind != OPK_GEMM) continue;
         const op_entry *e = &ops[i];
         CHECK(strcmp(table_cell(&t, r, col[0]), e->name) == 0 && strcmp(table_cell(&t, r, col[1]), e->phase) == 0 &&
                   atol(table_cell(&t, r, col[2])) == e->n && atol(table_cell(&t, r, col[3])) == e->k &&
-                  atol(table_cell(&t, r, col[4])) == e->m && strtod(table_cell(&t, r, col[5]), NULL) == op_times(e, c.L, 1, 1),
-              "row %d: %s %s %s x %s x %s count %s; op list %s %s %ld x %ld x %ld count %g", r, table_cell(&t, r, col[0]),
-              table_cell(&t, r, col[1]), table_cell(&t, r, col[2]), table_cell(&t, r, col[3]), table_cell(&t, r, col[4]),
-              table_cell(&t, r, col[5]), e->name, e->phase, e->n, e->k, e->m, op_times(e, c.L, 1, 1));
+                  atol(table_cell(&t, r, col[4])) == e->m &&
+                  strtod(table_cell(&t, r, col[5]), NULL) == op_times(e, c.L, 1, 1),
+              "row %d: %s %s %s x %s x %s count %s; op list %s %s %ld x %ld x %ld count %g", r,
+              table_cell(&t, r, col[0]), table_cell(&t, r, col[1]), table_cell(&t, r, col[2]),
+              table_cell(&t, r, col[3]), table_cell(&t, r, col[4]), table_cell(&t, r, col[5]), e->name, e->phase, e->n,
+              e->k, e->m, op_times(e, c.L, 1, 1));
         r++;
     }
     CHECK(strstr(out, "one training step's matmuls") != NULL, "no step total: %s", out);
@@ -285,13 +302,20 @@ static void test_opbench_matmul_cli(void)
 }
 
 const test_case tests_opbench[] = {
-    {"opbench: qkv forward, bwd_input and bwd_weight shapes and FLOPs at B=2 T=8 (tiny config, by hand)", test_opbench_gemm_shapes},
+    {"opbench: qkv forward, bwd_input and bwd_weight shapes and FLOPs at B=2 T=8 (tiny config, by hand)",
+     test_opbench_gemm_shapes},
     {"opbench: tp=2 halves each GEMM's weight dimension, never the rows; FLOPs x tp = tp=1's", test_opbench_tp_halves},
-    {"opbench: full attention, no recompute: GEMM + attention FLOPs a token = model_flops_per_token (6N + 12 L C T)", test_opbench_palm_flops},
-    {"opbench: tiled attention counts T(T+1)/2 scores a head, 4 HS FLOPs forward, 10 HS backward, one call a layer over the heads", test_opbench_tiled_attention},
-    {"opbench: full recompute adds exactly the layers' forward FLOPs; selective the attention core's", test_opbench_recompute},
-    {"opbench: mm_shapes_transformer is op_list's 15 GEMMs as sgemm calls, count = times a step", test_opbench_mm_shapes},
-    {"opbench: matmul --shapes transformer lists exactly op_list's 15 GEMMs, no attention products (CLI)", test_opbench_matmul_cli},
+    {"opbench: full attention, no recompute: GEMM + attention FLOPs a token = model_flops_per_token (6N + 12 L C T)",
+     test_opbench_palm_flops},
+    {"opbench: tiled attention counts T(T+1)/2 scores a head, 4 HS FLOPs forward, 10 HS backward, one call a layer "
+     "over the heads",
+     test_opbench_tiled_attention},
+    {"opbench: full recompute adds exactly the layers' forward FLOPs; selective the attention core's",
+     test_opbench_recompute},
+    {"opbench: mm_shapes_transformer is op_list's 15 GEMMs as sgemm calls, count = times a step",
+     test_opbench_mm_shapes},
+    {"opbench: matmul --shapes transformer lists exactly op_list's 15 GEMMs, no attention products (CLI)",
+     test_opbench_matmul_cli},
     {"opbench: a rank's widths under grouped-query attention and SwiGLU", test_opbench_gqa_swiglu_widths},
     {0},
 };

@@ -26,8 +26,16 @@ static void toy_inputs(plan_inputs *in)
     in->tokens = 1e9, in->mfu = 0.5, in->deadline_s = 30 * 86400.0;
     in->ckpt_s = 60, in->restart_s = 300;
     hw_row *hw = &in->inst[0].hw;
-    *hw = (hw_row){.instance = "toy.1x", .accelerator = "Toy", .accelerators = 1, .workers = 1, .bf16_tflops = 100,
-                   .fp32_tflops = NAN, .mem_gib = 1000, .mem_gb_per_s = NAN, .intra_gb_per_s = NAN, .net_gbit_per_s = 100,
+    *hw = (hw_row){.instance = "toy.1x",
+                   .accelerator = "Toy",
+                   .accelerators = 1,
+                   .workers = 1,
+                   .bf16_tflops = 100,
+                   .fp32_tflops = NAN,
+                   .mem_gib = 1000,
+                   .mem_gb_per_s = NAN,
+                   .intra_gb_per_s = NAN,
+                   .net_gbit_per_s = 100,
                    .net_latency_us = NAN};
     in->inst[0].noffers = 1;
     snprintf(in->inst[0].option[0], sizeof in->inst[0].option[0], "on_demand");
@@ -55,7 +63,8 @@ static void test_plan_search_by_hand(void)
     double t1 = 1e9 * model_hardware_flops_per_token(&in.cfg, 128, 1) / 5e13;
     if (res.n == 48) {
         CHECK(close_rel(res.c[0].train_s, t0, 1e-9), "best time %.9g s, expected %.9g", res.c[0].train_s, t0);
-        CHECK(close_rel(res.c[0].cost_usd, t0 / 3600 * 2, 1e-9), "best cost %.9g, expected %.9g", res.c[0].cost_usd, t0 / 3600 * 2);
+        CHECK(close_rel(res.c[0].cost_usd, t0 / 3600 * 2, 1e-9), "best cost %.9g, expected %.9g", res.c[0].cost_usd,
+              t0 / 3600 * 2);
         CHECK(res.c[0].recompute == 0 && res.c[47].recompute == 1, "recomputation ranks last (4/3 the forward)");
         CHECK(close_rel(res.c[47].train_s, t1, 1e-9), "recompute time %.9g s, expected %.9g", res.c[47].train_s, t1);
         for (int i = 1; i < res.n; i++) CHECK(res.c[i - 1].cost_usd <= res.c[i].cost_usd, "ranked by cost at %d", i);
@@ -117,8 +126,12 @@ static void check_one_error(const char *err, const char *flag, int rc)
 
 static void test_plan_cli_bad_input(void)
 {
-    static const char *const bad[][2] = {{"--tokens", "0"}, {"--tokens", "12X"}, {"--deadline-days", "-1"}, {"--deadline-days", "0"},
-                                         {"--instances", "nosuch.large"}, {"--budget-usd", "-5"}};
+    static const char *const bad[][2] = {{"--tokens", "0"},
+                                         {"--tokens", "12X"},
+                                         {"--deadline-days", "-1"},
+                                         {"--deadline-days", "0"},
+                                         {"--instances", "nosuch.large"},
+                                         {"--budget-usd", "-5"}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         const char *args[16] = {"plan", "--model", "llama2-7b", "--tokens", "1B", "--deadline-days", "3"};
         int na = 7;
@@ -150,7 +163,8 @@ static void test_plan_cli_by_hand(void)
     CHECK(!strstr(out, "band_pct") && !strstr(out, "extrapolated"), "an assumed MFU shows no band: %s", out);
     double days[64], cost[64], nodes[64];
     int n = csv_column(csv, "days", days, 64);
-    CHECK(n >= 2 && csv_column(csv, "cost_usd", cost, 64) == n && csv_column(csv, "nodes", nodes, 64) == n, "csv columns");
+    CHECK(n >= 2 && csv_column(csv, "cost_usd", cost, 64) == n && csv_column(csv, "nodes", nodes, 64) == n,
+          "csv columns");
     model_config cfg;
     CHECK(model_preset_find("pythia-70m", &cfg) == 0, "preset");
     double t0 = 1e9 * model_flops_per_token(&cfg, 128) / 5e13;
@@ -189,8 +203,8 @@ static void test_plan_cli_impossible_deadline(void)
 static void test_plan_calibrated(void)
 {
     char out[65536], err[4096];
-    const char *ok[] = {"plan", "--model", "neox-20b", "--tokens", "10B", "--deadline-days", "300", "--instances", "trn1.32xlarge",
-                        "--calibrate", "data/reference/trn1_table1.csv:8", "--top", "3", NULL};
+    const char *ok[] = {"plan", "--model", "neox-20b", "--tokens", "10B", "--deadline-days", "300", "--instances",
+                        "trn1.32xlarge", "--calibrate", "data/reference/trn1_table1.csv:8", "--top", "3", NULL};
     int rc = cli_run(ok, out, sizeof out, err, sizeof err);
     CHECK(rc == 0 && strstr(out, "calibrated on data/reference/trn1_table1.csv:8 (neox-20b on 4 x trn1.32xlarge"),
           "calibrated plan: exit %d, %s%s", rc, err, out);
@@ -202,7 +216,8 @@ static void test_plan_calibrated(void)
     calib_fit cf;
     memset(&cf, 0, sizeof cf);
     scale_model *c = &cf.cal;
-    c->cfg = in.cfg, c->hw = in.inst[0].hw, c->tp = 1, c->pp = 1, c->interleave = 1, c->cp = 1, c->seq = 2048, c->micro_batch = 1;
+    c->cfg = in.cfg, c->hw = in.inst[0].hw, c->tp = 1, c->pp = 1, c->interleave = 1, c->cp = 1, c->seq = 2048,
+    c->micro_batch = 1;
     c->global_batch = 64, c->precision = PRECISION_BF16_MIXED, c->attn_flash = 1, c->bucket_bytes = 25.0 * 1048576.0,
     c->net_eff = 1;
     cf.nodes = 1, cf.seq_per_s = 20;
@@ -210,14 +225,16 @@ static void test_plan_calibrated(void)
     CHECK(calib_fit_point(&cf, "test", 0, &def, 5.0, why, sizeof why) == 0, "the toy row calibrates: %s", why);
     in.cal = &cf, in.eff = &def;
     double t_own = plan_t_mb_s(c, &in);
-    CHECK(fabs(t_own - c->t_mb_s) <= 1e-12 * c->t_mb_s, "the calibration's own configuration: t_mb %.12g, fitted %.12g", t_own, c->t_mb_s);
+    CHECK(fabs(t_own - c->t_mb_s) <= 1e-12 * c->t_mb_s, "the calibration's own configuration: t_mb %.12g, fitted %.12g",
+          t_own, c->t_mb_s);
     scale_model t = *c;
     t.micro_batch = 4, t.recompute = 1, t.precision = PRECISION_BF16_SR;
     double eff_t, e_t;
     int clamped;
     CHECK(calib_fit_carry(&cf, &t, &def, &eff_t, &clamped, &e_t, why, sizeof why) == 0, "carried: %s", why);
     double t_plan = plan_t_mb_s(&t, &in), t_carry = calib_t_mb(&t, eff_t);
-    CHECK(isfinite(t_plan) && t_plan == t_carry, "another layout: plan's t_mb %.12g, calib_t_mb at the carried efficiency %.12g", t_plan, t_carry);
+    CHECK(isfinite(t_plan) && t_plan == t_carry,
+          "another layout: plan's t_mb %.12g, calib_t_mb at the carried efficiency %.12g", t_plan, t_carry);
     char *dir = test_tmpdir(), path[600];
     if (!dir) return;
     snprintf(path, sizeof path, "%s/row.csv", dir);
@@ -225,14 +242,17 @@ static void test_plan_calibrated(void)
                      "nosuch-model,8,1,1,trn1.32xlarge,2048,256,10\n");
     char spec[640];
     snprintf(spec, sizeof spec, "%s:2", path);
-    const char *bad[] = {"plan", "--model", "llama2-7b", "--tokens", "1B", "--deadline-days", "3", "--calibrate", spec, NULL};
+    const char *bad[] = {"plan", "--model", "llama2-7b", "--tokens", "1B", "--deadline-days", "3", "--calibrate", spec,
+                         NULL};
     rc = cli_run(bad, NULL, 0, err, sizeof err);
-    CHECK(rc == 2 && strstr(err, ":2: column 'model'") && strstr(err, "nosuch-model"), "unknown model row: exit %d, %s", rc, err);
+    CHECK(rc == 2 && strstr(err, ":2: column 'model'") && strstr(err, "nosuch-model"), "unknown model row: exit %d, %s",
+          rc, err);
     rm_tree(dir);
 }
 
 const test_case tests_plan[] = {
-    {"plan: --calibrate carries a row's framework efficiency (calib_fit_carry, calib_t_mb); a bad row is one error", test_plan_calibrated},
+    {"plan: --calibrate carries a row's framework efficiency (calib_fit_carry, calib_t_mb); a bad row is one error",
+     test_plan_calibrated},
     {"plan_search_by_hand", test_plan_search_by_hand},
     {"plan_young_daly_by_hand", test_plan_young_daly_by_hand},
     {"plan_cli_bad_input", test_plan_cli_bad_input},

@@ -53,7 +53,8 @@ static void test_presets_param_counts(void)
         model_config c = preset(want[i].name);
         double t = model_params_total(&c), ne = model_params_non_embedding(&c);
         CHECK(t == want[i].total, "%s: total %.0f, expected %.0f", want[i].name, t, want[i].total);
-        CHECK(ne == want[i].non_embedding, "%s: non-embedding %.0f, expected %.0f", want[i].name, ne, want[i].non_embedding);
+        CHECK(ne == want[i].non_embedding, "%s: non-embedding %.0f, expected %.0f", want[i].name, ne,
+              want[i].non_embedding);
     }
 }
 
@@ -64,7 +65,8 @@ static void test_presets_llama2_7b_flops(void)
      * together 202,375,168, x 32 layers = 6,476,005,376; output layer 32000 x 4096 = 131,072,000;
      * N = 6,607,077,376, 6 N = 39,642,464,256; attention 12 x 32 x 4096 x 2048 = 3,221,225,472;
      * FLOPs per token at T = 2048: 42,863,689,728. */
-    CHECK(model_layer_matmul_params(&c) == 202375168.0, "llama2-7b layer matmul weights %.0f", model_layer_matmul_params(&c));
+    CHECK(model_layer_matmul_params(&c) == 202375168.0, "llama2-7b layer matmul weights %.0f",
+          model_layer_matmul_params(&c));
     double f = model_flops_per_token(&c, 2048);
     CHECK(f == 42863689728.0, "llama2-7b FLOPs per token %.0f", f);
     /* recompute adds one forward of the layers: 2 x 6,476,005,376 + 4 x 32 x 4096 x 2048 */
@@ -117,11 +119,13 @@ static void test_presets_old_unchanged(void)
         model_config c = preset(old[i].name);
         CHECK(model_params_total(&c) == old[i].total && model_params_non_embedding(&c) == old[i].non_embedding,
               "%s: params %.0f / %.0f changed", old[i].name, model_params_total(&c), model_params_non_embedding(&c));
-        CHECK(model_flops_per_token(&c, 2048) == old[i].flops && model_hardware_flops_per_token(&c, 2048, 1) == old[i].hflops,
+        CHECK(model_flops_per_token(&c, 2048) == old[i].flops &&
+                  model_hardware_flops_per_token(&c, 2048, 1) == old[i].hflops,
               "%s: FLOPs per token %.0f / %.0f changed", old[i].name, model_flops_per_token(&c, 2048),
               model_hardware_flops_per_token(&c, 2048, 1));
-        CHECK(c.KVH == 0 && c.ffn == 0 && c.norm == NORM_LAYERNORM && c.norm_eps == 0 && !c.norm_nobias && c.mlp == MLP_GELU &&
-                  c.rope == ROPE_NEOX && !c.attn_nobias && !c.mlp_nobias && !c.lm_head_bias && !c.shared_norm,
+        CHECK(c.KVH == 0 && c.ffn == 0 && c.norm == NORM_LAYERNORM && c.norm_eps == 0 && !c.norm_nobias &&
+                  c.mlp == MLP_GELU && c.rope == ROPE_NEOX && !c.attn_nobias && !c.mlp_nobias && !c.lm_head_bias &&
+                  !c.shared_norm,
               "%s: empty architecture cells are not GPT-NeoX's zeros", old[i].name);
     }
 }
@@ -135,9 +139,10 @@ static void test_presets_fields(void)
               strcmp(l.family, "llama2") == 0,
           "llama2-70b fields");
     model_config j = preset("gpt-j-6b");
-    CHECK(j.L == 28 && j.HS == 256 && j.rope == ROPE_GPTJ && j.rotary_pct == 0.25 && j.shared_norm && j.parallel_residual &&
-              j.lm_head_bias && j.attn_nobias && !j.mlp_nobias && !j.norm_nobias && j.norm == NORM_LAYERNORM &&
-              j.mlp == MLP_GELU && model_ffn(&j) == 16384 && !j.tied_embeddings && strcmp(j.family, "gpt-j") == 0,
+    CHECK(j.L == 28 && j.HS == 256 && j.rope == ROPE_GPTJ && j.rotary_pct == 0.25 && j.shared_norm &&
+              j.parallel_residual && j.lm_head_bias && j.attn_nobias && !j.mlp_nobias && !j.norm_nobias &&
+              j.norm == NORM_LAYERNORM && j.mlp == MLP_GELU && model_ffn(&j) == 16384 && !j.tied_embeddings &&
+              strcmp(j.family, "gpt-j") == 0,
           "gpt-j-6b fields");
     model_config m = preset("mpt-30b");
     CHECK(m.pos == POS_ALIBI && m.rotary_pct == 0 && m.norm_nobias && m.attn_nobias && m.mlp_nobias &&
@@ -154,7 +159,8 @@ static const char *bad_data_dir(const char *header_extra, const char *good_extra
     char path[256], text[2048];
     snprintf(path, sizeof path, "%s/models.csv", dir);
     snprintf(text, sizeof text,
-             "name,family,layers,d_model,heads,vocab,rotary_pct,rotary_base,parallel_residual,tied_embeddings,pos_emb,max_seq_len,source%s\n"
+             "name,family,layers,d_model,heads,vocab,rotary_pct,rotary_base,parallel_residual,tied_embeddings,pos_emb,"
+             "max_seq_len,source%s\n"
              "ok,pythia,2,64,4,128,0.25,10000,true,false,rotary,256,x%s\n%s\n",
              header_extra, good_extra, row);
     write_text(path, text);
@@ -164,7 +170,8 @@ static const char *bad_data_dir(const char *header_extra, const char *good_extra
 /* Each bad row: `costbench models` exits 1 with one line naming models.csv:3 and the column. */
 static void test_presets_bad_rows(void)
 {
-    static const char *const H = ",norm,norm_eps,norm_bias,mlp,ffn_dim,kv_heads,rotary_style,attn_bias,mlp_bias,lm_head_bias,shared_norm";
+    static const char *const H =
+        ",norm,norm_eps,norm_bias,mlp,ffn_dim,kv_heads,rotary_style,attn_bias,mlp_bias,lm_head_bias,shared_norm";
     static const char *const G = ",,,,,,,,,,,";
     static const struct {
         const char *row, *expect;
@@ -176,13 +183,15 @@ static void test_presets_bad_rows(void)
         {"b,llama2,2,64,4,128,1,10000,false,false,rotary,256,x,rmsnorm,,,swiglu,,,,,,,",
          "models.csv:3: column 'ffn_dim': swiglu needs ffn_dim"},
         {"b,llama2,2,64,4,128,1,10000,false,false,rotary,256,x,rmsnorm,,,swiglu,171,,,,,,",
-         "models.csv:3: column 'ffn_dim': SwiGLU ffn_dim must be a positive multiple of 8 (Llama rounds 8C/3 up to a multiple of 256), got 171"},
+         "models.csv:3: column 'ffn_dim': SwiGLU ffn_dim must be a positive multiple of 8 (Llama rounds 8C/3 up to a "
+         "multiple of 256), got 171"},
         {"b,mpt,2,64,4,128,0.25,10000,false,true,alibi,256,x,,,false,,,,,false,false,,",
          "models.csv:3: column 'rotary_pct': alibi positions need rotary_pct 0, got 0.25"},
         {"b,gpt-j,2,64,4,128,0.25,10000,false,false,rotary,256,x,,,,,,,gptj,,,true,true",
          "models.csv:3: column 'shared_norm': a shared norm needs parallel_residual true"},
         {"b,pythia,2,64,4,128,0.25,10000,true,false,rotary,256,x,layernorm,1e-6,,,,,,,,,",
-         "models.csv:3: column 'norm_eps': a layernorm preset needs 1e-5, the epsilon of costbench's LayerNorm kernel, got 1e-06"},
+         "models.csv:3: column 'norm_eps': a layernorm preset needs 1e-5, the epsilon of costbench's LayerNorm kernel, "
+         "got 1e-06"},
         {"b,opt,2,64,4,128,0.25,10000,true,false,rotary,256,x,,,,,,,,,,,",
          "models.csv:3: column 'family': expected pythia, neox, gpt3, llama2, gpt-j or mpt, got 'opt'"},
         {"b,mpt,2,64,4,128,0,10000,false,true,sinusoidal,256,x,,,,,,,,,,,",
@@ -226,8 +235,8 @@ static void test_presets_old_format(void)
         CHECK(model_presets_load(path, &all, &n) == 0 && n == 1, "file %d does not load", k);
         if (n == 1) {
             const model_config *c = &all[0];
-            CHECK(c->KVH == 0 && c->ffn == 0 && c->norm == NORM_LAYERNORM && c->mlp == MLP_GELU && c->pos == POS_ROTARY &&
-                      model_params_non_embedding(c) == 2.0 * (12 * 64 * 64 + 13 * 64),
+            CHECK(c->KVH == 0 && c->ffn == 0 && c->norm == NORM_LAYERNORM && c->mlp == MLP_GELU &&
+                      c->pos == POS_ROTARY && model_params_non_embedding(c) == 2.0 * (12 * 64 * 64 + 13 * 64),
                   "file %d: not GPT-NeoX", k);
             free(all);
         }
@@ -242,14 +251,17 @@ static void test_presets_train_flags(void)
         const char *args[10];
         const char *expect;
     } bad[] = {
-        {{"train", "--model", "pythia-70m", "--kv-heads", "3"}, "flags '--heads' / '--kv-heads': pythia-70m: 8 heads are not a multiple of 3 kv_heads"},
+        {{"train", "--model", "pythia-70m", "--kv-heads", "3"},
+         "flags '--heads' / '--kv-heads': pythia-70m: 8 heads are not a multiple of 3 kv_heads"},
         {{"train", "--model", "llama2-70b", "--heads", "4"}, "4 heads are not a multiple of 8 kv_heads"},
-        {{"train", "--model", "llama2-7b", "--ffn", "1001"}, "flag '--ffn': llama2-7b: SwiGLU ffn_dim must be a positive multiple of 8"},
+        {{"train", "--model", "llama2-7b", "--ffn", "1001"},
+         "flag '--ffn': llama2-7b: SwiGLU ffn_dim must be a positive multiple of 8"},
         {{"train", "--model", "pythia-70m", "--ffn", "0"}, "flag '--ffn'"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         int rc = cli_run(bad[i].args, g_out, sizeof g_out, g_err, sizeof g_err);
-        CHECK(rc == 2 && strstr(g_err, bad[i].expect) && count_lines(g_err) == 1, "case %zu: exit %d: %s", i, rc, g_err);
+        CHECK(rc == 2 && strstr(g_err, bad[i].expect) && count_lines(g_err) == 1, "case %zu: exit %d: %s", i, rc,
+              g_err);
     }
 }
 

@@ -49,8 +49,10 @@ static void check_table1_against(const table *rep, int first_row, const char *re
     for (int i = 0; i < ref.nrows && first_row + i < rep->nrows; i++) {
         double want = cell_num(&ref, i, "tokens_per_usd"), got = cell_num(rep, first_row + i, "tokens_per_usd");
         CHECK(got == want, "%s row %d: tokens/$ %.0f, Table 1 says %.0f", ref_path, i + 1, got, want);
-        CHECK(cell_num(rep, first_row + i, "instances") == cell_num(&ref, i, "instances"), "row %d: instances differ", i + 1);
-        CHECK(cell_num(rep, first_row + i, "usd_per_hour") == cell_num(&ref, i, "usd_per_hour"), "row %d: $/h differs", i + 1);
+        CHECK(cell_num(rep, first_row + i, "instances") == cell_num(&ref, i, "instances"), "row %d: instances differ",
+              i + 1);
+        CHECK(cell_num(rep, first_row + i, "usd_per_hour") == cell_num(&ref, i, "usd_per_hour"), "row %d: $/h differs",
+              i + 1);
     }
     table_free(&ref);
 }
@@ -68,9 +70,11 @@ static void test_report_table1(void)
         CHECK(rep.nrows == 7, "report.csv: %d rows, expected 7", rep.nrows);
         check_table1_against(&rep, 0, g_table1);
         /* the copy in data/reference is the shared one plus a source column */
-        if (access("../shared/reference/trn1_table1.csv", R_OK) == 0) check_table1_against(&rep, 0, "../shared/reference/trn1_table1.csv");
+        if (access("../shared/reference/trn1_table1.csv", R_OK) == 0)
+            check_table1_against(&rep, 0, "../shared/reference/trn1_table1.csv");
         for (int i = 0; i < rep.nrows; i++) {
-            CHECK(strcmp(cell_str(&rep, i, "source_kind"), "imported") == 0, "row %d: source kind '%s'", i + 1, cell_str(&rep, i, "source_kind"));
+            CHECK(strcmp(cell_str(&rep, i, "source_kind"), "imported") == 0, "row %d: source kind '%s'", i + 1,
+                  cell_str(&rep, i, "source_kind"));
             double eff = cell_num(&rep, i, "scaling_efficiency");
             CHECK(eff > 0.8 && eff <= 1.01, "row %d: scaling efficiency %g", i + 1, eff);
         }
@@ -82,8 +86,10 @@ static void test_report_table1(void)
     static char md[262144];
     snprintf(path, sizeof path, "%s/report.md", out);
     slurp(path, md, sizeof md);
-    CHECK(strstr(md, "| Model | Tensor Parallel | Pipeline Parallel | Number of instances | Cost ($/hour) | Sequence length | "
-                     "Global batch size | Throughput (seq/sec) | Cost-throughput ratio (tokens/$) |") != NULL,
+    CHECK(strstr(
+              md,
+              "| Model | Tensor Parallel | Pipeline Parallel | Number of instances | Cost ($/hour) | Sequence length | "
+              "Global batch size | Throughput (seq/sec) | Cost-throughput ratio (tokens/$) |") != NULL,
           "report.md lacks Table 1's header");
     static const char *const values[] = {"10102387", "8693881", "3302704", "3254134", "3296632", "3263241", "3217708"};
     for (int i = 0; i < 7; i++) CHECK(strstr(md, values[i]) != NULL, "report.md lacks %s", values[i]);
@@ -99,7 +105,8 @@ static void test_report_pricing_options(void)
 {
     char *d = test_tmpdir(), out[128], path[256];
     snprintf(out, sizeof out, "%s/rep", d);
-    const char *args[] = {"report", "--throughput", g_table1, "--pricing", "reserved_3y,on_demand", "--tokens", "300B", "--out", out, NULL};
+    const char *args[] = {"report", "--throughput", g_table1, "--pricing", "reserved_3y,on_demand", "--tokens", "300B",
+                          "--out", out, NULL};
     int rc = run(args);
     CHECK(rc == 0, "exit %d: %s", rc, g_err);
     table rep;
@@ -109,7 +116,8 @@ static void test_report_pricing_options(void)
         check_table1_against(&rep, 0, g_table1); /* reserved_3y: USD 7.59 per instance-hour */
         double od = cell_num(&rep, 7, "tokens_per_usd");
         CHECK(od == round(10.4 * 2048 * 3600 / 21.50), "on-demand tokens/$ %.0f", od);
-        CHECK(strcmp(cell_str(&rep, 7, "pricing_option"), "on_demand") == 0, "pricing option '%s'", cell_str(&rep, 7, "pricing_option"));
+        CHECK(strcmp(cell_str(&rep, 7, "pricing_option"), "on_demand") == 0, "pricing option '%s'",
+              cell_str(&rep, 7, "pricing_option"));
         double days = cell_num(&rep, 2, "train_days"), want = 300e9 / (13.6 * 2048) / 86400;
         CHECK(fabs(days / want - 1) < 1e-6, "time to train 300B tokens: %g days, expected %g", days, want);
         double usd = cell_num(&rep, 2, "train_usd");
@@ -130,7 +138,8 @@ static void test_report_this_machine(void)
     char *d = test_tmpdir(), out[128], tp[128], path[256];
     snprintf(out, sizeof out, "%s/rep", d);
     snprintf(tp, sizeof tp, "%s/train.csv", d);
-    write_text(tp, "model,tensor_parallel,pipeline_parallel,instances,instance_type,seq_len,global_batch,micro_batch,seq_per_s,mfu,peak_gflops,source,cpu_model\n"
+    write_text(tp, "model,tensor_parallel,pipeline_parallel,instances,instance_type,seq_len,global_batch,micro_batch,"
+                   "seq_per_s,mfu,peak_gflops,source,cpu_model\n"
                    "pythia-70m,1,1,1,this machine,512,4,4,2.0,70.5,400,measured here 2026-11-21T00:00:00Z,Test CPU\n");
     const char *a1[] = {"report", "--throughput", tp, "--out", out, NULL};
     int rc = run(a1);
@@ -141,19 +150,23 @@ static void test_report_this_machine(void)
     table rep;
     snprintf(path, sizeof path, "%s/report.csv", out);
     if (rc == 0 && table_load(&rep, path) == 0) {
-        CHECK(cell_num(&rep, 0, "tokens_per_usd") == round(2.0 * 512 * 3600 / 0.10264), "tokens/$ %.0f", cell_num(&rep, 0, "tokens_per_usd"));
+        CHECK(cell_num(&rep, 0, "tokens_per_usd") == round(2.0 * 512 * 3600 / 0.10264), "tokens/$ %.0f",
+              cell_num(&rep, 0, "tokens_per_usd"));
         CHECK(strcmp(cell_str(&rep, 0, "source_kind"), "measured") == 0, "kind '%s'", cell_str(&rep, 0, "source_kind"));
         CHECK(cell_num(&rep, 0, "mfu") == 70.5, "the measured MFU is kept");
         /* a summary written before the precision column: fp32, as costbench train then ran */
-        CHECK(strcmp(cell_str(&rep, 0, "precision"), "") == 0, "precision '%s', expected empty", cell_str(&rep, 0, "precision"));
-        CHECK(strstr(cell_str(&rep, 0, "mfu_peak"), "fp32 FMA peak") != NULL, "mfu_peak '%s'", cell_str(&rep, 0, "mfu_peak"));
+        CHECK(strcmp(cell_str(&rep, 0, "precision"), "") == 0, "precision '%s', expected empty",
+              cell_str(&rep, 0, "precision"));
+        CHECK(strstr(cell_str(&rep, 0, "mfu_peak"), "fp32 FMA peak") != NULL, "mfu_peak '%s'",
+              cell_str(&rep, 0, "mfu_peak"));
         table_free(&rep);
     }
     const char *a3[] = {"report", "--throughput", tp, "--usd-per-hour", "0.5", "--out", out, NULL};
     rc = run(a3);
     CHECK(rc == 0, "--usd-per-hour: exit %d: %s", rc, g_err);
     if (rc == 0 && table_load(&rep, path) == 0) {
-        CHECK(cell_num(&rep, 0, "tokens_per_usd") == round(2.0 * 512 * 3600 / 0.5), "tokens/$ %.0f", cell_num(&rep, 0, "tokens_per_usd"));
+        CHECK(cell_num(&rep, 0, "tokens_per_usd") == round(2.0 * 512 * 3600 / 0.5), "tokens/$ %.0f",
+              cell_num(&rep, 0, "tokens_per_usd"));
         table_free(&rep);
     }
     rm_tree(d);
@@ -166,10 +179,12 @@ static void test_report_precision(void)
     char *d = test_tmpdir(), out[128], tp[128], path[256];
     snprintf(out, sizeof out, "%s/rep", d);
     snprintf(tp, sizeof tp, "%s/train.csv", d);
-    write_text(tp, "model,tensor_parallel,pipeline_parallel,instances,instance_type,seq_len,global_batch,micro_batch,seq_per_s,mfu,peak_gflops,source,precision\n"
+    write_text(tp, "model,tensor_parallel,pipeline_parallel,instances,instance_type,seq_len,global_batch,micro_batch,"
+                   "seq_per_s,mfu,peak_gflops,source,precision\n"
                    "pythia-70m,1,1,1,this machine,512,4,4,2.0,5.5,2000,measured here 2026-11-21T00:00:00Z,bf16-mixed\n"
                    "pythia-70m,1,1,1,this machine,512,4,4,1.0,30.1,400,measured here 2026-11-21T00:00:00Z,fp32\n");
-    const char *args[] = {"report", "--throughput", tp, "--throughput", g_table1, "--instance", "c7a.large", "--out", out, NULL};
+    const char *args[] = {"report", "--throughput", tp, "--throughput", g_table1, "--instance", "c7a.large", "--out",
+                          out, NULL};
     int rc = run(args);
     CHECK(rc == 0, "two precisions side by side: exit %d: %s", rc, g_err);
     table rep;
@@ -177,26 +192,34 @@ static void test_report_precision(void)
     if (rc == 0 && table_load(&rep, path) == 0) {
         CHECK(rep.nrows == 9, "%d rows, expected 2 measured and Table 1's 7", rep.nrows);
         /* columns are only appended: precision after ranks, then the configuration columns */
-        static const char *const before[] = {"model", "tensor_parallel", "pipeline_parallel", "instances", "usd_per_hour", "seq_len",
-                                             "global_batch", "seq_per_s", "tokens_per_usd", "tokens_per_s", "usd_per_1b_tokens",
-                                             "scaling_efficiency", "mfu", "train_tokens", "train_days", "train_usd", "instance_type",
-                                             "pricing_option", "source_kind", "source", "price_source", "mfu_peak", "ranks",
-                                             "precision", "micro_batch", "recompute", "sharding", "vp", "sequence_parallel",
-                                             "attention", "device"};
+        static const char *const before[] = {"model", "tensor_parallel", "pipeline_parallel", "instances",
+                                             "usd_per_hour", "seq_len", "global_batch", "seq_per_s", "tokens_per_usd",
+                                             "tokens_per_s", "usd_per_1b_tokens", "scaling_efficiency", "mfu",
+                                             "train_tokens", "train_days", "train_usd", "instance_type",
+                                             "pricing_option", "source_kind", "source", "price_source", "mfu_peak",
+                                             "ranks", "precision", "micro_batch", "recompute", "sharding", "vp",
+                                             "sequence_parallel", "attention", "device"};
         CHECK(rep.ncols == (int)(sizeof before / sizeof before[0]), "report.csv has %d columns, expected %d", rep.ncols,
               (int)(sizeof before / sizeof before[0]));
         for (int c = 0; c < (int)(sizeof before / sizeof before[0]) && c < rep.ncols; c++)
-            CHECK(strcmp(rep.header[c], before[c]) == 0, "report.csv column %d is '%s', expected '%s'", c + 1, rep.header[c], before[c]);
-        CHECK(strcmp(cell_str(&rep, 0, "precision"), "bf16-mixed") == 0, "row 1 precision '%s'", cell_str(&rep, 0, "precision"));
-        CHECK(strcmp(cell_str(&rep, 1, "precision"), "fp32") == 0, "row 2 precision '%s'", cell_str(&rep, 1, "precision"));
-        CHECK(cell_num(&rep, 0, "seq_per_s") == 2.0 && cell_num(&rep, 1, "seq_per_s") == 1.0, "both rows with their throughput");
-        CHECK(strstr(cell_str(&rep, 0, "mfu_peak"), "bf16 matrix peak, 2000 GFLOP/s") != NULL, "bf16-mixed mfu_peak '%s'",
-              cell_str(&rep, 0, "mfu_peak"));
-        CHECK(strstr(cell_str(&rep, 1, "mfu_peak"), "fp32 FMA peak, 400 GFLOP/s") != NULL, "fp32 mfu_peak '%s'", cell_str(&rep, 1, "mfu_peak"));
+            CHECK(strcmp(rep.header[c], before[c]) == 0, "report.csv column %d is '%s', expected '%s'", c + 1,
+                  rep.header[c], before[c]);
+        CHECK(strcmp(cell_str(&rep, 0, "precision"), "bf16-mixed") == 0, "row 1 precision '%s'",
+              cell_str(&rep, 0, "precision"));
+        CHECK(strcmp(cell_str(&rep, 1, "precision"), "fp32") == 0, "row 2 precision '%s'",
+              cell_str(&rep, 1, "precision"));
+        CHECK(cell_num(&rep, 0, "seq_per_s") == 2.0 && cell_num(&rep, 1, "seq_per_s") == 1.0,
+              "both rows with their throughput");
+        CHECK(strstr(cell_str(&rep, 0, "mfu_peak"), "bf16 matrix peak, 2000 GFLOP/s") != NULL,
+              "bf16-mixed mfu_peak '%s'", cell_str(&rep, 0, "mfu_peak"));
+        CHECK(strstr(cell_str(&rep, 1, "mfu_peak"), "fp32 FMA peak, 400 GFLOP/s") != NULL, "fp32 mfu_peak '%s'",
+              cell_str(&rep, 1, "mfu_peak"));
         /* each is its own configuration: no scaling efficiency of one precision against the other */
-        CHECK(cell_num(&rep, 0, "scaling_efficiency") == 1 && cell_num(&rep, 1, "scaling_efficiency") == 1, "scaling efficiency %g, %g",
-              cell_num(&rep, 0, "scaling_efficiency"), cell_num(&rep, 1, "scaling_efficiency"));
-        CHECK(strcmp(cell_str(&rep, 2, "precision"), "") == 0, "Table 1 gives no precision, got '%s'", cell_str(&rep, 2, "precision"));
+        CHECK(cell_num(&rep, 0, "scaling_efficiency") == 1 && cell_num(&rep, 1, "scaling_efficiency") == 1,
+              "scaling efficiency %g, %g", cell_num(&rep, 0, "scaling_efficiency"),
+              cell_num(&rep, 1, "scaling_efficiency"));
+        CHECK(strcmp(cell_str(&rep, 2, "precision"), "") == 0, "Table 1 gives no precision, got '%s'",
+              cell_str(&rep, 2, "precision"));
         table_free(&rep);
     } else {
         CHECK(0, "no report.csv");
@@ -204,9 +227,12 @@ static void test_report_precision(void)
     static char md[262144];
     snprintf(path, sizeof path, "%s/report.md", out);
     slurp(path, md, sizeof md);
-    CHECK(strstr(md, "| Cost-throughput ratio (tokens/$) | Precision |") != NULL, "report.md lacks the Precision column");
-    CHECK(strstr(md, "| bf16-mixed |") != NULL && strstr(md, "| fp32 |") != NULL, "report.md lacks the rows' precisions");
-    CHECK(strstr(g_out, "precision") != NULL && strstr(g_out, "bf16-mixed") != NULL, "stdout lacks the precision column: %s", g_out);
+    CHECK(strstr(md, "| Cost-throughput ratio (tokens/$) | Precision |") != NULL,
+          "report.md lacks the Precision column");
+    CHECK(strstr(md, "| bf16-mixed |") != NULL && strstr(md, "| fp32 |") != NULL,
+          "report.md lacks the rows' precisions");
+    CHECK(strstr(g_out, "precision") != NULL && strstr(g_out, "bf16-mixed") != NULL,
+          "stdout lacks the precision column: %s", g_out);
     /* report.csv reads back as a throughput file, precisions included */
     char out2[128];
     snprintf(out2, sizeof out2, "%s/rep2", d);
@@ -215,12 +241,13 @@ static void test_report_precision(void)
     rc = run(again);
     CHECK(rc == 0, "report.csv read back: exit %d: %s", rc, g_err);
     /* the same precision twice is still a duplicate */
-    write_text(tp, "model,tensor_parallel,pipeline_parallel,instances,instance_type,seq_len,global_batch,seq_per_s,source,precision\n"
+    write_text(tp, "model,tensor_parallel,pipeline_parallel,instances,instance_type,seq_len,global_batch,seq_per_s,"
+                   "source,precision\n"
                    "pythia-70m,1,1,1,this machine,512,4,2.0,measured here,fp32\n"
                    "pythia-70m,1,1,1,this machine,512,4,1.0,measured here,fp32\n");
     rc = run(args);
-    CHECK(rc == 1 && strstr(g_err, ":3: duplicates ") != NULL && strstr(g_err, "precision") != NULL, "same precision twice: exit %d: %s", rc,
-          g_err);
+    CHECK(rc == 1 && strstr(g_err, ":3: duplicates ") != NULL && strstr(g_err, "precision") != NULL,
+          "same precision twice: exit %d: %s", rc, g_err);
     rm_tree(d);
 }
 
@@ -233,9 +260,11 @@ static void test_scale_closed_forms(void)
     CHECK(scale_check(&s, 1, "--nodes") == 0 && scale_check(&s, 4, "--nodes") == 0, "layouts");
     scale_eval(&s, 1, &p1);
     scale_eval(&s, 4, &p4);
-    CHECK(p1.replicas == 1 && p1.micro_batches == 64 && fabs(p1.step_s - 32.0) < 1e-12 && p1.dp_s == 0, "1 node: 64 x 0.5 s, no all-reduce");
+    CHECK(p1.replicas == 1 && p1.micro_batches == 64 && fabs(p1.step_s - 32.0) < 1e-12 && p1.dp_s == 0,
+          "1 node: 64 x 0.5 s, no all-reduce");
     double N = model_params_total(&s.cfg), ring = 2.0 * 3 / 4 * N * 2 / (800e9 / 8);
-    CHECK(fabs(p4.dp_s / ring - 1) < 1e-12, "4 nodes: ring all-reduce %g s, expected 2(n-1)/n x bytes / bandwidth = %g", p4.dp_s, ring);
+    CHECK(fabs(p4.dp_s / ring - 1) < 1e-12, "4 nodes: ring all-reduce %g s, expected 2(n-1)/n x bytes / bandwidth = %g",
+          p4.dp_s, ring);
     CHECK(fabs(p4.step_s - (8.0 + ring)) < 1e-9, "4 nodes: compute 16 x 0.5 s plus the all-reduce");
     s.overlap = 1;
     scale_eval(&s, 4, &p4);
@@ -266,9 +295,10 @@ static void test_scale_table1(void)
     char *d = test_tmpdir(), csv[128], png[128];
     snprintf(csv, sizeof csv, "%s/neox.csv", d);
     snprintf(png, sizeof png, "%s/neox.png", d);
-    const char *a1[] = {"scale", "--model", "neox-20b", "--instance", "trn1.32xlarge", "--tp", "8", "--pp", "4", "--seq", "2048",
-                        "--global-batch", "16384", "--base-nodes", "4", "--base-seq-per-s", "13.6", "--nodes", "4,8,16,32,64",
-                        "--pricing", "reserved_3y", "--compare", g_table1, "--csv", csv, "--plot", png, NULL};
+    const char *a1[] = {"scale", "--model", "neox-20b", "--instance", "trn1.32xlarge", "--tp", "8", "--pp", "4",
+                        "--seq", "2048", "--global-batch", "16384", "--base-nodes", "4", "--base-seq-per-s", "13.6",
+                        "--nodes", "4,8,16,32,64", "--pricing", "reserved_3y", "--compare", g_table1, "--csv", csv,
+                        "--plot", png, NULL};
     int rc = run(a1);
     CHECK(rc == 0, "scale neox-20b: exit %d: %s", rc, g_err);
     table t;
@@ -276,7 +306,8 @@ static void test_scale_table1(void)
         CHECK(t.nrows == 5, "%d rows", t.nrows);
         for (int i = 1; i < t.nrows; i++) {
             double err = cell_num(&t, i, "error_pct");
-            CHECK(isfinite(err) && fabs(err) <= 10, "neox-20b at %.0f nodes: error %.1f%%, target within 10%%", cell_num(&t, i, "nodes"), err);
+            CHECK(isfinite(err) && fabs(err) <= 10, "neox-20b at %.0f nodes: error %.1f%%, target within 10%%",
+                  cell_num(&t, i, "nodes"), err);
         }
         CHECK(cell_num(&t, 0, "tokens_per_usd") == 3302704, "4-node tokens/$ %.0f", cell_num(&t, 0, "tokens_per_usd"));
         CHECK(strncmp(cell_str(&t, 0, "source"), "predicted", 9) == 0, "source '%s'", cell_str(&t, 0, "source"));
@@ -297,12 +328,14 @@ static void test_scale_table1(void)
     /* a fit to all five NeoX-20B points, and the predictions fed back into the report */
     snprintf(csv, sizeof csv, "%s/fit.csv", d);
     const char *a3[] = {"scale", "--model", "neox-20b", "--instance", "trn1.32xlarge", "--tp", "8", "--pp", "4",
-                        "--global-batch", "16384", "--measured", g_table1, "--nodes", "4,8,16,32,64,128", "--csv", csv, NULL};
+                        "--global-batch", "16384", "--measured", g_table1, "--nodes", "4,8,16,32,64,128", "--csv", csv,
+                        NULL};
     rc = run(a3);
     CHECK(rc == 0 && strstr(g_out, "fitted to 5 points") != NULL, "fit: exit %d: %s%s", rc, g_out, g_err);
     char out[128];
     snprintf(out, sizeof out, "%s/rep", d);
-    const char *a4[] = {"report", "--throughput", g_table1, "--throughput", csv, "--pricing", "reserved_3y", "--out", out, NULL};
+    const char *a4[] = {"report", "--throughput", g_table1, "--throughput", csv, "--pricing", "reserved_3y", "--out",
+                        out, NULL};
     rc = run(a4);
     CHECK(rc == 0 && strstr(g_out, "predicted") != NULL, "report with predictions: exit %d: %s", rc, g_err);
     rm_tree(d);
@@ -317,20 +350,27 @@ typedef struct {
 static void test_report_bad_input(void)
 {
     static const char prices_hdr[] = "provider,instance_type,region,pricing_option,usd_per_hour,as_of,source\n";
-    static const char tput_hdr[] = "model,tensor_parallel,pipeline_parallel,instances,instance_type,seq_len,global_batch,seq_per_s\n";
+    static const char tput_hdr[] =
+        "model,tensor_parallel,pipeline_parallel,instances,instance_type,seq_len,global_batch,seq_per_s\n";
     static char f1[512], f2[512], f3[512], f4[512], f5[512], f6[512], f7[512], f8[512], f9[512], f10[512];
     snprintf(f1, sizeof f1, "%saws,trn1.32xlarge,us-east-1,on_demand,,2024,x\n", prices_hdr);
     snprintf(f2, sizeof f2, "%saws,trn1.32xlarge,us-east-1,on_demand,n/a,2024,x\n", prices_hdr);
     snprintf(f3, sizeof f3, "%sneox-21b,8,4,4,trn1.32xlarge,2048,16384,13.6\n", tput_hdr);
     snprintf(f4, sizeof f4, "%sneox-20b,8,4,4,trn9.huge,2048,16384,13.6\n", tput_hdr);
-    snprintf(f5, sizeof f5, "model,tensor_parallel,instances,instance_type,seq_len,global_batch\nneox-20b,8,4,trn1.32xlarge,2048,16384\n");
-    snprintf(f6, sizeof f6, "%sneox-20b,8,4,4,trn1.32xlarge,2048,16384,13.6\nneox-20b,8,4,4,trn1.32xlarge,2048,16384,13.7\n", tput_hdr);
+    snprintf(
+        f5, sizeof f5,
+        "model,tensor_parallel,instances,instance_type,seq_len,global_batch\nneox-20b,8,4,trn1.32xlarge,2048,16384\n");
+    snprintf(f6, sizeof f6,
+             "%sneox-20b,8,4,4,trn1.32xlarge,2048,16384,13.6\nneox-20b,8,4,4,trn1.32xlarge,2048,16384,13.7\n",
+             tput_hdr);
     snprintf(f7, sizeof f7, "%sneox-20b,8,4,4,trn1.32xlarge,2048,16384,-13.6\n", tput_hdr);
     snprintf(f8, sizeof f8, "%sneox-20b,8,4,-4,trn1.32xlarge,2048,16384,13.6\n", tput_hdr);
-    snprintf(f9, sizeof f9, "model,instances,instance_type,seq_len,global_batch,seq_per_s,precision\n"
-                            "neox-20b,4,trn1.32xlarge,2048,16384,13.6,bf16-sr\nneox-20b,8,trn1.32xlarge,2048,16384,26.8,BF16\n");
-    snprintf(f10, sizeof f10, "%sneox-20b,8,4,4,trn1.32xlarge,2048,16384,13.6,fp32\n",
-             "model,tensor_parallel,pipeline_parallel,instances,instance_type,seq_len,global_batch,seq_per_s,precision\n");
+    snprintf(f9, sizeof f9,
+             "model,instances,instance_type,seq_len,global_batch,seq_per_s,precision\n"
+             "neox-20b,4,trn1.32xlarge,2048,16384,13.6,bf16-sr\nneox-20b,8,trn1.32xlarge,2048,16384,26.8,BF16\n");
+    snprintf(
+        f10, sizeof f10, "%sneox-20b,8,4,4,trn1.32xlarge,2048,16384,13.6,fp32\n",
+        "model,tensor_parallel,pipeline_parallel,instances,instance_type,seq_len,global_batch,seq_per_s,precision\n");
     const bad_case cases[] = {
         {f1, {"report", "--throughput", g_table1, "--prices", "@"}, ":2: column 'usd_per_hour': expected a number"},
         {f2, {"report", "--throughput", g_table1, "--prices", "@"}, ":2: column 'usd_per_hour': expected a number"},
@@ -409,7 +449,8 @@ static void test_report_bad_input(void)
         char cmd[512] = "";
         for (int k = 0; args[k]; k++) snprintf(cmd + strlen(cmd), sizeof cmd - strlen(cmd), " %s", args[k]);
         CHECK(rc == 1 || rc == 2, "costbench%s: exit %d, expected 1 or 2", cmd, rc);
-        CHECK(strstr(g_err, cases[i].expect) != NULL, "costbench%s: expected '%s' in stderr: %s", cmd, cases[i].expect, g_err);
+        CHECK(strstr(g_err, cases[i].expect) != NULL, "costbench%s: expected '%s' in stderr: %s", cmd, cases[i].expect,
+              g_err);
         CHECK(strncmp(g_err, "error: ", 7) == 0 && strstr(g_err + 1, "\nerror: ") == NULL,
               "costbench%s: expected exactly one leading 'error:' line: %s", cmd, g_err);
         CHECK(access(out, F_OK) != 0, "costbench%s: a failed report left %s behind", cmd, out);
@@ -441,7 +482,8 @@ static void test_report_atomic(void)
         listing[k] = '\0';
         pclose(p);
     }
-    CHECK(strstr(listing, ".tmp.") == NULL && strstr(listing, ".old.") == NULL, "temporary directories left: %s", listing);
+    CHECK(strstr(listing, ".tmp.") == NULL && strstr(listing, ".old.") == NULL, "temporary directories left: %s",
+          listing);
     /* a directory that is not a report is never replaced */
     char other[128];
     snprintf(other, sizeof other, "%s/mine", d);
@@ -449,7 +491,8 @@ static void test_report_atomic(void)
     snprintf(path, sizeof path, "%s/keep.txt", other);
     write_text(path, "precious\n");
     const char *a3[] = {"report", "--throughput", g_table1, "--out", other, NULL};
-    CHECK(run(a3) == 2 && strstr(g_err, "not a costbench report directory") != NULL, "--out over a foreign directory: %s", g_err);
+    CHECK(run(a3) == 2 && strstr(g_err, "not a costbench report directory") != NULL,
+          "--out over a foreign directory: %s", g_err);
     CHECK(access(path, R_OK) == 0, "a foreign directory lost its file");
     /* a second good run replaces the first */
     CHECK(run(a1) == 0, "second report: %s", g_err);

@@ -1,7 +1,7 @@
-/* costbench scale: every function small, and a calibration that does not reproduce its own points is an error, never "fitted".
- * The audit's reproducers (ZeRO-3 with full overlap, absurd base throughputs) exit 1 with the worst residual and write
- * nothing; impossible throughputs (above the data-sheet peak) are refused naming the flag or file:line; a good
- * calibration says it reproduces its points; --fit-tolerance cuts both ways. */
+/* costbench scale: every function small, and a calibration that does not reproduce its own points is an error, never
+ * "fitted". The audit's reproducers (ZeRO-3 with full overlap, absurd base throughputs) exit 1 with the worst residual
+ * and write nothing; impossible throughputs (above the data-sheet peak) are refused naming the flag or file:line; a
+ * good calibration says it reproduces its points; --fit-tolerance cuts both ways. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,8 +32,8 @@ static int count_lines_starting(const char *text, const char *prefix)
  * extra arguments (NULL-terminated, at most 16) and --csv csv. */
 static int run_neox(const char *csv, const char *const *extra)
 {
-    const char *args[48] = {"scale", "--model", "neox-20b", "--instance", "trn1.32xlarge", "--tp", "8", "--pp", "4", "--seq", "2048",
-                            "--global-batch", "16384", "--nodes", "4,8,16,32,64"};
+    const char *args[48] = {"scale", "--model", "neox-20b", "--instance", "trn1.32xlarge", "--tp", "8", "--pp", "4",
+                            "--seq", "2048", "--global-batch", "16384", "--nodes", "4,8,16,32,64"};
     int a = 15;
     for (int i = 0; extra[i] && i < 16; i++) args[a++] = extra[i];
     args[a++] = "--csv", args[a++] = csv;
@@ -51,18 +51,21 @@ static void test_scale_reproducer_zero3(void)
     const char *extra[] = {"--base-nodes", "4", "--base-seq-per-s", "13.6", "--zero", "3", "--overlap", "1", NULL};
     int rc = run_neox(csv, extra);
     CHECK(rc == 1, "zero 3 reproducer: exit %d, expected 1: %s", rc, g_err);
-    CHECK(strncmp(g_err, "error: ", 7) == 0 && count_lines_starting(g_err, "error: ") == 1, "one error line: %s", g_err);
-    CHECK(strstr(g_err, "does not reproduce") && strstr(g_err, "at 4 nodes (flag '--base-seq-per-s') measured 13.6 seq/s") &&
-              strstr(g_err, "(error -5"),
+    CHECK(strncmp(g_err, "error: ", 7) == 0 && count_lines_starting(g_err, "error: ") == 1, "one error line: %s",
+          g_err);
+    CHECK(strstr(g_err, "does not reproduce") &&
+              strstr(g_err, "at 4 nodes (flag '--base-seq-per-s') measured 13.6 seq/s") && strstr(g_err, "(error -5"),
           "the error names the worst point and its residual: %s", g_err);
     CHECK(strstr(g_err, "\nhint: the modelled communication alone takes") != NULL, "hint with the cause: %s", g_err);
     CHECK(strstr(g_out, "fitted") == NULL && g_out[0] == '\0', "nothing on stdout, never 'fitted': %s", g_out);
     CHECK(access(csv, F_OK) != 0, "a failed calibration wrote %s", csv);
     /* the same flags with the tolerance opened past the residual: accepted, but the compute time
      * pinned at the peak is not called fitted */
-    const char *loose[] = {"--base-nodes", "4", "--base-seq-per-s", "13.6", "--zero", "3", "--overlap", "1", "--fit-tolerance", "60", NULL};
+    const char *loose[] = {"--base-nodes", "4", "--base-seq-per-s", "13.6", "--zero", "3", "--overlap", "1",
+                           "--fit-tolerance", "60", NULL};
     rc = run_neox(csv, loose);
-    CHECK(rc == 0 && strstr(g_out, "reproduces its 1 point within 60%") != NULL, "--fit-tolerance 60: exit %d: %s%s", rc, g_out, g_err);
+    CHECK(rc == 0 && strstr(g_out, "reproduces its 1 point within 60%") != NULL, "--fit-tolerance 60: exit %d: %s%s",
+          rc, g_out, g_err);
     CHECK(strstr(g_out, "(fitted)") == NULL && strstr(g_out, "held at the data-sheet peak") != NULL,
           "a compute time at the edge of its range is not 'fitted': %s", g_out);
     rm_tree(d);
@@ -79,7 +82,8 @@ static void test_scale_reproducer_absurd_base(void)
     for (int i = 0; i < 3; i++) {
         const char *extra[] = {"--base-nodes", "4", "--base-seq-per-s", fast[i], NULL};
         int rc = run_neox(csv, extra);
-        CHECK(rc == 2 && count_lines_starting(g_err, "error: ") == 1 && strstr(g_err, "error: flag '--base-seq-per-s': ") &&
+        CHECK(rc == 2 && count_lines_starting(g_err, "error: ") == 1 &&
+                  strstr(g_err, "error: flag '--base-seq-per-s': ") &&
                   strstr(g_err, "of the data-sheet dense BF16 peak of 4 x trn1.32xlarge: impossible"),
               "--base-seq-per-s %s: exit %d: %s", fast[i], rc, g_err);
         CHECK(access(csv, F_OK) != 0 && g_out[0] == '\0', "--base-seq-per-s %s: output written", fast[i]);
@@ -92,17 +96,18 @@ static void test_scale_reproducer_absurd_base(void)
     /* with full recomputation the hardware does 4/3 the FLOPs: 40 seq/s needs more than the peak */
     const char *rec[] = {"--base-nodes", "4", "--base-seq-per-s", "40", "--recompute", NULL};
     rc = run_neox(csv, rec);
-    CHECK(rc == 1 && strstr(g_err, "measured 40 seq/s, the model gives") && strstr(g_err, "\nhint: the fit hit a parameter bound: compute time"),
+    CHECK(rc == 1 && strstr(g_err, "measured 40 seq/s, the model gives") &&
+              strstr(g_err, "\nhint: the fit hit a parameter bound: compute time"),
           "40 seq/s with --recompute: exit %d: %s", rc, g_err);
     CHECK(access(csv, F_OK) != 0 && strstr(g_out, "fitted") == NULL, "40 seq/s with --recompute: output written");
     /* very slow is possible: reproduced exactly */
     const char *slow[] = {"--base-nodes", "4", "--base-seq-per-s", "1e-6", NULL};
     rc = run_neox(csv, slow);
-    CHECK(rc == 0 && strstr(g_out, "reproduces its 1 point within 5% (--fit-tolerance): worst residual") != NULL, "1e-6 seq/s: exit %d: %s%s", rc, g_out,
-          g_err);
+    CHECK(rc == 0 && strstr(g_out, "reproduces its 1 point within 5% (--fit-tolerance): worst residual") != NULL,
+          "1e-6 seq/s: exit %d: %s%s", rc, g_out, g_err);
     double meas[8], err[8];
-    CHECK(csv_column(csv, "measured_seq_per_s", meas, 8) == 5 && meas[0] == 1e-6 && csv_column(csv, "error_pct", err, 8) == 5 &&
-              fabs(err[0]) < 0.01,
+    CHECK(csv_column(csv, "measured_seq_per_s", meas, 8) == 5 && meas[0] == 1e-6 &&
+              csv_column(csv, "error_pct", err, 8) == 5 && fabs(err[0]) < 0.01,
           "1e-6 seq/s: the 4-node row reproduces the point (error %g%%)", err[0]);
     rm_tree(d);
 }
@@ -121,8 +126,8 @@ static void test_scale_measured_row_impossible(void)
     for (int i = 0; i < 2; i++) {
         const char *extra[] = {"--base-nodes", "4", "--base-seq-per-s", "13.6", arg[i], meas, NULL};
         int rc = run_neox(csv, extra);
-        CHECK((rc == 1 || rc == 2) && strncmp(g_err, expect, strlen(expect)) == 0 && strstr(g_err, "peak of 8 x trn1.32xlarge: impossible") &&
-                  count_lines_starting(g_err, "error: ") == 1,
+        CHECK((rc == 1 || rc == 2) && strncmp(g_err, expect, strlen(expect)) == 0 &&
+                  strstr(g_err, "peak of 8 x trn1.32xlarge: impossible") && count_lines_starting(g_err, "error: ") == 1,
               "%s with a row at 1e6 seq/s: exit %d: %s", arg[i], rc, g_err);
         CHECK(access(csv, F_OK) != 0, "%s: output written", arg[i]);
     }
@@ -138,7 +143,8 @@ static void test_scale_fit_tolerance(void)
     const char *good[] = {"--measured", g_table1, NULL};
     int rc = run_neox(csv, good);
     CHECK(rc == 0 && strstr(g_out, "fitted to 5 points") &&
-              strstr(g_out, "# the calibration reproduces its 5 points within 5% (--fit-tolerance): worst residual +1.0% at 8 nodes (" ) &&
+              strstr(g_out, "# the calibration reproduces its 5 points within 5% (--fit-tolerance): worst residual "
+                            "+1.0% at 8 nodes (") &&
               strstr(g_out, "trn1_table1.csv:9)") && strstr(g_out, "# residuals (model / measured - 1): 4 nodes "),
           "Table 1 fit: exit %d: %s%s", rc, g_out, g_err);
     unlink(csv);
@@ -149,14 +155,18 @@ static void test_scale_fit_tolerance(void)
           "--fit-tolerance 0.5: exit %d: %s", rc, g_err);
     CHECK(access(csv, F_OK) != 0, "--fit-tolerance 0.5: CSV written");
     /* Pythia-6.9B at 1 and 4 nodes with the compute time alone: 5.8% apart either way */
-    const char *py[] = {"scale", "--model", "pythia-6.9b", "--instance", "trn1.32xlarge", "--tp", "8", "--global-batch", "256", "--nodes", "1,4",
-                        "--measured", g_table1, "--fit", "compute", "--csv", csv, NULL, NULL, NULL};
+    const char *py[] = {"scale", "--model", "pythia-6.9b", "--instance", "trn1.32xlarge", "--tp", "8", "--global-batch",
+                        "256", "--nodes", "1,4", "--measured", g_table1, "--fit", "compute", "--csv", csv, NULL, NULL,
+                        NULL};
     rc = run(py);
-    CHECK(rc == 1 && strstr(g_err, "at 1 nodes") && strstr(g_err, "\nhint: with 1 parameter fitted the model's shape does not follow"),
+    CHECK(rc == 1 && strstr(g_err, "at 1 nodes") &&
+              strstr(g_err, "\nhint: with 1 parameter fitted the model's shape does not follow"),
           "pythia compute-only fit at 5%%: exit %d: %s", rc, g_err);
     py[17] = "--fit-tolerance", py[18] = "10";
     rc = run(py);
-    CHECK(rc == 0 && strstr(g_out, "reproduces its 2 points within 10% (--fit-tolerance): worst residual -5.8% at 1 nodes") && access(csv, R_OK) == 0,
+    CHECK(rc == 0 &&
+              strstr(g_out, "reproduces its 2 points within 10% (--fit-tolerance): worst residual -5.8% at 1 nodes") &&
+              access(csv, R_OK) == 0,
           "pythia compute-only fit at 10%%: exit %d: %s%s", rc, g_out, g_err);
     const char *bad[] = {"--base-nodes", "4", "--base-seq-per-s", "13.6", "--fit-tolerance", "0", NULL};
     rc = run_neox(csv, bad);
@@ -185,7 +195,8 @@ static void test_scale_fit_verify_unit(void)
     scale_fit fit;
     CHECK(scale_fit_points(&s, want, &pts, &fit) == 0 && fit.fitted[SP_BANDWIDTH] && !fit.at_bound[SP_BANDWIDTH],
           "fit from the line rate down to 0.3");
-    CHECK(fabs(s.net_eff / 0.3 - 1) < 1e-3 && fabs(s.t_mb_s / 0.2 - 1) < 1e-3, "recovered net_eff %g, t_mb %g", s.net_eff, s.t_mb_s);
+    CHECK(fabs(s.net_eff / 0.3 - 1) < 1e-3 && fabs(s.t_mb_s / 0.2 - 1) < 1e-3, "recovered net_eff %g, t_mb %g",
+          s.net_eff, s.t_mb_s);
     capture_stderr_begin();
     int rc = scale_fit_verify(&s, &fit, &pts, 0.01);
     const char *msg = capture_stderr_end();
@@ -194,7 +205,8 @@ static void test_scale_fit_verify_unit(void)
     capture_stderr_begin();
     rc = scale_fit_verify(&s, &fit, &pts, 5);
     msg = capture_stderr_end();
-    CHECK(rc == CB_EFAIL && strstr(msg, "error: unit:2: ") && strstr(msg, "(error -9."), "a model 10%% slower fails: %s", msg);
+    CHECK(rc == CB_EFAIL && strstr(msg, "error: unit:2: ") && strstr(msg, "(error -9."),
+          "a model 10%% slower fails: %s", msg);
     /* points that need more than the line rate: the efficiency stops at 1 and says so */
     truth.net_eff = 3;
     for (int i = 0; i < 2; i++) {
@@ -209,8 +221,10 @@ static void test_scale_fit_verify_unit(void)
 
 const test_case tests_scale[] = {
     {"scale: ZeRO-3 reproducer is an error with its residual and a hint, exit 1, no CSV", test_scale_reproducer_zero3},
-    {"scale: absurd base throughputs refused naming the flag, or unreachable ones an error with the cause", test_scale_reproducer_absurd_base},
-    {"scale: a --measured/--compare row above the data-sheet peak is refused naming file:line", test_scale_measured_row_impossible},
+    {"scale: absurd base throughputs refused naming the flag, or unreachable ones an error with the cause",
+     test_scale_reproducer_absurd_base},
+    {"scale: a --measured/--compare row above the data-sheet peak is refused naming file:line",
+     test_scale_measured_row_impossible},
     {"scale: a good calibration reproduces its points; --fit-tolerance cuts both ways", test_scale_fit_tolerance},
     {"scale: scale_fit_verify sees the model; a fit stays inside each parameter's range", test_scale_fit_verify_unit},
     {0},

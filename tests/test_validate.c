@@ -22,10 +22,11 @@ static int run(const char *const *args) { return cli_run(args, g_out, sizeof g_o
 
 /* The published-runs header, and a row of it: a 1.3B GPT on 32 A100 80GB (4 nodes of 8) at
  * 800 Gbit/s, TP 2 x PP 2 x DP 8, micro-batch 2, global batch 256, ZeRO-1, bf16-mixed. */
-static const char g_head[] =
-    "id,source,framework,device,devices,devices_per_node,node_net_gbps,instance_type,model,arch,layers,d_model,heads,kv_heads,"
-    "ffn_dim,vocab,params,tied_embeddings,seq_len,global_batch,micro_batch,tp,pp,dp,cp,vp,sequence_parallel,sharding,recompute,"
-    "precision,metric,value,flop_convention,peak_tflops,seq_per_s,notes\n";
+static const char g_head[] = "id,source,framework,device,devices,devices_per_node,node_net_gbps,instance_type,model,"
+                             "arch,layers,d_model,heads,kv_heads,"
+                             "ffn_dim,vocab,params,tied_embeddings,seq_len,global_batch,micro_batch,tp,pp,dp,cp,vp,"
+                             "sequence_parallel,sharding,recompute,"
+                             "precision,metric,value,flop_convention,peak_tflops,seq_per_s,notes\n";
 
 typedef struct {
     const char *id, *device, *net, *micro_batch, *sharding, *recompute, *precision, *cp;
@@ -34,15 +35,18 @@ typedef struct {
     double seq_per_s;
 } row_spec;
 
-static const row_spec g_base = {"orig", "a100-sxm4-80gb", "800", "2", "zero1", "none", "bf16-mixed", "", 2, 2, 8, 1, 256, 150.0};
+static const row_spec g_base = {"orig", "a100-sxm4-80gb", "800", "2", "zero1", "none", "bf16-mixed", "", 2, 2, 8, 1,
+                                256, 150.0};
 
 static void row_format(const row_spec *r, char *buf, size_t n)
 {
     snprintf(buf, n,
-             "%s,made up for tests,megatron-lm,%s,32,8,%s,,gpt-1.3b,gpt,24,2048,16,,,50304,,false,2048,%ld,%s,%d,%d,%d,%s,%d,false,%s,%s,%s,"
+             "%s,made up for "
+             "tests,megatron-lm,%s,32,8,%s,,gpt-1.3b,gpt,24,2048,16,,,50304,,false,2048,%ld,%s,%d,%d,%d,%s,%d,false,%s,"
+             "%s,%s,"
              "seq_per_s,%.9g,,,%.9g,\n",
-             r->id, r->device, r->net, r->global_batch, r->micro_batch, r->tp, r->pp, r->dp, r->cp, r->vp, r->sharding, r->recompute,
-             r->precision, r->seq_per_s, r->seq_per_s);
+             r->id, r->device, r->net, r->global_batch, r->micro_batch, r->tp, r->pp, r->dp, r->cp, r->vp, r->sharding,
+             r->recompute, r->precision, r->seq_per_s, r->seq_per_s);
 }
 
 /* A published-runs file of rows a[0..n) in dir; its path into path. */
@@ -70,16 +74,22 @@ static int val_csv_read(const char *path, csv_row *rows, int cap)
 {
     table t;
     if (table_load(&t, path) != 0) return -1;
-    int c[8] = {table_col(&t, "id", 1), table_col(&t, "calibration", 1), table_col(&t, "published_seq_per_s", 1),
-                table_col(&t, "predicted_seq_per_s", 1), table_col(&t, "error_pct", 1), table_col(&t, "naive_seq_per_s", 1),
-                table_col(&t, "naive_error_pct", 1), table_col(&t, "note", 1)};
+    int c[8] = {table_col(&t, "id", 1),
+                table_col(&t, "calibration", 1),
+                table_col(&t, "published_seq_per_s", 1),
+                table_col(&t, "predicted_seq_per_s", 1),
+                table_col(&t, "error_pct", 1),
+                table_col(&t, "naive_seq_per_s", 1),
+                table_col(&t, "naive_error_pct", 1),
+                table_col(&t, "note", 1)};
     int n = 0;
     for (int i = 0; i < t.nrows && n < cap; i++, n++) {
         csv_row *r = &rows[n];
         snprintf(r->id, sizeof r->id, "%s", table_cell(&t, i, c[0]));
         r->calibration = strcmp(table_cell(&t, i, c[1]), "true") == 0;
         double *v[5] = {&r->published, &r->predicted, &r->error_pct, &r->naive, &r->naive_error_pct};
-        for (int k = 0; k < 5; k++) *v[k] = *table_cell(&t, i, c[2 + k]) ? strtod(table_cell(&t, i, c[2 + k]), NULL) : NAN;
+        for (int k = 0; k < 5; k++)
+            *v[k] = *table_cell(&t, i, c[2 + k]) ? strtod(table_cell(&t, i, c[2 + k]), NULL) : NAN;
         snprintf(r->note, sizeof r->note, "%s", table_cell(&t, i, c[7]));
     }
     table_free(&t);
@@ -124,9 +134,10 @@ static int every_row_validate(const char *file, const pub_table *t, const char *
     int n = rows ? val_csv_read(csv, rows, t->n + 1) : -1, checked = 0;
     CHECK(n == t->n, "%s: %d CSV rows for %d rows", file, n, t->n);
     for (int i = 0; i < n; i++) {
-        CHECK(rows[i].calibration && isfinite(rows[i].predicted), "%s: %s: no prediction: %s", file, rows[i].id, rows[i].note);
-        CHECK(fabs(rows[i].error_pct) < 0.1, "%s: %s gives back %.9g of %.9g seq/s (%+.4f%%)", file, rows[i].id, rows[i].predicted,
-              rows[i].published, rows[i].error_pct);
+        CHECK(rows[i].calibration && isfinite(rows[i].predicted), "%s: %s: no prediction: %s", file, rows[i].id,
+              rows[i].note);
+        CHECK(fabs(rows[i].error_pct) < 0.1, "%s: %s gives back %.9g of %.9g seq/s (%+.4f%%)", file, rows[i].id,
+              rows[i].predicted, rows[i].published, rows[i].error_pct);
         checked += isfinite(rows[i].predicted) && fabs(rows[i].error_pct) < 0.1;
     }
     free(rows);
@@ -157,8 +168,8 @@ static int every_row_calibrate(const char *file, const pub_table *t, const hw_ta
         s.t_mb_s = scale_t_mb_from_peak(&s, eff);
         scale_point p;
         scale_eval(&s, c->fc.nodes, &p);
-        CHECK(fabs(p.seq_per_s / t->rows[i].seq_per_s - 1) < 1e-3, "--calibrate %s: %.9g seq/s back for %.9g", spec, p.seq_per_s,
-              t->rows[i].seq_per_s);
+        CHECK(fabs(p.seq_per_s / t->rows[i].seq_per_s - 1) < 1e-3, "--calibrate %s: %.9g seq/s back for %.9g", spec,
+              p.seq_per_s, t->rows[i].seq_per_s);
         checked += fabs(p.seq_per_s / t->rows[i].seq_per_s - 1) < 1e-3;
     }
     free(c);
@@ -183,8 +194,8 @@ static void test_validate_every_row(void)
         back_cal += every_row_calibrate(g.gl_pathv[f], &t, &ht);
         published_free(&t);
     }
-    CHECK(rows >= 170 && back == rows && back_cal == rows, "%d rows, %d given back by validate, %d by --calibrate FILE:ID", rows, back,
-          back_cal);
+    CHECK(rows >= 170 && back == rows && back_cal == rows,
+          "%d rows, %d given back by validate, %d by --calibrate FILE:ID", rows, back, back_cal);
     globfree(&g);
     hardware_free(&ht);
     devices_free(&dt);
@@ -210,11 +221,11 @@ static void field_case(const char *what, const row_spec *var, int sign)
     const csv_row *o = row_by_id(out, n, "orig"), *v = row_by_id(out, n, "var");
     CHECK(rc == 0 && o && v, "%s: exit %d, %d rows: %.300s", what, rc, n, g_err);
     if (o && v) {
-        CHECK(v->calibration && fabs(v->error_pct) < 1e-6, "%s: the changed row gives itself back: %.12g of %.12g (%s)", what, v->predicted,
-              v->published, v->note);
+        CHECK(v->calibration && fabs(v->error_pct) < 1e-6, "%s: the changed row gives itself back: %.12g of %.12g (%s)",
+              what, v->predicted, v->published, v->note);
         CHECK(isfinite(o->predicted) && sign * (o->predicted - o->published) > 0.001 * o->published,
-              "%s: the original configuration predicted %s its %.6g seq/s: %.6g (%s)", what, sign > 0 ? "above" : "below", o->published,
-              o->predicted, o->note);
+              "%s: the original configuration predicted %s its %.6g seq/s: %.6g (%s)", what,
+              sign > 0 ? "above" : "below", o->published, o->predicted, o->note);
     }
     /* and the base calibrated on itself gives itself back */
     rc = validate_run(file, "orig", csv, NULL, NULL);
@@ -264,23 +275,25 @@ static void test_validate_csv_and_naive(void)
     slurp(file, text, sizeof text);
     char *p = strstr(text, "half,made up for tests,megatron-lm,a100-sxm4-80gb,32,8");
     if (p) memcpy(p + strlen("half,made up for tests,megatron-lm,a100-sxm4-80gb,"), "16", 2), write_text(file, text);
-    snprintf(csv, sizeof csv, "%s/out.csv", dir), snprintf(sum, sizeof sum, "%s/sum.csv", dir), snprintf(png, sizeof png, "%s/v.png", dir);
+    snprintf(csv, sizeof csv, "%s/out.csv", dir), snprintf(sum, sizeof sum, "%s/sum.csv", dir),
+        snprintf(png, sizeof png, "%s/v.png", dir);
     const char *args[] = {"validate", file, "--csv", csv, "--summary-csv", sum, "--plot", png, NULL};
     int rc = run(args);
     CHECK(rc == 0, "exit 0 whatever the errors: %d %.300s", rc, g_err);
     char head[2048];
     slurp(csv, head, sizeof head);
-    const char *names[] = {"file", "id", "calibration", "published_seq_per_s", "predicted_seq_per_s", "error_pct", "naive_seq_per_s",
-                           "naive_error_pct"};
+    const char *names[] = {"file", "id", "calibration", "published_seq_per_s", "predicted_seq_per_s", "error_pct",
+                           "naive_seq_per_s", "naive_error_pct"};
     for (int i = 0; i < 8; i++) CHECK(strstr(head, names[i]) != NULL, "column '%s' in the CSV", names[i]);
     csv_row out[3];
     int n = val_csv_read(csv, out, 3);
     const csv_row *o = row_by_id(out, n, "orig"), *h = row_by_id(out, n, "half"), *s = row_by_id(out, n, "slow");
     CHECK(n == 3 && o && h && s && o->calibration && !h->calibration && !s->calibration, "the first row calibrates");
     if (n == 3 && o && h && s) {
-        CHECK(fabs(h->naive / 75.0 - 1) < 1e-9 && fabs(h->naive_error_pct - 100.0 * (75.0 / 70 - 1)) < 1e-6, "naive 150 x 16/32 = 75: %.12g",
-              h->naive);
-        CHECK(fabs(s->naive / 150.0 - 1) < 1e-9 && fabs(s->error_pct - 100.0 * (s->predicted / 100 - 1)) < 1e-6, "naive and error of 'slow'");
+        CHECK(fabs(h->naive / 75.0 - 1) < 1e-9 && fabs(h->naive_error_pct - 100.0 * (75.0 / 70 - 1)) < 1e-6,
+              "naive 150 x 16/32 = 75: %.12g", h->naive);
+        CHECK(fabs(s->naive / 150.0 - 1) < 1e-9 && fabs(s->error_pct - 100.0 * (s->predicted / 100 - 1)) < 1e-6,
+              "naive and error of 'slow'");
         double a = fabs(h->error_pct), b = fabs(s->error_pct), med = (a + b) / 2, mx = fmax(a, b);
         double sv[2], sm[2];
         CHECK(csv_column(sum, "median_abs_error_pct", sv, 2) == 1 && csv_column(sum, "max_abs_error_pct", sm, 2) == 1 &&
@@ -294,7 +307,8 @@ static void test_validate_csv_and_naive(void)
     FILE *f = fopen(png, "rb");
     CHECK(f && fread(sig, 1, 8, f) == 8 && memcmp(sig, "\x89PNG", 4) == 0, "--plot writes a PNG");
     if (f) fclose(f);
-    CHECK(strstr(g_out, "median_abs_error_pct") && strstr(g_out, "naive_max_abs_error_pct"), "the per-file summary table: %.400s", g_out);
+    CHECK(strstr(g_out, "median_abs_error_pct") && strstr(g_out, "naive_max_abs_error_pct"),
+          "the per-file summary table: %.400s", g_out);
     rm_tree(dir);
 }
 
@@ -317,17 +331,18 @@ static void test_validate_reasons(void)
     csv_row out[5];
     int n = val_csv_read(csv, out, 5);
     CHECK(rc == 0 && n == 5, "exit 0 with unpredictable rows: %d, %d rows: %.300s", rc, n, g_err);
-    const char *why[2][3] = {{"fp8", "column 'precision'", "no dense FP8 peak"}, {"nopeak", "column 'precision'", "a10g has no dense BF16 peak"}};
+    const char *why[2][3] = {{"fp8", "column 'precision'", "no dense FP8 peak"},
+                             {"nopeak", "column 'precision'", "a10g has no dense BF16 peak"}};
     for (int k = 0; k < 2; k++) {
         const csv_row *r = row_by_id(out, n, why[k][0]);
-        CHECK(r && !isfinite(r->predicted) && strstr(r->note, why[k][1]) && strstr(r->note, why[k][2]), "%s: no prediction, the reason: %s",
-              why[k][0], r ? r->note : "(missing)");
+        CHECK(r && !isfinite(r->predicted) && strstr(r->note, why[k][1]) && strstr(r->note, why[k][2]),
+              "%s: no prediction, the reason: %s", why[k][0], r ? r->note : "(missing)");
         CHECK(strstr(g_out, why[k][2]) != NULL, "%s: the reason in the table", why[k][0]);
     }
     const csv_row *cx = row_by_id(out, n, "ctx"), *f8 = row_by_id(out, n, "h100fp8");
     CHECK(cx && isfinite(cx->predicted) && cx->predicted > 0, "cp 2 predicted: %s", cx ? cx->note : "(missing)");
-    CHECK(f8 && isfinite(f8->predicted) && f8->predicted > 150, "fp8 on an H100 predicted, faster than the A100's bf16: %s",
-          f8 ? f8->note : "(missing)");
+    CHECK(f8 && isfinite(f8->predicted) && f8->predicted > 150,
+          "fp8 on an H100 predicted, faster than the A100's bf16: %s", f8 ? f8->note : "(missing)");
     /* a calibration row the model cannot reproduce (above the peak): its reason, and the others' */
     row_spec hot[2] = {g_base, g_base};
     hot[0].seq_per_s = 500, hot[1].id = "other";
@@ -335,8 +350,8 @@ static void test_validate_reasons(void)
     rc = validate_run(file, NULL, csv, NULL, NULL);
     n = val_csv_read(csv, out, 2);
     const csv_row *c0 = row_by_id(out, n, "orig"), *c1 = row_by_id(out, n, "other");
-    CHECK(rc == 0 && c0 && c1 && !isfinite(c0->predicted) && strstr(c0->note, "more than 100% of the dense peak") && !isfinite(c1->predicted) &&
-              strstr(c1->note, "no calibration: orig"),
+    CHECK(rc == 0 && c0 && c1 && !isfinite(c0->predicted) && strstr(c0->note, "more than 100% of the dense peak") &&
+              !isfinite(c1->predicted) && strstr(c1->note, "no calibration: orig"),
           "no fit: the calibration row says why, the others name it: %s | %s", c0 ? c0->note : "", c1 ? c1->note : "");
     rm_tree(dir);
 }
@@ -347,7 +362,8 @@ static void test_validate_bad_input(void)
     if (!dir) return;
     pub_write(dir, "runs.csv", &g_base, 1, file, sizeof file);
     snprintf(csv, sizeof csv, "%s/out.csv", dir);
-    CHECK(validate_run(file, "nosuch", csv, NULL, NULL) == 2 && strstr(g_err, "flag '--calibrate'") && strstr(g_err, "'nosuch'"),
+    CHECK(validate_run(file, "nosuch", csv, NULL, NULL) == 2 && strstr(g_err, "flag '--calibrate'") &&
+              strstr(g_err, "'nosuch'"),
           "an unknown id: exit 2 naming the flag: %s", g_err);
     slurp(file, text, sizeof text);
     char *p = strstr(text, ",2048,256,");
@@ -376,17 +392,18 @@ static void test_validate_overrides(void)
     csv_row out[2];
     int n = val_csv_read(csv, out, 2);
     const csv_row *o = row_by_id(out, n, "orig");
-    CHECK(rc == 0 && o && !isfinite(o->predicted) && strstr(o->note, "communication"), "--net-gbps reaches the calibration row: %s",
-          o ? o->note : g_err);
+    CHECK(rc == 0 && o && !isfinite(o->predicted) && strstr(o->note, "communication"),
+          "--net-gbps reaches the calibration row: %s", o ? o->note : g_err);
     /* scale --calibrate a throughput row on trn1.32xlarge, target p4d.24xlarge: --net-gbps reaches the row too */
     char rowf[256];
     snprintf(rowf, sizeof rowf, "%s/tput.csv", dir);
     write_text(rowf, "model,tensor_parallel,pipeline_parallel,instances,instance_type,seq_len,global_batch,seq_per_s\n"
                      "neox-20b,8,4,4,trn1.32xlarge,2048,16384,13.6\n");
-    const char *args[] = {"scale", "--calibrate", rowf, "--model", "neox-20b", "--instance", "p4d.24xlarge", "--tp", "8", "--pp", "4",
-                          "--global-batch", "16384", "--nodes", "4", "--net-gbps", "0.001", NULL};
+    const char *args[] = {"scale", "--calibrate", rowf, "--model", "neox-20b", "--instance", "p4d.24xlarge", "--tp",
+                          "8", "--pp", "4", "--global-batch", "16384", "--nodes", "4", "--net-gbps", "0.001", NULL};
     rc = run(args);
-    CHECK(rc == 2 && strstr(g_err, "tput.csv:2:") && strstr(g_err, "communication"), "scale: the row at 0.001 Gbit/s: exit %d %s", rc, g_err);
+    CHECK(rc == 2 && strstr(g_err, "tput.csv:2:") && strstr(g_err, "communication"),
+          "scale: the row at 0.001 Gbit/s: exit %d %s", rc, g_err);
     rm_tree(dir);
 }
 
@@ -398,30 +415,40 @@ static void test_validate_tput_columns(void)
     if (!dir) return;
     snprintf(rowf, sizeof rowf, "%s/tput.csv", dir);
     snprintf(csv, sizeof csv, "%s/out.csv", dir);
-    write_text(rowf, "model,tensor_parallel,pipeline_parallel,instances,instance_type,seq_len,global_batch,seq_per_s,recompute,sharding,vp\n"
+    write_text(rowf, "model,tensor_parallel,pipeline_parallel,instances,instance_type,seq_len,global_batch,seq_per_s,"
+                     "recompute,sharding,vp\n"
                      "neox-20b,8,4,4,trn1.32xlarge,2048,16384,13.6,full,zero1,2\n");
-    const char *args[] = {"scale", "--calibrate", rowf, "--model", "neox-20b", "--instance", "trn1.32xlarge", "--tp", "8", "--pp", "4",
-                          "--global-batch", "16384", "--nodes", "4", "--recompute", "--zero", "1", "--interleave", "2", "--csv", csv, NULL};
+    const char *args[] = {"scale", "--calibrate", rowf, "--model", "neox-20b", "--instance", "trn1.32xlarge", "--tp",
+                          "8", "--pp", "4", "--global-batch", "16384", "--nodes", "4", "--recompute", "--zero", "1",
+                          "--interleave", "2", "--csv", csv, NULL};
     int rc = run(args);
     double v[2];
-    CHECK(rc == 0 && csv_column(csv, "seq_per_s", v, 2) == 1 && fabs(v[0] / 13.6 - 1) < 1e-6, "the row back: exit %d, %.9g: %.300s", rc,
-          v[0], g_err);
+    CHECK(rc == 0 && csv_column(csv, "seq_per_s", v, 2) == 1 && fabs(v[0] / 13.6 - 1) < 1e-6,
+          "the row back: exit %d, %.9g: %.300s", rc, v[0], g_err);
     /* the same without --recompute: the row's efficiency without the recomputed forward, faster */
-    const char *norc[] = {"scale", "--calibrate", rowf, "--model", "neox-20b", "--instance", "trn1.32xlarge", "--tp", "8", "--pp", "4",
-                          "--global-batch", "16384", "--nodes", "4", "--zero", "1", "--interleave", "2", "--csv", csv, NULL};
+    const char *norc[] = {"scale", "--calibrate", rowf, "--model", "neox-20b", "--instance", "trn1.32xlarge", "--tp",
+                          "8", "--pp", "4", "--global-batch", "16384", "--nodes", "4", "--zero", "1", "--interleave",
+                          "2", "--csv", csv, NULL};
     rc = run(norc);
-    CHECK(rc == 0 && csv_column(csv, "seq_per_s", v, 2) == 1 && v[0] > 1.2 * 13.6, "without recomputation faster: exit %d, %.9g", rc, v[0]);
+    CHECK(rc == 0 && csv_column(csv, "seq_per_s", v, 2) == 1 && v[0] > 1.2 * 13.6,
+          "without recomputation faster: exit %d, %.9g", rc, v[0]);
     rm_tree(dir);
 }
 
 const test_case tests_validate[] = {
-    {"validate: every row of every shipped file gives itself back calibrated on itself (validate, and --calibrate FILE:ID)",
+    {"validate: every row of every shipped file gives itself back calibrated on itself (validate, and --calibrate "
+     "FILE:ID)",
      test_validate_every_row},
-    {"validate: a calibration row with one field changed gives itself back and moves the original's prediction the expected way",
+    {"validate: a calibration row with one field changed gives itself back and moves the original's prediction the "
+     "expected way",
      test_validate_fields},
-    {"validate: the CSV's columns, the naive baseline and the per-file summary worked by hand; --plot", test_validate_csv_and_naive},
-    {"validate: rows the model cannot predict (fp8 without an FP8 peak, no BF16 peak, no fit) say why; fp8 and cp are predicted; exit 0", test_validate_reasons},
-    {"validate: bad input (unknown id, malformed file, no file, --plot) is exit 2 with one error", test_validate_bad_input},
+    {"validate: the CSV's columns, the naive baseline and the per-file summary worked by hand; --plot",
+     test_validate_csv_and_naive},
+    {"validate: rows the model cannot predict (fp8 without an FP8 peak, no BF16 peak, no fit) say why; fp8 and cp are "
+     "predicted; exit 0",
+     test_validate_reasons},
+    {"validate: bad input (unknown id, malformed file, no file, --plot) is exit 2 with one error",
+     test_validate_bad_input},
     {"validate: --net-gbps reaches the calibration row (validate and scale --calibrate)", test_validate_overrides},
     {"calibrate: a throughput row's recompute, sharding and vp columns are honoured (the row back with the same flags)",
      test_validate_tput_columns},
