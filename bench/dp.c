@@ -55,7 +55,7 @@ static int reduce_buckets(void *ctx, gpt_model *m, double *loss)
 {
     dp_sync *d = ctx;
     double t0 = timer_now_s();
-    int rc = allreduce_buckets(m->grads, m->nparams, d->bucket_bytes);
+    int rc = allreduce_buckets(m->w.grads, m->w.nparams, d->bucket_bytes);
     *loss = comm_sum(*loss);
     exposed_since(d, t0);
     return rc;
@@ -85,17 +85,17 @@ static void overlap_on_grads_ready(void *ctx, const gpt_model *m, int layer)
     dp_sync *d = ctx;
     double t0 = timer_now_s();
     const int L = m->cfg.L;
-    float *g = m->grads;
+    float *g = m->w.grads;
     /* layer L: the model-wide tensors but the embeddings (the output layer, the final norm);
      * layer l: layer l's slice of every per-layer tensor; -1: the embeddings. Empty tensors (tied,
      * no bias) launch nothing. */
     for (int k = 0; k < P_COUNT; k++) {
         const int embedding = param_table[k].role == PARAM_EMBEDDING;
         if (param_per_layer(k) && layer >= 0 && layer < L) {
-            size_t per = m->sizes[k] / (size_t)L;
-            overlap_launch(d, g + m->offsets[k] + (size_t)layer * per, per);
+            size_t per = m->w.sizes[k] / (size_t)L;
+            overlap_launch(d, g + m->w.offsets[k] + (size_t)layer * per, per);
         } else if (!param_per_layer(k) && (layer == L ? !embedding : layer < 0 && embedding)) {
-            overlap_launch(d, g + m->offsets[k], m->sizes[k]);
+            overlap_launch(d, g + m->w.offsets[k], m->w.sizes[k]);
         }
     }
     for (int i = 0; i < d->nreq && !d->failed; i++)
@@ -132,7 +132,7 @@ static int reduce_zero1(void *ctx, gpt_model *m, double *loss)
 {
     dp_sync *d = ctx;
     double t0 = timer_now_s();
-    int rc = comm_reduce_scatter_sum_v(m->grads, d->counts);
+    int rc = comm_reduce_scatter_sum_v(m->w.grads, d->counts);
     *loss = comm_sum(*loss);
     exposed_since(d, t0);
     return rc;
@@ -147,7 +147,7 @@ static double sumsq_zero1(void *ctx, gpt_model *m)
 static double sumsq_local(void *ctx, gpt_model *m)
 {
     (void)ctx;
-    return gpt_grad_sumsq(m, 0, m->nparams);
+    return gpt_grad_sumsq(m, 0, m->w.nparams);
 }
 
 static int allgather_zero1(void *ctx, gpt_model *m, size_t *nonfinite)
@@ -156,11 +156,11 @@ static int allgather_zero1(void *ctx, gpt_model *m, size_t *nonfinite)
     double t0 = timer_now_s();
     *nonfinite = (size_t)comm_sum((double)*nonfinite); /* each rank saw its shard only */
     int rc;
-    if (gpt_prec_store(m->prec) == ELEM_BF16) {
-        rc = comm_allgather_v_u16(m->params16, d->counts);
+    if (m->w.store == ELEM_BF16) {
+        rc = comm_allgather_v_u16(m->w.params16, d->counts);
         gpt_params_changed(m); /* the fp32 copies of the small tensors from the gathered weights */
     } else {
-        rc = comm_allgather_v(m->params, d->counts);
+        rc = comm_allgather_v(m->w.params, d->counts);
     }
     exposed_since(d, t0);
     return rc;
@@ -170,19 +170,19 @@ static int allgather_zero1(void *ctx, gpt_model *m, size_t *nonfinite)
 static int save_zero1(void *ctx, gpt_model *m, const char *dir, const ckpt_state *st)
 {
     dp_sync *d = ctx;
-    const int full = gpt_prec_store(m->prec) == ELEM_BF16;
-    const size_t elem = elem_size(gpt_prec_store(m->prec));
+    const int full = m->w.store == ELEM_BF16;
+    const size_t elem = elem_size(m->w.store);
     int rc = 0;
     void *fm = NULL, *fv = NULL;
     if (d->rank == 0) {
-        fm = mem_alloc(m->nparams, elem, "AdamW first moments (gathered for the checkpoint)");
-        fv = mem_alloc(m->nparams, elem, "AdamW second moments (gathered for the checkpoint)");
+        fm = mem_alloc(m->w.nparams, elem, "AdamW first moments (gathered for the checkpoint)");
+        fv = mem_alloc(m->w.nparams, elem, "AdamW second moments (gathered for the checkpoint)");
         if (!fm || !fv) rc = CB_EFAIL;
     }
     /* every rank takes part in the gathers, whatever happened on rank 0 */
     if (comm_max(rc ? 1 : 0) > 0) rc = CB_EFAIL;
-    if (rc == 0) rc = full ? comm_gather_v_u16(m->m16, fm, d->counts) : comm_gather_v(m->m, fm, d->counts);
-    if (rc == 0) rc = full ? comm_gather_v_u16(m->v16, fv, d->counts) : comm_gather_v(m->v, fv, d->counts);
+    if (rc == 0) rc = full ? comm_gather_v_u16(m->w.m, fm, d->counts) : comm_gather_v(m->w.m, fm, d->counts);
+    if (rc == 0) rc = full ? comm_gather_v_u16(m->w.v, fv, d->counts) : comm_gather_v(m->w.v, fv, d->counts);
     if (rc == 0 && d->rank == 0) rc = ckpt_save(m, fm, fv, dir, st);
     free(fm);
     free(fv);
@@ -200,10 +200,10 @@ static int zero1_shard(dp_sync *d, gpt_model *m)
 {
     d->counts = calloc((size_t)d->ranks, sizeof *d->counts);
     if (!d->counts) return err_msg("out of memory");
-    size_t per = mem_round_floats((m->nparams + (size_t)d->ranks - 1) / (size_t)d->ranks);
+    size_t per = mem_round_floats((m->w.nparams + (size_t)d->ranks - 1) / (size_t)d->ranks);
     for (int r = 0; r < d->ranks; r++) {
-        size_t a = (size_t)r * per < m->nparams ? (size_t)r * per : m->nparams;
-        size_t b = a + per < m->nparams ? a + per : m->nparams;
+        size_t a = (size_t)r * per < m->w.nparams ? (size_t)r * per : m->w.nparams;
+        size_t b = a + per < m->w.nparams ? a + per : m->w.nparams;
         d->counts[r] = (int)(b - a);
         if (r == d->rank) d->lo = a, d->hi = b;
     }

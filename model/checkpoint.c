@@ -24,12 +24,12 @@ typedef struct {
 } tensor_slot;
 
 /* The checkpoint holds the weights and moments as the model stores them (fp32, or bf16). */
-static size_t elem_bytes(const gpt_model *m) { return elem_size(gpt_prec_store(m->prec)); }
+static size_t elem_bytes(const gpt_model *m) { return elem_size(m->w.store); }
 
 /* The slab the weights are stored in: fp32, or bf16 (bf16 storage). */
 static void *weights_slab(const gpt_model *m)
 {
-    return gpt_prec_store(m->prec) == ELEM_BF16 ? (void *)m->params16 : (void *)m->params;
+    return m->w.store == ELEM_BF16 ? (void *)m->w.params16 : (void *)m->w.params;
 }
 
 /* Every tensor of the model with its Hugging Face name and shape, in `base` (the parameter,
@@ -42,13 +42,13 @@ static int list_tensors(const gpt_model *m, const void *base, const char *prefix
     const size_t elem = elem_bytes(m);
     int n = 0;
     for (int k = 0; k < P_COUNT; k++) {
-        if (m->sizes[k] == 0) continue;
+        if (m->w.sizes[k] == 0) continue;
         int layers = param_per_layer(k) ? m->cfg.L : 1;
-        size_t per = m->sizes[k] / (size_t)layers;
+        size_t per = m->w.sizes[k] / (size_t)layers;
         for (int l = 0; l < layers; l++) {
             hf_piece pc[3];
             int np = hf_pieces(m, k, l, pc);
-            char *slice = (char *)base + (m->offsets[k] + (size_t)l * per) * elem;
+            char *slice = (char *)base + (m->w.offsets[k] + (size_t)l * per) * elem;
             for (int i = 0; i < np; i++, n++) {
                 st_out *t = &out[n];
                 snprintf(names[n], 128, "%.15s%.111s", prefix, pc[i].name);
@@ -378,7 +378,7 @@ static int write_step_files(const gpt_model *m, const void *exp_avg, const void 
     /* optimizer: both moments, and where the loop stands */
     int n1 = list_tensors(m, exp_avg, CKPT_EXP_AVG, t, slots, names);
     int n2 = list_tensors(m, exp_avg_sq, CKPT_EXP_AVG_SQ, t + n1, slots + n1, names + n1);
-    ckpt_meta_write(&ml, &m->cfg, precision_name(m->prec), st, 1, m->adam_t);
+    ckpt_meta_write(&ml, &m->cfg, precision_name(m->prec), st, 1, m->w.adam_t);
     if (path_fmt(path, sizeof path, "%s/optimizer.safetensors", tmp) != 0 || write_tensors(m, path, t, slots,
             n1 + n2, &ml) != 0)
         goto out;
@@ -446,8 +446,7 @@ int ckpt_save(const gpt_model *m, const void *exp_avg, const void *exp_avg_sq, c
 
 int ckpt_save_own(const gpt_model *m, const char *dir, const ckpt_state *st)
 {
-    const int bf = gpt_prec_store(m->prec) == ELEM_BF16;
-    return ckpt_save(m, bf ? (const void *)m->m16 : m->m, bf ? (const void *)m->v16 : m->v, dir, st);
+    return ckpt_save(m, m->w.m, m->w.v, dir, st);
 }
 
 /* Reads tensor i of the list into the model (through a buffer when its rows are reordered). */
@@ -553,14 +552,13 @@ int ckpt_resume(gpt_model *m, const char *dir, const ckpt_state *expect, ckpt_st
     gpt_params_changed(m);
     if (rc != 0) return rc;
     if (open_part(stepdir, "optimizer.safetensors", &f) != 0) return CB_EFAIL;
-    const int bf = gpt_prec_store(m->prec) == ELEM_BF16;
     int adam_t = 0;
     rc = ckpt_meta_check_optimizer(&f, &m->cfg, dir, &w, expect, got, &adam_t);
-    if (rc == 0) rc = load_all(m, &f, bf ? (void *)m->m16 : m->m, CKPT_EXP_AVG, 0);
-    if (rc == 0) rc = load_all(m, &f, bf ? (void *)m->v16 : m->v, CKPT_EXP_AVG_SQ, 0);
+    if (rc == 0) rc = load_all(m, &f, m->w.m, CKPT_EXP_AVG, 0);
+    if (rc == 0) rc = load_all(m, &f, m->w.v, CKPT_EXP_AVG_SQ, 0);
     if (rc == 0) precision_note(m, &f);
     st_close(&f);
-    if (rc == 0) m->adam_t = adam_t;
+    if (rc == 0) m->w.adam_t = adam_t;
     return rc;
 }
 

@@ -29,7 +29,7 @@
 #include "gpt.h"
 
 
-/* Writes the weights of m and the given AdamW moments (m->nparams elements each: the full ones,
+/* Writes the weights of m and the given AdamW moments (m->w.nparams elements each: the full ones,
  * whether or not m holds a ZeRO shard; floats, or bf16 values in a full-bf16 model) as step
  * st->step of DIR. Returns 0 or CB_EFAIL. */
 int ckpt_save(const gpt_model *m, const void *exp_avg, const void *exp_avg_sq, const char *dir, const ckpt_state *st);

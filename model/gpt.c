@@ -23,7 +23,7 @@ static act_t act_f32(float *p) { return (act_t){p, ELEM_F32}; }
  * remade when the weights changed since it was made: once per optimizer step. */
 static int refresh_weight_cache(gpt_model *m)
 {
-    if (m->wh_fresh) return KERNEL_OK;
+    if (m->cache.fresh) return KERNEL_OK;
     const int C = m->cfg.C;
     const gpt_widths w = gpt_widths_of(&m->cfg);
     const struct { int k, kb, ic, oc, out_bf16; } mats[] = {{P_QKVW, P_QKVB, C, (int)w.QKV, 1},
@@ -33,11 +33,11 @@ static int refresh_weight_cache(gpt_model *m)
     for (int l = 0; l < m->cfg.L; l++)
         for (int i = 0; i < 4; i++) {
             int rc = m->ops->pack_weight(m, mats[i].k, l, mats[i].ic, mats[i].oc, mats[i].out_bf16,
-                                         m->sizes[mats[i].kb] > 0);
+                                         m->w.sizes[mats[i].kb] > 0);
             if (rc != KERNEL_OK) return rc;
         }
-    int rc = m->ops->pack_weight(m, P_UNEMBED, 0, C, m->cfg.V, 0, m->sizes[P_UNEMBEDB] > 0);
-    if (rc == KERNEL_OK) m->wh_fresh = 1;
+    int rc = m->ops->pack_weight(m, P_UNEMBED, 0, C, m->cfg.V, 0, m->w.sizes[P_UNEMBEDB] > 0);
+    if (rc == KERNEL_OK) m->cache.fresh = 1;
     return rc;
 }
 
@@ -98,8 +98,8 @@ static int attention_block_forward(gpt_model *m, int l)
 {
     const gpt_prec_ops *ops = m->ops;
     const int BT = m->B * m->T, C = m->cfg.C, QKV = (int)gpt_widths_of(&m->cfg).QKV;
-    gpt_layer_acts *a = &m->layer[l];
-    const float *x = m->x + (size_t)l * BT * C;
+    gpt_layer_acts *a = &m->a.layer[l];
+    const float *x = m->a.x + (size_t)l * BT * C;
     ops->norm_forward(m, a->ln1, a->ln1_mean, a->ln1_rstd, x, P_LN1W, P_LN1B, l);
     if (ops->linear_forward(m, a->qkv, a->ln1, P_QKVW, P_QKVB, l, C, QKV) != 0) return CB_EFAIL;
     if (m->rotary_dims > 0) ops->rope_forward(m, a->qkv);
@@ -113,8 +113,8 @@ static int layer_forward(gpt_model *m, int l, int write_output)
     const gpt_prec_ops *ops = m->ops;
     const gpt_widths w = gpt_widths_of(c);
     const int BT = m->B * m->T, C = c->C;
-    gpt_layer_acts *a = &m->layer[l];
-    float *x = m->x + (size_t)l * BT * C, *out = m->x + (size_t)(l + 1) * BT * C;
+    gpt_layer_acts *a = &m->a.layer[l];
+    float *x = m->a.x + (size_t)l * BT * C, *out = m->a.x + (size_t)(l + 1) * BT * C;
     if (attention_block_forward(m, l) != 0) return CB_EFAIL;
     const float *ln2_in = x;
     if (!c->parallel_residual) {
@@ -141,33 +141,33 @@ int gpt_forward(gpt_model *m, float backward_scale, double *loss)
     m->ops->embed_forward(m);
     for (int l = 0; l < c->L; l++)
         if (layer_forward(m, l, 1) != 0) return CB_EFAIL;
-    const float *xl = m->x + (size_t)c->L * BT * c->C;
-    m->ops->norm_forward(m, m->lnf, m->lnf_mean, m->lnf_rstd, xl, P_LNFW, P_LNFB, 0);
+    const float *xl = m->a.x + (size_t)c->L * BT * c->C;
+    m->ops->norm_forward(m, m->a.lnf, m->a.lnf_mean, m->a.lnf_rstd, xl, P_LNFW, P_LNFB, 0);
     if (m->ops->head_forward(m, backward_scale) != 0) return CB_EFAIL;
     double sum = 0;
-    for (int i = 0; i < BT; i++) sum += m->losses[i];
+    for (int i = 0; i < BT; i++) sum += m->a.losses[i];
     *loss = sum / BT;
     return 0;
 }
 
 /* ---------------------------------------------------------------- backward */
 
-/* From d(attention output) in m->datty back to d(norm 1 output) in m->dln. */
+/* From d(attention output) in m->a.datty back to d(norm 1 output) in m->a.dln. */
 static int attention_block_backward(gpt_model *m, int l)
 {
     const gpt_prec_ops *ops = m->ops;
     const int BT = m->B * m->T, C = m->cfg.C, QKV = (int)gpt_widths_of(&m->cfg).QKV;
-    const gpt_layer_acts *a = &m->layer[l];
+    const gpt_layer_acts *a = &m->a.layer[l];
     ops->attention_backward(m, a);
     if (m->rotary_dims > 0) {
         const rope_shape rs = gpt_rope_of(m);
-        TIMED(m, K_ROTARY, rope_backward_fused(m->dqkv, &rs, &m->rope));
+        TIMED(m, K_ROTARY, rope_backward_fused(m->a.dqkv, &rs, &m->rope));
     }
-    const act_t dqkv_n = ops->narrow_grad(m, m->dn.dlin, m->dqkv, (size_t)BT * QKV);
-    return ops->linear_backward(m, m->dln, m->dqkv, dqkv_n, a->ln1, P_QKVW, P_QKVB, l, C, QKV);
+    const act_t dqkv_n = ops->narrow_grad(m, m->a.dn.dlin, m->a.dqkv, (size_t)BT * QKV);
+    return ops->linear_backward(m, m->a.dln, m->a.dqkv, dqkv_n, a->ln1, P_QKVW, P_QKVB, l, C, QKV);
 }
 
-/* The MLP from d(layer output) in m->dres (dres_n as the products read it) to d(its input) in
+/* The MLP from d(layer output) in m->a.dres (dres_n as the products read it) to d(its input) in
  * dmlp_in (overwritten). */
 static int mlp_backward(gpt_model *m, int l, act_t dres_n, float *dmlp_in)
 {
@@ -175,58 +175,58 @@ static int mlp_backward(gpt_model *m, int l, act_t dres_n, float *dmlp_in)
     const gpt_prec_ops *ops = m->ops;
     const gpt_widths w = gpt_widths_of(c);
     const int BT = m->B * m->T, C = c->C;
-    const gpt_layer_acts *a = &m->layer[l];
-    if (ops->linear_backward(m, m->dact, m->dres, dres_n, a->fchg, P_FCPROJW, P_FCPROJB, l, (int)w.I, C) != 0)
+    const gpt_layer_acts *a = &m->a.layer[l];
+    if (ops->linear_backward(m, m->a.dact, m->a.dres, dres_n, a->fchg, P_FCPROJW, P_FCPROJB, l, (int)w.I, C) != 0)
         return CB_EFAIL;
-    if (c->mlp == MLP_SWIGLU) TIMED(m, K_MLP_ACT, swiglu_backward(m->dfch, a->fch, m->dact, BT, (int)w.I));
-    else TIMED(m, K_MLP_ACT, gelu_backward(m->dfch, a->fch, m->dact, (size_t)BT * w.I));
-    const act_t dfch_n = ops->narrow_grad(m, m->dn.dlin, m->dfch, (size_t)BT * w.FC);
+    if (c->mlp == MLP_SWIGLU) TIMED(m, K_MLP_ACT, swiglu_backward(m->a.dfch, a->fch, m->a.dact, BT, (int)w.I));
+    else TIMED(m, K_MLP_ACT, gelu_backward(m->a.dfch, a->fch, m->a.dact, (size_t)BT * w.I));
+    const act_t dfch_n = ops->narrow_grad(m, m->a.dn.dlin, m->a.dfch, (size_t)BT * w.FC);
     const act_t in = c->shared_norm ? a->ln1 : a->ln2;
-    return ops->linear_backward(m, dmlp_in, m->dfch, dfch_n, in, P_FCW, P_FCB, l, C, (int)w.FC);
+    return ops->linear_backward(m, dmlp_in, m->a.dfch, dfch_n, in, P_FCW, P_FCB, l, C, (int)w.FC);
 }
 
-/* m->dres holds d(layer output) on entry and d(layer input) on return. */
+/* m->a.dres holds d(layer output) on entry and d(layer input) on return. */
 static int layer_backward(gpt_model *m, int l)
 {
     const model_config *c = &m->cfg;
     const gpt_prec_ops *ops = m->ops;
     const int BT = m->B * m->T, C = c->C;
     if (m->recompute && layer_forward(m, l, 0) != 0) return CB_EFAIL;
-    const gpt_layer_acts *a = &m->layer[l];
-    const float *x = m->x + (size_t)l * BT * C;
-    float *dres = m->dres;
+    const gpt_layer_acts *a = &m->a.layer[l];
+    const float *x = m->a.x + (size_t)l * BT * C;
+    float *dres = m->a.dres;
     /* the MLP, and (parallel residual) the attention projection, both from d(out) */
-    act_t dres_n = ops->narrow_grad(m, m->dn.dres, dres, (size_t)BT * C);
-    if (mlp_backward(m, l, dres_n, c->shared_norm ? m->dln2 : m->dln) != 0) return CB_EFAIL;
+    act_t dres_n = ops->narrow_grad(m, m->a.dn.dres, dres, (size_t)BT * C);
+    if (mlp_backward(m, l, dres_n, c->shared_norm ? m->a.dln2 : m->a.dln) != 0) return CB_EFAIL;
     if (c->parallel_residual &&
-        ops->linear_backward(m, m->datty, dres, dres_n, a->atty, P_ATTPROJW, P_ATTPROJB, l, C, C) != 0)
+        ops->linear_backward(m, m->a.datty, dres, dres_n, a->atty, P_ATTPROJW, P_ATTPROJB, l, C, C) != 0)
         return CB_EFAIL;
     if (!c->shared_norm) {
         const float *ln2_in = c->parallel_residual ? x : a->res2;
-        norm_backward(m, dres, dres, m->dln, ln2_in, P_LN2W, P_LN2B, l, a->ln2_mean, a->ln2_rstd);
+        norm_backward(m, dres, dres, m->a.dln, ln2_in, P_LN2W, P_LN2B, l, a->ln2_mean, a->ln2_rstd);
     }
     /* sequential residual: dres is now d(res2) = d(attention output) as well */
     if (!c->parallel_residual) {
-        dres_n = ops->narrow_grad(m, m->dn.dres, dres, (size_t)BT * C);
-        if (ops->linear_backward(m, m->datty, dres, dres_n, a->atty, P_ATTPROJW, P_ATTPROJB, l, C, C) != 0)
+        dres_n = ops->narrow_grad(m, m->a.dn.dres, dres, (size_t)BT * C);
+        if (ops->linear_backward(m, m->a.datty, dres, dres_n, a->atty, P_ATTPROJW, P_ATTPROJB, l, C, C) != 0)
             return CB_EFAIL;
     }
     if (attention_block_backward(m, l) != 0) return CB_EFAIL;
     /* a shared norm: both branches' d(norm output) */
-    if (c->shared_norm) TIMED(m, K_OTHER, vec_add_into(m->dln, m->dln2, (size_t)BT * C));
-    norm_backward(m, dres, dres, m->dln, x, P_LN1W, P_LN1B, l, a->ln1_mean, a->ln1_rstd);
+    if (c->shared_norm) TIMED(m, K_OTHER, vec_add_into(m->a.dln, m->a.dln2, (size_t)BT * C));
+    norm_backward(m, dres, dres, m->a.dln, x, P_LN1W, P_LN1B, l, a->ln1_mean, a->ln1_rstd);
     return 0;
 }
 
-/* d(logits) through the output layer and the final norm into m->dres. */
+/* d(logits) through the output layer and the final norm into m->a.dres. */
 static int head_backward(gpt_model *m, float scale)
 {
     const model_config *c = &m->cfg;
     const int BT = m->B * m->T, C = c->C;
-    for (int i = 0; i < BT; i++) m->dlosses[i] = scale / (float)BT;
+    for (int i = 0; i < BT; i++) m->a.dlosses[i] = scale / (float)BT;
     if (m->ops->head_backward(m, scale) != 0) return CB_EFAIL;
-    const float *xl = m->x + (size_t)c->L * BT * C;
-    norm_backward(m, m->dres, NULL, m->dln, xl, P_LNFW, P_LNFB, 0, m->lnf_mean, m->lnf_rstd);
+    const float *xl = m->a.x + (size_t)c->L * BT * C;
+    norm_backward(m, m->a.dres, NULL, m->a.dln, xl, P_LNFW, P_LNFB, 0, m->a.lnf_mean, m->a.lnf_rstd);
     return 0;
 }
 
@@ -240,8 +240,8 @@ int gpt_backward(gpt_model *m, float scale, const gpt_grads_hook *hook)
         if (layer_backward(m, l) != 0) return CB_EFAIL;
         if (hook) hook->ready(hook->ctx, m, l);
     }
-    float *dwpe = c->pos == POS_LEARNED ? m->g[P_WPE] : NULL;
-    TIMED(m, K_OTHER, embed_backward(m->g[P_WTE], dwpe, m->dres, m->inputs, BT, T, C));
+    float *dwpe = c->pos == POS_LEARNED ? m->w.g[P_WPE] : NULL;
+    TIMED(m, K_OTHER, embed_backward(m->w.g[P_WTE], dwpe, m->a.dres, m->inputs, BT, T, C));
     if (hook) hook->ready(hook->ctx, m, -1);
     return 0;
 }

@@ -101,18 +101,44 @@ typedef struct {
     double acts_full_no_recompute, acts_full_recompute; /* for the printed comparison */
 } gpt_mem;
 
-typedef struct gpt_model_s {
-    model_config cfg;
-    int B, T, recompute;
-    train_precision prec;
-    const struct gpt_prec_ops_s *ops; /* the precision's row of operations (model/gpt_prec.h) */
+/* The weights and their optimizer state. sizes, offsets and nparams place every parameter tensor
+ * in the slabs (each tensor 64-byte aligned; nparams counts the padded elements). store is the
+ * element type of the weights' master copy and of both AdamW moments (the precision row's store):
+ * fp32 storage keeps every tensor in params and the moments as float; bf16 storage (bf16-sr,
+ * bf16) keeps every tensor in params16 and the moments as bf16, and params then holds fp32 copies
+ * of the small tensors only (norm weights and biases, linear biases: what the fp32 kernels read,
+ * remade by gpt_params_changed and by the update), so both slabs and both views (p[k] fp32, NULL
+ * for the embeddings and matrices; ph[k] bf16) are needed there. The gradients accumulate in fp32
+ * in every precision. m and v are one handle each, of type store, holding the moments of params
+ * [mom_lo, mom_hi) only (the whole range, or a ZeRO-1 shard). */
+typedef struct {
     size_t sizes[P_COUNT], offsets[P_COUNT], nparams;
-    float *params, *grads, *m, *v; /* slabs */
-    float *p[P_COUNT], *g[P_COUNT];
-    float *rope_store;
-    rope_tables rope;
-    int rotary_dims;
-    /* activations: one slab per element type, carved by gpt_alloc.c's size table */
+    elem_type store;               /* the weights' master copy and the AdamW moments */
+    float *params;                 /* (nparams) fp32 storage; bf16 storage: the small tensors' fp32 copies */
+    bf16 *params16;                /* (nparams) bf16 storage only (else NULL) */
+    float *grads;                  /* (nparams) */
+    void *m, *v;                   /* (mom_hi - mom_lo) AdamW moments, float * or bf16 * as store says */
+    float *p[P_COUNT], *g[P_COUNT]; /* views into params (NULL where bf16 storage has no copy), grads */
+    bf16 *ph[P_COUNT];             /* views into params16 (bf16 storage only) */
+    size_t mom_lo, mom_hi;         /* AdamW moments held for params [mom_lo, mom_hi) (ZeRO-1 shard) */
+    int adam_t;                    /* AdamW steps taken */
+    unsigned long long sr_seed;    /* stochastic rounding's seed: gpt_init_weights' seed */
+} gpt_weights;
+
+/* The weight cache: the bf16 copies of the weight matrices (forward and input-gradient layouts)
+ * per layer, packed by the precision's row (pack_weight) before a forward when they are stale;
+ * empty where the products read fp32 weights. Anything that changes the weights marks it stale
+ * (fresh = 0). */
+typedef struct {
+    linear_bf16_weight *lw[P_COUNT]; /* QKVW, ATTPROJW, FCW, FCPROJW: (L) each; UNEMBED: (1); else NULL */
+    linear_bf16_weight *store;       /* (4 L + 1) what lw points into */
+    int fresh;                       /* the cache matches the weights */
+} gpt_wcache;
+
+/* The activations: one slab per element type (acts fp32, acts16 bf16, empty in fp32), carved by
+ * gpt_alloc.c's size table into the views below; and the backward's scratch, carved from the same
+ * slabs. QKV, FC, I as in gpt_layer_acts. */
+typedef struct {
     float *acts;                   /* the fp32 activations */
     bf16 *acts16;                  /* the bf16 activations (empty in fp32) */
     float *x;                      /* (L+1, BT, C) layer inputs; x[L] is the last layer's output */
@@ -128,27 +154,26 @@ typedef struct gpt_model_s {
     struct {
         act_t dres, dlin, dlogits;
     } dn;
-    float *alibi;                  /* (NH) ALiBi slopes (pos == POS_ALIBI) */
     float *datt_scratch;           /* attention_scratch_floats(T, HS, att_threads) */
     int att_threads;
-    int *inputs, *targets;         /* (B, T) */
-    /* the weight cache: the bf16 copies of the matrices (forward and input-gradient layouts) per
-     * layer, packed by the precision's row (empty where the products read fp32 weights) */
-    linear_bf16_weight *lw[P_COUNT]; /* QKVW, ATTPROJW, FCW, FCPROJW: L each; UNEMBED: 1; else NULL */
-    linear_bf16_weight *lw_store;
-    int wh_fresh;                  /* the cache matches the weights */
     /* any bf16 precision: the scale of the d(logits) the last forward computed (its
      * backward_scale); a backward given another scale makes a second pass */
     float dlogits_scale;
-    /* bf16 storage (the row's store: bf16-sr, bf16): the weights live in params16 and the AdamW
-     * moments in m16 and v16 (m and v are NULL); params then holds fp32 copies of the small tensors
-     * only (norm weights and biases, linear biases: what the fp32 kernels read, remade by
-     * gpt_params_changed and by the update), and p[k] is NULL for the embeddings and matrices */
-    bf16 *params16, *m16, *v16;    /* (nparams), (mom_hi - mom_lo), (mom_hi - mom_lo) */
-    bf16 *ph[P_COUNT];             /* into params16 */
-    unsigned long long sr_seed;    /* stochastic rounding's seed: gpt_init_weights' seed */
-    int adam_t;
-    size_t mom_lo, mom_hi;         /* AdamW moments held for params [mom_lo, mom_hi) (ZeRO-1 shard) */
+} gpt_acts;
+
+typedef struct gpt_model_s {
+    model_config cfg;
+    int B, T, recompute;
+    train_precision prec;
+    const struct gpt_prec_ops_s *ops; /* the precision's row of operations (model/gpt_prec.h) */
+    gpt_weights w;
+    gpt_wcache cache;
+    gpt_acts a;
+    float *rope_store;
+    rope_tables rope;
+    int rotary_dims;
+    float *alibi;                  /* (NH) ALiBi slopes (pos == POS_ALIBI), carved with the activations */
+    int *inputs, *targets;         /* (B, T) */
     gpt_profile prof;
 } gpt_model;
 
@@ -167,7 +192,7 @@ void gpt_param_name(const gpt_model *m, int k, int layer, char *buf, size_t n);
 void gpt_estimate(const model_config *cfg, int B, int T, int recompute, train_precision prec, gpt_mem *mem);
 /* Allocates the slabs (after the caller checked the estimate). Returns 0 or CB_EFAIL. */
 int gpt_init(gpt_model *m, const model_config *cfg, int B, int T, int recompute, train_precision prec);
-/* To be called after anything but gpt_update writes m->params (a load, a broadcast): the bf16
+/* To be called after anything but gpt_update writes m->w.params (a load, a broadcast): the bf16
  * copy is remade before the next forward. */
 void gpt_params_changed(gpt_model *m);
 void gpt_free(gpt_model *m);
@@ -178,12 +203,12 @@ void gpt_free(gpt_model *m);
 void gpt_init_weights(gpt_model *m, unsigned long long seed);
 
 /* Forward over inputs/targets (B, T) already copied into m->inputs, m->targets: the mean loss
- * into *loss. The logits stay in m->logits until the backward turns them into their gradient;
+ * into *loss. The logits stay in m->a.logits until the backward turns them into their gradient;
  * backward_scale is the scale the coming gpt_backward will be given (the bf16 precisions compute
  * d(logits) for it in the forward's pass over the logits). Returns 0, or CB_EFAIL after one error
  * line when a kernel refuses its arguments. */
 int gpt_forward(gpt_model *m, float backward_scale, double *loss);
-/* Backward of the last forward; gradients accumulate (+=) into m->grads scaled by `scale`
+/* Backward of the last forward; gradients accumulate (+=) into m->w.grads scaled by `scale`
  * (1 / accumulation steps); hook (NULL: none) is told as they become final. Returns 0 or
  * CB_EFAIL, as gpt_forward. */
 int gpt_backward(gpt_model *m, float scale, const gpt_grads_hook *hook);
@@ -199,7 +224,7 @@ void gpt_profile_reset(gpt_model *m);
  * the first gradient tensor. Writes a phrase such as "parameter 'gpt_neox.layers.0.mlp...': 3 of
  * 4096 values non-finite" into buf; returns 0 when everything is finite. */
 int gpt_find_nonfinite(const gpt_model *m, char *buf, size_t n);
-/* ZeRO-1: keep the AdamW moments of params [lo, hi) only (m->m and m->v, or m->m16 and m->v16,
+/* ZeRO-1: keep the AdamW moments of params [lo, hi) only (m->w.m and m->w.v,
  * shrink to hi - lo elements copied from the full ones) and update only that range. Returns 0 or
  * CB_EFAIL. */
 int gpt_shard_moments(gpt_model *m, size_t lo, size_t hi);

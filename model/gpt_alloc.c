@@ -89,23 +89,23 @@ static void model_sizes(act_table *t, const model_config *c, int B, int T, int a
     const gpt_widths w = gpt_widths_of(c);
     const size_t BT = (size_t)B * T, C = (size_t)c->C, V = (size_t)c->V;
     const size_t narrowed = t->at == ELEM_F32 ? 0 : 1; /* the backward's bf16 gradients */
-    add_f(t, &m->x, (size_t)(c->L + 1) * BT * C, ACT_KEPT);
-    add_a(t, &m->lnf, BT * C, ACT_HEAD);
-    add_a(t, &m->dn.dlogits, narrowed * BT * V, ACT_HEAD);
-    add_a(t, &m->dn.dres, narrowed * BT * C, ACT_HEAD);
-    add_a(t, &m->dn.dlin, narrowed * BT * max_grad_width(c), ACT_HEAD);
-    float **head[] = {&m->lnf_mean, &m->lnf_rstd, &m->lse, &m->losses, &m->dlosses};
+    add_f(t, &m->a.x, (size_t)(c->L + 1) * BT * C, ACT_KEPT);
+    add_a(t, &m->a.lnf, BT * C, ACT_HEAD);
+    add_a(t, &m->a.dn.dlogits, narrowed * BT * V, ACT_HEAD);
+    add_a(t, &m->a.dn.dres, narrowed * BT * C, ACT_HEAD);
+    add_a(t, &m->a.dn.dlin, narrowed * BT * max_grad_width(c), ACT_HEAD);
+    float **head[] = {&m->a.lnf_mean, &m->a.lnf_rstd, &m->a.lse, &m->a.losses, &m->a.dlosses};
     for (size_t i = 0; i < sizeof head / sizeof head[0]; i++) add_f(t, head[i], BT, ACT_HEAD);
-    add_f(t, &m->logits, BT * V, ACT_HEAD);
-    add_f(t, &m->dres, BT * C, ACT_SCRATCH);
-    add_f(t, &m->dln, BT * C, ACT_SCRATCH);
-    add_f(t, &m->dln2, c->shared_norm ? BT * C : 0, ACT_SCRATCH);
-    add_f(t, &m->dqkv, BT * w.QKV, ACT_SCRATCH);
-    add_f(t, &m->datty, BT * C, ACT_SCRATCH);
-    add_f(t, &m->dfch, BT * w.FC, ACT_SCRATCH);
-    add_f(t, &m->dact, c->mlp == MLP_SWIGLU ? BT * w.I : 0, ACT_SCRATCH); /* GELU's backward runs in place in dfch */
+    add_f(t, &m->a.logits, BT * V, ACT_HEAD);
+    add_f(t, &m->a.dres, BT * C, ACT_SCRATCH);
+    add_f(t, &m->a.dln, BT * C, ACT_SCRATCH);
+    add_f(t, &m->a.dln2, c->shared_norm ? BT * C : 0, ACT_SCRATCH);
+    add_f(t, &m->a.dqkv, BT * w.QKV, ACT_SCRATCH);
+    add_f(t, &m->a.datty, BT * C, ACT_SCRATCH);
+    add_f(t, &m->a.dfch, BT * w.FC, ACT_SCRATCH);
+    add_f(t, &m->a.dact, c->mlp == MLP_SWIGLU ? BT * w.I : 0, ACT_SCRATCH); /* GELU's backward runs in place in dfch */
     add_f(t, attproj, BT * C, ACT_SCRATCH);
-    add_f(t, &m->datt_scratch, gpt_attention_scratch(c, B, T, att_threads), ACT_SCRATCH);
+    add_f(t, &m->a.datt_scratch, gpt_attention_scratch(c, B, T, att_threads), ACT_SCRATCH);
     add_f(t, &m->alibi, (size_t)c->NH, ACT_SCRATCH);
 }
 
@@ -180,33 +180,33 @@ static int alloc_activations(gpt_model *m)
 {
     const model_config *cfg = &m->cfg;
     const size_t BT = (size_t)m->B * m->T, nviews = m->recompute ? 1 : (size_t)cfg->L;
-    m->att_threads = omp_get_max_threads();
+    m->a.att_threads = omp_get_max_threads();
     act_table t = {.at = m->ops->act};
     float *attproj;
-    model_sizes(&t, cfg, m->B, m->T, m->att_threads, m, &attproj);
-    m->layer = calloc((size_t)cfg->L, sizeof *m->layer);
-    if (!m->layer) return CB_EFAIL;
-    layer_sizes(&t, cfg, m->B, m->T, &m->layer[0]);
+    model_sizes(&t, cfg, m->B, m->T, m->a.att_threads, m, &attproj);
+    m->a.layer = calloc((size_t)cfg->L, sizeof *m->a.layer);
+    if (!m->a.layer) return CB_EFAIL;
+    layer_sizes(&t, cfg, m->B, m->T, &m->a.layer[0]);
     size_t nf, nh;
     slab_counts(&t, nviews, &nf, &nh);
-    m->acts = mem_alloc(nf, sizeof(float), "activations");
-    if (nh && !(m->acts16 = mem_alloc(nh, sizeof(bf16), "bf16 activations"))) return CB_EFAIL;
+    m->a.acts = mem_alloc(nf, sizeof(float), "activations");
+    if (nh && !(m->a.acts16 = mem_alloc(nh, sizeof(bf16), "bf16 activations"))) return CB_EFAIL;
     m->inputs = calloc(BT, sizeof(int));
     m->targets = calloc(BT, sizeof(int));
-    if (!m->acts || !m->inputs || !m->targets) return CB_EFAIL;
-    float *fc = m->acts;
-    bf16 *hc = m->acts16;
+    if (!m->a.acts || !m->inputs || !m->targets) return CB_EFAIL;
+    float *fc = m->a.acts;
+    bf16 *hc = m->a.acts16;
     carve(&t, &fc, &hc);
     for (size_t l = 1; l < nviews; l++) {
         act_table tl = {.at = m->ops->act};
-        layer_sizes(&tl, cfg, m->B, m->T, &m->layer[l]);
+        layer_sizes(&tl, cfg, m->B, m->T, &m->a.layer[l]);
         carve(&tl, &fc, &hc);
     }
     for (int l = 0; l < cfg->L; l++) {
-        if ((size_t)l >= nviews) m->layer[l] = m->layer[0];
-        m->layer[l].attproj = attproj;
+        if ((size_t)l >= nviews) m->a.layer[l] = m->a.layer[0];
+        m->a.layer[l].attproj = attproj;
     }
-    if (cfg->mlp != MLP_SWIGLU) m->dact = m->dfch; /* GELU's backward runs in place */
+    if (cfg->mlp != MLP_SWIGLU) m->a.dact = m->a.dfch; /* GELU's backward runs in place */
     if (cfg->pos == POS_ALIBI) attention_alibi_slopes(m->alibi, cfg->NH, MODEL_ALIBI_BIAS_MAX);
     return 0;
 }
@@ -217,21 +217,22 @@ int gpt_init(gpt_model *m, const model_config *cfg, int B, int T, int recompute,
     m->cfg = *cfg;
     m->B = B, m->T = T, m->recompute = recompute, m->prec = prec;
     m->ops = gpt_prec_ops_of(prec);
-    param_sizes(cfg, m->sizes);
+    param_sizes(cfg, m->w.sizes);
     size_t off = 0;
     for (int k = 0; k < P_COUNT; k++) {
-        m->offsets[k] = off;
-        off += mem_round_floats(m->sizes[k]); /* every tensor starts 64-byte aligned in its slab */
+        m->w.offsets[k] = off;
+        off += mem_round_floats(m->w.sizes[k]); /* every tensor starts 64-byte aligned in its slab */
     }
-    m->nparams = off;
-    m->mom_lo = 0, m->mom_hi = off;
+    m->w.nparams = off;
+    m->w.mom_lo = 0, m->w.mom_hi = off;
+    m->w.store = m->ops->store;
     if (gpt_state_alloc(m) != 0) goto fail;
     /* the weight cache: empty where the products read fp32 weights */
-    m->lw_store = calloc((size_t)4 * cfg->L + 1, sizeof *m->lw_store);
-    if (!m->lw_store) goto fail;
-    m->lw[P_QKVW] = m->lw_store, m->lw[P_ATTPROJW] = m->lw_store + cfg->L;
-    m->lw[P_FCW] = m->lw_store + 2 * cfg->L, m->lw[P_FCPROJW] = m->lw_store + 3 * cfg->L;
-    m->lw[P_UNEMBED] = m->lw_store + 4 * cfg->L;
+    m->cache.store = calloc((size_t)4 * cfg->L + 1, sizeof *m->cache.store);
+    if (!m->cache.store) goto fail;
+    m->cache.lw[P_QKVW] = m->cache.store, m->cache.lw[P_ATTPROJW] = m->cache.store + cfg->L;
+    m->cache.lw[P_FCW] = m->cache.store + 2 * cfg->L, m->cache.lw[P_FCPROJW] = m->cache.store + 3 * cfg->L;
+    m->cache.lw[P_UNEMBED] = m->cache.store + 4 * cfg->L;
     m->rotary_dims = model_rotary_dims(cfg);
     m->rope_store = mem_alloc(rope_tables_floats(T, m->rotary_dims, cfg->HS), sizeof(float), "rotary tables");
     if (!m->rope_store) goto fail;
@@ -248,10 +249,10 @@ void gpt_free(gpt_model *m)
 {
     if (!m) return;
     gpt_state_free(m);
-    free(m->rope_store), free(m->acts), free(m->layer);
-    if (m->lw_store)
-        for (int i = 0; i < 4 * m->cfg.L + 1; i++) linear_bf16_weight_free(&m->lw_store[i]);
-    free(m->lw_store), free(m->acts16);
+    free(m->rope_store), free(m->a.acts), free(m->a.layer);
+    if (m->cache.store)
+        for (int i = 0; i < 4 * m->cfg.L + 1; i++) linear_bf16_weight_free(&m->cache.store[i]);
+    free(m->cache.store), free(m->a.acts16);
     free(m->inputs), free(m->targets);
     memset(m, 0, sizeof *m);
 }

@@ -32,11 +32,11 @@
  * architecture has no such tensor. */
 static inline const float *gpt_param(const gpt_model *m, int k, int l, size_t per)
 {
-    return m->sizes[k] ? m->p[k] + (size_t)l * per : NULL;
+    return m->w.sizes[k] ? m->w.p[k] + (size_t)l * per : NULL;
 }
 static inline float *gpt_grad(const gpt_model *m, int k, int l, size_t per)
 {
-    return m->sizes[k] ? m->g[k] + (size_t)l * per : NULL;
+    return m->w.sizes[k] ? m->w.g[k] + (size_t)l * per : NULL;
 }
 
 /* The rotary and attention kernels' shapes for this model. */

@@ -38,14 +38,14 @@ static int pack_none(gpt_model *m, int k, int l, int IC, int OC, int out_bf16, i
 
 static int pack_from_f32(gpt_model *m, int k, int l, int IC, int OC, int out_bf16, int bias)
 {
-    const float *w = m->p[k] + (size_t)l * IC * OC;
-    return linear_bf16_pack(&m->lw[k][l], w, bt_of(m), IC, OC, out_bf16, bias);
+    const float *w = m->w.p[k] + (size_t)l * IC * OC;
+    return linear_bf16_pack(&m->cache.lw[k][l], w, bt_of(m), IC, OC, out_bf16, bias);
 }
 
 static int pack_from_bf16(gpt_model *m, int k, int l, int IC, int OC, int out_bf16, int bias)
 {
-    const bf16 *w = m->ph[k] + (size_t)l * IC * OC;
-    return linear_bf16_pack_bf16(&m->lw[k][l], w, bt_of(m), IC, OC, out_bf16, bias);
+    const bf16 *w = m->w.ph[k] + (size_t)l * IC * OC;
+    return linear_bf16_pack_bf16(&m->cache.lw[k][l], w, bt_of(m), IC, OC, out_bf16, bias);
 }
 
 /* ---------------------------------------------------------------- embeddings */
@@ -78,14 +78,14 @@ static void embed_rows_bf16(float *x0, const bf16 *wte, const bf16 *wpe, const i
 
 static void embed_f32(gpt_model *m)
 {
-    const float *wpe = m->cfg.pos == POS_LEARNED ? m->p[P_WPE] : NULL;
-    TIMED(m, K_OTHER, embed_rows_f32(m->x, m->p[P_WTE], wpe, m->inputs, bt_of(m), m->T, m->cfg.C));
+    const float *wpe = m->cfg.pos == POS_LEARNED ? m->w.p[P_WPE] : NULL;
+    TIMED(m, K_OTHER, embed_rows_f32(m->a.x, m->w.p[P_WTE], wpe, m->inputs, bt_of(m), m->T, m->cfg.C));
 }
 
 static void embed_bf16(gpt_model *m)
 {
-    const bf16 *wpe = m->cfg.pos == POS_LEARNED ? m->ph[P_WPE] : NULL;
-    TIMED(m, K_OTHER, embed_rows_bf16(m->x, m->ph[P_WTE], wpe, m->inputs, bt_of(m), m->T, m->cfg.C));
+    const bf16 *wpe = m->cfg.pos == POS_LEARNED ? m->w.ph[P_WPE] : NULL;
+    TIMED(m, K_OTHER, embed_rows_bf16(m->a.x, m->w.ph[P_WTE], wpe, m->inputs, bt_of(m), m->T, m->cfg.C));
 }
 
 /* ---------------------------------------------------------------- norms, activations */
@@ -120,7 +120,7 @@ static void mlp_act_bf16(gpt_model *m, gpt_layer_acts *a)
 
 static int linear_forward_f32(gpt_model *m, act_t out, act_t in, int kw, int kb, int l, int IC, int OC)
 {
-    const float *bias = gpt_param(m, kb, l, (size_t)OC), *w = m->p[kw] + (size_t)l * IC * OC;
+    const float *bias = gpt_param(m, kb, l, (size_t)OC), *w = m->w.p[kw] + (size_t)l * IC * OC;
     CHECKED(m, K_MATMUL, matmul_forward(out.p, in.p, w, bias, bt_of(m), IC, OC));
     return 0;
 }
@@ -132,7 +132,7 @@ static int linear_forward_bf16(gpt_model *m, act_t out, act_t in, int kw, int kb
     const float *bias = gpt_param(m, kb, l, (size_t)OC);
     float *out32 = out.t == ELEM_F32 ? out.p : NULL;
     bf16 *out16 = out.t == ELEM_BF16 ? out.p : NULL;
-    CHECKED(m, K_MATMUL, linear_bf16_forward(out32, out16, in.p, &m->lw[kw][l], bias));
+    CHECKED(m, K_MATMUL, linear_bf16_forward(out32, out16, in.p, &m->cache.lw[kw][l], bias));
     return 0;
 }
 
@@ -141,8 +141,8 @@ static int linear_backward_f32(gpt_model *m, float *dinp, const float *dout, act
 {
     (void)dout_n;
     const size_t wo = (size_t)l * IC * OC;
-    float *dw = m->g[kw] + wo, *db = gpt_grad(m, kb, l, (size_t)OC);
-    CHECKED(m, K_MATMUL, matmul_backward_input(dinp, dout, m->p[kw] + wo, bt_of(m), IC, OC));
+    float *dw = m->w.g[kw] + wo, *db = gpt_grad(m, kb, l, (size_t)OC);
+    CHECKED(m, K_MATMUL, matmul_backward_input(dinp, dout, m->w.p[kw] + wo, bt_of(m), IC, OC));
     CHECKED(m, K_MATMUL, matmul_backward_weight(dw, db, dout, in.p, bt_of(m), IC, OC));
     return 0;
 }
@@ -151,8 +151,8 @@ static int linear_backward_f32(gpt_model *m, float *dinp, const float *dout, act
 static int linear_backward_bf16(gpt_model *m, float *dinp, const float *dout, act_t dout_n, act_t in, int kw, int kb,
                                 int l, int IC, int OC)
 {
-    float *dw = m->g[kw] + (size_t)l * IC * OC, *db = gpt_grad(m, kb, l, (size_t)OC);
-    CHECKED(m, K_MATMUL, linear_bf16_backward_input(dinp, dout_n.p, &m->lw[kw][l]));
+    float *dw = m->w.g[kw] + (size_t)l * IC * OC, *db = gpt_grad(m, kb, l, (size_t)OC);
+    CHECKED(m, K_MATMUL, linear_bf16_backward_input(dinp, dout_n.p, &m->cache.lw[kw][l]));
     CHECKED(m, K_MATMUL, linear_bf16_backward_weight(dw, db, dout_n.p, dout, in.p, bt_of(m), IC, OC));
     return 0;
 }
@@ -198,15 +198,15 @@ static void attn_forward_bf16(gpt_model *m, gpt_layer_acts *a)
 static void attn_backward_f32(gpt_model *m, const gpt_layer_acts *a)
 {
     const attn_shape as = gpt_attn_of(m);
-    TIMED(m, K_ATTENTION,
-          attention_backward_s(m->dqkv, m->datt_scratch, m->att_threads, m->datty, a->qkv.p, a->atty.p, a->lse, &as));
+    TIMED(m, K_ATTENTION, attention_backward_s(m->a.dqkv, m->a.datt_scratch, m->a.att_threads, m->a.datty, a->qkv.p,
+                                               a->atty.p, a->lse, &as));
 }
 
 static void attn_backward_bf16(gpt_model *m, const gpt_layer_acts *a)
 {
     const attn_shape as = gpt_attn_of(m);
-    TIMED(m, K_ATTENTION, attention_backward_bf16_s(m->dqkv, m->datt_scratch, m->att_threads, m->datty, a->qkv.p,
-                                                    a->atty.p, a->lse, &as));
+    TIMED(m, K_ATTENTION, attention_backward_bf16_s(m->a.dqkv, m->a.datt_scratch, m->a.att_threads, m->a.datty,
+                                                    a->qkv.p, a->atty.p, a->lse, &as));
 }
 
 /* ---------------------------------------------------------------- the output layer */
@@ -216,8 +216,8 @@ static int head_forward_f32(gpt_model *m, float backward_scale)
     (void)backward_scale;
     const int BT = bt_of(m), C = m->cfg.C, V = m->cfg.V;
     const float *bias = gpt_param(m, P_UNEMBEDB, 0, 0);
-    CHECKED(m, K_MATMUL, matmul_forward(m->logits, m->lnf.p, m->p[P_UNEMBED], bias, BT, C, V));
-    CHECKED(m, K_XENT, crossentropy_forward(m->losses, m->lse, m->logits, m->targets, BT, V));
+    CHECKED(m, K_MATMUL, matmul_forward(m->a.logits, m->a.lnf.p, m->w.p[P_UNEMBED], bias, BT, C, V));
+    CHECKED(m, K_XENT, crossentropy_forward(m->a.losses, m->a.lse, m->a.logits, m->targets, BT, V));
     return 0;
 }
 
@@ -226,11 +226,11 @@ static int head_forward_bf16(gpt_model *m, float backward_scale)
 {
     const int BT = bt_of(m), V = m->cfg.V;
     const float *bias = gpt_param(m, P_UNEMBEDB, 0, 0);
-    CHECKED(m, K_MATMUL, linear_bf16_forward(m->logits, NULL, m->lnf.p, m->lw[P_UNEMBED], bias));
-    for (int i = 0; i < BT; i++) m->dlosses[i] = backward_scale / (float)BT;
-    CHECKED(m, K_XENT, crossentropy_fused_bf16(m->losses, m->lse, m->dn.dlogits.p, m->logits, m->dlosses, m->targets,
-                                               BT, V));
-    m->dlogits_scale = backward_scale;
+    CHECKED(m, K_MATMUL, linear_bf16_forward(m->a.logits, NULL, m->a.lnf.p, m->cache.lw[P_UNEMBED], bias));
+    for (int i = 0; i < BT; i++) m->a.dlosses[i] = backward_scale / (float)BT;
+    CHECKED(m, K_XENT, crossentropy_fused_bf16(m->a.losses, m->a.lse, m->a.dn.dlogits.p, m->a.logits, m->a.dlosses,
+                                               m->targets, BT, V));
+    m->a.dlogits_scale = backward_scale;
     return 0;
 }
 
@@ -239,10 +239,10 @@ static int head_backward_f32(gpt_model *m, float scale)
 {
     (void)scale;
     const int BT = bt_of(m), C = m->cfg.C, V = m->cfg.V;
-    float *db = gpt_grad(m, P_UNEMBEDB, 0, 0), *dlogits = m->logits;
-    CHECKED(m, K_XENT, crossentropy_backward_inplace(m->logits, m->dlosses, m->lse, m->targets, BT, V));
-    CHECKED(m, K_MATMUL, matmul_backward_input(m->dln, dlogits, m->p[P_UNEMBED], BT, C, V));
-    CHECKED(m, K_MATMUL, matmul_backward_weight(m->g[P_UNEMBED], db, dlogits, m->lnf.p, BT, C, V));
+    float *db = gpt_grad(m, P_UNEMBEDB, 0, 0), *dlogits = m->a.logits;
+    CHECKED(m, K_XENT, crossentropy_backward_inplace(m->a.logits, m->a.dlosses, m->a.lse, m->targets, BT, V));
+    CHECKED(m, K_MATMUL, matmul_backward_input(m->a.dln, dlogits, m->w.p[P_UNEMBED], BT, C, V));
+    CHECKED(m, K_MATMUL, matmul_backward_weight(m->w.g[P_UNEMBED], db, dlogits, m->a.lnf.p, BT, C, V));
     return 0;
 }
 
@@ -261,12 +261,12 @@ static int head_backward_bf16(gpt_model *m, float scale)
 {
     const int BT = bt_of(m), C = m->cfg.C, V = m->cfg.V;
     float *db = gpt_grad(m, P_UNEMBEDB, 0, 0);
-    bf16 *dlogits = m->dn.dlogits.p;
+    bf16 *dlogits = m->a.dn.dlogits.p;
     /* the forward wrote d(logits) for its backward_scale; another scale needs a second pass */
-    if (scale != m->dlogits_scale)
-        CHECKED(m, K_XENT, crossentropy_backward_bf16(dlogits, m->dlosses, m->logits, m->lse, m->targets, BT, V));
-    CHECKED(m, K_MATMUL, linear_bf16_backward_input(m->dln, dlogits, m->lw[P_UNEMBED]));
-    CHECKED(m, K_MATMUL, linear_bf16_backward_weight(m->g[P_UNEMBED], NULL, dlogits, NULL, m->lnf.p, BT, C, V));
+    if (scale != m->a.dlogits_scale)
+        CHECKED(m, K_XENT, crossentropy_backward_bf16(dlogits, m->a.dlosses, m->a.logits, m->a.lse, m->targets, BT, V));
+    CHECKED(m, K_MATMUL, linear_bf16_backward_input(m->a.dln, dlogits, m->cache.lw[P_UNEMBED]));
+    CHECKED(m, K_MATMUL, linear_bf16_backward_weight(m->w.g[P_UNEMBED], NULL, dlogits, NULL, m->a.lnf.p, BT, C, V));
     if (db) TIMED(m, K_MATMUL, colsum_bf16_into(db, dlogits, BT, V));
     return 0;
 }
@@ -276,19 +276,20 @@ static int head_backward_bf16(gpt_model *m, float scale)
 static size_t update_f32(gpt_model *m, int k, size_t a, size_t b, const adamw_params *h)
 {
     (void)k;
-    const size_t mo = a - m->mom_lo;
-    return adamw_update(m->params + a, m->grads + a, m->m + mo, m->v + mo, b - a, h, m->adam_t);
+    const size_t mo = a - m->w.mom_lo;
+    float *m1 = (float *)m->w.m + mo, *v1 = (float *)m->w.v + mo;
+    return adamw_update(m->w.params + a, m->w.grads + a, m1, v1, b - a, h, m->w.adam_t);
 }
 
 /* The slab index a is the rounding's counter, whatever the split; the fp32 copy of a small
  * tensor is rewritten with it. */
 static size_t update_bf16(gpt_model *m, int k, size_t a, size_t b, const adamw_params *h)
 {
-    const size_t mo = a - m->mom_lo;
-    adamw_rounding r = {m->ops->stochastic, m->sr_seed, a};
-    float *p32 = param_is_weight(k) ? NULL : m->p[k] + (a - m->offsets[k]);
-    return adamw_update_full_bf16(m->params16 + a, p32, m->grads + a, m->m16 + mo, m->v16 + mo, b - a, h, m->adam_t,
-            &r);
+    const size_t mo = a - m->w.mom_lo;
+    adamw_rounding r = {m->ops->stochastic, m->w.sr_seed, a};
+    float *p32 = param_is_weight(k) ? NULL : m->w.p[k] + (a - m->w.offsets[k]);
+    bf16 *m1 = (bf16 *)m->w.m + mo, *v1 = (bf16 *)m->w.v + mo;
+    return adamw_update_full_bf16(m->w.params16 + a, p32, m->w.grads + a, m1, v1, b - a, h, m->w.adam_t, &r);
 }
 
 /* ---------------------------------------------------------------- the rows */

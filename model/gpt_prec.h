@@ -15,9 +15,9 @@ typedef struct gpt_prec_ops_s {
     elem_type store; /* the embeddings and matrices (every tensor's master copy) and both AdamW moments */
     int stochastic;  /* bf16 storage: the update is written back stochastically rounded (else to nearest) */
     /* The bf16 copies of weight matrix k's layer l (IC inputs, OC outputs) in the weight cache
-     * (m->lw); nothing where the products read fp32 weights. */
+     * (m->cache.lw); nothing where the products read fp32 weights. */
     int (*pack_weight)(gpt_model *m, int k, int l, int IC, int OC, int out_bf16, int bias);
-    /* m->x's first slice: token (and learned position) embeddings of m->inputs. */
+    /* m->a.x's first slice: token (and learned position) embeddings of m->inputs. */
     void (*embed_forward)(gpt_model *m);
     /* Norm (kw, kb) of layer l of x into out (its dtype), with the statistics for the backward. */
     void (*norm_forward)(gpt_model *m, act_t out, float *mean, float *rstd, const float *x, int kw, int kb, int l);
@@ -32,14 +32,14 @@ typedef struct gpt_prec_ops_s {
     act_t (*narrow_grad)(gpt_model *m, act_t dst, const float *src, size_t n);
     /* Rotary embedding of q and k in place in qkv. */
     void (*rope_forward)(gpt_model *m, act_t qkv);
-    /* a->atty and a->lse from a->qkv; and m->dqkv from m->datty (and what the forward saved). */
+    /* a->atty and a->lse from a->qkv; and m->a.dqkv from m->a.datty (and what the forward saved). */
     void (*attention_forward)(gpt_model *m, gpt_layer_acts *a);
     void (*attention_backward)(gpt_model *m, const gpt_layer_acts *a);
     /* The MLP's activation (GELU, or SwiGLU of the gate and up halves) of a->fch into a->fchg. */
     void (*mlp_act_forward)(gpt_model *m, gpt_layer_acts *a);
-    /* The output layer on m->lnf into m->logits, the cross-entropy into m->losses (and, where the
+    /* The output layer on m->a.lnf into m->a.logits, the cross-entropy into m->a.losses (and, where the
      * row fuses it, d(logits) for backward_scale); and the output layer's backward from the
-     * logits into m->dln, with its weight and bias gradients (m->dlosses set). */
+     * logits into m->a.dln, with its weight and bias gradients (m->a.dlosses set). */
     int (*head_forward)(gpt_model *m, float backward_scale);
     int (*head_backward)(gpt_model *m, float scale);
     /* AdamW on params [a, b) of tensor k (inside the held moment range): the count of weights it

@@ -20,57 +20,52 @@ size_t gpt_state_fp32_floats(const size_t *sizes, elem_type store)
     return n;
 }
 
-/* bf16 storage: the bf16 slabs (weights, both moments) and the fp32 copies of the small tensors. */
+/* bf16 storage: the bf16 weight slab and the fp32 copies of the small tensors. */
 static int alloc_full_bf16(gpt_model *m)
 {
-    m->params16 = mem_calloc(m->nparams, sizeof(bf16), "parameters (bf16)");
-    m->m16 = mem_calloc(m->nparams, sizeof(bf16), "AdamW first moments (bf16)");
-    m->v16 = mem_calloc(m->nparams, sizeof(bf16), "AdamW second moments (bf16)");
-    if (!m->params16 || !m->m16 || !m->v16) return CB_EFAIL;
+    m->w.params16 = mem_calloc(m->w.nparams, sizeof(bf16), "parameters (bf16)");
+    if (!m->w.params16) return CB_EFAIL;
     size_t off = 0;
     for (int k = 0; k < P_COUNT; k++) {
-        m->ph[k] = m->params16 + m->offsets[k];
+        m->w.ph[k] = m->w.params16 + m->w.offsets[k];
         if (param_is_weight(k)) {
-            m->p[k] = NULL;
+            m->w.p[k] = NULL;
         } else {
-            m->p[k] = m->params + off;
-            off += mem_round_floats(m->sizes[k]);
+            m->w.p[k] = m->w.params + off;
+            off += mem_round_floats(m->w.sizes[k]);
         }
     }
-    if (m->cfg.tied_embeddings) m->ph[P_UNEMBED] = m->ph[P_WTE];
+    if (m->cfg.tied_embeddings) m->w.ph[P_UNEMBED] = m->w.ph[P_WTE];
     return 0;
 }
 
 int gpt_state_alloc(gpt_model *m)
 {
-    const int full = m->ops->store == ELEM_BF16;
-    size_t nf = gpt_state_fp32_floats(m->sizes, m->ops->store);
-    m->params = mem_calloc(nf ? nf : 1, sizeof(float), full ? "parameters (fp32 copies of the small "
+    const int full = m->w.store == ELEM_BF16;
+    size_t nf = gpt_state_fp32_floats(m->w.sizes, m->w.store);
+    m->w.params = mem_calloc(nf ? nf : 1, sizeof(float), full ? "parameters (fp32 copies of the small "
             "tensors)" : "parameters");
-    m->grads = mem_calloc(m->nparams, sizeof(float), "gradients");
-    if (!m->params || !m->grads) return CB_EFAIL;
+    m->w.grads = mem_calloc(m->w.nparams, sizeof(float), "gradients");
+    if (!m->w.params || !m->w.grads) return CB_EFAIL;
     for (int k = 0; k < P_COUNT; k++) {
-        m->p[k] = m->params + m->offsets[k];
-        m->g[k] = m->grads + m->offsets[k];
+        m->w.p[k] = m->w.params + m->w.offsets[k];
+        m->w.g[k] = m->w.grads + m->w.offsets[k];
     }
-    if (full) {
-        if (alloc_full_bf16(m) != 0) return CB_EFAIL;
-    } else {
-        m->m = mem_calloc(m->nparams, sizeof(float), "AdamW first moments");
-        m->v = mem_calloc(m->nparams, sizeof(float), "AdamW second moments");
-        if (!m->m || !m->v) return CB_EFAIL;
-    }
+    if (full && alloc_full_bf16(m) != 0) return CB_EFAIL;
+    m->w.m = mem_calloc(m->w.nparams, elem_size(m->w.store), "AdamW first moments");
+    m->w.v = mem_calloc(m->w.nparams, elem_size(m->w.store), "AdamW second moments");
+    if (!m->w.m || !m->w.v) return CB_EFAIL;
     if (m->cfg.tied_embeddings) {
-        m->p[P_UNEMBED] = m->p[P_WTE];
-        m->g[P_UNEMBED] = m->g[P_WTE];
+        m->w.p[P_UNEMBED] = m->w.p[P_WTE];
+        m->w.g[P_UNEMBED] = m->w.g[P_WTE];
     }
     return 0;
 }
 
 void gpt_state_free(gpt_model *m)
 {
-    free(m->params), free(m->grads), free(m->m), free(m->v);
-    free(m->params16), free(m->m16), free(m->v16);
+    free(m->w.params), free(m->w.grads), free(m->w.m), free(m->w.v);
+    free(m->w.params16);
 }
 
 /* ---------------------------------------------------------------- initialisation */
@@ -104,56 +99,51 @@ static void normal_fill_bf16(bf16 *x, size_t n, double sd, unsigned long long *s
  * (common/params.h); bf16 storage: the same values rounded to bf16. */
 void gpt_init_weights(gpt_model *m, unsigned long long seed)
 {
-    const int full = m->ops->store == ELEM_BF16;
-    memset(m->params, 0, gpt_state_fp32_floats(m->sizes, m->ops->store) * sizeof(float));
-    if (full) memset(m->params16, 0, m->nparams * sizeof(bf16));
+    const int full = m->w.store == ELEM_BF16;
+    memset(m->w.params, 0, gpt_state_fp32_floats(m->w.sizes, m->w.store) * sizeof(float));
+    if (full) memset(m->w.params16, 0, m->w.nparams * sizeof(bf16));
     for (int k = 0; k < P_COUNT; k++) { /* biases stay 0 */
         unsigned long long s = seed * 1000003ULL + (unsigned long long)k;
-        if (m->sizes[k] == 0) continue;
-        if (param_is_weight(k) && full) normal_fill_bf16(m->ph[k], m->sizes[k], 0.02, &s);
-        else if (param_is_weight(k)) normal_fill(m->p[k], m->sizes[k], 0.02, &s);
+        if (m->w.sizes[k] == 0) continue;
+        if (param_is_weight(k) && full) normal_fill_bf16(m->w.ph[k], m->w.sizes[k], 0.02, &s);
+        else if (param_is_weight(k)) normal_fill(m->w.p[k], m->w.sizes[k], 0.02, &s);
         else if (param_table[k].role == PARAM_NORM)
-            for (size_t j = 0; j < m->sizes[k]; j++) {
-                if (full) m->ph[k][j] = 0x3f80; /* 1.0 */
-                else m->p[k][j] = 1.0f;
+            for (size_t j = 0; j < m->w.sizes[k]; j++) {
+                if (full) m->w.ph[k][j] = 0x3f80; /* 1.0 */
+                else m->w.p[k][j] = 1.0f;
             }
     }
-    size_t held = m->mom_hi - m->mom_lo;
-    if (full) {
-        memset(m->m16, 0, held * sizeof(bf16));
-        memset(m->v16, 0, held * sizeof(bf16));
-    } else {
-        memset(m->m, 0, held * sizeof(float));
-        memset(m->v, 0, held * sizeof(float));
-    }
-    m->adam_t = 0;
-    m->sr_seed = seed;
+    size_t held = m->w.mom_hi - m->w.mom_lo;
+    memset(m->w.m, 0, held * elem_size(m->w.store));
+    memset(m->w.v, 0, held * elem_size(m->w.store));
+    m->w.adam_t = 0;
+    m->w.sr_seed = seed;
     gpt_params_changed(m);
 }
 
 void gpt_params_changed(gpt_model *m)
 {
-    m->wh_fresh = 0;
-    if (m->ops->store == ELEM_F32) return;
+    m->cache.fresh = 0;
+    if (m->w.store == ELEM_F32) return;
     for (int k = 0; k < P_COUNT; k++) /* the fp32 copies of the small tensors */
-        if (!param_is_weight(k) && m->sizes[k]) bf16_to_floats(m->p[k], m->ph[k], m->sizes[k]);
+        if (!param_is_weight(k) && m->w.sizes[k]) bf16_to_floats(m->w.p[k], m->w.ph[k], m->w.sizes[k]);
 }
 
 /* ---------------------------------------------------------------- gradients */
 
 void gpt_zero_grad(gpt_model *m)
 {
-    TIMED(m, K_OTHER, memset(m->grads, 0, m->nparams * sizeof(float)));
+    TIMED(m, K_OTHER, memset(m->w.grads, 0, m->w.nparams * sizeof(float)));
 }
 
 double gpt_grad_sumsq(gpt_model *m, size_t lo, size_t hi)
 {
     double s = 0;
-    TIMED(m, K_OPTIMIZER, s = grad_sumsq(m->grads + lo, hi > lo ? hi - lo : 0));
+    TIMED(m, K_OPTIMIZER, s = grad_sumsq(m->w.grads + lo, hi > lo ? hi - lo : 0));
     return s;
 }
 
-double gpt_grad_norm(gpt_model *m) { return sqrt(gpt_grad_sumsq(m, 0, m->nparams)); }
+double gpt_grad_norm(gpt_model *m) { return sqrt(gpt_grad_sumsq(m, 0, m->w.nparams)); }
 
 void gpt_profile_reset(gpt_model *m) { memset(&m->prof, 0, sizeof m->prof); }
 
@@ -170,18 +160,16 @@ static void *shard_of(const void *full, size_t from, size_t lo, size_t hi, size_
 
 int gpt_shard_moments(gpt_model *m, size_t lo, size_t hi)
 {
-    const int full = m->ops->store == ELEM_BF16;
-    const size_t elem = elem_size(m->ops->store);
-    void **pm = full ? (void **)&m->m16 : (void **)&m->m, **pv = full ? (void **)&m->v16 : (void **)&m->v;
-    void *mm = shard_of(*pm, m->mom_lo, lo, hi, elem, "AdamW first moments (shard)");
-    void *vv = shard_of(*pv, m->mom_lo, lo, hi, elem, "AdamW second moments (shard)");
+    const size_t elem = elem_size(m->w.store);
+    void *mm = shard_of(m->w.m, m->w.mom_lo, lo, hi, elem, "AdamW first moments (shard)");
+    void *vv = shard_of(m->w.v, m->w.mom_lo, lo, hi, elem, "AdamW second moments (shard)");
     if (!mm || !vv) {
         free(mm), free(vv);
         return CB_EFAIL;
     }
-    free(*pm), free(*pv);
-    *pm = mm, *pv = vv;
-    m->mom_lo = lo, m->mom_hi = hi;
+    free(m->w.m), free(m->w.v);
+    m->w.m = mm, m->w.v = vv;
+    m->w.mom_lo = lo, m->w.mom_hi = hi;
     return 0;
 }
 
@@ -190,19 +178,19 @@ size_t gpt_update(gpt_model *m, const adamw_params *hp, double grad_norm, float 
     double t0 = timer_now_s();
     /* clipping as a factor folded into the update: the gradients are scaled as they are read */
     float scale = max_norm > 0 && grad_norm > max_norm ? (float)(max_norm / (grad_norm + 1e-6)) : 1.0f;
-    m->adam_t++;
+    m->w.adam_t++;
     size_t bad = 0;
     for (int k = 0; k < P_COUNT; k++) {
-        if (m->sizes[k] == 0) continue;
+        if (m->w.sizes[k] == 0) continue;
         adamw_params h = *hp;
         h.grad_scale = scale;
         if (!param_is_weight(k)) h.weight_decay = 0.0f; /* decay on matrices and embeddings only */
         /* the part of tensor k inside the held range */
-        size_t a = m->offsets[k] > m->mom_lo ? m->offsets[k] : m->mom_lo;
-        size_t b = m->offsets[k] + m->sizes[k] < m->mom_hi ? m->offsets[k] + m->sizes[k] : m->mom_hi;
+        size_t a = m->w.offsets[k] > m->w.mom_lo ? m->w.offsets[k] : m->w.mom_lo;
+        size_t b = m->w.offsets[k] + m->w.sizes[k] < m->w.mom_hi ? m->w.offsets[k] + m->w.sizes[k] : m->w.mom_hi;
         if (a < b) bad += m->ops->update_range(m, k, a, b, &h);
     }
-    m->wh_fresh = 0; /* the weight cache is remade before the next forward */
+    m->cache.fresh = 0; /* the weight cache is remade before the next forward */
     m->prof.kind_s[K_OPTIMIZER] += timer_now_s() - t0;
     return bad;
 }
@@ -228,14 +216,14 @@ static size_t count_nonfinite_bf16(const bf16 *x, size_t n)
 /* The first tensor of the parameters (params: 1) or the gradients holding a non-finite value. */
 static int nonfinite_tensor(const gpt_model *m, int params, const char *what, char *buf, size_t n)
 {
-    const int full = params && m->ops->store == ELEM_BF16;
+    const int full = params && m->w.store == ELEM_BF16;
     for (int k = 0; k < P_COUNT; k++) {
         int layers = param_per_layer(k) ? m->cfg.L : 1;
-        size_t per = m->sizes[k] / (size_t)layers;
+        size_t per = m->w.sizes[k] / (size_t)layers;
         for (int l = 0; l < layers && per > 0; l++) {
             size_t at = (size_t)l * per;
-            size_t bad = full ? count_nonfinite_bf16(m->ph[k] + at,
-                    per) : count_nonfinite((params ? m->p[k] : m->g[k]) + at, per);
+            size_t bad = full ? count_nonfinite_bf16(m->w.ph[k] + at,
+                    per) : count_nonfinite((params ? m->w.p[k] : m->w.g[k]) + at, per);
             if (!bad) continue;
             char name[96];
             gpt_param_name(m, k, l, name, sizeof name);
@@ -251,13 +239,13 @@ int gpt_find_nonfinite(const gpt_model *m, char *buf, size_t n)
     if (nonfinite_tensor(m, 1, "parameter", buf, n)) return 1;
     const size_t BTC = (size_t)m->B * m->T * m->cfg.C;
     for (int l = 0; l <= m->cfg.L; l++) {
-        size_t bad = count_nonfinite(m->x + (size_t)l * BTC, BTC);
+        size_t bad = count_nonfinite(m->a.x + (size_t)l * BTC, BTC);
         if (!bad) continue;
         if (l == 0) snprintf(buf, n, "the embeddings' output: %zu of %zu values non-finite", bad, BTC);
         else snprintf(buf, n, "layer %d's output (its input finite): %zu of %zu values non-finite", l - 1, bad, BTC);
         return 1;
     }
-    size_t bad = count_nonfinite(m->losses, (size_t)m->B * m->T);
+    size_t bad = count_nonfinite(m->a.losses, (size_t)m->B * m->T);
     if (bad) {
         snprintf(buf, n, "the loss of %zu of %d tokens (every layer's output finite: the output projection or the "
                 "cross-entropy overflowed)",

@@ -84,10 +84,10 @@ static void set_piece(hf_piece *p, const char *prefix, const char *base, int bia
 int hf_pieces(const gpt_model *m, int k, int layer, hf_piece *out)
 {
     const model_config *c = &m->cfg;
-    if (m->sizes[k] == 0) return 0;
+    if (m->w.sizes[k] == 0) return 0;
     const hf_names *nm = &NAMES[family_of(c)];
     const int bias = param_is_bias(k);
-    const size_t cols = cols_of(m, k), rows = m->sizes[k] / (param_per_layer(k) ? (size_t)c->L : 1) / cols;
+    const size_t cols = cols_of(m, k), rows = m->w.sizes[k] / (param_per_layer(k) ? (size_t)c->L : 1) / cols;
     char prefix[48] = "";
     if (param_per_layer(k)) snprintf(prefix, sizeof prefix, nm->layer_fmt, layer);
     if ((k == P_QKVW || k == P_QKVB) && nm->qkv[0]) {

@@ -120,7 +120,7 @@ static int one_step(gpt_model *m, const train_opts *o, const train_sync *sync, l
     gpt_zero_grad(m);
     if (micro_batches(m, o, sync, s, &loss) != 0) return CB_EFAIL;
     if (sync && sync->reduce && sync->reduce(sync->ctx, m, &loss) != 0) return CB_EFAIL;
-    double sumsq = sync && sync->grad_sumsq ? sync->grad_sumsq(sync->ctx, m) : gpt_grad_sumsq(m, 0, m->nparams);
+    double sumsq = sync && sync->grad_sumsq ? sync->grad_sumsq(sync->ctx, m) : gpt_grad_sumsq(m, 0, m->w.nparams);
     *r = (train_step_result){s + 1, loss, sqrt(sumsq), train_lr(o, s)};
     if (!isfinite(r->loss) || !isfinite(r->grad_norm))
         return diverged(m, s + 1, r->loss, r->grad_norm, loaded_from(o, s, start));

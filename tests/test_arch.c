@@ -52,7 +52,10 @@ static model_config arch_cfg(arch a)
 
 /* ---- double-precision reference forward over a double copy of the parameter slab ---- */
 
-static const double *pt(const gpt_model *m, const double *P, int k, size_t at) { return m->sizes[k] ? P + m->offsets[k] + at : NULL; }
+static const double *pt(const gpt_model *m, const double *P, int k, size_t at)
+{
+    return m->w.sizes[k] ? P + m->w.offsets[k] + at : NULL;
+}
 
 static void norm_ref(const gpt_model *m, double *out, const double *x, const double *w, const double *b, int N)
 {
@@ -83,6 +86,7 @@ static double arch_ref(void *p, const double *P)
 {
     const gpt_model *m = p;
     const model_config *c = &m->cfg;
+    const size_t *off = m->w.offsets;
     const int B = m->B, T = m->T, BT = B * T, C = c->C, V = c->V;
     const size_t I = (size_t)model_ffn(c), FC = (c->mlp == MLP_SWIGLU ? 2 : 1) * I;
     const size_t QKV = (size_t)(c->NH + 2 * model_kv_heads(c)) * c->HS;
@@ -93,26 +97,27 @@ static double arch_ref(void *p, const double *P)
     float alibi[64];
     if (c->pos == POS_ALIBI) attention_alibi_slopes(alibi, c->NH, MODEL_ALIBI_BIAS_MAX);
     attn_shape as = {B, T, c->NH, model_kv_heads(c), c->HS, c->pos == POS_ALIBI ? alibi : NULL};
-    const double *wte = P + m->offsets[P_WTE], *unembed = c->tied_embeddings ? wte : P + m->offsets[P_UNEMBED];
+    const double *wte = P + off[P_WTE], *unembed = c->tied_embeddings ? wte : P + off[P_UNEMBED];
     for (int i = 0; i < BT; i++)
         for (int k = 0; k < C; k++) x[i * C + k] = wte[(size_t)m->inputs[i] * C + k];
     for (int l = 0; l < c->L; l++) {
         size_t o = (size_t)l;
         norm_ref(m, ln, x, pt(m, P, P_LN1W, o * C), pt(m, P, P_LN1B, o * C), BT);
-        matmul_forward_ref(qkv, ln, P + m->offsets[P_QKVW] + o * QKV * C, pt(m, P, P_QKVB, o * QKV), BT, C, (int)QKV);
+        matmul_forward_ref(qkv, ln, P + off[P_QKVW] + o * QKV * C, pt(m, P, P_QKVB, o * QKV), BT, C, (int)QKV);
         rope_ref(m, qkv, BT, QKV);
         attention_forward_ref_s(atty, qkv, &as);
-        matmul_forward_ref(ap, atty, P + m->offsets[P_ATTPROJW] + o * C * C, pt(m, P, P_ATTPROJB, o * C), BT, C, C);
+        matmul_forward_ref(ap, atty, P + off[P_ATTPROJW] + o * C * C, pt(m, P, P_ATTPROJB, o * C), BT, C, C);
         const double *ln2_in = x;
         if (!c->parallel_residual) {
             for (int i = 0; i < BT * C; i++) res2[i] = x[i] + ap[i];
             ln2_in = res2;
         }
         if (!c->shared_norm) norm_ref(m, ln2, ln2_in, pt(m, P, P_LN2W, o * C), pt(m, P, P_LN2B, o * C), BT);
-        matmul_forward_ref(h, c->shared_norm ? ln : ln2, P + m->offsets[P_FCW] + o * FC * C, pt(m, P, P_FCB, o * FC), BT, C, (int)FC);
+        matmul_forward_ref(h, c->shared_norm ? ln : ln2, P + off[P_FCW] + o * FC * C, pt(m, P, P_FCB, o * FC), BT, C,
+                           (int)FC);
         if (c->mlp == MLP_SWIGLU) swiglu_forward_ref(g, h, BT, (int)I);
         else gelu_forward_ref(g, h, (size_t)BT * I);
-        matmul_forward_ref(mo, g, P + m->offsets[P_FCPROJW] + o * C * I, pt(m, P, P_FCPROJB, o * C), BT, (int)I, C);
+        matmul_forward_ref(mo, g, P + off[P_FCPROJW] + o * C * I, pt(m, P, P_FCPROJB, o * C), BT, (int)I, C);
         for (int i = 0; i < BT * C; i++) x[i] = c->parallel_residual ? x[i] + ap[i] + mo[i] : res2[i] + mo[i];
     }
     norm_ref(m, ln, x, pt(m, P, P_LNFW, 0), pt(m, P, P_LNFB, 0), BT);
@@ -129,15 +134,16 @@ static void signal_weights(gpt_model *m)
 {
     gpt_init_weights(m, 7);
     for (int k = 0; k < P_COUNT; k++) {
-        if (!m->sizes[k] || (m->cfg.tied_embeddings && k == P_UNEMBED)) continue;
+        if (!m->w.sizes[k] || (m->cfg.tied_embeddings && k == P_UNEMBED)) continue;
         if (param_is_weight(k)) {
-            for (size_t i = 0; i < m->sizes[k]; i++) m->p[k][i] *= 20.0f;
+            for (size_t i = 0; i < m->w.sizes[k]; i++) m->w.p[k][i] *= 20.0f;
             continue;
         }
         unsigned st = 100u + (unsigned)k;
-        rand_fill(m->p[k], m->sizes[k], &st);
+        rand_fill(m->w.p[k], m->w.sizes[k], &st);
         int is_w = k == P_LN1W || k == P_LN2W || k == P_LNFW;
-        for (size_t i = 0; i < m->sizes[k]; i++) m->p[k][i] = is_w ? 1.0f + 0.3f * m->p[k][i] : 0.3f * m->p[k][i];
+        float *t = m->w.p[k];
+        for (size_t i = 0; i < m->w.sizes[k]; i++) t[i] = is_w ? 1.0f + 0.3f * t[i] : 0.3f * t[i];
     }
     gpt_params_changed(m);
 }
@@ -156,14 +162,16 @@ static void check_arch_gradient(arch a)
     copy_weights_and_tokens(&mr, &m);
     double loss = NAN, lr = NAN;
     CHECK(train_micro_step(&m, 1.0f, &loss) == 0, "%s: forward or backward failed", label);
-    double *P = malloc(m.nparams * sizeof(double));
-    to_double(P, m.params, m.nparams);
+    double *P = malloc(m.w.nparams * sizeof(double));
+    to_double(P, m.w.params, m.w.nparams);
     double lref = arch_ref(&m, P);
     CHECK(isfinite(loss) && fabs(loss - lref) < 1e-5 * (1 + fabs(lref)), "%s: loss %.9g vs double reference %.9g", label, loss, lref);
     char what[160];
     snprintf(what, sizeof what, "%s full-model gradient", label);
-    CHECK(fd_check(what, P, m.nparams, m.grads, arch_ref, &m, 400, 2e-3), "%s: gradient vs finite differences", label);
-    CHECK(train_micro_step(&mr, 1.0f, &lr) == 0 && lr == loss && !memcmp(mr.grads, m.grads, m.nparams * sizeof(float)),
+    CHECK(fd_check(what, P, m.w.nparams, m.w.grads, arch_ref, &m, 400, 2e-3), "%s: gradient vs finite differences",
+          label);
+    CHECK(train_micro_step(&mr, 1.0f, &lr) == 0 && lr == loss &&
+              !memcmp(mr.w.grads, m.w.grads, m.w.nparams * sizeof(float)),
           "%s: --recompute changes the loss or the gradients", label);
     free(P);
     gpt_free(&m), gpt_free(&mr);
@@ -186,14 +194,17 @@ static void test_arch_bf16_mixed(void)
             return;
         }
         gpt_init_weights(&f, 11);
-        for (size_t i = 0; i < f.nparams; i++) f.params[i] *= 3.0f;
+        for (size_t i = 0; i < f.w.nparams; i++) f.w.params[i] *= 3.0f;
         fill_tokens(&f, 5);
         copy_weights_and_tokens(&b, &f);
         double lf = NAN, lb = NAN;
         CHECK(train_micro_step(&f, 1.0f, &lf) == 0 && train_micro_step(&b, 1.0f, &lb) == 0, "%s: steps failed", ARCH_NAMES[a]);
         CHECK(isfinite(lb) && fabs(lb - lf) <= 1e-2 * fabs(lf), "%s: loss bf16-mixed %.6f vs fp32 %.6f", ARCH_NAMES[a], lb, lf);
         double d = 0, r = 0;
-        for (size_t i = 0; i < f.nparams; i++) d += ((double)b.grads[i] - f.grads[i]) * ((double)b.grads[i] - f.grads[i]), r += (double)f.grads[i] * f.grads[i];
+        for (size_t i = 0; i < f.w.nparams; i++) {
+            double e = (double)b.w.grads[i] - f.w.grads[i];
+            d += e * e, r += (double)f.w.grads[i] * f.w.grads[i];
+        }
         CHECK(sqrt(d / r) < 3e-2, "%s: gradient bf16-mixed vs fp32: relative L2 %.4f", ARCH_NAMES[a], sqrt(d / r));
         gpt_free(&f), gpt_free(&b);
     }
@@ -251,7 +262,7 @@ static void test_arch_safetensors_round_trip(void)
                   "mpt: a tied output layer or a norm bias was written");
             st_close(&f);
         }
-        CHECK(ckpt_load_weights(&r, path) == 0 && !memcmp(r.params, m.params, m.nparams * sizeof(float)),
+        CHECK(ckpt_load_weights(&r, path) == 0 && !memcmp(r.w.params, m.w.params, m.w.nparams * sizeof(float)),
               "%s: the weights read back differ", ARCH_NAMES[a]);
         gpt_free(&m), gpt_free(&r);
         rm_tree(dir);

@@ -193,14 +193,14 @@ static void test_full_bf16_model_matches_mixed(void)
         gpt_init_weights(&a, 3);
         gpt_init_weights(&b, 3);
         for (int k = 0; k < P_COUNT; k++) /* a's weights: b's bf16 values */
-            if (a.sizes[k]) bf16_to_floats(a.p[k], b.ph[k], a.sizes[k]);
+            if (a.w.sizes[k]) bf16_to_floats(a.w.p[k], b.w.ph[k], a.w.sizes[k]);
         gpt_params_changed(&a);
         fill_tokens(&a, 9);
         memcpy(b.inputs, a.inputs, 32 * sizeof(int)), memcpy(b.targets, a.targets, 32 * sizeof(int));
         double la = NAN, lb = NAN;
         CHECK(train_micro_step(&a, 1.0f, &la) == 0 && train_micro_step(&b, 1.0f, &lb) == 0, "steps failed");
         CHECK(la == lb, "tied %d: loss bf16-mixed %.9g, full bf16 %.9g", tied, la, lb);
-        CHECK(!memcmp(a.grads, b.grads, a.nparams * sizeof(float)), "tied %d: the gradients differ", tied);
+        CHECK(!memcmp(a.w.grads, b.w.grads, a.w.nparams * sizeof(float)), "tied %d: the gradients differ", tied);
         gpt_free(&a), gpt_free(&b);
     }
     model_config c = tiny_cfg(0);

@@ -34,9 +34,10 @@ static double ref_forward(void *p, const double *P)
 {
     const gpt_model *m = ((ref_ctx *)p)->m;
     const model_config *c = &m->cfg;
+    const size_t *off = m->w.offsets;
     const int B = m->B, T = m->T, BT = B * T, C = c->C, V = c->V, L = c->L;
-    const double *wte = P + m->offsets[P_WTE], *wpe = P + m->offsets[P_WPE];
-    const double *unembed = c->tied_embeddings ? wte : P + m->offsets[P_UNEMBED];
+    const double *wte = P + off[P_WTE], *wpe = P + off[P_WPE];
+    const double *unembed = c->tied_embeddings ? wte : P + off[P_UNEMBED];
     double *x = calloc((size_t)BT * C, sizeof(double)), *ln = calloc((size_t)BT * C, sizeof(double));
     double *qkv = calloc((size_t)BT * 3 * C, sizeof(double)), *atty = calloc((size_t)BT * C, sizeof(double));
     double *ap = calloc((size_t)BT * C, sizeof(double)), *res2 = calloc((size_t)BT * C, sizeof(double));
@@ -49,8 +50,8 @@ static double ref_forward(void *p, const double *P)
     int r = m->rotary_dims, hr = r / 2;
     for (int l = 0; l < L; l++) {
         size_t o = (size_t)l;
-        layernorm_forward_ref(ln, x, P + m->offsets[P_LN1W] + o * C, P + m->offsets[P_LN1B] + o * C, BT, C);
-        matmul_forward_ref(qkv, ln, P + m->offsets[P_QKVW] + o * 3 * C * C, P + m->offsets[P_QKVB] + o * 3 * C, BT, C, 3 * C);
+        layernorm_forward_ref(ln, x, P + off[P_LN1W] + o * C, P + off[P_LN1B] + o * C, BT, C);
+        matmul_forward_ref(qkv, ln, P + off[P_QKVW] + o * 3 * C * C, P + off[P_QKVB] + o * 3 * C, BT, C, 3 * C);
         for (int i = 0; i < BT && r > 0; i++)
             for (int hh = 0; hh < c->NH; hh++)
                 for (int w = 0; w < 2; w++) {
@@ -62,19 +63,19 @@ static double ref_forward(void *p, const double *P)
                     }
                 }
         attention_forward_ref(atty, qkv, B, T, c->NH, c->HS);
-        matmul_forward_ref(ap, atty, P + m->offsets[P_ATTPROJW] + o * C * C, P + m->offsets[P_ATTPROJB] + o * C, BT, C, C);
+        matmul_forward_ref(ap, atty, P + off[P_ATTPROJW] + o * C * C, P + off[P_ATTPROJB] + o * C, BT, C, C);
         const double *ln2_in = x;
         if (!c->parallel_residual) {
             for (int i = 0; i < BT * C; i++) res2[i] = x[i] + ap[i];
             ln2_in = res2;
         }
-        layernorm_forward_ref(ln, ln2_in, P + m->offsets[P_LN2W] + o * C, P + m->offsets[P_LN2B] + o * C, BT, C);
-        matmul_forward_ref(h, ln, P + m->offsets[P_FCW] + o * 4 * C * C, P + m->offsets[P_FCB] + o * 4 * C, BT, C, 4 * C);
+        layernorm_forward_ref(ln, ln2_in, P + off[P_LN2W] + o * C, P + off[P_LN2B] + o * C, BT, C);
+        matmul_forward_ref(h, ln, P + off[P_FCW] + o * 4 * C * C, P + off[P_FCB] + o * 4 * C, BT, C, 4 * C);
         gelu_forward_ref(g, h, (size_t)BT * 4 * C);
-        matmul_forward_ref(mo, g, P + m->offsets[P_FCPROJW] + o * 4 * C * C, P + m->offsets[P_FCPROJB] + o * C, BT, 4 * C, C);
+        matmul_forward_ref(mo, g, P + off[P_FCPROJW] + o * 4 * C * C, P + off[P_FCPROJB] + o * C, BT, 4 * C, C);
         for (int i = 0; i < BT * C; i++) x[i] = c->parallel_residual ? x[i] + ap[i] + mo[i] : res2[i] + mo[i];
     }
-    layernorm_forward_ref(ln, x, P + m->offsets[P_LNFW], P + m->offsets[P_LNFB], BT, C);
+    layernorm_forward_ref(ln, x, P + off[P_LNFW], P + off[P_LNFB], BT, C);
     matmul_forward_ref(logits, ln, unembed, NULL, BT, C, V);
     crossentropy_forward_ref(losses, logits, m->targets, BT, V);
     double s = 0;
@@ -90,32 +91,33 @@ static void check_model_gradient(int parallel, int learned, int tied, const char
     CHECK(gpt_init(&m, &c, 2, 5, 0, PRECISION_FP32) == 0 && gpt_init(&mr, &c, 2, 5, 1, PRECISION_FP32) == 0, "%s: init failed", label);
     gpt_init_weights(&m, 7);
     /* larger weights than the 0.02 init so that every path carries signal */
-    for (size_t i = 0; i < m.nparams; i++) m.params[i] *= 20.0f;
+    for (size_t i = 0; i < m.w.nparams; i++) m.w.params[i] *= 20.0f;
     for (int k = 0; k < P_COUNT; k++)
         if (k == P_LN1B || k == P_LN2B || k == P_LNFB || k == P_QKVB || k == P_FCB || k == P_FCPROJB || k == P_ATTPROJB) {
             unsigned st = 100u + (unsigned)k;
-            rand_fill(m.p[k], m.sizes[k], &st);
-            for (size_t i = 0; i < m.sizes[k]; i++) m.p[k][i] *= 0.3f;
+            rand_fill(m.w.p[k], m.w.sizes[k], &st);
+            for (size_t i = 0; i < m.w.sizes[k]; i++) m.w.p[k][i] *= 0.3f;
         }
     fill_tokens(&m, 3);
-    memcpy(mr.params, m.params, m.nparams * sizeof(float));
+    memcpy(mr.w.params, m.w.params, m.w.nparams * sizeof(float));
     memcpy(mr.inputs, m.inputs, sizeof(int) * 10), memcpy(mr.targets, m.targets, sizeof(int) * 10);
     gpt_zero_grad(&m);
     double loss = NAN;
     CHECK(gpt_forward(&m, 1.0f, &loss) == 0 && gpt_backward(&m, 1.0f, NULL) == 0, "%s: forward or backward failed", label);
-    double *P = malloc(m.nparams * sizeof(double));
-    to_double(P, m.params, m.nparams);
+    double *P = malloc(m.w.nparams * sizeof(double));
+    to_double(P, m.w.params, m.w.nparams);
     ref_ctx rc = {&m};
     double lref = ref_forward(&rc, P);
     CHECK(fabs(loss - lref) < 1e-5 * (1 + fabs(lref)), "%s: loss %.9g vs double reference %.9g", label, loss, lref);
     char what[96];
     snprintf(what, sizeof what, "%s full-model gradient", label);
-    CHECK(fd_check(what, P, m.nparams, m.grads, ref_forward, &rc, 400, 2e-3), "%s: gradient vs finite differences", label);
+    CHECK(fd_check(what, P, m.w.nparams, m.w.grads, ref_forward, &rc, 400, 2e-3), "%s: gradient vs finite differences",
+          label);
     /* activation recomputation gives the same gradients, bit for bit */
     gpt_zero_grad(&mr);
     double lr = NAN;
     CHECK(gpt_forward(&mr, 1.0f, &lr) == 0 && gpt_backward(&mr, 1.0f, NULL) == 0, "%s: recompute forward or backward failed", label);
-    CHECK(lr == loss && memcmp(mr.grads, m.grads, m.nparams * sizeof(float)) == 0,
+    CHECK(lr == loss && memcmp(mr.w.grads, m.w.grads, m.w.nparams * sizeof(float)) == 0,
           "%s: --recompute changes the gradients", label);
     free(P);
     gpt_free(&m);

@@ -51,24 +51,25 @@ static void check_against_fp32(int parallel, int learned, int tied, const char *
     CHECK(gpt_init(&a, &c, 2, 24, 0, PRECISION_FP32) == 0 && gpt_init(&b, &c, 2, 24, 0, PRECISION_BF16_MIXED) == 0,
           "%s: init failed", label);
     gpt_init_weights(&a, 11);
-    for (size_t i = 0; i < a.nparams; i++) a.params[i] *= 3.0f; /* every path carries signal, short of chaos */
+    for (size_t i = 0; i < a.w.nparams; i++) a.w.params[i] *= 3.0f; /* every path carries signal, short of chaos */
     fill_tokens(&a, 5);
     copy_weights_and_tokens(&b, &a);
     double la = NAN, lb = NAN;
     CHECK(train_micro_step(&a, 1.0f, &la) == 0, "%s: fp32 step failed", label);
     CHECK(train_micro_step(&b, 1.0f, &lb) == 0, "%s: bf16-mixed step failed", label);
     CHECK(isfinite(lb) && fabs(lb - la) <= 1e-2 * fabs(la), "%s: loss bf16-mixed %.6f vs fp32 %.6f", label, lb, la);
-    double all = rel_l2(b.grads, a.grads, a.nparams);
+    double all = rel_l2(b.w.grads, a.w.grads, a.w.nparams);
     CHECK(all <= 2e-2, "%s: whole gradient differs by %.3g relative L2", label, all);
     for (int k = 0; k < P_COUNT; k++) {
-        if (!a.sizes[k] || (k == P_UNEMBED && tied)) continue;
-        double e = rel_l2(b.g[k], a.g[k], a.sizes[k]);
+        if (!a.w.sizes[k] || (k == P_UNEMBED && tied)) continue;
+        double e = rel_l2(b.w.g[k], a.w.g[k], a.w.sizes[k]);
         char name[96];
         gpt_param_name(&a, k, 0, name, sizeof name);
         CHECK(e <= 5e-2, "%s: gradient of %s (all layers) differs by %.3g relative L2", label, name, e);
     }
     /* the master weights stay fp32 and untouched by the forward */
-    CHECK(memcmp(a.params, b.params, a.nparams * sizeof(float)) == 0, "%s: the forward changed the master weights", label);
+    CHECK(memcmp(a.w.params, b.w.params, a.w.nparams * sizeof(float)) == 0,
+          "%s: the forward changed the master weights", label);
     gpt_free(&a), gpt_free(&b);
 }
 
@@ -104,7 +105,8 @@ static void test_bf16_recompute_identical(void)
     double la = NAN, lb = NAN;
     CHECK(train_micro_step(&a, 1.0f, &la) == 0, "step failed");
     CHECK(train_micro_step(&b, 1.0f, &lb) == 0, "recompute step failed");
-    CHECK(la == lb && memcmp(a.grads, b.grads, a.nparams * sizeof(float)) == 0, "bf16-mixed --recompute changes the gradients");
+    CHECK(la == lb && memcmp(a.w.grads, b.w.grads, a.w.nparams * sizeof(float)) == 0,
+          "bf16-mixed --recompute changes the gradients");
     gpt_free(&a), gpt_free(&b);
 }
 
@@ -148,7 +150,7 @@ static void test_bf16_backward_scale_paths(void)
     gpt_zero_grad(&a); /* announced 1, given 1/3: the second pass */
     CHECK(gpt_forward(&a, 1.0f, &la) == 0 && gpt_backward(&a, 1.0f / 3.0f, NULL) == 0, "step failed");
     CHECK(train_micro_step(&b, 1.0f / 3.0f, &lb) == 0, "step failed"); /* announced and given 1/3 */
-    CHECK(la == lb && memcmp(a.grads, b.grads, a.nparams * sizeof(float)) == 0,
+    CHECK(la == lb && memcmp(a.w.grads, b.w.grads, a.w.nparams * sizeof(float)) == 0,
           "d(logits) from the forward and from a second pass give different gradients");
     gpt_free(&a), gpt_free(&b);
 }

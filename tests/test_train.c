@@ -131,18 +131,20 @@ static void test_checkpoint_roundtrip(void)
     gpt_init_weights(&a, 3);
     gpt_init_weights(&b, 4);
     unsigned st = 5;
-    rand_fill(a.m, a.nparams, &st);
-    rand_fill(a.v, a.nparams, &st);
-    for (size_t i = 0; i < a.nparams; i++) a.v[i] = fabsf(a.v[i]);
-    a.adam_t = 17;
+    rand_fill(a.w.m, a.w.nparams, &st);
+    rand_fill(a.w.v, a.w.nparams, &st);
+    float *v = a.w.v; /* fp32 storage: float moments */
+    for (size_t i = 0; i < a.w.nparams; i++) v[i] = fabsf(v[i]);
+    a.w.adam_t = 17;
     const char *dir = "/tmp/costbench-test-ckpt";
     ckpt_state s = {17, 99, 2, 16, 1, 0x1234};
-    CHECK(ckpt_save(&a, a.m, a.v, dir, &s) == 0, "save failed");
+    CHECK(ckpt_save(&a, a.w.m, a.w.v, dir, &s) == 0, "save failed");
     CHECK(ckpt_load_weights(&b, "/tmp/costbench-test-ckpt/step-00000017/model.safetensors") == 0, "load failed");
-    CHECK(memcmp(a.params, b.params, a.nparams * sizeof(float)) == 0, "reloaded weights differ");
+    CHECK(memcmp(a.w.params, b.w.params, a.w.nparams * sizeof(float)) == 0, "reloaded weights differ");
     ckpt_state got;
-    CHECK(ckpt_resume(&b, dir, &s, &got) == 0 && got.step == 17 && b.adam_t == 17, "resume state");
-    CHECK(memcmp(a.m, b.m, a.nparams * sizeof(float)) == 0 && memcmp(a.v, b.v, a.nparams * sizeof(float)) == 0,
+    CHECK(ckpt_resume(&b, dir, &s, &got) == 0 && got.step == 17 && b.w.adam_t == 17, "resume state");
+    CHECK(memcmp(a.w.m, b.w.m, a.w.nparams * sizeof(float)) == 0 &&
+              memcmp(a.w.v, b.w.v, a.w.nparams * sizeof(float)) == 0,
           "reloaded optimizer moments differ");
     ckpt_state other = {0, 98, 2, 16, 1, 0};
     capture_stderr_begin();
@@ -211,7 +213,7 @@ static void test_gradient_accumulation(void)
     gpt_init(&a, &c, 4, 16, 0, PRECISION_FP32);
     gpt_init(&b, &c, 2, 16, 0, PRECISION_FP32);
     gpt_init_weights(&a, 1);
-    memcpy(b.params, a.params, a.nparams * sizeof(float));
+    memcpy(b.w.params, a.w.params, a.w.nparams * sizeof(float));
     synthetic_batch(5, 0, 0, a.inputs, a.targets, 4, 16, c.V);
     gpt_zero_grad(&a);
     double loss;
@@ -222,9 +224,10 @@ static void test_gradient_accumulation(void)
         memcpy(b.targets, a.targets + mi * 32, 32 * sizeof(int));
         CHECK(gpt_forward(&b, 1.0f, &loss) == 0 && gpt_backward(&b, 0.5f, NULL) == 0, "forward or backward failed");
     }
-    double *ref = malloc(a.nparams * sizeof(double));
-    to_double(ref, a.grads, a.nparams);
-    CHECK(allclose("accumulated gradient", b.grads, ref, a.nparams, 1e-7, 1e-4), "accumulation differs from one batch");
+    double *ref = malloc(a.w.nparams * sizeof(double));
+    to_double(ref, a.w.grads, a.w.nparams);
+    CHECK(allclose("accumulated gradient", b.w.grads, ref, a.w.nparams, 1e-7, 1e-4),
+          "accumulation differs from one batch");
     free(ref);
     gpt_free(&a);
     gpt_free(&b);

@@ -293,7 +293,7 @@ void fill_tokens(gpt_model *m, unsigned seed)
 
 void copy_weights_and_tokens(gpt_model *dst, const gpt_model *src)
 {
-    memcpy(dst->params, src->params, src->nparams * sizeof(float));
+    memcpy(dst->w.params, src->w.params, src->w.nparams * sizeof(float));
     gpt_params_changed(dst);
     memcpy(dst->inputs, src->inputs, (size_t)src->B * src->T * sizeof(int));
     memcpy(dst->targets, src->targets, (size_t)src->B * src->T * sizeof(int));
