@@ -80,19 +80,19 @@ typedef struct {
     float *qkv, *out, *lse, *dout, *dqkv, *scratch;
     attn_shape s; /* the architecture's heads, key/value heads and ALiBi */
     int threads;
-    bf16 *qkvh, *outh; /* bf16 precisions: the kernel reads q, k, v and writes its output in bf16 */
+    bf16 *qkv_bf16, *out_bf16; /* bf16 precisions: the kernel reads q, k, v and writes its output in bf16 */
 } att_ctx;
 
 static void att_fb(void *p)
 {
     att_ctx *c = p;
-    if (c->qkvh) {
-        attention_forward_bf16_s(c->outh, c->lse, c->qkvh, &c->s);
-        attention_backward_bf16_s(c->dqkv, c->scratch, c->threads, c->dout, c->qkvh, c->outh, c->lse, &c->s);
+    if (c->qkv_bf16) {
+        attention_forward_gqa_bf16(c->out_bf16, c->lse, c->qkv_bf16, &c->s);
+        attention_backward_gqa_bf16(c->dqkv, c->scratch, c->threads, c->dout, c->qkv_bf16, c->out_bf16, c->lse, &c->s);
         return;
     }
-    attention_forward_s(c->out, c->lse, c->qkv, &c->s);
-    attention_backward_s(c->dqkv, c->scratch, c->threads, c->dout, c->qkv, c->out, c->lse, &c->s);
+    attention_forward_gqa(c->out, c->lse, c->qkv, &c->s);
+    attention_backward_gqa(c->dqkv, c->scratch, c->threads, c->dout, c->qkv, c->out, c->lse, &c->s);
 }
 
 /* Milliseconds of the tiled attention kernel, forward + backward, over one micro-step's layers. */
@@ -104,29 +104,32 @@ static int predict_attention(const calib_opts *o, const runner_opts *ro, double 
     const attn_shape as = {o->B, o->T, m->NH, model_kv_heads(m), m->HS,
             m->pos == POS_ALIBI && m->NH <= 1024 ? slopes : NULL};
     const size_t nqkv = (size_t)o->B * o->T * (size_t)(m->NH + 2 * as.KVH) * m->HS, nout = (size_t)o->B * o->T * m->C;
-    att_ctx ac = {mem_alloc(nqkv, sizeof(float), "attention buffer"), mem_alloc(nout, sizeof(float),
-            "attention buffer"),
+    att_ctx ac = {mem_alloc(nqkv, sizeof(float), "attention buffer"),
+                  mem_alloc(nout, sizeof(float), "attention buffer"),
                   mem_alloc((size_t)o->B * m->NH * o->T, sizeof(float), "attention buffer"),
-                  mem_alloc(nout, sizeof(float), "attention buffer"), mem_alloc(nqkv, sizeof(float),
-                          "attention buffer"),
-                  mem_alloc(attention_scratch_floats_s(&as, o->threads), sizeof(float), "attention scratch"),
-                  as, o->threads, NULL, NULL};
+                  mem_alloc(nout, sizeof(float), "attention buffer"),
+                  mem_alloc(nqkv, sizeof(float), "attention buffer"),
+                  mem_alloc(attention_scratch_floats_gqa(&as, o->threads), sizeof(float), "attention scratch"),
+                  as,
+                  o->threads,
+                  NULL,
+                  NULL};
     int bad = CB_EFAIL, bf = gpt_prec_act(o->prec) == ELEM_BF16;
     if (bf) {
-        ac.qkvh = mem_alloc(nqkv, sizeof(bf16), "attention buffer");
-        ac.outh = mem_alloc(nout, sizeof(bf16), "attention buffer");
+        ac.qkv_bf16 = mem_alloc(nqkv, sizeof(bf16), "attention buffer");
+        ac.out_bf16 = mem_alloc(nout, sizeof(bf16), "attention buffer");
     }
-    if (ac.qkv && ac.out && ac.lse && ac.dout && ac.dqkv && ac.scratch && (!bf || (ac.qkvh && ac.outh))) {
+    if (ac.qkv && ac.out && ac.lse && ac.dout && ac.dqkv && ac.scratch && (!bf || (ac.qkv_bf16 && ac.out_bf16))) {
         runner_fill(ac.qkv, nqkv, 5u);
         runner_fill(ac.dout, nout, 6u);
-        if (bf) bf16_from_floats(ac.qkvh, ac.qkv, nqkv);
+        if (bf) bf16_from_floats(ac.qkv_bf16, ac.qkv, nqkv);
         bench_case bc = {"attention", att_fb, NULL, NULL};
         runner_result rr;
         bad = runner_run(ro, &bc, &ac, &rr);
         if (!bad) *ms = rr.s.median * 1e3 * m->L;
     }
-    free(ac.qkv), free(ac.out), free(ac.lse), free(ac.dout), free(ac.dqkv), free(ac.scratch), free(ac.qkvh),
-            free(ac.outh);
+    free(ac.qkv), free(ac.out), free(ac.lse), free(ac.dout), free(ac.dqkv), free(ac.scratch), free(ac.qkv_bf16),
+            free(ac.out_bf16);
     return bad;
 }
 
@@ -134,13 +137,13 @@ typedef struct {
     float *qkv;
     rope_shape s;
     rope_tables *tb;
-    bf16 *qkvh; /* any bf16 precision: the forward rotates the bf16 QKV; the backward stays fp32 */
+    bf16 *qkv_bf16; /* any bf16 precision: the forward rotates the bf16 QKV; the backward stays fp32 */
 } rope_ctx;
 
 static void rope_fb(void *p)
 {
     rope_ctx *c = p;
-    if (c->qkvh) rope_forward_fused_bf16(c->qkvh, &c->s, c->tb);
+    if (c->qkv_bf16) rope_forward_fused_bf16(c->qkv_bf16, &c->s, c->tb);
     else rope_forward_fused(c->qkv, &c->s, c->tb);
     rope_backward_fused(c->qkv, &c->s, c->tb);
 }
@@ -155,18 +158,18 @@ static int predict_rope(const calib_opts *o, const runner_opts *ro, int rdims, d
     rope_ctx rc = {mem_alloc(n, sizeof(float), "rotary buffer"),
                    {o->B, o->T, c->NH, c->HS, rdims, model_kv_heads(c), c->rope == ROPE_GPTJ}, &tb, NULL};
     const int bf = gpt_prec_act(o->prec) == ELEM_BF16;
-    if (bf) rc.qkvh = mem_alloc(n, sizeof(bf16), "rotary buffer");
+    if (bf) rc.qkv_bf16 = mem_alloc(n, sizeof(bf16), "rotary buffer");
     int bad = CB_EFAIL;
-    if (rc.qkv && store && (!bf || rc.qkvh)) {
+    if (rc.qkv && store && (!bf || rc.qkv_bf16)) {
         rope_tables_init(&tb, store, o->T, rdims, c->HS, c->rotary_base);
         runner_fill(rc.qkv, n, 3u);
-        if (bf) bf16_from_floats(rc.qkvh, rc.qkv, n);
+        if (bf) bf16_from_floats(rc.qkv_bf16, rc.qkv, n);
         bench_case bc = {"rope", rope_fb, NULL, NULL};
         runner_result rr;
         bad = runner_run(ro, &bc, &rc, &rr);
         if (!bad) *ms = rr.s.median * 1e3 * c->L;
     }
-    free(rc.qkv), free(rc.qkvh), free(store);
+    free(rc.qkv), free(rc.qkv_bf16), free(store);
     return bad;
 }
 

@@ -157,7 +157,7 @@ static int allgather_zero1(void *ctx, gpt_model *m, size_t *nonfinite)
     *nonfinite = (size_t)comm_sum((double)*nonfinite); /* each rank saw its shard only */
     int rc;
     if (m->w.store == ELEM_BF16) {
-        rc = comm_allgather_v_u16(m->w.params16, d->counts);
+        rc = comm_allgather_v_u16(m->w.params_bf16, d->counts);
         gpt_params_changed(m); /* the fp32 copies of the small tensors from the gathered weights */
     } else {
         rc = comm_allgather_v(m->w.params, d->counts);

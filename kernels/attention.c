@@ -38,7 +38,7 @@ size_t attention_scratch_floats(int T, int HS, int threads)
 }
 
 /* A thread reuses its part for each query head of a group, one after the other. */
-size_t attention_scratch_floats_s(const attn_shape *s, int threads)
+size_t attention_scratch_floats_gqa(const attn_shape *s, int threads)
 {
     return attention_scratch_floats(s->T, s->HS, threads);
 }
@@ -98,7 +98,7 @@ static void forward_task(const void *ctx, const attn_geom *g, int b, int h, int 
     forward_block(f->out, f->lse, f->qkv, g, b, h, i);
 }
 
-void attention_forward_s(float *out, float *lse, const float *qkv, const attn_shape *s)
+void attention_forward_gqa(float *out, float *lse, const float *qkv, const attn_shape *s)
 {
     const attn_geom g = attn_geom_of(s);
     const f32_forward f = {out, lse, qkv};
@@ -108,7 +108,7 @@ void attention_forward_s(float *out, float *lse, const float *qkv, const attn_sh
 void attention_forward(float *out, float *lse, const float *qkv, int B, int T, int NH, int HS)
 {
     const attn_shape s = {B, T, NH, NH, HS, NULL};
-    attention_forward_s(out, lse, qkv, &s);
+    attention_forward_gqa(out, lse, qkv, &s);
 }
 
 typedef struct {
@@ -190,8 +190,8 @@ static void backward_group(float *dqkv, float *ws, const float *dout, const floa
     }
 }
 
-void attention_backward_s(float *dqkv, float *scratch, int threads, const float *dout, const float *qkv,
-                          const float *out, const float *lse, const attn_shape *s)
+void attention_backward_gqa(float *dqkv, float *scratch, int threads, const float *dout, const float *qkv,
+                            const float *out, const float *lse, const attn_shape *s)
 {
     const attn_geom g = attn_geom_of(s);
     const size_t per = attn_scratch_f32(g.T, g.HS);
@@ -205,11 +205,11 @@ void attention_backward(float *dqkv, float *scratch, int threads, const float *d
                         const float *out, const float *lse, int B, int T, int NH, int HS)
 {
     const attn_shape s = {B, T, NH, NH, HS, NULL};
-    attention_backward_s(dqkv, scratch, threads, dout, qkv, out, lse, &s);
+    attention_backward_gqa(dqkv, scratch, threads, dout, qkv, out, lse, &s);
 }
 
 /* Two passes per query (the max, then the sums), so that any T needs no buffer. */
-void attention_forward_ref_s(double *out, const double *qkv, const attn_shape *s)
+void attention_forward_ref_gqa(double *out, const double *qkv, const attn_shape *s)
 {
     const attn_geom g = attn_geom_of(s);
     const int T = g.T, HS = g.HS, C3 = g.C3, C = g.C;
@@ -246,7 +246,7 @@ void attention_forward_ref_s(double *out, const double *qkv, const attn_shape *s
 void attention_forward_ref(double *out, const double *qkv, int B, int T, int NH, int HS)
 {
     const attn_shape s = {B, T, NH, NH, HS, NULL};
-    attention_forward_ref_s(out, qkv, &s);
+    attention_forward_ref_gqa(out, qkv, &s);
 }
 
 /* llm-foundry's gen_slopes (llmfoundry/models/layers/attention.py): m = arange(1, n + 1) *

@@ -23,7 +23,7 @@
  * backward runs (batch, kv group) tasks, one thread owning a group's dk and dv and looping over
  * its G query heads in order: results do not depend on the number of threads. Backward
  * overwrites every element of dqkv (its layout is qkv's; kernels.h); a group's dk and dv sum its
- * query heads' contributions. Its scratch holds attention_scratch_floats_s(s, threads) floats,
+ * query heads' contributions. Its scratch holds attention_scratch_floats_gqa(s, threads) floats,
  * `threads` equal parts, and the backward runs on exactly that many threads (a scratch sized for
  * fewer threads would overflow). The forward needs no scratch: its tiles (about
  * (2 * ATTENTION_BLOCK * HS + ATTENTION_BLOCK^2) * 4 bytes) live on the stack of each thread.
@@ -45,18 +45,19 @@ typedef struct {
     const float *alibi;    /* (NH) ALiBi slopes, or NULL: no bias */
 } attn_shape;
 
-/* Each function in fp32 and in bf16. lse (B, NH, T): each query row's log-sum-exp of its scaled
+/* Each function in fp32 and in bf16; the _gqa ones take the general shape (attn_shape: grouped-query
+ * heads, ALiBi slopes), the others the multi-head layout. lse (B, NH, T): each query row's log-sum-exp of its scaled
  * scores, saved for backward. The bf16 twins (bf16-mixed training): q, k, v and the output in
  * bf16, products in bf16 with fp32 accumulation (P and dS rounded to bf16 before their products,
  * as FlashAttention does in bf16), softmax statistics, lse and dqkv in fp32; dout fp32 (rounded to
  * bf16 for its products). vdpbf16ps where the CPU has AVX512_BF16 (asked at run time), the same
  * products in fp32 FMAs otherwise. */
-void attention_forward_s(float *out, float *lse, const float *qkv, const attn_shape *s);
-void attention_forward_bf16_s(bf16 *out, float *lse, const bf16 *qkv, const attn_shape *s);
-void attention_backward_s(float *dqkv, float *scratch, int threads, const float *dout, const float *qkv,
-                          const float *out, const float *lse, const attn_shape *s);
-void attention_backward_bf16_s(float *dqkv, float *scratch, int threads, const float *dout, const bf16 *qkv,
-                               const bf16 *out, const float *lse, const attn_shape *s);
+void attention_forward_gqa(float *out, float *lse, const float *qkv, const attn_shape *s);
+void attention_forward_gqa_bf16(bf16 *out, float *lse, const bf16 *qkv, const attn_shape *s);
+void attention_backward_gqa(float *dqkv, float *scratch, int threads, const float *dout, const float *qkv,
+                            const float *out, const float *lse, const attn_shape *s);
+void attention_backward_gqa_bf16(float *dqkv, float *scratch, int threads, const float *dout, const bf16 *qkv,
+                                 const bf16 *out, const float *lse, const attn_shape *s);
 /* The multi-head layout without bias (KVH = NH, alibi = NULL). */
 void attention_forward(float *out, float *lse, const float *qkv, int B, int T, int NH, int HS);
 void attention_forward_bf16(bf16 *out, float *lse, const bf16 *qkv, int B, int T, int NH, int HS);
@@ -68,14 +69,14 @@ void attention_backward_bf16(float *dqkv, float *scratch, int threads, const flo
  * (ATTENTION_BLOCK x max(ATTENTION_BLOCK, HS)) tiles, and 2 HS T where HS <= ATTENTION_BLOCK (the
  * bf16 backward then packs a head's queries once): linear in T, never the (T, T) scores. A
  * thread works through a group's query heads one at a time, reusing its part: the size depends
- * on T and HS only, attention_scratch_floats_s(s, n) == attention_scratch_floats(s->T, s->HS, n)
+ * on T and HS only, attention_scratch_floats_gqa(s, n) == attention_scratch_floats(s->T, s->HS, n)
  * for every KVH and ALiBi. */
-size_t attention_scratch_floats_s(const attn_shape *s, int threads);
+size_t attention_scratch_floats_gqa(const attn_shape *s, int threads);
 size_t attention_scratch_floats(int T, int HS, int threads);
 
 /* Reference in double (for tests): same layout, naive loops, any T, no allocation; the slopes
  * widened to double. */
-void attention_forward_ref_s(double *out, const double *qkv, const attn_shape *s);
+void attention_forward_ref_gqa(double *out, const double *qkv, const attn_shape *s);
 void attention_forward_ref(double *out, const double *qkv, int B, int T, int NH, int HS);
 
 /* MPT's ALiBi slopes (llm-foundry's gen_slopes): n = 2^ceil(log2 NH), slope_i = 2^-((i+1) *

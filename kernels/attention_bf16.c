@@ -245,13 +245,13 @@ static void backward_all(float *dqkv, float *scratch, int threads, const float *
                        bg / g.KVH, bg % g.KVH);
 }
 
-void attention_forward_bf16_s(bf16 *out, float *lse, const bf16 *qkv, const attn_shape *s)
+void attention_forward_gqa_bf16(bf16 *out, float *lse, const bf16 *qkv, const attn_shape *s)
 {
     forward_all(out, lse, qkv, s, bf16_cpu_native());
 }
 
-void attention_backward_bf16_s(float *dqkv, float *scratch, int threads, const float *dout, const bf16 *qkv,
-                               const bf16 *out, const float *lse, const attn_shape *s)
+void attention_backward_gqa_bf16(float *dqkv, float *scratch, int threads, const float *dout, const bf16 *qkv,
+                                 const bf16 *out, const float *lse, const attn_shape *s)
 {
     backward_all(dqkv, scratch, threads, dout, qkv, out, lse, s, bf16_cpu_native());
 }

@@ -16,6 +16,7 @@
 #include "../common/err.h"
 #include "hfnames.h"
 #include "safetensors.h"
+#include "../common/files.h"
 
 /* One Hugging Face tensor of the model: a piece of one internal tensor slice (hfnames.h). */
 typedef struct {
@@ -29,7 +30,7 @@ static size_t elem_bytes(const gpt_model *m) { return elem_size(m->w.store); }
 /* The slab the weights are stored in: fp32, or bf16 (bf16 storage). */
 static void *weights_slab(const gpt_model *m)
 {
-    return m->w.store == ELEM_BF16 ? (void *)m->w.params16 : (void *)m->w.params;
+    return m->w.store == ELEM_BF16 ? (void *)m->w.params_bf16 : (void *)m->w.params;
 }
 
 /* Every tensor of the model with its Hugging Face name and shape, in `base` (the parameter,
@@ -164,7 +165,7 @@ static int remove_step_dir(const char *path)
         return 1;
     }
     rewinddir(d);
-    char f[4400];
+    char f[CB_PATH_MAX];
     while ((e = readdir(d)) != NULL)
         if (step_file_name(e->d_name) && path_fmt(f, sizeof f, "%s/%s", path, e->d_name) == 0) unlink(f);
     closedir(d);
@@ -210,7 +211,7 @@ static void warn_kept(const char *path)
  * still the one of that name (a cleaner unlinks it when done), else start over. */
 typedef struct {
     int fd;
-    char path[4400];
+    char path[CB_PATH_MAX];
 } save_lock;
 
 /* 1 taken, 0 held by another open file (a live save), -1 cannot tell (no file made or locked). */
@@ -249,7 +250,7 @@ static void lock_release(save_lock *lk)
  * unless that process still saves (it holds the save lock). */
 static void remove_leftover(const char *dir, const char *name, dir_name k, long pid)
 {
-    char path[4400];
+    char path[CB_PATH_MAX];
     save_lock lk;
     struct stat sb;
     if (path_fmt(path, sizeof path, "%s/%s", dir, name) != 0 || lock_take(&lk, dir, pid, 0) != 1) return;
@@ -290,7 +291,7 @@ static char **list_names(const char *dir, int *n)
 static void clean_dir(const char *dir, long keep1, long keep2)
 {
     int n;
-    char **names = list_names(dir, &n), path[4400];
+    char **names = list_names(dir, &n), path[CB_PATH_MAX];
     for (int i = 0; i < n; i++) {
         long s = -1, pid = 0;
         dir_name k = classify_name(names[i], &s, &pid);
@@ -311,7 +312,7 @@ void ckpt_clean(const char *dir) { clean_dir(dir, -1, -1); }
  * name receives the directory name. */
 static long read_latest(const char *dir, char *name, size_t n)
 {
-    char latest[4300];
+    char latest[CB_PATH_MAX];
     name[0] = '\0';
     if (path_fmt(latest, sizeof latest, "%s/latest", dir) != 0) return -1;
     FILE *f = fopen(latest, "r");
@@ -327,7 +328,7 @@ static long read_latest(const char *dir, char *name, size_t n)
 
 static int write_latest(const char *dir, const char *name)
 {
-    char latest[4300], ltmp[4400];
+    char latest[CB_PATH_MAX], ltmp[CB_PATH_MAX];
     if (path_fmt(latest, sizeof latest, "%s/latest", dir) != 0 ||
         path_fmt(ltmp, sizeof ltmp, "%s.tmp.%ld", latest, (long)getpid()) != 0)
         return CB_EFAIL;
@@ -364,7 +365,7 @@ static int write_step_files(const gpt_model *m, const void *exp_avg, const void 
     st_out *t = calloc((size_t)nt, sizeof *t);
     tensor_slot *slots = calloc((size_t)nt, sizeof *slots);
     char(*names)[128] = calloc((size_t)nt, sizeof *names);
-    char path[4400];
+    char path[CB_PATH_MAX];
     ckpt_meta ml;
     int rc = CB_EFAIL;
     if (!t || !names || !slots) {
@@ -393,7 +394,7 @@ out:
 /* Renames `tmp` to `final` (an existing `final` moved aside first, removed after). */
 static int publish_step(const char *tmp, const char *final)
 {
-    char old[4300];
+    char old[CB_PATH_MAX];
     if (path_fmt(old, sizeof old, "%s.old.%ld", final, (long)getpid()) != 0) return CB_EFAIL;
     int had = rename(final, old) == 0;
     if (rename(tmp, final) != 0) {
@@ -410,7 +411,7 @@ static int save_step(const gpt_model *m, const void *exp_avg, const void *exp_av
         const ckpt_state *st,
                      const char *name)
 {
-    char tmp[4200], final[4200];
+    char tmp[CB_PATH_MAX], final[CB_PATH_MAX];
     if (path_fmt(tmp, sizeof tmp, "%s/%s.tmp.%ld", dir, name, (long)getpid()) != 0 ||
         path_fmt(final, sizeof final, "%s/%s", dir, name) != 0)
         return CB_EFAIL;
@@ -526,7 +527,7 @@ int ckpt_load_weights(gpt_model *m, const char *path)
 /* Step directory file `name` opened into f. */
 static int open_part(const char *stepdir, const char *name, st_file *f)
 {
-    char path[4600];
+    char path[CB_PATH_MAX];
     if (path_fmt(path, sizeof path, "%s/%s", stepdir, name) != 0) return CB_EFAIL;
     return st_open(f, path);
 }
@@ -535,7 +536,7 @@ static int open_part(const char *stepdir, const char *name, st_file *f)
  * the optimizer's (position, batch shape, adam_t) before the moments. */
 int ckpt_resume(gpt_model *m, const char *dir, const ckpt_state *expect, ckpt_state *got)
 {
-    char name[256], stepdir[4400];
+    char name[256], stepdir[CB_PATH_MAX];
     long s = read_latest(dir, name, sizeof name);
     if (s < 0) {
         if (!name[0]) return err_msg("cannot resume from '%s': no readable '%s/latest' (%s)", dir, dir,

@@ -128,7 +128,7 @@ static int meta_long(const st_file *f, const char *key, long lo, long hi, long *
 {
     const char *v = st_meta(f, key);
     if (!v) return err_msg("%s: metadata '%s' is missing", f->path, key);
-    char what[4400];
+    char what[CB_WHERE_MAX];
     if (path_fmt(what, sizeof what, "%s: metadata '%s'", f->path, key) != 0) return CB_EFAIL;
     return parse_long(v, lo, hi, 0, what, out) == 0 ? 0 : CB_EFAIL;
 }

@@ -105,21 +105,21 @@ typedef struct {
  * in the slabs (each tensor 64-byte aligned; nparams counts the padded elements). store is the
  * element type of the weights' master copy and of both AdamW moments (the precision row's store):
  * fp32 storage keeps every tensor in params and the moments as float; bf16 storage (bf16-sr,
- * bf16) keeps every tensor in params16 and the moments as bf16, and params then holds fp32 copies
- * of the small tensors only (norm weights and biases, linear biases: what the fp32 kernels read,
- * remade by gpt_params_changed and by the update), so both slabs and both views (p[k] fp32, NULL
- * for the embeddings and matrices; ph[k] bf16) are needed there. The gradients accumulate in fp32
- * in every precision. m and v are one handle each, of type store, holding the moments of params
+ * bf16) keeps every tensor in params_bf16 and the moments as bf16, and params then holds fp32
+ * copies of the small tensors only (norm weights and biases, linear biases: what the fp32 kernels
+ * read, remade by gpt_params_changed and by the update), so both slabs and both views (p[k] fp32,
+ * NULL for the embeddings and matrices; p_bf16[k] bf16) are needed there. The gradients accumulate
+ * in fp32 in every precision. m and v are one handle each, of type store, holding the moments of params
  * [mom_lo, mom_hi) only (the whole range, or a ZeRO-1 shard). */
 typedef struct {
     size_t sizes[P_COUNT], offsets[P_COUNT], nparams;
     elem_type store;               /* the weights' master copy and the AdamW moments */
     float *params;                 /* (nparams) fp32 storage; bf16 storage: the small tensors' fp32 copies */
-    bf16 *params16;                /* (nparams) bf16 storage only (else NULL) */
+    bf16 *params_bf16;             /* (nparams) bf16 storage only (else NULL) */
     float *grads;                  /* (nparams) */
     void *m, *v;                   /* (mom_hi - mom_lo) AdamW moments, float * or bf16 * as store says */
     float *p[P_COUNT], *g[P_COUNT]; /* views into params (NULL where bf16 storage has no copy), grads */
-    bf16 *ph[P_COUNT];             /* views into params16 (bf16 storage only) */
+    bf16 *p_bf16[P_COUNT];         /* views into params_bf16 (bf16 storage only) */
     size_t mom_lo, mom_hi;         /* AdamW moments held for params [mom_lo, mom_hi) (ZeRO-1 shard) */
     int adam_t;                    /* AdamW steps taken */
     unsigned long long sr_seed;    /* stochastic rounding's seed: gpt_init_weights' seed */
@@ -135,12 +135,12 @@ typedef struct {
     int fresh;                       /* the cache matches the weights */
 } gpt_wcache;
 
-/* The activations: one slab per element type (acts fp32, acts16 bf16, empty in fp32), carved by
+/* The activations: one slab per element type (acts fp32, acts_bf16 bf16, empty in fp32), carved by
  * gpt_alloc.c's size table into the views below; and the backward's scratch, carved from the same
  * slabs. QKV, FC, I as in gpt_layer_acts. */
 typedef struct {
     float *acts;                   /* the fp32 activations */
-    bf16 *acts16;                  /* the bf16 activations (empty in fp32) */
+    bf16 *acts_bf16;               /* the bf16 activations (empty in fp32) */
     float *x;                      /* (L+1, BT, C) layer inputs; x[L] is the last layer's output */
     gpt_layer_acts *layer;         /* (L) views, all the same one with recompute */
     act_t lnf;                     /* (BT, C) final norm's output */

@@ -14,7 +14,7 @@
 size_t gpt_attention_scratch(const model_config *c, int B, int T, int threads)
 {
     attn_shape s = {B, T, c->NH, model_kv_heads(c), c->HS, NULL};
-    return attention_scratch_floats_s(&s, threads);
+    return attention_scratch_floats_gqa(&s, threads);
 }
 
 static void param_sizes(const model_config *c, size_t *s)
@@ -190,12 +190,12 @@ static int alloc_activations(gpt_model *m)
     size_t nf, nh;
     slab_counts(&t, nviews, &nf, &nh);
     m->a.acts = mem_alloc(nf, sizeof(float), "activations");
-    if (nh && !(m->a.acts16 = mem_alloc(nh, sizeof(bf16), "bf16 activations"))) return CB_EFAIL;
+    if (nh && !(m->a.acts_bf16 = mem_alloc(nh, sizeof(bf16), "bf16 activations"))) return CB_EFAIL;
     m->inputs = calloc(BT, sizeof(int));
     m->targets = calloc(BT, sizeof(int));
     if (!m->a.acts || !m->inputs || !m->targets) return CB_EFAIL;
     float *fc = m->a.acts;
-    bf16 *hc = m->a.acts16;
+    bf16 *hc = m->a.acts_bf16;
     carve(&t, &fc, &hc);
     for (size_t l = 1; l < nviews; l++) {
         act_table tl = {.at = m->ops->act};
@@ -252,7 +252,7 @@ void gpt_free(gpt_model *m)
     free(m->rope_store), free(m->a.acts), free(m->a.layer);
     if (m->cache.store)
         for (int i = 0; i < 4 * m->cfg.L + 1; i++) linear_bf16_weight_free(&m->cache.store[i]);
-    free(m->cache.store), free(m->a.acts16);
+    free(m->cache.store), free(m->a.acts_bf16);
     free(m->inputs), free(m->targets);
     memset(m, 0, sizeof *m);
 }

@@ -71,7 +71,7 @@ static inline int gpt_norm_has_bias(const model_config *c) { return c->norm == N
 size_t gpt_attention_scratch(const model_config *c, int B, int T, int threads);
 
 /* The parameter, gradient and AdamW slabs of m (sizes and offsets set) for its precision, with
- * the pointer tables p, g and ph. Returns 0 or CB_EFAIL. */
+ * the pointer tables p, g and p_bf16. Returns 0 or CB_EFAIL. */
 int gpt_state_alloc(gpt_model *m);
 void gpt_state_free(gpt_model *m);
 /* Floats of the fp32 parameter slab: every tensor (fp32 storage), or the fp32 copies of the

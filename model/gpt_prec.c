@@ -44,7 +44,7 @@ static int pack_from_f32(gpt_model *m, int k, int l, int IC, int OC, int out_bf1
 
 static int pack_from_bf16(gpt_model *m, int k, int l, int IC, int OC, int out_bf16, int bias)
 {
-    const bf16 *w = m->w.ph[k] + (size_t)l * IC * OC;
+    const bf16 *w = m->w.p_bf16[k] + (size_t)l * IC * OC;
     return linear_bf16_pack_bf16(&m->cache.lw[k][l], w, bt_of(m), IC, OC, out_bf16, bias);
 }
 
@@ -84,8 +84,8 @@ static void embed_f32(gpt_model *m)
 
 static void embed_bf16(gpt_model *m)
 {
-    const bf16 *wpe = m->cfg.pos == POS_LEARNED ? m->w.ph[P_WPE] : NULL;
-    TIMED(m, K_OTHER, embed_rows_bf16(m->a.x, m->w.ph[P_WTE], wpe, m->inputs, bt_of(m), m->T, m->cfg.C));
+    const bf16 *wpe = m->cfg.pos == POS_LEARNED ? m->w.p_bf16[P_WPE] : NULL;
+    TIMED(m, K_OTHER, embed_rows_bf16(m->a.x, m->w.p_bf16[P_WTE], wpe, m->inputs, bt_of(m), m->T, m->cfg.C));
 }
 
 /* ---------------------------------------------------------------- norms, activations */
@@ -186,27 +186,29 @@ static void rope_bf16(gpt_model *m, act_t qkv)
 static void attn_forward_f32(gpt_model *m, gpt_layer_acts *a)
 {
     const attn_shape as = gpt_attn_of(m);
-    TIMED(m, K_ATTENTION, attention_forward_s(a->atty.p, a->lse, a->qkv.p, &as));
+    TIMED(m, K_ATTENTION, attention_forward_gqa(a->atty.p, a->lse, a->qkv.p, &as));
 }
 
 static void attn_forward_bf16(gpt_model *m, gpt_layer_acts *a)
 {
     const attn_shape as = gpt_attn_of(m);
-    TIMED(m, K_ATTENTION, attention_forward_bf16_s(a->atty.p, a->lse, a->qkv.p, &as));
+    TIMED(m, K_ATTENTION, attention_forward_gqa_bf16(a->atty.p, a->lse, a->qkv.p, &as));
 }
 
 static void attn_backward_f32(gpt_model *m, const gpt_layer_acts *a)
 {
     const attn_shape as = gpt_attn_of(m);
-    TIMED(m, K_ATTENTION, attention_backward_s(m->a.dqkv, m->a.datt_scratch, m->a.att_threads, m->a.datty, a->qkv.p,
-                                               a->atty.p, a->lse, &as));
+    TIMED(m, K_ATTENTION,
+          attention_backward_gqa(m->a.dqkv, m->a.datt_scratch, m->a.att_threads, m->a.datty, a->qkv.p, a->atty.p,
+                                 a->lse, &as));
 }
 
 static void attn_backward_bf16(gpt_model *m, const gpt_layer_acts *a)
 {
     const attn_shape as = gpt_attn_of(m);
-    TIMED(m, K_ATTENTION, attention_backward_bf16_s(m->a.dqkv, m->a.datt_scratch, m->a.att_threads, m->a.datty,
-                                                    a->qkv.p, a->atty.p, a->lse, &as));
+    TIMED(m, K_ATTENTION,
+          attention_backward_gqa_bf16(m->a.dqkv, m->a.datt_scratch, m->a.att_threads, m->a.datty, a->qkv.p, a->atty.p,
+                                      a->lse, &as));
 }
 
 /* ---------------------------------------------------------------- the output layer */
@@ -289,7 +291,7 @@ static size_t update_bf16(gpt_model *m, int k, size_t a, size_t b, const adamw_p
     adamw_rounding r = {m->ops->stochastic, m->w.sr_seed, a};
     float *p32 = param_is_weight(k) ? NULL : m->w.p[k] + (a - m->w.offsets[k]);
     bf16 *m1 = (bf16 *)m->w.m + mo, *v1 = (bf16 *)m->w.v + mo;
-    return adamw_update_full_bf16(m->w.params16 + a, p32, m->w.grads + a, m1, v1, b - a, h, m->w.adam_t, &r);
+    return adamw_update_full_bf16(m->w.params_bf16 + a, p32, m->w.grads + a, m1, v1, b - a, h, m->w.adam_t, &r);
 }
 
 /* ---------------------------------------------------------------- the rows */

@@ -23,11 +23,11 @@ size_t gpt_state_fp32_floats(const size_t *sizes, elem_type store)
 /* bf16 storage: the bf16 weight slab and the fp32 copies of the small tensors. */
 static int alloc_full_bf16(gpt_model *m)
 {
-    m->w.params16 = mem_calloc(m->w.nparams, sizeof(bf16), "parameters (bf16)");
-    if (!m->w.params16) return CB_EFAIL;
+    m->w.params_bf16 = mem_calloc(m->w.nparams, sizeof(bf16), "parameters (bf16)");
+    if (!m->w.params_bf16) return CB_EFAIL;
     size_t off = 0;
     for (int k = 0; k < P_COUNT; k++) {
-        m->w.ph[k] = m->w.params16 + m->w.offsets[k];
+        m->w.p_bf16[k] = m->w.params_bf16 + m->w.offsets[k];
         if (param_is_weight(k)) {
             m->w.p[k] = NULL;
         } else {
@@ -35,7 +35,7 @@ static int alloc_full_bf16(gpt_model *m)
             off += mem_round_floats(m->w.sizes[k]);
         }
     }
-    if (m->cfg.tied_embeddings) m->w.ph[P_UNEMBED] = m->w.ph[P_WTE];
+    if (m->cfg.tied_embeddings) m->w.p_bf16[P_UNEMBED] = m->w.p_bf16[P_WTE];
     return 0;
 }
 
@@ -65,7 +65,7 @@ int gpt_state_alloc(gpt_model *m)
 void gpt_state_free(gpt_model *m)
 {
     free(m->w.params), free(m->w.grads), free(m->w.m), free(m->w.v);
-    free(m->w.params16);
+    free(m->w.params_bf16);
 }
 
 /* ---------------------------------------------------------------- initialisation */
@@ -101,15 +101,15 @@ void gpt_init_weights(gpt_model *m, unsigned long long seed)
 {
     const int full = m->w.store == ELEM_BF16;
     memset(m->w.params, 0, gpt_state_fp32_floats(m->w.sizes, m->w.store) * sizeof(float));
-    if (full) memset(m->w.params16, 0, m->w.nparams * sizeof(bf16));
+    if (full) memset(m->w.params_bf16, 0, m->w.nparams * sizeof(bf16));
     for (int k = 0; k < P_COUNT; k++) { /* biases stay 0 */
         unsigned long long s = seed * 1000003ULL + (unsigned long long)k;
         if (m->w.sizes[k] == 0) continue;
-        if (param_is_weight(k) && full) normal_fill_bf16(m->w.ph[k], m->w.sizes[k], 0.02, &s);
+        if (param_is_weight(k) && full) normal_fill_bf16(m->w.p_bf16[k], m->w.sizes[k], 0.02, &s);
         else if (param_is_weight(k)) normal_fill(m->w.p[k], m->w.sizes[k], 0.02, &s);
         else if (param_table[k].role == PARAM_NORM)
             for (size_t j = 0; j < m->w.sizes[k]; j++) {
-                if (full) m->w.ph[k][j] = 0x3f80; /* 1.0 */
+                if (full) m->w.p_bf16[k][j] = 0x3f80; /* 1.0 */
                 else m->w.p[k][j] = 1.0f;
             }
     }
@@ -126,7 +126,7 @@ void gpt_params_changed(gpt_model *m)
     m->cache.fresh = 0;
     if (m->w.store == ELEM_F32) return;
     for (int k = 0; k < P_COUNT; k++) /* the fp32 copies of the small tensors */
-        if (!param_is_weight(k) && m->w.sizes[k]) bf16_to_floats(m->w.p[k], m->w.ph[k], m->w.sizes[k]);
+        if (!param_is_weight(k) && m->w.sizes[k]) bf16_to_floats(m->w.p[k], m->w.p_bf16[k], m->w.sizes[k]);
 }
 
 /* ---------------------------------------------------------------- gradients */
@@ -222,7 +222,7 @@ static int nonfinite_tensor(const gpt_model *m, int params, const char *what, ch
         size_t per = m->w.sizes[k] / (size_t)layers;
         for (int l = 0; l < layers && per > 0; l++) {
             size_t at = (size_t)l * per;
-            size_t bad = full ? count_nonfinite_bf16(m->w.ph[k] + at,
+            size_t bad = full ? count_nonfinite_bf16(m->w.p_bf16[k] + at,
                     per) : count_nonfinite((params ? m->w.p[k] : m->w.g[k]) + at, per);
             if (!bad) continue;
             char name[96];

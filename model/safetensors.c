@@ -11,6 +11,7 @@
 #include "../common/csvio.h"
 #include "../common/err.h"
 #include "../kernels/bf16.h"
+#include "../common/files.h"
 
 /* ---------------------------------------------------------------- a small JSON reader */
 
@@ -520,7 +521,7 @@ int st_write(const char *path, const st_out *t, int n, const char *const *meta_k
         hdr = h2;
         hdr[hlen++] = ' ';
     }
-    char tmp[4200];
+    char tmp[CB_PATH_MAX];
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
     FILE *fp = fopen(tmp, "wb");
     if (!fp) {

@@ -44,7 +44,8 @@ static model_config arch_cfg(arch a)
         c.parallel_residual = c.shared_norm = 1;
     } else {
         snprintf(c.family, sizeof c.family, "mpt");
-        c.NH = 2, c.HS = 8, c.pos = POS_ALIBI, c.norm_nobias = 1, c.attn_nobias = c.mlp_nobias = 1, c.tied_embeddings = 1;
+        c.NH = 2, c.HS = 8, c.pos = POS_ALIBI, c.norm_nobias = 1, c.attn_nobias = c.mlp_nobias = 1,
+        c.tied_embeddings = 1;
     }
     snprintf(c.name, sizeof c.name, "tiny-%s", c.family);
     return c;
@@ -105,7 +106,7 @@ static double arch_ref(void *p, const double *P)
         norm_ref(m, ln, x, pt(m, P, P_LN1W, o * C), pt(m, P, P_LN1B, o * C), BT);
         matmul_forward_ref(qkv, ln, P + off[P_QKVW] + o * QKV * C, pt(m, P, P_QKVB, o * QKV), BT, C, (int)QKV);
         rope_ref(m, qkv, BT, QKV);
-        attention_forward_ref_s(atty, qkv, &as);
+        attention_forward_ref_gqa(atty, qkv, &as);
         matmul_forward_ref(ap, atty, P + off[P_ATTPROJW] + o * C * C, pt(m, P, P_ATTPROJB, o * C), BT, C, C);
         const double *ln2_in = x;
         if (!c->parallel_residual) {
@@ -125,7 +126,8 @@ static double arch_ref(void *p, const double *P)
     crossentropy_forward_ref(losses, logits, m->targets, BT, V);
     double s = 0;
     for (int i = 0; i < BT; i++) s += losses[i];
-    free(x), free(ln), free(ln2), free(qkv), free(atty), free(ap), free(res2), free(h), free(g), free(mo), free(logits), free(losses);
+    free(x), free(ln), free(ln2), free(qkv), free(atty), free(ap), free(res2), free(h), free(g), free(mo), free(logits),
+        free(losses);
     return s / BT;
 }
 
@@ -165,7 +167,8 @@ static void check_arch_gradient(arch a)
     double *P = malloc(m.w.nparams * sizeof(double));
     to_double(P, m.w.params, m.w.nparams);
     double lref = arch_ref(&m, P);
-    CHECK(isfinite(loss) && fabs(loss - lref) < 1e-5 * (1 + fabs(lref)), "%s: loss %.9g vs double reference %.9g", label, loss, lref);
+    CHECK(isfinite(loss) && fabs(loss - lref) < 1e-5 * (1 + fabs(lref)), "%s: loss %.9g vs double reference %.9g",
+          label, loss, lref);
     char what[160];
     snprintf(what, sizeof what, "%s full-model gradient", label);
     CHECK(fd_check(what, P, m.w.nparams, m.w.grads, arch_ref, &m, 400, 2e-3), "%s: gradient vs finite differences",
@@ -198,8 +201,10 @@ static void test_arch_bf16_mixed(void)
         fill_tokens(&f, 5);
         copy_weights_and_tokens(&b, &f);
         double lf = NAN, lb = NAN;
-        CHECK(train_micro_step(&f, 1.0f, &lf) == 0 && train_micro_step(&b, 1.0f, &lb) == 0, "%s: steps failed", ARCH_NAMES[a]);
-        CHECK(isfinite(lb) && fabs(lb - lf) <= 1e-2 * fabs(lf), "%s: loss bf16-mixed %.6f vs fp32 %.6f", ARCH_NAMES[a], lb, lf);
+        CHECK(train_micro_step(&f, 1.0f, &lf) == 0 && train_micro_step(&b, 1.0f, &lb) == 0, "%s: steps failed",
+              ARCH_NAMES[a]);
+        CHECK(isfinite(lb) && fabs(lb - lf) <= 1e-2 * fabs(lf), "%s: loss bf16-mixed %.6f vs fp32 %.6f", ARCH_NAMES[a],
+              lb, lf);
         double d = 0, r = 0;
         for (size_t i = 0; i < f.w.nparams; i++) {
             double e = (double)b.w.grads[i] - f.w.grads[i];
@@ -221,19 +226,21 @@ static void test_arch_hf_rows(void)
     gpt_model m;
     if (gpt_init(&m, &c, 1, 4, 0, PRECISION_FP32) != 0) return;
     hf_piece p[3];
-    CHECK(hf_pieces(&m, P_QKVW, 1, p) == 3 && !strcmp(p[1].name, "model.layers.1.self_attn.k_proj.weight") && p[1].shape[0] == 8 &&
-              p[1].shape[1] == 16,
+    CHECK(hf_pieces(&m, P_QKVW, 1, p) == 3 && !strcmp(p[1].name, "model.layers.1.self_attn.k_proj.weight") &&
+              p[1].shape[0] == 8 && p[1].shape[1] == 16,
           "llama k_proj piece: %s [%lld, %lld]", p[1].name, (long long)p[1].shape[0], (long long)p[1].shape[1]);
-    CHECK(hf_row(&m, &p[0], 9) == 17 && hf_row(&m, &p[1], 5) == 25 && hf_row(&m, &p[2], 2) == 14, "llama q/k/v rows: %zu %zu %zu",
-          hf_row(&m, &p[0], 9), hf_row(&m, &p[1], 5), hf_row(&m, &p[2], 2));
-    CHECK(hf_pieces(&m, P_FCW, 0, p) == 2 && !strcmp(p[0].name, "model.layers.0.mlp.gate_proj.weight") && hf_row(&m, &p[1], 0) == 24,
+    CHECK(hf_row(&m, &p[0], 9) == 17 && hf_row(&m, &p[1], 5) == 25 && hf_row(&m, &p[2], 2) == 14,
+          "llama q/k/v rows: %zu %zu %zu", hf_row(&m, &p[0], 9), hf_row(&m, &p[1], 5), hf_row(&m, &p[2], 2));
+    CHECK(hf_pieces(&m, P_FCW, 0, p) == 2 && !strcmp(p[0].name, "model.layers.0.mlp.gate_proj.weight") &&
+              hf_row(&m, &p[1], 0) == 24,
           "llama gate/up pieces: %s, up row 0 -> %zu", p[0].name, hf_row(&m, &p[1], 0));
     gpt_free(&m);
     c = arch_cfg(ARCH_MPT);
     if (gpt_init(&m, &c, 1, 4, 0, PRECISION_FP32) != 0) return;
-    CHECK(hf_pieces(&m, P_QKVW, 0, p) == 1 && !strcmp(p[0].name, "transformer.blocks.0.attn.Wqkv.weight"), "mpt Wqkv: %s", p[0].name);
-    CHECK(hf_row(&m, &p[0], 8) == 24 && hf_row(&m, &p[0], 16) == 8 && hf_row(&m, &p[0], 40) == 40, "mpt Wqkv rows: %zu %zu %zu",
-          hf_row(&m, &p[0], 8), hf_row(&m, &p[0], 16), hf_row(&m, &p[0], 40));
+    CHECK(hf_pieces(&m, P_QKVW, 0, p) == 1 && !strcmp(p[0].name, "transformer.blocks.0.attn.Wqkv.weight"),
+          "mpt Wqkv: %s", p[0].name);
+    CHECK(hf_row(&m, &p[0], 8) == 24 && hf_row(&m, &p[0], 16) == 8 && hf_row(&m, &p[0], 40) == 40,
+          "mpt Wqkv rows: %zu %zu %zu", hf_row(&m, &p[0], 8), hf_row(&m, &p[0], 16), hf_row(&m, &p[0], 40));
     gpt_free(&m);
 }
 
@@ -257,7 +264,8 @@ static void test_arch_safetensors_round_trip(void)
         snprintf(path, sizeof path, "%s/step-00000003/model.safetensors", dir);
         st_file f;
         if (st_open(&f, path) == 0) {
-            for (int i = 0; i < 3; i++) CHECK(st_find(&f, expect[a][i]) != NULL, "%s: no tensor '%s'", ARCH_NAMES[a], expect[a][i]);
+            for (int i = 0; i < 3; i++)
+                CHECK(st_find(&f, expect[a][i]) != NULL, "%s: no tensor '%s'", ARCH_NAMES[a], expect[a][i]);
             CHECK(a != 2 || (!st_find(&f, "lm_head.weight") && !st_find(&f, "transformer.blocks.0.norm_1.bias")),
                   "mpt: a tied output layer or a norm bias was written");
             st_close(&f);

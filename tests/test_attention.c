@@ -24,7 +24,7 @@ static size_t n_qkv(const att_shape *s) { return (size_t)s->B * s->T * s->KVH * 
 static size_t n_out(const att_shape *s) { return (size_t)s->B * s->T * s->NH * s->HS; }
 static size_t n_lse(const att_shape *s) { return (size_t)s->B * s->NH * s->T; }
 
-/* Buffers of one shape; the scratch exactly attention_scratch_floats_s(s, 2) floats, so that
+/* Buffers of one shape; the scratch exactly attention_scratch_floats_gqa(s, 2) floats, so that
  * the sanitizer build catches any overrun. */
 typedef struct {
     att_shape s;
@@ -44,9 +44,9 @@ static int bufs_alloc(att_bufs *a, att_shape s, unsigned seed)
     a->out = malloc(no * sizeof(float)), a->dout = malloc(no * sizeof(float));
     a->outd = malloc(no * sizeof(double)), a->lse = malloc(nl * sizeof(float));
     a->qkvb = malloc(nq * sizeof(bf16)), a->outb = malloc(no * sizeof(bf16));
-    a->scratch = malloc(attention_scratch_floats_s(&s, 2) * sizeof(float));
-    if (!a->qkv || !a->dqkv || !a->qkvd || !a->out || !a->dout || !a->outd || !a->lse ||
-        !a->qkvb || !a->outb || !a->scratch) {
+    a->scratch = malloc(attention_scratch_floats_gqa(&s, 2) * sizeof(float));
+    if (!a->qkv || !a->dqkv || !a->qkvd || !a->out || !a->dout || !a->outd || !a->lse || !a->qkvb || !a->outb ||
+        !a->scratch) {
         CHECK(0, "out of memory");
         bufs_free(a);
         return 0;
@@ -221,7 +221,7 @@ static void test_attention_alibi_is_mpt(void)
         if (!bufs_alloc(&a, s, 63u + (unsigned)c)) return;
         double *mpt = malloc(n_out(&s) * sizeof(double));
         float *reff = malloc(n_out(&s) * sizeof(float));
-        attention_forward_ref_s(a.outd, a.qkvd, &s);
+        attention_forward_ref_gqa(a.outd, a.qkvd, &s);
         mpt_forward_ref(mpt, a.qkvd, &s);
         to_float(reff, a.outd, n_out(&s));
         char what[128];
@@ -257,12 +257,12 @@ static void test_attention_gqa_is_repeated_mha(void)
             memcpy(d, g + (size_t)(h % G) * HS, HS * sizeof(float));
             memcpy(d + HS, g + (size_t)G * HS, 2 * HS * sizeof(float));
         }
-    attention_forward_s(a.out, a.lse, a.qkv, &s);
-    attention_forward_s(b.out, b.lse, b.qkv, &m);
+    attention_forward_gqa(a.out, a.lse, a.qkv, &s);
+    attention_forward_gqa(b.out, b.lse, b.qkv, &m);
     CHECK(memcmp(a.out, b.out, n_out(&s) * sizeof(float)) == 0 && memcmp(a.lse, b.lse, n_lse(&s) * sizeof(float)) == 0,
           "grouped forward differs from multi-head forward with k, v repeated");
-    attention_backward_s(a.dqkv, a.scratch, 2, a.dout, a.qkv, a.out, a.lse, &s);
-    attention_backward_s(b.dqkv, b.scratch, 2, b.dout, b.qkv, b.out, b.lse, &m);
+    attention_backward_gqa(a.dqkv, a.scratch, 2, a.dout, a.qkv, a.out, a.lse, &s);
+    attention_backward_gqa(b.dqkv, b.scratch, 2, b.dout, b.qkv, b.out, b.lse, &m);
     /* b's gradients gathered into the group layout, in double */
     double *ref = calloc(n_qkv(&s), sizeof(double));
     for (size_t t = 0; t < (size_t)s.B * s.T; t++)
@@ -289,19 +289,19 @@ static void test_attention_gqa_threads(void)
         att_bufs a;
         if (!bufs_alloc(&a, s, 101u)) return;
         const size_t nq = n_qkv(&s);
-        float *d1 = malloc(nq * sizeof(float)), *s1 = malloc(attention_scratch_floats_s(&s, 1) * sizeof(float));
+        float *d1 = malloc(nq * sizeof(float)), *s1 = malloc(attention_scratch_floats_gqa(&s, 1) * sizeof(float));
         bufs_round_bf16(&a);
-        attention_forward_s(a.out, a.lse, a.qkv, &s);
-        attention_backward_s(d1, s1, 1, a.dout, a.qkv, a.out, a.lse, &s);
-        attention_backward_s(a.dqkv, a.scratch, 2, a.dout, a.qkv, a.out, a.lse, &s);
+        attention_forward_gqa(a.out, a.lse, a.qkv, &s);
+        attention_backward_gqa(d1, s1, 1, a.dout, a.qkv, a.out, a.lse, &s);
+        attention_backward_gqa(a.dqkv, a.scratch, 2, a.dout, a.qkv, a.out, a.lse, &s);
         CHECK(memcmp(d1, a.dqkv, nq * sizeof(float)) == 0, "fp32 GQA backward%s: 1 and 2 threads differ",
               alibi ? " (alibi)" : "");
-        attention_forward_bf16_s(a.outb, a.lse, a.qkvb, &s);
-        attention_backward_bf16_s(d1, s1, 1, a.dout, a.qkvb, a.outb, a.lse, &s);
-        attention_backward_bf16_s(a.dqkv, a.scratch, 2, a.dout, a.qkvb, a.outb, a.lse, &s);
+        attention_forward_gqa_bf16(a.outb, a.lse, a.qkvb, &s);
+        attention_backward_gqa_bf16(d1, s1, 1, a.dout, a.qkvb, a.outb, a.lse, &s);
+        attention_backward_gqa_bf16(a.dqkv, a.scratch, 2, a.dout, a.qkvb, a.outb, a.lse, &s);
         CHECK(memcmp(d1, a.dqkv, nq * sizeof(float)) == 0, "bf16 GQA backward%s: 1 and 2 threads differ",
               alibi ? " (alibi)" : "");
-        CHECK(attention_scratch_floats_s(&s, 3) == attention_scratch_floats(s.T, s.HS, 3),
+        CHECK(attention_scratch_floats_gqa(&s, 3) == attention_scratch_floats(s.T, s.HS, 3),
               "GQA scratch is not per thread");
         free(d1), free(s1);
         bufs_free(&a);

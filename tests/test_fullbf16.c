@@ -74,13 +74,15 @@ static void test_full_bf16_update_matches_reference(void)
         adamw_rounding r = {sr, 99, 1000};
         adamw_update_full_bf16(a.p, a.p32, a.g, a.m, a.v, n, &HP, 3, &r);
         adamw_update_full_bf16_ref(b.p, b.p32, b.g, b.m, b.v, n, &HP, 3, &r);
-        CHECK(same_bits(&a, &b), "rounding %s: the vectorised update differs from the scalar definition", sr ? "stochastic" : "nearest");
+        CHECK(same_bits(&a, &b), "rounding %s: the vectorised update differs from the scalar definition",
+              sr ? "stochastic" : "nearest");
         /* two calls, split at an odd place, with the offsets of their first elements */
         const size_t cut = 5001;
         adamw_rounding r1 = {sr, 99, 1000}, r2 = {sr, 99, 1000 + cut};
         adamw_update_full_bf16(c.p, c.p32, c.g, c.m, c.v, cut, &HP, 3, &r1);
         adamw_update_full_bf16(c.p + cut, c.p32 + cut, c.g + cut, c.m + cut, c.v + cut, n - cut, &HP, 3, &r2);
-        CHECK(same_bits(&a, &c), "rounding %s: a split update differs from the whole one", sr ? "stochastic" : "nearest");
+        CHECK(same_bits(&a, &c), "rounding %s: a split update differs from the whole one",
+              sr ? "stochastic" : "nearest");
         int threads = omp_get_max_threads();
         omp_set_num_threads(1);
         adamw_update_full_bf16(d.p, d.p32, d.g, d.m, d.v, n, &HP, 3, &r);
@@ -144,7 +146,9 @@ static void test_full_bf16_small_updates(void)
         double mean = sum / n, sd = sqrt(fmax(sumsq / n - mean * mean, 0)), se = sd / sqrt((double)n);
         double want = 1.0 - 1e-3 * (1.0 + 0.1);
         if (!sr) CHECK(sum == (double)n, "nearest rounding moved a weight: mean %.9g", mean);
-        else CHECK(fabs(mean - want) <= 4 * se && se > 0, "stochastic rounding: mean %.9g, expected %.9g (se %.3g)", mean, want, se);
+        else
+            CHECK(fabs(mean - want) <= 4 * se && se > 0, "stochastic rounding: mean %.9g, expected %.9g (se %.3g)",
+                  mean, want, se);
     }
     free(p), free(m), free(v), free(g);
 }
@@ -162,9 +166,12 @@ static void test_full_bf16_nan_and_overflow(void)
     hp.lr = 1e36f, hp.weight_decay = 0.0f; /* about an ulp of 3.4e38 a step */
     adamw_rounding r = {1, 3, 0};
     adamw_update_full_bf16(p, NULL, g, m, v, N, &hp, 1, &r);
-    CHECK(isnan(bf16_to_float(p[3])) && isnan(bf16_to_float(m[3])), "a NaN gradient did not reach its weight and moment");
+    CHECK(isnan(bf16_to_float(p[3])) && isnan(bf16_to_float(m[3])),
+          "a NaN gradient did not reach its weight and moment");
     for (int i = 0; i < N; i++)
-        if (i != 3) CHECK(isfinite(bf16_to_float(p[i])), "element %d: the largest finite weight overflowed to %g", i, bf16_to_float(p[i]));
+        if (i != 3)
+            CHECK(isfinite(bf16_to_float(p[i])), "element %d: the largest finite weight overflowed to %g", i,
+                  bf16_to_float(p[i]));
 }
 
 static model_config tiny_cfg(int tied)
@@ -186,14 +193,15 @@ static void test_full_bf16_model_matches_mixed(void)
     for (int tied = 0; tied < 2; tied++) {
         model_config c = tiny_cfg(tied);
         gpt_model a, b;
-        if (gpt_init(&a, &c, 2, 16, 0, PRECISION_BF16_MIXED) != 0 || gpt_init(&b, &c, 2, 16, 0, PRECISION_BF16_SR) != 0) {
+        if (gpt_init(&a, &c, 2, 16, 0, PRECISION_BF16_MIXED) != 0 ||
+            gpt_init(&b, &c, 2, 16, 0, PRECISION_BF16_SR) != 0) {
             CHECK(0, "init failed");
             return;
         }
         gpt_init_weights(&a, 3);
         gpt_init_weights(&b, 3);
         for (int k = 0; k < P_COUNT; k++) /* a's weights: b's bf16 values */
-            if (a.w.sizes[k]) bf16_to_floats(a.w.p[k], b.w.ph[k], a.w.sizes[k]);
+            if (a.w.sizes[k]) bf16_to_floats(a.w.p[k], b.w.p_bf16[k], a.w.sizes[k]);
         gpt_params_changed(&a);
         fill_tokens(&a, 9);
         memcpy(b.inputs, a.inputs, 32 * sizeof(int)), memcpy(b.targets, a.targets, 32 * sizeof(int));
@@ -208,7 +216,8 @@ static void test_full_bf16_model_matches_mixed(void)
     gpt_estimate(&c, 2, 16, 0, PRECISION_BF16_MIXED, &mixed);
     gpt_estimate(&c, 2, 16, 0, PRECISION_BF16_SR, &full);
     CHECK(full.moments * 2 == mixed.moments && full.params < 0.55 * mixed.params && full.params > 0.5 * mixed.params,
-          "estimate: weights %.0f vs %.0f bytes, moments %.0f vs %.0f", full.params, mixed.params, full.moments, mixed.moments);
+          "estimate: weights %.0f vs %.0f bytes, moments %.0f vs %.0f", full.params, mixed.params, full.moments,
+          mixed.moments);
 }
 
 /* BF16 tensors written and read back bit for bit; read as fp32 exactly widened; an F32 tensor
@@ -238,7 +247,8 @@ static void test_bf16_safetensors_round_trip(void)
     CHECK(st_read_f32(&sf, "w.bf16", wide, s23, 2) == 0, "BF16 read as fp32 failed");
     for (int i = 0; i < 6; i++) CHECK(wide[i] == bf16_to_float(h[i]), "element %d widened to %.9g", i, wide[i]);
     CHECK(st_read_bf16(&sf, "w.f32", back, s3, 1) == 0, "F32 read as bf16 failed");
-    for (int i = 0; i < 3; i++) CHECK(back[i] == bf16_from_float(f[i]), "element %d: %04x, not rounded to nearest", i, back[i]);
+    for (int i = 0; i < 3; i++)
+        CHECK(back[i] == bf16_from_float(f[i]), "element %d: %04x, not rounded to nearest", i, back[i]);
     st_close(&sf);
     bf16 bad[2] = {0x3f80, 0x7fc0};
     st_out tb = {.name = "w.nan", .data = bad, .bf16 = 1, .ndim = 1, .shape = {2}};
@@ -251,8 +261,9 @@ static void test_bf16_safetensors_round_trip(void)
     rm_tree(dir);
 }
 
-#define TINY "--model", "pythia-14m", "--layers", "2", "--d-model", "64", "--heads", "4", "--vocab", "256", "--seq", "32", \
-             "--micro-batch", "2", "--no-predict", "--peak-gflops", "100", "--quiet", "--discard-steps", "0"
+#define TINY                                                                                                      \
+    "--model", "pythia-14m", "--layers", "2", "--d-model", "64", "--heads", "4", "--vocab", "256", "--seq", "32", \
+        "--micro-batch", "2", "--no-predict", "--peak-gflops", "100", "--quiet", "--discard-steps", "0"
 
 /* --rounding: only with --precision bf16, only its two values; the summary names the precision. */
 static void test_cli_rounding_flag(void)
@@ -269,8 +280,9 @@ static void test_cli_rounding_flag(void)
     char sum[512], txt[4096];
     for (int near = 0; near < 2; near++) {
         snprintf(sum, sizeof sum, "%s/s%d.csv", dir, near);
-        const char *ok[] = {"train", TINY, "--steps", "2", "--precision", "bf16", "--rounding", near ? "nearest" : "stochastic",
-                            "--summary-csv", sum, NULL};
+        const char *ok[] = {"train",         TINY,   "--steps",    "2",
+                            "--precision",   "bf16", "--rounding", near ? "nearest" : "stochastic",
+                            "--summary-csv", sum,    NULL};
         CHECK(cli_run(ok, NULL, 0, err, sizeof err) == 0, "bf16 run: %s", err);
         slurp(sum, txt, sizeof txt);
         CHECK(strstr(txt, near ? ",bf16-nearest," : ",bf16-sr,") != NULL, "summary precision (%s): %s",
@@ -290,13 +302,15 @@ static void test_cli_full_bf16_resume(void)
     snprintf(ck, sizeof ck, "%s/ckpt", dir);
     snprintf(full, sizeof full, "%s/full.csv", dir);
     snprintf(res, sizeof res, "%s/resumed.csv", dir);
-    const char *a[] = {"train", TINY, "--precision", "bf16", "--steps", "6", "--save", ck, "--save-every", "3", "--csv", full, NULL};
+    const char *a[] = {"train", TINY, "--precision", "bf16", "--steps", "6", "--save", ck, "--save-every", "3", "--csv",
+                       full, NULL};
     CHECK(cli_run(a, NULL, 0, err, sizeof err) == 0, "run with checkpoints: %s", err);
     snprintf(model, sizeof model, "%s/step-00000003/model.safetensors", ck);
     st_file sf;
     if (st_open(&sf, model) == 0) {
         const st_tensor *w = st_find(&sf, "gpt_neox.layers.0.mlp.dense_h_to_4h.weight");
-        CHECK(w && !strcmp(w->dtype, "BF16") && st_meta(&sf, "precision") && !strcmp(st_meta(&sf, "precision"), "bf16-sr"),
+        CHECK(w && !strcmp(w->dtype, "BF16") && st_meta(&sf, "precision") &&
+                  !strcmp(st_meta(&sf, "precision"), "bf16-sr"),
               "the checkpoint's weights are not BF16 with precision bf16-sr");
         st_close(&sf);
     } else {
@@ -332,7 +346,8 @@ static void test_cli_full_bf16_ranks(void)
     snprintf(lz, sizeof lz, "%s/zero.csv", dir);
     const char *a1[] = {"train", TINY, "--precision", "bf16", "--global-batch", "4", "--steps", "4", "--csv", l1, NULL};
     const char *a2[] = {"train", TINY, "--precision", "bf16", "--global-batch", "4", "--steps", "4", "--csv", l2, NULL};
-    const char *az[] = {"train", TINY, "--precision", "bf16", "--global-batch", "4", "--steps", "4", "--csv", lz, "--zero", "1", NULL};
+    const char *az[] = {"train", TINY, "--precision", "bf16", "--global-batch", "4", "--steps", "4", "--csv", lz,
+                        "--zero", "1", NULL};
     CHECK(cli_run(a1, out, sizeof out, err, sizeof err) == 0, "1 rank: %s", err);
     CHECK(mpi_run(2, a2, out, sizeof out, err, sizeof err) == 0, "2 ranks: %s", err);
     CHECK(mpi_run(2, az, out, sizeof out, err, sizeof err) == 0, "2 ranks, ZeRO-1: %s", err);
@@ -347,11 +362,14 @@ static void test_cli_full_bf16_ranks(void)
 }
 
 const test_case tests_fullbf16[] = {
-    {"full bf16: the AdamW update matches its scalar definition, split and threads invariant", test_full_bf16_update_matches_reference},
+    {"full bf16: the AdamW update matches its scalar definition, split and threads invariant",
+     test_full_bf16_update_matches_reference},
     {"full bf16: the gradient norm's sum of squares is thread-count invariant", test_grad_sumsq_thread_invariant},
-    {"full bf16: nearest rounding drops a sub-half-ulp update, stochastic keeps it on average", test_full_bf16_small_updates},
+    {"full bf16: nearest rounding drops a sub-half-ulp update, stochastic keeps it on average",
+     test_full_bf16_small_updates},
     {"full bf16: NaN reaches the weight, the largest finite weight does not overflow", test_full_bf16_nan_and_overflow},
-    {"full bf16: forward and backward equal bf16-mixed's on the same bf16 weights; memory estimate", test_full_bf16_model_matches_mixed},
+    {"full bf16: forward and backward equal bf16-mixed's on the same bf16 weights; memory estimate",
+     test_full_bf16_model_matches_mixed},
     {"safetensors: BF16 round trip exact, conversions, NaN refused", test_bf16_safetensors_round_trip},
     {"cli: --rounding checked and named in the summary", test_cli_rounding_flag},
     {"cli: full bf16 resumes bit for bit from BF16 checkpoints; --init from them in fp32", test_cli_full_bf16_resume},

@@ -98,7 +98,7 @@ static int attn_make(void *p, arena *a, int sh, int prec, char *label, size_t ln
     const size_t nq = o->nq, no = o->no, nl = o->nl;
     o->qkv = floats(a, nq), o->dqkv = floats(a, nq), o->dout = floats(a, no), o->out = floats(a, no);
     o->lse = floats(a, nl), o->lse32 = floats(a, nl);
-    o->scratch = floats(a, attention_scratch_floats_s(s, ATTN_THREADS)); /* exactly: the sanitizer sees overruns */
+    o->scratch = floats(a, attention_scratch_floats_gqa(s, ATTN_THREADS)); /* exactly: the sanitizer sees overruns */
     for (int q = 0; q < 2; q++) {
         o->lse16[q] = floats(a, nl), o->dqkv16[q] = floats(a, nq), o->outw[q] = floats(a, no);
         o->d32[q] = floats(a, nq), o->outb[q] = halves(a, no);
@@ -131,26 +131,26 @@ static void attn_run(void *p, int prec)
             attention_backward(o->dqkv, o->scratch, ATTN_THREADS, o->dout, o->qkv, o->out, o->lse, s->B, s->T, s->NH,
                                s->HS);
         } else {
-            attention_forward_s(o->out, o->lse, o->qkv, s);
-            attention_backward_s(o->dqkv, o->scratch, ATTN_THREADS, o->dout, o->qkv, o->out, o->lse, s);
+            attention_forward_gqa(o->out, o->lse, o->qkv, s);
+            attention_backward_gqa(o->dqkv, o->scratch, ATTN_THREADS, o->dout, o->qkv, o->out, o->lse, s);
         }
         return;
     }
-    attention_forward_s(o->out, o->lse32, o->qkv, s);
+    attention_forward_gqa(o->out, o->lse32, o->qkv, s);
     for (int q = 0; q < o->npaths; q++) {
         attn_bf16_forward_path(o->outb[q], o->lse16[q], o->qkvb, s, q);
         nan_fill(o->dqkv16[q], o->nq);
         attn_bf16_backward_path(o->dqkv16[q], o->scratch, ATTN_THREADS, o->dout, o->qkvb, o->outb[q], o->lse16[q], s,
                                 q);
         widen(o->outw[q], o->outb[q], o->no);
-        attention_backward_s(o->d32[q], o->scratch, ATTN_THREADS, o->dout, o->qkv, o->outw[q], o->lse32, s);
+        attention_backward_gqa(o->d32[q], o->scratch, ATTN_THREADS, o->dout, o->qkv, o->outw[q], o->lse32, s);
     }
 }
 
 static void attn_ref(void *p, int which, const double *v, double *out)
 {
     attn_op *o = p;
-    attention_forward_ref_s(out, which == 0 ? v : o->qkvd, &o->s);
+    attention_forward_ref_gqa(out, which == 0 ? v : o->qkvd, &o->s);
 }
 
 /* Each query's log-sum-exp of its scaled (and biased) scores, in double. */
