@@ -15,10 +15,14 @@
 #define ALIASES_TEXT "(aliases: " ALIAS_BF16 " = " N_SR ", " ALIAS_MIXED " = " N_MIXED ")"
 
 const precision_info precision_table[PRECISION_COUNT] = {
-    [PRECISION_FP32] = {N_FP32, 0, 4, 4, 4, 0, 4, ROUNDING_NONE, NULL},
-    [PRECISION_BF16_MIXED] = {N_MIXED, 0, 2, 2, 4, 4, 2, ROUNDING_NONE, NULL},
-    [PRECISION_BF16_SR] = {N_SR, 1, 2, 2, 2, 0, 2, ROUNDING_STOCHASTIC, "stochastic"},
-    [PRECISION_BF16_NEAREST] = {N_NEAREST, 1, 2, 2, 2, 0, 2, ROUNDING_NEAREST, "nearest"},
+    /* optimizer traffic: fp32 reads and writes the weight and both moments and reads the gradient
+     * (4 x 4 + 2 x 4); bf16-mixed also writes the bf16 weight copy and moves the fp32 master copy
+     * with the moments (2 x 2 + 2 + 2 x 12); full bf16 moves bf16 weights and moments (2 x 2 + 2 + 2 x 4) */
+    [PRECISION_FP32] = {N_FP32, 0, 4, 4, 4, 0, 4, ROUNDING_NONE, NULL, 1, "FP32", 4 * 4 + 2 * 4},
+    [PRECISION_BF16_MIXED] = {N_MIXED, 0, 2, 2, 4, 4, 2, ROUNDING_NONE, NULL, 0, "BF16", 2 * 2 + 2 + 2 * 12},
+    [PRECISION_BF16_SR] = {N_SR, 1, 2, 2, 2, 0, 2, ROUNDING_STOCHASTIC, "stochastic", 0, "BF16", 2 * 2 + 2 + 2 * 4},
+    [PRECISION_BF16_NEAREST] = {N_NEAREST, 1, 2, 2, 2, 0, 2, ROUNDING_NEAREST, "nearest", 0, "BF16",
+                                2 * 2 + 2 + 2 * 4},
 };
 
 static const struct {

@@ -39,6 +39,10 @@ typedef struct {
     double act_bytes;            /* an activation element kept for the backward */
     precision_rounding rounding; /* full bf16: how updates are rounded; ROUNDING_NONE otherwise */
     const char *rounding_name;   /* --rounding's value for it ("stochastic", "nearest"), or NULL */
+    int fp32_peak;               /* the matmuls run at the device's FP32 peak (else its BF16 one) */
+    const char *peak_name;       /* that peak's name in messages: "FP32" or "BF16" */
+    double optimizer_traffic_bytes; /* bytes AdamW reads and writes per parameter (weights, gradients,
+                                     * moments, master copy): the step model's optimizer op */
 } precision_info;
 
 extern const precision_info precision_table[PRECISION_COUNT];

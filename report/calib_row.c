@@ -34,7 +34,7 @@ int calib_point_add(scale_points *pl, const scale_model *s, long nodes, double s
     int rc = layout_flag ? scale_check(s, nodes, layout_flag) : 0;
     snprintf(peak_name, sizeof peak_name, "the %s dense %s peak of %ld x %.120s",
              machine_is_this_machine(s->hw.instance) ? "measured" : "data-sheet",
-             s->precision == PRECISION_FP32 ? "FP32" : "BF16", nodes, s->hw.instance);
+             precision_info_of(s->precision)->peak_name, nodes, s->hw.instance);
     if (rc == 0)
         rc = throughput_check(&s->cfg, s->seq, seq_per_s, scale_peak_per_instance(s) * (double)nodes, peak_name, where);
     if (rc == 0) pl->n++;
@@ -263,7 +263,7 @@ static int calib_model_tput(calib_row *cr, const calib_env *env, const scale_mod
     if ((rc = calib_layout_check(c, cr->fc.nodes, cr->where)) != 0) return rc;
     if (!isfinite(scale_stage_peak(c)))
         return err_usage("%s: column 'instance_type': %s has no dense %s peak in %s to measure the row's MFU against",
-                         cr->where, hw->instance, c->precision == PRECISION_FP32 ? "FP32" : "BF16", env->ht->path);
+                         cr->where, hw->instance, precision_info_of(c->precision)->peak_name, env->ht->path);
     return 0;
 }
 

@@ -52,7 +52,7 @@ int calib_fit_point(calib_fit *c, const char *src, int line, const scale_eff_cur
     c->meas.nodes[0] = c->nodes, c->meas.seq_per_s[0] = c->seq_per_s, c->meas.src[0] = src, c->meas.line[0] = line;
     if (!isfinite(scale_stage_peak(&c->cal)))
         return snprintf(why, n, "%s has no dense %s peak to measure the row's efficiency against", c->cal.hw.instance,
-                        c->cal.precision == PRECISION_FP32 ? "FP32" : "16-bit"),
+                        precision_info_of(c->cal.precision)->peak_name),
                CB_EUSAGE;
     const int want[SP_COUNT] = {[SP_COMPUTE] = 1};
     if (scale_fit_points(&c->cal, want, &c->meas, &c->fit) != 0)

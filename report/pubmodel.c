@@ -42,22 +42,20 @@ static int pub_hardware(const pub_row *r, const pub_model_env *env, hw_row *hw, 
 static int pub_precision(const pub_row *r, scale_model *s, char *why, size_t n)
 {
     const char *p = r->precision;
-    if (!*p || strcmp(p, "bf16-mixed") == 0) s->precision = PRECISION_BF16_MIXED;
-    else if (strcmp(p, "fp16-mixed") == 0) s->precision = PRECISION_BF16_MIXED, scale_hw_for_precision(&s->hw, p);
-    else if (strcmp(p, "bf16") == 0) s->precision = PRECISION_BF16_SR;
-    else if (strcmp(p, "fp32") == 0) s->precision = PRECISION_FP32;
-    else if (strcmp(p, "fp8") == 0) {
-        s->precision = PRECISION_BF16_MIXED, s->fp8 = 1;
+    const int fp16 = strcmp(p, PRECISION_NAME_FP16_MIXED) == 0, fp8 = strcmp(p, PRECISION_NAME_FP8) == 0;
+    if (!*p || fp16 || fp8) s->precision = PRECISION_BF16_MIXED; /* the 16-bit slot; fp8 GEMMs at the FP8 peak */
+    else if (precision_parse(p, &s->precision) != 0)
+        return snprintf(why, n, "column 'precision': '%s' is none of %s", p, precision_column_names_text()), CB_EUSAGE;
+    if (fp16) scale_hw_for_precision(&s->hw, p);
+    if (fp8) {
+        s->fp8 = 1;
         if (!(s->hw.fp8_tflops > 0))
             return snprintf(why, n, "column 'precision': fp8 on %s, which has no dense FP8 peak", r->device), CB_EUSAGE;
-    } else
-        return snprintf(why, n, "column 'precision': '%s' is none of fp32, bf16-mixed, fp16-mixed, bf16", p), CB_EUSAGE;
-    double tf = s->precision == PRECISION_FP32 ? s->hw.fp32_tflops : s->hw.bf16_tflops;
+    }
+    double tf = scale_dense_tflops(s);
     if (!(tf > 0))
         return snprintf(why, n, "column 'precision': %s has no dense %s peak to run %s against", r->device,
-                        strcmp(p, "fp16-mixed") == 0     ? "FP16"
-                        : s->precision == PRECISION_FP32 ? "FP32"
-                                                         : "BF16",
+                        fp16 ? "FP16" : precision_info_of(s->precision)->peak_name,
                         *p ? p : "mixed precision"),
                CB_EUSAGE;
     return 0;

@@ -134,7 +134,7 @@ static peak_kind peak_kind_of(const tput_row *t)
     train_precision p;
     if (!t->precision[0]) return t->kind == SRC_MEASURED ? PEAK_FP32 : PEAK_BF16;
     if (precision_parse(t->precision, &p) != 0) return PEAK_NONE; /* fp16-mixed, fp8 */
-    return p == PRECISION_FP32 ? PEAK_FP32 : PEAK_BF16;
+    return precision_info_of(p)->fp32_peak ? PEAK_FP32 : PEAK_BF16;
 }
 
 /* The measured peak a row names (peak_gflops: the fp32 FMA peak of an fp32 run, the bf16 matrix
@@ -454,6 +454,30 @@ static void series_label(const report_row *rows, int n, const tput_row *t, int k
              cfg[0] ? ", " : "", cfg);
 }
 
+/* throughput.png and tokens_per_usd.png from the series plot_scaling built. */
+static int scaling_plots_write(const char *dir, const char *pricing, const plot_series *s_tput, int ns,
+                               const plot_series *s_tpu, int nt, int *wrote_tput, int *wrote_tpu)
+{
+    char path[CB_PATH_MAX], sub[160];
+    const char *xlabel = "nodes (instances), or ranks on this machine";
+    int rc = path_fmt(path, sizeof path, "%s/throughput.png", dir);
+    if (rc != 0) return rc;
+    snprintf(sub, sizeof sub,
+             "points: measured or imported; lines: predicted by costbench scale; dashed: linear scaling");
+    plot_spec sp = {"Training throughput vs node count", sub, xlabel, "throughput (seq/s)", 1, 1, s_tput, ns, NAN,
+                    NULL, 0};
+    if ((rc = plot_lines(path, &sp)) != 0) return rc;
+    *wrote_tput = 1;
+    if ((rc = path_fmt(path, sizeof path, "%s/tokens_per_usd.png", dir)) != 0) return rc;
+    snprintf(sub, sizeof sub, "tokens/$ = seq/s x seq_len x 3600 / ($ per hour of all instances); pricing: %.23s",
+             pricing);
+    plot_spec sp2 = {"Cost-throughput ratio vs node count", sub, xlabel, "tokens per dollar", 1, 0, s_tpu, nt, NAN,
+                     NULL, 0};
+    if ((rc = plot_lines(path, &sp2)) != 0) return rc;
+    *wrote_tpu = 1;
+    return 0;
+}
+
 static int plot_scaling(const char *dir, const report_row *rows, int n, int *wrote_tput, int *wrote_tpu)
 {
     *wrote_tput = *wrote_tpu = 0;
@@ -502,23 +526,7 @@ static int plot_scaling(const char *dir, const report_row *rows, int n, int *wro
             }
         }
     }
-    int rc = 0;
-    char path[CB_PATH_MAX], sub[160];
-    snprintf(sub, sizeof sub, "points: measured or imported; lines: predicted by costbench scale; dashed: linear scaling");
-    if (multi && ns) {
-        if ((rc = path_fmt(path, sizeof path, "%s/throughput.png", dir)) != 0) goto done;
-        plot_spec sp = {"Training throughput vs node count", sub, "nodes (instances), or ranks on this machine", "throughput (seq/s)", 1, 1, s_tput, ns, NAN, NULL, 0};
-        rc = plot_lines(path, &sp);
-        if (rc == 0) *wrote_tput = 1;
-        if (rc == 0) {
-            if ((rc = path_fmt(path, sizeof path, "%s/tokens_per_usd.png", dir)) != 0) goto done;
-            snprintf(sub, sizeof sub, "tokens/$ = seq/s x seq_len x 3600 / ($ per hour of all instances); pricing: %.23s", rows[0].pricing);
-            plot_spec sp2 = {"Cost-throughput ratio vs node count", sub, "nodes (instances), or ranks on this machine", "tokens per dollar", 1, 0, s_tpu, nt, NAN, NULL, 0};
-            rc = plot_lines(path, &sp2);
-            if (rc == 0) *wrote_tpu = 1;
-        }
-    }
-done:
+    int rc = multi && ns ? scaling_plots_write(dir, rows[0].pricing, s_tput, ns, s_tpu, nt, wrote_tput, wrote_tpu) : 0;
     free(buf);
     return rc;
 }

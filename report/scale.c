@@ -92,11 +92,12 @@ int scale_check(const scale_model *s, long nodes, const char *flag)
     }
 }
 
-double scale_peak_per_instance(const scale_model *s)
+double scale_dense_tflops(const scale_model *s)
 {
-    double tf = s->precision == PRECISION_FP32 ? s->hw.fp32_tflops : s->hw.bf16_tflops;
-    return tf * 1e12 * s->hw.accelerators;
+    return precision_info_of(s->precision)->fp32_peak ? s->hw.fp32_tflops : s->hw.bf16_tflops;
 }
+
+double scale_peak_per_instance(const scale_model *s) { return scale_dense_tflops(s) * 1e12 * s->hw.accelerators; }
 
 double scale_t_mb_from_peak(const scale_model *s, double mfu)
 {

@@ -110,6 +110,9 @@ void scale_eval(const scale_model *s, long nodes, scale_point *p);
  * NaN when the hardware's peak is unknown. */
 #define SCALE_ASSUMED_MFU_PCT 40.0 /* scale's and plan's --mfu when not given: an assumption, said so */
 double scale_t_mb_from_peak(const scale_model *s, double mfu);
+/* The dense peak per accelerator, TFLOP/s, the run's precision computes at (common/precision.h:
+ * FP32 for fp32, else BF16). */
+double scale_dense_tflops(const scale_model *s);
 /* The peak the model's MFU is against, FLOP/s per instance (NaN when unknown). */
 double scale_peak_per_instance(const scale_model *s);
 

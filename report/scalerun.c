@@ -201,7 +201,7 @@ static int calib_carry(scale_run *r)
     r->mfu_cal = r->cr.mfu_cal, r->e_cal = r->cr.e_cal;
     if (!isfinite(scale_stage_peak(s)))
         return err_usage("flag '--instance': %s has no %s peak in %s to carry an MFU to", r->o.instance,
-                         r->o.prec == PRECISION_FP32 ? "FP32" : "BF16", r->ht.path);
+                         precision_info_of(r->o.prec)->peak_name, r->ht.path);
     int rc = calib_row_carry(&r->cr, s, &r->eff, &r->hfu_tgt, &r->eff_clamped, &r->e_tgt);
     if (rc != 0) return rc;
     s->t_mb_s = scale_t_mb_from_peak(s, r->hfu_tgt);
@@ -243,7 +243,7 @@ static int calibrate(scale_run *r)
         if (!isfinite(s->t_mb_s))
             return err_usage(
                 "%s: %s has no %s peak; give a measured point (--base-nodes/--base-seq-per-s or --measured)",
-                r->ht.path, o->instance, o->prec == PRECISION_FP32 ? "FP32" : "BF16");
+                r->ht.path, o->instance, precision_info_of(o->prec)->peak_name);
         snprintf(r->calib, sizeof r->calib, "from the data-sheet peak at an assumed MFU of %.0f%%", o->mfu_pct);
         return 0;
     }

@@ -65,11 +65,9 @@ static void step_layout(const scale_model *s, long dp, op_layout *l)
     l->tp = s->tp, l->pp = s->pp, l->cp = s->cp > 1 ? s->cp : 1, l->sp = s->sp, l->vp = s->interleave;
     l->recompute = s->recompute ? OP_RECOMPUTE_FULL : s->selective ? OP_RECOMPUTE_SELECTIVE : OP_RECOMPUTE_NONE;
     l->attention = s->attn_flash ? OP_ATTN_TILED : OP_ATTN_FULL;
-    int fp32 = s->precision == PRECISION_FP32;
-    l->act_bytes = fp32 ? 4 : 2, l->weight_bytes = fp32 ? 4 : 2, l->grad_bytes = fp32 ? 4 : 2;
-    l->optim_bytes = s->precision == PRECISION_FP32         ? 4 * 4 + 2 * 4
-                     : s->precision == PRECISION_BF16_MIXED ? 2 * 2 + 2 + 2 * 12
-                                                            : 2 * 2 + 2 + 2 * 4;
+    const precision_info *pi = precision_info_of(s->precision);
+    l->act_bytes = (int)pi->act_bytes, l->weight_bytes = (int)pi->weight_bytes, l->grad_bytes = (int)pi->grad_bytes;
+    l->optim_bytes = (int)pi->optimizer_traffic_bytes;
     l->zero = s->zero, l->dp = dp;
 }
 
@@ -83,8 +81,7 @@ int step_ops(const scale_model *s, long dp, op_entry *ops, int cap)
 /* Per rank: the dense peak of the run's precision and the memory bandwidth (a device's share). */
 static double rank_peak(const scale_model *s)
 {
-    double tf = s->precision == PRECISION_FP32 ? s->hw.fp32_tflops : s->hw.bf16_tflops;
-    return tf * 1e12 / (s->hw.workers > 0 ? s->hw.workers : 1);
+    return scale_dense_tflops(s) * 1e12 / (s->hw.workers > 0 ? s->hw.workers : 1);
 }
 static double rank_bw(const scale_model *s)
 {

@@ -29,7 +29,8 @@
 static double gib(double b) { return b / 1073741824.0; }
 
 typedef struct {
-    const char *model, *csv, *summary_csv, *breakdown_csv, *blas, *data, *save, *resume, *init, *precision, *rounding, *sampler;
+    const char *model, *csv, *summary_csv, *breakdown_csv, *blas, *data, *save, *resume, *init, *precision, *rounding,
+        *sampler;
     train_precision prec;
     sampler_kind sampling;
     model_flags mf; /* --models, the shape overrides, --max-seq-len */
@@ -60,18 +61,21 @@ static int train_parse_modes(train_flags *f)
     if (f->sampler && sampler_parse(f->sampler, &f->sampling) != 0)
         return err_usage("flag '--sampler': unknown value '%s' (expected megatron or random)", f->sampler);
     if (f->data && f->sampling == SAMPLER_MEGATRON && f->seed > 0xffffffffL)
-        return err_usage("flag '--seed': %ld is not a Megatron-LM seed (numpy.random.RandomState takes 0..4294967295); use a smaller --seed, or --sampler random",
+        return err_usage("flag '--seed': %ld is not a Megatron-LM seed (numpy.random.RandomState takes 0..4294967295); "
+                         "use a smaller --seed, or --sampler random",
                          f->seed);
     if (f->data && f->sampling == SAMPLER_MEGATRON && f->T < 2)
-        return err_usage("flag '--seq': %ld; Megatron-LM's samples need a sequence length of at least 2 (or use --sampler random)", f->T);
+        return err_usage(
+            "flag '--seq': %ld; Megatron-LM's samples need a sequence length of at least 2 (or use --sampler random)",
+            f->T);
     return 0;
 }
 
 static int train_parse(train_flags *f, int argc, char **argv)
 {
-    *f = (train_flags){.model = "pythia-70m", .blas = "auto", .precision = "fp32", .B = 4, .T = 512, .steps = 20, .warmup = -1, .discard = 2,
-                       .seed = 1234, .lr = 6e-4, .min_lr = -1, .wd = 0.1, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8,
-                       .clip = 1.0, .budget = 60, .bucket_mib = 25};
+    *f = (train_flags){.model = "pythia-70m", .blas = "auto", .precision = "fp32", .B = 4, .T = 512, .steps = 20,
+                       .warmup = -1, .discard = 2, .seed = 1234, .lr = 6e-4, .min_lr = -1, .wd = 0.1, .beta1 = 0.9,
+                       .beta2 = 0.95, .eps = 1e-8, .clip = 1.0, .budget = 60, .bucket_mib = 25};
     const opt_spec specs[] = {
         {"model", OPT_STR, &f->model, 0, 0, 0, 0, "PRESET", "model preset of --models (default pythia-70m)"},
         MODEL_FLAG_SPECS(&f->mf),
@@ -145,12 +149,20 @@ static int train_parse(train_flags *f, int argc, char **argv)
 /* Every matrix BLAS sees must have fewer than 2^31 elements: name the flag that makes one too big. */
 static int check_blas_sizes(const model_config *c, long B, long T)
 {
-    const double lim = 2147483647.0, C = c->C, V = c->V, BT = (double)B * T;
-    if (4.0 * C * C > lim) return err_usage("flag '--d-model': %d makes the MLP weights (4C x C) exceed 2^31-1 elements, the largest matrix BLAS indexes", c->C);
-    if (V * C > lim) return err_usage("flags '--vocab' x '--d-model': the embedding (%d x %d) exceeds 2^31-1 elements, the largest matrix BLAS indexes", c->V, c->C);
-    if (BT * V > lim || BT * 4 * C > lim)
-        return err_usage("flags '--micro-batch' x '--seq': the logits (%.0f x %d) or the MLP activations (%.0f x %d) exceed 2^31-1 elements, the largest matrix BLAS indexes; use a smaller --micro-batch with --global-batch",
-                         BT, c->V, BT, 4 * c->C);
+    const double lim = 2147483647.0, C = c->C, V = c->V, BT = (double)B * T, FC = model_mlp_in_rows(c);
+    if (FC * C > lim)
+        return err_usage("flag '--d-model' (or '--ffn'): the MLP's first weight (%.0f x %d) exceeds 2^31-1 elements, "
+                         "the largest matrix BLAS indexes",
+                         FC, c->C);
+    if (V * C > lim)
+        return err_usage("flags '--vocab' x '--d-model': the embedding (%d x %d) exceeds 2^31-1 elements, the largest "
+                         "matrix BLAS indexes",
+                         c->V, c->C);
+    if (BT * V > lim || BT * FC > lim)
+        return err_usage(
+            "flags '--micro-batch' x '--seq': the logits (%.0f x %d) or the MLP activations (%.0f x %.0f) exceed 2^31-1 "
+            "elements, the largest matrix BLAS indexes; use a smaller --micro-batch with --global-batch",
+            BT, c->V, BT, FC);
     return 0;
 }
 
@@ -160,11 +172,14 @@ static int train_config(const train_flags *f, model_config *cfg)
     int rc = model_flags_config(&f->mf, f->model, cfg);
     if (rc == 0) rc = model_flags_seq_check(&f->mf, cfg, f->T);
     if (rc != 0) return rc;
-    if (f->G % f->B != 0) return err_usage("flag '--global-batch': %ld is not a multiple of --micro-batch %ld", f->G, f->B);
+    if (f->G % f->B != 0)
+        return err_usage("flag '--global-batch': %ld is not a multiple of --micro-batch %ld", f->G, f->B);
     if (f->G / f->B > CB_MAX_ACCUM)
-        return err_usage("flag '--global-batch': %ld sequences of %ld per micro-batch is %ld micro-batches a step, more than %ld; raise --micro-batch",
+        return err_usage("flag '--global-batch': %ld sequences of %ld per micro-batch is %ld micro-batches a step, "
+                         "more than %ld; raise --micro-batch",
                          f->G, f->B, f->G / f->B, (long)CB_MAX_ACCUM);
-    if (f->B * f->T > (1L << 24)) return err_usage("flags '--micro-batch' x '--seq': %ld tokens per micro-batch is too many", f->B * f->T);
+    if (f->B * f->T > (1L << 24))
+        return err_usage("flags '--micro-batch' x '--seq': %ld tokens per micro-batch is too many", f->B * f->T);
     return check_blas_sizes(cfg, f->B, f->T);
 }
 
@@ -201,44 +216,68 @@ static int train_memory(const train_flags *f, const model_config *cfg, int ranks
         printf("# %s: %s; micro-batch %ld x seq %ld, global batch %ld (%ld accumulation steps)\n", cfg->name, arch,
                f->B, f->T, f->G, f->G / f->B);
         char wh[64] = "", ix[64] = "";
-        if (mem->weights_bf16 > 0) snprintf(wh, sizeof wh, ", packed bf16 weight copies %.3f GiB", gib(mem->weights_bf16));
-        if (f->data && f->sampling == SAMPLER_MEGATRON) snprintf(ix, sizeof ix, ", Megatron sample index %.3f GiB", gib(index_bytes));
-        printf("# memory estimate (%s): parameters %.3f GiB, gradients %.3f GiB, AdamW moments %.3f GiB%s, activations %.3f GiB (%.3f GiB with --recompute, %.3f GiB without), scratch %.3f GiB%s: total %.3f GiB\n",
+        if (mem->weights_bf16 > 0)
+            snprintf(wh, sizeof wh, ", packed bf16 weight copies %.3f GiB", gib(mem->weights_bf16));
+        if (f->data && f->sampling == SAMPLER_MEGATRON)
+            snprintf(ix, sizeof ix, ", Megatron sample index %.3f GiB", gib(index_bytes));
+        printf("# memory estimate (%s): parameters %.3f GiB, gradients %.3f GiB, AdamW moments %.3f GiB%s, activations "
+               "%.3f GiB (%.3f GiB with --recompute, %.3f GiB without), scratch %.3f GiB%s: total %.3f GiB\n",
                precision_name(f->prec), gib(mem->params), gib(mem->grads), gib(mem->moments), wh,
-               gib(f->recompute ? mem->acts_full_recompute : mem->acts_full_no_recompute), gib(mem->acts_full_recompute),
-               gib(mem->acts_full_no_recompute), gib(mem->scratch), ix, gib(mem->total));
+               gib(f->recompute ? mem->acts_full_recompute : mem->acts_full_no_recompute),
+               gib(mem->acts_full_recompute), gib(mem->acts_full_no_recompute), gib(mem->scratch), ix, gib(mem->total));
         if (ranks > 1)
             printf("# %d data-parallel ranks%s: the estimate is per rank%s\n", ranks, f->zero ? ", ZeRO-1" : "",
                    f->zero ? "" : " (--zero 1 would shard the AdamW moments)");
         if (f->zero && ranks > 1)
-            printf("# ZeRO-1: AdamW moments %.3f GiB per rank instead of %.3f GiB (saves %.3f GiB a rank)\n", gib(mem->moments),
-                   gib(moments_full), gib(moments_full - mem->moments));
+            printf("# ZeRO-1: AdamW moments %.3f GiB per rank instead of %.3f GiB (saves %.3f GiB a rank)\n",
+                   gib(mem->moments), gib(moments_full), gib(moments_full - mem->moments));
         fflush(stdout);
     }
     char what[240], ixw[80] = "";
     int local = comm_local_size();
-    if (index_bytes >= 0.01 * mem->total) snprintf(ixw, sizeof ixw, " with a Megatron sample index of %.1f GiB", gib(index_bytes));
+    if (index_bytes >= 0.01 * mem->total)
+        snprintf(ixw, sizeof ixw, " with a Megatron sample index of %.1f GiB", gib(index_bytes));
     snprintf(what, sizeof what, "%s at B=%ld T=%ld in %s%s%s%s", cfg->name, f->B, f->T, precision_name(f->prec),
              f->recompute ? " with --recompute" : "", ixw,
              local > 1 ? " on every rank of this machine" : "");
     int rc = mem_check_fits(mem->total * local, what);
     double with_rc = mem->total - mem->acts_full_no_recompute + mem->acts_full_recompute;
-    if (rc != 0 && !f->recompute && with_rc < 0.9 * mem_available_bytes()) err_hint("with --recompute it needs %.1f GiB", gib(with_rc));
+    if (rc != 0 && !f->recompute && with_rc < 0.9 * mem_available_bytes())
+        err_hint("with --recompute it needs %.1f GiB", gib(with_rc));
     return rc;
 }
 
 static void train_step_opts(const train_flags *f, const model_config *cfg, double estimate, step_opts *so)
 {
     const int ranks = comm_size();
-    *so = (step_opts){.cfg = *cfg, .data_path = f->data, .recompute = f->recompute, .prec = f->prec, .discard = f->discard, .quiet = f->quiet,
-                      .estimate_bytes = estimate, .bucket_bytes = f->bucket_mib * 1048576.0,
-                      .dp = f->zero ? DP_ZERO1 : f->no_overlap ? DP_BUCKETS : DP_OVERLAP};
-    so->train = (train_opts){.B = (int)f->B, .T = (int)f->T, .accum = (int)(f->G / f->B), .steps = f->steps,
-                             .warmup = f->warmup, .lr = f->lr, .min_lr = f->min_lr,
+    *so = (step_opts){.cfg = *cfg,
+                      .data_path = f->data,
+                      .recompute = f->recompute,
+                      .prec = f->prec,
+                      .discard = f->discard,
+                      .quiet = f->quiet,
+                      .estimate_bytes = estimate,
+                      .bucket_bytes = f->bucket_mib * 1048576.0,
+                      .dp = f->zero         ? DP_ZERO1
+                            : f->no_overlap ? DP_BUCKETS
+                                            : DP_OVERLAP};
+    so->train = (train_opts){.B = (int)f->B,
+                             .T = (int)f->T,
+                             .accum = (int)(f->G / f->B),
+                             .steps = f->steps,
+                             .warmup = f->warmup,
+                             .lr = f->lr,
+                             .min_lr = f->min_lr,
                              .hp = {(float)f->lr, (float)f->beta1, (float)f->beta2, (float)f->eps, (float)f->wd, 0.0f},
-                             .clip = (float)f->clip, .seed = (unsigned long long)f->seed, .sampling = f->sampling, .init_path = f->init,
-                             .resume_dir = f->resume, .save_dir = f->save, .save_every = f->save_every,
-                             .rank = comm_rank(), .ranks = ranks};
+                             .clip = (float)f->clip,
+                             .seed = (unsigned long long)f->seed,
+                             .sampling = f->sampling,
+                             .init_path = f->init,
+                             .resume_dir = f->resume,
+                             .save_dir = f->save,
+                             .save_every = f->save_every,
+                             .rank = comm_rank(),
+                             .ranks = ranks};
 }
 
 /* Rank 0: the tables on stdout and the CSV files asked for. */
@@ -268,23 +307,30 @@ static void train_log_notes(record *log, record *summary, const machine_info *mi
 {
     char blasd[512];
     blascore_describe(mi, blasd, sizeof blasd);
-    record_note(log, "%s, %d cores, %d OpenMP threads, %d OpenBLAS threads, OMP_WAIT_POLICY %s; measured here %s (git %s)",
-                mi->cpu_model, mi->cores, mi->threads, mi->blas_threads, mi->omp_wait_policy, mi->date_utc, mi->git_rev);
+    record_note(
+        log, "%s, %d cores, %d OpenMP threads, %d OpenBLAS threads, OMP_WAIT_POLICY %s; measured here %s (git %s)",
+        mi->cpu_model, mi->cores, mi->threads, mi->blas_threads, mi->omp_wait_policy, mi->date_utc, mi->git_rev);
     if (gpt_prec_act(prec) == ELEM_BF16) {
         const char *impl = bf16_kernel();
         char note[512];
-        snprintf(note, sizeof note, "precision %s: bf16 products by oneDNN %s, ISA %s (kernel %s%s)%s", precision_name(prec),
-                 onednn_version(), onednn_isa(), impl ? impl : "unavailable",
+        const precision_info *pi = precision_info_of(prec);
+        snprintf(note, sizeof note, "precision %s: bf16 products by oneDNN %s, ISA %s (kernel %s%s)%s%s",
+                 precision_name(prec), onednn_version(), onednn_isa(), impl ? impl : "unavailable",
                  onednn_bf16_native() ? "" : "; no bf16 instructions at this CPU level: emulated",
-                 prec == PRECISION_BF16_SR ? "; full bf16: weights, gradients and AdamW moments in bf16, updates stochastically rounded (seeded by --seed)"
-                 : prec == PRECISION_BF16_NEAREST ? "; full bf16: weights, gradients and AdamW moments in bf16, updates rounded to nearest"
-                                                  : "");
+                 pi->weights_bf16 ? "; full bf16: weights, gradients and AdamW moments in bf16, updates " : "",
+                 pi->rounding == ROUNDING_STOCHASTIC ? "stochastically rounded (seeded by --seed)"
+                 : pi->rounding == ROUNDING_NEAREST  ? "rounded to nearest"
+                                                     : "");
         record_note(log, "%s", note);
         record_note(summary, "%s", note);
     }
-    record_note(log, "%s%s", gpt_prec_act(prec) == ELEM_BF16 ? "fp32 products (none in the step; the microbenchmarks): " : "", blasd);
+    record_note(log, "%s%s",
+                gpt_prec_act(prec) == ELEM_BF16 ? "fp32 products (none in the step; the microbenchmarks): " : "",
+                blasd);
     record_note(log, "mfu/hfu: against %s", cal->peak_note);
-    if (ranks > 1) record_note(log, "%d data-parallel ranks (%s); the breakdown's prediction is single-process only", ranks, comm_describe());
+    if (ranks > 1)
+        record_note(log, "%d data-parallel ranks (%s); the breakdown's prediction is single-process only", ranks,
+                    comm_describe());
 }
 
 int cmd_train(int argc, char **argv)
@@ -296,21 +342,23 @@ int cmd_train(int argc, char **argv)
     if ((rc = train_config(&f, &cfg)) != 0) return rc;
     if (gpt_prec_act(f.prec) == ELEM_BF16) { /* before anything is measured: can oneDNN run bf16 products here? */
         if (!bf16_kernel())
-            return err_msg("flag '--precision %s': oneDNN %s has no bf16 matmul at ISA %s here (%s)", f.precision, onednn_version(),
-                           onednn_isa(), onednn_last_error());
+            return err_msg("flag '--precision %s': oneDNN %s has no bf16 matmul at ISA %s here (%s)", f.precision,
+                           onednn_version(), onednn_isa(), onednn_last_error());
     }
     if ((rc = blascore_select(f.blas, argv)) != 0) return rc; /* may re-exec: before any output, before MPI starts */
     if (comm_init(NULL, NULL) != 0) return CB_EFAIL;
     const int ranks = comm_size();
     if (f.G % (f.B * ranks) != 0)
-        return err_usage("flag '--global-batch': %ld is not a multiple of --micro-batch %ld x %d ranks", f.G, f.B, ranks);
+        return err_usage("flag '--global-batch': %ld is not a multiple of --micro-batch %ld x %d ranks", f.G, f.B,
+                         ranks);
     gpt_mem mem;
     if ((rc = train_memory(&f, &cfg, ranks, &mem)) != 0) return rc;
     machine_info mi;
     machine_probe(&mi);
     blascore_fill(&mi, f.blas);
     calib cal;
-    calib_opts co = {&cfg, (int)f.B, (int)f.T, (int)(f.G / f.B), f.peak, !f.no_predict && ranks == 1, f.budget, mi.threads, f.prec};
+    calib_opts co = {&cfg,     (int)f.B,   (int)f.T, (int)(f.G / f.B), f.peak, !f.no_predict && ranks == 1,
+                     f.budget, mi.threads, f.prec};
     if ((rc = calib_measure(&co, &cal)) != 0) return rc;
     step_opts so;
     train_step_opts(&f, &cfg, mem.total, &so);
