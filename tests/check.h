@@ -51,6 +51,9 @@ int mpi_run(int np, const char *const *args, char *out, size_t outsz, char *err,
 /* A new directory /tmp/costbench-test-XXXXXX (NULL, after a failed check, when it cannot be made);
  * the last 8 names stay valid. */
 char *test_tmpdir(void);
+/* `name` inside this process's own temporary directory (made once): concurrent test runs never
+ * share a path. The result stays valid for the next 63 calls. */
+const char *test_path(const char *name);
 /* Writes text to path (a failed check when it cannot). */
 void write_text(const char *path, const char *text);
 /* Writes n bytes to path; 0, or -1 when it cannot. */

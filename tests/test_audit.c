@@ -158,23 +158,9 @@ static void poke_float(const char *path, long off, float v)
     fclose(f);
 }
 
-/* `name` inside this process's own temporary directory: concurrent test runs never share a path. */
-static const char *apath(const char *name)
-{
-    static char dir[64], buf[16][256];
-    static int next;
-    if (!dir[0]) {
-        const char *d = test_tmpdir();
-        snprintf(dir, sizeof dir, "%s", d ? d : "/tmp");
-    }
-    char *out = buf[next++ % 16];
-    snprintf(out, sizeof buf[0], "%s/%s", dir, name);
-    return out;
-}
-
 static void test_audit_nan_init_and_divergence(void)
 {
-    const char *dir = apath("nan"), *saved = apath("nan-out");
+    const char *dir = test_path("nan"), *saved = test_path("nan-out");
     rm_tree(dir), rm_tree(saved);
     const char *a1[] = {"train", TINY, "--steps", "1", "--save", dir, NULL};
     CHECK(run(a1) == 0, "a tiny run to get weights: %s", g_err);
@@ -193,14 +179,14 @@ static void test_audit_nan_init_and_divergence(void)
     poke_float(w, off, 0.01f);
     const char *lnf = "gpt_neox.final_layer_norm.weight";
     for (int i = 0; i < 64; i++) poke_float(w, tensor_offset(w, lnf, i), 3e38f);
-    const char *csv = apath("nan.csv");
+    const char *csv = test_path("nan.csv");
     unlink(csv);
     const char *a3[] = {"train", TINY, "--steps", "3", "--init", w, "--save", saved, "--csv", csv, NULL};
     rc = run(a3);
     CHECK(rc == 1 && strstr(g_err, "step 1: the loss is not finite") &&
               strstr(g_err, "stopped before the update, nothing saved") && strstr(g_err, "the loss of"),
           "an overflowing run: exit %d: %s", rc, g_err);
-    CHECK(access(saved, F_OK) != 0 || access(apath("nan-out/latest"), F_OK) != 0,
+    CHECK(access(saved, F_OK) != 0 || access(test_path("nan-out/latest"), F_OK) != 0,
           "a diverged run saved a checkpoint");
     CHECK(access(csv, F_OK) != 0, "a failed run wrote its log");
     rm_tree(dir), rm_tree(saved);
@@ -231,7 +217,7 @@ static int leftovers(const char *dir, char *which, size_t n)
 
 static void test_audit_killed_saves(void)
 {
-    const char *dir = apath("kill");
+    const char *dir = test_path("kill");
     rm_tree(dir);
     mkdir(dir, 0755);
     char p[512], left[1024];
@@ -299,7 +285,7 @@ static void write_st(const char *path, const char *hdr, const void *data, size_t
 
 static void expect_st(const char *hdr, size_t ndata, const char *expect)
 {
-    const char *p = apath("audit.safetensors");
+    const char *p = test_path("audit.safetensors");
     float data[4] = {1, 2, 3, 4};
     write_st(p, hdr, data, ndata);
     st_file f;
@@ -343,8 +329,8 @@ static void test_audit_impossible_numbers(void)
 {
     static const char hdr[] =
         "model,tensor_parallel,pipeline_parallel,instances,instance_type,seq_len,global_batch,seq_per_s\n";
-    const char *p = apath("tput.csv");
-    rm_tree(apath("rep"));
+    const char *p = test_path("tput.csv");
+    rm_tree(test_path("rep"));
     const char *rows[][2] = {
         {"neox-20b,8,4,4,trn1.32xlarge,2048,16384,1e9\n", ":2: 1e+09 seq/s of neox-20b at seq_len 2048 needs"},
         {"pythia-6.9b,8,1,1,trn1.32xlarge,4096,256,1\n", ":2: seq_len 4096 exceeds pythia-6.9b's max_seq_len 2048"},
@@ -353,17 +339,17 @@ static void test_audit_impossible_numbers(void)
         char text[512];
         snprintf(text, sizeof text, "%s%s", hdr, rows[i][0]);
         write_file_bytes(p, text, strlen(text));
-        const char *a[] = {"report", "--throughput", p, "--out", apath("rep"), NULL};
+        const char *a[] = {"report", "--throughput", p, "--out", test_path("rep"), NULL};
         int rc = run(a);
         CHECK(rc == 1 && strstr(g_err, rows[i][1]), "row %d: exit %d: %s", i, rc, g_err);
     }
     const char *m = "model,instances,instance_type,seq_len,global_batch,seq_per_s,mfu,peak_gflops,source\n"
                     "pythia-70m,1,this machine,512,4,1e12,2e15,1e-300,measured here\n";
     write_file_bytes(p, m, strlen(m));
-    const char *a[] = {"report", "--throughput", p, "--usd-per-hour", "1", "--out", apath("rep"), NULL};
+    const char *a[] = {"report", "--throughput", p, "--usd-per-hour", "1", "--out", test_path("rep"), NULL};
     int rc = run(a);
     CHECK(rc == 1 && strstr(g_err, ":2: column 'mfu'"), "an absurd measured row: exit %d: %s", rc, g_err);
-    CHECK(access(apath("rep"), F_OK) != 0, "a report was written from impossible rows");
+    CHECK(access(test_path("rep"), F_OK) != 0, "a report was written from impossible rows");
     unlink(p);
     const char *t[] = {"train", TINY, "--steps", "1", "--peak-gflops", "1e-300", NULL};
     rc = run(t);
@@ -380,7 +366,7 @@ static void copy_file(const char *from, const char *to)
 
 static void test_audit_checkpoint_parts(void)
 {
-    const char *d = apath("ck"), *d2 = apath("ck2");
+    const char *d = test_path("ck"), *d2 = test_path("ck2");
     rm_tree(d), rm_tree(d2);
     const char *a[] = {"train", TINY, "--steps", "2", "--save", d, "--save-every", "1", NULL};
     const char *b[] = {"train", TINY, "--steps", "2", "--save", d2, NULL};
@@ -427,7 +413,7 @@ static void test_audit_sizes_and_messages(void)
     CHECK(rc == 2 && strstr(g_err, "flag '--d-model'") && !strstr(g_err, "micro-batch"), "--d-model 65536: exit %d: %s",
           rc, g_err);
     /* a byte-order mark, and a header on line 4 */
-    const char *p = apath("bom.csv");
+    const char *p = test_path("bom.csv");
     const char bom[] = "\xEF\xBB\xBFmodel,tensor_parallel,pipeline_parallel,instances,instance_type,seq_len,global_"
                        "batch,seq_per_s,usd_per_hour\n"
                        "neox-20b,8,4,4,trn1.32xlarge,2048,16384,13.6,30.36\n";
@@ -452,7 +438,7 @@ static void test_audit_sizes_and_messages(void)
 
 static void test_audit_dataset_full_disk(void)
 {
-    const char *txt = apath("big.txt"), *prefix = apath("full");
+    const char *txt = test_path("big.txt"), *prefix = test_path("full");
     static char big[1 << 20];
     memset(big, 'a', sizeof big);
     write_file_bytes(txt, big, sizeof big);
@@ -462,11 +448,11 @@ static void test_audit_dataset_full_disk(void)
     snprintf(want, sizeof want, "cannot write '%s.bin'", prefix);
     CHECK(rc == 1 && count_of(g_err, "error:") == 1 && strstr(g_err, want),
           "a full disk: exit %d, %d error lines: %s", rc, count_of(g_err, "error:"), g_err);
-    CHECK(access(apath("full.bin"), F_OK) != 0 && access(apath("full.idx"), F_OK) != 0,
+    CHECK(access(test_path("full.bin"), F_OK) != 0 && access(test_path("full.idx"), F_OK) != 0,
           "a failed build left output files");
     char left[1024];
     char ls[320];
-    snprintf(ls, sizeof ls, "ls %s | grep full", apath(""));
+    snprintf(ls, sizeof ls, "ls %s | grep full", test_path(""));
     const char *argv[] = {"sh", "-c", ls, NULL};
     cmd_run(argv, left, sizeof left, NULL, 0);
     CHECK(left[0] == '\0', "temporary files left: %s", left);

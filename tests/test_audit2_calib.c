@@ -21,7 +21,8 @@ static const char g_hw[] =
     "toy.8x,Toy,8,1,100,25,80,,,100,,made up for tests\n";
 static const char g_prices[] = "provider,instance_type,region,pricing_option,usd_per_hour,as_of,source\n"
                                "aws,toy.8x,us-east-1,on_demand,10,2026,test\n";
-static const char g_head[] = "model,tensor_parallel,pipeline_parallel,instances,instance_type,seq_len,global_batch,seq_per_s\n";
+static const char g_head[] =
+    "model,tensor_parallel,pipeline_parallel,instances,instance_type,seq_len,global_batch,seq_per_s\n";
 
 typedef struct {
     char dir[64], hw[128], prices[128], rows[128], mm[128];
@@ -50,7 +51,8 @@ static int files_make(files *f, const char *head, const char *rows)
 static int scale_toy(const files *f, const char *spec, const char *model, const char *matmul_csv)
 {
     const char *args[32] = {"scale", "--calibrate", spec, "--model", model, "--instance", "toy.8x", "--hardware", f->hw,
-                            "--usd-per-hour", "10", "--tp", "8", "--seq", "2048", "--global-batch", "64", "--nodes", "1"};
+                            "--usd-per-hour", "10", "--tp", "8", "--seq", "2048", "--global-batch", "64", "--nodes",
+                            "1"};
     int a = 19;
     if (matmul_csv) args[a++] = "--matmul-csv", args[a++] = matmul_csv;
     args[a] = NULL;
@@ -60,8 +62,8 @@ static int scale_toy(const files *f, const char *spec, const char *model, const 
 /* costbench plan of `model` on toy.8x (up to 4 nodes, seq 2048, global batch 64), `extra` flags after. */
 static int plan_toy(const files *f, const char *model, const char *tokens, const char *const *extra)
 {
-    const char *args[40] = {"plan", "--model", model, "--tokens", tokens, "--deadline-days", "30", "--seq", "2048", "--global-batch",
-                            "64", "--max-nodes", "4", "--hardware", f->hw, "--prices", f->prices};
+    const char *args[40] = {"plan", "--model", model, "--tokens", tokens, "--deadline-days", "30", "--seq", "2048",
+                            "--global-batch", "64", "--max-nodes", "4", "--hardware", f->hw, "--prices", f->prices};
     int a = 17;
     for (int i = 0; extra && extra[i] && a < 38; i++) args[a++] = extra[i];
     args[a] = NULL;
@@ -107,8 +109,10 @@ static void test_calib_outside_curve(void)
     int rc = scale_toy(&f, f.rows, "gpt3-1.3b", NULL);
     CHECK(rc == 0, "exit %d: %s", rc, g_err);
     double mfu_c = note_value(g_out, "# calibration gpt3-1.3b", "compute MFU "),
-           mfu_t = note_value(g_out, "# target gpt3-1.3b", "compute MFU "), e = note_value(g_out, "# target gpt3-1.3b", " e ");
-    CHECK(mfu_t > mfu_c && mfu_t < 0.75 && e <= 1, "carried within the device: MFU %.6g -> %.6g, GEMMs at %.6g of the peak", mfu_c, mfu_t, e);
+           mfu_t = note_value(g_out, "# target gpt3-1.3b", "compute MFU "),
+           e = note_value(g_out, "# target gpt3-1.3b", " e ");
+    CHECK(mfu_t > mfu_c && mfu_t < 0.75 && e <= 1,
+          "carried within the device: MFU %.6g -> %.6g, GEMMs at %.6g of the peak", mfu_c, mfu_t, e);
     CHECK(strstr(g_out, "extrapolated: ") && strstr(g_out, "the tokens per device per step of the calibration"),
           "the target is marked extrapolated: %s", g_out);
     /* the same row for plan: a plan */
@@ -131,7 +135,8 @@ static void test_calib_above_peak(void)
     snprintf(spec, sizeof spec, "%s:2", f.rows);
     snprintf(lead, sizeof lead, "%s:2: ", f.rows);
     expect_error(scale_toy(&f, spec, "gpt3-1.3b", NULL), 2, lead, "above 100%", "calibration above the peak");
-    CHECK(strstr(g_err, "the row implies its GEMMs run at 1") && strstr(g_err, "% of the dense peak"), "names the term: %s", g_err);
+    CHECK(strstr(g_err, "the row implies its GEMMs run at 1") && strstr(g_err, "% of the dense peak"),
+          "names the term: %s", g_err);
     const char *cal[] = {"--calibrate", spec, NULL};
     expect_error(plan_toy(&f, "gpt3-1.3b", "10B", cal), 2, lead, "above 100%", "plan: calibration above the peak");
     snprintf(spec, sizeof spec, "%s:3", f.rows);
@@ -196,7 +201,8 @@ static void test_calib_row_errors(void)
         int line;
         const char *want;
     } cases[] = {
-        {2, "column 'model'"}, {3, "column 'instance_type'"}, {4, "column 'global_batch'"}, {5, "reproduce"}, {1, "not a data row"},
+        {2, "column 'model'"}, {3, "column 'instance_type'"}, {4, "column 'global_batch'"},
+        {5, "reproduce"},      {1, "not a data row"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char spec[160], lead[200], what[64];
@@ -209,11 +215,13 @@ static void test_calib_row_errors(void)
         expect_error(plan_toy(&f, "gpt3-1.3b", "10B", cal), 2, lead, cases[i].want, what);
     }
     char lead[200];
-    write_text(f.rows, "model,tensor_parallel,pipeline_parallel,instances,instance_type,seq_len,global_batch,seq_per_s\n"
-                       "gpt3-1.3b,8,1,1,toy.8x,2048,64,fast\n");
+    write_text(f.rows,
+               "model,tensor_parallel,pipeline_parallel,instances,instance_type,seq_len,global_batch,seq_per_s\n"
+               "gpt3-1.3b,8,1,1,toy.8x,2048,64,fast\n");
     snprintf(lead, sizeof lead, "%s:2: column 'seq_per_s'", f.rows);
     expect_error(scale_toy(&f, f.rows, "gpt3-1.3b", NULL), 2, lead, "fast", "an unreadable cell");
-    expect_error(scale_toy(&f, "/nonexistent/rows.csv", "gpt3-1.3b", NULL), 2, "", "/nonexistent/rows.csv", "an unreadable file");
+    expect_error(scale_toy(&f, "/nonexistent/rows.csv", "gpt3-1.3b", NULL), 2, "", "/nonexistent/rows.csv",
+                 "an unreadable file");
     rm_tree(f.dir);
 }
 
@@ -225,10 +233,12 @@ static void test_matmul_csv_wrong_kind(void)
     if (files_make(&f, NULL, "gpt3-1.3b,8,1,1,toy.8x,2048,64,10\n") != 0) return;
     char lead[200];
     snprintf(lead, sizeof lead, "%s", f.rows);
-    expect_error(scale_toy(&f, f.rows, "gpt3-1.3b", f.rows), 2, lead, "not a costbench matmul CSV", "a throughput CSV as --matmul-csv");
+    expect_error(scale_toy(&f, f.rows, "gpt3-1.3b", f.rows), 2, lead, "not a costbench matmul CSV",
+                 "a throughput CSV as --matmul-csv");
     CHECK(strstr(g_err, "no column 'n'") || strstr(g_err, "no column 'k'"), "names a missing column: %s", g_err);
     const char *cal[] = {"--calibrate", f.rows, "--matmul-csv", f.rows, NULL};
-    expect_error(plan_toy(&f, "gpt3-1.3b", "10B", cal), 2, lead, "not a costbench matmul CSV", "plan: a throughput CSV as --matmul-csv");
+    expect_error(plan_toy(&f, "gpt3-1.3b", "10B", cal), 2, lead, "not a costbench matmul CSV",
+                 "plan: a throughput CSV as --matmul-csv");
     rm_tree(f.dir);
 }
 
@@ -241,7 +251,8 @@ static void test_plan_budget_verdict(void)
     const char *budget[] = {"--budget-usd", "1e-6", NULL};
     int rc = plan_toy(&f, "gpt3-1.3b", "10B", budget);
     CHECK(rc == 0, "a budget nothing fits is a result: exit %d, %s", rc, g_err);
-    CHECK(strstr(g_out, "nothing fits the budget of $1e-06") && !strstr(g_out, "costs $0"), "the budget verdict: %s", g_out);
+    CHECK(strstr(g_out, "nothing fits the budget of $1e-06") && !strstr(g_out, "costs $0"), "the budget verdict: %s",
+          g_out);
     CHECK(strstr(g_out, "the cheapest configuration costs $"), "the cheapest configuration's cost: %s", g_out);
     rm_tree(f.dir);
 }
@@ -251,9 +262,11 @@ static void test_plan_mtbf_verdict(void)
     files f;
     if (files_make(&f, NULL, "") != 0) return;
     const char *mtbf[] = {"--mtbf-hours", "0.001", NULL};
-    expect_error(plan_toy(&f, "gpt3-1.3b", "10B", mtbf), 2, "flag '--mtbf-hours'", "faster than a checkpoint can be written", "MTBF 3.6 s");
+    expect_error(plan_toy(&f, "gpt3-1.3b", "10B", mtbf), 2, "flag '--mtbf-hours'",
+                 "faster than a checkpoint can be written", "MTBF 3.6 s");
     CHECK(strstr(g_err, "3.6 s") && strstr(g_err, "60 s"), "the two times: %s", g_err);
-    CHECK(!strstr(g_err, "out of memory") && !strstr(g_out, "out of memory)"), "not blamed on memory: %s%s", g_out, g_err);
+    CHECK(!strstr(g_err, "out of memory") && !strstr(g_out, "out of memory)"), "not blamed on memory: %s%s", g_out,
+          g_err);
     rm_tree(f.dir);
 }
 
@@ -267,7 +280,8 @@ static void test_calib_this_machine(void)
     model_config cfg;
     CHECK(model_preset_find("pythia-14m", &cfg) == 0, "pythia-14m preset");
     double sps = 20, peak_g = 1000, mfu = 100 * model_flops_per_token(&cfg, 256) * sps * 256 / (peak_g * 1e9);
-    char head[] = "model,tensor_parallel,pipeline_parallel,instances,instance_type,seq_len,global_batch,micro_batch,seq_per_s,mfu,"
+    char head[] = "model,tensor_parallel,pipeline_parallel,instances,instance_type,seq_len,global_batch,micro_batch,"
+                  "seq_per_s,mfu,"
                   "peak_gflops,source,ranks,precision\n",
          rows[512];
     snprintf(rows, sizeof rows, "pythia-14m,1,1,1,this machine,256,32,4,%g,%.9g,%g,measured here 2026-01-01,1,fp32\n"
@@ -277,15 +291,17 @@ static void test_calib_this_machine(void)
     if (files_make(&f, head, rows) != 0) return;
     char spec[160];
     snprintf(spec, sizeof spec, "%s:2", f.rows);
-    const char *args[] = {"scale", "--calibrate", spec, "--model", "pythia-14m", "--instance", "toy.8x", "--hardware", f.hw,
-                          "--usd-per-hour", "10", "--tp", "1", "--seq", "256", "--micro-batch", "4", "--global-batch", "32",
-                          "--precision", "fp32", "--nodes", "1", NULL};
+    const char *args[] = {"scale", "--calibrate", spec, "--model", "pythia-14m", "--instance", "toy.8x", "--hardware",
+                          f.hw, "--usd-per-hour", "10", "--tp", "1", "--seq", "256", "--micro-batch", "4",
+                          "--global-batch", "32", "--precision", "fp32", "--nodes", "1", NULL};
     int rc = run(args);
     CHECK(rc == 0, "a row measured here calibrates: exit %d, %s", rc, g_err);
     double mfu_c = note_value(g_out, "# calibration pythia-14m", "compute MFU "),
            mfu_t = note_value(g_out, "# target pythia-14m", "compute MFU ");
-    double phi_c = note_value(g_out, "# calibration pythia-14m", " phi "), phi_t = note_value(g_out, "# target pythia-14m", " phi ");
-    /* its own MFU back; the framework efficiency carries to the toy device, whose kernel launches weigh more on a faster device */
+    double phi_c = note_value(g_out, "# calibration pythia-14m", " phi "),
+           phi_t = note_value(g_out, "# target pythia-14m", " phi ");
+    /* its own MFU back; the framework efficiency carries to the toy device, whose kernel launches weigh more on a
+     * faster device */
     CHECK(fabs(100 * mfu_c / mfu - 1) < 1e-6 && phi_t == phi_c && mfu_t > 0 && mfu_t <= mfu_c,
           "the row's own MFU %.9g%%: calibration %.9g, target %.9g (phi %.9g, %.9g)", mfu, mfu_c, mfu_t, phi_c, phi_t);
     const char *cal[] = {"--calibrate", spec, NULL};
@@ -300,17 +316,24 @@ static void test_calib_this_machine(void)
 
 const test_case tests_audit2_calib[] = {
     {"audit2 10: plan refuses --tokens of less than one step", test_plan_less_than_one_step},
-    {"audit2 10: a calibration row of tiny GEMMs (seq_len 1 at tp 8) carries within the device's limits, the target marked extrapolated",
+    {"audit2 10: a calibration row of tiny GEMMs (seq_len 1 at tp 8) carries within the device's limits, the target "
+     "marked extrapolated",
      test_calib_outside_curve},
-    {"audit2 10: a calibration that needs its GEMMs above 100% of the peak is one error naming the row and the term, in scale and plan",
+    {"audit2 10: a calibration that needs its GEMMs above 100% of the peak is one error naming the row and the term, "
+     "in scale and plan",
      test_calib_above_peak},
     {"audit2 10: --matmul-csv range-checks pct_of_peak (0, 100], gflops_median, n, k and m", test_matmul_csv_ranges},
-    {"audit2 10: a calibration row with TP past the ranks of its instance is refused naming the column", test_calib_tp_past_instance},
-    {"audit2 11: every calibration-row error is one line FILE:LINE and exit 2, in scale and plan", test_calib_row_errors},
-    {"audit2 11: --matmul-csv given a throughput CSV is one error naming the missing column", test_matmul_csv_wrong_kind},
+    {"audit2 10: a calibration row with TP past the ranks of its instance is refused naming the column",
+     test_calib_tp_past_instance},
+    {"audit2 11: every calibration-row error is one line FILE:LINE and exit 2, in scale and plan",
+     test_calib_row_errors},
+    {"audit2 11: --matmul-csv given a throughput CSV is one error naming the missing column",
+     test_matmul_csv_wrong_kind},
     {"audit2 11: a budget nothing fits says so, with the cheapest configuration's cost", test_plan_budget_verdict},
-    {"audit2 11: --mtbf-hours shorter than a checkpoint says failures come faster than one can be written", test_plan_mtbf_verdict},
-    {"audit2 11: a row measured on this machine calibrates with the peak it records; without one, one error naming the column",
+    {"audit2 11: --mtbf-hours shorter than a checkpoint says failures come faster than one can be written",
+     test_plan_mtbf_verdict},
+    {"audit2 11: a row measured on this machine calibrates with the peak it records; without one, one error naming the "
+     "column",
      test_calib_this_machine},
     {0},
 };

@@ -16,8 +16,9 @@ static char g_out[65536], g_err[16384];
 static int run(const char *const *args) { return cli_run(args, g_out, sizeof g_out, g_err, sizeof g_err); }
 
 /* The tiny model of these tests on a corpus of made-up text (built once). */
-#define TINY "--model", "pythia-14m", "--layers", "2", "--vocab", "512", "--micro-batch", "1", "--seq", "64", "--no-predict", \
-             "--peak-gflops", "10000", "--quiet", "--data", corpus()
+#define TINY                                                                                                         \
+    "--model", "pythia-14m", "--layers", "2", "--vocab", "512", "--micro-batch", "1", "--seq", "64", "--no-predict", \
+        "--peak-gflops", "10000", "--quiet", "--data", corpus()
 
 static const char *corpus(void)
 {
@@ -88,7 +89,9 @@ static void rewrite_meta(const char *path, const char *const *keep, const char *
         void *buf = malloc(count * 4 + 1);
         t[i] = (st_out){.name = s->name, .data = buf, .bf16 = bf, .ndim = s->ndim};
         memcpy(t[i].shape, s->shape, sizeof t[i].shape);
-        rc = !buf ? -1 : bf ? st_read_bf16(&f, s->name, buf, s->shape, s->ndim) : st_read_f32(&f, s->name, buf, s->shape, s->ndim);
+        rc = !buf ? -1
+             : bf ? st_read_bf16(&f, s->name, buf, s->shape, s->ndim)
+                  : st_read_f32(&f, s->name, buf, s->shape, s->ndim);
     }
     for (int i = 0; i < f.nmeta && rc == 0; i++) {
         int kept = !keep;
@@ -122,7 +125,8 @@ static void still_step3(const char *ck, const char *what)
     snprintf(latest, sizeof latest, "%s/latest", ck);
     slurp(latest, text, sizeof text);
     snprintf(p, sizeof p, "%s/step-00000004", ck);
-    CHECK(strcmp(text, "step-00000003\n") == 0 && access(p, F_OK) != 0, "%s: a checkpoint was saved (latest '%s')", what, text);
+    CHECK(strcmp(text, "step-00000003\n") == 0 && access(p, F_OK) != 0, "%s: a checkpoint was saved (latest '%s')",
+          what, text);
 }
 
 /* ---------------------------------------------------------------- 1: corrupt moments */
@@ -190,7 +194,8 @@ static void test_update_counts(void)
                      : kernel == 2 ? adamw_update_full_bf16(p16, NULL, g, m16, v16, n, &hp, 4, &r)
                                    : adamw_update_full_bf16_ref(p16, NULL, g, m16, v16, n, &hp, 4, &r);
         CHECK(got == want, "kernel %d, n %zu: %zu non-finite weights counted, %zu written", kernel, n, got, want);
-        got = kernel <= 1 ? adamw_update(p, g, m, v, n, &hp, 5) : adamw_update_full_bf16(p16, NULL, g, m16, v16, n, &hp, 5, &r);
+        got = kernel <= 1 ? adamw_update(p, g, m, v, n, &hp, 5)
+                          : adamw_update_full_bf16(p16, NULL, g, m16, v16, n, &hp, 5, &r);
         CHECK(got == want, "kernel %d, n %zu, a second step: %zu counted, %zu non-finite", kernel, n, got, want);
     }
 }
@@ -206,7 +211,8 @@ static void test_moments_zero1(void)
     const char *g2[] = {"--global-batch", "2", NULL};
     make_checkpoint(ck, "fp32", "3", g2);
     poke(opt, "exp_avg/embed_out.weight", 512 * 128 - 1, 3e38f); /* the last parameter: rank 1's shard */
-    const char *r[] = {"train", TINY, "--global-batch", "2", "--zero", "1", "--steps", "4", "--resume", ck, "--save", ck, NULL};
+    const char *r[] = {"train", TINY, "--global-batch", "2", "--zero", "1", "--steps", "4", "--resume", ck, "--save",
+                       ck, NULL};
     int rc = mpi_run(2, r, g_out, sizeof g_out, g_err, sizeof g_err);
     CHECK(rc == 1 && strstr(g_err, "step 4") && strstr(g_err, "embed_out.weight") && strstr(g_err, "non-finite"),
           "ZeRO-1, a bad moment in rank 1's shard: exit %d: %s", rc, g_err);
@@ -237,10 +243,12 @@ static void test_model_shape(void)
           "--layers 1 on a 2-layer checkpoint: exit %d: %s", rc, g_err);
     const char *h8[] = {"train", TINY, "--heads", "8", "--steps", "5", "--resume", ck, "--save", ck, NULL};
     rc = run(h8);
-    CHECK(rc == 2 && strstr(g_err, "heads 4; this run has 8 (flag '--heads')"), "--heads 8 on 4 heads: exit %d: %s", rc, g_err);
+    CHECK(rc == 2 && strstr(g_err, "heads 4; this run has 8 (flag '--heads')"), "--heads 8 on 4 heads: exit %d: %s", rc,
+          g_err);
     const char *ffn[] = {"train", TINY, "--ffn", "256", "--steps", "5", "--resume", ck, "--save", ck, NULL};
     rc = run(ffn);
-    CHECK(rc == 2 && strstr(g_err, "ffn_dim 512; this run has 256 (flag '--ffn')"), "--ffn 256: exit %d: %s", rc, g_err);
+    CHECK(rc == 2 && strstr(g_err, "ffn_dim 512; this run has 256 (flag '--ffn')"), "--ffn 256: exit %d: %s", rc,
+          g_err);
     slurp(latest, after, sizeof after);
     CHECK(strcmp(before, after) == 0, "a refused resume changed latest: '%s' -> '%s'", before, after);
     /* a checkpoint of an older costbench: what it records is compared, the rest named once */
@@ -250,7 +258,8 @@ static void test_model_shape(void)
         rewrite_meta(p, old_keys, NULL, NULL);
     }
     rc = run(l1);
-    CHECK(rc == 2 && strstr(g_err, "layers 2; this run has 1"), "an older checkpoint, --layers 1: exit %d: %s", rc, g_err);
+    CHECK(rc == 2 && strstr(g_err, "layers 2; this run has 1"), "an older checkpoint, --layers 1: exit %d: %s", rc,
+          g_err);
     const char *ok[] = {"train", TINY, "--steps", "4", "--resume", ck, NULL};
     rc = run(ok);
     CHECK(rc == 0 && count_of(g_err, "warning:") == 1 && strstr(g_err, "kv_heads") && strstr(g_err, "norm") &&
@@ -304,8 +313,8 @@ static void test_messages(void)
     const char *a[] = {"train", TINY, "--steps", "2", "--init", keep, "--save", out, NULL};
     int rc = run(a);
     const char *hint = strstr(g_err, "hint:");
-    CHECK(rc == 1 && strstr(g_err, "step 1: the loss is not finite") && hint && strstr(hint, keep) && !strstr(g_err, "--lr") &&
-              access(out, F_OK) != 0,
+    CHECK(rc == 1 && strstr(g_err, "step 1: the loss is not finite") && hint && strstr(hint, keep) &&
+              !strstr(g_err, "--lr") && access(out, F_OK) != 0,
           "an overflowing --init weight: exit %d: %s", rc, g_err);
     /* a change of precision on resume is always said, and what it changes */
     const char *mixed[] = {"train", TINY, "--precision", "bf16-mixed", "--steps", "4", "--resume", ck, NULL};
@@ -326,10 +335,13 @@ static void test_messages(void)
 }
 
 const test_case tests_audit2_ckpt[] = {
-    {"audit2 1: a negative exp_avg_sq is refused at load, an overflowing update stops before any save (fp32, bf16-mixed, bf16)", test_moments},
+    {"audit2 1: a negative exp_avg_sq is refused at load, an overflowing update stops before any save (fp32, "
+     "bf16-mixed, bf16)",
+     test_moments},
     {"audit2 1: the AdamW kernels count the non-finite weights they write", test_update_counts},
     {"audit2 1: under mpirun with --zero 1 every rank stops at a non-finite update", test_moments_zero1},
-    {"audit2 2: --resume compares the model's configuration with the checkpoint's; older checkpoints warn", test_model_shape},
+    {"audit2 2: --resume compares the model's configuration with the checkpoint's; older checkpoints warn",
+     test_model_shape},
     {"audit2 7: an adam_t that is not the checkpoint's step is refused at load", test_adam_t},
     {"audit2 11: an overflowing --init blames the file; a change of precision on resume is said", test_messages},
     {0},

@@ -8,6 +8,7 @@
 #include "../common/parse.h"
 #include "../common/presets.h"
 #include "check.h"
+#include "../common/files.h"
 
 static char g_out[65536], g_err[16384];
 static int run(const char *const *args) { return cli_run(args, g_out, sizeof g_out, g_err, sizeof g_err); }
@@ -142,7 +143,7 @@ static void test_decimal_numbers(void)
     capture_stderr_end();
     CHECK(r1 != 0 && r2 != 0 && r3 != 0 && r4 != 0, "refused: %d %d %d %d", r1, r2, r3, r4);
     /* a CSV cell: hex was a price */
-    char *dir = test_tmpdir(), path[4200];
+    char *dir = test_tmpdir(), path[CB_PATH_MAX];
     if (!dir) return;
     snprintf(path, sizeof path, "%s/prices.csv", dir);
     write_text(path, "provider,instance_type,region,pricing_option,usd_per_hour,as_of,source\n"

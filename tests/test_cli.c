@@ -104,7 +104,7 @@ static int column_has(const table *t, const char *col, const char *value)
 
 static void test_cli_matmul_runs(void)
 {
-    const char *csv = "/tmp/costbench-cli-matmul.csv", *png = "/tmp/costbench-cli-matmul.png";
+    const char *csv = test_path("matmul.csv"), *png = test_path("matmul.png");
     unlink(csv);
     unlink(png);
     const char *args[] = {"matmul", "--n", "64,128", "--k", "64,96", "--min-time", "0.01", "--peak-gflops", "100",
@@ -150,7 +150,7 @@ static void test_cli_matmul_runs(void)
 
 static void test_cli_rope_runs(void)
 {
-    const char *csv = "/tmp/costbench-cli-rope.csv";
+    const char *csv = test_path("rope.csv");
     const char *args[] = {"rope", "--model", "pythia-14m,pythia-160m", "--tokens", "256", "--seq", "128", "--min-time",
                           "0.01", "--copy-gbps", "10", "--csv", csv, NULL};
     int rc = run(args);
@@ -173,7 +173,7 @@ static void test_cli_rope_runs(void)
 
 static void test_cli_peak_runs(void)
 {
-    const char *csv = "/tmp/costbench-cli-peak.csv";
+    const char *csv = test_path("peak.csv");
     const char *args[] = {"peak", "--no-sgemm", "--array-mib", "8", "--min-time", "0.01", "--csv", csv, NULL};
     int rc = run(args);
     CHECK(rc == 0, "peak: exit %d: %s", rc, g_err);
@@ -192,7 +192,7 @@ static void test_cli_peak_runs(void)
 
 static void test_cli_failed_run_keeps_csv(void)
 {
-    const char *csv = "/tmp/costbench-cli-keep.csv";
+    const char *csv = test_path("keep.csv");
     FILE *f = fopen(csv, "w");
     fputs("previous results\n", f);
     fclose(f);

@@ -7,6 +7,7 @@
 
 #include "../common/csvio.h"
 #include "check.h"
+#include "../common/files.h"
 
 static char g_out[65536], g_err[16384];
 
@@ -201,7 +202,7 @@ static void test_sweep_and_cluster_scripts(void)
         CHECK(0, "cannot create a temporary directory for the sweep");
         return;
     }
-    char env_bin[4200], out[128], path[256];
+    char env_bin[CB_PATH_MAX], out[128], path[256];
     snprintf(env_bin, sizeof env_bin, "COSTBENCH=%s", g_costbench);
     snprintf(out, sizeof out, "%s/s", dir);
     const char *sw[] = {"env", env_bin, "ASAN_OPTIONS=detect_leaks=0", "OMPI_ALLOW_RUN_AS_ROOT=1",

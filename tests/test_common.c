@@ -15,6 +15,7 @@
 #include "../common/stats.h"
 #include "../common/presets.h"
 #include "check.h"
+#include "../common/files.h"
 
 
 static void test_parse_numbers(void)
@@ -84,7 +85,7 @@ static void test_opts(void)
 
 static void test_csv_loader_good(void)
 {
-    const char *p = "/tmp/costbench-test-good.csv";
+    const char *p = test_path("good.csv");
     write_text(p, "# a comment\nname,value,text\n\nalpha,1.5,\"with, comma\"\n# another\nbeta,2,\"multi\nline\"\n");
     table t;
     CHECK(table_load(&t, p) == 0, "a valid CSV was refused");
@@ -101,7 +102,7 @@ static void test_csv_loader_good(void)
 
 static void expect_load_error(const char *text, const char *expect)
 {
-    const char *p = "/tmp/costbench-test-bad.csv";
+    const char *p = test_path("bad.csv");
     write_text(p, text);
     table t;
     capture_stderr_begin();
@@ -115,13 +116,13 @@ static void expect_load_error(const char *text, const char *expect)
 
 static void test_csv_loader_errors(void)
 {
-    expect_load_error("a,b\n1,2\n3\n", "costbench-test-bad.csv:3: expected 2 fields (as the header), got 1");
-    expect_load_error("a,b\n1,\"2\n", "costbench-test-bad.csv:2: malformed CSV");
-    expect_load_error("a,b\n1,\"2\"x\n", "costbench-test-bad.csv:2: malformed CSV");
+    expect_load_error("a,b\n1,2\n3\n", "/bad.csv:3: expected 2 fields (as the header), got 1");
+    expect_load_error("a,b\n1,\"2\n", "/bad.csv:2: malformed CSV");
+    expect_load_error("a,b\n1,\"2\"x\n", "/bad.csv:2: malformed CSV");
     expect_load_error("", "empty file");
     expect_load_error("a,a\n1,2\n", "column 'a' appears twice");
     /* typed access errors name file:line and column */
-    const char *p = "/tmp/costbench-test-typed.csv";
+    const char *p = test_path("typed.csv");
     write_text(p, "model,usd_per_hour\nx,n/a\n");
     table t;
     table_load(&t, p);
@@ -132,7 +133,7 @@ static void test_csv_loader_errors(void)
     const char *err = capture_stderr_end();
     CHECK(rc != 0 && miss < 0, "bad number or missing column accepted");
     CHECK(strstr(err,
-                 "costbench-test-typed.csv:2: column 'usd_per_hour': expected a number from 0 to 1e+06, got 'n/a'") !=
+                 "/typed.csv:2: column 'usd_per_hour': expected a number from 0 to 1e+06, got 'n/a'") !=
               NULL,
           "message: %s", err);
     CHECK(strstr(err, "missing column 'nope'") != NULL, "message: %s", err);
@@ -152,7 +153,7 @@ static void test_record_csv_roundtrip(void)
     record_str(&r, row, 0, "copy");
     machine_info m;
     machine_probe(&m);
-    const char *p = "/tmp/costbench-test-record.csv";
+    const char *p = test_path("record.csv");
     CHECK(record_write_csv(&r, p, &m) == 0, "write failed");
     table t;
     CHECK(table_load(&t, p) == 0, "written CSV does not load");
@@ -192,7 +193,7 @@ static void test_stats(void)
 
 static void test_model_presets(void)
 {
-    char path[4200];
+    char path[CB_PATH_MAX];
     machine_data_file(path, sizeof path, "models.csv");
     model_config *all;
     int n;
@@ -221,7 +222,7 @@ static void test_model_presets(void)
           "unknown preset: %d %s", unk, err);
     free(all);
     /* a broken presets file names its line and column */
-    const char *p = "/tmp/costbench-test-models.csv";
+    const char *p = test_path("models.csv");
     write_text(p, "name,family,layers,d_model,heads,vocab,rotary_pct,rotary_base,parallel_residual,tied_embeddings,pos_"
                   "emb,max_seq_len,source\n"
                   "ok,pythia,6,512,8,50304,0.25,10000,true,false,rotary,2048,x\n"
@@ -230,7 +231,7 @@ static void test_model_presets(void)
     int rc = model_presets_load(p, &all, &n);
     err = capture_stderr_end();
     CHECK(rc != 0 &&
-              strstr(err, "costbench-test-models.csv:3: column 'heads': d_model 500 is not a multiple of 8 heads"),
+              strstr(err, "/models.csv:3: column 'heads': d_model 500 is not a multiple of 8 heads"),
           "message: %s", err);
     unlink(p);
 }

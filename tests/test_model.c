@@ -46,7 +46,8 @@ static double ref_forward(void *p, const double *P)
     double *losses = calloc((size_t)BT, sizeof(double));
     for (int i = 0; i < BT; i++)
         for (int k = 0; k < C; k++)
-            x[i * C + k] = wte[(size_t)m->inputs[i] * C + k] + (c->pos == POS_LEARNED ? wpe[(size_t)(i % T) * C + k] : 0);
+            x[i * C + k] =
+                wte[(size_t)m->inputs[i] * C + k] + (c->pos == POS_LEARNED ? wpe[(size_t)(i % T) * C + k] : 0);
     int r = m->rotary_dims, hr = r / 2;
     for (int l = 0; l < L; l++) {
         size_t o = (size_t)l;
@@ -80,7 +81,8 @@ static double ref_forward(void *p, const double *P)
     crossentropy_forward_ref(losses, logits, m->targets, BT, V);
     double s = 0;
     for (int i = 0; i < BT; i++) s += losses[i];
-    free(x), free(ln), free(qkv), free(atty), free(ap), free(res2), free(h), free(g), free(mo), free(logits), free(losses);
+    free(x), free(ln), free(qkv), free(atty), free(ap), free(res2), free(h), free(g), free(mo), free(logits),
+        free(losses);
     return s / BT;
 }
 
@@ -88,12 +90,14 @@ static void check_model_gradient(int parallel, int learned, int tied, const char
 {
     model_config c = tiny(parallel, learned, tied);
     gpt_model m, mr;
-    CHECK(gpt_init(&m, &c, 2, 5, 0, PRECISION_FP32) == 0 && gpt_init(&mr, &c, 2, 5, 1, PRECISION_FP32) == 0, "%s: init failed", label);
+    CHECK(gpt_init(&m, &c, 2, 5, 0, PRECISION_FP32) == 0 && gpt_init(&mr, &c, 2, 5, 1, PRECISION_FP32) == 0,
+          "%s: init failed", label);
     gpt_init_weights(&m, 7);
     /* larger weights than the 0.02 init so that every path carries signal */
     for (size_t i = 0; i < m.w.nparams; i++) m.w.params[i] *= 20.0f;
     for (int k = 0; k < P_COUNT; k++)
-        if (k == P_LN1B || k == P_LN2B || k == P_LNFB || k == P_QKVB || k == P_FCB || k == P_FCPROJB || k == P_ATTPROJB) {
+        if (k == P_LN1B || k == P_LN2B || k == P_LNFB || k == P_QKVB || k == P_FCB || k == P_FCPROJB ||
+            k == P_ATTPROJB) {
             unsigned st = 100u + (unsigned)k;
             rand_fill(m.w.p[k], m.w.sizes[k], &st);
             for (size_t i = 0; i < m.w.sizes[k]; i++) m.w.p[k][i] *= 0.3f;
@@ -103,7 +107,8 @@ static void check_model_gradient(int parallel, int learned, int tied, const char
     memcpy(mr.inputs, m.inputs, sizeof(int) * 10), memcpy(mr.targets, m.targets, sizeof(int) * 10);
     gpt_zero_grad(&m);
     double loss = NAN;
-    CHECK(gpt_forward(&m, 1.0f, &loss) == 0 && gpt_backward(&m, 1.0f, NULL) == 0, "%s: forward or backward failed", label);
+    CHECK(gpt_forward(&m, 1.0f, &loss) == 0 && gpt_backward(&m, 1.0f, NULL) == 0, "%s: forward or backward failed",
+          label);
     double *P = malloc(m.w.nparams * sizeof(double));
     to_double(P, m.w.params, m.w.nparams);
     ref_ctx rc = {&m};
@@ -116,7 +121,8 @@ static void check_model_gradient(int parallel, int learned, int tied, const char
     /* activation recomputation gives the same gradients, bit for bit */
     gpt_zero_grad(&mr);
     double lr = NAN;
-    CHECK(gpt_forward(&mr, 1.0f, &lr) == 0 && gpt_backward(&mr, 1.0f, NULL) == 0, "%s: recompute forward or backward failed", label);
+    CHECK(gpt_forward(&mr, 1.0f, &lr) == 0 && gpt_backward(&mr, 1.0f, NULL) == 0,
+          "%s: recompute forward or backward failed", label);
     CHECK(lr == loss && memcmp(mr.w.grads, m.w.grads, m.w.nparams * sizeof(float)) == 0,
           "%s: --recompute changes the gradients", label);
     free(P);
@@ -159,7 +165,8 @@ static void test_model_overfits_and_is_deterministic(void)
     model_config c = tiny(1, 0, 0);
     c.C = 32, c.NH = 4, c.HS = 8, c.V = 64, c.max_T = 16;
     gpt_model a, b;
-    CHECK(gpt_init(&a, &c, 2, 16, 0, PRECISION_FP32) == 0 && gpt_init(&b, &c, 2, 16, 0, PRECISION_FP32) == 0, "init failed");
+    CHECK(gpt_init(&a, &c, 2, 16, 0, PRECISION_FP32) == 0 && gpt_init(&b, &c, 2, 16, 0, PRECISION_FP32) == 0,
+          "init failed");
     gpt_init_weights(&a, 5);
     gpt_init_weights(&b, 5);
     fill_tokens(&a, 11);

@@ -6,6 +6,7 @@
 
 #include "../report/plan.h"
 #include "check.h"
+#include "../common/files.h"
 
 static int close_rel(double x, double ref, double rtol) { return fabs(x - ref) <= rtol * fabs(ref); }
 
@@ -149,7 +150,7 @@ static void test_plan_cli_bad_input(void)
  * 2 nodes the second node is faster but dearer (its gradient all-reduce), so it ranks after. */
 static void test_plan_cli_by_hand(void)
 {
-    char hw[4200], pr[4200], csv[4200], out[16384], err[4096];
+    char hw[CB_PATH_MAX], pr[CB_PATH_MAX], csv[CB_PATH_MAX], out[16384], err[4096];
     char *dir = toy_tables(hw, pr, sizeof hw);
     if (!dir) return;
     snprintf(csv, sizeof csv, "%s/plan.csv", dir);
@@ -184,7 +185,7 @@ static void test_plan_cli_by_hand(void)
 
 static void test_plan_cli_impossible_deadline(void)
 {
-    char hw[4200], pr[4200], out[16384], err[4096];
+    char hw[CB_PATH_MAX], pr[CB_PATH_MAX], out[16384], err[4096];
     char *dir = toy_tables(hw, pr, sizeof hw);
     if (!dir) return;
     const char *args[] = {"plan", "--model", "pythia-70m", "--tokens", "1T", "--deadline-days", "0.5", "--seq", "128",

@@ -97,7 +97,8 @@ static void test_bf16_recompute_identical(void)
 {
     model_config c = small(1, 0, 0, 97);
     gpt_model a, b;
-    CHECK(gpt_init(&a, &c, 2, 24, 0, PRECISION_BF16_MIXED) == 0 && gpt_init(&b, &c, 2, 24, 1, PRECISION_BF16_MIXED) == 0,
+    CHECK(gpt_init(&a, &c, 2, 24, 0, PRECISION_BF16_MIXED) == 0 &&
+              gpt_init(&b, &c, 2, 24, 1, PRECISION_BF16_MIXED) == 0,
           "init failed");
     gpt_init_weights(&a, 4);
     fill_tokens(&a, 2);
@@ -130,8 +131,8 @@ static void test_bf16_copy_follows_update(void)
     CHECK(gpt_forward(&m, 1.0f, &loss) == 0, "forward failed");
     copy_weights_and_tokens(&f, &m);
     CHECK(gpt_forward(&f, 1.0f, &fresh) == 0, "fresh forward failed");
-    CHECK(loss == fresh && loss != before, "after two updates: loss %.9g, a fresh model on the same weights %.9g (first %.9g)",
-          loss, fresh, before);
+    CHECK(loss == fresh && loss != before,
+          "after two updates: loss %.9g, a fresh model on the same weights %.9g (first %.9g)", loss, fresh, before);
     gpt_free(&m), gpt_free(&f);
 }
 
@@ -141,7 +142,8 @@ static void test_bf16_backward_scale_paths(void)
 {
     model_config c = small(1, 0, 0, 97);
     gpt_model a, b;
-    CHECK(gpt_init(&a, &c, 2, 16, 0, PRECISION_BF16_MIXED) == 0 && gpt_init(&b, &c, 2, 16, 0, PRECISION_BF16_MIXED) == 0,
+    CHECK(gpt_init(&a, &c, 2, 16, 0, PRECISION_BF16_MIXED) == 0 &&
+              gpt_init(&b, &c, 2, 16, 0, PRECISION_BF16_MIXED) == 0,
           "init failed");
     gpt_init_weights(&a, 6);
     fill_tokens(&a, 4);
@@ -174,8 +176,8 @@ static void check_sr_unbiased(float x, const char *what)
     }
     double mean = sum / N, p = (fabs((double)x) - fabs((double)lo)) / (fabs((double)hi) - fabs((double)lo));
     double se = fabs((double)hi - lo) * sqrt(p * (1 - p) / N);
-    CHECK(fabs(mean - x) <= 4 * se + 1e-12, "%s: mean of %d stochastic roundings of %.9g is %.9g (4 standard errors %.3g)", what, N,
-          x, mean, 4 * se);
+    CHECK(fabs(mean - x) <= 4 * se + 1e-12,
+          "%s: mean of %d stochastic roundings of %.9g is %.9g (4 standard errors %.3g)", what, N, x, mean, 4 * se);
     CHECK(hi != lo, "%s: stochastic rounding of %.9g never varied", what, x);
     free(src), free(dst);
 }
@@ -218,13 +220,15 @@ static void test_bf16_sr_deterministic(void)
 static void test_bf16_sr_edges(void)
 {
     const float big = 0x1.fep127f; /* the largest finite bf16 */
-    const float in[] = {NAN, -NAN, INFINITY, -INFINITY, big, -big, FLT_MAX, -FLT_MAX, 0x1.ffp127f, 0.0f, -0.0f, 1.0f, 0x1p-130f};
+    const float in[] = {NAN,      -NAN,        INFINITY, -INFINITY, big,  -big,     FLT_MAX,
+                        -FLT_MAX, 0x1.ffp127f, 0.0f,     -0.0f,     1.0f, 0x1p-130f};
     const int n = (int)(sizeof in / sizeof in[0]);
     for (uint64_t s = 0; s < 64; s++) {
         bf16 out[16];
         bf16_from_floats_sr(out, in, (size_t)n, s, s * 7, 0);
         CHECK(isnan(bf16_to_float(out[0])) && isnan(bf16_to_float(out[1])), "NaN did not stay NaN");
-        CHECK(bf16_to_float(out[2]) == INFINITY && bf16_to_float(out[3]) == -INFINITY, "infinity did not stay infinite");
+        CHECK(bf16_to_float(out[2]) == INFINITY && bf16_to_float(out[3]) == -INFINITY,
+              "infinity did not stay infinite");
         for (int i = 4; i < 9; i++)
             CHECK(isfinite(bf16_to_float(out[i])) && fabsf(bf16_to_float(out[i])) == big,
                   "%.9g rounded stochastically to %.9g, not the largest finite bf16", in[i], bf16_to_float(out[i]));
@@ -233,8 +237,9 @@ static void test_bf16_sr_edges(void)
     }
 }
 
-#define TINY "--model", "pythia-14m", "--layers", "2", "--d-model", "64", "--heads", "4", "--vocab", "256", "--seq", "32", \
-             "--micro-batch", "2", "--no-predict", "--peak-gflops", "100", "--quiet", "--discard-steps", "0"
+#define TINY                                                                                                      \
+    "--model", "pythia-14m", "--layers", "2", "--d-model", "64", "--heads", "4", "--vocab", "256", "--seq", "32", \
+        "--micro-batch", "2", "--no-predict", "--peak-gflops", "100", "--quiet", "--discard-steps", "0"
 
 static int losses_of(const char *csv, double *out, int cap) { return csv_column(csv, "loss", out, cap); }
 
@@ -280,7 +285,8 @@ static void test_cli_bf16_precision_flag(void)
     snprintf(sum, sizeof sum, "%s/summary.csv", dir);
     const char *ok[] = {"train", TINY, "--steps", "2", "--precision", "bf16-mixed", "--summary-csv", sum, NULL};
     CHECK(cli_run(ok, out, sizeof out, err, sizeof err) == 0, "bf16-mixed run: %s", err);
-    CHECK(strstr(out, "oneDNN") && strstr(out, onednn_isa()), "the output does not name oneDNN's ISA %s:\n%s", onednn_isa(), out);
+    CHECK(strstr(out, "oneDNN") && strstr(out, onednn_isa()), "the output does not name oneDNN's ISA %s:\n%s",
+          onednn_isa(), out);
     char text[8192];
     slurp(sum, text, sizeof text);
     CHECK(strstr(text, "precision") && strstr(text, "bf16-mixed"), "summary CSV lacks the precision:\n%s", text);
@@ -302,7 +308,8 @@ static void test_cli_bf16_isa_capped(void)
     setenv("DNNL_MAX_CPU_ISA", "AVX2", 1);
     rc = cli_run(a, out, sizeof out, err, sizeof err);
     unsetenv("DNNL_MAX_CPU_ISA");
-    CHECK(rc == 1 && strstr(err, "--precision bf16-mixed") && strstr(err, "avx2") && !strchr(strchr(err, '\n') + 1, '\n'),
+    CHECK(rc == 1 && strstr(err, "--precision bf16-mixed") && strstr(err, "avx2") &&
+              !strchr(strchr(err, '\n') + 1, '\n'),
           "bf16-mixed under DNNL_MAX_CPU_ISA=AVX2: status %d, %s", rc, err);
 }
 

@@ -14,6 +14,7 @@
 #include "../model/ckpt_meta.h"
 #include "../model/safetensors.h"
 #include "check.h"
+#include "../common/files.h"
 
 static char g_out[65536], g_err[16384];
 
@@ -340,7 +341,7 @@ static model_config flip(model_config c, int v)
 
 static void test_presets_params_from_table(void)
 {
-    char path[4200];
+    char path[CB_PATH_MAX];
     model_config *all;
     int n;
     int rc = machine_data_file(path, sizeof path, "models.csv");

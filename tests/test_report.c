@@ -347,7 +347,35 @@ typedef struct {
     const char *expect;
 } bad_case;
 
-static void test_report_bad_input(void)
+/* Runs each case (its file written first) and expects one error line naming what is wrong, exit 1
+ * or 2, and no report left behind. */
+static void run_bad_cases(const bad_case *cases, size_t n)
+{
+    char *d = test_tmpdir(), bad[128];
+    snprintf(bad, sizeof bad, "%s/bad.csv", d);
+    for (size_t i = 0; i < n; i++) {
+        const char *args[26];
+        int a = 0;
+        char out[128];
+        snprintf(out, sizeof out, "%s/rep", d);
+        if (cases[i].file) write_text(bad, cases[i].file);
+        for (; cases[i].args[a]; a++) args[a] = strcmp(cases[i].args[a], "@") == 0 ? bad : cases[i].args[a];
+        if (strcmp(args[0], "report") == 0) args[a++] = "--out", args[a++] = out;
+        args[a] = NULL;
+        int rc = run(args);
+        char cmd[512] = "";
+        for (int k = 0; args[k]; k++) snprintf(cmd + strlen(cmd), sizeof cmd - strlen(cmd), " %s", args[k]);
+        CHECK(rc == 1 || rc == 2, "costbench%s: exit %d, expected 1 or 2", cmd, rc);
+        CHECK(strstr(g_err, cases[i].expect) != NULL, "costbench%s: expected '%s' in stderr: %s", cmd, cases[i].expect,
+              g_err);
+        CHECK(strncmp(g_err, "error: ", 7) == 0 && strstr(g_err + 1, "\nerror: ") == NULL,
+              "costbench%s: expected exactly one leading 'error:' line: %s", cmd, g_err);
+        CHECK(access(out, F_OK) != 0, "costbench%s: a failed report left %s behind", cmd, out);
+    }
+    rm_tree(d);
+}
+
+static void test_report_bad_files(void)
 {
     static const char prices_hdr[] = "provider,instance_type,region,pricing_option,usd_per_hour,as_of,source\n";
     static const char tput_hdr[] =
@@ -388,6 +416,13 @@ static void test_report_bad_input(void)
          {"scale", "--model", "neox-20b", "--instance", "trn1.32xlarge", "--tp", "8", "--pp", "4", "--global-batch",
           "16384", "--measured", "@"},
          "in bf16-mixed precision"},
+    };
+    run_bad_cases(cases, sizeof cases / sizeof cases[0]);
+}
+
+static void test_report_bad_flags(void)
+{
+    const bad_case cases[] = {
         {NULL, {"report"}, "flag '--throughput' is required"},
         {NULL, {"report", "--throughput", g_table1, "--pricing", "cheap"}, "flag '--pricing'"},
         {NULL, {"report", "--throughput", g_table1, "--tokens", "-5"}, "flag '--tokens'"},
@@ -434,28 +469,7 @@ static void test_report_bad_input(void)
          {"scale", "--model", "neox-20b", "--instance", "g5.48xlarge", "--global-batch", "16384", "--nodes", "1"},
          "no BF16 peak"},
     };
-    char *d = test_tmpdir(), bad[128];
-    snprintf(bad, sizeof bad, "%s/bad.csv", d);
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        const char *args[26];
-        int a = 0;
-        char out[128];
-        snprintf(out, sizeof out, "%s/rep", d);
-        if (cases[i].file) write_text(bad, cases[i].file);
-        for (; cases[i].args[a]; a++) args[a] = strcmp(cases[i].args[a], "@") == 0 ? bad : cases[i].args[a];
-        if (strcmp(args[0], "report") == 0) args[a++] = "--out", args[a++] = out;
-        args[a] = NULL;
-        int rc = run(args);
-        char cmd[512] = "";
-        for (int k = 0; args[k]; k++) snprintf(cmd + strlen(cmd), sizeof cmd - strlen(cmd), " %s", args[k]);
-        CHECK(rc == 1 || rc == 2, "costbench%s: exit %d, expected 1 or 2", cmd, rc);
-        CHECK(strstr(g_err, cases[i].expect) != NULL, "costbench%s: expected '%s' in stderr: %s", cmd, cases[i].expect,
-              g_err);
-        CHECK(strncmp(g_err, "error: ", 7) == 0 && strstr(g_err + 1, "\nerror: ") == NULL,
-              "costbench%s: expected exactly one leading 'error:' line: %s", cmd, g_err);
-        CHECK(access(out, F_OK) != 0, "costbench%s: a failed report left %s behind", cmd, out);
-    }
-    rm_tree(d);
+    run_bad_cases(cases, sizeof cases / sizeof cases[0]);
 }
 
 static void test_report_atomic(void)
@@ -506,7 +520,8 @@ const test_case tests_report[] = {
     {"report: fp32 and bf16-mixed rows side by side, each with its precision and its peak", test_report_precision},
     {"scale: closed forms (ring all-reduce, bubble, overlap, ZeRO)", test_scale_closed_forms},
     {"scale: Table 1 from one point (NeoX-20B within 10%, Pythia-6.9B within 15%)", test_scale_table1},
-    {"report/scale: bad input gives one file:line or flag error, exit 1 or 2, no report", test_report_bad_input},
+    {"report/scale: bad files give one file:line error, exit 1 or 2, no report", test_report_bad_files},
+    {"report/scale: bad flags give one error naming the flag, exit 1 or 2, no report", test_report_bad_flags},
     {"report: a failed run leaves the earlier report; foreign directories are refused", test_report_atomic},
     {NULL, NULL},
 };

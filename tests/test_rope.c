@@ -11,6 +11,7 @@
 #include "../common/csvio.h"
 #include "../kernels/rope.h"
 #include "check.h"
+#include "../common/files.h"
 
 typedef struct {
     rope_shape s;
@@ -197,7 +198,7 @@ static void test_rope_bf16_cli(void)
     static char out[65536], err[16384];
     char *dir = test_tmpdir();
     if (!dir) return;
-    char csv[4200];
+    char csv[CB_PATH_MAX];
     snprintf(csv, sizeof csv, "%s/rope.csv", dir);
     const char *args[] = {
         "rope", "--dtype",       "bf16", "--model",     "pythia-14m", "--tokens", "256",  "--seq", "128", "--min-time",

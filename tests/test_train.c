@@ -41,7 +41,7 @@ static void make_dataset(const char *prefix)
 
 static void test_dataset_roundtrip(void)
 {
-    const char *prefix = "/tmp/costbench-test-ds";
+    const char *prefix = test_path("ds");
     make_dataset(prefix);
     dataset d;
     CHECK(dataset_open(&d, prefix) == 0, "a dataset just built does not open");
@@ -76,7 +76,7 @@ static void expect_corrupt(const char *prefix, const char *expect)
 
 static void test_dataset_corrupt(void)
 {
-    const char *prefix = "/tmp/costbench-test-dsbad";
+    const char *prefix = test_path("dsbad");
     char idx[256], bin[256];
     snprintf(idx, sizeof idx, "%s.idx", prefix);
     snprintf(bin, sizeof bin, "%s.bin", prefix);
@@ -136,10 +136,10 @@ static void test_checkpoint_roundtrip(void)
     float *v = a.w.v; /* fp32 storage: float moments */
     for (size_t i = 0; i < a.w.nparams; i++) v[i] = fabsf(v[i]);
     a.w.adam_t = 17;
-    const char *dir = "/tmp/costbench-test-ckpt";
+    const char *dir = test_path("ckpt");
     ckpt_state s = {17, 99, 2, 16, 1, 0x1234};
     CHECK(ckpt_save(&a, a.w.m, a.w.v, dir, &s) == 0, "save failed");
-    CHECK(ckpt_load_weights(&b, "/tmp/costbench-test-ckpt/step-00000017/model.safetensors") == 0, "load failed");
+    CHECK(ckpt_load_weights(&b, test_path("ckpt/step-00000017/model.safetensors")) == 0, "load failed");
     CHECK(memcmp(a.w.params, b.w.params, a.w.nparams * sizeof(float)) == 0, "reloaded weights differ");
     ckpt_state got;
     CHECK(ckpt_resume(&b, dir, &s, &got) == 0 && got.step == 17 && b.w.adam_t == 17, "resume state");
@@ -157,13 +157,13 @@ static void test_checkpoint_roundtrip(void)
     gpt_model w;
     gpt_init(&w, &c2, 2, 16, 0, PRECISION_FP32);
     capture_stderr_begin();
-    int bad = ckpt_load_weights(&w, "/tmp/costbench-test-ckpt/step-00000017/model.safetensors");
+    int bad = ckpt_load_weights(&w, test_path("ckpt/step-00000017/model.safetensors"));
     const char *err = capture_stderr_end();
     CHECK(bad != 0 && strstr(err, "has shape [64,32], the model needs [64,48]"), "shape mismatch: %s", err);
     gpt_free(&w);
     /* truncated and garbage files */
-    const char *p = "/tmp/costbench-test-bad.safetensors";
-    FILE *f = fopen("/tmp/costbench-test-ckpt/step-00000017/model.safetensors", "rb");
+    const char *p = test_path("bad.safetensors");
+    FILE *f = fopen(test_path("ckpt/step-00000017/model.safetensors"), "rb");
     unsigned char buf[200000];
     size_t n = fread(buf, 1, sizeof buf, f);
     fclose(f);
@@ -185,7 +185,7 @@ static void test_checkpoint_roundtrip(void)
 static void test_safetensors_half_types(void)
 {
     /* BF16 1.5 = 0x3fc0, F16 -2.0 = 0xc000, F16 subnormal 2^-24 = 0x0001 */
-    const char *p = "/tmp/costbench-test-half.safetensors";
+    const char *p = test_path("half.safetensors");
     const char *hdr = "{\"b\":{\"dtype\":\"BF16\",\"shape\":[1],\"data_offsets\":[0,2]},"
                       "\"h\":{\"dtype\":\"F16\",\"shape\":[2],\"data_offsets\":[2,6]}}";
     unsigned char file[256];
@@ -200,7 +200,8 @@ static void test_safetensors_half_types(void)
     float b = 0, h[2] = {0};
     int64_t s1[1] = {1}, s2[1] = {2};
     CHECK(st_read_f32(&f, "b", &b, s1, 1) == 0 && b == 1.5f, "BF16 read %g", b);
-    CHECK(st_read_f32(&f, "h", h, s2, 1) == 0 && h[0] == -2.0f && h[1] == ldexpf(1.0f, -24), "F16 read %g %g", h[0], h[1]);
+    CHECK(st_read_f32(&f, "h", h, s2, 1) == 0 && h[0] == -2.0f && h[1] == ldexpf(1.0f, -24), "F16 read %g %g", h[0],
+          h[1]);
     st_close(&f);
     unlink(p);
 }
@@ -237,8 +238,9 @@ static void test_gradient_accumulation(void)
 
 static int run_quiet(const char *const *args, char *err, size_t errsz) { return cli_run(args, NULL, 0, err, errsz); }
 
-#define TINY "--model", "pythia-14m", "--layers", "2", "--d-model", "64", "--heads", "4", "--vocab", "256", "--seq", "32", \
-             "--micro-batch", "2", "--no-predict", "--peak-gflops", "100", "--quiet", "--discard-steps", "0"
+#define TINY                                                                                                      \
+    "--model", "pythia-14m", "--layers", "2", "--d-model", "64", "--heads", "4", "--vocab", "256", "--seq", "32", \
+        "--micro-batch", "2", "--no-predict", "--peak-gflops", "100", "--quiet", "--discard-steps", "0"
 
 /* step -> loss string from a per-step CSV */
 static int read_losses(const char *csv, char losses[][32], int cap)
@@ -260,8 +262,8 @@ static int read_losses(const char *csv, char losses[][32], int cap)
 static void test_cli_train_features(void)
 {
     char err[8192];
-    const char *prefix = "/tmp/costbench-test-train-ds";
-    const char *txt = "/tmp/costbench-test-train.txt";
+    const char *prefix = test_path("train-ds");
+    const char *txt = test_path("train.txt");
     FILE *f = fopen(txt, "w");
     for (int i = 0; i < 200; i++) fprintf(f, "%s%s", TXT1, TXT2);
     fclose(f);
@@ -270,9 +272,10 @@ static void test_cli_train_features(void)
     const char *b2[] = {"dataset", "info", prefix, NULL};
     CHECK(run_quiet(b2, err, sizeof err) == 0, "dataset info: %s", err);
     /* --data, with and without --recompute, gradient accumulation: identical losses */
-    const char *c1 = "/tmp/costbench-test-train1.csv", *c2 = "/tmp/costbench-test-train2.csv";
+    const char *c1 = test_path("train1.csv"), *c2 = test_path("train2.csv");
     const char *a1[] = {TINY, "--steps", "6", "--data", prefix, "--global-batch", "4", "--csv", c1, NULL};
-    const char *a2[] = {TINY, "--steps", "6", "--data", prefix, "--global-batch", "4", "--recompute", "--csv", c2, NULL};
+    const char *a2[] = {TINY, "--steps", "6", "--data", prefix, "--global-batch", "4", "--recompute", "--csv", c2,
+                        NULL};
     const char **runs[2] = {a1, a2};
     for (int r = 0; r < 2; r++) {
         const char *args[40] = {"train"};
@@ -283,29 +286,53 @@ static void test_cli_train_features(void)
     }
     static char l1[16][32], l2[16][32];
     CHECK(read_losses(c1, l1, 16) == 6 && read_losses(c2, l2, 16) == 6, "per-step logs missing");
-    for (int s = 1; s <= 6; s++) CHECK(strcmp(l1[s], l2[s]) == 0, "step %d: loss %s, with --recompute %s", s, l1[s], l2[s]);
+    for (int s = 1; s <= 6; s++)
+        CHECK(strcmp(l1[s], l2[s]) == 0, "step %d: loss %s, with --recompute %s", s, l1[s], l2[s]);
     CHECK(atof(l1[6]) < atof(l1[1]), "loss does not fall on text data: %s -> %s", l1[1], l1[6]);
     /* --init from a checkpoint of the same shape; and a file of another shape is refused */
-    const char *dir = "/tmp/costbench-test-train-ckpt";
+    const char *dir = test_path("train-ckpt");
     const char *a3[] = {"train", TINY, "--steps", "2", "--save", dir, NULL};
     CHECK(run_quiet(a3, err, sizeof err) == 0, "train --save: %s", err);
-    const char *a4[] = {"train", TINY, "--steps", "1", "--init", "/tmp/costbench-test-train-ckpt/step-00000002/model.safetensors", NULL};
+    const char *a4[] = {
+        "train", TINY, "--steps", "1", "--init", test_path("train-ckpt/step-00000002/model.safetensors"), NULL};
     CHECK(run_quiet(a4, err, sizeof err) == 0 && strstr(err, "weights from"), "train --init: %s", err);
-    const char *a5[] = {"train", "--model", "pythia-14m", "--layers", "2", "--d-model", "32", "--heads", "4", "--vocab", "256",
-                        "--seq", "32", "--micro-batch", "2", "--no-predict", "--peak-gflops", "100", "--quiet", "--steps", "1",
-                        "--init", "/tmp/costbench-test-train-ckpt/step-00000002/model.safetensors", NULL};
-    CHECK(run_quiet(a5, err, sizeof err) == 1 && strstr(err, "the model needs"), "train --init with another shape: %s", err);
+    const char *a5[] = {"train",
+                        "--model",
+                        "pythia-14m",
+                        "--layers",
+                        "2",
+                        "--d-model",
+                        "32",
+                        "--heads",
+                        "4",
+                        "--vocab",
+                        "256",
+                        "--seq",
+                        "32",
+                        "--micro-batch",
+                        "2",
+                        "--no-predict",
+                        "--peak-gflops",
+                        "100",
+                        "--quiet",
+                        "--steps",
+                        "1",
+                        "--init",
+                        test_path("train-ckpt/step-00000002/model.safetensors"),
+                        NULL};
+    CHECK(run_quiet(a5, err, sizeof err) == 1 && strstr(err, "the model needs"), "train --init with another shape: %s",
+          err);
     unlink(c1), unlink(c2), unlink(txt);
 }
 
 static void test_cli_kill_and_resume(void)
 {
     char err[8192];
-    const char *full = "/tmp/costbench-test-full.csv", *res = "/tmp/costbench-test-resumed.csv";
-    const char *dir = "/tmp/costbench-test-kill";
+    const char *full = test_path("full.csv"), *res = test_path("resumed.csv");
+    const char *dir = test_path("kill");
     char latest[256];
     snprintf(latest, sizeof latest, "%s/latest", dir);
-    system("rm -rf /tmp/costbench-test-kill");
+    rm_tree(dir);
     const char *a[] = {"train", TINY, "--steps", "300", "--csv", full, NULL};
     CHECK(run_quiet(a, err, sizeof err) == 0, "uninterrupted run: %s", err);
     /* the same run with a checkpoint every step, killed with SIGKILL once a few are written */
@@ -350,7 +377,7 @@ static void test_cli_kill_and_resume(void)
         }
     CHECK(compared == nr, "compared %d of %d resumed steps", compared, nr);
     unlink(full), unlink(res);
-    system("rm -rf /tmp/costbench-test-kill /tmp/costbench-test-train-ckpt /tmp/costbench-test-ckpt");
+    rm_tree(dir), rm_tree(test_path("train-ckpt")), rm_tree(test_path("ckpt"));
 }
 
 static void test_cli_train_bad_input(void)
@@ -375,7 +402,8 @@ static void test_cli_train_bad_input(void)
     }
     const char *nodata[] = {"train", TINY, "--steps", "1", "--data", "/tmp/costbench-no-such-dataset", NULL};
     int rc = run_quiet(nodata, err, sizeof err);
-    CHECK(rc == 1 && strstr(err, "cannot open '/tmp/costbench-no-such-dataset.idx'"), "missing dataset: %d %s", rc, err);
+    CHECK(rc == 1 && strstr(err, "cannot open '/tmp/costbench-no-such-dataset.idx'"), "missing dataset: %d %s", rc,
+          err);
     const char *noresume[] = {"train", TINY, "--steps", "1", "--resume", "/tmp/costbench-no-such-dir", NULL};
     rc = run_quiet(noresume, err, sizeof err);
     CHECK(rc == 1 && strstr(err, "cannot resume"), "missing checkpoint: %d %s", rc, err);

@@ -16,6 +16,7 @@
 #include "../report/published.h"
 #include "../report/calib_row.h"
 #include "check.h"
+#include "../common/files.h"
 
 static char g_out[1 << 18], g_err[1 << 15];
 static int run(const char *const *args) { return cli_run(args, g_out, sizeof g_out, g_err, sizeof g_err); }
@@ -154,7 +155,7 @@ static int every_row_calibrate(const char *file, const pub_table *t, const hw_ta
     const calib_env env = {ht, NULL, -1, NULL};
     calib_row *c = malloc(sizeof *c);
     for (int i = 0; c && i < t->n; i++) {
-        char spec[4200];
+        char spec[CB_PATH_MAX];
         snprintf(spec, sizeof spec, "%s:%s", file, t->rows[i].id);
         capture_stderr_begin();
         int rc = calib_row_load(c, spec, &env, &d, NULL, 5.0);

@@ -220,6 +220,19 @@ char *test_tmpdir(void)
     return NULL;
 }
 
+const char *test_path(const char *name)
+{
+    static char dir[64], buf[64][256];
+    static int next;
+    if (!dir[0]) {
+        const char *d = test_tmpdir();
+        snprintf(dir, sizeof dir, "%s", d ? d : "/tmp");
+    }
+    char *out = buf[next++ % 64];
+    snprintf(out, sizeof buf[0], "%s/%s", dir, name);
+    return out;
+}
+
 void write_text(const char *path, const char *text)
 {
     FILE *f = fopen(path, "w");

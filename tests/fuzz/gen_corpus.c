@@ -24,6 +24,7 @@
 #include "../../model/safetensors.h"
 #include "../../kernels/bf16.h"
 #include "fuzz_ckpt.h"
+#include "../../common/files.h"
 
 static const char *out_dir;
 
@@ -43,7 +44,7 @@ static void path_in(char *buf, size_t n, const char *sub, const char *name)
 
 static void put(const char *sub, const char *name, const void *data, size_t n)
 {
-    char path[4096];
+    char path[CB_PATH_MAX];
     path_in(path, sizeof path, sub, name);
     FILE *f = fopen(path, "wb");
     if (!f) die("cannot write", path);
@@ -74,7 +75,7 @@ static unsigned char *slurp(const char *path, size_t *n)
 
 static void make_dir(const char *sub)
 {
-    char path[4096];
+    char path[CB_PATH_MAX];
     path_in(path, sizeof path, sub, "");
     if (mkdir(path, 0755) != 0 && errno != EEXIST) die("cannot create", path);
 }
@@ -84,7 +85,7 @@ static void make_dir(const char *sub)
 /* The comment lines, the header and the first 3 records of DATA/<name>. */
 static void csv_head(const char *data_dir, const char *name, const char *seed)
 {
-    char path[4096];
+    char path[CB_PATH_MAX];
     snprintf(path, sizeof path, "%s/%s", data_dir, name);
     size_t n;
     unsigned char *b = slurp(path, &n);
@@ -189,7 +190,7 @@ static void gen_safetensors(void)
     st_out t[2] = {{.name = "wte", .data = wte, .ndim = 2, .shape = {4, 2}},
                    {.name = "h.0.ln_1.bias", .data = bias, .ndim = 1, .shape = {3}}};
     const char *meta[] = {"format", "pt", "seq", "8"};
-    char path[4096];
+    char path[CB_PATH_MAX];
     path_in(path, sizeof path, "safetensors", "st_write.safetensors");
     if (st_write(path, t, 2, meta, 2) != 0) exit(1);
     /* near-valid */
