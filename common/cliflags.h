@@ -9,7 +9,8 @@
  *   --precision    a name of common/precision.h (precision_parse_flag)
  *   --attention    full | flash; default the --framework's kernel (attention_flag_parse)
  *   --prices, --hardware, --region   the price and hardware tables (report/inputs.h)
- *   --calibrate, --matmul-csv, --mfu, --framework   what a prediction (scale, plan) is calibrated on */
+ *   --calibrate, --matmul-csv, --mfu, --framework   what a prediction (scale, plan) is calibrated on
+ *   --fit-tolerance, --net-gbps, --intra-gbps, --latency-us, --bucket-mib   a prediction's fit and network */
 #ifndef CB_CLIFLAGS_H
 #define CB_CLIFLAGS_H
 
@@ -73,6 +74,23 @@ int attention_flag_parse(const char *s, int framework_flash, int *flash);
 /* --framework (dst: const char **; help: the text step_framework_flag_help writes, which lists the
  * frameworks report/stepmodel.h knows). */
 #define FRAMEWORK_FLAG_SPEC(dst, help) {"framework", OPT_STR, (dst), 0, 0, 0, 0, "NAME", (help)}
+
+/* --fit-tolerance (dst: double *): how closely a calibration must reproduce its rows (scale, validate). */
+#define FIT_TOLERANCE_FLAG_SPEC(dst)                                                                     \
+    {"fit-tolerance", OPT_DOUBLE, (dst), 0, 0, 0.001, 1000, "PCT",                                       \
+     "a calibration must reproduce each of its rows within PCT% (default 5)"}
+/* The network a prediction uses in place of the hardware table's (dst: double * each; scale, validate). */
+#define NETWORK_FLAG_SPECS(net_dst, intra_dst, lat_dst)                                                  \
+    {"net-gbps", OPT_DOUBLE, (net_dst), 0, 0, 1e-6, 1e9, "G",                                            \
+     "network line rate per node (instance), Gbit/s (default: the hardware table's)"},                   \
+    {"intra-gbps", OPT_DOUBLE, (intra_dst), 0, 0, 1e-6, 1e9, "G",                                        \
+     "device-link bandwidth per accelerator, GB/s (default: the hardware table's)"},                     \
+    {"latency-us", OPT_DOUBLE, (lat_dst), 0, 0, 0, 1e6, "US",                                            \
+     "network latency per hop (default: the hardware table's, else 0)"}
+/* --bucket-mib (dst: double *): the gradient all-reduce's bucket (train runs it, scale models it). */
+#define BUCKET_FLAG_SPEC(dst)                                                                            \
+    {"bucket-mib", OPT_DOUBLE, (dst), 0, 0, 0.001, 1e6, "MIB",                                           \
+     "gradient all-reduce bucket size (default 25; train: with --no-overlap)"}
 
 /* --csv FILE (dst: const char **; what: the help, what the file holds). */
 #define CSV_FLAG_SPEC(dst, what) {"csv", OPT_STR, (dst), 0, 0, 0, 0, "FILE", what}

@@ -130,8 +130,7 @@ static int train_parse(train_flags *f, int argc, char **argv)
          "under mpirun: 1 shards the AdamW moments over the ranks (ZeRO-1)"},
         {"no-overlap", OPT_FLAG, &f->no_overlap, 0, 0, 0, 0, NULL,
          "under mpirun: all-reduce after the backward, in --bucket-mib buckets"},
-        {"bucket-mib", OPT_DOUBLE, &f->bucket_mib, 0, 0, 0.01, 1e6, "MIB",
-         "with --no-overlap: gradient all-reduce bucket size (default 25)"},
+        BUCKET_FLAG_SPEC(&f->bucket_mib),
         {0},
     };
     int rc = opts_parse("train", "[options]", specs, argc, argv, 2, NULL, NULL);
