@@ -159,8 +159,8 @@ static int check_blas_sizes(const model_config *c, long B, long T)
                          c->V, c->C);
     if (BT * V > lim || BT * FC > lim)
         return err_usage(
-            "flags '--micro-batch' x '--seq': the logits (%.0f x %d) or the MLP activations (%.0f x %.0f) exceed 2^31-1 "
-            "elements, the largest matrix BLAS indexes; use a smaller --micro-batch with --global-batch",
+            "flags '--micro-batch' x '--seq': the logits (%.0f x %d) or the MLP activations (%.0f x %.0f) exceed "
+            "2^31-1 elements, the largest matrix BLAS indexes; use a smaller --micro-batch with --global-batch",
             BT, c->V, BT, FC);
     return 0;
 }
