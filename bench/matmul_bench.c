@@ -18,7 +18,6 @@
 const char *const mm_dtype_names[MM_NDTYPES] = {"fp32", "bf16"};
 const char *const mm_backend_names[MM_NBACKENDS] = {"openblas", "onednn"};
 
-
 void mm_shapes_set_dtype(mm_shape *s, int n, mm_dtype dtype, mm_backend fp32_backend)
 {
     for (int i = 0; i < n; i++) s[i].dtype = dtype, s[i].backend = fp32_backend;

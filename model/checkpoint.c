@@ -498,7 +498,6 @@ static int load_all(gpt_model *m, const st_file *f, void *base, const char *pref
     return rc;
 }
 
-
 /* A checkpoint written in another precision (ckpt_meta_precision): say once what changes. */
 static void precision_note(const gpt_model *m, const st_file *f)
 {

@@ -28,7 +28,6 @@
 #include "ckpt_meta.h"
 #include "gpt.h"
 
-
 /* Writes the weights of m and the given AdamW moments (m->w.nparams elements each: the full ones,
  * whether or not m holds a ZeRO shard; floats, or bf16 values in a full-bf16 model) as step
  * st->step of DIR. Returns 0 or CB_EFAIL. */

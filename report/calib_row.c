@@ -41,7 +41,6 @@ int calib_point_add(scale_points *pl, const scale_model *s, long nodes, double s
     return rc;
 }
 
-
 /* FILE, FILE:LINE or FILE:ID into the path and the line (0 when not given) or the id ("" when not
  * given). A spec that names an existing file is that file, colons and all. */
 static int calib_spec_split(const char *spec, char *path, size_t n, int *line, char *id, size_t idn)

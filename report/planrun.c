@@ -571,7 +571,6 @@ int plan_run_check(const plan_run *r)
     return 0;
 }
 
-
 int plan_run_build(plan_run *r) { return inputs_build(r); }
 
 int plan_run_record(const plan_run *r, record *rec, int human, long *hidden)

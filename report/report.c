@@ -23,7 +23,6 @@ static int is_here(const char *instance) { return machine_is_this_machine(instan
 /* Scaling units of a row: instances, times the data-parallel ranks of a run on one machine. */
 static double units(const tput_row *t) { return (double)t->instances * (double)t->ranks; }
 
-
 /* ------------------------------------------------------------------ pricing and figures */
 
 static int instance_priced(const price_table *p, const char *instance)
@@ -98,7 +97,6 @@ static int price_row_under(report_row *r, const char *option, int required, cons
              p->usd_per_hour, prices->path, p->line, p->as_of, p->source);
     return 0;
 }
-
 
 /* Same configuration but for the precision: rows measured on this machine and predictions from
  * its profile ("this machine (per rank)") are one configuration. */

@@ -487,7 +487,6 @@ static int scale_plot(const char *path, const scale_model *s, const record *rec,
     return plot_lines(path, &sp);
 }
 
-
 int scale_run_prepare(scale_run *r)
 {
     int rc = run_load(r);

@@ -15,7 +15,6 @@
 #include "../kernels/swiglu.h"
 #include "check.h"
 
-
 static int any_nonfinite(const float *x, size_t n)
 {
     for (size_t i = 0; i < n; i++)

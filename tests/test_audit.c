@@ -435,7 +435,6 @@ static void test_audit_sizes_and_messages(void)
 
 /* ---------------------------------------------------------------- 11: a full disk */
 
-
 static void test_audit_dataset_full_disk(void)
 {
     const char *txt = test_path("big.txt"), *prefix = test_path("full");

@@ -17,7 +17,6 @@
 #include "check.h"
 #include "../common/files.h"
 
-
 static void test_parse_numbers(void)
 {
     long v = 0;

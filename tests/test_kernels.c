@@ -180,7 +180,6 @@ static void test_adamw_grad_scale(void)
  * them bit for bit); here what is not per precision: the vector narrowing itself, the fp32
  * layernorm's exact sums, NaN propagation, refused targets, the streamed stores. */
 
-
 static int bf16_any_nonfinite(const bf16 *x, size_t n)
 {
     for (size_t i = 0; i < n; i++)

@@ -18,7 +18,6 @@ static int report_to(const char *out)
     return cli_run(args, g_out, sizeof g_out, g_err, sizeof g_err);
 }
 
-
 static void write_in(const char *dir, const char *name, const char *text)
 {
     char p[512];

@@ -33,7 +33,6 @@ static size_t earlier_bytes(unsigned char *buf, size_t n)
     return n;
 }
 
-
 /* The whole file into buf (at most n bytes); its size, or -1 when it cannot be read. */
 static long read_bytes(const char *path, unsigned char *buf, size_t n)
 {

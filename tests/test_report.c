@@ -19,8 +19,6 @@ static int run(const char *const *args) { return cli_run(args, g_out, sizeof g_o
 
 static const char *const g_table1 = "data/reference/trn1_table1.csv";
 
-
-
 /* Column `name` of row `row` of a loaded CSV as a number (NaN when absent or empty). */
 static double cell_num(const table *t, int row, const char *name)
 {

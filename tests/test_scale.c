@@ -17,8 +17,6 @@ static int run(const char *const *args) { return cli_run(args, g_out, sizeof g_o
 
 static const char *const g_table1 = "data/reference/trn1_table1.csv";
 
-
-
 static int count_lines_starting(const char *text, const char *prefix)
 {
     int n = 0;

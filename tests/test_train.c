@@ -21,7 +21,6 @@
 #include "../model/safetensors.h"
 #include "check.h"
 
-
 static const char *TXT1 = "The quick brown fox jumps over the lazy dog. ";
 static const char *TXT2 = "Pythia and GPT-NeoX rotate a quarter of each head.";
 
