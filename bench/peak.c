@@ -514,12 +514,9 @@ static int memory_probes(const runner_opts *ro, record *rec, int nthreads, doubl
             int row = record_add_row(rec);
             if (row < 0) break;
             record_str(rec, row, PK_PROBE, bc.name);
-            const double v[][2] = {{PK_THREADS, counts[ci]},
-                                   {PK_GB_MED, moved / r.s.median / 1e9},
-                                   {PK_GB_MIN, moved / r.s.max / 1e9},
-                                   {PK_GB_MAX, moved / r.s.min / 1e9},
-                                   {PK_CV, r.s.cv_pct},
-                                   {PK_MIB, (double)s.n * 8 / 1048576.0}};
+            const double v[][2] = {{PK_THREADS, counts[ci]}, {PK_GB_MED, moved / r.s.median / 1e9},
+                                   {PK_GB_MIN, moved / r.s.max / 1e9}, {PK_GB_MAX, moved / r.s.min / 1e9},
+                                   {PK_CV, r.s.cv_pct}, {PK_MIB, (double)s.n * 8 / 1048576.0}};
             for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) record_num(rec, row, (int)v[i][0], v[i][1]);
         }
     if (rc == 0)
@@ -546,11 +543,8 @@ static int sgemm_probes(const peak_opts *o, record *rec, int nthreads, double fm
         if (row < 0) break;
         record_str(rec, row, PK_PROBE, k == 0 ? "sgemm_env" : "sgemm_best");
         record_str(rec, row, PK_BLAS, used[k]);
-        const double v[][2] = {{PK_THREADS, nthreads},
-                               {PK_GF_MED, gf[k][0]},
-                               {PK_GF_MIN, gf[k][1]},
-                               {PK_GF_MAX, gf[k][2]},
-                               {PK_PCT, 100.0 * gf[k][0] / fma_all}};
+        const double v[][2] = {{PK_THREADS, nthreads}, {PK_GF_MED, gf[k][0]}, {PK_GF_MIN, gf[k][1]},
+                               {PK_GF_MAX, gf[k][2]}, {PK_PCT, 100.0 * gf[k][0] / fma_all}};
         for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) record_num(rec, row, (int)v[i][0], v[i][1]);
     }
     if (*orig) record_note(rec, "OPENBLAS_CORETYPE=%s in the environment forces OpenBLAS's %s kernels", orig, used[0]);

@@ -36,9 +36,7 @@ static void linear(op_sink *k, const char *name, op_scope scope, long n, long in
         const char *phase;
         op_pass pass;
         long r, i, o;
-    } p[4] = {{"fwd", OPP_FWD, n, in, out},
-              {"bwd_input", OPP_BWD, n, out, in},
-              {"bwd_weight", OPP_BWD, out, n, in},
+    } p[4] = {{"fwd", OPP_FWD, n, in, out}, {"bwd_input", OPP_BWD, n, out, in}, {"bwd_weight", OPP_BWD, out, n, in},
               {"fwd", OPP_RECOMPUTE, n, in, out}};
     for (int j = 0; j < (recompute ? 4 : 3); j++) {
         op_entry *e = put(k, name, OPK_GEMM, p[j].pass, scope, p[j].phase, count);

@@ -107,47 +107,15 @@ extern const schema_col tput_peak_rss;
  * data/devices.csv plus a network. A row that names its device takes the per-accelerator figures
  * from it and leaves their cells empty (accelerator .. intra_node_gb_per_s); a row with no device
  * (an empty cell, or a file without the column: the format before data/devices.csv) gives them. */
-enum {
-    HW_INSTANCE_TYPE,
-    HW_DEVICE,
-    HW_ACCELERATOR,
-    HW_ACCELERATORS,
-    HW_WORKERS,
-    HW_BF16_TFLOPS,
-    HW_FP32_TFLOPS,
-    HW_MEM_GIB,
-    HW_MEM_GB_PER_S,
-    HW_INTRA_GB_PER_S,
-    HW_NETWORK_GBIT_PER_S,
-    HW_NETWORK_LATENCY_US,
-    HW_SOURCE,
-    HW_NCOLS
+enum { HW_INSTANCE_TYPE, HW_DEVICE, HW_ACCELERATOR, HW_ACCELERATORS, HW_WORKERS, HW_BF16_TFLOPS, HW_FP32_TFLOPS,
+       HW_MEM_GIB, HW_MEM_GB_PER_S, HW_INTRA_GB_PER_S, HW_NETWORK_GBIT_PER_S, HW_NETWORK_LATENCY_US, HW_SOURCE, HW_NCOLS
 };
 extern const schema_col hw_schema[HW_NCOLS];
 
 /* ---- devices (data/devices.csv, report/devices.h): one row per accelerator model */
-enum {
-    DV_DEVICE,
-    DV_VENDOR,
-    DV_WORKERS,
-    DV_FP32_TFLOPS,
-    DV_TF32_TFLOPS,
-    DV_BF16_TFLOPS,
-    DV_FP16_TFLOPS,
-    DV_FP8_TFLOPS,
-    DV_HBM_GIB,
-    DV_HBM_GB_PER_S,
-    DV_LINK_GB_PER_S,
-    DV_SCALEUP_DOMAIN,
-    DV_GEMM_EFF,
-    DV_ATTN_EFF,
-    DV_MEM_EFF,
-    DV_LAUNCH_US,
-    DV_NODE_NET_GBPS,
-    DV_MODEL_SOURCE,
-    DV_SOURCE,
-    DV_NCOLS
-};
+enum { DV_DEVICE, DV_VENDOR, DV_WORKERS, DV_FP32_TFLOPS, DV_TF32_TFLOPS, DV_BF16_TFLOPS, DV_FP16_TFLOPS, DV_FP8_TFLOPS,
+       DV_HBM_GIB, DV_HBM_GB_PER_S, DV_LINK_GB_PER_S, DV_SCALEUP_DOMAIN, DV_GEMM_EFF, DV_ATTN_EFF, DV_MEM_EFF,
+       DV_LAUNCH_US, DV_NODE_NET_GBPS, DV_MODEL_SOURCE, DV_SOURCE, DV_NCOLS };
 /* The step model's columns (gemm_eff .. model_source) may be absent from a file: the defaults of
  * report/stepmodel.h then. */
 #define DV_FIRST_OPTIONAL DV_GEMM_EFF
@@ -177,33 +145,10 @@ extern const schema_col price_schema[PR_NCOLS];
  *   shared_norm   false (default) | true: one norm feeds attention and MLP (GPT-J); needs
  *                 parallel_residual true
  * pos_emb is rotary (needs rotary_pct > 0), learned or alibi (needs rotary_pct 0). */
-enum {
-    MD_NAME,
-    MD_FAMILY,
-    MD_LAYERS,
-    MD_D_MODEL,
-    MD_HEADS,
-    MD_VOCAB,
-    MD_ROTARY_PCT,
-    MD_ROTARY_BASE,
-    MD_PARALLEL_RESIDUAL,
-    MD_TIED_EMBEDDINGS,
-    MD_POS_EMB,
-    MD_MAX_SEQ_LEN,
-    MD_SOURCE,
-    MD_NORM,
-    MD_NORM_EPS,
-    MD_NORM_BIAS,
-    MD_MLP,
-    MD_FFN_DIM,
-    MD_KV_HEADS,
-    MD_ROTARY_STYLE,
-    MD_ATTN_BIAS,
-    MD_MLP_BIAS,
-    MD_LM_HEAD_BIAS,
-    MD_SHARED_NORM,
-    MD_NCOLS
-};
+enum { MD_NAME, MD_FAMILY, MD_LAYERS, MD_D_MODEL, MD_HEADS, MD_VOCAB, MD_ROTARY_PCT, MD_ROTARY_BASE,
+       MD_PARALLEL_RESIDUAL, MD_TIED_EMBEDDINGS, MD_POS_EMB, MD_MAX_SEQ_LEN, MD_SOURCE, MD_NORM, MD_NORM_EPS,
+       MD_NORM_BIAS, MD_MLP, MD_FFN_DIM, MD_KV_HEADS, MD_ROTARY_STYLE, MD_ATTN_BIAS, MD_MLP_BIAS, MD_LM_HEAD_BIAS,
+       MD_SHARED_NORM, MD_NCOLS };
 extern const schema_col model_schema[MD_NCOLS];
 /* The values of the word columns, each list in the order of its enum in common/presets.h
  * (norm_kind, mlp_kind, pos_kind, rope_style). */

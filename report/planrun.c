@@ -13,41 +13,17 @@
 #include "../common/schema.h"
 #include "plot.h"
 
-const rec_col plan_cols[PC_NCOLS] = {
-    {"rank", "", REC_NUM, 0},
-    TPUT_INSTANCE_TYPE,
-    {"pricing", "", REC_STR, 0},
-    {"nodes", "", REC_NUM, 0},
-    {"tp", "", REC_NUM, 0},
-    {"pp", "", REC_NUM, 0},
-    {"vp", "", REC_NUM, 0},
-    {"sp", "", REC_STR, 0},
-    {"zero", "", REC_NUM, 0},
-    TPUT_MICRO_BATCH,
-    {"recompute", "", REC_STR, 0},
-    {"precision", "", REC_STR, 0},
-    {"days", "d", REC_NUM, 2},
-    {"cost_usd", "$", REC_NUM, 0},
-    {"band_pct", "+-%", REC_NUM, 0},
-    TPUT_TOKENS_PER_USD,
-    TPUT_SEQ_PER_S,
-    TPUT_MFU,
-    {"mem_per_rank_gib", "GiB", REC_NUM, 1},
-    {"ckpt_interval_min", "min", REC_NUM, 1},
-    {"lost_pct", "%", REC_NUM, 1},
-    TPUT_USD_PER_HOUR,
-    {"extrapolated", "", REC_STR, 0},
-    {"train_s", "s", REC_NUM, 0},
-    TPUT_TOKENS_PER_S,
-    {"step_s", "s", REC_NUM, 3},
-    {"mem_avail_gib", "GiB", REC_NUM, 1},
-    TPUT_MODEL,
-    TPUT_SEQ_LEN,
-    TPUT_GLOBAL_BATCH,
-    {"compute_s", "s", REC_NUM, 3},
-    {"framework", "", REC_STR, 0},
-    TPUT_ATTENTION,
-};
+const rec_col plan_cols[PC_NCOLS] = {{"rank", "", REC_NUM, 0}, TPUT_INSTANCE_TYPE, {"pricing", "", REC_STR, 0},
+                                     {"nodes", "", REC_NUM, 0}, {"tp", "", REC_NUM, 0}, {"pp", "", REC_NUM, 0},
+                                     {"vp", "", REC_NUM, 0}, {"sp", "", REC_STR, 0}, {"zero", "", REC_NUM, 0},
+                                     TPUT_MICRO_BATCH, {"recompute", "", REC_STR, 0}, {"precision", "", REC_STR, 0},
+                                     {"days", "d", REC_NUM, 2}, {"cost_usd", "$", REC_NUM, 0},
+                                     {"band_pct", "+-%", REC_NUM, 0}, TPUT_TOKENS_PER_USD, TPUT_SEQ_PER_S, TPUT_MFU,
+                                     {"mem_per_rank_gib", "GiB", REC_NUM, 1}, {"ckpt_interval_min", "min", REC_NUM, 1},
+                                     {"lost_pct", "%", REC_NUM, 1}, TPUT_USD_PER_HOUR, {"extrapolated", "", REC_STR, 0},
+                                     {"train_s", "s", REC_NUM, 0}, TPUT_TOKENS_PER_S, {"step_s", "s", REC_NUM, 3},
+                                     {"mem_avail_gib", "GiB", REC_NUM, 1}, TPUT_MODEL, TPUT_SEQ_LEN, TPUT_GLOBAL_BATCH,
+                                     {"compute_s", "s", REC_NUM, 3}, {"framework", "", REC_STR, 0}, TPUT_ATTENTION};
 
 /* "140B" -> 1.4e11: a decimal count with parse_long's suffixes (K, M, B, T: 1e3 .. 1e12). Returns 0 or CB_EUSAGE. */
 static int tokens_parse(const char *s, double *out)

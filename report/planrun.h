@@ -17,42 +17,9 @@
 #define PLAN_MAX_TOKENS 1e16
 
 /* The human table shows the columns before PC_TRAIN_S; the CSV all of them. */
-enum {
-    PC_RANK,
-    PC_ITYPE,
-    PC_PRICING,
-    PC_NODES,
-    PC_TP,
-    PC_PP,
-    PC_VP,
-    PC_SP,
-    PC_ZERO,
-    PC_MB,
-    PC_RECOMP,
-    PC_PREC,
-    PC_DAYS,
-    PC_COST,
-    PC_BAND,
-    PC_TPU,
-    PC_SEQS,
-    PC_MFU,
-    PC_MEM,
-    PC_TAU,
-    PC_LOST,
-    PC_USD,
-    PC_EXTRAP,
-    PC_TRAIN_S,
-    PC_TOKS,
-    PC_STEP,
-    PC_MEM_AVAIL,
-    PC_MODEL,
-    PC_SEQ,
-    PC_GB,
-    PC_COMPUTE,
-    PC_FRAMEWORK,
-    PC_ATTN,
-    PC_NCOLS
-};
+enum { PC_RANK, PC_ITYPE, PC_PRICING, PC_NODES, PC_TP, PC_PP, PC_VP, PC_SP, PC_ZERO, PC_MB, PC_RECOMP, PC_PREC, PC_DAYS,
+       PC_COST, PC_BAND, PC_TPU, PC_SEQS, PC_MFU, PC_MEM, PC_TAU, PC_LOST, PC_USD, PC_EXTRAP, PC_TRAIN_S, PC_TOKS,
+       PC_STEP, PC_MEM_AVAIL, PC_MODEL, PC_SEQ, PC_GB, PC_COMPUTE, PC_FRAMEWORK, PC_ATTN, PC_NCOLS };
 extern const rec_col plan_cols[PC_NCOLS];
 
 /* The flags as given (strings point into argv). */

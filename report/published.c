@@ -35,45 +35,10 @@ static const char *const arch_families[5] = {"gpt3", "neox", "llama2", "mpt", "g
 
 /* The schema's columns as this reader checks them. Required: the column must be in the header and
  * its cell non-empty; the others may be absent (every cell empty). Numbers: the range allowed. */
-enum {
-    PC_ID,
-    PC_SOURCE,
-    PC_FRAMEWORK,
-    PC_DEVICE,
-    PC_DEVICES,
-    PC_PER_NODE,
-    PC_NET,
-    PC_INSTANCE,
-    PC_MODEL,
-    PC_ARCH,
-    PC_LAYERS,
-    PC_D_MODEL,
-    PC_HEADS,
-    PC_KV_HEADS,
-    PC_FFN,
-    PC_VOCAB,
-    PC_PARAMS,
-    PC_TIED,
-    PC_SEQ_LEN,
-    PC_GLOBAL_BATCH,
-    PC_MICRO_BATCH,
-    PC_TP,
-    PC_PP,
-    PC_DP,
-    PC_CP,
-    PC_VP,
-    PC_SEQ_PAR,
-    PC_SHARDING,
-    PC_RECOMPUTE,
-    PC_PRECISION,
-    PC_METRIC,
-    PC_VALUE,
-    PC_CONVENTION,
-    PC_PEAK,
-    PC_SEQ_PER_S,
-    PC_NOTES,
-    PC_NCOLS
-};
+enum { PC_ID, PC_SOURCE, PC_FRAMEWORK, PC_DEVICE, PC_DEVICES, PC_PER_NODE, PC_NET, PC_INSTANCE, PC_MODEL, PC_ARCH,
+       PC_LAYERS, PC_D_MODEL, PC_HEADS, PC_KV_HEADS, PC_FFN, PC_VOCAB, PC_PARAMS, PC_TIED, PC_SEQ_LEN, PC_GLOBAL_BATCH,
+       PC_MICRO_BATCH, PC_TP, PC_PP, PC_DP, PC_CP, PC_VP, PC_SEQ_PAR, PC_SHARDING, PC_RECOMPUTE, PC_PRECISION,
+       PC_METRIC, PC_VALUE, PC_CONVENTION, PC_PEAK, PC_SEQ_PER_S, PC_NOTES, PC_NCOLS };
 static const struct {
     const char *name;
     int required;

@@ -290,75 +290,22 @@ static const char *kind_label(src_kind k)
 
 /* ------------------------------------------------------------------ CSV and stdout table */
 
-enum {
-    RC_MODEL,
-    RC_TP,
-    RC_PP,
-    RC_INST,
-    RC_USD,
-    RC_SEQ,
-    RC_GB,
-    RC_SEQS,
-    RC_TPU,
-    RC_TOKS,
-    RC_USD1B,
-    RC_EFF,
-    RC_MFU,
-    RC_TTOK,
-    RC_TDAYS,
-    RC_TUSD,
-    RC_ITYPE,
-    RC_PRICING,
-    RC_KIND,
-    RC_SOURCE,
-    RC_PRICE_SRC,
-    RC_MFU_PEAK,
-    RC_RANKS,
-    RC_PRECISION,
-    RC_MB,
-    RC_RECOMP,
-    RC_SHARD,
-    RC_VP,
-    RC_SEQ_PAR,
-    RC_ATTN,
-    RC_DEVICE,
-    RC_NCOLS
-};
+enum { RC_MODEL, RC_TP, RC_PP, RC_INST, RC_USD, RC_SEQ, RC_GB, RC_SEQS, RC_TPU, RC_TOKS, RC_USD1B, RC_EFF, RC_MFU,
+       RC_TTOK, RC_TDAYS, RC_TUSD, RC_ITYPE, RC_PRICING, RC_KIND, RC_SOURCE, RC_PRICE_SRC, RC_MFU_PEAK, RC_RANKS,
+       RC_PRECISION, RC_MB, RC_RECOMP, RC_SHARD, RC_VP, RC_SEQ_PAR, RC_ATTN, RC_DEVICE, RC_NCOLS };
 /* report.csv: the throughput format's columns (common/schema.h), readable again with --throughput,
  * and the report's own. Scripts read these columns by name: new ones are only ever appended. */
-static const rec_col report_cols[RC_NCOLS] = {
-    TPUT_MODEL,
-    TPUT_TP,
-    TPUT_PP,
-    TPUT_INSTANCES,
-    TPUT_USD_PER_HOUR,
-    TPUT_SEQ_LEN,
-    TPUT_GLOBAL_BATCH,
-    TPUT_SEQ_PER_S,
-    TPUT_TOKENS_PER_USD,
-    TPUT_TOKENS_PER_S,
-    {"usd_per_1b_tokens", "$", REC_NUM, 2},
-    {"scaling_efficiency", "", REC_NUM, 3},
-    TPUT_MFU,
-    {"train_tokens", "tok", REC_NUM, 0},
-    {"train_days", "days", REC_NUM, 1},
-    {"train_usd", "$", REC_NUM, 0},
-    TPUT_INSTANCE_TYPE,
-    {"pricing_option", "", REC_STR, 0},
-    {"source_kind", "", REC_STR, 0},
-    TPUT_SOURCE,
-    {"price_source", "", REC_STR, 0},
-    {"mfu_peak", "", REC_STR, 0},
-    TPUT_RANKS,
-    TPUT_PRECISION,
-    TPUT_MICRO_BATCH,
-    TPUT_RECOMPUTE,
-    TPUT_SHARDING,
-    TPUT_VP,
-    TPUT_SEQUENCE_PARALLEL,
-    TPUT_ATTENTION,
-    TPUT_DEVICE,
-};
+static const rec_col report_cols[RC_NCOLS] = {TPUT_MODEL, TPUT_TP, TPUT_PP, TPUT_INSTANCES, TPUT_USD_PER_HOUR,
+                                              TPUT_SEQ_LEN, TPUT_GLOBAL_BATCH, TPUT_SEQ_PER_S, TPUT_TOKENS_PER_USD,
+                                              TPUT_TOKENS_PER_S, {"usd_per_1b_tokens", "$", REC_NUM, 2},
+                                              {"scaling_efficiency", "", REC_NUM, 3}, TPUT_MFU,
+                                              {"train_tokens", "tok", REC_NUM, 0}, {"train_days", "days", REC_NUM, 1},
+                                              {"train_usd", "$", REC_NUM, 0}, TPUT_INSTANCE_TYPE,
+                                              {"pricing_option", "", REC_STR, 0}, {"source_kind", "", REC_STR, 0},
+                                              TPUT_SOURCE, {"price_source", "", REC_STR, 0},
+                                              {"mfu_peak", "", REC_STR, 0}, TPUT_RANKS, TPUT_PRECISION,
+                                              TPUT_MICRO_BATCH, TPUT_RECOMPUTE, TPUT_SHARDING, TPUT_VP,
+                                              TPUT_SEQUENCE_PARALLEL, TPUT_ATTENTION, TPUT_DEVICE};
 
 /* A row's configuration columns as it stated them (empty: not stated), so that report.csv read
  * again keeps its rows apart. */
@@ -731,27 +678,10 @@ static void md_side_by_side(FILE *f, const report_row *rows, int n_in, const rep
 static void md_bench(FILE *f, const table *t)
 {
     /* a compact table of the columns a reader needs; all of them are in the CSV */
-    static const char *const wanted[] = {"model",
-                                         "op",
-                                         "phase",
-                                         "variant",
-                                         "direction",
-                                         "dtype",
-                                         "backend",
-                                         "n",
-                                         "k",
-                                         "m",
-                                         "count",
-                                         "tokens",
-                                         "gflops_median",
-                                         "gflops_min",
-                                         "gflops_max",
-                                         "pct_of_peak",
-                                         "pack_ms",
-                                         "ns_per_token_median",
-                                         "gbps_median",
-                                         "pct_of_copy_bw",
-                                         "speedup_vs_reference"};
+    static const char *const wanted[] = {"model", "op", "phase", "variant", "direction", "dtype", "backend", "n", "k",
+                                         "m", "count", "tokens", "gflops_median", "gflops_min", "gflops_max",
+                                         "pct_of_peak", "pack_ms", "ns_per_token_median", "gbps_median",
+                                         "pct_of_copy_bw", "speedup_vs_reference"};
     int cols[32], nc = 0;
     for (size_t i = 0; i < sizeof wanted / sizeof wanted[0]; i++) {
         int c = table_col(t, wanted[i], 0);

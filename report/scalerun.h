@@ -13,40 +13,9 @@
 #include "inputs.h"
 #include "scale.h"
 
-enum {
-    SC_NODES,
-    SC_SEQS,
-    SC_TOKS,
-    SC_TPU,
-    SC_EFF,
-    SC_MEAS,
-    SC_ERR,
-    SC_STEP,
-    SC_COMP,
-    SC_BUBBLE,
-    SC_TPC,
-    SC_DPC,
-    SC_EXP,
-    SC_OPT,
-    SC_MFU,
-    SC_MEM,
-    SC_USD,
-    SC_MODEL,
-    SC_TP,
-    SC_PP,
-    SC_INST,
-    SC_ITYPE,
-    SC_SEQ,
-    SC_GB,
-    SC_MB,
-    SC_SOURCE,
-    SC_RECOMP,
-    SC_SHARD,
-    SC_VP,
-    SC_SEQ_PAR,
-    SC_ATTN,
-    SC_NCOLS
-};
+enum { SC_NODES, SC_SEQS, SC_TOKS, SC_TPU, SC_EFF, SC_MEAS, SC_ERR, SC_STEP, SC_COMP, SC_BUBBLE, SC_TPC, SC_DPC, SC_EXP,
+       SC_OPT, SC_MFU, SC_MEM, SC_USD, SC_MODEL, SC_TP, SC_PP, SC_INST, SC_ITYPE, SC_SEQ, SC_GB, SC_MB, SC_SOURCE,
+       SC_RECOMP, SC_SHARD, SC_VP, SC_SEQ_PAR, SC_ATTN, SC_NCOLS };
 /* The rows are throughput rows (common/schema.h), so that report and scale --measured read them,
  * with the model's terms beside them. */
 extern const rec_col scale_cols[SC_NCOLS];

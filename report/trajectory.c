@@ -322,15 +322,9 @@ static int ctx_record(const traj_ctx *c, record *rec)
         if (row < 0) return CB_EFAIL;
         record_str(rec, row, TJ_LABEL, r->in->label);
         record_str(rec, row, TJ_PRECISION, r->precision[0] ? r->precision : NULL);
-        const double v[][2] = {{TJ_STEPS, r->n},
-                               {TJ_TOKS, r->tokens_per_s},
-                               {TJ_TOKS_PER_USD, r->tokens_per_usd},
-                               {TJ_RSS, r->peak_rss_gib},
-                               {TJ_FINAL_LOSS, r->final_loss},
-                               {TJ_LOSS_MEAN, r->loss_mean},
-                               {TJ_LOSS_MAX, r->loss_max},
-                               {TJ_GN_MEAN, r->gn_mean},
-                               {TJ_GN_MAX, r->gn_max},
+        const double v[][2] = {{TJ_STEPS, r->n}, {TJ_TOKS, r->tokens_per_s}, {TJ_TOKS_PER_USD, r->tokens_per_usd},
+                               {TJ_RSS, r->peak_rss_gib}, {TJ_FINAL_LOSS, r->final_loss}, {TJ_LOSS_MEAN, r->loss_mean},
+                               {TJ_LOSS_MAX, r->loss_max}, {TJ_GN_MEAN, r->gn_mean}, {TJ_GN_MAX, r->gn_max},
                                {TJ_FINAL_PCT, r->final_pct},
                                {TJ_USD_PER_HOUR, isfinite(r->tokens_per_usd) ? c->usd_per_hour : NAN}};
         for (size_t k = 0; k < sizeof v / sizeof v[0]; k++) record_num(rec, row, (int)v[k][0], v[k][1]);

@@ -260,23 +260,12 @@ static void train_step_opts(const train_flags *f, const model_config *cfg, doubl
                       .dp = f->zero         ? DP_ZERO1
                             : f->no_overlap ? DP_BUCKETS
                                             : DP_OVERLAP};
-    so->train = (train_opts){.B = (int)f->B,
-                             .T = (int)f->T,
-                             .accum = (int)(f->G / f->B),
-                             .steps = f->steps,
-                             .warmup = f->warmup,
-                             .lr = f->lr,
-                             .min_lr = f->min_lr,
+    so->train = (train_opts){.B = (int)f->B, .T = (int)f->T, .accum = (int)(f->G / f->B), .steps = f->steps,
+                             .warmup = f->warmup, .lr = f->lr, .min_lr = f->min_lr,
                              .hp = {(float)f->lr, (float)f->beta1, (float)f->beta2, (float)f->eps, (float)f->wd, 0.0f},
-                             .clip = (float)f->clip,
-                             .seed = (unsigned long long)f->seed,
-                             .sampling = f->sampling,
-                             .init_path = f->init,
-                             .resume_dir = f->resume,
-                             .save_dir = f->save,
-                             .save_every = f->save_every,
-                             .rank = comm_rank(),
-                             .ranks = ranks};
+                             .clip = (float)f->clip, .seed = (unsigned long long)f->seed, .sampling = f->sampling,
+                             .init_path = f->init, .resume_dir = f->resume, .save_dir = f->save,
+                             .save_every = f->save_every, .rank = comm_rank(), .ranks = ranks};
 }
 
 /* Rank 0: the tables on stdout and the CSV files asked for. */

@@ -27,17 +27,9 @@ static void toy_inputs(plan_inputs *in)
     in->tokens = 1e9, in->mfu = 0.5, in->deadline_s = 30 * 86400.0;
     in->ckpt_s = 60, in->restart_s = 300;
     hw_row *hw = &in->inst[0].hw;
-    *hw = (hw_row){.instance = "toy.1x",
-                   .accelerator = "Toy",
-                   .accelerators = 1,
-                   .workers = 1,
-                   .bf16_tflops = 100,
-                   .fp32_tflops = NAN,
-                   .mem_gib = 1000,
-                   .mem_gb_per_s = NAN,
-                   .intra_gb_per_s = NAN,
-                   .net_gbit_per_s = 100,
-                   .net_latency_us = NAN};
+    *hw = (hw_row){.instance = "toy.1x", .accelerator = "Toy", .accelerators = 1, .workers = 1, .bf16_tflops = 100,
+                   .fp32_tflops = NAN, .mem_gib = 1000, .mem_gb_per_s = NAN, .intra_gb_per_s = NAN,
+                   .net_gbit_per_s = 100, .net_latency_us = NAN};
     in->inst[0].noffers = 1;
     snprintf(in->inst[0].option[0], sizeof in->inst[0].option[0], "on_demand");
     in->inst[0].usd_per_hour[0] = 2;
@@ -127,11 +119,8 @@ static void check_one_error(const char *err, const char *flag, int rc)
 
 static void test_plan_cli_bad_input(void)
 {
-    static const char *const bad[][2] = {{"--tokens", "0"},
-                                         {"--tokens", "12X"},
-                                         {"--deadline-days", "-1"},
-                                         {"--deadline-days", "0"},
-                                         {"--instances", "nosuch.large"},
+    static const char *const bad[][2] = {{"--tokens", "0"}, {"--tokens", "12X"}, {"--deadline-days", "-1"},
+                                         {"--deadline-days", "0"}, {"--instances", "nosuch.large"},
                                          {"--budget-usd", "-5"}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         const char *args[16] = {"plan", "--model", "llama2-7b", "--tokens", "1B", "--deadline-days", "3"};

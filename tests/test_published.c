@@ -24,16 +24,8 @@ static dev_table test_dev_table(void)
 /* A row of the small shapes the hand-worked figures use: l 2, h 64, 4 heads, V 1024, s 128. */
 static pub_row small_row(const char *arch, int kv_heads, int ffn)
 {
-    pub_row r = {.layers = 2,
-                 .d_model = 64,
-                 .heads = 4,
-                 .kv_heads = kv_heads,
-                 .ffn_dim = ffn,
-                 .vocab = 1024,
-                 .seq_len = 128,
-                 .tied_embeddings = -1,
-                 .params = NAN,
-                 .line = 9};
+    pub_row r = {.layers = 2, .d_model = 64, .heads = 4, .kv_heads = kv_heads, .ffn_dim = ffn, .vocab = 1024,
+                 .seq_len = 128, .tied_embeddings = -1, .params = NAN, .line = 9};
     snprintf(r.arch, sizeof r.arch, "%s", arch);
     snprintf(r.model, sizeof r.model, "small-%s", arch);
     return r;
@@ -99,42 +91,18 @@ static void test_flops_llama(void)
  * (1.1 s for 4 sequences on 8 GPUs: 3.636 seq/s; the README rounds, 41.6% by the formula). */
 static void test_mfu_crosscheck(void)
 {
-    pub_row r = {.layers = 80,
-                 .d_model = 8192,
-                 .heads = 64,
-                 .kv_heads = 64,
-                 .ffn_dim = 4 * 8192,
-                 .vocab = 50368,
-                 .seq_len = 2048,
-                 .tied_embeddings = 1,
-                 .params = 64862437376.0,
-                 .devices = 128,
-                 .metric = PUB_MFU_PCT,
-                 .value = 48.91,
-                 .convention = FLOPS_LLM_FOUNDRY,
-                 .peak_tflops = 312,
-                 .line = 1};
+    pub_row r = {.layers = 80, .d_model = 8192, .heads = 64, .kv_heads = 64, .ffn_dim = 4 * 8192, .vocab = 50368,
+                 .seq_len = 2048, .tied_embeddings = 1, .params = 64862437376.0, .devices = 128, .metric = PUB_MFU_PCT,
+                 .value = 48.91, .convention = FLOPS_LLM_FOUNDRY, .peak_tflops = 312, .line = 1};
     snprintf(r.arch, sizeof r.arch, "mpt");
     snprintf(r.model, sizeof r.model, "mpt-70b");
     model_config cfg;
     CHECK(published_config(&r, "hand.csv", &cfg) == 0, "mpt-70b config");
     double sps = published_seq_per_s(&r, &cfg);
     CHECK(near(sps, 48194.0 / 2048, 0.001), "llm-foundry mfu -> %.4f seq/s, published 23.532", sps);
-    pub_row k = {.layers = 48,
-                 .d_model = 6144,
-                 .heads = 64,
-                 .kv_heads = 64,
-                 .ffn_dim = 24576,
-                 .vocab = 51200,
-                 .seq_len = 2048,
-                 .tied_embeddings = -1,
-                 .params = NAN,
-                 .devices = 8,
-                 .metric = PUB_MFU_PCT,
-                 .value = 41.5,
-                 .convention = FLOPS_MEGATRON_CORE,
-                 .peak_tflops = 312,
-                 .line = 1};
+    pub_row k = {.layers = 48, .d_model = 6144, .heads = 64, .kv_heads = 64, .ffn_dim = 24576, .vocab = 51200,
+                 .seq_len = 2048, .tied_embeddings = -1, .params = NAN, .devices = 8, .metric = PUB_MFU_PCT,
+                 .value = 41.5, .convention = FLOPS_MEGATRON_CORE, .peak_tflops = 312, .line = 1};
     snprintf(k.arch, sizeof k.arch, "gpt");
     snprintf(k.model, sizeof k.model, "22B");
     CHECK(published_config(&k, "hand.csv", &cfg) == 0, "22B config");

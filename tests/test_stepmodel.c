@@ -185,14 +185,12 @@ static void test_validate_targets(void)
      * llm-foundry files' max (a 70B run on 64 A100-40GB and a 30B on 8, both slower than their
      * neighbours in the same table), trn1's median (calibrated on its only one-node row), and
      * megatron_a100_2021's median, which ties the naive's. */
-    static const val_target t[] = {
-        {"data/reference/published/korthikanti_2022.csv", 8, 25, 1},
-        {"data/reference/published/llmfoundry_a100_40gb.csv", 8, 35, 1},
-        {"data/reference/published/llmfoundry_a100_80gb.csv", 8, 32, 1},
-        {"data/reference/published/megatron_2020.csv", 8, 15, 1},
-        {"data/reference/published/megatron_a100_2021.csv", 3.5, 25, 0},
-        {"data/reference/published/trn1_table1.csv", 11, 25, 0},
-    };
+    static const val_target t[] = {{"data/reference/published/korthikanti_2022.csv", 8, 25, 1},
+                                   {"data/reference/published/llmfoundry_a100_40gb.csv", 8, 35, 1},
+                                   {"data/reference/published/llmfoundry_a100_80gb.csv", 8, 32, 1},
+                                   {"data/reference/published/megatron_2020.csv", 8, 15, 1},
+                                   {"data/reference/published/megatron_a100_2021.csv", 3.5, 25, 0},
+                                   {"data/reference/published/trn1_table1.csv", 11, 25, 0}};
     dev_table dt = {0};
     hw_table ht = {0};
     CHECK(devices_load(&dt, NULL) == 0 && hardware_load(&ht, "data/hardware.csv") == 0, "the data tables load");

@@ -207,18 +207,11 @@ static void test_rows_differ_in_config(void)
 /* A bad configuration cell is one error naming file:line and the column. */
 static void test_bad_values(void)
 {
-    static const char *const bad[][2] = {
-        {",sometimes,,,,,", "column 'recompute'"},
-        {",2,,,,,", "column 'recompute'"},
-        {",,zero4,,,,", "column 'sharding'"},
-        {",,,0,,,", "column 'vp'"},
-        {",,,1.5,,,", "column 'vp'"},
-        {",,,,maybe,,", "column 'sequence_parallel'"},
-        {",,,,,sparse,", "column 'attention'"},
-        {",,,,,,A100", "column 'device'"},
-        {",,,,,,a100 80gb", "column 'device'"},
-        {"0,,,,,,", "column 'micro_batch'"},
-    };
+    static const char *const bad[][2] = {{",sometimes,,,,,", "column 'recompute'"}, {",2,,,,,", "column 'recompute'"},
+                                         {",,zero4,,,,", "column 'sharding'"}, {",,,0,,,", "column 'vp'"},
+                                         {",,,1.5,,,", "column 'vp'"}, {",,,,maybe,,", "column 'sequence_parallel'"},
+                                         {",,,,,sparse,", "column 'attention'"}, {",,,,,,A100", "column 'device'"},
+                                         {",,,,,,a100 80gb", "column 'device'"}, {"0,,,,,,", "column 'micro_batch'"}};
     char *d = test_tmpdir(), p[128], text[1024], where[160];
     snprintf(p, sizeof p, "%s/bad.csv", d);
     snprintf(where, sizeof where, "%s:3: ", p);

@@ -14,17 +14,8 @@
 
 static inline model_config fuzz_ckpt_config(void)
 {
-    return (model_config){.name = "pythia-14m-custom",
-                          .family = "pythia",
-                          .L = 2,
-                          .C = 128,
-                          .NH = 4,
-                          .HS = 32,
-                          .V = 512,
-                          .max_T = 2048,
-                          .rotary_pct = 0.25,
-                          .rotary_base = 10000,
-                          .parallel_residual = 1,
+    return (model_config){.name = "pythia-14m-custom", .family = "pythia", .L = 2, .C = 128, .NH = 4, .HS = 32,
+                          .V = 512, .max_T = 2048, .rotary_pct = 0.25, .rotary_base = 10000, .parallel_residual = 1,
                           .pos = POS_ROTARY};
 }
 
