@@ -288,7 +288,7 @@ static size_t update_f32(gpt_model *m, int k, size_t a, size_t b, const adamw_pa
 static size_t update_bf16(gpt_model *m, int k, size_t a, size_t b, const adamw_params *h)
 {
     const size_t mo = a - m->w.mom_lo;
-    adamw_rounding r = {m->ops->stochastic, m->w.sr_seed, a};
+    adamw_rounding r = {precision_info_of(m->prec)->rounding == ROUNDING_STOCHASTIC, m->w.sr_seed, a};
     float *p32 = param_is_weight(k) ? NULL : m->w.p[k] + (a - m->w.offsets[k]);
     bf16 *m1 = (bf16 *)m->w.m + mo, *v1 = (bf16 *)m->w.v + mo;
     return adamw_update_full_bf16(m->w.params_bf16 + a, p32, m->w.grads + a, m1, v1, b - a, h, m->w.adam_t, &r);
@@ -313,8 +313,8 @@ static size_t update_bf16(gpt_model *m, int k, size_t a, size_t b, const adamw_p
 static const gpt_prec_ops ROWS[] = {
     {.prec = PRECISION_FP32, ACT_F32_OPS, STORE_F32_OPS, .pack_weight = pack_none},
     {.prec = PRECISION_BF16_MIXED, ACT_BF16_OPS, STORE_F32_OPS, .pack_weight = pack_from_f32},
-    {.prec = PRECISION_BF16_SR, ACT_BF16_OPS, STORE_BF16_OPS, .stochastic = 1},
-    {.prec = PRECISION_BF16_NEAREST, ACT_BF16_OPS, STORE_BF16_OPS, .stochastic = 0},
+    {.prec = PRECISION_BF16_SR, ACT_BF16_OPS, STORE_BF16_OPS},
+    {.prec = PRECISION_BF16_NEAREST, ACT_BF16_OPS, STORE_BF16_OPS},
 };
 
 const gpt_prec_ops *gpt_prec_ops_of(train_precision p)

@@ -2,7 +2,8 @@
  * chosen once by gpt_init from the precision: the forward and backward (gpt.c) and the optimizer
  * step (gpt_state.c) call through the row and never test the precision. A row says which dtype
  * the activations the products read have (act) and how the weights and the AdamW moments are
- * stored (store), and gives the kernels of each precision-dependent step. Adding a precision is
+ * stored (store: common/precision.h's weights_bf16 as an element type; the rounding of the
+ * updates is the table's too), and gives the kernels of each precision-dependent step. Adding a precision is
  * adding a row. Not for modules outside model/. */
 #ifndef CB_GPT_PREC_H
 #define CB_GPT_PREC_H
@@ -13,7 +14,6 @@ typedef struct gpt_prec_ops_s {
     train_precision prec;
     elem_type act;   /* the products' inputs (norm outputs, q k v, attention and MLP activation outputs) */
     elem_type store; /* the embeddings and matrices (every tensor's master copy) and both AdamW moments */
-    int stochastic;  /* bf16 storage: the update is written back stochastically rounded (else to nearest) */
     /* The bf16 copies of weight matrix k's layer l (IC inputs, OC outputs) in the weight cache
      * (m->cache.lw); nothing where the products read fp32 weights. */
     int (*pack_weight)(gpt_model *m, int k, int l, int IC, int OC, int out_bf16, int bias);

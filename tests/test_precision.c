@@ -313,7 +313,22 @@ static void test_cli_bf16_isa_capped(void)
           "bf16-mixed under DNNL_MAX_CPU_ISA=AVX2: status %d, %s", rc, err);
 }
 
+/* The model's rows of operations agree with the precision table: bf16 storage exactly for the
+ * full-bf16 precisions, bf16 products exactly where activations are 2 bytes. */
+static void test_prec_rows_match_table(void)
+{
+    for (int k = 0; k < PRECISION_COUNT; k++) {
+        const train_precision p = (train_precision)k;
+        const precision_info *pi = precision_info_of(p);
+        CHECK((gpt_prec_store(p) == ELEM_BF16) == pi->weights_bf16, "%s: storage disagrees with the table",
+              pi->name);
+        CHECK((gpt_prec_act(p) == ELEM_BF16) == (pi->act_bytes == 2), "%s: products disagree with the table",
+              pi->name);
+    }
+}
+
 const test_case tests_precision[] = {
+    {"precision: the model's rows agree with the precision table", test_prec_rows_match_table},
     {"bf16-mixed: gradient and loss against fp32 on the same weights", test_bf16_gradient_vs_fp32},
     {"bf16-mixed: loss at init near ln V", test_bf16_loss_at_init},
     {"bf16-mixed: --recompute gives identical gradients", test_bf16_recompute_identical},
