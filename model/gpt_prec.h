@@ -2,9 +2,9 @@
  * chosen once by gpt_init from the precision: the forward and backward (gpt.c) and the optimizer
  * step (gpt_state.c) call through the row and never test the precision. A row says which dtype
  * the activations the products read have (act) and how the weights and the AdamW moments are
- * stored (store: common/precision.h's weights_bf16 as an element type; the rounding of the
- * updates is the table's too), and gives the kernels of each precision-dependent step. Adding a precision is
- * adding a row. Not for modules outside model/. */
+ * stored (store: common/precision.h's weights_bf16 as an element type; the updates' rounding is
+ * read from that table), and gives the kernels of each precision-dependent step. Adding a
+ * precision is adding a row. Not for modules outside model/. */
 #ifndef CB_GPT_PREC_H
 #define CB_GPT_PREC_H
 
