@@ -15,5 +15,7 @@ int cmd_trajectory(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 int cmd_devices(int argc, char **argv);
+int cmd_import(int argc, char **argv);
+int cmd_prices(int argc, char **argv);
 
 #endif

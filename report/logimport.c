@@ -1,0 +1,90 @@
+/* logimport.c: what every log format shares (logimport.h): the run record and its steps, and
+ * telling the formats apart. */
+#include "logimport.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/err.h"
+
+const char *const log_format_names[LOG_NFORMATS] = {"megatron", "nemo", "torchtitan", "composer", "costbench"};
+const char *const log_format_frameworks[LOG_NFORMATS] = {"megatron-lm", "nemo", "torchtitan", "llm-foundry",
+                                                         "costbench"};
+static const char *const log_format_titles[LOG_NFORMATS] = {"Megatron-LM", "NeMo", "torchtitan",
+                                                            "Composer / llm-foundry", "costbench train"};
+static int (*const log_is_line[LOG_NFORMATS])(const char *) = {log_is_megatron_line, log_is_nemo_line,
+                                                               log_is_torchtitan_line, log_is_composer_line,
+                                                               log_is_costbench_line};
+
+void log_run_init(log_run *r, log_format f)
+{
+    memset(r, 0, sizeof *r);
+    r->format = f;
+    r->tied_embeddings = r->sequence_parallel = -1;
+    r->params = r->peak_tflops = NAN;
+}
+
+void log_run_free(log_run *r)
+{
+    free(r->steps);
+    r->steps = NULL, r->nsteps = r->cap = 0;
+}
+
+log_step log_step_unset(int line)
+{
+    return (log_step){.iters = 1, .step_s = NAN, .tflops_per_device = NAN, .tokens_per_s = NAN,
+                      .tokens_per_s_per_device = NAN, .samples_per_s = NAN, .mfu_pct = NAN, .loss = NAN,
+                      .mem_gib = NAN, .line = line};
+}
+
+int log_run_add_step(log_run *r, const log_step *s)
+{
+    if (r->nsteps == r->cap) {
+        int cap = r->cap ? 2 * r->cap : 256;
+        log_step *p = realloc(r->steps, (size_t)cap * sizeof *p);
+        if (!p) return err_msg("out of memory");
+        r->steps = p, r->cap = cap;
+    }
+    r->steps[r->nsteps++] = *s;
+    return 0;
+}
+
+void log_run_note(log_run *r, const char *fmt, ...)
+{
+    size_t len = strlen(r->notes);
+    if (len && len + 2 < sizeof r->notes) len += (size_t)snprintf(r->notes + len, sizeof r->notes - len, "; ");
+    if (len + 1 >= sizeof r->notes) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->notes + len, sizeof r->notes - len, fmt, ap);
+    va_end(ap);
+}
+
+int log_detect_line(const text_lines *t, log_format *f)
+{
+    for (int i = 0; i < t->n; i++)
+        for (int k = 0; k < LOG_NFORMATS; k++)
+            if (log_is_line[k](t->line[i])) {
+                *f = (log_format)k;
+                return i;
+            }
+    return -1;
+}
+
+int log_not_format(const text_lines *t, log_format want, const char *expect)
+{
+    for (int i = 0; i < t->n; i++)
+        for (int k = 0; k < LOG_NFORMATS; k++)
+            if (k != (int)want && log_is_line[k](t->line[i]))
+                return err_usage("%s:%d: a %s line, not %s: give --framework %s (the line reads '%.80s')", t->path,
+                                 i + 1, log_format_titles[k], log_format_titles[want], log_format_names[k],
+                                 t->line[i]);
+    int first = 0;
+    while (first < t->n && t->line[first][strspn(t->line[first], " \t")] == '\0') first++;
+    if (first == t->n) return err_usage("%s:1: empty: no %s step line (%s)", t->path, log_format_titles[want], expect);
+    return err_usage("%s:%d: not a %s log: no step line such as %s (the first line reads '%.80s')", t->path, first + 1,
+                     log_format_titles[want], expect, t->line[first]);
+}

@@ -1,0 +1,101 @@
+/* logimport.h: a training run's log (and its config file) read into what it states: the
+ * configuration and one record per step line. `costbench import` (src/cmd_import.c) turns that
+ * into one row of the published-runs schema (data/reference/published/SCHEMA.md): the steady
+ * state's median and spread, the configuration from the log, the config file or flags.
+ *
+ * One parser per format, each learned from the function of the framework that prints the lines:
+ *   megatron    Megatron-LM: the arguments block and training_log's iteration lines
+ *   nemo        NeMo (Megatron core under PyTorch Lightning): its printed config and step lines
+ *   torchtitan  torchtitan: the metrics logger's step lines, and its TOML job config
+ *   composer    Composer / llm-foundry: the console logger's metrics, and the YAML run file
+ *   costbench   `costbench train`'s own log: the header, the step table, the summary row
+ * A parser reads what is there and leaves every field the log does not state unset; it does not
+ * decide warm-up or compute statistics (logimport.c does, for every format alike). */
+#ifndef CB_LOGIMPORT_H
+#define CB_LOGIMPORT_H
+
+#include "kvconf.h"
+
+typedef enum { LOG_MEGATRON, LOG_NEMO, LOG_TORCHTITAN, LOG_COMPOSER, LOG_COSTBENCH, LOG_NFORMATS } log_format;
+/* --framework's spellings: megatron, nemo, torchtitan, composer, costbench */
+extern const char *const log_format_names[LOG_NFORMATS];
+/* the schema's `framework` values: megatron-lm, nemo, torchtitan, llm-foundry, costbench */
+extern const char *const log_format_frameworks[LOG_NFORMATS];
+
+/* One step line. Every figure NaN (or 0 for counts) when the line does not print it. */
+typedef struct {
+    long iter;                 /* the step / iteration number the line gives (0: none) */
+    long iters;                /* iterations its figures average over (Megatron's --log-interval; else 1) */
+    double step_s;             /* wall-clock seconds per iteration */
+    double tflops_per_device;  /* as the framework counts FLOPs (log_run.flop_convention) */
+    double tokens_per_s;       /* whole run */
+    double tokens_per_s_per_device;
+    double samples_per_s;      /* sequences per second, whole run */
+    double mfu_pct;            /* as the framework computes it (log_run.peak_tflops when it says) */
+    double loss;
+    double mem_gib;            /* peak device memory the line reports */
+    long global_batch;         /* sequences in this step (0: not printed) */
+    int line;                  /* 1-based line in the log */
+} log_step;
+
+/* What a log and its config state. Unset: 0 for counts and sizes, -1 for true/false, NaN for
+ * figures, "" for names. Names use the schema's spellings (SCHEMA.md): precision bf16-mixed,
+ * fp16-mixed, fp8, fp32, bf16; sharding none, zero1, zero2, zero3, hybrid; recompute none,
+ * selective, full; arch gpt, neox, llama, mpt, gptj. */
+typedef struct {
+    log_format format;
+    char model[64], arch[16], precision[16], sharding[16], recompute[16];
+    int layers, d_model, heads, kv_heads, ffn_dim, vocab;
+    double params;
+    int tied_embeddings, sequence_parallel;
+    long seq_len, global_batch, micro_batch;
+    int tp, pp, dp, cp, vp;
+    long devices, devices_per_node; /* world size (accelerators, all nodes); per node */
+    double peak_tflops;             /* the per-device peak the log's MFU divides by */
+    char flop_convention[24];       /* whose FLOP count tflops_per_device / mfu_pct are in (SCHEMA.md) */
+    char device[48], instance[64];
+    char config_from[256];          /* "the arguments block (lines 3-190)", "--config run.yaml", "" */
+    char notes[512];                /* what else the log says that matters ("; "-separated) */
+    log_step *steps;
+    int nsteps, cap;
+} log_run;
+
+void log_run_init(log_run *r, log_format f); /* every field unset */
+void log_run_free(log_run *r);
+/* Appends a copy of *s. Returns 0 or CB_EFAIL (out of memory, error printed). */
+int log_run_add_step(log_run *r, const log_step *s);
+/* A step with every figure unset, at `line`. */
+log_step log_step_unset(int line);
+/* Appends "; "-separated text to r->notes (cut at the buffer's end). */
+void log_run_note(log_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* A parser: reads the log t (and config_path, the --config file, when not NULL) into r (which
+ * log_run_init has set). Returns 0, or CB_EUSAGE after one error naming t->path:line (or the
+ * config's path:line): a malformed field of a line it recognises ("megatron.log:12: 'elapsed
+ * time per iteration (ms)': expected a number, got 'x'"), or a log with none of its step lines
+ * ("megatron.log:1: not a Megatron-LM log: no 'iteration N/ M |' line; the first line reads
+ * '...'"; when another format's line is found, that line and format are named instead:
+ * log_detect_line). */
+typedef int (*log_parser)(const text_lines *t, const char *config_path, log_run *r);
+int log_parse_megatron(const text_lines *t, const char *config_path, log_run *r);
+int log_parse_nemo(const text_lines *t, const char *config_path, log_run *r);
+int log_parse_torchtitan(const text_lines *t, const char *config_path, log_run *r);
+int log_parse_composer(const text_lines *t, const char *config_path, log_run *r);
+int log_parse_costbench(const text_lines *t, const char *config_path, log_run *r);
+
+/* 1 when `line` is a step line of that format (its signature, checked cheaply: for detection
+ * and for naming the format a mismatched log is in), else 0. */
+int log_is_megatron_line(const char *line);
+int log_is_nemo_line(const char *line);
+int log_is_torchtitan_line(const char *line);
+int log_is_composer_line(const char *line);
+int log_is_costbench_line(const char *line);
+
+/* The first line (index into t->line, or -1) that is a step line of any format, and its format. */
+int log_detect_line(const text_lines *t, log_format *f);
+/* The error a parser gives when t has no step line of `want`: names the first line of another
+ * format when there is one, else the first non-blank line, and `expect` (what a step line of
+ * `want` looks like). Returns CB_EUSAGE. */
+int log_not_format(const text_lines *t, log_format want, const char *expect);
+
+#endif

@@ -1,0 +1,6 @@
+/* test_logmegatron.c */
+#include "check.h"
+
+const test_case tests_logmegatron[] = {
+    {NULL, NULL},
+};

@@ -1,0 +1,6 @@
+/* test_prices.c */
+#include "check.h"
+
+const test_case tests_prices[] = {
+    {NULL, NULL},
+};
