@@ -15,7 +15,8 @@
  * "Building device mesh with parallelism: pp=1, dp_replicate=1, dp_shard=8, cp=1, tp=1, ep=1,
  * etp=1" (the world size and degrees); "Building llama3 8B with ModelArgs(dim=4096, ...)" (older,
  * one line) or "Building llama3 8Bwith {" and one '"key": value,' line per field (newer): the
- * model's shape; "Model llama3 8B size: 8,030,261,248 total parameters".
+ * model's shape; "Model llama3 8B size: 8,030,261,248 total parameters"; "Training starts at step 1, with
+ * local batch size 4, global batch size 16, sequence length 4096, ..." (2024 versions).
  * The TOML job config (--config) gives what the log does not (tt_config below). */
 #include "logimport.h"
 
@@ -81,7 +82,7 @@ static int tt_field(const char *s, const char *key, const char *unit, const char
     if (strcmp(tok, "N/A") == 0) return 0;
     char what[CB_PATH_MAX + 64];
     snprintf(what, sizeof what, "%s:%d: '%s'", path, line, key);
-    return parse_double(tok, -1e300, 1e300, what, out) == 0 ? 1 : CB_EUSAGE;
+    return parse_double(tok, 0, 1e15, what, out) == 0 ? 1 : CB_EUSAGE;
 }
 
 static int tt_step(log_run *r, const char *s, const char *path, int line)
@@ -189,7 +190,12 @@ static void tt_setup_line(log_run *r, const text_lines *t, int i, const char *s)
 {
     const char *p;
     double v;
-    if ((p = strstr(s, "Peak FLOPS used for computing MFU:")) && sscanf(p + 34, "%lf", &v) == 1 && v > 0 && v < 1e20)
+    long local, global, seq;
+    if ((p = strstr(s, "with local batch size ")) &&
+        sscanf(p, "with local batch size %ld, global batch size %ld, sequence length %ld", &local, &global, &seq) == 3 &&
+        local > 0 && global > 0 && seq > 0)
+        r->micro_batch = local, r->global_batch = global, r->seq_len = seq;
+    else if ((p = strstr(s, "Peak FLOPS used for computing MFU:")) && sscanf(p + 34, "%lf", &v) == 1 && v > 0 && v < 1e20)
         r->peak_tflops = v / 1e12;
     else if (strstr(s, "Building ") && strstr(s, "device mesh"))
         tt_mesh(r, s);
@@ -283,7 +289,8 @@ static int tt_config_training(const kv_conf *c, log_run *r)
     long global = -1;
     int f8 = 0, compile = 0;
     if (kvconf_long(c, local_k, 1, 1000000000, &r->micro_batch) < 0 ||
-        kvconf_long(c, global_k, -1, 1000000000, &global) < 0 || kvconf_long(c, seq_k, 1, 1000000000, &r->seq_len) < 0 ||
+        kvconf_long(c, global_k, -1, 1000000000, &global) < 0 ||
+        kvconf_long(c, seq_k, 1, 1000000000, &r->seq_len) < 0 ||
         kvconf_bool(c, f8_k, &f8) < 0 || kvconf_bool(c, compile_k, &compile) < 0)
         return CB_EUSAGE;
     /* global_batch_size -1 (the default): local_batch_size x the data-parallel degree */
