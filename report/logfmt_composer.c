@@ -86,6 +86,8 @@ static int cm_block(const text_lines *t, int i, log_run *r)
             *(double *)((char *)&st + cm_keys[k].offset) = v * cm_keys[k].scale;
         }
     if (!isnan(st.step_s)) st.step_s = 1 / st.step_s;
+    if (!isnan(st.tflops_per_device) || !isnan(st.mfu_pct))
+        snprintf(r->flop_convention, sizeof r->flop_convention, "llm-foundry");
     return log_run_add_step(r, &st) == 0 ? j : CB_EFAIL;
 }
 
@@ -175,10 +177,5 @@ int log_parse_composer(const text_lines *t, const char *config_path, log_run *r)
     if (r->nsteps == 0)
         return log_not_format(t, LOG_COMPOSER,
                               "'[batch=10/100]:' followed by '\\t Train throughput/samples_per_sec: 64.0000'");
-    for (int i = 0; i < r->nsteps; i++)
-        if (!isnan(r->steps[i].tflops_per_device) || !isnan(r->steps[i].mfu_pct)) {
-            snprintf(r->flop_convention, sizeof r->flop_convention, "llm-foundry");
-            break;
-        }
     return config_path ? cm_config(config_path, r) : 0;
 }

@@ -101,6 +101,8 @@ static int tt_step(log_run *r, const char *s, const char *path, int line)
     if (rc < 0) return CB_EUSAGE;
     if (isnan(st.tokens_per_s_per_device)) st.tokens_per_s_per_device = wps;
     st.iter = (long)step;
+    if (!isnan(st.tflops_per_device) || !isnan(st.mfu_pct))
+        snprintf(r->flop_convention, sizeof r->flop_convention, "palm");
     return log_run_add_step(r, &st);
 }
 
@@ -192,10 +194,12 @@ static void tt_setup_line(log_run *r, const text_lines *t, int i, const char *s)
     double v;
     long local, global, seq;
     if ((p = strstr(s, "with local batch size ")) &&
-        sscanf(p, "with local batch size %ld, global batch size %ld, sequence length %ld", &local, &global, &seq) == 3 &&
+        sscanf(p, "with local batch size %ld, global batch size %ld, sequence length %ld", &local, &global,
+               &seq) == 3 &&
         local > 0 && global > 0 && seq > 0)
         r->micro_batch = local, r->global_batch = global, r->seq_len = seq;
-    else if ((p = strstr(s, "Peak FLOPS used for computing MFU:")) && sscanf(p + 34, "%lf", &v) == 1 && v > 0 && v < 1e20)
+    else if ((p = strstr(s, "Peak FLOPS used for computing MFU:")) && sscanf(p + 34, "%lf", &v) == 1 && v > 0 &&
+             v < 1e20)
         r->peak_tflops = v / 1e12;
     else if (strstr(s, "Building ") && strstr(s, "device mesh"))
         tt_mesh(r, s);
@@ -341,10 +345,5 @@ int log_parse_torchtitan(const text_lines *t, const char *config_path, log_run *
         return log_not_format(t, LOG_TORCHTITAN,
                               "'step: 10  loss:  7.1234  memory: 40.50GiB(51.27%)  tps: 3,456  tflops: 180.12  "
                               "mfu: 57.73%'");
-    for (int i = 0; i < r->nsteps; i++)
-        if (!isnan(r->steps[i].tflops_per_device) || !isnan(r->steps[i].mfu_pct)) {
-            snprintf(r->flop_convention, sizeof r->flop_convention, "palm");
-            break;
-        }
     return config_path ? tt_config(config_path, r) : 0;
 }

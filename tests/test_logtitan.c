@@ -138,15 +138,22 @@ static void test_kvconf_toml(void)
     CHECK(strstr(err, "bad.toml:3: expected 'key = value'") && count_lines(err) == 1, "%s", err);
 }
 
+/* Parses log and config (CHECKs that it succeeds with nsteps steps); 1 when it has them. */
+static int parsed(log_parser parser, log_format f, const char *log, const char *config, int nsteps, log_run *r)
+{
+    char err[1024];
+    int rc = parse(parser, f, log, config, r, err, sizeof err);
+    CHECK(rc == 0, "%s: %s", log, err);
+    CHECK(r->nsteps == nsteps, "%s: %d steps, expected %d", log, r->nsteps, nsteps);
+    return rc == 0 && r->nsteps == nsteps;
+}
+
 static void test_titan_current(void)
 {
     log_run r;
-    char err[1024];
-    int rc = parse(log_parse_torchtitan, LOG_TORCHTITAN, "tests/logs/torchtitan_llama3_8b.log",
-                   "tests/logs/torchtitan_llama3_8b.toml", &r, err, sizeof err);
-    CHECK(rc == 0, "parse: %s", err);
-    CHECK(r.nsteps == 10, "10 step lines (the validate line is not one), got %d", r.nsteps);
-    if (r.nsteps == 10) {
+    /* 10 step lines: the validate line is not one */
+    if (parsed(log_parse_torchtitan, LOG_TORCHTITAN, "tests/logs/torchtitan_llama3_8b.log",
+               "tests/logs/torchtitan_llama3_8b.toml", 10, &r)) {
         const log_step *a = &r.steps[0], *z = &r.steps[9];
         CHECK(a->iter == 1 && a->line == 19 && a->iters == 1, "first step %ld line %d", a->iter, a->line);
         CHECK(near(a->loss, 12.25391) && near(a->mem_gib, 42.10) && near(a->tokens_per_s_per_device, 1234) &&
@@ -185,12 +192,8 @@ static void test_titan_current(void)
 static void test_titan_wps(void)
 {
     log_run r;
-    char err[1024];
-    int rc = parse(log_parse_torchtitan, LOG_TORCHTITAN, "tests/logs/torchtitan_llama2_7b_wps.log",
-                   "tests/logs/torchtitan_llama2_7b_old.toml", &r, err, sizeof err);
-    CHECK(rc == 0, "parse: %s", err);
-    CHECK(r.nsteps == 5, "5 steps, got %d", r.nsteps);
-    if (r.nsteps == 5) {
+    if (parsed(log_parse_torchtitan, LOG_TORCHTITAN, "tests/logs/torchtitan_llama2_7b_wps.log",
+               "tests/logs/torchtitan_llama2_7b_old.toml", 5, &r)) {
         const log_step *a = &r.steps[0], *z = &r.steps[4];
         CHECK(a->iter == 1 && a->line == 7 && near(a->tokens_per_s_per_device, 812) && near(a->mfu_pct, 1.05) &&
                   near(a->loss, 10.8123) && near(a->mem_gib, 9.62) && isnan(a->tflops_per_device),
@@ -214,9 +217,8 @@ static void test_titan_wps(void)
     CHECK(strcmp(r.model, "llama2-7B") == 0 && strcmp(r.flop_convention, "palm") == 0, "%s", r.model);
     log_run_free(&r);
     /* the same log without --config: the log's own lines only */
-    rc = parse(log_parse_torchtitan, LOG_TORCHTITAN, "tests/logs/torchtitan_llama2_7b_wps.log", NULL, &r, err,
-               sizeof err);
-    CHECK(rc == 0 && r.nsteps == 5 && r.config_from[0] == '\0' && strcmp(r.model, "llama2-7B") == 0 &&
+    parsed(log_parse_torchtitan, LOG_TORCHTITAN, "tests/logs/torchtitan_llama2_7b_wps.log", NULL, 5, &r);
+    CHECK(r.config_from[0] == '\0' && strcmp(r.model, "llama2-7B") == 0 &&
               r.precision[0] == '\0' && r.recompute[0] == '\0' && r.devices == 8,
           "no config: '%s' '%s'", r.config_from, r.precision);
     log_run_free(&r);
@@ -235,8 +237,9 @@ static void test_titan_bad(void)
     log_run_free(&r);
     /* a Megatron-LM log is named as one */
     const char *meg = test_path("megatron.log");
-    write_text(meg, "building GPT model ...\n [2024-05-01 10:00:00] iteration       10/     100 | consumed samples: 2560 |"
-                    " elapsed time per iteration (ms): 5012.3 | learning rate: 3.0E-04 | global batch size:   256 |\n");
+    write_text(meg, "building GPT model ...\n [2024-05-01 10:00:00] iteration       10/     100 |"
+                    " consumed samples: 2560 | elapsed time per iteration (ms): 5012.3 | learning rate: 3.0E-04 |"
+                    " global batch size:   256 |\n");
     rc = parse(log_parse_torchtitan, LOG_TORCHTITAN, meg, NULL, &r, err, sizeof err);
     CHECK(rc == CB_EUSAGE && strstr(err, "megatron.log:2: a Megatron-LM line, not torchtitan") &&
               strstr(err, "--framework megatron") && count_lines(err) == 1,
@@ -257,12 +260,9 @@ static void test_titan_bad(void)
 static void test_composer(void)
 {
     log_run r;
-    char err[1024];
-    int rc = parse(log_parse_composer, LOG_COMPOSER, "tests/logs/composer_mpt7b.log", "tests/logs/composer_mpt7b.yaml",
-                   &r, err, sizeof err);
-    CHECK(rc == 0, "parse: %s", err);
-    CHECK(r.nsteps == 6, "6 batch blocks (not the eval block), got %d", r.nsteps);
-    if (r.nsteps == 6) {
+    /* 6 batch blocks: the eval block is not one */
+    if (parsed(log_parse_composer, LOG_COMPOSER, "tests/logs/composer_mpt7b.log", "tests/logs/composer_mpt7b.yaml", 6,
+               &r)) {
         const log_step *a = &r.steps[0], *c = &r.steps[2], *z = &r.steps[5];
         CHECK(a->iter == 1 && a->line == 11 && near(a->loss, 11.8125) && isnan(a->samples_per_s) &&
                   isnan(a->step_s) && isnan(a->mfu_pct),
