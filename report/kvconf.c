@@ -53,8 +53,8 @@ static void cut_comment(char *s)
     for (char *p = s; *p; p++) {
         if (q) {
             if (*p == q) q = 0;
-        } else if (*p == '"' || *p == '\'') {
-            q = *p;
+        } else if ((*p == '"' || *p == '\'') && (p == s || strchr(" \t:=[{,", p[-1]))) {
+            q = *p; /* a quote opens a string only where a value or a key starts: "Llama's" is text */
         } else if (*p == '#' && (p == s || p[-1] == ' ' || p[-1] == '\t')) {
             *p = '\0';
             return;
@@ -336,4 +336,28 @@ int kvconf_bool(const kv_conf *c, const char *const *names, int *out)
         if (strcmp(it->value, no[i]) == 0) return *out = 0, 1;
     }
     return err_usage("%s:%d: key '%s': expected true or false, got '%.40s'", c->path, it->line, it->key, it->value);
+}
+
+int kvconf_interpolate(kv_conf *c, const char *scope)
+{
+    for (int pass = 0; pass < 4; pass++) { /* a variable may name another: a few levels resolve the chains seen */
+        int changed = 0;
+        for (int i = 0; i < c->n; i++) {
+            char *v = c->items[i].value;
+            size_t n = strlen(v);
+            if (n < 4 || strncmp(v, "${", 2) != 0 || v[n - 1] != '}' || n - 3 >= KV_KEY_MAX) continue;
+            char name[KV_KEY_MAX], scoped[2 * KV_KEY_MAX];
+            snprintf(name, sizeof name, "%.*s", (int)(n - 3), v + 2);
+            snprintf(scoped, sizeof scoped, "%s.%s", scope, name);
+            const kv_item *to = kvconf_get(c, name);
+            if (!to || to == &c->items[i]) to = kvconf_get(c, scoped);
+            if (!to || to == &c->items[i] || strcmp(to->value, v) == 0) continue;
+            char *copy = strdup(to->value);
+            if (!copy) return err_msg("out of memory");
+            free(c->items[i].value);
+            c->items[i].value = copy, changed = 1;
+        }
+        if (!changed) break;
+    }
+    return 0;
 }

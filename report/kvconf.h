@@ -3,8 +3,9 @@
  * YAML (llm-foundry / Composer run files, NeMo's hparams.yaml and the config NeMo prints at
  * start): block mappings nest by indentation and flatten to "model.n_layers"; a scalar is the
  * rest of the line after "key:" with a trailing comment and surrounding quotes removed; flow
- * mappings ({a: 1}) flatten the same way; sequences ("- x", [a, b]) are kept as one raw value
- * under their key. TOML (torchtitan's job files): "[a.b]" tables, "key = value" pairs, the same
+ * mappings ({a: 1}) flatten the same way; a flow sequence ([a, b]) is kept as one raw value under
+ * its key, a block sequence ("- x" lines) and a block scalar ("|", ">") leave their key with the
+ * value "" (their lines are not settings). TOML (torchtitan's job files): "[a.b]" tables, "key = value" pairs, the same
  * value rules. Enough of both formats for the flat settings a training run is configured by; a
  * line neither rule reads is an error naming path:line. Also: a text file as lines (text_lines). */
 #ifndef CB_KVCONF_H
@@ -42,6 +43,10 @@ int kvconf_load_toml(kv_conf *c, const char *path);
  * a framework prints at start. `path` names the log in messages. */
 int kvconf_yaml_lines(kv_conf *c, const char *path, char *const *lines, int first, int n);
 void kvconf_free(kv_conf *c);
+/* Replaces each value that is a whole "${name}" (llm-foundry's interpolation) by the value of the
+ * item `name`, else of `scope`.name ("variables"); references that resolve to nothing stay as
+ * they are (a number read from one is then an error naming the key). Returns 0 or CB_EFAIL. */
+int kvconf_interpolate(kv_conf *c, const char *scope);
 
 /* The item whose key is exactly `key`, or NULL. */
 const kv_item *kvconf_get(const kv_conf *c, const char *key);
