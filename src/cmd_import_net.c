@@ -8,6 +8,7 @@
 
 #include "../common/cliflags.h"
 #include "../common/err.h"
+#include "../common/files.h"
 #include "../common/machine.h"
 #include "../common/opts.h"
 #include "../report/netfit.h"
@@ -65,7 +66,9 @@ static int net_opts_check(const net_opts *o)
         return err_usage("flag '--scope': expected intra or inter, got '%s'", o->scope);
     if (!o->instance) return 0;
     hw_table ht;
-    if (hardware_load(&ht, o->hw_path) != 0) return CB_EUSAGE;
+    char def[CB_PATH_MAX];
+    if (!o->hw_path && machine_data_file(def, sizeof def, "hardware.csv") != 0) return CB_EFAIL;
+    if (hardware_load(&ht, o->hw_path ? o->hw_path : def) != 0) return CB_EUSAGE;
     int found = hardware_find(&ht, o->instance) != NULL;
     if (!found) err_usage("flag '--instance': unknown instance type '%s' (not in %s)", o->instance, ht.path);
     hardware_free(&ht);
