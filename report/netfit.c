@@ -503,7 +503,8 @@ static int row_read(const table *tb, int i, net_row *r)
     if (table_get_word(tb, i, 0, net_coll_names, NET_NCOLL, &coll) != 0 ||
         table_get_word(tb, i, 1, scopes, 2, &scope) != 0 || cell_str(tb, i, 2, r->node_type, sizeof r->node_type) ||
         cell_int(tb, i, 3, &r->ranks) || cell_int(tb, i, 4, &r->nodes) || cell_int(tb, i, 5, &r->ranks_per_node) ||
-        table_get_double(tb, i, 6, 0, 1e9, &r->latency_us) || table_get_double(tb, i, 7, 1e-9, 1e9, &r->busbw_gb_per_s) ||
+        table_get_double(tb, i, 6, 0, 1e9, &r->latency_us) ||
+        table_get_double(tb, i, 7, 1e-9, 1e9, &r->busbw_gb_per_s) ||
         table_get_double(tb, i, 8, 0, 1e9, &r->busbw_max_gb_per_s) || cell_int(tb, i, 9, &r->sizes) ||
         table_get_double(tb, i, 10, 0, 1e18, &r->min_bytes) || table_get_double(tb, i, 11, 0, 1e18, &r->max_bytes) ||
         table_get_double(tb, i, 12, -1e9, 1, &r->r2) || cell_str(tb, i, 13, r->source, sizeof r->source) ||
@@ -669,7 +670,8 @@ int netfit_no_row(const net_table *t, const char *node_type)
     for (int i = 0; i < t->n && len < sizeof types; i++) {
         int seen = 0;
         for (int k = 0; k < i && !seen; k++) seen = strcmp(t->rows[k].node_type, t->rows[i].node_type) == 0;
-        if (!seen) len += (size_t)snprintf(types + len, sizeof types - len, "%s%s", len ? ", " : "", t->rows[i].node_type);
+        if (!seen)
+            len += (size_t)snprintf(types + len, sizeof types - len, "%s%s", len ? ", " : "", t->rows[i].node_type);
     }
     return err_usage("%s: no all_reduce row for node type '%s' (it has: %s)", t->path, node_type,
                      t->n ? types : "no rows");

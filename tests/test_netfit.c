@@ -68,6 +68,19 @@ static int import_load(const char *log, const char *const *flags, char *out, siz
 
 static int close_to(double x, double ref, double rtol) { return fabs(x - ref) <= rtol * fabs(ref); }
 
+/* The row's key, and its latency (to 0.05 us: the fixtures print times to 0.01 us) and bus
+ * bandwidth (to 0.1%) against the figures the fixture was built from. */
+static void check_row(const net_row *r, const char *coll, const char *scope, const char *node, int ranks, int nodes,
+                      double lat_us, double busbw)
+{
+    CHECK(strcmp(r->collective, coll) == 0 && strcmp(r->scope, scope) == 0 && strcmp(r->node_type, node) == 0,
+          "row %s %s '%s', expected %s %s '%s'", r->collective, r->scope, r->node_type, coll, scope, node);
+    CHECK(r->ranks == ranks && r->nodes == nodes && r->ranks_per_node == ranks / nodes, "ranks %d nodes %d per node %d",
+          r->ranks, r->nodes, r->ranks_per_node);
+    CHECK(fabs(r->latency_us - lat_us) < 0.05, "latency %.6g us, expected %g", r->latency_us, lat_us);
+    CHECK(close_to(r->busbw_gb_per_s, busbw, 1e-3), "busbw %.6g GB/s, expected %g", r->busbw_gb_per_s, busbw);
+}
+
 static void test_netfit_detect(void)
 {
     static const char *const files[4] = {LOGS "nccl_all_reduce_2x8.txt", LOGS "nccl_all_gather_1x8_old.txt",
@@ -97,13 +110,7 @@ static void test_netfit_all_reduce_inter(void)
     if (import_load(LOGS "nccl_all_reduce_2x8.txt", flags, out, sizeof out, &nt) != 0) return;
     CHECK(nt.n == 1, "one row, got %d", nt.n);
     const net_row *r = &nt.rows[0];
-    CHECK(strcmp(r->collective, "all_reduce") == 0 && strcmp(r->scope, "inter") == 0 &&
-              strcmp(r->node_type, "p4d.24xlarge") == 0,
-          "row %s %s %s", r->collective, r->scope, r->node_type);
-    CHECK(r->ranks == 16 && r->nodes == 2 && r->ranks_per_node == 8, "ranks %d nodes %d per node %d", r->ranks,
-          r->nodes, r->ranks_per_node);
-    CHECK(fabs(r->latency_us - 20) < 0.05, "latency %.6g us, expected 20", r->latency_us);
-    CHECK(close_to(r->busbw_gb_per_s, 40, 1e-3), "busbw %.6g GB/s, expected 40", r->busbw_gb_per_s);
+    check_row(r, "all_reduce", "inter", "p4d.24xlarge", 16, 2, 20, 40);
     CHECK(close_to(r->busbw_max_gb_per_s, 39.984, 1e-4), "largest busbw %.6g, expected 39.984", r->busbw_max_gb_per_s);
     CHECK(r->sizes == 11 && r->min_bytes == 1024 && close_to(r->max_bytes, 1073741824.0, 1e-8), "sizes %d %g..%g",
           r->sizes, r->min_bytes, r->max_bytes);
@@ -128,11 +135,8 @@ static void test_netfit_all_gather_old(void)
     const char *flags[] = {NULL};
     if (import_load(LOGS "nccl_all_gather_1x8_old.txt", flags, out, sizeof out, &nt) != 0) return;
     const net_row *r = &nt.rows[0];
-    CHECK(nt.n == 1 && strcmp(r->collective, "all_gather") == 0 && strcmp(r->scope, "intra") == 0 &&
-              strcmp(r->node_type, "A100-SXM4-80GB") == 0 && r->ranks == 8 && r->nodes == 1,
-          "row %s %s '%s' %d %d", r->collective, r->scope, r->node_type, r->ranks, r->nodes);
-    CHECK(fabs(r->latency_us - 10) < 0.05 && close_to(r->busbw_gb_per_s, 150, 1e-3), "latency %.6g busbw %.6g",
-          r->latency_us, r->busbw_gb_per_s);
+    CHECK(nt.n == 1, "one row, got %d", nt.n);
+    check_row(r, "all_gather", "intra", "A100-SXM4-80GB", 8, 1, 10, 150);
     CHECK(r->sizes == 17 && r->min_bytes == 4096 && r->max_bytes == 268435456, "sizes %d", r->sizes);
     char text[8192];
     slurp(out, text, sizeof text);
@@ -147,11 +151,8 @@ static void test_netfit_reduce_scatter_intra(void)
     const char *flags[] = {NULL};
     if (import_load(LOGS "nccl_reduce_scatter_1x4.txt", flags, out, sizeof out, &nt) != 0) return;
     const net_row *r = &nt.rows[0];
-    CHECK(nt.n == 1 && strcmp(r->collective, "reduce_scatter") == 0 && strcmp(r->scope, "intra") == 0 &&
-              strcmp(r->node_type, "NVIDIA H100 80GB HBM3") == 0 && r->ranks == 4,
-          "row %s %s '%s' %d", r->collective, r->scope, r->node_type, r->ranks);
-    CHECK(fabs(r->latency_us - 15) < 0.05 && close_to(r->busbw_gb_per_s, 100, 1e-3), "latency %.6g busbw %.6g",
-          r->latency_us, r->busbw_gb_per_s);
+    CHECK(nt.n == 1, "one row, got %d", nt.n);
+    check_row(r, "reduce_scatter", "intra", "NVIDIA H100 80GB HBM3", 4, 1, 15, 100);
     CHECK(r->sizes == 15, "15 sizes, got %d", r->sizes);
     net_table_free(&nt);
 }
@@ -252,7 +253,8 @@ static void test_netfit_append(void)
     CHECK(net_table_load(&nt, out) == 0 && nt.n == 2, "two rows after the append");
     net_table_free(&nt);
     slurp(out, before, sizeof before);
-    expect_error(LOGS "nccl_all_reduce_2x8.txt", f2, "net.csv:7: already has all_reduce inter p4d.24xlarge at 16 ranks");
+    expect_error(LOGS "nccl_all_reduce_2x8.txt", f2,
+                 "net.csv:7: already has all_reduce inter p4d.24xlarge at 16 ranks");
     slurp(out, after, sizeof after);
     CHECK(strcmp(before, after) == 0, "a conflict leaves the file as it was");
     const char *other = test_path("prices_like.csv");
@@ -289,10 +291,9 @@ static void test_netfit_scale(void)
     snprintf(c2, sizeof c2, "%s", test_path("flags.csv"));
     CHECK(run_scale(c0, NULL, NULL, NULL, NULL) == 0, "scale: %s", g_err);
     CHECK(run_scale(c1, "--net-from", net, NULL, NULL) == 0, "scale --net-from: %s", g_err);
-    CHECK(strstr(g_out, "# network: measured (") && strstr(g_out, "nccl-tests all_reduce_perf on 16 ranks over 2 "
-                                                                  "nodes of p4d.24xlarge): 40 GB/s bus bandwidth, 20 us "
-                                                                  "latency (10 us a hop), in place of the hardware "
-                                                                  "table's 400 Gbit/s"),
+    CHECK(strstr(g_out, "# network: measured (") &&
+              strstr(g_out, "nccl-tests all_reduce_perf on 16 ranks over 2 nodes of p4d.24xlarge): 40 GB/s bus "
+                            "bandwidth, 20 us latency (10 us a hop), in place of the hardware table's 400 Gbit/s"),
           "the # network line: %s", g_out);
     CHECK(run_scale(c2, "--net-gbps", gbps, "--latency-us", lat) == 0, "scale --net-gbps: %s", g_err);
     double s0[4], s1[4], s2[4];
@@ -334,8 +335,9 @@ static void test_netfit_plan(void)
     const char *flags[] = {"--instance", "p4d.24xlarge", NULL};
     if (import_load(LOGS "nccl_all_reduce_2x8.txt", flags, net, sizeof net, &nt) != 0) return;
     net_table_free(&nt);
-    const char *args[] = {"plan", "--model", "pythia-1b", "--tokens", "10B", "--deadline-days", "30", "--instances",
-                          "p4d.24xlarge,p5.48xlarge", "--max-nodes", "8", "--net-from", net, NULL};
+    const char *args[] = {"plan",        "--model", "pythia-1b", "--tokens",   "10B", "--deadline-days",
+                          "30",          "--instances", "p4d.24xlarge,p5.48xlarge", "--max-nodes", "8",
+                          "--net-from", net,         NULL};
     int rc = run(args);
     CHECK(rc == 0, "plan --net-from: %d %s", rc, g_err);
     CHECK(strstr(g_out, "# p4d.24xlarge: network: measured (") &&
