@@ -10,7 +10,8 @@
  *   --attention    full | flash; default the --framework's kernel (attention_flag_parse)
  *   --prices, --hardware, --region   the price and hardware tables (report/inputs.h)
  *   --calibrate, --matmul-csv, --mfu, --framework   what a prediction (scale, plan) is calibrated on
- *   --fit-tolerance, --net-gbps, --intra-gbps, --latency-us, --bucket-mib   a prediction's fit and network */
+ *   --fit-tolerance, --net-gbps, --intra-gbps, --latency-us, --bucket-mib   a prediction's fit and network
+ *   --net-from     a measured network (report/netfit.h's network file) in place of the hardware table's */
 #ifndef CB_CLIFLAGS_H
 #define CB_CLIFLAGS_H
 
@@ -87,6 +88,15 @@ int attention_flag_parse(const char *s, int framework_flash, int *flash);
      "device-link bandwidth per accelerator, GB/s (default: the hardware table's)"},                     \
     {"latency-us", OPT_DOUBLE, (lat_dst), 0, 0, 0, 1e6, "US",                                            \
      "network latency per hop (default: the hardware table's, else 0)"}
+/* --net-from FILE (dst: const char **; scale, plan): the all_reduce rows of a network file for
+ * the instance type set its network and device link (report/netfit.h). */
+#define NET_FROM_FLAG_SPEC(dst)                                                                          \
+    {"net-from", OPT_STR, (dst), 0, 0, 0, 0, "FILE",                                                     \
+     "measured network: a network file `costbench import` writes from nccl-tests or costbench allreduce "  \
+     "output, in place of the hardware table's figures"}
+/* --net-from with a flag that sets the same figures (given: net_gbps > 0, intra_gbps > 0,
+ * latency_us >= 0, net_eff != 1) is one error naming both. Returns 0 or CB_EUSAGE. */
+int net_from_flag_check(const char *net_from, double net_gbps, double intra_gbps, double latency_us, double net_eff);
 /* --bucket-mib (dst: double *): the gradient all-reduce's bucket (train runs it, scale models it). */
 #define BUCKET_FLAG_SPEC(dst)                                                                            \
     {"bucket-mib", OPT_DOUBLE, (dst), 0, 0, 0.001, 1e6, "MIB",                                           \

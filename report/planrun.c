@@ -138,6 +138,33 @@ static int framework_pick(plan_run *r)
     return attention_flag_parse(o->attention, r->fw->tiled_attention, &r->in.attn_flash);
 }
 
+/* --net-from: the network file's all_reduce rows set the network of the candidates it measured;
+ * a file with none of them is an error naming its node types. */
+static int net_from_apply(plan_run *r)
+{
+    if (!r->o.net_from) return 0;
+    if (net_table_load(&r->net, r->o.net_from) != 0) return CB_EUSAGE;
+    int applied = 0;
+    for (int i = 0; i < r->in.ninst; i++) applied += netfit_apply(&r->net, &r->in.inst[i].hw, &r->net_used[i]);
+    return applied ? 0 : netfit_no_row(&r->net, r->in.inst[0].hw.instance);
+}
+
+/* What --net-from set for each candidate, and which kept the hardware table's network. */
+static void notes_net(record *rec, const plan_run *r)
+{
+    if (!r->o.net_from) return;
+    char buf[2048], kept[512] = "";
+    size_t len = 0;
+    for (int i = 0; i < r->in.ninst; i++) {
+        if (r->net_used[i].inter || r->net_used[i].intra) {
+            netfit_describe(&r->net, &r->net_used[i], buf, sizeof buf);
+            record_note(rec, "%s: %s", r->in.inst[i].hw.instance, buf);
+        } else if (len < sizeof kept)
+            len += (size_t)snprintf(kept + len, sizeof kept - len, "%s%s", len ? ", " : "", r->in.inst[i].hw.instance);
+    }
+    if (kept[0]) record_note(rec, "no measured network in %s for: %s (the hardware table's)", r->net.path, kept);
+}
+
 /* What the flags say, the model, the tables: the search's inputs. Returns 0 or CB_E*. */
 static int inputs_build(plan_run *r)
 {
@@ -171,7 +198,8 @@ static int inputs_build(plan_run *r)
     in->ckpt_s = o->ckpt_s, in->restart_s = o->restart_s;
     if (data_tables_load(o->prices_path, o->hw_path, &r->pt, &r->ht) != 0) return CB_EFAIL;
     if ((rc = calibration_load(r)) != 0) return rc;
-    return instances_fill(r);
+    if ((rc = instances_fill(r)) != 0) return rc;
+    return net_from_apply(r);
 }
 
 /* ------------------------------------------------------------------ outputs */
@@ -327,6 +355,7 @@ static void notes_inputs(record *rec, const plan_run *r)
                         "free there)",
                         in->inst[i].hw.instance);
     if (r->skipped[0]) record_note(rec, "no price, not searched: %s", r->skipped);
+    notes_net(rec, r);
     if (in->mtbf_s > 0)
         record_note(rec,
                     "failures: MTBF %g h per instance (job: / nodes), checkpoint %g s, restart %g s; "
@@ -577,4 +606,5 @@ void plan_run_free(plan_run *r)
     plan_result_free(&r->res);
     prices_free(&r->pt);
     hardware_free(&r->ht);
+    net_table_free(&r->net);
 }

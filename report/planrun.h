@@ -10,6 +10,7 @@
 #include "../common/record.h"
 #include "calib_row.h"
 #include "inputs.h"
+#include "netfit.h"
 #include "plan.h"
 #include "stepmodel.h"
 
@@ -26,6 +27,7 @@ extern const rec_col plan_cols[PC_NCOLS];
 typedef struct {
     const char *model, *tokens, *instances, *pricing, *csv, *pareto_csv, *plot, *prices_path, *hw_path, *calibrate,
         *matmul_csv, *attention, *framework;
+    const char *net_from; /* --net-from: a measured network (report/netfit.h) */
     model_flags mf; /* --models, the model overrides, --max-seq-len */
     long seq, global_batch, max_nodes, top;
     double deadline_days, budget_usd, mfu_pct, mtbf_hours, ckpt_s, restart_s;
@@ -42,6 +44,8 @@ typedef struct {
     const step_framework *fw; /* --framework */
     scale_eff_curve eff; /* --matmul-csv (nk 0: the default curve) */
     char skipped[512]; /* (instance, option) pairs without a price */
+    net_table net;     /* --net-from (n 0: none) */
+    net_applied net_used[PLAN_MAX_INSTANCES]; /* what it set for each candidate instance */
 } plan_run;
 
 /* The search's inputs from the flags and the tables. Returns 0, CB_EUSAGE or CB_EFAIL. */

@@ -10,6 +10,7 @@
 #include "../common/err.h"
 #include "../common/schema.h"
 #include "devices.h"
+#include "netfit.h"
 #include "plot.h"
 #include "stepmodel.h"
 #include "../common/files.h"
@@ -45,6 +46,22 @@ static scale_model model_at(const scale_model *s, const scale_opts *o, long node
     return m;
 }
 
+/* --net-from: the network file's all_reduce rows for the instance set its row's network. */
+static int net_from_apply(scale_run *r, hw_row *hw)
+{
+    const scale_opts *o = &r->o;
+    if (net_from_flag_check(o->net_from, o->net_gbps, o->intra_gbps, o->latency_us, o->net_eff) != 0)
+        return CB_EUSAGE;
+    if (!o->net_from) return 0;
+    net_table nt;
+    if (net_table_load(&nt, o->net_from) != 0) return CB_EUSAGE;
+    net_applied a;
+    int rc = netfit_apply(&nt, hw, &a) ? 0 : netfit_no_row(&nt, o->instance);
+    if (rc == 0) netfit_describe(&nt, &a, r->net_note, sizeof r->net_note);
+    net_table_free(&nt);
+    return rc;
+}
+
 /* The preset, the price and hardware tables, the instance's row and its price. */
 static int run_load(scale_run *r)
 {
@@ -59,6 +76,7 @@ static int run_load(scale_run *r)
     const hw_overrides ov = {o->net_gbps > 0 ? o->net_gbps : NAN, o->intra_gbps > 0 ? o->intra_gbps : NAN,
                              o->latency_us >= 0 ? o->latency_us : NAN};
     hw_apply_overrides(&r->ht.rows[r->hw - r->ht.rows], &ov);
+    if ((rc = net_from_apply(r, &r->ht.rows[r->hw - r->ht.rows])) != 0) return rc;
     if (o->matmul_csv && scale_eff_load(&r->eff, o->matmul_csv) != 0) return CB_EUSAGE; /* a bad file given by a flag */
     r->usd_per_hour = o->usd_per_hour;
     if (r->usd_per_hour <= 0) {
@@ -409,6 +427,7 @@ static void notes_write(record *rec, const scale_run *r, int over_mem)
     if (!isfinite(hw->intra_gb_per_s) && (o->tp > 1 || hw->accelerators * hw->workers > o->tp * o->pp))
         record_note(rec, "%s: device-link bandwidth unknown: TP and intra-node gradient traffic not modelled%s",
                     o->instance, r->meas.n ? " (the fitted compute time includes the TP traffic)" : "");
+    if (r->net_note[0]) record_note(rec, "%s", r->net_note);
     if (r->o.latency_us < 0 && !isfinite(r->hw->net_latency_us))
         record_note(rec, "network latency: %g us a hop, assumed (the hardware states none; give --latency-us)",
                     STEP_NET_LATENCY_US);

@@ -31,6 +31,7 @@ typedef struct {
     int recompute;
     const char *attention; /* full | flash */
     const char *framework; /* --framework: its attention kernel and overlaps (report/stepmodel.h) */
+    const char *net_from;  /* --net-from: a measured network (report/netfit.h) */
     int selective;         /* --selective-recompute */
     opt_list nodes;
     opt_list gbs;         /* --global-batch: one value, or one per node count */
@@ -57,6 +58,7 @@ typedef struct {
     double mfu_cal, mfu_tgt, e_cal, e_tgt;
     double hfu_tgt; /* the compute efficiency carried, in hardware FLOPs (mfu_tgt in model FLOPs) */
     int eff_clamped;
+    char net_note[2048]; /* --net-from: what the measured network replaced ("" without it) */
 } scale_run;
 
 /* Loads the tables, builds the model, gathers the points and calibrates. Returns 0, CB_EUSAGE or

@@ -44,6 +44,7 @@ static int plan_opts_parse(plan_opts *o, int argc, char **argv)
         {"restart-s", OPT_DOUBLE, &o->restart_s, 0, 0, 0, 1e7, "S", "time to restart after a failure (default 300)"},
         MODEL_FLAG_SPECS(&o->mf),
         PRICING_FLAG_SPECS(&o->prices_path, &o->hw_path),
+        NET_FROM_FLAG_SPEC(&o->net_from),
         CSV_FLAG_SPEC(&o->csv, "write the top configurations as CSV"),
         {"pareto-csv", OPT_STR, &o->pareto_csv, 0, 0, 0, 0, "FILE", "write the cost/time Pareto frontier as CSV"},
         {"plot", OPT_STR, &o->plot, 0, 0, 0, 0, "FILE.png", "cost vs time to train: the frontier and the deadline"},

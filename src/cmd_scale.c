@@ -62,6 +62,7 @@ static int scale_opts_parse(scale_opts *o, int argc, char **argv)
          "share of the last backward the all-reduce hides under (default 0)"},
         BUCKET_FLAG_SPEC(&o->bucket_mib),
         NETWORK_FLAG_SPECS(&o->net_gbps, &o->intra_gbps, &o->latency_us),
+        NET_FROM_FLAG_SPEC(&o->net_from),
         {"net-efficiency", OPT_DOUBLE, &o->net_eff, 0, 0, 0.001, 1, "F",
          "achieved share of the network line rate (default 1)"},
         {"pricing", OPT_STR, &o->pricing, 0, 0, 0, 0, "OPTION",

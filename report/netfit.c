@@ -1,0 +1,678 @@
+/* netfit.c: collective benchmark tables read, fitted, and kept in network files (see netfit.h). */
+#include "netfit.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <gsl/gsl_fit.h>
+
+#include "../common/csvio.h"
+#include "../common/err.h"
+#include "../common/machine.h"
+#include "../common/parse.h"
+#include "stepmodel.h"
+
+const char *const net_coll_names[NET_NCOLL] = {"all_reduce", "all_gather", "reduce_scatter"};
+/* `costbench allreduce --csv`'s op names (bench/coll_bench.c), in net_coll's order */
+static const char *const costbench_ops[NET_NCOLL] = {"allreduce", "allgather", "reduce_scatter"};
+static const char *const costbench_header = "op,ranks,size_bytes,count,time_us_median";
+
+const char *const netfile_cols[NETFILE_NCOLS] = {
+    "collective", "scope", "node_type", "ranks", "nodes", "ranks_per_node", "latency_us", "busbw_gb_per_s",
+    "busbw_max_gb_per_s", "sizes", "min_bytes", "max_bytes", "r2", "source", "as_of"};
+
+enum { NCCL_MAX_TOKENS = 64 };
+
+/* The traffic the busiest link carries per byte of `size` (nccl-tests' busbw / algbw). */
+static double bus_factor(net_coll c, int ranks)
+{
+    double n = (double)ranks;
+    return c == NET_ALL_REDUCE ? 2.0 * (n - 1) / n : (n - 1) / n;
+}
+
+/* Splits a copy of line into whitespace-separated tokens (at most NCCL_MAX_TOKENS). */
+static int tokens_split(const char *line, char *buf, size_t bufsz, char **tok)
+{
+    snprintf(buf, bufsz, "%s", line);
+    int n = 0;
+    for (char *p = strtok(buf, " \t"); p && n < NCCL_MAX_TOKENS; p = strtok(NULL, " \t")) tok[n++] = p;
+    return n;
+}
+
+static const char *skip_space(const char *s)
+{
+    while (*s == ' ' || *s == '\t') s++;
+    return s;
+}
+
+/* A table header of nccl-tests: "#  size  count  type ... busbw ...". */
+static int is_nccl_header(const char *line)
+{
+    char buf[1024], *tok[NCCL_MAX_TOKENS];
+    int n = tokens_split(line, buf, sizeof buf, tok);
+    if (n < 6 || strcmp(tok[0], "#") != 0 || strcmp(tok[1], "size") != 0 || strcmp(tok[2], "count") != 0) return 0;
+    for (int i = 3; i < n; i++)
+        if (strcmp(tok[i], "busbw") == 0) return 1;
+    return 0;
+}
+
+int netfit_detect(const text_lines *t)
+{
+    for (int i = 0; i < t->n; i++) {
+        const char *l = skip_space(t->line[i]);
+        if (*l == '\0') continue;
+        if (strncmp(l, costbench_header, strlen(costbench_header)) == 0) return NETFIT_COSTBENCH;
+        if (strncmp(l, "# nThread ", 10) == 0 || strstr(l, "# Collective test starting:") || is_nccl_header(l))
+            return NETFIT_NCCL;
+    }
+    return NETFIT_NONE;
+}
+
+/* ------------------------------------------------------------------ runs */
+
+void net_run_free(net_run *r)
+{
+    free(r->pts);
+    r->pts = NULL, r->n = r->cap = 0;
+}
+
+static void run_note(net_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void run_note(net_run *r, const char *fmt, ...)
+{
+    size_t len = strlen(r->notes);
+    if (len > 0 && len + 2 < sizeof r->notes) strcat(r->notes, "; "), len += 2;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->notes + len, sizeof r->notes - len, fmt, ap);
+    va_end(ap);
+}
+
+static int run_add(net_run *r, double bytes, double time_us, double inplace_us, int line)
+{
+    if (r->n == r->cap) {
+        int cap = r->cap ? 2 * r->cap : 32;
+        net_point *p = realloc(r->pts, (size_t)cap * sizeof *p);
+        if (!p) return err_msg("out of memory for the benchmark's rows");
+        r->pts = p, r->cap = cap;
+    }
+    r->pts[r->n++] = (net_point){bytes, time_us, inplace_us, line};
+    if (r->first_line == 0) r->first_line = line;
+    r->last_line = line;
+    return 0;
+}
+
+/* The UTC date of the file's last change (when its text states none). */
+static void file_date(const char *path, char *out, size_t n)
+{
+    struct stat st;
+    struct tm tm;
+    time_t when = stat(path, &st) == 0 ? st.st_mtime : time(NULL);
+    gmtime_r(&when, &tm);
+    strftime(out, n, "%Y-%m-%d", &tm);
+}
+
+static int coll_parse(const char *s, const char *what, net_coll *out)
+{
+    for (int c = 0; c < NET_NCOLL; c++)
+        if (strcmp(s, net_coll_names[c]) == 0) return *out = (net_coll)c, 0;
+    return err_usage("%s: expected all_reduce, all_gather or reduce_scatter, got '%s'", what, s);
+}
+
+/* ------------------------------------------------------------------ nccl-tests */
+
+/* What the text around the table says. */
+typedef struct {
+    const text_lines *t;
+    char program[64]; /* the banner's program, its directory dropped ("" without a banner) */
+    int banner_line, ranks, nhosts, cap_hosts;
+    char **hosts;
+    char device[96];
+    int header_line, ncols, col_type, col_redop, col_time, col_in_time, col_algbw, col_busbw, footer;
+    char type0[24], redop0[24];
+    int skipped, zero_rows;
+    double big_bytes, big_ratio; /* the largest row: its busbw / algbw */
+} nccl_scan;
+
+static void scan_free(nccl_scan *s)
+{
+    for (int i = 0; i < s->nhosts; i++) free(s->hosts[i]);
+    free(s->hosts);
+}
+
+static int host_add(nccl_scan *s, const char *host)
+{
+    for (int i = 0; i < s->nhosts; i++)
+        if (strcmp(s->hosts[i], host) == 0) return 0;
+    if (s->nhosts == s->cap_hosts) {
+        int cap = s->cap_hosts ? 2 * s->cap_hosts : 16;
+        char **h = realloc(s->hosts, (size_t)cap * sizeof *h);
+        if (!h) return err_msg("out of memory for the host names");
+        s->hosts = h, s->cap_hosts = cap;
+    }
+    if (!(s->hosts[s->nhosts] = strdup(host))) return err_msg("out of memory for the host names");
+    s->nhosts++;
+    return 0;
+}
+
+/* "#  Rank  3 Group  0 Pid  1234 on host-a device  3 [0x..] NVIDIA A100-SXM4-80GB" (older: no
+ * Group): a rank, its host, the device name after the bus id. */
+static int rank_line(nccl_scan *s, const char *line)
+{
+    char buf[1024], *tok[NCCL_MAX_TOKENS];
+    int n = tokens_split(line, buf, sizeof buf, tok);
+    if (n < 4 || strcmp(tok[0], "#") != 0 || strcmp(tok[1], "Rank") != 0) return 0;
+    for (int i = 2; i + 1 < n; i++)
+        if (strcmp(tok[i], "on") == 0) {
+            s->ranks++;
+            const char *bus = strchr(line, ']');
+            if (s->device[0] == '\0' && bus) snprintf(s->device, sizeof s->device, "%s", skip_space(bus + 1));
+            return host_add(s, tok[i + 1]);
+        }
+    return 0;
+}
+
+/* The header's columns (a row's token i is the header's token i + 1, after its "#"). */
+static void header_read(nccl_scan *s, const char *line, int lineno)
+{
+    char buf[1024], *tok[NCCL_MAX_TOKENS];
+    int n = tokens_split(line, buf, sizeof buf, tok);
+    s->header_line = lineno;
+    s->col_type = s->col_redop = s->col_time = s->col_in_time = s->col_algbw = s->col_busbw = -1;
+    s->ncols = n - 1;
+    for (int i = 1; i < n; i++) {
+        const char *w = tok[i];
+        int c = i - 1;
+        if (strcmp(w, "type") == 0) s->col_type = c;
+        else if (strcmp(w, "redop") == 0) s->col_redop = c;
+        else if (strcmp(w, "time") == 0 || strcmp(w, "cputime") == 0) {
+            if (s->col_time < 0) s->col_time = c;
+            else if (s->col_in_time < 0) s->col_in_time = c;
+        } else if (strcmp(w, "algbw") == 0 && s->col_algbw < 0) s->col_algbw = c;
+        else if (strcmp(w, "busbw") == 0 && s->col_busbw < 0) s->col_busbw = c;
+        else if (strcmp(w, "timestamp") == 0 && i == n - 1) s->ncols--; /* -T: its own format, not read */
+    }
+}
+
+static int row_number(const nccl_scan *s, int lineno, char **tok, int col, const char *name, double *out)
+{
+    char what[CB_WHERE_MAX + 64];
+    snprintf(what, sizeof what, "%s:%d: column '%s'", s->t->path, lineno, name);
+    return parse_double(tok[col], 0, 1e18, what, out);
+}
+
+/* One data row: its size and times into r (rows of another type or reduction than the first are
+ * counted and left out). */
+static int data_row(nccl_scan *s, const char *line, int lineno, net_run *r)
+{
+    char buf[1024], *tok[NCCL_MAX_TOKENS];
+    int n = tokens_split(line, buf, sizeof buf, tok);
+    if (n < s->ncols)
+        return err_usage("%s:%d: the table's row ends after %d of its %d columns (header at line %d): a truncated "
+                         "table",
+                         s->t->path, lineno, n, s->ncols, s->header_line);
+    const char *type = s->col_type >= 0 ? tok[s->col_type] : "", *redop = s->col_redop >= 0 ? tok[s->col_redop] : "";
+    if (r->n == 0 && s->skipped == 0 && s->zero_rows == 0) {
+        snprintf(s->type0, sizeof s->type0, "%s", type);
+        snprintf(s->redop0, sizeof s->redop0, "%s", redop);
+    } else if (strcmp(type, s->type0) != 0 || strcmp(redop, s->redop0) != 0) return s->skipped++, 0;
+    double size, t_us, in_us = NAN, algbw, busbw;
+    if (row_number(s, lineno, tok, 0, "size", &size) != 0 || row_number(s, lineno, tok, s->col_time, "time", &t_us) ||
+        row_number(s, lineno, tok, s->col_algbw, "algbw", &algbw) ||
+        row_number(s, lineno, tok, s->col_busbw, "busbw", &busbw))
+        return CB_EUSAGE;
+    if (s->col_in_time >= 0 && row_number(s, lineno, tok, s->col_in_time, "time (in-place)", &in_us) != 0)
+        return CB_EUSAGE;
+    if (size == 0) return s->zero_rows++, 0; /* nothing moves: the call returns at once, no latency measured */
+    if (!(t_us > 0)) return err_usage("%s:%d: column 'time': expected more than 0 us, got '%s'", s->t->path, lineno,
+                                      tok[s->col_time]);
+    if (size >= s->big_bytes && algbw > 0) s->big_bytes = size, s->big_ratio = busbw / algbw;
+    return run_add(r, size, t_us, in_us, lineno);
+}
+
+/* Every line: the banner, the rank lines, the header, the rows, the footer. */
+static int nccl_scan_lines(nccl_scan *s, net_run *r)
+{
+    const text_lines *t = s->t;
+    for (int i = 0; i < t->n; i++) {
+        const char *l = skip_space(t->line[i]);
+        const char *banner = strstr(l, "# Collective test starting:");
+        int rc = 0;
+        if (banner && s->banner_line == 0) {
+            char prog[256];
+            snprintf(prog, sizeof prog, "%s", skip_space(banner + 27));
+            prog[strcspn(prog, " \t")] = '\0';
+            const char *base = strrchr(prog, '/');
+            snprintf(s->program, sizeof s->program, "%.63s", base ? base + 1 : prog);
+            s->banner_line = i + 1;
+        } else if (strncmp(l, "# Avg bus bandwidth", 19) == 0 && s->header_line) s->footer = i + 1;
+        else if (s->header_line == 0 && is_nccl_header(l)) header_read(s, l, i + 1);
+        else if (s->header_line && !s->footer && isdigit((unsigned char)*l)) rc = data_row(s, l, i + 1, r);
+        else rc = rank_line(s, l);
+        if (rc != 0) return rc;
+    }
+    if (s->header_line == 0)
+        return err_usage("%s: no nccl-tests table: no '#  size  count  type ... busbw' header line", t->path);
+    if (s->col_time < 0 || s->col_algbw < 0 || s->col_busbw < 0)
+        return err_usage("%s:%d: the table header has no 'time', 'algbw' or 'busbw' column", t->path, s->header_line);
+    if (r->n == 0) return err_usage("%s:%d: the table has no rows", t->path, s->header_line);
+    if (s->ranks == 0)
+        return err_usage("%s: no '#  Rank N ... on HOST device D' lines: the number of ranks is unknown (paste the "
+                         "output from its start)",
+                         t->path);
+    if (s->ranks == 1) return err_usage("%s: one rank: no traffic between ranks to fit", t->path);
+    return 0;
+}
+
+/* The collective: the banner's program, else --collective, else the columns. */
+static int nccl_collective(const nccl_scan *s, const char *flag, net_run *r)
+{
+    if (s->program[0]) {
+        int c = 0;
+        while (c < NET_NCOLL && strncmp(s->program, net_coll_names[c], strlen(net_coll_names[c])) != 0) c++;
+        if (c == NET_NCOLL)
+            return err_usage("%s:%d: '%s' is not an all_reduce_perf, all_gather_perf or reduce_scatter_perf run",
+                             s->t->path, s->banner_line, s->program);
+        net_coll f = NET_ALL_REDUCE;
+        if (flag && coll_parse(flag, "flag '--collective'", &f) != 0) return CB_EUSAGE;
+        if (flag && f != (net_coll)c)
+            return err_usage("flag '--collective': %s, but %s:%d says %s", flag, s->t->path, s->banner_line,
+                             s->program);
+        r->coll = (net_coll)c;
+        snprintf(r->coll_from, sizeof r->coll_from, "the banner, line %d", s->banner_line);
+        return 0;
+    }
+    if (flag) {
+        snprintf(r->coll_from, sizeof r->coll_from, "--collective");
+        return coll_parse(flag, "flag '--collective'", &r->coll);
+    }
+    double ar = bus_factor(NET_ALL_REDUCE, s->ranks), rs = bus_factor(NET_REDUCE_SCATTER, s->ranks);
+    if (s->col_redop < 0 || strcmp(s->redop0, "none") == 0) {
+        r->coll = NET_ALL_GATHER;
+        snprintf(r->coll_from, sizeof r->coll_from, "the columns: %s", s->col_redop < 0 ? "no redop" : "redop none");
+    } else {
+        r->coll = fabs(s->big_ratio - ar) <= fabs(s->big_ratio - rs) ? NET_ALL_REDUCE : NET_REDUCE_SCATTER;
+        snprintf(r->coll_from, sizeof r->coll_from, "the columns: busbw / algbw %.3g at %d ranks", s->big_ratio,
+                 s->ranks);
+    }
+    return 0;
+}
+
+static int nccl_parse(const text_lines *t, const char *flag, net_run *r)
+{
+    nccl_scan s = {.t = t};
+    int rc = nccl_scan_lines(&s, r);
+    if (rc == 0) rc = nccl_collective(&s, flag, r);
+    if (rc == 0) {
+        r->ranks = s.ranks, r->nodes = s.nhosts, r->inter = s.nhosts > 1;
+        snprintf(r->device, sizeof r->device, "%s", s.device);
+        snprintf(r->program, sizeof r->program, "nccl-tests %s_perf", net_coll_names[r->coll]);
+        file_date(t->path, r->as_of, sizeof r->as_of);
+        if (!s.footer) run_note(r, "no '# Avg bus bandwidth' line after the table: it may be cut short");
+        if (s.skipped) run_note(r, "%d rows of another type or reduction than %s %s left out", s.skipped, s.type0,
+                                s.redop0);
+        if (s.zero_rows) run_note(r, "%d rows of size 0 left out (nothing moves)", s.zero_rows);
+    }
+    scan_free(&s);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ costbench allreduce --csv */
+
+/* One row of the CSV into the run of its op (runs[c] for op c; want: --collective's op or -1). */
+static int csv_row(const table *tb, int i, const int *col, int want, net_run *runs)
+{
+    int op;
+    if (table_get_word(tb, i, col[0], costbench_ops, NET_NCOLL, &op) != 0) return CB_EUSAGE;
+    if (want >= 0 && op != want) return 0;
+    net_run *r = &runs[op];
+    long ranks;
+    double bytes, t_us;
+    const char *check;
+    if (table_get_long(tb, i, col[1], 2, 10000000, &ranks) != 0 || table_get_double(tb, i, col[2], 0, 1e18, &bytes) ||
+        table_get_double(tb, i, col[3], 1e-9, 1e18, &t_us) || table_get_str(tb, i, col[4], &check))
+        return CB_EUSAGE;
+    if (strcmp(check, "ok") != 0)
+        return err_usage("%s:%d: column 'check': the result was wrong ('%s'): its time is no measurement", tb->path,
+                         tb->lines[i], check);
+    if (r->n > 0 && ranks != r->ranks)
+        return err_usage("%s:%d: column 'ranks': %ld, but line %d has %d", tb->path, tb->lines[i], ranks,
+                         r->first_line, r->ranks);
+    r->coll = (net_coll)op, r->ranks = (int)ranks;
+    if (col[5] >= 0 && r->as_of[0] == '\0') snprintf(r->as_of, sizeof r->as_of, "%.10s", table_cell(tb, i, col[5]));
+    if (bytes == 0) return 0;
+    return run_add(r, bytes, t_us, NAN, tb->lines[i]);
+}
+
+static int costbench_parse(const text_lines *t, const char *flag, net_run runs[NET_NCOLL], int *nruns)
+{
+    net_coll want = NET_NCOLL;
+    if (flag && coll_parse(flag, "flag '--collective'", &want) != 0) return CB_EUSAGE;
+    table tb;
+    if (table_load(&tb, t->path) != 0) return CB_EUSAGE;
+    static const char *const names[6] = {"op", "ranks", "size_bytes", "time_us_median", "check", "date_utc"};
+    int col[6], rc = 0;
+    for (int k = 0; k < 6 && rc == 0; k++)
+        if ((col[k] = table_col(&tb, names[k], k < 5)) < 0 && k < 5) rc = CB_EUSAGE;
+    net_run all[NET_NCOLL] = {{.coll = NET_ALL_REDUCE}};
+    for (int i = 0; i < tb.nrows && rc == 0; i++) rc = csv_row(&tb, i, col, flag ? (int)want : -1, all);
+    *nruns = 0;
+    for (int c = 0; c < NET_NCOLL; c++) {
+        if (rc != 0 || all[c].n == 0) {
+            net_run_free(&all[c]);
+            continue;
+        }
+        net_run *r = &runs[(*nruns)++];
+        *r = all[c];
+        snprintf(r->coll_from, sizeof r->coll_from, "%s", flag ? "--collective" : "the 'op' column");
+        snprintf(r->program, sizeof r->program, "costbench allreduce");
+        r->nodes = 1, r->inter = 0;
+        if (r->as_of[0] == '\0') file_date(t->path, r->as_of, sizeof r->as_of);
+    }
+    if (rc == 0 && *nruns == 0)
+        rc = err_usage("%s: no %s rows of more than 0 bytes", t->path, flag ? costbench_ops[want] : "collective");
+    table_free(&tb);
+    return rc;
+}
+
+int netfit_parse(const text_lines *t, const char *coll, net_run runs[NET_NCOLL], int *nruns)
+{
+    memset(runs, 0, NET_NCOLL * sizeof *runs);
+    *nruns = 0;
+    switch (netfit_detect(t)) {
+    case NETFIT_NCCL: {
+        int rc = nccl_parse(t, coll, &runs[0]);
+        if (rc != 0) net_run_free(&runs[0]);
+        else *nruns = 1;
+        return rc;
+    }
+    case NETFIT_COSTBENCH: return costbench_parse(t, coll, runs, nruns);
+    default:
+        return err_usage("%s:1: neither nccl-tests output (no '# nThread' line, banner or '#  size  count  type' "
+                         "header) nor a costbench allreduce CSV (header 'op,ranks,size_bytes,...')",
+                         t->path);
+    }
+}
+
+/* ------------------------------------------------------------------ the fit */
+
+/* Weighted least squares with weights 1 / t^2: every point counts by its relative error, so the
+ * microsecond times of small sizes fix the latency as the millisecond times of large sizes fix
+ * the bandwidth (unweighted, the largest sizes would decide both). gsl_multifit_robust would
+ * guard against outliers, but a benchmark table's rows are medians already; the fit's worst
+ * relative residual is reported instead. Returns 0, or 1 when the slope is not positive. */
+static int fit_line(const double *x, const double *y, int n, double *lat_s, double *slope, double *r2, double *worst,
+                    int *clamped)
+{
+    double *w = calloc((size_t)n, sizeof *w);
+    if (!w) return err_msg("out of memory for the fit");
+    double sw = 0, swy = 0;
+    for (int i = 0; i < n; i++) w[i] = 1.0 / (y[i] * y[i]), sw += w[i], swy += w[i] * y[i];
+    double c0, c1, c00, c01, c11, chisq;
+    gsl_fit_wlinear(x, 1, w, 1, y, 1, (size_t)n, &c0, &c1, &c00, &c01, &c11, &chisq);
+    *clamped = c0 < 0;
+    if (*clamped) c0 = 0, gsl_fit_wmul(x, 1, w, 1, y, 1, (size_t)n, &c1, &c11, &chisq);
+    double ybar = swy / sw, tss = 0;
+    *worst = 0;
+    for (int i = 0; i < n; i++) {
+        tss += w[i] * (y[i] - ybar) * (y[i] - ybar);
+        *worst = fmax(*worst, fabs((c0 + c1 * x[i]) / y[i] - 1));
+    }
+    free(w);
+    *lat_s = c0, *slope = c1, *r2 = tss > 0 ? 1 - chisq / tss : 1;
+    return !(c1 > 0);
+}
+
+int netfit_fit(const net_run *r, const char *path, net_fit *f)
+{
+    memset(f, 0, sizeof *f);
+    if (r->n < 2)
+        return err_usage("%s:%d: %s: %d size%s of more than 0 bytes: a latency and a bandwidth need at least 2",
+                         path, r->first_line, net_coll_names[r->coll], r->n, r->n == 1 ? "" : "s");
+    double *x = malloc(3 * (size_t)r->n * sizeof *x);
+    if (!x) return err_msg("out of memory for the fit");
+    double *y = x + r->n, *yi = y + r->n, fac = bus_factor(r->coll, r->ranks), big = -1;
+    int inplace = 1;
+    for (int i = 0; i < r->n; i++) {
+        x[i] = r->pts[i].bytes * fac, y[i] = r->pts[i].time_us * 1e-6, yi[i] = r->pts[i].inplace_us * 1e-6;
+        inplace = inplace && yi[i] > 0;
+        if (r->pts[i].bytes > big) big = r->pts[i].bytes, f->busbw_max_gb_per_s = x[i] / y[i] / 1e9;
+        f->max_bytes = i == 0 ? r->pts[i].bytes : fmax(f->max_bytes, r->pts[i].bytes);
+        f->min_bytes = i == 0 ? r->pts[i].bytes : fmin(f->min_bytes, r->pts[i].bytes);
+    }
+    double lat, slope, r2, worst, il, is, ir2, iw;
+    int cl, icl, rc = fit_line(x, y, r->n, &lat, &slope, &r2, &worst, &cl);
+    f->inplace_latency_us = f->inplace_busbw_gb_per_s = NAN;
+    if (rc == 0 && inplace && fit_line(x, yi, r->n, &il, &is, &ir2, &iw, &icl) == 0)
+        f->inplace_latency_us = il * 1e6, f->inplace_busbw_gb_per_s = 1.0 / is / 1e9;
+    free(x);
+    if (rc != 0)
+        return err_usage("%s:%d-%d: %s: the times do not grow with the size: no bandwidth to fit", path,
+                         r->first_line, r->last_line, net_coll_names[r->coll]);
+    f->latency_us = lat * 1e6, f->busbw_gb_per_s = 1.0 / slope / 1e9, f->r2 = r2, f->max_resid_pct = 100 * worst;
+    f->sizes = r->n, f->clamped = cl;
+    return 0;
+}
+
+double netfit_hop_latency_us(double latency_us, int nodes)
+{
+    double k = nodes > 1 ? (double)nodes : 2.0, hops = fmin(2.0 * (k - 1), 2.0 * ceil(log2(k)));
+    return latency_us / hops;
+}
+
+/* ------------------------------------------------------------------ network files */
+
+void net_table_free(net_table *t)
+{
+    free(t->rows);
+    t->rows = NULL, t->n = 0;
+}
+
+static int cell_str(const table *tb, int i, int c, char *out, size_t n)
+{
+    const char *s;
+    if (table_get_str(tb, i, c, &s) != 0) return CB_EUSAGE;
+    if (strlen(s) >= n)
+        return err_usage("%s:%d: column '%s': longer than %zu characters", tb->path, tb->lines[i], netfile_cols[c],
+                         n - 1);
+    snprintf(out, n, "%s", s);
+    return 0;
+}
+
+static int cell_int(const table *tb, int i, int c, int *out)
+{
+    long v;
+    if (table_get_long(tb, i, c, 1, 100000000, &v) != 0) return CB_EUSAGE;
+    *out = (int)v;
+    return 0;
+}
+
+/* One row; the columns are netfile_cols' in their order (the header was checked). */
+static int row_read(const table *tb, int i, net_row *r)
+{
+    static const char *const scopes[2] = {"intra", "inter"};
+    int coll, scope;
+    memset(r, 0, sizeof *r);
+    r->line = tb->lines[i];
+    if (table_get_word(tb, i, 0, net_coll_names, NET_NCOLL, &coll) != 0 ||
+        table_get_word(tb, i, 1, scopes, 2, &scope) != 0 || cell_str(tb, i, 2, r->node_type, sizeof r->node_type) ||
+        cell_int(tb, i, 3, &r->ranks) || cell_int(tb, i, 4, &r->nodes) || cell_int(tb, i, 5, &r->ranks_per_node) ||
+        table_get_double(tb, i, 6, 0, 1e9, &r->latency_us) ||
+        table_get_double(tb, i, 7, 1e-9, 1e9, &r->busbw_gb_per_s) ||
+        table_get_double(tb, i, 8, 0, 1e9, &r->busbw_max_gb_per_s) || cell_int(tb, i, 9, &r->sizes) ||
+        table_get_double(tb, i, 10, 0, 1e18, &r->min_bytes) || table_get_double(tb, i, 11, 0, 1e18, &r->max_bytes) ||
+        table_get_double(tb, i, 12, -1e9, 1, &r->r2) || cell_str(tb, i, 13, r->source, sizeof r->source) ||
+        cell_str(tb, i, 14, r->as_of, sizeof r->as_of))
+        return CB_EUSAGE;
+    snprintf(r->collective, sizeof r->collective, "%s", net_coll_names[coll]);
+    snprintf(r->scope, sizeof r->scope, "%s", scopes[scope]);
+    return 0;
+}
+
+int net_table_load(net_table *t, const char *path)
+{
+    memset(t, 0, sizeof *t);
+    snprintf(t->path, sizeof t->path, "%s", path);
+    table tb;
+    if (table_load(&tb, path) != 0) return CB_EUSAGE;
+    int ok = tb.ncols == NETFILE_NCOLS;
+    for (int c = 0; ok && c < NETFILE_NCOLS; c++) ok = strcmp(tb.header[c], netfile_cols[c]) == 0;
+    int rc = 0;
+    if (!ok)
+        rc = err_usage("%s:%d: not a network file: expected the columns %s,%s,%s,... (costbench import of an "
+                       "nccl-tests or costbench allreduce output writes one), got '%s,...'",
+                       path, tb.header_line, netfile_cols[0], netfile_cols[1], netfile_cols[2],
+                       tb.ncols > 0 ? tb.header[0] : "");
+    if (rc == 0 && tb.nrows > 0 && !(t->rows = calloc((size_t)tb.nrows, sizeof *t->rows)))
+        rc = err_msg("out of memory for %s", path);
+    for (int i = 0; rc == 0 && i < tb.nrows; i++) rc = row_read(&tb, i, &t->rows[t->n++]);
+    table_free(&tb);
+    if (rc != 0) net_table_free(t);
+    return rc;
+}
+
+static void row_write(csv_writer *w, const net_row *r)
+{
+    csvw_str(w, r->collective), csvw_str(w, r->scope), csvw_str(w, r->node_type);
+    csvw_num(w, r->ranks), csvw_num(w, r->nodes), csvw_num(w, r->ranks_per_node);
+    csvw_num(w, r->latency_us), csvw_num(w, r->busbw_gb_per_s), csvw_num(w, r->busbw_max_gb_per_s);
+    csvw_num(w, r->sizes), csvw_num(w, r->min_bytes), csvw_num(w, r->max_bytes), csvw_num(w, r->r2);
+    csvw_str(w, r->source), csvw_str(w, r->as_of);
+    csvw_endrow(w);
+}
+
+static int same_key(const net_row *a, const net_row *b)
+{
+    return strcmp(a->collective, b->collective) == 0 && strcmp(a->scope, b->scope) == 0 &&
+           strcmp(a->node_type, b->node_type) == 0 && a->ranks == b->ranks;
+}
+
+/* An existing file's rows against the new ones: a conflict is one error naming both. */
+static int conflicts_check(const net_table *old, const net_row *rows, int nrows)
+{
+    for (int i = 0; i < nrows; i++)
+        for (int k = 0; k < old->n; k++)
+            if (same_key(&rows[i], &old->rows[k]))
+                return err_usage("%s:%d: already has %s %s %s at %d ranks (%s); the new row from %s conflicts with "
+                                 "it: nothing written",
+                                 old->path, old->rows[k].line, rows[i].collective, rows[i].scope, rows[i].node_type,
+                                 rows[i].ranks, old->rows[k].source, rows[i].source);
+    return 0;
+}
+
+int net_table_write(const char *path, char *const *comments, int ncomments, const net_row *rows, int nrows)
+{
+    int append = strcmp(path, "-") != 0 && access(path, F_OK) == 0;
+    net_table old = {.n = 0};
+    text_lines prev = {.n = 0};
+    if (append && net_table_load(&old, path) != 0) return CB_EUSAGE;
+    int rc = append ? conflicts_check(&old, rows, nrows) : 0;
+    if (rc == 0 && append) rc = text_lines_load(&prev, path);
+    net_table_free(&old);
+    csv_writer w = {.f = NULL};
+    if (rc == 0 && csvw_open(&w, path) != 0) rc = CB_EFAIL;
+    if (rc != 0) {
+        if (append) text_lines_free(&prev);
+        return rc;
+    }
+    for (int i = 0; i < prev.n; i++) fprintf(w.f, "%s\n", prev.line[i]); /* its rows as they are */
+    for (int i = 0; i < ncomments; i++) fprintf(w.f, "# %s\n", comments[i]);
+    if (!append) {
+        for (int c = 0; c < NETFILE_NCOLS; c++) csvw_str(&w, netfile_cols[c]);
+        csvw_endrow(&w);
+    }
+    for (int i = 0; i < nrows; i++) row_write(&w, &rows[i]);
+    if (append) text_lines_free(&prev);
+    return csvw_commit(&w) != 0 ? CB_EFAIL : 0;
+}
+
+/* ------------------------------------------------------------------ --net-from */
+
+/* t's all_reduce row of `scope` for node_type; of several (other rank counts), the one of the
+ * most ranks: the closest to a training job's size. */
+static const net_row *row_pick(const net_table *t, const char *node_type, const char *scope)
+{
+    const net_row *best = NULL;
+    for (int i = 0; i < t->n; i++) {
+        const net_row *r = &t->rows[i];
+        if (strcmp(r->collective, "all_reduce") == 0 && strcmp(r->scope, scope) == 0 &&
+            strcmp(r->node_type, node_type) == 0 && (!best || r->ranks > best->ranks))
+            best = r;
+    }
+    return best;
+}
+
+int netfit_apply(const net_table *t, hw_row *hw, net_applied *a)
+{
+    memset(a, 0, sizeof *a);
+    a->inter = row_pick(t, hw->instance, "inter"), a->intra = row_pick(t, hw->instance, "intra");
+    a->table_gbit_per_s = hw->net_gbit_per_s, a->table_intra_gb_per_s = hw->intra_gb_per_s;
+    if (a->inter) {
+        hw->net_gbit_per_s = a->inter->busbw_gb_per_s * 8.0;
+        hw->net_latency_us = netfit_hop_latency_us(a->inter->latency_us, a->inter->nodes);
+    }
+    if (a->intra) hw->intra_gb_per_s = a->intra->busbw_gb_per_s / STEP_LINK_EFF;
+    return a->inter || a->intra;
+}
+
+/* "FILE:LINE, nccl-tests all_reduce_perf on 16 ranks over 2 nodes of X" (the program: the
+ * source's words before " in "). */
+static void row_where(const net_table *t, const net_row *r, char *buf, size_t n)
+{
+    const char *in = strstr(r->source, " in ");
+    int plen = in ? (int)(in - r->source) : (int)strlen(r->source);
+    snprintf(buf, n, "%s:%d, %.*s on %d ranks over %d node%s of %s", t->path, r->line, plen, r->source, r->ranks,
+             r->nodes, r->nodes == 1 ? "" : "s", r->node_type);
+}
+
+/* "400 Gbit/s", or "unknown figure" for NaN. */
+static const char *figure(double v, const char *unit, char *buf, size_t n)
+{
+    if (isfinite(v)) snprintf(buf, n, "%.4g %s", v, unit);
+    else snprintf(buf, n, "unknown figure");
+    return buf;
+}
+
+void netfit_describe(const net_table *t, const net_applied *a, char *buf, size_t n)
+{
+    char where[CB_WHERE_MAX + 512], was[64];
+    size_t len = 0;
+    buf[0] = '\0';
+    if (a->inter) {
+        row_where(t, a->inter, where, sizeof where);
+        len += (size_t)snprintf(buf, n,
+                                "network: measured (%s): %.4g GB/s bus bandwidth, %.4g us latency (%.4g us a hop), "
+                                "in place of the hardware table's %s",
+                                where, a->inter->busbw_gb_per_s, a->inter->latency_us,
+                                netfit_hop_latency_us(a->inter->latency_us, a->inter->nodes),
+                                figure(a->table_gbit_per_s, "Gbit/s", was, sizeof was));
+    }
+    if (a->intra && len < n) {
+        row_where(t, a->intra, where, sizeof where);
+        snprintf(buf + len, n - len,
+                 "%sdevice link: measured (%s): %.4g GB/s bus bandwidth, a link of %.4g GB/s (busbw / %.2f), in "
+                 "place of the hardware table's %s",
+                 len ? "; " : "", where, a->intra->busbw_gb_per_s, a->intra->busbw_gb_per_s / STEP_LINK_EFF,
+                 STEP_LINK_EFF, figure(a->table_intra_gb_per_s, "GB/s", was, sizeof was));
+    }
+}
+
+int netfit_no_row(const net_table *t, const char *node_type)
+{
+    char types[1024] = "";
+    size_t len = 0;
+    for (int i = 0; i < t->n && len < sizeof types; i++) {
+        int seen = 0;
+        for (int k = 0; k < i && !seen; k++) seen = strcmp(t->rows[k].node_type, t->rows[i].node_type) == 0;
+        if (!seen)
+            len += (size_t)snprintf(types + len, sizeof types - len, "%s%s", len ? ", " : "", t->rows[i].node_type);
+    }
+    return err_usage("%s: no all_reduce row for node type '%s' (it has: %s)", t->path, node_type,
+                     t->n ? types : "no rows");
+}

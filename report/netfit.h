@@ -1,0 +1,130 @@
+/* netfit.h: the network a collective benchmark measured, fitted into the figures the step model
+ * takes, and the network file that carries them to `costbench scale` and `plan` (--net-from).
+ *
+ * Inputs (netfit_detect tells them apart):
+ *   nccl-tests  all_reduce_perf, all_gather_perf, reduce_scatter_perf: the banner ("# Collective
+ *               test starting: all_reduce_perf"), one "#  Rank  N Group  G Pid P on HOST device D
+ *               [..] NAME" line per rank (older versions: no Group), the table header ("size count
+ *               type redop root time algbw busbw #wrong time algbw busbw #wrong"; older versions
+ *               "error" for "#wrong", all_gather without redop and root), its rows (out-of-place
+ *               then in-place), "# Avg bus bandwidth : X". `size` is the whole buffer in bytes
+ *               (all-gather: the output, reduce-scatter: the input).
+ *   costbench   `costbench allreduce --csv`: op, ranks, size_bytes, count, time_us_median, ...,
+ *               check, date_utc (bench/coll_bench.h's columns): ranks on this machine.
+ *
+ * The fit, per collective: time(size) = latency + bus_bytes / busbw, bus_bytes = size x the
+ * collective's bus factor (2(n-1)/n for all-reduce, (n-1)/n for all-gather and reduce-scatter,
+ * n ranks: the traffic the busiest link carries, as nccl-tests' busbw counts it), over the
+ * out-of-place times; latency_us the intercept (held at 0, the slope refitted through the
+ * origin, when the intercept comes out negative), busbw_gb_per_s 1 / slope.
+ *
+ * How the step model takes the figures (report/scale.c dp_sync_s, report/stepmodel.c):
+ *   across nodes  the gradient ring across k nodes costs 2(k-1)/k x bytes / (net_gbit_per_s / 8 x
+ *                 net_eff), so its bus bandwidth is net_gbit_per_s / 8 x net_eff: net_gbit_per_s =
+ *                 busbw x 8 with net_eff 1 reproduces the measured all-reduce busbw. Its latency
+ *                 is hops x latency_s a bucket, hops = min(2(k-1), 2 ceil(log2 k)): the measured
+ *                 latency / hops(k) at the measured node count k is the per-hop latency (the
+ *                 intra-node part of the measured latency included).
+ *   inside a node the device-link ring runs at intra_gb_per_s x STEP_LINK_EFF: intra_gb_per_s =
+ *                 busbw / STEP_LINK_EFF reproduces the measured busbw. The model's link latency is
+ *                 its constant STEP_LINK_LATENCY_US, not taken from the fit.
+ * Only all_reduce rows set the network; all_gather and reduce_scatter rows are recorded. */
+#ifndef CB_NETFIT_H
+#define CB_NETFIT_H
+
+#include "inputs.h"
+#include "kvconf.h"
+
+typedef enum { NET_ALL_REDUCE, NET_ALL_GATHER, NET_REDUCE_SCATTER, NET_NCOLL } net_coll;
+extern const char *const net_coll_names[NET_NCOLL]; /* all_reduce, all_gather, reduce_scatter */
+
+/* 0: neither, 1: nccl-tests output, 2: a `costbench allreduce --csv` file. */
+enum { NETFIT_NONE, NETFIT_NCCL, NETFIT_COSTBENCH };
+int netfit_detect(const text_lines *t);
+
+/* One measured size: bytes as the benchmark counts them (nccl-tests' `size`), its out-of-place
+ * time and in-place time (NaN: none), its line. */
+typedef struct {
+    double bytes, time_us, inplace_us;
+    int line;
+} net_point;
+
+/* One collective's table. */
+typedef struct {
+    net_coll coll;
+    char coll_from[96];  /* how the collective was known: "the banner, line 2", "--collective", ... */
+    char program[64];    /* "nccl-tests all_reduce_perf", "costbench allreduce" */
+    int ranks, nodes;    /* nodes: distinct hosts */
+    int inter;           /* 1: across nodes (nodes > 1 or --scope inter) */
+    char device[96];     /* the device name the rank lines give ("" for costbench) */
+    char as_of[24];      /* YYYY-MM-DD of the measurement (the CSV's date, else the file's time) */
+    char notes[512];     /* "; "-separated */
+    net_point *pts;
+    int n, cap, first_line, last_line;
+} net_run;
+
+/* Reads t into runs (one per collective the file holds; *nruns of them). coll: --collective
+ * (NULL: the file says, or its columns do). Returns 0 or CB_EUSAGE after one error naming
+ * t->path:line. Free each run with net_run_free. */
+int netfit_parse(const text_lines *t, const char *coll, net_run runs[NET_NCOLL], int *nruns);
+void net_run_free(net_run *r);
+
+typedef struct {
+    double latency_us, busbw_gb_per_s, busbw_max_gb_per_s, r2, max_resid_pct;
+    double inplace_latency_us, inplace_busbw_gb_per_s; /* NaN: no in-place times */
+    double min_bytes, max_bytes;
+    int sizes, clamped; /* clamped: the intercept came out negative, latency held at 0 */
+} net_fit;
+
+/* The weighted least-squares fit of r (see above). Returns 0 or CB_EUSAGE (fewer than 2 sizes,
+ * times that do not grow with size: one error naming the file). */
+int netfit_fit(const net_run *r, const char *path, net_fit *f);
+/* The per-hop latency the model takes from an across-nodes latency over `nodes` nodes. */
+double netfit_hop_latency_us(double latency_us, int nodes);
+
+/* One row of a network file. */
+typedef struct {
+    char collective[24], scope[8], node_type[96], source[320], as_of[24];
+    int ranks, nodes, ranks_per_node, sizes;
+    double latency_us, busbw_gb_per_s, busbw_max_gb_per_s, min_bytes, max_bytes, r2;
+    int line;
+} net_row;
+
+enum { NETFILE_NCOLS = 15 };
+extern const char *const netfile_cols[NETFILE_NCOLS];
+
+typedef struct {
+    char path[4096];
+    net_row *rows;
+    int n;
+} net_table;
+
+/* Loads a network file (every cell checked; a file with another header: one error naming it).
+ * Returns 0 or CB_EUSAGE. */
+int net_table_load(net_table *t, const char *path);
+void net_table_free(net_table *t);
+
+/* Writes rows (with the `#` comment lines, each without its "# ") to path ("-": stdout). An
+ * existing path must be a network file: the rows are appended after its own, unless one has the
+ * same collective, scope, node type and ranks (an error naming both; nothing written). Returns
+ * 0 or CB_EUSAGE / CB_EFAIL. */
+int net_table_write(const char *path, char *const *comments, int ncomments, const net_row *rows, int nrows);
+
+/* What --net-from applied to one node type. */
+typedef struct {
+    const net_row *inter, *intra; /* the all_reduce rows used (NULL: none) */
+    double table_gbit_per_s, table_intra_gb_per_s; /* the hardware table's figures they replaced */
+} net_applied;
+
+/* Sets hw's network from t's all_reduce rows for hw->instance: an inter row its net_gbit_per_s
+ * (busbw x 8) and net_latency_us (per hop), an intra row its intra_gb_per_s (busbw /
+ * STEP_LINK_EFF). Returns 1 when a row applied, 0 when t has none for that node type. */
+int netfit_apply(const net_table *t, hw_row *hw, net_applied *a);
+/* "network: measured (FILE:LINE, nccl-tests all_reduce_perf on 16 ranks over 2 nodes of X): ..."
+ * for a note. */
+void netfit_describe(const net_table *t, const net_applied *a, char *buf, size_t n);
+/* The error for a node type t has no row for: names the file and the node types it has. Returns
+ * CB_EUSAGE. */
+int netfit_no_row(const net_table *t, const char *node_type);
+
+#endif

@@ -1,0 +1,176 @@
+/* costbench import of a collective benchmark's output: each collective's table fitted
+ * (report/netfit.h) into a row of a network file, with `#` lines saying what it came from and
+ * what the step model takes from it. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../common/cliflags.h"
+#include "../common/err.h"
+#include "../common/files.h"
+#include "../common/machine.h"
+#include "../common/opts.h"
+#include "../report/netfit.h"
+#include "../report/stepmodel.h"
+#include "import_net.h"
+
+typedef struct {
+    const char *out, *instance, *collective, *scope, *hw_path;
+} net_opts;
+
+enum { NOTES_PER_RUN = 4, NOTE_LEN = 1024 };
+
+/* The comment lines of the file being written. */
+typedef struct {
+    char text[1 + NET_NCOLL * NOTES_PER_RUN][NOTE_LEN];
+    char *ptr[1 + NET_NCOLL * NOTES_PER_RUN];
+    int n;
+} net_notes;
+
+static void note_add(net_notes *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note_add(net_notes *c, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->text[c->n], NOTE_LEN, fmt, ap);
+    va_end(ap);
+    c->ptr[c->n] = c->text[c->n];
+    c->n++;
+}
+
+static int net_opts_parse(net_opts *o, int argc, char **argv)
+{
+    const opt_spec specs[] = {
+        {"out", OPT_STR, &o->out, 0, 0, 0, 0, "FILE.csv",
+         "network file to write, or to append to when it is one (default: printed)"},
+        {"instance", OPT_STR, &o->instance, 0, 0, 0, 0, "TYPE",
+         "node type the benchmark ran on, an instance of the hardware table (default: the device the rank lines "
+         "name)"},
+        {"collective", OPT_STR, &o->collective, 0, 0, 0, 0, "NAME",
+         "all_reduce, all_gather or reduce_scatter, when the output does not say (no banner line)"},
+        {"scope", OPT_STR, &o->scope, 0, 0, 0, 0, "intra|inter",
+         "inside a node or across nodes (default: across when the rank lines name several hosts)"},
+        HARDWARE_FLAG_SPEC(&o->hw_path),
+        {0},
+    };
+    char *pos[1];
+    int npos = 1;
+    return opts_parse("import", "FILE [--out FILE.csv] [--instance TYPE] [options]", specs, argc, argv, 2, pos, &npos);
+}
+
+/* --instance must name an instance of the hardware table; --scope one of its two words. */
+static int net_opts_check(const net_opts *o)
+{
+    if (o->scope && strcmp(o->scope, "intra") != 0 && strcmp(o->scope, "inter") != 0)
+        return err_usage("flag '--scope': expected intra or inter, got '%s'", o->scope);
+    if (!o->instance) return 0;
+    hw_table ht;
+    char def[CB_PATH_MAX];
+    if (!o->hw_path && machine_data_file(def, sizeof def, "hardware.csv") != 0) return CB_EFAIL;
+    if (hardware_load(&ht, o->hw_path ? o->hw_path : def) != 0) return CB_EUSAGE;
+    int found = hardware_find(&ht, o->instance) != NULL;
+    if (!found) err_usage("flag '--instance': unknown instance type '%s' (not in %s)", o->instance, ht.path);
+    hardware_free(&ht);
+    return found ? 0 : CB_EUSAGE;
+}
+
+/* --scope over what the hosts say; across "nodes" on one host, each rank is counted as a node. */
+static void scope_apply(const net_opts *o, net_run *r)
+{
+    if (!o->scope) return;
+    r->inter = strcmp(o->scope, "inter") == 0;
+    if (r->inter && r->nodes <= 1) {
+        r->nodes = r->ranks;
+        snprintf(r->notes + strlen(r->notes), sizeof r->notes - strlen(r->notes),
+                 "%s--scope inter on one host: each rank counted as a node", r->notes[0] ? "; " : "");
+    }
+}
+
+/* The run's row of the network file. */
+static int row_make(const net_opts *o, const text_lines *t, const net_run *r, const net_fit *f, net_row *w)
+{
+    memset(w, 0, sizeof *w);
+    const char *type = o->instance ? o->instance : r->device[0] ? r->device : "";
+    if (!type[0] && strcmp(r->program, "costbench allreduce") == 0) type = CB_THIS_MACHINE;
+    if (!type[0]) return err_usage("%s: the rank lines name no device: give --instance", t->path);
+    snprintf(w->collective, sizeof w->collective, "%s", net_coll_names[r->coll]);
+    snprintf(w->scope, sizeof w->scope, "%s", r->inter ? "inter" : "intra");
+    snprintf(w->node_type, sizeof w->node_type, "%s", type);
+    w->ranks = r->ranks, w->nodes = r->nodes, w->ranks_per_node = (r->ranks + r->nodes - 1) / r->nodes;
+    w->latency_us = f->latency_us, w->busbw_gb_per_s = f->busbw_gb_per_s;
+    w->busbw_max_gb_per_s = f->busbw_max_gb_per_s, w->sizes = f->sizes;
+    w->min_bytes = f->min_bytes, w->max_bytes = f->max_bytes, w->r2 = f->r2;
+    snprintf(w->source, sizeof w->source, "%s in %.250s:%d-%d", r->program, t->path, r->first_line, r->last_line);
+    snprintf(w->as_of, sizeof w->as_of, "%s", r->as_of);
+    return 0;
+}
+
+/* What the fit found and what the step model takes from it, as comment lines. */
+static void notes_fit(net_notes *c, const net_run *r, const net_fit *f)
+{
+    const char *coll = net_coll_names[r->coll], *scope = r->inter ? "inter" : "intra";
+    note_add(c,
+             "%s %s: time = %.4g us + bus bytes / %.4g GB/s (weighted least squares, 1/t^2) over %d sizes %.0f .. "
+             "%.0f bytes: R^2 %.6f, worst residual %.2f%%; largest size measured at %.4g GB/s%s",
+             coll, scope, f->latency_us, f->busbw_gb_per_s, f->sizes, f->min_bytes, f->max_bytes, f->r2,
+             f->max_resid_pct, f->busbw_max_gb_per_s,
+             f->clamped ? "; the intercept came out negative: latency held at 0, the slope refitted through 0" : "");
+    if (isfinite(f->inplace_busbw_gb_per_s))
+        note_add(c, "%s %s in-place (not used): %.4g us + bus bytes / %.4g GB/s", coll, scope, f->inplace_latency_us,
+                 f->inplace_busbw_gb_per_s);
+    if (r->coll != NET_ALL_REDUCE)
+        note_add(c, "%s %s: recorded; --net-from takes the network from all_reduce rows only", coll, scope);
+    else if (r->inter)
+        note_add(c,
+                 "the step model takes: net_gbit_per_s %.4g (busbw x 8, net_eff 1), latency %.4g us a hop (%.4g us / "
+                 "min(2(k-1), 2 ceil(log2 k)) hops at k = %d nodes)",
+                 f->busbw_gb_per_s * 8, netfit_hop_latency_us(f->latency_us, r->nodes), f->latency_us, r->nodes);
+    else
+        note_add(c,
+                 "the step model takes: intra_gb_per_s %.4g (busbw / STEP_LINK_EFF %.2f); its device-link latency "
+                 "stays %g us a hop (measured: %.4g us over 2(n-1) = %d hops)",
+                 f->busbw_gb_per_s / STEP_LINK_EFF, STEP_LINK_EFF, STEP_LINK_LATENCY_US,
+                 f->latency_us / (2.0 * (r->ranks - 1)), 2 * (r->ranks - 1));
+}
+
+/* Fits each run into its row and its comment lines. */
+static int runs_fit(const net_opts *o, const text_lines *t, net_run *runs, int nruns, net_row *rows, net_notes *c)
+{
+    for (int i = 0; i < nruns; i++) {
+        net_run *r = &runs[i];
+        scope_apply(o, r);
+        net_fit f;
+        int rc = netfit_fit(r, t->path, &f);
+        if (rc == 0) rc = row_make(o, t, r, &f, &rows[i]);
+        if (rc != 0) return rc;
+        note_add(c, "%s: %s (collective from %s), %d ranks on %d host%s%s%s", t->path, r->program, r->coll_from,
+                 r->ranks, r->nodes, r->nodes == 1 ? "" : "s", r->notes[0] ? "; " : "", r->notes);
+        notes_fit(c, r, &f);
+    }
+    return 0;
+}
+
+int cmd_import_net(const text_lines *t, int argc, char **argv)
+{
+    net_opts o = {0};
+    int rc = net_opts_parse(&o, argc, argv);
+    if (rc != 0) return rc > 0 ? 0 : rc;
+    if ((rc = net_opts_check(&o)) != 0) return rc;
+    net_run runs[NET_NCOLL];
+    int nruns = 0;
+    if ((rc = netfit_parse(t, o.collective, runs, &nruns)) != 0) return rc;
+    net_row rows[NET_NCOLL];
+    static net_notes notes;
+    notes.n = 0;
+    note_add(&notes, "network file: collective benchmarks fitted by costbench import (report/netfit.h)");
+    rc = runs_fit(&o, t, runs, nruns, rows, &notes);
+    for (int i = 0; i < nruns; i++) net_run_free(&runs[i]);
+    if (rc != 0) return rc;
+    if ((rc = net_table_write(o.out ? o.out : "-", notes.ptr, notes.n, rows, nruns)) != 0) return rc;
+    if (o.out) {
+        for (int i = 0; i < notes.n; i++) printf("# %s\n", notes.ptr[i]);
+        fprintf(stderr, "wrote %s: %d row%s\n", o.out, nruns, nruns == 1 ? "" : "s");
+    }
+    return 0;
+}
