@@ -126,7 +126,8 @@ static int args_sizes(const mg_args *A, log_run *r, long *log_interval)
     if (arg_long(A, "seq_length", 1, LONG_MAX, &r->seq_len) < 0 ||
         arg_long(A, "micro_batch_size", 1, LONG_MAX, &r->micro_batch) < 0 ||
         arg_long(A, "global_batch_size", 1, LONG_MAX, &r->global_batch) < 0 ||
-        arg_long(A, "world_size", 1, LONG_MAX, &world) < 0 || arg_long(A, "log_interval", 1, LONG_MAX, log_interval) < 0)
+        arg_long(A, "world_size", 1, LONG_MAX, &world) < 0 ||
+        arg_long(A, "log_interval", 1, LONG_MAX, log_interval) < 0)
         return CB_EUSAGE;
     r->devices = world;
     long model = (long)r->tp * r->pp * (r->cp ? r->cp : 1);
@@ -274,7 +275,8 @@ static int mg_config(const text_lines *t, log_run *r, long *log_interval)
 
 int log_parse_megatron(const text_lines *t, const char *config_path, log_run *r)
 {
-    if (config_path) return err_usage("flag '--config': Megatron-LM logs carry their arguments; no config file is read");
+    if (config_path)
+        return err_usage("flag '--config': Megatron-LM logs carry their arguments; no config file is read");
     long log_interval = 0;
     int rc = mg_config(t, r, &log_interval);
     mg_tally k = {0};

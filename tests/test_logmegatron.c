@@ -41,8 +41,8 @@ static void test_megatron_core(void)
           "shape %d %d %d %d %d", r.layers, r.d_model, r.heads, r.kv_heads, r.ffn_dim);
     CHECK(r.vocab == 128256 && r.seq_len == 4096 && r.micro_batch == 1 && r.global_batch == 128, "sizes %d %ld %ld %ld",
           r.vocab, r.seq_len, r.micro_batch, r.global_batch);
-    CHECK(r.tp == 2 && r.pp == 2 && r.cp == 1 && r.vp == 0 && r.dp == 8 && r.devices == 32, "degrees %d %d %d %d %d %ld",
-          r.tp, r.pp, r.cp, r.vp, r.dp, r.devices);
+    CHECK(r.tp == 2 && r.pp == 2 && r.cp == 1 && r.vp == 0 && r.dp == 8 && r.devices == 32,
+          "degrees %d %d %d %d %d %ld", r.tp, r.pp, r.cp, r.vp, r.dp, r.devices);
     CHECK(r.sequence_parallel == 1 && r.tied_embeddings == 0, "sp %d tied %d", r.sequence_parallel, r.tied_embeddings);
     CHECK(strcmp(r.precision, "bf16-mixed") == 0 && strcmp(r.sharding, "zero1") == 0 &&
               strcmp(r.recompute, "selective") == 0 && strcmp(r.arch, "llama") == 0,
@@ -145,55 +145,55 @@ static void test_megatron_dp_from_world(void)
     text_lines_free(&t);
 }
 
-/* An error from parser p on `text` (written to a file named `name`): the message is returned. */
-static const char *parse_error(log_parser p, log_format f, const char *name, const char *text, const char *cfg)
+/* A log that parser p refuses with one error naming `want` (and holding `got`). */
+typedef struct {
+    const char *name, *text, *cfg, *want, *got;
+} bad_log;
+
+static void check_errors(log_parser p, log_format f, const bad_log *cases, int n)
 {
-    static char msg[1024];
-    const char *path = test_path(name);
-    write_text(path, text);
-    text_lines t;
-    log_run r;
-    capture_stderr_begin();
-    int rc = parse_fixture(p, f, path, cfg, &t, &r);
-    snprintf(msg, sizeof msg, "%s", capture_stderr_end());
-    CHECK(rc == CB_EUSAGE, "%s: exit code %d", name, rc);
-    CHECK(count_lines(msg) == 1, "%s: one error line: %s", name, msg);
-    log_run_free(&r);
-    text_lines_free(&t);
-    return msg;
+    for (int i = 0; i < n; i++) {
+        const char *path = test_path(cases[i].name);
+        write_text(path, cases[i].text);
+        text_lines t;
+        log_run r;
+        capture_stderr_begin();
+        int rc = parse_fixture(p, f, path, cases[i].cfg, &t, &r);
+        const char *e = capture_stderr_end();
+        CHECK(rc == CB_EUSAGE && count_lines(e) == 1, "%s: code %d, one error line: %s", cases[i].name, rc, e);
+        CHECK(strstr(e, cases[i].want) && strstr(e, cases[i].got), "%s: '%s' and '%s' in: %s", cases[i].name,
+              cases[i].want, cases[i].got, e);
+        log_run_free(&r);
+        text_lines_free(&t);
+    }
 }
 
 static void test_megatron_errors(void)
 {
-    const char *e = parse_error(log_parse_megatron, LOG_MEGATRON, "mg_bad.log",
-                                "training ...\n"
-                                " iteration       10/     100 | consumed samples:          640 | elapsed time per "
-                                "iteration (ms): 812.3 | global batch size:    64 |\n"
-                                " iteration       20/     100 | consumed samples:         1280 | elapsed time per "
-                                "iteration (ms): x | global batch size:    64 |\n",
-                                NULL);
-    CHECK(strstr(e, "mg_bad.log:3: 'elapsed time per iteration (ms)'") && strstr(e, "got 'x'"), "%s", e);
-    e = parse_error(log_parse_megatron, LOG_MEGATRON, "mg_batch.log",
-                    " iteration       10/     100 | elapsed time per iteration (ms): 812.3 | global batch size:  6a4 |\n",
-                    NULL);
-    CHECK(strstr(e, "mg_batch.log:1: 'global batch size'") && strstr(e, "got '6a4'"), "%s", e);
-    e = parse_error(log_parse_megatron, LOG_MEGATRON, "mg_arg.log",
-                    "------------------------ arguments ------------------------\n"
-                    "  num_layers ...................................... 3x2\n"
-                    "-------------------- end of arguments ---------------------\n",
-                    NULL);
-    CHECK(strstr(e, "mg_arg.log:2: argument 'num_layers'") && strstr(e, "got '3x2'"), "%s", e);
-    /* torchtitan's metrics line (torchtitan/components/metrics.py's log) */
-    e = parse_error(log_parse_megatron, LOG_MEGATRON, "titan.log",
-                    "[rank0]:[titan] 2025-01-10 10:00:00,000 - root - INFO - Training starts at step 1.\n"
-                    "[rank0]:[titan] 2025-01-10 10:00:05,000 - root - INFO - step:  1  loss: 12.2345  memory: 40.50GiB"
-                    "(51.27%)  tps: 3,456  tflops: 180.12  mfu: 57.73%\n",
-                    NULL);
-    CHECK(strstr(e, "titan.log:2:") && strstr(e, "torchtitan"), "%s", e);
-    e = parse_error(log_parse_megatron, LOG_MEGATRON, "empty.log", "", NULL);
-    CHECK(strstr(e, "empty.log:1: empty"), "%s", e);
-    e = parse_error(log_parse_megatron, LOG_MEGATRON, "mg_cfg.log", " iteration 1/ 2 |\n", "run.yaml");
-    CHECK(strstr(e, "flag '--config'"), "%s", e);
+    static const bad_log cases[] = {
+        {"mg_bad.log",
+         "training ...\n"
+         " iteration       10/     100 | consumed samples:          640 | elapsed time per iteration (ms): 812.3 |\n"
+         " iteration       20/     100 | consumed samples:         1280 | elapsed time per iteration (ms): x |\n",
+         NULL, "mg_bad.log:3: 'elapsed time per iteration (ms)'", "got 'x'"},
+        {"mg_batch.log", " iteration 10/ 100 | elapsed time per iteration (ms): 812.3 | global batch size:  6a4 |\n",
+         NULL, "mg_batch.log:1: 'global batch size'", "got '6a4'"},
+        {"mg_arg.log",
+         "------------------------ arguments ------------------------\n"
+         "  num_layers ...................................... 3x2\n"
+         "-------------------- end of arguments ---------------------\n",
+         NULL, "mg_arg.log:2: argument 'num_layers'", "got '3x2'"},
+        /* torchtitan's metrics line (torchtitan/components/metrics.py's log) */
+        {"titan.log",
+         "[rank0]:[titan] 2025-01-10 10:00:00,000 - root - INFO - Training starts at step 1.\n"
+         "[rank0]:[titan] 2025-01-10 10:00:05,000 - root - INFO - step:  1  loss: 12.2345  memory: 40.50GiB(51.27%)"
+         "  tps: 3,456  tflops: 180.12  mfu: 57.73%\n",
+         NULL, "titan.log:2:", "torchtitan"},
+        {"empty.log", "", NULL, "empty.log:1: empty", "Megatron-LM"},
+        {"mg_cfg.log", " iteration 1/ 2 | elapsed time per iteration (ms): 812.3 |\n", "run.yaml", "flag '--config'",
+         "no config file is read"},
+    };
+    check_errors(log_parse_megatron, LOG_MEGATRON, cases, (int)(sizeof cases / sizeof cases[0]));
 }
 
 const test_case tests_logmegatron[] = {
