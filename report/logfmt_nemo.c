@@ -130,8 +130,8 @@ static int yaml_in_log(const text_lines *t, kv_conf *c, int *first, int *last)
     *first = *last = 0;
     if (m == t->n) return 0;
     const char *tail = strstr(t->line[m], "Hydra config:");
-    int h = tail ? m : m + 1;
-    while (h < t->n && t->line[h][0] != '[') h++;
+    int h = tail ? m : m + 1; /* the header: "[NeMo I ...]", or "\x1b[32m[NeMo I ...]" on a terminal */
+    while (!tail && h < t->n && t->line[h][0] != '[' && t->line[h][0] != '\x1b') h++;
     if (h == t->n) return 0;
     int end = h + 1;
     while (end < t->n && (t->line[end][0] == ' ' || t->line[end][0] == '\0')) end++;

@@ -241,6 +241,23 @@ static void test_nemo_excerpt_config(void)
     parsed_free();
 }
 
+/* "Hydra config: " + the YAML in one message (NeMo's other example scripts): its first line shares the header's. */
+static void test_nemo_hydra_line(void)
+{
+    const char *path = test_path("nm_hydra.log");
+    write_text(path, "[NeMo I 2024-06-11 08:02:14 train:151] Hydra config: trainer:\n"
+                     "      devices: 4\n      num_nodes: 1\n      precision: 16\n"
+                     "    model:\n      num_layers: 2\n"
+                     "Epoch 0: :  50%|#####     | 1/2 [00:01<00:01, global_step=0.000, train_step_timing in s=0.500]\n");
+    const log_run *r = parse_ok(log_parse_nemo, LOG_NEMO, path, NULL);
+    CHECK(r->devices == 4 && r->devices_per_node == 4 && r->dp == 4 && r->layers == 2, "devices %ld layers %d",
+          r->devices, r->layers);
+    names_is(r, "fp16-mixed", "", "", "");
+    CHECK(strcmp(r->config_from, "the config it prints (lines 1-6)") == 0, "from %s", r->config_from);
+    step_is(r, 0, 1, 1, 0.5, NAN, 0, NAN, 7);
+    parsed_free();
+}
+
 static void test_nemo_errors(void)
 {
     static const bad_log cases[] = {
@@ -274,6 +291,7 @@ const test_case tests_logmegatron[] = {
     {"megatron log: malformed fields, another format, an empty file: one error naming the line", test_megatron_errors},
     {"nemo log: the config it prints and the progress bar's updates", test_nemo_printed_config},
     {"nemo log: ProgressPrinter lines with --config", test_nemo_excerpt_config},
+    {"nemo log: the config on the 'Hydra config:' line", test_nemo_hydra_line},
     {"nemo log: malformed fields, another format, an empty file: one error naming the line", test_nemo_errors},
     {NULL, NULL},
 };
