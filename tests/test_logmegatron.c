@@ -248,7 +248,8 @@ static void test_nemo_hydra_line(void)
     write_text(path, "[NeMo I 2024-06-11 08:02:14 train:151] Hydra config: trainer:\n"
                      "      devices: 4\n      num_nodes: 1\n      precision: 16\n"
                      "    model:\n      num_layers: 2\n"
-                     "Epoch 0: :  50%|#####     | 1/2 [00:01<00:01, global_step=0.000, train_step_timing in s=0.500]\n");
+                     "Epoch 0: :  50%|#####     | 1/2 [00:01<00:01, global_step=0.000, "
+                     "train_step_timing in s=0.500]\n");
     const log_run *r = parse_ok(log_parse_nemo, LOG_NEMO, path, NULL);
     CHECK(r->devices == 4 && r->devices_per_node == 4 && r->dp == 4 && r->layers == 2, "devices %ld layers %d",
           r->devices, r->layers);
