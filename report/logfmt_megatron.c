@@ -1,11 +1,299 @@
-/* logfmt_megatron.c: Megatron-LM logs (logimport.h). */
+/* logfmt_megatron.c: Megatron-LM logs (logimport.h): the arguments block _print_args prints at start
+ * (megatron/training/arguments.py, megatron/arguments.py before 2024) and training_log's iteration lines
+ * (megatron/training/training.py, megatron/training.py before 2024). */
 #include "logimport.h"
 
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+
+#include "../common/err.h"
+#include "../common/parse.h"
 
 /* training_log's iteration line: " [date] iteration   10/  100 | consumed samples: ... | elapsed
  * time per iteration (ms): ... |" */
 int log_is_megatron_line(const char *line)
 {
     return strstr(line, "iteration") && strstr(line, "elapsed time per iteration (ms):") != NULL;
+}
+
+/* One "  name ..... value" line of the arguments block: pointers into the log's lines. */
+typedef struct {
+    const char *name, *value;
+    size_t len; /* of name */
+    int line;
+} mg_arg;
+
+typedef struct {
+    const char *path;
+    mg_arg *a;
+    int n;
+    int first, last; /* 1-based lines of the block's opening and closing rules (0: no block) */
+} mg_args;
+
+/* "  name ...... value" (_print_args: two blanks, the name, 48 - len(name) dots, the value) into *a. */
+static int arg_split(const char *s, int line, mg_arg *a)
+{
+    if (strncmp(s, "  ", 2) != 0 || s[2] == ' ' || s[2] == '\0') return 0;
+    const char *name = s + 2, *p = name + strcspn(name, " ");
+    if (*p != ' ') return 0;
+    size_t len = (size_t)(p - name);
+    p += strspn(p, " ");
+    p += strspn(p, ".");
+    if (*p == ' ') p++;
+    *a = (mg_arg){.name = name, .len = len, .value = p, .line = line};
+    return 1;
+}
+
+/* The first arguments block of t into *A (A->first == 0 when there is none). */
+static int args_collect(const text_lines *t, mg_args *A)
+{
+    memset(A, 0, sizeof *A);
+    A->path = t->path;
+    int i = 0;
+    while (i < t->n && !strstr(t->line[i], "-- arguments --")) i++;
+    if (i == t->n) return 0;
+    A->first = A->last = i + 1;
+    if (!(A->a = malloc((size_t)(t->n - i) * sizeof *A->a))) return err_msg("out of memory");
+    for (i++; i < t->n && !strstr(t->line[i], "-- end of arguments --"); i++) {
+        if (!arg_split(t->line[i], i + 1, &A->a[A->n])) break; /* no closing rule: the block ends here */
+        A->n++;
+    }
+    A->last = i < t->n && strstr(t->line[i], "-- end of arguments --") ? i + 1 : i;
+    return 0;
+}
+
+/* The line of argument `name`, NULL when the block does not print it. */
+static const mg_arg *arg_find(const mg_args *A, const char *name)
+{
+    size_t n = strlen(name);
+    for (int i = 0; i < A->n; i++)
+        if (A->a[i].len == n && strncmp(A->a[i].name, name, n) == 0) return &A->a[i];
+    return NULL;
+}
+
+/* The printed value of argument `name`, NULL when it is not printed or None. */
+static const char *arg_get(const mg_args *A, const char *name, int *line)
+{
+    const mg_arg *a = arg_find(A, name);
+    if (!a || strcmp(a->value, "None") == 0) return NULL;
+    if (line) *line = a->line;
+    return a->value;
+}
+
+/* Argument `name` as an integer in [lo, hi]: 1 found, 0 absent or None, CB_EUSAGE (error printed). */
+static int arg_long(const mg_args *A, const char *name, long lo, long hi, long *out)
+{
+    int line = 0;
+    const char *v = arg_get(A, name, &line);
+    if (!v) return 0;
+    char what[4200];
+    snprintf(what, sizeof what, "%s:%d: argument '%s'", A->path, line, name);
+    return parse_long(v, lo, hi, 0, what, out) == 0 ? 1 : CB_EUSAGE;
+}
+
+/* 1 when argument `name` reads True, 0 when False, -1 when it is absent or says something else. */
+static int arg_bool(const mg_args *A, const char *name)
+{
+    const char *v = arg_get(A, name, NULL);
+    return !v ? -1 : strcmp(v, "True") == 0 ? 1 : strcmp(v, "False") == 0 ? 0 : -1;
+}
+
+/* The sizes and degrees: integers of the block. */
+static int args_sizes(const mg_args *A, log_run *r, long *log_interval)
+{
+    long world = 0, v = 0;
+    struct { const char *name; int *dst; } ints[] = {
+        {"num_layers", &r->layers}, {"hidden_size", &r->d_model}, {"num_attention_heads", &r->heads},
+        {"ffn_hidden_size", &r->ffn_dim}, {"vocab_size", &r->vocab}, {"padded_vocab_size", &r->vocab},
+        {"tensor_model_parallel_size", &r->tp}, {"pipeline_model_parallel_size", &r->pp},
+        {"context_parallel_size", &r->cp}, {"virtual_pipeline_model_parallel_size", &r->vp},
+        {"data_parallel_size", &r->dp},
+    };
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) { /* padded_vocab_size after vocab_size: it wins */
+        int rc = arg_long(A, ints[i].name, 1, INT_MAX, &v);
+        if (rc < 0) return rc;
+        if (rc) *ints[i].dst = (int)v;
+    }
+    if (arg_bool(A, "group_query_attention") == 1) {
+        int rc = arg_long(A, "num_query_groups", 1, INT_MAX, &v);
+        if (rc < 0) return rc;
+        if (rc) r->kv_heads = (int)v;
+    }
+    if (arg_long(A, "seq_length", 1, LONG_MAX, &r->seq_len) < 0 ||
+        arg_long(A, "micro_batch_size", 1, LONG_MAX, &r->micro_batch) < 0 ||
+        arg_long(A, "global_batch_size", 1, LONG_MAX, &r->global_batch) < 0 ||
+        arg_long(A, "world_size", 1, LONG_MAX, &world) < 0 ||
+        arg_long(A, "log_interval", 1, LONG_MAX, log_interval) < 0)
+        return CB_EUSAGE;
+    r->devices = world;
+    long model = (long)r->tp * r->pp * (r->cp ? r->cp : 1);
+    if (!r->dp && world && model && world % model == 0) r->dp = (int)(world / model);
+    return 0;
+}
+
+/* The names: precision, sharding, recompute, arch, and what else matters (notes). A flag the block does
+ * not print is off (older Megatron had no distributed optimizer, fp8 or recompute_granularity). */
+static void args_names(const mg_args *A, log_run *r)
+{
+    const char *fp8 = arg_get(A, "fp8", NULL), *rg = arg_get(A, "recompute_granularity", NULL);
+    const char *prec = fp8 && strcmp(fp8, "False") != 0 ? "fp8"
+                       : arg_bool(A, "bf16") == 1        ? "bf16-mixed"
+                       : arg_bool(A, "fp16") == 1        ? "fp16-mixed"
+                                                         : "fp32";
+    snprintf(r->precision, sizeof r->precision, "%s", prec);
+    snprintf(r->sharding, sizeof r->sharding, "%s", arg_bool(A, "use_distributed_optimizer") == 1 ? "zero1" : "none");
+    /* before recompute_granularity (2022), activations_checkpoint_method uniform/block recomputed whole layers */
+    if (!rg && arg_get(A, "activations_checkpoint_method", NULL)) rg = "full";
+    snprintf(r->recompute, sizeof r->recompute, "%s", rg ? rg : "none");
+    r->sequence_parallel = arg_bool(A, "sequence_parallel");
+    int untie = arg_bool(A, "untie_embeddings_and_output_weights");
+    r->tied_embeddings = untie < 0 ? -1 : !untie;
+    const char *pos = arg_get(A, "position_embedding_type", NULL);
+    int swiglu = arg_bool(A, "swiglu");
+    const char *arch = !pos                                ? ""
+                       : strcmp(pos, "rope") == 0 && swiglu == 1 ? "llama"
+                       : strcmp(pos, "rope") == 0 && swiglu == 0 ? "neox"
+                       : strcmp(pos, "learned_absolute") == 0   ? "gpt"
+                                                                : "";
+    snprintf(r->arch, sizeof r->arch, "%s", arch);
+    static const char *const notes[] = {"overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap"};
+    for (size_t i = 0; i < sizeof notes / sizeof notes[0]; i++)
+        if (arg_bool(A, notes[i]) == 1) log_run_note(r, "%s", notes[i]);
+}
+
+/* s without its leading and trailing blanks, in place. */
+static char *trim(char *s)
+{
+    s += strspn(s, " \t");
+    size_t n = strlen(s);
+    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t')) s[--n] = '\0';
+    return s;
+}
+
+/* What the iteration lines say besides the steps: iterations Megatron skipped (inf/NaN gradients
+ * under fp16's loss scaling) and those whose loss was NaN. */
+typedef struct {
+    long skipped, nan;
+    int skipped_line, nan_line; /* the first line that counts one */
+} mg_tally;
+
+/* training_log's fields this parser reads; every other "name: value |" field is passed over. */
+enum { MG_MS, MG_TFLOPS, MG_BATCH, MG_LOSS, MG_SKIPPED, MG_NAN, MG_NFIELDS };
+static const char *const mg_fields[MG_NFIELDS] = {
+    "elapsed time per iteration (ms)", "throughput per GPU (TFLOP/s/GPU)", "global batch size", "lm loss",
+    "number of skipped iterations", "number of nan iterations"};
+
+/* One " name: value " field of the line at `line` into *s and *k. */
+static int mg_field(const char *path, int line, char *seg, log_step *s, mg_tally *k)
+{
+    char *colon = strrchr(seg, ':');
+    if (!colon) return 0;
+    *colon = '\0';
+    const char *key = trim(seg), *v = trim(colon + 1);
+    int f = 0;
+    while (f < MG_NFIELDS && strcmp(key, mg_fields[f]) != 0) f++;
+    if (f == MG_NFIELDS || (f == MG_LOSS && strcasecmp(v, "inf") == 0)) return 0; /* an infinite loss: unset */
+    char what[4300];
+    snprintf(what, sizeof what, "%s:%d: '%s'", path, line, key);
+    double d = 0;
+    long n = 0;
+    if (f == MG_BATCH || f == MG_SKIPPED || f == MG_NAN) {
+        if (parse_long(v, f == MG_BATCH, LONG_MAX, 0, what, &n) != 0) return CB_EUSAGE;
+    } else if (parse_double(v, 0, 1e300, what, &d) != 0) {
+        return CB_EUSAGE;
+    }
+    if (f == MG_MS) s->step_s = d / 1000;
+    if (f == MG_TFLOPS) s->tflops_per_device = d;
+    if (f == MG_LOSS) s->loss = d;
+    if (f == MG_BATCH) s->global_batch = n;
+    if (f == MG_SKIPPED && n > 0 && !k->skipped_line) k->skipped_line = line;
+    if (f == MG_NAN && n > 0 && !k->nan_line) k->nan_line = line;
+    if (f == MG_SKIPPED) k->skipped += n;
+    if (f == MG_NAN) k->nan += n;
+    return 0;
+}
+
+/* " [date time] iteration   10/  100" (the line's first field): the iteration number into *iter. */
+static int mg_iteration(const char *path, int line, const char *seg, long *iter)
+{
+    const char *p = strstr(seg, "iteration");
+    char num[24] = "", what[4200];
+    if (p) {
+        p += strlen("iteration");
+        p += strspn(p, " ");
+        size_t n = strspn(p, "0123456789");
+        if (n && n < sizeof num && p[n] == '/') memcpy(num, p, n);
+    }
+    if (!num[0]) return err_usage("%s:%d: expected 'iteration N/ M |', got '%.60s'", path, line, seg);
+    snprintf(what, sizeof what, "%s:%d: 'iteration'", path, line);
+    return parse_long(num, 0, LONG_MAX, 0, what, iter);
+}
+
+/* The iteration line t->line[i]: one step. */
+static int mg_step(const text_lines *t, int i, log_run *r, mg_tally *k)
+{
+    char *buf = strdup(t->line[i]);
+    if (!buf) return err_msg("out of memory");
+    log_step s = log_step_unset(i + 1);
+    char *save = NULL, *seg = strtok_r(buf, "|", &save);
+    int rc = mg_iteration(t->path, i + 1, seg, &s.iter);
+    while (rc == 0 && (seg = strtok_r(NULL, "|", &save))) rc = mg_field(t->path, i + 1, seg, &s, k);
+    free(buf);
+    if (rc == 0 && isnan(s.step_s))
+        rc = err_usage("%s:%d: '%s': expected a number, got nothing", t->path, i + 1, mg_fields[MG_MS]);
+    return rc ? rc : log_run_add_step(r, &s);
+}
+
+/* Iterations each line's figures average over. training_log logs when iteration % log_interval == 0,
+ * averaging over the interval, and once after the first iteration of a run (one iteration). Without
+ * the arguments' log_interval, the difference between the last two lines stands in for it. */
+static void mg_intervals(log_run *r, long log_interval)
+{
+    long every = log_interval;
+    if (!every && r->nsteps > 1) every = r->steps[r->nsteps - 1].iter - r->steps[r->nsteps - 2].iter;
+    if (every < 1) every = 1;
+    for (int i = 0; i < r->nsteps; i++) r->steps[i].iters = r->steps[i].iter % every == 0 ? every : 1;
+}
+
+/* The run's configuration from its arguments block (none: left unset). */
+static int mg_config(const text_lines *t, log_run *r, long *log_interval)
+{
+    mg_args A;
+    int rc = args_collect(t, &A);
+    if (rc == 0 && A.first) {
+        rc = args_sizes(&A, r, log_interval);
+        if (rc == 0) args_names(&A, r);
+        snprintf(r->config_from, sizeof r->config_from, "the arguments block (lines %d-%d)", A.first, A.last);
+    }
+    free(A.a);
+    return rc;
+}
+
+int log_parse_megatron(const text_lines *t, const char *config_path, log_run *r)
+{
+    if (config_path)
+        return err_usage("flag '--config': Megatron-LM logs carry their arguments; no config file is read");
+    long log_interval = 0;
+    int rc = mg_config(t, r, &log_interval);
+    mg_tally k = {0};
+    for (int i = 0; rc == 0 && i < t->n; i++)
+        if (log_is_megatron_line(t->line[i])) rc = mg_step(t, i, r, &k);
+    if (rc) return rc;
+    if (!r->nsteps)
+        return log_not_format(t, LOG_MEGATRON, "' iteration 10/ 100 | ... | elapsed time per iteration (ms): 812.3 |'");
+    mg_intervals(r, log_interval);
+    /* num_floating_point_operations: 3 passes (forward, weight and data gradients) x 2 FLOPs per multiply-add
+     * over the GEMMs, attention and logits, no recomputed forward: for a GPT block (ffn 4h, no GQA)
+     * 72Bslh^2(1 + s/6h + V/12lh), SCHEMA.md's megatron-core (versions since 2026 halve the s^2 attention
+     * term for the causal mask). */
+    for (int i = 0; i < r->nsteps; i++)
+        if (!isnan(r->steps[i].tflops_per_device))
+            snprintf(r->flop_convention, sizeof r->flop_convention, "megatron-core");
+    if (k.skipped) log_run_note(r, "%ld skipped iterations (the first at line %d)", k.skipped, k.skipped_line);
+    if (k.nan) log_run_note(r, "%ld iterations with a NaN loss (the first at line %d)", k.nan, k.nan_line);
+    return 0;
 }

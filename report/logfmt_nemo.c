@@ -1,11 +1,281 @@
-/* logfmt_nemo.c: NeMo logs (logimport.h). */
+/* logfmt_nemo.c: NeMo logs (logimport.h): the config NeMo 1.x's megatron_gpt_pretraining.py logs as YAML
+ * at start (or the --config YAML), and one step per progress update that shows "train_step_timing in s"
+ * (exp_manager.py's TimingCallback): Lightning's tqdm bar (nlp_overrides.py's CustomProgressBar, updates
+ * separated by '\r') or NeMo 2.0's ProgressPrinter lines (lightning/pytorch/callbacks/progress_printer.py). */
 #include "logimport.h"
 
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "../common/err.h"
+#include "../common/parse.h"
 
 /* PyTorch Lightning's progress line with NeMo's logged metrics: "Epoch 0: ... train_step_timing in
  * s=1.21 ..." */
 int log_is_nemo_line(const char *line)
 {
     return strstr(line, "train_step_timing") != NULL;
+}
+
+/* The first of names (NULL-terminated) the config sets, as a string; NULL when none is (or null). */
+static const char *conf_str(const kv_conf *c, const char *const *names)
+{
+    for (; *names; names++) {
+        const kv_item *it = kvconf_find(c, *names);
+        if (it && it->value[0] && strcmp(it->value, "null") != 0) return it->value;
+    }
+    return NULL;
+}
+
+/* The model's sizes and degrees ("model.X" in the printed config, "X" at the top of hparams.yaml). */
+static int conf_sizes(const kv_conf *c, log_run *r)
+{
+    struct { const char *name; int *dst; } ints[] = {
+        {"num_layers", &r->layers}, {"hidden_size", &r->d_model}, {"num_attention_heads", &r->heads},
+        {"num_query_groups", &r->kv_heads}, {"ffn_hidden_size", &r->ffn_dim},
+        {"tensor_model_parallel_size", &r->tp}, {"pipeline_model_parallel_size", &r->pp},
+        {"virtual_pipeline_model_parallel_size", &r->vp}, {"context_parallel_size", &r->cp},
+    };
+    long v = 0;
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
+        char model[96];
+        snprintf(model, sizeof model, "model.%s", ints[i].name);
+        int rc = kvconf_long(c, (const char *const[]){model, ints[i].name, NULL}, 1, INT_MAX, &v);
+        if (rc < 0) return rc;
+        if (rc) *ints[i].dst = (int)v;
+    }
+    if (kvconf_long(c, (const char *const[]){"model.micro_batch_size", "micro_batch_size", NULL}, 1, LONG_MAX,
+                    &r->micro_batch) < 0 ||
+        kvconf_long(c, (const char *const[]){"model.global_batch_size", "global_batch_size", NULL}, 1, LONG_MAX,
+                    &r->global_batch) < 0 ||
+        kvconf_long(c, (const char *const[]){"model.encoder_seq_length", "encoder_seq_length", "seq_length", NULL}, 1,
+                    LONG_MAX, &r->seq_len) < 0)
+        return CB_EUSAGE;
+    return 0;
+}
+
+/* trainer.devices x trainer.num_nodes (devices -1 or "auto": all the node has, unknown here). */
+static int conf_devices(const kv_conf *c, log_run *r)
+{
+    const char *d = conf_str(c, (const char *const[]){"trainer.devices", NULL});
+    long per_node = 0, nodes = 1;
+    if (!d || strcmp(d, "-1") == 0 || strcmp(d, "auto") == 0) return 0;
+    if (kvconf_long(c, (const char *const[]){"trainer.devices", NULL}, 1, LONG_MAX, &per_node) < 0 ||
+        kvconf_long(c, (const char *const[]){"trainer.num_nodes", NULL}, 1, LONG_MAX, &nodes) < 0)
+        return CB_EUSAGE;
+    r->devices_per_node = per_node, r->devices = per_node * nodes;
+    long model = (long)(r->tp ? r->tp : 1) * (r->pp ? r->pp : 1) * (r->cp ? r->cp : 1);
+    if (r->devices % model == 0) r->dp = (int)(r->devices / model);
+    return 0;
+}
+
+/* Lightning's precision spellings (and the model's fp8 switch) as the schema's names. */
+static const char *precision_name(const char *p, int fp8)
+{
+    static const struct { const char *lightning, *schema; } tab[] = {
+        {"bf16", "bf16-mixed"}, {"bf16-mixed", "bf16-mixed"}, {"bf16-true", "bf16"}, {"16", "fp16-mixed"},
+        {"16-mixed", "fp16-mixed"}, {"fp16", "fp16-mixed"}, {"32", "fp32"}, {"32-true", "fp32"},
+    };
+    if (fp8 == 1) return "fp8";
+    for (size_t i = 0; p && i < sizeof tab / sizeof tab[0]; i++)
+        if (strcmp(p, tab[i].lightning) == 0) return tab[i].schema;
+    return "";
+}
+
+/* The names and switches: precision, sharding, recompute, arch, sequence parallelism, tied embeddings. */
+static int conf_names(const kv_conf *c, log_run *r)
+{
+    int fp8 = -1, sp = -1, tied = -1;
+    if (kvconf_bool(c, (const char *const[]){"model.fp8", "fp8", NULL}, &fp8) < 0 ||
+        kvconf_bool(c, (const char *const[]){"model.sequence_parallel", "sequence_parallel", NULL}, &sp) < 0 ||
+        kvconf_bool(c, (const char *const[]){"model.share_embeddings_and_output_weights",
+                                             "share_embeddings_and_output_weights", NULL},
+                    &tied) < 0)
+        return CB_EUSAGE;
+    r->sequence_parallel = sp, r->tied_embeddings = tied;
+    snprintf(r->precision, sizeof r->precision, "%s",
+             precision_name(conf_str(c, (const char *const[]){"trainer.precision", "precision", NULL}), fp8));
+    const char *opt = conf_str(c, (const char *const[]){"model.optim.name", "optim.name", NULL});
+    if (opt) /* NeMo's distributed optimizer is Megatron's: optimizer state sharded over data parallel */
+        snprintf(r->sharding, sizeof r->sharding, "%s", strcmp(opt, "distributed_fused_adam") == 0 ? "zero1" : "none");
+    const char *gran = conf_str(c, (const char *const[]){"activations_checkpoint_granularity", NULL});
+    const char *method = conf_str(c, (const char *const[]){"activations_checkpoint_method", NULL});
+    if (gran && (strcmp(gran, "full") == 0 || strcmp(gran, "selective") == 0))
+        snprintf(r->recompute, sizeof r->recompute, "%s", gran);
+    else if (kvconf_find(c, "activations_checkpoint_granularity"))
+        snprintf(r->recompute, sizeof r->recompute, "none");
+    if (method && gran && strcmp(gran, "full") == 0) log_run_note(r, "activations_checkpoint_method %s", method);
+    const char *pos = conf_str(c, (const char *const[]){"position_embedding_type", NULL});
+    const char *act = conf_str(c, (const char *const[]){"activation", NULL});
+    int swiglu = act && strstr(act, "swiglu") != NULL, rope = pos && strcmp(pos, "rope") == 0;
+    const char *arch = rope && swiglu                               ? "llama"
+                       : rope                                       ? "neox"
+                       : pos && strcmp(pos, "learned_absolute") == 0 ? "gpt"
+                                                                     : "";
+    snprintf(r->arch, sizeof r->arch, "%s", arch);
+    return 0;
+}
+
+/* The YAML the log prints after "Experiment configuration" (or on "Hydra config:"'s line): the next
+ * "[NeMo I ...]" line's message and the lines indented under it (NeMo's formatter indents a message's
+ * lines by 4). *first, *last: its 1-based lines (0: none). */
+static int yaml_in_log(const text_lines *t, kv_conf *c, int *first, int *last)
+{
+    static char empty[1];
+    int m = 0;
+    while (m < t->n && !strstr(t->line[m], "Experiment configuration") && !strstr(t->line[m], "Hydra config:")) m++;
+    *first = *last = 0;
+    if (m == t->n) return 0;
+    const char *tail = strstr(t->line[m], "Hydra config:");
+    int h = tail ? m : m + 1; /* the header: "[NeMo I ...]", or "\x1b[32m[NeMo I ...]" on a terminal */
+    while (!tail && h < t->n && t->line[h][0] != '[' && t->line[h][0] != '\x1b') h++;
+    if (h == t->n) return 0;
+    int end = h + 1;
+    while (end < t->n && (t->line[end][0] == ' ' || t->line[end][0] == '\0')) end++;
+    char **lines = malloc((size_t)end * sizeof *lines), *head = NULL;
+    if (lines && tail && asprintf(&head, "    %s", tail + strlen("Hydra config:")) < 0) head = NULL;
+    if (!lines || (tail && !head)) {
+        free(lines);
+        return err_msg("out of memory");
+    }
+    memcpy(lines, t->line, (size_t)end * sizeof *lines);
+    lines[h] = head ? head : empty; /* the header line's own message: the first YAML line, or nothing */
+    int rc = kvconf_yaml_lines(c, t->path, lines, h, end - h);
+    free(head), free(lines);
+    if (rc == 0) *first = h + 1, *last = end;
+    return rc ? CB_EUSAGE : 0;
+}
+
+/* s without its leading and trailing blanks, in place. */
+static char *strip(char *s)
+{
+    s += strspn(s, " \t");
+    size_t n = strlen(s);
+    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t')) s[--n] = '\0';
+    return s;
+}
+
+/* One metric of an update: train_step_timing in s, reduced_train_loss, global_step, global_batch_size. */
+static int nm_metric(const char *path, int line, const char *key, const char *v, log_step *s, double *gstep)
+{
+    static const char *const keys[] = {"train_step_timing in s", "reduced_train_loss", "global_step",
+                                       "global_batch_size"};
+    int f = 0;
+    while (f < 4 && strcmp(key, keys[f]) != 0) f++;
+    if (f == 4 || (f == 1 && strcmp(v, "nan") == 0)) return 0; /* a NaN loss: unset */
+    char what[4200];
+    snprintf(what, sizeof what, "%s:%d: '%s'", path, line, key);
+    double d = 0;
+    if (parse_double(v, 0, f >= 2 ? 1e15 : 1e300, what, &d) != 0) return CB_EUSAGE;
+    if (f == 0) s->step_s = d;
+    if (f == 1) s->loss = d;
+    if (f == 2) *gstep = floor(d);
+    if (f == 3) s->global_batch = (long)d;
+    return 0;
+}
+
+/* The tqdm bar's update "Epoch 0: :  10%|#  | 10/100 [00:21<03:09, name=value, ...]": the counter (steps
+ * done) into *count, the metrics into *s. */
+static int nm_tqdm(const char *path, int line, char *u, log_step *s, double *gstep, long *count)
+{
+    char *open = strrchr(u, '['), *close = open ? strchr(open, ']') : NULL, *end = NULL;
+    if (!open) return 0;
+    if (close) *close = '\0';
+    char *p = open;
+    while (p > u && p[-1] == ' ') p--;
+    while (p > u && p[-1] != ' ' && p[-1] != '|') p--;
+    long n = strtol(p, &end, 10);
+    if (end != p && *end == '/') *count = n;
+    char *save = NULL;
+    for (char *part = strtok_r(open + 1, ",", &save); part; part = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(part, '=');
+        if (!eq) continue;
+        *eq = '\0';
+        if (nm_metric(path, line, strip(part), strip(eq + 1), s, gstep) != 0) return CB_EUSAGE;
+    }
+    return 0;
+}
+
+/* ProgressPrinter's line "Training epoch 0, iteration 9/99 | name: value | ...": it prints the steps done
+ * less one as the iteration. */
+static int nm_printer(const char *path, int line, char *u, log_step *s, double *gstep, long *count)
+{
+    char *it = strstr(u, "iteration "), *end = NULL, *save = NULL;
+    long n = it ? strtol(it + strlen("iteration "), &end, 10) : 0;
+    if (it && end != it + strlen("iteration ") && *end == '/') *count = n + 1;
+    strtok_r(u, "|", &save);
+    for (char *part = strtok_r(NULL, "|", &save); part; part = strtok_r(NULL, "|", &save)) {
+        char *colon = strrchr(part, ':');
+        if (!colon) continue;
+        *colon = '\0';
+        if (nm_metric(path, line, strip(part), strip(colon + 1), s, gstep) != 0) return CB_EUSAGE;
+    }
+    return 0;
+}
+
+/* One progress update u of line `line`: a step, unless it repeats the last step's number (the bar
+ * redrawn at the same step). */
+static int nm_update(const char *path, int line, char *u, log_run *r)
+{
+    log_step s = log_step_unset(line);
+    double gstep = NAN;
+    long count = 0;
+    int tqdm = strstr(u, "train_step_timing in s=") != NULL;
+    int rc = tqdm ? nm_tqdm(path, line, u, &s, &gstep, &count) : nm_printer(path, line, u, &s, &gstep, &count);
+    if (rc) return rc;
+    if (isnan(s.step_s))
+        return err_usage("%s:%d: 'train_step_timing in s': expected a number, got nothing", path, line);
+    s.iter = !isnan(gstep) ? (long)gstep + 1 : count; /* global_step is logged before the step counts */
+    const log_step *prev = r->nsteps ? &r->steps[r->nsteps - 1] : NULL;
+    if (prev && s.iter && prev->iter == s.iter) return 0;
+    if (!tqdm && prev && s.iter > prev->iter) s.iters = s.iter - prev->iter; /* averaged over log_interval */
+    return log_run_add_step(r, &s);
+}
+
+/* Every update of t->line[i] (a tqdm bar rewrites itself with '\r': one physical line, many updates). */
+static int nm_line(const text_lines *t, int i, log_run *r)
+{
+    char *buf = strdup(t->line[i]), *save = NULL;
+    if (!buf) return err_msg("out of memory");
+    int rc = 0;
+    for (char *u = strtok_r(buf, "\r", &save); rc == 0 && u; u = strtok_r(NULL, "\r", &save))
+        if (log_is_nemo_line(u)) rc = nm_update(t->path, i + 1, u, r);
+    free(buf);
+    return rc;
+}
+
+/* The configuration from --config, else from the YAML the log prints (none: left unset). */
+static int nm_config(const text_lines *t, const char *config_path, log_run *r)
+{
+    kv_conf c;
+    int first = 0, last = 0;
+    memset(&c, 0, sizeof c);
+    int rc = config_path ? kvconf_load_yaml(&c, config_path) : yaml_in_log(t, &c, &first, &last);
+    if (rc == 0 && (config_path || first)) {
+        rc = conf_sizes(&c, r);
+        if (rc == 0) rc = conf_devices(&c, r);
+        if (rc == 0) rc = conf_names(&c, r);
+        if (config_path)
+            snprintf(r->config_from, sizeof r->config_from, "--config %s", config_path);
+        else
+            snprintf(r->config_from, sizeof r->config_from, "the config it prints (lines %d-%d)", first, last);
+    }
+    kvconf_free(&c);
+    return rc;
+}
+
+int log_parse_nemo(const text_lines *t, const char *config_path, log_run *r)
+{
+    int rc = nm_config(t, config_path, r);
+    for (int i = 0; rc == 0 && i < t->n; i++)
+        if (log_is_nemo_line(t->line[i])) rc = nm_line(t, i, r);
+    if (rc) return rc;
+    if (!r->nsteps)
+        return log_not_format(t, LOG_NEMO,
+                              "'Epoch 0: :  10%|#  | 10/100 [00:21<03:09, reduced_train_loss=10.40, "
+                              "global_step=9.000, train_step_timing in s=1.210]'");
+    return 0;
 }
