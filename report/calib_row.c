@@ -142,24 +142,14 @@ static int calib_hardware_here(const tput_row *row, const hw_table *ht, const ch
             "rerun `costbench train --csv FILE` (it records the peak it measures, or the one --peak-gflops G gives)");
         return CB_EUSAGE;
     }
-    const hw_row *profile = NULL;
-    for (int i = 0; i < ht->n && !profile; i++)
-        if (machine_is_this_machine(ht->rows[i].instance)) profile = &ht->rows[i];
-    if (!profile && row->ranks > 1) {
-        err_usage("%s: column 'ranks': a row measured here on %ld ranks needs this machine's interconnect, and %s has "
-                  "no '%s' row",
-                  where, row->ranks, ht->path, CB_THIS_MACHINE " (per rank)");
+    char why[512];
+    if (hw_this_machine(ht, row->instance, row->peak_gflops / (double)row->ranks / 1e3, row->ranks, hw, why,
+                        sizeof why) != 0) {
+        err_usage("%s: column 'ranks': %s", where, why);
         err_hint(
             "add the row `costbench allreduce --profile FILE` writes to a copy of the table and give it as --hardware");
         return CB_EUSAGE;
     }
-    *hw = profile ? *profile
-                  : (hw_row){.accelerator = "CPU cores of one rank", .mem_gib = NAN, .mem_gb_per_s = NAN,
-                             .intra_gb_per_s = NAN, .net_gbit_per_s = NAN, .net_latency_us = NAN,
-                             .source = "the row's own peak_gflops"};
-    snprintf(hw->instance, sizeof hw->instance, "%s", row->instance);
-    hw->accelerators = hw->workers = 1;
-    hw->bf16_tflops = hw->fp32_tflops = row->peak_gflops / (double)row->ranks / 1e3;
     return 0;
 }
 
@@ -345,6 +335,16 @@ static int calib_model_build(calib_row *c, const char *spec, const calib_env *en
     if ((rc = calib_tput_find(c, line, id)) != 0) return rc;
     snprintf(c->where, sizeof c->where, "%.4000s:%d", c->path, c->row.line);
     return calib_model_tput(c, env, defaults);
+}
+
+int calib_row_hardware(const char *spec, const calib_env *env, const scale_model *defaults, hw_row *hw)
+{
+    calib_row *c = calloc(1, sizeof *c);
+    if (!c) return err_msg("out of memory");
+    int rc = calib_model_build(c, spec, env, defaults);
+    if (rc == 0) *hw = c->fc.cal.hw;
+    free(c);
+    return rc;
 }
 
 int calib_row_load(calib_row *c, const char *spec, const calib_env *env, const scale_model *defaults,

@@ -49,6 +49,9 @@ int calib_point_add(scale_points *pl, const scale_model *s, long nodes, double s
  * bad flag value: "flag '--calibrate': ..."). */
 int calib_row_load(calib_row *c, const char *spec, const calib_env *env, const scale_model *defaults,
                    const scale_eff_curve *eff, double tol_pct);
+/* The hardware of the row the spec names (as calib_row_load builds it, without the fit): what a
+ * target on "this machine" runs on. Returns 0 or CB_EUSAGE after calib_row_load's error. */
+int calib_row_hardware(const char *spec, const calib_env *env, const scale_model *defaults, hw_row *hw);
 /* The row's framework efficiency carried to `target` (calibration.h's calib_fit_carry): the
  * target's compute efficiency in hardware FLOPs into *eff_t (its GEMMs' share of the peak into
  * *e_target, may be NULL; *clamped 0); the target's t_mb is then scale_t_mb_from_peak(target,

@@ -149,6 +149,10 @@ static int cm_config_run(const kv_conf *c, log_run *r)
         log_run_note(r, "precision %.40s", prec->value);
     if (shard && !cm_map(shard->value, shardings, r->sharding, sizeof r->sharding))
         log_run_note(r, "sharding_strategy %.40s", shard->value);
+    /* Composer has no pipeline parallelism; tensor parallelism only through a tp_config */
+    r->pp = 1;
+    if (kvconf_find(c, "tp_config") || kvconf_find(c, "parallelism_config.tp")) log_run_note(r, "tensor parallel");
+    else r->tp = 1;
     return 0;
 }
 

@@ -153,11 +153,13 @@ static int row_run(const table *t, int i, const int *col, const dev_table *dt, p
         get_text(t, i, col, PC_FRAMEWORK, r->framework, sizeof r->framework) ||
         get_text(t, i, col, PC_DEVICE, r->device, sizeof r->device))
         return CB_EUSAGE;
-    if (!(*dev = devices_find(dt, r->device))) {
+    /* a run measured here (costbench train): its peak is the measured one, in peak_tflops */
+    if (!(*dev = devices_find(dt, r->device)) && strcmp(r->device, CB_THIS_MACHINE) != 0) {
         char known[1024];
         devices_list(dt, known, sizeof known);
-        return err_usage("%s:%d: column 'device': expected a device of %s (%s), got '%s'", t->path, t->lines[i],
-                         dt->path, known, r->device);
+        return err_usage("%s:%d: column 'device': expected a device of %s (%s), got '%s' (or '%s': a run measured "
+                         "here)",
+                         t->path, t->lines[i], dt->path, known, r->device, CB_THIS_MACHINE);
     }
     if (get_long(t, i, col, PC_DEVICES, 0, &r->devices) || get_long(t, i, col, PC_PER_NODE, 0, &r->devices_per_node) ||
         get_num(t, i, col, PC_NET, &r->node_net_gbps) ||
@@ -249,12 +251,12 @@ static int row_rules(const pub_row *r, const dev_row *dev, const char *path)
     long ranks = 0, workers = 0;
     int over = __builtin_mul_overflow((long)r->tp * r->pp, (long)r->dp, &ranks) ||
                __builtin_mul_overflow(ranks, (long)r->cp, &ranks) ||
-               __builtin_mul_overflow(r->devices, (long)dev->workers, &workers);
+               __builtin_mul_overflow(r->devices, (long)(dev ? dev->workers : 1), &workers);
     if (over || ranks != workers)
         return err_usage("%s:%d: column 'dp': expected tp x pp x dp x cp = devices x workers per %s = %ld x %d = %ld, "
                          "got %d x %d x %d "
                          "x %d",
-                         path, line, r->device, r->devices, dev->workers, r->devices * dev->workers, r->tp, r->pp,
+                         path, line, r->device, r->devices, dev ? dev->workers : 1, workers, r->tp, r->pp,
                          r->dp, r->cp);
     if (r->global_batch % r->dp != 0)
         return err_usage("%s:%d: column 'global_batch': expected a multiple of dp %d, got '%ld'", path, line, r->dp,
@@ -281,6 +283,10 @@ static int row_load(const table *t, int i, const int *col, const dev_table *dt, 
     if (row_run(t, i, col, dt, r, &dev) || row_model(t, i, col, r) || row_layout(t, i, col, r) ||
         row_metric(t, i, col, r))
         return CB_EUSAGE;
+    if (!dev && isnan(r->peak_tflops))
+        return err_usage("%s:%d: column 'peak_tflops': a run on '%s' needs the peak measured there (per device = per "
+                         "rank, in the row's precision), got an empty cell",
+                         t->path, r->line, CB_THIS_MACHINE);
     return row_rules(r, dev, t->path);
 }
 

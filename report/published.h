@@ -59,7 +59,8 @@ typedef struct {
  * it has another header, CB_EFAIL (error printed) when it cannot be read. */
 int published_is_schema(const char *path);
 /* Loads path: every cell checked, the device looked up in dt (unknown: one error naming
- * file:line, column 'device' and the known devices), ids unique, the layout consistent (tp x pp x
+ * file:line, column 'device' and the known devices; "this machine", CB_THIS_MACHINE, is a run
+ * measured here, one device per rank, and needs peak_tflops), ids unique, the layout consistent (tp x pp x
  * dp x cp = devices x the device's workers: a Trainium chip runs 2 NeuronCore ranks; whole nodes or
  * part of one; global_batch a multiple of dp x micro_batch), and seq_per_s computed from
  * metric and value; a seq_per_s cell the file gives must agree with it within 0.5% (else the

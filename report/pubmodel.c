@@ -7,12 +7,39 @@
 #include <string.h>
 
 #include "../common/err.h"
+#include "../common/machine.h"
 #include "stepmodel.h"
+
+int hw_this_machine(const hw_table *ht, const char *instance, double peak_tflops_per_rank, long ranks, hw_row *hw,
+                    char *why, size_t n)
+{
+    const hw_row *profile = NULL;
+    for (int i = 0; i < ht->n && !profile; i++)
+        if (machine_is_this_machine(ht->rows[i].instance)) profile = &ht->rows[i];
+    if (!profile && ranks > 1)
+        return snprintf(why, n,
+                        "a run measured here on %ld ranks needs this machine's interconnect, and %s has no '%s' row",
+                        ranks, ht->path, CB_THIS_MACHINE " (per rank)"),
+               CB_EUSAGE;
+    *hw = profile ? *profile
+                  : (hw_row){.accelerator = "CPU cores of one rank", .mem_gib = NAN, .mem_gb_per_s = NAN,
+                             .intra_gb_per_s = NAN, .net_gbit_per_s = NAN, .net_latency_us = NAN,
+                             .source = "the row's own measured peak"};
+    snprintf(hw->instance, sizeof hw->instance, "%s", instance);
+    hw->accelerators = hw->workers = 1;
+    hw->bf16_tflops = hw->fp32_tflops = peak_tflops_per_rank;
+    return 0;
+}
 
 /* The node the row ran on: its instance type, or `per_node` of its device on its network; the
  * flags' link overrides applied. A run on part of one node is one node of the devices it used. */
 static int pub_hardware(const pub_row *r, const pub_model_env *env, hw_row *hw, char *why, size_t n)
 {
+    if (strcmp(r->device, CB_THIS_MACHINE) == 0) {
+        int rc = hw_this_machine(env->ht, CB_THIS_MACHINE, r->peak_tflops, r->devices, hw, why, n);
+        if (rc == 0 && env->ov) hw_apply_overrides(hw, env->ov);
+        return rc;
+    }
     const dev_row *d = devices_find(env->dt, r->device);
     if (!d) return snprintf(why, n, "column 'device': unknown device '%s'", r->device), CB_EUSAGE;
     long per_node = r->devices < r->devices_per_node ? r->devices : r->devices_per_node;

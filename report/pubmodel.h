@@ -3,7 +3,8 @@
  *
  * What each field becomes (and what the step model cannot represent, refused with the reason):
  *   model shape     published_config: the row's own architecture and shape, no preset
- *   hardware        instance_type: its row of data/hardware.csv; else hw_from_device(device,
+ *   hardware        device "this machine": hw_this_machine at peak_tflops, one node per device;
+ *                   else instance_type: its row of data/hardware.csv; else hw_from_device(device,
  *                   devices_per_node, node_net_gbps; empty: the device's reference node's
  *                   node_net_gbps, e.g. a DGX A100's 1600); a run on fewer devices than one node
  *                   holds is one node of that many devices (same links); then the link overrides
@@ -45,6 +46,15 @@ typedef struct {
     const hw_overrides *ov; /* link overrides given by flags (NULL: none) */
     double latency_us;      /* --latency-us; < 0: the hardware's, else 0 */
 } pub_model_env;
+
+/* The hardware of a run measured on this machine (CB_THIS_MACHINE): one rank is one node of one
+ * device (as `costbench allreduce --profile` profiles it), its dense peak the one measured there
+ * (peak_tflops_per_rank, in the run's precision: the FP32 and BF16 slots alike); the
+ * interconnect from the hardware table's "this machine (per rank)" row when it has one (a run of
+ * more than one rank needs it). The instance is named `instance`. Returns 0, or CB_EUSAGE with the
+ * reason in why (nothing printed). */
+int hw_this_machine(const hw_table *ht, const char *instance, double peak_tflops_per_rank, long ranks, hw_row *hw,
+                    char *why, size_t n);
 
 /* The row (of the file at path) as a step model (compute time unset) and its node count. Returns
  * 0, or CB_EUSAGE with the reason in why ("column 'cp': ..."; nothing printed, except by

@@ -8,6 +8,7 @@
 
 #include "../common/cliflags.h"
 #include "../common/err.h"
+#include "../common/machine.h"
 #include "../common/schema.h"
 #include "devices.h"
 #include "netfit.h"
@@ -62,6 +63,30 @@ static int net_from_apply(scale_run *r, hw_row *hw)
     return rc;
 }
 
+/* --instance "this machine": the hardware of the --calibrate row measured here (costbench import
+ * of a `costbench train` log, or its --summary-csv), appended to the hardware table. */
+static int here_hardware(scale_run *r)
+{
+    const scale_opts *o = &r->o;
+    if (!o->calibrate)
+        return err_usage("flag '--instance': '%s' runs on the hardware of a --calibrate row measured here (costbench "
+                         "import of a `costbench train` log); give one",
+                         CB_THIS_MACHINE);
+    const calib_env env = {&r->ht, NULL, o->latency_us, o->mf.models_path};
+    hw_row hw;
+    int rc = calib_row_hardware(o->calibrate, &env, &r->s, &hw);
+    if (rc != 0) return rc;
+    if (!machine_is_this_machine(hw.instance))
+        return err_usage("flag '--instance': '%s' needs a --calibrate row measured on this machine; %s ran on '%s'",
+                         CB_THIS_MACHINE, o->calibrate, hw.instance);
+    hw_row *rows = realloc(r->ht.rows, (size_t)(r->ht.n + 1) * sizeof *rows);
+    if (!rows) return err_msg("out of memory");
+    snprintf(hw.instance, sizeof hw.instance, "%s", CB_THIS_MACHINE);
+    r->ht.rows = rows, r->ht.rows[r->ht.n++] = hw;
+    r->hw = &r->ht.rows[r->ht.n - 1];
+    return 0;
+}
+
 /* The preset, the price and hardware tables, the instance's row and its price. */
 static int run_load(scale_run *r)
 {
@@ -70,7 +95,10 @@ static int run_load(scale_run *r)
     if (rc == 0) rc = model_flags_seq_check(&o->mf, &r->s.cfg, o->seq);
     if (rc != 0) return rc;
     if (data_tables_load(o->prices_path, o->hw_path, &r->pt, &r->ht) != 0) return CB_EFAIL;
-    if (!(r->hw = hardware_find(&r->ht, o->instance)))
+    if (!(r->hw = hardware_find(&r->ht, o->instance)) && strcmp(o->instance, CB_THIS_MACHINE) == 0 &&
+        (rc = here_hardware(r)) != 0)
+        return rc;
+    if (!r->hw)
         return err_usage("flag '--instance': unknown instance type '%s' (not in %s)", o->instance, r->ht.path);
     /* --net-gbps, --intra-gbps, --latency-us override the table's row (0 / -1: not given) */
     const hw_overrides ov = {o->net_gbps > 0 ? o->net_gbps : NAN, o->intra_gbps > 0 ? o->intra_gbps : NAN,
@@ -79,7 +107,8 @@ static int run_load(scale_run *r)
     if ((rc = net_from_apply(r, &r->ht.rows[r->hw - r->ht.rows])) != 0) return rc;
     if (o->matmul_csv && scale_eff_load(&r->eff, o->matmul_csv) != 0) return CB_EUSAGE; /* a bad file given by a flag */
     r->usd_per_hour = o->usd_per_hour;
-    if (r->usd_per_hour <= 0) {
+    if (r->usd_per_hour <= 0 && strcmp(o->instance, CB_THIS_MACHINE) == 0) r->usd_per_hour = NAN; /* no price */
+    else if (r->usd_per_hour <= 0) {
         if (!(r->pr = prices_find(&r->pt, o->instance, o->pricing, o->region))) return CB_EUSAGE;
         r->usd_per_hour = r->pr->usd_per_hour;
     }
@@ -434,7 +463,12 @@ static void notes_write(record *rec, const scale_run *r, int over_mem)
     if (r->pr)
         record_note(rec, "price %s %s $%.4g per instance-hour (%s, %s)", o->instance, o->pricing, r->usd_per_hour,
                     r->pr->as_of, r->pr->source);
+    else if (isnan(r->usd_per_hour))
+        record_note(rec, "price: none for %s (give --usd-per-hour for tokens/$)", o->instance);
     else record_note(rec, "price $%.4g per instance-hour (--usd-per-hour)", r->usd_per_hour);
+    if (strcmp(o->instance, CB_THIS_MACHINE) == 0)
+        record_note(rec, "%s: the hardware of the calibration row %s (one rank a node, its measured peak %.4g TFLOP/s)",
+                    o->instance, r->cr.where, hw->fp32_tflops);
     record_note(rec,
                 "memory per rank: weights, gradients and AdamW state (ZeRO %ld) plus L layers of activations "
                 "(Korthikanti et al. 2022)%s",

@@ -32,6 +32,7 @@ static const command commands[] = {
      "score the scaling model on published runs: calibrate on some rows, predict the others, beside a naive baseline"},
     {"trajectory", cmd_trajectory,
      "loss and grad-norm trajectories of runs compared across precisions, with tokens/s and tokens/$"},
+    {"import", cmd_import, "a training log (costbench train, ...) as one row of the published-runs schema"},
     {"dataset", cmd_dataset, "build or inspect a Megatron indexed dataset (PREFIX.bin/.idx)"},
 };
 enum { NCOMMANDS = sizeof commands / sizeof commands[0] };

@@ -287,7 +287,8 @@ static void test_composer(void)
     CHECK(strcmp(r.precision, "bf16-mixed") == 0 && strcmp(r.sharding, "zero3") == 0 &&
               strcmp(r.recompute, "full") == 0,
           "%s %s %s", r.precision, r.sharding, r.recompute);
-    CHECK(r.devices == 0 && r.dp == 0 && r.tp == 0, "devices stay unset (flags give them)");
+    CHECK(r.devices == 0 && r.dp == 0, "devices stay unset (flags give them)");
+    CHECK(r.tp == 1 && r.pp == 1, "no tp_config: no tensor or pipeline parallelism (tp %d, pp %d)", r.tp, r.pp);
     CHECK(strcmp(r.config_from, "--config tests/logs/composer_mpt7b.yaml") == 0 && strstr(r.notes, "mpt_causal_lm"),
           "'%s' '%s'", r.config_from, r.notes);
     log_run_free(&r);

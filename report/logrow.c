@@ -1,0 +1,428 @@
+/* logrow.c: the steady state of a log's steps and the published-runs row it makes (logrow.h). */
+#include "logrow.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <unistd.h>
+
+#include "../common/csvio.h"
+#include "../common/err.h"
+#include "../common/files.h"
+#include "../common/machine.h"
+#include "../common/presets.h"
+#include "../common/stats.h"
+#include "devices.h"
+
+const char *const logrow_cols[LOGROW_NCOLS] = {
+    "id",         "source",    "framework",    "device",       "devices",   "devices_per_node",
+    "node_net_gbps", "instance_type", "model",  "arch",         "layers",    "d_model",
+    "heads",      "kv_heads",  "ffn_dim",      "vocab",        "params",    "tied_embeddings",
+    "seq_len",    "global_batch", "micro_batch", "tp",         "pp",        "dp",
+    "cp",         "vp",        "sequence_parallel", "sharding", "recompute", "precision",
+    "metric",     "value",     "flop_convention", "peak_tflops", "seq_per_s", "notes"};
+enum { LC_ID, LC_SOURCE, LC_FRAMEWORK, LC_DEVICE, LC_DEVICES, LC_PER_NODE, LC_NET, LC_INSTANCE, LC_MODEL, LC_ARCH,
+       LC_LAYERS, LC_D_MODEL, LC_HEADS, LC_KV_HEADS, LC_FFN, LC_VOCAB, LC_PARAMS, LC_TIED, LC_SEQ_LEN, LC_GB, LC_MB,
+       LC_TP, LC_PP, LC_DP, LC_CP, LC_VP, LC_SEQ_PAR, LC_SHARDING, LC_RECOMPUTE, LC_PRECISION, LC_METRIC, LC_VALUE,
+       LC_CONVENTION, LC_PEAK, LC_SEQ_PER_S, LC_NOTES };
+
+/* ------------------------------------------------------------------ the steady state */
+
+double log_step_figure(const log_step *s, pub_metric m)
+{
+    switch (m) {
+    case PUB_STEP_TIME_S: return s->step_s;
+    case PUB_SEQ_PER_S: return s->samples_per_s;
+    case PUB_TOKENS_PER_S: return s->tokens_per_s;
+    case PUB_TOKENS_PER_S_PER_DEVICE: return s->tokens_per_s_per_device;
+    case PUB_TFLOPS_PER_DEVICE: return s->tflops_per_device;
+    case PUB_MFU_PCT: return s->mfu_pct;
+    }
+    return NAN;
+}
+
+/* 1 when the last kept step prints metric m and the run states what m needs (need_batch: the
+ * global batch, so that a step time becomes seq/s). */
+static int metric_usable(const log_run *r, const log_steady *st, pub_metric m, int need_batch)
+{
+    if (need_batch && r->global_batch <= 0) return 0;
+    if ((m == PUB_TFLOPS_PER_DEVICE || m == PUB_MFU_PCT) && !*r->flop_convention) return 0;
+    if (m == PUB_MFU_PCT && !(r->peak_tflops > 0)) return 0;
+    return st->n > 0 && log_step_figure(&r->steps[st->keep[st->n - 1]], m) > 0;
+}
+
+int log_metric_pick(const log_run *r, const log_steady *st, const char *path, pub_metric *m)
+{
+    static const pub_metric order[7] = {PUB_STEP_TIME_S,       PUB_SEQ_PER_S, PUB_TOKENS_PER_S,
+                                        PUB_TOKENS_PER_S_PER_DEVICE, PUB_TFLOPS_PER_DEVICE, PUB_MFU_PCT,
+                                        PUB_STEP_TIME_S};
+    for (int k = 0; k < 7; k++)
+        if (metric_usable(r, st, order[k], k == 0)) return *m = order[k], 0;
+    return err_usage("%s:%d: the last step line prints none of step time, samples/s, tokens/s, tokens/s per device, "
+                     "TFLOP/s per device (with a FLOP convention) or MFU (with its peak)",
+                     path, st->n ? r->steps[st->keep[st->n - 1]].line : 1);
+}
+
+/* Drops the kept steps that do not print the metric (lines logged before a throughput window
+ * filled, Composer's first batches), counted in st->unprinted. */
+static void steady_printed(const log_run *r, log_steady *st)
+{
+    int n = 0;
+    for (int k = 0; k < st->n; k++)
+        if (log_step_figure(&r->steps[st->keep[k]], st->metric) > 0) st->keep[n++] = st->keep[k];
+    st->unprinted = st->n - n;
+    st->n = n;
+}
+
+/* The quantile q of sorted x[0..n), interpolated as common/stats.c's GSL quantiles are. */
+static double quantile_sorted(const double *x, int n, double q)
+{
+    double d = (n - 1) * q;
+    int i = (int)floor(d);
+    return i + 1 < n ? x[i] + (d - i) * (x[i + 1] - x[i]) : x[n - 1];
+}
+
+/* The warm-up at the start of the figures v[0..n): how many leading values to drop.
+ * Start-up: with 3 or more steps the first is always dropped (allocation, first-touch, caches).
+ * Then the reference is the last half of the rest (a run settles; its end is its steady state):
+ * its median m and its median absolute deviation. Leading values outside m +- band are warm-up,
+ * band = max(5%, 3 x 1.4826 MAD / m): 1.4826 MAD estimates the standard deviation of normal
+ * noise without being moved by outliers, so the band is 3 sigma of the run's own noise, never
+ * tighter than 5% (a quiet run would otherwise call its ordinary jitter warm-up). The drop stops at
+ * the first value inside the band and never reaches into the reference half. */
+static int warmup_detect(const double *v, int n, char *why, size_t wn)
+{
+    if (n < 3) return snprintf(why, wn, "none: fewer than 3 steps"), 0;
+    int first = 1, half = (n - first) / 2, ref0 = n - ((n - first) - half);
+    int nr = n - ref0;
+    double *x = malloc(2 * (size_t)nr * sizeof *x);
+    if (!x) return snprintf(why, wn, "the first step (start-up)"), 1;
+    memcpy(x, v + ref0, (size_t)nr * sizeof *x);
+    stats_summary s;
+    stats_summarize(x, nr, &s);
+    for (int k = 0; k < nr; k++) x[nr + k] = fabs(v[ref0 + k] - s.median);
+    stats_summary d;
+    stats_summarize(x + nr, nr, &d);
+    free(x);
+    double band = fmax(0.05, 3.0 * 1.4826 * d.median / s.median);
+    int w = first;
+    while (w < ref0 && fabs(v[w] - s.median) > band * s.median) w++;
+    snprintf(why, wn,
+             "the first step (start-up)%s: %d more outside +-%.1f%% of the median %.6g of the last %d (max(5%%, 3 x "
+             "1.4826 MAD/median))",
+             w > first ? " and" : ", none other", w - first, 100 * band, s.median, nr);
+    return w;
+}
+
+/* The kept steps' figures summarised into st. */
+static int steady_stats(const log_run *r, log_steady *st)
+{
+    double *x = malloc((size_t)st->n * sizeof *x);
+    if (!x) return err_msg("out of memory");
+    st->iters = 0;
+    for (int k = 0; k < st->n; k++) {
+        x[k] = log_step_figure(&r->steps[st->keep[k]], st->metric);
+        st->iters += r->steps[st->keep[k]].iters > 0 ? r->steps[st->keep[k]].iters : 1;
+    }
+    stats_summary s;
+    stats_summarize(x, st->n, &s);
+    st->median = s.median, st->min = s.min, st->max = s.max;
+    st->iqr_pct = 100.0 * (quantile_sorted(x, st->n, 0.75) - quantile_sorted(x, st->n, 0.25)) / s.median;
+    free(x);
+    return 0;
+}
+
+/* The steps whose global batch is the last step's (those before it: ramp-up) into st->keep. */
+static void steady_ramp(const log_run *r, log_steady *st)
+{
+    long last = r->steps[r->nsteps - 1].global_batch;
+    st->n = 0;
+    for (int k = 0; k < r->nsteps; k++)
+        if (r->steps[k].global_batch == last) st->keep[st->n++] = k;
+    st->ramp = r->nsteps - st->n;
+}
+
+int log_steady_compute(const log_run *r, long skip, const char *path, log_steady *st)
+{
+    memset(st, 0, sizeof *st);
+    st->nlines = r->nsteps;
+    if (r->nsteps == 0) return err_usage("%s:1: no step lines", path);
+    if (!(st->keep = malloc((size_t)r->nsteps * sizeof *st->keep))) return err_msg("out of memory");
+    steady_ramp(r, st);
+    int rc = log_metric_pick(r, st, path, &st->metric);
+    if (rc != 0) return rc;
+    steady_printed(r, st);
+    st->auto_warm = skip < 0;
+    if (skip >= 0) {
+        st->warm = skip < st->n ? (int)skip : st->n;
+        snprintf(st->why, sizeof st->why, "--skip-steps %ld", skip);
+    } else {
+        double *v = malloc((size_t)st->n * sizeof *v);
+        if (!v) return err_msg("out of memory");
+        for (int k = 0; k < st->n; k++) v[k] = log_step_figure(&r->steps[st->keep[k]], st->metric);
+        st->warm = warmup_detect(v, st->n, st->why, sizeof st->why);
+        free(v);
+    }
+    if (st->warm >= st->n)
+        return err_usage("%s:%d: no step line left after the warm-up: %d step lines, %d of another global batch, %d "
+                         "without %s, %d dropped by %s",
+                         path, r->steps[r->nsteps - 1].line, st->nlines, st->ramp, st->unprinted,
+                         pub_metric_names[st->metric], st->warm, st->why);
+    memmove(st->keep, st->keep + st->warm, (size_t)(st->n - st->warm) * sizeof *st->keep);
+    st->n -= st->warm;
+    return steady_stats(r, st);
+}
+
+void log_steady_free(log_steady *st)
+{
+    free(st->keep);
+    st->keep = NULL;
+}
+
+/* ------------------------------------------------------------------ presets */
+
+void log_preset_fill(log_run *r, const char *name, int shape)
+{
+    static const char *const fam[6][2] = {{"pythia", "neox"}, {"neox", "neox"}, {"gpt3", "gpt"},
+                                          {"llama2", "llama"}, {"gpt-j", "gptj"}, {"mpt", "mpt"}};
+    char path[CB_PATH_MAX];
+    model_config *all, c;
+    int n, found = 0;
+    if (machine_data_file(path, sizeof path, "models.csv") != 0 || model_presets_load(path, &all, &n) != 0) return;
+    for (int i = 0; i < n && !found; i++)
+        if (strcmp(all[i].name, name) == 0) c = all[i], found = 1;
+    free(all);
+    if (!found) return;
+    for (int k = 0; k < 6 && !*r->arch; k++)
+        if (strcmp(c.family, fam[k][0]) == 0) snprintf(r->arch, sizeof r->arch, "%s", fam[k][1]);
+    if (!shape) return;
+    if (!r->layers) r->layers = c.L;
+    if (!r->d_model) r->d_model = c.C;
+    if (!r->heads) r->heads = c.NH;
+    if (!r->kv_heads) r->kv_heads = model_kv_heads(&c);
+    if (!r->ffn_dim) r->ffn_dim = model_ffn(&c);
+    if (!r->vocab) r->vocab = c.V;
+    if (r->tied_embeddings < 0) r->tied_embeddings = c.tied_embeddings;
+}
+
+/* ------------------------------------------------------------------ the row */
+
+static void cell_long(logrow *row, int c, long v)
+{
+    if (v > 0) snprintf(row->cell[c], sizeof row->cell[c], "%ld", v);
+}
+
+static void cell_num(logrow *row, int c, double v)
+{
+    if (isfinite(v)) snprintf(row->cell[c], sizeof row->cell[c], "%.9g", v);
+}
+
+static void cell_text(logrow *row, int c, const char *s) { snprintf(row->cell[c], sizeof row->cell[c], "%s", s); }
+
+/* seq/s from the steady median where the batch or the sequence length gives it (NaN otherwise). */
+static double row_seq_per_s(const log_run *r, const log_steady *st)
+{
+    switch (st->metric) {
+    case PUB_STEP_TIME_S: return r->global_batch > 0 ? (double)r->global_batch / st->median : NAN;
+    case PUB_SEQ_PER_S: return st->median;
+    case PUB_TOKENS_PER_S: return r->seq_len > 0 ? st->median / (double)r->seq_len : NAN;
+    case PUB_TOKENS_PER_S_PER_DEVICE:
+        return r->seq_len > 0 && r->devices > 0 ? st->median * (double)r->devices / (double)r->seq_len : NAN;
+    default: return NAN;
+    }
+}
+
+/* The other figures' medians over the kept steps, the spread, the log's own notes. */
+static void row_notes(const log_run *r, const log_steady *st, char *buf, size_t n)
+{
+    size_t len = (size_t)snprintf(buf, n, "steady state: %s median %.6g, min %.6g, max %.6g, IQR %.2f%% of the median",
+                                  pub_metric_names[st->metric], st->median, st->min, st->max, st->iqr_pct);
+    double *x = malloc((size_t)st->n * sizeof *x);
+    for (int m = 0; m < 6 && x; m++) {
+        int k = 0;
+        while (k < st->n && isfinite(x[k] = log_step_figure(&r->steps[st->keep[k]], (pub_metric)m))) k++;
+        if (m == (int)st->metric || k < st->n || len + 64 >= n) continue;
+        stats_summary s;
+        stats_summarize(x, st->n, &s);
+        len += (size_t)snprintf(buf + len, n - len, "; median %s %.6g", pub_metric_names[m], s.median);
+    }
+    free(x);
+    if (*r->notes && len + 3 < n) snprintf(buf + len, n - len, "; %s", r->notes);
+}
+
+/* The configuration cells: hardware, model, batch and layout. */
+static void row_config(const log_run *r, logrow *row)
+{
+    cell_text(row, LC_FRAMEWORK, log_format_frameworks[r->format]);
+    cell_text(row, LC_DEVICE, r->device), cell_text(row, LC_INSTANCE, r->instance);
+    cell_long(row, LC_DEVICES, r->devices), cell_long(row, LC_PER_NODE, r->devices_per_node);
+    cell_text(row, LC_MODEL, r->model), cell_text(row, LC_ARCH, r->arch);
+    cell_long(row, LC_LAYERS, r->layers), cell_long(row, LC_D_MODEL, r->d_model), cell_long(row, LC_HEADS, r->heads);
+    cell_long(row, LC_KV_HEADS, r->kv_heads), cell_long(row, LC_FFN, r->ffn_dim), cell_long(row, LC_VOCAB, r->vocab);
+    cell_num(row, LC_PARAMS, r->params);
+    if (r->tied_embeddings >= 0) cell_text(row, LC_TIED, r->tied_embeddings ? "true" : "false");
+    cell_long(row, LC_SEQ_LEN, r->seq_len), cell_long(row, LC_GB, r->global_batch);
+    cell_long(row, LC_MB, r->micro_batch);
+    cell_long(row, LC_TP, r->tp), cell_long(row, LC_PP, r->pp), cell_long(row, LC_DP, r->dp);
+    cell_long(row, LC_CP, r->cp), cell_long(row, LC_VP, r->vp);
+    if (r->sequence_parallel >= 0) cell_text(row, LC_SEQ_PAR, r->sequence_parallel ? "true" : "false");
+    cell_text(row, LC_SHARDING, r->sharding), cell_text(row, LC_RECOMPUTE, r->recompute);
+    cell_text(row, LC_PRECISION, r->precision);
+}
+
+void logrow_build(const log_run *r, const log_steady *st, const char *id, const char *source, logrow *row)
+{
+    memset(row, 0, sizeof *row);
+    cell_text(row, LC_ID, id), cell_text(row, LC_SOURCE, source);
+    row_config(r, row);
+    cell_text(row, LC_METRIC, pub_metric_names[st->metric]);
+    cell_num(row, LC_VALUE, st->median);
+    int flop = st->metric == PUB_TFLOPS_PER_DEVICE || st->metric == PUB_MFU_PCT;
+    if (flop || r->peak_tflops > 0) cell_text(row, LC_CONVENTION, r->flop_convention);
+    cell_num(row, LC_PEAK, r->peak_tflops);
+    cell_num(row, LC_SEQ_PER_S, row_seq_per_s(r, st));
+    row_notes(r, st, row->cell[LC_NOTES], sizeof row->cell[LC_NOTES]);
+}
+
+void logrow_missing(const logrow *row, char *buf, size_t n)
+{
+    static const int need[] = {LC_DEVICE, LC_DEVICES, LC_PER_NODE, LC_MODEL,   LC_ARCH,   LC_LAYERS,
+                               LC_D_MODEL, LC_HEADS, LC_VOCAB,    LC_SEQ_LEN, LC_GB,     LC_TP,
+                               LC_PP,     LC_DP};
+    size_t len = 0;
+    buf[0] = '\0';
+    for (size_t k = 0; k < sizeof need / sizeof need[0]; k++)
+        if (!row->cell[need[k]][0] && len + 24 < n)
+            len += (size_t)snprintf(buf + len, n - len, "%s%s", len ? ", " : "", logrow_cols[need[k]]);
+}
+
+/* The header and the row into w. */
+static void row_write(csv_writer *w, const logrow *row)
+{
+    for (int c = 0; c < LOGROW_NCOLS; c++) csvw_str(w, logrow_cols[c]);
+    csvw_endrow(w);
+    for (int c = 0; c < LOGROW_NCOLS; c++) csvw_str(w, row->cell[c]);
+    csvw_endrow(w);
+}
+
+int logrow_check(const logrow *row)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/costbench-import-%ld.csv", (long)getpid());
+    csv_writer w;
+    if (csvw_open(&w, path) != 0) return CB_EFAIL;
+    row_write(&w, row);
+    if (csvw_commit(&w) != 0) return CB_EFAIL;
+    dev_table dt = {0};
+    pub_table t;
+    int rc = devices_load(&dt, NULL) != 0 ? CB_EFAIL : published_load(&t, path, &dt) != 0 ? CB_EUSAGE : 0;
+    if (rc == 0) published_free(&t);
+    devices_free(&dt);
+    unlink(path);
+    if (rc == CB_EUSAGE)
+        err_hint("that is the imported row (line 2 of a scratch copy): fix the flag or the log it came from");
+    return rc;
+}
+
+void logrow_print(const logrow *row, const char *const *comments, int ncomments, FILE *f)
+{
+    for (int i = 0; i < ncomments; i++) fprintf(f, "# %s\n", comments[i]);
+    fflush(f);
+    csv_writer w;
+    if (csvw_open(&w, "-") != 0) return;
+    row_write(&w, row);
+    csvw_commit(&w);
+}
+
+/* The existing file's bytes into a new buffer (*n bytes); NULL after an error. */
+static char *file_bytes(const char *path, size_t *n)
+{
+    FILE *f = file_open_read(path);
+    if (!f) return NULL;
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        len += fread(buf + len, 1, cap - len, f);
+        if (len < cap) break;
+        char *b = realloc(buf, cap *= 2);
+        if (!b) free(buf);
+        buf = b;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (!buf || bad) {
+        free(buf);
+        err_msg("cannot read '%s'", path);
+        return NULL;
+    }
+    *n = len;
+    return buf;
+}
+
+/* The file's columns against the row: the id new, every non-empty cell with a column. */
+static int append_check(const table *t, const logrow *row, int *col_of)
+{
+    int id = table_col(t, "id", 1);
+    if (id < 0) return CB_EUSAGE;
+    for (int i = 0; i < t->nrows; i++)
+        if (strcmp(table_cell(t, i, id), row->cell[LC_ID]) == 0) {
+            err_usage("%s:%d: column 'id': '%s' is already in the file", t->path, t->lines[i], row->cell[LC_ID]);
+            err_hint("give the imported row another name with --id");
+            return CB_EUSAGE;
+        }
+    for (int c = 0; c < LOGROW_NCOLS; c++) col_of[c] = -1;
+    for (int j = 0; j < t->ncols; j++)
+        for (int c = 0; c < LOGROW_NCOLS; c++)
+            if (strcmp(t->header[j], logrow_cols[c]) == 0) col_of[c] = j;
+    for (int c = 0; c < LOGROW_NCOLS; c++)
+        if (col_of[c] < 0 && row->cell[c][0])
+            return err_usage("%s:%d: no column '%s' for the imported row's '%.60s'", t->path, t->header_line,
+                             logrow_cols[c], row->cell[c]);
+    return 0;
+}
+
+/* The row appended to the published-runs file at path, in its column order. */
+static int save_append(const logrow *row, const char *path)
+{
+    table t;
+    int col_of[LOGROW_NCOLS];
+    if (table_load(&t, path) != 0) return CB_EUSAGE;
+    int rc = append_check(&t, row, col_of);
+    const char *cells[256];
+    for (int j = 0; j < t.ncols && j < 256; j++) cells[j] = "";
+    for (int c = 0; c < LOGROW_NCOLS && rc == 0; c++)
+        if (col_of[c] >= 0 && col_of[c] < 256) cells[col_of[c]] = row->cell[c];
+    int ncols = t.ncols < 256 ? t.ncols : 256;
+    table_free(&t);
+    size_t n = 0;
+    char *old = rc == 0 ? file_bytes(path, &n) : NULL;
+    if (rc != 0 || !old) return rc ? rc : CB_EFAIL;
+    csv_writer w;
+    if (csvw_open(&w, path) != 0) return free(old), CB_EFAIL;
+    fwrite(old, 1, n, w.f);
+    if (n && old[n - 1] != '\n') fputc('\n', w.f);
+    free(old);
+    for (int j = 0; j < ncols; j++) csvw_str(&w, cells[j]);
+    csvw_endrow(&w);
+    return csvw_commit(&w);
+}
+
+int logrow_save(const logrow *row, const char *const *comments, int ncomments, const char *path)
+{
+    if (access(path, F_OK) == 0) {
+        int schema = published_is_schema(path);
+        if (schema < 0) return CB_EUSAGE;
+        if (!schema)
+            return err_usage("flag '--out': %s is not a published-runs file (no 'id', 'metric' and 'value' columns)",
+                             path);
+        return save_append(row, path);
+    }
+    csv_writer w;
+    if (csvw_open(&w, path) != 0) return CB_EFAIL;
+    for (int i = 0; i < ncomments; i++) fprintf(w.f, "# %s\n", comments[i]);
+    row_write(&w, row);
+    return csvw_commit(&w);
+}

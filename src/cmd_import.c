@@ -1,0 +1,278 @@
+/* costbench import LOG: a training run's log as one row of the published-runs schema
+ * (data/reference/published/SCHEMA.md). Flags -> the log's lines -> its format's parser
+ * (report/logimport.h) -> the flags' configuration merged in -> the steady state and the row
+ * (report/logrow.h) -> `#` lines and the row as CSV on stdout, and --out FILE.csv. */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/err.h"
+#include "../common/opts.h"
+#include "../report/devices.h"
+#include "../report/kvconf.h"
+#include "../report/logimport.h"
+#include "../report/logrow.h"
+#include "../report/netfit.h"
+#include "commands.h"
+#include "import_net.h"
+
+/* One parser per format, in log_format's order (a format without one here is refused by name). */
+static const log_parser import_parsers[LOG_NFORMATS] = {
+    [LOG_MEGATRON] = log_parse_megatron,     [LOG_NEMO] = log_parse_nemo,
+    [LOG_TORCHTITAN] = log_parse_torchtitan, [LOG_COMPOSER] = log_parse_composer,
+    [LOG_COSTBENCH] = log_parse_costbench,
+};
+
+typedef struct {
+    const char *config, *framework, *out, *id, *model, *device, *instance, *precision;
+    const char *collective, *scope, *hw_path; /* a collective benchmark's (src/import_net.h) */
+    long skip, devices, per_node, tp, pp, dp, micro_batch, global_batch, seq;
+    char *files[2];
+    int nfiles;
+} import_opts;
+
+static int import_parse(import_opts *o, int argc, char **argv)
+{
+    *o = (import_opts){.skip = -1, .nfiles = 2};
+    const opt_spec specs[] = {
+        {"config", OPT_STR, &o->config, 0, 0, 0, 0, "FILE",
+         "the run's config file (YAML or TOML) when the log lacks it"},
+        {"framework", OPT_STR, &o->framework, 0, 0, 0, 0, "NAME",
+         "megatron, nemo, torchtitan, composer or costbench (default: detected from the first step line)"},
+        {"skip-steps", OPT_LONG, &o->skip, 0, 100000000, 0, 0, "N", "drop the first N step lines as warm-up "
+                                                                     "(default: detected)"},
+        {"out", OPT_STR, &o->out, 0, 0, 0, 0, "FILE.csv",
+         "write the row: a new file, or appended to a published-runs file"},
+        {"id", OPT_STR, &o->id, 0, 0, 0, 0, "ID", "the row's id (default: the log's file name without extension)"},
+        {"model", OPT_STR, &o->model, 0, 0, 0, 0, "NAME", "the model (a preset of data/models.csv fills its shape)"},
+        {"device", OPT_STR, &o->device, 0, 0, 0, 0, "NAME", "the accelerator (data/devices.csv)"},
+        {"instance", OPT_STR, &o->instance, 0, 0, 0, 0, "TYPE", "the cloud instance type"},
+        {"devices", OPT_LONG, &o->devices, 1, 10000000, 0, 0, "N", "accelerators in the run"},
+        {"devices-per-node", OPT_LONG, &o->per_node, 1, 100000, 0, 0, "N", "accelerators per node"},
+        {"tp", OPT_LONG, &o->tp, 1, 65536, 0, 0, "N", "tensor parallel degree"},
+        {"pp", OPT_LONG, &o->pp, 1, 65536, 0, 0, "N", "pipeline parallel degree"},
+        {"dp", OPT_LONG, &o->dp, 1, 10000000, 0, 0, "N", "data parallel degree"},
+        {"micro-batch", OPT_LONG, &o->micro_batch, 1, 100000000, 0, 0, "B", "sequences per device per micro-batch"},
+        {"global-batch", OPT_LONG, &o->global_batch, 1, 100000000, 0, 0, "G", "sequences per optimizer step"},
+        {"seq", OPT_LONG, &o->seq, 1, 100000000, 0, 0, "T", "tokens per sequence"},
+        {"precision", OPT_STR, &o->precision, 0, 0, 0, 0, "NAME", "bf16-mixed, fp16-mixed, fp8, fp32 or bf16"},
+        {"collective", OPT_STR, &o->collective, 0, 0, 0, 0, "NAME",
+         "nccl-tests output: all_reduce, all_gather or reduce_scatter, when the output does not say"},
+        {"scope", OPT_STR, &o->scope, 0, 0, 0, 0, "intra|inter",
+         "nccl-tests output: inside a node or across nodes (default: from the hosts its rank lines name)"},
+        {"hardware", OPT_STR, &o->hw_path, 0, 0, 0, 0, "FILE",
+         "nccl-tests output: the hardware table --instance is looked up in (default data/hardware.csv)"},
+        {0},
+    };
+    int rc = opts_parse("import", "LOG [--framework NAME] [--skip-steps N] [--out FILE.csv] [configuration flags]",
+                        specs, argc, argv, 2, o->files, &o->nfiles);
+    if (rc != 0) return rc;
+    if (o->nfiles != 1) return err_usage("import: expected one LOG, got %d", o->nfiles);
+    return 0;
+}
+
+/* A text flag into field (n bytes): fills it when the log leaves it empty; a different value is an error. */
+static int merge_text(const char *flag, const char *v, char *field, size_t n, const log_run *r, char *from, size_t fn)
+{
+    if (!v) return 0;
+    if (*field && strcmp(field, v) != 0)
+        return err_usage("flag '--%s': '%s', but the log states '%s' (%s)", flag, v, field, r->config_from);
+    if (!*field) {
+        snprintf(field, n, "%s", v);
+        snprintf(from + strlen(from), fn - strlen(from), "%s%s", *from ? ", " : "", flag);
+    }
+    return 0;
+}
+
+/* A number flag (0: not given) into field (0: unset), by the same rule. */
+static int merge_long(const char *flag, long v, long *field, const log_run *r, char *from, size_t fn)
+{
+    if (v <= 0) return 0;
+    if (*field > 0 && *field != v)
+        return err_usage("flag '--%s': %ld, but the log states %ld (%s)", flag, v, *field, r->config_from);
+    if (*field <= 0) *field = v, snprintf(from + strlen(from), fn - strlen(from), "%s%s", *from ? ", " : "", flag);
+    return 0;
+}
+
+static int merge_int(const char *flag, long v, int *field, const log_run *r, char *from, size_t fn)
+{
+    long f = *field;
+    int rc = merge_long(flag, v, &f, r, from, fn);
+    *field = (int)f;
+    return rc;
+}
+
+/* The data-parallel degree, when the log states the ranks and every other degree but not it:
+ * devices x ranks per device (data/devices.csv's workers; 1 for a device it does not list) over
+ * tp x pp x cp. */
+static void import_dp(log_run *r)
+{
+    if (r->dp > 0 || r->devices <= 0 || r->tp <= 0 || r->pp <= 0) return;
+    long workers = 1, cp = r->cp > 0 ? r->cp : 1;
+    dev_table dt = {0};
+    if (*r->device && devices_load(&dt, NULL) == 0) {
+        const dev_row *d = devices_find(&dt, r->device);
+        if (d) workers = d->workers;
+    }
+    devices_free(&dt);
+    long ranks = r->devices * workers, model = (long)r->tp * r->pp * cp;
+    if (ranks % model == 0) r->dp = (int)(ranks / model);
+}
+
+/* The flags' configuration merged into r; `from` lists the fields they filled. */
+static int import_merge(const import_opts *o, log_run *r, char *from, size_t fn)
+{
+    static const char *const precisions[5] = {"bf16-mixed", "fp16-mixed", "fp8", "fp32", "bf16"};
+    int ok = !o->precision;
+    for (int k = 0; k < 5 && !ok; k++) ok = strcmp(o->precision, precisions[k]) == 0;
+    if (!ok)
+        return err_usage("flag '--precision': expected bf16-mixed, fp16-mixed, fp8, fp32 or bf16, got '%s'",
+                         o->precision);
+    from[0] = '\0';
+    if (merge_text("model", o->model, r->model, sizeof r->model, r, from, fn) ||
+        merge_text("device", o->device, r->device, sizeof r->device, r, from, fn) ||
+        merge_text("instance", o->instance, r->instance, sizeof r->instance, r, from, fn) ||
+        merge_text("precision", o->precision, r->precision, sizeof r->precision, r, from, fn) ||
+        merge_long("devices", o->devices, &r->devices, r, from, fn) ||
+        merge_long("devices-per-node", o->per_node, &r->devices_per_node, r, from, fn) ||
+        merge_int("tp", o->tp, &r->tp, r, from, fn) || merge_int("pp", o->pp, &r->pp, r, from, fn) ||
+        merge_int("dp", o->dp, &r->dp, r, from, fn) ||
+        merge_long("micro-batch", o->micro_batch, &r->micro_batch, r, from, fn) ||
+        merge_long("global-batch", o->global_batch, &r->global_batch, r, from, fn) ||
+        merge_long("seq", o->seq, &r->seq_len, r, from, fn))
+        return CB_EUSAGE;
+    if (o->model) log_preset_fill(r, o->model, 1);
+    import_dp(r);
+    for (int k = 0; k < r->nsteps; k++)
+        if (r->steps[k].global_batch <= 0) r->steps[k].global_batch = r->global_batch;
+    return 0;
+}
+
+/* The format: --framework, else the first step line of any format. */
+static int import_format(const import_opts *o, const text_lines *t, log_format *f, char *how, size_t n)
+{
+    if (o->framework) {
+        for (int k = 0; k < LOG_NFORMATS; k++)
+            if (strcmp(o->framework, log_format_names[k]) == 0) {
+                *f = (log_format)k;
+                snprintf(how, n, "--framework %s", o->framework);
+                return 0;
+            }
+        return err_usage("flag '--framework': expected megatron, nemo, torchtitan, composer or costbench, got '%s'",
+                         o->framework);
+    }
+    int i = log_detect_line(t, f);
+    if (i < 0) {
+        int first = 0;
+        while (first < t->n && !t->line[first][strspn(t->line[first], " \t")]) first++;
+        return err_usage("%s:%d: no step line of Megatron-LM, NeMo, torchtitan, Composer / llm-foundry or costbench "
+                         "train, and no nccl-tests or `costbench allreduce` table; give --framework to name the format "
+                         "(the first line reads '%.80s')",
+                         t->path, first < t->n ? first + 1 : 1, first < t->n ? t->line[first] : "");
+    }
+    snprintf(how, n, "detected from line %d: '%.80s'", i + 1, t->line[i] + strspn(t->line[i], " "));
+    return 0;
+}
+
+/* The row's id: --id, else the log's file name without its extension, every character outside
+ * [A-Za-z0-9._-] made '-'. */
+static void import_id(const import_opts *o, char *id, size_t n)
+{
+    const char *base = strrchr(o->files[0], '/');
+    base = base ? base + 1 : o->files[0];
+    snprintf(id, n, "%s", o->id ? o->id : base);
+    char *dot = o->id ? NULL : strrchr(id, '.');
+    if (dot && dot != id) *dot = '\0';
+    for (char *p = id; *p; p++)
+        if (!isalnum((unsigned char)*p) && !strchr("._-", *p)) *p = '-';
+}
+
+/* The `#` lines above the row. */
+static int import_comments(const log_run *r, const log_steady *st, const logrow *row, const char *how,
+                           const char *from, char lines[][1200])
+{
+    int n = 0;
+    snprintf(lines[n++], 1200, "%.600s, %s format (%.160s)", row->cell[1], log_format_names[r->format], how);
+    snprintf(lines[n++], 1200, "configuration from %s%s%s%s", *r->config_from ? r->config_from : "no stated block",
+             *from ? "; from flags: " : "", from, *from ? "" : "; none from flags");
+    char missing[256];
+    logrow_missing(row, missing, sizeof missing);
+    if (*missing)
+        snprintf(lines[n++], 1200, "%s: empty; give them (--device, --devices, --devices-per-node, --tp, --pp, --dp, "
+                                  "--model, --seq, --global-batch) to use this row with --calibrate or validate",
+                 missing);
+    snprintf(lines[n++], 1200,
+             "steps: %d step lines; %d dropped for a global batch other than the last (ramp-up); %d without %s "
+             "(before the framework's throughput window filled); %d dropped as warm-up (%s); %d kept, %ld steps",
+             st->nlines, st->ramp, st->unprinted, pub_metric_names[st->metric], st->warm, st->why, st->n, st->iters);
+    snprintf(lines[n++], 1200, "steady state: %s median %.6g, min %.6g, max %.6g, spread (IQR) %.2f%% of the median",
+             pub_metric_names[st->metric], st->median, st->min, st->max, st->iqr_pct);
+    snprintf(lines[n++], 1200, "metric %s: of step_time_s (with the global batch), seq_per_s, tokens_per_s, "
+                              "tokens_per_s_per_device, tflops_per_device, mfu_pct, step_time_s, the first the last "
+                              "step line prints; seq_per_s %s",
+             pub_metric_names[st->metric], *row->cell[34] ? "derived from it" : "left empty (not derivable here)");
+    return n;
+}
+
+/* The row of the parsed run r, printed and saved. */
+static int import_emit(const import_opts *o, const text_lines *t, log_run *r, const char *how)
+{
+    char from[256];
+    int rc = import_merge(o, r, from, sizeof from);
+    log_steady st = {0};
+    if (rc == 0) rc = log_steady_compute(r, o->skip, t->path, &st);
+    if (rc != 0) return log_steady_free(&st), rc;
+    char id[64], source[600], lines[8][1200];
+    import_id(o, id, sizeof id);
+    snprintf(source, sizeof source, "costbench import of %.400s (lines %d-%d, %ld steps after %d warm-up)", t->path,
+             r->steps[st.keep[0]].line, r->steps[st.keep[st.n - 1]].line, st.iters, st.warm);
+    logrow *row = malloc(sizeof *row);
+    if (!row) return log_steady_free(&st), err_msg("out of memory");
+    logrow_build(r, &st, id, source, row);
+    int n = import_comments(r, &st, row, how, from, lines);
+    const char *c[8];
+    for (int k = 0; k < n; k++) c[k] = lines[k];
+    char missing[256];
+    logrow_missing(row, missing, sizeof missing);
+    if (!*missing) rc = logrow_check(row);
+    if (rc == 0) logrow_print(row, c, n, stdout);
+    if (rc == 0 && o->out) rc = logrow_save(row, c, n, o->out);
+    free(row);
+    log_steady_free(&st);
+    return rc;
+}
+
+int cmd_import(int argc, char **argv)
+{
+    import_opts o;
+    int rc = import_parse(&o, argc, argv);
+    if (rc != 0) return rc > 0 ? 0 : rc;
+    text_lines t;
+    if (text_lines_load(&t, o.files[0]) != 0) return CB_EUSAGE;
+    if (netfit_detect(&t) != 0) { /* a collective benchmark: the network, not a training run */
+        rc = o.framework ? err_usage("flag '--framework': %s is a collective benchmark's output, not a training log",
+                                     t.path)
+                         : cmd_import_net(&t, argc, argv);
+        text_lines_free(&t);
+        return rc;
+    }
+    const char *net_only = o.collective ? "collective" : o.scope ? "scope" : o.hw_path ? "hardware" : NULL;
+    if (net_only) {
+        text_lines_free(&t);
+        return err_usage("flag '--%s': for nccl-tests or `costbench allreduce` output; %s is a training log", net_only,
+                         o.files[0]);
+    }
+    log_format f = LOG_COSTBENCH;
+    char how[160];
+    rc = import_format(&o, &t, &f, how, sizeof how);
+    if (rc == 0 && !import_parsers[f])
+        rc = err_usage("%s: a %s log: this build has no reader for it", t.path, log_format_names[f]);
+    log_run r;
+    log_run_init(&r, f);
+    if (rc == 0) rc = import_parsers[f](&t, o.config, &r);
+    if (rc == 0) rc = import_emit(&o, &t, &r, how);
+    log_run_free(&r);
+    text_lines_free(&t);
+    return rc;
+}
