@@ -25,8 +25,10 @@ static void skip_ws(json_reader *r)
 {
     while (r->pos < r->len) {
         char c = r->s[r->pos];
-        if (c == '\n') r->line++;
-        else if (c != ' ' && c != '\t' && c != '\r') return;
+        if (c == '\n')
+            r->line++;
+        else if (c != ' ' && c != '\t' && c != '\r')
+            return;
         r->pos++;
     }
 }
@@ -44,27 +46,33 @@ static int parse_number(json_reader *r, json_val *v)
     size_t start = r->pos, p = r->pos;
     const char *s = r->s;
     if (p < r->len && s[p] == '-') p++;
-    if (p < r->len && s[p] == '0') p++;
+    if (p < r->len && s[p] == '0')
+        p++;
     else if (p < r->len && s[p] >= '1' && s[p] <= '9')
         while (p < r->len && s[p] >= '0' && s[p] <= '9') p++;
-    else return json_fail(r, "expected a JSON value");
+    else
+        return json_fail(r, "expected a JSON value");
     if (p < r->len && s[p] == '.') {
-        if (++p >= r->len || s[p] < '0' || s[p] > '9') return err_usage("%s:%d: a number needs digits after '.'", r->path, r->line);
+        if (++p >= r->len || s[p] < '0' || s[p] > '9')
+            return err_usage("%s:%d: a number needs digits after '.'", r->path, r->line);
         while (p < r->len && s[p] >= '0' && s[p] <= '9') p++;
     }
     if (p < r->len && (s[p] == 'e' || s[p] == 'E')) {
         p++;
         if (p < r->len && (s[p] == '+' || s[p] == '-')) p++;
-        if (p >= r->len || s[p] < '0' || s[p] > '9') return err_usage("%s:%d: a number needs an exponent", r->path, r->line);
+        if (p >= r->len || s[p] < '0' || s[p] > '9')
+            return err_usage("%s:%d: a number needs an exponent", r->path, r->line);
         while (p < r->len && s[p] >= '0' && s[p] <= '9') p++;
     }
     char buf[64];
-    if (p - start >= sizeof buf) return err_usage("%s:%d: a number longer than %zu characters", r->path, r->line, sizeof buf - 1);
+    if (p - start >= sizeof buf)
+        return err_usage("%s:%d: a number longer than %zu characters", r->path, r->line, sizeof buf - 1);
     memcpy(buf, s + start, p - start);
     buf[p - start] = '\0';
     errno = 0;
     v->number = strtod(buf, NULL);
-    if (errno == ERANGE || !isfinite(v->number)) return err_usage("%s:%d: number '%s' out of range", r->path, r->line, buf);
+    if (errno == ERANGE || !isfinite(v->number))
+        return err_usage("%s:%d: number '%s' out of range", r->path, r->line, buf);
     v->kind = JSON_NUMBER;
     r->pos = p;
     return 0;
@@ -76,8 +84,10 @@ static int hex4(json_reader *r, unsigned *out)
     *out = 0;
     for (int i = 0; i < 4; i++) {
         char c = r->s[r->pos++];
-        unsigned d = c >= '0' && c <= '9' ? (unsigned)(c - '0') : c >= 'a' && c <= 'f' ? (unsigned)(c - 'a' + 10)
-                     : c >= 'A' && c <= 'F' ? (unsigned)(c - 'A' + 10) : 16u;
+        unsigned d = c >= '0' && c <= '9'   ? (unsigned)(c - '0')
+                     : c >= 'a' && c <= 'f' ? (unsigned)(c - 'a' + 10)
+                     : c >= 'A' && c <= 'F' ? (unsigned)(c - 'A' + 10)
+                                            : 16u;
         if (d == 16) return err_usage("%s:%d: expected 4 hex digits after '\\u'", r->path, r->line);
         *out = *out * 16 + d;
     }
@@ -101,7 +111,8 @@ static int unicode_escape(json_reader *r, char *out, size_t *n)
         return err_usage("%s:%d: a lone surrogate in '\\u' escape", r->path, r->line);
     }
     if (cp == 0) return err_usage("%s:%d: '\\u0000' in a string", r->path, r->line);
-    if (cp < 0x80) out[(*n)++] = (char)cp;
+    if (cp < 0x80)
+        out[(*n)++] = (char)cp;
     else if (cp < 0x800) {
         out[(*n)++] = (char)(0xC0 | (cp >> 6));
         out[(*n)++] = (char)(0x80 | (cp & 0x3F));
@@ -136,7 +147,8 @@ static int parse_string(json_reader *r, char **out)
             return err_usage("%s:%d: a control character in a string (unterminated string?)", r->path, r->line);
         }
         r->pos++;
-        if (c != '\\') buf[n++] = c;
+        if (c != '\\')
+            buf[n++] = c;
         else if (r->pos < r->len && r->s[r->pos] == 'u') {
             r->pos++;
             if (unicode_escape(r, buf, &n) != 0) {
@@ -185,7 +197,8 @@ static int parse_container(json_reader *r, json_val *v, char close)
 {
     int cap = 0, rc = 0;
     v->kind = close == ']' ? JSON_ARRAY : JSON_OBJECT;
-    if (++r->depth > JSON_MAX_DEPTH) return err_usage("%s:%d: nested deeper than %d levels", r->path, r->line, JSON_MAX_DEPTH);
+    if (++r->depth > JSON_MAX_DEPTH)
+        return err_usage("%s:%d: nested deeper than %d levels", r->path, r->line, JSON_MAX_DEPTH);
     r->pos++;
     skip_ws(r);
     if (r->pos < r->len && r->s[r->pos] == close) {
@@ -231,13 +244,25 @@ static int parse_value(json_reader *r, json_val *v)
     v->line = r->line;
     if (r->pos >= r->len) return json_fail(r, "expected a JSON value");
     switch (r->s[r->pos]) {
-    case '{': return parse_container(r, v, '}');
-    case '[': return parse_container(r, v, ']');
-    case '"': v->kind = JSON_STRING; return parse_string(r, &v->str);
-    case 't': v->kind = JSON_BOOL; v->boolean = 1; return literal(r, "true");
-    case 'f': v->kind = JSON_BOOL; return literal(r, "false");
-    case 'n': v->kind = JSON_NULL; return literal(r, "null");
-    default: return parse_number(r, v);
+    case '{':
+        return parse_container(r, v, '}');
+    case '[':
+        return parse_container(r, v, ']');
+    case '"':
+        v->kind = JSON_STRING;
+        return parse_string(r, &v->str);
+    case 't':
+        v->kind = JSON_BOOL;
+        v->boolean = 1;
+        return literal(r, "true");
+    case 'f':
+        v->kind = JSON_BOOL;
+        return literal(r, "false");
+    case 'n':
+        v->kind = JSON_NULL;
+        return literal(r, "null");
+    default:
+        return parse_number(r, v);
     }
 }
 
@@ -264,8 +289,10 @@ int json_load(const char *path, json_val *out)
     while (rc == 0) {
         if (n == cap) {
             char *b = cap < JSON_MAX_BYTES ? realloc(buf, cap * 2) : NULL;
-            if (!b) rc = err_usage("%s: larger than %zu MiB", path, JSON_MAX_BYTES >> 20);
-            else buf = b, cap *= 2;
+            if (!b)
+                rc = err_usage("%s: larger than %zu MiB", path, JSON_MAX_BYTES >> 20);
+            else
+                buf = b, cap *= 2;
             if (rc) break;
         }
         size_t got = fread(buf + n, 1, cap - n, f);

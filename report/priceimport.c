@@ -61,8 +61,10 @@ static int pi_add(price_import *pi, const pi_ctx *c, const char *instance, const
         price_row *q = &pi->rows[i];
         if (strcmp(q->instance, instance) || strcmp(q->region, region) || strcmp(q->option, option)) continue;
         if (q->usd_per_hour == usd_per_hour) {
-            if (c->fold_zones) pi->nfolded++;
-            else drop(pi, "the same price repeated");
+            if (c->fold_zones)
+                pi->nfolded++;
+            else
+                drop(pi, "the same price repeated");
             return 0;
         }
         if (!c->fold_zones)
@@ -120,7 +122,8 @@ static int skypilot_row(price_import *pi, const pi_ctx *c, const table *t, const
     if (!*region) return err_usage("%s:%d: column 'Region': empty", c->path, t->lines[i]);
     double usd;
     int rc = 0;
-    if (!*table_cell(t, i, col[1])) drop(pi, "no Price");
+    if (!*table_cell(t, i, col[1]))
+        drop(pi, "no Price");
     else if ((rc = price_cell(t, i, col[1], &usd)) != 0 ||
              (rc = pi_add(pi, c, inst, region, "on_demand", usd, t->lines[i], where)) != 0)
         return rc < 0 ? rc : CB_EUSAGE;
@@ -152,14 +155,48 @@ static int read_skypilot(price_import *pi, pi_ctx *c)
 
 /* ------------------------------------------------------------------ aws-offer */
 
-enum { AW_SKU, AW_TERMCODE, AW_TERMTYPE, AW_UNIT, AW_PRICE, AW_CURRENCY, AW_LEASE, AW_PURCHASE, AW_CLASS, AW_FAMILY,
-       AW_INSTANCE, AW_TENANCY, AW_OS, AW_LICENSE, AW_CAPACITY, AW_SW, AW_REGION, AW_NCOLS };
-static const char *const aws_cols[AW_NCOLS] = {
-    "SKU", "OfferTermCode", "TermType", "Unit", "PricePerUnit", "Currency", "LeaseContractLength", "PurchaseOption",
-    "OfferingClass", "Product Family", "Instance Type", "Tenancy", "Operating System", "License Model",
-    "CapacityStatus", "Pre Installed S/W", "Region Code"};
+enum {
+    AW_SKU,
+    AW_TERMCODE,
+    AW_TERMTYPE,
+    AW_UNIT,
+    AW_PRICE,
+    AW_CURRENCY,
+    AW_LEASE,
+    AW_PURCHASE,
+    AW_CLASS,
+    AW_FAMILY,
+    AW_INSTANCE,
+    AW_TENANCY,
+    AW_OS,
+    AW_LICENSE,
+    AW_CAPACITY,
+    AW_SW,
+    AW_REGION,
+    AW_NCOLS
+};
+static const char *const aws_cols[AW_NCOLS] = {"SKU",
+                                               "OfferTermCode",
+                                               "TermType",
+                                               "Unit",
+                                               "PricePerUnit",
+                                               "Currency",
+                                               "LeaseContractLength",
+                                               "PurchaseOption",
+                                               "OfferingClass",
+                                               "Product Family",
+                                               "Instance Type",
+                                               "Tenancy",
+                                               "Operating System",
+                                               "License Model",
+                                               "CapacityStatus",
+                                               "Pre Installed S/W",
+                                               "Region Code"};
 /* The product filter: column, the value kept, the reason a row is dropped. */
-static const struct { int col; const char *keep, *why; } aws_keep[] = {
+static const struct {
+    int col;
+    const char *keep, *why;
+} aws_keep[] = {
     {AW_FAMILY, "Compute Instance", "not a compute instance"},
     {AW_OS, "Linux", "operating system not Linux"},
     {AW_TENANCY, "Shared", "tenancy not Shared"},
@@ -222,8 +259,9 @@ static int aws_reserved(aws_terms *ts, const pi_ctx *c, const table *t, const in
         if (strcmp(ts->v[k].sku, sku) == 0 && strcmp(ts->v[k].term, code) == 0) term = &ts->v[k];
     if (!term) {
         int years = strcmp(lease, "1yr") == 0 ? 1 : strcmp(lease, "3yr") == 0 ? 3 : 0;
-        if (!years) return err_usage("%s:%d: column 'LeaseContractLength': expected 1yr or 3yr, got '%s'", c->path,
-                                     t->lines[i], lease);
+        if (!years)
+            return err_usage("%s:%d: column 'LeaseContractLength': expected 1yr or 3yr, got '%s'", c->path, t->lines[i],
+                             lease);
         if (ts->n == ts->cap) {
             int cap = ts->cap ? 2 * ts->cap : 32;
             aws_term *v = realloc(ts->v, (size_t)cap * sizeof *v);
@@ -262,7 +300,8 @@ static int aws_row(price_import *pi, const pi_ctx *c, const table *t, const int 
     const char *type = table_cell(t, i, col[AW_TERMTYPE]), *inst = table_cell(t, i, col[AW_INSTANCE]);
     double usd;
     if (!*inst || !*table_cell(t, i, col[AW_REGION]))
-        return err_usage("%s:%d: a compute instance row without 'Instance Type' or 'Region Code'", c->path, t->lines[i]);
+        return err_usage("%s:%d: a compute instance row without 'Instance Type' or 'Region Code'", c->path,
+                         t->lines[i]);
     if (price_cell(t, i, col[AW_PRICE], &usd) != 0) return CB_EUSAGE;
     if (strcmp(type, "OnDemand") == 0) {
         if (strcmp(table_cell(t, i, col[AW_UNIT]), "Hrs") != 0) return drop(pi, "on-demand row not per hour"), 0;
@@ -271,7 +310,8 @@ static int aws_row(price_import *pi, const pi_ctx *c, const table *t, const int 
         return pi_add(pi, c, inst, table_cell(t, i, col[AW_REGION]), "on_demand", usd, t->lines[i], where);
     }
     if (strcmp(type, "Reserved") != 0)
-        return err_usage("%s:%d: column 'TermType': expected OnDemand or Reserved, got '%s'", c->path, t->lines[i], type);
+        return err_usage("%s:%d: column 'TermType': expected OnDemand or Reserved, got '%s'", c->path, t->lines[i],
+                         type);
     if (strcmp(table_cell(t, i, col[AW_CLASS]), "standard") != 0) return drop(pi, "convertible reserved term"), 0;
     return aws_reserved(ts, c, t, col, i, usd);
 }
@@ -308,8 +348,8 @@ static int aws_reserved_rows(price_import *pi, const pi_ctx *c, const aws_terms 
         if (best != a) continue;
         char where[32];
         snprintf(where, sizeof where, "line %d", a->line);
-        int rc = pi_add(pi, c, a->instance, a->region, a->years == 1 ? "reserved_1y" : "reserved_3y", eff, a->line,
-                        where);
+        int rc =
+            pi_add(pi, c, a->instance, a->region, a->years == 1 ? "reserved_1y" : "reserved_3y", eff, a->line, where);
         if (rc) return rc;
     }
     return 0;
@@ -337,15 +377,16 @@ static int read_aws(price_import *pi, pi_ctx *c, char *as_of, size_t n)
 
 /* ------------------------------------------------------------------ azure-retail */
 
-static const char *const az_fields[] = {"currencyCode", "retailPrice", "armRegionName", "productName", "skuName",
-                                        "serviceName", "unitOfMeasure", "type", "armSkuName"};
+static const char *const az_fields[] = {"currencyCode", "retailPrice",   "armRegionName", "productName", "skuName",
+                                        "serviceName",  "unitOfMeasure", "type",          "armSkuName"};
 
 /* The option of a kept item, or NULL after counting why it is dropped. */
 static const char *azure_option(price_import *pi, const json_val *it, int *years)
 {
     const char *type = json_get_str(it, "type"), *sku = json_get_str(it, "skuName");
     *years = 0;
-    if (strcmp(json_get_str(it, "serviceName"), "Virtual Machines") != 0) return drop(pi, "not a virtual machine"), NULL;
+    if (strcmp(json_get_str(it, "serviceName"), "Virtual Machines") != 0)
+        return drop(pi, "not a virtual machine"), NULL;
     if (strstr(json_get_str(it, "productName"), "Windows")) return drop(pi, "Windows"), NULL;
     if (strstr(sku, "Low Priority")) return drop(pi, "Low Priority"), NULL;
     if (strcmp(json_get_str(it, "currencyCode"), "USD") != 0) return drop(pi, "currency not USD"), NULL;
@@ -426,11 +467,12 @@ static int import_context(pi_ctx *c, const char *path, const price_import_opts *
     c->provider = o->provider ? o->provider : default_provider[o->format];
     if (!c->provider && provider_from_path(path, prov, n) == 0) c->provider = prov;
     if (!c->provider)
-        return err_usage("%s: which cloud? give --provider (a SkyPilot catalogue path names it: .../aws/vms.csv)", path);
+        return err_usage("%s: which cloud? give --provider (a SkyPilot catalogue path names it: .../aws/vms.csv)",
+                         path);
     if (o->format != PF_AWS_OFFER && !o->as_of)
         return err_usage("--as-of: required for --format %s: the catalogue does not say when its prices were read%s",
-                         c->format, o->format == PF_AZURE_RETAIL ? " (effectiveStartDate is when a price took effect)"
-                                                                 : "");
+                         c->format,
+                         o->format == PF_AZURE_RETAIL ? " (effectiveStartDate is when a price took effect)" : "");
     return 0;
 }
 
@@ -444,9 +486,12 @@ int price_import_read(price_import *pi, const char *path, const price_import_opt
     if (rc == 0 && o->as_of && price_as_of_check(o->as_of) != 0)
         rc = err_usage("--as-of: expected YYYY, YYYY-MM or YYYY-MM-DD, got '%s'", o->as_of);
     if (rc == 0) {
-        if (o->format == PF_SKYPILOT) rc = read_skypilot(pi, &c);
-        else if (o->format == PF_AWS_OFFER) rc = read_aws(pi, &c, as_of, sizeof as_of);
-        else rc = read_azure(pi, &c);
+        if (o->format == PF_SKYPILOT)
+            rc = read_skypilot(pi, &c);
+        else if (o->format == PF_AWS_OFFER)
+            rc = read_aws(pi, &c, as_of, sizeof as_of);
+        else
+            rc = read_azure(pi, &c);
     }
     if (rc) price_import_free(pi);
     return rc ? CB_EUSAGE : 0;
@@ -515,7 +560,8 @@ static int merge_plan(const price_import *pi, const price_table *old, int replac
                 fate[i] = j;
             } else {
                 err_usage("%s:%d: %s %s %s is priced %.9g $/h; %s says %.9g $/h (give --replace to take the new "
-                          "price)", old->path, q->line, p->instance, p->region, p->option, q->usd_per_hour, p->source,
+                          "price)",
+                          old->path, q->line, p->instance, p->region, p->option, q->usd_per_hour, p->source,
                           p->usd_per_hour);
                 conflicts++;
             }
@@ -535,8 +581,10 @@ static int merge_write(const price_import *pi, const price_table *old, const tex
         const char *by = NULL;
         for (int i = 0; i < pi->n && !by; i++)
             if (fate[i] >= 0 && old->rows[fate[i]].line == l + 1) by = pi->rows[i].source;
-        if (by) fprintf(w.f, "# replaced by %s: %s\n", by, tl->line[l]);
-        else fprintf(w.f, "%s\n", tl->line[l]);
+        if (by)
+            fprintf(w.f, "# replaced by %s: %s\n", by, tl->line[l]);
+        else
+            fprintf(w.f, "%s\n", tl->line[l]);
     }
     for (int i = 0; i < pi->n; i++)
         if (fate[i] != -2) write_row(&w, &pi->rows[i]);
@@ -551,10 +599,13 @@ int price_import_merge(const price_import *pi, const char *out, int replace, FIL
     text_lines tl;
     int *fate = malloc((size_t)(pi->n ? pi->n : 1) * sizeof *fate);
     int rc = fate ? 0 : err_msg("out of memory");
-    if (rc == 0 && text_lines_load(&tl, out) != 0) rc = CB_EFAIL;
+    if (rc == 0 && text_lines_load(&tl, out) != 0)
+        rc = CB_EFAIL;
     else if (rc == 0) {
-        if (merge_plan(pi, &old, replace, fate, report) > 0) rc = CB_EUSAGE;
-        else rc = merge_write(pi, &old, &tl, fate, out);
+        if (merge_plan(pi, &old, replace, fate, report) > 0)
+            rc = CB_EUSAGE;
+        else
+            rc = merge_write(pi, &old, &tl, fate, out);
         text_lines_free(&tl);
     }
     free(fate);

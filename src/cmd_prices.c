@@ -38,7 +38,8 @@ static int prices_import(int argc, char **argv)
     int f = -1;
     for (int i = 0; i < 3 && format; i++)
         if (strcmp(format, price_format_names[i]) == 0) f = i;
-    if (f < 0) return err_usage("--format: expected skypilot, aws-offer or azure-retail, got '%s'", format ? format : "");
+    if (f < 0)
+        return err_usage("--format: expected skypilot, aws-offer or azure-retail, got '%s'", format ? format : "");
     o.format = (price_format)f;
     price_import pi;
     if (price_import_read(&pi, pos[0], &o, stderr) != 0) return CB_EUSAGE;
@@ -71,8 +72,8 @@ static void prices_print(const listed *v, int n)
         double days = price_age_days(p, now);
         price_age_text(days, age, sizeof age);
         if (isfinite(v[i].per_acc)) snprintf(acc, sizeof acc, "%.4g", v[i].per_acc);
-        printf("%-28s %-6s %-16s %-12s %12.6g %10s %-10s %-12s %s%s\n", p->instance, p->provider, p->region,
-               p->option, p->usd_per_hour, acc, p->as_of, age, p->source, days > PRICE_STALE_DAYS ? "  [!] >1y old" : "");
+        printf("%-28s %-6s %-16s %-12s %12.6g %10s %-10s %-12s %s%s\n", p->instance, p->provider, p->region, p->option,
+               p->usd_per_hour, acc, p->as_of, age, p->source, days > PRICE_STALE_DAYS ? "  [!] >1y old" : "");
     }
 }
 

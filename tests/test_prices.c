@@ -14,22 +14,26 @@ static char out[16384], err[8192];
 
 static void t_skypilot(void)
 {
-    const char *a[] = {"prices", "import", "tests/catalogs/skypilot-lambda.csv", "--format", "skypilot", "--provider",
-                       "lambda", "--as-of", "2025-01", NULL};
+    const char *a[] = {"prices",   "import",   "tests/catalogs/skypilot-lambda.csv",
+                       "--format", "skypilot", "--provider",
+                       "lambda",   "--as-of",  "2025-01",
+                       NULL};
     CHECK(cli_run(a, out, sizeof out, err, sizeof err) == 0, "exit: %s", err);
     /* line 2 and 3: one row (same price); lines 4 and 5: two zones at 0.75 and 0.70: the lowest */
     CHECK(strstr(out, "lambda,gpu_8x_h100_sxm5,us-east-1,on_demand,23.92,2025-01,\"skypilot-lambda.csv (skypilot, "
-                      "line 2)\"\n") != NULL, "%s", out);
+                      "line 2)\"\n") != NULL,
+          "%s", out);
     CHECK(strstr(out, "lambda,gpu_1x_a10,us-east-1,on_demand,0.7,2025-01,\"skypilot-lambda.csv (skypilot, line 5)\""),
           "%s", out);
     CHECK(strstr(out, "lambda,gpu_1x_a10,us-east-1,spot,0.3,"), "%s", out);
     CHECK(strstr(err, "zones priced 0.75 (line 4) and 0.7 (line 5)"), "%s", err);
-    const char *g[] = {"prices", "import", "tests/catalogs/skypilot-gcp.csv", "--format", "skypilot", "--provider",
-                       "gcp", "--as-of", "2025", NULL};
+    const char *g[] = {
+        "prices", "import", "tests/catalogs/skypilot-gcp.csv", "--format", "skypilot", "--provider", "gcp", "--as-of",
+        "2025",   NULL};
     CHECK(cli_run(g, out, sizeof out, err, sizeof err) == 0, "exit: %s", err);
     CHECK(strstr(err, "host price only (this cloud prices accelerators apart) (2), accelerator-only row"), "%s", err);
-    const char *n[] = {"prices", "import", "tests/catalogs/skypilot-lambda.csv", "--format", "skypilot", "--provider", "x",
-                       NULL};
+    const char *n[] = {"prices", "import", "tests/catalogs/skypilot-lambda.csv", "--format", "skypilot", "--provider",
+                       "x",      NULL};
     CHECK(cli_run(n, out, sizeof out, err, sizeof err) == 2 && strstr(err, "--as-of: required"), "%s", err);
 }
 
@@ -47,11 +51,13 @@ static void t_aws(void)
 
 static void t_azure(void)
 {
-    const char *a[] = {"prices", "import", "tests/catalogs/azure-retail.json", "--format", "azure-retail", "--as-of",
-                       "2025-03-01", NULL};
+    const char *a[] = {
+        "prices",     "import", "tests/catalogs/azure-retail.json", "--format", "azure-retail", "--as-of",
+        "2025-03-01", NULL};
     CHECK(cli_run(a, out, sizeof out, err, sizeof err) == 0, "exit: %s", err);
     CHECK(strstr(out, "azure,Standard_ND96asr_v4,eastus,on_demand,27.197,2025-03-01,\"azure-retail.json "
-                      "(azure-retail, item 0)\""), "%s", out);
+                      "(azure-retail, item 0)\""),
+          "%s", out);
     CHECK(strstr(out, "azure,Standard_ND96asr_v4,eastus,spot,8.1591,"), "%s", out);
     /* a reservation's price is for the term: 140160 / (1 x 8760) = 16 $/h */
     CHECK(strstr(out, "azure,Standard_ND96asr_v4,eastus,reserved_1y,16,"), "%s", out);
@@ -64,11 +70,13 @@ static void t_merge(void)
     write_text(path, "provider,instance_type,region,pricing_option,usd_per_hour,as_of,source\n"
                      "aws,p4d.24xlarge,us-east-1,on_demand,32.7726,2024-06,page\n"
                      "aws,p4d.24xlarge,us-east-1,reserved_1y,20,2024-06,page\n");
-    const char *a[] = {"prices", "import", "tests/catalogs/aws-offer.csv", "--format", "aws-offer", "--out", path, NULL};
+    const char *a[] = {"prices", "import", "tests/catalogs/aws-offer.csv", "--format", "aws-offer", "--out",
+                       path,     NULL};
     CHECK(cli_run(a, out, sizeof out, err, sizeof err) == 2, "conflict must fail: %s", err);
     CHECK(strstr(err, ":3: p4d.24xlarge us-east-1 reserved_1y is priced 20 $/h; aws-offer.csv (aws-offer, line 11) "
-                      "says 19 $/h"), "%s", err);
-    const char *r[] = {"prices", "import", "tests/catalogs/aws-offer.csv", "--format", "aws-offer", "--out", path,
+                      "says 19 $/h"),
+          "%s", err);
+    const char *r[] = {"prices",    "import", "tests/catalogs/aws-offer.csv", "--format", "aws-offer", "--out", path,
                        "--replace", NULL};
     CHECK(cli_run(r, out, sizeof out, err, sizeof err) == 0, "exit: %s", err);
     CHECK(strstr(err, "duplicate: p4d.24xlarge us-east-1 on_demand 32.7726 $/h"), "%s", err);
