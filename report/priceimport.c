@@ -18,7 +18,7 @@ const char *const price_format_names[3] = {"skypilot", "aws-offer", "azure-retai
 
 /* One row being read: where it is, for the row's source and for errors. */
 typedef struct {
-    const char *path, *base, *format, *provider, *as_of;
+    const char *path, *format, *provider, *as_of;
     const price_import_opts *o;
     FILE *notes;
     int fold_zones; /* skypilot: a key seen again is another zone of the region */
@@ -77,7 +77,7 @@ static int pi_add(price_import *pi, const pi_ctx *c, const char *instance, const
         if (usd_per_hour < q->usd_per_hour) {
             q->usd_per_hour = usd_per_hour;
             q->line = line;
-            snprintf(q->source, sizeof q->source, "%s (%s, %s)", c->base, c->format, where);
+            snprintf(q->source, sizeof q->source, "%s (%s, %s)", c->path, c->format, where);
         }
         return 0;
     }
@@ -97,7 +97,7 @@ static int pi_add(price_import *pi, const pi_ctx *c, const char *instance, const
     snprintf(p->region, sizeof p->region, "%s", region);
     snprintf(p->option, sizeof p->option, "%s", option);
     snprintf(p->as_of, sizeof p->as_of, "%s", c->as_of);
-    snprintf(p->source, sizeof p->source, "%s (%s, %s)", c->base, c->format, where);
+    snprintf(p->source, sizeof p->source, "%s (%s, %s)", c->path, c->format, where);
     p->usd_per_hour = usd_per_hour;
     p->line = line;
     return 0;
@@ -457,10 +457,8 @@ static int provider_from_path(const char *path, char *out, size_t n)
 static int import_context(pi_ctx *c, const char *path, const price_import_opts *o, char *prov, size_t n)
 {
     static const char *const default_provider[] = {NULL, "aws", "azure"};
-    const char *slash = strrchr(path, '/');
     memset(c, 0, sizeof *c);
     c->path = path;
-    c->base = slash ? slash + 1 : path;
     c->format = price_format_names[o->format];
     c->o = o;
     c->as_of = o->as_of;

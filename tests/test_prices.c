@@ -20,10 +20,14 @@ static void t_skypilot(void)
                        NULL};
     CHECK(cli_run(a, out, sizeof out, err, sizeof err) == 0, "exit: %s", err);
     /* line 2 and 3: one row (same price); lines 4 and 5: two zones at 0.75 and 0.70: the lowest */
-    CHECK(strstr(out, "lambda,gpu_8x_h100_sxm5,us-east-1,on_demand,23.92,2025-01,\"skypilot-lambda.csv (skypilot, "
-                      "line 2)\"\n") != NULL,
-          "%s", out);
-    CHECK(strstr(out, "lambda,gpu_1x_a10,us-east-1,on_demand,0.7,2025-01,\"skypilot-lambda.csv (skypilot, line 5)\""),
+    CHECK(
+        strstr(
+            out,
+            "lambda,gpu_8x_h100_sxm5,us-east-1,on_demand,23.92,2025-01,\"tests/catalogs/skypilot-lambda.csv (skypilot, "
+            "line 2)\"\n") != NULL,
+        "%s", out);
+    CHECK(strstr(out, "lambda,gpu_1x_a10,us-east-1,on_demand,0.7,2025-01,\"tests/catalogs/skypilot-lambda.csv "
+                      "(skypilot, line 5)\""),
           "%s", out);
     CHECK(strstr(out, "lambda,gpu_1x_a10,us-east-1,spot,0.3,"), "%s", out);
     CHECK(strstr(err, "zones priced 0.75 (line 4) and 0.7 (line 5)"), "%s", err);
@@ -41,7 +45,8 @@ static void t_aws(void)
 {
     const char *a[] = {"prices", "import", "tests/catalogs/aws-offer.csv", "--format", "aws-offer", NULL};
     CHECK(cli_run(a, out, sizeof out, err, sizeof err) == 0, "exit: %s", err);
-    CHECK(strstr(out, "aws,p4d.24xlarge,us-east-1,on_demand,32.7726,2024-06-20,\"aws-offer.csv (aws-offer, line 7)\""),
+    CHECK(strstr(out, "aws,p4d.24xlarge,us-east-1,on_demand,32.7726,2024-06-20,\"tests/catalogs/aws-offer.csv "
+                      "(aws-offer, line 7)\""),
           "%s", out);
     /* No Upfront 19.22 $/h; Partial Upfront 9 $/h + 87600 / (1 x 8760) = 19 $/h: the cheapest */
     CHECK(strstr(out, "aws,p4d.24xlarge,us-east-1,reserved_1y,19,2024-06-20,"), "%s", out);
@@ -55,7 +60,7 @@ static void t_azure(void)
         "prices",     "import", "tests/catalogs/azure-retail.json", "--format", "azure-retail", "--as-of",
         "2025-03-01", NULL};
     CHECK(cli_run(a, out, sizeof out, err, sizeof err) == 0, "exit: %s", err);
-    CHECK(strstr(out, "azure,Standard_ND96asr_v4,eastus,on_demand,27.197,2025-03-01,\"azure-retail.json "
+    CHECK(strstr(out, "azure,Standard_ND96asr_v4,eastus,on_demand,27.197,2025-03-01,\"tests/catalogs/azure-retail.json "
                       "(azure-retail, item 0)\""),
           "%s", out);
     CHECK(strstr(out, "azure,Standard_ND96asr_v4,eastus,spot,8.1591,"), "%s", out);
@@ -73,7 +78,8 @@ static void t_merge(void)
     const char *a[] = {"prices", "import", "tests/catalogs/aws-offer.csv", "--format", "aws-offer", "--out",
                        path,     NULL};
     CHECK(cli_run(a, out, sizeof out, err, sizeof err) == 2, "conflict must fail: %s", err);
-    CHECK(strstr(err, ":3: p4d.24xlarge us-east-1 reserved_1y is priced 20 $/h; aws-offer.csv (aws-offer, line 11) "
+    CHECK(strstr(err, ":3: p4d.24xlarge us-east-1 reserved_1y is priced 20 $/h; tests/catalogs/aws-offer.csv "
+                      "(aws-offer, line 11) "
                       "says 19 $/h"),
           "%s", err);
     const char *r[] = {"prices",    "import", "tests/catalogs/aws-offer.csv", "--format", "aws-offer", "--out", path,
