@@ -65,10 +65,9 @@ static int instance_add(plan_run *r, const hw_row *hw, char **opts, int nopts)
         snprintf(pi->option[j], sizeof pi->option[j], "%s", opts[k]);
         pi->usd_per_hour[j] = pr->usd_per_hour;
         snprintf(pi->price_source[j], sizeof pi->price_source[j], "%s, %s", pr->as_of, pr->source);
-        /* issue 22: the price's age, and a warning when it is older than a year */
+        /* issue 22: the price's age (a warning when older than a year: notes_inputs) */
         snprintf(pi->price_from[j], sizeof pi->price_from[j], "%s", pr->source);
         pi->price_age_days[j] = price_age_days(pr, (long)time(NULL));
-        price_warn_stale(pr, "plan");
     }
     if (pi->noffers == 0) return 0;
     r->in.ninst++;
@@ -331,6 +330,12 @@ static void notes_inputs(record *rec, const plan_run *r)
         for (int k = 0; k < in->inst[i].noffers; k++)
             record_note(rec, "  %s %s $%.4g per instance-hour (%s)", in->inst[i].hw.instance, in->inst[i].option[k],
                         in->inst[i].usd_per_hour[k], in->inst[i].price_source[k]);
+    for (int i = 0; i < in->ninst; i++) /* issue 22: stale prices */
+        for (int k = 0; k < in->inst[i].noffers; k++)
+            if (in->inst[i].price_age_days[k] > PRICE_STALE_DAYS)
+                err_warn("plan uses a price older than a year: %s %s $%.6g per instance-hour (as of %s)",
+                         in->inst[i].hw.instance, in->inst[i].option[k], in->inst[i].usd_per_hour[k],
+                         in->inst[i].price_source[k]);
     for (int i = 0; i < in->ninst; i++)
         if (!isfinite(in->inst[i].hw.intra_gb_per_s))
             record_note(rec,
