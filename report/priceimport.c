@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "../common/csvio.h"
@@ -111,39 +112,105 @@ static int price_cell(const table *t, int row, int col, double *out)
 
 /* ------------------------------------------------------------------ skypilot */
 
+/* GCP prices its A2/A3/A4 machine types' host alone; their GPUs are rows of their own (no
+ * InstanceType). The GPUs each machine type carries, as SkyPilot's GCP catalogue code maps them
+ * (sky/catalog/gcp_catalog.py, _ACC_INSTANCE_TYPE_DICTS). */
+static const struct {
+    const char *machine, *accelerator;
+    int count;
+} host_gpus[] = {
+    {"a2-highgpu-1g", "A100", 1},       {"a2-highgpu-2g", "A100", 2},       {"a2-highgpu-4g", "A100", 4},
+    {"a2-highgpu-8g", "A100", 8},       {"a2-megagpu-16g", "A100", 16},     {"a2-ultragpu-1g", "A100-80GB", 1},
+    {"a2-ultragpu-2g", "A100-80GB", 2}, {"a2-ultragpu-4g", "A100-80GB", 4}, {"a2-ultragpu-8g", "A100-80GB", 8},
+    {"a3-highgpu-1g", "H100", 1},       {"a3-highgpu-2g", "H100", 2},       {"a3-highgpu-4g", "H100", 4},
+    {"a3-highgpu-8g", "H100", 8},       {"a3-megagpu-8g", "H100-MEGA", 8},  {"a3-ultragpu-8g", "H200", 8},
+    {"a4-highgpu-8g", "B200", 8},
+};
+
+/* Columns of a SkyPilot catalogue; the first three are required. */
+enum { SK_INSTANCE, SK_PRICE, SK_REGION, SK_ACC, SK_SPOT, SK_ACC_COUNT, SK_ZONE, SK_NCOLS };
+static const char *const sky_cols[SK_NCOLS] = {"InstanceType", "Price",           "Region",          "AcceleratorName",
+                                               "SpotPrice",    "AcceleratorCount", "AvailabilityZone"};
+
+/* The accelerator-only row pricing `count` x `acc` in row i's region and zone, or -1. */
+static int gpu_row(const table *t, const int *col, int i, const char *acc, int count)
+{
+    if (col[SK_ACC] < 0 || col[SK_ACC_COUNT] < 0) return -1;
+    const char *region = table_cell(t, i, col[SK_REGION]);
+    const char *zone = col[SK_ZONE] >= 0 ? table_cell(t, i, col[SK_ZONE]) : "";
+    for (int g = 0; g < t->nrows; g++) {
+        if (*table_cell(t, g, col[SK_INSTANCE]) || strcasecmp(table_cell(t, g, col[SK_ACC]), acc) != 0) continue;
+        if (strcmp(table_cell(t, g, col[SK_REGION]), region) != 0) continue;
+        if (col[SK_ZONE] >= 0 && strcmp(table_cell(t, g, col[SK_ZONE]), zone) != 0) continue;
+        char *end;
+        const char *n = table_cell(t, g, col[SK_ACC_COUNT]);
+        double v = strtod(n, &end);
+        if (end != n && *end == '\0' && v == count) return g;
+    }
+    return -1;
+}
+
+/* Row i's on-demand and spot prices, each plus GPU row g's (g < 0: none). */
+static int skypilot_add(price_import *pi, const pi_ctx *c, const table *t, const int *col, int i, int g,
+                        const char *where)
+{
+    static const int price_col[2] = {SK_PRICE, SK_SPOT};
+    static const char *const option[2] = {"on_demand", "spot"};
+    for (int k = 0; k < 2; k++) {
+        if (col[price_col[k]] < 0) continue;
+        const char *cell = table_cell(t, i, col[price_col[k]]);
+        const char *gcell = g >= 0 ? table_cell(t, g, col[price_col[k]]) : "-";
+        if (!*cell || !*gcell) {
+            if (k == 0) drop(pi, "no Price");
+            continue;
+        }
+        double usd, gpu = 0;
+        if (price_cell(t, i, col[price_col[k]], &usd) != 0 || (g >= 0 && price_cell(t, g, col[price_col[k]], &gpu) != 0))
+            return CB_EUSAGE;
+        int rc = pi_add(pi, c, table_cell(t, i, col[SK_INSTANCE]), table_cell(t, i, col[SK_REGION]), option[k],
+                        usd + gpu, t->lines[i], where);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
 static int skypilot_row(price_import *pi, const pi_ctx *c, const table *t, const int *col, int i, int host_only)
 {
-    char where[32];
-    const char *inst = table_cell(t, i, col[0]), *region = table_cell(t, i, col[2]);
-    const char *acc = col[3] >= 0 ? table_cell(t, i, col[3]) : "";
+    char where[96];
+    const char *inst = table_cell(t, i, col[SK_INSTANCE]), *region = table_cell(t, i, col[SK_REGION]);
+    const char *acc = col[SK_ACC] >= 0 ? table_cell(t, i, col[SK_ACC]) : "";
     snprintf(where, sizeof where, "line %d", t->lines[i]);
     if (!*inst) return drop(pi, "accelerator-only row (priced apart from its host)"), 0;
-    if (host_only && !*acc) return drop(pi, "host price only (this cloud prices accelerators apart)"), 0;
     if (!*region) return err_usage("%s:%d: column 'Region': empty", c->path, t->lines[i]);
-    double usd;
-    int rc = 0;
-    if (!*table_cell(t, i, col[1]))
-        drop(pi, "no Price");
-    else if ((rc = price_cell(t, i, col[1], &usd)) != 0 ||
-             (rc = pi_add(pi, c, inst, region, "on_demand", usd, t->lines[i], where)) != 0)
-        return rc < 0 ? rc : CB_EUSAGE;
-    if (col[4] < 0 || !*table_cell(t, i, col[4])) return 0;
-    if ((rc = price_cell(t, i, col[4], &usd)) != 0) return CB_EUSAGE;
-    return pi_add(pi, c, inst, region, "spot", usd, t->lines[i], where);
+    int g = -1;
+    if (host_only && !*acc) {
+        int h = -1;
+        for (size_t k = 0; k < sizeof host_gpus / sizeof host_gpus[0] && h < 0; k++)
+            if (strcmp(host_gpus[k].machine, inst) == 0) h = (int)k;
+        if (h >= 0) g = gpu_row(t, col, i, host_gpus[h].accelerator, host_gpus[h].count);
+        if (h >= 0 && g < 0 && c->notes)
+            fprintf(c->notes, "note: %s %s (line %d): no %s x %d row for its zone: dropped (the host's price alone "
+                    "is not the instance's)\n", inst, region, t->lines[i], host_gpus[h].accelerator,
+                    host_gpus[h].count);
+        if (g < 0) return drop(pi, "host price only (this cloud prices accelerators apart)"), 0;
+        snprintf(where, sizeof where, "lines %d+%d: host + %d x %s", t->lines[i], t->lines[g], host_gpus[h].count,
+                 host_gpus[h].accelerator);
+    }
+    return skypilot_add(pi, c, t, col, i, g, where);
 }
 
 static int read_skypilot(price_import *pi, pi_ctx *c)
 {
     table t;
     if (table_load(&t, c->path) != 0) return CB_EUSAGE;
-    static const char *const names[] = {"InstanceType", "Price", "Region", "AcceleratorName", "SpotPrice"};
-    int col[5], rc = 0, host_only = 0;
-    for (int k = 0; k < 5 && rc == 0; k++)
-        if ((col[k] = table_col(&t, names[k], k < 3)) < 0 && k < 3) rc = CB_EUSAGE;
+    int col[SK_NCOLS], rc = 0, host_only = 0;
+    for (int k = 0; k < SK_NCOLS && rc == 0; k++)
+        if ((col[k] = table_col(&t, sky_cols[k], k < 3)) < 0 && k < 3) rc = CB_EUSAGE;
     /* A catalogue with accelerator-only rows (no InstanceType) prices GPUs apart from the host:
-     * its instance rows without an accelerator are the host's price alone. */
+     * its instance rows without an accelerator are the host's price alone, joined to the GPU row
+     * of the same zone where the machine type names its GPUs. */
     for (int i = 0; rc == 0 && i < t.nrows; i++)
-        if (!*table_cell(&t, i, col[0])) host_only = 1;
+        if (!*table_cell(&t, i, col[SK_INSTANCE])) host_only = 1;
     c->fold_zones = 1;
     for (int i = 0; rc == 0 && i < t.nrows; i++) {
         pi->nread++;

@@ -2,7 +2,10 @@
  *   skypilot      the SkyPilot catalogue CSV of one cloud (vms.csv: InstanceType, Price,
  *                 SpotPrice, Region, AvailabilityZone, ...); Price -> on_demand, SpotPrice ->
  *                 spot; the zones of a region are one row (at the lowest zone price when they
- *                 differ, the spread reported).
+ *                 differ, the spread reported). A catalogue that prices GPUs apart (GCP: rows
+ *                 without InstanceType) joins a machine type that carries GPUs (a2-highgpu-8g:
+ *                 8 x A100, ...) to the GPU row of the same zone: host + GPUs, on demand and spot
+ *                 alike; a host without its GPU row is noted and dropped, never priced alone.
  *   aws-offer     the AWS Price List offer file of AmazonEC2 as CSV (5 metadata rows, then the
  *                 header); OnDemand -> on_demand; standard Reserved terms -> reserved_1y /
  *                 reserved_3y at hourly + upfront / (years x 8760), the cheapest purchase option.

@@ -41,6 +41,29 @@ static void t_skypilot(void)
     CHECK(cli_run(n, out, sizeof out, err, sizeof err) == 2 && strstr(err, "--as-of: required"), "%s", err);
 }
 
+/* tests/catalogs/skypilot-gcp-join.csv: real rows of SkyPilot's GCP catalogue (zone f's host price and
+ * its 4 x A100 row changed to test the join's match on count). Worked by hand:
+ *   a2-highgpu-8g us-central1-a: 5.91582 + 23.47126 (8 x A100, line 7) = 29.38708; spot 2.36604 + 9.1776 = 11.54364
+ *   zone b: the same sum (folded); zone f: only a 4 x A100 row there: noted, dropped (never 5.5 alone)
+ *   a3-megagpu-8g: no H100-MEGA row: noted, dropped
+ *   a3-highgpu-8g europe-west4-b: 9.93306 + 101.88413 = 111.81719; no host SpotPrice: no spot row */
+static void t_gcp_join(void)
+{
+    const char *a[] = {"prices", "import", "tests/catalogs/skypilot-gcp-join.csv", "--format", "skypilot",
+                       "--provider", "gcp", "--as-of", "2025", NULL};
+    CHECK(cli_run(a, out, sizeof out, err, sizeof err) == 0, "exit: %s", err);
+    CHECK(strstr(out, "gcp,a2-highgpu-8g,us-central1,on_demand,29.38708,2025,\"tests/catalogs/skypilot-gcp-join.csv "
+                      "(skypilot, lines 2+7: host + 8 x A100)\"\n"),
+          "%s", out);
+    CHECK(strstr(out, "gcp,a2-highgpu-8g,us-central1,spot,11.54364,"), "%s", out);
+    CHECK(strstr(out, "gcp,a3-highgpu-8g,europe-west4,on_demand,111.81719,"), "%s", out);
+    CHECK(!strstr(out, "a3-highgpu-8g,europe-west4,spot") && !strstr(out, "a3-megagpu") && !strstr(out, ",5.5,"),
+          "%s", out);
+    CHECK(strstr(err, "a2-highgpu-8g us-central1 (line 4): no A100 x 8 row for its zone: dropped"), "%s", err);
+    CHECK(strstr(err, "a3-megagpu-8g us-central1 (line 5): no H100-MEGA x 8 row"), "%s", err);
+    CHECK(strstr(err, "kept 3 price rows (2 zone rows folded"), "%s", err);
+}
+
 static void t_aws(void)
 {
     const char *a[] = {"prices", "import", "tests/catalogs/aws-offer.csv", "--format", "aws-offer", NULL};
@@ -147,6 +170,7 @@ static void t_age(void)
 
 const test_case tests_prices[] = {
     {"prices: skypilot catalogue: zones folded, host-only rows dropped, as-of required", t_skypilot},
+    {"prices: skypilot gcp: host + GPU row of the same zone, a host without its GPUs dropped", t_gcp_join},
     {"prices: aws offer file: filters, reserved effective rate", t_aws},
     {"prices: azure retail json: Windows and low priority dropped, reservation per hour", t_azure},
     {"prices: --out: duplicate reported, conflict refused, --replace", t_merge},
