@@ -165,8 +165,8 @@ static int skypilot_add(price_import *pi, const pi_ctx *c, const table *t, const
             continue;
         }
         double usd, gpu = 0;
-        if (price_cell(t, i, col[price_col[k]], &usd) != 0 || (g >= 0 && price_cell(t, g, col[price_col[k]], &gpu) != 0))
-            return CB_EUSAGE;
+        if (price_cell(t, i, col[price_col[k]], &usd) != 0) return CB_EUSAGE;
+        if (g >= 0 && price_cell(t, g, col[price_col[k]], &gpu) != 0) return CB_EUSAGE;
         int rc = pi_add(pi, c, table_cell(t, i, col[SK_INSTANCE]), table_cell(t, i, col[SK_REGION]), option[k],
                         usd + gpu, t->lines[i], where);
         if (rc) return rc;
