@@ -64,7 +64,6 @@ static int run_load(scale_run *r)
     if (r->usd_per_hour <= 0) {
         if (!(r->pr = prices_find(&r->pt, o->instance, o->pricing, o->region))) return CB_EUSAGE;
         r->usd_per_hour = r->pr->usd_per_hour;
-        price_warn_stale(r->pr, "scale"); /* prices: a price older than a year is named */
     }
     return 0;
 }

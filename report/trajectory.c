@@ -217,7 +217,6 @@ static int price_resolve(traj_ctx *c)
     const char *opt = o->pricing ? o->pricing : "on_demand";
     const price_row *p = prices_find(&pt, o->instance, opt, o->region);
     if (p) {
-        price_warn_stale(p, "trajectory"); /* prices: a price older than a year is named */
         c->usd_per_hour = p->usd_per_hour;
         snprintf(c->price_source, sizeof c->price_source,
                  "%.63s %.31s %.23s, $%g per hour (%.200s:%d, as of %.23s: %.200s)", p->instance, p->region, p->option,

@@ -168,20 +168,6 @@ static void t_age(void)
     CHECK(cli_run(a, out, sizeof out, err, sizeof err) == 2 && strstr(err, "old.csv:2: column 'as_of'"), "%s", err);
 }
 
-/* scale names a price older than a year (report/inputs.c price_warn_stale), once */
-static void t_scale_stale(void)
-{
-    const char *path = test_path("old-prices.csv");
-    write_text(path, "provider,instance_type,region,pricing_option,usd_per_hour,as_of,source\n"
-                     "aws,p4d.24xlarge,us-east-1,on_demand,32.7726,2020-01,old page\n");
-    const char *a[] = {"scale",         "--model",  "llama2-7b", "--instance", "p4d.24xlarge", "--nodes", "1,2",
-                       "--global-batch", "64",      "--prices",  path,         NULL};
-    CHECK(cli_run(a, out, sizeof out, err, sizeof err) == 0, "exit: %s", err);
-    const char *w = strstr(err, "scale uses a price older than a year: p4d.24xlarge us-east-1 on_demand 32.7726 $/h "
-                                "as of 2020-01");
-    CHECK(w && strstr(w, "old page") && !strstr(w + 1, "scale uses a price"), "%s", err);
-}
-
 const test_case tests_prices[] = {
     {"prices: skypilot catalogue: zones folded, host-only rows dropped, as-of required", t_skypilot},
     {"prices: skypilot gcp: host + GPU row of the same zone, a host without its GPUs dropped", t_gcp_join},
@@ -191,6 +177,5 @@ const test_case tests_prices[] = {
     {"prices: malformed catalogues name file:line", t_malformed},
     {"prices: json reader: depth bound and values", t_json_depth},
     {"prices: ages, stale mark, listing cheapest first, bad as_of", t_age},
-    {"prices: scale warns once about a price older than a year", t_scale_stale},
     {NULL, NULL},
 };
