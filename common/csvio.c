@@ -24,6 +24,7 @@ typedef struct {
     int header_done;
     int nalloc;    /* capacity of t->cells in rows */
     int failed;
+    int skip;      /* records still to skip before the header (table_load_skip) */
 } load_ctx;
 
 static char *dup_field(const void *s, size_t len)
@@ -73,6 +74,7 @@ static void on_row(int term, void *data)
     if (c->nfield == 0) return;
     /* a row of one empty field is a blank line */
     if (c->nfield == 1 && c->row[0][0] == '\0') { drop_row(c); return; }
+    if (c->skip > 0) { c->skip--; drop_row(c); return; }
     if (!c->header_done) {
         t->ncols = c->nfield;
         t->header = malloc((size_t)c->nfield * sizeof *t->header);
@@ -114,6 +116,11 @@ static void on_row(int term, void *data)
 
 int table_load(table *t, const char *path)
 {
+    return table_load_skip(t, path, 0);
+}
+
+int table_load_skip(table *t, const char *path, int nskip)
+{
     memset(t, 0, sizeof *t);
     t->path = strdup(path);
     FILE *f = t->path ? file_open_read(path) : NULL;
@@ -128,7 +135,7 @@ int table_load(table *t, const char *path)
         table_free(t);
         return err_msg("%s: cannot initialise the CSV parser", path);
     }
-    load_ctx c = {.t = t};
+    load_ctx c = {.t = t, .skip = nskip};
     char *line = NULL;
     size_t cap = 0;
     ssize_t len;

@@ -22,6 +22,9 @@ typedef struct {
 
 /* Loads `path`. Returns 0, or CB_EFAIL after printing "error: path:line: ...". */
 int table_load(table *t, const char *path);
+/* The same after skipping the first nskip records (a preamble before the header, as in the AWS
+ * price list's offer files); their lines still count. */
+int table_load_skip(table *t, const char *path, int nskip);
 void table_free(table *t);
 /* Column index of `name`, or -1 (and an error naming the file, the header's line and the column
  * when required). */

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../common/csvio.h"
 #include "../common/err.h"
@@ -100,6 +101,11 @@ int prices_load(price_table *pt, const char *path)
         }
         if ((rc = req_num(&t, i, col, price_schema, PR_USD_PER_HOUR, &p->usd_per_hour)) != 0) break;
         if ((rc = get_str(&t, i, col[PR_AS_OF], p->as_of, sizeof p->as_of)) != 0) break;
+        if (price_as_of_check(p->as_of) != 0) {
+            rc = err_msg("%s:%d: column 'as_of': expected YYYY, YYYY-MM or YYYY-MM-DD, got '%s'", path, p->line,
+                         p->as_of);
+            break;
+        }
         if ((rc = get_str(&t, i, col[PR_SOURCE], p->source, sizeof p->source)) != 0) break;
         for (int j = 0; j < i; j++) {
             const price_row *q = &pt->rows[j];
@@ -115,6 +121,56 @@ int prices_load(price_table *pt, const char *path)
     table_free(&t);
     if (rc) prices_free(pt);
     return rc ? CB_EFAIL : 0;
+}
+
+/* as_of's year, month and day (month and day 1 when not given). Returns 0 or -1. */
+static int as_of_parse(const char *s, int *y, int *m, int *d)
+{
+    static const int mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    char tail;
+    *m = *d = 1;
+    size_t n = strlen(s);
+    int ok = (n == 4 && sscanf(s, "%4d%c", y, &tail) == 1) || (n == 7 && sscanf(s, "%4d-%2d%c", y, m, &tail) == 2) ||
+             (n == 10 && sscanf(s, "%4d-%2d-%2d%c", y, m, d, &tail) == 3);
+    for (size_t i = 0; ok && i < n; i++)
+        if (!(s[i] >= '0' && s[i] <= '9') && !(s[i] == '-' && (i == 4 || i == 7))) ok = 0;
+    if (!ok || *y < 1990 || *y > 2200 || *m < 1 || *m > 12 || *d < 1 || *d > mdays[*m - 1]) return -1;
+    if (*m == 2 && *d == 29 && !((*y % 4 == 0 && *y % 100 != 0) || *y % 400 == 0)) return -1;
+    return 0;
+}
+
+int price_as_of_check(const char *as_of)
+{
+    int y, m, d;
+    return as_of_parse(as_of, &y, &m, &d);
+}
+
+double price_age_days(const price_row *p, long now)
+{
+    int y, m, d;
+    if (as_of_parse(p->as_of, &y, &m, &d) != 0) return NAN;
+    struct tm tm = {.tm_year = y - 1900, .tm_mon = m - 1, .tm_mday = d, .tm_hour = 12};
+    time_t t = timegm(&tm);
+    return ((double)now - (double)t) / 86400.0;
+}
+
+void price_age_text(double days, char *buf, size_t n)
+{
+    if (!isfinite(days)) snprintf(buf, n, "unknown");
+    else if (days < 0) snprintf(buf, n, "future date");
+    else if (days < 60) snprintf(buf, n, "%.0f days", days);
+    else if (days < 730) snprintf(buf, n, "%.0f months", days / 30.44);
+    else snprintf(buf, n, "%.1f years", days / 365.25);
+}
+
+void price_warn_stale(const price_row *p, const char *what)
+{
+    double days = price_age_days(p, (long)time(NULL));
+    if (!(days > PRICE_STALE_DAYS)) return;
+    char age[32];
+    price_age_text(days, age, sizeof age);
+    err_warn("%s uses a price older than a year: %s %s %s %.9g $/h as of %s (%s old; %s)", what, p->instance,
+             p->region, p->option, p->usd_per_hour, p->as_of, age, p->source);
 }
 
 void prices_free(price_table *t)

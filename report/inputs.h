@@ -25,7 +25,20 @@ typedef struct {
 int price_option_valid(const char *option);
 #define PRICE_OPTIONS "on_demand, reserved_1y, reserved_3y, ri_effective, spot"
 
+/* Loads path; every cell checked (as_of by price_as_of_check). */
 int prices_load(price_table *t, const char *path);
+/* ---- price ages (issue 22) */
+/* 0 when as_of reads YYYY, YYYY-MM or YYYY-MM-DD (a real date), else -1. */
+int price_as_of_check(const char *as_of);
+/* Days from the start of the row's as_of period (YYYY: 1 January; YYYY-MM: the 1st) to `now`
+ * (seconds since the epoch): the most the price can have aged. */
+double price_age_days(const price_row *p, long now);
+/* "12 days", "7 months", "2.3 years". */
+void price_age_text(double days, char *buf, size_t n);
+/* A price older than this many days is reported as stale by every report that uses it. */
+#define PRICE_STALE_DAYS 365.0
+/* Prints "warning: <what> uses a price older than a year: ..." when p is stale (now: time(NULL)). */
+void price_warn_stale(const price_row *p, const char *what);
 void prices_free(price_table *t);
 /* The row for (instance, option) in `region` (NULL: the only region listed, or an error naming
  * the regions). Returns the row or NULL after printing an error. */

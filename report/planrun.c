@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../common/cliflags.h"
 #include "../common/err.h"
@@ -21,6 +22,8 @@ const rec_col plan_cols[PC_NCOLS] = {{"rank", "", REC_NUM, 0}, TPUT_INSTANCE_TYP
                                      {"band_pct", "+-%", REC_NUM, 0}, TPUT_TOKENS_PER_USD, TPUT_SEQ_PER_S, TPUT_MFU,
                                      {"mem_per_rank_gib", "GiB", REC_NUM, 1}, {"ckpt_interval_min", "min", REC_NUM, 1},
                                      {"lost_pct", "%", REC_NUM, 1}, TPUT_USD_PER_HOUR, {"extrapolated", "", REC_STR, 0},
+                                     /* issue 22: each price's age and source */
+                                     {"price_age", "", REC_STR, 0}, {"price_source", "", REC_STR, 0},
                                      {"train_s", "s", REC_NUM, 0}, TPUT_TOKENS_PER_S, {"step_s", "s", REC_NUM, 3},
                                      {"mem_avail_gib", "GiB", REC_NUM, 1}, TPUT_MODEL, TPUT_SEQ_LEN, TPUT_GLOBAL_BATCH,
                                      {"compute_s", "s", REC_NUM, 3}, {"framework", "", REC_STR, 0}, TPUT_ATTENTION};
@@ -62,6 +65,9 @@ static int instance_add(plan_run *r, const hw_row *hw, char **opts, int nopts)
         snprintf(pi->option[j], sizeof pi->option[j], "%s", opts[k]);
         pi->usd_per_hour[j] = pr->usd_per_hour;
         snprintf(pi->price_source[j], sizeof pi->price_source[j], "%s, %s", pr->as_of, pr->source);
+        /* issue 22: the price's age (a warning when older than a year: notes_inputs) */
+        snprintf(pi->price_from[j], sizeof pi->price_from[j], "%s", pr->source);
+        pi->price_age_days[j] = price_age_days(pr, (long)time(NULL));
     }
     if (pi->noffers == 0) return 0;
     r->in.ninst++;
@@ -212,6 +218,10 @@ static void row_fill(record *rec, const plan_run *r, const plan_cand *c, int ran
     record_num(rec, row, PC_RANK, rank);
     record_str(rec, row, PC_ITYPE, pi->hw.instance);
     record_str(rec, row, PC_PRICING, pi->option[c->offer]);
+    char age[32]; /* issue 22: the price's age and source */
+    price_age_text(pi->price_age_days[c->offer], age, sizeof age);
+    record_str(rec, row, PC_PRICE_AGE, age);
+    record_str(rec, row, PC_PRICE_SOURCE, pi->price_from[c->offer]);
     record_num(rec, row, PC_NODES, (double)c->nodes);
     record_num(rec, row, PC_TP, c->tp);
     record_num(rec, row, PC_PP, c->pp);
@@ -348,6 +358,12 @@ static void notes_inputs(record *rec, const plan_run *r)
         for (int k = 0; k < in->inst[i].noffers; k++)
             record_note(rec, "  %s %s $%.4g per instance-hour (%s)", in->inst[i].hw.instance, in->inst[i].option[k],
                         in->inst[i].usd_per_hour[k], in->inst[i].price_source[k]);
+    for (int i = 0; i < in->ninst; i++) /* issue 22: stale prices */
+        for (int k = 0; k < in->inst[i].noffers; k++)
+            if (in->inst[i].price_age_days[k] > PRICE_STALE_DAYS)
+                err_warn("plan uses a price older than a year: %s %s $%.6g per instance-hour (as of %s)",
+                         in->inst[i].hw.instance, in->inst[i].option[k], in->inst[i].usd_per_hour[k],
+                         in->inst[i].price_source[k]);
     for (int i = 0; i < in->ninst; i++)
         if (!isfinite(in->inst[i].hw.intra_gb_per_s))
             record_note(rec,

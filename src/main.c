@@ -32,7 +32,11 @@ static const command commands[] = {
      "score the scaling model on published runs: calibrate on some rows, predict the others, beside a naive baseline"},
     {"trajectory", cmd_trajectory,
      "loss and grad-norm trajectories of runs compared across precisions, with tokens/s and tokens/$"},
-    {"import", cmd_import, "a training log (costbench train, ...) as one row of the published-runs schema"},
+    {"import", cmd_import,
+     "a training log (Megatron-LM, NeMo, torchtitan, Composer, costbench train) as one published-runs row, or "
+     "nccl-tests output as a network fit"},
+    {"prices", cmd_prices,
+     "instance prices cheapest first with their age; 'prices import' reads AWS, Azure and SkyPilot catalogues"},
     {"dataset", cmd_dataset, "build or inspect a Megatron indexed dataset (PREFIX.bin/.idx)"},
 };
 enum { NCOMMANDS = sizeof commands / sizeof commands[0] };

@@ -1,6 +1,181 @@
-/* test_prices.c */
+/* test_prices.c: `costbench prices import` per catalogue format (tests/catalogs/, small excerpts
+ * in the published formats; their prices are illustrative, chosen so each result is worked by
+ * hand below), duplicates, conflicts and --replace, malformed catalogues, price ages. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "../report/inputs.h"
+#include "../report/json.h"
 #include "check.h"
 
+static char out[16384], err[8192];
+
+static void t_skypilot(void)
+{
+    const char *a[] = {"prices",   "import",   "tests/catalogs/skypilot-lambda.csv",
+                       "--format", "skypilot", "--provider",
+                       "lambda",   "--as-of",  "2025-01",
+                       NULL};
+    CHECK(cli_run(a, out, sizeof out, err, sizeof err) == 0, "exit: %s", err);
+    /* line 2 and 3: one row (same price); lines 4 and 5: two zones at 0.75 and 0.70: the lowest */
+    CHECK(
+        strstr(
+            out,
+            "lambda,gpu_8x_h100_sxm5,us-east-1,on_demand,23.92,2025-01,\"tests/catalogs/skypilot-lambda.csv (skypilot, "
+            "line 2)\"\n") != NULL,
+        "%s", out);
+    CHECK(strstr(out, "lambda,gpu_1x_a10,us-east-1,on_demand,0.7,2025-01,\"tests/catalogs/skypilot-lambda.csv "
+                      "(skypilot, line 5)\""),
+          "%s", out);
+    CHECK(strstr(out, "lambda,gpu_1x_a10,us-east-1,spot,0.3,"), "%s", out);
+    CHECK(strstr(err, "zones priced 0.75 (line 4) and 0.7 (line 5)"), "%s", err);
+    const char *g[] = {
+        "prices", "import", "tests/catalogs/skypilot-gcp.csv", "--format", "skypilot", "--provider", "gcp", "--as-of",
+        "2025",   NULL};
+    CHECK(cli_run(g, out, sizeof out, err, sizeof err) == 0, "exit: %s", err);
+    CHECK(strstr(err, "host price only (this cloud prices accelerators apart) (2), accelerator-only row"), "%s", err);
+    const char *n[] = {"prices", "import", "tests/catalogs/skypilot-lambda.csv", "--format", "skypilot", "--provider",
+                       "x",      NULL};
+    CHECK(cli_run(n, out, sizeof out, err, sizeof err) == 2 && strstr(err, "--as-of: required"), "%s", err);
+}
+
+/* tests/catalogs/skypilot-gcp-join.csv: real rows of SkyPilot's GCP catalogue (zone f's host price and
+ * its 4 x A100 row changed to test the join's match on count). Worked by hand:
+ *   a2-highgpu-8g us-central1-a: 5.91582 + 23.47126 (8 x A100, line 7) = 29.38708; spot 2.36604 + 9.1776 = 11.54364
+ *   zone b: the same sum (folded); zone f: only a 4 x A100 row there: noted, dropped (never 5.5 alone)
+ *   a3-megagpu-8g: no H100-MEGA row: noted, dropped
+ *   a3-highgpu-8g europe-west4-b: 9.93306 + 101.88413 = 111.81719; no host SpotPrice: no spot row */
+static void t_gcp_join(void)
+{
+    const char *a[] = {"prices", "import", "tests/catalogs/skypilot-gcp-join.csv", "--format", "skypilot",
+                       "--provider", "gcp", "--as-of", "2025", NULL};
+    CHECK(cli_run(a, out, sizeof out, err, sizeof err) == 0, "exit: %s", err);
+    CHECK(strstr(out, "gcp,a2-highgpu-8g,us-central1,on_demand,29.38708,2025,\"tests/catalogs/skypilot-gcp-join.csv "
+                      "(skypilot, lines 2+7: host + 8 x A100)\"\n"),
+          "%s", out);
+    CHECK(strstr(out, "gcp,a2-highgpu-8g,us-central1,spot,11.54364,"), "%s", out);
+    CHECK(strstr(out, "gcp,a3-highgpu-8g,europe-west4,on_demand,111.81719,"), "%s", out);
+    CHECK(!strstr(out, "a3-highgpu-8g,europe-west4,spot") && !strstr(out, "a3-megagpu") && !strstr(out, ",5.5,"),
+          "%s", out);
+    CHECK(strstr(err, "a2-highgpu-8g us-central1 (line 4): no A100 x 8 row for its zone: dropped"), "%s", err);
+    CHECK(strstr(err, "a3-megagpu-8g us-central1 (line 5): no H100-MEGA x 8 row"), "%s", err);
+    CHECK(strstr(err, "kept 3 price rows (2 zone rows folded"), "%s", err);
+}
+
+static void t_aws(void)
+{
+    const char *a[] = {"prices", "import", "tests/catalogs/aws-offer.csv", "--format", "aws-offer", NULL};
+    CHECK(cli_run(a, out, sizeof out, err, sizeof err) == 0, "exit: %s", err);
+    CHECK(strstr(out, "aws,p4d.24xlarge,us-east-1,on_demand,32.7726,2024-06-20,\"tests/catalogs/aws-offer.csv "
+                      "(aws-offer, line 7)\""),
+          "%s", out);
+    /* No Upfront 19.22 $/h; Partial Upfront 9 $/h + 87600 / (1 x 8760) = 19 $/h: the cheapest */
+    CHECK(strstr(out, "aws,p4d.24xlarge,us-east-1,reserved_1y,19,2024-06-20,"), "%s", out);
+    CHECK(strstr(err, "dropped: operating system not Linux (1), tenancy not Shared (1), convertible reserved term (1)"),
+          "%s", err);
+}
+
+static void t_azure(void)
+{
+    const char *a[] = {
+        "prices",     "import", "tests/catalogs/azure-retail.json", "--format", "azure-retail", "--as-of",
+        "2025-03-01", NULL};
+    CHECK(cli_run(a, out, sizeof out, err, sizeof err) == 0, "exit: %s", err);
+    CHECK(strstr(out, "azure,Standard_ND96asr_v4,eastus,on_demand,27.197,2025-03-01,\"tests/catalogs/azure-retail.json "
+                      "(azure-retail, item 0)\""),
+          "%s", out);
+    CHECK(strstr(out, "azure,Standard_ND96asr_v4,eastus,spot,8.1591,"), "%s", out);
+    /* a reservation's price is for the term: 140160 / (1 x 8760) = 16 $/h */
+    CHECK(strstr(out, "azure,Standard_ND96asr_v4,eastus,reserved_1y,16,"), "%s", out);
+    CHECK(strstr(err, "dropped: Windows (1), Low Priority (1)"), "%s", err);
+}
+
+static void t_merge(void)
+{
+    const char *path = test_path("prices.csv");
+    write_text(path, "provider,instance_type,region,pricing_option,usd_per_hour,as_of,source\n"
+                     "aws,p4d.24xlarge,us-east-1,on_demand,32.7726,2024-06,page\n"
+                     "aws,p4d.24xlarge,us-east-1,reserved_1y,20,2024-06,page\n");
+    const char *a[] = {"prices", "import", "tests/catalogs/aws-offer.csv", "--format", "aws-offer", "--out",
+                       path,     NULL};
+    CHECK(cli_run(a, out, sizeof out, err, sizeof err) == 2, "conflict must fail: %s", err);
+    CHECK(strstr(err, ":3: p4d.24xlarge us-east-1 reserved_1y is priced 20 $/h; tests/catalogs/aws-offer.csv "
+                      "(aws-offer, line 11) "
+                      "says 19 $/h"),
+          "%s", err);
+    const char *r[] = {"prices",    "import", "tests/catalogs/aws-offer.csv", "--format", "aws-offer", "--out", path,
+                       "--replace", NULL};
+    CHECK(cli_run(r, out, sizeof out, err, sizeof err) == 0, "exit: %s", err);
+    CHECK(strstr(err, "duplicate: p4d.24xlarge us-east-1 on_demand 32.7726 $/h"), "%s", err);
+    price_table t;
+    CHECK(prices_load(&t, path) == 0 && t.n == 2, "reload");
+    if (t.n == 2) CHECK(t.rows[1].usd_per_hour == 19 && strcmp(t.rows[1].as_of, "2024-06-20") == 0, "new row");
+    prices_free(&t);
+}
+
+static void t_malformed(void)
+{
+    const char *sp = test_path("bad-vms.csv"), *aw = test_path("bad-offer.csv"), *az = test_path("bad.json");
+    write_text(sp, "InstanceType,Price,Region\nx,n/a,r\n");
+    write_text(aw, "\"FormatVersion\",\"v1.0\"\n\"Disclaimer\",\"d\"\n\"Publication Date\",\"2024-06-20T18:03:39Z\"\n"
+                   "\"Version\",\"1\"\n\"OfferCode\",\"AmazonEC2\"\n\"SKU\",\"TermType\"\n\"A\",\"OnDemand\"\n");
+    write_text(az, "{\"Items\": [\n {\"currencyCode\": \"USD\",\n");
+    const char *a[] = {"prices", "import", sp, "--format", "skypilot", "--provider", "x", "--as-of", "2025", NULL};
+    CHECK(cli_run(a, out, sizeof out, err, sizeof err) == 2 && strstr(err, "bad-vms.csv:2: column 'Price'"), "%s", err);
+    const char *b[] = {"prices", "import", aw, "--format", "aws-offer", NULL};
+    CHECK(cli_run(b, out, sizeof out, err, sizeof err) == 2 && strstr(err, "bad-offer.csv:6:"), "%s", err);
+    const char *c[] = {"prices", "import", az, "--format", "azure-retail", "--as-of", "2025", NULL};
+    CHECK(cli_run(c, out, sizeof out, err, sizeof err) == 2 && strstr(err, "bad.json:3:") && strstr(err, "truncated"),
+          "%s", err);
+}
+
+static void t_json_depth(void)
+{
+    char deep[200];
+    memset(deep, '[', sizeof deep);
+    json_val v;
+    capture_stderr_begin();
+    int rc = json_parse(deep, sizeof deep, "deep.json", &v);
+    const char *e = capture_stderr_end();
+    CHECK(rc != 0 && strstr(e, "deeper than 64"), "%s", e);
+    const char *ok = "{\"a\": [1, 2.5e1, \"\\u00e9\"]}";
+    CHECK(json_parse(ok, strlen(ok), "ok.json", &v) == 0 && v.n == 1, "parse");
+    if (v.n == 1) CHECK(v.items[0].n == 3 && v.items[0].items[1].number == 25, "values");
+    json_free(&v);
+}
+
+static void t_age(void)
+{
+    price_row p = {.as_of = "2024-01-01"};
+    struct tm tm = {.tm_year = 125, .tm_mon = 0, .tm_mday = 1, .tm_hour = 12};
+    CHECK(fabs(price_age_days(&p, (long)timegm(&tm)) - 366) < 1e-9, "2024 is a leap year: 366 days");
+    CHECK(price_as_of_check("2024") == 0 && price_as_of_check("2024-06") == 0, "periods");
+    CHECK(price_as_of_check("2023-02-29") != 0 && price_as_of_check("June 2024") != 0, "bad dates");
+    char buf[32];
+    price_age_text(800, buf, sizeof buf);
+    CHECK(strcmp(buf, "2.2 years") == 0, "%s", buf);
+    const char *path = test_path("old.csv");
+    write_text(path, "provider,instance_type,region,pricing_option,usd_per_hour,as_of,source\n"
+                     "aws,b,r,on_demand,2,2020,s\naws,a,r,on_demand,1,2020-05,s\n");
+    const char *a[] = {"prices", "--prices", path, NULL};
+    CHECK(cli_run(a, out, sizeof out, err, sizeof err) == 0, "%s", err);
+    const char *pa = strstr(out, "\na "), *pb = strstr(out, "\nb ");
+    CHECK(pa && pb && pa < pb && strstr(out, "[!] >1y old"), "cheapest first, stale mark: %s", out);
+    write_text(path, "provider,instance_type,region,pricing_option,usd_per_hour,as_of,source\naws,a,r,on_demand,1,"
+                     "May 2020,s\n");
+    CHECK(cli_run(a, out, sizeof out, err, sizeof err) == 2 && strstr(err, "old.csv:2: column 'as_of'"), "%s", err);
+}
+
 const test_case tests_prices[] = {
+    {"prices: skypilot catalogue: zones folded, host-only rows dropped, as-of required", t_skypilot},
+    {"prices: skypilot gcp: host + GPU row of the same zone, a host without its GPUs dropped", t_gcp_join},
+    {"prices: aws offer file: filters, reserved effective rate", t_aws},
+    {"prices: azure retail json: Windows and low priority dropped, reservation per hour", t_azure},
+    {"prices: --out: duplicate reported, conflict refused, --replace", t_merge},
+    {"prices: malformed catalogues name file:line", t_malformed},
+    {"prices: json reader: depth bound and values", t_json_depth},
+    {"prices: ages, stale mark, listing cheapest first, bad as_of", t_age},
     {NULL, NULL},
 };

@@ -1,0 +1,62 @@
+/* priceimport.h: price rows (report/inputs.h price_row) read from cloud price catalogues:
+ *   skypilot      the SkyPilot catalogue CSV of one cloud (vms.csv: InstanceType, Price,
+ *                 SpotPrice, Region, AvailabilityZone, ...); Price -> on_demand, SpotPrice ->
+ *                 spot; the zones of a region are one row (at the lowest zone price when they
+ *                 differ, the spread reported). A catalogue that prices GPUs apart (GCP: rows
+ *                 without InstanceType) joins a machine type that carries GPUs (a2-highgpu-8g:
+ *                 8 x A100, ...) to the GPU row of the same zone: host + GPUs, on demand and spot
+ *                 alike; a host without its GPU row is noted and dropped, never priced alone.
+ *   aws-offer     the AWS Price List offer file of AmazonEC2 as CSV (5 metadata rows, then the
+ *                 header); OnDemand -> on_demand; standard Reserved terms -> reserved_1y /
+ *                 reserved_3y at hourly + upfront / (years x 8760), the cheapest purchase option.
+ *   azure-retail  the Azure Retail Prices API JSON (Items[]): Consumption -> on_demand (spot
+ *                 for a "Spot" skuName), Reservation -> reserved_1y / reserved_3y at the term's
+ *                 price / (years x 8760).
+ * Every row names its catalogue file and line (or item). What was dropped is counted by reason. */
+#ifndef CB_PRICEIMPORT_H
+#define CB_PRICEIMPORT_H
+
+#include <stdio.h>
+
+#include "inputs.h"
+
+typedef enum { PF_SKYPILOT, PF_AWS_OFFER, PF_AZURE_RETAIL } price_format;
+extern const char *const price_format_names[3];
+
+typedef struct {
+    price_format format;
+    const char *as_of;     /* required for skypilot and azure-retail; aws-offer: its Publication Date */
+    const char *provider;  /* NULL: from the format, or for skypilot from the path (.../<cloud>/vms.csv) */
+    const char *instances; /* comma-separated instance types to keep; NULL: all */
+    const char *regions;   /* comma-separated regions to keep; NULL: all */
+} price_import_opts;
+
+#define PI_MAX_REASONS 24
+typedef struct {
+    price_row *rows;
+    int n, cap;
+    int nread;   /* catalogue rows or items read */
+    int nfolded; /* rows folded into an earlier row of the same key (zones of a region) */
+    char reasons[PI_MAX_REASONS][96];
+    int dropped[PI_MAX_REASONS];
+    int nreasons;
+} price_import;
+
+/* Reads a catalogue into pi (rows in catalogue order). Notes (zone spreads, the reserved purchase
+ * options not chosen) go to `notes` (NULL: none). Returns 0 or CB_EUSAGE after one error naming
+ * file:line (a malformed catalogue, a conflict between two of its rows). */
+int price_import_read(price_import *pi, const char *path, const price_import_opts *o, FILE *notes);
+void price_import_free(price_import *pi);
+/* "read N rows; kept K price rows; dropped: reason (count), ..." */
+void price_import_summary(const price_import *pi, FILE *f);
+
+/* Adds pi's rows to the price file `out` (created with its header when absent; an existing file is
+ * rewritten through a temporary file and renamed). A row equal to an existing one (same instance,
+ * region, option and price) is reported and skipped; the same key at another price is a conflict:
+ * one error per conflict and nothing written, unless `replace`: the old row then stays as a '#'
+ * line saying what replaced it. Returns 0, CB_EUSAGE (conflicts) or CB_EFAIL. */
+int price_import_merge(const price_import *pi, const char *out, int replace, FILE *report);
+/* Writes pi's rows as a price CSV ("-": stdout). */
+int price_import_write(const price_import *pi, const char *path);
+
+#endif

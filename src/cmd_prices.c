@@ -1,0 +1,124 @@
+/* costbench prices: the known instance prices (data/prices.csv) cheapest first with their age,
+ * and `prices import`: price rows read from a cloud price catalogue (report/priceimport.h). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../common/cliflags.h"
+#include "../common/err.h"
+#include "../common/machine.h"
+#include "../common/opts.h"
+#include "../report/inputs.h"
+#include "../report/priceimport.h"
+#include "commands.h"
+
+static int prices_import(int argc, char **argv)
+{
+    const char *format = NULL, *out = NULL;
+    int replace = 0;
+    price_import_opts o = {0};
+    const opt_spec specs[] = {
+        {"format", OPT_STR, &format, 0, 0, 0, 0, "skypilot|aws-offer|azure-retail", "the catalogue's format"},
+        {"out", OPT_STR, &out, 0, 0, 0, 0, "FILE", "add the rows to this price file (default: CSV on stdout)"},
+        {"as-of", OPT_STR, &o.as_of, 0, 0, 0, 0, "DATE",
+         "when the prices were read, YYYY[-MM[-DD]] (required for skypilot and azure-retail)"},
+        {"provider", OPT_STR, &o.provider, 0, 0, 0, 0, "NAME", "the cloud (default: from the format or the path)"},
+        {"instances", OPT_STR, &o.instances, 0, 0, 0, 0, "LIST", "keep only these instance types (comma-separated)"},
+        {"regions", OPT_STR, &o.regions, 0, 0, 0, 0, "LIST", "keep only these regions (comma-separated)"},
+        {"replace", OPT_FLAG, &replace, 0, 0, 0, 0, NULL, "replace a conflicting row (kept as a '#' line)"},
+        {0},
+    };
+    char *pos[1];
+    int npos = 1;
+    int rc = opts_parse("prices import", "FILE --format F [options]", specs, argc, argv, 3, pos, &npos);
+    if (rc != 0) return rc > 0 ? 0 : rc;
+    if (npos != 1) return err_usage("prices import: expected one catalogue FILE");
+    int f = -1;
+    for (int i = 0; i < 3 && format; i++)
+        if (strcmp(format, price_format_names[i]) == 0) f = i;
+    if (f < 0)
+        return err_usage("--format: expected skypilot, aws-offer or azure-retail, got '%s'", format ? format : "");
+    o.format = (price_format)f;
+    price_import pi;
+    if (price_import_read(&pi, pos[0], &o, stderr) != 0) return CB_EUSAGE;
+    price_import_summary(&pi, stderr);
+    rc = out ? price_import_merge(&pi, out, replace, stderr) : price_import_write(&pi, "-");
+    price_import_free(&pi);
+    return rc;
+}
+
+typedef struct {
+    const price_row *p;
+    double per_acc; /* $/accelerator-hour, NaN when the hardware table does not know the instance */
+    int accelerators;
+} listed;
+
+static int by_price(const void *a, const void *b)
+{
+    double x = ((const listed *)a)->p->usd_per_hour, y = ((const listed *)b)->p->usd_per_hour;
+    return (x > y) - (x < y);
+}
+
+static void prices_print(const listed *v, int n)
+{
+    long now = (long)time(NULL);
+    printf("%-28s %-6s %-16s %-12s %12s %10s %-10s %-12s %s\n", "instance_type", "cloud", "region", "option",
+           "usd_per_hour", "usd/acc-h", "as_of", "age", "source");
+    for (int i = 0; i < n; i++) {
+        const price_row *p = v[i].p;
+        char age[32], acc[24] = "-";
+        double days = price_age_days(p, now);
+        price_age_text(days, age, sizeof age);
+        if (isfinite(v[i].per_acc)) snprintf(acc, sizeof acc, "%.4g", v[i].per_acc);
+        printf("%-28s %-6s %-16s %-12s %12.6g %10s %-10s %-12s %s%s\n", p->instance, p->provider, p->region, p->option,
+               p->usd_per_hour, acc, p->as_of, age, p->source, days > PRICE_STALE_DAYS ? "  [!] >1y old" : "");
+    }
+}
+
+int cmd_prices(int argc, char **argv)
+{
+    if (argc >= 3 && strcmp(argv[2], "import") == 0) return prices_import(argc, argv);
+    const char *instance = NULL, *pricing = NULL, *region = NULL, *prices = NULL, *hw = NULL, *csv = NULL;
+    const opt_spec specs[] = {
+        {"instance", OPT_STR, &instance, 0, 0, 0, 0, "TYPE", "only this instance type"},
+        {"pricing", OPT_STR, &pricing, 0, 0, 0, 0, "LIST", "only these pricing options (" PRICE_OPTIONS ")"},
+        REGION_FLAG_SPEC(&region),
+        PRICING_FLAG_SPECS(&prices, &hw),
+        {"csv", OPT_STR, &csv, 0, 0, 0, 0, "FILE", "also write the listed rows as a price CSV"},
+        {0},
+    };
+    int rc = opts_parse("prices", "[options] | import FILE --format F [options]", specs, argc, argv, 2, NULL, NULL);
+    if (rc != 0) return rc > 0 ? 0 : rc;
+    price_table pt;
+    hw_table ht;
+    if (data_tables_load(prices, hw, &pt, &ht) != 0) return CB_EUSAGE;
+    listed *v = calloc((size_t)pt.n + 1, sizeof *v);
+    int n = 0;
+    rc = v ? 0 : err_msg("out of memory");
+    for (int i = 0; rc == 0 && i < pt.n; i++) {
+        const price_row *p = &pt.rows[i];
+        if ((instance && strcmp(p->instance, instance)) || (region && strcmp(p->region, region))) continue;
+        if (pricing && !strstr(pricing, p->option)) continue;
+        const hw_row *h = hardware_find(&ht, p->instance);
+        v[n] = (listed){p, h && h->accelerators > 0 ? p->usd_per_hour / h->accelerators : NAN, h ? h->accelerators : 0};
+        n++;
+    }
+    if (rc == 0 && n == 0) rc = err_usage("no prices match in %s", pt.path);
+    if (rc == 0) {
+        qsort(v, (size_t)n, sizeof *v, by_price);
+        prices_print(v, n);
+    }
+    if (rc == 0 && csv) {
+        price_import pi = {.n = n};
+        pi.rows = calloc((size_t)n, sizeof *pi.rows);
+        for (int i = 0; pi.rows && i < n; i++) pi.rows[i] = *v[i].p;
+        rc = pi.rows ? price_import_write(&pi, csv) : err_msg("out of memory");
+        free(pi.rows);
+    }
+    free(v);
+    prices_free(&pt);
+    hardware_free(&ht);
+    return rc;
+}
