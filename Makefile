@@ -119,15 +119,20 @@ FUZZ_BUILD   := build-fuzz
 # The project sources the harnesses link: the parsers and everything they call. When one of
 # them gains a dependency on another project file, add that file here.
 FUZZ_LIB_SRC := common/csvio.c common/err.c common/parse.c common/files.c common/schema.c model/safetensors.c model/dataset.c \
-                model/ckpt_meta.c common/precision.c
-FUZZ_LIBS    := -lcsv -lm
-FUZZ_TARGETS := csv safetensors idx ckpt
+                model/ckpt_meta.c common/precision.c common/machine_data.c common/presets.c common/stats.c common/params.c \
+                report/devices.c report/published.c report/kvconf.c report/logimport.c report/logfmt_megatron.c \
+                report/logfmt_nemo.c report/logfmt_torchtitan.c report/logfmt_composer.c report/logfmt_costbench.c \
+                report/netfit.c report/logrow.c report/json.c
+# GSL (the fits) with its own CBLAS: the harnesses link no OpenBLAS.
+FUZZ_LIBS    := -lcsv -lgsl -lgslcblas -lm
+FUZZ_TARGETS := csv safetensors idx ckpt logs
 # Largest input per format: a few data/*.csv heads, a header plus small tensors, an index pair,
 # a checkpoint step's two files (about 1.5 KiB each with their metadata).
 FUZZ_MAXLEN_csv         := 8192
 FUZZ_MAXLEN_safetensors := 16384
 FUZZ_MAXLEN_idx         := 4096
 FUZZ_MAXLEN_ckpt        := 8192
+FUZZ_MAXLEN_logs        := 8192
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_CFLAGS  := -std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer $(WARN)
 FUZZ_LIB_OBJ := $(FUZZ_LIB_SRC:%.c=$(FUZZ_BUILD)/%.o) $(FUZZ_BUILD)/tests/fuzz/fuzz_io.o
@@ -158,7 +163,7 @@ fuzz: $(FUZZ_BIN)
 fuzz-corpus: | deps fuzz-toolchain
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_SAN) -o $(FUZZ_BUILD)/gen_corpus tests/fuzz/gen_corpus.c $(FUZZ_LIB_SRC) $(FUZZ_LIBS)
 	rm -rf tests/fuzz/corpus
-	$(FUZZ_BUILD)/gen_corpus tests/fuzz/corpus data
+	$(FUZZ_BUILD)/gen_corpus tests/fuzz/corpus data tests/logs tests/catalogs
 
 clean:
 	rm -rf build build-san build-fuzz costbench

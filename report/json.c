@@ -218,7 +218,8 @@ static int parse_container(json_reader *r, json_val *v, char close)
             }
             r->pos++;
         }
-        if ((rc = parse_value(r, &v->items[v->n])) != 0) {
+        if ((rc = parse_value(r, &v->items[v->n])) != 0) { /* what the element holds so far is not counted in n */
+            json_free(&v->items[v->n]);
             if (v->kind == JSON_OBJECT) free(v->keys[v->n]);
             return rc;
         }

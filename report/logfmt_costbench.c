@@ -71,7 +71,7 @@ static int col_of(const char *header, const cells *hc, const char *name)
 /* The number under column `name` into *out (NaN when the column or the cell is absent); a cell that
  * is no number is an error naming the log's line. */
 static int cell_num(const text_lines *t, int i, const cells *rc, int hline, const cells *hc, const char *name,
-                    double *out)
+                    double lo, double hi, double *out)
 {
     *out = NAN;
     int col = col_of(t->line[hline], hc, name);
@@ -81,8 +81,9 @@ static int cell_num(const text_lines *t, int i, const cells *rc, int hline, cons
     if (!*buf) return 0;
     errno = 0;
     double v = strtod(buf, &end);
-    if (*end || errno || !isfinite(v))
-        return err_usage("%s:%d: column '%s': expected a number, got '%s'", t->path, i + 1, name, buf);
+    if (*end || errno || !isfinite(v) || v < lo || v > hi)
+        return err_usage("%s:%d: column '%s': expected a number from %g to %g, got '%s'", t->path, i + 1, name, lo, hi,
+                         buf);
     *out = v;
     return 0;
 }
@@ -94,10 +95,12 @@ static int step_row(const text_lines *t, int i, int hline, const cells *hc, log_
     cells_split(t->line[i], &rc);
     log_step s = log_step_unset(i + 1);
     double step, ms;
-    int e = cell_num(t, i, &rc, hline, hc, "step", &step) || cell_num(t, i, &rc, hline, hc, "ms", &ms) ||
-            cell_num(t, i, &rc, hline, hc, "tokens_per_s", &s.tokens_per_s) ||
-            cell_num(t, i, &rc, hline, hc, "seq_per_s", &s.samples_per_s) ||
-            cell_num(t, i, &rc, hline, hc, "mfu", &s.mfu_pct) || cell_num(t, i, &rc, hline, hc, "loss", &s.loss);
+    int e = cell_num(t, i, &rc, hline, hc, "step", 1, 1e12, &step) ||
+            cell_num(t, i, &rc, hline, hc, "ms", 0, 1e12, &ms) ||
+            cell_num(t, i, &rc, hline, hc, "tokens_per_s", 0, 1e15, &s.tokens_per_s) ||
+            cell_num(t, i, &rc, hline, hc, "seq_per_s", 0, 1e15, &s.samples_per_s) ||
+            cell_num(t, i, &rc, hline, hc, "mfu", 0, 1e4, &s.mfu_pct) ||
+            cell_num(t, i, &rc, hline, hc, "loss", -1e30, 1e30, &s.loss);
     if (e) return CB_EUSAGE;
     if (!(step >= 1) || !(ms > 0))
         return err_usage("%s:%d: a step row with no step number or no time (columns 'step', 'ms')", t->path, i + 1);
@@ -166,10 +169,14 @@ static int summary_row(const text_lines *t, int h, int i, log_run *r)
     cells hc, rc;
     cells_split(t->line[h], &hc), cells_split(t->line[i], &rc);
     double tp, pp, ranks, inst, peak, seq, gb, mb;
-    if (cell_num(t, i, &rc, h, &hc, "tensor_parallel", &tp) || cell_num(t, i, &rc, h, &hc, "pipeline_parallel", &pp) ||
-        cell_num(t, i, &rc, h, &hc, "ranks", &ranks) || cell_num(t, i, &rc, h, &hc, "instances", &inst) ||
-        cell_num(t, i, &rc, h, &hc, "peak_gflops", &peak) || cell_num(t, i, &rc, h, &hc, "seq_len", &seq) ||
-        cell_num(t, i, &rc, h, &hc, "global_batch", &gb) || cell_num(t, i, &rc, h, &hc, "micro_batch", &mb))
+    if (cell_num(t, i, &rc, h, &hc, "tensor_parallel", 1, 65536, &tp) ||
+        cell_num(t, i, &rc, h, &hc, "pipeline_parallel", 1, 65536, &pp) ||
+        cell_num(t, i, &rc, h, &hc, "ranks", 1, 1e7, &ranks) ||
+        cell_num(t, i, &rc, h, &hc, "instances", 1, 1e7, &inst) ||
+        cell_num(t, i, &rc, h, &hc, "peak_gflops", 0, 1e12, &peak) ||
+        cell_num(t, i, &rc, h, &hc, "seq_len", 1, 1e9, &seq) ||
+        cell_num(t, i, &rc, h, &hc, "global_batch", 1, 1e9, &gb) ||
+        cell_num(t, i, &rc, h, &hc, "micro_batch", 1, 1e9, &mb))
         return CB_EUSAGE;
     long nranks = isnan(ranks) ? 1 : (long)ranks, ninst = isnan(inst) ? 1 : (long)inst;
     if (nranks < 1 || ninst < 1) return err_usage("%s:%d: column 'ranks': expected at least 1", t->path, i + 1);
@@ -187,7 +194,8 @@ static int summary_row(const text_lines *t, int h, int i, log_run *r)
     if ((k = col_of(t->line[h], &hc, "recompute")) >= 0) cell_text(t->line[i], &rc, &hc, k, r->recompute, 16);
     if ((k = col_of(t->line[h], &hc, "sharding")) >= 0) cell_text(t->line[i], &rc, &hc, k, r->sharding, 16);
     double sps, steps;
-    if (cell_num(t, i, &rc, h, &hc, "seq_per_s", &sps) || cell_num(t, i, &rc, h, &hc, "steps_timed", &steps))
+    if (cell_num(t, i, &rc, h, &hc, "seq_per_s", 0, 1e15, &sps) ||
+        cell_num(t, i, &rc, h, &hc, "steps_timed", 0, 1e12, &steps))
         return CB_EUSAGE;
     log_run_note(r, "costbench train's own summary: %g seq/s, the median of %g steps", sps, steps);
     return 0;

@@ -213,6 +213,9 @@ static int data_row(nccl_scan *s, const char *line, int lineno, net_run *r)
 {
     char buf[1024], *tok[NCCL_MAX_TOKENS];
     int n = tokens_split(line, buf, sizeof buf, tok);
+    if (s->col_time < 0 || s->col_algbw < 0 || s->col_busbw < 0)
+        return err_usage("%s:%d: the table's header has no 'time', 'algbw' or 'busbw' column", s->t->path,
+                         s->header_line);
     if (n < s->ncols)
         return err_usage("%s:%d: the table's row ends after %d of its %d columns (header at line %d): a truncated "
                          "table",

@@ -226,7 +226,46 @@ static void test_frameworks(void)
     CHECK(cli_run(ns, out, sizeof out, err, sizeof err) == 2 && strstr(err, "flag '--scope'"), "%s", err);
 }
 
+/* Copies `from` to `to` with the first occurrence of `old` replaced by `new` (same line count). */
+static void copy_edited(const char *from, const char *to, const char *old, const char *new)
+{
+    FILE *f = fopen(from, "rb");
+    static char buf[65536];
+    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    if (f) fclose(f);
+    buf[n] = '\0';
+    char *at = strstr(buf, old);
+    CHECK(at != NULL, "%s: no '%s'", from, old);
+    if (!at) return;
+    static char out[65536 + 256];
+    snprintf(out, sizeof out, "%.*s%s%s", (int)(at - buf), buf, new, at + strlen(old));
+    write_text(to, out);
+}
+
+/* Inputs that once crashed a reader: each is now one error naming its line. */
+static void test_malformed(void)
+{
+    char out[16384], err[4096];
+    /* a summary row stating tensor_parallel 0 (a division by zero) */
+    copy_edited(TINY, test_path("tp0.log"), "pythia-70m-custom                1", "pythia-70m-custom                0");
+    const char *a1[] = {"import", test_path("tp0.log"), NULL};
+    CHECK(cli_run(a1, out, sizeof out, err, sizeof err) == 2 && strstr(err, "tp0.log:24: column 'tensor_parallel'"),
+          "%s", err);
+    /* an nccl-tests header without its time columns (the rows were read at column -1) */
+    copy_edited("tests/logs/nccl_reduce_scatter_1x4.txt", test_path("notime.txt"), "time   algbw   busbw  #wrong     time",
+                "xxxx   algbw   busbw  #wrong     xxxx");
+    const char *a2[] = {"import", test_path("notime.txt"), NULL};
+    CHECK(cli_run(a2, out, sizeof out, err, sizeof err) == 2 && strstr(err, "notime.txt:14: the table's header"),
+          "%s", err);
+    /* a catalogue whose JSON breaks inside a nested object (its partial members were leaked) */
+    write_text(test_path("cut.json"), "{\"Items\": [{\"a\": {\"b\": [1, 2, {\"c\": \"d\"}, \n");
+    const char *a3[] = {"prices", "import", test_path("cut.json"), "--format", "azure-retail", "--as-of", "2025", NULL};
+    int rc = cli_run(a3, out, sizeof out, err, sizeof err);
+    CHECK(rc == 2 && strstr(err, "cut.json:"), "exit %d: %s%s", rc, out, err);
+}
+
 const test_case tests_import[] = {
+    {"import: malformed inputs that once crashed a reader", test_malformed},
     {"import: one log per framework into its row (worked by hand)", test_frameworks},
     {"import: steady state, warm-up detected, --skip-steps", test_steady_warmup},
     {"import: steady state, batch ramp-up dropped", test_steady_ramp},

@@ -10,8 +10,13 @@
  *                     bf16) and ones each resume check refuses or flags (a negative exp_avg_sq, a
  *                     finite exp_avg of 3e38, adam_t 2147483647, another layers, another run,
  *                     another batch, an older checkpoint's keys)
- * Usage: gen_corpus OUT DATA   (make fuzz-corpus: OUT = tests/fuzz/corpus, DATA = data)
+ *   OUT/logs/         the training logs, configs and collective-benchmark outputs of tests/logs/
+ *                     and the price catalogues of tests/catalogs/ (LOGS...), one seed each, for
+ *                     fuzz_logs
+ * Usage: gen_corpus OUT DATA LOGS...   (make fuzz-corpus: OUT = tests/fuzz/corpus, DATA = data,
+ * LOGS = tests/logs tests/catalogs)
  * Exits 0, or 1 after an "error:" line. */
+#include <dirent.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -459,10 +464,35 @@ static void gen_ckpt(void)
     rmdir(dir);
 }
 
+/* ---------------------------------------------------------------- logs */
+
+/* Every file of logs_dir, as it is (sorted by name: the corpus is deterministic; the directories'
+ * file names are distinct). */
+static void gen_logs(const char *logs_dir)
+{
+    make_dir("logs");
+    struct dirent **names;
+    int n = scandir(logs_dir, &names, NULL, alphasort);
+    if (n < 0) die("cannot list", logs_dir);
+    for (int i = 0; i < n; i++) {
+        char path[CB_PATH_MAX];
+        snprintf(path, sizeof path, "%s/%s", logs_dir, names[i]->d_name);
+        struct stat st;
+        if (names[i]->d_name[0] != '.' && stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
+            size_t len;
+            unsigned char *b = slurp(path, &len);
+            put("logs", names[i]->d_name, b, len);
+            free(b);
+        }
+        free(names[i]);
+    }
+    free(names);
+}
+
 int main(int argc, char **argv)
 {
-    if (argc != 3) {
-        fprintf(stderr, "usage: gen_corpus OUT DATA\n");
+    if (argc < 4) {
+        fprintf(stderr, "usage: gen_corpus OUT DATA LOGS...\n");
         return 2;
     }
     out_dir = argv[1];
@@ -471,5 +501,6 @@ int main(int argc, char **argv)
     gen_safetensors();
     gen_idx();
     gen_ckpt();
+    for (int i = 3; i < argc; i++) gen_logs(argv[i]);
     return 0;
 }

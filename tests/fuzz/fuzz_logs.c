@@ -1,0 +1,82 @@
+/* fuzz_logs.c: libFuzzer harness of the readers `costbench import` runs on files a user pastes
+ * or downloads: the training-log parsers of every format (report/logfmt_*.c), format detection,
+ * the YAML and TOML config reader (report/kvconf.c), the collective-benchmark reader
+ * (report/netfit.c: nccl-tests tables, `costbench allreduce` CSVs) and the JSON reader of price
+ * catalogues (report/json.c).
+ *
+ * Each input is written to a scratch file, loaded as lines, and given to every parser; a parser
+ * either returns 0 with a run whose steps name lines inside the file, or rejects the input with
+ * one "error:" line (run with -close_fd_mask=2). Besides the sanitizers, the harness aborts when
+ * an accepted log breaks what logimport.h promises: steps in file order naming real lines.
+ *
+ *   make fuzz                                      every harness, FUZZ_SECONDS each
+ *   build-fuzz/fuzz_logs -close_fd_mask=2 -max_len=8192 DIR   fuzz with corpus DIR
+ *   build-fuzz/fuzz_logs FILE                      replay one input, errors shown
+ *
+ * Seeds: tests/fuzz/corpus/logs/ (the fixtures of tests/logs/ and tests/catalogs/). */
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "../../report/json.h"
+#include "../../report/kvconf.h"
+#include "../../report/logimport.h"
+#include "../../report/netfit.h"
+#include "fuzz_io.h"
+
+static int log_file = -1;
+
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    fuzz_init(*argc, *argv);
+    log_file = fuzz_tmp_new("log");
+    return 0;
+}
+
+static const log_parser parsers[LOG_NFORMATS] = {log_parse_megatron, log_parse_nemo, log_parse_torchtitan,
+                                                  log_parse_composer, log_parse_costbench};
+
+static void check_run(const text_lines *t, const log_run *r, int k)
+{
+    for (int s = 0; s < r->nsteps; s++) {
+        int line = r->steps[s].line;
+        if (line < 1 || line > t->n)
+            fuzz_fail("the %s parser accepted '%s' with a step at line %d of %d", log_format_names[k], t->path, line,
+                      t->n);
+        if (s > 0 && line < r->steps[s - 1].line)
+            fuzz_fail("the %s parser accepted '%s' with steps out of file order", log_format_names[k], t->path);
+    }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    fuzz_tmp_write(log_file, data, size);
+    const char *path = fuzz_tmp_path(log_file);
+    text_lines t;
+    if (text_lines_load(&t, path) == 0) {
+        log_format f;
+        (void)log_detect_line(&t, &f);
+        for (int k = 0; k < LOG_NFORMATS; k++) {
+            log_run r;
+            log_run_init(&r, (log_format)k);
+            if (parsers[k](&t, NULL, &r) == 0) check_run(&t, &r, k);
+            log_run_free(&r);
+        }
+        if (netfit_detect(&t)) {
+            net_run runs[NET_NCOLL];
+            int nruns = 0;
+            if (netfit_parse(&t, NULL, runs, &nruns) == 0)
+                for (int k = 0; k < nruns; k++) net_run_free(&runs[k]);
+        }
+        text_lines_free(&t);
+    }
+    kv_conf c;
+    if (kvconf_load_yaml(&c, path) == 0) kvconf_free(&c);
+    if (kvconf_load_toml(&c, path) == 0) kvconf_free(&c);
+    json_val v;
+    if (json_load(path, &v) == 0) json_free(&v);
+    fuzz_input_done();
+    return 0;
+}
