@@ -252,8 +252,8 @@ static void test_malformed(void)
     CHECK(cli_run(a1, out, sizeof out, err, sizeof err) == 2 && strstr(err, "tp0.log:24: column 'tensor_parallel'"),
           "%s", err);
     /* an nccl-tests header without its time columns (the rows were read at column -1) */
-    copy_edited("tests/logs/nccl_reduce_scatter_1x4.txt", test_path("notime.txt"), "time   algbw   busbw  #wrong     time",
-                "xxxx   algbw   busbw  #wrong     xxxx");
+    copy_edited("tests/logs/nccl_reduce_scatter_1x4.txt", test_path("notime.txt"),
+                "time   algbw   busbw  #wrong     time", "xxxx   algbw   busbw  #wrong     xxxx");
     const char *a2[] = {"import", test_path("notime.txt"), NULL};
     CHECK(cli_run(a2, out, sizeof out, err, sizeof err) == 2 && strstr(err, "notime.txt:14: the table's header"),
           "%s", err);
