@@ -163,6 +163,16 @@ void price_age_text(double days, char *buf, size_t n)
     else snprintf(buf, n, "%.1f years", days / 365.25);
 }
 
+void price_stale_suffix(const price_row *p, char *buf, size_t n)
+{
+    double days = price_age_days(p, (long)time(NULL));
+    buf[0] = '\0';
+    if (!(days > PRICE_STALE_DAYS)) return;
+    char age[32];
+    price_age_text(days, age, sizeof age);
+    snprintf(buf, n, "; STALE: %s old (as of %.23s), older than a year", age, p->as_of);
+}
+
 void price_warn_stale(const price_row *p, const char *what)
 {
     double days = price_age_days(p, (long)time(NULL));

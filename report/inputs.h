@@ -27,7 +27,7 @@ int price_option_valid(const char *option);
 
 /* Loads path; every cell checked (as_of by price_as_of_check). */
 int prices_load(price_table *t, const char *path);
-/* ---- price ages (issue 22) */
+/* ---- price ages */
 /* 0 when as_of reads YYYY, YYYY-MM or YYYY-MM-DD (a real date), else -1. */
 int price_as_of_check(const char *as_of);
 /* Days from the start of the row's as_of period (YYYY: 1 January; YYYY-MM: the 1st) to `now`
@@ -37,6 +37,9 @@ double price_age_days(const price_row *p, long now);
 void price_age_text(double days, char *buf, size_t n);
 /* A price older than this many days is reported as stale by every report that uses it. */
 #define PRICE_STALE_DAYS 365.0
+/* "; STALE: 23 months old (as of 2025), older than a year" into buf when p is stale (now:
+ * time(NULL)), else "": appended to every note a report prints about the price it uses. */
+void price_stale_suffix(const price_row *p, char *buf, size_t n);
 /* Prints "warning: <what> uses a price older than a year: ..." when p is stale (now: time(NULL)). */
 void price_warn_stale(const price_row *p, const char *what);
 void prices_free(price_table *t);

@@ -40,7 +40,8 @@ typedef struct {
     char option[PLAN_MAX_OFFERS][24];
     double usd_per_hour[PLAN_MAX_OFFERS]; /* per instance */
     char price_source[PLAN_MAX_OFFERS][300]; /* as_of, source */
-    char price_from[PLAN_MAX_OFFERS][256];   /* the price row's source (issue 22: plan's price columns) */
+    char price_from[PLAN_MAX_OFFERS][256];   /* the price row's source (plan's price_source column) */
+    char provider[PLAN_MAX_OFFERS][32];      /* the price row's cloud */
     double price_age_days[PLAN_MAX_OFFERS];  /* days since its as_of (report/inputs.h price_age_days) */
 } plan_instance;
 

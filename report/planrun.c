@@ -14,7 +14,8 @@
 #include "../common/schema.h"
 #include "plot.h"
 
-const rec_col plan_cols[PC_NCOLS] = {{"rank", "", REC_NUM, 0}, TPUT_INSTANCE_TYPE, {"pricing", "", REC_STR, 0},
+const rec_col plan_cols[PC_NCOLS] = {{"rank", "", REC_NUM, 0}, TPUT_INSTANCE_TYPE, {"provider", "", REC_STR, 0},
+                                     {"pricing", "", REC_STR, 0},
                                      {"nodes", "", REC_NUM, 0}, {"tp", "", REC_NUM, 0}, {"pp", "", REC_NUM, 0},
                                      {"vp", "", REC_NUM, 0}, {"sp", "", REC_STR, 0}, {"zero", "", REC_NUM, 0},
                                      TPUT_MICRO_BATCH, {"recompute", "", REC_STR, 0}, {"precision", "", REC_STR, 0},
@@ -22,7 +23,6 @@ const rec_col plan_cols[PC_NCOLS] = {{"rank", "", REC_NUM, 0}, TPUT_INSTANCE_TYP
                                      {"band_pct", "+-%", REC_NUM, 0}, TPUT_TOKENS_PER_USD, TPUT_SEQ_PER_S, TPUT_MFU,
                                      {"mem_per_rank_gib", "GiB", REC_NUM, 1}, {"ckpt_interval_min", "min", REC_NUM, 1},
                                      {"lost_pct", "%", REC_NUM, 1}, TPUT_USD_PER_HOUR, {"extrapolated", "", REC_STR, 0},
-                                     /* issue 22: each price's age and source */
                                      {"price_age", "", REC_STR, 0}, {"price_source", "", REC_STR, 0},
                                      {"train_s", "s", REC_NUM, 0}, TPUT_TOKENS_PER_S, {"step_s", "s", REC_NUM, 3},
                                      {"mem_avail_gib", "GiB", REC_NUM, 1}, TPUT_MODEL, TPUT_SEQ_LEN, TPUT_GLOBAL_BATCH,
@@ -65,8 +65,9 @@ static int instance_add(plan_run *r, const hw_row *hw, char **opts, int nopts)
         snprintf(pi->option[j], sizeof pi->option[j], "%s", opts[k]);
         pi->usd_per_hour[j] = pr->usd_per_hour;
         snprintf(pi->price_source[j], sizeof pi->price_source[j], "%s, %s", pr->as_of, pr->source);
-        /* issue 22: the price's age (a warning when older than a year: notes_inputs) */
+        /* the price's age (a warning when older than a year: notes_inputs) */
         snprintf(pi->price_from[j], sizeof pi->price_from[j], "%s", pr->source);
+        snprintf(pi->provider[j], sizeof pi->provider[j], "%s", pr->provider);
         pi->price_age_days[j] = price_age_days(pr, (long)time(NULL));
     }
     if (pi->noffers == 0) return 0;
@@ -217,8 +218,9 @@ static void row_fill(record *rec, const plan_run *r, const plan_cand *c, int ran
     double usd_h = c->usd_per_hour * (double)c->nodes;
     record_num(rec, row, PC_RANK, rank);
     record_str(rec, row, PC_ITYPE, pi->hw.instance);
+    record_str(rec, row, PC_PROVIDER, pi->provider[c->offer]);
     record_str(rec, row, PC_PRICING, pi->option[c->offer]);
-    char age[32]; /* issue 22: the price's age and source */
+    char age[32]; /* the price's age and source */
     price_age_text(pi->price_age_days[c->offer], age, sizeof age);
     record_str(rec, row, PC_PRICE_AGE, age);
     record_str(rec, row, PC_PRICE_SOURCE, pi->price_from[c->offer]);
@@ -358,7 +360,7 @@ static void notes_inputs(record *rec, const plan_run *r)
         for (int k = 0; k < in->inst[i].noffers; k++)
             record_note(rec, "  %s %s $%.4g per instance-hour (%s)", in->inst[i].hw.instance, in->inst[i].option[k],
                         in->inst[i].usd_per_hour[k], in->inst[i].price_source[k]);
-    for (int i = 0; i < in->ninst; i++) /* issue 22: stale prices */
+    for (int i = 0; i < in->ninst; i++) /* stale prices */
         for (int k = 0; k < in->inst[i].noffers; k++)
             if (in->inst[i].price_age_days[k] > PRICE_STALE_DAYS)
                 err_warn("plan uses a price older than a year: %s %s $%.6g per instance-hour (as of %s)",
@@ -417,26 +419,59 @@ static void notes_counts(record *rec, const plan_run *r)
     }
 }
 
-/* The top N candidates that meet the deadline and the budget; a layout the model cannot tell
- * from one shown above it (same offer, nodes, time and cost) is counted, not shown. */
+/* The top N candidates that meet the deadline and the budget (--per-instance: the first of each
+ * instance type and offer); a layout the model cannot tell from one shown above it (same offer,
+ * nodes, time and cost) is counted, not shown. */
 static int rows_top(record *rec, const plan_run *r, long *hidden)
 {
     int shown = 0;
     const plan_cand *prev[64];
     *hidden = 0;
+    unsigned char *seen = r->o.per_instance ? calloc((size_t)r->in.ninst * PLAN_MAX_OFFERS, 1) : NULL;
+    if (r->o.per_instance && !seen) return err_msg("out of memory");
     for (int i = 0; i < r->res.n && shown < r->o.top; i++) {
         const plan_cand *c = &r->res.c[i];
         if (!c->meets_deadline || !c->within_budget) continue;
+        if (seen && seen[c->inst * PLAN_MAX_OFFERS + c->offer]) continue;
+        if (seen) seen[c->inst * PLAN_MAX_OFFERS + c->offer] = 1;
         int dup = 0;
         for (int k = shown < 64 ? 0 : shown - 64; k < shown && !dup; k++) dup = plan_same_result(prev[k % 64], c);
         if (dup) {
             (*hidden)++;
             continue;
         }
-        if (record_add_row(rec) < 0) return CB_EFAIL;
+        if (record_add_row(rec) < 0) {
+            free(seen);
+            return CB_EFAIL;
+        }
         prev[shown % 64] = c;
         row_fill(rec, r, c, ++shown);
     }
+    free(seen);
+    return 0;
+}
+
+/* Beside a ranking that may show one instance type only: the best configuration of each instance
+ * type and offer that meets the deadline and the budget, cheapest first, with its cloud. */
+static int note_per_instance(record *rec, const plan_run *r)
+{
+    if (r->o.per_instance) return 0;
+    unsigned char *seen = calloc((size_t)r->in.ninst * PLAN_MAX_OFFERS, 1);
+    if (!seen) return err_msg("out of memory");
+    char buf[4096];
+    size_t len = 0;
+    int n = 0;
+    for (int i = 0; i < r->res.n && len + 160 < sizeof buf; i++) {
+        const plan_cand *c = &r->res.c[i];
+        if (!c->meets_deadline || !c->within_budget || seen[c->inst * PLAN_MAX_OFFERS + c->offer]) continue;
+        seen[c->inst * PLAN_MAX_OFFERS + c->offer] = 1;
+        const plan_instance *pi = &r->in.inst[c->inst];
+        len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%s %s (%s) $%.0f in %.1f d", n++ ? "; " : "",
+                                pi->hw.instance, pi->option[c->offer], pi->provider[c->offer], c->cost_usd,
+                                c->train_s / 86400.0);
+    }
+    free(seen);
+    if (n > 1) record_note(rec, "the best of each instance type (--per-instance ranks them): %s", buf);
     return 0;
 }
 
@@ -607,6 +642,7 @@ int plan_run_record(const plan_run *r, record *rec, int human, long *hidden)
                     "them apart)",
                     *hidden);
     if (rc == 0) note_extrapolated(rec, r);
+    if (rc == 0) rc = note_per_instance(rec, r);
     return rc;
 }
 

@@ -18,7 +18,7 @@
 #define PLAN_MAX_TOKENS 1e16
 
 /* The human table shows the columns before PC_TRAIN_S; the CSV all of them. */
-enum { PC_RANK, PC_ITYPE, PC_PRICING, PC_NODES, PC_TP, PC_PP, PC_VP, PC_SP, PC_ZERO, PC_MB, PC_RECOMP, PC_PREC, PC_DAYS,
+enum { PC_RANK, PC_ITYPE, PC_PROVIDER, PC_PRICING, PC_NODES, PC_TP, PC_PP, PC_VP, PC_SP, PC_ZERO, PC_MB, PC_RECOMP, PC_PREC, PC_DAYS,
        PC_COST, PC_BAND, PC_TPU, PC_SEQS, PC_MFU, PC_MEM, PC_TAU, PC_LOST, PC_USD, PC_EXTRAP,
        PC_PRICE_AGE, PC_PRICE_SOURCE, PC_TRAIN_S, PC_TOKS,
        PC_STEP, PC_MEM_AVAIL, PC_MODEL, PC_SEQ, PC_GB, PC_COMPUTE, PC_FRAMEWORK, PC_ATTN, PC_NCOLS };
@@ -31,6 +31,7 @@ typedef struct {
     const char *net_from; /* --net-from: a measured network (report/netfit.h) */
     model_flags mf; /* --models, the model overrides, --max-seq-len */
     long seq, global_batch, max_nodes, top;
+    int per_instance; /* --per-instance: the best configuration of each instance type and pricing option */
     double deadline_days, budget_usd, mfu_pct, mtbf_hours, ckpt_s, restart_s;
 } plan_opts;
 

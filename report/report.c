@@ -92,9 +92,11 @@ static int price_row_under(report_row *r, const char *option, int required, cons
                        o->region ? " in " : "", o->region ? o->region : "", prices->path);
     }
     r->usd_per_hour = p->usd_per_hour * (double)t->instances;
+    char stale[96];
+    price_stale_suffix(p, stale, sizeof stale);
     snprintf(r->price_note, sizeof r->price_note,
-             "%.63s %.31s %.23s $%g per instance-hour (%.100s:%d, as of %.23s: %.80s)", instance, p->region, opt,
-             p->usd_per_hour, prices->path, p->line, p->as_of, p->source);
+             "%.63s %.31s %.23s $%g per instance-hour (%.100s:%d, as of %.23s: %.80s)%s", instance, p->region, opt,
+             p->usd_per_hour, prices->path, p->line, p->as_of, p->source, stale);
     return 0;
 }
 

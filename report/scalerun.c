@@ -460,9 +460,11 @@ static void notes_write(record *rec, const scale_run *r, int over_mem)
     if (r->o.latency_us < 0 && !isfinite(r->hw->net_latency_us))
         record_note(rec, "network latency: %g us a hop, assumed (the hardware states none; give --latency-us)",
                     STEP_NET_LATENCY_US);
+    char stale[96];
+    if (r->pr) price_stale_suffix(r->pr, stale, sizeof stale);
     if (r->pr)
-        record_note(rec, "price %s %s $%.4g per instance-hour (%s, %s)", o->instance, o->pricing, r->usd_per_hour,
-                    r->pr->as_of, r->pr->source);
+        record_note(rec, "price %s %s $%.4g per instance-hour (%s, %s)%s", o->instance, o->pricing, r->usd_per_hour,
+                    r->pr->as_of, r->pr->source, stale);
     else if (isnan(r->usd_per_hour))
         record_note(rec, "price: none for %s (give --usd-per-hour for tokens/$)", o->instance);
     else record_note(rec, "price $%.4g per instance-hour (--usd-per-hour)", r->usd_per_hour);

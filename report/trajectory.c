@@ -217,10 +217,12 @@ static int price_resolve(traj_ctx *c)
     const char *opt = o->pricing ? o->pricing : "on_demand";
     const price_row *p = prices_find(&pt, o->instance, opt, o->region);
     if (p) {
+        char stale[96];
+        price_stale_suffix(p, stale, sizeof stale);
         c->usd_per_hour = p->usd_per_hour;
         snprintf(c->price_source, sizeof c->price_source,
-                 "%.63s %.31s %.23s, $%g per hour (%.200s:%d, as of %.23s: %.200s)", p->instance, p->region, p->option,
-                 p->usd_per_hour, pt.path, p->line, p->as_of, p->source);
+                 "%.63s %.31s %.23s, $%g per hour (%.200s:%d, as of %.23s: %.150s)%.80s", p->instance, p->region,
+                 p->option, p->usd_per_hour, pt.path, p->line, p->as_of, p->source, stale);
     }
     prices_free(&pt);
     return p ? 0 : CB_EUSAGE;

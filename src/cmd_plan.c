@@ -38,6 +38,8 @@ static int plan_opts_parse(plan_opts *o, int argc, char **argv)
         {"global-batch", OPT_LONG, &o->global_batch, 1, CB_MAX_GLOBAL_BATCH, 0, 0, "G",
          "sequences per step (default: 4M tokens)"},
         {"top", OPT_LONG, &o->top, 1, 100000, 0, 0, "N", "configurations shown (default 10)"},
+        {"per-instance", OPT_FLAG, &o->per_instance, 0, 0, 0, 0, NULL,
+         "rank the best configuration of each instance type and pricing option (one row each)"},
         {"mtbf-hours", OPT_DOUBLE, &o->mtbf_hours, 0, 0, 1e-3, 1e9, "H",
          "mean time between failures of one instance: model failures"},
         {"checkpoint-s", OPT_DOUBLE, &o->ckpt_s, 0, 0, 1e-3, 1e6, "S", "time to write a checkpoint (default 60)"},

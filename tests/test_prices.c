@@ -168,7 +168,50 @@ static void t_age(void)
     CHECK(cli_run(a, out, sizeof out, err, sizeof err) == 2 && strstr(err, "old.csv:2: column 'as_of'"), "%s", err);
 }
 
+/* Every report that uses a price older than a year says so: scale and trajectory (and report,
+ * through the same price note) mark a price of 2020 STALE and leave this month's alone. */
+static void t_stale_reports(void)
+{
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    char text[1024];
+    snprintf(text, sizeof text,
+             "provider,instance_type,region,pricing_option,usd_per_hour,as_of,source\n"
+             "aws,p4d.24xlarge,us-east-1,on_demand,32.7726,2020-01,old page\n"
+             "aws,p4de.24xlarge,us-east-1,on_demand,40.96575,%04d-%02d,this month's page\n",
+             tm.tm_year + 1900, tm.tm_mon + 1);
+    write_text(test_path("stale.csv"), text);
+    const char *old[] = {"scale", "--model", "pythia-1b", "--instance", "p4d.24xlarge", "--nodes", "1",
+                         "--global-batch", "64", "--prices", test_path("stale.csv"), NULL};
+    int rc = cli_run(old, out, sizeof out, err, sizeof err);
+    CHECK(rc == 0 && strstr(out, "(2020-01, old page); STALE: ") && strstr(out, "older than a year"), "%d %s%s", rc,
+          out, err);
+    const char *fresh[] = {"scale", "--model", "pythia-1b", "--instance", "p4de.24xlarge", "--nodes", "1",
+                           "--global-batch", "64", "--prices", test_path("stale.csv"), NULL};
+    rc = cli_run(fresh, out, sizeof out, err, sizeof err);
+    CHECK(rc == 0 && strstr(out, "this month's page)") && !strstr(out, "STALE"), "%d %s%s", rc, out, err);
+}
+
+/* plan --per-instance over one instance of each of three clouds (prices imported from the
+ * catalogues of data/catalogs): one row each, naming its cloud, its price's source and age. */
+static void t_plan_clouds(void)
+{
+    const char *args[] = {"plan", "--model", "llama2-7b", "--tokens", "140B", "--deadline-days", "30",
+                          "--instances", "p5en.48xlarge,a3-highgpu-8g,Standard_ND96isr_H100_v5", "--per-instance",
+                          NULL};
+    int rc = cli_run(args, out, sizeof out, err, sizeof err);
+    CHECK(rc == 0, "exit %d: %s", rc, err);
+    static const char *const want[] = {"a3-highgpu-8g             gcp", "p5en.48xlarge             aws",
+                                       "Standard_ND96isr_H100_v5  azure", "data/catalogs/gcp/vms.csv (skypilot, lines",
+                                       "data/catalogs/aws/vms.csv (skypilot, line", "data/catalogs/azure/vms.csv"};
+    for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) CHECK(strstr(out, want[k]), "no '%s':\n%s", want[k], out);
+    CHECK(strstr(out, "\n   4  ") == NULL, "one row per instance:\n%s", out);
+}
+
 const test_case tests_prices[] = {
+    {"prices: plan --per-instance ranks three clouds, each price's source and age", t_plan_clouds},
+    {"prices: scale marks a price older than a year", t_stale_reports},
     {"prices: skypilot catalogue: zones folded, host-only rows dropped, as-of required", t_skypilot},
     {"prices: skypilot gcp: host + GPU row of the same zone, a host without its GPUs dropped", t_gcp_join},
     {"prices: aws offer file: filters, reserved effective rate", t_aws},
