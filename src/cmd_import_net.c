@@ -101,7 +101,7 @@ static int row_make(const net_opts *o, const text_lines *t, const net_run *r, co
     w->latency_us = f->latency_us, w->busbw_gb_per_s = f->busbw_gb_per_s;
     w->busbw_max_gb_per_s = f->busbw_max_gb_per_s, w->sizes = f->sizes;
     w->min_bytes = f->min_bytes, w->max_bytes = f->max_bytes, w->r2 = f->r2;
-    snprintf(w->source, sizeof w->source, "%s in %.250s:%d-%d", r->program, t->path, r->first_line, r->last_line);
+    snprintf(w->source, sizeof w->source, "%.40s in %.250s:%d-%d", r->program, t->path, r->first_line, r->last_line);
     snprintf(w->as_of, sizeof w->as_of, "%s", r->as_of);
     return 0;
 }
