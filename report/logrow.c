@@ -310,18 +310,25 @@ static void row_write(csv_writer *w, const logrow *row)
 
 int logrow_check(const logrow *row)
 {
-    char path[64];
-    snprintf(path, sizeof path, "/tmp/costbench-import-%ld.csv", (long)getpid());
+    /* a directory of this process's own ($TMPDIR, else /tmp), so no other user can place the file */
+    const char *tmp = getenv("TMPDIR");
+    char dir[CB_PATH_MAX], path[CB_PATH_MAX + 16];
+    if (path_fmt(dir, sizeof dir, "%s/costbench-import-XXXXXX", tmp && *tmp ? tmp : "/tmp") != 0) return CB_EFAIL;
+    if (!mkdtemp(dir)) return err_msg("%s: cannot create a scratch directory: %s", dir, strerror(errno));
+    snprintf(path, sizeof path, "%s/row.csv", dir);
     csv_writer w;
-    if (csvw_open(&w, path) != 0) return CB_EFAIL;
-    row_write(&w, row);
-    if (csvw_commit(&w) != 0) return CB_EFAIL;
+    int rc = csvw_open(&w, path) != 0 ? CB_EFAIL : 0;
+    if (rc == 0) {
+        row_write(&w, row);
+        rc = csvw_commit(&w) != 0 ? CB_EFAIL : 0;
+    }
     dev_table dt = {0};
     pub_table t;
-    int rc = devices_load(&dt, NULL) != 0 ? CB_EFAIL : published_load(&t, path, &dt) != 0 ? CB_EUSAGE : 0;
+    if (rc == 0) rc = devices_load(&dt, NULL) != 0 ? CB_EFAIL : published_load(&t, path, &dt) != 0 ? CB_EUSAGE : 0;
     if (rc == 0) published_free(&t);
     devices_free(&dt);
     unlink(path);
+    rmdir(dir);
     if (rc == CB_EUSAGE)
         err_hint("that is the imported row (line 2 of a scratch copy): fix the flag or the log it came from");
     return rc;
