@@ -221,6 +221,10 @@ int log_parse_costbench(const text_lines *t, const char *config_path, log_run *r
         if (strncmp(s, "# ", 2) == 0 && !header && strstr(s, ": L=")) {
             header = i + 1;
             rc = header_line(t, i, r);
+        } else if (strncmp(s, "# median of ", 12) == 0 && strstr(s, " steps after discarding ")) {
+            int kept, discarded; /* the summary's own warm-up: "# median of 4 steps after discarding 2; ..." */
+            if (sscanf(s, "# median of %d steps after discarding %d", &kept, &discarded) == 2 && discarded >= 0)
+                r->stated_warmup = discarded;
         } else if (strncmp(s, "# ", 2) == 0 && strstr(s, " data-parallel ranks, ZeRO-1")) {
             snprintf(r->sharding, sizeof r->sharding, "zero1");
         } else if (strncmp(s, "# ", 2) == 0) {

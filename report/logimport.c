@@ -23,7 +23,7 @@ void log_run_init(log_run *r, log_format f)
 {
     memset(r, 0, sizeof *r);
     r->format = f;
-    r->tied_embeddings = r->sequence_parallel = -1;
+    r->tied_embeddings = r->sequence_parallel = r->stated_warmup = -1;
     r->params = r->peak_tflops = NAN;
 }
 

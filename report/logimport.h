@@ -52,6 +52,7 @@ typedef struct {
     int tp, pp, dp, cp, vp;
     long devices, devices_per_node; /* world size (accelerators, all nodes); per node */
     double peak_tflops;             /* the per-device peak the log's MFU divides by */
+    int stated_warmup;              /* step lines the log's own summary left out as warm-up (-1: not stated) */
     char flop_convention[24];       /* whose FLOP count tflops_per_device / mfu_pct are in (SCHEMA.md) */
     char device[48], instance[64];
     char config_from[256];          /* "the arguments block (lines 3-190)", "--config run.yaml", "" */

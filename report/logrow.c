@@ -155,10 +155,13 @@ int log_steady_compute(const log_run *r, long skip, const char *path, log_steady
     int rc = log_metric_pick(r, st, path, &st->metric);
     if (rc != 0) return rc;
     steady_printed(r, st);
-    st->auto_warm = skip < 0;
+    st->auto_warm = skip < 0 && r->stated_warmup < 0;
     if (skip >= 0) {
         st->warm = skip < st->n ? (int)skip : st->n;
         snprintf(st->why, sizeof st->why, "--skip-steps %ld", skip);
+    } else if (r->stated_warmup >= 0) { /* the framework's own choice, where its log states one */
+        st->warm = r->stated_warmup < st->n ? r->stated_warmup : st->n;
+        snprintf(st->why, sizeof st->why, "the %d the log's own summary leaves out", r->stated_warmup);
     } else {
         double *v = malloc((size_t)st->n * sizeof *v);
         if (!v) return err_msg("out of memory");

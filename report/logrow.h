@@ -19,7 +19,7 @@ typedef struct {
     int ramp;          /* dropped: a global batch other than the last step's (batch ramp-up) */
     int unprinted;     /* dropped: lines that do not print the metric (before a throughput window filled) */
     int warm;          /* dropped: warm-up (the first `warm` of the others) */
-    int auto_warm;     /* 1: the warm-up was detected; 0: --skip-steps */
+    int auto_warm;     /* 1: the warm-up was detected; 0: --skip-steps, or the log's own summary stated it */
     long iters;        /* optimizer steps the kept lines cover (each line's `iters`) */
     pub_metric metric; /* the figure the row publishes (log_metric_pick) */
     double median, min, max, iqr_pct; /* of the metric over the kept steps; iqr_pct: Q3 - Q1 in % of the median */
@@ -37,7 +37,8 @@ double log_step_figure(const log_step *s, pub_metric m);
 int log_metric_pick(const log_run *r, const log_steady *st, const char *path, pub_metric *m);
 /* The steady state of r's steps: the batch ramp-up dropped, the metric picked, the lines without
  * it dropped, then `skip` leading steps
- * (skip < 0: the warm-up detected, see logrow.c), the rest summarised. Returns 0, or
+ * (skip < 0: the warm-up the log's own summary states, log_run.stated_warmup, else the one
+ * detected, see logrow.c), the rest summarised. Returns 0, or
  * CB_EUSAGE after an error naming path (no step left: how many there were). */
 int log_steady_compute(const log_run *r, long skip, const char *path, log_steady *st);
 void log_steady_free(log_steady *st);
