@@ -122,7 +122,7 @@ FUZZ_LIB_SRC := common/csvio.c common/err.c common/parse.c common/files.c common
                 model/ckpt_meta.c common/precision.c common/machine_data.c common/presets.c common/stats.c common/params.c \
                 report/devices.c report/published.c report/kvconf.c report/logimport.c report/logfmt_megatron.c \
                 report/logfmt_nemo.c report/logfmt_torchtitan.c report/logfmt_composer.c report/logfmt_costbench.c \
-                report/netfit.c report/logrow.c report/json.c
+                report/netfit.c report/logrow.c report/json.c report/inputs.c
 # GSL (the fits) with its own CBLAS: the harnesses link no OpenBLAS.
 FUZZ_LIBS    := -lcsv -lgsl -lgslcblas -lm
 FUZZ_TARGETS := csv safetensors idx ckpt logs

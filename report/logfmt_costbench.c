@@ -9,7 +9,9 @@
  * A row with as many cells as its header has names maps them in order (the step table's rows can
  * outgrow their column by a character and shift the rest); otherwise cells are found by position:
  * a number ends where its column's name ends, a name starts where its column's name starts, and
- * an empty cell is simply absent. */
+ * an empty cell is simply absent.
+ * Also the summary alone: the CSV `costbench train --summary-csv` writes (the throughput format of
+ * report/inputs.h, loaded and checked by its loader), one row standing for its run's steady state. */
 #include "logimport.h"
 #include "logrow.h"
 
@@ -21,6 +23,8 @@
 
 #include "../common/err.h"
 #include "../common/machine.h"
+#include "../common/schema.h"
+#include "inputs.h"
 
 enum { CB_MAX_COLS = 64 };
 
@@ -209,12 +213,56 @@ static void machine_line(const char *line, log_run *r)
     if (semi && comma && comma < semi) log_run_note(r, "CPU %.*s", (int)(comma - line - 2), line + 2);
 }
 
+/* The header line of a summary CSV: "model,tensor_parallel,...,seq_per_s,...,steps_timed,..." */
+static int is_summary_csv_header(const char *line)
+{
+    return strncmp(line, "model,", 6) == 0 && strstr(line, ",seq_per_s,") && strstr(line, ",steps_timed,");
+}
+
+/* The one row of a summary CSV as the run: its configuration, and one step of its median seq/s
+ * that stands for the steps the summary took it over (already its steady state). */
+static int summary_csv(const text_lines *t, log_run *r)
+{
+    tput_set set = {0};
+    if (throughput_load(&set, t->path) != 0) return CB_EUSAGE;
+    int rc = set.n == 1 ? 0
+                        : err_usage("%s: %d rows: a summary of one run has one (import each run's own summary)",
+                                    t->path, set.n);
+    if (rc == 0) {
+        const tput_row *w = &set.rows[0];
+        snprintf(r->model, sizeof r->model, "%.63s", w->model);
+        r->tp = w->tp, r->pp = w->pp, r->seq_len = w->seq_len, r->global_batch = w->global_batch;
+        r->devices = w->instances * w->ranks, r->devices_per_node = w->ranks;
+        r->micro_batch = w->micro_batch;
+        r->dp = (int)(r->devices / ((long)r->tp * r->pp));
+        if (w->precision[0]) precision_set(r, w->precision);
+        if (w->recompute != TPUT_NOT_STATED) snprintf(r->recompute, 16, "%s", tput_recomputes[w->recompute]);
+        if (w->sharding != TPUT_NOT_STATED) snprintf(r->sharding, 16, "%s", tput_shardings[w->sharding]);
+        if (w->peak_gflops > 0)
+            r->peak_tflops = w->peak_gflops / (double)r->devices / 1e3, snprintf(r->flop_convention, 24, "palm");
+        snprintf(r->instance, sizeof r->instance, "%.63s", w->instance);
+        if (machine_is_this_machine(w->instance)) snprintf(r->device, sizeof r->device, CB_THIS_MACHINE);
+        log_preset_fill(r, r->model, 1);
+        log_step s = log_step_unset(w->line);
+        s.samples_per_s = w->seq_per_s, s.global_batch = w->global_batch;
+        r->stated_warmup = 0;
+        snprintf(r->config_from, sizeof r->config_from, "the summary row (line %d)", w->line);
+        log_run_note(r, "costbench train's own summary: %g seq/s (min %g, max %g)", w->seq_per_s, w->seq_per_s_min,
+                     w->seq_per_s_max);
+        rc = log_run_add_step(r, &s);
+    }
+    throughput_free(&set);
+    return rc;
+}
+
 int log_parse_costbench(const text_lines *t, const char *config_path, log_run *r)
 {
     if (config_path)
         return err_usage("flag '--config': a costbench train log states its configuration; it reads no config "
                          "file (got '%s')",
                          config_path);
+    for (int i = 0; i < t->n; i++)
+        if (is_summary_csv_header(t->line[i])) return summary_csv(t, r);
     int rc = 0, header = 0, table = 0, summary = 0;
     for (int i = 0; i < t->n && rc == 0; i++) {
         const char *s = t->line[i];
@@ -252,9 +300,11 @@ int log_parse_costbench(const text_lines *t, const char *config_path, log_run *r
     return 0;
 }
 
-/* The step table's header: "    step      loss  grad_norm        lr        ms  tokens_per_s ..." */
+/* The step table's header: "    step      loss  grad_norm        lr        ms  tokens_per_s ...", or
+ * a summary CSV's header. */
 int log_is_costbench_line(const char *line)
 {
     const char *s = line + strspn(line, " ");
-    return strncmp(s, "step ", 5) == 0 && strstr(s, "grad_norm") && strstr(s, "tokens_per_s") != NULL;
+    return (strncmp(s, "step ", 5) == 0 && strstr(s, "grad_norm") && strstr(s, "tokens_per_s") != NULL) ||
+           is_summary_csv_header(line);
 }

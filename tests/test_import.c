@@ -214,6 +214,14 @@ static void test_frameworks(void)
         CHECK(rc == 0 && strstr(out, cases[k].want), "%s: exit %d\n%s\nwant:\n%s\n%s", cases[k].args[1], rc, out,
               cases[k].want, err);
     }
+    /* `costbench train --summary-csv`'s file: its one row is the steady state (0.500508358 seq/s);
+     * the shape from the pythia-70m preset, the peak per rank 76.52 GFLOP/s */
+    const char *sm[] = {"import", "tests/logs/costbench_summary.csv", NULL};
+    int rs = cli_run(sm, out, sizeof out, err, sizeof err);
+    CHECK(rs == 0 &&
+              strstr(out, ",costbench,this machine,1,1,,this machine,pythia-70m,neox,6,512,8,8,2048,50304,,false,"
+                          "64,1,1,1,1,1,,,,none,none,fp32,seq_per_s,0.500508358,palm,0.0765236266,0.500508358,"),
+          "summary: %d\n%s%s", rs, out, err);
     /* an excerpt without the configuration still gives its timing; seq/s needs the batch */
     const char *ex[] = {"import", "tests/logs/nemo_excerpt.log", NULL};
     int rc = cli_run(ex, out, sizeof out, err, sizeof err);
