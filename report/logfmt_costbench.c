@@ -224,7 +224,7 @@ static int is_summary_csv_header(const char *line)
 static int summary_csv(const text_lines *t, log_run *r)
 {
     tput_set set = {0};
-    if (throughput_load(&set, t->path) != 0) return CB_EUSAGE;
+    if (throughput_load(&set, t->path) != 0) return throughput_free(&set), CB_EUSAGE; /* the set owns what it read */
     int rc = set.n == 1 ? 0
                         : err_usage("%s: %d rows: a summary of one run has one (import each run's own summary)",
                                     t->path, set.n);

@@ -262,6 +262,11 @@ static void test_malformed(void)
     const char *a1[] = {"import", test_path("tp0.log"), NULL};
     CHECK(cli_run(a1, out, sizeof out, err, sizeof err) == 2 && strstr(err, "tp0.log:24: column 'tensor_parallel'"),
           "%s", err);
+    /* a summary CSV the throughput loader refuses (what it had read was leaked) */
+    copy_edited("tests/logs/costbench_summary.csv", test_path("sum0.csv"), "pythia-70m,1,1,1,", "pythia-70m,0,1,1,");
+    const char *as[] = {"import", test_path("sum0.csv"), NULL};
+    CHECK(cli_run(as, out, sizeof out, err, sizeof err) == 2 && strstr(err, "sum0.csv:2: column 'tensor_parallel'"),
+          "%s", err);
     /* an nccl-tests header without its time columns (the rows were read at column -1) */
     copy_edited("tests/logs/nccl_reduce_scatter_1x4.txt", test_path("notime.txt"),
                 "time   algbw   busbw  #wrong     time", "xxxx   algbw   busbw  #wrong     xxxx");
