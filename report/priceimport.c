@@ -1,5 +1,6 @@
 #include "priceimport.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -530,12 +531,14 @@ static int import_context(pi_ctx *c, const char *path, const price_import_opts *
     c->o = o;
     c->as_of = o->as_of;
     c->provider = o->provider ? o->provider : default_provider[o->format];
+    if (access(path, R_OK) != 0) return err_usage("%s: cannot open: %s", path, strerror(errno));
     if (!c->provider && provider_from_path(path, prov, n) == 0) c->provider = prov;
     if (!c->provider)
         return err_usage("%s: which cloud? give --provider (a SkyPilot catalogue path names it: .../aws/vms.csv)",
                          path);
     if (o->format != PF_AWS_OFFER && !o->as_of)
-        return err_usage("--as-of: required for --format %s: the catalogue does not say when its prices were read%s",
+        return err_usage("flag '--as-of': required for --format %s: the catalogue does not say when its prices were "
+                         "read%s",
                          c->format,
                          o->format == PF_AZURE_RETAIL ? " (effectiveStartDate is when a price took effect)" : "");
     return 0;
@@ -549,7 +552,7 @@ int price_import_read(price_import *pi, const char *path, const price_import_opt
     int rc = import_context(&c, path, o, prov, sizeof prov);
     c.notes = notes;
     if (rc == 0 && o->as_of && price_as_of_check(o->as_of) != 0)
-        rc = err_usage("--as-of: expected YYYY, YYYY-MM or YYYY-MM-DD, got '%s'", o->as_of);
+        rc = err_usage("flag '--as-of': expected YYYY, YYYY-MM or YYYY-MM-DD, got '%s'", o->as_of);
     if (rc == 0) {
         if (o->format == PF_SKYPILOT)
             rc = read_skypilot(pi, &c);

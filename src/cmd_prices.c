@@ -39,7 +39,8 @@ static int prices_import(int argc, char **argv)
     for (int i = 0; i < 3 && format; i++)
         if (strcmp(format, price_format_names[i]) == 0) f = i;
     if (f < 0)
-        return err_usage("--format: expected skypilot, aws-offer or azure-retail, got '%s'", format ? format : "");
+        return err_usage("flag '--format': expected skypilot, aws-offer or azure-retail, got '%s'",
+                         format ? format : "");
     o.format = (price_format)f;
     price_import pi;
     if (price_import_read(&pi, pos[0], &o, stderr) != 0) return CB_EUSAGE;

@@ -38,7 +38,7 @@ static void t_skypilot(void)
     CHECK(strstr(err, "host price only (this cloud prices accelerators apart) (2), accelerator-only row"), "%s", err);
     const char *n[] = {"prices", "import", "tests/catalogs/skypilot-lambda.csv", "--format", "skypilot", "--provider",
                        "x",      NULL};
-    CHECK(cli_run(n, out, sizeof out, err, sizeof err) == 2 && strstr(err, "--as-of: required"), "%s", err);
+    CHECK(cli_run(n, out, sizeof out, err, sizeof err) == 2 && strstr(err, "flag '--as-of': required"), "%s", err);
 }
 
 /* tests/catalogs/skypilot-gcp-join.csv: real rows of SkyPilot's GCP catalogue (zone f's host price and
