@@ -52,6 +52,41 @@ FILE *file_open_read(const char *path)
     return f;
 }
 
+char *file_read_all(const char *path, size_t max_bytes, size_t *n)
+{
+    FILE *f = file_open_read(path);
+    if (!f) return NULL;
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap + 1);
+    int nomem = !buf, big = 0;
+    while (!nomem && !big) {
+        if (len >= max_bytes) { /* full: a byte more is too much */
+            big = fgetc(f) != EOF;
+            break;
+        }
+        if (len == cap) {
+            char *b = realloc(buf, 2 * cap + 1);
+            if (!b) nomem = 1;
+            else buf = b, cap *= 2;
+            continue;
+        }
+        size_t got = fread(buf + len, 1, (cap < max_bytes ? cap : max_bytes) - len, f);
+        if (got == 0) break;
+        len += got;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (nomem || big || bad) {
+        free(buf);
+        if (big) err_msg("'%s': larger than %zu MiB", path, max_bytes >> 20);
+        else err_msg("cannot read '%s': %s", path, nomem ? "out of memory" : "read error");
+        return NULL;
+    }
+    buf[len] = '\0';
+    *n = len;
+    return buf;
+}
+
 int file_commit(const char *tmp, const char *path)
 {
     int fd = open(tmp, O_RDONLY);

@@ -18,6 +18,10 @@ int path_fmt(char *out, size_t n, const char *fmt, ...) __attribute__((format(pr
 /* Opens `path` for reading ("rb"); a directory, a missing or unreadable file is an error naming
  * the path and the reason. Returns the stream or NULL (error printed). */
 FILE *file_open_read(const char *path);
+/* The whole of `path` (opened by file_open_read) in a new buffer, its *n bytes followed by a NUL.
+ * A file over max_bytes, a read error or no memory is an error naming the path. Returns the buffer
+ * (the caller frees it) or NULL (error printed). */
+char *file_read_all(const char *path, size_t max_bytes, size_t *n);
 /* Writes `tmp` durably and renames it over `path` (fsync of file and directory); `tmp` is
  * removed on failure. Returns 0 or CB_EFAIL. */
 int file_commit(const char *tmp, const char *path);

@@ -282,27 +282,10 @@ int json_parse(const char *text, size_t len, const char *path, json_val *out)
 int json_load(const char *path, json_val *out)
 {
     memset(out, 0, sizeof *out);
-    FILE *f = file_open_read(path);
-    if (!f) return CB_EUSAGE;
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    int rc = buf ? 0 : err_msg("out of memory");
-    while (rc == 0) {
-        if (n == cap) {
-            char *b = cap < JSON_MAX_BYTES ? realloc(buf, cap * 2) : NULL;
-            if (!b)
-                rc = err_usage("%s: larger than %zu MiB", path, JSON_MAX_BYTES >> 20);
-            else
-                buf = b, cap *= 2;
-            if (rc) break;
-        }
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (got == 0) break;
-    }
-    if (rc == 0 && ferror(f)) rc = err_msg("%s: read error", path);
-    fclose(f);
-    if (rc == 0) rc = json_parse(buf, n, path, out);
+    size_t n;
+    char *buf = file_read_all(path, JSON_MAX_BYTES, &n);
+    if (!buf) return CB_EUSAGE;
+    int rc = json_parse(buf, n, path, out);
     free(buf);
     return rc;
 }

@@ -1,7 +1,6 @@
 /* kvconf.c: YAML and TOML settings flattened to dotted keys (kvconf.h). */
 #include "kvconf.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -165,25 +164,12 @@ int text_lines_load(text_lines *t, const char *path)
     memset(t, 0, sizeof *t);
     if ((size_t)snprintf(t->path, sizeof t->path, "%s", path) >= sizeof t->path)
         return err_usage("%.64s...: path longer than %zu characters", path, sizeof t->path - 1);
-    FILE *f = fopen(path, "rb");
-    if (!f) return err_usage("%s: cannot open: %s", path, strerror(errno));
-    size_t cap = 1 << 16, len = 0;
-    char *b = malloc(cap);
-    for (size_t got; b && (got = fread(b + len, 1, cap - len - 1, f)) > 0;) {
-        len += got;
-        if (len + 1 == cap) {
-            char *nb = cap < ((size_t)TEXT_LINES_MAX_MIB << 20) ? realloc(b, cap *= 2) : NULL;
-            if (!nb) free(b);
-            b = nb;
-        }
-    }
-    int rd = ferror(f);
-    fclose(f);
-    if (!b) return err_usage("%s: larger than %d MiB, or out of memory", path, TEXT_LINES_MAX_MIB);
-    b[len] = '\0';
-    if (rd || memchr(b, '\0', len)) {
+    size_t len;
+    char *b = file_read_all(path, (size_t)TEXT_LINES_MAX_MIB << 20, &len);
+    if (!b) return CB_EUSAGE;
+    if (memchr(b, '\0', len)) {
         free(b);
-        return err_usage("%s: %s", path, rd ? "read error" : "a NUL byte: not a text file");
+        return err_usage("%s: a NUL byte: not a text file", path);
     }
     int nl = 1;
     for (size_t i = 0; i < len; i++) nl += b[i] == '\n';

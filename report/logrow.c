@@ -347,31 +347,6 @@ void logrow_print(const logrow *row, const char *const *comments, int ncomments,
     csvw_commit(&w);
 }
 
-/* The existing file's bytes into a new buffer (*n bytes); NULL after an error. */
-static char *file_bytes(const char *path, size_t *n)
-{
-    FILE *f = file_open_read(path);
-    if (!f) return NULL;
-    size_t cap = 1 << 16, len = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        len += fread(buf + len, 1, cap - len, f);
-        if (len < cap) break;
-        char *b = realloc(buf, cap *= 2);
-        if (!b) free(buf);
-        buf = b;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (!buf || bad) {
-        free(buf);
-        err_msg("cannot read '%s'", path);
-        return NULL;
-    }
-    *n = len;
-    return buf;
-}
-
 /* The file's columns against the row: the id new, every non-empty cell with a column. */
 static int append_check(const table *t, const logrow *row, int *col_of)
 {
@@ -408,7 +383,7 @@ static int save_append(const logrow *row, const char *path)
     int ncols = t.ncols < 256 ? t.ncols : 256;
     table_free(&t);
     size_t n = 0;
-    char *old = rc == 0 ? file_bytes(path, &n) : NULL;
+    char *old = rc == 0 ? file_read_all(path, (size_t)TEXT_LINES_MAX_MIB << 20, &n) : NULL;
     if (rc != 0 || !old) return rc ? rc : CB_EFAIL;
     csv_writer w;
     if (csvw_open(&w, path) != 0) return free(old), CB_EFAIL;
