@@ -1,6 +1,7 @@
 /* kvconf.c: YAML and TOML settings flattened to dotted keys (kvconf.h). */
 #include "kvconf.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,13 +37,19 @@ void kvconf_free(kv_conf *c)
     c->items = NULL, c->n = c->cap = 0;
 }
 
-/* s with leading and trailing blanks removed, in place. */
-static char *trim(char *s)
+char *text_trim(char *s)
 {
     while (*s == ' ' || *s == '\t') s++;
     size_t n = strlen(s);
     while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r' || s[n - 1] == '\n')) s[--n] = '\0';
     return s;
+}
+
+void text_vnote(char *buf, size_t n, const char *fmt, va_list ap)
+{
+    size_t len = strlen(buf);
+    if (len && len + 2 < n) len += (size_t)snprintf(buf + len, n - len, "; ");
+    if (len + 1 < n) vsnprintf(buf + len, n - len, fmt, ap);
 }
 
 /* Cuts a '#' comment that is outside quotes and starts the line or follows a blank. */
@@ -86,8 +93,8 @@ static int yaml_flow(kv_conf *c, const char *prefix, char *body, int line)
         if (!colon) continue;
         *colon = '\0';
         char key[KV_KEY_MAX];
-        join_key(key, sizeof key, prefix, unquote(trim(part)));
-        if (kv_add(c, key, unquote(trim(colon + 1)), line) != 0) return CB_EFAIL;
+        join_key(key, sizeof key, prefix, unquote(text_trim(part)));
+        if (kv_add(c, key, unquote(text_trim(colon + 1)), line) != 0) return CB_EFAIL;
     }
     return 0;
 }
@@ -104,7 +111,7 @@ typedef struct {
 static int yaml_line(kv_conf *c, yaml_state *st, char *raw, int line)
 {
     int indent = (int)strspn(raw, " ");
-    char *s = trim(raw);
+    char *s = text_trim(raw);
     if (st->skip_indent >= 0) {
         if (indent > st->skip_indent || (st->skip_seq && indent == st->skip_indent && s[0] == '-')) return 0;
         st->skip_indent = -1;
@@ -121,8 +128,8 @@ static int yaml_line(kv_conf *c, yaml_state *st, char *raw, int line)
     if (!colon || colon == s)
         return err_usage("%s:%d: expected 'key: value' (YAML), got '%.60s'", c->path, line, s);
     *colon = '\0';
-    char key[KV_KEY_MAX], *v = trim(colon + 1);
-    join_key(key, sizeof key, prefix, unquote(trim(s)));
+    char key[KV_KEY_MAX], *v = text_trim(colon + 1);
+    join_key(key, sizeof key, prefix, unquote(text_trim(s)));
     if (v[0] == '{') {
         size_t n = strlen(v);
         if (v[n - 1] == '}') v[n - 1] = '\0';
@@ -150,7 +157,7 @@ int kvconf_yaml_lines(kv_conf *c, const char *path, char *const *lines, int firs
         for (char *p = buf; *p; p++)
             if (*p == '\t') *p = ' ';
         cut_comment(buf);
-        if (trim(buf)[0] == '\0') continue;
+        if (text_trim(buf)[0] == '\0') continue;
         if (yaml_line(c, &st, buf, first + i + 1) != 0) {
             kvconf_free(c);
             return CB_EUSAGE;
@@ -232,14 +239,14 @@ static int toml_line(kv_conf *c, char *table, size_t tn, char *s, int line, int 
         if (n < 3 || s[n - 1] != ']' || (dbl && s[n - 2] != ']'))
             return err_usage("%s:%d: expected a '[table]' header (TOML), got '%.60s'", c->path, line, s);
         s[n - 1 - dbl] = '\0';
-        snprintf(table, tn, "%s", trim(s + 1 + dbl));
+        snprintf(table, tn, "%s", text_trim(s + 1 + dbl));
         return 0;
     }
     char *eq = strchr(s, '=');
     if (!eq || eq == s) return err_usage("%s:%d: expected 'key = value' (TOML), got '%.60s'", c->path, line, s);
     *eq = '\0';
-    char key[KV_KEY_MAX], *v = trim(eq + 1);
-    join_key(key, sizeof key, table, unquote(trim(s)));
+    char key[KV_KEY_MAX], *v = text_trim(eq + 1);
+    join_key(key, sizeof key, table, unquote(text_trim(s)));
     if (strncmp(v, "\"\"\"", 3) == 0 || strncmp(v, "'''", 3) == 0)
         return err_usage("%s:%d: key '%s': multi-line strings are not read", c->path, line, key);
     *open = open_brackets(v, 0);
@@ -256,7 +263,7 @@ int kvconf_load_toml(kv_conf *c, const char *path)
     char table[KV_KEY_MAX] = "";
     for (int i = 0; rc == 0 && i < t.n; i++) {
         cut_comment(t.line[i]);
-        char *s = trim(t.line[i]);
+        char *s = text_trim(t.line[i]);
         if (s[0]) rc = toml_line(c, table, sizeof table, s, i + 1, &open);
     }
     if (rc == 0 && open > 0) rc = err_usage("%s:%d: a '[' or '{' is never closed", path, t.n);

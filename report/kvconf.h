@@ -7,9 +7,13 @@
  * its key, a block sequence ("- x" lines) and a block scalar ("|", ">") leave their key with the
  * value "" (their lines are not settings). TOML (torchtitan's job files): "[a.b]" tables, "key = value" pairs, the same
  * value rules. Enough of both formats for the flat settings a training run is configured by; a
- * line neither rule reads is an error naming path:line. Also: a text file as lines (text_lines). */
+ * line neither rule reads is an error naming path:line. Also: a text file as lines (text_lines),
+ * and the trimming and "; "-separated notes the readers of such files share. */
 #ifndef CB_KVCONF_H
 #define CB_KVCONF_H
+
+#include <stdarg.h>
+#include <stddef.h>
 
 /* A text file (a log, a config, a catalogue) as lines: line[i] is line i + 1 without its "\n" or
  * "\r\n", all in one buffer. Files over TEXT_LINES_MAX_MIB, with a NUL byte or unreadable: one error
@@ -23,6 +27,11 @@ typedef struct {
 } text_lines;
 int text_lines_load(text_lines *t, const char *path);
 void text_lines_free(text_lines *t);
+/* s without its leading and trailing blanks (spaces, tabs, CR, LF), in place. */
+char *text_trim(char *s);
+/* Appends fmt's text to the note buf (n bytes), after "; " when buf already holds one; cut at the
+ * buffer's end. */
+void text_vnote(char *buf, size_t n, const char *fmt, va_list ap);
 
 typedef struct {
     char *key;   /* dotted path, "training.local_batch_size" */

@@ -165,15 +165,6 @@ static void args_names(const mg_args *A, log_run *r)
         if (arg_bool(A, notes[i]) == 1) log_run_note(r, "%s", notes[i]);
 }
 
-/* s without its leading and trailing blanks, in place. */
-static char *trim(char *s)
-{
-    s += strspn(s, " \t");
-    size_t n = strlen(s);
-    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t')) s[--n] = '\0';
-    return s;
-}
-
 /* What the iteration lines say besides the steps: iterations Megatron skipped (inf/NaN gradients
  * under fp16's loss scaling) and those whose loss was NaN. */
 typedef struct {
@@ -193,7 +184,7 @@ static int mg_field(const char *path, int line, char *seg, log_step *s, mg_tally
     char *colon = strrchr(seg, ':');
     if (!colon) return 0;
     *colon = '\0';
-    const char *key = trim(seg), *v = trim(colon + 1);
+    const char *key = text_trim(seg), *v = text_trim(colon + 1);
     int f = 0;
     while (f < MG_NFIELDS && strcmp(key, mg_fields[f]) != 0) f++;
     if (f == MG_NFIELDS || (f == MG_LOSS && strcasecmp(v, "inf") == 0)) return 0; /* an infinite loss: unset */

@@ -149,15 +149,6 @@ static int yaml_in_log(const text_lines *t, kv_conf *c, int *first, int *last)
     return rc ? CB_EUSAGE : 0;
 }
 
-/* s without its leading and trailing blanks, in place. */
-static char *strip(char *s)
-{
-    s += strspn(s, " \t");
-    size_t n = strlen(s);
-    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t')) s[--n] = '\0';
-    return s;
-}
-
 /* One metric of an update: train_step_timing in s, reduced_train_loss, global_step, global_batch_size. */
 static int nm_metric(const char *path, int line, const char *key, const char *v, log_step *s, double *gstep)
 {
@@ -194,7 +185,7 @@ static int nm_tqdm(const char *path, int line, char *u, log_step *s, double *gst
         char *eq = strchr(part, '=');
         if (!eq) continue;
         *eq = '\0';
-        if (nm_metric(path, line, strip(part), strip(eq + 1), s, gstep) != 0) return CB_EUSAGE;
+        if (nm_metric(path, line, text_trim(part), text_trim(eq + 1), s, gstep) != 0) return CB_EUSAGE;
     }
     return 0;
 }
@@ -211,7 +202,7 @@ static int nm_printer(const char *path, int line, char *u, log_step *s, double *
         char *colon = strrchr(part, ':');
         if (!colon) continue;
         *colon = '\0';
-        if (nm_metric(path, line, strip(part), strip(colon + 1), s, gstep) != 0) return CB_EUSAGE;
+        if (nm_metric(path, line, text_trim(part), text_trim(colon + 1), s, gstep) != 0) return CB_EUSAGE;
     }
     return 0;
 }

@@ -54,12 +54,9 @@ int log_run_add_step(log_run *r, const log_step *s)
 
 void log_run_note(log_run *r, const char *fmt, ...)
 {
-    size_t len = strlen(r->notes);
-    if (len && len + 2 < sizeof r->notes) len += (size_t)snprintf(r->notes + len, sizeof r->notes - len, "; ");
-    if (len + 1 >= sizeof r->notes) return;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(r->notes + len, sizeof r->notes - len, fmt, ap);
+    text_vnote(r->notes, sizeof r->notes, fmt, ap);
     va_end(ap);
 }
 

@@ -86,11 +86,9 @@ void net_run_free(net_run *r)
 static void run_note(net_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void run_note(net_run *r, const char *fmt, ...)
 {
-    size_t len = strlen(r->notes);
-    if (len > 0 && len + 2 < sizeof r->notes) strcat(r->notes, "; "), len += 2;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(r->notes + len, sizeof r->notes - len, fmt, ap);
+    text_vnote(r->notes, sizeof r->notes, fmt, ap);
     va_end(ap);
 }
 
