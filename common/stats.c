@@ -23,6 +23,8 @@ void stats_summarize(double *x, int n, stats_summary *s)
     s->max = x[n - 1];
     s->median = gsl_stats_median_from_sorted_data(x, 1, (size_t)n);
     s->p10 = gsl_stats_quantile_from_sorted_data(x, 1, (size_t)n, 0.10);
+    s->p25 = gsl_stats_quantile_from_sorted_data(x, 1, (size_t)n, 0.25);
+    s->p75 = gsl_stats_quantile_from_sorted_data(x, 1, (size_t)n, 0.75);
     s->p90 = gsl_stats_quantile_from_sorted_data(x, 1, (size_t)n, 0.90);
     s->mean = gsl_stats_mean(x, 1, (size_t)n);
     s->sd = n > 1 ? gsl_stats_sd_m(x, 1, (size_t)n, s->mean) : 0.0;

@@ -5,7 +5,7 @@
 
 typedef struct {
     int n;
-    double median, min, max, mean, sd, cv_pct, p10, p90;
+    double median, min, max, mean, sd, cv_pct, p10, p25, p75, p90;
 } stats_summary;
 
 /* Summarises x[0..n) (n >= 1); x is sorted in place. */

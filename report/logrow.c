@@ -77,14 +77,6 @@ static void steady_printed(const log_run *r, log_steady *st)
     st->n = n;
 }
 
-/* The quantile q of sorted x[0..n), interpolated as common/stats.c's GSL quantiles are. */
-static double quantile_sorted(const double *x, int n, double q)
-{
-    double d = (n - 1) * q;
-    int i = (int)floor(d);
-    return i + 1 < n ? x[i] + (d - i) * (x[i + 1] - x[i]) : x[n - 1];
-}
-
 /* The warm-up at the start of the figures v[0..n): how many leading values to drop.
  * Start-up: with 3 or more steps the first is always dropped (allocation, first-touch, caches).
  * Then the reference is the last half of the rest (a run settles; its end is its steady state):
@@ -130,7 +122,7 @@ static int steady_stats(const log_run *r, log_steady *st)
     stats_summary s;
     stats_summarize(x, st->n, &s);
     st->median = s.median, st->min = s.min, st->max = s.max;
-    st->iqr_pct = 100.0 * (quantile_sorted(x, st->n, 0.75) - quantile_sorted(x, st->n, 0.25)) / s.median;
+    st->iqr_pct = 100.0 * (s.p75 - s.p25) / s.median;
     free(x);
     return 0;
 }
