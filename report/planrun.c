@@ -145,15 +145,33 @@ static int framework_pick(plan_run *r)
     return attention_flag_parse(o->attention, r->fw->tiled_attention, &r->in.attn_flash);
 }
 
-/* --net-from: the network file's all_reduce rows set the network of the candidates it measured;
- * a file with none of them is an error naming its node types. */
+/* --net-from: the network file's all_reduce rows set the network of the hardware table's rows it
+ * measured, before anything reads the table (the candidates and a calibration row of such an
+ * instance alike). */
 static int net_from_apply(plan_run *r)
 {
     if (!r->o.net_from) return 0;
     if (net_table_load(&r->net, r->o.net_from) != 0) return CB_EUSAGE;
-    int applied = 0;
-    for (int i = 0; i < r->in.ninst; i++) applied += netfit_apply(&r->net, &r->in.inst[i].hw, &r->net_used[i]);
-    return applied ? 0 : netfit_no_row(&r->net, r->in.inst[0].hw.instance);
+    if (!(r->net_used = calloc((size_t)r->ht.n, sizeof *r->net_used))) return err_msg("out of memory");
+    for (int k = 0; k < r->ht.n; k++) netfit_apply(&r->net, &r->ht.rows[k], &r->net_used[k]);
+    return 0;
+}
+
+/* What --net-from set for instance i (NULL when it kept the hardware table's network). */
+static const net_applied *net_of(const plan_run *r, int i)
+{
+    const hw_row *h = r->net_used ? hardware_find(&r->ht, r->in.inst[i].hw.instance) : NULL;
+    const net_applied *a = h ? &r->net_used[h - r->ht.rows] : NULL;
+    return a && (a->inter || a->intra) ? a : NULL;
+}
+
+/* A network file that measured none of the candidates is an error naming its node types. */
+static int net_from_check(const plan_run *r)
+{
+    if (!r->o.net_from) return 0;
+    for (int i = 0; i < r->in.ninst; i++)
+        if (net_of(r, i)) return 0;
+    return netfit_no_row(&r->net, r->in.inst[0].hw.instance);
 }
 
 /* What --net-from set for each candidate, and which kept the hardware table's network. */
@@ -163,8 +181,9 @@ static void notes_net(record *rec, const plan_run *r)
     char buf[2048], kept[512] = "";
     size_t len = 0;
     for (int i = 0; i < r->in.ninst; i++) {
-        if (r->net_used[i].inter || r->net_used[i].intra) {
-            netfit_describe(&r->net, &r->net_used[i], buf, sizeof buf);
+        const net_applied *a = net_of(r, i);
+        if (a) {
+            netfit_describe(&r->net, a, buf, sizeof buf);
             record_note(rec, "%s: %s", r->in.inst[i].hw.instance, buf);
         } else if (len < sizeof kept)
             len += (size_t)snprintf(kept + len, sizeof kept - len, "%s%s", len ? ", " : "", r->in.inst[i].hw.instance);
@@ -204,9 +223,10 @@ static int inputs_build(plan_run *r)
     in->mtbf_s = o->mtbf_hours * 3600.0;
     in->ckpt_s = o->ckpt_s, in->restart_s = o->restart_s;
     if (data_tables_load(o->prices_path, o->hw_path, &r->pt, &r->ht) != 0) return CB_EFAIL;
+    if ((rc = net_from_apply(r)) != 0) return rc;
     if ((rc = calibration_load(r)) != 0) return rc;
     if ((rc = instances_fill(r)) != 0) return rc;
-    return net_from_apply(r);
+    return net_from_check(r);
 }
 
 /* ------------------------------------------------------------------ outputs */
@@ -659,4 +679,5 @@ void plan_run_free(plan_run *r)
     prices_free(&r->pt);
     hardware_free(&r->ht);
     net_table_free(&r->net);
+    free(r->net_used);
 }

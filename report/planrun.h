@@ -47,7 +47,7 @@ typedef struct {
     scale_eff_curve eff; /* --matmul-csv (nk 0: the default curve) */
     char skipped[512]; /* (instance, option) pairs without a price */
     net_table net;     /* --net-from (n 0: none) */
-    net_applied net_used[PLAN_MAX_INSTANCES]; /* what it set for each candidate instance */
+    net_applied *net_used; /* what it set for each row of the hardware table (ht.n; NULL: none) */
 } plan_run;
 
 /* The search's inputs from the flags and the tables. Returns 0, CB_EUSAGE or CB_EFAIL. */

@@ -47,7 +47,9 @@ static scale_model model_at(const scale_model *s, const scale_opts *o, long node
     return m;
 }
 
-/* --net-from: the network file's all_reduce rows for the instance set its row's network. */
+/* --net-from: the network file's all_reduce rows set the network of the instance's row, and of
+ * every other row of the hardware table it measured (a calibration row of such an instance reads
+ * the same network as the target). */
 static int net_from_apply(scale_run *r, hw_row *hw)
 {
     const scale_opts *o = &r->o;
@@ -59,6 +61,10 @@ static int net_from_apply(scale_run *r, hw_row *hw)
     net_applied a;
     int rc = netfit_apply(&nt, hw, &a) ? 0 : netfit_no_row(&nt, o->instance);
     if (rc == 0) netfit_describe(&nt, &a, r->net_note, sizeof r->net_note);
+    for (int k = 0; rc == 0 && k < r->ht.n; k++) {
+        net_applied other;
+        if (&r->ht.rows[k] != hw) netfit_apply(&nt, &r->ht.rows[k], &other);
+    }
     net_table_free(&nt);
     return rc;
 }

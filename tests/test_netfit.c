@@ -22,6 +22,7 @@
  *                                allreduce 2 us + size x 1 / 5 GB/s, allgather 1 us + size x 1/2 /
  *                                8 GB/s, 1 KiB x 4^k to 16 MiB (8 rows each, lines 2-9 and 10-17) */
 #include <math.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -346,7 +347,38 @@ static void test_netfit_plan(void)
           "plan notes: %s", g_out);
 }
 
+/* A calibration row on an instance the network file measured reads the measured network in plan
+ * as in scale: both carry the same framework efficiency phi (plan used to calibrate on the
+ * hardware table's network and predict on the measured one). */
+static void test_netfit_plan_calibrated(void)
+{
+    char net[4096], cal[4096];
+    net_table nt;
+    const char *flags[] = {"--instance", "p4d.24xlarge", NULL};
+    if (import_load(LOGS "nccl_all_reduce_2x8.txt", flags, net, sizeof net, &nt) != 0) return;
+    net_table_free(&nt);
+    snprintf(cal, sizeof cal, "%s", test_path("cal.csv"));
+    write_text(cal, "model,instances,instance_type,seq_len,global_batch,seq_per_s,precision\n"
+                    "pythia-1b,2,p4d.24xlarge,2048,512,140,bf16-mixed\n");
+    char spec[4200];
+    snprintf(spec, sizeof spec, "%s:2", cal);
+    const char *sc[] = {"scale", "--calibrate", spec, "--model", "pythia-1b", "--instance", "p4d.24xlarge", "--nodes",
+                        "2", "--seq", "2048", "--global-batch", "512", "--net-from", net, NULL};
+    CHECK(run(sc) == 0, "scale: %s", g_err);
+    const char *p = strstr(g_out, "# calibration pythia-1b: t_device ");
+    double phi_scale = p && strstr(p, " phi ") ? atof(strstr(p, " phi ") + 5) : NAN;
+    const char *pl[] = {"plan", "--model", "pythia-1b", "--tokens", "10B", "--deadline-days", "30", "--instances",
+                        "p4d.24xlarge", "--calibrate", spec, "--seq", "2048", "--global-batch", "512", "--net-from",
+                        net, NULL};
+    CHECK(run(pl) == 0, "plan: %s", g_err);
+    p = strstr(g_out, "its framework efficiency ");
+    double phi_plan = p ? atof(p + 25) : NAN;
+    CHECK(fabs(phi_plan - phi_scale) < 1e-3 * phi_scale, "phi: plan %g, scale %g", phi_plan, phi_scale);
+}
+
 const test_case tests_netfit[] = {
+    {"netfit: a calibration on a measured instance reads the measured network (plan as scale)",
+     test_netfit_plan_calibrated},
     {"netfit: detect nccl-tests, costbench CSV, neither", test_netfit_detect},
     {"netfit: all_reduce_perf across 2 nodes of 8", test_netfit_all_reduce_inter},
     {"netfit: all_gather_perf, 2019 format, inside a node", test_netfit_all_gather_old},
