@@ -150,6 +150,25 @@ static int import_merge(const import_opts *o, log_run *r, char *from, size_t fn)
     return 0;
 }
 
+/* The first flag given that only a training log takes (NULL: none). */
+static const char *import_log_flag(const import_opts *o)
+{
+    const struct {
+        const char *name;
+        int given;
+    } flags[] = {{"framework", o->framework != NULL},  {"config", o->config != NULL},
+                 {"skip-steps", o->skip >= 0},          {"id", o->id != NULL},
+                 {"model", o->model != NULL},           {"device", o->device != NULL},
+                 {"devices", o->devices > 0},           {"devices-per-node", o->per_node > 0},
+                 {"tp", o->tp > 0},                     {"pp", o->pp > 0},
+                 {"dp", o->dp > 0},                     {"micro-batch", o->micro_batch > 0},
+                 {"global-batch", o->global_batch > 0}, {"seq", o->seq > 0},
+                 {"precision", o->precision != NULL}};
+    for (size_t k = 0; k < sizeof flags / sizeof flags[0]; k++)
+        if (flags[k].given) return flags[k].name;
+    return NULL;
+}
+
 /* The format: --framework, else the first step line of any format. */
 static int import_format(const import_opts *o, const text_lines *t, log_format *f, char *how, size_t n)
 {
@@ -252,9 +271,11 @@ int cmd_import(int argc, char **argv)
     text_lines t;
     if (text_lines_load(&t, o.files[0]) != 0) return CB_EUSAGE;
     if (netfit_detect(&t) != 0) { /* a collective benchmark: the network, not a training run */
-        rc = o.framework ? err_usage("flag '--framework': %s is a collective benchmark's output, not a training log",
-                                     t.path)
-                         : cmd_import_net(&t, argc, argv);
+        const char *log_only = import_log_flag(&o);
+        const net_import_opts no = {o.out, o.instance, o.collective, o.scope, o.hw_path};
+        rc = log_only ? err_usage("flag '--%s': for a training log; %s is a collective benchmark's output", log_only,
+                                  t.path)
+                      : import_network(&t, &no);
         text_lines_free(&t);
         return rc;
     }

@@ -6,18 +6,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../common/cliflags.h"
 #include "../common/err.h"
 #include "../common/files.h"
 #include "../common/machine.h"
-#include "../common/opts.h"
 #include "../report/netfit.h"
 #include "../report/stepmodel.h"
 #include "import_net.h"
-
-typedef struct {
-    const char *out, *instance, *collective, *scope, *hw_path;
-} net_opts;
 
 enum { NOTES_PER_RUN = 4, NOTE_LEN = 1024 };
 
@@ -39,28 +33,8 @@ static void note_add(net_notes *c, const char *fmt, ...)
     c->n++;
 }
 
-static int net_opts_parse(net_opts *o, int argc, char **argv)
-{
-    const opt_spec specs[] = {
-        {"out", OPT_STR, &o->out, 0, 0, 0, 0, "FILE.csv",
-         "network file to write, or to append to when it is one (default: printed)"},
-        {"instance", OPT_STR, &o->instance, 0, 0, 0, 0, "TYPE",
-         "node type the benchmark ran on, an instance of the hardware table (default: the device the rank lines "
-         "name)"},
-        {"collective", OPT_STR, &o->collective, 0, 0, 0, 0, "NAME",
-         "all_reduce, all_gather or reduce_scatter, when the output does not say (no banner line)"},
-        {"scope", OPT_STR, &o->scope, 0, 0, 0, 0, "intra|inter",
-         "inside a node or across nodes (default: across when the rank lines name several hosts)"},
-        HARDWARE_FLAG_SPEC(&o->hw_path),
-        {0},
-    };
-    char *pos[1];
-    int npos = 1;
-    return opts_parse("import", "FILE [--out FILE.csv] [--instance TYPE] [options]", specs, argc, argv, 2, pos, &npos);
-}
-
 /* --instance must name an instance of the hardware table; --scope one of its two words. */
-static int net_opts_check(const net_opts *o)
+static int net_opts_check(const net_import_opts *o)
 {
     if (o->scope && strcmp(o->scope, "intra") != 0 && strcmp(o->scope, "inter") != 0)
         return err_usage("flag '--scope': expected intra or inter, got '%s'", o->scope);
@@ -76,7 +50,7 @@ static int net_opts_check(const net_opts *o)
 }
 
 /* --scope over what the hosts say; across "nodes" on one host, each rank is counted as a node. */
-static void scope_apply(const net_opts *o, net_run *r)
+static void scope_apply(const net_import_opts *o, net_run *r)
 {
     if (!o->scope) return;
     r->inter = strcmp(o->scope, "inter") == 0;
@@ -88,7 +62,7 @@ static void scope_apply(const net_opts *o, net_run *r)
 }
 
 /* The run's row of the network file. */
-static int row_make(const net_opts *o, const text_lines *t, const net_run *r, const net_fit *f, net_row *w)
+static int row_make(const net_import_opts *o, const text_lines *t, const net_run *r, const net_fit *f, net_row *w)
 {
     memset(w, 0, sizeof *w);
     const char *type = o->instance ? o->instance : r->device[0] ? r->device : "";
@@ -135,7 +109,8 @@ static void notes_fit(net_notes *c, const net_run *r, const net_fit *f)
 }
 
 /* Fits each run into its row and its comment lines. */
-static int runs_fit(const net_opts *o, const text_lines *t, net_run *runs, int nruns, net_row *rows, net_notes *c)
+static int runs_fit(const net_import_opts *o, const text_lines *t, net_run *runs, int nruns, net_row *rows,
+                    net_notes *c)
 {
     for (int i = 0; i < nruns; i++) {
         net_run *r = &runs[i];
@@ -151,12 +126,11 @@ static int runs_fit(const net_opts *o, const text_lines *t, net_run *runs, int n
     return 0;
 }
 
-int cmd_import_net(const text_lines *t, int argc, char **argv)
+int import_network(const text_lines *t, const net_import_opts *op)
 {
-    net_opts o = {0};
-    int rc = net_opts_parse(&o, argc, argv);
-    if (rc != 0) return rc > 0 ? 0 : rc;
-    if ((rc = net_opts_check(&o)) != 0) return rc;
+    const net_import_opts o = *op;
+    int rc = net_opts_check(&o);
+    if (rc != 0) return rc;
     net_run runs[NET_NCOLL];
     int nruns = 0;
     if ((rc = netfit_parse(t, o.collective, runs, &nruns)) != 0) return rc;

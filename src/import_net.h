@@ -6,10 +6,15 @@
 
 #include "../report/kvconf.h"
 
-/* t: the file (netfit_detect(t) says it is one of those); argc/argv as main gives them
- * (argv[1] "import"; the file's name may be among them, as the one positional argument). Flags:
- * --out FILE, --instance TYPE, --collective NAME, --scope intra|inter, --hardware FILE, --help.
- * Returns 0, CB_EUSAGE or CB_EFAIL (one error printed). */
-int cmd_import_net(const text_lines *t, int argc, char **argv);
+/* What `costbench import`'s flags say of a collective benchmark (NULL: not given): --out FILE,
+ * --instance TYPE (the node type, a row of the hardware table --hardware FILE names), --collective
+ * NAME (when the output does not say), --scope intra|inter. */
+typedef struct {
+    const char *out, *instance, *collective, *scope, *hw_path;
+} net_import_opts;
+
+/* t: the file (netfit_detect(t) says it is one of those). Returns 0, CB_EUSAGE or CB_EFAIL (one
+ * error printed). */
+int import_network(const text_lines *t, const net_import_opts *o);
 
 #endif

@@ -1,5 +1,5 @@
 /* test_netfit.c: collective benchmark outputs fitted into network file rows (report/netfit.h,
- * src/cmd_import_net.c) and the rows used by scale and plan (--net-from).
+ * src/cmd_import_net.c, through `costbench import`) and the rows used by scale and plan (--net-from).
  *
  * The fixtures in tests/logs/ are written as the benchmarks print them, with times built so the
  * fit's answer is known exactly (up to the printed rounding of the times):
@@ -29,7 +29,7 @@
 
 #include "../common/err.h"
 #include "../report/netfit.h"
-#include "../src/import_net.h"
+#include "../src/commands.h"
 #include "check.h"
 
 #define LOGS "tests/logs/"
@@ -37,19 +37,17 @@
 static char g_out[65536], g_err[16384];
 static int run(const char *const *args) { return cli_run(args, g_out, sizeof g_out, g_err, sizeof g_err); }
 
-/* cmd_import_net on `path` with the flags (NULL-terminated, at most 8), stderr captured into g_err. */
+/* `costbench import path` with the flags (NULL-terminated, at most 8) in this process, stderr
+ * captured into g_err. */
 static int import_net(const char *path, const char *const *flags)
 {
     char *argv[16] = {"costbench", "import", (char *)path};
     int a = 3;
     for (int i = 0; flags[i] && i < 8; i++) argv[a++] = (char *)flags[i];
     argv[a] = NULL;
-    text_lines t;
-    if (text_lines_load(&t, path) != 0) return CB_EUSAGE;
     capture_stderr_begin();
-    int rc = cmd_import_net(&t, a, argv);
+    int rc = cmd_import(a, argv);
     snprintf(g_err, sizeof g_err, "%s", capture_stderr_end());
-    text_lines_free(&t);
     return rc;
 }
 
@@ -221,7 +219,9 @@ static void test_netfit_malformed(void)
     if (cut) expect_error(cut, none, "cut.txt:32: the table's row ends after 3 of its 13 columns");
     const char *plain = test_path("plain2.txt");
     write_text(plain, "hello\nworld\n");
-    expect_error(plain, none, "plain2.txt:1: neither nccl-tests output");
+    /* neither a collective benchmark nor a log: `costbench import` says so, naming line 1 */
+    expect_error(plain, none, "plain2.txt:1: no step line of Megatron-LM, NeMo, torchtitan, Composer / llm-foundry or "
+                              "costbench train, and no nccl-tests or `costbench allreduce` table");
     const char *csv = test_path("badcheck.csv");
     write_text(csv, "op,ranks,size_bytes,count,time_us_median,time_us_min,time_us_max,algbw_gbps,busbw_gbps,check\n"
                     "allreduce,2,1024,256,2.2,2.1,2.3,0.4,0.4,ok\n"
