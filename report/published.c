@@ -22,8 +22,8 @@ static const char *const recompute_names[3] = {"none", "selective", "full"};
 /* The precisions SCHEMA.md allows: names of common/precision.h, bf16 its alias (full bf16 of
  * either rounding: the numbers of a published run do not depend on it), and the two it names for
  * other systems. */
-static const char *const precision_names[5] = {"bf16-mixed", PRECISION_NAME_FP16_MIXED, PRECISION_NAME_FP8, "fp32",
-                                               "bf16"};
+const char *const pub_precision_names[PUB_NPRECISIONS] = {"bf16-mixed", PRECISION_NAME_FP16_MIXED,
+                                                          PRECISION_NAME_FP8, "fp32", "bf16"};
 /* The schema's arch values and the data/models.csv family whose presets carry that architecture
  * (norm, MLP, positions, rotary, biases, residual): the config of a row is that family's first
  * preset with the row's shape. */
@@ -164,9 +164,9 @@ static int row_run(const table *t, int i, const int *col, const dev_table *dt, p
     if (get_long(t, i, col, PC_DEVICES, 0, &r->devices) || get_long(t, i, col, PC_PER_NODE, 0, &r->devices_per_node) ||
         get_num(t, i, col, PC_NET, &r->node_net_gbps) ||
         get_text(t, i, col, PC_INSTANCE, r->instance, sizeof r->instance) ||
-        get_word(t, i, col, PC_PRECISION, precision_names, 5, -1, &prec))
+        get_word(t, i, col, PC_PRECISION, pub_precision_names, PUB_NPRECISIONS, -1, &prec))
         return CB_EUSAGE;
-    snprintf(r->precision, sizeof r->precision, "%s", prec >= 0 ? precision_names[prec] : "");
+    snprintf(r->precision, sizeof r->precision, "%s", prec >= 0 ? pub_precision_names[prec] : "");
     return 0;
 }
 

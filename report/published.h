@@ -19,6 +19,9 @@ typedef enum {
     PUB_STEP_TIME_S
 } pub_metric;
 extern const char *const pub_metric_names[6]; /* the schema's spellings: seq_per_s, tokens_per_s, ... */
+/* The schema's precision values: bf16-mixed, fp16-mixed, fp8, fp32, bf16 (full bf16). */
+enum { PUB_NPRECISIONS = 5 };
+extern const char *const pub_precision_names[PUB_NPRECISIONS];
 
 /* Whose FLOP count a tflops_per_device or mfu_pct figure is in (see flops_per_seq). */
 typedef enum { FLOPS_NONE, FLOPS_MEGATRON_2021, FLOPS_MEGATRON_CORE, FLOPS_LLM_FOUNDRY, FLOPS_PALM } flop_convention;

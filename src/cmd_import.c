@@ -124,9 +124,8 @@ static void import_dp(log_run *r)
 /* The flags' configuration merged into r; `from` lists the fields they filled. */
 static int import_merge(const import_opts *o, log_run *r, char *from, size_t fn)
 {
-    static const char *const precisions[5] = {"bf16-mixed", "fp16-mixed", "fp8", "fp32", "bf16"};
     int ok = !o->precision;
-    for (int k = 0; k < 5 && !ok; k++) ok = strcmp(o->precision, precisions[k]) == 0;
+    for (int k = 0; k < PUB_NPRECISIONS && !ok; k++) ok = strcmp(o->precision, pub_precision_names[k]) == 0;
     if (!ok)
         return err_usage("flag '--precision': expected bf16-mixed, fp16-mixed, fp8, fp32 or bf16, got '%s'",
                          o->precision);
