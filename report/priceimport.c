@@ -38,18 +38,12 @@ static void drop(price_import *pi, const char *reason)
     pi->dropped[pi->nreasons++] = 1;
 }
 
-/* 1 when `word` is one of the comma-separated list (NULL list: everything passes). */
-static int in_list(const char *list, const char *word)
+/* 1 when `word` is one of list[0..n) (n 0: everything passes). */
+static int in_list(char *const *list, int n, const char *word)
 {
-    if (!list) return 1;
-    size_t n = strlen(word);
-    for (const char *p = list; *p;) {
-        const char *e = strchr(p, ',');
-        size_t l = e ? (size_t)(e - p) : strlen(p);
-        if (l == n && strncmp(p, word, n) == 0) return 1;
-        p += l + (e ? 1 : 0);
-    }
-    return 0;
+    for (int k = 0; k < n; k++)
+        if (strcmp(list[k], word) == 0) return 1;
+    return n == 0;
 }
 
 /* Adds one price; `where` is "line N" or "item N". Returns 0 or CB_EUSAGE on a conflict. */
@@ -57,8 +51,8 @@ static int pi_add(price_import *pi, const pi_ctx *c, const char *instance, const
                   double usd_per_hour, int line, const char *where)
 {
     if (usd_per_hour <= 0) return drop(pi, "price 0 (not offered)"), 0;
-    if (!in_list(c->o->instances, instance)) return drop(pi, "not in --instances"), 0;
-    if (!in_list(c->o->regions, region)) return drop(pi, "not in --regions"), 0;
+    if (!in_list(c->o->instances, c->o->ninstances, instance)) return drop(pi, "not in --instances"), 0;
+    if (!in_list(c->o->regions, c->o->nregions, region)) return drop(pi, "not in --regions"), 0;
     for (int i = 0; i < pi->n; i++) {
         price_row *q = &pi->rows[i];
         if (strcmp(q->instance, instance) || strcmp(q->region, region) || strcmp(q->option, option)) continue;

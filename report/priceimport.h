@@ -27,8 +27,10 @@ typedef struct {
     price_format format;
     const char *as_of;     /* required for skypilot and azure-retail; aws-offer: its Publication Date */
     const char *provider;  /* NULL: from the format, or for skypilot from the path (.../<cloud>/vms.csv) */
-    const char *instances; /* comma-separated instance types to keep; NULL: all */
-    const char *regions;   /* comma-separated regions to keep; NULL: all */
+    char *const *instances; /* instance types to keep (ninstances of them; 0: all) */
+    int ninstances;
+    char *const *regions;   /* regions to keep (nregions of them; 0: all) */
+    int nregions;
 } price_import_opts;
 
 #define PI_MAX_REASONS 24

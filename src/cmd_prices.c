@@ -10,13 +10,14 @@
 #include "../common/err.h"
 #include "../common/machine.h"
 #include "../common/opts.h"
+#include "../common/parse.h"
 #include "../report/inputs.h"
 #include "../report/priceimport.h"
 #include "commands.h"
 
 static int prices_import(int argc, char **argv)
 {
-    const char *format = NULL, *out = NULL;
+    const char *format = NULL, *out = NULL, *instances = NULL, *regions = NULL;
     int replace = 0;
     price_import_opts o = {0};
     const opt_spec specs[] = {
@@ -25,8 +26,8 @@ static int prices_import(int argc, char **argv)
         {"as-of", OPT_STR, &o.as_of, 0, 0, 0, 0, "DATE",
          "when the prices were read, YYYY[-MM[-DD]] (required for skypilot and azure-retail)"},
         {"provider", OPT_STR, &o.provider, 0, 0, 0, 0, "NAME", "the cloud (default: from the format or the path)"},
-        {"instances", OPT_STR, &o.instances, 0, 0, 0, 0, "LIST", "keep only these instance types (comma-separated)"},
-        {"regions", OPT_STR, &o.regions, 0, 0, 0, 0, "LIST", "keep only these regions (comma-separated)"},
+        {"instances", OPT_STR, &instances, 0, 0, 0, 0, "LIST", "keep only these instance types (comma-separated)"},
+        {"regions", OPT_STR, &regions, 0, 0, 0, 0, "LIST", "keep only these regions (comma-separated)"},
         {"replace", OPT_FLAG, &replace, 0, 0, 0, 0, NULL, "replace a conflicting row (kept as a '#' line)"},
         {0},
     };
@@ -42,6 +43,15 @@ static int prices_import(int argc, char **argv)
         return err_usage("flag '--format': expected skypilot, aws-offer or azure-retail, got '%s'",
                          format ? format : "");
     o.format = (price_format)f;
+    char ibuf[4096], rbuf[4096];
+    char *inames[256], *rnames[256];
+    if (instances && (o.ninstances = parse_word_list(instances, "flag '--instances'", 0, ibuf, sizeof ibuf, inames,
+                                                     256)) < 0)
+        return CB_EUSAGE;
+    if (regions &&
+        (o.nregions = parse_word_list(regions, "flag '--regions'", 0, rbuf, sizeof rbuf, rnames, 256)) < 0)
+        return CB_EUSAGE;
+    o.instances = inames, o.regions = rnames;
     price_import pi;
     if (price_import_read(&pi, pos[0], &o, stderr) != 0) return CB_EUSAGE;
     price_import_summary(&pi, stderr);
