@@ -88,6 +88,28 @@ static void prices_print(const listed *v, int n)
     }
 }
 
+/* --pricing: the options (count into *n), each a pricing option prices.csv may name. */
+static int pricing_words(const char *s, char *buf, size_t bufsz, char **words, int cap, int *n)
+{
+    *n = 0;
+    if (!s) return 0;
+    int k = parse_word_list(s, "flag '--pricing'", 0, buf, bufsz, words, cap);
+    if (k < 0) return CB_EUSAGE;
+    for (int i = 0; i < k; i++)
+        if (!price_option_valid(words[i]))
+            return err_usage("flag '--pricing': expected %s, got '%s'", PRICE_OPTIONS, words[i]);
+    *n = k;
+    return 0;
+}
+
+/* 1 when option is one of words[0..n) (n 0: every option). */
+static int option_listed(char *const *words, int n, const char *option)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(words[i], option) == 0) return 1;
+    return n == 0;
+}
+
 int cmd_prices(int argc, char **argv)
 {
     if (argc >= 3 && strcmp(argv[2], "import") == 0) return prices_import(argc, argv);
@@ -102,6 +124,9 @@ int cmd_prices(int argc, char **argv)
     };
     int rc = opts_parse("prices", "[options] | import FILE --format F [options]", specs, argc, argv, 2, NULL, NULL);
     if (rc != 0) return rc > 0 ? 0 : rc;
+    char pbuf[256], *options[8];
+    int nopt;
+    if (pricing_words(pricing, pbuf, sizeof pbuf, options, 8, &nopt) != 0) return CB_EUSAGE;
     price_table pt;
     hw_table ht;
     if (data_tables_load(prices, hw, &pt, &ht) != 0) return CB_EUSAGE;
@@ -111,7 +136,7 @@ int cmd_prices(int argc, char **argv)
     for (int i = 0; rc == 0 && i < pt.n; i++) {
         const price_row *p = &pt.rows[i];
         if ((instance && strcmp(p->instance, instance)) || (region && strcmp(p->region, region))) continue;
-        if (pricing && !strstr(pricing, p->option)) continue;
+        if (!option_listed(options, nopt, p->option)) continue;
         const hw_row *h = hardware_find(&ht, p->instance);
         v[n] = (listed){p, h && h->accelerators > 0 ? p->usd_per_hour / h->accelerators : NAN, h ? h->accelerators : 0};
         n++;
