@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -136,18 +137,27 @@ typedef struct {
     char type0[24], redop0[24];
     int skipped, zero_rows;
     double big_bytes, big_ratio; /* the largest row: its busbw / algbw */
+    struct nccl_rank {
+        int line, host; /* its first rank line (0: not seen), the index of its host */
+    } *rank;            /* (rank_cap) by rank number */
+    int rank_cap, rank_repeats, nthread_line, start_line; /* start_line: this line began the run */
+    int other, other_line[4];             /* lines inside the table that are not rows (the first 4) */
 } nccl_scan;
+
+enum { NCCL_MAX_RANK = 10000000 };
 
 static void scan_free(nccl_scan *s)
 {
     for (int i = 0; i < s->nhosts; i++) free(s->hosts[i]);
     free(s->hosts);
+    free(s->rank);
 }
 
+/* The index of host in s->hosts (added when new), or a negative code. */
 static int host_add(nccl_scan *s, const char *host)
 {
     for (int i = 0; i < s->nhosts; i++)
-        if (strcmp(s->hosts[i], host) == 0) return 0;
+        if (strcmp(s->hosts[i], host) == 0) return i;
     if (s->nhosts == s->cap_hosts) {
         int cap = s->cap_hosts ? 2 * s->cap_hosts : 16;
         char **h = realloc(s->hosts, (size_t)cap * sizeof *h);
@@ -155,23 +165,47 @@ static int host_add(nccl_scan *s, const char *host)
         s->hosts = h, s->cap_hosts = cap;
     }
     if (!(s->hosts[s->nhosts] = strdup(host))) return err_msg("out of memory for the host names");
-    s->nhosts++;
+    return s->nhosts++;
+}
+
+/* Counts rank `rank` of line `lineno` on host index `host` once: a repeated rank line (the same
+ * rank on the same host) is counted as a repeat; the same rank on another host is an error. */
+static int rank_mark(nccl_scan *s, long rank, int host, int lineno)
+{
+    if (rank >= s->rank_cap) {
+        int cap = s->rank_cap ? s->rank_cap : 64;
+        while (cap <= rank) cap = cap > NCCL_MAX_RANK / 2 ? NCCL_MAX_RANK + 1 : 2 * cap;
+        struct nccl_rank *r = realloc(s->rank, (size_t)cap * sizeof *r);
+        if (!r) return err_msg("out of memory for the rank lines");
+        memset(r + s->rank_cap, 0, (size_t)(cap - s->rank_cap) * sizeof *r);
+        s->rank = r, s->rank_cap = cap;
+    }
+    struct nccl_rank *r = &s->rank[rank];
+    if (r->line == 0) return r->line = lineno, r->host = host, s->ranks++, 0;
+    if (r->host != host)
+        return err_usage("%s:%d: rank %ld on host '%s', but line %d puts it on '%s': the output of two runs", s->t->path,
+                         lineno, rank, s->hosts[host], r->line, s->hosts[r->host]);
+    s->rank_repeats++;
     return 0;
 }
 
 /* "#  Rank  3 Group  0 Pid  1234 on host-a device  3 [0x..] NVIDIA A100-SXM4-80GB" (older: no
- * Group): a rank, its host, the device name after the bus id. */
-static int rank_line(nccl_scan *s, const char *line)
+ * Group): a rank (each counted once), its host, the device name after the bus id. */
+static int rank_line(nccl_scan *s, const char *line, int lineno)
 {
     char buf[1024], *tok[NCCL_MAX_TOKENS];
     int n = tokens_split(line, buf, sizeof buf, tok);
     if (n < 4 || strcmp(tok[0], "#") != 0 || strcmp(tok[1], "Rank") != 0) return 0;
-    for (int i = 2; i + 1 < n; i++)
+    for (int i = 3; i + 1 < n; i++)
         if (strcmp(tok[i], "on") == 0) {
-            s->ranks++;
+            char what[CB_WHERE_MAX + 64];
+            long rank;
+            snprintf(what, sizeof what, "%s:%d: the rank number", s->t->path, lineno);
+            if (parse_long(tok[2], 0, NCCL_MAX_RANK, 0, what, &rank) != 0) return CB_EUSAGE;
             const char *bus = strchr(line, ']');
             if (s->device[0] == '\0' && bus) snprintf(s->device, sizeof s->device, "%s", skip_space(bus + 1));
-            return host_add(s, tok[i + 1]);
+            int host = host_add(s, tok[i + 1]);
+            return host < 0 ? host : rank_mark(s, rank, host, lineno);
         }
     return 0;
 }
@@ -237,25 +271,62 @@ static int data_row(nccl_scan *s, const char *line, int lineno, net_run *r)
     return run_add(r, size, t_us, in_us, lineno);
 }
 
+/* A line that begins a run: the banner (its program kept) or "# nThread". A second of either in
+ * the same text is an error: a second run's rank lines and table would be counted with the
+ * first's. */
+static int run_start(nccl_scan *s, const char *l, int lineno)
+{
+    const char *banner = strstr(l, "# Collective test starting:");
+    int nthread = !banner && strncmp(l, "# nThread ", 10) == 0;
+    if (!banner && !nthread) return 0;
+    int first = banner ? s->banner_line : s->nthread_line;
+    if (first)
+        return err_usage("%s:%d: a second nccl-tests run (the first began at line %d): import one run at a time",
+                         s->t->path, lineno, first);
+    s->start_line = lineno;
+    if (nthread) return s->nthread_line = lineno, 0;
+    char prog[256];
+    snprintf(prog, sizeof prog, "%s", skip_space(banner + 27));
+    prog[strcspn(prog, " \t")] = '\0';
+    const char *base = strrchr(prog, '/');
+    snprintf(s->program, sizeof s->program, "%.63s", base ? base + 1 : prog);
+    s->banner_line = lineno;
+    return 0;
+}
+
+/* A line of the table that reads as a row: its first word a number by any reading (a sign, a
+ * digit, a point, nan, inf), so that data_row takes it by the decimal rule or names it. */
+static int row_like(const char *l)
+{
+    return isdigit((unsigned char)*l) || *l == '-' || *l == '+' || *l == '.' || strncasecmp(l, "nan", 3) == 0 ||
+           strncasecmp(l, "inf", 3) == 0;
+}
+
+/* A line inside the table that is neither a row nor a comment: counted, the first few kept. */
+static void other_line(nccl_scan *s, int lineno)
+{
+    if (s->other < 4) s->other_line[s->other] = lineno;
+    s->other++;
+}
+
 /* Every line: the banner, the rank lines, the header, the rows, the footer. */
 static int nccl_scan_lines(nccl_scan *s, net_run *r)
 {
     const text_lines *t = s->t;
     for (int i = 0; i < t->n; i++) {
         const char *l = skip_space(t->line[i]);
-        const char *banner = strstr(l, "# Collective test starting:");
-        int rc = 0;
-        if (banner && s->banner_line == 0) {
-            char prog[256];
-            snprintf(prog, sizeof prog, "%s", skip_space(banner + 27));
-            prog[strcspn(prog, " \t")] = '\0';
-            const char *base = strrchr(prog, '/');
-            snprintf(s->program, sizeof s->program, "%.63s", base ? base + 1 : prog);
-            s->banner_line = i + 1;
-        } else if (strncmp(l, "# Avg bus bandwidth", 19) == 0 && s->header_line) s->footer = i + 1;
-        else if (s->header_line == 0 && is_nccl_header(l)) header_read(s, l, i + 1);
-        else if (s->header_line && !s->footer && isdigit((unsigned char)*l)) rc = data_row(s, l, i + 1, r);
-        else rc = rank_line(s, l);
+        int rc = run_start(s, l, i + 1), in_table = s->header_line && !s->footer;
+        if (rc != 0) return rc;
+        if (s->start_line == i + 1) continue;
+        if (strncmp(l, "# Avg bus bandwidth", 19) == 0 && s->header_line) s->footer = i + 1;
+        else if (is_nccl_header(l) && s->header_line)
+            return err_usage("%s:%d: a second nccl-tests table (the first's header at line %d): import one table at "
+                             "a time",
+                             t->path, i + 1, s->header_line);
+        else if (is_nccl_header(l)) header_read(s, l, i + 1);
+        else if (in_table && row_like(l)) rc = data_row(s, l, i + 1, r);
+        else if (in_table && *l != '#' && *l != '\0') other_line(s, i + 1);
+        else rc = rank_line(s, l, i + 1);
         if (rc != 0) return rc;
     }
     if (s->header_line == 0)
@@ -305,6 +376,18 @@ static int nccl_collective(const nccl_scan *s, const char *flag, net_run *r)
     return 0;
 }
 
+/* "2 lines inside the table that are not rows left out (lines 30, 31)". */
+static void other_note(const nccl_scan *s, net_run *r)
+{
+    char lines[64] = "";
+    size_t len = 0;
+    for (int k = 0; k < s->other && k < 4; k++)
+        len += (size_t)snprintf(lines + len, sizeof lines - len, "%s%d", k ? ", " : "", s->other_line[k]);
+    run_note(r, "%d line%s inside the table that %s not a row left out (line%s %s%s)", s->other,
+             s->other == 1 ? "" : "s", s->other == 1 ? "is" : "are", s->other == 1 ? "" : "s", lines,
+             s->other > 4 ? ", ..." : "");
+}
+
 static int nccl_parse(const text_lines *t, const char *flag, net_run *r)
 {
     nccl_scan s = {.t = t};
@@ -319,6 +402,8 @@ static int nccl_parse(const text_lines *t, const char *flag, net_run *r)
         if (s.skipped) run_note(r, "%d rows of another type or reduction than %s %s left out", s.skipped, s.type0,
                                 s.redop0);
         if (s.zero_rows) run_note(r, "%d rows of size 0 left out (nothing moves)", s.zero_rows);
+        if (s.rank_repeats) run_note(r, "%d repeated rank lines (a rank already listed) counted once", s.rank_repeats);
+        if (s.other) other_note(&s, r);
     }
     scan_free(&s);
     return rc;

@@ -31,7 +31,7 @@ static const char *nccl_edited(const char *name, int times, int ranks_only, int 
         for (const char *l = text; *l;) {
             const char *eol = strchr(l, '\n');
             int n = eol ? (int)(eol - l + 1) : (int)strlen(l);
-            int k = ranks_only && !strstr(l, "Rank") ? 1 : times;
+            int k = ranks_only && !memmem(l, (size_t)n, "Rank", 4) ? 1 : times;
             for (int i = 0; i < k && len + (size_t)n < sizeof out; i++)
                 len += (size_t)snprintf(out + len, sizeof out - len, "%.*s", n, l);
             l += n;
