@@ -183,8 +183,8 @@ static int rank_mark(nccl_scan *s, long rank, int host, int lineno)
     struct nccl_rank *r = &s->rank[rank];
     if (r->line == 0) return r->line = lineno, r->host = host, s->ranks++, 0;
     if (r->host != host)
-        return err_usage("%s:%d: rank %ld on host '%s', but line %d puts it on '%s': the output of two runs", s->t->path,
-                         lineno, rank, s->hosts[host], r->line, s->hosts[r->host]);
+        return err_usage("%s:%d: rank %ld on host '%s', but line %d puts it on '%s': the output of two runs",
+                         s->t->path, lineno, rank, s->hosts[host], r->line, s->hosts[r->host]);
     s->rank_repeats++;
     return 0;
 }
@@ -571,12 +571,99 @@ static int cell_str(const table *tb, int i, int c, char *out, size_t n)
     return 0;
 }
 
+/* The one range rule of a network file's numbers: the loader reads each cell in its range, and
+ * net_row_check holds a row about to be written to the same ranges and cross-column rules. A bus
+ * bandwidth or latency outside them is no measured network (1e-9 GB/s made scale print 0 seq/s). */
+enum { NC_RANKS = 3, NC_NODES, NC_PER_NODE, NC_LATENCY, NC_BUSBW, NC_BUSBW_MAX, NC_SIZES, NC_MIN, NC_MAX, NC_R2 };
+static const struct {
+    int col;
+    double lo, hi;
+} net_ranges[] = {
+    {NC_RANKS, 2, 1e8},
+    {NC_NODES, 1, 1e8},
+    {NC_PER_NODE, 1, 1e8},
+    {NC_LATENCY, 0, NETFILE_MAX_LATENCY_US},
+    {NC_BUSBW, NETFILE_MIN_BUSBW_GB_PER_S, NETFILE_MAX_BUSBW_GB_PER_S},
+    {NC_BUSBW_MAX, 0, 10 * NETFILE_MAX_BUSBW_GB_PER_S},
+    {NC_SIZES, 2, 1e8},
+    {NC_MIN, 1, 1e18},
+    {NC_MAX, 1, 1e18},
+    {NC_R2, -1e9, 1},
+};
+enum { NET_NRANGES = (int)(sizeof net_ranges / sizeof net_ranges[0]) };
+
+/* The range of column col (one of net_ranges'). */
+static void range_of(int col, double *lo, double *hi)
+{
+    for (int k = 0; k < NET_NRANGES; k++)
+        if (net_ranges[k].col == col) *lo = net_ranges[k].lo, *hi = net_ranges[k].hi;
+}
+
+/* The row's number in column col (one of net_ranges'), integers as doubles. */
+static double row_value(const net_row *r, int col)
+{
+    switch (col) {
+    case NC_RANKS: return r->ranks;
+    case NC_NODES: return r->nodes;
+    case NC_PER_NODE: return r->ranks_per_node;
+    case NC_LATENCY: return r->latency_us;
+    case NC_BUSBW: return r->busbw_gb_per_s;
+    case NC_BUSBW_MAX: return r->busbw_max_gb_per_s;
+    case NC_SIZES: return r->sizes;
+    case NC_MIN: return r->min_bytes;
+    case NC_MAX: return r->max_bytes;
+    default: return r->r2;
+    }
+}
+
+/* The rules across a row's columns: as_of a date, ranks = nodes x ranks_per_node, across nodes on
+ * 2 nodes at least, the smallest size at most the largest. Returns 0, or -1 with why. */
+static int row_rules(const net_row *r, char *why, size_t n)
+{
+    if (strlen(r->as_of) != 10 || price_as_of_check(r->as_of) != 0)
+        return snprintf(why, n, "column 'as_of': expected a date YYYY-MM-DD, got '%s'", r->as_of), -1;
+    if ((long)r->nodes * r->ranks_per_node != r->ranks)
+        return snprintf(why, n, "column 'ranks': %d, but nodes x ranks_per_node is %d x %d = %ld", r->ranks, r->nodes,
+                        r->ranks_per_node, (long)r->nodes * r->ranks_per_node),
+               -1;
+    if (strcmp(r->scope, "inter") == 0 && r->nodes < 2)
+        return snprintf(why, n, "column 'scope': inter (across nodes), but column 'nodes' is %d", r->nodes), -1;
+    if (r->min_bytes > r->max_bytes)
+        return snprintf(why, n, "column 'min_bytes': %.9g, more than max_bytes %.9g", r->min_bytes, r->max_bytes), -1;
+    return 0;
+}
+
+int net_row_check(const net_row *r, char *why, size_t n)
+{
+    for (int k = 0; k < NET_NRANGES; k++) {
+        double v = row_value(r, net_ranges[k].col);
+        if (!(v >= net_ranges[k].lo && v <= net_ranges[k].hi))
+            return snprintf(why, n, "column '%s': expected a number from %g to %g, got %.9g",
+                            netfile_cols[net_ranges[k].col], net_ranges[k].lo, net_ranges[k].hi, v),
+                   -1;
+    }
+    if (!r->node_type[0] || !r->source[0])
+        return snprintf(why, n, "column '%s': expected a value, got an empty cell",
+                        r->node_type[0] ? "source" : "node_type"),
+               -1;
+    return row_rules(r, why, n);
+}
+
 static int cell_int(const table *tb, int i, int c, int *out)
 {
     long v;
-    if (table_get_long(tb, i, c, 1, 100000000, &v) != 0) return CB_EUSAGE;
+    double lo = 1, hi = 1e8;
+    range_of(c, &lo, &hi);
+    if (table_get_long(tb, i, c, (long)lo, (long)hi, &v) != 0) return CB_EUSAGE;
     *out = (int)v;
     return 0;
+}
+
+static int cell_num(const table *tb, int i, int c, double *out)
+{
+    double lo = 0, hi = 0;
+    range_of(c, &lo, &hi);
+    return table_get_double(tb, i, c, lo, hi, out);
 }
 
 /* One row; the columns are netfile_cols' in their order (the header was checked). */
@@ -588,17 +675,54 @@ static int row_read(const table *tb, int i, net_row *r)
     r->line = tb->lines[i];
     if (table_get_word(tb, i, 0, net_coll_names, NET_NCOLL, &coll) != 0 ||
         table_get_word(tb, i, 1, scopes, 2, &scope) != 0 || cell_str(tb, i, 2, r->node_type, sizeof r->node_type) ||
-        cell_int(tb, i, 3, &r->ranks) || cell_int(tb, i, 4, &r->nodes) || cell_int(tb, i, 5, &r->ranks_per_node) ||
-        table_get_double(tb, i, 6, 0, 1e9, &r->latency_us) ||
-        table_get_double(tb, i, 7, 1e-9, 1e9, &r->busbw_gb_per_s) ||
-        table_get_double(tb, i, 8, 0, 1e9, &r->busbw_max_gb_per_s) || cell_int(tb, i, 9, &r->sizes) ||
-        table_get_double(tb, i, 10, 0, 1e18, &r->min_bytes) || table_get_double(tb, i, 11, 0, 1e18, &r->max_bytes) ||
-        table_get_double(tb, i, 12, -1e9, 1, &r->r2) || cell_str(tb, i, 13, r->source, sizeof r->source) ||
-        cell_str(tb, i, 14, r->as_of, sizeof r->as_of))
+        cell_int(tb, i, NC_RANKS, &r->ranks) || cell_int(tb, i, NC_NODES, &r->nodes) ||
+        cell_int(tb, i, NC_PER_NODE, &r->ranks_per_node) || cell_num(tb, i, NC_LATENCY, &r->latency_us) ||
+        cell_num(tb, i, NC_BUSBW, &r->busbw_gb_per_s) || cell_num(tb, i, NC_BUSBW_MAX, &r->busbw_max_gb_per_s) ||
+        cell_int(tb, i, NC_SIZES, &r->sizes) || cell_num(tb, i, NC_MIN, &r->min_bytes) ||
+        cell_num(tb, i, NC_MAX, &r->max_bytes) || cell_num(tb, i, NC_R2, &r->r2) ||
+        cell_str(tb, i, 13, r->source, sizeof r->source) || cell_str(tb, i, 14, r->as_of, sizeof r->as_of))
         return CB_EUSAGE;
     snprintf(r->collective, sizeof r->collective, "%s", net_coll_names[coll]);
     snprintf(r->scope, sizeof r->scope, "%s", scopes[scope]);
+    char why[256];
+    if (row_rules(r, why, sizeof why) != 0) return err_usage("%s:%d: %s", tb->path, r->line, why);
     return 0;
+}
+
+static int same_key(const net_row *a, const net_row *b)
+{
+    return strcmp(a->collective, b->collective) == 0 && strcmp(a->scope, b->scope) == 0 &&
+           strcmp(a->node_type, b->node_type) == 0 && a->ranks == b->ranks;
+}
+
+/* Rows by key (collective, scope, node type, ranks), then by line. */
+static int key_cmp(const void *pa, const void *pb)
+{
+    const net_row *a = *(const net_row *const *)pa, *b = *(const net_row *const *)pb;
+    int c = strcmp(a->collective, b->collective);
+    if (c == 0) c = strcmp(a->scope, b->scope);
+    if (c == 0) c = strcmp(a->node_type, b->node_type);
+    if (c == 0) c = (a->ranks > b->ranks) - (a->ranks < b->ranks);
+    return c ? c : (a->line > b->line) - (a->line < b->line);
+}
+
+/* Two rows of the same key are an error naming the earliest repeat and the line it repeats
+ * (sorted: n log n, not every pair). */
+static int dup_check(const net_table *t)
+{
+    if (t->n < 2) return 0;
+    const net_row **by = malloc((size_t)t->n * sizeof *by);
+    if (!by) return err_msg("out of memory for %s", t->path);
+    for (int i = 0; i < t->n; i++) by[i] = &t->rows[i];
+    qsort(by, (size_t)t->n, sizeof *by, key_cmp);
+    const net_row *dup = NULL, *first = NULL;
+    for (int i = 0; i + 1 < t->n; i++)
+        if (same_key(by[i], by[i + 1]) && (!dup || by[i + 1]->line < dup->line)) dup = by[i + 1], first = by[i];
+    free(by);
+    if (!dup) return 0;
+    return err_usage("%s:%d: the same collective, scope, node type and ranks as line %d (%s %s %s at %d ranks): one "
+                     "measurement of each",
+                     t->path, dup->line, first->line, dup->collective, dup->scope, dup->node_type, dup->ranks);
 }
 
 int net_table_load(net_table *t, const char *path)
@@ -618,6 +742,7 @@ int net_table_load(net_table *t, const char *path)
     if (rc == 0 && tb.nrows > 0 && !(t->rows = calloc((size_t)tb.nrows, sizeof *t->rows)))
         rc = err_msg("out of memory for %s", path);
     for (int i = 0; rc == 0 && i < tb.nrows; i++) rc = row_read(&tb, i, &t->rows[t->n++]);
+    if (rc == 0) rc = dup_check(t);
     table_free(&tb);
     if (rc != 0) net_table_free(t);
     return rc;
@@ -633,12 +758,6 @@ static void row_write(csv_writer *w, const net_row *r)
     csvw_endrow(w);
 }
 
-static int same_key(const net_row *a, const net_row *b)
-{
-    return strcmp(a->collective, b->collective) == 0 && strcmp(a->scope, b->scope) == 0 &&
-           strcmp(a->node_type, b->node_type) == 0 && a->ranks == b->ranks;
-}
-
 /* An existing file's rows against the new ones: a conflict is one error naming both. */
 static int conflicts_check(const net_table *old, const net_row *rows, int nrows)
 {
@@ -652,8 +771,21 @@ static int conflicts_check(const net_table *old, const net_row *rows, int nrows)
     return 0;
 }
 
+/* Each new row against the loader's rules (net_row_check): a row the loader would refuse is an
+ * error naming where it came from; nothing is written. */
+static int rows_check(const char *path, const net_row *rows, int nrows)
+{
+    char why[512];
+    for (int i = 0; i < nrows; i++)
+        if (net_row_check(&rows[i], why, sizeof why) != 0)
+            return err_usage("%s: the row from %s: %s: nothing written", strcmp(path, "-") ? path : "the output",
+                             rows[i].source, why);
+    return 0;
+}
+
 int net_table_write(const char *path, char *const *comments, int ncomments, const net_row *rows, int nrows)
 {
+    if (rows_check(path, rows, nrows) != 0) return CB_EUSAGE;
     int append = strcmp(path, "-") != 0 && access(path, F_OK) == 0;
     net_table old = {.n = 0};
     text_lines prev = {.n = 0};
