@@ -144,7 +144,7 @@ typedef struct {
     int other, other_line[4];             /* lines inside the table that are not rows (the first 4) */
 } nccl_scan;
 
-enum { NCCL_MAX_RANK = 10000000 };
+enum { NCCL_MAX_RANK = 1000000 };
 
 static void scan_free(nccl_scan *s)
 {
