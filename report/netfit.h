@@ -55,7 +55,7 @@ typedef struct {
     char coll_from[96];  /* how the collective was known: "the banner, line 2", "--collective", ... */
     char program[64];    /* "nccl-tests all_reduce_perf", "costbench allreduce" */
     int ranks, nodes;    /* nodes: distinct hosts */
-    int inter;           /* 1: across nodes (nodes > 1 or --scope inter) */
+    int inter;           /* 1: across nodes (nodes > 1, unless --scope intra says otherwise) */
     char device[96];     /* the device name the rank lines give ("" for costbench) */
     char as_of[24];      /* YYYY-MM-DD of the measurement (the CSV's date, else the file's time) */
     char notes[512];     /* "; "-separated */
