@@ -301,15 +301,25 @@ double mfu_pct(double flops_per_token, double tokens_per_s, double peak_flops)
     return 100.0 * flops_per_token * tokens_per_s / peak_flops;
 }
 
+int throughput_why(const model_config *cfg, long seq_len, double seq_per_s, double peak_flops, const char *peak_name,
+                   char *why, size_t n)
+{
+    if (seq_len > cfg->max_T)
+        return snprintf(why, n, "seq_len %ld exceeds %s's max_seq_len %d", seq_len, cfg->name, cfg->max_T), -1;
+    double mfu = mfu_pct(model_flops_per_token(cfg, (int)seq_len), seq_per_s * (double)seq_len, peak_flops);
+    if (isfinite(mfu) && mfu > 100.0)
+        return snprintf(why, n, "%.4g seq/s of %s at seq_len %ld needs %.3g%% of %s: impossible", seq_per_s, cfg->name,
+                        seq_len, mfu, peak_name),
+               -1;
+    return 0;
+}
+
 int throughput_check(const model_config *cfg, long seq_len, double seq_per_s, double peak_flops, const char *peak_name,
                      const char *what)
 {
-    if (seq_len > cfg->max_T)
-        return err_usage("%s: seq_len %ld exceeds %s's max_seq_len %d", what, seq_len, cfg->name, cfg->max_T);
-    double mfu = mfu_pct(model_flops_per_token(cfg, (int)seq_len), seq_per_s * (double)seq_len, peak_flops);
-    if (isfinite(mfu) && mfu > 100.0)
-        return err_usage("%s: %.4g seq/s of %s at seq_len %ld needs %.3g%% of %s: impossible", what, seq_per_s,
-                         cfg->name, seq_len, mfu, peak_name);
+    char why[512];
+    if (throughput_why(cfg, seq_len, seq_per_s, peak_flops, peak_name, why, sizeof why) != 0)
+        return err_usage("%s: %s", what, why);
     return 0;
 }
 

@@ -119,5 +119,9 @@ double mfu_pct(double flops_per_token, double tokens_per_s, double peak_flops);
  * Returns 0, or CB_EUSAGE after one error line. */
 int throughput_check(const model_config *cfg, long seq_len, double seq_per_s, double peak_flops, const char *peak_name,
                      const char *what);
+/* The same rules, printing nothing: 0, or -1 with why (what throughput_check prints after
+ * "what: "), for a caller that reports a refused figure instead of stopping on it. */
+int throughput_why(const model_config *cfg, long seq_len, double seq_per_s, double peak_flops, const char *peak_name,
+                   char *why, size_t n);
 
 #endif

@@ -23,20 +23,26 @@
 /* Appends one point after checking it: its layout (when `layout_flag` is given: calibration
  * points are evaluated) and the throughput rules of common/presets.h against the data-sheet peak
  * of the nodes it ran on. src and line say where it came from (line 0: a flag). */
+int calib_point_plausible(const scale_model *s, long nodes, double seq_per_s, char *why, size_t n)
+{
+    char peak_name[192];
+    snprintf(peak_name, sizeof peak_name, "the %s dense %s peak of %ld x %.120s",
+             machine_is_this_machine(s->hw.instance) ? "measured" : "data-sheet",
+             precision_info_of(s->precision)->peak_name, nodes, s->hw.instance);
+    return throughput_why(&s->cfg, s->seq, seq_per_s, scale_peak_per_instance(s) * (double)nodes, peak_name, why, n);
+}
+
 int calib_point_add(scale_points *pl, const scale_model *s, long nodes, double seq_per_s, const char *src, int line,
                     const char *layout_flag)
 {
     if (pl->n == SCALE_MAX_POINTS) return err_usage("%s: more than %d points", src, SCALE_MAX_POINTS);
     int i = pl->n;
     pl->nodes[i] = nodes, pl->seq_per_s[i] = seq_per_s, pl->src[i] = src, pl->line[i] = line;
-    char where[CB_WHERE_MAX], peak_name[192];
+    char where[CB_WHERE_MAX], why[512];
     scale_points_where(pl, i, where, sizeof where);
     int rc = layout_flag ? scale_check(s, nodes, layout_flag) : 0;
-    snprintf(peak_name, sizeof peak_name, "the %s dense %s peak of %ld x %.120s",
-             machine_is_this_machine(s->hw.instance) ? "measured" : "data-sheet",
-             precision_info_of(s->precision)->peak_name, nodes, s->hw.instance);
-    if (rc == 0)
-        rc = throughput_check(&s->cfg, s->seq, seq_per_s, scale_peak_per_instance(s) * (double)nodes, peak_name, where);
+    if (rc == 0 && calib_point_plausible(s, nodes, seq_per_s, why, sizeof why) != 0)
+        rc = err_usage("%s: %s", where, why);
     if (rc == 0) pl->n++;
     return rc;
 }

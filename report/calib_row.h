@@ -33,9 +33,14 @@ typedef struct {
     const char *models_path;
 } calib_env;
 
-/* Appends one point after checking it: its layout (when `layout_flag` is given) and the
- * throughput rules of common/presets.h against the data-sheet peak of the nodes it ran on. src
- * and line say where it came from (line 0: a flag). */
+/* The throughput rules of common/presets.h (throughput_why) for seq_per_s of the model s on
+ * `nodes` nodes, against the data-sheet (or, on this machine, measured) dense peak of those nodes:
+ * the one rule by which scale and plan refuse a calibration point and validate refuses a
+ * published row. Returns 0, or -1 with why. */
+int calib_point_plausible(const scale_model *s, long nodes, double seq_per_s, char *why, size_t n);
+
+/* Appends one point after checking it: its layout (when `layout_flag` is given) and
+ * calib_point_plausible. src and line say where it came from (line 0: a flag). */
 int calib_point_add(scale_points *pl, const scale_model *s, long nodes, double seq_per_s, const char *src, int line,
                     const char *layout_flag);
 /* Reads the row the spec names: FILE:LINE, FILE:ID (a published-runs file) or FILE alone (its only

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -136,18 +137,27 @@ typedef struct {
     char type0[24], redop0[24];
     int skipped, zero_rows;
     double big_bytes, big_ratio; /* the largest row: its busbw / algbw */
+    struct nccl_rank {
+        int line, host; /* its first rank line (0: not seen), the index of its host */
+    } *rank;            /* (rank_cap) by rank number */
+    int rank_cap, rank_repeats, nthread_line, start_line; /* start_line: this line began the run */
+    int other, other_line[4];             /* lines inside the table that are not rows (the first 4) */
 } nccl_scan;
+
+enum { NCCL_MAX_RANK = 1000000 };
 
 static void scan_free(nccl_scan *s)
 {
     for (int i = 0; i < s->nhosts; i++) free(s->hosts[i]);
     free(s->hosts);
+    free(s->rank);
 }
 
+/* The index of host in s->hosts (added when new), or a negative code. */
 static int host_add(nccl_scan *s, const char *host)
 {
     for (int i = 0; i < s->nhosts; i++)
-        if (strcmp(s->hosts[i], host) == 0) return 0;
+        if (strcmp(s->hosts[i], host) == 0) return i;
     if (s->nhosts == s->cap_hosts) {
         int cap = s->cap_hosts ? 2 * s->cap_hosts : 16;
         char **h = realloc(s->hosts, (size_t)cap * sizeof *h);
@@ -155,23 +165,47 @@ static int host_add(nccl_scan *s, const char *host)
         s->hosts = h, s->cap_hosts = cap;
     }
     if (!(s->hosts[s->nhosts] = strdup(host))) return err_msg("out of memory for the host names");
-    s->nhosts++;
+    return s->nhosts++;
+}
+
+/* Counts rank `rank` of line `lineno` on host index `host` once: a repeated rank line (the same
+ * rank on the same host) is counted as a repeat; the same rank on another host is an error. */
+static int rank_mark(nccl_scan *s, long rank, int host, int lineno)
+{
+    if (rank >= s->rank_cap) {
+        int cap = s->rank_cap ? s->rank_cap : 64;
+        while (cap <= rank) cap = cap > NCCL_MAX_RANK / 2 ? NCCL_MAX_RANK + 1 : 2 * cap;
+        struct nccl_rank *r = realloc(s->rank, (size_t)cap * sizeof *r);
+        if (!r) return err_msg("out of memory for the rank lines");
+        memset(r + s->rank_cap, 0, (size_t)(cap - s->rank_cap) * sizeof *r);
+        s->rank = r, s->rank_cap = cap;
+    }
+    struct nccl_rank *r = &s->rank[rank];
+    if (r->line == 0) return r->line = lineno, r->host = host, s->ranks++, 0;
+    if (r->host != host)
+        return err_usage("%s:%d: rank %ld on host '%s', but line %d puts it on '%s': the output of two runs",
+                         s->t->path, lineno, rank, s->hosts[host], r->line, s->hosts[r->host]);
+    s->rank_repeats++;
     return 0;
 }
 
 /* "#  Rank  3 Group  0 Pid  1234 on host-a device  3 [0x..] NVIDIA A100-SXM4-80GB" (older: no
- * Group): a rank, its host, the device name after the bus id. */
-static int rank_line(nccl_scan *s, const char *line)
+ * Group): a rank (each counted once), its host, the device name after the bus id. */
+static int rank_line(nccl_scan *s, const char *line, int lineno)
 {
     char buf[1024], *tok[NCCL_MAX_TOKENS];
     int n = tokens_split(line, buf, sizeof buf, tok);
     if (n < 4 || strcmp(tok[0], "#") != 0 || strcmp(tok[1], "Rank") != 0) return 0;
-    for (int i = 2; i + 1 < n; i++)
+    for (int i = 3; i + 1 < n; i++)
         if (strcmp(tok[i], "on") == 0) {
-            s->ranks++;
+            char what[CB_WHERE_MAX + 64];
+            long rank;
+            snprintf(what, sizeof what, "%s:%d: the rank number", s->t->path, lineno);
+            if (parse_long(tok[2], 0, NCCL_MAX_RANK, 0, what, &rank) != 0) return CB_EUSAGE;
             const char *bus = strchr(line, ']');
             if (s->device[0] == '\0' && bus) snprintf(s->device, sizeof s->device, "%s", skip_space(bus + 1));
-            return host_add(s, tok[i + 1]);
+            int host = host_add(s, tok[i + 1]);
+            return host < 0 ? host : rank_mark(s, rank, host, lineno);
         }
     return 0;
 }
@@ -237,25 +271,62 @@ static int data_row(nccl_scan *s, const char *line, int lineno, net_run *r)
     return run_add(r, size, t_us, in_us, lineno);
 }
 
+/* A line that begins a run: the banner (its program kept) or "# nThread". A second of either in
+ * the same text is an error: a second run's rank lines and table would be counted with the
+ * first's. */
+static int run_start(nccl_scan *s, const char *l, int lineno)
+{
+    const char *banner = strstr(l, "# Collective test starting:");
+    int nthread = !banner && strncmp(l, "# nThread ", 10) == 0;
+    if (!banner && !nthread) return 0;
+    int first = banner ? s->banner_line : s->nthread_line;
+    if (first)
+        return err_usage("%s:%d: a second nccl-tests run (the first began at line %d): import one run at a time",
+                         s->t->path, lineno, first);
+    s->start_line = lineno;
+    if (nthread) return s->nthread_line = lineno, 0;
+    char prog[256];
+    snprintf(prog, sizeof prog, "%s", skip_space(banner + 27));
+    prog[strcspn(prog, " \t")] = '\0';
+    const char *base = strrchr(prog, '/');
+    snprintf(s->program, sizeof s->program, "%.63s", base ? base + 1 : prog);
+    s->banner_line = lineno;
+    return 0;
+}
+
+/* A line of the table that reads as a row: its first word a number by any reading (a sign, a
+ * digit, a point, nan, inf), so that data_row takes it by the decimal rule or names it. */
+static int row_like(const char *l)
+{
+    return isdigit((unsigned char)*l) || *l == '-' || *l == '+' || *l == '.' || strncasecmp(l, "nan", 3) == 0 ||
+           strncasecmp(l, "inf", 3) == 0;
+}
+
+/* A line inside the table that is neither a row nor a comment: counted, the first few kept. */
+static void other_line(nccl_scan *s, int lineno)
+{
+    if (s->other < 4) s->other_line[s->other] = lineno;
+    s->other++;
+}
+
 /* Every line: the banner, the rank lines, the header, the rows, the footer. */
 static int nccl_scan_lines(nccl_scan *s, net_run *r)
 {
     const text_lines *t = s->t;
     for (int i = 0; i < t->n; i++) {
         const char *l = skip_space(t->line[i]);
-        const char *banner = strstr(l, "# Collective test starting:");
-        int rc = 0;
-        if (banner && s->banner_line == 0) {
-            char prog[256];
-            snprintf(prog, sizeof prog, "%s", skip_space(banner + 27));
-            prog[strcspn(prog, " \t")] = '\0';
-            const char *base = strrchr(prog, '/');
-            snprintf(s->program, sizeof s->program, "%.63s", base ? base + 1 : prog);
-            s->banner_line = i + 1;
-        } else if (strncmp(l, "# Avg bus bandwidth", 19) == 0 && s->header_line) s->footer = i + 1;
-        else if (s->header_line == 0 && is_nccl_header(l)) header_read(s, l, i + 1);
-        else if (s->header_line && !s->footer && isdigit((unsigned char)*l)) rc = data_row(s, l, i + 1, r);
-        else rc = rank_line(s, l);
+        int rc = run_start(s, l, i + 1), in_table = s->header_line && !s->footer;
+        if (rc != 0) return rc;
+        if (s->start_line == i + 1) continue;
+        if (strncmp(l, "# Avg bus bandwidth", 19) == 0 && s->header_line) s->footer = i + 1;
+        else if (is_nccl_header(l) && s->header_line)
+            return err_usage("%s:%d: a second nccl-tests table (the first's header at line %d): import one table at "
+                             "a time",
+                             t->path, i + 1, s->header_line);
+        else if (is_nccl_header(l)) header_read(s, l, i + 1);
+        else if (in_table && row_like(l)) rc = data_row(s, l, i + 1, r);
+        else if (in_table && *l != '#' && *l != '\0') other_line(s, i + 1);
+        else rc = rank_line(s, l, i + 1);
         if (rc != 0) return rc;
     }
     if (s->header_line == 0)
@@ -305,6 +376,18 @@ static int nccl_collective(const nccl_scan *s, const char *flag, net_run *r)
     return 0;
 }
 
+/* "2 lines inside the table that are not rows left out (lines 30, 31)". */
+static void other_note(const nccl_scan *s, net_run *r)
+{
+    char lines[64] = "";
+    size_t len = 0;
+    for (int k = 0; k < s->other && k < 4; k++)
+        len += (size_t)snprintf(lines + len, sizeof lines - len, "%s%d", k ? ", " : "", s->other_line[k]);
+    run_note(r, "%d line%s inside the table that %s not a row left out (line%s %s%s)", s->other,
+             s->other == 1 ? "" : "s", s->other == 1 ? "is" : "are", s->other == 1 ? "" : "s", lines,
+             s->other > 4 ? ", ..." : "");
+}
+
 static int nccl_parse(const text_lines *t, const char *flag, net_run *r)
 {
     nccl_scan s = {.t = t};
@@ -319,6 +402,8 @@ static int nccl_parse(const text_lines *t, const char *flag, net_run *r)
         if (s.skipped) run_note(r, "%d rows of another type or reduction than %s %s left out", s.skipped, s.type0,
                                 s.redop0);
         if (s.zero_rows) run_note(r, "%d rows of size 0 left out (nothing moves)", s.zero_rows);
+        if (s.rank_repeats) run_note(r, "%d repeated rank lines (a rank already listed) counted once", s.rank_repeats);
+        if (s.other) other_note(&s, r);
     }
     scan_free(&s);
     return rc;
@@ -486,12 +571,99 @@ static int cell_str(const table *tb, int i, int c, char *out, size_t n)
     return 0;
 }
 
+/* The one range rule of a network file's numbers: the loader reads each cell in its range, and
+ * net_row_check holds a row about to be written to the same ranges and cross-column rules. A bus
+ * bandwidth or latency outside them is no measured network (1e-9 GB/s made scale print 0 seq/s). */
+enum { NC_RANKS = 3, NC_NODES, NC_PER_NODE, NC_LATENCY, NC_BUSBW, NC_BUSBW_MAX, NC_SIZES, NC_MIN, NC_MAX, NC_R2 };
+static const struct {
+    int col;
+    double lo, hi;
+} net_ranges[] = {
+    {NC_RANKS, 2, 1e8},
+    {NC_NODES, 1, 1e8},
+    {NC_PER_NODE, 1, 1e8},
+    {NC_LATENCY, 0, NETFILE_MAX_LATENCY_US},
+    {NC_BUSBW, NETFILE_MIN_BUSBW_GB_PER_S, NETFILE_MAX_BUSBW_GB_PER_S},
+    {NC_BUSBW_MAX, 0, 10 * NETFILE_MAX_BUSBW_GB_PER_S},
+    {NC_SIZES, 2, 1e8},
+    {NC_MIN, 1, 1e18},
+    {NC_MAX, 1, 1e18},
+    {NC_R2, -1e9, 1},
+};
+enum { NET_NRANGES = (int)(sizeof net_ranges / sizeof net_ranges[0]) };
+
+/* The range of column col (one of net_ranges'). */
+static void range_of(int col, double *lo, double *hi)
+{
+    for (int k = 0; k < NET_NRANGES; k++)
+        if (net_ranges[k].col == col) *lo = net_ranges[k].lo, *hi = net_ranges[k].hi;
+}
+
+/* The row's number in column col (one of net_ranges'), integers as doubles. */
+static double row_value(const net_row *r, int col)
+{
+    switch (col) {
+    case NC_RANKS: return r->ranks;
+    case NC_NODES: return r->nodes;
+    case NC_PER_NODE: return r->ranks_per_node;
+    case NC_LATENCY: return r->latency_us;
+    case NC_BUSBW: return r->busbw_gb_per_s;
+    case NC_BUSBW_MAX: return r->busbw_max_gb_per_s;
+    case NC_SIZES: return r->sizes;
+    case NC_MIN: return r->min_bytes;
+    case NC_MAX: return r->max_bytes;
+    default: return r->r2;
+    }
+}
+
+/* The rules across a row's columns: as_of a date, ranks = nodes x ranks_per_node, across nodes on
+ * 2 nodes at least, the smallest size at most the largest. Returns 0, or -1 with why. */
+static int row_rules(const net_row *r, char *why, size_t n)
+{
+    if (strlen(r->as_of) != 10 || price_as_of_check(r->as_of) != 0)
+        return snprintf(why, n, "column 'as_of': expected a date YYYY-MM-DD, got '%s'", r->as_of), -1;
+    if ((long)r->nodes * r->ranks_per_node != r->ranks)
+        return snprintf(why, n, "column 'ranks': %d, but nodes x ranks_per_node is %d x %d = %ld", r->ranks, r->nodes,
+                        r->ranks_per_node, (long)r->nodes * r->ranks_per_node),
+               -1;
+    if (strcmp(r->scope, "inter") == 0 && r->nodes < 2)
+        return snprintf(why, n, "column 'scope': inter (across nodes), but column 'nodes' is %d", r->nodes), -1;
+    if (r->min_bytes > r->max_bytes)
+        return snprintf(why, n, "column 'min_bytes': %.9g, more than max_bytes %.9g", r->min_bytes, r->max_bytes), -1;
+    return 0;
+}
+
+int net_row_check(const net_row *r, char *why, size_t n)
+{
+    for (int k = 0; k < NET_NRANGES; k++) {
+        double v = row_value(r, net_ranges[k].col);
+        if (!(v >= net_ranges[k].lo && v <= net_ranges[k].hi))
+            return snprintf(why, n, "column '%s': expected a number from %g to %g, got %.9g",
+                            netfile_cols[net_ranges[k].col], net_ranges[k].lo, net_ranges[k].hi, v),
+                   -1;
+    }
+    if (!r->node_type[0] || !r->source[0])
+        return snprintf(why, n, "column '%s': expected a value, got an empty cell",
+                        r->node_type[0] ? "source" : "node_type"),
+               -1;
+    return row_rules(r, why, n);
+}
+
 static int cell_int(const table *tb, int i, int c, int *out)
 {
     long v;
-    if (table_get_long(tb, i, c, 1, 100000000, &v) != 0) return CB_EUSAGE;
+    double lo = 1, hi = 1e8;
+    range_of(c, &lo, &hi);
+    if (table_get_long(tb, i, c, (long)lo, (long)hi, &v) != 0) return CB_EUSAGE;
     *out = (int)v;
     return 0;
+}
+
+static int cell_num(const table *tb, int i, int c, double *out)
+{
+    double lo = 0, hi = 0;
+    range_of(c, &lo, &hi);
+    return table_get_double(tb, i, c, lo, hi, out);
 }
 
 /* One row; the columns are netfile_cols' in their order (the header was checked). */
@@ -503,17 +675,54 @@ static int row_read(const table *tb, int i, net_row *r)
     r->line = tb->lines[i];
     if (table_get_word(tb, i, 0, net_coll_names, NET_NCOLL, &coll) != 0 ||
         table_get_word(tb, i, 1, scopes, 2, &scope) != 0 || cell_str(tb, i, 2, r->node_type, sizeof r->node_type) ||
-        cell_int(tb, i, 3, &r->ranks) || cell_int(tb, i, 4, &r->nodes) || cell_int(tb, i, 5, &r->ranks_per_node) ||
-        table_get_double(tb, i, 6, 0, 1e9, &r->latency_us) ||
-        table_get_double(tb, i, 7, 1e-9, 1e9, &r->busbw_gb_per_s) ||
-        table_get_double(tb, i, 8, 0, 1e9, &r->busbw_max_gb_per_s) || cell_int(tb, i, 9, &r->sizes) ||
-        table_get_double(tb, i, 10, 0, 1e18, &r->min_bytes) || table_get_double(tb, i, 11, 0, 1e18, &r->max_bytes) ||
-        table_get_double(tb, i, 12, -1e9, 1, &r->r2) || cell_str(tb, i, 13, r->source, sizeof r->source) ||
-        cell_str(tb, i, 14, r->as_of, sizeof r->as_of))
+        cell_int(tb, i, NC_RANKS, &r->ranks) || cell_int(tb, i, NC_NODES, &r->nodes) ||
+        cell_int(tb, i, NC_PER_NODE, &r->ranks_per_node) || cell_num(tb, i, NC_LATENCY, &r->latency_us) ||
+        cell_num(tb, i, NC_BUSBW, &r->busbw_gb_per_s) || cell_num(tb, i, NC_BUSBW_MAX, &r->busbw_max_gb_per_s) ||
+        cell_int(tb, i, NC_SIZES, &r->sizes) || cell_num(tb, i, NC_MIN, &r->min_bytes) ||
+        cell_num(tb, i, NC_MAX, &r->max_bytes) || cell_num(tb, i, NC_R2, &r->r2) ||
+        cell_str(tb, i, 13, r->source, sizeof r->source) || cell_str(tb, i, 14, r->as_of, sizeof r->as_of))
         return CB_EUSAGE;
     snprintf(r->collective, sizeof r->collective, "%s", net_coll_names[coll]);
     snprintf(r->scope, sizeof r->scope, "%s", scopes[scope]);
+    char why[256];
+    if (row_rules(r, why, sizeof why) != 0) return err_usage("%s:%d: %s", tb->path, r->line, why);
     return 0;
+}
+
+static int same_key(const net_row *a, const net_row *b)
+{
+    return strcmp(a->collective, b->collective) == 0 && strcmp(a->scope, b->scope) == 0 &&
+           strcmp(a->node_type, b->node_type) == 0 && a->ranks == b->ranks;
+}
+
+/* Rows by key (collective, scope, node type, ranks), then by line. */
+static int key_cmp(const void *pa, const void *pb)
+{
+    const net_row *a = *(const net_row *const *)pa, *b = *(const net_row *const *)pb;
+    int c = strcmp(a->collective, b->collective);
+    if (c == 0) c = strcmp(a->scope, b->scope);
+    if (c == 0) c = strcmp(a->node_type, b->node_type);
+    if (c == 0) c = (a->ranks > b->ranks) - (a->ranks < b->ranks);
+    return c ? c : (a->line > b->line) - (a->line < b->line);
+}
+
+/* Two rows of the same key are an error naming the earliest repeat and the line it repeats
+ * (sorted: n log n, not every pair). */
+static int dup_check(const net_table *t)
+{
+    if (t->n < 2) return 0;
+    const net_row **by = malloc((size_t)t->n * sizeof *by);
+    if (!by) return err_msg("out of memory for %s", t->path);
+    for (int i = 0; i < t->n; i++) by[i] = &t->rows[i];
+    qsort(by, (size_t)t->n, sizeof *by, key_cmp);
+    const net_row *dup = NULL, *first = NULL;
+    for (int i = 0; i + 1 < t->n; i++)
+        if (same_key(by[i], by[i + 1]) && (!dup || by[i + 1]->line < dup->line)) dup = by[i + 1], first = by[i];
+    free(by);
+    if (!dup) return 0;
+    return err_usage("%s:%d: the same collective, scope, node type and ranks as line %d (%s %s %s at %d ranks): one "
+                     "measurement of each",
+                     t->path, dup->line, first->line, dup->collective, dup->scope, dup->node_type, dup->ranks);
 }
 
 int net_table_load(net_table *t, const char *path)
@@ -533,6 +742,7 @@ int net_table_load(net_table *t, const char *path)
     if (rc == 0 && tb.nrows > 0 && !(t->rows = calloc((size_t)tb.nrows, sizeof *t->rows)))
         rc = err_msg("out of memory for %s", path);
     for (int i = 0; rc == 0 && i < tb.nrows; i++) rc = row_read(&tb, i, &t->rows[t->n++]);
+    if (rc == 0) rc = dup_check(t);
     table_free(&tb);
     if (rc != 0) net_table_free(t);
     return rc;
@@ -548,12 +758,6 @@ static void row_write(csv_writer *w, const net_row *r)
     csvw_endrow(w);
 }
 
-static int same_key(const net_row *a, const net_row *b)
-{
-    return strcmp(a->collective, b->collective) == 0 && strcmp(a->scope, b->scope) == 0 &&
-           strcmp(a->node_type, b->node_type) == 0 && a->ranks == b->ranks;
-}
-
 /* An existing file's rows against the new ones: a conflict is one error naming both. */
 static int conflicts_check(const net_table *old, const net_row *rows, int nrows)
 {
@@ -567,8 +771,21 @@ static int conflicts_check(const net_table *old, const net_row *rows, int nrows)
     return 0;
 }
 
+/* Each new row against the loader's rules (net_row_check): a row the loader would refuse is an
+ * error naming where it came from; nothing is written. */
+static int rows_check(const char *path, const net_row *rows, int nrows)
+{
+    char why[512];
+    for (int i = 0; i < nrows; i++)
+        if (net_row_check(&rows[i], why, sizeof why) != 0)
+            return err_usage("%s: the row from %s: %s: nothing written", strcmp(path, "-") ? path : "the output",
+                             rows[i].source, why);
+    return 0;
+}
+
 int net_table_write(const char *path, char *const *comments, int ncomments, const net_row *rows, int nrows)
 {
+    if (rows_check(path, rows, nrows) != 0) return CB_EUSAGE;
     int append = strcmp(path, "-") != 0 && access(path, F_OK) == 0;
     net_table old = {.n = 0};
     text_lines prev = {.n = 0};

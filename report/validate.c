@@ -8,6 +8,7 @@
 
 #include "../common/err.h"
 #include "../common/stats.h"
+#include "calib_row.h"
 #include "calibration.h"
 #include "pubmodel.h"
 #include "stepmodel.h"
@@ -20,6 +21,7 @@ typedef struct {
     long *nodes;        /* (n) */
     int *mapped;        /* (n) 1: the row is a step model */
     int *cfg_ok;        /* (n) 1: its model shape is known (for the naive count) */
+    int *refused;       /* (n) 1: its throughput is impossible (calib_point_plausible); not scored */
     char (*why)[1024];  /* (n) why it is not */
     int *cal;           /* (ncal) row index of each calibration row */
     int ncal;
@@ -29,8 +31,8 @@ typedef struct {
 
 static void val_file_free(val_file *f)
 {
-    free(f->model), free(f->nodes), free(f->mapped), free(f->cfg_ok), free(f->why), free(f->cal), free(f->fit),
-        free(f->fitted);
+    free(f->model), free(f->nodes), free(f->mapped), free(f->cfg_ok), free(f->refused), free(f->why), free(f->cal),
+        free(f->fit), free(f->fitted);
 }
 
 static int val_file_alloc(val_file *f, int n)
@@ -39,8 +41,10 @@ static int val_file_alloc(val_file *f, int n)
     f->model = calloc(k, sizeof *f->model), f->nodes = calloc(k, sizeof *f->nodes),
     f->mapped = calloc(k, sizeof *f->mapped);
     f->cfg_ok = calloc(k, sizeof *f->cfg_ok), f->why = calloc(k, sizeof *f->why), f->cal = calloc(k, sizeof *f->cal);
-    f->fit = calloc(k, sizeof *f->fit), f->fitted = calloc(k, sizeof *f->fitted);
-    if (f->model && f->nodes && f->mapped && f->cfg_ok && f->why && f->cal && f->fit && f->fitted) return 0;
+    f->fit = calloc(k, sizeof *f->fit), f->fitted = calloc(k, sizeof *f->fitted),
+    f->refused = calloc(k, sizeof *f->refused);
+    if (f->model && f->nodes && f->mapped && f->cfg_ok && f->why && f->cal && f->fit && f->fitted && f->refused)
+        return 0;
     val_file_free(f);
     return err_msg("out of memory for %d rows", n);
 }
@@ -60,6 +64,17 @@ static void val_pick_calibration(val_file *f, const char *const *ids, int nids, 
     if (f->ncal == 0 && f->t->n > 0) f->cal[f->ncal++] = 0;
 }
 
+/* A mapped row whose seq/s is impossible on its own hardware, by the rule scale --calibrate
+ * refuses it with (calib_point_plausible): refused with that reason, neither predicted nor a
+ * baseline (a -99% "model error" against an impossible figure says nothing of the model). */
+static void val_refuse(val_file *f, int i)
+{
+    char why[512];
+    if (calib_point_plausible(&f->model[i], f->nodes[i], f->t->rows[i].seq_per_s, why, sizeof why) == 0) return;
+    f->mapped[i] = f->cfg_ok[i] = 0, f->refused[i] = 1;
+    snprintf(f->why[i], sizeof f->why[i], "refused: %s", why);
+}
+
 /* Every row as a step model (pubmodel.h), then each calibration row fitted to its seq/s. */
 static void val_build(val_file *f, const char *path)
 {
@@ -70,6 +85,7 @@ static void val_build(val_file *f, const char *path)
         f->mapped[i] =
             pub_scale_model(r, path, &pe, e->defaults, &f->model[i], &f->nodes[i], f->why[i], sizeof f->why[i]) == 0;
         f->cfg_ok[i] = f->mapped[i] || strncmp(f->why[i], "columns 'arch'", 14) != 0;
+        if (f->mapped[i]) val_refuse(f, i);
     }
     for (int k = 0; k < f->ncal; k++) {
         int i = f->cal[k];
@@ -186,6 +202,7 @@ static int val_rows(val_result *res, const val_file *f, const char *file)
         val_row *v = val_row_add(res);
         if (!v) return err_msg("out of memory for the validation rows");
         v->file = file, v->line = r->line, v->published = r->seq_per_s, v->error_pct = v->eff_pct = v->band_pct = NAN;
+        v->refused = f->refused[i];
         snprintf(v->id, sizeof v->id, "%s", r->id);
         for (int k = 0; k < f->ncal; k++) v->calibration |= f->cal[k] == i;
         int k = f->mapped[i] ? val_nearest(f, i) : -1;
@@ -215,7 +232,7 @@ static int val_summarize(val_result *res, int first, const char *file)
     int mb = 0;
     for (int i = first; i < res->n; i++) {
         const val_row *v = &res->rows[i];
-        s->rows++, s->calibration_rows += v->calibration;
+        s->rows++, s->calibration_rows += v->calibration, s->refused += v->refused;
         if (v->calibration || !isfinite(v->predicted)) continue;
         a[m++] = fabs(v->error_pct);
         if (isfinite(v->naive_error_pct)) b[mb++] = fabs(v->naive_error_pct);

@@ -15,7 +15,10 @@
  * the model's prediction (the first calibration row when the model has none for the row).
  *
  * A row the model cannot predict (its configuration outside the step model, no calibration that
- * fitted, a carry above 100% of the peak) has no predicted figure and says why. The summary's
+ * fitted, a carry above 100% of the peak) has no predicted figure and says why. A row whose seq/s
+ * is impossible on its own hardware (more than 100% MFU of its data-sheet peak: the rule by which
+ * scale --calibrate refuses it, calib_point_plausible) is refused: no prediction, no naive figure,
+ * not a calibration, its note "refused: " and the reason, counted in the summary. The summary's
  * median and max |error| are over the rows that are not calibration rows and have a prediction,
  * the naive figures over the same rows. It reports; it does not judge. */
 #ifndef CB_VALIDATE_H
@@ -31,6 +34,7 @@ typedef struct {
     char id[64];
     int line;
     int calibration;        /* a row the model was fitted on */
+    int refused;            /* its seq/s is impossible on its hardware (note says why): not scored */
     double published;       /* seq/s */
     double predicted;       /* seq/s; NaN: no prediction (reason says why) */
     double error_pct;       /* predicted / published - 1, % */
@@ -46,6 +50,7 @@ typedef struct {
 typedef struct {
     const char *file;       /* not owned */
     int rows, calibration_rows, predicted; /* predicted: rows other than calibration rows with a prediction */
+    int refused;                           /* rows refused as impossible (val_row.refused) */
     double median_abs_pct, max_abs_pct, naive_median_abs_pct, naive_max_abs_pct; /* NaN when none */
     /* the joint fit on every row the model maps (calibration.h's calib_fit_joint): what the file
      * says of the model's two parameters; NaN when it did not fit */

@@ -49,16 +49,19 @@ static int net_opts_check(const net_import_opts *o)
     return found ? 0 : CB_EUSAGE;
 }
 
-/* --scope over what the hosts say; across "nodes" on one host, each rank is counted as a node. */
-static void scope_apply(const net_import_opts *o, net_run *r)
+/* --scope over what the hosts say. Across nodes on one host contradicts the rank lines (or the
+ * costbench CSV, whose ranks all run on this machine): its node count would be made up. */
+static int scope_apply(const net_import_opts *o, const text_lines *t, net_run *r)
 {
-    if (!o->scope) return;
+    if (!o->scope) return 0;
     r->inter = strcmp(o->scope, "inter") == 0;
-    if (r->inter && r->nodes <= 1) {
-        r->nodes = r->ranks;
-        snprintf(r->notes + strlen(r->notes), sizeof r->notes - strlen(r->notes),
-                 "%s--scope inter on one host: each rank counted as a node", r->notes[0] ? "; " : "");
-    }
+    if (r->inter && r->nodes <= 1)
+        return err_usage("flag '--scope': inter, but the %d ranks of %s:%d-%d run on one host (%s): across nodes "
+                         "needs ranks on several",
+                         r->ranks, t->path, r->first_line, r->last_line,
+                         strcmp(r->program, "costbench allreduce") == 0 ? "costbench allreduce runs on this machine"
+                                                                         : "every rank line names the same host");
+    return 0;
 }
 
 /* The run's row of the network file. */
@@ -114,9 +117,9 @@ static int runs_fit(const net_import_opts *o, const text_lines *t, net_run *runs
 {
     for (int i = 0; i < nruns; i++) {
         net_run *r = &runs[i];
-        scope_apply(o, r);
         net_fit f;
-        int rc = netfit_fit(r, t->path, &f);
+        int rc = scope_apply(o, t, r);
+        if (rc == 0) rc = netfit_fit(r, t->path, &f);
         if (rc == 0) rc = row_make(o, t, r, &f, &rows[i]);
         if (rc != 0) return rc;
         note_add(c, "%s: %s (collective from %s), %d ranks on %d host%s%s%s", t->path, r->program, r->coll_from,

@@ -42,10 +42,11 @@ static const rec_col val_cols[VC_NCOLS] = {{"file", "", REC_STR, 0}, {"id", "", 
                                            {"hfu_pct", "%", REC_NUM, 1}, {"band_pct", "%", REC_NUM, 0},
                                            {"extrapolated", "", REC_STR, 0}, {"note", "", REC_STR, 0}};
 
-enum { VS_FILE, VS_ROWS, VS_CAL, VS_PRED, VS_MED, VS_MAX, VS_NMED, VS_NMAX, VS_FROWS, VS_PHI, VS_PHISE, VS_OVH,
+enum { VS_FILE, VS_ROWS, VS_CAL, VS_PRED, VS_REFUSED, VS_MED, VS_MAX, VS_NMED, VS_NMAX, VS_FROWS, VS_PHI, VS_PHISE, VS_OVH,
        VS_OVHSE, VS_FRMS, VS_FWORST, VS_FWORSTID, VS_NCOLS };
 static const rec_col sum_cols[VS_NCOLS] = {{"file", "", REC_STR, 0}, {"rows", "", REC_NUM, 0},
                                            {"calibration_rows", "", REC_NUM, 0}, {"predicted", "", REC_NUM, 0},
+                                           {"refused", "", REC_NUM, 0},
                                            {"median_abs_error_pct", "%", REC_NUM, 1},
                                            {"max_abs_error_pct", "%", REC_NUM, 1},
                                            {"naive_median_abs_error_pct", "%", REC_NUM, 1},
@@ -155,6 +156,7 @@ static int val_summary_record(record *rec, const val_result *res)
         record_num(rec, r, VS_ROWS, s->rows);
         record_num(rec, r, VS_CAL, s->calibration_rows);
         record_num(rec, r, VS_PRED, s->predicted);
+        record_num(rec, r, VS_REFUSED, s->refused);
         record_num(rec, r, VS_MED, s->median_abs_pct);
         record_num(rec, r, VS_MAX, s->max_abs_pct);
         record_num(rec, r, VS_NMED, s->naive_median_abs_pct);
@@ -170,6 +172,8 @@ static int val_summary_record(record *rec, const val_result *res)
     }
     record_note(
         rec, "per file: |error| over the rows predicted (calibration rows left out); the naive's over the same rows");
+    record_note(rec, "refused: rows whose seq/s is impossible on their own hardware (more than 100%% of its dense "
+                     "peak, as scale --calibrate refuses them): not scored");
     record_note(rec, "fit_*: the step model fitted to every row of the file at once (least squares): phi, the "
                      "framework's efficiency "
                      "against the device model, and a fixed overhead per step ('-': the rows cannot tell it from phi); "
