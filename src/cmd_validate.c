@@ -42,11 +42,11 @@ static const rec_col val_cols[VC_NCOLS] = {{"file", "", REC_STR, 0}, {"id", "", 
                                            {"hfu_pct", "%", REC_NUM, 1}, {"band_pct", "%", REC_NUM, 0},
                                            {"extrapolated", "", REC_STR, 0}, {"note", "", REC_STR, 0}};
 
-enum { VS_FILE, VS_ROWS, VS_CAL, VS_PRED, VS_REFUSED, VS_MED, VS_MAX, VS_NMED, VS_NMAX, VS_FROWS, VS_PHI, VS_PHISE, VS_OVH,
-       VS_OVHSE, VS_FRMS, VS_FWORST, VS_FWORSTID, VS_NCOLS };
+/* Columns are added at the end (scripts read the earlier ones by position too). */
+enum { VS_FILE, VS_ROWS, VS_CAL, VS_PRED, VS_MED, VS_MAX, VS_NMED, VS_NMAX, VS_FROWS, VS_PHI, VS_PHISE, VS_OVH, VS_OVHSE,
+       VS_FRMS, VS_FWORST, VS_FWORSTID, VS_REFUSED, VS_NCOLS };
 static const rec_col sum_cols[VS_NCOLS] = {{"file", "", REC_STR, 0}, {"rows", "", REC_NUM, 0},
                                            {"calibration_rows", "", REC_NUM, 0}, {"predicted", "", REC_NUM, 0},
-                                           {"refused", "", REC_NUM, 0},
                                            {"median_abs_error_pct", "%", REC_NUM, 1},
                                            {"max_abs_error_pct", "%", REC_NUM, 1},
                                            {"naive_median_abs_error_pct", "%", REC_NUM, 1},
@@ -54,7 +54,7 @@ static const rec_col sum_cols[VS_NCOLS] = {{"file", "", REC_STR, 0}, {"rows", ""
                                            {"fit_phi", "", REC_NUM, 3}, {"fit_phi_se", "", REC_NUM, 3},
                                            {"fit_overhead_s", "s", REC_NUM, 3}, {"fit_overhead_se", "s", REC_NUM, 3},
                                            {"fit_rms_pct", "%", REC_NUM, 1}, {"fit_worst_pct", "%", REC_NUM, 1},
-                                           {"fit_worst", "", REC_STR, 0}};
+                                           {"fit_worst", "", REC_STR, 0}, {"refused", "", REC_NUM, 0}};
 
 /* Parses the flags and the files. Returns 0, 1 after --help, or CB_EUSAGE. */
 static int val_opts_parse(val_opts *o, int argc, char **argv)
