@@ -184,7 +184,8 @@ int text_lines_load(text_lines *t, const char *path)
         free(b);
         return err_msg("out of memory");
     }
-    for (char *p = b, *e; p; p = e ? e + 1 : NULL) {
+    char *start = len >= 3 && memcmp(b, "\xEF\xBB\xBF", 3) == 0 ? b + 3 : b; /* a UTF-8 byte-order mark */
+    for (char *p = start, *e; p; p = e ? e + 1 : NULL) {
         if ((e = strchr(p, '\n'))) *e = '\0';
         size_t l = strlen(p);
         if (l && p[l - 1] == '\r') p[l - 1] = '\0';

@@ -16,7 +16,7 @@
 #include <stddef.h>
 
 /* A text file (a log, a config, a catalogue) as lines: line[i] is line i + 1 without its "\n" or
- * "\r\n", all in one buffer. Files over TEXT_LINES_MAX_MIB, with a NUL byte or unreadable: one error
+ * "\r\n", all in one buffer; a UTF-8 byte-order mark at its start is skipped. Files over TEXT_LINES_MAX_MIB, with a NUL byte or unreadable: one error
  * naming the path (CB_EUSAGE). */
 enum { TEXT_LINES_MAX_MIB = 1024 };
 typedef struct {

@@ -81,7 +81,7 @@ static int cm_block(const text_lines *t, int i, log_run *r)
             char what[CB_PATH_MAX + 160];
             double v;
             snprintf(what, sizeof what, "%s:%d: '%s'", t->path, j + 1, name);
-            if (parse_double(value, k + 1 == sizeof cm_keys / sizeof cm_keys[0] ? 1e-12 : 0, 1e18, what, &v))
+            if (parse_double(value, k + 1 == sizeof cm_keys / sizeof cm_keys[0] ? 1 / LOG_STEP_MAX_S : 0, 1e18, what, &v))
                 return CB_EUSAGE;
             *(double *)((char *)&st + cm_keys[k].offset) = v * cm_keys[k].scale;
         }
@@ -143,6 +143,9 @@ static int cm_config_run(const kv_conf *c, log_run *r)
         kvconf_bool(c, ac_k, &ac) < 0)
         return CB_EUSAGE;
     if (mb && strcmp(mb->value, "auto") == 0) log_run_note(r, "device_train_microbatch_size auto");
+    log_run_stated_kv(r, LF_SEQ, c, seq_k, 1), log_run_stated_kv(r, LF_GLOBAL_BATCH, c, gb_k, 1);
+    log_run_stated_kv(r, LF_MICRO_BATCH, c, mb_k, 1);
+    if (*r->precision) log_run_stated_kv(r, LF_PRECISION, c, (const char *const[]){"precision", NULL}, 1);
     if (ac >= 0) snprintf(r->recompute, sizeof r->recompute, "%s", ac ? "full" : "none");
     const kv_item *prec = kvconf_get(c, "precision"), *shard = kvconf_find(c, "fsdp_config.sharding_strategy");
     if (prec && !cm_map(prec->value, precisions, r->precision, sizeof r->precision))

@@ -23,6 +23,7 @@
 
 #include "../common/err.h"
 #include "../common/machine.h"
+#include "../common/parse.h"
 #include "../common/schema.h"
 #include "inputs.h"
 
@@ -79,17 +80,12 @@ static int cell_num(const text_lines *t, int i, const cells *rc, int hline, cons
 {
     *out = NAN;
     int col = col_of(t->line[hline], hc, name);
-    char buf[64], *end;
+    char buf[64], what[4200];
     if (col < 0) return 0;
     cell_text(t->line[i], rc, hc, col, buf, sizeof buf);
     if (!*buf) return 0;
-    errno = 0;
-    double v = strtod(buf, &end);
-    if (*end || errno || !isfinite(v) || v < lo || v > hi)
-        return err_usage("%s:%d: column '%s': expected a number from %g to %g, got '%s'", t->path, i + 1, name, lo, hi,
-                         buf);
-    *out = v;
-    return 0;
+    snprintf(what, sizeof what, "%s:%d: column '%s'", t->path, i + 1, name);
+    return parse_double(buf, lo, hi, what, out) == 0 ? 0 : CB_EUSAGE;
 }
 
 /* One step row of the table whose header is line hline. */
@@ -100,7 +96,7 @@ static int step_row(const text_lines *t, int i, int hline, const cells *hc, log_
     log_step s = log_step_unset(i + 1);
     double step, ms;
     int e = cell_num(t, i, &rc, hline, hc, "step", 1, 1e12, &step) ||
-            cell_num(t, i, &rc, hline, hc, "ms", 0, 1e12, &ms) ||
+            cell_num(t, i, &rc, hline, hc, "ms", 0, LOG_STEP_MAX_S * 1e3, &ms) ||
             cell_num(t, i, &rc, hline, hc, "tokens_per_s", 0, 1e15, &s.tokens_per_s) ||
             cell_num(t, i, &rc, hline, hc, "seq_per_s", 0, 1e15, &s.samples_per_s) ||
             cell_num(t, i, &rc, hline, hc, "mfu", 0, 1e4, &s.mfu_pct) ||
@@ -144,6 +140,8 @@ static int header_line(const text_lines *t, int i, log_run *r)
                          "global batch G', got '%.100s'",
                          t->path, i + 1, t->line[i]);
     r->tied_embeddings = strstr(colon, "untied embeddings") ? 0 : strstr(colon, "tied embeddings") ? 1 : -1;
+    static const log_field said[] = {LF_MODEL, LF_MICRO_BATCH, LF_SEQ, LF_GLOBAL_BATCH};
+    for (size_t k = 0; k < sizeof said / sizeof said[0]; k++) log_run_stated(r, said[k], i + 1, 0);
     log_preset_fill(r, r->model, 0);
     size_t len = strlen(r->model);
     if (!*r->arch && len > 7 && strcmp(r->model + len - 7, "-custom") == 0) { /* a preset with overrides */
@@ -152,6 +150,15 @@ static int header_line(const text_lines *t, int i, log_run *r)
         log_preset_fill(r, preset, 0);
     }
     return 0;
+}
+
+/* The summary row at `line` states the model, the layout, the batch and the precision (where set). */
+static void summary_stated(log_run *r, int line)
+{
+    static const log_field said[] = {LF_MODEL, LF_DEVICES, LF_PER_NODE,    LF_TP,  LF_PP,
+                                     LF_DP,    LF_SEQ,     LF_MICRO_BATCH, LF_GLOBAL_BATCH};
+    for (size_t k = 0; k < sizeof said / sizeof said[0]; k++) log_run_stated(r, said[k], line, 0);
+    if (*r->precision) log_run_stated(r, LF_PRECISION, line, 0);
 }
 
 /* costbench's precision names (common/precision.h) as the schema's: full bf16 of either rounding
@@ -195,6 +202,7 @@ static int summary_row(const text_lines *t, int h, int i, log_run *r)
     int k;
     if ((k = col_of(t->line[h], &hc, "precision")) >= 0) cell_text(t->line[i], &rc, &hc, k, buf, sizeof buf);
     if (k >= 0 && *buf) precision_set(r, buf);
+    summary_stated(r, i + 1);
     if ((k = col_of(t->line[h], &hc, "recompute")) >= 0) cell_text(t->line[i], &rc, &hc, k, r->recompute, 16);
     if ((k = col_of(t->line[h], &hc, "sharding")) >= 0) cell_text(t->line[i], &rc, &hc, k, r->sharding, 16);
     double sps, steps;
@@ -236,6 +244,7 @@ static int summary_csv(const text_lines *t, log_run *r)
         r->micro_batch = w->micro_batch;
         r->dp = (int)(r->devices / ((long)r->tp * r->pp));
         if (w->precision[0]) precision_set(r, w->precision);
+        summary_stated(r, w->line);
         if (w->recompute != TPUT_NOT_STATED) snprintf(r->recompute, 16, "%s", tput_recomputes[w->recompute]);
         if (w->sharding != TPUT_NOT_STATED) snprintf(r->sharding, 16, "%s", tput_shardings[w->sharding]);
         if (w->peak_gflops > 0)

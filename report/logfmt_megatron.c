@@ -32,6 +32,7 @@ typedef struct {
     mg_arg *a;
     int n;
     int first, last; /* 1-based lines of the block's opening and closing rules (0: no block) */
+    int closed;      /* 1: its closing rule is there; 0: truncated (it states only what it printed) */
 } mg_args;
 
 /* "  name ...... value" (_print_args: two blanks, the name, 48 - len(name) dots, the value) into *a. */
@@ -62,7 +63,8 @@ static int args_collect(const text_lines *t, mg_args *A)
         if (!arg_split(t->line[i], i + 1, &A->a[A->n])) break; /* no closing rule: the block ends here */
         A->n++;
     }
-    A->last = i < t->n && strstr(t->line[i], "-- end of arguments --") ? i + 1 : i;
+    A->closed = i < t->n && strstr(t->line[i], "-- end of arguments --") != NULL;
+    A->last = A->closed ? i + 1 : i;
     return 0;
 }
 
@@ -102,6 +104,13 @@ static int arg_bool(const mg_args *A, const char *name)
     return !v ? -1 : strcmp(v, "True") == 0 ? 1 : strcmp(v, "False") == 0 ? 0 : -1;
 }
 
+/* Records the line of argument `name` as stating field f, when the block prints a value for it. */
+static void arg_stated(const mg_args *A, const char *name, log_field f, log_run *r)
+{
+    int line = 0;
+    if (arg_get(A, name, &line)) log_run_stated(r, f, line, 0);
+}
+
 /* The sizes and degrees: integers of the block. */
 static int args_sizes(const mg_args *A, log_run *r, long *log_interval)
 {
@@ -130,25 +139,47 @@ static int args_sizes(const mg_args *A, log_run *r, long *log_interval)
         arg_long(A, "log_interval", 1, LONG_MAX, log_interval) < 0)
         return CB_EUSAGE;
     r->devices = world;
+    static const struct { const char *name; log_field f; } where[] = {
+        {"tensor_model_parallel_size", LF_TP}, {"pipeline_model_parallel_size", LF_PP},
+        {"data_parallel_size", LF_DP},         {"seq_length", LF_SEQ},
+        {"micro_batch_size", LF_MICRO_BATCH},  {"global_batch_size", LF_GLOBAL_BATCH},
+        {"world_size", LF_DEVICES}};
+    for (size_t i = 0; i < sizeof where / sizeof where[0]; i++) arg_stated(A, where[i].name, where[i].f, r);
     long model = (long)r->tp * r->pp * (r->cp ? r->cp : 1);
     if (!r->dp && world && model && world % model == 0) r->dp = (int)(world / model);
     return 0;
 }
 
-/* The names: precision, sharding, recompute, arch, and what else matters (notes). A flag the block does
- * not print is off (older Megatron had no distributed optimizer, fp8 or recompute_granularity). */
+/* The precision the block states: fp8, bf16 or fp16 when it says so; fp32 when a closed block
+ * (or one that prints all three switches) says none (older Megatron had no fp8 switch); "" when a
+ * truncated block does not print them. */
+static void args_precision(const mg_args *A, log_run *r)
+{
+    const mg_arg *fp8 = arg_find(A, "fp8"), *bf16 = arg_find(A, "bf16"), *fp16 = arg_find(A, "fp16");
+    const char *v8 = arg_get(A, "fp8", NULL), *prec = "";
+    int line = 0;
+    if (v8 && strcmp(v8, "False") != 0) prec = "fp8", line = fp8->line;
+    else if (arg_bool(A, "bf16") == 1) prec = "bf16-mixed", line = bf16->line;
+    else if (arg_bool(A, "fp16") == 1) prec = "fp16-mixed", line = fp16->line;
+    else if (A->closed || (fp8 && bf16 && fp16)) prec = "fp32", line = bf16 ? bf16->line : 0;
+    snprintf(r->precision, sizeof r->precision, "%s", prec);
+    if (line) log_run_stated(r, LF_PRECISION, line, 0);
+}
+
+/* The names: precision, sharding, recompute, arch, and what else matters (notes). A switch a closed
+ * block does not print is off (older Megatron had no distributed optimizer, fp8 or
+ * recompute_granularity); a truncated block leaves what it does not print unset. */
 static void args_names(const mg_args *A, log_run *r)
 {
-    const char *fp8 = arg_get(A, "fp8", NULL), *rg = arg_get(A, "recompute_granularity", NULL);
-    const char *prec = fp8 && strcmp(fp8, "False") != 0 ? "fp8"
-                       : arg_bool(A, "bf16") == 1        ? "bf16-mixed"
-                       : arg_bool(A, "fp16") == 1        ? "fp16-mixed"
-                                                         : "fp32";
-    snprintf(r->precision, sizeof r->precision, "%s", prec);
-    snprintf(r->sharding, sizeof r->sharding, "%s", arg_bool(A, "use_distributed_optimizer") == 1 ? "zero1" : "none");
+    const char *rg = arg_get(A, "recompute_granularity", NULL);
+    args_precision(A, r);
+    if (A->closed || arg_find(A, "use_distributed_optimizer"))
+        snprintf(r->sharding, sizeof r->sharding, "%s",
+                 arg_bool(A, "use_distributed_optimizer") == 1 ? "zero1" : "none");
     /* before recompute_granularity (2022), activations_checkpoint_method uniform/block recomputed whole layers */
     if (!rg && arg_get(A, "activations_checkpoint_method", NULL)) rg = "full";
-    snprintf(r->recompute, sizeof r->recompute, "%s", rg ? rg : "none");
+    if (A->closed || rg || arg_find(A, "recompute_granularity"))
+        snprintf(r->recompute, sizeof r->recompute, "%s", rg ? rg : "none");
     r->sequence_parallel = arg_bool(A, "sequence_parallel");
     int untie = arg_bool(A, "untie_embeddings_and_output_weights");
     r->tied_embeddings = untie < 0 ? -1 : !untie;
@@ -194,7 +225,7 @@ static int mg_field(const char *path, int line, char *seg, log_step *s, mg_tally
     long n = 0;
     if (f == MG_BATCH || f == MG_SKIPPED || f == MG_NAN) {
         if (parse_long(v, f == MG_BATCH, LONG_MAX, 0, what, &n) != 0) return CB_EUSAGE;
-    } else if (parse_double(v, 0, 1e300, what, &d) != 0) {
+    } else if (parse_double(v, 0, f == MG_MS ? LOG_STEP_MAX_S * 1e3 : 1e300, what, &d) != 0) {
         return CB_EUSAGE;
     }
     if (f == MG_MS) s->step_s = d / 1000;
@@ -250,7 +281,36 @@ static void mg_intervals(log_run *r, long log_interval)
     for (int i = 0; i < r->nsteps; i++) r->steps[i].iters = r->steps[i].iter % every == 0 ? every : 1;
 }
 
-/* The run's configuration from its arguments block (none: left unset). */
+/* The lines before the arguments block: "using world size: 32, data-parallel size: 8, ..." (the
+ * ranks; checked against the block's world_size) and "using torch.bfloat16 for parameters ..."
+ * (the precision, when the block does not state it). */
+static int mg_preamble(const text_lines *t, log_run *r)
+{
+    static const char *const dtypes[] = {"bfloat16", "bf16-mixed", "float16", "fp16-mixed", "float32", "fp32"};
+    for (int i = 0; i < t->n && !log_is_megatron_line(t->line[i]); i++) {
+        const char *ws = strstr(t->line[i], "using world size: "), *dt = strstr(t->line[i], "using torch.");
+        for (int k = 0; dt && !*r->precision && k < 6; k += 2)
+            if (strncmp(dt + 12, dtypes[k], strlen(dtypes[k])) == 0 && dt[12 + strlen(dtypes[k])] == ' ') {
+                snprintf(r->precision, sizeof r->precision, "%s", dtypes[k + 1]);
+                log_run_stated(r, LF_PRECISION, i + 1, 0);
+            }
+        if (!ws) continue;
+        char num[24] = "", what[4200];
+        size_t n = strspn(ws + 18, "0123456789");
+        if (n < sizeof num) memcpy(num, ws + 18, n);
+        long world = 0;
+        snprintf(what, sizeof what, "%s:%d: 'using world size'", t->path, i + 1);
+        if (parse_long(num, 1, LONG_MAX, 0, what, &world) != 0) return CB_EUSAGE;
+        if (r->devices > 0 && r->devices != world)
+            return err_usage("%s:%d: 'using world size: %ld', but %s:%d says world_size %ld: the lines of two runs in "
+                             "one log?",
+                             t->path, i + 1, world, t->path, r->stated[LF_DEVICES].line, r->devices);
+        if (r->devices <= 0) r->devices = world, log_run_stated(r, LF_DEVICES, i + 1, 0);
+    }
+    return 0;
+}
+
+/* The run's configuration from its arguments block (none: left unset) and the lines before it. */
 static int mg_config(const text_lines *t, log_run *r, long *log_interval)
 {
     mg_args A;
@@ -258,10 +318,13 @@ static int mg_config(const text_lines *t, log_run *r, long *log_interval)
     if (rc == 0 && A.first) {
         rc = args_sizes(&A, r, log_interval);
         if (rc == 0) args_names(&A, r);
-        snprintf(r->config_from, sizeof r->config_from, "the arguments block (lines %d-%d)", A.first, A.last);
+        snprintf(r->config_from, sizeof r->config_from, "the arguments block (lines %d-%d%s)", A.first, A.last,
+                 A.closed ? "" : ", truncated: no '-- end of arguments --' line");
+        if (!A.closed)
+            log_run_note(r, "the arguments block is truncated after line %d: only what it printed is stated", A.last);
     }
     free(A.a);
-    return rc;
+    return rc == 0 ? mg_preamble(t, r) : rc;
 }
 
 int log_parse_megatron(const text_lines *t, const char *config_path, log_run *r)

@@ -160,7 +160,7 @@ static int nm_metric(const char *path, int line, const char *key, const char *v,
     char what[4200];
     snprintf(what, sizeof what, "%s:%d: '%s'", path, line, key);
     double d = 0;
-    if (parse_double(v, 0, f >= 2 ? 1e15 : 1e300, what, &d) != 0) return CB_EUSAGE;
+    if (parse_double(v, 0, f >= 2 ? 1e15 : f == 0 ? LOG_STEP_MAX_S : 1e300, what, &d) != 0) return CB_EUSAGE;
     if (f == 0) s->step_s = d;
     if (f == 1) s->loss = d;
     if (f == 2) *gstep = floor(d);
@@ -181,9 +181,14 @@ static int nm_tqdm(const char *path, int line, char *u, log_step *s, double *gst
     long n = strtol(p, &end, 10);
     if (end != p && *end == '/') *count = n;
     char *save = NULL;
+    int named = 0; /* after the first name=value, every part is one: a comma inside a value splits it */
     for (char *part = strtok_r(open + 1, ",", &save); part; part = strtok_r(NULL, ",", &save)) {
         char *eq = strchr(part, '=');
+        if (!eq && named)
+            return err_usage("%s:%d: expected 'name=value' in the progress bar's metrics, got '%s' (a decimal comma?)",
+                             path, line, text_trim(part));
         if (!eq) continue;
+        named = 1;
         *eq = '\0';
         if (nm_metric(path, line, text_trim(part), text_trim(eq + 1), s, gstep) != 0) return CB_EUSAGE;
     }
@@ -238,6 +243,25 @@ static int nm_line(const text_lines *t, int i, log_run *r)
     return rc;
 }
 
+/* The lines of the config that state what a flag also gives. */
+static void nm_stated(const kv_conf *c, log_run *r, int in_config)
+{
+    static const struct {
+        log_field f;
+        const char *names[4];
+    } said[] = {
+        {LF_TP, {"model.tensor_model_parallel_size", "tensor_model_parallel_size"}},
+        {LF_PP, {"model.pipeline_model_parallel_size", "pipeline_model_parallel_size"}},
+        {LF_MICRO_BATCH, {"model.micro_batch_size", "micro_batch_size"}},
+        {LF_GLOBAL_BATCH, {"model.global_batch_size", "global_batch_size"}},
+        {LF_SEQ, {"model.encoder_seq_length", "encoder_seq_length", "seq_length"}},
+        {LF_PER_NODE, {"trainer.devices"}},
+        {LF_PRECISION, {"trainer.precision", "precision"}},
+    };
+    for (size_t k = 0; k < sizeof said / sizeof said[0]; k++)
+        if (!r->stated[said[k].f].line) log_run_stated_kv(r, said[k].f, c, said[k].names, in_config);
+}
+
 /* The configuration from --config, else from the YAML the log prints (none: left unset). */
 static int nm_config(const text_lines *t, const char *config_path, log_run *r)
 {
@@ -249,6 +273,7 @@ static int nm_config(const text_lines *t, const char *config_path, log_run *r)
         rc = conf_sizes(&c, r);
         if (rc == 0) rc = conf_devices(&c, r);
         if (rc == 0) rc = conf_names(&c, r);
+        if (rc == 0) nm_stated(&c, r, config_path != NULL);
         if (config_path)
             snprintf(r->config_from, sizeof r->config_from, "--config %s", config_path);
         else

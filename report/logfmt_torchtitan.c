@@ -72,16 +72,19 @@ static int tt_field(const char *s, const char *key, const char *unit, const char
     const char *p = find_key(s, key);
     if (!p) return 0;
     p += strspn(p, " ");
-    char tok[64];
-    size_t k = 0;
+    char tok[64], what[CB_PATH_MAX + 64];
+    size_t k = 0, len = strcspn(p, " \t(");
+    snprintf(what, sizeof what, "%s:%d: '%s'", path, line, key);
+    for (const char *c = p; (c = memchr(c, ',', (size_t)(p + len - c))); c++) /* thousands separators only */
+        if (c == p || strspn(c + 1, "0123456789") != 3 || (c[4] >= '0' && c[4] <= '9'))
+            return err_usage("%s: expected a decimal number (',' between groups of 3 digits), got '%.*s'", what,
+                             (int)len, p);
     for (; *p && *p != ' ' && *p != '\t' && *p != '(' && k + 1 < sizeof tok; p++)
         if (*p != ',') tok[k++] = *p;
     tok[k] = '\0';
     size_t ul = strlen(unit);
     if (k >= ul && ul && strcmp(tok + k - ul, unit) == 0) tok[k - ul] = '\0';
     if (strcmp(tok, "N/A") == 0) return 0;
-    char what[CB_PATH_MAX + 64];
-    snprintf(what, sizeof what, "%s:%d: '%s'", path, line, key);
     return parse_double(tok, 0, 1e15, what, out) == 0 ? 1 : CB_EUSAGE;
 }
 
@@ -187,6 +190,13 @@ static void tt_mesh(log_run *r, const char *s)
     if (deg[2] > 1) snprintf(r->sharding, sizeof r->sharding, "%s", deg[1] > 1 ? "hybrid" : "zero3");
 }
 
+/* Line `line` of the log states the batch sizes and the sequence length (batch), else the mesh. */
+static void tt_stated(log_run *r, int line, int batch)
+{
+    static const log_field b[] = {LF_MICRO_BATCH, LF_GLOBAL_BATCH, LF_SEQ}, m[] = {LF_TP, LF_PP, LF_DP, LF_DEVICES};
+    for (int k = 0; k < (batch ? 3 : 4); k++) log_run_stated(r, batch ? b[k] : m[k], line, 0);
+}
+
 /* The lines before and between the step lines that state the run's setup. */
 static void tt_setup_line(log_run *r, const text_lines *t, int i, const char *s)
 {
@@ -197,12 +207,14 @@ static void tt_setup_line(log_run *r, const text_lines *t, int i, const char *s)
         sscanf(p, "with local batch size %ld, global batch size %ld, sequence length %ld", &local, &global,
                &seq) == 3 &&
         local > 0 && global > 0 && seq > 0)
-        r->micro_batch = local, r->global_batch = global, r->seq_len = seq;
+        r->micro_batch = local, r->global_batch = global, r->seq_len = seq, tt_stated(r, i + 1, 1);
     else if ((p = strstr(s, "Peak FLOPS used for computing MFU:")) && sscanf(p + 34, "%lf", &v) == 1 && v > 0 &&
              v < 1e20)
         r->peak_tflops = v / 1e12;
-    else if (strstr(s, "Building ") && strstr(s, "device mesh"))
+    else if (strstr(s, "Building ") && strstr(s, "device mesh")) {
         tt_mesh(r, s);
+        if (r->devices > 0) tt_stated(r, i + 1, 0);
+    }
     else if (strstr(s, "Building ") && (strstr(s, "ModelArgs(") || strstr(s, "with {")))
         tt_model_args(r, t, i);
     else if ((p = strstr(s, " size: ")) && strstr(p, " total parameters")) {
@@ -309,6 +321,8 @@ static int tt_config_training(const kv_conf *c, log_run *r)
         log_run_note(r, "float8 linear layers");
     }
     if (compile) log_run_note(r, "torch.compile");
+    log_run_stated_kv(r, LF_MICRO_BATCH, c, local_k, 1), log_run_stated_kv(r, LF_SEQ, c, seq_k, 1);
+    if (global > 0) log_run_stated_kv(r, LF_GLOBAL_BATCH, c, global_k, 1);
     const kv_item *ac = kvconf_get(c, "activation_checkpoint.mode");
     if (ac && (strcmp(ac->value, "none") == 0 || strcmp(ac->value, "selective") == 0 || strcmp(ac->value, "full") == 0))
         snprintf(r->recompute, sizeof r->recompute, "%s", ac->value);

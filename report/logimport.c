@@ -60,6 +60,43 @@ void log_run_note(log_run *r, const char *fmt, ...)
     va_end(ap);
 }
 
+void log_run_stated(log_run *r, log_field f, int line, int in_config)
+{
+    r->stated[f] = (log_where){line, in_config};
+}
+
+void log_run_stated_kv(log_run *r, log_field f, const kv_conf *c, const char *const *names, int in_config)
+{
+    static const char *const none[] = {"", "null", "None", "auto", "-1"};
+    for (; *names; names++) {
+        const kv_item *it = kvconf_find(c, *names);
+        int stated = it != NULL;
+        for (size_t k = 0; stated && k < sizeof none / sizeof none[0]; k++) stated = strcmp(it->value, none[k]) != 0;
+        if (stated) {
+            log_run_stated(r, f, it->line, in_config);
+            return;
+        }
+    }
+}
+
+int log_steps_check(const log_run *r, const char *path)
+{
+    for (int k = 0; k < r->nsteps; k++)
+        if (r->steps[k].step_s == 0)
+            return err_usage("%s:%d: a step time of 0 s: expected a time above 0 (a misread or broken line)", path,
+                             r->steps[k].line);
+    for (int k = 1; k < r->nsteps; k++) {
+        const log_step *a = &r->steps[k - 1], *b = &r->steps[k];
+        if (a->iter <= 0 || b->iter <= 0 || b->iter > a->iter) continue;
+        err_usage("%s:%d: step %ld %s step %ld at line %d: the log holds several ranks' lines or several runs "
+                  "(a restart, or the file twice); their steps would be summarised together",
+                  path, b->line, b->iter, b->iter == a->iter ? "again, after" : "after", a->iter, a->line);
+        err_hint("import one rank's lines of one run (cut the log at the restart)");
+        return CB_EUSAGE;
+    }
+    return 0;
+}
+
 int log_detect_line(const text_lines *t, log_format *f)
 {
     for (int i = 0; i < t->n; i++)

@@ -22,6 +22,9 @@ extern const char *const log_format_names[LOG_NFORMATS];
 /* the schema's `framework` values: megatron-lm, nemo, torchtitan, llm-foundry, costbench */
 extern const char *const log_format_frameworks[LOG_NFORMATS];
 
+/* The longest step a parser accepts, in seconds (a day: a longer one is a misread figure). */
+#define LOG_STEP_MAX_S 86400.0
+
 /* One step line. Every figure NaN (or 0 for counts) when the line does not print it. */
 typedef struct {
     long iter;                 /* the step / iteration number the line gives (0: none) */
@@ -37,6 +40,18 @@ typedef struct {
     long global_batch;         /* sequences in this step (0: not printed) */
     int line;                  /* 1-based line in the log */
 } log_step;
+
+/* The configuration fields a flag of `costbench import` also gives, for log_run.stated. */
+typedef enum {
+    LF_MODEL, LF_DEVICE, LF_INSTANCE, LF_PRECISION, LF_DEVICES, LF_PER_NODE, LF_TP, LF_PP, LF_DP,
+    LF_MICRO_BATCH, LF_GLOBAL_BATCH, LF_SEQ, LF_NFIELDS
+} log_field;
+
+/* Where a log states a field: its 1-based line (0: not stated on one line: derived, or unset), in
+ * the --config file rather than the log when in_config. */
+typedef struct {
+    int line, in_config;
+} log_where;
 
 /* What a log and its config state. Unset: 0 for counts and sizes, -1 for true/false, NaN for
  * figures, "" for names. Names use the schema's spellings (SCHEMA.md): precision bf16-mixed,
@@ -57,6 +72,7 @@ typedef struct {
     char device[48], instance[64];
     char config_from[256];          /* "the arguments block (lines 3-190)", "--config run.yaml", "" */
     char notes[512];                /* what else the log says that matters ("; "-separated) */
+    log_where stated[LF_NFIELDS];   /* the line that states each field (log_run_stated) */
     log_step *steps;
     int nsteps, cap;
 } log_run;
@@ -67,6 +83,15 @@ void log_run_free(log_run *r);
 int log_run_add_step(log_run *r, const log_step *s);
 /* A step with every figure unset, at `line`. */
 log_step log_step_unset(int line);
+/* Records that line `line` (1-based) of the log, or of the --config file when in_config, states field f. */
+void log_run_stated(log_run *r, log_field f, int line, int in_config);
+/* The same for the line of the first of `names` (kvconf_find) that c gives a value (not "", null,
+ * None, auto or -1, which state nothing). */
+void log_run_stated_kv(log_run *r, log_field f, const kv_conf *c, const char *const *names, int in_config);
+/* No step time is 0, and the steps' iteration numbers strictly increase (those that print one): 0,
+ * or CB_EUSAGE after one error naming path:line of the first 0 s step, or of the first step that
+ * repeats or goes back (several ranks' lines interleaved, a restarted run, the file twice). */
+int log_steps_check(const log_run *r, const char *path);
 /* Appends "; "-separated text to r->notes (cut at the buffer's end). */
 void log_run_note(log_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

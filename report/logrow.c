@@ -303,7 +303,9 @@ static void row_write(csv_writer *w, const logrow *row)
     csvw_endrow(w);
 }
 
-int logrow_check(const logrow *row)
+/* `text` (n bytes) written to a scratch file and loaded back as the published-runs file `shown`:
+ * 0, or CB_EUSAGE after the loader's error, which names `shown` and the row's line there. */
+static int text_check(const char *text, size_t n, const char *shown)
 {
     /* a directory of this process's own ($TMPDIR, else /tmp), so no other user can place the file */
     const char *tmp = getenv("TMPDIR");
@@ -311,21 +313,43 @@ int logrow_check(const logrow *row)
     if (path_fmt(dir, sizeof dir, "%s/costbench-import-XXXXXX", tmp && *tmp ? tmp : "/tmp") != 0) return CB_EFAIL;
     if (!mkdtemp(dir)) return err_msg("%s: cannot create a scratch directory: %s", dir, strerror(errno));
     snprintf(path, sizeof path, "%s/row.csv", dir);
-    csv_writer w;
-    int rc = csvw_open(&w, path) != 0 ? CB_EFAIL : 0;
-    if (rc == 0) {
-        row_write(&w, row);
-        rc = csvw_commit(&w) != 0 ? CB_EFAIL : 0;
-    }
+    FILE *f = fopen(path, "w");
+    int rc = f && fwrite(text, 1, n, f) == n ? 0 : CB_EFAIL;
+    if (f && fclose(f) != 0) rc = CB_EFAIL;
+    if (rc != 0) err_msg("%s: cannot write a scratch copy: %s", path, strerror(errno));
     dev_table dt = {0};
     pub_table t;
-    if (rc == 0) rc = devices_load(&dt, NULL) != 0 ? CB_EFAIL : published_load(&t, path, &dt) != 0 ? CB_EUSAGE : 0;
+    if (rc == 0)
+        rc = devices_load(&dt, NULL) != 0 ? CB_EFAIL : published_load_as(&t, path, shown, &dt) != 0 ? CB_EUSAGE : 0;
     if (rc == 0) published_free(&t);
     devices_free(&dt);
     unlink(path);
     rmdir(dir);
-    if (rc == CB_EUSAGE)
-        err_hint("that is the imported row (line 2 of a scratch copy): fix the flag or the log it came from");
+    return rc;
+}
+
+/* A csv_writer onto an open stream (a memory stream: the text is checked before it is written). */
+static csv_writer writer_on(FILE *f) { return (csv_writer){.f = f}; }
+
+/* The comments, the header and the row as text (malloc'd into *text, *n). */
+static int text_new(const logrow *row, const char *const *comments, int ncomments, char **text, size_t *n)
+{
+    FILE *f = open_memstream(text, n);
+    if (!f) return err_msg("out of memory");
+    for (int i = 0; i < ncomments; i++) fprintf(f, "# %s\n", comments[i]);
+    csv_writer w = writer_on(f);
+    row_write(&w, row);
+    return fclose(f) == 0 ? 0 : err_msg("out of memory");
+}
+
+int logrow_check(const logrow *row, const char *shown)
+{
+    char *text = NULL;
+    size_t n = 0;
+    int rc = text_new(row, NULL, 0, &text, &n);
+    if (rc == 0) rc = text_check(text, n, shown);
+    free(text);
+    if (rc == CB_EUSAGE) err_hint("that is the imported row: fix the flag or the log it came from");
     return rc;
 }
 
@@ -361,8 +385,9 @@ static int append_check(const table *t, const logrow *row, int *col_of)
     return 0;
 }
 
-/* The row appended to the published-runs file at path, in its column order. */
-static int save_append(const logrow *row, const char *path)
+/* The published-runs file at path with the row appended in its column order, as text (malloc'd into
+ * *text, *n). */
+static int text_append(const logrow *row, const char *path, char **text, size_t *n)
 {
     table t;
     int col_of[LOGROW_NCOLS];
@@ -374,32 +399,56 @@ static int save_append(const logrow *row, const char *path)
         if (col_of[c] >= 0 && col_of[c] < 256) cells[col_of[c]] = row->cell[c];
     int ncols = t.ncols < 256 ? t.ncols : 256;
     table_free(&t);
-    size_t n = 0;
-    char *old = rc == 0 ? file_read_all(path, (size_t)TEXT_LINES_MAX_MIB << 20, &n) : NULL;
+    size_t nold = 0;
+    char *old = rc == 0 ? file_read_all(path, (size_t)TEXT_LINES_MAX_MIB << 20, &nold) : NULL;
     if (rc != 0 || !old) return rc ? rc : CB_EFAIL;
-    csv_writer w;
-    if (csvw_open(&w, path) != 0) return free(old), CB_EFAIL;
-    fwrite(old, 1, n, w.f);
-    if (n && old[n - 1] != '\n') fputc('\n', w.f);
+    FILE *f = open_memstream(text, n);
+    if (!f) return free(old), err_msg("out of memory");
+    fwrite(old, 1, nold, f);
+    if (nold && old[nold - 1] != '\n') fputc('\n', f);
     free(old);
+    csv_writer w = writer_on(f);
     for (int j = 0; j < ncols; j++) csvw_str(&w, cells[j]);
     csvw_endrow(&w);
-    return csvw_commit(&w);
+    return fclose(f) == 0 ? 0 : err_msg("out of memory");
+}
+
+/* An existing --out file: a published-runs file that takes only a complete row. */
+static int save_target(const logrow *row, const char *path)
+{
+    int schema = published_is_schema(path);
+    if (schema < 0) return CB_EUSAGE;
+    if (!schema)
+        return err_usage("flag '--out': %s is not a published-runs file (no 'id', 'metric' and 'value' columns)", path);
+    char missing[256];
+    logrow_missing(row, missing, sizeof missing);
+    if (*missing) {
+        err_usage("flag '--out': %s is a published-runs file, and the imported row leaves %s empty (its loader "
+                  "refuses such a row); %s is unchanged",
+                  path, missing, path);
+        err_hint("give them (--device, --devices, --devices-per-node, --tp, --pp, --dp, --model, --seq, "
+                 "--global-batch), or write the row to a new file");
+        return CB_EUSAGE;
+    }
+    return 0;
 }
 
 int logrow_save(const logrow *row, const char *const *comments, int ncomments, const char *path)
 {
-    if (access(path, F_OK) == 0) {
-        int schema = published_is_schema(path);
-        if (schema < 0) return CB_EUSAGE;
-        if (!schema)
-            return err_usage("flag '--out': %s is not a published-runs file (no 'id', 'metric' and 'value' columns)",
-                             path);
-        return save_append(row, path);
-    }
+    int exists = access(path, F_OK) == 0, rc = exists ? save_target(row, path) : 0;
+    char *text = NULL, missing[256];
+    size_t n = 0;
+    if (rc == 0) rc = exists ? text_append(row, path, &text, &n) : text_new(row, comments, ncomments, &text, &n);
+    logrow_missing(row, missing, sizeof missing);
+    /* a complete row is loaded back with the file it goes into; an incomplete one only starts a new
+     * file, whose # lines name what it lacks */
+    if (rc == 0 && !*missing && (rc = text_check(text, n, path)) == CB_EUSAGE)
+        err_hint("that is %s with the imported row, loaded back before writing: %s is unchanged", path, path);
     csv_writer w;
-    if (csvw_open(&w, path) != 0) return CB_EFAIL;
-    for (int i = 0; i < ncomments; i++) fprintf(w.f, "# %s\n", comments[i]);
-    row_write(&w, row);
-    return csvw_commit(&w);
+    if (rc == 0 && (rc = csvw_open(&w, path)) == 0) {
+        fwrite(text, 1, n, w.f);
+        rc = csvw_commit(&w);
+    }
+    free(text);
+    return rc;
 }

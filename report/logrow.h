@@ -61,15 +61,20 @@ void logrow_build(const log_run *r, const log_steady *st, const char *id, const 
 /* The columns published_load needs that the row leaves empty, as "device, devices" into buf ("":
  * none). */
 void logrow_missing(const logrow *row, char *buf, size_t n);
-/* The row loaded back through published_load (from a scratch file): 0, or CB_EUSAGE after its
- * error (naming the column) and one line saying the imported row was refused. */
-int logrow_check(const logrow *row);
+/* The row (its header and the row alone) loaded back through published_load as the file `shown`
+ * (a scratch copy): 0, or CB_EUSAGE after its error (naming `shown` and the column) and a hint that
+ * it is the imported row. */
+int logrow_check(const logrow *row, const char *shown);
 /* `comments` (each written as "# ..."), the header and the row to f (CSV, quoted where needed). */
 void logrow_print(const logrow *row, const char *const *comments, int ncomments, FILE *f);
 /* --out: a new file gets the comments, the header and the row; an existing published-runs file
- * gets the row appended in its own column order, after checking that the id is new. Written to a
- * temporary file and renamed into place (never half-written). Returns 0, CB_EUSAGE (a duplicate
- * id, a file of another schema: one error naming path:line) or CB_EFAIL (cannot write). */
+ * gets the row appended in its own column order, after checking that the id is new and that the row
+ * is complete (an incomplete row may only start a new file: its comments say what it lacks). The
+ * text is loaded back through published_load (as `path`, from a scratch copy) before it is written
+ * to a temporary file and renamed into place: a file it goes into stays readable, never
+ * half-written. Returns 0, CB_EUSAGE (an incomplete row for an existing file, a row the loader
+ * refuses, a duplicate id, a file of another schema: one error naming path:line; the file is
+ * unchanged) or CB_EFAIL (cannot write). */
 int logrow_save(const logrow *row, const char *const *comments, int ncomments, const char *path);
 
 #endif

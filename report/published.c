@@ -447,15 +447,24 @@ static int rows_load(pub_table *pt, const table *t, const int *col, const dev_ta
 
 int published_load(pub_table *pt, const char *path, const dev_table *dt)
 {
+    return published_load_as(pt, path, path, dt);
+}
+
+int published_load_as(pub_table *pt, const char *path, const char *shown, const dev_table *dt)
+{
     memset(pt, 0, sizeof *pt);
-    snprintf(pt->path, sizeof pt->path, "%s", path);
+    snprintf(pt->path, sizeof pt->path, "%s", shown);
     table t;
     if (table_load(&t, path) != 0) return CB_EUSAGE;
+    char *named = strdup(shown); /* the messages below name t.path */
+    if (!named) return table_free(&t), err_msg("out of memory");
+    free(t.path);
+    t.path = named;
     int col[PC_NCOLS], rc = 0;
     for (int i = 0; i < PC_NCOLS && rc == 0; i++)
         if ((col[i] = table_col(&t, pub_cols[i].name, pub_cols[i].required)) < 0 && pub_cols[i].required)
             rc = CB_EUSAGE;
-    if (rc == 0 && t.nrows == 0) rc = err_usage("%s: no published runs (a header and no rows)", path);
+    if (rc == 0 && t.nrows == 0) rc = err_usage("%s: no published runs (a header and no rows)", shown);
     if (rc == 0 && !(pt->rows = calloc((size_t)t.nrows, sizeof *pt->rows))) rc = err_msg("out of memory");
     if (rc == 0) rc = rows_load(pt, &t, col, dt);
     table_free(&t);

@@ -69,6 +69,9 @@ int published_is_schema(const char *path);
  * metric and value; a seq_per_s cell the file gives must agree with it within 0.5% (else the
  * conversion or the file is wrong: one error naming both). Returns 0 or CB_EUSAGE. */
 int published_load(pub_table *t, const char *path, const dev_table *dt);
+/* The same for a scratch copy at path of the file `shown` (import --out checking the text it is about
+ * to write): every message names `shown` and the line the row has there. */
+int published_load_as(pub_table *t, const char *path, const char *shown, const dev_table *dt);
 void published_free(pub_table *t);
 /* The row with that id, NULL when none (no error printed). */
 const pub_row *published_find(const pub_table *t, const char *id);

@@ -73,35 +73,71 @@ static int import_parse(import_opts *o, int argc, char **argv)
     return 0;
 }
 
-/* A text flag into field (n bytes): fills it when the log leaves it empty; a different value is an error. */
-static int merge_text(const char *flag, const char *v, char *field, size_t n, const log_run *r, char *from, size_t fn)
+/* What a flag is merged against: the run, where its log and config file are, the flags that filled fields. */
+typedef struct {
+    log_run *r;
+    const char *log_path, *config_path;
+    char *from;
+    size_t fn;
+} merge_ctx;
+
+/* "FILE:LINE" of the line that states field f, or the block the configuration came from. */
+static void merge_where(const merge_ctx *m, log_field f, char *buf, size_t n)
 {
+    const log_where *w = &m->r->stated[f];
+    if (w->line > 0) snprintf(buf, n, "%s:%d", w->in_config ? m->config_path : m->log_path, w->line);
+    else snprintf(buf, n, "the log (%s)", *m->r->config_from ? m->r->config_from : "derived from what it states");
+}
+
+static void merge_from(const merge_ctx *m, const char *flag)
+{
+    size_t len = strlen(m->from);
+    snprintf(m->from + len, m->fn - len, "%s%s", len ? ", " : "", flag);
+}
+
+/* A text flag into field (n bytes): fills it when the log leaves it empty; a different value is an
+ * error naming the flag and the line that states the field. */
+static int merge_text(const merge_ctx *m, const char *flag, log_field f, const char *v, char *field, size_t n)
+{
+    char where[4400];
     if (!v) return 0;
-    if (*field && strcmp(field, v) != 0)
-        return err_usage("flag '--%s': '%s', but the log states '%s' (%s)", flag, v, field, r->config_from);
-    if (!*field) {
-        snprintf(field, n, "%s", v);
-        snprintf(from + strlen(from), fn - strlen(from), "%s%s", *from ? ", " : "", flag);
+    if (*field && strcmp(field, v) != 0) {
+        merge_where(m, f, where, sizeof where);
+        return err_usage("flag '--%s': '%s', but %s says '%s'", flag, v, where, field);
     }
+    if (!*field) snprintf(field, n, "%s", v), merge_from(m, flag);
     return 0;
 }
 
 /* A number flag (0: not given) into field (0: unset), by the same rule. */
-static int merge_long(const char *flag, long v, long *field, const log_run *r, char *from, size_t fn)
+static int merge_long(const merge_ctx *m, const char *flag, log_field f, long v, long *field)
 {
+    char where[4400];
     if (v <= 0) return 0;
-    if (*field > 0 && *field != v)
-        return err_usage("flag '--%s': %ld, but the log states %ld (%s)", flag, v, *field, r->config_from);
-    if (*field <= 0) *field = v, snprintf(from + strlen(from), fn - strlen(from), "%s%s", *from ? ", " : "", flag);
+    if (*field > 0 && *field != v) {
+        merge_where(m, f, where, sizeof where);
+        return err_usage("flag '--%s': %ld, but %s says %ld", flag, v, where, *field);
+    }
+    if (*field <= 0) *field = v, merge_from(m, flag);
     return 0;
 }
 
-static int merge_int(const char *flag, long v, int *field, const log_run *r, char *from, size_t fn)
+static int merge_int(const merge_ctx *m, const char *flag, log_field f, long v, int *field)
 {
-    long f = *field;
-    int rc = merge_long(flag, v, &f, r, from, fn);
-    *field = (int)f;
+    long x = *field;
+    int rc = merge_long(m, flag, f, v, &x);
+    *field = (int)x;
     return rc;
+}
+
+/* The global batch the last step line that prints one states, when the configuration does not. */
+static void merge_step_batch(log_run *r)
+{
+    for (int k = r->nsteps - 1; k >= 0 && r->global_batch <= 0; k--)
+        if (r->steps[k].global_batch > 0) {
+            r->global_batch = r->steps[k].global_batch;
+            log_run_stated(r, LF_GLOBAL_BATCH, r->steps[k].line, 0);
+        }
 }
 
 /* The data-parallel degree, when the log states the ranks and every other degree but not it:
@@ -122,7 +158,7 @@ static void import_dp(log_run *r)
 }
 
 /* The flags' configuration merged into r; `from` lists the fields they filled. */
-static int import_merge(const import_opts *o, log_run *r, char *from, size_t fn)
+static int import_merge(const import_opts *o, const char *log_path, log_run *r, char *from, size_t fn)
 {
     int ok = !o->precision;
     for (int k = 0; k < PUB_NPRECISIONS && !ok; k++) ok = strcmp(o->precision, pub_precision_names[k]) == 0;
@@ -130,17 +166,19 @@ static int import_merge(const import_opts *o, log_run *r, char *from, size_t fn)
         return err_usage("flag '--precision': expected bf16-mixed, fp16-mixed, fp8, fp32 or bf16, got '%s'",
                          o->precision);
     from[0] = '\0';
-    if (merge_text("model", o->model, r->model, sizeof r->model, r, from, fn) ||
-        merge_text("device", o->device, r->device, sizeof r->device, r, from, fn) ||
-        merge_text("instance", o->instance, r->instance, sizeof r->instance, r, from, fn) ||
-        merge_text("precision", o->precision, r->precision, sizeof r->precision, r, from, fn) ||
-        merge_long("devices", o->devices, &r->devices, r, from, fn) ||
-        merge_long("devices-per-node", o->per_node, &r->devices_per_node, r, from, fn) ||
-        merge_int("tp", o->tp, &r->tp, r, from, fn) || merge_int("pp", o->pp, &r->pp, r, from, fn) ||
-        merge_int("dp", o->dp, &r->dp, r, from, fn) ||
-        merge_long("micro-batch", o->micro_batch, &r->micro_batch, r, from, fn) ||
-        merge_long("global-batch", o->global_batch, &r->global_batch, r, from, fn) ||
-        merge_long("seq", o->seq, &r->seq_len, r, from, fn))
+    const merge_ctx m = {r, log_path, o->config, from, fn};
+    merge_step_batch(r);
+    if (merge_text(&m, "model", LF_MODEL, o->model, r->model, sizeof r->model) ||
+        merge_text(&m, "device", LF_DEVICE, o->device, r->device, sizeof r->device) ||
+        merge_text(&m, "instance", LF_INSTANCE, o->instance, r->instance, sizeof r->instance) ||
+        merge_text(&m, "precision", LF_PRECISION, o->precision, r->precision, sizeof r->precision) ||
+        merge_long(&m, "devices", LF_DEVICES, o->devices, &r->devices) ||
+        merge_long(&m, "devices-per-node", LF_PER_NODE, o->per_node, &r->devices_per_node) ||
+        merge_int(&m, "tp", LF_TP, o->tp, &r->tp) || merge_int(&m, "pp", LF_PP, o->pp, &r->pp) ||
+        merge_int(&m, "dp", LF_DP, o->dp, &r->dp) ||
+        merge_long(&m, "micro-batch", LF_MICRO_BATCH, o->micro_batch, &r->micro_batch) ||
+        merge_long(&m, "global-batch", LF_GLOBAL_BATCH, o->global_batch, &r->global_batch) ||
+        merge_long(&m, "seq", LF_SEQ, o->seq, &r->seq_len))
         return CB_EUSAGE;
     if (o->model) log_preset_fill(r, o->model, 1);
     import_dp(r);
@@ -238,7 +276,8 @@ static int import_comments(const log_run *r, const log_steady *st, const logrow 
 static int import_emit(const import_opts *o, const text_lines *t, log_run *r, const char *how)
 {
     char from[256];
-    int rc = import_merge(o, r, from, sizeof from);
+    int rc = log_steps_check(r, t->path);
+    if (rc == 0) rc = import_merge(o, t->path, r, from, sizeof from);
     log_steady st = {0};
     if (rc == 0) rc = log_steady_compute(r, o->skip, t->path, &st);
     if (rc != 0) return log_steady_free(&st), rc;
@@ -252,11 +291,13 @@ static int import_emit(const import_opts *o, const text_lines *t, log_run *r, co
     int n = import_comments(r, &st, row, how, from, lines);
     const char *c[8];
     for (int k = 0; k < n; k++) c[k] = lines[k];
-    char missing[256];
+    char missing[256], shown[4200];
     logrow_missing(row, missing, sizeof missing);
-    if (!*missing) rc = logrow_check(row);
+    snprintf(shown, sizeof shown, "the row imported from %s", t->path);
+    /* --out loads the file it writes back (a complete row) or refuses to append an incomplete one */
+    if (o->out) rc = logrow_save(row, c, n, o->out);
+    else if (!*missing) rc = logrow_check(row, shown);
     if (rc == 0) logrow_print(row, c, n, stdout);
-    if (rc == 0 && o->out) rc = logrow_save(row, c, n, o->out);
     free(row);
     log_steady_free(&st);
     return rc;

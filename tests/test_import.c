@@ -131,7 +131,7 @@ static void test_flags(void)
     char out[16384], err[4096];
     const char *a1[] = {"import", TINY, "--seq", "128", NULL};
     CHECK(cli_run(a1, out, sizeof out, err, sizeof err) == 2 &&
-              strstr(err, "flag '--seq': 128, but the log states 64") && count_lines(err) == 1,
+              strstr(err, "flag '--seq': 128, but " TINY ":24 says 64") && count_lines(err) == 1,
           "contradiction: %s", err);
     const char *a2[] = {"import", TINY, "--precision", "fp64", NULL};
     CHECK(cli_run(a2, out, sizeof out, err, sizeof err) == 2 && strstr(err, "flag '--precision'"), "%s", err);
