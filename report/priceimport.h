@@ -52,12 +52,19 @@ void price_import_free(price_import *pi);
 /* "read N rows; kept K price rows; dropped: reason (count), ..." */
 void price_import_summary(const price_import *pi, FILE *f);
 
-/* Adds pi's rows to the price file `out` (created with its header when absent; an existing file is
- * rewritten through a temporary file and renamed). A row equal to an existing one (same instance,
- * region, option and price) is reported and skipped; the same key at another price is a conflict:
- * one error per conflict and nothing written, unless `replace`: the old row then stays as a '#'
- * line saying what replaced it. Returns 0, CB_EUSAGE (conflicts) or CB_EFAIL. */
+/* Adds pi's rows to the price file `out` (a new file gets the header; a header-only file is
+ * taken). A row equal to an existing one (same instance, region, option and price) is reported and
+ * skipped; the same key at another price is a conflict: one error per conflict and nothing
+ * written, unless `replace`: the old record then stays as '#' lines saying what replaced it. The
+ * merged text is loaded back by prices_load's rules (errors name `out`) before it replaces `out`
+ * (temporary file and rename): `out` is untouched unless the result loads. No rows to add is an
+ * error. Returns 0, CB_EUSAGE (conflicts, a result that would not load) or CB_EFAIL. */
 int price_import_merge(const price_import *pi, const char *out, int replace, FILE *report);
+/* `prices import` end to end: reads `catalogue` (price_import_read), prints the summary, then
+ * merges into `out` (price_import_merge) or, for NULL, writes CSV to stdout. Notes, the summary
+ * and the merge report go to `notes` (NULL: none; the merge report then to stderr). Any 0 it
+ * returns with `out` leaves a file prices_load reads. Returns 0, CB_EUSAGE or CB_EFAIL. */
+int price_import_file(const char *catalogue, const price_import_opts *o, const char *out, int replace, FILE *notes);
 /* Writes pi's rows as a price CSV ("-": stdout). */
 int price_import_write(const price_import *pi, const char *path);
 
