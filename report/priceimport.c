@@ -505,7 +505,11 @@ static int read_azure(price_import *pi, pi_ctx *c)
 
 /* ------------------------------------------------------------------ reading */
 
-/* The cloud of a SkyPilot catalogue path: the directory holding vms.csv. */
+/* What a provider name may hold (--provider, or the directory of a catalogue path). */
+#define PROVIDER_CHARS "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_."
+
+/* The cloud of a SkyPilot catalogue path: the directory holding vms.csv, when it is a name of
+ * PROVIDER_CHARS that fits n. */
 static int provider_from_path(const char *path, char *out, size_t n)
 {
     const char *slash = strrchr(path, '/');
@@ -513,13 +517,11 @@ static int provider_from_path(const char *path, char *out, size_t n)
     const char *start = slash - 1;
     while (start > path && start[-1] != '/') start--;
     size_t l = (size_t)(slash - start);
-    if (l == 0 || l >= n) return CB_EUSAGE;
+    if (l == 0 || l >= n || strspn(start, PROVIDER_CHARS) < l) return CB_EUSAGE;
     memcpy(out, start, l);
     out[l] = '\0';
     return 0;
 }
-
-#define PROVIDER_CHARS "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_."
 
 static int import_context(pi_ctx *c, const char *path, const price_import_opts *o, char *prov, size_t n)
 {
@@ -566,8 +568,14 @@ int price_import_read(price_import *pi, const char *path, const price_import_opt
         else
             rc = read_azure(pi, &c);
     }
-    for (int i = 0; rc == 0 && i < pi->n; i++) /* what the price file will hold, by its own rules */
+    for (int i = 0; rc == 0 && i < pi->n; i++) {
+        /* the price as the file will hold it (%.9g), so that importing it again finds a duplicate,
+         * then what the price file will hold, by its own rules */
+        char num[32];
+        snprintf(num, sizeof num, "%.9g", pi->rows[i].usd_per_hour);
+        pi->rows[i].usd_per_hour = strtod(num, NULL);
         if (price_row_check(&pi->rows[i], path, 1) != 0) rc = CB_EUSAGE;
+    }
     if (rc) price_import_free(pi);
     return rc ? CB_EUSAGE : 0;
 }

@@ -82,6 +82,16 @@ static void t_import_rows_checked(void)
     write_azure(az, "\"type\": \"Consumption\"", 3, "eastus", "");
     import_refused(az, "azure-retail", "2025", "azure empty armSkuName");
 
+    /* the same catalogue imported twice: its price as the file holds it (%.9g), a duplicate, not a
+     * conflict of 0.04695586 with 0.04695586 */
+    const char *twice = test_path("audit3-twice.csv");
+    write_azure(az, "\"type\": \"Reservation\", \"reservationTerm\": \"3 Years\"", 1234, "eastus", "Standard_ND96");
+    const char *t2[] = {"prices", "import", az, "--format", "azure-retail", "--as-of", "2025", "--out", twice, NULL};
+    int rc2 = cli_run(t2, out, sizeof out, err, sizeof err);
+    rc2 = rc2 ? rc2 : cli_run(t2, out, sizeof out, err, sizeof err);
+    CHECK(rc2 == 0 && strstr(err, "duplicate: Standard_ND96 eastus reserved_3y 0.04695586 $/h"), "again: %d %s", rc2,
+          err);
+
     /* --replace of a row whose quoted source spans two lines: the whole record becomes '#' lines */
     const char *p = test_path("audit3-multiline.csv");
     write_text(p, PRICE_HEADER "x,x1,r1,on_demand,2,2024,\"a page\nits second line\"\nx,x2,r1,on_demand,3,2024,s\n");
