@@ -2,7 +2,8 @@
  *   skypilot      the SkyPilot catalogue CSV of one cloud (vms.csv: InstanceType, Price,
  *                 SpotPrice, Region, AvailabilityZone, ...); Price -> on_demand, SpotPrice ->
  *                 spot; the zones of a region are one row (at the lowest zone price when they
- *                 differ, the spread reported). A catalogue that prices GPUs apart (GCP: rows
+ *                 differ, the spread reported); without an AvailabilityZone column two prices of
+ *                 one key are a conflict. A catalogue that prices GPUs apart (GCP: rows
  *                 without InstanceType) joins a machine type that carries GPUs (a2-highgpu-8g:
  *                 8 x A100, ...) to the GPU row of the same zone: host + GPUs, on demand and spot
  *                 alike; a host without its GPU row is noted and dropped, never priced alone.
@@ -44,9 +45,10 @@ typedef struct {
     int nreasons;
 } price_import;
 
-/* Reads a catalogue into pi (rows in catalogue order). Notes (zone spreads, the reserved purchase
- * options not chosen) go to `notes` (NULL: none). Returns 0 or CB_EUSAGE after one error naming
- * file:line (a malformed catalogue, a conflict between two of its rows). */
+/* Reads a catalogue into pi (rows in catalogue order), each price rounded as the file will hold it
+ * (%.9g) and checked by price_row_check. Notes (zone spreads, the reserved purchase options not
+ * chosen) go to `notes` (NULL: none). Returns 0 or CB_EUSAGE after one error naming file:line (a
+ * malformed catalogue, a conflict between two of its rows, a row the price file would refuse). */
 int price_import_read(price_import *pi, const char *path, const price_import_opts *o, FILE *notes);
 void price_import_free(price_import *pi);
 /* "read N rows; kept K price rows; dropped: reason (count), ..." */
