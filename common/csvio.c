@@ -119,22 +119,21 @@ int table_load(table *t, const char *path)
     return table_load_skip(t, path, 0);
 }
 
-int table_load_skip(table *t, const char *path, int nskip)
+/* 1 when a line read holds a CR followed by more text: lines ending in CR alone (old Mac files),
+ * which getline reads as one line and libcsv as records all numbered line 1. */
+static int cr_only(const char *text, size_t len)
 {
-    memset(t, 0, sizeof *t);
-    t->path = strdup(path);
-    FILE *f = t->path ? file_open_read(path) : NULL;
-    if (!f) {
-        if (!t->path) err_msg("out of memory");
-        table_free(t);
-        return CB_EFAIL;
-    }
+    const char *cr = memchr(text, '\r', len);
+    return cr && (size_t)(cr - text) + 1 < len && cr[1] != '\n';
+}
+
+/* Feeds every line of f to the parser: t->path names the text in messages. */
+static int table_read(table *t, FILE *f, int nskip)
+{
+    const char *path = t->path;
     struct csv_parser p;
-    if (csv_init(&p, CSV_STRICT | CSV_APPEND_NULL | CSV_STRICT_FINI) != 0) {
-        fclose(f);
-        table_free(t);
+    if (csv_init(&p, CSV_STRICT | CSV_APPEND_NULL | CSV_STRICT_FINI) != 0)
         return err_msg("%s: cannot initialise the CSV parser", path);
-    }
     load_ctx c = {.t = t, .skip = nskip};
     char *line = NULL;
     size_t cap = 0;
@@ -145,6 +144,10 @@ int table_load_skip(table *t, const char *path, int nskip)
         if (c.line == 1 && len >= 3 && memcmp(line, "\xEF\xBB\xBF", 3) == 0) text += 3, len -= 3; /* UTF-8 BOM */
         if (memchr(text, '\0', (size_t)len)) {
             c.failed = err_msg("%s:%d: binary data (a NUL byte) in a CSV file", path, c.line);
+            break;
+        }
+        if (c.line == 1 && cr_only(text, (size_t)len)) {
+            c.failed = err_msg("%s:1: lines end in CR alone (old Mac line endings): convert them to LF", path);
             break;
         }
         if (p.pstate == ROW_NOT_BEGUN && c.nfield == 0 && text[0] == '#') continue;
@@ -161,12 +164,43 @@ int table_load_skip(table *t, const char *path, int nskip)
     free(c.row);
     free(line);
     csv_free(&p);
-    fclose(f);
-    if (c.failed) {
+    return c.failed ? CB_EFAIL : 0;
+}
+
+int table_load_skip(table *t, const char *path, int nskip)
+{
+    memset(t, 0, sizeof *t);
+    t->path = strdup(path);
+    FILE *f = t->path ? file_open_read(path) : NULL;
+    if (!f) {
+        if (!t->path) err_msg("out of memory");
         table_free(t);
         return CB_EFAIL;
     }
-    return 0;
+    int rc = table_read(t, f, nskip);
+    fclose(f);
+    if (rc) table_free(t);
+    return rc;
+}
+
+int table_load_text(table *t, const char *name, const char *text, size_t len)
+{
+    memset(t, 0, sizeof *t);
+    t->path = strdup(name);
+    FILE *f = t->path && len ? fmemopen((void *)text, len, "r") : NULL;
+    if (!t->path) {
+        table_free(t);
+        return err_msg("out of memory");
+    }
+    if (!f) {
+        table_free(t);
+        return len ? err_msg("%s: cannot read text: %s", name, strerror(errno))
+                   : err_msg("%s: empty file: expected a header row", name);
+    }
+    int rc = table_read(t, f, 0);
+    fclose(f);
+    if (rc) table_free(t);
+    return rc;
 }
 
 void table_free(table *t)

@@ -1,7 +1,7 @@
 /* csvio.h: the one CSV loader (libcsv, strict) and writer of the project.
  * Loader: a header row, then records; blank lines and lines starting with '#' are skipped; a
- * UTF-8 byte-order mark at the start is skipped; every record keeps its line number (the header
- * too) so that errors read "file:line: column 'x': ...".
+ * UTF-8 byte-order mark at the start is skipped; lines ending in CR alone are refused; every record
+ * keeps its line number (the header too) so that errors read "file:line: column 'x': ...".
  * Writer: fields quoted where needed, numbers as %.9g, empty cell for unknown (NaN),
  * written to a temporary file and renamed into place only when complete. */
 #ifndef CB_CSVIO_H
@@ -25,6 +25,8 @@ int table_load(table *t, const char *path);
 /* The same after skipping the first nskip records (a preamble before the header, as in the AWS
  * price list's offer files); their lines still count. */
 int table_load_skip(table *t, const char *path, int nskip);
+/* The same for text in memory (len bytes) named `name` in messages (the file it will become). */
+int table_load_text(table *t, const char *name, const char *text, size_t len);
 void table_free(table *t);
 /* Column index of `name`, or -1 (and an error naming the file, the header's line and the column
  * when required). */

@@ -73,10 +73,23 @@ static void cell_text(const record *r, int row, int col, char *buf, size_t n)
     if (r->cols[col].kind == REC_STR) {
         snprintf(buf, n, "%s", r->str[k] ? r->str[k] : "-");
     } else {
-        double v = r->num[k];
-        if (!isfinite(v)) snprintf(buf, n, "-");
-        else snprintf(buf, n, "%.*f", r->cols[col].prec, v);
+        record_num_text(r->num[k], r->cols[col].prec, buf, n);
     }
+}
+
+void record_num_text(double v, int prec, char *buf, size_t n)
+{
+    if (!isfinite(v)) {
+        snprintf(buf, n, "-");
+        return;
+    }
+    snprintf(buf, n, "%.*f", prec, v);
+    if (v == 0 || strspn(buf, "-0.") != strlen(buf)) return;
+    int d = 1 - (int)floor(log10(fabs(v))); /* decimals for two significant digits */
+    if (d > 12)
+        snprintf(buf, n, "%.2g", v);
+    else
+        snprintf(buf, n, "%.*f", d, v);
 }
 
 void record_csv_only(record *r, int col)

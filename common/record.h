@@ -14,7 +14,7 @@ typedef struct {
     const char *name; /* CSV column name, units in it (gflops_median, ns_per_token_median) */
     const char *unit; /* shown in the table's units row ("GFLOP/s"), "" if none */
     rec_kind kind;
-    int prec;         /* decimals in the human table (numbers) */
+    int prec;         /* decimals in the human table (numbers; record_num_text) */
 } rec_col;
 
 #define REC_MAX_NOTES 48
@@ -39,6 +39,9 @@ void record_str(record *r, int row, int col, const char *s);
 void record_note(record *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Leaves column `col` out of the human table (it stays in the CSV). */
 void record_csv_only(record *r, int col);
+/* A number as the human table prints it: `prec` decimals, "-" when not finite; a nonzero number
+ * that would print as zero gets two significant digits instead (0.0042, never 0). */
+void record_num_text(double v, int prec, char *buf, size_t n);
 void record_print(const record *r, FILE *f);
 /* The same table printed as it grows (a training log): the notes, the header and the units row
  * now, then each row when it is complete. Column widths come from the names and units (at least

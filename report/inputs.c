@@ -78,49 +78,145 @@ static int get_long(const table *t, int row, const int *cols, const schema_col *
 
 /* ------------------------------------------------------------------ prices */
 
-int prices_load(price_table *pt, const char *path)
+/* The checks of one string cell of a price row: a value, no surrounding blanks (the loader trims
+ * them), shorter than its buffer (n: the buffer's size). */
+static int price_str_check(const char *s, size_t n, const char *col, const char *path, int line, const char *key)
+{
+    if (!*s) return err_msg("%s:%d: %scolumn '%s': expected a value, got an empty cell", path, line, key, col);
+    size_t l = strlen(s);
+    if (strchr(" \t\r\n", s[0]) || strchr(" \t\r\n", s[l - 1]))
+        return err_msg("%s:%d: %scolumn '%s': a value that starts or ends with a blank, got '%.60s'", path, line, key,
+                       col, s);
+    if (l >= n) return err_msg("%s:%d: %scolumn '%s': longer than %zu characters", path, line, key, col, n - 1);
+    return 0;
+}
+
+int price_row_check(const price_row *p, const char *path, int with_key)
+{
+    char key[200] = "";
+    if (with_key) snprintf(key, sizeof key, "%.60s %.30s %.20s: as a price row, ", p->instance, p->region, p->option);
+    const struct {
+        const char *s;
+        size_t n;
+        int col;
+    } str[] = {{p->provider, sizeof p->provider, PR_PROVIDER}, {p->instance, sizeof p->instance, PR_INSTANCE_TYPE},
+               {p->region, sizeof p->region, PR_REGION},       {p->option, sizeof p->option, PR_OPTION},
+               {p->as_of, sizeof p->as_of, PR_AS_OF},          {p->source, sizeof p->source, PR_SOURCE}};
+    for (size_t k = 0; k < sizeof str / sizeof str[0]; k++)
+        if (price_str_check(str[k].s, str[k].n, price_schema[str[k].col].col.name, path, p->line, key) != 0)
+            return CB_EFAIL;
+    if (!price_option_valid(p->option))
+        return err_msg("%s:%d: %scolumn 'pricing_option': expected one of %s, got '%s'", path, p->line, key,
+                       PRICE_OPTIONS, p->option);
+    const schema_col *u = &price_schema[PR_USD_PER_HOUR];
+    if (!(p->usd_per_hour >= u->lo && p->usd_per_hour <= u->hi)) /* NaN fails too */
+        return err_msg("%s:%d: %scolumn 'usd_per_hour': expected a number from %g to %g, got %.9g", path, p->line, key,
+                       u->lo, u->hi, p->usd_per_hour);
+    if (price_as_of_check(p->as_of) != 0)
+        return err_msg("%s:%d: %scolumn 'as_of': expected YYYY, YYYY-MM or YYYY-MM-DD, got '%s'", path, p->line, key,
+                       p->as_of);
+    return 0;
+}
+
+/* FNV-1a of a row's key (instance, region, option). */
+static unsigned long long price_key_hash(const price_row *p)
+{
+    unsigned long long h = 1469598103934665603ULL;
+    const char *parts[3] = {p->instance, p->region, p->option};
+    for (int k = 0; k < 3; k++)
+        for (const unsigned char *c = (const unsigned char *)parts[k];; c++) {
+            h = (h ^ *c) * 1099511628211ULL;
+            if (!*c) break; /* the NUL separates the parts: "a","bc" is not "ab","c" */
+        }
+    return h;
+}
+
+static int price_same_key(const price_row *a, const price_row *b)
+{
+    return strcmp(a->instance, b->instance) == 0 && strcmp(a->region, b->region) == 0 &&
+           strcmp(a->option, b->option) == 0;
+}
+
+/* An error naming the first row that repeats an earlier row's key (open addressing over a table
+ * of twice the rows, so that a file of 700k rows is checked in one pass). Returns 0 or CB_EFAIL. */
+static int prices_unique(const price_table *pt)
+{
+    size_t cap = 16;
+    while (cap < 2 * (size_t)pt->n) cap *= 2;
+    int *slot = malloc(cap * sizeof *slot);
+    if (!slot) return err_msg("out of memory");
+    memset(slot, -1, cap * sizeof *slot);
+    int rc = 0;
+    for (int i = 0; rc == 0 && i < pt->n; i++) {
+        const price_row *p = &pt->rows[i];
+        size_t k = (size_t)price_key_hash(p) & (cap - 1);
+        while (slot[k] >= 0 && !price_same_key(&pt->rows[slot[k]], p)) k = (k + 1) & (cap - 1);
+        if (slot[k] >= 0)
+            rc = err_msg("%s:%d: %s %s %s is already priced at line %d", pt->path, p->line, p->instance, p->region,
+                         p->option, pt->rows[slot[k]].line);
+        slot[k] = i;
+    }
+    free(slot);
+    return rc;
+}
+
+/* Row i of a price file into p: every cell read, then the schema's rules (price_row_check). */
+static int price_row_read(const table *t, int i, const int *col, price_row *p)
+{
+    int rc;
+    p->line = t->lines[i];
+    if ((rc = get_str(t, i, col[PR_PROVIDER], p->provider, sizeof p->provider)) != 0) return rc;
+    if ((rc = get_str(t, i, col[PR_INSTANCE_TYPE], p->instance, sizeof p->instance)) != 0) return rc;
+    if ((rc = get_str(t, i, col[PR_REGION], p->region, sizeof p->region)) != 0) return rc;
+    if ((rc = get_str(t, i, col[PR_OPTION], p->option, sizeof p->option)) != 0) return rc;
+    if ((rc = req_num(t, i, col, price_schema, PR_USD_PER_HOUR, &p->usd_per_hour)) != 0) return rc;
+    if ((rc = get_str(t, i, col[PR_AS_OF], p->as_of, sizeof p->as_of)) != 0) return rc;
+    if ((rc = get_str(t, i, col[PR_SOURCE], p->source, sizeof p->source)) != 0) return rc;
+    return price_row_check(p, t->path, 0);
+}
+
+static int prices_from_table(price_table *pt, table *t, int allow_empty)
 {
     memset(pt, 0, sizeof *pt);
-    snprintf(pt->path, sizeof pt->path, "%s", path);
-    table t;
-    if (table_load(&t, path) != 0) return CB_EFAIL;
-    int col[PR_NCOLS], rc = find_cols(&t, price_schema, PR_NCOLS, col);
-    if (rc == 0 && t.nrows == 0) rc = err_msg("%s: no prices", path);
-    if (rc == 0 && !(pt->rows = calloc((size_t)t.nrows, sizeof *pt->rows))) rc = err_msg("out of memory");
-    for (int i = 0; rc == 0 && i < t.nrows; i++) {
-        price_row *p = &pt->rows[i];
-        p->line = t.lines[i];
-        if ((rc = get_str(&t, i, col[PR_PROVIDER], p->provider, sizeof p->provider)) != 0) break;
-        if ((rc = get_str(&t, i, col[PR_INSTANCE_TYPE], p->instance, sizeof p->instance)) != 0) break;
-        if ((rc = get_str(&t, i, col[PR_REGION], p->region, sizeof p->region)) != 0) break;
-        if ((rc = get_str(&t, i, col[PR_OPTION], p->option, sizeof p->option)) != 0) break;
-        if (!price_option_valid(p->option)) {
-            rc = err_msg("%s:%d: column 'pricing_option': expected one of %s, got '%s'", path, p->line, PRICE_OPTIONS,
-                         p->option);
-            break;
-        }
-        if ((rc = req_num(&t, i, col, price_schema, PR_USD_PER_HOUR, &p->usd_per_hour)) != 0) break;
-        if ((rc = get_str(&t, i, col[PR_AS_OF], p->as_of, sizeof p->as_of)) != 0) break;
-        if (price_as_of_check(p->as_of) != 0) {
-            rc = err_msg("%s:%d: column 'as_of': expected YYYY, YYYY-MM or YYYY-MM-DD, got '%s'", path, p->line,
-                         p->as_of);
-            break;
-        }
-        if ((rc = get_str(&t, i, col[PR_SOURCE], p->source, sizeof p->source)) != 0) break;
-        for (int j = 0; j < i; j++) {
-            const price_row *q = &pt->rows[j];
-            if (strcmp(q->instance, p->instance) == 0 && strcmp(q->region, p->region) == 0 &&
-                strcmp(q->option, p->option) == 0) {
-                rc = err_msg("%s:%d: %s %s %s is already priced at line %d", path, p->line, p->instance, p->region,
-                             p->option, q->line);
-                break;
-            }
-        }
-        pt->n = i + 1;
-    }
-    table_free(&t);
+    snprintf(pt->path, sizeof pt->path, "%s", t->path);
+    int col[PR_NCOLS], rc = find_cols(t, price_schema, PR_NCOLS, col);
+    if (rc == 0 && t->nrows == 0 && !allow_empty) rc = err_msg("%s: no prices", t->path);
+    if (rc == 0 && !(pt->rows = calloc((size_t)t->nrows + 1, sizeof *pt->rows))) rc = err_msg("out of memory");
+    for (int i = 0; rc == 0 && i < t->nrows; i++)
+        if ((rc = price_row_read(t, i, col, &pt->rows[i])) == 0) pt->n = i + 1;
+    if (rc == 0) rc = prices_unique(pt);
     if (rc) prices_free(pt);
     return rc ? CB_EFAIL : 0;
+}
+
+static int prices_load_file(price_table *pt, const char *path, int allow_empty)
+{
+    table t;
+    memset(pt, 0, sizeof *pt);
+    if (table_load(&t, path) != 0) return CB_EFAIL;
+    int rc = prices_from_table(pt, &t, allow_empty);
+    table_free(&t);
+    return rc;
+}
+
+int prices_load(price_table *pt, const char *path)
+{
+    return prices_load_file(pt, path, 0);
+}
+
+int prices_load_or_empty(price_table *pt, const char *path)
+{
+    return prices_load_file(pt, path, 1);
+}
+
+int prices_load_text(price_table *pt, const char *name, const char *text, size_t len)
+{
+    table t;
+    memset(pt, 0, sizeof *pt);
+    if (table_load_text(&t, name, text, len) != 0) return CB_EFAIL;
+    int rc = prices_from_table(pt, &t, 0);
+    table_free(&t);
+    return rc;
 }
 
 /* as_of's year, month and day (month and day 1 when not given). Returns 0 or -1. */

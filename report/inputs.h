@@ -25,8 +25,19 @@ typedef struct {
 int price_option_valid(const char *option);
 #define PRICE_OPTIONS "on_demand, reserved_1y, reserved_3y, ri_effective, spot"
 
-/* Loads path; every cell checked (as_of by price_as_of_check). */
+/* Loads path: every cell read and checked by price_row_check, and no key (instance, region,
+ * option) twice; at least one row. Returns 0 or CB_EFAIL after one error naming file:line. */
 int prices_load(price_table *t, const char *path);
+/* The same, a file of the header alone read as no rows (a file that prices import adds to). */
+int prices_load_or_empty(price_table *t, const char *path);
+/* The same for text in memory, named `name` in messages (the file it is about to become). */
+int prices_load_text(price_table *t, const char *name, const char *text, size_t len);
+/* The rules of the price schema for one row, the loader's and prices import's alike: every string
+ * a value without surrounding blanks that fits its column, a known pricing option, usd_per_hour
+ * within common/schema.h's range, as_of by price_as_of_check. `with_key`: the error names the
+ * row's instance, region and option (a row read from a catalogue, at p->line of `path`).
+ * Returns 0 or CB_EFAIL after one error. */
+int price_row_check(const price_row *p, const char *path, int with_key);
 /* ---- price ages */
 /* 0 when as_of reads YYYY, YYYY-MM or YYYY-MM-DD (a real date), else -1. */
 int price_as_of_check(const char *as_of);

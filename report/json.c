@@ -211,6 +211,13 @@ static int parse_container(json_reader *r, json_val *v, char close)
         if (v->kind == JSON_OBJECT) {
             if (r->pos >= r->len || r->s[r->pos] != '"') return json_fail(r, "expected a member name in quotes");
             if ((rc = parse_string(r, &v->keys[v->n])) != 0) return rc;
+            for (int k = 0; k < v->n; k++)
+                if (strcmp(v->keys[k], v->keys[v->n]) == 0) {
+                    rc = err_usage("%s:%d: member '%.60s' appears twice in one object", r->path, r->line,
+                                   v->keys[v->n]);
+                    free(v->keys[v->n]);
+                    return rc;
+                }
             skip_ws(r);
             if (r->pos >= r->len || r->s[r->pos] != ':') {
                 free(v->keys[v->n]);

@@ -1,7 +1,8 @@
 /* json.h: a small strict JSON reader (RFC 8259) for the price catalogues. The whole document
  * becomes a tree of json_val; each value keeps the line it starts on. Strict: no comments, no
- * trailing commas, no leading zeros, no control characters in strings, nothing after the value;
- * nesting deeper than JSON_MAX_DEPTH is refused. Errors read "error: path:line: ...". */
+ * trailing commas, no member name twice in one object, no leading zeros, no control characters in
+ * strings, nothing after the value; nesting deeper than JSON_MAX_DEPTH is refused. Errors read
+ * "error: path:line: ...". */
 #ifndef CB_JSON_H
 #define CB_JSON_H
 

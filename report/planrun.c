@@ -303,10 +303,12 @@ static void cand_describe(const plan_run *r, const plan_cand *c, char *buf, size
     if (r->in.cal)
         snprintf(sure, sizeof sure, " (+-%.0f%%%s%s)", band,
                  k == CALIB_NEAR ? "" : ", extrapolated: ", k == CALIB_NEAR ? "" : why);
-    snprintf(buf, n, "%s %s x %ld node%s, TP %d%s PP %d%s ZeRO %d micro-batch %d, recompute %s, %s: %.2f days, $%.0f%s",
+    char usd[32];
+    record_num_text(c->cost_usd, 0, usd, sizeof usd);
+    snprintf(buf, n, "%s %s x %ld node%s, TP %d%s PP %d%s ZeRO %d micro-batch %d, recompute %s, %s: %.2f days, $%s%s",
              pi->hw.instance, pi->option[c->offer], c->nodes, c->nodes == 1 ? "" : "s", c->tp,
              c->sp ? " (sequence parallel)" : "", c->pp, vp, c->zero, c->micro_batch, c->recompute ? "full" : "off",
-             precision_name(c->prec), c->train_s / 86400.0, c->cost_usd, sure);
+             precision_name(c->prec), c->train_s / 86400.0, usd, sure);
 }
 
 /* Where the compute time comes from (a calibration, or an assumed MFU) and how sure it is. */
@@ -486,8 +488,10 @@ static int note_per_instance(record *rec, const plan_run *r)
         if (!c->meets_deadline || !c->within_budget || seen[c->inst * PLAN_MAX_OFFERS + c->offer]) continue;
         seen[c->inst * PLAN_MAX_OFFERS + c->offer] = 1;
         const plan_instance *pi = &r->in.inst[c->inst];
-        len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%s %s (%s) $%.0f in %.1f d", n++ ? "; " : "",
-                                pi->hw.instance, pi->option[c->offer], pi->provider[c->offer], c->cost_usd,
+        char usd[32];
+        record_num_text(c->cost_usd, 0, usd, sizeof usd);
+        len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%s %s (%s) $%s in %.1f d", n++ ? "; " : "",
+                                pi->hw.instance, pi->option[c->offer], pi->provider[c->offer], usd,
                                 c->train_s / 86400.0);
     }
     free(seen);
@@ -537,9 +541,11 @@ static void verdict_none(const plan_run *r)
         printf("fastest within the budget: %s\n", d);
     }
     if (r->o.budget_usd > 0 && fb < 0 && r->res.n > 0) { /* res.c is by cost: the first is the cheapest */
+        char usd[32];
         cand_describe(r, &r->res.c[0], d, sizeof d);
-        printf("nothing fits the budget of $%.6g: the cheapest configuration costs $%.2f: %s\n", r->o.budget_usd,
-               r->res.c[0].cost_usd, d);
+        record_num_text(r->res.c[0].cost_usd, 2, usd, sizeof usd);
+        printf("nothing fits the budget of $%.6g: the cheapest configuration costs $%s: %s\n", r->o.budget_usd, usd,
+               d);
     }
     if (cheapest >= 0 && r->o.budget_usd > 0) {
         cand_describe(r, &r->res.c[cheapest], d, sizeof d);

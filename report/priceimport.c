@@ -206,7 +206,7 @@ static int read_skypilot(price_import *pi, pi_ctx *c)
      * of the same zone where the machine type names its GPUs. */
     for (int i = 0; rc == 0 && i < t.nrows; i++)
         if (!*table_cell(&t, i, col[SK_INSTANCE])) host_only = 1;
-    c->fold_zones = 1;
+    c->fold_zones = col[SK_ZONE] >= 0; /* without zones, two prices of one key are a conflict */
     for (int i = 0; rc == 0 && i < t.nrows; i++) {
         pi->nread++;
         rc = skypilot_row(pi, c, &t, col, i, host_only);
@@ -281,32 +281,35 @@ typedef struct {
     int n, cap;
 } aws_terms;
 
-/* The metadata rows before the header: "Publication Date","2024-...T..Z" gives as_of. */
+/* The metadata rows before the header: "Publication Date","2024-...T..Z" gives as_of (a real
+ * date, price_as_of_check). One error for an empty file, lines ending in CR alone, a file without
+ * "FormatVersion" first, or a missing or malformed date. */
 static int aws_metadata(pi_ctx *c, char *as_of, size_t n)
 {
     text_lines tl;
     if (text_lines_load(&tl, c->path) != 0) return CB_EUSAGE;
-    int rc = CB_EUSAGE;
     static const char key[] = "\"Publication Date\",\"";
-    for (int i = 0; i < tl.n && i < 5; i++) {
+    int rc = 1; /* 1: no date yet */
+    if (tl.n == 0)
+        rc = err_usage("%s: empty file: expected an AWS offer file (\"FormatVersion\" first)", c->path);
+    else if (strchr(tl.line[0], '\r'))
+        rc = err_usage("%s:1: lines end in CR alone (old Mac line endings): convert them to LF", c->path);
+    else if (strncmp(tl.line[0], "\"FormatVersion\"", 15) != 0)
+        rc = err_usage("%s:1: not an AWS offer file: expected \"FormatVersion\" first, got '%.40s'", c->path,
+                       tl.line[0]);
+    for (int i = 0; rc > 0 && i < tl.n && i < 5; i++) {
         const char *s = tl.line[i];
-        if (i == 0 && strncmp(s, "\"FormatVersion\"", 15) != 0) {
-            rc = err_usage("%s:1: not an AWS offer file: expected \"FormatVersion\" first, got '%.40s'", c->path, s);
-            break;
-        }
         if (strncmp(s, key, sizeof key - 1) != 0) continue;
         s += sizeof key - 1;
         size_t l = strcspn(s, "T\"");
-        if (l != 10 || l >= n) {
-            rc = err_usage("%s:%d: Publication Date: expected YYYY-MM-DDT..., got '%.30s'", c->path, i + 1, s);
-            break;
-        }
-        snprintf(as_of, n, "%.10s", s);
-        rc = 0;
-        break;
+        if (l == 10 && l < n) snprintf(as_of, n, "%.10s", s);
+        if (l != 10 || l >= n || price_as_of_check(as_of) != 0)
+            rc = err_usage("%s:%d: Publication Date: expected a date YYYY-MM-DDT..., got '%.*s'", c->path, i + 1,
+                           (int)(strcspn(s, "\"") < 30 ? strcspn(s, "\"") : 30), s);
+        else
+            rc = 0;
     }
-    if (rc == CB_EUSAGE && tl.n > 0 && strncmp(tl.line[0], "\"FormatVersion\"", 15) == 0 && !*as_of)
-        err_usage("%s: no \"Publication Date\" among the first 5 rows", c->path);
+    if (rc > 0) rc = err_usage("%s: no \"Publication Date\" among the first 5 rows", c->path);
     text_lines_free(&tl);
     return rc;
 }
@@ -502,7 +505,11 @@ static int read_azure(price_import *pi, pi_ctx *c)
 
 /* ------------------------------------------------------------------ reading */
 
-/* The cloud of a SkyPilot catalogue path: the directory holding vms.csv. */
+/* What a provider name may hold (--provider, or the directory of a catalogue path). */
+#define PROVIDER_CHARS "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_."
+
+/* The cloud of a SkyPilot catalogue path: the directory holding vms.csv, when it is a name of
+ * PROVIDER_CHARS that fits n. */
 static int provider_from_path(const char *path, char *out, size_t n)
 {
     const char *slash = strrchr(path, '/');
@@ -510,7 +517,7 @@ static int provider_from_path(const char *path, char *out, size_t n)
     const char *start = slash - 1;
     while (start > path && start[-1] != '/') start--;
     size_t l = (size_t)(slash - start);
-    if (l == 0 || l >= n) return CB_EUSAGE;
+    if (l == 0 || l >= n || strspn(start, PROVIDER_CHARS) < l) return CB_EUSAGE;
     memcpy(out, start, l);
     out[l] = '\0';
     return 0;
@@ -525,6 +532,12 @@ static int import_context(pi_ctx *c, const char *path, const price_import_opts *
     c->o = o;
     c->as_of = o->as_of;
     c->provider = o->provider ? o->provider : default_provider[o->format];
+    size_t pl = o->provider ? strlen(o->provider) : 1;
+    if (o->provider && (pl == 0 || pl >= sizeof ((price_row *)0)->provider ||
+                        strspn(o->provider, PROVIDER_CHARS) != pl))
+        return err_usage("flag '--provider': expected a name of 1 to %zu letters, digits, '-', '_' or '.', got "
+                         "'%.60s'",
+                         sizeof ((price_row *)0)->provider - 1, o->provider);
     if (access(path, R_OK) != 0) return err_usage("%s: cannot open: %s", path, strerror(errno));
     if (!c->provider && provider_from_path(path, prov, n) == 0) c->provider = prov;
     if (!c->provider)
@@ -554,6 +567,14 @@ int price_import_read(price_import *pi, const char *path, const price_import_opt
             rc = read_aws(pi, &c, as_of, sizeof as_of);
         else
             rc = read_azure(pi, &c);
+    }
+    for (int i = 0; rc == 0 && i < pi->n; i++) {
+        /* the price as the file will hold it (%.9g), so that importing it again finds a duplicate,
+         * then what the price file will hold, by its own rules */
+        char num[32];
+        snprintf(num, sizeof num, "%.9g", pi->rows[i].usd_per_hour);
+        pi->rows[i].usd_per_hour = strtod(num, NULL);
+        if (price_row_check(&pi->rows[i], path, 1) != 0) rc = CB_EUSAGE;
     }
     if (rc) price_import_free(pi);
     return rc ? CB_EUSAGE : 0;
@@ -633,44 +654,111 @@ static int merge_plan(const price_import *pi, const price_table *old, int replac
     return conflicts;
 }
 
-/* The old file's text with replaced rows turned into '#' lines, then the new rows. */
-static int merge_write(const price_import *pi, const price_table *old, const text_lines *tl, const int *fate,
-                       const char *out)
+/* The number of lines (from line l, 0-based) that the record starting there spans: up to the
+ * line where its quotes balance (a quoted cell may hold line breaks). */
+static int record_span(const text_lines *tl, int l)
 {
-    csv_writer w;
-    if (csvw_open(&w, out) != 0) return CB_EFAIL;
-    for (int l = 0; l < tl->n; l++) {
-        const char *by = NULL;
-        for (int i = 0; i < pi->n && !by; i++)
-            if (fate[i] >= 0 && old->rows[fate[i]].line == l + 1) by = pi->rows[i].source;
-        if (by)
-            fprintf(w.f, "# replaced by %s: %s\n", by, tl->line[l]);
-        else
-            fprintf(w.f, "%s\n", tl->line[l]);
+    int quotes = 0, k = l;
+    do {
+        for (const char *c = tl->line[k]; *c; c++) quotes += *c == '"';
+    } while (quotes % 2 && ++k < tl->n);
+    return (k < tl->n ? k : tl->n - 1) - l + 1;
+}
+
+/* The old file's lines (tl; NULL: a new file, the header), each replaced record as '#' lines
+ * saying what replaced it (by[j]: the source replacing old row j, or NULL), then the new rows
+ * that are not duplicates (fate[i] != -2). */
+static void merge_text(FILE *f, const price_import *pi, const int *fate, const price_table *old,
+                       const text_lines *tl, const char *const *by)
+{
+    csv_writer w = {.f = f}; /* the one writer's cell rules, into memory */
+    if (!tl) {
+        for (int c = 0; c < PR_NCOLS; c++) csvw_str(&w, price_schema[c].col.name);
+        csvw_endrow(&w);
+    }
+    for (int l = 0, j = 0; tl && l < tl->n; l++) {
+        while (j < old->n && old->rows[j].line < l + 1) j++;
+        if (j < old->n && old->rows[j].line == l + 1 && by[j]) {
+            int span = record_span(tl, l);
+            fprintf(f, "# replaced by %s: %s\n", by[j], tl->line[l]);
+            for (int k = 1; k < span; k++) fprintf(f, "# %s\n", tl->line[l + k]);
+            l += span - 1;
+            continue;
+        }
+        fprintf(f, "%s\n", tl->line[l]);
     }
     for (int i = 0; i < pi->n; i++)
         if (fate[i] != -2) write_row(&w, &pi->rows[i]);
+}
+
+/* Loads the merged text back as the price file `out` will be (errors name `out`) and expects
+ * `want` rows; then writes it to `out` (temporary file and rename). Returns 0, CB_EUSAGE or
+ * CB_EFAIL; `out` is untouched unless all went well. */
+static int merge_commit(const char *text, size_t len, const char *out, int want)
+{
+    price_table back;
+    if (prices_load_text(&back, out, text, len) != 0)
+        return err_usage("%s: the merged price file would not load (above): nothing written", out);
+    int n = back.n;
+    prices_free(&back);
+    if (n != want)
+        return err_usage("%s: the merged price file would read back %d rows, not %d: nothing written", out, n, want);
+    csv_writer w;
+    if (csvw_open(&w, out) != 0) return CB_EFAIL;
+    if (len) fwrite(text, 1, len, w.f);
     return csvw_commit(&w);
+}
+
+/* The merged text of old (tl: its lines, NULL for a new file) and pi's rows by their fates, into
+ * *text; *want: the rows it holds. Returns 0 or CB_EFAIL. */
+static int merge_build(const price_import *pi, const int *fate, const price_table *old, const text_lines *tl,
+                       char **text, size_t *len, int *want)
+{
+    const char **by = calloc((size_t)old->n + 1, sizeof *by);
+    if (!by) return err_msg("out of memory");
+    *want = old->n;
+    for (int i = 0; i < pi->n; i++) {
+        if (fate[i] >= 0) by[fate[i]] = pi->rows[i].source; /* the old row goes, the new one comes */
+        *want += fate[i] == -1;
+    }
+    FILE *f = open_memstream(text, len);
+    int rc = f ? 0 : err_msg("out of memory");
+    if (f) {
+        merge_text(f, pi, fate, old, tl, by);
+        if (fclose(f) != 0) rc = err_msg("out of memory");
+    }
+    free(by);
+    return rc;
 }
 
 int price_import_merge(const price_import *pi, const char *out, int replace, FILE *report)
 {
-    if (access(out, F_OK) != 0) return price_import_write(pi, out);
-    price_table old;
-    if (prices_load(&old, out) != 0) return CB_EUSAGE;
-    text_lines tl;
-    int *fate = malloc((size_t)(pi->n ? pi->n : 1) * sizeof *fate);
-    int rc = fate ? 0 : err_msg("out of memory");
-    if (rc == 0 && text_lines_load(&tl, out) != 0)
-        rc = CB_EFAIL;
-    else if (rc == 0) {
-        if (merge_plan(pi, &old, replace, fate, report) > 0)
-            rc = CB_EUSAGE;
-        else
-            rc = merge_write(pi, &old, &tl, fate, out);
-        text_lines_free(&tl);
-    }
+    if (pi->n == 0) return err_usage("%s: no price rows to add (every catalogue row was dropped): nothing written", out);
+    int exists = access(out, F_OK) == 0, rc = 0, want = 0;
+    price_table old = {0};
+    text_lines tl = {0};
+    if (exists && prices_load_or_empty(&old, out) != 0) return CB_EUSAGE;
+    if (exists && text_lines_load(&tl, out) != 0) rc = CB_EFAIL;
+    int *fate = malloc((size_t)pi->n * sizeof *fate);
+    if (rc == 0 && !fate) rc = err_msg("out of memory");
+    if (rc == 0 && merge_plan(pi, &old, replace, fate, report) > 0) rc = CB_EUSAGE;
+    char *text = NULL;
+    size_t len = 0;
+    if (rc == 0) rc = merge_build(pi, fate, &old, exists ? &tl : NULL, &text, &len, &want);
+    if (rc == 0) rc = merge_commit(text, len, out, want);
+    free(text);
     free(fate);
+    text_lines_free(&tl);
     prices_free(&old);
+    return rc;
+}
+
+int price_import_file(const char *catalogue, const price_import_opts *o, const char *out, int replace, FILE *notes)
+{
+    price_import pi;
+    if (price_import_read(&pi, catalogue, o, notes) != 0) return CB_EUSAGE;
+    if (notes) price_import_summary(&pi, notes);
+    int rc = out ? price_import_merge(&pi, out, replace, notes ? notes : stderr) : price_import_write(&pi, "-");
+    price_import_free(&pi);
     return rc;
 }

@@ -2,7 +2,8 @@
  *   skypilot      the SkyPilot catalogue CSV of one cloud (vms.csv: InstanceType, Price,
  *                 SpotPrice, Region, AvailabilityZone, ...); Price -> on_demand, SpotPrice ->
  *                 spot; the zones of a region are one row (at the lowest zone price when they
- *                 differ, the spread reported). A catalogue that prices GPUs apart (GCP: rows
+ *                 differ, the spread reported); without an AvailabilityZone column two prices of
+ *                 one key are a conflict. A catalogue that prices GPUs apart (GCP: rows
  *                 without InstanceType) joins a machine type that carries GPUs (a2-highgpu-8g:
  *                 8 x A100, ...) to the GPU row of the same zone: host + GPUs, on demand and spot
  *                 alike; a host without its GPU row is noted and dropped, never priced alone.
@@ -44,20 +45,28 @@ typedef struct {
     int nreasons;
 } price_import;
 
-/* Reads a catalogue into pi (rows in catalogue order). Notes (zone spreads, the reserved purchase
- * options not chosen) go to `notes` (NULL: none). Returns 0 or CB_EUSAGE after one error naming
- * file:line (a malformed catalogue, a conflict between two of its rows). */
+/* Reads a catalogue into pi (rows in catalogue order), each price rounded as the file will hold it
+ * (%.9g) and checked by price_row_check. Notes (zone spreads, the reserved purchase options not
+ * chosen) go to `notes` (NULL: none). Returns 0 or CB_EUSAGE after one error naming file:line (a
+ * malformed catalogue, a conflict between two of its rows, a row the price file would refuse). */
 int price_import_read(price_import *pi, const char *path, const price_import_opts *o, FILE *notes);
 void price_import_free(price_import *pi);
 /* "read N rows; kept K price rows; dropped: reason (count), ..." */
 void price_import_summary(const price_import *pi, FILE *f);
 
-/* Adds pi's rows to the price file `out` (created with its header when absent; an existing file is
- * rewritten through a temporary file and renamed). A row equal to an existing one (same instance,
- * region, option and price) is reported and skipped; the same key at another price is a conflict:
- * one error per conflict and nothing written, unless `replace`: the old row then stays as a '#'
- * line saying what replaced it. Returns 0, CB_EUSAGE (conflicts) or CB_EFAIL. */
+/* Adds pi's rows to the price file `out` (a new file gets the header; a header-only file is
+ * taken). A row equal to an existing one (same instance, region, option and price) is reported and
+ * skipped; the same key at another price is a conflict: one error per conflict and nothing
+ * written, unless `replace`: the old record then stays as '#' lines saying what replaced it. The
+ * merged text is loaded back by prices_load's rules (errors name `out`) before it replaces `out`
+ * (temporary file and rename): `out` is untouched unless the result loads. No rows to add is an
+ * error. Returns 0, CB_EUSAGE (conflicts, a result that would not load) or CB_EFAIL. */
 int price_import_merge(const price_import *pi, const char *out, int replace, FILE *report);
+/* `prices import` end to end: reads `catalogue` (price_import_read), prints the summary, then
+ * merges into `out` (price_import_merge) or, for NULL, writes CSV to stdout. Notes, the summary
+ * and the merge report go to `notes` (NULL: none; the merge report then to stderr). Any 0 it
+ * returns with `out` leaves a file prices_load reads. Returns 0, CB_EUSAGE or CB_EFAIL. */
+int price_import_file(const char *catalogue, const price_import_opts *o, const char *out, int replace, FILE *notes);
 /* Writes pi's rows as a price CSV ("-": stdout). */
 int price_import_write(const price_import *pi, const char *path);
 

@@ -261,7 +261,10 @@ static void fmt_money(char *b, size_t n, double usd)
     else if (usd >= 1e9) snprintf(b, n, "$%.3gB", usd / 1e9);
     else if (usd >= 1e6) snprintf(b, n, "$%.3gM", usd / 1e6);
     else if (usd >= 1e4) snprintf(b, n, "$%.3gk", usd / 1e3);
-    else snprintf(b, n, "$%.2f", usd);
+    else if (n > 1) {
+        b[0] = '$';
+        record_num_text(usd, 2, b + 1, n - 1); /* never $0.00 for a cost that is not zero */
+    }
 }
 
 static void fmt_count(char *b, size_t n, double v)

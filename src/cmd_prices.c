@@ -52,12 +52,7 @@ static int prices_import(int argc, char **argv)
         (o.nregions = parse_word_list(regions, "flag '--regions'", 0, rbuf, sizeof rbuf, rnames, 256)) < 0)
         return CB_EUSAGE;
     o.instances = inames, o.regions = rnames;
-    price_import pi;
-    if (price_import_read(&pi, pos[0], &o, stderr) != 0) return CB_EUSAGE;
-    price_import_summary(&pi, stderr);
-    rc = out ? price_import_merge(&pi, out, replace, stderr) : price_import_write(&pi, "-");
-    price_import_free(&pi);
-    return rc;
+    return price_import_file(pos[0], &o, out, replace, stderr);
 }
 
 typedef struct {

@@ -19,18 +19,20 @@ static void t_skypilot(void)
                        "lambda",   "--as-of",  "2025-01",
                        NULL};
     CHECK(cli_run(a, out, sizeof out, err, sizeof err) == 0, "exit: %s", err);
-    /* line 2 and 3: one row (same price); lines 4 and 5: two zones at 0.75 and 0.70: the lowest */
+    /* line 2 and 3: one row (same price); lines 4 and 5: two regions (no zone column: the same key at
+     * two prices would be a conflict) */
     CHECK(
         strstr(
             out,
             "lambda,gpu_8x_h100_sxm5,us-east-1,on_demand,23.92,2025-01,\"tests/catalogs/skypilot-lambda.csv (skypilot, "
             "line 2)\"\n") != NULL,
         "%s", out);
-    CHECK(strstr(out, "lambda,gpu_1x_a10,us-east-1,on_demand,0.7,2025-01,\"tests/catalogs/skypilot-lambda.csv "
+    CHECK(strstr(out, "lambda,gpu_1x_a10,us-west-1,on_demand,0.7,2025-01,\"tests/catalogs/skypilot-lambda.csv "
                       "(skypilot, line 5)\""),
           "%s", out);
+    CHECK(strstr(out, "lambda,gpu_1x_a10,us-east-1,on_demand,0.75,"), "%s", out);
     CHECK(strstr(out, "lambda,gpu_1x_a10,us-east-1,spot,0.3,"), "%s", out);
-    CHECK(strstr(err, "zones priced 0.75 (line 4) and 0.7 (line 5)"), "%s", err);
+    CHECK(strstr(err, "dropped: the same price repeated (1)"), "%s", err);
     const char *g[] = {
         "prices", "import", "tests/catalogs/skypilot-gcp.csv", "--format", "skypilot", "--provider", "gcp", "--as-of",
         "2025",   NULL};
@@ -212,7 +214,7 @@ static void t_plan_clouds(void)
 const test_case tests_prices[] = {
     {"prices: plan --per-instance ranks three clouds, each price's source and age", t_plan_clouds},
     {"prices: scale marks a price older than a year", t_stale_reports},
-    {"prices: skypilot catalogue: zones folded, host-only rows dropped, as-of required", t_skypilot},
+    {"prices: skypilot catalogue: a repeated row dropped, as-of required", t_skypilot},
     {"prices: skypilot gcp: host + GPU row of the same zone, a host without its GPUs dropped", t_gcp_join},
     {"prices: aws offer file: filters, reserved effective rate", t_aws},
     {"prices: azure retail json: Windows and low priority dropped, reservation per hour", t_azure},
