@@ -4,7 +4,8 @@
 #   check    LIMIT inputs (-runs) from a fixed random seed (FUZZ_SEED, default 1): the same inputs
 #            every time on the same corpus and build, so a failure is the change's, reproducible.
 #   explore  LIMIT seconds from a fresh random seed (printed); when it ends clean, the inputs that
-#            reached new coverage are merged into SEEDS (libFuzzer's -merge=1) to be committed.
+#            reached new edges are merged into SEEDS (libFuzzer's -merge=1 with -use_counters=0:
+#            hit counts left out, so the corpus grows by few files) to be committed.
 # Fuzzes a fresh copy of SEEDS in SCRATCH/corpus (check never writes SEEDS), libFuzzer's log in
 # SCRATCH/log. A clean run prints one line (executions, exec/s, coverage) and exits 0; a crash,
 # leak, timeout, out-of-memory or sanitizer report prints the report and the reproducer (path,
@@ -44,7 +45,8 @@ if [ $rc -eq 0 ]; then
         "$cov, $(ls "$scratch/corpus" | wc -l) corpus units, peak $(stat peak_rss_mb) MB"
     [ "$mode" = check ] && exit 0
     before=$(ls "$seeds" | wc -l)
-    "$bin" -merge=1 -max_len="$max_len" -close_fd_mask=2 "$seeds" "$scratch/corpus" >"$scratch/merge.log" 2>&1 || {
+    "$bin" -merge=1 -use_counters=0 -max_len="$max_len" -close_fd_mask=2 "$seeds" "$scratch/corpus" \
+        >"$scratch/merge.log" 2>&1 || {
         echo "error: fuzz: $name: merging into $seeds failed (see $scratch/merge.log)" >&2
         exit 1
     }
