@@ -4,9 +4,15 @@
 #   make report   measure this machine and write out/report.md
 #   make test SAN=1   the same tests built with -fsanitize=address,undefined,float-cast-overflow (in build-san/)
 #   make WERROR=1     warnings as errors (CI)
-#   make fuzz         libFuzzer runs of the CSV, safetensors and .idx/.bin parsers and of the
-#                     checkpoint checks of --resume, FUZZ_SECONDS (default 60) each, built with
-#                     clang in build-fuzz/ (tests/fuzz/)
+#   make fuzz         libFuzzer runs of the CSV, safetensors and .idx/.bin parsers, the checkpoint
+#                     checks of --resume, the log parsers, and `import --out` and `prices import
+#                     --out` end to end, built with clang in build-fuzz/ (tests/fuzz/): each harness
+#                     tries a fixed number of inputs from a fixed seed over the committed corpus
+#                     (tests/fuzz/corpus/), the same inputs every run (CI; about 3 minutes)
+#   make fuzz-explore exploratory fuzzing, FUZZ_SECONDS (default 60) each from a fresh random seed;
+#                     the inputs that reach new coverage are merged into tests/fuzz/corpus/ (commit
+#                     them), a crash's reproducer goes there once the bug is fixed. Run it before
+#                     resolving an issue.
 
 CC      ?= cc
 SAN     ?=
@@ -60,7 +66,7 @@ BIN := costbench
 endif
 TEST_BIN := $(BUILD)/tests/costbench_tests
 
-.PHONY: all deps test report clean FORCE fuzz fuzz-toolchain fuzz-corpus
+.PHONY: all deps test report clean FORCE fuzz fuzz-explore fuzz-toolchain fuzz-corpus
 all: $(BIN)
 
 deps:
@@ -122,10 +128,10 @@ FUZZ_LIB_SRC := common/csvio.c common/err.c common/parse.c common/files.c common
                 model/ckpt_meta.c common/precision.c common/machine_data.c common/presets.c common/stats.c common/params.c \
                 report/devices.c report/published.c report/kvconf.c report/logimport.c report/logfmt_megatron.c \
                 report/logfmt_nemo.c report/logfmt_torchtitan.c report/logfmt_composer.c report/logfmt_costbench.c \
-                report/netfit.c report/logrow.c report/json.c report/inputs.c
+                report/netfit.c report/logrow.c report/json.c report/inputs.c report/priceimport.c
 # GSL (the fits) with its own CBLAS: the harnesses link no OpenBLAS.
 FUZZ_LIBS    := -lcsv -lgsl -lgslcblas -lm
-FUZZ_TARGETS := csv safetensors idx ckpt logs
+FUZZ_TARGETS := csv safetensors idx ckpt logs import_out prices_out
 # Largest input per format: a few data/*.csv heads, a header plus small tensors, an index pair,
 # a checkpoint step's two files (about 1.5 KiB each with their metadata).
 FUZZ_MAXLEN_csv         := 8192
@@ -133,6 +139,21 @@ FUZZ_MAXLEN_safetensors := 16384
 FUZZ_MAXLEN_idx         := 4096
 FUZZ_MAXLEN_ckpt        := 8192
 FUZZ_MAXLEN_logs        := 8192
+FUZZ_MAXLEN_import_out  := 8192
+FUZZ_MAXLEN_prices_out  := 8192
+# make fuzz: inputs each harness tries (its seeds included) from seed FUZZ_SEED, sized for 10 to
+# 30 seconds each on a loaded 2-core machine (about 3 minutes in all).
+FUZZ_SEED    ?= 1
+FUZZ_RUNS_csv           := 120000
+FUZZ_RUNS_safetensors   := 300000
+FUZZ_RUNS_idx           := 300000
+FUZZ_RUNS_ckpt          := 100000
+FUZZ_RUNS_logs          := 20000
+FUZZ_RUNS_import_out    := 20000
+FUZZ_RUNS_prices_out    := 30000
+# The dictionary of each harness (none: no file tests/fuzz/NAME.dict).
+FUZZ_DICT_import_out    := tests/fuzz/logs.dict
+FUZZ_DICT     = $(or $(FUZZ_DICT_$(1)),$(wildcard tests/fuzz/$(1).dict))
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_CFLAGS  := -std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer $(WARN)
 FUZZ_LIB_OBJ := $(FUZZ_LIB_SRC:%.c=$(FUZZ_BUILD)/%.o) $(FUZZ_BUILD)/tests/fuzz/fuzz_io.o
@@ -153,16 +174,21 @@ $(FUZZ_BUILD)/%.o: %.c | deps fuzz-toolchain
 $(FUZZ_BIN): $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIB_OBJ) | deps fuzz-toolchain
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(FUZZ_SAN) -MMD -MP -MF $@.d -MT $@ -o $@ $< $(FUZZ_LIB_OBJ) $(FUZZ_LIBS)
 
-# Each harness on a scratch copy of its seeds (tests/fuzz/corpus/ does not grow); all of them run
-# even when one fails, and any crash, leak, timeout or sanitizer report fails the target.
+# Each harness on a scratch copy of its seeds (make fuzz never writes tests/fuzz/corpus/); all of
+# them run even when one fails, and any crash, leak, timeout or sanitizer report fails the target.
 fuzz: $(FUZZ_BIN)
-	@rc=0; $(foreach t,$(FUZZ_TARGETS),tests/fuzz/run.sh $(FUZZ_BUILD)/fuzz_$(t) tests/fuzz/corpus/$(t) \
-	  $(FUZZ_BUILD)/run/$(t) $(FUZZ_SECONDS) $(FUZZ_MAXLEN_$(t)) $(wildcard tests/fuzz/$(t).dict) || rc=1;) exit $$rc
+	@rc=0; $(foreach t,$(FUZZ_TARGETS),FUZZ_SEED=$(FUZZ_SEED) tests/fuzz/run.sh check $(FUZZ_BUILD)/fuzz_$(t) \
+	  tests/fuzz/corpus/$(t) $(FUZZ_BUILD)/run/$(t) $(FUZZ_RUNS_$(t)) $(FUZZ_MAXLEN_$(t)) $(call FUZZ_DICT,$(t)) \
+	  || rc=1;) exit $$rc
 
-# Rewrites tests/fuzz/corpus/ from tests/fuzz/gen_corpus.c and data/ (the result is committed).
+fuzz-explore: $(FUZZ_BIN)
+	@rc=0; $(foreach t,$(FUZZ_TARGETS),tests/fuzz/run.sh explore $(FUZZ_BUILD)/fuzz_$(t) tests/fuzz/corpus/$(t) \
+	  $(FUZZ_BUILD)/explore/$(t) $(FUZZ_SECONDS) $(FUZZ_MAXLEN_$(t)) $(call FUZZ_DICT,$(t)) || rc=1;) exit $$rc
+
+# Writes the generated seeds of tests/fuzz/corpus/ from tests/fuzz/gen_corpus.c, data/, tests/logs/
+# and tests/catalogs/ (the result is committed); the inputs fuzzing found there stay.
 fuzz-corpus: | deps fuzz-toolchain
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_SAN) -o $(FUZZ_BUILD)/gen_corpus tests/fuzz/gen_corpus.c $(FUZZ_LIB_SRC) $(FUZZ_LIBS)
-	rm -rf tests/fuzz/corpus
 	$(FUZZ_BUILD)/gen_corpus tests/fuzz/corpus data tests/logs tests/catalogs
 
 clean:

@@ -191,7 +191,10 @@ static int summary_row(const text_lines *t, int h, int i, log_run *r)
         return CB_EUSAGE;
     long nranks = isnan(ranks) ? 1 : (long)ranks, ninst = isnan(inst) ? 1 : (long)inst;
     if (nranks < 1 || ninst < 1) return err_usage("%s:%d: column 'ranks': expected at least 1", t->path, i + 1);
-    r->devices = nranks * ninst, r->devices_per_node = nranks;
+    if (log_degrees_product((const long[]){nranks, ninst}, 2, LOG_MAX_DEVICES, &r->devices) != 0)
+        return err_usage("%s:%d: columns 'ranks' x 'instances': %ld x %ld: more than %d devices", t->path, i + 1,
+                         nranks, ninst, LOG_MAX_DEVICES);
+    r->devices_per_node = nranks;
     r->tp = isnan(tp) ? 1 : (int)tp, r->pp = isnan(pp) ? 1 : (int)pp;
     r->dp = (int)(r->devices / ((long)r->tp * r->pp));
     if (!isnan(seq)) r->seq_len = (long)seq;
@@ -236,11 +239,15 @@ static int summary_csv(const text_lines *t, log_run *r)
     int rc = set.n == 1 ? 0
                         : err_usage("%s: %d rows: a summary of one run has one (import each run's own summary)",
                                     t->path, set.n);
+    if (rc == 0 && log_degrees_product((const long[]){set.rows[0].instances, set.rows[0].ranks}, 2, LOG_MAX_DEVICES,
+                                       &r->devices) != 0)
+        rc = err_usage("%s:%d: columns 'instances' x 'ranks': %ld x %ld: more than %d devices", t->path,
+                       set.rows[0].line, set.rows[0].instances, set.rows[0].ranks, LOG_MAX_DEVICES);
     if (rc == 0) {
         const tput_row *w = &set.rows[0];
         snprintf(r->model, sizeof r->model, "%.63s", w->model);
         r->tp = w->tp, r->pp = w->pp, r->seq_len = w->seq_len, r->global_batch = w->global_batch;
-        r->devices = w->instances * w->ranks, r->devices_per_node = w->ranks;
+        r->devices_per_node = w->ranks; /* r->devices: above */
         r->micro_batch = w->micro_batch;
         r->dp = (int)(r->devices / ((long)r->tp * r->pp));
         if (w->precision[0]) precision_set(r, w->precision);

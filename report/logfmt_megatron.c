@@ -115,15 +115,17 @@ static void arg_stated(const mg_args *A, const char *name, log_field f, log_run 
 static int args_sizes(const mg_args *A, log_run *r, long *log_interval)
 {
     long world = 0, v = 0;
-    struct { const char *name; int *dst; } ints[] = {
-        {"num_layers", &r->layers}, {"hidden_size", &r->d_model}, {"num_attention_heads", &r->heads},
-        {"ffn_hidden_size", &r->ffn_dim}, {"vocab_size", &r->vocab}, {"padded_vocab_size", &r->vocab},
-        {"tensor_model_parallel_size", &r->tp}, {"pipeline_model_parallel_size", &r->pp},
-        {"context_parallel_size", &r->cp}, {"virtual_pipeline_model_parallel_size", &r->vp},
-        {"data_parallel_size", &r->dp},
+    struct { const char *name; int *dst; long hi; } ints[] = {
+        {"num_layers", &r->layers, INT_MAX}, {"hidden_size", &r->d_model, INT_MAX},
+        {"num_attention_heads", &r->heads, INT_MAX}, {"ffn_hidden_size", &r->ffn_dim, INT_MAX},
+        {"vocab_size", &r->vocab, INT_MAX}, {"padded_vocab_size", &r->vocab, INT_MAX},
+        {"tensor_model_parallel_size", &r->tp, LOG_MAX_DEGREE},
+        {"pipeline_model_parallel_size", &r->pp, LOG_MAX_DEGREE}, {"context_parallel_size", &r->cp, LOG_MAX_DEGREE},
+        {"virtual_pipeline_model_parallel_size", &r->vp, LOG_MAX_DEGREE},
+        {"data_parallel_size", &r->dp, LOG_MAX_DEVICES},
     };
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) { /* padded_vocab_size after vocab_size: it wins */
-        int rc = arg_long(A, ints[i].name, 1, INT_MAX, &v);
+        int rc = arg_long(A, ints[i].name, 1, ints[i].hi, &v);
         if (rc < 0) return rc;
         if (rc) *ints[i].dst = (int)v;
     }
@@ -135,7 +137,7 @@ static int args_sizes(const mg_args *A, log_run *r, long *log_interval)
     if (arg_long(A, "seq_length", 1, LONG_MAX, &r->seq_len) < 0 ||
         arg_long(A, "micro_batch_size", 1, LONG_MAX, &r->micro_batch) < 0 ||
         arg_long(A, "global_batch_size", 1, LONG_MAX, &r->global_batch) < 0 ||
-        arg_long(A, "world_size", 1, LONG_MAX, &world) < 0 ||
+        arg_long(A, "world_size", 1, LOG_MAX_DEVICES, &world) < 0 ||
         arg_long(A, "log_interval", 1, LONG_MAX, log_interval) < 0)
         return CB_EUSAGE;
     r->devices = world;
@@ -234,8 +236,9 @@ static int mg_field(const char *path, int line, char *seg, log_step *s, mg_tally
     if (f == MG_BATCH) s->global_batch = n;
     if (f == MG_SKIPPED && n > 0 && !k->skipped_line) k->skipped_line = line;
     if (f == MG_NAN && n > 0 && !k->nan_line) k->nan_line = line;
-    if (f == MG_SKIPPED) k->skipped += n;
-    if (f == MG_NAN) k->nan += n;
+    if ((f == MG_SKIPPED && __builtin_add_overflow(k->skipped, n, &k->skipped)) ||
+        (f == MG_NAN && __builtin_add_overflow(k->nan, n, &k->nan)))
+        return err_usage("%s:%d: '%s': %ld brings the log's total past %ld", path, line, key, n, LONG_MAX);
     return 0;
 }
 

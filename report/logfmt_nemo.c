@@ -13,6 +13,9 @@
 #include "../common/err.h"
 #include "../common/parse.h"
 
+/* The largest step number read (global_step's bound): step counts stay far from overflowing. */
+#define NM_MAX_STEP 1000000000000000L
+
 /* PyTorch Lightning's progress line with NeMo's logged metrics: "Epoch 0: ... train_step_timing in
  * s=1.21 ..." */
 int log_is_nemo_line(const char *line)
@@ -33,17 +36,19 @@ static const char *conf_str(const kv_conf *c, const char *const *names)
 /* The model's sizes and degrees ("model.X" in the printed config, "X" at the top of hparams.yaml). */
 static int conf_sizes(const kv_conf *c, log_run *r)
 {
-    struct { const char *name; int *dst; } ints[] = {
-        {"num_layers", &r->layers}, {"hidden_size", &r->d_model}, {"num_attention_heads", &r->heads},
-        {"num_query_groups", &r->kv_heads}, {"ffn_hidden_size", &r->ffn_dim},
-        {"tensor_model_parallel_size", &r->tp}, {"pipeline_model_parallel_size", &r->pp},
-        {"virtual_pipeline_model_parallel_size", &r->vp}, {"context_parallel_size", &r->cp},
+    struct { const char *name; int *dst; long hi; } ints[] = {
+        {"num_layers", &r->layers, INT_MAX}, {"hidden_size", &r->d_model, INT_MAX},
+        {"num_attention_heads", &r->heads, INT_MAX}, {"num_query_groups", &r->kv_heads, INT_MAX},
+        {"ffn_hidden_size", &r->ffn_dim, INT_MAX}, {"tensor_model_parallel_size", &r->tp, LOG_MAX_DEGREE},
+        {"pipeline_model_parallel_size", &r->pp, LOG_MAX_DEGREE},
+        {"virtual_pipeline_model_parallel_size", &r->vp, LOG_MAX_DEGREE},
+        {"context_parallel_size", &r->cp, LOG_MAX_DEGREE},
     };
     long v = 0;
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
         char model[96];
         snprintf(model, sizeof model, "model.%s", ints[i].name);
-        int rc = kvconf_long(c, (const char *const[]){model, ints[i].name, NULL}, 1, INT_MAX, &v);
+        int rc = kvconf_long(c, (const char *const[]){model, ints[i].name, NULL}, 1, ints[i].hi, &v);
         if (rc < 0) return rc;
         if (rc) *ints[i].dst = (int)v;
     }
@@ -63,12 +68,18 @@ static int conf_devices(const kv_conf *c, log_run *r)
     const char *d = conf_str(c, (const char *const[]){"trainer.devices", NULL});
     long per_node = 0, nodes = 1;
     if (!d || strcmp(d, "-1") == 0 || strcmp(d, "auto") == 0) return 0;
-    if (kvconf_long(c, (const char *const[]){"trainer.devices", NULL}, 1, LONG_MAX, &per_node) < 0 ||
-        kvconf_long(c, (const char *const[]){"trainer.num_nodes", NULL}, 1, LONG_MAX, &nodes) < 0)
+    if (kvconf_long(c, (const char *const[]){"trainer.devices", NULL}, 1, LOG_MAX_DEVICES, &per_node) < 0 ||
+        kvconf_long(c, (const char *const[]){"trainer.num_nodes", NULL}, 1, LOG_MAX_DEVICES, &nodes) < 0)
         return CB_EUSAGE;
-    r->devices_per_node = per_node, r->devices = per_node * nodes;
-    long model = (long)(r->tp ? r->tp : 1) * (r->pp ? r->pp : 1) * (r->cp ? r->cp : 1);
-    if (r->devices % model == 0) r->dp = (int)(r->devices / model);
+    if (log_degrees_product((const long[]){per_node, nodes}, 2, LOG_MAX_DEVICES, &r->devices) != 0)
+        return err_usage("%s:%d: key 'trainer.num_nodes': %ld nodes of %ld devices: more than %d devices", c->path,
+                         kvconf_find(c, "trainer.num_nodes")->line, nodes, per_node, LOG_MAX_DEVICES);
+    r->devices_per_node = per_node;
+    long model;
+    if (log_degrees_product((const long[]){r->tp ? r->tp : 1, r->pp ? r->pp : 1, r->cp ? r->cp : 1}, 3, r->devices,
+                            &model) == 0 &&
+        r->devices % model == 0)
+        r->dp = (int)(r->devices / model);
     return 0;
 }
 
@@ -179,6 +190,9 @@ static int nm_tqdm(const char *path, int line, char *u, log_step *s, double *gst
     while (p > u && p[-1] == ' ') p--;
     while (p > u && p[-1] != ' ' && p[-1] != '|') p--;
     long n = strtol(p, &end, 10);
+    if (end != p && *end == '/' && (n < 0 || n > NM_MAX_STEP))
+        return err_usage("%s:%d: the step counter: expected a whole number from 0 to %ld, got '%.*s'", path, line,
+                         NM_MAX_STEP, (int)(end - p), p);
     if (end != p && *end == '/') *count = n;
     char *save = NULL;
     int named = 0; /* after the first name=value, every part is one: a comma inside a value splits it */
@@ -201,6 +215,9 @@ static int nm_printer(const char *path, int line, char *u, log_step *s, double *
 {
     char *it = strstr(u, "iteration "), *end = NULL, *save = NULL;
     long n = it ? strtol(it + strlen("iteration "), &end, 10) : 0;
+    if (it && end != it + strlen("iteration ") && *end == '/' && (n < 0 || n >= NM_MAX_STEP))
+        return err_usage("%s:%d: 'iteration': expected a whole number from 0 to %ld, got '%.*s'", path, line,
+                         NM_MAX_STEP - 1, (int)(end - it) - 10, it + 10);
     if (it && end != it + strlen("iteration ") && *end == '/') *count = n + 1;
     strtok_r(u, "|", &save);
     for (char *part = strtok_r(NULL, "|", &save); part; part = strtok_r(NULL, "|", &save)) {

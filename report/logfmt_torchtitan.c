@@ -20,6 +20,7 @@
  * The TOML job config (--config) gives what the log does not (tt_config below). */
 #include "logimport.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -127,11 +128,11 @@ static double model_arg(const char *s, const char *key)
 
 /* FeedForward's hidden width (torchtitan/models/llama3/model/model.py): 2/3 of 4 x dim, times
  * ffn_dim_multiplier when set, rounded up to a multiple of multiple_of. */
-static int llama_ffn(int dim, double multiplier, int multiple_of)
+static long llama_ffn(int dim, double multiplier, int multiple_of)
 {
     long h = (long)(2 * (4.0 * dim) / 3);
     if (multiplier > 0) h = (long)(multiplier * (double)h);
-    return (int)(multiple_of * ((h + multiple_of - 1) / multiple_of));
+    return multiple_of * ((h + multiple_of - 1) / multiple_of);
 }
 
 /* A model-args block (one line, or a JSON object over the lines that follow): the model's shape. */
@@ -147,17 +148,19 @@ static int tt_model_args(log_run *r, const text_lines *t, int i)
         if (j > i && t->line[j][0] == '}') break;
     }
     if (!(a[0] > 0 && a[0] < 1e7 && a[1] > 0 && a[1] < 1e5 && a[2] > 0 && a[2] < 1e5)) return 0;
+    int multiple_of = a[5] >= 1 && a[5] < 1e7 ? (int)a[5] : 256;
+    long ffn = llama_ffn((int)a[0], a[6] > 0 && a[6] < 100 ? a[6] : 0, multiple_of);
+    if (ffn > INT_MAX) return 0; /* a shape past every bound, as an out-of-range dim */
     r->d_model = (int)a[0], r->layers = (int)a[1], r->heads = (int)a[2];
     r->kv_heads = a[3] > 0 && a[3] < 1e5 ? (int)a[3] : r->heads;
     if (a[4] > 0 && a[4] < 1e9) r->vocab = (int)a[4];
-    int multiple_of = a[5] >= 1 && a[5] < 1e7 ? (int)a[5] : 256;
-    r->ffn_dim = llama_ffn(r->d_model, a[6] > 0 && a[6] < 100 ? a[6] : 0, multiple_of);
+    r->ffn_dim = (int)ffn;
     return 1;
 }
 
 /* "Building 2-D device mesh with ['dp_shard', 'tp'], [4, 2]" or "Building device mesh with
  * parallelism: pp=1, dp_replicate=1, dp_shard=8, cp=1, tp=1, ...": the world size and degrees. */
-static void tt_mesh(log_run *r, const char *s)
+static int tt_mesh(log_run *r, const char *s, const char *path, int line)
 {
     long deg[5] = {1, 1, 1, 1, 1}; /* pp, dp_replicate, dp_shard, cp, tp */
     static const char *const names[5] = {"pp", "dp_replicate", "dp_shard", "cp", "tp"};
@@ -167,14 +170,14 @@ static void tt_mesh(log_run *r, const char *s)
             char pat[24];
             snprintf(pat, sizeof pat, " %s=", names[k]);
             const char *p = strstr(s, pat);
-            if (!p || (deg[k] = strtol(p + strlen(pat), NULL, 10)) < 1 || deg[k] > 1000000) return;
+            if (!p || (deg[k] = strtol(p + strlen(pat), NULL, 10)) < 1 || deg[k] > 1000000) return 0;
         }
     } else if (list) { /* names in brackets, then their sizes; "dp" is whichever DP dimension is on */
         const char *nm = strchr(s, '[');
         char *end;
         for (const char *p = list + 4; *p == '[' || *p == ',' || *p == ' ';) {
             long v = strtol(p + 1, &end, 10);
-            if (end == p + 1 || v < 1 || v > 1000000 || !(nm = strchr(nm, '\''))) return;
+            if (end == p + 1 || v < 1 || v > 1000000 || !(nm = strchr(nm, '\''))) return 0;
             size_t len = strcspn(nm + 1, "'");
             for (int k = 0; k < 5; k++)
                 if (len == strlen(names[k]) && strncmp(nm + 1, names[k], len) == 0) deg[k] = v;
@@ -182,12 +185,18 @@ static void tt_mesh(log_run *r, const char *s)
             nm += len + 2, p = end;
         }
     } else {
-        return;
+        return 0;
     }
+    long devices;
+    if (log_degrees_product(deg, 5, LOG_MAX_DEVICES, &devices) != 0)
+        return err_usage("%s:%d: a device mesh of pp %ld x dp_replicate %ld x dp_shard %ld x cp %ld x tp %ld: more "
+                         "than %d devices",
+                         path, line, deg[0], deg[1], deg[2], deg[3], deg[4], LOG_MAX_DEVICES);
     r->pp = (int)deg[0], r->cp = (int)deg[3], r->tp = (int)deg[4];
-    r->dp = (int)(deg[1] * deg[2]);
-    r->devices = deg[0] * deg[1] * deg[2] * deg[3] * deg[4];
+    r->dp = (int)(deg[1] * deg[2]); /* at most `devices` */
+    r->devices = devices;
     if (deg[2] > 1) snprintf(r->sharding, sizeof r->sharding, "%s", deg[1] > 1 ? "hybrid" : "zero3");
+    return 0;
 }
 
 /* Line `line` of the log states the batch sizes and the sequence length (batch), else the mesh. */
@@ -197,8 +206,9 @@ static void tt_stated(log_run *r, int line, int batch)
     for (int k = 0; k < (batch ? 3 : 4); k++) log_run_stated(r, batch ? b[k] : m[k], line, 0);
 }
 
-/* The lines before and between the step lines that state the run's setup. */
-static void tt_setup_line(log_run *r, const text_lines *t, int i, const char *s)
+/* The lines before and between the step lines that state the run's setup. Returns 0 or CB_EUSAGE
+ * (a device mesh past the bounds, error printed). */
+static int tt_setup_line(log_run *r, const text_lines *t, int i, const char *s)
 {
     const char *p;
     double v;
@@ -212,10 +222,9 @@ static void tt_setup_line(log_run *r, const text_lines *t, int i, const char *s)
              v < 1e20)
         r->peak_tflops = v / 1e12;
     else if (strstr(s, "Building ") && strstr(s, "device mesh")) {
-        tt_mesh(r, s);
+        if (tt_mesh(r, s, t->path, i + 1) != 0) return CB_EUSAGE;
         if (r->devices > 0) tt_stated(r, i + 1, 0);
-    }
-    else if (strstr(s, "Building ") && (strstr(s, "ModelArgs(") || strstr(s, "with {")))
+    } else if (strstr(s, "Building ") && (strstr(s, "ModelArgs(") || strstr(s, "with {")))
         tt_model_args(r, t, i);
     else if ((p = strstr(s, " size: ")) && strstr(p, " total parameters")) {
         char digits[32];
@@ -229,6 +238,7 @@ static void tt_setup_line(log_run *r, const text_lines *t, int i, const char *s)
         if (m && sscanf(m, "Model %31s %31s size:", name, flavor) == 2)
             snprintf(r->model, sizeof r->model, "%s-%s", name, flavor);
     }
+    return 0;
 }
 
 /* The model flavors of torchtitan's model args tables: llama3_args (torchtitan/models/llama3/__init__.py)
@@ -261,7 +271,7 @@ static void tt_config_model(const kv_conf *c, log_run *r)
         const tt_flavor *f = &tt_flavors[i];
         if (strcmp(f->name, name->value) != 0 || strcmp(f->flavor, flavor->value) != 0) continue;
         r->d_model = f->dim, r->layers = f->layers, r->heads = f->heads, r->kv_heads = f->kv_heads;
-        r->ffn_dim = llama_ffn(f->dim, f->ffn_multiplier, f->multiple_of), r->vocab = f->vocab;
+        r->ffn_dim = (int)llama_ffn(f->dim, f->ffn_multiplier, f->multiple_of), r->vocab = f->vocab;
         return;
     }
     log_run_note(r, "%s %s: a flavor whose shape is not known here", name->value, flavor->value);
@@ -282,14 +292,20 @@ static int tt_config_parallel(const kv_conf *c, log_run *r)
         kvconf_long(c, cp_k, 1, 1000000, &cp) < 0)
         return CB_EUSAGE;
     if (r->devices) return 0;
+    long devices = 0;
+    if (shard > 0 && log_degrees_product((const long[]){rep, shard, tp, pp, cp}, 5, LOG_MAX_DEVICES, &devices) != 0)
+        return err_usage("%s:%d: data_parallel_replicate_degree %ld x data_parallel_shard_degree %ld x tp %ld x pp %ld "
+                         "x cp %ld: more than %d devices",
+                         c->path, kvconf_find(c, "data_parallel_shard_degree")->line, rep, shard, tp, pp, cp,
+                         LOG_MAX_DEVICES);
     r->tp = (int)tp, r->pp = (int)pp, r->cp = (int)cp;
     if (shard == -1) { /* the devices left over: unknown without the world size */
         log_run_note(r, "data_parallel_shard_degree -1 (FSDP over the devices left)");
         return 0;
     }
     if (shard == 0) return 0;
-    r->dp = (int)(rep * shard);
-    r->devices = rep * shard * tp * pp * cp;
+    r->dp = (int)(rep * shard); /* at most `devices` */
+    r->devices = devices;
     snprintf(r->sharding, sizeof r->sharding, "%s", shard > 1 ? (rep > 1 ? "hybrid" : "zero3") : "none");
     return 0;
 }
@@ -351,8 +367,8 @@ int log_parse_torchtitan(const text_lines *t, const char *config_path, log_run *
         strip_ansi(s, sizeof s, t->line[i]);
         if (log_is_torchtitan_line(s)) {
             if (tt_step(r, s, t->path, i + 1) != 0) return CB_EUSAGE;
-        } else {
-            tt_setup_line(r, t, i, s);
+        } else if (tt_setup_line(r, t, i, s) != 0) {
+            return CB_EUSAGE;
         }
     }
     if (r->nsteps == 0)

@@ -122,3 +122,12 @@ int log_not_format(const text_lines *t, log_format want, const char *expect)
     return err_usage("%s:%d: not a %s log: no step line such as %s (the first line reads '%.80s')", t->path, first + 1,
                      log_format_titles[want], expect, t->line[first]);
 }
+
+int log_degrees_product(const long *deg, int n, long max, long *out)
+{
+    long p = 1;
+    for (int k = 0; k < n; k++)
+        if (deg[k] < 1 || __builtin_mul_overflow(p, deg[k], &p) || p > max) return -1;
+    *out = p;
+    return 0;
+}

@@ -124,4 +124,11 @@ int log_detect_line(const text_lines *t, log_format *f);
  * `want` looks like). Returns CB_EUSAGE. */
 int log_not_format(const text_lines *t, log_format want, const char *expect);
 
+/* Bounds of what a log states, as the published-runs schema bounds them (published.c): the
+ * accelerators of a run (a world size, a product of parallel degrees) and one parallel degree. */
+enum { LOG_MAX_DEVICES = 10000000, LOG_MAX_DEGREE = 65536 };
+/* The product of deg[0..n) into *out: 0, or -1 (*out untouched) when a degree is below 1 or the
+ * product passes max (never overflowing on the way). */
+int log_degrees_product(const long *deg, int n, long max, long *out);
+
 #endif

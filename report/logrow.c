@@ -2,6 +2,7 @@
 #include "logrow.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,14 +111,19 @@ static int warmup_detect(const double *v, int n, char *why, size_t wn)
 }
 
 /* The kept steps' figures summarised into st. */
-static int steady_stats(const log_run *r, log_steady *st)
+static int steady_stats(const log_run *r, const char *path, log_steady *st)
 {
     double *x = malloc((size_t)st->n * sizeof *x);
     if (!x) return err_msg("out of memory");
     st->iters = 0;
     for (int k = 0; k < st->n; k++) {
-        x[k] = log_step_figure(&r->steps[st->keep[k]], st->metric);
-        st->iters += r->steps[st->keep[k]].iters > 0 ? r->steps[st->keep[k]].iters : 1;
+        const log_step *s = &r->steps[st->keep[k]];
+        x[k] = log_step_figure(s, st->metric);
+        if (__builtin_add_overflow(st->iters, s->iters > 0 ? s->iters : 1, &st->iters)) {
+            free(x);
+            return err_usage("%s:%d: the step lines kept up to here average over more than %ld iterations", path,
+                             s->line, LONG_MAX);
+        }
     }
     stats_summary s;
     stats_summarize(x, st->n, &s);
@@ -168,7 +174,7 @@ int log_steady_compute(const log_run *r, long skip, const char *path, log_steady
                          pub_metric_names[st->metric], st->warm, st->why);
     memmove(st->keep, st->keep + st->warm, (size_t)(st->n - st->warm) * sizeof *st->keep);
     st->n -= st->warm;
-    return steady_stats(r, st);
+    return steady_stats(r, path, st);
 }
 
 void log_steady_free(log_steady *st)

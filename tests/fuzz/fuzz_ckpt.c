@@ -14,7 +14,7 @@
  * another number of layers, a position that is not the latest step's, parts of two steps or runs, another batch shape
  * or seed, an adam_t that is not the step, a non-finite moment or a negative second moment.
  *
- *   make fuzz                        every harness, FUZZ_SECONDS each (see Makefile)
+ *   make fuzz / make fuzz-explore    every harness (see Makefile)
  *   build-fuzz/fuzz_ckpt -close_fd_mask=2 -max_len=8192 -dict=tests/fuzz/ckpt.dict DIR
  *   build-fuzz/fuzz_ckpt FILE        replay one input (a crash reproducer), errors shown
  *

@@ -7,7 +7,7 @@
  * with -close_fd_mask=2. Besides the sanitizers, the harness aborts when a loaded table breaks
  * what csvio.h promises: named, distinct columns, and record line numbers that never go back.
  *
- *   make fuzz                        all three harnesses, FUZZ_SECONDS each (see Makefile)
+ *   make fuzz / make fuzz-explore    every harness (see Makefile)
  *   build-fuzz/fuzz_csv -close_fd_mask=2 -max_len=8192 DIR   fuzz with corpus DIR
  *   build-fuzz/fuzz_csv FILE         replay one input (a crash reproducer), errors shown
  *

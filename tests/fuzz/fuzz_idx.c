@@ -9,7 +9,7 @@
  * index whose tokens do not fit in the .bin it was given, or whose sequences' sizes and offsets
  * (seq_sizes, seq_start) do not tile the tokens.
  *
- *   make fuzz                        all three harnesses, FUZZ_SECONDS each (see Makefile)
+ *   make fuzz / make fuzz-explore    every harness (see Makefile)
  *   build-fuzz/fuzz_idx -close_fd_mask=2 -max_len=4096 DIR   fuzz with corpus DIR
  *   build-fuzz/fuzz_idx FILE         replay one input (a crash reproducer), errors shown
  *

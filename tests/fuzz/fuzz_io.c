@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-enum { MAX_FILES = 4 };
+enum { MAX_FILES = 4, MAX_DIRS = 2 };
 
 static int report_fd = 2;       /* the original stderr */
 static const char *harness = "fuzz";
@@ -76,7 +76,24 @@ static int add_file(const char *path, int fd)
     return nfiles++;
 }
 
-/* Files "costbench-fuzz-<pid>-..." of processes that are gone: a crash skips exit handlers. */
+/* path, and when it is a directory what it holds `depth` levels down. */
+static void remove_tree(const char *path, int depth)
+{
+    if (unlink(path) == 0 || (errno != EISDIR && errno != EPERM)) return;
+    DIR *d = depth > 0 ? opendir(path) : NULL;
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL) {
+        char sub[512];
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 &&
+            snprintf(sub, sizeof sub, "%s/%s", path, e->d_name) < (int)sizeof sub)
+            remove_tree(sub, depth - 1);
+    }
+    if (d) closedir(d);
+    rmdir(path);
+}
+
+/* Files and directories "costbench-fuzz-<pid>-..." of processes that are gone: a crash skips exit
+ * handlers. */
 static void remove_stale(const char *dir)
 {
     DIR *d = opendir(dir);
@@ -91,15 +108,72 @@ static void remove_stale(const char *dir)
         if (end == e->d_name + np || *end != '-' || pid <= 0) continue;
         if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
         char path[512];
-        if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) < (int)sizeof path) unlink(path);
+        if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) < (int)sizeof path) remove_tree(path, 2);
     }
     closedir(d);
 }
 
-int fuzz_tmp_new(const char *stem)
+static char dirs[MAX_DIRS][256];
+static int ndirs, stale_done;
+
+static void remove_dirs(void)
+{
+    for (int i = ndirs - 1; i >= 0; i--) remove_tree(dirs[i], 2);
+    ndirs = 0;
+}
+
+/* Where scratch files go; the first call removes those of crashed harnesses. */
+static const char *scratch_root(void)
 {
     const char *dir = access("/dev/shm", W_OK | X_OK) == 0 ? "/dev/shm" : "/tmp";
-    if (nfiles == 0) remove_stale(dir);
+    if (!stale_done) remove_stale(dir);
+    stale_done = 1;
+    return dir;
+}
+
+const char *fuzz_tmp_dir(const char *stem)
+{
+    const char *root = scratch_root();
+    if (ndirs == MAX_DIRS) {
+        fprintf(stderr, "error: %s: more than %d scratch directories\n", harness, MAX_DIRS);
+        exit(1);
+    }
+    char *path = dirs[ndirs];
+    if (snprintf(path, sizeof dirs[0], "%s/costbench-fuzz-%ld-%s-XXXXXX", root, (long)getpid(), stem) >=
+            (int)sizeof dirs[0] ||
+        !mkdtemp(path)) {
+        fprintf(stderr, "error: %s: cannot create a scratch directory for '%s': %s\n", harness, stem, strerror(errno));
+        exit(1);
+    }
+    if (ndirs++ == 0) atexit(remove_dirs);
+    return path;
+}
+
+void fuzz_file_write(const char *path, const void *data, size_t n)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    size_t done = 0;
+    while (fd >= 0 && done < n) {
+        ssize_t k = write(fd, (const char *)data + done, n - done);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) break;
+        done += (size_t)k;
+    }
+    if (fd < 0 || done < n || close(fd) != 0) fuzz_fail("cannot write '%s': %s", path, strerror(errno));
+}
+
+size_t fuzz_split_config(const uint8_t *data, size_t n, const uint8_t **config, size_t *config_n)
+{
+    const size_t k = strlen(FUZZ_CONFIG_SEP);
+    const uint8_t *sep = n >= k ? memmem(data, n, FUZZ_CONFIG_SEP, k) : NULL;
+    *config = sep ? sep + k : NULL;
+    *config_n = sep ? n - (size_t)(sep + k - data) : 0;
+    return sep ? (size_t)(sep - data) + 1 : n; /* the log keeps its last newline */
+}
+
+int fuzz_tmp_new(const char *stem)
+{
+    const char *dir = scratch_root();
     char path[256];
     if (snprintf(path, sizeof path, "%s/costbench-fuzz-%ld-%s-XXXXXX", dir, (long)getpid(), stem) >= (int)sizeof path) {
         fprintf(stderr, "error: %s: stem '%s' is too long\n", harness, stem);

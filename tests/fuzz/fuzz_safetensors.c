@@ -9,7 +9,7 @@
  * match its shape and dtype exactly, or lie outside the data section: safetensors.h promises
  * that every offset and size is validated against the file.
  *
- *   make fuzz                        all three harnesses, FUZZ_SECONDS each (see Makefile)
+ *   make fuzz / make fuzz-explore    every harness (see Makefile)
  *   build-fuzz/fuzz_safetensors -close_fd_mask=2 -max_len=16384 \
  *       -dict=tests/fuzz/safetensors.dict DIR                      fuzz with corpus DIR
  *   build-fuzz/fuzz_safetensors FILE   replay one input (a crash reproducer), errors shown

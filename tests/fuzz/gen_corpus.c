@@ -10,11 +10,15 @@
  *                     bf16) and ones each resume check refuses or flags (a negative exp_avg_sq, a
  *                     finite exp_avg of 3e38, adam_t 2147483647, another layers, another run,
  *                     another batch, an older checkpoint's keys)
- *   OUT/logs/         the training logs, configs and collective-benchmark outputs of tests/logs/
- *                     and the price catalogues of tests/catalogs/ (LOGS...), one seed each, for
- *                     fuzz_logs
- * Usage: gen_corpus OUT DATA LOGS...   (make fuzz-corpus: OUT = tests/fuzz/corpus, DATA = data,
- * LOGS = tests/logs tests/catalogs)
+ *   OUT/logs/         the training logs, configs and collective-benchmark outputs of LOGS
+ *                     (tests/logs/) and the price catalogues of CATALOGS (tests/catalogs/), one
+ *                     seed each, and each log joined to its config (fuzz_io.h's "@@config@@"),
+ *                     for fuzz_logs
+ *   OUT/import_out/   the files of LOGS and the joined logs, for fuzz_import_out
+ *   OUT/prices_out/   the catalogues of CATALOGS, for fuzz_prices_out
+ * Usage: gen_corpus OUT DATA LOGS CATALOGS   (make fuzz-corpus: OUT = tests/fuzz/corpus, DATA =
+ * data, LOGS = tests/logs, CATALOGS = tests/catalogs). Files already in OUT that it does not write
+ * (inputs fuzzing found, regression inputs) stay.
  * Exits 0, or 1 after an "error:" line. */
 #include <dirent.h>
 #include <errno.h>
@@ -29,6 +33,7 @@
 #include "../../model/safetensors.h"
 #include "../../kernels/bf16.h"
 #include "fuzz_ckpt.h"
+#include "fuzz_io.h"
 #include "../../common/files.h"
 
 static const char *out_dir;
@@ -466,11 +471,11 @@ static void gen_ckpt(void)
 
 /* ---------------------------------------------------------------- logs */
 
-/* Every file of logs_dir, as it is (sorted by name: the corpus is deterministic; the directories'
- * file names are distinct). */
-static void gen_logs(const char *logs_dir)
+/* Every file of logs_dir into OUT/sub, as it is (sorted by name: the corpus is deterministic; the
+ * directories' file names are distinct). */
+static void gen_files(const char *sub, const char *logs_dir)
 {
-    make_dir("logs");
+    make_dir(sub);
     struct dirent **names;
     int n = scandir(logs_dir, &names, NULL, alphasort);
     if (n < 0) die("cannot list", logs_dir);
@@ -481,7 +486,7 @@ static void gen_logs(const char *logs_dir)
         if (names[i]->d_name[0] != '.' && stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
             size_t len;
             unsigned char *b = slurp(path, &len);
-            put("logs", names[i]->d_name, b, len);
+            put(sub, names[i]->d_name, b, len);
             free(b);
         }
         free(names[i]);
@@ -489,10 +494,41 @@ static void gen_logs(const char *logs_dir)
     free(names);
 }
 
+/* Each log of logs_dir that has a config there, the two joined as one input ("LOG+config") into
+ * OUT/sub: the parsers read the config as `import --config` gives it. */
+static void gen_joined(const char *sub, const char *logs_dir)
+{
+    static const char *const pairs[][2] = {
+        {"torchtitan_llama3_8b.log", "torchtitan_llama3_8b.toml"},
+        {"torchtitan_llama2_7b_wps.log", "torchtitan_llama2_7b_old.toml"},
+        {"composer_mpt7b.log", "composer_mpt7b.yaml"},
+        {"nemo_excerpt.log", "nemo_run.yaml"},
+    };
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+        char path[2][CB_PATH_MAX], name[CB_PATH_MAX];
+        size_t len[2];
+        unsigned char *b[2];
+        for (int k = 0; k < 2; k++) {
+            snprintf(path[k], sizeof path[k], "%s/%s", logs_dir, pairs[i][k]);
+            b[k] = slurp(path[k], &len[k]);
+        }
+        const char *sep = &FUZZ_CONFIG_SEP[1]; /* the log's own last newline precedes it */
+        size_t ns = strlen(sep), n = len[0] + ns + len[1];
+        unsigned char *joined = malloc(n);
+        if (!joined) die("out of memory joining", path[0]);
+        memcpy(joined, b[0], len[0]);
+        memcpy(joined + len[0], sep, ns);
+        memcpy(joined + len[0] + ns, b[1], len[1]);
+        snprintf(name, sizeof name, "%s+config", pairs[i][0]);
+        put(sub, name, joined, n);
+        free(joined), free(b[0]), free(b[1]);
+    }
+}
+
 int main(int argc, char **argv)
 {
-    if (argc < 4) {
-        fprintf(stderr, "usage: gen_corpus OUT DATA LOGS...\n");
+    if (argc != 5) {
+        fprintf(stderr, "usage: gen_corpus OUT DATA LOGS CATALOGS\n");
         return 2;
     }
     out_dir = argv[1];
@@ -501,6 +537,11 @@ int main(int argc, char **argv)
     gen_safetensors();
     gen_idx();
     gen_ckpt();
-    for (int i = 3; i < argc; i++) gen_logs(argv[i]);
+    gen_files("logs", argv[3]);
+    gen_files("logs", argv[4]);
+    gen_joined("logs", argv[3]);
+    gen_files("import_out", argv[3]);
+    gen_joined("import_out", argv[3]);
+    gen_files("prices_out", argv[4]);
     return 0;
 }
