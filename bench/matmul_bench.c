@@ -402,9 +402,12 @@ static void mm_notes_onednn(record *rec, const mm_tally *t)
                 cap ? " caps it" : "", kernels);
     if (t->onednn_bf16 && !onednn_bf16_native())
         record_note(rec,
-                    "bf16 without bf16 instructions: at ISA %s oneDNN converts bf16 to fp32 and multiplies in fp32, so "
-                    "bf16 rows measure that emulation, not bf16 hardware%s",
+                    "bf16 without bf16 instructions: at ISA %s %s, so bf16 rows measure that emulation, not bf16 "
+                    "hardware%s",
                     onednn_isa(),
+                    onednn_bf16_widened() ? "oneDNN has no bf16 matmul and costbench widens bf16 to fp32 for "
+                                            "OpenBLAS's sgemm (impl costbench:bf16-widened-sgemm)"
+                                          : "oneDNN converts bf16 to fp32 and multiplies in fp32",
                     bf16_cpu_native() ? " (this CPU has AVX512_BF16: DNNL_MAX_CPU_ISA keeps oneDNN from it)" : "");
     if (t->packed)
         record_note(rec, "packed weights: each weight B reordered once into oneDNN's blocked layout before its product "

@@ -9,6 +9,7 @@
 #include <oneapi/dnnl/dnnl.h>
 
 #include "bf16.h"
+#include "matmul.h"
 
 /* One cached primitive per (shape, packed) with its memory objects (handles set per call). */
 typedef struct {
@@ -20,6 +21,7 @@ typedef struct {
     dnnl_memory_desc_t b_plain; /* B as the caller lays it out */
     dnnl_memory_desc_t b_prim;  /* B as the primitive wants it */
     const char *impl;
+    int widened; /* 1: oneDNN has no bf16 matmul at this ISA: widened to fp32 (see widened_exec) */
 } entry;
 
 #define MAX_ENTRIES 512
@@ -33,7 +35,12 @@ static struct {
     int n;
     char err[256];
     char version[32];
+    float *wbuf[3]; /* widened_exec's fp32 copies of A and B, and its fp32 C for a bf16 C */
+    size_t wcap[3];
 } G = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* The implementation name of the widened fallback (onednn_impl), as the CSVs and notes print it. */
+#define WIDENED_IMPL "costbench:bf16-widened-sgemm"
 
 static int fail(const char *what, dnnl_status_t st)
 {
@@ -91,6 +98,13 @@ int onednn_bf16_native(void)
 {
     dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
     return isa == dnnl_cpu_isa_avx512_core_bf16 || isa == dnnl_cpu_isa_avx512_core_amx;
+}
+
+int onednn_bf16_widened(void)
+{
+    onednn_shape probe = {.ab = ONEDNN_BF16, .c = ONEDNN_F32, .n = 16, .m = 16, .k = 16, .lda = 16, .ldb = 16, .ldc = 16};
+    const char *impl = onednn_impl(&probe);
+    return impl && strcmp(impl, WIDENED_IMPL) == 0;
 }
 
 const char *onednn_last_error(void) { return G.err[0] ? G.err : "no error"; }
@@ -151,6 +165,13 @@ static int create_entry(entry *e, const onednn_shape *s, int packed)
     dnnl_status_t st = dnnl_primitive_desc_create(&e->pd, &desc, attr, G.engine, NULL);
     if (po) dnnl_post_ops_destroy(po);
     if (attr) dnnl_primitive_attr_destroy(attr);
+    if (st == dnnl_unimplemented && s->ab == ONEDNN_BF16) {
+        /* oneDNN 2.6 has no bf16 matmul below AVX-512: the fallback, B read in the caller's layout */
+        e->widened = 1;
+        e->impl = WIDENED_IMPL;
+        e->b_prim = e->b_plain;
+        return KERNEL_OK;
+    }
     if (st != dnnl_success) return fail("dnnl_primitive_desc_create(matmul)", st);
     CHECK(dnnl_primitive_desc_query(e->pd, dnnl_query_impl_info_str, 0, &e->impl));
     e->b_prim = *dnnl_primitive_desc_query_md(e->pd, dnnl_query_weights_md, 0);
@@ -178,8 +199,53 @@ static entry *lookup(const onednn_shape *s, int packed)
     return e;
 }
 
+/* G.wbuf[i] grown to at least n floats; NULL (error set) when out of memory. */
+static float *scratch(int i, size_t n)
+{
+    if (G.wcap[i] >= n) return G.wbuf[i];
+    free(G.wbuf[i]);
+    G.wbuf[i] = malloc(n * sizeof(float));
+    G.wcap[i] = G.wbuf[i] ? n : 0;
+    if (!G.wbuf[i]) snprintf(G.err, sizeof G.err, "out of memory for %zu floats of a widened bf16 operand", n);
+    return G.wbuf[i];
+}
+
+/* A stored (rows x cols) bf16 block with row stride ld, widened exactly into dst (same stride). */
+static void widen(float *dst, const bf16 *src, int rows, int cols, int ld)
+{
+#pragma omp parallel for schedule(static) if ((size_t)rows * (size_t)cols > 65536)
+    for (int r = 0; r < rows; r++) bf16_to_floats(dst + (size_t)r * ld, src + (size_t)r * ld, (size_t)cols);
+}
+
+/* The product where oneDNN 2.6 has no bf16 kernel (its ISA below AVX-512): both bf16 operands
+ * widened to fp32, which is exact, and multiplied by OpenBLAS's sgemm (matmul_gemm); the bias and
+ * the accumulation in fp32, a bf16 C rounded to nearest even from the fp32 result. The products of
+ * two bf16 values are exact in fp32, so this computes what a bf16 kernel does up to the order of the
+ * fp32 sums; its speed is sgemm's plus the two widenings, which onednn_impl names. */
+static int widened_exec(const entry *e, const bf16 *A, const bf16 *B, const float *bias, void *C)
+{
+    const onednn_shape *s = &e->s;
+    int ra = s->trans_a ? s->k : s->n, ca = s->trans_a ? s->n : s->k;
+    int rb = s->trans_b ? s->m : s->k, cb = s->trans_b ? s->k : s->m;
+    float *a = scratch(0, (size_t)ra * s->lda), *b = scratch(1, (size_t)rb * s->ldb);
+    float *c = s->c == ONEDNN_F32 ? C : scratch(2, (size_t)s->n * s->m);
+    if (!a || !b || !c) return KERNEL_EBACKEND;
+    int ldc = s->c == ONEDNN_F32 ? s->ldc : s->m;
+    widen(a, A, ra, ca, s->lda);
+    widen(b, B, rb, cb, s->ldb);
+    int rc = matmul_gemm(s->trans_a, s->trans_b, s->n, s->m, s->k, 1.0f, a, s->lda, b, s->ldb,
+                         s->accumulate ? 1.0f : 0.0f, c, ldc);
+    if (rc != KERNEL_OK) return rc;
+    if (s->bias)
+        for (int i = 0; i < s->n; i++)
+            for (int j = 0; j < s->m; j++) c[(size_t)i * ldc + j] += bias[j];
+    if (s->c == ONEDNN_BF16) bf16_from_floats_2d(C, (size_t)s->ldc, c, (size_t)ldc, s->n, s->m);
+    return KERNEL_OK;
+}
+
 static int execute(entry *e, const void *A, const void *B, const float *bias, void *C)
 {
+    if (e->widened) return widened_exec(e, A, B, bias, C);
     CHECK(dnnl_memory_set_data_handle(e->a, (void *)(uintptr_t)A));
     CHECK(dnnl_memory_set_data_handle(e->b, (void *)(uintptr_t)B));
     CHECK(dnnl_memory_set_data_handle(e->c, C));

@@ -10,6 +10,11 @@
  * shape is created on first use and kept (creation costs milliseconds; the training step reuses
  * a few dozen shapes).
  *
+ * Below AVX-512 (an AVX2 CPU, or DNNL_MAX_CPU_ISA=AVX2) oneDNN 2.6 has no bf16 matmul: bf16
+ * products then run on a fallback of ours, both operands widened exactly to fp32 and multiplied by
+ * OpenBLAS's sgemm, which onednn_impl names "costbench:bf16-widened-sgemm" (the same products up to
+ * the order of the fp32 sums; sgemm's speed, not a bf16 kernel's).
+ *
  * Packed weights: a B operand reordered once into the blocked layout oneDNN's kernel for one
  * shape prefers (onednn_pack), then used by many products (onednn_gemm_packed); the training
  * step packs its bf16 weight copies once per optimizer step. The reorder's cost is the caller's
@@ -44,6 +49,8 @@ const char *onednn_isa(void);
 /* 1 when oneDNN runs bf16 products on bf16 hardware here (AVX512_BF16 or AMX), 0 when it would
  * emulate them. */
 int onednn_bf16_native(void);
+/* 1 when oneDNN has no bf16 matmul at its ISA here, so bf16 products run on the widened fallback. */
+int onednn_bf16_widened(void);
 /* The implementation name oneDNN reports for the primitive of this shape (e.g. "brg:avx512_core_amx"),
  * creating it if needed; NULL on error. */
 const char *onednn_impl(const onednn_shape *s);

@@ -304,7 +304,10 @@ static void train_log_notes(record *log, record *summary, const machine_info *mi
         const precision_info *pi = precision_info_of(prec);
         snprintf(note, sizeof note, "precision %s: bf16 products by oneDNN %s, ISA %s (kernel %s%s)%s%s",
                  precision_name(prec), onednn_version(), onednn_isa(), impl ? impl : "unavailable",
-                 onednn_bf16_native() ? "" : "; no bf16 instructions at this CPU level: emulated",
+                 onednn_bf16_native()   ? ""
+                 : onednn_bf16_widened() ? "; no bf16 matmul at this CPU level: bf16 widened to fp32 for OpenBLAS's "
+                                           "sgemm (the same products, sgemm's speed)"
+                                         : "; no bf16 instructions at this CPU level: emulated by oneDNN in fp32",
                  pi->weights_bf16 ? "; full bf16: weights, gradients and AdamW moments in bf16, updates " : "",
                  pi->rounding == ROUNDING_STOCHASTIC ? "stochastically rounded (seeded by --seed)"
                  : pi->rounding == ROUNDING_NEAREST  ? "rounded to nearest"
