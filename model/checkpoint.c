@@ -101,18 +101,6 @@ static int max_tensors(const gpt_model *m) { return 8 + 20 * m->cfg.L; }
 
 /* ---------------------------------------------------------------- the names costbench writes */
 
-/* 1 when s is a process id as costbench prints one (decimal digits, no sign, no leading zero). */
-static int parse_pid(const char *s, long *pid)
-{
-    if (s[0] < '1' || s[0] > '9') return 0;
-    char *end = NULL;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (*end != '\0' || errno != 0) return 0;
-    *pid = v;
-    return 1;
-}
-
 /* 1 when `name` is a file costbench writes into a step directory: model.safetensors,
  * optimizer.safetensors, or the temporary st_write renames into either (NAME.tmp.PID). */
 static int step_file_name(const char *name)
@@ -122,7 +110,7 @@ static int step_file_name(const char *name)
         const size_t n = strlen(files[i]);
         long pid;
         if (strncmp(name, files[i], n) != 0) continue;
-        if (name[n] == '\0' || (strncmp(name + n, ".tmp.", 5) == 0 && parse_pid(name + n + 5, &pid))) return 1;
+        if (name[n] == '\0' || (strncmp(name + n, ".tmp.", 5) == 0 && file_parse_pid(name + n + 5, &pid))) return 1;
     }
     return 0;
 }
@@ -134,8 +122,8 @@ typedef enum { NAME_OTHER, NAME_STEP, NAME_STEP_TMP, NAME_STEP_OLD, NAME_LATEST_
  * latest.tmp.PID, save.lock.PID (the save lock, below); *step and *pid as they apply. */
 static dir_name classify_name(const char *name, long *step, long *pid)
 {
-    if (strncmp(name, "latest.tmp.", 11) == 0) return parse_pid(name + 11, pid) ? NAME_LATEST_TMP : NAME_OTHER;
-    if (strncmp(name, "save.lock.", 10) == 0) return parse_pid(name + 10, pid) ? NAME_LOCK : NAME_OTHER;
+    if (strncmp(name, "latest.tmp.", 11) == 0) return file_parse_pid(name + 11, pid) ? NAME_LATEST_TMP : NAME_OTHER;
+    if (strncmp(name, "save.lock.", 10) == 0) return file_parse_pid(name + 10, pid) ? NAME_LOCK : NAME_OTHER;
     if (strncmp(name, "step-", 5) != 0 || name[5] < '0' || name[5] > '9') return NAME_OTHER;
     char *end = NULL, canon[64];
     errno = 0;
@@ -144,8 +132,8 @@ static dir_name classify_name(const char *name, long *step, long *pid)
     if (errno != 0 || strlen(canon) != (size_t)(end - name) || strncmp(canon, name,
             (size_t)(end - name)) != 0) return NAME_OTHER;
     if (*end == '\0') return NAME_STEP;
-    if (strncmp(end, ".tmp.", 5) == 0 && parse_pid(end + 5, pid)) return NAME_STEP_TMP;
-    if (strncmp(end, ".old.", 5) == 0 && parse_pid(end + 5, pid)) return NAME_STEP_OLD;
+    if (strncmp(end, ".tmp.", 5) == 0 && file_parse_pid(end + 5, pid)) return NAME_STEP_TMP;
+    if (strncmp(end, ".old.", 5) == 0 && file_parse_pid(end + 5, pid)) return NAME_STEP_OLD;
     return NAME_OTHER;
 }
 
