@@ -284,17 +284,21 @@ int record_log_open(record_log *s, const record *r, const char *path, const mach
     int rc = file_out_target(path, s->path, sizeof s->path);
     if (rc != 0) return rc;
     struct stat st;
-    const int append = keep >= 0 && stat(s->path, &st) == 0;
-    if (append && (rc = keep_through(s->path, r, m, keep)) != 0) return rc;
-    if (!(s->f = fopen(s->path, append ? "a" : "w"))) return err_msg("cannot write '%s': %s", s->path, strerror(errno));
-    csv_writer w = {.f = s->f};
-    if (!append) write_header(&w, r, m);
-    return record_log_add(s, r);
+    s->append = keep >= 0 && stat(s->path, &st) == 0;
+    if (s->append && (rc = keep_through(s->path, r, m, keep)) != 0) return rc;
+    s->wanted = 1;
+    return 0;
 }
 
 int record_log_add(record_log *s, const record *r)
 {
-    if (!s->f) return 0;
+    if (!s->wanted || s->next >= r->nrows) return 0;
+    if (!s->f) { /* the first row: a run that fails before it leaves no new file */
+        if (!(s->f = fopen(s->path, s->append ? "a" : "w")))
+            return err_msg("cannot write '%s': %s", s->path, strerror(errno));
+        csv_writer w = {.f = s->f};
+        if (!s->append) write_header(&w, r, s->m);
+    }
     csv_writer w = {.f = s->f};
     for (; s->next < r->nrows; s->next++) write_row(&w, r, s->next, s->m);
     if (fflush(s->f) != 0 || ferror(s->f)) return err_msg("cannot write '%s': %s", s->path, strerror(errno));
@@ -303,6 +307,7 @@ int record_log_add(record_log *s, const record *r)
 
 int record_log_close(record_log *s)
 {
+    s->wanted = 0;
     if (!s->f) return 0;
     int bad = fflush(s->f) != 0 || ferror(s->f) || fsync(fileno(s->f)) != 0;
     int e = errno;
