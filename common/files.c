@@ -170,11 +170,11 @@ int file_out_target(const char *path, char *resolved, size_t n)
     if (!S_ISREG(st.st_mode)) return err_msg("cannot write %s: it is not a regular file", shown);
     if (!(st.st_mode & 0222) || access(resolved, W_OK) != 0)
         return err_msg("cannot write %s: it is read-only (mode %03o); make it writable or write another file", shown,
-                         (unsigned)(st.st_mode & 0777));
+                       (unsigned)(st.st_mode & 0777));
     if (st.st_nlink > 1)
         return err_msg("cannot write %s: it has %ju hard links, and replacing it would split them; write a copy, "
-                         "or remove the other links",
-                         shown, (uintmax_t)st.st_nlink);
+                       "or remove the other links",
+                       shown, (uintmax_t)st.st_nlink);
     return 0;
 }
 

@@ -260,10 +260,14 @@ static int keep_through(const char *path, const record *r, const machine_info *m
         if ((rc = table_get_long(&t, k, 0, 0, 1000000000000L, &s)) != 0 || s > keep) break;
         last = s;
     }
-    if (rc == 0 && last != keep)
-        rc = err_usage("flag '--csv': %s %s step %ld, but --resume continues after step %ld: its rows would not "
+    if (rc == 0 && last < 0)
+        rc = err_usage("flag '--csv': %s has no row up to step %ld, where --resume continues: its rows would not "
                        "make one curve; give --csv another file",
-                       path, last < 0 ? "has no row up to" : "ends at", last < 0 ? keep : last, keep);
+                       path, keep);
+    else if (rc == 0 && last != keep)
+        rc = err_usage("flag '--csv': %s:%d: step %ld, but --resume continues after step %ld, which the log does not "
+                       "reach: its rows would not make one curve; give --csv another file",
+                       path, t.lines[k - 1], last, keep);
     if (rc == 0 && k < t.nrows) {
         long off = line_offset(path, t.lines[k]);
         if (off < 0 || truncate(path, off) != 0)
