@@ -273,8 +273,8 @@ static int keep_through(const char *path, const record *r, const machine_info *m
         if (off < 0 || truncate(path, off) != 0)
             rc = err_msg("cannot write '%s': %s", path, off < 0 ? "it changed while read" : strerror(errno));
         else
-            fprintf(stderr, "note: %s: %d rows after step %ld dropped: this run repeats those steps\n", path,
-                    t.nrows - k, keep);
+            fprintf(stderr, "note: %s: %d row%s after step %ld dropped: this run repeats those steps\n", path,
+                    t.nrows - k, t.nrows - k == 1 ? "" : "s", keep);
     }
     table_free(&t);
     return rc;

@@ -83,7 +83,7 @@ int ckpt_meta_read_tensor(const st_file *f, const char *name, void *dst, const i
 
 /* AdamW's moments from zero satisfy |m| <= k sqrt(v) element by element, whatever the gradients,
  * with k = (1 - b1) / sqrt((1 - b2) (1 - b1^2 / b2)) when b1^2 < b2 (Cauchy-Schwarz over
- * m = (1-b1) sum b1^j g_j and v = (1-b2) sum b2^j g_j^2; 1.17 at 0.9/0.95), so that an update moves
+ * m = (1-b1) sum b1^j g_j and v = (1-b2) sum b2^j g_j^2; 1.165 at 0.9/0.95), so that an update moves
  * a weight by at most lr (k sqrt(1 - b2^t) / (1 - b1^t) + wd |w|). Returns k, or INFINITY (no
  * bound) for betas outside 0 <= b1 < 1, 0 < b2 < 1 or with b1^2 >= b2. */
 double ckpt_moment_bound(double b1, double b2);

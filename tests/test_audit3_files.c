@@ -231,7 +231,7 @@ static void poke(const char *path, const char *name, long elem, float v)
     CHECK(ok, "cannot set element %ld of '%s' in %s", elem, name, path);
 }
 
-/* #5: a finite first moment far beyond AdamW's bound |m| <= 1.17 sqrt(v) is refused at --resume,
+/* #5: a finite first moment far beyond AdamW's bound |m| <= 1.165 sqrt(v) is refused at --resume,
  * naming the file, the tensor and the element, in every precision; nothing is saved. */
 static void moment_bound_in(const char *prec)
 {
