@@ -277,7 +277,8 @@ int csvw_open(csv_writer *w, const char *path)
         w->out = NULL;
         return rc;
     }
-    w->f = fopen(w->out->tmp, "w");
+    w->path = w->out->path, w->tmp = w->out->tmp;
+    w->f = fopen(w->tmp, "w");
     if (!w->f) {
         int e = errno;
         err_msg("cannot write '%s': %s", w->out->path, strerror(e));

@@ -43,7 +43,8 @@ int table_get_word(const table *t, int row, int col, const char *const *names, i
 
 typedef struct {
     FILE *f;
-    file_out *out;         /* the file replaced and its temporary (common/files.h); NULL for stdout */
+    file_out *out; /* the file replaced and its temporary (common/files.h); NULL for stdout */
+    char *path, *tmp; /* out->path (the file named, its symbolic links followed) and out->tmp; NULL for stdout */
     int to_stdout;
     int nfield; /* fields written in the current row */
     int failed;
