@@ -56,6 +56,7 @@ typedef struct {
     gpt_model *m;
     dp_sync *dp;
     record *log;
+    record_log csv; /* --csv FILE, rank 0: the rows written as they come */
     int print;
     char dp_note[512];    /* how the gradients were synchronised */
     long start, n;
@@ -87,7 +88,7 @@ static int obs_end(void *ctx, const train_step_result *r)
                                         exposed_s * 1e3};
     for (int c = 0; c < SL_NCOLS; c++) record_num(s->log, row, c, v[c]);
     if (s->print) record_stream_row(s->log, row, stdout);
-    return 0;
+    return record_log_add(&s->csv, s->log);
 }
 
 static int obs_init(step_obs *s, const step_opts *o, const calib *cal, gpt_model *m, dp_sync *dp, record *log,
@@ -247,8 +248,8 @@ static int breakdown_rows(const step_obs *s, record *brk)
 
 /* ---------------------------------------------------------------- the run */
 
-static int run_loop(const step_opts *o, const calib *cal, gpt_model *m, train_opts *to, step_records *rec,
-        step_obs *obs)
+static int run_loop(const step_opts *o, const calib *cal, const machine_info *mi, gpt_model *m, train_opts *to,
+                    step_records *rec, step_obs *obs)
 {
     long start;
     uint64_t run_id;
@@ -260,12 +261,17 @@ static int run_loop(const step_opts *o, const calib *cal, gpt_model *m, train_op
     train_sync hooks;
     dp_sync *dp = dp_sync_new(o->dp, o->bucket_bytes, m, &hooks);
     if (!dp) return CB_EFAIL;
-    if ((rc = obs_init(obs, o, cal, m, dp, &rec->log, start)) == 0) {
+    rc = obs_init(obs, o, cal, m, dp, &rec->log, start);
+    if (rc == 0 && o->log_csv && to->rank == 0) /* a resumed run's log continues after its checkpoint's step */
+        rc = record_log_open(&obs->csv, &rec->log, o->log_csv, mi, to->resume_dir ? start : -1);
+    if (rc == 0) {
         dp_sync_describe(dp, obs->dp_note, sizeof obs->dp_note);
         if (obs->print) record_stream_header(&rec->log, stdout);
         train_observer ob = {obs, obs_begin, obs_end};
         rc = train_run(m, to, hooks.ctx ? &hooks : NULL, &ob, start, run_id);
     }
+    int crc = record_log_close(&obs->csv);
+    if (rc == 0) rc = crc;
     obs->dp = NULL;
     dp_sync_free(dp);
     return rc;
@@ -309,7 +315,7 @@ int step_run(const step_opts *o, const calib *cal, const machine_info *mi, step_
         return CB_EFAIL;
     }
     step_obs obs = {0};
-    int rc = run_loop(o, cal, &m, &to, rec, &obs);
+    int rc = run_loop(o, cal, mi, &m, &to, rec, &obs);
     if (rc == 0) rc = summary_row(&obs, mi, &rec->summary);
     if (rc == 0) rc = breakdown_rows(&obs, &rec->breakdown);
     obs_free(&obs);

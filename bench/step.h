@@ -27,6 +27,7 @@ typedef struct {
     double estimate_bytes; /* printed memory estimate, for the RSS comparison */
     dp_mode dp;            /* gradient synchronisation under mpirun */
     double bucket_bytes;
+    const char *log_csv;   /* --csv FILE: the per-step log written as it grows (record_log), or NULL */
 } step_opts;
 
 /* The per-step log's columns: step_log_cols (common/schema.h). */

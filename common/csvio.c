@@ -304,16 +304,20 @@ int csvw_open(csv_writer *w, const char *path)
         w->to_stdout = 1;
         return 0;
     }
-    w->path = strdup(path);
-    size_t n = strlen(path) + 32;
-    w->tmp = malloc(n);
-    if (!w->path || !w->tmp) { csvw_abort(w); return err_msg("out of memory"); }
-    snprintf(w->tmp, n, "%s.tmp.%ld", path, (long)getpid());
+    if (!(w->out = malloc(sizeof *w->out))) return err_msg("out of memory");
+    int rc = file_out_begin(w->out, path);
+    if (rc != 0) {
+        free(w->out);
+        w->out = NULL;
+        return rc;
+    }
+    w->path = w->out->path, w->tmp = w->out->tmp;
     w->f = fopen(w->tmp, "w");
     if (!w->f) {
         int e = errno;
+        err_msg("cannot write '%s': %s", w->out->path, strerror(e));
         csvw_abort(w);
-        return err_msg("cannot write '%s': %s", path, strerror(e));
+        return CB_EFAIL;
     }
     return 0;
 }
@@ -354,15 +358,14 @@ int csvw_commit(csv_writer *w)
         int bad = ferror(w->f);
         if (fclose(w->f) != 0 || bad) {
             w->f = NULL;
-            err_msg("cannot write '%s': %s", w->path, strerror(errno));
+            err_msg("cannot write '%s': %s", w->out->path, strerror(errno ? errno : EIO));
             csvw_abort(w);
             return CB_EFAIL;
         }
         w->f = NULL;
-        rc = file_commit(w->tmp, w->path);
+        rc = file_out_commit(w->out);
     }
-    free(w->path);
-    free(w->tmp);
+    free(w->out);
     memset(w, 0, sizeof *w);
     return rc;
 }
@@ -371,8 +374,7 @@ void csvw_abort(csv_writer *w)
 {
     if (!w) return;
     if (w->f && !w->to_stdout) fclose(w->f);
-    if (w->tmp) unlink(w->tmp);
-    free(w->path);
-    free(w->tmp);
+    if (w->out) file_out_abort(w->out);
+    free(w->out);
     memset(w, 0, sizeof *w);
 }

@@ -45,13 +45,16 @@ int table_get_word(const table *t, int row, int col, const char *const *names, i
 
 typedef struct {
     FILE *f;
-    char *path, *tmp;
+    file_out *out; /* the file replaced and its temporary (common/files.h); NULL for stdout */
+    char *path, *tmp; /* out->path (the file named, its symbolic links followed) and out->tmp; NULL for stdout */
     int to_stdout;
     int nfield; /* fields written in the current row */
     int failed;
 } csv_writer;
 
-/* path "-" writes to stdout. Returns 0 or CB_EFAIL. */
+/* path "-" writes to stdout; any other file is replaced whole as common/files.h's file_out says
+ * (its symbolic links followed, its mode kept, a read-only or hard-linked one refused, a killed
+ * write's temporary removed). Returns 0 or CB_EFAIL (CB_EUSAGE: a path too long). */
 int csvw_open(csv_writer *w, const char *path);
 void csvw_str(csv_writer *w, const char *s);
 void csvw_num(csv_writer *w, double v);  /* NaN -> empty cell */

@@ -6,6 +6,7 @@
 
 #include <stdio.h>
 
+#include "files.h"
 #include "machine.h"
 
 typedef enum { REC_NUM, REC_STR } rec_kind;
@@ -52,5 +53,29 @@ void record_stream_row(const record *r, int row, FILE *f);
 /* Writes the CSV atomically (or to stdout for "-"); metadata from m on every row (none when m is
  * NULL: rows that did not come from this machine). */
 int record_write_csv(const record *r, const char *path, const machine_info *m);
+
+/* A CSV log written as it grows (train --csv): the file is written from its first row on (a run
+ * that fails before one leaves no new file), each row appended and flushed as it is added, so
+ * that a killed run leaves the rows of what it finished. `path`'s
+ * symbolic links are followed and a read-only or hard-linked file refused (common/files.h). */
+typedef struct {
+    FILE *f;                /* the file itself (no temporary), open from the first row; NULL before, after */
+    char path[CB_PATH_MAX]; /* the file written: the one named, its symbolic links followed */
+    const machine_info *m;
+    int next;               /* the record's first row not yet written */
+    int wanted, append;     /* opened (record_log_open) and not closed; appending to an existing file */
+} record_log;
+
+/* Opens the log of r's rows added from now on. keep < 0: a new run, the file (re)written from its
+ * header at the first row. keep >= 0: a run resumed after step `keep` appends to an
+ * existing file whose header is this log's and whose rows reach step `keep` (the first column);
+ * its rows after `keep` (steps a killed run did after its last checkpoint) are dropped with a
+ * note; one that does not reach `keep` is refused untouched (CB_EUSAGE). A missing file is
+ * created. Returns 0, CB_EUSAGE or CB_EFAIL. */
+int record_log_open(record_log *s, const record *r, const char *path, const machine_info *m, long keep);
+/* Appends r's rows added since the last call and flushes them. Returns 0 or CB_EFAIL. */
+int record_log_add(record_log *s, const record *r);
+/* Flushes, fsyncs and closes (nothing when not open). Returns 0 or CB_EFAIL. */
+int record_log_close(record_log *s);
 
 #endif

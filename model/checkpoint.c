@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <sys/file.h>
 #include <sys/random.h>
 #include <stdio.h>
@@ -99,19 +100,72 @@ static void free_gathered(void **bufs, int n)
 
 static int max_tensors(const gpt_model *m) { return 8 + 20 * m->cfg.L; }
 
-/* ---------------------------------------------------------------- the names costbench writes */
+/* ---------------------------------------------------------------- the moments' bound */
 
-/* 1 when s is a process id as costbench prints one (decimal digits, no sign, no leading zero). */
-static int parse_pid(const char *s, long *pid)
+/* The first element breaking AdamW's bound on the moments (ckpt_moment_bound). */
+typedef struct {
+    char name[128]; /* the first moment's tensor (exp_avg/NAME) */
+    size_t elem, count;
+    double m, v, k;
+} moment_fault;
+
+/* One moment slab's tensors in Hugging Face order (rows gathered where stored otherwise). */
+typedef struct {
+    st_out *t;
+    tensor_slot *slots;
+    char (*names)[128];
+    void **bufs;
+    int n;
+} tensor_list;
+
+static int tensor_list_of(const gpt_model *m, const void *base, const char *prefix, tensor_list *l)
 {
-    if (s[0] < '1' || s[0] > '9') return 0;
-    char *end = NULL;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (*end != '\0' || errno != 0) return 0;
-    *pid = v;
-    return 1;
+    const int nt = max_tensors(m);
+    l->t = calloc((size_t)nt, sizeof *l->t);
+    l->slots = calloc((size_t)nt, sizeof *l->slots);
+    l->names = calloc((size_t)nt, sizeof *l->names);
+    l->bufs = calloc((size_t)nt, sizeof *l->bufs);
+    l->n = 0;
+    if (!l->t || !l->slots || !l->names || !l->bufs) return err_msg("out of memory");
+    l->n = list_tensors(m, base, prefix, l->t, l->slots, l->names);
+    return gather_all(m, l->t, l->slots, l->n, l->bufs);
 }
+
+static void tensor_list_free(tensor_list *l)
+{
+    if (l->bufs) free_gathered(l->bufs, l->n);
+    free(l->t), free(l->slots), free(l->names), free(l->bufs);
+}
+
+/* Checks |exp_avg| <= k sqrt(exp_avg_sq) for the betas b1, b2, one pass tensor by tensor: 0 when
+ * it holds (or the betas give no bound), 1 with the first element breaking it in *f, CB_EFAIL
+ * when out of memory. */
+static int moment_fault_find(const gpt_model *m, const void *exp_avg, const void *exp_avg_sq, double b1, double b2,
+                             moment_fault *f)
+{
+    f->k = ckpt_moment_bound(b1, b2);
+    if (!isfinite(f->k)) return 0;
+    tensor_list lm = {0}, lv = {0};
+    int rc = tensor_list_of(m, exp_avg, CKPT_EXP_AVG, &lm);
+    if (rc == 0) rc = tensor_list_of(m, exp_avg_sq, CKPT_EXP_AVG_SQ, &lv);
+    for (int i = 0; rc == 0 && i < lm.n; i++) {
+        size_t n = 1, first = 0;
+        for (int d = 0; d < lm.t[i].ndim; d++) n *= (size_t)lm.t[i].shape[d];
+        const int bf = lm.t[i].bf16;
+        f->count = ckpt_moments_over(lm.t[i].data, lv.t[i].data, n, bf, f->k, &first);
+        if (!f->count) continue;
+        snprintf(f->name, sizeof f->name, "%s", lm.t[i].name);
+        f->elem = first;
+        f->m = bf ? bf16_to_float(((const bf16 *)lm.t[i].data)[first]) : ((const float *)lm.t[i].data)[first];
+        f->v = bf ? bf16_to_float(((const bf16 *)lv.t[i].data)[first]) : ((const float *)lv.t[i].data)[first];
+        rc = 1;
+    }
+    tensor_list_free(&lm);
+    tensor_list_free(&lv);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- the names costbench writes */
 
 /* 1 when `name` is a file costbench writes into a step directory: model.safetensors,
  * optimizer.safetensors, or the temporary st_write renames into either (NAME.tmp.PID). */
@@ -122,7 +176,7 @@ static int step_file_name(const char *name)
         const size_t n = strlen(files[i]);
         long pid;
         if (strncmp(name, files[i], n) != 0) continue;
-        if (name[n] == '\0' || (strncmp(name + n, ".tmp.", 5) == 0 && parse_pid(name + n + 5, &pid))) return 1;
+        if (name[n] == '\0' || (strncmp(name + n, ".tmp.", 5) == 0 && file_parse_pid(name + n + 5, &pid))) return 1;
     }
     return 0;
 }
@@ -134,8 +188,8 @@ typedef enum { NAME_OTHER, NAME_STEP, NAME_STEP_TMP, NAME_STEP_OLD, NAME_LATEST_
  * latest.tmp.PID, save.lock.PID (the save lock, below); *step and *pid as they apply. */
 static dir_name classify_name(const char *name, long *step, long *pid)
 {
-    if (strncmp(name, "latest.tmp.", 11) == 0) return parse_pid(name + 11, pid) ? NAME_LATEST_TMP : NAME_OTHER;
-    if (strncmp(name, "save.lock.", 10) == 0) return parse_pid(name + 10, pid) ? NAME_LOCK : NAME_OTHER;
+    if (strncmp(name, "latest.tmp.", 11) == 0) return file_parse_pid(name + 11, pid) ? NAME_LATEST_TMP : NAME_OTHER;
+    if (strncmp(name, "save.lock.", 10) == 0) return file_parse_pid(name + 10, pid) ? NAME_LOCK : NAME_OTHER;
     if (strncmp(name, "step-", 5) != 0 || name[5] < '0' || name[5] > '9') return NAME_OTHER;
     char *end = NULL, canon[64];
     errno = 0;
@@ -144,8 +198,8 @@ static dir_name classify_name(const char *name, long *step, long *pid)
     if (errno != 0 || strlen(canon) != (size_t)(end - name) || strncmp(canon, name,
             (size_t)(end - name)) != 0) return NAME_OTHER;
     if (*end == '\0') return NAME_STEP;
-    if (strncmp(end, ".tmp.", 5) == 0 && parse_pid(end + 5, pid)) return NAME_STEP_TMP;
-    if (strncmp(end, ".old.", 5) == 0 && parse_pid(end + 5, pid)) return NAME_STEP_OLD;
+    if (strncmp(end, ".tmp.", 5) == 0 && file_parse_pid(end + 5, pid)) return NAME_STEP_TMP;
+    if (strncmp(end, ".old.", 5) == 0 && file_parse_pid(end + 5, pid)) return NAME_STEP_OLD;
     return NAME_OTHER;
 }
 
@@ -430,6 +484,13 @@ static int save_step(const gpt_model *m, const void *exp_avg, const void *exp_av
 
 int ckpt_save(const gpt_model *m, const void *exp_avg, const void *exp_avg_sq, const char *dir, const ckpt_state *st)
 {
+    moment_fault f;
+    int fault = moment_fault_find(m, exp_avg, exp_avg_sq, st->beta1, st->beta2, &f);
+    if (fault == 1)
+        return err_msg("step %ld: the AdamW update moved weights of '%s' by more than the learning rate allows: "
+                       "element %zu of '%s' is %g, above %.3g sqrt(exp_avg_sq %g) (%zu such); stopped, nothing saved",
+                       st->step, f.name + strlen(CKPT_EXP_AVG), f.elem, f.name, f.m, f.k, f.v, f.count);
+    if (fault != 0) return CB_EFAIL;
     if (mkdir(dir, 0755) != 0 && errno != EEXIST) return err_msg("cannot create '%s': %s", dir, strerror(errno));
     char name[64], prev_name[256];
     snprintf(name, sizeof name, "step-%08ld", st->step);
@@ -531,6 +592,20 @@ static int open_part(const char *stepdir, const char *name, st_file *f)
     return st_open(f, path);
 }
 
+/* The moments just loaded from `path` within AdamW's bound for the run's betas (expect). Returns
+ * 0 or CB_EFAIL (error printed, naming the file, the tensor and the element). */
+static int moments_bounded(const gpt_model *m, const char *path, const ckpt_state *expect)
+{
+    moment_fault f;
+    int fault = moment_fault_find(m, m->w.m, m->w.v, expect->beta1, expect->beta2, &f);
+    if (fault != 1) return fault;
+    err_msg("%s: tensor '%s': element %zu is %g, above AdamW's bound %.3g sqrt(exp_avg_sq %g) (%zu such): no run "
+            "with --beta1 %g --beta2 %g reaches it",
+            path, f.name, f.elem, f.m, f.k, f.v, f.count, expect->beta1, expect->beta2);
+    err_hint("the bound follows --beta1 and --beta2: resume with the betas the checkpoint was trained with");
+    return CB_EFAIL;
+}
+
 /* Each file's metadata is checked before its tensors are read: the weights' before the weights,
  * the optimizer's (position, batch shape, adam_t) before the moments. */
 int ckpt_resume(gpt_model *m, const char *dir, const ckpt_state *expect, ckpt_state *got)
@@ -556,6 +631,7 @@ int ckpt_resume(gpt_model *m, const char *dir, const ckpt_state *expect, ckpt_st
     rc = ckpt_meta_check_optimizer(&f, &m->cfg, dir, &w, expect, got, &adam_t);
     if (rc == 0) rc = load_all(m, &f, m->w.m, CKPT_EXP_AVG, 0);
     if (rc == 0) rc = load_all(m, &f, m->w.v, CKPT_EXP_AVG_SQ, 0);
+    if (rc == 0) rc = moments_bounded(m, f.path, expect);
     if (rc == 0) precision_note(m, &f);
     st_close(&f);
     if (rc == 0) m->w.adam_t = adam_t;

@@ -30,7 +30,9 @@
 
 /* Writes the weights of m and the given AdamW moments (m->w.nparams elements each: the full ones,
  * whether or not m holds a ZeRO shard; floats, or bf16 values in a full-bf16 model) as step
- * st->step of DIR. Returns 0 or CB_EFAIL. */
+ * st->step of DIR. Moments beyond AdamW's bound for st's betas (ckpt_moment_bound: the last
+ * update moved a weight by more than the learning rate allows) are refused before anything is
+ * written, naming the tensor and the element. Returns 0 or CB_EFAIL. */
 int ckpt_save(const gpt_model *m, const void *exp_avg, const void *exp_avg_sq, const char *dir, const ckpt_state *st);
 /* ckpt_save with the moments m holds (all of them: no ZeRO shard). */
 int ckpt_save_own(const gpt_model *m, const char *dir, const ckpt_state *st);
@@ -42,7 +44,8 @@ int ckpt_load_weights(gpt_model *m, const char *path);
 /* Weights, optimizer state and loop position from DIR/latest; checks, each file's before its
  * tensors are read, that m's configuration and the run's shape (expect: B, T, accum, seed) are the
  * checkpoint's (else CB_EUSAGE), that its parts belong together and that its AdamW step count and
- * second moments are possible (else CB_EFAIL); a change of precision is said in one warning. */
+ * moments are possible (second moments >= 0; first moments within the bound of expect's betas,
+ * ckpt_moment_bound; else CB_EFAIL); a change of precision is said in one warning. */
 int ckpt_resume(gpt_model *m, const char *dir, const ckpt_state *expect, ckpt_state *got);
 /* A fresh run id (nonzero). */
 uint64_t ckpt_new_run_id(void);

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -215,4 +216,24 @@ int ckpt_meta_read_tensor(const st_file *f, const char *name, void *dst, const i
     double v = as_bf16 ? bf16_to_float(h[first]) : x[first];
     return err_msg("%s: tensor '%s': expected second moments >= 0, got %g at element %zu (%zu of %zu negative)",
                    f->path, name, v, first, bad, count);
+}
+
+double ckpt_moment_bound(double b1, double b2)
+{
+    if (!(b1 >= 0 && b1 < 1 && b2 > 0 && b2 < 1 && b1 * b1 < b2)) return INFINITY;
+    return (1 - b1) / sqrt((1 - b2) * (1 - b1 * b1 / b2));
+}
+
+size_t ckpt_moments_over(const void *m, const void *v, size_t n, int as_bf16, double k, size_t *first)
+{
+    if (!isfinite(k)) return 0;
+    const double rel = k * (as_bf16 ? 1.25 : 1.001), abs_slack = 1e-15;
+    const float *mf = m, *vf = v;
+    const uint16_t *mh = m, *vh = v;
+    size_t over = 0;
+    for (size_t i = n; i-- > 0;) {
+        double a = as_bf16 ? bf16_to_float(mh[i]) : mf[i], b = as_bf16 ? bf16_to_float(vh[i]) : vf[i];
+        if (fabs(a) > rel * sqrt(b > 0 ? b : 0) + abs_slack) over++, *first = i;
+    }
+    return over;
 }

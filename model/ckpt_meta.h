@@ -2,8 +2,10 @@
  * metadata: the model's configuration, the precision, the loop position), written and read
  * through one definition, and the checks --resume makes of a checkpoint before its tensors reach
  * the model: the model it was written for is this run's, its parts belong to one step of one
- * run, its batch shape and seed are this run's, its AdamW step count is its step's, and its
- * second moments are not negative.
+ * run, its batch shape and seed are this run's, its AdamW step count is its step's, its
+ * second moments are not negative, and its first moments are within AdamW's bound
+ * (ckpt_moment_bound; checked by model/checkpoint.c once both moments are loaded, and before a
+ * save).
  *
  * The metadata (string values):
  *   both files       format, costbench_model (the name; not compared), one key per field of the
@@ -37,6 +39,8 @@ typedef struct {
     unsigned long long seed;
     int B, T, accum;
     uint64_t run_id;        /* identifies one training run across its resumes */
+    float beta1, beta2;     /* the run's AdamW betas: the bound on the moments (ckpt_meta_check_moments); 0, 0:
+                             * not checked */
 } ckpt_state;
 
 /* A file's metadata as st_write takes it: kv[2i], kv[2i+1] = key, value (in buf[i]). */
@@ -76,5 +80,16 @@ int ckpt_meta_check_optimizer(const st_file *f, const model_config *c, const cha
  * CKPT_EXP_AVG_SQ) with a negative value is refused too, naming the file, the tensor and the
  * first such element. Returns 0 or CB_EFAIL. */
 int ckpt_meta_read_tensor(const st_file *f, const char *name, void *dst, const int64_t *shape, int ndim, int as_bf16);
+
+/* AdamW's moments from zero satisfy |m| <= k sqrt(v) element by element, whatever the gradients,
+ * with k = (1 - b1) / sqrt((1 - b2) (1 - b1^2 / b2)) when b1^2 < b2 (Cauchy-Schwarz over
+ * m = (1-b1) sum b1^j g_j and v = (1-b2) sum b2^j g_j^2; 1.165 at 0.9/0.95), so that an update moves
+ * a weight by at most lr (k sqrt(1 - b2^t) / (1 - b1^t) + wd |w|). Returns k, or INFINITY (no
+ * bound) for betas outside 0 <= b1 < 1, 0 < b2 < 1 or with b1^2 >= b2. */
+double ckpt_moment_bound(double b1, double b2);
+/* The elements i of m and v (n each: floats, or bf16 values when as_bf16 is set) with
+ * |m_i| > k sqrt(v_i), beyond a slack for rounding (relative: 1e-3, bf16 storage 0.25; absolute
+ * 1e-15, for a v that underflowed): their count, the first one's index in *first. */
+size_t ckpt_moments_over(const void *m, const void *v, size_t n, int as_bf16, double k, size_t *first);
 
 #endif

@@ -11,6 +11,7 @@
 
 #include "../common/csvio.h"
 #include "../common/err.h"
+#include "../common/files.h"
 #include "../common/splitmix.h"
 
 static const unsigned char MAGIC[9] = {'M', 'M', 'I', 'D', 'I', 'D', 'X', 0, 0};
@@ -268,15 +269,18 @@ static int write_idx(const char *tidx, const char *idx, const int32_t *sizes, in
 
 int dataset_build(const char *prefix, char **files, int nfiles, uint64_t *ntokens_out)
 {
-    char bin[1100], idx[1100], tbin[1200], tidx[1200];
-    if (path_fmt(bin, sizeof bin, "%s.bin", prefix) != 0 || path_fmt(idx, sizeof idx, "%s.idx", prefix) != 0 ||
-        path_fmt(tbin, sizeof tbin, "%s.tmp.%ld", bin, (long)getpid()) != 0 ||
-        path_fmt(tidx, sizeof tidx, "%s.tmp.%ld", idx, (long)getpid()) != 0)
+    char bin[1100], idx[1100];
+    file_out ob, oi;
+    if (path_fmt(bin, sizeof bin, "%s.bin", prefix) != 0 || path_fmt(idx, sizeof idx, "%s.idx", prefix) != 0)
         return CB_EFAIL;
-    FILE *fb = fopen(tbin, "wb");
-    if (!fb) return err_msg("cannot write '%s': %s", bin, strerror(errno));
+    if (file_out_begin(&ob, bin) != 0) return CB_EFAIL;
+    if (file_out_begin(&oi, idx) != 0) {
+        file_out_abort(&ob);
+        return CB_EFAIL;
+    }
+    FILE *fb = fopen(ob.tmp, "wb");
     int32_t *sizes = calloc((size_t)nfiles, sizeof *sizes);
-    int rc = sizes ? 0 : err_msg("out of memory");
+    int rc = !fb ? err_msg("cannot write '%s': %s", ob.path, strerror(errno)) : sizes ? 0 : err_msg("out of memory");
     uint64_t total = 0;
     for (int i = 0; i < nfiles && rc == 0; i++) {
         uint64_t n = 0;
@@ -284,16 +288,14 @@ int dataset_build(const char *prefix, char **files, int nfiles, uint64_t *ntoken
         sizes[i] = (int32_t)n;
         total += n;
     }
-    if ((fclose(fb) != 0) && rc == 0) rc = err_msg("cannot write '%s': %s", bin, strerror(errno));
-    if (rc == 0) rc = write_idx(tidx, idx, sizes, nfiles);
+    if (fb && (fclose(fb) != 0) && rc == 0) rc = err_msg("cannot write '%s': %s", bin, strerror(errno));
+    if (rc == 0) rc = write_idx(oi.tmp, idx, sizes, nfiles);
     free(sizes);
-    if (rc == 0) rc = file_commit(tbin, bin);
-    if (rc == 0) rc = file_commit(tidx, idx);
-    if (rc != 0) {
-        unlink(tbin);
-        unlink(tidx);
-        return CB_EFAIL;
-    }
+    if (rc == 0) rc = file_out_commit(&ob);
+    if (rc == 0) rc = file_out_commit(&oi);
+    file_out_abort(&ob);
+    file_out_abort(&oi);
+    if (rc != 0) return CB_EFAIL;
     if (ntokens_out) *ntokens_out = total;
     return 0;
 }

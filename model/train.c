@@ -21,7 +21,7 @@ int train_start(gpt_model *m, const train_opts *o, long *start, uint64_t *run_id
     *start = 0;
     *run_id = ckpt_new_run_id();
     if (o->resume_dir) {
-        ckpt_state want = {0, o->seed, o->B, o->T, o->accum, 0}, got;
+        ckpt_state want = {0, o->seed, o->B, o->T, o->accum, 0, o->hp.beta1, o->hp.beta2}, got;
         int rc = ckpt_resume(m, o->resume_dir, &want, &got);
         if (rc != 0) return rc;
         if (got.step >= o->steps)
@@ -108,7 +108,7 @@ static int update_overflowed(const gpt_model *m, long step, size_t bad, const ch
 
 static int save_step(gpt_model *m, const train_opts *o, const train_sync *sync, long done, uint64_t run_id)
 {
-    ckpt_state st = {done, o->seed, o->B, o->T, o->accum, run_id};
+    ckpt_state st = {done, o->seed, o->B, o->T, o->accum, run_id, o->hp.beta1, o->hp.beta2};
     if (sync && sync->save) return sync->save(sync->ctx, m, o->save_dir, &st);
     return o->rank == 0 ? ckpt_save_own(m, o->save_dir, &st) : 0;
 }

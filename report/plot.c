@@ -421,8 +421,11 @@ static int plot_check_whole(const char *path, const char *ext, const char *dev, 
                    of, why ? ", " : "", why ? why : "", err);
 }
 
-int plot_lines(const char *path, const plot_spec *sp)
+int plot_lines(const char *path_given, const plot_spec *sp)
 {
+    char path[CB_PATH_MAX]; /* a symbolic link written through; a read-only or hard-linked file refused */
+    int trc = file_out_target(path_given, path, sizeof path);
+    if (trc != 0) return trc;
     const char *ext = strrchr(path, '.');
     if (!ext || (strcmp(ext, ".png") != 0 && strcmp(ext, ".svg") != 0))
         return err_usage("plot '%s': expected a file name ending in .png or .svg", path);

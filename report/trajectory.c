@@ -508,18 +508,25 @@ static void md_body(FILE *f, const traj_ctx *c)
 
 static int md_write(const traj_ctx *c, const char *dir)
 {
-    char path[CB_PATH_MAX], tmp[CB_PATH_MAX];
+    char path[CB_PATH_MAX];
+    file_out o;
     if (path_fmt(path, sizeof path, "%s/%s", dir, outdir_trajectory.names[OUT_TRAJ_MD]) != 0) return CB_EUSAGE;
-    if (path_fmt(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) != 0) return CB_EUSAGE;
-    FILE *f = fopen(tmp, "w");
-    if (!f) return err_msg("cannot write '%s': %s", path, strerror(errno));
+    int rc = file_out_begin(&o, path);
+    if (rc != 0) return rc;
+    FILE *f = fopen(o.tmp, "w");
+    if (!f) {
+        rc = err_msg("cannot write '%s': %s", o.path, strerror(errno));
+        file_out_abort(&o);
+        return rc;
+    }
     md_body(f, c);
     int bad = ferror(f);
     if (fclose(f) != 0 || bad) {
-        unlink(tmp);
-        return err_msg("cannot write '%s': %s", path, strerror(errno ? errno : EIO));
+        rc = err_msg("cannot write '%s': %s", o.path, strerror(errno ? errno : EIO));
+        file_out_abort(&o);
+        return rc;
     }
-    return file_commit(tmp, path);
+    return file_out_commit(&o);
 }
 
 /* trajectory.csv (unless --csv names another file), the plots and trajectory.md into `dir`, the

@@ -257,6 +257,7 @@ static void train_step_opts(const train_flags *f, const model_config *cfg, doubl
                       .quiet = f->quiet,
                       .estimate_bytes = estimate,
                       .bucket_bytes = f->bucket_mib * 1048576.0,
+                      .log_csv = f->csv && strcmp(f->csv, "-") != 0 ? f->csv : NULL,
                       .dp = f->zero         ? DP_ZERO1
                             : f->no_overlap ? DP_BUCKETS
                                             : DP_OVERLAP};
@@ -277,7 +278,7 @@ static int train_outputs(const train_flags *f, step_records *r, const machine_in
     printf("\n# where a step's time goes\n");
     record_print(&r->breakdown, stdout);
     int rc = 0;
-    if (f->csv) rc = record_write_csv(&r->log, f->csv, mi);
+    if (f->csv && strcmp(f->csv, "-") == 0) rc = record_write_csv(&r->log, f->csv, mi); /* a file: as it grew */
     if (rc == 0 && f->summary_csv) rc = record_write_csv(&r->summary, f->summary_csv, mi);
     if (rc == 0 && f->breakdown_csv) rc = record_write_csv(&r->breakdown, f->breakdown_csv, mi);
     return rc;

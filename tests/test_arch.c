@@ -258,7 +258,7 @@ static void test_arch_safetensors_round_trip(void)
         gpt_model m, r;
         if (gpt_init(&m, &c, 1, 4, 0, PRECISION_FP32) != 0 || gpt_init(&r, &c, 1, 4, 0, PRECISION_FP32) != 0) return;
         signal_weights(&m);
-        ckpt_state st = {3, 1, 1, 4, 1, 42};
+        ckpt_state st = {3, 1, 1, 4, 1, 42, 0, 0};
         CHECK(ckpt_save_own(&m, dir, &st) == 0, "%s: save failed", ARCH_NAMES[a]);
         char path[600];
         snprintf(path, sizeof path, "%s/step-00000003/model.safetensors", dir);

@@ -136,7 +136,7 @@ static void test_checkpoint_roundtrip(void)
     for (size_t i = 0; i < a.w.nparams; i++) v[i] = fabsf(v[i]);
     a.w.adam_t = 17;
     const char *dir = test_path("ckpt");
-    ckpt_state s = {17, 99, 2, 16, 1, 0x1234};
+    ckpt_state s = {17, 99, 2, 16, 1, 0x1234, 0, 0};
     CHECK(ckpt_save(&a, a.w.m, a.w.v, dir, &s) == 0, "save failed");
     CHECK(ckpt_load_weights(&b, test_path("ckpt/step-00000017/model.safetensors")) == 0, "load failed");
     CHECK(memcmp(a.w.params, b.w.params, a.w.nparams * sizeof(float)) == 0, "reloaded weights differ");
@@ -145,7 +145,7 @@ static void test_checkpoint_roundtrip(void)
     CHECK(memcmp(a.w.m, b.w.m, a.w.nparams * sizeof(float)) == 0 &&
               memcmp(a.w.v, b.w.v, a.w.nparams * sizeof(float)) == 0,
           "reloaded optimizer moments differ");
-    ckpt_state other = {0, 98, 2, 16, 1, 0};
+    ckpt_state other = {0, 98, 2, 16, 1, 0, 0, 0};
     capture_stderr_begin();
     int mism = ckpt_resume(&b, dir, &other, &got);
     capture_stderr_end();
