@@ -39,8 +39,8 @@ typedef struct {
     unsigned long long seed;
     int B, T, accum;
     uint64_t run_id;        /* identifies one training run across its resumes */
-    float beta1, beta2;     /* the run's AdamW betas: the bound on the moments (ckpt_meta_check_moments); 0, 0:
-                             * not checked */
+    float beta1, beta2;     /* the run's AdamW betas: the bound on the moments (ckpt_moment_bound, checked by
+                             * model/checkpoint.c); 0, 0: not checked */
 } ckpt_state;
 
 /* A file's metadata as st_write takes it: kv[2i], kv[2i+1] = key, value (in buf[i]). */

@@ -22,7 +22,7 @@ static inline model_config fuzz_ckpt_config(void)
 /* The run's position and shape (expect of ckpt_meta_check_optimizer) and the checkpoint's. */
 static inline ckpt_state fuzz_ckpt_state(void)
 {
-    return (ckpt_state){FUZZ_CKPT_LATEST, 1234, 1, 64, 1, 0x5eed0c057be4c4ULL};
+    return (ckpt_state){FUZZ_CKPT_LATEST, 1234, 1, 64, 1, 0x5eed0c057be4c4ULL, 0.9f, 0.95f};
 }
 
 #endif
