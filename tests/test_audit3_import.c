@@ -33,7 +33,8 @@ static void log_copy(const char *path, const char *old, const char *repl, int ti
                 snprintf(rest, sizeof rest, "%s", hit + strlen(old));
                 snprintf(hit, sizeof line - (size_t)(hit - line), "%s%s", repl, rest);
             }
-            for (int k = 0; k < each && n + strlen(line) < sizeof buf; k++) n += (size_t)snprintf(buf + n, sizeof buf - n, "%s", line);
+            for (int k = 0; k < each && n + strlen(line) < sizeof buf; k++)
+                n += (size_t)snprintf(buf + n, sizeof buf - n, "%s", line);
             p += len;
         }
     write_text(dst, buf);
@@ -159,7 +160,31 @@ static void test_log_numbers(void)
     CHECK(rc == 0, "a UTF-8 BOM: rc %d, %s", rc, err);
 }
 
+/* #0, #9: counters and degree products read from a log past their bounds (the fuzzer's finds,
+ * kept in its corpus): one error naming the file and line, exit 2. Before, each was a signed
+ * overflow (UBSan stopped the fuzz run) and the plain build wrote a row, 5e18 devices for the mesh. */
+static void test_counters_bounded(void)
+{
+    static const char *const crash[] = {
+        "tests/fuzz/corpus/logs/crash_nemo_iteration_long_max.log",
+        "tests/fuzz/corpus/logs/crash_nemo_tqdm_counter.log",
+        "tests/fuzz/corpus/logs/crash_megatron_skipped_total.log",
+        "tests/fuzz/corpus/logs/crash_torchtitan_mesh_product.log",
+        "tests/fuzz/corpus/logs/crash_torchtitan_mesh2d_product.log",
+        "tests/fuzz/corpus/import_out/crash_megatron_log_interval_iters.log",
+    };
+    for (size_t i = 0; i < sizeof crash / sizeof crash[0]; i++) {
+        const char *a[] = {"import", crash[i], NULL};
+        int rc = cli_run(a, out, sizeof out, err, sizeof err);
+        char where[300];
+        snprintf(where, sizeof where, "error: %s:", crash[i]);
+        CHECK(rc == 2 && strncmp(err, where, strlen(where)) == 0 && count_lines(err) == 1,
+              "%s: exit %d, expected 2 and one error naming its line: %s", crash[i], rc, err);
+    }
+}
+
 const test_case tests_audit3_import[] = {
+    {"audit3 import: #0 #9 counters and degree products past their bounds are one error", test_counters_bounded},
     {"audit3 import: #1 --out never appends a row the loader refuses", test_out_refused_row},
     {"audit3 import: #18 load-back errors name the user's files", test_loadback_names},
     {"audit3 import: #3 a flag that contradicts the log is an error naming both", test_flag_contradicts},
