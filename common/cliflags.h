@@ -8,10 +8,10 @@
  *   --seq          1 .. CB_MAX_SEQ_LEN tokens (the model's max_seq_len checked by the command)
  *   --precision    a name of common/precision.h (precision_parse_flag)
  *   --attention    full | flash; default the --framework's kernel (attention_flag_parse)
- *   --prices, --hardware, --region   the price and hardware tables (report/inputs.h)
+ *   --prices, --hardware, --region   the price and hardware tables (report/formats/inputs.h)
  *   --calibrate, --matmul-csv, --mfu, --framework   what a prediction (scale, plan) is calibrated on
  *   --fit-tolerance, --net-gbps, --intra-gbps, --latency-us, --bucket-mib   a prediction's fit and network
- *   --net-from     a measured network (report/netfit.h's network file) in place of the hardware table's */
+ *   --net-from     a measured network (report/formats/netfit.h's network file) in place of the hardware table's */
 #ifndef CB_CLIFLAGS_H
 #define CB_CLIFLAGS_H
 
@@ -63,7 +63,7 @@ int attention_flag_parse(const char *s, int framework_flash, int *flash);
     {"matmul-csv", OPT_STR, (dst), 0, 0, 0, 0, "FILE",                                                   \
      "with a calibration: the GEMM efficiency curve from a costbench matmul CSV"}
 /* The calibration of a prediction (scale, plan; dst: const char **, const char **, double *): one
- * throughput row's efficiency carried by the step model (report/calib_row.h), the GEMM curve of a
+ * throughput row's efficiency carried by the step model (report/predict/calib_row.h), the GEMM curve of a
  * matmul CSV, or an assumed MFU when nothing is calibrated. */
 #define CALIBRATE_FLAG_SPECS(cal_dst, mm_dst, mfu_dst)                                                   \
     {"calibrate", OPT_STR, (cal_dst), 0, 0, 0, 0, "FILE[:ROW]",                                          \
@@ -73,7 +73,7 @@ int attention_flag_parse(const char *s, int framework_flash, int *flash);
     {"mfu", OPT_DOUBLE, (mfu_dst), 0, 0, 0.1, 100, "PCT",                                                \
      "assumed MFU of the data-sheet peak when nothing is calibrated (default 40)"}
 /* --framework (dst: const char **; help: the text step_framework_flag_help writes, which lists the
- * frameworks report/stepmodel.h knows). */
+ * frameworks report/predict/stepmodel.h knows). */
 #define FRAMEWORK_FLAG_SPEC(dst, help) {"framework", OPT_STR, (dst), 0, 0, 0, 0, "NAME", (help)}
 
 /* --fit-tolerance (dst: double *): how closely a calibration must reproduce its rows (scale, validate). */
@@ -89,7 +89,7 @@ int attention_flag_parse(const char *s, int framework_flash, int *flash);
     {"latency-us", OPT_DOUBLE, (lat_dst), 0, 0, 0, 1e6, "US",                                            \
      "network latency per hop (default: the hardware table's, else 0)"}
 /* --net-from FILE (dst: const char **; scale, plan): the all_reduce rows of a network file for
- * the instance type set its network and device link (report/netfit.h). */
+ * the instance type set its network and device link (report/formats/netfit.h). */
 #define NET_FROM_FLAG_SPEC(dst)                                                                          \
     {"net-from", OPT_STR, (dst), 0, 0, 0, 0, "FILE",                                                     \
      "measured network: a network file `costbench import` writes from nccl-tests or costbench allreduce "  \

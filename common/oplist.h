@@ -42,7 +42,7 @@
  * ZeRO-3/FSDP rank gathers per layer in every forward and backward (param_gather), the activation
  * a pipeline stage sends forward and the gradient it sends back per micro-batch (pp_send), and
  * the bytes AdamW streams once per step (optimizer). Who overlaps what with which is the
- * framework's (report/stepmodel.h), not the list's. */
+ * framework's (report/predict/stepmodel.h), not the list's. */
 #ifndef CB_OPLIST_H
 #define CB_OPLIST_H
 

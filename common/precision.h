@@ -31,7 +31,7 @@ typedef enum { ROUNDING_NONE = 0, ROUNDING_STOCHASTIC = 1, ROUNDING_NEAREST = 2 
 /* What a precision stores. Bytes per parameter as a training framework holds them (the ZeRO
  * paper's accounting): the weights the matmuls read, the gradient, each AdamW moment (m and v),
  * and the fp32 master copy (0: none). The model here accumulates its gradients in fp32 in every
- * precision (model/gpt_alloc.c); the predictor (report/scale.h) counts grad_bytes. */
+ * precision (model/gpt_alloc.c); the predictor (report/predict/scale.h) counts grad_bytes. */
 typedef struct {
     const char *name;            /* canonical: what precision_name prints */
     int weights_bf16;            /* the weights and both moments stored in bf16 (full bf16) */

@@ -39,7 +39,7 @@ const char *const tput_attentions[TPUT_NATTENTIONS] = {"full", "flash"};
 const schema_col tput_peak_rss = {TPUT_PEAK_RSS_GIB, 0, 1e-3, 65536};
 
 /* The per-accelerator columns (accelerator .. intra_node_gb_per_s) are required only of a file
- * without the device column (report/inputs.c checks that). */
+ * without the device column (report/formats/inputs.c checks that). */
 const schema_col hw_schema[HW_NCOLS] = {
     [HW_INSTANCE_TYPE] = {{"instance_type", "", REC_STR, 0}, 1, 0, 0},
     [HW_DEVICE] = {{"device", "", REC_STR, 0}, 0, 0, 0},

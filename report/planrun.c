@@ -107,7 +107,7 @@ static int instances_fill(plan_run *r)
     return 0;
 }
 
-/* --calibrate: the row's configuration with its compute time fitted (report/calibration.h),
+/* --calibrate: the row's configuration with its compute time fitted (report/predict/calibration.h),
  * whose framework efficiency plan_t_mb_s carries to each candidate. The settings a throughput row
  * does not describe are the candidates' (ZeRO 0, 25 MiB buckets, the full line rate, mixed
  * precision when the row does not say, the attention and framework features of the flags); a
@@ -329,7 +329,7 @@ static void notes_compute(record *rec, const plan_run *r)
                 "%.4g%%; the model "
                 "reproduces it within %.1f%%), its framework efficiency %.4g carried to each candidate by the step "
                 "model: t_mb = the "
-                "operation list's device time on the candidate's device and layout / %.4g (report/calibration.h, as "
+                "operation list's device time on the candidate's device and layout / %.4g (report/predict/calibration.h, as "
                 "costbench scale "
                 "--calibrate)%s",
                 c->path, c->row.line, c->row.model, c->row.instances, c->row.instance, c->row.tp, c->row.pp,
@@ -353,7 +353,7 @@ static void notes_framework(record *rec, const plan_run *r)
                 "framework features (--framework %s: %s): %s attention (%s), gradient reduction under the backward %s, "
                 "ZeRO-3 gathers "
                 "prefetched under compute %s, TP collectives under the GEMMs %s; network at its full line rate "
-                "(report/stepmodel.h)",
+                "(report/predict/stepmodel.h)",
                 fw->name, fw->source, r->in.attn_flash ? "tiled (flash)" : "materialised (full)",
                 r->o.attention ? "--attention" : "the framework's", fw->grad_overlap ? "on" : "off",
                 fw->gather_prefetch ? "on" : "off", fw->tp_overlap ? "on" : "off");

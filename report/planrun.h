@@ -1,5 +1,5 @@
 /* planrun.h: one `costbench plan` run: the flags' inputs (model, instances and their prices, the
- * calibration, the framework), the search (report/plan.h), and the record of its ranking (rows,
+ * calibration, the framework), the search (report/predict/plan.h), and the record of its ranking (rows,
  * notes, the Pareto frontier, the plot). src/cmd_plan.c parses the flags and prints what this
  * builds. */
 #ifndef CB_PLANRUN_H
@@ -8,11 +8,12 @@
 #include "../common/machine.h"
 #include "../common/modelflags.h"
 #include "../common/record.h"
-#include "calib_row.h"
-#include "inputs.h"
-#include "netfit.h"
-#include "plan.h"
-#include "stepmodel.h"
+#include "predict/calib_row.h"
+#include "formats/inputs.h"
+#include "formats/netfit.h"
+#include "predict/netapply.h"
+#include "predict/plan.h"
+#include "predict/stepmodel.h"
 
 #define PLAN_DEFAULT_BATCH_TOKENS 4194304L /* 4M tokens a step (llama2: 1024 x 4096) */
 #define PLAN_MAX_TOKENS 1e16
@@ -28,7 +29,7 @@ extern const rec_col plan_cols[PC_NCOLS];
 typedef struct {
     const char *model, *tokens, *instances, *pricing, *csv, *pareto_csv, *plot, *prices_path, *hw_path, *calibrate,
         *matmul_csv, *attention, *framework;
-    const char *net_from; /* --net-from: a measured network (report/netfit.h) */
+    const char *net_from; /* --net-from: a measured network (report/formats/netfit.h, applied by report/predict/netapply.h) */
     model_flags mf; /* --models, the model overrides, --max-seq-len */
     long seq, global_batch, max_nodes, top;
     int per_instance; /* --per-instance: the best configuration of each instance type and pricing option */

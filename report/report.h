@@ -8,7 +8,7 @@
 #define CB_REPORT_H
 
 #include "../common/presets.h"
-#include "inputs.h"
+#include "formats/inputs.h"
 
 #define REPORT_MAX_PRICING 8
 

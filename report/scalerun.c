@@ -10,10 +10,11 @@
 #include "../common/err.h"
 #include "../common/machine.h"
 #include "../common/schema.h"
-#include "devices.h"
-#include "netfit.h"
+#include "formats/devices.h"
+#include "formats/netfit.h"
+#include "predict/netapply.h"
 #include "plot.h"
-#include "stepmodel.h"
+#include "predict/stepmodel.h"
 #include "../common/files.h"
 
 /* The rows are throughput rows (common/schema.h), so that report and scale --measured read them,
@@ -223,7 +224,7 @@ static int points_from_file(const char *path, const scale_model *s, const scale_
 
 /* ------------------------------------------------------------------ --calibrate FILE[:LINE] */
 
-/* Carries the calibration's framework efficiency to the target (report/calibration.h): its compute
+/* Carries the calibration's framework efficiency to the target (report/predict/calibration.h): its compute
  * time is the step model's device time of the target over phi. */
 static int calib_carry(scale_run *r)
 {
@@ -304,7 +305,7 @@ static void row_measured(record *rec, int row, const scale_run *r, long nodes, d
 
 /* The row's configuration columns: the flags' recomputation, --zero (stage k is zerok),
  * --interleave, the attention kernel (--attention, else the framework's); sequence parallelism
- * false: the model keeps the 10 s b h per layer outside the TP split (report/scale.c), as Megatron
+ * false: the model keeps the 10 s b h per layer outside the TP split (report/predict/scale.c), as Megatron
  * without it does. */
 static void row_config(record *rec, int row, const scale_run *r)
 {
@@ -413,7 +414,7 @@ static void notes_carry(record *rec, const scale_run *r)
     const scale_model *c = &r->cr.cal, *s = &r->s;
     record_note(rec, "rule: phi = t_device(calibration) / t_mb(calibration), the framework's efficiency against the "
                      "step model's device "
-                     "time of the shared operation list (report/stepmodel.h); t_mb(target) = t_device(target) / phi, "
+                     "time of the shared operation list (report/predict/stepmodel.h); t_mb(target) = t_device(target) / phi, "
                      "on the target's own "
                      "peaks, bandwidths and links");
     if (r->eff.nk > 0)

@@ -9,9 +9,9 @@
 #include "../common/modelflags.h"
 #include "../common/opts.h"
 #include "../common/record.h"
-#include "calib_row.h"
-#include "inputs.h"
-#include "scale.h"
+#include "predict/calib_row.h"
+#include "formats/inputs.h"
+#include "predict/scale.h"
 
 enum { SC_NODES, SC_SEQS, SC_TOKS, SC_TPU, SC_EFF, SC_MEAS, SC_ERR, SC_STEP, SC_COMP, SC_BUBBLE, SC_TPC, SC_DPC, SC_EXP,
        SC_OPT, SC_MFU, SC_MEM, SC_USD, SC_MODEL, SC_TP, SC_PP, SC_INST, SC_ITYPE, SC_SEQ, SC_GB, SC_MB, SC_SOURCE,
@@ -30,8 +30,8 @@ typedef struct {
         intra_gbps;
     int recompute;
     const char *attention; /* full | flash */
-    const char *framework; /* --framework: its attention kernel and overlaps (report/stepmodel.h) */
-    const char *net_from;  /* --net-from: a measured network (report/netfit.h) */
+    const char *framework; /* --framework: its attention kernel and overlaps (report/predict/stepmodel.h) */
+    const char *net_from;  /* --net-from: a measured network (report/formats/netfit.h, applied by report/predict/netapply.h) */
     int selective;         /* --selective-recompute */
     opt_list nodes;
     opt_list gbs;         /* --global-batch: one value, or one per node count */

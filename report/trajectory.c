@@ -12,7 +12,7 @@
 #include "../common/files.h"
 #include "../common/machine.h"
 #include "../common/schema.h"
-#include "inputs.h"
+#include "formats/inputs.h"
 #include "markdown.h"
 #include "outdir.h"
 #include "plot.h"

@@ -8,10 +8,10 @@
 
 #include "../common/err.h"
 #include "../common/stats.h"
-#include "calib_row.h"
-#include "calibration.h"
-#include "pubmodel.h"
-#include "stepmodel.h"
+#include "predict/calib_row.h"
+#include "predict/calibration.h"
+#include "predict/pubmodel.h"
+#include "predict/stepmodel.h"
 
 /* One file's rows as step models, and its calibrations. */
 typedef struct {

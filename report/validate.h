@@ -1,6 +1,6 @@
-/* validate.h: `costbench validate`: the step model of report/scale.h scored on published runs
- * (report/published.h). For each file: calibrate on some of its rows (report/calibration.h, the
- * rows mapped by report/pubmodel.h, the same model and fit `costbench scale` uses) and predict
+/* validate.h: `costbench validate`: the step model of report/predict/scale.h scored on published runs
+ * (report/formats/published.h). For each file: calibrate on some of its rows (report/predict/calibration.h, the
+ * rows mapped by report/predict/pubmodel.h, the same model and fit `costbench scale` uses) and predict
  * every row in seq/s, beside the naive baseline.
  *
  * Several calibration rows: each is fitted on its own, and every row is carried from the nearest
@@ -24,10 +24,10 @@
 #ifndef CB_VALIDATE_H
 #define CB_VALIDATE_H
 
-#include "devices.h"
-#include "inputs.h"
-#include "published.h"
-#include "scale.h"
+#include "formats/devices.h"
+#include "formats/inputs.h"
+#include "formats/published.h"
+#include "predict/scale.h"
 
 typedef struct {
     const char *file;       /* not owned */

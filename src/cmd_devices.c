@@ -7,7 +7,7 @@
 #include "../common/opts.h"
 #include "../common/record.h"
 #include "../common/schema.h"
-#include "../report/devices.h"
+#include "../report/formats/devices.h"
 #include "commands.h"
 
 /* One row of the listing: the columns of data/devices.csv, as common/schema.h defines them. */

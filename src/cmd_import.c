@@ -1,7 +1,7 @@
 /* costbench import LOG: a training run's log as one row of the published-runs schema
  * (data/reference/published/SCHEMA.md). Flags -> the log's lines -> its format's parser
- * (report/logimport.h) -> the flags' configuration merged in -> the steady state and the row
- * (report/logrow.h) -> `#` lines and the row as CSV on stdout, and --out FILE.csv. */
+ * (report/logs/logimport.h) -> the flags' configuration merged in -> the steady state and the row
+ * (report/logs/logrow.h) -> `#` lines and the row as CSV on stdout, and --out FILE.csv. */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,11 +9,11 @@
 
 #include "../common/err.h"
 #include "../common/opts.h"
-#include "../report/devices.h"
-#include "../report/kvconf.h"
-#include "../report/logimport.h"
-#include "../report/logrow.h"
-#include "../report/netfit.h"
+#include "../report/formats/devices.h"
+#include "../report/formats/kvconf.h"
+#include "../report/logs/logimport.h"
+#include "../report/logs/logrow.h"
+#include "../report/formats/netfit.h"
 #include "commands.h"
 #include "import_net.h"
 

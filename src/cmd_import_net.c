@@ -1,5 +1,5 @@
 /* costbench import of a collective benchmark's output: each collective's table fitted
- * (report/netfit.h) into a row of a network file, with `#` lines saying what it came from and
+ * (report/formats/netfit.h) into a row of a network file, with `#` lines saying what it came from and
  * what the step model takes from it. */
 #include <math.h>
 #include <stdarg.h>
@@ -9,8 +9,8 @@
 #include "../common/err.h"
 #include "../common/files.h"
 #include "../common/machine.h"
-#include "../report/netfit.h"
-#include "../report/stepmodel.h"
+#include "../report/formats/netfit.h"
+#include "../report/predict/stepmodel.h"
 #include "import_net.h"
 
 enum { NOTES_PER_RUN = 4, NOTE_LEN = 1024 };
@@ -140,7 +140,7 @@ int import_network(const text_lines *t, const net_import_opts *op)
     net_row rows[NET_NCOLL];
     static net_notes notes;
     notes.n = 0;
-    note_add(&notes, "network file: collective benchmarks fitted by costbench import (report/netfit.h)");
+    note_add(&notes, "network file: collective benchmarks fitted by costbench import (report/formats/netfit.h)");
     rc = runs_fit(&o, t, runs, nruns, rows, &notes);
     for (int i = 0; i < nruns; i++) net_run_free(&runs[i]);
     if (rc != 0) return rc;

@@ -1,5 +1,5 @@
 /* costbench prices: the known instance prices (data/prices.csv) cheapest first with their age,
- * and `prices import`: price rows read from a cloud price catalogue (report/priceimport.h). */
+ * and `prices import`: price rows read from a cloud price catalogue (report/formats/priceimport.h). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,8 +11,8 @@
 #include "../common/machine.h"
 #include "../common/opts.h"
 #include "../common/parse.h"
-#include "../report/inputs.h"
-#include "../report/priceimport.h"
+#include "../report/formats/inputs.h"
+#include "../report/formats/priceimport.h"
 #include "commands.h"
 
 static int prices_import(int argc, char **argv)

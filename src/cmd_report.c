@@ -9,7 +9,7 @@
 #include "../common/machine.h"
 #include "../common/opts.h"
 #include "../common/parse.h"
-#include "../report/inputs.h"
+#include "../report/formats/inputs.h"
 #include "../report/report.h"
 #include "commands.h"
 #include "../common/files.h"

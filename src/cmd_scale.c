@@ -1,5 +1,5 @@
 /* costbench scale: seq/s, tokens/$ and efficiency across node counts from the step model of
- * report/scale.h: the flags, the run (report/scalerun.h), the table, CSV and plot. */
+ * report/predict/scale.h: the flags, the run (report/scalerun.h), the table, CSV and plot. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,7 +10,7 @@
 #include "../common/machine.h"
 #include "../common/parse.h"
 #include "../report/scalerun.h"
-#include "../report/stepmodel.h"
+#include "../report/predict/stepmodel.h"
 #include "commands.h"
 
 /* Parses the flags into o (defaults first). Returns 0, 1 after --help, or CB_EUSAGE. */

@@ -7,7 +7,7 @@
 #include "../common/cliflags.h"
 #include "../common/err.h"
 #include "../common/opts.h"
-#include "../report/inputs.h"
+#include "../report/formats/inputs.h"
 #include "../report/trajectory.h"
 #include "commands.h"
 

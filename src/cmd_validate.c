@@ -14,7 +14,7 @@
 #include "../common/parse.h"
 #include "../common/record.h"
 #include "../report/charts.h"
-#include "../report/devices.h"
+#include "../report/formats/devices.h"
 #include "../report/validate.h"
 #include "commands.h"
 #include "../common/files.h"

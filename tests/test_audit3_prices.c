@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../report/inputs.h"
+#include "../report/formats/inputs.h"
 #include "check.h"
 
 static char out[65536], err[8192];

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "../common/err.h"
-#include "../report/scale.h"
+#include "../report/predict/scale.h"
 #include "check.h"
 
 static char g_out[65536], g_err[16384];

@@ -1,4 +1,4 @@
-/* The device table (data/devices.csv, report/devices.h) and the instance table built on it
+/* The device table (data/devices.csv, report/formats/devices.h) and the instance table built on it
  * (data/hardware.csv): every shipped row loads with a source; a bad cell is one error naming
  * file:line and the column; a node of 8 A100 80GB on 1600 Gbit/s is the hw_row the scaling model
  * takes; overrides leave what they are not given; instances derive their figures from their
@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "../common/err.h"
-#include "../report/devices.h"
+#include "../report/formats/devices.h"
 #include "check.h"
 
 static char g_out[65536], g_err[16384];

@@ -11,9 +11,9 @@
 #include <unistd.h>
 
 #include "../common/err.h"
-#include "../report/devices.h"
-#include "../report/logrow.h"
-#include "../report/published.h"
+#include "../report/formats/devices.h"
+#include "../report/logs/logrow.h"
+#include "../report/formats/published.h"
 #include "check.h"
 
 #define TINY "tests/logs/costbench_tiny.log"

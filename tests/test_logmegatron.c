@@ -1,4 +1,4 @@
-/* test_logmegatron.c: the Megatron-LM and NeMo log parsers (report/logfmt_megatron.c, logfmt_nemo.c) on
+/* test_logmegatron.c: the Megatron-LM and NeMo log parsers (report/logs/logfmt_megatron.c, logfmt_nemo.c) on
  * fixtures in tests/logs/ written as the frameworks print them:
  *   megatron_core.log     Megatron-LM (2025): _print_args' arguments block (megatron/training/arguments.py,
  *                         sorted case-blind, name padded with 48 - len(name) dots; trimmed to 53 keys) and
@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "../common/err.h"
-#include "../report/logimport.h"
+#include "../report/logs/logimport.h"
 #include "check.h"
 
 /* t and r loaded from `path` by parser p (with config `cfg`); returns the parser's code. */

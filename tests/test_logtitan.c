@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "../common/err.h"
-#include "../report/logimport.h"
+#include "../report/logs/logimport.h"
 #include "check.h"
 
 static int near(double x, double ref) { return fabs(x - ref) <= 1e-9 * fabs(ref); }

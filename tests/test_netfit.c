@@ -1,4 +1,4 @@
-/* test_netfit.c: collective benchmark outputs fitted into network file rows (report/netfit.h,
+/* test_netfit.c: collective benchmark outputs fitted into network file rows (report/formats/netfit.h,
  * src/cmd_import_net.c, through `costbench import`) and the rows used by scale and plan (--net-from).
  *
  * The fixtures in tests/logs/ are written as the benchmarks print them, with times built so the
@@ -28,7 +28,7 @@
 #include <unistd.h>
 
 #include "../common/err.h"
-#include "../report/netfit.h"
+#include "../report/formats/netfit.h"
 #include "../src/commands.h"
 #include "check.h"
 

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../report/plan.h"
+#include "../report/predict/plan.h"
 #include "check.h"
 #include "../common/files.h"
 

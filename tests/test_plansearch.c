@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "../common/csvio.h"
-#include "../report/plan.h"
+#include "../report/predict/plan.h"
 #include "check.h"
 
 static char g_out[65536], g_err[16384];

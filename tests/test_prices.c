@@ -6,8 +6,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "../report/inputs.h"
-#include "../report/json.h"
+#include "../report/formats/inputs.h"
+#include "../report/formats/json.h"
 #include "check.h"
 
 static char out[16384], err[8192];

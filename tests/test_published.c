@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "../common/err.h"
-#include "../report/published.h"
+#include "../report/formats/published.h"
 #include "check.h"
 
 /* The devices the shipped files name, as data/devices.csv describes them (workers: ranks a device). */

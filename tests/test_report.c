@@ -11,7 +11,7 @@
 
 #include "../common/csvio.h"
 #include "../common/presets.h"
-#include "../report/scale.h"
+#include "../report/predict/scale.h"
 #include "check.h"
 
 static char g_out[65536], g_err[16384];

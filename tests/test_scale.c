@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "../common/err.h"
-#include "../report/scale.h"
+#include "../report/predict/scale.h"
 #include "check.h"
 
 static char g_out[65536], g_err[16384];

@@ -1,4 +1,4 @@
-/* test_stepmodel.c: every term of the step model (report/stepmodel.h, report/scale.h) worked by
+/* test_stepmodel.c: every term of the step model (report/predict/stepmodel.h, report/predict/scale.h) worked by
  * hand on a small case, the joint fit recovering known parameters, and the validation targets
  * on the shipped published runs (the model is deterministic: its accuracy on fixed data may be
  * asserted). */
@@ -6,9 +6,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../report/calibration.h"
-#include "../report/devices.h"
-#include "../report/stepmodel.h"
+#include "../report/predict/calibration.h"
+#include "../report/formats/devices.h"
+#include "../report/predict/stepmodel.h"
 #include "../report/validate.h"
 #include "check.h"
 

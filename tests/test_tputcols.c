@@ -8,7 +8,7 @@
 
 #include "../common/csvio.h"
 #include "../common/schema.h"
-#include "../report/inputs.h"
+#include "../report/formats/inputs.h"
 #include "check.h"
 
 static char g_out[65536], g_err[16384];

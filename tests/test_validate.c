@@ -12,9 +12,9 @@
 #include <string.h>
 
 #include "../common/csvio.h"
-#include "../report/devices.h"
-#include "../report/published.h"
-#include "../report/calib_row.h"
+#include "../report/formats/devices.h"
+#include "../report/formats/published.h"
+#include "../report/predict/calib_row.h"
 #include "check.h"
 #include "../common/files.h"
 

@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/csvio.h"
-#include "../common/err.h"
-#include "../common/machine.h"
-#include "../common/schema.h"
+#include "../../common/csvio.h"
+#include "../../common/err.h"
+#include "../../common/machine.h"
+#include "../../common/schema.h"
 
 /* A required string cell into a fixed buffer. */
 static int dev_str(const table *t, int row, int col, char *dst, size_t n)

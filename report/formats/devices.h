@@ -29,7 +29,7 @@ typedef struct {
     double hbm_gib, hbm_gb_per_s;
     double link_gb_per_s; /* NaN: unknown */
     int scaleup_domain;
-    /* the step model's figures (report/stepmodel.h; NaN: its default): achieved share of the
+    /* the step model's figures (report/predict/stepmodel.h; NaN: its default): achieved share of the
      * dense peak by large GEMMs and by the tiled attention kernel, of the memory bandwidth by
      * memory-bound kernels; a kernel's fixed cost; the vendor reference node's network (a run
      * that does not state its own) */

@@ -6,13 +6,13 @@
 #include <string.h>
 #include <time.h>
 
-#include "../common/csvio.h"
-#include "../common/err.h"
-#include "../common/machine.h"
-#include "../common/precision.h"
-#include "../common/schema.h"
+#include "../../common/csvio.h"
+#include "../../common/err.h"
+#include "../../common/machine.h"
+#include "../../common/precision.h"
+#include "../../common/schema.h"
 #include "devices.h"
-#include "../common/files.h"
+#include "../../common/files.h"
 
 const char *const src_kind_names[3] = {"measured", "imported", "predicted"};
 

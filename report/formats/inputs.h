@@ -67,7 +67,7 @@ typedef struct {
     double intra_gb_per_s;           /* device-to-device link per accelerator, one direction; NaN when unknown */
     int scaleup_domain;              /* accelerators sharing that link (the device's); 0: unknown */
     double gemm_eff, attn_eff, mem_eff,
-        launch_us;                   /* the device's step-model figures; NaN: report/stepmodel.h's defaults */
+        launch_us;                   /* the device's step-model figures; NaN: report/predict/stepmodel.h's defaults */
     double net_gbit_per_s;           /* instance network */
     double net_latency_us;           /* NaN when unknown */
     char source[256];

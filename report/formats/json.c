@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/err.h"
-#include "../common/files.h"
+#include "../../common/err.h"
+#include "../../common/files.h"
 
 typedef struct {
     const char *s, *path;

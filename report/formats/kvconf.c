@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/err.h"
-#include "../common/files.h"
-#include "../common/parse.h"
+#include "../../common/err.h"
+#include "../../common/files.h"
+#include "../../common/parse.h"
 
 enum { KV_DEPTH = 32, KV_KEY_MAX = 512 };
 

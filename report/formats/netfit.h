@@ -18,7 +18,7 @@
  * out-of-place times; latency_us the intercept (held at 0, the slope refitted through the
  * origin, when the intercept comes out negative), busbw_gb_per_s 1 / slope.
  *
- * How the step model takes the figures (report/scale.c dp_sync_s, report/stepmodel.c):
+ * How the step model takes the figures (report/predict/scale.c dp_sync_s, report/predict/stepmodel.c):
  *   across nodes  the gradient ring across k nodes costs 2(k-1)/k x bytes / (net_gbit_per_s / 8 x
  *                 net_eff), so its bus bandwidth is net_gbit_per_s / 8 x net_eff: net_gbit_per_s =
  *                 busbw x 8 with net_eff 1 reproduces the measured all-reduce busbw. Its latency
@@ -123,22 +123,5 @@ void net_table_free(net_table *t);
  * collective, scope, node type and ranks (an error naming both; nothing written). Returns 0 or
  * CB_EUSAGE / CB_EFAIL. */
 int net_table_write(const char *path, char *const *comments, int ncomments, const net_row *rows, int nrows);
-
-/* What --net-from applied to one node type. */
-typedef struct {
-    const net_row *inter, *intra; /* the all_reduce rows used (NULL: none) */
-    double table_gbit_per_s, table_intra_gb_per_s; /* the hardware table's figures they replaced */
-} net_applied;
-
-/* Sets hw's network from t's all_reduce rows for hw->instance: an inter row its net_gbit_per_s
- * (busbw x 8) and net_latency_us (per hop), an intra row its intra_gb_per_s (busbw /
- * STEP_LINK_EFF). Returns 1 when a row applied, 0 when t has none for that node type. */
-int netfit_apply(const net_table *t, hw_row *hw, net_applied *a);
-/* "network: measured (FILE:LINE, nccl-tests all_reduce_perf on 16 ranks over 2 nodes of X): ..."
- * for a note. */
-void netfit_describe(const net_table *t, const net_applied *a, char *buf, size_t n);
-/* The error for a node type t has no row for: names the file and the node types it has. Returns
- * CB_EUSAGE. */
-int netfit_no_row(const net_table *t, const char *node_type);
 
 #endif

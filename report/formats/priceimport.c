@@ -7,10 +7,10 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "../common/csvio.h"
-#include "../common/err.h"
-#include "../common/parse.h"
-#include "../common/schema.h"
+#include "../../common/csvio.h"
+#include "../../common/err.h"
+#include "../../common/parse.h"
+#include "../../common/schema.h"
 #include "json.h"
 #include "kvconf.h"
 

@@ -1,4 +1,4 @@
-/* priceimport.h: price rows (report/inputs.h price_row) read from cloud price catalogues:
+/* priceimport.h: price rows (report/formats/inputs.h price_row) read from cloud price catalogues:
  *   skypilot      the SkyPilot catalogue CSV of one cloud (vms.csv: InstanceType, Price,
  *                 SpotPrice, Region, AvailabilityZone, ...); Price -> on_demand, SpotPrice ->
  *                 spot; the zones of a region are one row (at the lowest zone price when they

@@ -7,12 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/csvio.h"
-#include "../common/err.h"
-#include "../common/machine.h"
-#include "../common/precision.h"
-#include "../common/schema.h"
-#include "../common/files.h"
+#include "../../common/csvio.h"
+#include "../../common/err.h"
+#include "../../common/machine.h"
+#include "../../common/precision.h"
+#include "../../common/schema.h"
+#include "../../common/files.h"
 
 const char *const pub_metric_names[6] = {"seq_per_s",         "tokens_per_s", "tokens_per_s_per_device",
                                          "tflops_per_device", "mfu_pct",      "step_time_s"};

@@ -7,7 +7,7 @@
 #ifndef CB_PUBLISHED_H
 #define CB_PUBLISHED_H
 
-#include "../common/presets.h"
+#include "../../common/presets.h"
 #include "devices.h"
 
 typedef enum {

@@ -23,9 +23,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/err.h"
-#include "../common/files.h"
-#include "../common/parse.h"
+#include "../../common/err.h"
+#include "../../common/files.h"
+#include "../../common/parse.h"
 
 /* The console logger's training header with metrics below it: "[batch=N/M]:" or
  * "[epoch=E][batch=N/M]:" (the evaluation header reads "[Eval batch=..."). */

@@ -11,7 +11,7 @@
  * a number ends where its column's name ends, a name starts where its column's name starts, and
  * an empty cell is simply absent.
  * Also the summary alone: the CSV `costbench train --summary-csv` writes (the throughput format of
- * report/inputs.h, loaded and checked by its loader), one row standing for its run's steady state. */
+ * report/formats/inputs.h, loaded and checked by its loader), one row standing for its run's steady state. */
 #include "logimport.h"
 #include "logrow.h"
 
@@ -21,11 +21,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/err.h"
-#include "../common/machine.h"
-#include "../common/parse.h"
-#include "../common/schema.h"
-#include "inputs.h"
+#include "../../common/err.h"
+#include "../../common/machine.h"
+#include "../../common/parse.h"
+#include "../../common/schema.h"
+#include "../formats/inputs.h"
 
 enum { CB_MAX_COLS = 64 };
 

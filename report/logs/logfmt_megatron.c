@@ -10,8 +10,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "../common/err.h"
-#include "../common/parse.h"
+#include "../../common/err.h"
+#include "../../common/parse.h"
 
 /* training_log's iteration line: " [date] iteration   10/  100 | consumed samples: ... | elapsed
  * time per iteration (ms): ... |" */

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/err.h"
-#include "../common/parse.h"
+#include "../../common/err.h"
+#include "../../common/parse.h"
 
 /* The largest step number read (global_step's bound): step counts stay far from overflowing. */
 #define NM_MAX_STEP 1000000000000000L

@@ -26,9 +26,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/err.h"
-#include "../common/files.h"
-#include "../common/parse.h"
+#include "../../common/err.h"
+#include "../../common/files.h"
+#include "../../common/parse.h"
 
 enum { TT_LINE_MAX = 1024 };
 

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/err.h"
+#include "../../common/err.h"
 
 const char *const log_format_names[LOG_NFORMATS] = {"megatron", "nemo", "torchtitan", "composer", "costbench"};
 const char *const log_format_frameworks[LOG_NFORMATS] = {"megatron-lm", "nemo", "torchtitan", "llm-foundry",

@@ -14,7 +14,7 @@
 #ifndef CB_LOGIMPORT_H
 #define CB_LOGIMPORT_H
 
-#include "kvconf.h"
+#include "../formats/kvconf.h"
 
 typedef enum { LOG_MEGATRON, LOG_NEMO, LOG_TORCHTITAN, LOG_COMPOSER, LOG_COSTBENCH, LOG_NFORMATS } log_format;
 /* --framework's spellings: megatron, nemo, torchtitan, composer, costbench */

@@ -10,13 +10,13 @@
 
 #include <unistd.h>
 
-#include "../common/csvio.h"
-#include "../common/err.h"
-#include "../common/files.h"
-#include "../common/machine.h"
-#include "../common/presets.h"
-#include "../common/stats.h"
-#include "devices.h"
+#include "../../common/csvio.h"
+#include "../../common/err.h"
+#include "../../common/files.h"
+#include "../../common/machine.h"
+#include "../../common/presets.h"
+#include "../../common/stats.h"
+#include "../formats/devices.h"
 
 const char *const logrow_cols[LOGROW_NCOLS] = {
     "id",         "source",    "framework",    "device",       "devices",   "devices_per_node",

@@ -9,7 +9,7 @@
 #include <stdio.h>
 
 #include "logimport.h"
-#include "published.h"
+#include "../formats/published.h"
 
 /* The steady state of a run's step lines. */
 typedef struct {

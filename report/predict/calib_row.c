@@ -1,8 +1,8 @@
 /* calib_row.c: `--calibrate FILE[:LINE]` and `--calibrate FILE:ID` of costbench scale and costbench
  * plan: one measured or imported throughput row, or one row of a published-runs file, the scale
- * model of its own configuration with the compute time fitted to its point (report/calibration.h),
+ * model of its own configuration with the compute time fitted to its point (report/predict/calibration.h),
  * its compute efficiency and matmul efficiency, and the efficiency it carries to another
- * configuration (report/scale.h's rule). */
+ * configuration (report/predict/scale.h's rule). */
 #include "calib_row.h"
 
 #include <math.h>
@@ -12,11 +12,11 @@
 
 #include <unistd.h>
 
-#include "../common/err.h"
-#include "../common/files.h"
-#include "../common/machine.h"
-#include "../common/schema.h"
-#include "published.h"
+#include "../../common/err.h"
+#include "../../common/files.h"
+#include "../../common/machine.h"
+#include "../../common/schema.h"
+#include "../formats/published.h"
 #include "pubmodel.h"
 #include "stepmodel.h"
 
@@ -198,7 +198,7 @@ static int calib_layout_check(const scale_model *c, long nodes, const char *wher
 
 /* The configuration columns a throughput row states (those it does not: no recomputation, plain
  * 1F1B, `defaults`' ZeRO stage and attention): recompute full, or selective (no s x s scores kept,
- * as flash attention); sharding as a ZeRO stage (hybrid as ZeRO-2, report/pubmodel.h); vp;
+ * as flash attention); sharding as a ZeRO stage (hybrid as ZeRO-2, report/predict/pubmodel.h); vp;
  * sequence parallelism moves the bytes of the all-reduces it replaces (no term of its own). */
 static void calib_config_tput(const tput_row *row, scale_model *c)
 {
@@ -296,8 +296,8 @@ static void pub_summary(const pub_row *p, const scale_model *s, long nodes, cons
         NAN;
 }
 
-/* A row of a published-runs file (report/published.h): found by LINE or ID, its configuration by
- * the mapping of report/pubmodel.h. */
+/* A row of a published-runs file (report/formats/published.h): found by LINE or ID, its configuration by
+ * the mapping of report/predict/pubmodel.h. */
 static int calib_model_published(calib_row *cr, int line, const char *id, const calib_env *env,
                                  const scale_model *defaults)
 {

@@ -1,12 +1,12 @@
 /* calib_row.h: `--calibrate FILE[:LINE]` and `--calibrate FILE:ID`, shared by costbench scale and
  * costbench plan. FILE is a throughput CSV (rows named by LINE) or a published-runs CSV
- * (report/published.h; rows named by LINE or ID, mapped by report/pubmodel.h). */
+ * (report/formats/published.h; rows named by LINE or ID, mapped by report/predict/pubmodel.h). */
 #ifndef CB_CALIB_ROW_H
 #define CB_CALIB_ROW_H
 
 #include "calibration.h"
-#include "devices.h"
-#include "inputs.h"
+#include "../formats/devices.h"
+#include "../formats/inputs.h"
 #include "scale.h"
 
 typedef struct {
@@ -20,7 +20,7 @@ typedef struct {
     double e_cal;          /* the share of the dense peak its GEMMs reach (calibration.h) */
     int clamped;           /* 0: the step model has no range to leave (kept for its callers) */
     char where[4100];      /* "FILE:LINE" of the row, the lead of every message about it */
-    calib_fit fc;          /* the fit itself (report/calibration.h) */
+    calib_fit fc;          /* the fit itself (report/predict/calibration.h) */
 } calib_row;
 
 /* What a calibration row is built against: the instance types, the flags' link overrides (NULL:
@@ -46,7 +46,7 @@ int calib_point_add(scale_points *pl, const scale_model *s, long nodes, double s
 /* Reads the row the spec names: FILE:LINE, FILE:ID (a published-runs file) or FILE alone (its only
  * data row). A throughput row's configuration comes from its columns (model preset, instance of
  * ht, tp, pp, seq, batch, precision; the settings a row does not describe from `defaults`); a
- * published row's from every field (report/pubmodel.h). The flags' link overrides apply to it.
+ * published row's from every field (report/predict/pubmodel.h). The flags' link overrides apply to it.
  * Fits the compute time to its point (verified within tol_pct) and computes its efficiencies and
  * e(K, N) on `eff` (outside the curve's range: at its edge, and a warning naming the row). A row
  * measured on this machine (instance "this machine") runs on the peak it records (peak_gflops).

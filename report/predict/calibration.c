@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../common/err.h"
-#include "../common/stats.h"
+#include "../../common/err.h"
+#include "../../common/stats.h"
 #include "stepmodel.h"
 
 void calib_kn_describe(const scale_model *s, char *buf, size_t n)

@@ -1,11 +1,11 @@
-/* calibration.h: the step model of report/scale.h fitted to one measured run, and what that fit
- * carries to another configuration. Shared by `--calibrate` (scale, plan: report/calib_row.c) and
+/* calibration.h: the step model of report/predict/scale.h fitted to one measured run, and what that fit
+ * carries to another configuration. Shared by `--calibrate` (scale, plan: report/predict/calib_row.c) and
  * `costbench validate` (report/validate.c); nothing here prints: a failure comes back as a reason.
  *
  * The fit: the compute time of one micro-batch through one stage, t_mb, is the one free
  * parameter (scale_fit_points), and the model must then reproduce the run's seq/s within a
  * tolerance. What carries is the framework efficiency phi = t_device / t_mb, t_device the step
- * model's time of the run's own operation list on its own device (report/stepmodel.h); a run
+ * model's time of the run's own operation list on its own device (report/predict/stepmodel.h); a run
  * whose phi would put its GEMMs above the dense peak (gemm_eff x phi > 1) is refused, naming the
  * share. To a target: t_mb_t = t_device(target) / phi, on the target's own device. The compute
  * efficiency in hardware FLOPs (eff = hardware FLOPs of one micro-batch through one stage / (t_mb
@@ -28,7 +28,7 @@ typedef struct {
     double eff_cal;     /* compute efficiency in hardware FLOPs (0..1] */
     double mfu_cal;     /* the same in model FLOPs (the recomputed forward not counted) */
     double e_cal;       /* the share of the dense peak its GEMMs reach: the device's gemm_eff x phi_cal */
-    double phi_cal;     /* framework efficiency: the step model's device time (report/stepmodel.h) / the fitted time;
+    double phi_cal;     /* framework efficiency: the step model's device time (report/predict/stepmodel.h) / the fitted time;
                            what carries to other configurations and devices */
     int clamped;        /* its K or N outside the curve's range: e_cal at the nearest edge */
 } calib_fit;

@@ -1,5 +1,5 @@
 /* plan.c: the search of plan.h: layouts -> compute time (once per layout of the dimensions it
- * depends on) -> step model (report/scale.h) -> memory check -> prices -> deadline, budget ->
+ * depends on) -> step model (report/predict/scale.h) -> memory check -> prices -> deadline, budget ->
  * ranking and the cost/time frontier. */
 #include "plan.h"
 
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/err.h"
+#include "../../common/err.h"
 
 const char *const plan_bad_names[PLAN_NBAD] = {
     "TP past the scale-up domain of a node or not dividing its ranks",

@@ -7,11 +7,11 @@
  * than 1 only when PP > 1 and PP x stages divide the layers) x precision (bf16-mixed and bf16 on
  * an instance with a BF16 peak, else fp32) x recomputation (off, full) x micro-batch 1,2,4,8,
  * then ZeRO stage 0,1,3; each layout is the step model of
- * report/scale.h at a fixed global batch, with the framework features of one framework
- * (report/stepmodel.h's step_framework), priced once per pricing option. The compute time of a
+ * report/predict/scale.h at a fixed global batch, with the framework features of one framework
+ * (report/predict/stepmodel.h's step_framework), priced once per pricing option. The compute time of a
  * micro-batch through a stage depends on neither the node count nor the ZeRO stage: it is found
  * once per layout of the other dimensions, from the data-sheet peak at an assumed MFU, or from a
- * calibration (report/calibration.h: calib_fit_carry, then calib_t_mb, the rule costbench scale
+ * calibration (report/predict/calibration.h: calib_fit_carry, then calib_t_mb, the rule costbench scale
  * uses). A layout is invalid when it cannot be built (TP past the scale-up domain of a node or not
  * dividing its ranks, PP not dividing the layers, ranks not a multiple of TP x PP, the global
  * batch not splitting into replicas x micro-batches, or interleaved stages with a micro-batch
@@ -23,9 +23,9 @@
 #ifndef CB_PLAN_H
 #define CB_PLAN_H
 
-#include "../common/presets.h"
+#include "../../common/presets.h"
 #include "calibration.h"
-#include "inputs.h"
+#include "../formats/inputs.h"
 #include "scale.h"
 #include "stepmodel.h"
 
@@ -42,7 +42,7 @@ typedef struct {
     char price_source[PLAN_MAX_OFFERS][300]; /* as_of, source */
     char price_from[PLAN_MAX_OFFERS][256];   /* the price row's source (plan's price_source column) */
     char provider[PLAN_MAX_OFFERS][32];      /* the price row's cloud */
-    double price_age_days[PLAN_MAX_OFFERS];  /* days since its as_of (report/inputs.h price_age_days) */
+    double price_age_days[PLAN_MAX_OFFERS];  /* days since its as_of (report/formats/inputs.h price_age_days) */
 } plan_instance;
 
 typedef struct {
@@ -50,7 +50,7 @@ typedef struct {
     long seq, global_batch, max_nodes;
     double tokens;       /* to train on */
     double mfu;          /* without a calibration: the assumed share of the data-sheet peak, 0..1 */
-    /* the framework features of every candidate (report/stepmodel.h; NULL: step_framework_default)
+    /* the framework features of every candidate (report/predict/stepmodel.h; NULL: step_framework_default)
      * and its attention: tiled (flash: causal FLOPs, no s x s scores kept) or materialised */
     const step_framework *fw;
     int attn_flash;

@@ -1,4 +1,4 @@
-/* pubmodel.c: a published run as the step model of report/scale.h (see pubmodel.h for the rule
+/* pubmodel.c: a published run as the step model of report/predict/scale.h (see pubmodel.h for the rule
  * of every field). */
 #include "pubmodel.h"
 
@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../common/err.h"
-#include "../common/machine.h"
+#include "../../common/err.h"
+#include "../../common/machine.h"
 #include "stepmodel.h"
 
 int hw_this_machine(const hw_table *ht, const char *instance, double peak_tflops_per_rank, long ranks, hw_row *hw,
@@ -151,7 +151,7 @@ int pub_scale_model(const pub_row *r, const char *path, const pub_model_env *env
     s->recompute = r->recompute == RECOMPUTE_FULL;
     s->selective = r->recompute == RECOMPUTE_SELECTIVE;
     s->sp = r->sequence_parallel == 1 && s->tp > 1;
-    /* the framework's features: its attention kernel and what it overlaps (report/stepmodel.h) */
+    /* the framework's features: its attention kernel and what it overlaps (report/predict/stepmodel.h) */
     const step_framework *fw = step_framework_find(r->framework);
     s->attn_flash = fw->tiled_attention;
     s->grad_overlap = fw->grad_overlap, s->gather_prefetch = fw->gather_prefetch, s->tp_overlap = fw->tp_overlap;

@@ -1,4 +1,4 @@
-/* pubmodel.h: a published run (report/published.h's pub_row) as the step model of report/scale.h:
+/* pubmodel.h: a published run (report/formats/published.h's pub_row) as the step model of report/predict/scale.h:
  * the one mapping that `--calibrate FILE:ID` (scale, plan) and `costbench validate` share.
  *
  * What each field becomes (and what the step model cannot represent, refused with the reason):
@@ -23,7 +23,7 @@
  *   recompute       full: every forward op again; selective: the attention core again
  *   sequence_par.   the norms and residuals on seq / tp rows, the TP collectives as reduce-scatter
  *                   + all-gather (Korthikanti et al. 2022)
- *   framework       its attention kernel and overlaps (report/stepmodel.h's step_framework_find;
+ *   framework       its attention kernel and overlaps (report/predict/stepmodel.h's step_framework_find;
  *                   an unknown name: `plain`)
  *   precision       fp32 against the FP32 peak; bf16-mixed (and empty) mixed against the BF16 peak;
  *                   fp16-mixed mixed against the device's FP16 peak; bf16 full bf16 against the
@@ -36,8 +36,8 @@
 
 #include <stddef.h>
 
-#include "devices.h"
-#include "published.h"
+#include "../formats/devices.h"
+#include "../formats/published.h"
 #include "scale.h"
 
 typedef struct {

@@ -4,11 +4,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../common/csvio.h"
-#include "../common/err.h"
-#include "../common/stats.h"
+#include "../../common/csvio.h"
+#include "../../common/err.h"
+#include "../../common/stats.h"
 #include "stepmodel.h"
-#include "../common/files.h"
+#include "../../common/files.h"
 
 const char *const scale_param_names[SP_COUNT] = {"compute", "bandwidth", "latency", "overlap"};
 
@@ -109,7 +109,7 @@ double scale_t_mb_from_peak(const scale_model *s, double mfu)
 }
 
 /* Tensor-parallel collectives and pipeline sends of one micro-batch through one stage, exposed
- * (report/stepmodel.h; 0 over a link whose speed is unknown). */
+ * (report/predict/stepmodel.h; 0 over a link whose speed is unknown). */
 static double tp_time_per_mb(const scale_model *s) { return step_comm_per_mb(s); }
 
 /* Data-parallel gradient synchronisation of one step at n nodes with R replicas of m

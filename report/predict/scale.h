@@ -5,7 +5,7 @@
  *   compute   m x t_mb                               t_mb: one micro-batch through the slowest stage
  *   bubble    (PP - 1) / v x t_mb                    1F1B: fraction (p-1)/m, interleaved (p-1)/(v m)
  *   TP, PP    the exposed collectives and sends of one micro-batch, per micro-batch
- *             (report/stepmodel.h's step_comm_per_mb over the shared operation list)
+ *             (report/predict/stepmodel.h's step_comm_per_mb over the shared operation list)
  *   DP        gradient all-reduce once per step: hierarchical, a ring 2(r-1)/r of a rank's bytes
  *             over the device link among a node's r replicas, then 2(k-1)/k of the gradient bytes
  *             a node holds over its network, plus min(2(k-1), 2 log2 k) hops x latency per bucket
@@ -20,7 +20,7 @@
  *   overhead  a fixed cost per step (0 unless a joint calibration fits one)
  * t_mb comes from measured points (a base point, or a least-squares fit to several, each free
  * parameter held inside its valid range), from a calibration carried by the step model
- * (report/calibration.h: t_device / phi), or from the data-sheet peak times an assumed MFU. A
+ * (report/predict/calibration.h: t_device / phi), or from the data-sheet peak times an assumed MFU. A
  * calibration counts only when the model then reproduces every one of its points within a stated
  * tolerance (scale_fit_verify): a model whose communication alone outlasts the measured step, or
  * a fit pinned at a parameter's edge, cannot, and says why. Memory per rank: weights, gradients
@@ -34,9 +34,9 @@
 
 #include <stddef.h>
 
-#include "../common/precision.h"
-#include "../common/presets.h"
-#include "inputs.h"
+#include "../../common/precision.h"
+#include "../../common/presets.h"
+#include "../formats/inputs.h"
 
 /* Whether a throughput row's precision (a precision column's value, common/precision.h) is the
  * modelled one: the same storage per parameter (precision_table), so bf16-sr and bf16-nearest
@@ -70,7 +70,7 @@ typedef struct {
     int selective;          /* selective recomputation: the attention core recomputed */
     int fp8;                /* the GEMMs in fp8 against the device's FP8 peak (the rest as the precision says) */
     int hybrid;             /* FSDP hybrid sharding: ZeRO-3 inside a node (zero 2 across nodes) */
-    /* framework features (report/stepmodel.h's step_framework): what overlaps what */
+    /* framework features (report/predict/stepmodel.h's step_framework): what overlaps what */
     int grad_overlap, gather_prefetch, tp_overlap;
     const struct scale_eff_curve_s *gemm_curve; /* a measured GEMM efficiency curve of the device; NULL: its rule */
     double step_overhead_s; /* a fixed cost per optimizer step (a joint calibration's second parameter; 0 else) */

@@ -128,7 +128,7 @@ double step_op_time(const scale_model *s, const op_entry *op)
         if (!(s->hw.net_gbit_per_s > 0)) return 0;
         return op->bytes / (s->hw.net_gbit_per_s * 1e9 / 8.0 * s->net_eff / (double)per_node);
     }
-    default: return 0; /* data-parallel movement and the optimizer: per step, in report/scale.c */
+    default: return 0; /* data-parallel movement and the optimizer: per step, in report/predict/scale.c */
     }
 }
 

@@ -24,10 +24,10 @@
 
 #include "../../common/files.h"
 #include "../../common/machine.h"
-#include "../../report/devices.h"
-#include "../../report/logimport.h"
-#include "../../report/logrow.h"
-#include "../../report/netfit.h"
+#include "../../report/formats/devices.h"
+#include "../../report/logs/logimport.h"
+#include "../../report/logs/logrow.h"
+#include "../../report/formats/netfit.h"
 #include "fuzz_io.h"
 
 static const log_parser parsers[LOG_NFORMATS] = {log_parse_megatron, log_parse_nemo, log_parse_torchtitan,

@@ -1,8 +1,8 @@
 /* fuzz_logs.c: libFuzzer harness of the readers `costbench import` runs on files a user pastes
  * or downloads: the training-log parsers of every format (report/logfmt_*.c), format detection,
- * the YAML and TOML config reader (report/kvconf.c), the collective-benchmark reader
- * (report/netfit.c: nccl-tests tables, `costbench allreduce` CSVs) and the JSON reader of price
- * catalogues (report/json.c).
+ * the YAML and TOML config reader (report/formats/kvconf.c), the collective-benchmark reader
+ * (report/formats/netfit.c: nccl-tests tables, `costbench allreduce` CSVs) and the JSON reader of price
+ * catalogues (report/formats/json.c).
  *
  * Each input is written to a scratch file, loaded as lines, and given to every parser; an input
  * with a line "@@config@@" is two files, the log before it and the config after (fuzz_io.h), and
@@ -20,10 +20,10 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "../../report/json.h"
-#include "../../report/kvconf.h"
-#include "../../report/logimport.h"
-#include "../../report/netfit.h"
+#include "../../report/formats/json.h"
+#include "../../report/formats/kvconf.h"
+#include "../../report/logs/logimport.h"
+#include "../../report/formats/netfit.h"
 #include "fuzz_io.h"
 
 static int log_file = -1, config_file = -1;

@@ -1,6 +1,6 @@
 /* fuzz_prices_out.c: libFuzzer harness of `costbench prices import CAT --format F --out FILE` end
  * to end, FILE an existing price file: price_import_read and price_import_merge
- * (report/priceimport.h), the calls src/cmd_prices.c makes, with FILE a scratch copy of
+ * (report/formats/priceimport.h), the calls src/cmd_prices.c makes, with FILE a scratch copy of
  * data/prices.csv restored before each try.
  *
  * Each input is a catalogue, read in each of the three formats (skypilot as --provider aws,
@@ -23,8 +23,8 @@
 
 #include "../../common/files.h"
 #include "../../common/machine.h"
-#include "../../report/inputs.h"
-#include "../../report/priceimport.h"
+#include "../../report/formats/inputs.h"
+#include "../../report/formats/priceimport.h"
 #include "fuzz_io.h"
 
 static int cat_file = -1;
