@@ -1,7 +1,7 @@
 /* logrow.h: a training log read by its parser (logimport.h) as one row of the published-runs
- * schema (data/reference/published/SCHEMA.md): which steps are the steady state, their figures,
- * the metric the row publishes, and the row itself, written and checked the way published_load
- * (published.h) reads it. */
+ * schema (data/reference/published/SCHEMA.md): its steady state (which steps, their figures, the
+ * metric the row publishes: steady.h), and the row itself, written and checked the way
+ * published_load (published.h) reads it. */
 #ifndef CB_LOGROW_H
 #define CB_LOGROW_H
 
@@ -9,39 +9,8 @@
 #include <stdio.h>
 
 #include "logimport.h"
+#include "steady.h"
 #include "../formats/published.h"
-
-/* The steady state of a run's step lines. */
-typedef struct {
-    int *keep;         /* indices into log_run.steps of the steps kept, in order */
-    int n;             /* how many */
-    int nlines;        /* step lines in the log */
-    int ramp;          /* dropped: a global batch other than the last step's (batch ramp-up) */
-    int unprinted;     /* dropped: lines that do not print the metric (before a throughput window filled) */
-    int warm;          /* dropped: warm-up (the first `warm` of the others) */
-    int auto_warm;     /* 1: the warm-up was detected; 0: --skip-steps, or the log's own summary stated it */
-    long iters;        /* optimizer steps the kept lines cover (each line's `iters`) */
-    pub_metric metric; /* the figure the row publishes (log_metric_pick) */
-    double median, min, max, iqr_pct; /* of the metric over the kept steps; iqr_pct: Q3 - Q1 in % of the median */
-    char why[256];     /* the warm-up rule as applied */
-} log_steady;
-
-/* The step's figure in metric m (step_time_s: step_s; seq_per_s: samples_per_s; ...), NaN when the
- * line does not print it. */
-double log_step_figure(const log_step *s, pub_metric m);
-/* The metric a row of r publishes: the first of step_time_s (when the global batch is known),
- * seq_per_s, tokens_per_s, tokens_per_s_per_device, tflops_per_device (with a FLOP convention),
- * mfu_pct (with a convention and a peak), step_time_s (the batch unknown: seq_per_s is then left
- * empty) that the last kept step of `st` prints (the steady state's end; earlier lines without it
- * are dropped). Returns 0, or CB_EUSAGE after an error naming the log's line when it prints none. */
-int log_metric_pick(const log_run *r, const log_steady *st, const char *path, pub_metric *m);
-/* The steady state of r's steps: the batch ramp-up dropped, the metric picked, the lines without
- * it dropped, then `skip` leading steps
- * (skip < 0: the warm-up the log's own summary states, log_run.stated_warmup, else the one
- * detected, see logrow.c), the rest summarised. Returns 0, or
- * CB_EUSAGE after an error naming path (no step left: how many there were). */
-int log_steady_compute(const log_run *r, long skip, const char *path, log_steady *st);
-void log_steady_free(log_steady *st);
 
 /* When `name` is a preset of data/models.csv: r's arch from the preset's family and, when `shape`,
  * the shape fields r leaves unset (layers, d_model, heads, kv_heads, ffn_dim, vocab, params). */
