@@ -128,6 +128,7 @@ FUZZ_BUILD   := build-fuzz
 # that file here.
 FUZZ_LIB_SRC := common/csvio.c common/err.c common/parse.c common/files.c common/schema.c model/safetensors.c model/dataset.c \
                 model/ckpt_meta.c common/precision.c common/machine_data.c common/presets.c common/stats.c common/params.c \
+                common/frameworks.c \
                 $(wildcard report/formats/*.c report/logs/*.c)
 # GSL (the fits) with its own CBLAS: the harnesses link no OpenBLAS.
 FUZZ_LIBS    := -lcsv -lgsl -lgslcblas -lm

@@ -10,6 +10,7 @@
 
 #include "../common/cliflags.h"
 #include "../common/err.h"
+#include "../common/frameworks.h"
 #include "../common/parse.h"
 #include "../common/schema.h"
 #include "plot.h"
@@ -136,10 +137,10 @@ static int framework_pick(plan_run *r)
 {
     const plan_opts *o = &r->o;
     r->fw = o->framework ? step_framework_find(o->framework) : step_framework_default();
-    if (o->framework && strcmp(r->fw->name, o->framework) != 0) {
+    if (o->framework && strcmp(r->fw->name, framework_canonical(o->framework)) != 0) {
         char names[512];
         step_framework_list(names, sizeof names);
-        return err_usage("flag '--framework': unknown framework '%s' (known: %s)", o->framework, names);
+        return framework_unknown(o->framework, names);
     }
     r->in.fw = r->fw;
     return attention_flag_parse(o->attention, r->fw->tiled_attention, &r->in.attn_flash);

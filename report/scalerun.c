@@ -450,6 +450,20 @@ static void notes_carry(record *rec, const scale_run *r)
                 k == CALIB_NEAR ? "" : "; extrapolated: ", why);
 }
 
+/* The framework whose features the prediction assumes, by its canonical name, when --framework
+ * names one (an alias included: megatron is megatron-lm). */
+static void notes_framework(record *rec, const scale_run *r)
+{
+    if (!r->o.framework) return;
+    const step_framework *fw = step_framework_find(r->o.framework);
+    record_note(rec,
+                "framework features (--framework %s: %s): %s attention (%s), gradient reduction under the backward "
+                "%s, ZeRO-3 gathers prefetched under compute %s, TP collectives under the GEMMs %s",
+                fw->name, fw->source, r->s.attn_flash ? "tiled (flash)" : "materialised (full)",
+                r->o.attention ? "--attention" : "the framework's", r->s.grad_overlap ? "on" : "off",
+                r->s.gather_prefetch ? "on" : "off", r->s.tp_overlap ? "on" : "off");
+}
+
 static void notes_write(record *rec, const scale_run *r, int over_mem)
 {
     const scale_opts *o = &r->o;
@@ -458,6 +472,7 @@ static void notes_write(record *rec, const scale_run *r, int over_mem)
                 o->instance, o->tp, o->pp, hw->accelerators * hw->workers, hw->accelerators, hw->accelerator,
                 hw->workers,
                 o->global_batch > 0 ? "strong scaling (fixed global batch)" : "weak scaling (fixed batch per replica)");
+    notes_framework(rec, r);
     notes_calibration(rec, r);
     if (o->calibrate) notes_carry(rec, r);
     if (!isfinite(hw->intra_gb_per_s) && (o->tp > 1 || hw->accelerators * hw->workers > o->tp * o->pp))

@@ -1,28 +1,24 @@
 /* costbench import LOG: a training run's log as one row of the published-runs schema
- * (data/reference/published/SCHEMA.md). Flags -> the log's lines -> its format's parser
- * (report/logs/logimport.h) -> the flags' configuration merged in -> the steady state and the row
- * (report/logs/logrow.h) -> `#` lines and the row as CSV on stdout, and --out FILE.csv. */
+ * (data/reference/published/SCHEMA.md). Flags -> the log's lines -> its format (--framework or
+ * detected) and that format's parser (report/logs/registry.h) -> the flags' configuration merged in
+ * -> the steady state (report/logs/steady.h) and the row (report/logs/logrow.h) -> `#` lines and the
+ * row as CSV on stdout, and --out FILE.csv. */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../common/err.h"
+#include "../common/frameworks.h"
 #include "../common/opts.h"
 #include "../report/formats/devices.h"
 #include "../report/formats/kvconf.h"
 #include "../report/logs/logimport.h"
 #include "../report/logs/logrow.h"
+#include "../report/logs/registry.h"
 #include "../report/formats/netfit.h"
 #include "commands.h"
 #include "import_net.h"
-
-/* One parser per format, in log_format's order. */
-static const log_parser import_parsers[LOG_NFORMATS] = {
-    [LOG_MEGATRON] = log_parse_megatron,     [LOG_NEMO] = log_parse_nemo,
-    [LOG_TORCHTITAN] = log_parse_torchtitan, [LOG_COMPOSER] = log_parse_composer,
-    [LOG_COSTBENCH] = log_parse_costbench,
-};
 
 typedef struct {
     const char *config, *framework, *out, *id, *model, *device, *instance, *precision;
@@ -32,14 +28,24 @@ typedef struct {
     int nfiles;
 } import_opts;
 
+/* --framework's help: the registry's frameworks and the aliases. */
+static void framework_help(char *buf, size_t n)
+{
+    char names[256], al[256];
+    log_format_list(names, sizeof names, 0);
+    framework_aliases(al, sizeof al);
+    snprintf(buf, n, "the log's framework: %s; aliases %s (default: detected from the first step line)", names, al);
+}
+
 static int import_parse(import_opts *o, int argc, char **argv)
 {
     *o = (import_opts){.skip = -1, .nfiles = 2};
+    char fw_help[600];
+    framework_help(fw_help, sizeof fw_help);
     const opt_spec specs[] = {
         {"config", OPT_STR, &o->config, 0, 0, 0, 0, "FILE",
          "the run's config file (YAML or TOML) when the log lacks it"},
-        {"framework", OPT_STR, &o->framework, 0, 0, 0, 0, "NAME",
-         "megatron, nemo, torchtitan, composer or costbench (default: detected from the first step line)"},
+        {"framework", OPT_STR, &o->framework, 0, 0, 0, 0, "NAME", fw_help},
         {"skip-steps", OPT_LONG, &o->skip, 0, 100000000, 0, 0, "N", "drop the first N step lines as warm-up "
                                                                      "(default: detected)"},
         {"out", OPT_STR, &o->out, 0, 0, 0, 0, "FILE.csv",
@@ -206,27 +212,24 @@ static const char *import_log_flag(const import_opts *o)
     return NULL;
 }
 
-/* The format: --framework, else the first step line of any format. */
+/* The format: --framework (a framework of the registry, or an alias), else the first step line of any format. */
 static int import_format(const import_opts *o, const text_lines *t, log_format *f, char *how, size_t n)
 {
+    char names[256];
     if (o->framework) {
-        for (int k = 0; k < LOG_NFORMATS; k++)
-            if (strcmp(o->framework, log_format_names[k]) == 0) {
-                *f = (log_format)k;
-                snprintf(how, n, "--framework %s", o->framework);
-                return 0;
-            }
-        return err_usage("flag '--framework': expected megatron, nemo, torchtitan, composer or costbench, got '%s'",
-                         o->framework);
+        *f = log_format_find(o->framework);
+        if (*f < 0) return log_format_list(names, sizeof names, 0), framework_unknown(o->framework, names);
+        snprintf(how, n, "--framework %s", log_formats[*f].framework);
+        return 0;
     }
     int i = log_detect_line(t, f);
     if (i < 0) {
         int first = 0;
         while (first < t->n && !t->line[first][strspn(t->line[first], " \t")]) first++;
-        return err_usage("%s:%d: no step line of Megatron-LM, NeMo, torchtitan, Composer / llm-foundry or costbench "
-                         "train, and no nccl-tests or `costbench allreduce` table; give --framework to name the format "
-                         "(the first line reads '%.80s')",
-                         t->path, first < t->n ? first + 1 : 1, first < t->n ? t->line[first] : "");
+        log_format_list(names, sizeof names, 1);
+        return err_usage("%s:%d: no step line of %s, and no nccl-tests or `costbench allreduce` table; give "
+                         "--framework to name the format (the first line reads '%.80s')",
+                         t->path, first < t->n ? first + 1 : 1, names, first < t->n ? t->line[first] : "");
     }
     snprintf(how, n, "detected from line %d: '%.80s'", i + 1, t->line[i] + strspn(t->line[i], " "));
     return 0;
@@ -250,7 +253,7 @@ static int import_comments(const log_run *r, const log_steady *st, const logrow 
                            const char *from, char lines[][1200])
 {
     int n = 0;
-    snprintf(lines[n++], 1200, "%.600s, %s format (%.160s)", row->cell[1], log_format_names[r->format], how);
+    snprintf(lines[n++], 1200, "%.600s, %s format (%.160s)", row->cell[1], log_formats[r->format].name, how);
     snprintf(lines[n++], 1200, "configuration from %s%s%s%s", *r->config_from ? r->config_from : "no stated block",
              *from ? "; from flags: " : "", from, *from ? "" : "; none from flags");
     char missing[256];
@@ -325,12 +328,12 @@ int cmd_import(int argc, char **argv)
         return err_usage("flag '--%s': for nccl-tests or `costbench allreduce` output; %s is a training log", net_only,
                          o.files[0]);
     }
-    log_format f = LOG_COSTBENCH;
+    log_format f = 0;
     char how[160];
     rc = import_format(&o, &t, &f, how, sizeof how);
     log_run r;
     log_run_init(&r, f);
-    if (rc == 0) rc = import_parsers[f](&t, o.config, &r);
+    if (rc == 0) rc = log_formats[f].parse(&t, o.config, &r);
     if (rc == 0) rc = import_emit(&o, &t, &r, how);
     log_run_free(&r);
     text_lines_free(&t);

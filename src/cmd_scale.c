@@ -7,6 +7,7 @@
 
 #include "../common/cliflags.h"
 #include "../common/err.h"
+#include "../common/frameworks.h"
 #include "../common/machine.h"
 #include "../common/parse.h"
 #include "../report/scalerun.h"
@@ -142,10 +143,10 @@ static int scale_opts_check(scale_opts *o)
         return err_usage("flag '--pricing': expected one of %s, got '%s'", PRICE_OPTIONS, o->pricing);
     if (o->selective && o->recompute)
         return err_usage("flags '--recompute' and '--selective-recompute' exclude each other");
-    if (o->framework && strcmp(step_framework_find(o->framework)->name, o->framework) != 0) {
+    if (o->framework && strcmp(step_framework_find(o->framework)->name, framework_canonical(o->framework)) != 0) {
         char list[256];
         step_framework_list(list, sizeof list);
-        return err_usage("flag '--framework': unknown framework '%s' (known: %s)", o->framework, list);
+        return framework_unknown(o->framework, list);
     }
     if (o->plot && !strstr(o->plot, ".png") && !strstr(o->plot, ".svg"))
         return err_usage("flag '--plot': expected a file name ending in .png or .svg, got '%s'", o->plot);

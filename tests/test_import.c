@@ -11,9 +11,12 @@
 #include <unistd.h>
 
 #include "../common/err.h"
+#include "../common/frameworks.h"
 #include "../report/formats/devices.h"
 #include "../report/logs/logrow.h"
+#include "../report/logs/registry.h"
 #include "../report/formats/published.h"
+#include "../report/predict/stepmodel.h"
 #include "check.h"
 
 #define TINY "tests/logs/costbench_tiny.log"
@@ -21,7 +24,7 @@
 /* A run of n steps with these step times (global batch gb[k], or 8 when gb is NULL). */
 static void run_of(log_run *r, const double *s, const long *gb, int n)
 {
-    log_run_init(r, LOG_COSTBENCH);
+    log_run_init(r, log_format_find("costbench"));
     r->global_batch = 8;
     for (int k = 0; k < n; k++) {
         log_step st = log_step_unset(k + 1);
@@ -280,6 +283,67 @@ static void test_malformed(void)
     CHECK(rc == 2 && strstr(err, "cut.json:"), "exit %d: %s%s", rc, out, err);
 }
 
+/* ---------------------------------------------------------------- the --framework vocabulary */
+
+/* The registry's rows (report/logs/registry.c): each framework a canonical name the step model
+ * knows, reached by its name and by the format's old name (an alias: megatron, composer). */
+static void test_registry_rows(void)
+{
+    CHECK(log_nformats >= 5, "%d formats", log_nformats);
+    for (int k = 0; k < log_nformats; k++) {
+        const log_format_def *d = &log_formats[k];
+        CHECK(d->name && d->framework && d->title && d->is_line && d->parse, "row %d complete", k);
+        CHECK(strcmp(framework_canonical(d->framework), d->framework) == 0 &&
+                  strcmp(step_framework_find(d->framework)->name, d->framework) == 0,
+              "%s: a canonical name the step model knows", d->framework);
+        CHECK(log_format_find(d->framework) == k && log_format_find(d->name) == k, "%s and %s find row %d",
+              d->framework, d->name, k);
+    }
+    CHECK(log_format_find("megatron") == log_format_find("megatron-lm") &&
+              log_format_find("composer") == log_format_find("llm-foundry") && log_format_find("nosuch") < 0 &&
+              log_format_find("neuron-nemo") < 0,
+          "aliases");
+}
+
+/* import, scale and plan take the schema's names and the old spellings; an unknown name is one
+ * error listing the command's names and the aliases. */
+static void test_framework_names(void)
+{
+    static char out[16384], out2[16384], err[4096];
+    const char *a1[] = {"import", "tests/logs/megatron_core.log", "--framework", "megatron-lm", NULL};
+    const char *a2[] = {"import", "tests/logs/megatron_core.log", "--framework", "megatron", NULL};
+    int r1 = cli_run(a1, out, sizeof out, err, sizeof err), r2 = cli_run(a2, out2, sizeof out2, err, sizeof err);
+    CHECK(r1 == 0 && r2 == 0 && strstr(out, "(--framework megatron-lm)") &&
+              strstr(out, ",megatron-lm,") && strcmp(out, out2) == 0,
+          "import --framework megatron-lm / megatron: %d %d\n%s%s", r1, r2, out, err);
+    const char *a3[] = {"import", "tests/logs/megatron_core.log", "--framework", "nosuch", NULL};
+    int rc = cli_run(a3, out, sizeof out, err, sizeof err);
+    CHECK(rc == 2 && count_lines(err) == 1 && strstr(err, "error: flag '--framework': expected one of megatron-lm, "
+                                                          "nemo, torchtitan, llm-foundry or costbench") &&
+              strstr(err, "megatron (megatron-lm)") && strstr(err, "got 'nosuch'"),
+          "import --framework nosuch: %d %s", rc, err);
+    const char *s1[] = {"scale", "--model", "pythia-6.9b", "--instance", "trn1.32xlarge", "--tp", "8", "--global-batch",
+                        "1024", "--nodes", "1,2", "--framework", "megatron", NULL};
+    rc = cli_run(s1, out, sizeof out, err, sizeof err);
+    CHECK(rc == 0 && strstr(out, "# framework features (--framework megatron-lm: Megatron-LM") &&
+              strstr(out, "materialised (full) attention (the framework's)"),
+          "scale --framework megatron: %d\n%s%s", rc, out, err);
+    s1[12] = "megatron-lm";
+    CHECK(cli_run(s1, out2, sizeof out2, err, sizeof err) == 0 && strcmp(out, out2) == 0,
+          "scale: megatron and megatron-lm alike");
+    s1[12] = "nosuch";
+    rc = cli_run(s1, out, sizeof out, err, sizeof err);
+    CHECK(rc == 2 && count_lines(err) == 1 &&
+              strstr(err, "error: flag '--framework': expected one of plain, megatron-lm") &&
+              strstr(err, "neuron-nemo") && strstr(err, "composer (llm-foundry)"),
+          "scale --framework nosuch: %d %s", rc, err);
+    const char *p1[] = {"plan", "--model", "llama2-7b", "--tokens", "140B", "--deadline-days", "300", "--instances",
+                        "p5.48xlarge", "--max-nodes", "2", "--framework", "composer", "--top", "2", NULL};
+    rc = cli_run(p1, out, sizeof out, err, sizeof err);
+    CHECK(rc == 0 && strstr(out, "# framework features (--framework llm-foundry"), "plan --framework composer: %d %s",
+          rc, err);
+}
+
 const test_case tests_import[] = {
     {"import: malformed inputs that once crashed a reader", test_malformed},
     {"import: one log per framework into its row (worked by hand)", test_frameworks},
@@ -289,5 +353,8 @@ const test_case tests_import[] = {
     {"import: --out new, appended, duplicate id, read-only", test_out_files},
     {"import: flags fill and contradict", test_flags},
     {"import: round trip into scale --instance 'this machine'", test_round_trip},
+    {"import: the registry of log formats, one row each, frameworks by the schema's names", test_registry_rows},
+    {"import: --framework: the schema's names and the aliases (import, scale, plan); an unknown one is one error",
+     test_framework_names},
     {NULL, NULL},
 };

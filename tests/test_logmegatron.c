@@ -16,28 +16,30 @@
 #include <string.h>
 
 #include "../common/err.h"
-#include "../report/logs/logimport.h"
+#include "../report/logs/registry.h"
 #include "check.h"
 
-/* t and r loaded from `path` by parser p (with config `cfg`); returns the parser's code. */
-static int parse_fixture(log_parser p, log_format f, const char *path, const char *cfg, text_lines *t, log_run *r)
+/* t and r loaded from `path` by the parser of framework fw's format (registry.h; with config
+ * `cfg`); returns the parser's code. */
+static int parse_fixture(const char *fw, const char *path, const char *cfg, text_lines *t, log_run *r)
 {
+    log_format f = log_format_find(fw);
     log_run_init(r, f);
-    if (text_lines_load(t, path) != 0) {
-        CHECK(0, "%s: cannot load", path);
+    if (f < 0 || text_lines_load(t, path) != 0) {
+        CHECK(0, "%s: cannot load (format '%s': %d)", path, fw, f);
         return CB_EUSAGE;
     }
-    return p(t, cfg, r);
+    return log_formats[f].parse(t, cfg, r);
 }
 
 /* The fixture a test reads, loaded by parse_ok and released by parsed_free. */
 static text_lines g_text;
 static log_run g_run;
 
-/* `path` (and config `cfg`) read by parser p, which must accept it. */
-static log_run *parse_ok(log_parser p, log_format f, const char *path, const char *cfg)
+/* `path` (and config `cfg`) read by the parser of framework fw, which must accept it. */
+static log_run *parse_ok(const char *fw, const char *path, const char *cfg)
 {
-    CHECK(parse_fixture(p, f, path, cfg, &g_text, &g_run) == 0, "%s: parse", path);
+    CHECK(parse_fixture(fw, path, cfg, &g_text, &g_run) == 0, "%s: parse", path);
     return &g_run;
 }
 
@@ -90,7 +92,7 @@ static void names_is(const log_run *r, const char *precision, const char *shardi
 
 static void test_megatron_core(void)
 {
-    const log_run *r = parse_ok(log_parse_megatron, LOG_MEGATRON, "tests/logs/megatron_core.log", NULL);
+    const log_run *r = parse_ok("megatron-lm", "tests/logs/megatron_core.log", NULL);
     config_is(r, (const int[6]){32, 4096, 32, 8, 14336, 128256}, (const long[3]){4096, 1, 128},
               (const int[5]){2, 2, 1, 0, 8}, 32);
     CHECK(r->sequence_parallel == 1 && r->tied_embeddings == 0, "sp %d tied %d", r->sequence_parallel,
@@ -108,7 +110,7 @@ static void test_megatron_core(void)
 
 static void test_megatron_2021(void)
 {
-    const log_run *r = parse_ok(log_parse_megatron, LOG_MEGATRON, "tests/logs/megatron_2021.log", NULL);
+    const log_run *r = parse_ok("megatron-lm", "tests/logs/megatron_2021.log", NULL);
     config_is(r, (const int[6]){24, 2048, 16, 0, 8192, 50304}, (const long[3]){2048, 4, 512},
               (const int[5]){2, 1, 0, 0, 32}, 64);
     names_is(r, "fp16-mixed", "none", "full", "");
@@ -126,7 +128,7 @@ static void test_megatron_2021(void)
  * difference between the last two lines. */
 static void test_megatron_excerpt(void)
 {
-    const log_run *r = parse_ok(log_parse_megatron, LOG_MEGATRON, "tests/logs/megatron_excerpt.log", NULL);
+    const log_run *r = parse_ok("megatron-lm", "tests/logs/megatron_excerpt.log", NULL);
     CHECK(r->layers == 0 && r->tp == 0 && r->dp == 0 && r->devices == 0 && r->precision[0] == '\0' &&
               r->sharding[0] == '\0' && r->config_from[0] == '\0',
           "configuration unset");
@@ -149,7 +151,7 @@ static void test_megatron_dp_from_world(void)
                      "-------------------- end of arguments ---------------------\n"
                      " iteration       10/     100 | consumed samples:          640 | elapsed time per iteration "
                      "(ms): 1500.0 | global batch size:    64 | lm loss: 9.000000E+00 |\n");
-    const log_run *r = parse_ok(log_parse_megatron, LOG_MEGATRON, path, NULL);
+    const log_run *r = parse_ok("megatron-lm", path, NULL);
     CHECK(r->dp == 4 && r->devices == 256, "dp %d devices %ld", r->dp, r->devices);
     CHECK(r->nsteps == 1, "steps %d", r->nsteps);
     step_is(r, 0, 10, 1, 1.5, NAN, 64, 9, 7);
@@ -161,7 +163,7 @@ typedef struct {
     const char *name, *text, *cfg, *want, *got;
 } bad_log;
 
-static void check_errors(log_parser p, log_format f, const bad_log *cases, int n)
+static void check_errors(const char *fw, const bad_log *cases, int n)
 {
     for (int i = 0; i < n; i++) {
         const char *path = test_path(cases[i].name);
@@ -169,7 +171,7 @@ static void check_errors(log_parser p, log_format f, const bad_log *cases, int n
         text_lines t;
         log_run r;
         capture_stderr_begin();
-        int rc = parse_fixture(p, f, path, cases[i].cfg, &t, &r);
+        int rc = parse_fixture(fw, path, cases[i].cfg, &t, &r);
         const char *e = capture_stderr_end();
         CHECK(rc == CB_EUSAGE && count_lines(e) == 1, "%s: code %d, one error line: %s", cases[i].name, rc, e);
         CHECK(strstr(e, cases[i].want) && strstr(e, cases[i].got), "%s: '%s' and '%s' in: %s", cases[i].name,
@@ -204,12 +206,12 @@ static void test_megatron_errors(void)
         {"mg_cfg.log", " iteration 1/ 2 | elapsed time per iteration (ms): 812.3 |\n", "run.yaml", "flag '--config'",
          "no config file is read"},
     };
-    check_errors(log_parse_megatron, LOG_MEGATRON, cases, (int)(sizeof cases / sizeof cases[0]));
+    check_errors("megatron-lm", cases, (int)(sizeof cases / sizeof cases[0]));
 }
 
 static void test_nemo_printed_config(void)
 {
-    const log_run *r = parse_ok(log_parse_nemo, LOG_NEMO, "tests/logs/nemo_gpt.log", NULL);
+    const log_run *r = parse_ok("nemo", "tests/logs/nemo_gpt.log", NULL);
     config_is(r, (const int[6]){32, 4096, 32, 0, 11008, 0}, (const long[3]){4096, 1, 128},
               (const int[5]){2, 1, 1, 0, 8}, 16);
     CHECK(r->devices_per_node == 8, "per node %ld", r->devices_per_node);
@@ -227,7 +229,7 @@ static void test_nemo_printed_config(void)
 
 static void test_nemo_excerpt_config(void)
 {
-    const log_run *r = parse_ok(log_parse_nemo, LOG_NEMO, "tests/logs/nemo_excerpt.log", "tests/logs/nemo_run.yaml");
+    const log_run *r = parse_ok("nemo", "tests/logs/nemo_excerpt.log", "tests/logs/nemo_run.yaml");
     config_is(r, (const int[6]){40, 5120, 40, 8, 13824, 0}, (const long[3]){8192, 2, 256},
               (const int[5]){4, 2, 2, 4, 2}, 32);
     CHECK(r->devices_per_node == 8, "per node %ld", r->devices_per_node);
@@ -250,7 +252,7 @@ static void test_nemo_hydra_line(void)
                      "    model:\n      num_layers: 2\n"
                      "Epoch 0: :  50%|#####     | 1/2 [00:01<00:01, global_step=0.000, "
                      "train_step_timing in s=0.500]\n");
-    const log_run *r = parse_ok(log_parse_nemo, LOG_NEMO, path, NULL);
+    const log_run *r = parse_ok("nemo", path, NULL);
     CHECK(r->devices == 4 && r->devices_per_node == 4 && r->dp == 4 && r->layers == 2, "devices %ld layers %d",
           r->devices, r->layers);
     names_is(r, "fp16-mixed", "", "", "");
@@ -281,7 +283,7 @@ static void test_nemo_errors(void)
         {"nm_nocfg.log", "Training epoch 0, iteration 9/99 | train_step_timing in s: 2.5\n", "tests/logs/none.yaml",
          "tests/logs/none.yaml", "cannot open"},
     };
-    check_errors(log_parse_nemo, LOG_NEMO, cases, (int)(sizeof cases / sizeof cases[0]));
+    check_errors("nemo", cases, (int)(sizeof cases / sizeof cases[0]));
 }
 
 const test_case tests_logmegatron[] = {

@@ -17,21 +17,22 @@
 #include <string.h>
 
 #include "../common/err.h"
-#include "../report/logs/logimport.h"
+#include "../report/logs/registry.h"
 #include "check.h"
 
 static int near(double x, double ref) { return fabs(x - ref) <= 1e-9 * fabs(ref); }
 
-/* Parses log (and config, or NULL) with parser into r; returns the parser's status, stderr into err. */
-static int parse(log_parser parser, log_format f, const char *log, const char *config, log_run *r, char *err,
-                 size_t errsz)
+/* Parses log (and config, or NULL) with the parser of framework fw's format (registry.h) into r;
+ * returns the parser's status, stderr into err. */
+static int parse(const char *fw, const char *log, const char *config, log_run *r, char *err, size_t errsz)
 {
     text_lines t;
+    log_format f = log_format_find(fw);
     log_run_init(r, f);
     capture_stderr_begin();
-    int rc = text_lines_load(&t, log);
+    int rc = f < 0 ? CB_EUSAGE : text_lines_load(&t, log);
     if (rc == 0) {
-        rc = parser(&t, config, r);
+        rc = log_formats[f].parse(&t, config, r);
         text_lines_free(&t);
     }
     snprintf(err, errsz, "%s", capture_stderr_end());
@@ -139,10 +140,10 @@ static void test_kvconf_toml(void)
 }
 
 /* Parses log and config (CHECKs that it succeeds with nsteps steps); 1 when it has them. */
-static int parsed(log_parser parser, log_format f, const char *log, const char *config, int nsteps, log_run *r)
+static int parsed(const char *fw, const char *log, const char *config, int nsteps, log_run *r)
 {
     char err[1024];
-    int rc = parse(parser, f, log, config, r, err, sizeof err);
+    int rc = parse(fw, log, config, r, err, sizeof err);
     CHECK(rc == 0, "%s: %s", log, err);
     CHECK(r->nsteps == nsteps, "%s: %d steps, expected %d", log, r->nsteps, nsteps);
     return rc == 0 && r->nsteps == nsteps;
@@ -152,7 +153,7 @@ static void test_titan_current(void)
 {
     log_run r;
     /* 10 step lines: the validate line is not one */
-    if (parsed(log_parse_torchtitan, LOG_TORCHTITAN, "tests/logs/torchtitan_llama3_8b.log",
+    if (parsed("torchtitan", "tests/logs/torchtitan_llama3_8b.log",
                "tests/logs/torchtitan_llama3_8b.toml", 10, &r)) {
         const log_step *a = &r.steps[0], *z = &r.steps[9];
         CHECK(a->iter == 1 && a->line == 19 && a->iters == 1, "first step %ld line %d", a->iter, a->line);
@@ -192,7 +193,7 @@ static void test_titan_current(void)
 static void test_titan_wps(void)
 {
     log_run r;
-    if (parsed(log_parse_torchtitan, LOG_TORCHTITAN, "tests/logs/torchtitan_llama2_7b_wps.log",
+    if (parsed("torchtitan", "tests/logs/torchtitan_llama2_7b_wps.log",
                "tests/logs/torchtitan_llama2_7b_old.toml", 5, &r)) {
         const log_step *a = &r.steps[0], *z = &r.steps[4];
         CHECK(a->iter == 1 && a->line == 7 && near(a->tokens_per_s_per_device, 812) && near(a->mfu_pct, 1.05) &&
@@ -217,7 +218,7 @@ static void test_titan_wps(void)
     CHECK(strcmp(r.model, "llama2-7B") == 0 && strcmp(r.flop_convention, "palm") == 0, "%s", r.model);
     log_run_free(&r);
     /* the same log without --config: the log's own lines only */
-    parsed(log_parse_torchtitan, LOG_TORCHTITAN, "tests/logs/torchtitan_llama2_7b_wps.log", NULL, 5, &r);
+    parsed("torchtitan", "tests/logs/torchtitan_llama2_7b_wps.log", NULL, 5, &r);
     CHECK(r.config_from[0] == '\0' && strcmp(r.model, "llama2-7B") == 0 &&
               r.precision[0] == '\0' && r.recompute[0] == '\0' && r.devices == 8,
           "no config: '%s' '%s'", r.config_from, r.precision);
@@ -228,7 +229,7 @@ static void test_titan_bad(void)
 {
     log_run r;
     char err[1024];
-    int rc = parse(log_parse_torchtitan, LOG_TORCHTITAN, "tests/logs/torchtitan_bad_tps.log", NULL, &r, err,
+    int rc = parse("torchtitan", "tests/logs/torchtitan_bad_tps.log", NULL, &r, err,
                    sizeof err);
     CHECK(rc == CB_EUSAGE, "a malformed tps is an error");
     CHECK(strstr(err, "tests/logs/torchtitan_bad_tps.log:2: 'tps': expected a decimal number") &&
@@ -241,19 +242,19 @@ static void test_titan_bad(void)
     write_text(meg, "building GPT model ...\n [2024-05-01 10:00:00] iteration       10/     100 |"
                     " consumed samples: 2560 | elapsed time per iteration (ms): 5012.3 | learning rate: 3.0E-04 |"
                     " global batch size:   256 |\n");
-    rc = parse(log_parse_torchtitan, LOG_TORCHTITAN, meg, NULL, &r, err, sizeof err);
+    rc = parse("torchtitan", meg, NULL, &r, err, sizeof err);
     CHECK(rc == CB_EUSAGE && strstr(err, "megatron.log:2: a Megatron-LM line, not torchtitan") &&
               strstr(err, "--framework megatron") && count_lines(err) == 1,
           "%s", err);
     log_run_free(&r);
-    rc = parse(log_parse_composer, LOG_COMPOSER, meg, NULL, &r, err, sizeof err);
+    rc = parse("llm-foundry", meg, NULL, &r, err, sizeof err);
     CHECK(rc == CB_EUSAGE && strstr(err, "megatron.log:2: a Megatron-LM line, not Composer / llm-foundry"), "%s",
           err);
     log_run_free(&r);
     /* neither format: the first line and what a step line looks like */
     const char *other = test_path("other.log");
     write_text(other, "\nhello\n");
-    rc = parse(log_parse_torchtitan, LOG_TORCHTITAN, other, NULL, &r, err, sizeof err);
+    rc = parse("torchtitan", other, NULL, &r, err, sizeof err);
     CHECK(rc == CB_EUSAGE && strstr(err, "other.log:2: not a torchtitan log") && strstr(err, "tps: 3,456"), "%s", err);
     log_run_free(&r);
 }
@@ -262,7 +263,7 @@ static void test_composer(void)
 {
     log_run r;
     /* 6 batch blocks: the eval block is not one */
-    if (parsed(log_parse_composer, LOG_COMPOSER, "tests/logs/composer_mpt7b.log", "tests/logs/composer_mpt7b.yaml", 6,
+    if (parsed("llm-foundry", "tests/logs/composer_mpt7b.log", "tests/logs/composer_mpt7b.yaml", 6,
                &r)) {
         const log_step *a = &r.steps[0], *c = &r.steps[2], *z = &r.steps[5];
         CHECK(a->iter == 1 && a->line == 11 && near(a->loss, 11.8125) && isnan(a->samples_per_s) &&
@@ -302,7 +303,7 @@ static void test_composer_bad(void)
     const char *log = test_path("composer_bad.log");
     write_text(log, "[batch=1/10]:\n\t Train loss/train/total: 9.1\n[epoch=1][batch=2/10]:\n"
                     "\t Train throughput/samples_per_sec: fast\n");
-    int rc = parse(log_parse_composer, LOG_COMPOSER, log, NULL, &r, err, sizeof err);
+    int rc = parse("llm-foundry", log, NULL, &r, err, sizeof err);
     CHECK(rc == CB_EUSAGE && strstr(err, "composer_bad.log:4: 'throughput/samples_per_sec': expected a number") &&
               strstr(err, "'fast'") && count_lines(err) == 1,
           "%s", err);
@@ -313,7 +314,7 @@ static void test_composer_bad(void)
                      "device_train_microbatch_size: auto\nparallelism_config:\n  fsdp_config:\n"
                      "    sharding_strategy: HYBRID_SHARD\n    activation_checkpointing: false\n");
     write_text(log, "[epoch=1][batch=2/10]:\n\t Train throughput/samples_per_sec: 12.5000\n");
-    rc = parse(log_parse_composer, LOG_COMPOSER, log, yaml, &r, err, sizeof err);
+    rc = parse("llm-foundry", log, yaml, &r, err, sizeof err);
     CHECK(rc == 0 && r.nsteps == 1 && r.steps[0].iter == 2 && near(r.steps[0].samples_per_s, 12.5), "%s", err);
     CHECK(strcmp(r.model, "Meta-Llama-3.1-8B") == 0 && r.arch[0] == '\0' && strcmp(r.precision, "fp8") == 0 &&
               strcmp(r.sharding, "hybrid") == 0 && strcmp(r.recompute, "none") == 0 && r.micro_batch == 0 &&

@@ -15,7 +15,7 @@
  * peak: device/flops_per_sec / gpu_flops_available). The FLOPs are the model's flops_per_batch:
  * llm-foundry's 6 x parameters + attention per token, SCHEMA.md's "llm-foundry".
  * The run's YAML (--config) gives the configuration (cm_config). */
-#include "logimport.h"
+#include "registry.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -26,6 +26,10 @@
 #include "../../common/err.h"
 #include "../../common/files.h"
 #include "../../common/parse.h"
+
+/* Its row of the registry (registry.c). */
+log_parse_fn log_parse_composer;
+log_signature_fn log_is_composer_line;
 
 /* The console logger's training header with metrics below it: "[batch=N/M]:" or
  * "[epoch=E][batch=N/M]:" (the evaluation header reads "[Eval batch=..."). */
@@ -182,7 +186,7 @@ int log_parse_composer(const text_lines *t, const char *config_path, log_run *r)
         if ((i = cm_block(t, i, r)) < 0) return i;
     }
     if (r->nsteps == 0)
-        return log_not_format(t, LOG_COMPOSER,
+        return log_not_format(t, r->format,
                               "'[batch=10/100]:' followed by '\\t Train throughput/samples_per_sec: 64.0000'");
     return config_path ? cm_config(config_path, r) : 0;
 }

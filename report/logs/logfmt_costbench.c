@@ -12,7 +12,7 @@
  * an empty cell is simply absent.
  * Also the summary alone: the CSV `costbench train --summary-csv` writes (the throughput format of
  * report/formats/inputs.h, loaded and checked by its loader), one row standing for its run's steady state. */
-#include "logimport.h"
+#include "registry.h"
 #include "logrow.h"
 
 #include <errno.h>
@@ -26,6 +26,10 @@
 #include "../../common/parse.h"
 #include "../../common/schema.h"
 #include "../formats/inputs.h"
+
+/* Its row of the registry (registry.c). */
+log_parse_fn log_parse_costbench;
+log_signature_fn log_is_costbench_line;
 
 enum { CB_MAX_COLS = 64 };
 
@@ -303,7 +307,7 @@ int log_parse_costbench(const text_lines *t, const char *config_path, log_run *r
         }
     }
     if (rc != 0) return rc;
-    if (!table) return log_not_format(t, LOG_COSTBENCH, "'    step      loss  grad_norm  ...  tokens_per_s'");
+    if (!table) return log_not_format(t, r->format, "'    step      loss  grad_norm  ...  tokens_per_s'");
     if (!header) return err_usage("%s:1: no '# MODEL: L=.. C=..' line: the log's start is missing", t->path);
     for (int k = 0; k < r->nsteps; k++) r->steps[k].global_batch = r->global_batch;
     snprintf(r->device, sizeof r->device, CB_THIS_MACHINE);

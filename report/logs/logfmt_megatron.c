@@ -1,7 +1,7 @@
 /* logfmt_megatron.c: Megatron-LM logs (logimport.h): the arguments block _print_args prints at start
  * (megatron/training/arguments.py, megatron/arguments.py before 2024) and training_log's iteration lines
  * (megatron/training/training.py, megatron/training.py before 2024). */
-#include "logimport.h"
+#include "registry.h"
 
 #include <limits.h>
 #include <math.h>
@@ -12,6 +12,10 @@
 
 #include "../../common/err.h"
 #include "../../common/parse.h"
+
+/* Its row of the registry (registry.c). */
+log_parse_fn log_parse_megatron;
+log_signature_fn log_is_megatron_line;
 
 /* training_log's iteration line: " [date] iteration   10/  100 | consumed samples: ... | elapsed
  * time per iteration (ms): ... |" */
@@ -341,7 +345,7 @@ int log_parse_megatron(const text_lines *t, const char *config_path, log_run *r)
         if (log_is_megatron_line(t->line[i])) rc = mg_step(t, i, r, &k);
     if (rc) return rc;
     if (!r->nsteps)
-        return log_not_format(t, LOG_MEGATRON, "' iteration 10/ 100 | ... | elapsed time per iteration (ms): 812.3 |'");
+        return log_not_format(t, r->format, "' iteration 10/ 100 | ... | elapsed time per iteration (ms): 812.3 |'");
     mg_intervals(r, log_interval);
     /* num_floating_point_operations: 3 passes (forward, weight and data gradients) x 2 FLOPs per multiply-add
      * over the GEMMs, attention and logits, no recomputed forward: for a GPT block (ffn 4h, no GQA)

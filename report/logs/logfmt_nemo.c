@@ -2,7 +2,7 @@
  * at start (or the --config YAML), and one step per progress update that shows "train_step_timing in s"
  * (exp_manager.py's TimingCallback): Lightning's tqdm bar (nlp_overrides.py's CustomProgressBar, updates
  * separated by '\r') or NeMo 2.0's ProgressPrinter lines (lightning/pytorch/callbacks/progress_printer.py). */
-#include "logimport.h"
+#include "registry.h"
 
 #include <limits.h>
 #include <math.h>
@@ -12,6 +12,10 @@
 
 #include "../../common/err.h"
 #include "../../common/parse.h"
+
+/* Its row of the registry (registry.c). */
+log_parse_fn log_parse_nemo;
+log_signature_fn log_is_nemo_line;
 
 /* The largest step number read (global_step's bound): step counts stay far from overflowing. */
 #define NM_MAX_STEP 1000000000000000L
@@ -307,7 +311,7 @@ int log_parse_nemo(const text_lines *t, const char *config_path, log_run *r)
         if (log_is_nemo_line(t->line[i])) rc = nm_line(t, i, r);
     if (rc) return rc;
     if (!r->nsteps)
-        return log_not_format(t, LOG_NEMO,
+        return log_not_format(t, r->format,
                               "'Epoch 0: :  10%|#  | 10/100 [00:21<03:09, reduced_train_loss=10.40, "
                               "global_step=9.000, train_step_timing in s=1.210]'");
     return 0;

@@ -18,7 +18,7 @@
  * model's shape; "Model llama3 8B size: 8,030,261,248 total parameters"; "Training starts at step 1, with
  * local batch size 4, global batch size 16, sequence length 4096, ..." (2024 versions).
  * The TOML job config (--config) gives what the log does not (tt_config below). */
-#include "logimport.h"
+#include "registry.h"
 
 #include <limits.h>
 #include <math.h>
@@ -29,6 +29,10 @@
 #include "../../common/err.h"
 #include "../../common/files.h"
 #include "../../common/parse.h"
+
+/* Its row of the registry (registry.c). */
+log_parse_fn log_parse_torchtitan;
+log_signature_fn log_is_torchtitan_line;
 
 enum { TT_LINE_MAX = 1024 };
 
@@ -372,7 +376,7 @@ int log_parse_torchtitan(const text_lines *t, const char *config_path, log_run *
         }
     }
     if (r->nsteps == 0)
-        return log_not_format(t, LOG_TORCHTITAN,
+        return log_not_format(t, r->format,
                               "'step: 10  loss:  7.1234  memory: 40.50GiB(51.27%)  tps: 3,456  tflops: 180.12  "
                               "mfu: 57.73%'");
     return config_path ? tt_config(config_path, r) : 0;

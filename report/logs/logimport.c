@@ -1,5 +1,5 @@
-/* logimport.c: what every log format shares (logimport.h): the run record and its steps, and
- * telling the formats apart. */
+/* logimport.c: what every log format shares (logimport.h): the run record and its steps. Telling
+ * the formats apart is the registry's (registry.c). */
 #include "logimport.h"
 
 #include <math.h>
@@ -9,15 +9,6 @@
 #include <string.h>
 
 #include "../../common/err.h"
-
-const char *const log_format_names[LOG_NFORMATS] = {"megatron", "nemo", "torchtitan", "composer", "costbench"};
-const char *const log_format_frameworks[LOG_NFORMATS] = {"megatron-lm", "nemo", "torchtitan", "llm-foundry",
-                                                         "costbench"};
-static const char *const log_format_titles[LOG_NFORMATS] = {"Megatron-LM", "NeMo", "torchtitan",
-                                                            "Composer / llm-foundry", "costbench train"};
-static int (*const log_is_line[LOG_NFORMATS])(const char *) = {log_is_megatron_line, log_is_nemo_line,
-                                                               log_is_torchtitan_line, log_is_composer_line,
-                                                               log_is_costbench_line};
 
 void log_run_init(log_run *r, log_format f)
 {
@@ -95,32 +86,6 @@ int log_steps_check(const log_run *r, const char *path)
         return CB_EUSAGE;
     }
     return 0;
-}
-
-int log_detect_line(const text_lines *t, log_format *f)
-{
-    for (int i = 0; i < t->n; i++)
-        for (int k = 0; k < LOG_NFORMATS; k++)
-            if (log_is_line[k](t->line[i])) {
-                *f = (log_format)k;
-                return i;
-            }
-    return -1;
-}
-
-int log_not_format(const text_lines *t, log_format want, const char *expect)
-{
-    for (int i = 0; i < t->n; i++)
-        for (int k = 0; k < LOG_NFORMATS; k++)
-            if (k != (int)want && log_is_line[k](t->line[i]))
-                return err_usage("%s:%d: a %s line, not %s: give --framework %s (the line reads '%.80s')", t->path,
-                                 i + 1, log_format_titles[k], log_format_titles[want], log_format_names[k],
-                                 t->line[i]);
-    int first = 0;
-    while (first < t->n && t->line[first][strspn(t->line[first], " \t")] == '\0') first++;
-    if (first == t->n) return err_usage("%s:1: empty: no %s step line (%s)", t->path, log_format_titles[want], expect);
-    return err_usage("%s:%d: not a %s log: no step line such as %s (the first line reads '%.80s')", t->path, first + 1,
-                     log_format_titles[want], expect, t->line[first]);
 }
 
 int log_degrees_product(const long *deg, int n, long max, long *out)

@@ -3,24 +3,17 @@
  * into one row of the published-runs schema (data/reference/published/SCHEMA.md): the steady
  * state's median and spread, the configuration from the log, the config file or flags.
  *
- * One parser per format, each learned from the function of the framework that prints the lines:
- *   megatron    Megatron-LM: the arguments block and training_log's iteration lines
- *   nemo        NeMo (Megatron core under PyTorch Lightning): its printed config and step lines
- *   torchtitan  torchtitan: the metrics logger's step lines, and its TOML job config
- *   composer    Composer / llm-foundry: the console logger's metrics, and the YAML run file
- *   costbench   `costbench train`'s own log: the header, the step table, the summary row
- * A parser reads what is there and leaves every field the log does not state unset; it does not
- * decide warm-up or compute statistics (logimport.c does, for every format alike). */
+ * One parser per format (logfmt_NAME.c; registry.c lists them, with what each reads), each learned
+ * from the function of the framework that prints the lines. A parser reads what is there and
+ * leaves every field the log does not state unset; it does not decide warm-up or compute
+ * statistics (steady.c does, for every format alike). */
 #ifndef CB_LOGIMPORT_H
 #define CB_LOGIMPORT_H
 
 #include "../formats/kvconf.h"
 
-typedef enum { LOG_MEGATRON, LOG_NEMO, LOG_TORCHTITAN, LOG_COMPOSER, LOG_COSTBENCH, LOG_NFORMATS } log_format;
-/* --framework's spellings: megatron, nemo, torchtitan, composer, costbench */
-extern const char *const log_format_names[LOG_NFORMATS];
-/* the schema's `framework` values: megatron-lm, nemo, torchtitan, llm-foundry, costbench */
-extern const char *const log_format_frameworks[LOG_NFORMATS];
+/* A log format: its row in the registry of formats (registry.h's log_formats). */
+typedef int log_format;
 
 /* The longest step a parser accepts, in seconds (a day: a longer one is a misread figure). */
 #define LOG_STEP_MAX_S 86400.0
@@ -96,33 +89,17 @@ int log_steps_check(const log_run *r, const char *path);
 void log_run_note(log_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* A parser: reads the log t (and config_path, the --config file, when not NULL) into r (which
- * log_run_init has set). Returns 0, or CB_EUSAGE after one error naming t->path:line (or the
- * config's path:line): a malformed field of a line it recognises ("megatron.log:12: 'elapsed
- * time per iteration (ms)': expected a number, got 'x'"), or a log with none of its step lines
- * ("megatron.log:1: not a Megatron-LM log: no 'iteration N/ M |' line; the first line reads
- * '...'"; when another format's line is found, that line and format are named instead:
- * log_detect_line). */
-typedef int (*log_parser)(const text_lines *t, const char *config_path, log_run *r);
-int log_parse_megatron(const text_lines *t, const char *config_path, log_run *r);
-int log_parse_nemo(const text_lines *t, const char *config_path, log_run *r);
-int log_parse_torchtitan(const text_lines *t, const char *config_path, log_run *r);
-int log_parse_composer(const text_lines *t, const char *config_path, log_run *r);
-int log_parse_costbench(const text_lines *t, const char *config_path, log_run *r);
-
-/* 1 when `line` is a step line of that format (its signature, checked cheaply: for detection
- * and for naming the format a mismatched log is in), else 0. */
-int log_is_megatron_line(const char *line);
-int log_is_nemo_line(const char *line);
-int log_is_torchtitan_line(const char *line);
-int log_is_composer_line(const char *line);
-int log_is_costbench_line(const char *line);
-
-/* The first line (index into t->line, or -1) that is a step line of any format, and its format. */
-int log_detect_line(const text_lines *t, log_format *f);
-/* The error a parser gives when t has no step line of `want`: names the first line of another
- * format when there is one, else the first non-blank line, and `expect` (what a step line of
- * `want` looks like). Returns CB_EUSAGE. */
-int log_not_format(const text_lines *t, log_format want, const char *expect);
+ * log_run_init has set to the parser's own format). Returns 0, or CB_EUSAGE after one error naming
+ * t->path:line (or the config's path:line): a malformed field of a line it recognises
+ * ("megatron.log:12: 'elapsed time per iteration (ms)': expected a number, got 'x'"), or a log
+ * with none of its step lines ("megatron.log:1: not a Megatron-LM log: no 'iteration N/ M |'
+ * line; the first line reads '...'"; when another format's line is found, that line and format
+ * are named instead: registry.h's log_not_format). */
+typedef int log_parse_fn(const text_lines *t, const char *config_path, log_run *r);
+typedef log_parse_fn *log_parser;
+/* A format's signature: 1 when `line` is one of its step lines (checked cheaply: for detection and
+ * for naming the format a mismatched log is in), else 0. */
+typedef int log_signature_fn(const char *line);
 
 /* Bounds of what a log states, as the published-runs schema bounds them (published.c): the
  * accelerators of a run (a world size, a product of parallel degrees) and one parallel degree. */

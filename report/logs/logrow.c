@@ -17,6 +17,7 @@
 #include "../../common/presets.h"
 #include "../../common/stats.h"
 #include "../formats/devices.h"
+#include "registry.h"
 
 const char *const logrow_cols[LOGROW_NCOLS] = {
     "id",         "source",    "framework",    "device",       "devices",   "devices_per_node",
@@ -104,7 +105,7 @@ static void row_notes(const log_run *r, const log_steady *st, char *buf, size_t 
 /* The configuration cells: hardware, model, batch and layout. */
 static void row_config(const log_run *r, logrow *row)
 {
-    cell_text(row, LC_FRAMEWORK, log_format_frameworks[r->format]);
+    cell_text(row, LC_FRAMEWORK, log_formats[r->format].framework);
     cell_text(row, LC_DEVICE, r->device), cell_text(row, LC_INSTANCE, r->instance);
     cell_long(row, LC_DEVICES, r->devices), cell_long(row, LC_PER_NODE, r->devices_per_node);
     cell_text(row, LC_MODEL, r->model), cell_text(row, LC_ARCH, r->arch);

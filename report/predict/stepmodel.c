@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../../common/frameworks.h"
+
 static const step_framework frameworks[] = {
     {"plain", 1, 0, 0, 0,
      "the default: a tiled (flash) attention kernel, nothing overlapped (the conservative choice)"},
@@ -29,6 +31,7 @@ const step_framework *step_framework_default(void) { return &frameworks[0]; }
 
 const step_framework *step_framework_find(const char *name)
 {
+    name = framework_canonical(name); /* "megatron" -> "megatron-lm" (common/frameworks.h) */
     for (int i = 0; name && i < NFRAMEWORKS; i++)
         if (strcmp(frameworks[i].name, name) == 0) return &frameworks[i];
     return step_framework_default();

@@ -51,8 +51,9 @@ typedef struct {
     const char *source;
 } step_framework;
 /* The features of `name` (plain, megatron-lm, nemo, neuron-nemo, llm-foundry, torchtitan,
- * deepspeed, costbench); an unknown or empty name: `plain` (step_framework_default): a tiled
- * attention kernel and nothing overlapped, the conservative default of scale and plan. */
+ * deepspeed, costbench, or an alias: megatron, composer, common/frameworks.h); an unknown or empty
+ * name: `plain` (step_framework_default): a tiled attention kernel and nothing overlapped, the
+ * conservative default of scale and plan. */
 const step_framework *step_framework_find(const char *name);
 const step_framework *step_framework_default(void);
 /* "megatron-lm, nemo, ..." for messages and help. */

@@ -27,11 +27,10 @@
 #include "../../report/formats/devices.h"
 #include "../../report/logs/logimport.h"
 #include "../../report/logs/logrow.h"
+#include "../../report/logs/registry.h"
 #include "../../report/formats/netfit.h"
 #include "fuzz_io.h"
 
-static const log_parser parsers[LOG_NFORMATS] = {log_parse_megatron, log_parse_nemo, log_parse_torchtitan,
-                                                  log_parse_composer, log_parse_costbench};
 static int log_file = -1, config_file = -1;
 static char out_dir[256], out_path[300];
 static char *base;      /* the published-runs file FILE starts as */
@@ -136,7 +135,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!netfit_detect(&t) && log_detect_line(&t, &f) >= 0) {
         log_run r;
         log_run_init(&r, f);
-        int rc = parsers[f](&t, config ? fuzz_tmp_path(config_file) : NULL, &r);
+        int rc = log_formats[f].parse(&t, config ? fuzz_tmp_path(config_file) : NULL, &r);
         if (rc == 0) rc = import_emit(&t, &r);
         check_out(rc, t.path);
         log_run_free(&r);

@@ -1,6 +1,6 @@
 /* fuzz_logs.c: libFuzzer harness of the readers `costbench import` runs on files a user pastes
- * or downloads: the training-log parsers of every format (report/logfmt_*.c), format detection,
- * the YAML and TOML config reader (report/formats/kvconf.c), the collective-benchmark reader
+ * or downloads: the training-log parsers of every format (the rows of report/logs/registry.c),
+ * format detection, the YAML and TOML config reader (report/formats/kvconf.c), the collective-benchmark reader
  * (report/formats/netfit.c: nccl-tests tables, `costbench allreduce` CSVs) and the JSON reader of price
  * catalogues (report/formats/json.c).
  *
@@ -22,7 +22,7 @@
 
 #include "../../report/formats/json.h"
 #include "../../report/formats/kvconf.h"
-#include "../../report/logs/logimport.h"
+#include "../../report/logs/registry.h"
 #include "../../report/formats/netfit.h"
 #include "fuzz_io.h"
 
@@ -39,18 +39,15 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     return 0;
 }
 
-static const log_parser parsers[LOG_NFORMATS] = {log_parse_megatron, log_parse_nemo, log_parse_torchtitan,
-                                                  log_parse_composer, log_parse_costbench};
-
 static void check_run(const text_lines *t, const log_run *r, int k)
 {
     for (int s = 0; s < r->nsteps; s++) {
         int line = r->steps[s].line;
         if (line < 1 || line > t->n)
-            fuzz_fail("the %s parser accepted '%s' with a step at line %d of %d", log_format_names[k], t->path, line,
+            fuzz_fail("the %s parser accepted '%s' with a step at line %d of %d", log_formats[k].name, t->path, line,
                       t->n);
         if (s > 0 && line < r->steps[s - 1].line)
-            fuzz_fail("the %s parser accepted '%s' with steps out of file order", log_format_names[k], t->path);
+            fuzz_fail("the %s parser accepted '%s' with steps out of file order", log_formats[k].name, t->path);
     }
 }
 
@@ -65,10 +62,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (text_lines_load(&t, path) == 0) {
         log_format f;
         (void)log_detect_line(&t, &f);
-        for (int k = 0; k < LOG_NFORMATS; k++) {
+        for (int k = 0; k < log_nformats; k++) {
             log_run r;
-            log_run_init(&r, (log_format)k);
-            if (parsers[k](&t, config_path, &r) == 0) check_run(&t, &r, k);
+            log_run_init(&r, k);
+            if (log_formats[k].parse(&t, config_path, &r) == 0) check_run(&t, &r, k);
             log_run_free(&r);
         }
         if (netfit_detect(&t)) {

@@ -1,0 +1,21 @@
+/* frameworks.h: the --framework vocabulary every command shares (import, scale, plan): the names
+ * the published-runs schema's `framework` column uses (data/reference/published/SCHEMA.md:
+ * megatron-lm, nemo, neuron-nemo, llm-foundry, torchtitan, deepspeed, costbench) and the step
+ * model's default, plain. Which of them a command knows is its own table's: import the log
+ * formats' (report/logs/registry.c), scale and plan the step model's frameworks
+ * (report/predict/stepmodel.c). The old spellings stay accepted as aliases, listed here once. */
+#ifndef CB_FRAMEWORKS_H
+#define CB_FRAMEWORKS_H
+
+#include <stddef.h>
+
+/* The canonical name of a spelling: an alias's name ("megatron" -> "megatron-lm", "composer" ->
+ * "llm-foundry"), else `name` itself (NULL for NULL). */
+const char *framework_canonical(const char *name);
+/* The aliases as "megatron (megatron-lm), composer (llm-foundry)" into buf. */
+void framework_aliases(char *buf, size_t n);
+/* The one error of a --framework the command does not know: "flag '--framework': expected one of
+ * KNOWN (the command's names; aliases: megatron (megatron-lm), ...), got 'x'". Returns CB_EUSAGE. */
+int framework_unknown(const char *given, const char *known);
+
+#endif
