@@ -33,7 +33,7 @@ static const command commands[] = {
     {"trajectory", cmd_trajectory,
      "loss and grad-norm trajectories of runs compared across precisions, with tokens/s and tokens/$"},
     {"import", cmd_import,
-     "a training log (Megatron-LM, NeMo, torchtitan, Composer, costbench train) as one published-runs row, or "
+     "a training log (of a framework 'import --help' lists under --framework) as one published-runs row, or "
      "nccl-tests output as a network fit"},
     {"prices", cmd_prices,
      "instance prices cheapest first with their age; 'prices import' reads AWS, Azure and SkyPilot catalogues"},
