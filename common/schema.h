@@ -10,8 +10,10 @@
  *   matmul       `matmul --csv` (report --bench plots it; peak's sgemm probe reads it). Columns
  *                are only ever added (at the end), never renamed: scripts read them by name.
  *   machine      the provenance columns record_write_csv appends to every measured row.
- * The data tables read by one module only (prices, models, blas_cores) are defined here too, so
- * that every file costbench reads or writes is described in one place. */
+ * Also here: the data tables (devices, prices, models, blas_cores). The formats only the report side
+ * reads or writes are defined beside their readers in report/formats/ (the published runs in
+ * published.h, network files and nccl-tests output in netfit.h, the price catalogues in
+ * priceimport.h); report/formats/README.md lists every file and where it is defined. */
 #ifndef CB_SCHEMA_H
 #define CB_SCHEMA_H
 

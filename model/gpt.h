@@ -10,7 +10,7 @@
  * residual, tied embeddings (the GPT-3 presets).
  *
  * Precision (gpt_init chooses its row of model/gpt_prec.c's table of operations): fp32
- * throughout, or bf16-mixed as PyTorch autocast and Megatron's bf16 do it: fp32 master weights,
+ * throughout, or bf16-mixed as PyTorch autocast and Megatron's --bf16 do it: fp32 master weights,
  * gradients and AdamW moments; a bf16 copy of every weight, made once per optimizer step; the
  * inputs of every linear layer (the norm outputs, the attention output, the MLP activation's
  * output, the final norm's output), the QKV projection's output (q, k after rotary and v), the
@@ -19,11 +19,12 @@
  * statistics, the MLP activation's input, the residual stream, the logits, the cross-entropy,
  * the weight and bias gradients and all reductions in fp32.
  *
- * Full bf16 (bf16-sr, bf16): the weights, gradients and both AdamW moments in bf16 (the
+ * Full bf16 (bf16-sr, bf16-nearest): the weights, gradients and both AdamW moments in bf16 (the
  * gradients accumulate in an fp32 buffer during the step, micro-batches and the all-reduce
  * included, and are rounded to bf16 as they enter the update); the update computed in fp32 and
- * written back stochastically rounded (bf16-sr) or rounded to nearest (bf16), kernels/adamw.h;
- * products and activations as in bf16-mixed, the weight matrices packed straight from bf16.
+ * written back stochastically rounded (bf16-sr; its alias bf16) or rounded to nearest even
+ * (bf16-nearest), kernels/adamw.h; products and activations as in bf16-mixed, the weight
+ * matrices packed straight from bf16.
  *
  * Memory: one slab per kind (parameters, gradients, AdamW moments, activations), 64-byte
  * aligned, allocated up front after the estimate has been checked against this machine.
@@ -105,7 +106,7 @@ typedef struct {
  * in the slabs (each tensor 64-byte aligned; nparams counts the padded elements). store is the
  * element type of the weights' master copy and of both AdamW moments (the precision row's store):
  * fp32 storage keeps every tensor in params and the moments as float; bf16 storage (bf16-sr,
- * bf16) keeps every tensor in params_bf16 and the moments as bf16, and params then holds fp32
+ * bf16-nearest) keeps every tensor in params_bf16 and the moments as bf16, and params then holds fp32
  * copies of the small tensors only (norm weights and biases, linear biases: what the fp32 kernels
  * read, remade by gpt_params_changed and by the update), so both slabs and both views (p[k] fp32,
  * NULL for the embeddings and matrices; p_bf16[k] bf16) are needed there. The gradients accumulate

@@ -14,7 +14,12 @@
  *   hbm_gib, hbm_gb_per_s
  *   link_gb_per_s     scale-up link per device, one direction (NVLink, NeuronLink, Infinity Fabric)
  *   scaleup_domain    devices that share that link (8 in an HGX/DGX node, 72 in an NVL72 rack)
- *   source            where the figures come from (data sheet, with its date or URL) */
+ *   gemm_eff, attn_eff, mem_eff, launch_us   the step model's figures (report/predict/stepmodel.h;
+ *                     optional columns: empty or absent, its defaults)
+ *   node_net_gbps     the network per node of the vendor's reference system (Gbit/s)
+ *   model_source      where the step model's figures come from (most are assumptions, and say so)
+ *   source            where the figures come from (data sheet, with its date or URL)
+ * report/formats/README.md describes each column at length. */
 #ifndef CB_DEVICES_H
 #define CB_DEVICES_H
 

@@ -18,16 +18,18 @@
  * out-of-place times; latency_us the intercept (held at 0, the slope refitted through the
  * origin, when the intercept comes out negative), busbw_gb_per_s 1 / slope.
  *
- * How the step model takes the figures (report/predict/scale.c dp_sync_s, report/predict/stepmodel.c):
+ * How the step model takes the figures (this file fits, writes and reads them; they are applied to
+ * the hardware rows by report/predict/netapply.c, read by report/predict/scale.c dp_sync_s and
+ * report/predict/stepmodel.c):
  *   across nodes  the gradient ring across k nodes costs 2(k-1)/k x bytes / (net_gbit_per_s / 8 x
  *                 net_eff), so its bus bandwidth is net_gbit_per_s / 8 x net_eff: net_gbit_per_s =
  *                 busbw x 8 with net_eff 1 reproduces the measured all-reduce busbw. Its latency
  *                 is hops x latency_s a bucket, hops = min(2(k-1), 2 ceil(log2 k)): the measured
  *                 latency / hops(k) at the measured node count k is the per-hop latency (the
  *                 intra-node part of the measured latency included).
- *   inside a node the device-link ring runs at intra_gb_per_s x STEP_LINK_EFF: intra_gb_per_s =
- *                 busbw / STEP_LINK_EFF reproduces the measured busbw. The model's link latency is
- *                 its constant STEP_LINK_LATENCY_US, not taken from the fit.
+ *   inside a node the device-link ring runs at intra_gb_per_s x STEP_LINK_EFF (stepmodel.h):
+ *                 intra_gb_per_s = busbw / STEP_LINK_EFF reproduces the measured busbw. The model's
+ *                 link latency is its constant STEP_LINK_LATENCY_US, not taken from the fit.
  * Only all_reduce rows set the network; all_gather and reduce_scatter rows are recorded. */
 #ifndef CB_NETFIT_H
 #define CB_NETFIT_H
