@@ -10,15 +10,6 @@
 #include "../common/timer.h"
 #include "comm.h"
 
-const char *const coll_op_names[COLL_COUNT] = {"allreduce", "reduce_scatter", "allgather"};
-
-const rec_col coll_cols[CB_NCOLS] = {
-    {"op", "", REC_STR, 0},           {"ranks", "", REC_NUM, 0},           {"size_bytes", "B", REC_NUM, 0},
-    {"count", "floats", REC_NUM, 0},  {"time_us_median", "us", REC_NUM, 2}, {"time_us_min", "us", REC_NUM, 2},
-    {"time_us_max", "us", REC_NUM, 2}, {"algbw_gbps", "GB/s", REC_NUM, 3}, {"busbw_gbps", "GB/s", REC_NUM, 3},
-    {"check", "", REC_STR, 0},
-};
-
 /* One call of op on `count` floats of payload (all-reduce: the buffer; reduce-scatter: the
  * input of size x block; all-gather: the output of size x block). */
 static int coll_call(coll_op op, float *a, float *b, size_t count, int size)
@@ -84,7 +75,7 @@ int coll_bench_run(const coll_opts *o, record *rec)
             /* every rank must agree on the outcome and the number of calls */
             int any_bad = comm_max(bad) > 0;
             if (any_bad) {
-                if (bad) err_msg("%s: %s", coll_op_names[op], why);
+                if (bad) err_msg("%s: %s", allreduce_ops[op], why);
                 rc = CB_EFAIL;
                 break;
             }
@@ -115,16 +106,16 @@ int coll_bench_run(const coll_opts *o, record *rec)
                 double factor = op == COLL_ALLREDUCE ? 2.0 * (size - 1) / size : (double)(size - 1) / size;
                 int row = record_add_row(rec);
                 if (row >= 0) {
-                    record_str(rec, row, CB_OP, coll_op_names[op]);
-                    record_num(rec, row, CB_RANKS, size);
-                    record_num(rec, row, CB_BYTES, payload);
-                    record_num(rec, row, CB_COUNT, (double)count);
-                    record_num(rec, row, CB_T_MED, ss.median * 1e6);
-                    record_num(rec, row, CB_T_MIN, ss.min * 1e6);
-                    record_num(rec, row, CB_T_MAX, ss.max * 1e6);
-                    record_num(rec, row, CB_ALGBW, algbw);
-                    record_num(rec, row, CB_BUSBW, algbw * factor);
-                    record_str(rec, row, CB_CHECK, "ok");
+                    record_str(rec, row, AR_OP, allreduce_ops[op]);
+                    record_num(rec, row, AR_RANKS, size);
+                    record_num(rec, row, AR_SIZE_BYTES, payload);
+                    record_num(rec, row, AR_COUNT, (double)count);
+                    record_num(rec, row, AR_T_MED, ss.median * 1e6);
+                    record_num(rec, row, AR_T_MIN, ss.min * 1e6);
+                    record_num(rec, row, AR_T_MAX, ss.max * 1e6);
+                    record_num(rec, row, AR_ALGBW, algbw);
+                    record_num(rec, row, AR_BUSBW, algbw * factor);
+                    record_str(rec, row, AR_CHECK, ALLREDUCE_CHECK_OK);
                 }
             }
             free(t);

@@ -7,9 +7,15 @@
 #define CB_COLL_BENCH_H
 
 #include "../common/record.h"
+#include "../common/schema.h"
 
-typedef enum { COLL_ALLREDUCE, COLL_REDUCE_SCATTER, COLL_ALLGATHER, COLL_COUNT } coll_op;
-extern const char *const coll_op_names[COLL_COUNT];
+/* The ops as common/schema.h's allreduce CSV names them (allreduce_ops[op]). */
+typedef enum {
+    COLL_ALLREDUCE = AR_OP_ALLREDUCE,
+    COLL_REDUCE_SCATTER = AR_OP_REDUCE_SCATTER,
+    COLL_ALLGATHER = AR_OP_ALLGATHER,
+    COLL_COUNT = AR_NOPS
+} coll_op;
 
 typedef struct {
     double min_bytes, max_bytes, factor;
@@ -18,10 +24,8 @@ typedef struct {
     int min_iters;
 } coll_opts;
 
-enum { CB_OP, CB_RANKS, CB_BYTES, CB_COUNT, CB_T_MED, CB_T_MIN, CB_T_MAX, CB_ALGBW, CB_BUSBW, CB_CHECK, CB_NCOLS };
-extern const rec_col coll_cols[CB_NCOLS];
-
-/* Runs every (op, size) on every rank; rows are added on every rank (print from rank 0).
+/* Runs every (op, size) on every rank; rows are added on every rank (print from rank 0), in the
+ * columns of common/schema.h's allreduce_cols.
  * Returns 0, or CB_EFAIL when a check fails or MPI reports an error. */
 int coll_bench_run(const coll_opts *o, record *rec);
 

@@ -155,6 +155,21 @@ const rec_col mm_cols[MM_NCOLS] = {
     [MM_PACK_MS] = {"pack_ms", "ms", REC_NUM, 3},
 };
 
+const rec_col allreduce_cols[AR_NCOLS] = {
+    [AR_OP] = {"op", "", REC_STR, 0},
+    [AR_RANKS] = {"ranks", "", REC_NUM, 0},
+    [AR_SIZE_BYTES] = {"size_bytes", "B", REC_NUM, 0},
+    [AR_COUNT] = {"count", "floats", REC_NUM, 0},
+    [AR_T_MED] = {"time_us_median", "us", REC_NUM, 2},
+    [AR_T_MIN] = {"time_us_min", "us", REC_NUM, 2},
+    [AR_T_MAX] = {"time_us_max", "us", REC_NUM, 2},
+    [AR_ALGBW] = {"algbw_gbps", "GB/s", REC_NUM, 3},
+    [AR_BUSBW] = {"busbw_gbps", "GB/s", REC_NUM, 3},
+    [AR_CHECK] = {"check", "", REC_STR, 0},
+};
+const char *const allreduce_ops[AR_NOPS] = {
+    [AR_OP_ALLREDUCE] = "allreduce", [AR_OP_REDUCE_SCATTER] = "reduce_scatter", [AR_OP_ALLGATHER] = "allgather"};
+
 const char *const machine_cols[MC_NCOLS] = {
     [MC_CPU_MODEL] = "cpu_model",       [MC_CORES] = "cores",         [MC_OMP_THREADS] = "omp_threads",
     [MC_BLAS_THREADS] = "blas_threads", [MC_BLAS_CORE] = "blas_core", [MC_BLAS_CORE_ENV] = "blas_core_env",

@@ -9,6 +9,7 @@
  *   step log     `train --csv`: one row per step (report --log plots it).
  *   matmul       `matmul --csv` (report --bench plots it; peak's sgemm probe reads it). Columns
  *                are only ever added (at the end), never renamed: scripts read them by name.
+ *   allreduce    `allreduce --csv` (import's network tables read it: report/formats/netfit.c).
  *   machine      the provenance columns record_write_csv appends to every measured row.
  * Also here: the data tables (devices, prices, models, blas_cores). The formats only the report side
  * reads or writes are defined beside their readers in report/formats/ (the published runs in
@@ -173,6 +174,17 @@ extern const rec_col step_log_cols[SL_NCOLS];
 enum { MM_OP, MM_PHASE, MM_N, MM_K, MM_M, MM_COUNT, MM_GF_MED, MM_GF_MIN, MM_GF_MAX, MM_CV, MM_MS, MM_PCT,
        MM_STEP_MS, MM_DTYPE, MM_BACKEND, MM_IMPL, MM_ISA, MM_PACK_MS, MM_NCOLS };
 extern const rec_col mm_cols[MM_NCOLS];
+
+/* ---- collectives (`costbench allreduce --csv`: bench/coll_bench.c writes it, report/formats/netfit.c
+ * reads it): one row per (op, size), the machine's provenance columns after these (date_utc among
+ * them). size_bytes is the payload (count floats); times are the slowest rank's per call; check is
+ * ALLREDUCE_CHECK_OK for a result checked against the exact expected one. */
+enum { AR_OP, AR_RANKS, AR_SIZE_BYTES, AR_COUNT, AR_T_MED, AR_T_MIN, AR_T_MAX, AR_ALGBW, AR_BUSBW, AR_CHECK, AR_NCOLS };
+extern const rec_col allreduce_cols[AR_NCOLS];
+/* The op column's values (and `allreduce --ops` words), in the order of this enum. */
+enum { AR_OP_ALLREDUCE, AR_OP_REDUCE_SCATTER, AR_OP_ALLGATHER, AR_NOPS };
+extern const char *const allreduce_ops[AR_NOPS];
+#define ALLREDUCE_CHECK_OK "ok"
 
 /* ---- machine provenance, appended to measured rows */
 enum { MC_CPU_MODEL, MC_CORES, MC_OMP_THREADS, MC_BLAS_THREADS, MC_BLAS_CORE, MC_BLAS_CORE_ENV, MC_BLAS_CORE_CHOICE,

@@ -118,7 +118,7 @@ static int calibration_load(plan_run *r)
     const plan_opts *o = &r->o;
     if (!o->calibrate)
         return o->matmul_csv ? err_usage("flag '--matmul-csv' needs '--calibrate' (it carries a calibration)") : 0;
-    if (o->matmul_csv && scale_eff_load(&r->eff, o->matmul_csv) != 0) return CB_EUSAGE; /* a bad file given by a flag */
+    if (o->matmul_csv && matmul_curve_load(&r->eff, o->matmul_csv) != 0) return CB_EUSAGE; /* a bad file given by a flag */
     scale_model d;
     memset(&d, 0, sizeof d);
     d.precision = PRECISION_BF16_MIXED, d.interleave = 1, d.cp = 1, d.bucket_bytes = 25.0 * 1048576.0, d.net_eff = 1.0;

@@ -112,7 +112,7 @@ static int run_load(scale_run *r)
                              o->latency_us >= 0 ? o->latency_us : NAN};
     hw_apply_overrides(&r->ht.rows[r->hw - r->ht.rows], &ov);
     if ((rc = net_from_apply(r, &r->ht.rows[r->hw - r->ht.rows])) != 0) return rc;
-    if (o->matmul_csv && scale_eff_load(&r->eff, o->matmul_csv) != 0) return CB_EUSAGE; /* a bad file given by a flag */
+    if (o->matmul_csv && matmul_curve_load(&r->eff, o->matmul_csv) != 0) return CB_EUSAGE; /* a bad file given by a flag */
     r->usd_per_hour = o->usd_per_hour;
     if (r->usd_per_hour <= 0 && strcmp(o->instance, CB_THIS_MACHINE) == 0) r->usd_per_hour = NAN; /* no price */
     else if (r->usd_per_hour <= 0) {

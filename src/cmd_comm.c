@@ -25,9 +25,9 @@ static int write_profile(const char *path, const record *rec, const machine_info
     int n = comm_size();
     for (int i = 0; i < rec->nrows; i++) {
         const double *r = rec->num + (size_t)i * rec->ncols;
-        if (strcmp(rec->str[(size_t)i * rec->ncols + CB_OP], "allreduce") != 0) continue;
-        if (r[CB_BYTES] >= big) big = r[CB_BYTES], busbw = r[CB_BUSBW];
-        if (r[CB_T_MED] < small_us) small_us = r[CB_T_MED];
+        if (strcmp(rec->str[(size_t)i * rec->ncols + AR_OP], allreduce_ops[AR_OP_ALLREDUCE]) != 0) continue;
+        if (r[AR_SIZE_BYTES] >= big) big = r[AR_SIZE_BYTES], busbw = r[AR_BUSBW];
+        if (r[AR_T_MED] < small_us) small_us = r[AR_T_MED];
     }
     if (big == 0) return err_msg("--profile: no all-reduce was measured");
     char src[512];
@@ -95,7 +95,7 @@ int cmd_allreduce(int argc, char **argv)
     for (int i = 0; i < nw; i++) {
         int k = -1;
         for (int j = 0; j < COLL_COUNT; j++)
-            if (strcmp(words[i], coll_op_names[j]) == 0) k = j;
+            if (strcmp(words[i], allreduce_ops[j]) == 0) k = j;
         if (k < 0)
             return err_usage("flag '--ops': expected allreduce, reduce_scatter or allgather, got '%s'", words[i]);
         o.ops[k] = 1;
@@ -105,7 +105,7 @@ int cmd_allreduce(int argc, char **argv)
     machine_info m;
     machine_probe(&m);
     record rec;
-    record_init(&rec, coll_cols, CB_NCOLS);
+    record_init(&rec, allreduce_cols, AR_NCOLS);
     record_note(&rec, "%s on %s; fp32 sums; time = the slowest rank's median per call", comm_describe(), m.cpu_model);
     record_note(&rec, "algbw = bytes / time; busbw = algbw x 2(n-1)/n (all-reduce) or x (n-1)/n (reduce-scatter, "
                       "all-gather), as nccl-tests");

@@ -253,7 +253,8 @@ static int import_comments(const log_run *r, const log_steady *st, const logrow 
                            const char *from, char lines[][1200])
 {
     int n = 0;
-    snprintf(lines[n++], 1200, "%.600s, %s format (%.160s)", row->cell[1], log_formats[r->format].name, how);
+    snprintf(lines[n++], 1200, "%.600s, %s format (%.160s)", row->cell[PUB_COL_SOURCE], log_formats[r->format].name,
+             how);
     snprintf(lines[n++], 1200, "configuration from %s%s%s%s", *r->config_from ? r->config_from : "no stated block",
              *from ? "; from flags: " : "", from, *from ? "" : "; none from flags");
     char missing[256];
@@ -271,7 +272,8 @@ static int import_comments(const log_run *r, const log_steady *st, const logrow 
     snprintf(lines[n++], 1200, "metric %s: of step_time_s (with the global batch), seq_per_s, tokens_per_s, "
                               "tokens_per_s_per_device, tflops_per_device, mfu_pct, step_time_s, the first the last "
                               "step line prints; seq_per_s %s",
-             pub_metric_names[st->metric], *row->cell[34] ? "derived from it" : "left empty (not derivable here)");
+             pub_metric_names[st->metric],
+             *row->cell[PUB_COL_SEQ_PER_S] ? "derived from it" : "left empty (not derivable here)");
     return n;
 }
 

@@ -15,16 +15,34 @@
 #include "../report/formats/priceimport.h"
 #include "commands.h"
 
+/* The help words of --format and --as-of, from the registry of catalogue formats (priceimport.h). */
+typedef struct {
+    char metavar[256], format[1024], as_of[512];
+} format_words;
+
+static void format_help(format_words *w)
+{
+    char need[256];
+    price_formats_join(w->metavar, sizeof w->metavar, "|", "|", 0);
+    size_t len = (size_t)snprintf(w->format, sizeof w->format, "the catalogue's format:");
+    for (int i = 0; i < price_nformats && len < sizeof w->format; i++)
+        len += (size_t)snprintf(w->format + len, sizeof w->format - len, "%s %s: %s", i ? ";" : "",
+                                price_formats[i].name, price_formats[i].help);
+    price_formats_join(need, sizeof need, ", ", " and ", 1);
+    snprintf(w->as_of, sizeof w->as_of, "when the prices were read, YYYY[-MM[-DD]] (required for %s)", need);
+}
+
 static int prices_import(int argc, char **argv)
 {
     const char *format = NULL, *out = NULL, *instances = NULL, *regions = NULL;
     int replace = 0;
     price_import_opts o = {0};
+    format_words w;
+    format_help(&w);
     const opt_spec specs[] = {
-        {"format", OPT_STR, &format, 0, 0, 0, 0, "skypilot|aws-offer|azure-retail", "the catalogue's format"},
+        {"format", OPT_STR, &format, 0, 0, 0, 0, w.metavar, w.format},
         {"out", OPT_STR, &out, 0, 0, 0, 0, "FILE", "add the rows to this price file (default: CSV on stdout)"},
-        {"as-of", OPT_STR, &o.as_of, 0, 0, 0, 0, "DATE",
-         "when the prices were read, YYYY[-MM[-DD]] (required for skypilot and azure-retail)"},
+        {"as-of", OPT_STR, &o.as_of, 0, 0, 0, 0, "DATE", w.as_of},
         {"provider", OPT_STR, &o.provider, 0, 0, 0, 0, "NAME", "the cloud (default: from the format or the path)"},
         {"instances", OPT_STR, &instances, 0, 0, 0, 0, "LIST", "keep only these instance types (comma-separated)"},
         {"regions", OPT_STR, &regions, 0, 0, 0, 0, "LIST", "keep only these regions (comma-separated)"},
@@ -36,13 +54,11 @@ static int prices_import(int argc, char **argv)
     int rc = opts_parse("prices import", "FILE --format F [options]", specs, argc, argv, 3, pos, &npos);
     if (rc != 0) return rc > 0 ? 0 : rc;
     if (npos != 1) return err_usage("prices import: expected one catalogue FILE");
-    int f = -1;
-    for (int i = 0; i < 3 && format; i++)
-        if (strcmp(format, price_format_names[i]) == 0) f = i;
-    if (f < 0)
-        return err_usage("flag '--format': expected skypilot, aws-offer or azure-retail, got '%s'",
-                         format ? format : "");
-    o.format = (price_format)f;
+    if (!(o.format = price_format_find(format))) {
+        char names[256];
+        price_formats_join(names, sizeof names, ", ", " or ", 0);
+        return err_usage("flag '--format': expected %s, got '%s'", names, format ? format : "");
+    }
     char ibuf[4096], rbuf[4096];
     char *inames[256], *rnames[256];
     if (instances && (o.ninstances = parse_word_list(instances, "flag '--instances'", 0, ibuf, sizeof ibuf, inames,

@@ -247,7 +247,7 @@ int cmd_validate(int argc, char **argv)
     if (!o.hw_path && machine_data_file(path, sizeof path, "hardware.csv") != 0) rc = CB_EUSAGE;
     if (rc == 0 && hardware_load(&ht, o.hw_path ? o.hw_path : path) != 0) rc = CB_EUSAGE;
     if (rc == 0 && devices_load(&dt, NULL) != 0) rc = CB_EFAIL;
-    if (rc == 0 && o.matmul_csv && scale_eff_load(&eff, o.matmul_csv) != 0) rc = CB_EUSAGE;
+    if (rc == 0 && o.matmul_csv && matmul_curve_load(&eff, o.matmul_csv) != 0) rc = CB_EUSAGE;
     if (rc == 0) rc = val_run(&o, &ht, &dt, &eff, &res);
     if (rc == 0) rc = val_write(&o, &res);
     validate_free(&res);

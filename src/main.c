@@ -36,7 +36,8 @@ static const command commands[] = {
      "a training log (of a framework 'import --help' lists under --framework) as one published-runs row, or "
      "nccl-tests output as a network fit"},
     {"prices", cmd_prices,
-     "instance prices cheapest first with their age; 'prices import' reads AWS, Azure and SkyPilot catalogues"},
+     "instance prices cheapest first with their age; 'prices import' reads cloud price catalogues ('prices import "
+     "--help' lists their formats)"},
     {"dataset", cmd_dataset, "build or inspect a Megatron indexed dataset (PREFIX.bin/.idx)"},
 };
 enum { NCOMMANDS = sizeof commands / sizeof commands[0] };

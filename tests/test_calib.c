@@ -113,7 +113,7 @@ static void test_calib_matmul_csv(void)
         "op,n,k,m,pct_of_peak\nqkv,128,2048,6144,40\nqkv,512,2048,6144,50\nqkv,128,4096,12288,60\nmlp,512,4096,16384,"
         "70\nqkv,512,4096,12288,90\n");
     scale_eff_curve c;
-    CHECK(scale_eff_load(&c, path) == 0 && c.nk == 2 && c.nn == 2, "loaded a 2 x 2 grid");
+    CHECK(matmul_curve_load(&c, path) == 0 && c.nk == 2 && c.nn == 2, "loaded a 2 x 2 grid");
     int cl = 0;
     CHECK(fabs(scale_eff(&c, 2048, 256, &cl) - 45) < 1e-12 && !cl, "e(2048, 256) = 45 (log-middle of 40 and 50)");
     CHECK(fabs(scale_eff(&c, 4096, 256, &cl) - 70) < 1e-12 && !cl, "e(4096, 256): the mean 80 at N 512, so 70");
@@ -121,7 +121,7 @@ static void test_calib_matmul_csv(void)
     CHECK(fabs(scale_eff(&c, 16384, 4096, &cl) - 80) < 1e-12 && cl, "clamped above, and says so");
     write_text(path, "n,k,gflops_median\n128,2048,1\n512,4096,2\n");
     capture_stderr_begin();
-    int rc = scale_eff_load(&c, path);
+    int rc = matmul_curve_load(&c, path);
     const char *e = capture_stderr_end();
     CHECK(rc == CB_EFAIL && strstr(e, "no row for k 2048, n 512"), "a grid with a hole is refused: %s", e);
     rm_tree(d);

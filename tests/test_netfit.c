@@ -18,7 +18,7 @@
  *   nccl_reduce_scatter_1x4.txt  reduce_scatter_perf with -c 0 ("N/A" in #wrong) and NCCL INFO lines
  *                                among the rows, 4 ranks on one host: time = 15 us + size x 3/4 /
  *                                100 GB/s, 4 KiB x 2^k to 64 MiB (15 rows)
- *   allreduce_2ranks.csv         `costbench allreduce --csv` (bench/coll_bench.c coll_cols), 2 ranks:
+ *   allreduce_2ranks.csv         `costbench allreduce --csv` (common/schema.h allreduce_cols), 2 ranks:
  *                                allreduce 2 us + size x 1 / 5 GB/s, allgather 1 us + size x 1/2 /
  *                                8 GB/s, 1 KiB x 4^k to 16 MiB (8 rows each, lines 2-9 and 10-17) */
 #include <math.h>

@@ -8,6 +8,7 @@
 
 #include "../report/formats/inputs.h"
 #include "../report/formats/json.h"
+#include "../report/formats/priceimport.h"
 #include "check.h"
 
 static char out[16384], err[8192];
@@ -211,7 +212,33 @@ static void t_plan_clouds(void)
     CHECK(strstr(out, "\n   4  ") == NULL, "one row per instance:\n%s", out);
 }
 
+/* The registry of catalogue formats: every row complete, found by its name, and `prices import`'s
+ * --format error and help name every format of it (nothing else lists them). */
+static void t_format_registry(void)
+{
+    char refused[sizeof err];
+    const char *a[] = {"prices", "import", "tests/catalogs/aws-offer.csv", "--format", "nope", NULL};
+    CHECK(cli_run(a, out, sizeof out, err, sizeof err) == 2 && strstr(err, "flag '--format': expected skypilot, "
+                                                                          "aws-offer or azure-retail, got 'nope'"),
+          "%s", err);
+    snprintf(refused, sizeof refused, "%s", err);
+    const char *h[] = {"prices", "import", "--help", NULL};
+    int rc = cli_run(h, out, sizeof out, err, sizeof err);
+    CHECK(rc == 0 && strstr(out, "--format skypilot|aws-offer|azure-retail") &&
+              strstr(out, "(required for skypilot and azure-retail)"),
+          "help: rc %d, %s", rc, out);
+    CHECK(price_nformats >= 3, "%d formats", price_nformats);
+    for (int i = 0; i < price_nformats; i++) {
+        const price_format *f = &price_formats[i];
+        CHECK(f->name && *f->name && f->help && *f->help && f->read && price_format_find(f->name) == f,
+              "format %d incomplete or not found by its name", i);
+        CHECK(strstr(refused, f->name) && strstr(out, f->help), "%s: not in the error or the help", f->name);
+    }
+    CHECK(price_format_find("nope") == NULL && price_format_find(NULL) == NULL, "an unknown name is found");
+}
+
 const test_case tests_prices[] = {
+    {"prices: the catalogue format registry feeds import's check, help and errors", t_format_registry},
     {"prices: plan --per-instance ranks three clouds, each price's source and age", t_plan_clouds},
     {"prices: scale marks a price older than a year", t_stale_reports},
     {"prices: skypilot catalogue: a repeated row dropped, as-of required", t_skypilot},

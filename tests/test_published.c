@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../common/csvio.h"
 #include "../common/err.h"
 #include "../report/formats/published.h"
 #include "check.h"
@@ -238,7 +239,30 @@ static const char *row_with(const char *from, const char *to)
     return buf;
 }
 
-/* Loads header + rows from a file called name; expects CB_EUSAGE and one line "error: path:line: want". */
+/* The one row of `text` (named path) through published_row_check, its cells in pub_cols' order
+ * (absent columns empty): its return code, its stderr into err. */
+static int row_check_cells(const char *path, const char *text, char *err, size_t n, pub_row *r)
+{
+    table tb;
+    if (table_load_text(&tb, path, text, strlen(text)) != 0 || tb.nrows != 1) {
+        CHECK(0, "%s: not one row", path);
+        return -99;
+    }
+    const char *cells[PUB_NCOLS];
+    for (int c = 0; c < PUB_NCOLS; c++) {
+        int j = table_col(&tb, pub_cols[c].name, 0);
+        cells[c] = j >= 0 ? table_cell(&tb, 0, j) : "";
+    }
+    dev_table dt = test_dev_table();
+    capture_stderr_begin();
+    int rc = published_row_check(cells, path, tb.lines[0], &dt, r);
+    snprintf(err, n, "%s", capture_stderr_end());
+    table_free(&tb);
+    return rc;
+}
+
+/* Loads header + rows from a file called name; expects CB_EUSAGE and one line "error: path:line: want".
+ * A single row under the full header gives published_row_check the same error, word for word. */
 static void expect_bad(const char *name, const char *header, const char *rows, int line, const char *want)
 {
     char *d = test_tmpdir(), path[256], text[4096], prefix[512];
@@ -257,6 +281,13 @@ static void expect_bad(const char *name, const char *header, const char *rows, i
     CHECK(strncmp(err, prefix, strlen(prefix)) == 0 && nl && nl[1] == '\0', "%s: expected one line '%s...', got '%s'",
           name, prefix, err);
     CHECK(t.n == 0 && t.rows == NULL, "%s: rows left after a failed load", name);
+    if (header != good_header || strchr(rows, '\n') != rows + strlen(rows) - 1) return;
+    char load_err[4096], cells_err[4096];
+    pub_row r;
+    snprintf(load_err, sizeof load_err, "%s", err);
+    rc = row_check_cells(path, text, cells_err, sizeof cells_err, &r);
+    CHECK(rc == CB_EUSAGE && strcmp(cells_err, load_err) == 0, "%s as cells: rc %d, '%s' against the loader's '%s'",
+          name, rc, cells_err, load_err);
 }
 
 static void test_malformed(void)
@@ -339,6 +370,14 @@ static void test_good_row(void)
               t.rows[0].kv_heads == 4 && t.rows[0].ffn_dim == 256 && t.rows[0].recompute == RECOMPUTE_FULL &&
               t.rows[0].tied_embeddings == -1 && isnan(t.rows[0].params),
           "defaults");
+    /* the same row as cells (published_row_check, import's check of the row it writes): the same row */
+    char one[2048], err[4096];
+    pub_row r;
+    snprintf(one, sizeof one, "%s%s", good_header, good_row);
+    int rc = row_check_cells(path, one, err, sizeof err, &r);
+    CHECK(rc == 0 && !*err && t.n == 2 && r.seq_per_s == t.rows[0].seq_per_s && r.line == 2 &&
+              r.kv_heads == t.rows[0].kv_heads && r.recompute == t.rows[0].recompute,
+          "good row as cells: rc %d, '%s'", rc, err);
     published_free(&t);
     CHECK(published_is_schema("data/models.csv") == 0, "models.csv is not the published schema");
 }

@@ -18,11 +18,14 @@
 #include "../../common/err.h"
 #include "../../common/machine.h"
 #include "../../common/parse.h"
+#include "../../common/schema.h"
 
 const char *const net_coll_names[NET_NCOLL] = {"all_reduce", "all_gather", "reduce_scatter"};
-/* `costbench allreduce --csv`'s op names (bench/coll_bench.c), in net_coll's order */
-static const char *const costbench_ops[NET_NCOLL] = {"allreduce", "allgather", "reduce_scatter"};
-static const char *const costbench_header = "op,ranks,size_bytes,count,time_us_median";
+/* The collective of each op of `costbench allreduce --csv` (common/schema.h's allreduce_ops). */
+static const net_coll costbench_colls[AR_NOPS] = {
+    [AR_OP_ALLREDUCE] = NET_ALL_REDUCE, [AR_OP_REDUCE_SCATTER] = NET_REDUCE_SCATTER, [AR_OP_ALLGATHER] = NET_ALL_GATHER};
+/* The columns that start a costbench allreduce CSV's header: op .. time_us_median, in its order. */
+enum { COSTBENCH_HEADER_COLS = AR_T_MED + 1 };
 
 const char *const netfile_cols[NETFILE_NCOLS] = {
     "collective", "scope", "node_type", "ranks", "nodes", "ranks_per_node", "latency_us", "busbw_gb_per_s",
@@ -63,12 +66,24 @@ static int is_nccl_header(const char *line)
     return 0;
 }
 
+/* 1 when line l starts with the costbench allreduce CSV's first columns, comma-separated. */
+static int is_costbench_header(const char *l)
+{
+    for (int c = 0; c < COSTBENCH_HEADER_COLS; c++) {
+        size_t n = strlen(allreduce_cols[c].name);
+        if (strncmp(l, allreduce_cols[c].name, n) != 0) return 0;
+        l += n;
+        if (c + 1 < COSTBENCH_HEADER_COLS && *l++ != ',') return 0;
+    }
+    return 1;
+}
+
 int netfit_detect(const text_lines *t)
 {
     for (int i = 0; i < t->n; i++) {
         const char *l = skip_space(t->line[i]);
         if (*l == '\0') continue;
-        if (strncmp(l, costbench_header, strlen(costbench_header)) == 0) return NETFIT_COSTBENCH;
+        if (is_costbench_header(l)) return NETFIT_COSTBENCH;
         if (strncmp(l, "# nThread ", 10) == 0 || strstr(l, "# Collective test starting:") || is_nccl_header(l))
             return NETFIT_NCCL;
     }
@@ -413,8 +428,9 @@ static int nccl_parse(const text_lines *t, const char *flag, net_run *r)
 /* One row of the CSV into the run of its op (runs[c] for op c; want: --collective's op or -1). */
 static int csv_row(const table *tb, int i, const int *col, int want, net_run *runs)
 {
-    int op;
-    if (table_get_word(tb, i, col[0], costbench_ops, NET_NCOLL, &op) != 0) return CB_EUSAGE;
+    int ar_op;
+    if (table_get_word(tb, i, col[0], allreduce_ops, AR_NOPS, &ar_op) != 0) return CB_EUSAGE;
+    int op = (int)costbench_colls[ar_op];
     if (want >= 0 && op != want) return 0;
     net_run *r = &runs[op];
     long ranks;
@@ -423,7 +439,7 @@ static int csv_row(const table *tb, int i, const int *col, int want, net_run *ru
     if (table_get_long(tb, i, col[1], 2, 10000000, &ranks) != 0 || table_get_double(tb, i, col[2], 0, 1e18, &bytes) ||
         table_get_double(tb, i, col[3], 1e-9, 1e18, &t_us) || table_get_str(tb, i, col[4], &check))
         return CB_EUSAGE;
-    if (strcmp(check, "ok") != 0)
+    if (strcmp(check, ALLREDUCE_CHECK_OK) != 0)
         return err_usage("%s:%d: column 'check': the result was wrong ('%s'): its time is no measurement", tb->path,
                          tb->lines[i], check);
     if (r->n > 0 && ranks != r->ranks)
@@ -435,13 +451,23 @@ static int csv_row(const table *tb, int i, const int *col, int want, net_run *ru
     return run_add(r, bytes, t_us, NAN, tb->lines[i]);
 }
 
+/* The op name of collective c in a costbench allreduce CSV. */
+static const char *costbench_op(net_coll c)
+{
+    for (int k = 0; k < AR_NOPS; k++)
+        if (costbench_colls[k] == c) return allreduce_ops[k];
+    return "";
+}
+
 static int costbench_parse(const text_lines *t, const char *flag, net_run runs[NET_NCOLL], int *nruns)
 {
     net_coll want = NET_NCOLL;
     if (flag && coll_parse(flag, "flag '--collective'", &want) != 0) return CB_EUSAGE;
     table tb;
     if (table_load(&tb, t->path) != 0) return CB_EUSAGE;
-    static const char *const names[6] = {"op", "ranks", "size_bytes", "time_us_median", "check", "date_utc"};
+    const char *const names[6] = {allreduce_cols[AR_OP].name,    allreduce_cols[AR_RANKS].name,
+                                  allreduce_cols[AR_SIZE_BYTES].name, allreduce_cols[AR_T_MED].name,
+                                  allreduce_cols[AR_CHECK].name, machine_cols[MC_DATE_UTC]};
     int col[6], rc = 0;
     for (int k = 0; k < 6 && rc == 0; k++)
         if ((col[k] = table_col(&tb, names[k], k < 5)) < 0 && k < 5) rc = CB_EUSAGE;
@@ -461,7 +487,7 @@ static int costbench_parse(const text_lines *t, const char *flag, net_run runs[N
         if (r->as_of[0] == '\0') file_date(t->path, r->as_of, sizeof r->as_of);
     }
     if (rc == 0 && *nruns == 0)
-        rc = err_usage("%s: no %s rows of more than 0 bytes", t->path, flag ? costbench_ops[want] : "collective");
+        rc = err_usage("%s: no %s rows of more than 0 bytes", t->path, flag ? costbench_op(want) : "collective");
     table_free(&tb);
     return rc;
 }

@@ -10,7 +10,8 @@
  *               then in-place), "# Avg bus bandwidth : X". `size` is the whole buffer in bytes
  *               (all-gather: the output, reduce-scatter: the input).
  *   costbench   `costbench allreduce --csv`: op, ranks, size_bytes, count, time_us_median, ...,
- *               check, date_utc (bench/coll_bench.h's columns): ranks on this machine.
+ *               check, date_utc (common/schema.h's allreduce_cols, written by bench/coll_bench.c):
+ *               ranks on this machine.
  *
  * The fit, per collective: time(size) = latency + bus_bytes / busbw, bus_bytes = size x the
  * collective's bus factor (2(n-1)/n for all-reduce, (n-1)/n for all-gather and reduce-scatter,

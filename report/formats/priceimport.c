@@ -14,16 +14,15 @@
 #include "json.h"
 #include "kvconf.h"
 
-const char *const price_format_names[3] = {"skypilot", "aws-offer", "azure-retail"};
-
 #define HOURS_PER_YEAR 8760.0
 
 /* One row being read: where it is, for the row's source and for errors. */
-typedef struct {
+typedef struct pi_ctx {
     const char *path, *format, *provider, *as_of;
     const price_import_opts *o;
     FILE *notes;
-    int fold_zones; /* skypilot: a key seen again is another zone of the region */
+    int fold_zones;     /* skypilot: a key seen again is another zone of the region */
+    char as_of_buf[24]; /* the date a catalogue states (aws-offer), where as_of points then */
 } pi_ctx;
 
 static void drop(price_import *pi, const char *reason)
@@ -420,10 +419,10 @@ static int aws_reserved_rows(price_import *pi, const pi_ctx *c, const aws_terms 
     return 0;
 }
 
-static int read_aws(price_import *pi, pi_ctx *c, char *as_of, size_t n)
+static int read_aws(price_import *pi, pi_ctx *c)
 {
-    if (aws_metadata(c, as_of, n) != 0) return CB_EUSAGE;
-    if (!c->o->as_of) c->as_of = as_of;
+    if (aws_metadata(c, c->as_of_buf, sizeof c->as_of_buf) != 0) return CB_EUSAGE;
+    if (!c->o->as_of) c->as_of = c->as_of_buf;
     table t;
     if (table_load_skip(&t, c->path, 5) != 0) return CB_EUSAGE;
     int col[AW_NCOLS], rc = 0;
@@ -523,15 +522,48 @@ static int provider_from_path(const char *path, char *out, size_t n)
     return 0;
 }
 
+/* ------------------------------------------------------------------ the formats */
+
+/* The registry: one row per catalogue format (adding a format = its reader above + a row here). */
+const price_format price_formats[] = {
+    {"skypilot", "SkyPilot's catalogue of one cloud (<cloud>/vms.csv)", NULL, "", read_skypilot},
+    {"aws-offer", "the AWS Price List offer file of AmazonEC2 as CSV", "aws", NULL, read_aws},
+    {"azure-retail", "the Azure Retail Prices API's JSON", "azure",
+     " (effectiveStartDate is when a price took effect)", read_azure},
+};
+const int price_nformats = (int)(sizeof price_formats / sizeof price_formats[0]);
+
+const price_format *price_format_find(const char *name)
+{
+    for (int i = 0; name && i < price_nformats; i++)
+        if (strcmp(name, price_formats[i].name) == 0) return &price_formats[i];
+    return NULL;
+}
+
+void price_formats_join(char *buf, size_t n, const char *sep, const char *last, int need_as_of)
+{
+    int k = 0, total = 0;
+    for (int i = 0; i < price_nformats; i++) total += !need_as_of || price_formats[i].as_of_why;
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < price_nformats && len < n; i++) {
+        if (need_as_of && !price_formats[i].as_of_why) continue;
+        const char *s = k == 0 ? "" : k == total - 1 ? last : sep;
+        len += (size_t)snprintf(buf + len, n - len, "%s%s", s, price_formats[i].name);
+        k++;
+    }
+}
+
+/* ------------------------------------------------------------------ reading */
+
 static int import_context(pi_ctx *c, const char *path, const price_import_opts *o, char *prov, size_t n)
 {
-    static const char *const default_provider[] = {NULL, "aws", "azure"};
     memset(c, 0, sizeof *c);
     c->path = path;
-    c->format = price_format_names[o->format];
+    c->format = o->format->name;
     c->o = o;
     c->as_of = o->as_of;
-    c->provider = o->provider ? o->provider : default_provider[o->format];
+    c->provider = o->provider ? o->provider : o->format->provider;
     size_t pl = o->provider ? strlen(o->provider) : 1;
     if (o->provider && (pl == 0 || pl >= sizeof ((price_row *)0)->provider ||
                         strspn(o->provider, PROVIDER_CHARS) != pl))
@@ -543,11 +575,10 @@ static int import_context(pi_ctx *c, const char *path, const price_import_opts *
     if (!c->provider)
         return err_usage("%s: which cloud? give --provider (a SkyPilot catalogue path names it: .../aws/vms.csv)",
                          path);
-    if (o->format != PF_AWS_OFFER && !o->as_of)
+    if (o->format->as_of_why && !o->as_of)
         return err_usage("flag '--as-of': required for --format %s: the catalogue does not say when its prices were "
                          "read%s",
-                         c->format,
-                         o->format == PF_AZURE_RETAIL ? " (effectiveStartDate is when a price took effect)" : "");
+                         c->format, o->format->as_of_why);
     return 0;
 }
 
@@ -555,19 +586,12 @@ int price_import_read(price_import *pi, const char *path, const price_import_opt
 {
     memset(pi, 0, sizeof *pi);
     pi_ctx c;
-    char prov[32], as_of[24] = "";
+    char prov[32];
     int rc = import_context(&c, path, o, prov, sizeof prov);
     c.notes = notes;
     if (rc == 0 && o->as_of && price_as_of_check(o->as_of) != 0)
         rc = err_usage("flag '--as-of': expected YYYY, YYYY-MM or YYYY-MM-DD, got '%s'", o->as_of);
-    if (rc == 0) {
-        if (o->format == PF_SKYPILOT)
-            rc = read_skypilot(pi, &c);
-        else if (o->format == PF_AWS_OFFER)
-            rc = read_aws(pi, &c, as_of, sizeof as_of);
-        else
-            rc = read_azure(pi, &c);
-    }
+    if (rc == 0) rc = o->format->read(pi, &c);
     for (int i = 0; rc == 0 && i < pi->n; i++) {
         /* the price as the file will hold it (%.9g), so that importing it again finds a duplicate,
          * then what the price file will hold, by its own rules */

@@ -13,7 +13,10 @@
  *   azure-retail  the Azure Retail Prices API JSON (Items[]): Consumption -> on_demand (spot
  *                 for a "Spot" skuName), Reservation -> reserved_1y / reserved_3y at the term's
  *                 price / (years x 8760).
- * Every row names its catalogue file and line (or item). What was dropped is counted by reason. */
+ * Every row names its catalogue file and line (or item). What was dropped is counted by reason.
+ * The formats are the rows of price_formats (priceimport.c): adding one = its reader in
+ * priceimport.c (described above) and its row there; `prices import` takes its flag, help and
+ * errors from that table. */
 #ifndef CB_PRICEIMPORT_H
 #define CB_PRICEIMPORT_H
 
@@ -21,13 +24,30 @@
 
 #include "inputs.h"
 
-typedef enum { PF_SKYPILOT, PF_AWS_OFFER, PF_AZURE_RETAIL } price_format;
-extern const char *const price_format_names[3];
+struct pi_ctx; /* priceimport.c's reading context: the catalogue, the flags, the notes */
+struct price_import;
+
+/* A catalogue format: one row of the registry price_formats. */
+typedef struct {
+    const char *name;      /* --format NAME; each row's source names it too */
+    const char *help;      /* what the catalogue is, in a few words (help texts) */
+    const char *provider;  /* the cloud the format fixes (aws-offer: aws); NULL: --provider, or the path */
+    const char *as_of_why; /* NULL: the catalogue states when its prices were read; else --as-of is
+                            * required and this follows the error ("": nothing) */
+    int (*read)(struct price_import *pi, struct pi_ctx *c); /* its rows into pi (CB_EUSAGE: one error) */
+} price_format;
+extern const price_format price_formats[];
+extern const int price_nformats;
+/* The format called name; NULL when none is. */
+const price_format *price_format_find(const char *name);
+/* The formats' names into buf joined by sep, the last two by last ("skypilot, aws-offer or
+ * azure-retail"); need_as_of: only those that need --as-of. */
+void price_formats_join(char *buf, size_t n, const char *sep, const char *last, int need_as_of);
 
 typedef struct {
-    price_format format;
-    const char *as_of;     /* required for skypilot and azure-retail; aws-offer: its Publication Date */
-    const char *provider;  /* NULL: from the format, or for skypilot from the path (.../<cloud>/vms.csv) */
+    const price_format *format;
+    const char *as_of;     /* required where the format's as_of_why says; aws-offer: its Publication Date */
+    const char *provider;  /* NULL: from the format, else from the path (.../<cloud>/vms.csv) */
     char *const *instances; /* instance types to keep (ninstances of them; 0: all) */
     int ninstances;
     char *const *regions;   /* regions to keep (nregions of them; 0: all) */
@@ -35,7 +55,7 @@ typedef struct {
 } price_import_opts;
 
 #define PI_MAX_REASONS 24
-typedef struct {
+typedef struct price_import {
     price_row *rows;
     int n, cap;
     int nread;   /* catalogue rows or items read */

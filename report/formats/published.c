@@ -33,53 +33,46 @@ static const char *const arch_families[5] = {"gpt3", "neox", "llama2", "mpt", "g
 /* The seq_per_s cell a file gives must agree with the one computed from metric and value. */
 #define PUB_AGREE_REL 0.005
 
-/* The schema's columns as this reader checks them. Required: the column must be in the header and
- * its cell non-empty; the others may be absent (every cell empty). Numbers: the range allowed. */
-enum { PC_ID, PC_SOURCE, PC_FRAMEWORK, PC_DEVICE, PC_DEVICES, PC_PER_NODE, PC_NET, PC_INSTANCE, PC_MODEL, PC_ARCH,
-       PC_LAYERS, PC_D_MODEL, PC_HEADS, PC_KV_HEADS, PC_FFN, PC_VOCAB, PC_PARAMS, PC_TIED, PC_SEQ_LEN, PC_GLOBAL_BATCH,
-       PC_MICRO_BATCH, PC_TP, PC_PP, PC_DP, PC_CP, PC_VP, PC_SEQ_PAR, PC_SHARDING, PC_RECOMPUTE, PC_PRECISION,
-       PC_METRIC, PC_VALUE, PC_CONVENTION, PC_PEAK, PC_SEQ_PER_S, PC_NOTES, PC_NCOLS };
-static const struct {
-    const char *name;
-    int required;
-    double lo, hi;
-} pub_cols[PC_NCOLS] = {
-    [PC_ID] = {"id", 1, 0, 0},
-    [PC_SOURCE] = {"source", 1, 0, 0},
-    [PC_FRAMEWORK] = {"framework", 1, 0, 0},
-    [PC_DEVICE] = {"device", 1, 0, 0},
-    [PC_DEVICES] = {"devices", 1, 1, 10000000},
-    [PC_PER_NODE] = {"devices_per_node", 1, 1, 100000},
-    [PC_NET] = {"node_net_gbps", 0, 1e-3, 1e7},
-    [PC_INSTANCE] = {"instance_type", 0, 0, 0},
-    [PC_MODEL] = {"model", 1, 0, 0},
-    [PC_ARCH] = {"arch", 1, 0, 0},
-    [PC_LAYERS] = {"layers", 1, 1, 1000},
-    [PC_D_MODEL] = {"d_model", 1, 1, 131072},
-    [PC_HEADS] = {"heads", 1, 1, 4096},
-    [PC_KV_HEADS] = {"kv_heads", 0, 1, 4096},
-    [PC_FFN] = {"ffn_dim", 0, 1, 1048576},
-    [PC_VOCAB] = {"vocab", 1, 1, 10000000},
-    [PC_PARAMS] = {"params", 0, 1, 1e16},
-    [PC_TIED] = {"tied_embeddings", 0, 0, 0},
-    [PC_SEQ_LEN] = {"seq_len", 1, 1, CB_MAX_SEQ_LEN},
-    [PC_GLOBAL_BATCH] = {"global_batch", 1, 1, CB_MAX_GLOBAL_BATCH},
-    [PC_MICRO_BATCH] = {"micro_batch", 0, 1, CB_MAX_GLOBAL_BATCH},
-    [PC_TP] = {"tp", 1, 1, 65536},
-    [PC_PP] = {"pp", 1, 1, 65536},
-    [PC_DP] = {"dp", 1, 1, 10000000},
-    [PC_CP] = {"cp", 0, 1, 65536},
-    [PC_VP] = {"vp", 0, 1, 1000},
-    [PC_SEQ_PAR] = {"sequence_parallel", 0, 0, 0},
-    [PC_SHARDING] = {"sharding", 0, 0, 0},
-    [PC_RECOMPUTE] = {"recompute", 0, 0, 0},
-    [PC_PRECISION] = {"precision", 0, 0, 0},
-    [PC_METRIC] = {"metric", 1, 0, 0},
-    [PC_VALUE] = {"value", 1, 1e-12, 1e18},
-    [PC_CONVENTION] = {"flop_convention", 0, 0, 0},
-    [PC_PEAK] = {"peak_tflops", 0, 1e-6, 1e7},
-    [PC_SEQ_PER_S] = {"seq_per_s", 0, 1e-12, 1e15},
-    [PC_NOTES] = {"notes", 0, 0, 0},
+/* The schema's columns, in its order: the one table the loader below and the writer of an imported
+ * row (logs/logrow.c) use. Required: the column must be in the header and its cell non-empty; the
+ * others may be absent (every cell empty). Numbers: the range allowed. */
+const pub_col pub_cols[PUB_NCOLS] = {
+    [PUB_COL_ID] = {"id", 1, 0, 0},
+    [PUB_COL_SOURCE] = {"source", 1, 0, 0},
+    [PUB_COL_FRAMEWORK] = {"framework", 1, 0, 0},
+    [PUB_COL_DEVICE] = {"device", 1, 0, 0},
+    [PUB_COL_DEVICES] = {"devices", 1, 1, 10000000},
+    [PUB_COL_PER_NODE] = {"devices_per_node", 1, 1, 100000},
+    [PUB_COL_NET] = {"node_net_gbps", 0, 1e-3, 1e7},
+    [PUB_COL_INSTANCE] = {"instance_type", 0, 0, 0},
+    [PUB_COL_MODEL] = {"model", 1, 0, 0},
+    [PUB_COL_ARCH] = {"arch", 1, 0, 0},
+    [PUB_COL_LAYERS] = {"layers", 1, 1, 1000},
+    [PUB_COL_D_MODEL] = {"d_model", 1, 1, 131072},
+    [PUB_COL_HEADS] = {"heads", 1, 1, 4096},
+    [PUB_COL_KV_HEADS] = {"kv_heads", 0, 1, 4096},
+    [PUB_COL_FFN] = {"ffn_dim", 0, 1, 1048576},
+    [PUB_COL_VOCAB] = {"vocab", 1, 1, 10000000},
+    [PUB_COL_PARAMS] = {"params", 0, 1, 1e16},
+    [PUB_COL_TIED] = {"tied_embeddings", 0, 0, 0},
+    [PUB_COL_SEQ_LEN] = {"seq_len", 1, 1, CB_MAX_SEQ_LEN},
+    [PUB_COL_GLOBAL_BATCH] = {"global_batch", 1, 1, CB_MAX_GLOBAL_BATCH},
+    [PUB_COL_MICRO_BATCH] = {"micro_batch", 0, 1, CB_MAX_GLOBAL_BATCH},
+    [PUB_COL_TP] = {"tp", 1, 1, 65536},
+    [PUB_COL_PP] = {"pp", 1, 1, 65536},
+    [PUB_COL_DP] = {"dp", 1, 1, 10000000},
+    [PUB_COL_CP] = {"cp", 0, 1, 65536},
+    [PUB_COL_VP] = {"vp", 0, 1, 1000},
+    [PUB_COL_SEQ_PAR] = {"sequence_parallel", 0, 0, 0},
+    [PUB_COL_SHARDING] = {"sharding", 0, 0, 0},
+    [PUB_COL_RECOMPUTE] = {"recompute", 0, 0, 0},
+    [PUB_COL_PRECISION] = {"precision", 0, 0, 0},
+    [PUB_COL_METRIC] = {"metric", 1, 0, 0},
+    [PUB_COL_VALUE] = {"value", 1, 1e-12, 1e18},
+    [PUB_COL_CONVENTION] = {"flop_convention", 0, 0, 0},
+    [PUB_COL_PEAK] = {"peak_tflops", 0, 1e-6, 1e7},
+    [PUB_COL_SEQ_PER_S] = {"seq_per_s", 0, 1e-12, 1e15},
+    [PUB_COL_NOTES] = {"notes", 0, 0, 0},
 };
 
 /* ------------------------------------------------------------------ cells */
@@ -148,10 +141,10 @@ static int get_flag(const table *t, int row, const int *col, int i, int *out)
 static int row_run(const table *t, int i, const int *col, const dev_table *dt, pub_row *r, const dev_row **dev)
 {
     int prec = 0;
-    if (get_text(t, i, col, PC_ID, r->id, sizeof r->id) ||
-        get_text(t, i, col, PC_SOURCE, r->source, sizeof r->source) ||
-        get_text(t, i, col, PC_FRAMEWORK, r->framework, sizeof r->framework) ||
-        get_text(t, i, col, PC_DEVICE, r->device, sizeof r->device))
+    if (get_text(t, i, col, PUB_COL_ID, r->id, sizeof r->id) ||
+        get_text(t, i, col, PUB_COL_SOURCE, r->source, sizeof r->source) ||
+        get_text(t, i, col, PUB_COL_FRAMEWORK, r->framework, sizeof r->framework) ||
+        get_text(t, i, col, PUB_COL_DEVICE, r->device, sizeof r->device))
         return CB_EUSAGE;
     /* a run measured here (costbench train): its peak is the measured one, in peak_tflops */
     if (!(*dev = devices_find(dt, r->device)) && strcmp(r->device, CB_THIS_MACHINE) != 0) {
@@ -161,10 +154,10 @@ static int row_run(const table *t, int i, const int *col, const dev_table *dt, p
                          "here)",
                          t->path, t->lines[i], dt->path, known, r->device, CB_THIS_MACHINE);
     }
-    if (get_long(t, i, col, PC_DEVICES, 0, &r->devices) || get_long(t, i, col, PC_PER_NODE, 0, &r->devices_per_node) ||
-        get_num(t, i, col, PC_NET, &r->node_net_gbps) ||
-        get_text(t, i, col, PC_INSTANCE, r->instance, sizeof r->instance) ||
-        get_word(t, i, col, PC_PRECISION, pub_precision_names, PUB_NPRECISIONS, -1, &prec))
+    if (get_long(t, i, col, PUB_COL_DEVICES, 0, &r->devices) || get_long(t, i, col, PUB_COL_PER_NODE, 0, &r->devices_per_node) ||
+        get_num(t, i, col, PUB_COL_NET, &r->node_net_gbps) ||
+        get_text(t, i, col, PUB_COL_INSTANCE, r->instance, sizeof r->instance) ||
+        get_word(t, i, col, PUB_COL_PRECISION, pub_precision_names, PUB_NPRECISIONS, -1, &prec))
         return CB_EUSAGE;
     snprintf(r->precision, sizeof r->precision, "%s", prec >= 0 ? pub_precision_names[prec] : "");
     return 0;
@@ -175,18 +168,18 @@ static int row_run(const table *t, int i, const int *col, const dev_table *dt, p
 static int row_model(const table *t, int i, const int *col, pub_row *r)
 {
     int arch = 0;
-    if (get_text(t, i, col, PC_MODEL, r->model, sizeof r->model) ||
-        get_word(t, i, col, PC_ARCH, arch_names, 5, -1, &arch) || get_int(t, i, col, PC_LAYERS, 0, &r->layers) ||
-        get_int(t, i, col, PC_D_MODEL, 0, &r->d_model) || get_int(t, i, col, PC_HEADS, 0, &r->heads))
+    if (get_text(t, i, col, PUB_COL_MODEL, r->model, sizeof r->model) ||
+        get_word(t, i, col, PUB_COL_ARCH, arch_names, 5, -1, &arch) || get_int(t, i, col, PUB_COL_LAYERS, 0, &r->layers) ||
+        get_int(t, i, col, PUB_COL_D_MODEL, 0, &r->d_model) || get_int(t, i, col, PUB_COL_HEADS, 0, &r->heads))
         return CB_EUSAGE;
     snprintf(r->arch, sizeof r->arch, "%s", arch_names[arch]);
     if (r->d_model % r->heads != 0)
         return err_usage("%s:%d: column 'heads': expected a divisor of d_model %d, got '%d'", t->path, t->lines[i],
                          r->d_model, r->heads);
-    if (get_int(t, i, col, PC_KV_HEADS, r->heads, &r->kv_heads) ||
-        get_int(t, i, col, PC_FFN, 4 * r->d_model, &r->ffn_dim) || get_int(t, i, col, PC_VOCAB, 0, &r->vocab) ||
-        get_num(t, i, col, PC_PARAMS, &r->params) || get_flag(t, i, col, PC_TIED, &r->tied_embeddings) ||
-        get_long(t, i, col, PC_SEQ_LEN, 0, &r->seq_len))
+    if (get_int(t, i, col, PUB_COL_KV_HEADS, r->heads, &r->kv_heads) ||
+        get_int(t, i, col, PUB_COL_FFN, 4 * r->d_model, &r->ffn_dim) || get_int(t, i, col, PUB_COL_VOCAB, 0, &r->vocab) ||
+        get_num(t, i, col, PUB_COL_PARAMS, &r->params) || get_flag(t, i, col, PUB_COL_TIED, &r->tied_embeddings) ||
+        get_long(t, i, col, PUB_COL_SEQ_LEN, 0, &r->seq_len))
         return CB_EUSAGE;
     return 0;
 }
@@ -196,13 +189,13 @@ static int row_model(const table *t, int i, const int *col, pub_row *r)
 static int row_layout(const table *t, int i, const int *col, pub_row *r)
 {
     int sharding = SHARD_NONE, recompute = RECOMPUTE_NONE;
-    if (get_long(t, i, col, PC_GLOBAL_BATCH, 0, &r->global_batch) ||
-        get_long(t, i, col, PC_MICRO_BATCH, 0, &r->micro_batch) || get_int(t, i, col, PC_TP, 0, &r->tp) ||
-        get_int(t, i, col, PC_PP, 0, &r->pp) || get_int(t, i, col, PC_DP, 0, &r->dp) ||
-        get_int(t, i, col, PC_CP, 1, &r->cp) || get_int(t, i, col, PC_VP, 1, &r->vp) ||
-        get_flag(t, i, col, PC_SEQ_PAR, &r->sequence_parallel) ||
-        get_word(t, i, col, PC_SHARDING, sharding_names, 5, SHARD_NONE, &sharding) ||
-        get_word(t, i, col, PC_RECOMPUTE, recompute_names, 3, RECOMPUTE_NONE, &recompute))
+    if (get_long(t, i, col, PUB_COL_GLOBAL_BATCH, 0, &r->global_batch) ||
+        get_long(t, i, col, PUB_COL_MICRO_BATCH, 0, &r->micro_batch) || get_int(t, i, col, PUB_COL_TP, 0, &r->tp) ||
+        get_int(t, i, col, PUB_COL_PP, 0, &r->pp) || get_int(t, i, col, PUB_COL_DP, 0, &r->dp) ||
+        get_int(t, i, col, PUB_COL_CP, 1, &r->cp) || get_int(t, i, col, PUB_COL_VP, 1, &r->vp) ||
+        get_flag(t, i, col, PUB_COL_SEQ_PAR, &r->sequence_parallel) ||
+        get_word(t, i, col, PUB_COL_SHARDING, sharding_names, 5, SHARD_NONE, &sharding) ||
+        get_word(t, i, col, PUB_COL_RECOMPUTE, recompute_names, 3, RECOMPUTE_NONE, &recompute))
         return CB_EUSAGE;
     r->sharding = (pub_sharding)sharding;
     r->recompute = (pub_recompute)recompute;
@@ -213,9 +206,9 @@ static int row_layout(const table *t, int i, const int *col, pub_row *r)
 static int row_metric(const table *t, int i, const int *col, pub_row *r)
 {
     int metric = 0, conv = 0;
-    if (get_word(t, i, col, PC_METRIC, pub_metric_names, 6, -1, &metric) || get_num(t, i, col, PC_VALUE, &r->value) ||
-        get_word(t, i, col, PC_CONVENTION, flop_convention_names + 1, 4, -1, &conv) ||
-        get_num(t, i, col, PC_PEAK, &r->peak_tflops) || get_num(t, i, col, PC_SEQ_PER_S, &r->seq_per_s_column))
+    if (get_word(t, i, col, PUB_COL_METRIC, pub_metric_names, 6, -1, &metric) || get_num(t, i, col, PUB_COL_VALUE, &r->value) ||
+        get_word(t, i, col, PUB_COL_CONVENTION, flop_convention_names + 1, 4, -1, &conv) ||
+        get_num(t, i, col, PUB_COL_PEAK, &r->peak_tflops) || get_num(t, i, col, PUB_COL_SEQ_PER_S, &r->seq_per_s_column))
         return CB_EUSAGE;
     r->metric = (pub_metric)metric;
     int flop_metric = r->metric == PUB_TFLOPS_PER_DEVICE || r->metric == PUB_MFU_PCT;
@@ -232,7 +225,7 @@ static int row_metric(const table *t, int i, const int *col, pub_row *r)
             t->path, t->lines[i]);
     if (r->metric == PUB_MFU_PCT && r->value > 100)
         return err_usage("%s:%d: column 'value': expected a percentage from 0 to 100 for mfu_pct, got '%s'", t->path,
-                         t->lines[i], table_cell(t, i, col[PC_VALUE]));
+                         t->lines[i], table_cell(t, i, col[PUB_COL_VALUE]));
     return 0;
 }
 
@@ -445,31 +438,52 @@ static int rows_load(pub_table *pt, const table *t, const int *col, const dev_ta
     return rc;
 }
 
-int published_load(pub_table *pt, const char *path, const dev_table *dt)
+/* The loaded table t (its path the name messages use) into pt: the header's required columns, at
+ * least one row, every row. t is freed. */
+static int table_rows_load(pub_table *pt, table *t, const dev_table *dt)
 {
-    return published_load_as(pt, path, path, dt);
+    int col[PUB_NCOLS], rc = 0;
+    for (int i = 0; i < PUB_NCOLS && rc == 0; i++)
+        if ((col[i] = table_col(t, pub_cols[i].name, pub_cols[i].required)) < 0 && pub_cols[i].required)
+            rc = CB_EUSAGE;
+    if (rc == 0 && t->nrows == 0) rc = err_usage("%s: no published runs (a header and no rows)", t->path);
+    if (rc == 0 && !(pt->rows = calloc((size_t)t->nrows, sizeof *pt->rows))) rc = err_msg("out of memory");
+    if (rc == 0) rc = rows_load(pt, t, col, dt);
+    table_free(t);
+    if (rc) published_free(pt);
+    return rc ? CB_EUSAGE : 0;
 }
 
-int published_load_as(pub_table *pt, const char *path, const char *shown, const dev_table *dt)
+int published_load(pub_table *pt, const char *path, const dev_table *dt)
+{
+    memset(pt, 0, sizeof *pt);
+    snprintf(pt->path, sizeof pt->path, "%s", path);
+    table t;
+    if (table_load(&t, path) != 0) return CB_EUSAGE;
+    return table_rows_load(pt, &t, dt);
+}
+
+int published_load_text(pub_table *pt, const char *shown, const char *text, size_t len, const dev_table *dt)
 {
     memset(pt, 0, sizeof *pt);
     snprintf(pt->path, sizeof pt->path, "%s", shown);
     table t;
-    if (table_load(&t, path) != 0) return CB_EUSAGE;
-    char *named = strdup(shown); /* the messages below name t.path */
-    if (!named) return table_free(&t), err_msg("out of memory");
-    free(t.path);
-    t.path = named;
-    int col[PC_NCOLS], rc = 0;
-    for (int i = 0; i < PC_NCOLS && rc == 0; i++)
-        if ((col[i] = table_col(&t, pub_cols[i].name, pub_cols[i].required)) < 0 && pub_cols[i].required)
-            rc = CB_EUSAGE;
-    if (rc == 0 && t.nrows == 0) rc = err_usage("%s: no published runs (a header and no rows)", shown);
-    if (rc == 0 && !(pt->rows = calloc((size_t)t.nrows, sizeof *pt->rows))) rc = err_msg("out of memory");
-    if (rc == 0) rc = rows_load(pt, &t, col, dt);
-    table_free(&t);
-    if (rc) published_free(pt);
-    return rc ? CB_EUSAGE : 0;
+    if (table_load_text(&t, shown, text, len) != 0) return CB_EUSAGE;
+    return table_rows_load(pt, &t, dt);
+}
+
+int published_row_check(const char *const *cells, const char *shown, int line, const dev_table *dt, pub_row *r)
+{
+    /* a one-row table over the caller's cells (borrowed: never freed here), the header the schema's
+     * columns in order, so that the loader's own functions check it and word its errors */
+    char *header[PUB_NCOLS], *row[PUB_NCOLS];
+    for (int c = 0; c < PUB_NCOLS; c++) header[c] = (char *)pub_cols[c].name, row[c] = (char *)cells[c];
+    int col[PUB_NCOLS];
+    for (int c = 0; c < PUB_NCOLS; c++) col[c] = c;
+    table t = {.path = (char *)shown, .nrows = 1, .ncols = PUB_NCOLS, .header = header, .cells = row,
+               .lines = &line, .header_line = line - 1};
+    pub_table pt = {.rows = r};
+    return rows_load(&pt, &t, col, dt) == 0 ? 0 : CB_EUSAGE;
 }
 
 void published_free(pub_table *t)

@@ -7,6 +7,8 @@
 #ifndef CB_PUBLISHED_H
 #define CB_PUBLISHED_H
 
+#include <stddef.h>
+
 #include "../../common/presets.h"
 #include "devices.h"
 
@@ -52,6 +54,22 @@ typedef struct {
     int line;
 } pub_row;
 
+/* The schema's columns in its order (pub_cols[PUB_COL_x]): the loader checks them, the writer of an
+ * imported row (logs/logrow.h) writes them; required columns must be in the header with non-empty
+ * cells; lo, hi: the range of a number column (0, 0: not a number). */
+enum { PUB_COL_ID, PUB_COL_SOURCE, PUB_COL_FRAMEWORK, PUB_COL_DEVICE, PUB_COL_DEVICES, PUB_COL_PER_NODE,
+       PUB_COL_NET, PUB_COL_INSTANCE, PUB_COL_MODEL, PUB_COL_ARCH, PUB_COL_LAYERS, PUB_COL_D_MODEL, PUB_COL_HEADS,
+       PUB_COL_KV_HEADS, PUB_COL_FFN, PUB_COL_VOCAB, PUB_COL_PARAMS, PUB_COL_TIED, PUB_COL_SEQ_LEN,
+       PUB_COL_GLOBAL_BATCH, PUB_COL_MICRO_BATCH, PUB_COL_TP, PUB_COL_PP, PUB_COL_DP, PUB_COL_CP, PUB_COL_VP,
+       PUB_COL_SEQ_PAR, PUB_COL_SHARDING, PUB_COL_RECOMPUTE, PUB_COL_PRECISION, PUB_COL_METRIC, PUB_COL_VALUE,
+       PUB_COL_CONVENTION, PUB_COL_PEAK, PUB_COL_SEQ_PER_S, PUB_COL_NOTES, PUB_NCOLS };
+typedef struct {
+    const char *name;
+    int required;
+    double lo, hi;
+} pub_col;
+extern const pub_col pub_cols[PUB_NCOLS];
+
 typedef struct {
     char path[4096];
     pub_row *rows;
@@ -69,9 +87,14 @@ int published_is_schema(const char *path);
  * metric and value; a seq_per_s cell the file gives must agree with it within 0.5% (else the
  * conversion or the file is wrong: one error naming both). Returns 0 or CB_EUSAGE. */
 int published_load(pub_table *t, const char *path, const dev_table *dt);
-/* The same for a scratch copy at path of the file `shown` (import --out checking the text it is about
- * to write): every message names `shown` and the line the row has there. */
-int published_load_as(pub_table *t, const char *path, const char *shown, const dev_table *dt);
+/* The same for the text in memory (len bytes) of the file `shown` (import --out checking the whole
+ * file it is about to write): every message names `shown` and the line a row has there. */
+int published_load_text(pub_table *t, const char *shown, const char *text, size_t len, const dev_table *dt);
+/* One row given as cells (cells[c]: column c of pub_cols, "" when empty), checked as published_load
+ * checks a row of the file `shown` at line `line` (every cell, the device known to dt, the rules between
+ * cells, seq_per_s from metric and value) and loaded into r. Returns 0 or CB_EUSAGE after one error
+ * naming shown:line and the column. */
+int published_row_check(const char *const *cells, const char *shown, int line, const dev_table *dt, pub_row *r);
 void published_free(pub_table *t);
 /* The row with that id, NULL when none (no error printed). */
 const pub_row *published_find(const pub_table *t, const char *id);

@@ -1,14 +1,13 @@
 /* logrow.c: the published-runs row a log's steady state (steady.c) makes (logrow.h). */
 #include "logrow.h"
 
-#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <unistd.h>
+#include <unistd.h> /* access */
 
 #include "../../common/csvio.h"
 #include "../../common/err.h"
@@ -19,17 +18,6 @@
 #include "../formats/devices.h"
 #include "registry.h"
 
-const char *const logrow_cols[LOGROW_NCOLS] = {
-    "id",         "source",    "framework",    "device",       "devices",   "devices_per_node",
-    "node_net_gbps", "instance_type", "model",  "arch",         "layers",    "d_model",
-    "heads",      "kv_heads",  "ffn_dim",      "vocab",        "params",    "tied_embeddings",
-    "seq_len",    "global_batch", "micro_batch", "tp",         "pp",        "dp",
-    "cp",         "vp",        "sequence_parallel", "sharding", "recompute", "precision",
-    "metric",     "value",     "flop_convention", "peak_tflops", "seq_per_s", "notes"};
-enum { LC_ID, LC_SOURCE, LC_FRAMEWORK, LC_DEVICE, LC_DEVICES, LC_PER_NODE, LC_NET, LC_INSTANCE, LC_MODEL, LC_ARCH,
-       LC_LAYERS, LC_D_MODEL, LC_HEADS, LC_KV_HEADS, LC_FFN, LC_VOCAB, LC_PARAMS, LC_TIED, LC_SEQ_LEN, LC_GB, LC_MB,
-       LC_TP, LC_PP, LC_DP, LC_CP, LC_VP, LC_SEQ_PAR, LC_SHARDING, LC_RECOMPUTE, LC_PRECISION, LC_METRIC, LC_VALUE,
-       LC_CONVENTION, LC_PEAK, LC_SEQ_PER_S, LC_NOTES };
 
 /* ------------------------------------------------------------------ presets */
 
@@ -105,80 +93,71 @@ static void row_notes(const log_run *r, const log_steady *st, char *buf, size_t 
 /* The configuration cells: hardware, model, batch and layout. */
 static void row_config(const log_run *r, logrow *row)
 {
-    cell_text(row, LC_FRAMEWORK, log_formats[r->format].framework);
-    cell_text(row, LC_DEVICE, r->device), cell_text(row, LC_INSTANCE, r->instance);
-    cell_long(row, LC_DEVICES, r->devices), cell_long(row, LC_PER_NODE, r->devices_per_node);
-    cell_text(row, LC_MODEL, r->model), cell_text(row, LC_ARCH, r->arch);
-    cell_long(row, LC_LAYERS, r->layers), cell_long(row, LC_D_MODEL, r->d_model), cell_long(row, LC_HEADS, r->heads);
-    cell_long(row, LC_KV_HEADS, r->kv_heads), cell_long(row, LC_FFN, r->ffn_dim), cell_long(row, LC_VOCAB, r->vocab);
-    cell_num(row, LC_PARAMS, r->params);
-    if (r->tied_embeddings >= 0) cell_text(row, LC_TIED, r->tied_embeddings ? "true" : "false");
-    cell_long(row, LC_SEQ_LEN, r->seq_len), cell_long(row, LC_GB, r->global_batch);
-    cell_long(row, LC_MB, r->micro_batch);
-    cell_long(row, LC_TP, r->tp), cell_long(row, LC_PP, r->pp), cell_long(row, LC_DP, r->dp);
-    cell_long(row, LC_CP, r->cp), cell_long(row, LC_VP, r->vp);
-    if (r->sequence_parallel >= 0) cell_text(row, LC_SEQ_PAR, r->sequence_parallel ? "true" : "false");
-    cell_text(row, LC_SHARDING, r->sharding), cell_text(row, LC_RECOMPUTE, r->recompute);
-    cell_text(row, LC_PRECISION, r->precision);
+    cell_text(row, PUB_COL_FRAMEWORK, log_formats[r->format].framework);
+    cell_text(row, PUB_COL_DEVICE, r->device), cell_text(row, PUB_COL_INSTANCE, r->instance);
+    cell_long(row, PUB_COL_DEVICES, r->devices), cell_long(row, PUB_COL_PER_NODE, r->devices_per_node);
+    cell_text(row, PUB_COL_MODEL, r->model), cell_text(row, PUB_COL_ARCH, r->arch);
+    cell_long(row, PUB_COL_LAYERS, r->layers), cell_long(row, PUB_COL_D_MODEL, r->d_model);
+    cell_long(row, PUB_COL_HEADS, r->heads), cell_long(row, PUB_COL_KV_HEADS, r->kv_heads);
+    cell_long(row, PUB_COL_FFN, r->ffn_dim), cell_long(row, PUB_COL_VOCAB, r->vocab);
+    cell_num(row, PUB_COL_PARAMS, r->params);
+    if (r->tied_embeddings >= 0) cell_text(row, PUB_COL_TIED, r->tied_embeddings ? "true" : "false");
+    cell_long(row, PUB_COL_SEQ_LEN, r->seq_len), cell_long(row, PUB_COL_GLOBAL_BATCH, r->global_batch);
+    cell_long(row, PUB_COL_MICRO_BATCH, r->micro_batch);
+    cell_long(row, PUB_COL_TP, r->tp), cell_long(row, PUB_COL_PP, r->pp), cell_long(row, PUB_COL_DP, r->dp);
+    cell_long(row, PUB_COL_CP, r->cp), cell_long(row, PUB_COL_VP, r->vp);
+    if (r->sequence_parallel >= 0) cell_text(row, PUB_COL_SEQ_PAR, r->sequence_parallel ? "true" : "false");
+    cell_text(row, PUB_COL_SHARDING, r->sharding), cell_text(row, PUB_COL_RECOMPUTE, r->recompute);
+    cell_text(row, PUB_COL_PRECISION, r->precision);
 }
 
 void logrow_build(const log_run *r, const log_steady *st, const char *id, const char *source, logrow *row)
 {
     memset(row, 0, sizeof *row);
-    cell_text(row, LC_ID, id), cell_text(row, LC_SOURCE, source);
+    cell_text(row, PUB_COL_ID, id), cell_text(row, PUB_COL_SOURCE, source);
     row_config(r, row);
-    cell_text(row, LC_METRIC, pub_metric_names[st->metric]);
-    cell_num(row, LC_VALUE, st->median);
+    cell_text(row, PUB_COL_METRIC, pub_metric_names[st->metric]);
+    cell_num(row, PUB_COL_VALUE, st->median);
     int flop = st->metric == PUB_TFLOPS_PER_DEVICE || st->metric == PUB_MFU_PCT;
-    if (flop || r->peak_tflops > 0) cell_text(row, LC_CONVENTION, r->flop_convention);
-    cell_num(row, LC_PEAK, r->peak_tflops);
-    cell_num(row, LC_SEQ_PER_S, row_seq_per_s(r, st));
-    row_notes(r, st, row->cell[LC_NOTES], sizeof row->cell[LC_NOTES]);
+    if (flop || r->peak_tflops > 0) cell_text(row, PUB_COL_CONVENTION, r->flop_convention);
+    cell_num(row, PUB_COL_PEAK, r->peak_tflops);
+    cell_num(row, PUB_COL_SEQ_PER_S, row_seq_per_s(r, st));
+    row_notes(r, st, row->cell[PUB_COL_NOTES], sizeof row->cell[PUB_COL_NOTES]);
 }
 
 void logrow_missing(const logrow *row, char *buf, size_t n)
 {
-    static const int need[] = {LC_DEVICE, LC_DEVICES, LC_PER_NODE, LC_MODEL,   LC_ARCH,   LC_LAYERS,
-                               LC_D_MODEL, LC_HEADS, LC_VOCAB,    LC_SEQ_LEN, LC_GB,     LC_TP,
-                               LC_PP,     LC_DP};
+    static const int need[] = {PUB_COL_DEVICE, PUB_COL_DEVICES, PUB_COL_PER_NODE, PUB_COL_MODEL,   PUB_COL_ARCH,   PUB_COL_LAYERS,
+                               PUB_COL_D_MODEL, PUB_COL_HEADS, PUB_COL_VOCAB,    PUB_COL_SEQ_LEN, PUB_COL_GLOBAL_BATCH,     PUB_COL_TP,
+                               PUB_COL_PP,     PUB_COL_DP};
     size_t len = 0;
     buf[0] = '\0';
     for (size_t k = 0; k < sizeof need / sizeof need[0]; k++)
         if (!row->cell[need[k]][0] && len + 24 < n)
-            len += (size_t)snprintf(buf + len, n - len, "%s%s", len ? ", " : "", logrow_cols[need[k]]);
+            len += (size_t)snprintf(buf + len, n - len, "%s%s", len ? ", " : "", pub_cols[need[k]].name);
 }
 
 /* The header and the row into w. */
 static void row_write(csv_writer *w, const logrow *row)
 {
-    for (int c = 0; c < LOGROW_NCOLS; c++) csvw_str(w, logrow_cols[c]);
+    for (int c = 0; c < PUB_NCOLS; c++) csvw_str(w, pub_cols[c].name);
     csvw_endrow(w);
-    for (int c = 0; c < LOGROW_NCOLS; c++) csvw_str(w, row->cell[c]);
+    for (int c = 0; c < PUB_NCOLS; c++) csvw_str(w, row->cell[c]);
     csvw_endrow(w);
 }
 
-/* `text` (n bytes) written to a scratch file and loaded back as the published-runs file `shown`:
- * 0, or CB_EUSAGE after the loader's error, which names `shown` and the row's line there. */
+/* `text` (n bytes) loaded as a whole from memory as the published-runs file `shown`: 0, or
+ * CB_EUSAGE after the loader's error, which names `shown` and the row's line there (CB_EFAIL: the
+ * devices cannot be read). */
 static int text_check(const char *text, size_t n, const char *shown)
 {
-    /* a directory of this process's own ($TMPDIR, else /tmp), so no other user can place the file */
-    const char *tmp = getenv("TMPDIR");
-    char dir[CB_PATH_MAX], path[CB_PATH_MAX + 16];
-    if (path_fmt(dir, sizeof dir, "%s/costbench-import-XXXXXX", tmp && *tmp ? tmp : "/tmp") != 0) return CB_EFAIL;
-    if (!mkdtemp(dir)) return err_msg("%s: cannot create a scratch directory: %s", dir, strerror(errno));
-    snprintf(path, sizeof path, "%s/row.csv", dir);
-    FILE *f = fopen(path, "w");
-    int rc = f && fwrite(text, 1, n, f) == n ? 0 : CB_EFAIL;
-    if (f && fclose(f) != 0) rc = CB_EFAIL;
-    if (rc != 0) err_msg("%s: cannot write a scratch copy: %s", path, strerror(errno));
     dev_table dt = {0};
     pub_table t;
-    if (rc == 0)
-        rc = devices_load(&dt, NULL) != 0 ? CB_EFAIL : published_load_as(&t, path, shown, &dt) != 0 ? CB_EUSAGE : 0;
+    int rc = devices_load(&dt, NULL) != 0                       ? CB_EFAIL
+             : published_load_text(&t, shown, text, n, &dt) != 0 ? CB_EUSAGE
+                                                                  : 0;
     if (rc == 0) published_free(&t);
     devices_free(&dt);
-    unlink(path);
-    rmdir(dir);
     return rc;
 }
 
@@ -198,11 +177,13 @@ static int text_new(const logrow *row, const char *const *comments, int ncomment
 
 int logrow_check(const logrow *row, const char *shown)
 {
-    char *text = NULL;
-    size_t n = 0;
-    int rc = text_new(row, NULL, 0, &text, &n);
-    if (rc == 0) rc = text_check(text, n, shown);
-    free(text);
+    const char *cells[PUB_NCOLS];
+    for (int c = 0; c < PUB_NCOLS; c++) cells[c] = row->cell[c];
+    dev_table dt = {0};
+    pub_row r;
+    /* line 2: the row's line under the header, as logrow_print writes it without comments */
+    int rc = devices_load(&dt, NULL) != 0 ? CB_EFAIL : published_row_check(cells, shown, 2, &dt, &r);
+    devices_free(&dt);
     if (rc == CB_EUSAGE) err_hint("that is the imported row: fix the flag or the log it came from");
     return rc;
 }
@@ -223,19 +204,19 @@ static int append_check(const table *t, const logrow *row, int *col_of)
     int id = table_col(t, "id", 1);
     if (id < 0) return CB_EUSAGE;
     for (int i = 0; i < t->nrows; i++)
-        if (strcmp(table_cell(t, i, id), row->cell[LC_ID]) == 0) {
-            err_usage("%s:%d: column 'id': '%s' is already in the file", t->path, t->lines[i], row->cell[LC_ID]);
+        if (strcmp(table_cell(t, i, id), row->cell[PUB_COL_ID]) == 0) {
+            err_usage("%s:%d: column 'id': '%s' is already in the file", t->path, t->lines[i], row->cell[PUB_COL_ID]);
             err_hint("give the imported row another name with --id");
             return CB_EUSAGE;
         }
-    for (int c = 0; c < LOGROW_NCOLS; c++) col_of[c] = -1;
+    for (int c = 0; c < PUB_NCOLS; c++) col_of[c] = -1;
     for (int j = 0; j < t->ncols; j++)
-        for (int c = 0; c < LOGROW_NCOLS; c++)
-            if (strcmp(t->header[j], logrow_cols[c]) == 0) col_of[c] = j;
-    for (int c = 0; c < LOGROW_NCOLS; c++)
+        for (int c = 0; c < PUB_NCOLS; c++)
+            if (strcmp(t->header[j], pub_cols[c].name) == 0) col_of[c] = j;
+    for (int c = 0; c < PUB_NCOLS; c++)
         if (col_of[c] < 0 && row->cell[c][0])
             return err_usage("%s:%d: no column '%s' for the imported row's '%.60s'", t->path, t->header_line,
-                             logrow_cols[c], row->cell[c]);
+                             pub_cols[c].name, row->cell[c]);
     return 0;
 }
 
@@ -244,12 +225,12 @@ static int append_check(const table *t, const logrow *row, int *col_of)
 static int text_append(const logrow *row, const char *path, char **text, size_t *n)
 {
     table t;
-    int col_of[LOGROW_NCOLS];
+    int col_of[PUB_NCOLS];
     if (table_load(&t, path) != 0) return CB_EUSAGE;
     int rc = append_check(&t, row, col_of);
     const char *cells[256];
     for (int j = 0; j < t.ncols && j < 256; j++) cells[j] = "";
-    for (int c = 0; c < LOGROW_NCOLS && rc == 0; c++)
+    for (int c = 0; c < PUB_NCOLS && rc == 0; c++)
         if (col_of[c] >= 0 && col_of[c] < 256) cells[col_of[c]] = row->cell[c];
     int ncols = t.ncols < 256 ? t.ncols : 256;
     table_free(&t);

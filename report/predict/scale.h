@@ -37,6 +37,7 @@
 #include "../../common/precision.h"
 #include "../../common/presets.h"
 #include "../formats/inputs.h"
+#include "../formats/matmulcsv.h"
 
 /* Whether a throughput row's precision (a precision column's value, common/precision.h) is the
  * modelled one: the same storage per parameter (precision_table), so bf16-sr and bf16-nearest
@@ -72,7 +73,7 @@ typedef struct {
     int hybrid;             /* FSDP hybrid sharding: ZeRO-3 inside a node (zero 2 across nodes) */
     /* framework features (report/predict/stepmodel.h's step_framework): what overlaps what */
     int grad_overlap, gather_prefetch, tp_overlap;
-    const struct scale_eff_curve_s *gemm_curve; /* a measured GEMM efficiency curve of the device; NULL: its rule */
+    const matmul_curve *gemm_curve; /* a measured GEMM efficiency curve of the device; NULL: its rule */
     double step_overhead_s; /* a fixed cost per optimizer step (a joint calibration's second parameter; 0 else) */
     /* the free parameters */
     double t_mb_s;       /* compute time of one micro-batch through one pipeline stage */
@@ -177,19 +178,9 @@ void scale_fit_residual_list(const scale_fit *fit, const scale_points *pts, char
  * falls as 1/N towards 0, and a calibration there would be multiplied by thousands (N = 1/8 at
  * seq_len 1 and tp 8: 1/4097 against 1/3 at N 256): e is taken at the edge instead (clamped). */
 #define SCALE_EFF_MIN 64.0
-#define SCALE_EFF_MAX 64
-typedef struct scale_eff_curve_s {
-    int nk, nn; /* 0: the default curve */
-    double k[SCALE_EFF_MAX], n[SCALE_EFF_MAX]; /* ascending */
-    double e[SCALE_EFF_MAX][SCALE_EFF_MAX];    /* [k][n]: the mean over rows of that (n, k) */
-    char column[16];                           /* "pct_of_peak" or "gflops_median" */
-} scale_eff_curve;
-
-/* Loads a `costbench matmul` CSV (columns n, k and pct_of_peak, else gflops_median; m checked
- * when present): n, k, m at least 1, pct_of_peak in (0, 100], gflops_median positive and finite;
- * every (k, n) of the grid its distinct values span must be measured. A file without those
- * columns is one error (it is not a matmul CSV). Returns 0 or CB_EFAIL. */
-int scale_eff_load(scale_eff_curve *c, const char *path);
+/* The measured curve: the grid of a `costbench matmul` CSV (formats/matmulcsv.h matmul_curve_load;
+ * nk 0: none, the default curve). The name predict's signatures use for it. */
+typedef matmul_curve scale_eff_curve;
 /* e(K, N): the default curve on its range (K, N >= SCALE_EFF_MIN), or log-linear in K and N
  * between the measured points; outside the range, e at its nearest edge (*clamped set to 1 then;
  * may be NULL), so the ratio of two e never exceeds the curve's own largest over its smallest. */

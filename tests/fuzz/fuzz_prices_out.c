@@ -3,8 +3,9 @@
  * (report/formats/priceimport.h), the calls src/cmd_prices.c makes, with FILE a scratch copy of
  * data/prices.csv restored before each try.
  *
- * Each input is a catalogue, read in each of the three formats (skypilot as --provider aws,
- * skypilot and azure-retail with --as-of 2026-01, aws-offer with its own Publication Date), each
+ * Each input is a catalogue, read in each format of the registry price_formats (--provider aws
+ * where the format fixes no cloud: skypilot; --as-of 2026-01 where the format needs it: skypilot and
+ * azure-retail; aws-offer with its own Publication Date), each
  * merged without and with --replace. The promise checked, besides the sanitizers: when the import
  * succeeds, prices_load (the loader of plan, scale, report and prices) reads FILE back; when it
  * fails, FILE is byte for byte what it was and no other file is left beside it. The harness aborts
@@ -61,14 +62,14 @@ static int stray_files(void)
     return n;
 }
 
-static void check_out(int rc, const char *cat, price_format f, int replace)
+static void check_out(int rc, const char *cat, const price_format *f, int replace)
 {
     const char *how = replace ? " --replace" : "";
     if (rc == 0) {
         price_table t;
         if (prices_load(&t, out_path) != 0)
             fuzz_fail("prices import '%s' --format %s%s --out succeeded, but the loader refuses the file it left", cat,
-                      price_format_names[f], how);
+                      f->name, how);
         prices_free(&t);
     } else {
         size_t n = 0;
@@ -77,10 +78,10 @@ static void check_out(int rc, const char *cat, price_format f, int replace)
         free(now);
         if (!same)
             fuzz_fail("prices import '%s' --format %s%s --out failed (%d), but it changed the file", cat,
-                      price_format_names[f], how, rc);
+                      f->name, how, rc);
     }
     if (stray_files())
-        fuzz_fail("prices import '%s' --format %s%s --out left a file beside its target", cat, price_format_names[f],
+        fuzz_fail("prices import '%s' --format %s%s --out left a file beside its target", cat, f->name,
                   how);
 }
 
@@ -88,16 +89,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     fuzz_tmp_write(cat_file, data, size);
     const char *cat = fuzz_tmp_path(cat_file);
-    for (int f = 0; f < 3; f++) {
-        price_import_opts o = {.format = (price_format)f,
-                               .as_of = f == PF_AWS_OFFER ? NULL : "2026-01",
-                               .provider = f == PF_SKYPILOT ? "aws" : NULL};
+    for (int f = 0; f < price_nformats; f++) {
+        const price_format *pf = &price_formats[f];
+        price_import_opts o = {.format = pf, .as_of = pf->as_of_why ? "2026-01" : NULL,
+                               .provider = pf->provider ? NULL : "aws"};
         price_import pi;
         if (price_import_read(&pi, cat, &o, NULL) != 0) continue;
         for (int replace = 0; replace < 2; replace++) {
             fuzz_file_write(out_path, base, base_n);
             int rc = price_import_merge(&pi, out_path, replace, stderr);
-            check_out(rc, cat, (price_format)f, replace);
+            check_out(rc, cat, pf, replace);
         }
         price_import_free(&pi);
     }
