@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "effcurve.h"
+
 static const step_framework frameworks[] = {
     {"plain", 1, 0, 0, 0,
      "the default: a tiled (flash) attention kernel, nothing overlapped (the conservative choice)"},

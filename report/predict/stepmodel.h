@@ -5,7 +5,7 @@
  *   GEMM       2 n k m FLOPs at gemm_eff x f(n) f(k) f(m) of the dense peak of the run's precision,
  *              f(x) = x / (x + STEP_GEMM_HALF_DIM) (narrow dimensions lose to tile and wave
  *              quantisation), + launch_us; or, given a `costbench matmul` CSV of the device, at its
- *              measured share e(k, n) (report/predict/scale.h's curve)
+ *              measured share e(k, n) (report/predict/effcurve.h's curve)
  *   attention  tiled: its FLOPs (causal) at attn_eff of the peak; materialised: at gemm_eff (batched
  *              over the heads, the batch fills the device: no shape loss), its two products two
  *              launches, its scores' traffic a memory-bound op
@@ -24,7 +24,7 @@
 #define CB_STEPMODEL_H
 
 #include "../../common/oplist.h"
-#include "scale.h"
+#include "stepconfig.h"
 
 #define STEP_GEMM_EFF 0.75      /* a device's gemm_eff when data/devices.csv leaves it empty */
 #define STEP_ATTN_EFF 0.35      /* attn_eff: FlashAttention-2 class kernels, forward + backward */
