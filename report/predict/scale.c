@@ -139,16 +139,14 @@ static double dp_sync_s(const scale_model *s, long nodes, long R, long m)
     return dp;
 }
 
-/* AdamW: read weights, gradients and state, write weights and state, once per step, on the
- * rank's shard (ZeRO >= 1 shards the state and its update across the R replicas); 0 when the
- * memory bandwidth is unknown. */
+/* AdamW: read weights, gradients and state, write weights and state (precision_adamw_traffic_bytes,
+ * common/precision.c), once per step, on the rank's shard (ZeRO >= 1 shards the state and its
+ * update across the R replicas); 0 when the memory bandwidth is unknown. */
 static double optimizer_time_s(const scale_model *s, long R)
 {
-    double wb, gb, ob;
-    bytes_per_param(s->precision, &wb, &gb, &ob);
     double shard_params = model_params_total(&s->cfg) / ((double)s->tp * s->pp) / (s->zero >= 1 ? (double)R : 1.0);
     if (!isfinite(s->hw.mem_gb_per_s)) return 0;
-    return shard_params * (2 * wb + gb + 2 * ob) / (s->hw.mem_gb_per_s * 1e9 / s->hw.workers);
+    return shard_params * precision_adamw_traffic_bytes(s->precision) / (s->hw.mem_gb_per_s * 1e9 / s->hw.workers);
 }
 
 /* Memory per rank: weights, gradients and optimizer state as the ZeRO stage shards them over R

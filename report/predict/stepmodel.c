@@ -69,7 +69,7 @@ static void step_layout(const scale_model *s, long dp, op_layout *l)
     l->attention = s->attn_flash ? OP_ATTN_TILED : OP_ATTN_FULL;
     const precision_info *pi = precision_info_of(s->precision);
     l->act_bytes = (int)pi->act_bytes, l->weight_bytes = (int)pi->weight_bytes, l->grad_bytes = (int)pi->grad_bytes;
-    l->optim_bytes = (int)pi->optimizer_traffic_bytes;
+    l->optim_bytes = (int)precision_adamw_traffic_bytes(s->precision);
     l->zero = s->zero, l->dp = dp;
 }
 
