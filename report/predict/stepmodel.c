@@ -143,6 +143,8 @@ static void stage_time(const scale_model *s, const op_entry *ops, int n, int fir
         double times = op_times(&ops[i], layers, first, last);
         if (times <= 0) continue;
         double t = step_op_time(s, &ops[i]) * times;
+        if (ops[i].kind == OPK_GEMM && s->gemm_curve && s->gemm_curve->nk > 0)
+            scale_eff(s->gemm_curve, (double)ops[i].k, (double)ops[i].n, &p->gemm_clamped);
         switch (ops[i].kind) {
         case OPK_GEMM: p->gemm_s += t; break;
         case OPK_ATTN: p->attn_s += t; break;

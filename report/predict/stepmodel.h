@@ -64,6 +64,7 @@ typedef struct {
     double gemm_s, attn_s, mem_s, tp_s, pp_s;   /* one micro-batch through the slowest stage, phi = 1 */
     double bwd_s;                                 /* of which the backward (what gradient reduction can hide under) */
     double layer_s;                               /* one layer's compute (a ZeRO-3 gather's hiding unit) */
+    int gemm_clamped; /* 1: a GEMM's K or N lies outside the measured curve (s->gemm_curve): e at its edge */
 } step_parts;
 
 /* The operation list of s's layout (dp replicas: the ZeRO sharding of the optimizer). Returns the
