@@ -69,6 +69,7 @@ int calib_fit_point(calib_fit *c, const char *src, int line, const scale_eff_cur
                         100 * c->eff_cal),
                CB_EUSAGE;
     c->cal.gemm_curve = eff;
+    step_profile_fill(&c->cal); /* its step on that curve, once (nothing to do when the curve is the one it had) */
     step_parts parts;
     double t_dev = step_t_mb_device(&c->cal, &parts);
     c->clamped = parts.gemm_clamped;

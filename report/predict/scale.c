@@ -100,37 +100,32 @@ double scale_t_mb_from_peak(const scale_model *s, double mfu)
     return flops / ((double)scale_replica_ranks(s) * peak_rank * mfu);
 }
 
-/* Tensor-parallel collectives and pipeline sends of one micro-batch through one stage, exposed
- * (report/predict/stepmodel.h; 0 over a link whose speed is unknown). */
-static double tp_time_per_mb(const scale_model *s) { return step_comm_per_mb(s); }
-
 /* Data-parallel gradient synchronisation of one step at n nodes with R replicas of m
  * micro-batches: inside a node first (when a node holds several replicas), then across nodes,
  * each a ring (each 0 when its link is unknown: a published run that does not state its
  * network). */
-static double dp_sync_s(const scale_model *s, long nodes, long R, long m)
+static double dp_sync_s(const scale_model *s, const step_profile *pr, long nodes, long R, long m)
 {
-    double D = (double)ranks_per_node(s), M = (double)scale_replica_ranks(s), N = model_params_total(&s->cfg);
-    double wb, gb, ob;
-    bytes_per_param(s->precision, &wb, &gb, &ob);
+    double D = (double)ranks_per_node(s), M = (double)scale_replica_ranks(s), TPP = (double)s->tp * s->pp;
     double dp = 0;
     double r_node = D / M; /* replicas per node (< 1: a replica spans 1/r nodes) */
-    double shard = N / M * gb; /* gradient bytes one rank holds */
+    double shard = pr->grad_bytes / (double)cp_of(s); /* gradient bytes one rank holds (the list's grad_sync) */
+    double weights = pr->weight_bytes * TPP; /* a replica's weights, what ZeRO-3 gathers */
     double link = s->hw.intra_gb_per_s * 1e9 * STEP_LINK_EFF;
     if (r_node > 1 && isfinite(s->hw.intra_gb_per_s)) {
         dp += 2.0 * (r_node - 1) / r_node * shard / link;
         /* hybrid sharding (FSDP HYBRID_SHARD): ZeRO-3 inside the node, each micro-batch's forward
          * and backward gathering the weights over the device links */
-        if (s->hybrid) dp += (double)m * 2.0 * (r_node - 1) / r_node * (N / M * wb) / link;
+        if (s->hybrid) dp += (double)m * 2.0 * (r_node - 1) / r_node * (pr->weight_bytes / (double)cp_of(s)) / link;
     }
     double k = r_node >= 1 ? (double)nodes : (double)R; /* ring size across nodes */
     if (k > 1 && isfinite(s->hw.net_gbit_per_s)) { /* an unknown network: not modelled (as an unknown device link) */
-        double node_bytes = N * gb * fmin(1.0, r_node);
+        double node_bytes = pr->grad_bytes * TPP * fmin(1.0, r_node);
         double bw = s->hw.net_gbit_per_s * 1e9 / 8.0 * s->net_eff;
         double ring = 2.0 * (k - 1) / k;
         double bytes = ring * node_bytes;
         if (s->zero == 3) /* reduce-scatter of gradients once, all-gather of weights in every forward and backward */
-            bytes = (k - 1) / k * node_bytes + (double)m * 2.0 * (k - 1) / k * N * wb * fmin(1.0, r_node);
+            bytes = (k - 1) / k * node_bytes + (double)m * 2.0 * (k - 1) / k * weights * fmin(1.0, r_node);
         /* latency: 2 log2 k hops a bucket (NCCL's double binary trees across nodes, since 2.4: logarithmic latency; the
          * ring's 2 (k - 1) hops only below 4 nodes, where they are fewer or equal) */
         double buckets = ceil(shard / s->bucket_bytes), hops = fmin(2.0 * (k - 1), 2.0 * ceil(log2(k)));
@@ -142,11 +137,10 @@ static double dp_sync_s(const scale_model *s, long nodes, long R, long m)
 /* AdamW: read weights, gradients and state, write weights and state (precision_adamw_traffic_bytes,
  * common/precision.c), once per step, on the rank's shard (ZeRO >= 1 shards the state and its
  * update across the R replicas); 0 when the memory bandwidth is unknown. */
-static double optimizer_time_s(const scale_model *s, long R)
+static double optimizer_time_s(const scale_model *s, const step_profile *pr, long R)
 {
-    double shard_params = model_params_total(&s->cfg) / ((double)s->tp * s->pp) / (s->zero >= 1 ? (double)R : 1.0);
     if (!isfinite(s->hw.mem_gb_per_s)) return 0;
-    return shard_params * precision_adamw_traffic_bytes(s->precision) / (s->hw.mem_gb_per_s * 1e9 / s->hw.workers);
+    return pr->optimizer_bytes / (s->zero >= 1 ? (double)R : 1.0) / (s->hw.mem_gb_per_s * 1e9 / s->hw.workers);
 }
 
 /* Memory per rank: weights, gradients and optimizer state as the ZeRO stage shards them over R
@@ -195,13 +189,15 @@ void scale_eval(const scale_model *s, long nodes, scale_point *p)
     p->replicas = R;
     p->global_batch = per_replica * R;
     p->micro_batches = m;
-    double tp_mb = tp_time_per_mb(s);
+    step_profile tmp;
+    const step_profile *pr = step_profile_of(s, &tmp); /* the step, computed once per configuration */
+    double tp_mb = pr->comm_per_mb_s;
     p->compute_s = (double)m * s->t_mb_s;
     p->tp_s = (double)m * tp_mb;
     p->bubble_s = (s->pp - 1) / (double)s->interleave * (s->t_mb_s + tp_mb);
-    p->dp_s = dp_sync_s(s, nodes, R, m);
+    p->dp_s = dp_sync_s(s, pr, nodes, R, m);
     p->exposed_s = dp_exposed(s, p->dp_s, m);
-    p->optimizer_s = optimizer_time_s(s, R);
+    p->optimizer_s = optimizer_time_s(s, pr, R);
     p->step_s = p->compute_s + p->tp_s + p->bubble_s + p->exposed_s + p->optimizer_s + s->step_overhead_s;
     p->seq_per_s = (double)p->global_batch / p->step_s;
     p->tokens_per_s = p->seq_per_s * (double)s->seq;

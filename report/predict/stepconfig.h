@@ -13,6 +13,40 @@
 struct scale_eff_curve_s; /* report/predict/effcurve.h */
 
 typedef struct {
+    double gemm_s, attn_s, mem_s, tp_s, pp_s;   /* one micro-batch through the slowest stage, phi = 1 */
+    double bwd_s;                                 /* of which the backward (what gradient reduction can hide under) */
+    double layer_s;                               /* one layer's compute (a ZeRO-3 gather's hiding unit) */
+    int gemm_clamped; /* 1: a GEMM's K or N lies outside the measured curve (s->gemm_curve): e at its edge */
+} step_parts;
+
+/* What a configuration's step depends on (the fields of scale_model the operation list and its
+ * times read): a profile holds the key it was computed for. */
+typedef struct {
+    model_config cfg;
+    hw_row hw;
+    int tp, pp, interleave, cp, sp, recompute, selective, attn_flash, fp8, tp_overlap;
+    long seq, micro_batch;
+    train_precision precision;
+    const struct scale_eff_curve_s *gemm_curve;
+    double net_eff; /* a pipeline send across nodes runs at it */
+} step_key;
+
+/* The step of one configuration as a value: the operation list (common/oplist.h) timed once on the
+ * device (report/predict/stepmodel.c), read by the node-count arithmetic (report/predict/scale.c),
+ * the fits and calibration, plan and validate. Per rank, per micro-batch unless it says. */
+typedef struct {
+    step_key key;
+    int valid;
+    step_parts parts;        /* the slowest stage's compute (phi = 1) */
+    double t_device_s;       /* its GEMMs + attention + memory-bound ops; NaN when the device's peak is unknown */
+    double comm_per_mb_s;    /* exposed tensor-parallel collectives and pipeline sends */
+    double grad_bytes;       /* per step: the list's grad_sync entry, the gradients a rank holds (any ZeRO stage) */
+    double weight_bytes;     /* the weights a rank holds, what ZeRO-3 gathers in each forward and backward */
+    double optimizer_bytes;  /* per step: the list's optimizer entry, AdamW's traffic on the rank's parameters
+                              * before ZeRO shards it (common/precision.h's adamw_traffic_bytes) */
+} step_profile;
+
+typedef struct {
     model_config cfg;
     hw_row hw;
     int tp, pp, interleave;
@@ -37,6 +71,7 @@ typedef struct {
     double net_eff;      /* achieved share of the network's line rate */
     double latency_s;    /* per ring hop; 0 when unknown */
     double overlap;      /* 0..1 */
+    step_profile prof;   /* the step, once computed (report/predict/stepmodel.h's step_profile_fill) */
 } scale_model;
 
 /* Ranks of one data-parallel replica: tp x pp x cp. */

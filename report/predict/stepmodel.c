@@ -130,7 +130,8 @@ double step_op_time(const scale_model *s, const op_entry *op)
         if (!(s->hw.net_gbit_per_s > 0)) return 0;
         return op->bytes / (s->hw.net_gbit_per_s * 1e9 / 8.0 * s->net_eff / (double)per_node);
     }
-    default: return 0; /* data-parallel movement and the optimizer: per step, in report/predict/scale.c */
+    default: return 0; /* data-parallel movement and the optimizer: their bytes go into the step profile
+                        * (step_profile_fill), which report/predict/scale.c times per step */
     }
 }
 
@@ -158,35 +159,88 @@ static void stage_time(const scale_model *s, const op_entry *ops, int n, int fir
     }
 }
 
-double step_t_mb_device(const scale_model *s, step_parts *parts)
+/* The fields of s its step depends on (zeroed first: the key is compared byte for byte). */
+static void step_key_of(const scale_model *s, step_key *k)
 {
+    memset(k, 0, sizeof *k);
+    k->cfg = s->cfg, k->hw = s->hw;
+    k->tp = s->tp, k->pp = s->pp, k->interleave = s->interleave, k->cp = s->cp, k->sp = s->sp;
+    k->recompute = s->recompute, k->selective = s->selective, k->attn_flash = s->attn_flash, k->fp8 = s->fp8;
+    k->tp_overlap = s->tp_overlap, k->seq = s->seq, k->micro_batch = s->micro_batch, k->precision = s->precision;
+    k->gemm_curve = s->gemm_curve && s->gemm_curve->nk > 0 ? s->gemm_curve : NULL; /* an empty curve: the rule */
+    k->net_eff = s->net_eff;
+}
+
+/* The list's per-step entries: the gradient a rank synchronises and AdamW's traffic. */
+static void profile_bytes(const scale_model *s, const op_entry *ops, int n, step_profile *p)
+{
+    for (int i = 0; i < n; i++) {
+        if (ops[i].kind == OPK_DP_COMM && ops[i].scope == OPS_STEP) p->grad_bytes += ops[i].bytes;
+        if (ops[i].kind == OPK_OPTIM) p->optimizer_bytes += ops[i].bytes;
+    }
+    p->weight_bytes = model_params_total(&s->cfg) / ((double)s->tp * s->pp) * precision_info_of(s->precision)->weight_bytes;
+}
+
+/* The list of s's layout built once and timed: the slowest stage's compute, the exposed
+ * communication every stage runs, the per-step bytes. The list is built at ZeRO 0 (the stage
+ * changes only what moves per step, which scale.c shards by its replicas), so the profile holds
+ * for every stage. */
+static void profile_build(const scale_model *s, step_profile *p)
+{
+    memset(p, 0, sizeof *p);
+    step_key_of(s, &p->key);
+    p->valid = 1, p->t_device_s = NAN;
+    op_layout l;
+    step_layout(s, 1, &l);
+    l.zero = 0;
     op_entry ops[OP_LIST_MAX];
-    step_parts tmp;
-    if (!parts) parts = &tmp;
-    memset(parts, 0, sizeof *parts);
-    int n = step_ops(s, 1, ops, OP_LIST_MAX);
-    if (n < 0 || !(rank_peak(s) > 0)) return NAN;
+    int n = op_list(&s->cfg, &l, ops, OP_LIST_MAX);
+    if (n < 0) return;
     step_parts a, b;
     stage_time(s, ops, n, 1, s->pp == 1, &a);
-    if (s->pp > 1) {
-        stage_time(s, ops, n, 0, 1, &b);
-        if (b.gemm_s + b.attn_s + b.mem_s > a.gemm_s + a.attn_s + a.mem_s) a = b;
+    if (s->pp > 1) stage_time(s, ops, n, 0, 1, &b);
+    /* every stage runs the same collectives and sends per layer and micro-batch (the last stage's
+     * here); the links time them whether or not the device has peaks (its GEMM time is then NaN,
+     * and hides nothing) */
+    const step_parts *c = s->pp > 1 ? &b : &a;
+    double tp = c->tp_s;
+    if (s->tp_overlap && isfinite(c->gemm_s)) tp = fmax(0.0, tp - c->gemm_s); /* hidden under the layer's GEMMs */
+    p->comm_per_mb_s = tp + c->pp_s;
+    if (rank_peak(s) > 0) {
+        if (s->pp > 1 && b.gemm_s + b.attn_s + b.mem_s > a.gemm_s + a.attn_s + a.mem_s) a = b;
+        p->parts = a;
+        p->t_device_s = a.gemm_s + a.attn_s + a.mem_s;
     }
-    *parts = a;
-    return a.gemm_s + a.attn_s + a.mem_s;
+    profile_bytes(s, ops, n, p);
+}
+
+void step_profile_fill(scale_model *s)
+{
+    step_profile tmp;
+    if (step_profile_of(s, &tmp) == &tmp) s->prof = tmp;
+}
+
+const step_profile *step_profile_of(const scale_model *s, step_profile *tmp)
+{
+    if (s->prof.valid) {
+        step_key k;
+        step_key_of(s, &k);
+        if (memcmp(&k, &s->prof.key, sizeof k) == 0) return &s->prof;
+    }
+    profile_build(s, tmp);
+    return tmp;
+}
+
+double step_t_mb_device(const scale_model *s, step_parts *parts)
+{
+    step_profile tmp;
+    const step_profile *p = step_profile_of(s, &tmp);
+    if (parts) *parts = p->parts;
+    return p->t_device_s;
 }
 
 double step_comm_per_mb(const scale_model *s)
 {
-    /* every stage runs the same collectives and sends per layer and micro-batch; the links time
-     * them whether or not the device has peaks (its GEMM time is then NaN, and hides nothing) */
-    op_entry ops[OP_LIST_MAX];
-    int n = step_ops(s, 1, ops, OP_LIST_MAX);
-    if (n < 0) return 0;
-    step_parts p;
-    stage_time(s, ops, n, s->pp == 1, 1, &p);
-    double tp = p.tp_s;
-    if (s->tp_overlap && isfinite(p.gemm_s))
-        tp = fmax(0.0, tp - p.gemm_s); /* hidden under the layer's GEMMs, at most their time */
-    return tp + p.pp_s;
+    step_profile tmp;
+    return step_profile_of(s, &tmp)->comm_per_mb_s;
 }

@@ -60,16 +60,16 @@ void step_framework_list(char *buf, size_t n);
 /* --framework's help (common/cliflags.h, FRAMEWORK_FLAG_SPEC): what a framework sets and the names. */
 void step_framework_flag_help(char *buf, size_t n);
 
-typedef struct {
-    double gemm_s, attn_s, mem_s, tp_s, pp_s;   /* one micro-batch through the slowest stage, phi = 1 */
-    double bwd_s;                                 /* of which the backward (what gradient reduction can hide under) */
-    double layer_s;                               /* one layer's compute (a ZeRO-3 gather's hiding unit) */
-    int gemm_clamped; /* 1: a GEMM's K or N lies outside the measured curve (s->gemm_curve): e at its edge */
-} step_parts;
-
 /* The operation list of s's layout (dp replicas: the ZeRO sharding of the optimizer). Returns the
  * count or -1 (a layout the list cannot split). */
 int step_ops(const scale_model *s, long dp, op_entry *ops, int cap);
+/* The step of s as a value (stepconfig.h's step_profile): its operation list built and timed once.
+ * step_profile_fill stores it in s (s->prof; nothing to do when s holds its step already), where
+ * every function below and report/predict/scale.c read it while s's configuration is the one it
+ * was computed for (step_profile_of); a model whose configuration changed since, or that was never
+ * filled, gets its step computed again, into tmp. Whoever builds a configuration fills it once. */
+void step_profile_fill(scale_model *s);
+const step_profile *step_profile_of(const scale_model *s, step_profile *tmp);
 /* Device time at phi = 1 of one micro-batch through the slowest pipeline stage: GEMMs, attention
  * and memory-bound ops (parts may be NULL). NaN when the device's peak or bandwidth is unknown. */
 double step_t_mb_device(const scale_model *s, step_parts *parts);
