@@ -144,8 +144,8 @@ static double optimizer_time_s(const scale_model *s, const step_profile *pr, lon
 }
 
 /* Memory per rank: weights, gradients and optimizer state as the ZeRO stage shards them over R
- * replicas, plus L layers of activations (Korthikanti et al. 2022). */
-static double mem_per_rank_gib(const scale_model *s, long R)
+ * replicas, plus L layers of activations (the step profile's act_bytes: Korthikanti et al. 2022). */
+static double mem_per_rank_gib(const scale_model *s, const step_profile *pr, long R)
 {
     const model_config *c = &s->cfg;
     double wb, gb, ob;
@@ -153,16 +153,7 @@ static double mem_per_rank_gib(const scale_model *s, long R)
     double Rd = (double)R;
     double w = wb / (s->zero >= 3 ? Rd : 1), g = gb / (s->zero >= 2 ? Rd : 1), o = ob / (s->zero >= 1 ? Rd : 1);
     double states = model_params_total(c) / ((double)s->tp * s->pp) * (w + g + o);
-    double sbh = (double)s->seq * s->micro_batch * c->C;
-    /* the 5 a s / (h t) term is the attention scores, softmax and dropout mask: tiled (flash)
-     * attention and selective recomputation keep none of it (Korthikanti et al. 2022, section 4.2) */
-    double scores = s->attn_flash || s->selective ? 0.0 : 5.0 * c->NH * (double)s->seq / ((double)c->C * s->tp);
-    /* sequence parallelism splits the 10 s b h outside the TP regions (and the recomputed inputs) over the TP ranks too
-     * (Korthikanti et al. 2022, Table 2: s b h (34 / t + 5 a s / (h t))) */
-    double sp_div = s->sp && s->tp > 1 ? (double)s->tp : 1.0;
-    double per_layer = s->recompute ? 2.0 * sbh / sp_div : sbh * (10.0 / sp_div + 24.0 / s->tp + scores);
-    per_layer *= precision_info_of(s->precision)->act_bytes / 2.0; /* the formula's bytes are 16-bit ones */
-    return (states + c->L * per_layer) / 1073741824.0;
+    return (states + pr->act_bytes) / 1073741824.0;
 }
 
 /* What of the data-parallel traffic the step waits for. ZeRO-3/FSDP with prefetching gathers:
@@ -203,7 +194,7 @@ void scale_eval(const scale_model *s, long nodes, scale_point *p)
     p->tokens_per_s = p->seq_per_s * (double)s->seq;
     p->mfu_pct = mfu_pct(model_flops_per_token(&s->cfg, (int)s->seq), p->tokens_per_s,
                          scale_peak_per_instance(s) * (double)nodes);
-    p->mem_gib = mem_per_rank_gib(s, R);
+    p->mem_gib = mem_per_rank_gib(s, pr, R);
     p->mem_avail_gib = s->hw.mem_gib / s->hw.workers;
 }
 

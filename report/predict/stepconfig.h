@@ -44,6 +44,8 @@ typedef struct {
     double weight_bytes;     /* the weights a rank holds, what ZeRO-3 gathers in each forward and backward */
     double optimizer_bytes;  /* per step: the list's optimizer entry, AdamW's traffic on the rank's parameters
                               * before ZeRO shards it (common/precision.h's adamw_traffic_bytes) */
+    double act_bytes;        /* memory: the activations a rank keeps, L layers' worth (scale.c adds the
+                              * weights, gradients and optimizer state as the ZeRO stage shards them) */
 } step_profile;
 
 typedef struct {

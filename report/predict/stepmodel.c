@@ -181,6 +181,24 @@ static void profile_bytes(const scale_model *s, const op_entry *ops, int n, step
     p->weight_bytes = model_params_total(&s->cfg) / ((double)s->tp * s->pp) * precision_info_of(s->precision)->weight_bytes;
 }
 
+/* Activations a rank keeps for the backward, L layers' worth (the first stage's, which holds the
+ * most micro-batches in flight under 1F1B): Korthikanti et al. 2022's s b h (10 + 24/t + 5 a s/(h t))
+ * bytes per layer in 16-bit, scaled to the precision's activation bytes. */
+static double act_bytes_of(const scale_model *s)
+{
+    const model_config *c = &s->cfg;
+    double sbh = (double)s->seq * s->micro_batch * c->C;
+    /* the 5 a s / (h t) term is the attention scores, softmax and dropout mask: tiled (flash)
+     * attention and selective recomputation keep none of it (Korthikanti et al. 2022, section 4.2) */
+    double scores = s->attn_flash || s->selective ? 0.0 : 5.0 * c->NH * (double)s->seq / ((double)c->C * s->tp);
+    /* sequence parallelism splits the 10 s b h outside the TP regions (and the recomputed inputs) over the TP ranks too
+     * (Korthikanti et al. 2022, Table 2: s b h (34 / t + 5 a s / (h t))) */
+    double sp_div = s->sp && s->tp > 1 ? (double)s->tp : 1.0;
+    double per_layer = s->recompute ? 2.0 * sbh / sp_div : sbh * (10.0 / sp_div + 24.0 / s->tp + scores);
+    per_layer *= precision_info_of(s->precision)->act_bytes / 2.0; /* the formula's bytes are 16-bit ones */
+    return c->L * per_layer;
+}
+
 /* The list of s's layout built once and timed: the slowest stage's compute, the exposed
  * communication every stage runs, the per-step bytes. The list is built at ZeRO 0 (the stage
  * changes only what moves per step, which scale.c shards by its replicas), so the profile holds
@@ -190,6 +208,7 @@ static void profile_build(const scale_model *s, step_profile *p)
     memset(p, 0, sizeof *p);
     step_key_of(s, &p->key);
     p->valid = 1, p->t_device_s = NAN;
+    p->act_bytes = act_bytes_of(s);
     op_layout l;
     step_layout(s, 1, &l);
     l.zero = 0;
