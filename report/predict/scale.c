@@ -182,7 +182,7 @@ void scale_eval(const scale_model *s, long nodes, scale_point *p)
     p->micro_batches = m;
     step_profile tmp;
     const step_profile *pr = step_profile_of(s, &tmp); /* the step, computed once per configuration */
-    double tp_mb = pr->comm_per_mb_s;
+    double tp_mb = step_comm_of(s, pr);
     p->compute_s = (double)m * s->t_mb_s;
     p->tp_s = (double)m * tp_mb;
     p->bubble_s = (s->pp - 1) / (double)s->interleave * (s->t_mb_s + tp_mb);

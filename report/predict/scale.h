@@ -5,7 +5,7 @@
  *   compute   m x t_mb                               t_mb: one micro-batch through the slowest stage
  *   bubble    (PP - 1) / v x t_mb                    1F1B: fraction (p-1)/m, interleaved (p-1)/(v m)
  *   TP, PP    the exposed collectives and sends of one micro-batch, per micro-batch
- *             (the step profile's comm_per_mb_s: report/predict/stepmodel.h, the shared operation list
+ *             (the step profile's, step_comm_of: report/predict/stepmodel.h, the shared operation list
  *             timed once per configuration; DP, gather and optimizer bytes below come from it too)
  *   DP        gradient all-reduce once per step: hierarchical, a ring 2(r-1)/r of a rank's bytes
  *             over the device link among a node's r replicas, then 2(k-1)/k of the gradient bytes

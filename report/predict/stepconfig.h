@@ -28,7 +28,6 @@ typedef struct {
     long seq, micro_batch;
     train_precision precision;
     const struct scale_eff_curve_s *gemm_curve;
-    double net_eff; /* a pipeline send across nodes runs at it */
 } step_key;
 
 /* The step of one configuration as a value: the operation list (common/oplist.h) timed once on the
@@ -39,7 +38,9 @@ typedef struct {
     int valid;
     step_parts parts;        /* the slowest stage's compute (phi = 1) */
     double t_device_s;       /* its GEMMs + attention + memory-bound ops; NaN when the device's peak is unknown */
-    double comm_per_mb_s;    /* exposed tensor-parallel collectives and pipeline sends */
+    double tp_per_mb_s;      /* exposed tensor-parallel collectives */
+    double pp_per_mb_s;      /* pipeline sends, at the network's line rate when they cross nodes */
+    int pp_over_net;         /* 1: the stages span nodes (the sends run at net_eff of the line rate) */
     double grad_bytes;       /* per step: the list's grad_sync entry, the gradients a rank holds (any ZeRO stage) */
     double weight_bytes;     /* the weights a rank holds, what ZeRO-3 gathers in each forward and backward */
     double optimizer_bytes;  /* per step: the list's optimizer entry, AdamW's traffic on the rank's parameters

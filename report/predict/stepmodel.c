@@ -168,7 +168,6 @@ static void step_key_of(const scale_model *s, step_key *k)
     k->recompute = s->recompute, k->selective = s->selective, k->attn_flash = s->attn_flash, k->fp8 = s->fp8;
     k->tp_overlap = s->tp_overlap, k->seq = s->seq, k->micro_batch = s->micro_batch, k->precision = s->precision;
     k->gemm_curve = s->gemm_curve && s->gemm_curve->nk > 0 ? s->gemm_curve : NULL; /* an empty curve: the rule */
-    k->net_eff = s->net_eff;
 }
 
 /* The list's per-step entries: the gradient a rank synchronises and AdamW's traffic. */
@@ -215,16 +214,21 @@ static void profile_build(const scale_model *s, step_profile *p)
     op_entry ops[OP_LIST_MAX];
     int n = op_list(&s->cfg, &l, ops, OP_LIST_MAX);
     if (n < 0) return;
+    /* timed at the line rate: a pipeline send across nodes is divided by the network efficiency,
+     * a fitted parameter, when it is read (step_comm_of) */
+    scale_model u = *s;
+    u.net_eff = 1.0;
     step_parts a, b;
-    stage_time(s, ops, n, 1, s->pp == 1, &a);
-    if (s->pp > 1) stage_time(s, ops, n, 0, 1, &b);
+    stage_time(&u, ops, n, 1, s->pp == 1, &a);
+    if (s->pp > 1) stage_time(&u, ops, n, 0, 1, &b);
     /* every stage runs the same collectives and sends per layer and micro-batch (the last stage's
      * here); the links time them whether or not the device has peaks (its GEMM time is then NaN,
      * and hides nothing) */
     const step_parts *c = s->pp > 1 ? &b : &a;
     double tp = c->tp_s;
     if (s->tp_overlap && isfinite(c->gemm_s)) tp = fmax(0.0, tp - c->gemm_s); /* hidden under the layer's GEMMs */
-    p->comm_per_mb_s = tp + c->pp_s;
+    long per_node = (long)s->hw.accelerators * (s->hw.workers > 0 ? s->hw.workers : 1);
+    p->tp_per_mb_s = tp, p->pp_per_mb_s = c->pp_s, p->pp_over_net = scale_replica_ranks(s) > per_node;
     if (rank_peak(s) > 0) {
         if (s->pp > 1 && b.gemm_s + b.attn_s + b.mem_s > a.gemm_s + a.attn_s + a.mem_s) a = b;
         p->parts = a;
@@ -258,8 +262,14 @@ double step_t_mb_device(const scale_model *s, step_parts *parts)
     return p->t_device_s;
 }
 
+double step_comm_of(const scale_model *s, const step_profile *p)
+{
+    if (p->pp_over_net && p->pp_per_mb_s > 0) return p->tp_per_mb_s + p->pp_per_mb_s / s->net_eff;
+    return p->tp_per_mb_s + p->pp_per_mb_s;
+}
+
 double step_comm_per_mb(const scale_model *s)
 {
     step_profile tmp;
-    return step_profile_of(s, &tmp)->comm_per_mb_s;
+    return step_comm_of(s, step_profile_of(s, &tmp));
 }

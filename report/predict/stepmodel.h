@@ -73,7 +73,10 @@ const step_profile *step_profile_of(const scale_model *s, step_profile *tmp);
 /* Device time at phi = 1 of one micro-batch through the slowest pipeline stage: GEMMs, attention
  * and memory-bound ops (parts may be NULL). NaN when the device's peak or bandwidth is unknown. */
 double step_t_mb_device(const scale_model *s, step_parts *parts);
-/* Exposed tensor-parallel and pipeline communication of one micro-batch (the step's tp_s term). */
+/* Exposed tensor-parallel and pipeline communication of one micro-batch (the step's tp_s term):
+ * of s's profile p (step_comm_of: its pipeline sends across nodes at s->net_eff of the line rate),
+ * or of s's own. */
+double step_comm_of(const scale_model *s, const step_profile *p);
 double step_comm_per_mb(const scale_model *s);
 /* The time of one op once (phi = 1), for breakdowns and tests. */
 double step_op_time(const scale_model *s, const op_entry *op);
