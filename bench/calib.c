@@ -8,6 +8,7 @@
 #include "../common/err.h"
 #include "../common/mem.h"
 #include "../common/oplist.h"
+#include "../common/precision.h"
 #include "../kernels/attention.h"
 #include "../kernels/bf16.h"
 #include "../kernels/rope.h"
@@ -177,16 +178,17 @@ static int predict_rope(const calib_opts *o, const runner_opts *ro, int rdims, d
  * tiled attention, no recomputation. Its memory-bound kernels read and write fp32 activations
  * at every precision (bf16-mixed keeps the norms, the MLP's input, the residual stream and the
  * logits in fp32; only the linear layers' inputs are bf16, narrowed below), so 4 bytes an
- * element. AdamW streams 7 values a parameter (fp32: g, p, m, v read, p, m, v written, 4 bytes
- * each; full bf16: g at 4, the rest at 2), and this trainer makes two more passes over the fp32
- * gradients every step (the clipping norm reads them, zeroing writes them). */
+ * element. AdamW streams 7 values a parameter (common/precision.h's adamw_traffic_bytes of this
+ * trainer's storage: fp32 weights, gradients and moments, 28 bytes; full bf16: g at 4, the rest at
+ * 2, 16), and this trainer makes two more passes over the fp32 gradients every step (the clipping
+ * norm reads them, zeroing writes them: 2 x 4 bytes, not AdamW's). */
 static int calib_op_list(const calib_opts *o, op_entry *ops)
 {
     const int full = gpt_prec_store(o->prec) == ELEM_BF16;
     const op_layout lay = {.micro_batch = o->B, .seq = o->T, .tp = 1, .pp = 1, .cp = 1, .sp = 0,
             .recompute = OP_RECOMPUTE_NONE,
                            .attention = OP_ATTN_TILED, .act_bytes = 4, .weight_bytes = full ? 2 : 4, .grad_bytes = 4,
-                           .optim_bytes = (full ? 16 : 28) + 4 + 4, .zero = 0, .dp = 1};
+                           .optim_bytes = (int)(adamw_traffic_bytes(full ? 2 : 4, 4, full ? 2 : 4, 0) + 2 * 4), .zero = 0, .dp = 1};
     int n = op_list(o->cfg, &lay, ops, OP_LIST_MAX);
     if (n < 0) return err_msg("%s at B=%d T=%d: no operation list", o->cfg->name, o->B, o->T);
     return n;

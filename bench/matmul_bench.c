@@ -9,6 +9,7 @@
 #include "../common/err.h"
 #include "../common/mem.h"
 #include "../common/oplist.h"
+#include "../common/precision.h"
 #include "../common/timer.h"
 #include "../kernels/bf16.h"
 #include "../kernels/matmul.h"
@@ -73,7 +74,7 @@ int mm_shapes_transformer(mm_shape *out, int cap, const model_config *cfg, int B
      * depend on the byte sizes, which are fp32's */
     const op_layout lay = {.micro_batch = B, .seq = T, .tp = 1, .pp = 1, .cp = 1, .sp = 0,
                            .recompute = OP_RECOMPUTE_NONE, .attention = OP_ATTN_TILED, .act_bytes = 4,
-                           .weight_bytes = 4, .grad_bytes = 4, .optim_bytes = 28, .zero = 0, .dp = 1};
+                           .weight_bytes = 4, .grad_bytes = 4, .optim_bytes = (int)adamw_traffic_bytes(4, 4, 4, 0), .zero = 0, .dp = 1};
     op_entry ops[OP_LIST_MAX];
     int nops = op_list(cfg, &lay, ops, OP_LIST_MAX), c = 0;
     if (nops < 0) return err_msg("%s at B=%d T=%d: no operation list", cfg->name, B, T);

@@ -15,14 +15,10 @@
 #define ALIASES_TEXT "(aliases: " ALIAS_BF16 " = " N_SR ", " ALIAS_MIXED " = " N_MIXED ")"
 
 const precision_info precision_table[PRECISION_COUNT] = {
-    /* optimizer traffic: fp32 reads and writes the weight and both moments and reads the gradient
-     * (4 x 4 + 2 x 4); bf16-mixed also writes the bf16 weight copy and moves the fp32 master copy
-     * with the moments (2 x 2 + 2 + 2 x 12); full bf16 moves bf16 weights and moments (2 x 2 + 2 + 2 x 4) */
-    [PRECISION_FP32] = {N_FP32, 0, 4, 4, 4, 0, 4, ROUNDING_NONE, NULL, 1, "FP32", 4 * 4 + 2 * 4},
-    [PRECISION_BF16_MIXED] = {N_MIXED, 0, 2, 2, 4, 4, 2, ROUNDING_NONE, NULL, 0, "BF16", 2 * 2 + 2 + 2 * 12},
-    [PRECISION_BF16_SR] = {N_SR, 1, 2, 2, 2, 0, 2, ROUNDING_STOCHASTIC, "stochastic", 0, "BF16", 2 * 2 + 2 + 2 * 4},
-    [PRECISION_BF16_NEAREST] = {N_NEAREST, 1, 2, 2, 2, 0, 2, ROUNDING_NEAREST, "nearest", 0, "BF16",
-                                2 * 2 + 2 + 2 * 4},
+    [PRECISION_FP32] = {N_FP32, 0, 4, 4, 4, 0, 4, ROUNDING_NONE, NULL, 1, "FP32"},
+    [PRECISION_BF16_MIXED] = {N_MIXED, 0, 2, 2, 4, 4, 2, ROUNDING_NONE, NULL, 0, "BF16"},
+    [PRECISION_BF16_SR] = {N_SR, 1, 2, 2, 2, 0, 2, ROUNDING_STOCHASTIC, "stochastic", 0, "BF16"},
+    [PRECISION_BF16_NEAREST] = {N_NEAREST, 1, 2, 2, 2, 0, 2, ROUNDING_NEAREST, "nearest", 0, "BF16"},
 };
 
 static const struct {
@@ -36,6 +32,25 @@ double precision_optimizer_bytes(train_precision p)
 {
     const precision_info *i = &precision_table[p];
     return 2 * i->moment_bytes + i->master_bytes;
+}
+
+/* One AdamW update of one parameter reads its gradient, its weight and its state (both moments
+ * and, in mixed precision, the fp32 master copy) and writes the weight and the state back:
+ *   weight + grad + (2 moment + master)   read
+ *   weight +        (2 moment + master)   written
+ * fp32: 7 values of 4 bytes = 28 (g, p, m, v read; p, m, v written). bf16-mixed: 2 x 2 (the bf16
+ * weight copy, read and rewritten from the master) + 2 + 2 x 12 = 30. Full bf16: 2 x 2 + 2 + 2 x 4
+ * = 14. What a trainer streams besides the update (gradient clipping's norm, zeroing the
+ * gradients) is not AdamW's and is added by its caller (bench/calib.c). */
+double adamw_traffic_bytes(double weight, double grad, double moment, double master)
+{
+    return 2 * weight + grad + 2 * (2 * moment + master);
+}
+
+double precision_adamw_traffic_bytes(train_precision p)
+{
+    const precision_info *i = &precision_table[p];
+    return adamw_traffic_bytes(i->weight_bytes, i->grad_bytes, i->moment_bytes, i->master_bytes);
 }
 
 int precision_parse(const char *s, train_precision *out)

@@ -41,8 +41,6 @@ typedef struct {
     const char *rounding_name;   /* --rounding's value for it ("stochastic", "nearest"), or NULL */
     int fp32_peak;               /* the matmuls run at the device's FP32 peak (else its BF16 one) */
     const char *peak_name;       /* that peak's name in messages: "FP32" or "BF16" */
-    double optimizer_traffic_bytes; /* bytes AdamW reads and writes per parameter (weights, gradients,
-                                     * moments, master copy): the step model's optimizer op */
 } precision_info;
 
 extern const precision_info precision_table[PRECISION_COUNT];
@@ -55,6 +53,13 @@ const char *precision_name(train_precision p);
 static inline int precision_full_bf16(train_precision p) { return precision_table[p].weights_bf16; }
 /* AdamW state bytes per parameter: both moments and the master copy. */
 double precision_optimizer_bytes(train_precision p);
+/* The one AdamW traffic rule: bytes one update reads and writes per parameter, given what a
+ * parameter stores (weights, gradient, each moment, master copy; common/precision.c derives it):
+ * 2 weight + grad + 2 (2 moment + master). fp32: 28. */
+double adamw_traffic_bytes(double weight, double grad, double moment, double master);
+/* adamw_traffic_bytes of p's row of precision_table (fp32 28, bf16-mixed 30, full bf16 14): the
+ * step model's optimizer op and its memory-bandwidth time. */
+double precision_adamw_traffic_bytes(train_precision p);
 /* A canonical name or an alias (bf16 = bf16-sr, mixed = bf16-mixed) into *out: 0, or -1 when
  * unknown (nothing printed). */
 int precision_parse(const char *s, train_precision *out);

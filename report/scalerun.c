@@ -160,6 +160,7 @@ static int model_build(scale_run *r)
         int rc = scale_check(&at, o->nodes.v[i], "--nodes");
         if (rc != 0) return rc;
     }
+    step_profile_fill(s); /* the target's step, once: every node count and the fit read it */
     return 0;
 }
 

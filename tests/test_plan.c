@@ -222,6 +222,7 @@ static void test_plan_calibrated(void)
     double eff_t, e_t;
     int clamped;
     CHECK(calib_fit_carry(&cf, &t, &def, &eff_t, &clamped, &e_t, why, sizeof why) == 0, "carried: %s", why);
+    CHECK(!clamped && !cf.clamped, "the assumed curve (no --matmul-csv) has no edge to clamp at");
     double t_plan = plan_t_mb_s(&t, &in), t_carry = calib_t_mb(&t, eff_t);
     CHECK(isfinite(t_plan) && t_plan == t_carry,
           "another layout: plan's t_mb %.12g, calib_t_mb at the carried efficiency %.12g", t_plan, t_carry);
@@ -240,9 +241,30 @@ static void test_plan_calibrated(void)
     rm_tree(dir);
 }
 
+/* --matmul-csv with a curve narrower than the layouts' GEMMs: plan warns that e(K, N) is taken at
+ * the curve's edge (calib_fit_carry's clamped, which the step model's GEMMs set), naming the row. */
+static void test_plan_clamped_warning(void)
+{
+    char *dir = test_tmpdir(), path[600], out[65536], err[8192];
+    if (!dir) return;
+    snprintf(path, sizeof path, "%s/mm.csv", dir);
+    write_text(path, "op,n,k,m,pct_of_peak\nqkv,128,2048,6144,40\nqkv,512,2048,6144,50\nqkv,128,4096,12288,60\n"
+                     "qkv,512,4096,12288,90\n");
+    const char *args[] = {"plan", "--model", "neox-20b", "--tokens", "10B", "--deadline-days", "300", "--instances",
+                          "trn1.32xlarge", "--calibrate", "data/reference/trn1_table1.csv:8", "--top", "3",
+                          "--matmul-csv", path, NULL};
+    int rc = cli_run(args, out, sizeof out, err, sizeof err);
+    CHECK(rc == 0 && strstr(err, "warning: data/reference/trn1_table1.csv:8: at ") &&
+              strstr(err, "layouts K or N lies outside K 2048..4096 and N 128..512 (measured)"),
+          "the clamped warning: exit %d, %s", rc, err);
+    rm_tree(dir);
+}
+
 const test_case tests_plan[] = {
     {"plan: --calibrate carries a row's framework efficiency (calib_fit_carry, calib_t_mb); a bad row is one error",
      test_plan_calibrated},
+    {"plan: a --matmul-csv narrower than the layouts' GEMMs warns that e(K, N) is taken at its edge",
+     test_plan_clamped_warning},
     {"plan_search_by_hand", test_plan_search_by_hand},
     {"plan_young_daly_by_hand", test_plan_young_daly_by_hand},
     {"plan_cli_bad_input", test_plan_cli_bad_input},

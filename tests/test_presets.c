@@ -437,6 +437,15 @@ static void test_precision_names(void)
         double b = i->weight_bytes + i->grad_bytes + precision_optimizer_bytes((train_precision)k);
         CHECK(b == total[k], "%s: %g bytes per parameter, not %g", i->name, b, total[k]);
     }
+    /* the one AdamW traffic rule: fp32 7 values of 4 bytes; mixed 2 x 2 + 2 + 2 x 12; full bf16 2 x 2 + 2 + 2 x 4 */
+    static const double traffic[PRECISION_COUNT] = {28, 30, 14, 14};
+    for (int k = 0; k < PRECISION_COUNT; k++) {
+        double t = precision_adamw_traffic_bytes((train_precision)k);
+        CHECK(t == traffic[k], "%s: AdamW moves %g bytes per parameter, not %g", precision_name((train_precision)k), t,
+              traffic[k]);
+    }
+    CHECK(adamw_traffic_bytes(4, 4, 4, 0) == 28 && adamw_traffic_bytes(2, 4, 2, 0) == 16,
+          "the trainer's storage (fp32 gradients): 28, full bf16 16");
     CHECK(precision_info_of(PRECISION_BF16_SR)->rounding == ROUNDING_STOCHASTIC &&
               precision_info_of(PRECISION_BF16_NEAREST)->rounding == ROUNDING_NEAREST &&
               precision_info_of(PRECISION_FP32)->rounding == ROUNDING_NONE,

@@ -358,6 +358,7 @@ int calib_row_load(calib_row *c, const char *spec, const calib_env *env, const s
 {
     memset(c, 0, sizeof *c);
     int rc = calib_model_build(c, spec, env, defaults);
+    if (rc == 0) step_profile_fill(&c->fc.cal); /* the row's step, once: the fit evaluates it many times */
     scale_points pl = {.n = 0};
     if (rc == 0)
         rc = calib_point_add(&pl, &c->fc.cal, c->fc.nodes, c->fc.seq_per_s, c->path, c->row.line, NULL) == 0

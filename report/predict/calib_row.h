@@ -18,7 +18,7 @@ typedef struct {
     double mfu_cal;        /* its compute MFU (model FLOPs) */
     double eff_cal; /* its compute efficiency in hardware FLOPs (= mfu_cal without recomputation): what carries */
     double e_cal;          /* the share of the dense peak its GEMMs reach (calibration.h) */
-    int clamped;           /* 0: the step model has no range to leave (kept for its callers) */
+    int clamped;           /* a GEMM of the row outside a measured curve (--matmul-csv): e at its edge */
     char where[4100];      /* "FILE:LINE" of the row, the lead of every message about it */
     calib_fit fc;          /* the fit itself (report/predict/calibration.h) */
 } calib_row;
@@ -59,7 +59,7 @@ int calib_row_load(calib_row *c, const char *spec, const calib_env *env, const s
 int calib_row_hardware(const char *spec, const calib_env *env, const scale_model *defaults, hw_row *hw);
 /* The row's framework efficiency carried to `target` (calibration.h's calib_fit_carry): the
  * target's compute efficiency in hardware FLOPs into *eff_t (its GEMMs' share of the peak into
- * *e_target, may be NULL; *clamped 0); the target's t_mb is then scale_t_mb_from_peak(target,
+ * *e_target, may be NULL; *clamped 1 when a GEMM lies outside a measured curve); the target's t_mb is then scale_t_mb_from_peak(target,
  * *eff_t) = t_device(target) / phi. Returns 0, or CB_EUSAGE after one error naming the row when
  * the carry comes out above 100% of the peak or the target has no device time. */
 int calib_row_carry(const calib_row *c, const scale_model *target, const scale_eff_curve *eff, double *eff_t,

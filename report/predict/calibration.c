@@ -68,9 +68,11 @@ int calib_fit_point(calib_fit *c, const char *src, int line, const scale_eff_cur
         return snprintf(why, n, "the row's compute efficiency comes out %.4g%% of the peak, outside (0, 100%%]",
                         100 * c->eff_cal),
                CB_EUSAGE;
-    c->clamped = 0;
     c->cal.gemm_curve = eff;
-    double t_dev = step_t_mb_device(&c->cal, NULL);
+    step_profile_fill(&c->cal); /* its step on that curve, once (nothing to do when the curve is the one it had) */
+    step_parts parts;
+    double t_dev = step_t_mb_device(&c->cal, &parts);
+    c->clamped = parts.gemm_clamped;
     c->phi_cal = t_dev / c->cal.t_mb_s;
     c->e_cal = calib_gemm_share(&c->cal, c->phi_cal);
     if (!(c->phi_cal > 0) || !isfinite(c->phi_cal))
@@ -100,10 +102,11 @@ int calib_fit_carry(const calib_fit *c, const scale_model *target, const scale_e
                     int *clamped, double *e_t, char *why, size_t n)
 {
     why[0] = '\0';
-    *clamped = 0;
     scale_model t = *target;
     t.gemm_curve = eff;
-    double t_mb = step_t_mb_device(&t, NULL) / c->phi_cal;
+    step_parts parts;
+    double t_mb = step_t_mb_device(&t, &parts) / c->phi_cal;
+    *clamped = parts.gemm_clamped;
     double e = calib_gemm_share(&t, c->phi_cal);
     if (e_t) *e_t = e;
     *eff_t = scale_stage_flops(&t, 1) / (t_mb * scale_stage_peak(&t));
@@ -193,7 +196,7 @@ static int joint_residuals(const double *x, double *f, void *data)
 }
 
 /* Whether the rows can tell an overhead from phi: one row's prediction moves relative to the
- * others by 1% or more when the overhead is 1% of the mean step. */
+ * others by 0.2% or more when the overhead is 1% of the mean step. */
 static int overhead_determined(const joint_ctx *c, double phi)
 {
     if (c->n < 2) return 0;

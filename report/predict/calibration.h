@@ -1,6 +1,8 @@
 /* calibration.h: the step model of report/predict/scale.h fitted to one measured run, and what that fit
  * carries to another configuration. Shared by `--calibrate` (scale, plan: report/predict/calib_row.c) and
- * `costbench validate` (report/validate.c); nothing here prints: a failure comes back as a reason.
+ * `costbench validate` (report/validate.c). A failure comes back as a reason in `why`; the one thing
+ * that prints is a least-squares fit that fails (common/stats.c's error line, through
+ * scale_fit_points or the joint fit's), before that reason.
  *
  * The fit: the compute time of one micro-batch through one stage, t_mb, is the one free
  * parameter (scale_fit_points), and the model must then reproduce the run's seq/s within a
@@ -30,7 +32,7 @@ typedef struct {
     double e_cal;       /* the share of the dense peak its GEMMs reach: the device's gemm_eff x phi_cal */
     double phi_cal;     /* framework efficiency: the step model's device time (report/predict/stepmodel.h) / the fitted time;
                            what carries to other configurations and devices */
-    int clamped;        /* its K or N outside the curve's range: e_cal at the nearest edge */
+    int clamped;        /* a GEMM's K or N outside a measured curve's range: e at the nearest edge there */
 } calib_fit;
 
 /* Fits c->cal's t_mb to (c->nodes, c->seq_per_s), src:line naming the point (line 0: a flag);
@@ -42,7 +44,8 @@ int calib_fit_point(calib_fit *c, const char *src, int line, const scale_eff_cur
 
 /* The calibration's phi carried to `target`: its compute efficiency in hardware FLOPs into *eff_t
  * (calib_t_mb turns it into t_device(target) / phi), the share of the peak its GEMMs reach into
- * *e_t (may be NULL); *clamped 0 (the device model has no range to leave). Returns 0, or CB_EUSAGE
+ * *e_t (may be NULL); *clamped 1 when one of the target's GEMMs lies outside a measured curve
+ * (`eff` from a `costbench matmul` CSV: e taken at its edge), else 0. Returns 0, or CB_EUSAGE
  * with the reason in why when the target has no device time or the carry comes out above 100% of
  * the peak. */
 int calib_fit_carry(const calib_fit *c, const scale_model *target, const scale_eff_curve *eff, double *eff_t,
@@ -61,8 +64,9 @@ double calib_t_mb(const scale_model *target, double eff_t);
  * optimizer's launches, gradient clipping, logging, a data loader's stall) fitted to every row by
  * least squares on the relative seq/s errors (GSL, common/stats.h), phi kept below what would put
  * any row's GEMMs above the dense peak (1 / its gemm_eff). The overhead is
- * fitted when two or more rows can tell it from phi (moving it by a step's 1% moves some row's
- * prediction differently from the others); otherwise it stays 0 and is said undetermined. */
+ * fitted when two or more rows can tell it from phi (an overhead of 1% of the mean step moves
+ * some row's prediction by 0.2% or more relative to the others); otherwise it stays 0 and is said
+ * undetermined. */
 #define CALIB_JOINT_MAX 256
 typedef struct {
     int n, overhead_fitted;

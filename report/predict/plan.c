@@ -64,6 +64,7 @@ static void model_fill(const plan_inputs *in, const plan_layout *l, scale_model 
     s->net_eff = 1.0;
     s->latency_s = isfinite(s->hw.net_latency_us) ? s->hw.net_latency_us * 1e-6 : 0;
     s->overlap = 0;
+    step_profile_fill(s); /* the layout's step, once: its carry and every node count and ZeRO stage read it */
 }
 
 /* plan_t_mb_s, and what a calibration's carry did: *over set when it refused above 100% of the

@@ -159,5 +159,6 @@ int pub_scale_model(const pub_row *r, const char *path, const pub_model_env *env
                    : isfinite(s->hw.net_latency_us) ? s->hw.net_latency_us * 1e-6
                                                     : STEP_NET_LATENCY_US * 1e-6;
     s->t_mb_s = NAN;
+    step_profile_fill(s); /* the row's step, once */
     return 0;
 }

@@ -6,8 +6,8 @@
 
 #include "../../common/err.h"
 #include "../../common/stats.h"
-#include "stepmodel.h"
 #include "../../common/files.h"
+#include "stepmodel.h"
 
 const char *const scale_param_names[SP_COUNT] = {"compute", "bandwidth", "latency", "overlap"};
 
@@ -43,7 +43,6 @@ static void bytes_per_param(train_precision p, double *w, double *g, double *o)
 static long ranks_per_node(const scale_model *s) { return (long)s->hw.accelerators * s->hw.workers; }
 /* Context-parallel degree (0 in a model made before the field: 1). */
 static long cp_of(const scale_model *s) { return s->cp > 1 ? s->cp : 1; }
-long scale_replica_ranks(const scale_model *s) { return (long)s->tp * s->pp * cp_of(s); }
 
 scale_layout_issue scale_layout(const scale_model *s, long nodes)
 {
@@ -91,13 +90,6 @@ int scale_check(const scale_model *s, long nodes, const char *flag)
     }
 }
 
-double scale_dense_tflops(const scale_model *s)
-{
-    return precision_info_of(s->precision)->fp32_peak ? s->hw.fp32_tflops : s->hw.bf16_tflops;
-}
-
-double scale_peak_per_instance(const scale_model *s) { return scale_dense_tflops(s) * 1e12 * s->hw.accelerators; }
-
 double scale_t_mb_from_peak(const scale_model *s, double mfu)
 {
     /* hardware FLOPs of one micro-batch through one stage, shared by the tp ranks of the stage */
@@ -107,37 +99,32 @@ double scale_t_mb_from_peak(const scale_model *s, double mfu)
     return flops / ((double)scale_replica_ranks(s) * peak_rank * mfu);
 }
 
-/* Tensor-parallel collectives and pipeline sends of one micro-batch through one stage, exposed
- * (report/predict/stepmodel.h; 0 over a link whose speed is unknown). */
-static double tp_time_per_mb(const scale_model *s) { return step_comm_per_mb(s); }
-
 /* Data-parallel gradient synchronisation of one step at n nodes with R replicas of m
  * micro-batches: inside a node first (when a node holds several replicas), then across nodes,
  * each a ring (each 0 when its link is unknown: a published run that does not state its
  * network). */
-static double dp_sync_s(const scale_model *s, long nodes, long R, long m)
+static double dp_sync_s(const scale_model *s, const step_profile *pr, long nodes, long R, long m)
 {
-    double D = (double)ranks_per_node(s), M = (double)scale_replica_ranks(s), N = model_params_total(&s->cfg);
-    double wb, gb, ob;
-    bytes_per_param(s->precision, &wb, &gb, &ob);
+    double D = (double)ranks_per_node(s), M = (double)scale_replica_ranks(s), TPP = (double)s->tp * s->pp;
     double dp = 0;
     double r_node = D / M; /* replicas per node (< 1: a replica spans 1/r nodes) */
-    double shard = N / M * gb; /* gradient bytes one rank holds */
+    double shard = pr->grad_bytes / (double)cp_of(s); /* gradient bytes one rank holds (the list's grad_sync) */
+    double weights = pr->weight_bytes * TPP; /* a replica's weights, what ZeRO-3 gathers */
     double link = s->hw.intra_gb_per_s * 1e9 * STEP_LINK_EFF;
     if (r_node > 1 && isfinite(s->hw.intra_gb_per_s)) {
         dp += 2.0 * (r_node - 1) / r_node * shard / link;
         /* hybrid sharding (FSDP HYBRID_SHARD): ZeRO-3 inside the node, each micro-batch's forward
          * and backward gathering the weights over the device links */
-        if (s->hybrid) dp += (double)m * 2.0 * (r_node - 1) / r_node * (N / M * wb) / link;
+        if (s->hybrid) dp += (double)m * 2.0 * (r_node - 1) / r_node * (pr->weight_bytes / (double)cp_of(s)) / link;
     }
     double k = r_node >= 1 ? (double)nodes : (double)R; /* ring size across nodes */
     if (k > 1 && isfinite(s->hw.net_gbit_per_s)) { /* an unknown network: not modelled (as an unknown device link) */
-        double node_bytes = N * gb * fmin(1.0, r_node);
+        double node_bytes = pr->grad_bytes * TPP * fmin(1.0, r_node);
         double bw = s->hw.net_gbit_per_s * 1e9 / 8.0 * s->net_eff;
         double ring = 2.0 * (k - 1) / k;
         double bytes = ring * node_bytes;
         if (s->zero == 3) /* reduce-scatter of gradients once, all-gather of weights in every forward and backward */
-            bytes = (k - 1) / k * node_bytes + (double)m * 2.0 * (k - 1) / k * N * wb * fmin(1.0, r_node);
+            bytes = (k - 1) / k * node_bytes + (double)m * 2.0 * (k - 1) / k * weights * fmin(1.0, r_node);
         /* latency: 2 log2 k hops a bucket (NCCL's double binary trees across nodes, since 2.4: logarithmic latency; the
          * ring's 2 (k - 1) hops only below 4 nodes, where they are fewer or equal) */
         double buckets = ceil(shard / s->bucket_bytes), hops = fmin(2.0 * (k - 1), 2.0 * ceil(log2(k)));
@@ -146,21 +133,18 @@ static double dp_sync_s(const scale_model *s, long nodes, long R, long m)
     return dp;
 }
 
-/* AdamW: read weights, gradients and state, write weights and state, once per step, on the
- * rank's shard (ZeRO >= 1 shards the state and its update across the R replicas); 0 when the
- * memory bandwidth is unknown. */
-static double optimizer_time_s(const scale_model *s, long R)
+/* AdamW: read weights, gradients and state, write weights and state (precision_adamw_traffic_bytes,
+ * common/precision.c), once per step, on the rank's shard (ZeRO >= 1 shards the state and its
+ * update across the R replicas); 0 when the memory bandwidth is unknown. */
+static double optimizer_time_s(const scale_model *s, const step_profile *pr, long R)
 {
-    double wb, gb, ob;
-    bytes_per_param(s->precision, &wb, &gb, &ob);
-    double shard_params = model_params_total(&s->cfg) / ((double)s->tp * s->pp) / (s->zero >= 1 ? (double)R : 1.0);
     if (!isfinite(s->hw.mem_gb_per_s)) return 0;
-    return shard_params * (2 * wb + gb + 2 * ob) / (s->hw.mem_gb_per_s * 1e9 / s->hw.workers);
+    return pr->optimizer_bytes / (s->zero >= 1 ? (double)R : 1.0) / (s->hw.mem_gb_per_s * 1e9 / s->hw.workers);
 }
 
 /* Memory per rank: weights, gradients and optimizer state as the ZeRO stage shards them over R
- * replicas, plus L layers of activations (Korthikanti et al. 2022). */
-static double mem_per_rank_gib(const scale_model *s, long R)
+ * replicas, plus L layers of activations (the step profile's act_bytes: Korthikanti et al. 2022). */
+static double mem_per_rank_gib(const scale_model *s, const step_profile *pr, long R)
 {
     const model_config *c = &s->cfg;
     double wb, gb, ob;
@@ -168,16 +152,7 @@ static double mem_per_rank_gib(const scale_model *s, long R)
     double Rd = (double)R;
     double w = wb / (s->zero >= 3 ? Rd : 1), g = gb / (s->zero >= 2 ? Rd : 1), o = ob / (s->zero >= 1 ? Rd : 1);
     double states = model_params_total(c) / ((double)s->tp * s->pp) * (w + g + o);
-    double sbh = (double)s->seq * s->micro_batch * c->C;
-    /* the 5 a s / (h t) term is the attention scores, softmax and dropout mask: tiled (flash)
-     * attention and selective recomputation keep none of it (Korthikanti et al. 2022, section 4.2) */
-    double scores = s->attn_flash || s->selective ? 0.0 : 5.0 * c->NH * (double)s->seq / ((double)c->C * s->tp);
-    /* sequence parallelism splits the 10 s b h outside the TP regions (and the recomputed inputs) over the TP ranks too
-     * (Korthikanti et al. 2022, Table 2: s b h (34 / t + 5 a s / (h t))) */
-    double sp_div = s->sp && s->tp > 1 ? (double)s->tp : 1.0;
-    double per_layer = s->recompute ? 2.0 * sbh / sp_div : sbh * (10.0 / sp_div + 24.0 / s->tp + scores);
-    per_layer *= precision_info_of(s->precision)->act_bytes / 2.0; /* the formula's bytes are 16-bit ones */
-    return (states + c->L * per_layer) / 1073741824.0;
+    return (states + pr->act_bytes) / 1073741824.0;
 }
 
 /* What of the data-parallel traffic the step waits for. ZeRO-3/FSDP with prefetching gathers:
@@ -204,19 +179,21 @@ void scale_eval(const scale_model *s, long nodes, scale_point *p)
     p->replicas = R;
     p->global_batch = per_replica * R;
     p->micro_batches = m;
-    double tp_mb = tp_time_per_mb(s);
+    step_profile tmp;
+    const step_profile *pr = step_profile_of(s, &tmp); /* the step, computed once per configuration */
+    double tp_mb = step_comm_of(s, pr);
     p->compute_s = (double)m * s->t_mb_s;
     p->tp_s = (double)m * tp_mb;
     p->bubble_s = (s->pp - 1) / (double)s->interleave * (s->t_mb_s + tp_mb);
-    p->dp_s = dp_sync_s(s, nodes, R, m);
+    p->dp_s = dp_sync_s(s, pr, nodes, R, m);
     p->exposed_s = dp_exposed(s, p->dp_s, m);
-    p->optimizer_s = optimizer_time_s(s, R);
+    p->optimizer_s = optimizer_time_s(s, pr, R);
     p->step_s = p->compute_s + p->tp_s + p->bubble_s + p->exposed_s + p->optimizer_s + s->step_overhead_s;
     p->seq_per_s = (double)p->global_batch / p->step_s;
     p->tokens_per_s = p->seq_per_s * (double)s->seq;
     p->mfu_pct = mfu_pct(model_flops_per_token(&s->cfg, (int)s->seq), p->tokens_per_s,
                          scale_peak_per_instance(s) * (double)nodes);
-    p->mem_gib = mem_per_rank_gib(s, R);
+    p->mem_gib = mem_per_rank_gib(s, pr, R);
     p->mem_avail_gib = s->hw.mem_gib / s->hw.workers;
 }
 
@@ -560,46 +537,3 @@ double scale_stage_peak(const scale_model *s)
 }
 
 double scale_compute_mfu(const scale_model *s) { return scale_stage_flops(s, 0) / (s->t_mb_s * scale_stage_peak(s)); }
-
-/* Position of v on the ascending axis xs: the cell i and weight w of xs[i + 1] in log space,
- * clamped to the ends. */
-static void axis_locate(const double *xs, int n, double v, int *i, double *w, int *clamped)
-{
-    *i = 0, *w = 0;
-    if (n == 1 || v <= xs[0]) {
-        if (v < xs[0] || (n == 1 && v != xs[0])) *clamped = 1;
-        return;
-    }
-    if (v >= xs[n - 1]) {
-        if (v > xs[n - 1]) *clamped = 1;
-        *i = n - 2, *w = 1;
-        return;
-    }
-    while (xs[*i + 1] < v) (*i)++;
-    *w = log(v / xs[*i]) / log(xs[*i + 1] / xs[*i]);
-}
-
-double scale_eff(const scale_eff_curve *c, double K, double N, int *clamped)
-{
-    int dummy = 0;
-    if (!clamped) clamped = &dummy;
-    if (c == NULL || c->nk == 0) {
-        if (K < SCALE_EFF_MIN || N < SCALE_EFF_MIN) *clamped = 1;
-        K = fmax(K, SCALE_EFF_MIN), N = fmax(N, SCALE_EFF_MIN);
-        return 1.0 / (1.0 + SCALE_EFF_K0 / K) / (1.0 + SCALE_EFF_N0 / N);
-    }
-    int ik, in;
-    double wk, wn;
-    axis_locate(c->k, c->nk, K, &ik, &wk, clamped);
-    axis_locate(c->n, c->nn, N, &in, &wn, clamped);
-    int ik1 = c->nk > 1 ? ik + 1 : ik, in1 = c->nn > 1 ? in + 1 : in;
-    double lo = (1 - wn) * c->e[ik][in] + wn * c->e[ik][in1], hi = (1 - wn) * c->e[ik1][in] + wn * c->e[ik1][in1];
-    return (1 - wk) * lo + wk * hi;
-}
-
-void scale_eff_range(const scale_eff_curve *c, char *buf, size_t n)
-{
-    if (c == NULL || c->nk == 0)
-        snprintf(buf, n, "K %g.. and N %g.. (the assumed curve's range)", SCALE_EFF_MIN, SCALE_EFF_MIN);
-    else snprintf(buf, n, "K %g..%g and N %g..%g (measured)", c->k[0], c->k[c->nk - 1], c->n[0], c->n[c->nn - 1]);
-}

@@ -5,7 +5,8 @@
  *   compute   m x t_mb                               t_mb: one micro-batch through the slowest stage
  *   bubble    (PP - 1) / v x t_mb                    1F1B: fraction (p-1)/m, interleaved (p-1)/(v m)
  *   TP, PP    the exposed collectives and sends of one micro-batch, per micro-batch
- *             (report/predict/stepmodel.h's step_comm_per_mb over the shared operation list)
+ *             (the step profile's, step_comm_of: report/predict/stepmodel.h, the shared operation list
+ *             timed once per configuration; DP, gather and optimizer bytes below come from it too)
  *   DP        gradient all-reduce once per step: hierarchical, a ring 2(r-1)/r of a rank's bytes
  *             over the device link among a node's r replicas, then 2(k-1)/k of the gradient bytes
  *             a node holds over its network, plus min(2(k-1), 2 log2 k) hops x latency per bucket
@@ -37,7 +38,8 @@
 #include "../../common/precision.h"
 #include "../../common/presets.h"
 #include "../formats/inputs.h"
-#include "../formats/matmulcsv.h"
+#include "effcurve.h"
+#include "stepconfig.h"
 
 /* Whether a throughput row's precision (a precision column's value, common/precision.h) is the
  * modelled one: the same storage per parameter (precision_table), so bf16-sr and bf16-nearest
@@ -55,32 +57,6 @@ void scale_hw_for_precision(hw_row *hw, const char *precision);
 enum { SP_COMPUTE, SP_BANDWIDTH, SP_LATENCY, SP_OVERLAP, SP_COUNT };
 extern const char *const scale_param_names[SP_COUNT];
 
-typedef struct {
-    model_config cfg;
-    hw_row hw;
-    int tp, pp, interleave;
-    long seq, micro_batch;
-    long global_batch;      /* strong scaling: fixed global batch (0 for weak) */
-    long batch_per_replica; /* weak scaling: fixed batch per data-parallel replica (0 for strong) */
-    int zero;               /* 0..3 */
-    train_precision precision;
-    int recompute;
-    int attn_flash;         /* tiled (flash) attention or selective recomputation: no (s x s) scores kept */
-    double bucket_bytes;
-    int sp, cp;             /* sequence parallelism; context-parallel degree (1: none) */
-    int selective;          /* selective recomputation: the attention core recomputed */
-    int fp8;                /* the GEMMs in fp8 against the device's FP8 peak (the rest as the precision says) */
-    int hybrid;             /* FSDP hybrid sharding: ZeRO-3 inside a node (zero 2 across nodes) */
-    /* framework features (report/predict/stepmodel.h's step_framework): what overlaps what */
-    int grad_overlap, gather_prefetch, tp_overlap;
-    const matmul_curve *gemm_curve; /* a measured GEMM efficiency curve of the device; NULL: its rule */
-    double step_overhead_s; /* a fixed cost per optimizer step (a joint calibration's second parameter; 0 else) */
-    /* the free parameters */
-    double t_mb_s;       /* compute time of one micro-batch through one pipeline stage */
-    double net_eff;      /* achieved share of the network's line rate */
-    double latency_s;    /* per ring hop; 0 when unknown */
-    double overlap;      /* 0..1 */
-} scale_model;
 
 typedef struct {
     long nodes, replicas, global_batch, micro_batches;
@@ -103,19 +79,12 @@ scale_layout_issue scale_layout(const scale_model *s, long nodes);
 /* What scale_layout finds wrong at `nodes`, as a phrase into buf ("at 2 nodes the global batch 63
  * does not split into ..."); returns the issue (SCALE_LAYOUT_OK: buf empty). */
 scale_layout_issue scale_layout_describe(const scale_model *s, long nodes, char *buf, size_t n);
-/* Ranks of one data-parallel replica: tp x pp x cp. */
-long scale_replica_ranks(const scale_model *s);
 /* Evaluates the model at n nodes (after scale_check). */
 void scale_eval(const scale_model *s, long nodes, scale_point *p);
 /* t_mb from the data-sheet dense peak (BF16, or FP32 for fp32 training) at the given MFU (0..1).
  * NaN when the hardware's peak is unknown. */
 #define SCALE_ASSUMED_MFU_PCT 40.0 /* scale's and plan's --mfu when not given: an assumption, said so */
 double scale_t_mb_from_peak(const scale_model *s, double mfu);
-/* The dense peak per accelerator, TFLOP/s, the run's precision computes at (common/precision.h:
- * FP32 for fp32, else BF16). */
-double scale_dense_tflops(const scale_model *s);
-/* The peak the model's MFU is against, FLOP/s per instance (NaN when unknown). */
-double scale_peak_per_instance(const scale_model *s);
 
 /* Calibration points: measured (nodes, seq/s) and where each came from. */
 #define SCALE_MAX_POINTS 256
@@ -166,27 +135,7 @@ int scale_fit_verify(const scale_model *s, scale_fit *fit, const scale_points *p
 void scale_fit_residual_list(const scale_fit *fit, const scale_points *pts, char *buf, size_t n);
 
 /* ------------------------------------------------------------------ the matmul efficiency curve
- * The compute efficiency of one micro-batch through one stage: MFU = model FLOPs of it / (t_mb x
- * the dense peak of the stage's tp ranks in the model's precision). A measured curve (a `costbench
- * matmul` CSV: e at K = d_model and N rows) times the step model's GEMMs when given
- * (scale_model.gemm_curve); the default saturating curve e = 1 / (1 + K0/K) x 1 / (1 + N0/N)
- * (K0 = N0 = 512, assumptions) is what the previous carry rule used; K and N (scale_eff_k,
- * scale_eff_n) are what validate ranks calibration rows' nearness by. */
-#define SCALE_EFF_K0 512.0
-#define SCALE_EFF_N0 512.0
-/* The assumed curve's range: K and N from K0/8 and N0/8 up. Below it the curve's N (or K) term
- * falls as 1/N towards 0, and a calibration there would be multiplied by thousands (N = 1/8 at
- * seq_len 1 and tp 8: 1/4097 against 1/3 at N 256): e is taken at the edge instead (clamped). */
-#define SCALE_EFF_MIN 64.0
-/* The measured curve: the grid of a `costbench matmul` CSV (formats/matmulcsv.h matmul_curve_load;
- * nk 0: none, the default curve). The name predict's signatures use for it. */
-typedef matmul_curve scale_eff_curve;
-/* e(K, N): the default curve on its range (K, N >= SCALE_EFF_MIN), or log-linear in K and N
- * between the measured points; outside the range, e at its nearest edge (*clamped set to 1 then;
- * may be NULL), so the ratio of two e never exceeds the curve's own largest over its smallest. */
-double scale_eff(const scale_eff_curve *c, double K, double N, int *clamped);
-/* "K 64.. and N 64.. (the assumed curve's range)" or "K 768..6144 and N 512..16384 (measured)". */
-void scale_eff_range(const scale_eff_curve *c, char *buf, size_t n);
+ * (report/predict/effcurve.h): K and N of a model's matmuls, what validate ranks calibration rows' nearness by. */
 /* K and N of a model's matmuls (see above). */
 double scale_eff_k(const scale_model *s);
 double scale_eff_n(const scale_model *s);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../../common/frameworks.h"
+#include "effcurve.h"
 
 static const step_framework frameworks[] = {
     {"plain", 1, 0, 0, 0,
@@ -70,7 +71,7 @@ static void step_layout(const scale_model *s, long dp, op_layout *l)
     l->attention = s->attn_flash ? OP_ATTN_TILED : OP_ATTN_FULL;
     const precision_info *pi = precision_info_of(s->precision);
     l->act_bytes = (int)pi->act_bytes, l->weight_bytes = (int)pi->weight_bytes, l->grad_bytes = (int)pi->grad_bytes;
-    l->optim_bytes = (int)pi->optimizer_traffic_bytes;
+    l->optim_bytes = (int)precision_adamw_traffic_bytes(s->precision);
     l->zero = s->zero, l->dp = dp;
 }
 
@@ -131,7 +132,8 @@ double step_op_time(const scale_model *s, const op_entry *op)
         if (!(s->hw.net_gbit_per_s > 0)) return 0;
         return op->bytes / (s->hw.net_gbit_per_s * 1e9 / 8.0 * s->net_eff / (double)per_node);
     }
-    default: return 0; /* data-parallel movement and the optimizer: per step, in report/predict/scale.c */
+    default: return 0; /* data-parallel movement and the optimizer: their bytes go into the step profile
+                        * (step_profile_fill), which report/predict/scale.c times per step */
     }
 }
 
@@ -144,6 +146,8 @@ static void stage_time(const scale_model *s, const op_entry *ops, int n, int fir
         double times = op_times(&ops[i], layers, first, last);
         if (times <= 0) continue;
         double t = step_op_time(s, &ops[i]) * times;
+        if (ops[i].kind == OPK_GEMM && s->gemm_curve && s->gemm_curve->nk > 0)
+            scale_eff(s->gemm_curve, (double)ops[i].k, (double)ops[i].n, &p->gemm_clamped);
         switch (ops[i].kind) {
         case OPK_GEMM: p->gemm_s += t; break;
         case OPK_ATTN: p->attn_s += t; break;
@@ -157,35 +161,117 @@ static void stage_time(const scale_model *s, const op_entry *ops, int n, int fir
     }
 }
 
+/* The fields of s its step depends on (zeroed first: the key is compared byte for byte). */
+static void step_key_of(const scale_model *s, step_key *k)
+{
+    memset(k, 0, sizeof *k);
+    k->cfg = s->cfg, k->hw = s->hw;
+    k->tp = s->tp, k->pp = s->pp, k->interleave = s->interleave, k->cp = s->cp, k->sp = s->sp;
+    k->recompute = s->recompute, k->selective = s->selective, k->attn_flash = s->attn_flash, k->fp8 = s->fp8;
+    k->tp_overlap = s->tp_overlap, k->seq = s->seq, k->micro_batch = s->micro_batch, k->precision = s->precision;
+    k->gemm_curve = s->gemm_curve && s->gemm_curve->nk > 0 ? s->gemm_curve : NULL; /* an empty curve: the rule */
+}
+
+/* The list's per-step entries: the gradient a rank synchronises and AdamW's traffic. */
+static void profile_bytes(const scale_model *s, const op_entry *ops, int n, step_profile *p)
+{
+    for (int i = 0; i < n; i++) {
+        if (ops[i].kind == OPK_DP_COMM && ops[i].scope == OPS_STEP) p->grad_bytes += ops[i].bytes;
+        if (ops[i].kind == OPK_OPTIM) p->optimizer_bytes += ops[i].bytes;
+    }
+    p->weight_bytes = model_params_total(&s->cfg) / ((double)s->tp * s->pp) * precision_info_of(s->precision)->weight_bytes;
+}
+
+/* Activations a rank keeps for the backward, L layers' worth (the first stage's, which holds the
+ * most micro-batches in flight under 1F1B): Korthikanti et al. 2022's s b h (10 + 24/t + 5 a s/(h t))
+ * bytes per layer in 16-bit, scaled to the precision's activation bytes. */
+static double act_bytes_of(const scale_model *s)
+{
+    const model_config *c = &s->cfg;
+    double sbh = (double)s->seq * s->micro_batch * c->C;
+    /* the 5 a s / (h t) term is the attention scores, softmax and dropout mask: tiled (flash)
+     * attention and selective recomputation keep none of it (Korthikanti et al. 2022, section 4.2) */
+    double scores = s->attn_flash || s->selective ? 0.0 : 5.0 * c->NH * (double)s->seq / ((double)c->C * s->tp);
+    /* sequence parallelism splits the 10 s b h outside the TP regions (and the recomputed inputs) over the TP ranks too
+     * (Korthikanti et al. 2022, Table 2: s b h (34 / t + 5 a s / (h t))) */
+    double sp_div = s->sp && s->tp > 1 ? (double)s->tp : 1.0;
+    double per_layer = s->recompute ? 2.0 * sbh / sp_div : sbh * (10.0 / sp_div + 24.0 / s->tp + scores);
+    per_layer *= precision_info_of(s->precision)->act_bytes / 2.0; /* the formula's bytes are 16-bit ones */
+    return c->L * per_layer;
+}
+
+/* The list of s's layout built once and timed: the slowest stage's compute, the exposed
+ * communication every stage runs, the per-step bytes. The list is built at ZeRO 0 (the stage
+ * changes only what moves per step, which scale.c shards by its replicas), so the profile holds
+ * for every stage. */
+static void profile_build(const scale_model *s, step_profile *p)
+{
+    memset(p, 0, sizeof *p);
+    step_key_of(s, &p->key);
+    p->valid = 1, p->t_device_s = NAN;
+    p->act_bytes = act_bytes_of(s);
+    op_layout l;
+    step_layout(s, 1, &l);
+    l.zero = 0;
+    op_entry ops[OP_LIST_MAX];
+    int n = op_list(&s->cfg, &l, ops, OP_LIST_MAX);
+    if (n < 0) return;
+    /* timed at the line rate: a pipeline send across nodes is divided by the network efficiency,
+     * a fitted parameter, when it is read (step_comm_of) */
+    scale_model u = *s;
+    u.net_eff = 1.0;
+    step_parts a, b;
+    stage_time(&u, ops, n, 1, s->pp == 1, &a);
+    if (s->pp > 1) stage_time(&u, ops, n, 0, 1, &b);
+    /* every stage runs the same collectives and sends per layer and micro-batch (the last stage's
+     * here); the links time them whether or not the device has peaks (its GEMM time is then NaN,
+     * and hides nothing) */
+    const step_parts *c = s->pp > 1 ? &b : &a;
+    double tp = c->tp_s;
+    if (s->tp_overlap && isfinite(c->gemm_s)) tp = fmax(0.0, tp - c->gemm_s); /* hidden under the layer's GEMMs */
+    long per_node = (long)s->hw.accelerators * (s->hw.workers > 0 ? s->hw.workers : 1);
+    p->tp_per_mb_s = tp, p->pp_per_mb_s = c->pp_s, p->pp_over_net = scale_replica_ranks(s) > per_node;
+    if (rank_peak(s) > 0) {
+        if (s->pp > 1 && b.gemm_s + b.attn_s + b.mem_s > a.gemm_s + a.attn_s + a.mem_s) a = b;
+        p->parts = a;
+        p->t_device_s = a.gemm_s + a.attn_s + a.mem_s;
+    }
+    profile_bytes(s, ops, n, p);
+}
+
+void step_profile_fill(scale_model *s)
+{
+    step_profile tmp;
+    if (step_profile_of(s, &tmp) == &tmp) s->prof = tmp;
+}
+
+const step_profile *step_profile_of(const scale_model *s, step_profile *tmp)
+{
+    if (s->prof.valid) {
+        step_key k;
+        step_key_of(s, &k);
+        if (memcmp(&k, &s->prof.key, sizeof k) == 0) return &s->prof;
+    }
+    profile_build(s, tmp);
+    return tmp;
+}
+
 double step_t_mb_device(const scale_model *s, step_parts *parts)
 {
-    op_entry ops[OP_LIST_MAX];
-    step_parts tmp;
-    if (!parts) parts = &tmp;
-    memset(parts, 0, sizeof *parts);
-    int n = step_ops(s, 1, ops, OP_LIST_MAX);
-    if (n < 0 || !(rank_peak(s) > 0)) return NAN;
-    step_parts a, b;
-    stage_time(s, ops, n, 1, s->pp == 1, &a);
-    if (s->pp > 1) {
-        stage_time(s, ops, n, 0, 1, &b);
-        if (b.gemm_s + b.attn_s + b.mem_s > a.gemm_s + a.attn_s + a.mem_s) a = b;
-    }
-    *parts = a;
-    return a.gemm_s + a.attn_s + a.mem_s;
+    step_profile tmp;
+    const step_profile *p = step_profile_of(s, &tmp);
+    if (parts) *parts = p->parts;
+    return p->t_device_s;
+}
+
+double step_comm_of(const scale_model *s, const step_profile *p)
+{
+    if (p->pp_over_net && p->pp_per_mb_s > 0) return p->tp_per_mb_s + p->pp_per_mb_s / s->net_eff;
+    return p->tp_per_mb_s + p->pp_per_mb_s;
 }
 
 double step_comm_per_mb(const scale_model *s)
 {
-    /* every stage runs the same collectives and sends per layer and micro-batch; the links time
-     * them whether or not the device has peaks (its GEMM time is then NaN, and hides nothing) */
-    op_entry ops[OP_LIST_MAX];
-    int n = step_ops(s, 1, ops, OP_LIST_MAX);
-    if (n < 0) return 0;
-    step_parts p;
-    stage_time(s, ops, n, s->pp == 1, 1, &p);
-    double tp = p.tp_s;
-    if (s->tp_overlap && isfinite(p.gemm_s))
-        tp = fmax(0.0, tp - p.gemm_s); /* hidden under the layer's GEMMs, at most their time */
-    return tp + p.pp_s;
+    step_profile tmp;
+    return step_comm_of(s, step_profile_of(s, &tmp));
 }

@@ -5,7 +5,7 @@
  *   GEMM       2 n k m FLOPs at gemm_eff x f(n) f(k) f(m) of the dense peak of the run's precision,
  *              f(x) = x / (x + STEP_GEMM_HALF_DIM) (narrow dimensions lose to tile and wave
  *              quantisation), + launch_us; or, given a `costbench matmul` CSV of the device, at its
- *              measured share e(k, n) (report/predict/scale.h's curve)
+ *              measured share e(k, n) (report/predict/effcurve.h's curve)
  *   attention  tiled: its FLOPs (causal) at attn_eff of the peak; materialised: at gemm_eff (batched
  *              over the heads, the batch fills the device: no shape loss), its two products two
  *              launches, its scores' traffic a memory-bound op
@@ -24,7 +24,7 @@
 #define CB_STEPMODEL_H
 
 #include "../../common/oplist.h"
-#include "scale.h"
+#include "stepconfig.h"
 
 #define STEP_GEMM_EFF 0.75      /* a device's gemm_eff when data/devices.csv leaves it empty */
 #define STEP_ATTN_EFF 0.35      /* attn_eff: FlashAttention-2 class kernels, forward + backward */
@@ -61,19 +61,23 @@ void step_framework_list(char *buf, size_t n);
 /* --framework's help (common/cliflags.h, FRAMEWORK_FLAG_SPEC): what a framework sets and the names. */
 void step_framework_flag_help(char *buf, size_t n);
 
-typedef struct {
-    double gemm_s, attn_s, mem_s, tp_s, pp_s;   /* one micro-batch through the slowest stage, phi = 1 */
-    double bwd_s;                                 /* of which the backward (what gradient reduction can hide under) */
-    double layer_s;                               /* one layer's compute (a ZeRO-3 gather's hiding unit) */
-} step_parts;
-
 /* The operation list of s's layout (dp replicas: the ZeRO sharding of the optimizer). Returns the
  * count or -1 (a layout the list cannot split). */
 int step_ops(const scale_model *s, long dp, op_entry *ops, int cap);
+/* The step of s as a value (stepconfig.h's step_profile): its operation list built and timed once.
+ * step_profile_fill stores it in s (s->prof; nothing to do when s holds its step already), where
+ * every function below and report/predict/scale.c read it while s's configuration is the one it
+ * was computed for (step_profile_of); a model whose configuration changed since, or that was never
+ * filled, gets its step computed again, into tmp. Whoever builds a configuration fills it once. */
+void step_profile_fill(scale_model *s);
+const step_profile *step_profile_of(const scale_model *s, step_profile *tmp);
 /* Device time at phi = 1 of one micro-batch through the slowest pipeline stage: GEMMs, attention
  * and memory-bound ops (parts may be NULL). NaN when the device's peak or bandwidth is unknown. */
 double step_t_mb_device(const scale_model *s, step_parts *parts);
-/* Exposed tensor-parallel and pipeline communication of one micro-batch (the step's tp_s term). */
+/* Exposed tensor-parallel and pipeline communication of one micro-batch (the step's tp_s term):
+ * of s's profile p (step_comm_of: its pipeline sends across nodes at s->net_eff of the line rate),
+ * or of s's own. */
+double step_comm_of(const scale_model *s, const step_profile *p);
 double step_comm_per_mb(const scale_model *s);
 /* The time of one op once (phi = 1), for breakdowns and tests. */
 double step_op_time(const scale_model *s, const op_entry *op);

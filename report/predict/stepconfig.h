@@ -1,0 +1,88 @@
+/* stepconfig.h: one training configuration on one device, the value the step model times
+ * (stepmodel.h) and the node-count arithmetic scales (scale.h): the model, the device's row of the
+ * hardware table, the layout (tp, pp, cp, micro-batch, ZeRO stage, precision, recomputation), the
+ * framework's overlaps and the free parameters a fit adjusts. Both of those headers include this
+ * one and neither includes the other's file. */
+#ifndef CB_STEPCONFIG_H
+#define CB_STEPCONFIG_H
+
+#include "../../common/precision.h"
+#include "../../common/presets.h"
+#include "../formats/inputs.h"
+
+struct scale_eff_curve_s; /* report/predict/effcurve.h */
+
+typedef struct {
+    double gemm_s, attn_s, mem_s, tp_s, pp_s;   /* one micro-batch through the slowest stage, phi = 1 */
+    double bwd_s;                                 /* of which the backward (what gradient reduction can hide under) */
+    double layer_s;                               /* one layer's compute (a ZeRO-3 gather's hiding unit) */
+    int gemm_clamped; /* 1: a GEMM's K or N lies outside the measured curve (s->gemm_curve): e at its edge */
+} step_parts;
+
+/* What a configuration's step depends on (the fields of scale_model the operation list and its
+ * times read): a profile holds the key it was computed for. */
+typedef struct {
+    model_config cfg;
+    hw_row hw;
+    int tp, pp, interleave, cp, sp, recompute, selective, attn_flash, fp8, tp_overlap;
+    long seq, micro_batch;
+    train_precision precision;
+    const struct scale_eff_curve_s *gemm_curve;
+} step_key;
+
+/* The step of one configuration as a value: the operation list (common/oplist.h) timed once on the
+ * device (report/predict/stepmodel.c), read by the node-count arithmetic (report/predict/scale.c),
+ * the fits and calibration, plan and validate. Per rank, per micro-batch unless it says. */
+typedef struct {
+    step_key key;
+    int valid;
+    step_parts parts;        /* the slowest stage's compute (phi = 1) */
+    double t_device_s;       /* its GEMMs + attention + memory-bound ops; NaN when the device's peak is unknown */
+    double tp_per_mb_s;      /* exposed tensor-parallel collectives */
+    double pp_per_mb_s;      /* pipeline sends, at the network's line rate when they cross nodes */
+    int pp_over_net;         /* 1: the stages span nodes (the sends run at net_eff of the line rate) */
+    double grad_bytes;       /* per step: the list's grad_sync entry, the gradients a rank holds (any ZeRO stage) */
+    double weight_bytes;     /* the weights a rank holds, what ZeRO-3 gathers in each forward and backward */
+    double optimizer_bytes;  /* per step: the list's optimizer entry, AdamW's traffic on the rank's parameters
+                              * before ZeRO shards it (common/precision.h's adamw_traffic_bytes) */
+    double act_bytes;        /* memory: the activations a rank keeps, L layers' worth (scale.c adds the
+                              * weights, gradients and optimizer state as the ZeRO stage shards them) */
+} step_profile;
+
+typedef struct {
+    model_config cfg;
+    hw_row hw;
+    int tp, pp, interleave;
+    long seq, micro_batch;
+    long global_batch;      /* strong scaling: fixed global batch (0 for weak) */
+    long batch_per_replica; /* weak scaling: fixed batch per data-parallel replica (0 for strong) */
+    int zero;               /* 0..3 */
+    train_precision precision;
+    int recompute;
+    int attn_flash;         /* tiled (flash) attention or selective recomputation: no (s x s) scores kept */
+    double bucket_bytes;
+    int sp, cp;             /* sequence parallelism; context-parallel degree (1: none) */
+    int selective;          /* selective recomputation: the attention core recomputed */
+    int fp8;                /* the GEMMs in fp8 against the device's FP8 peak (the rest as the precision says) */
+    int hybrid;             /* FSDP hybrid sharding: ZeRO-3 inside a node (zero 2 across nodes) */
+    /* framework features (report/predict/stepmodel.h's step_framework): what overlaps what */
+    int grad_overlap, gather_prefetch, tp_overlap;
+    const struct scale_eff_curve_s *gemm_curve; /* a measured GEMM efficiency curve of the device; NULL: its rule */
+    double step_overhead_s; /* a fixed cost per optimizer step (a joint calibration's second parameter; 0 else) */
+    /* the free parameters */
+    double t_mb_s;       /* compute time of one micro-batch through one pipeline stage */
+    double net_eff;      /* achieved share of the network's line rate */
+    double latency_s;    /* per ring hop; 0 when unknown */
+    double overlap;      /* 0..1 */
+    step_profile prof;   /* the step, once computed (report/predict/stepmodel.h's step_profile_fill) */
+} scale_model;
+
+/* Ranks of one data-parallel replica: tp x pp x cp. */
+long scale_replica_ranks(const scale_model *s);
+/* The dense peak per accelerator, TFLOP/s, the run's precision computes at (common/precision.h:
+ * FP32 for fp32, else BF16). */
+double scale_dense_tflops(const scale_model *s);
+/* The peak the model's MFU is against, FLOP/s per instance (NaN when unknown). */
+double scale_peak_per_instance(const scale_model *s);
+
+#endif
