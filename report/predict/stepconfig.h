@@ -10,7 +10,7 @@
 #include "../../common/presets.h"
 #include "../formats/inputs.h"
 
-struct scale_eff_curve_s; /* report/predict/effcurve.h */
+struct matmul_curve_s; /* report/formats/matmulcsv.h (effcurve.h calls it scale_eff_curve) */
 
 typedef struct {
     double gemm_s, attn_s, mem_s, tp_s, pp_s;   /* one micro-batch through the slowest stage, phi = 1 */
@@ -27,7 +27,7 @@ typedef struct {
     int tp, pp, interleave, cp, sp, recompute, selective, attn_flash, fp8, tp_overlap;
     long seq, micro_batch;
     train_precision precision;
-    const struct scale_eff_curve_s *gemm_curve;
+    const struct matmul_curve_s *gemm_curve;
 } step_key;
 
 /* The step of one configuration as a value: the operation list (common/oplist.h) timed once on the
@@ -67,7 +67,7 @@ typedef struct {
     int hybrid;             /* FSDP hybrid sharding: ZeRO-3 inside a node (zero 2 across nodes) */
     /* framework features (report/predict/stepmodel.h's step_framework): what overlaps what */
     int grad_overlap, gather_prefetch, tp_overlap;
-    const struct scale_eff_curve_s *gemm_curve; /* a measured GEMM efficiency curve of the device; NULL: its rule */
+    const struct matmul_curve_s *gemm_curve; /* a measured GEMM efficiency curve of the device; NULL: its rule */
     double step_overhead_s; /* a fixed cost per optimizer step (a joint calibration's second parameter; 0 else) */
     /* the free parameters */
     double t_mb_s;       /* compute time of one micro-batch through one pipeline stage */
