@@ -17,6 +17,7 @@
 #include "../../common/machine.h"
 #include "../../common/schema.h"
 #include "../formats/published.h"
+#include "measrun.h"
 #include "pubmodel.h"
 #include "stepmodel.h"
 
@@ -200,14 +201,15 @@ static int calib_layout_check(const scale_model *c, long nodes, const char *wher
  * 1F1B, `defaults`' ZeRO stage and attention): recompute full, or selective (no s x s scores kept,
  * as flash attention); sharding as a ZeRO stage (hybrid as ZeRO-2, report/predict/pubmodel.h); vp;
  * sequence parallelism moves the bytes of the all-reduces it replaces (no term of its own). */
-static void calib_config_tput(const tput_row *row, scale_model *c)
+static void calib_config_tput(const tput_row *row, meas_run *run)
 {
     static const int zero_of[TPUT_NSHARDINGS] = {0, 1, 2, 3, 2};
-    c->recompute = row->recompute == TPUT_RECOMPUTE_FULL;
-    if (row->recompute == TPUT_RECOMPUTE_SELECTIVE || row->attention == TPUT_ATTN_FLASH) c->attn_flash = 1;
-    else if (row->attention == TPUT_ATTN_FULL) c->attn_flash = 0;
-    if (row->sharding != TPUT_NOT_STATED) c->zero = zero_of[row->sharding];
-    c->interleave = row->vp > 1 ? row->vp : 1;
+    run->recompute = row->recompute == TPUT_RECOMPUTE_FULL;
+    if (row->recompute == TPUT_RECOMPUTE_SELECTIVE || row->attention == TPUT_ATTN_FLASH) run->attn_flash = 1;
+    else if (row->attention == TPUT_ATTN_FULL) run->attn_flash = 0;
+    if (row->sharding != TPUT_NOT_STATED) run->zero = zero_of[row->sharding];
+    run->tp = row->tp, run->pp = row->pp, run->vp = row->vp;
+    run->seq = row->seq_len, run->micro_batch = row->micro_batch, run->global_batch = row->global_batch;
 }
 
 /* A throughput row that names its device runs at that device's dense peaks (data/devices.csv):
@@ -230,35 +232,40 @@ static int calib_device_peaks(const tput_row *row, const char *where, hw_row *hw
     return rc;
 }
 
-/* The scale model of a throughput row's own configuration (compute time still unknown): the
- * settings it does not describe (ZeRO, buckets, network efficiency) as `defaults` gives them; the
+/* The run a throughput row states (report/predict/measrun.h): its model preset, its instance
+ * (peaks in its precision, of its device when it names one), its layout and batch; the settings
+ * it does not describe (precision, ZeRO, attention, overlaps) as `defaults` gives them; the
  * flags' link overrides applied to its hardware. */
-static int calib_model_tput(calib_row *cr, const calib_env *env, const scale_model *defaults)
+static int calib_run_tput(const calib_row *cr, const calib_env *env, const scale_model *defaults, meas_run *run)
 {
     const tput_row *row = &cr->row;
-    scale_model *c = &cr->fc.cal;
-    *c = *defaults;
-    int rc = calib_preset(row, cr->where, env->models_path, &c->cfg);
-    if (rc == 0) rc = calib_hardware(row, env->ht, cr->where, &c->hw);
-    if (rc == 0) rc = calib_precision(row, cr->where, &c->precision);
-    if (rc == 0) scale_hw_for_precision(&c->hw, row->precision);
-    if (rc == 0 && row->device[0]) rc = calib_device_peaks(row, cr->where, &c->hw);
+    meas_run_init(run, defaults);
+    run->cfg = defaults->cfg;
+    int rc = calib_preset(row, cr->where, env->models_path, &run->cfg);
+    if (rc == 0) rc = calib_hardware(row, env->ht, cr->where, &run->hw);
+    if (rc == 0) rc = calib_precision(row, cr->where, &run->precision);
+    if (rc == 0) scale_hw_for_precision(&run->hw, row->precision);
+    if (rc == 0 && row->device[0]) rc = calib_device_peaks(row, cr->where, &run->hw);
     if (rc != 0) return rc;
-    if (env->ov) hw_apply_overrides(&c->hw, env->ov);
-    const hw_row *hw = &c->hw;
-    calib_config_tput(row, c);
-    c->tp = row->tp, c->pp = row->pp;
-    c->seq = row->seq_len, c->micro_batch = row->micro_batch > 0 ? row->micro_batch : 1;
-    c->global_batch = row->global_batch, c->batch_per_replica = 0;
-    c->latency_s = env->latency_us >= 0           ? env->latency_us * 1e-6
-                   : isfinite(hw->net_latency_us) ? hw->net_latency_us * 1e-6
-                                                  : STEP_NET_LATENCY_US * 1e-6;
-    cr->fc.nodes = row->instances * row->ranks;
-    cr->fc.seq_per_s = row->seq_per_s;
+    if (env->ov) hw_apply_overrides(&run->hw, env->ov);
+    calib_config_tput(row, run);
+    run->nodes = row->instances * row->ranks, run->seq_per_s = row->seq_per_s;
+    return 0;
+}
+
+/* The scale model of a throughput row's own configuration (compute time still unknown) and its
+ * point, checked: its layout, and a dense peak to measure its MFU against. */
+static int calib_model_tput(calib_row *cr, const calib_env *env, const scale_model *defaults)
+{
+    meas_run run;
+    int rc = calib_run_tput(cr, env, defaults, &run);
+    if (rc != 0) return rc;
+    meas_run_point(&run, defaults, env->latency_us, &cr->fc);
+    const scale_model *c = &cr->fc.cal;
     if ((rc = calib_layout_check(c, cr->fc.nodes, cr->where)) != 0) return rc;
     if (!isfinite(scale_stage_peak(c)))
         return err_usage("%s: column 'instance_type': %s has no dense %s peak in %s to measure the row's MFU against",
-                         cr->where, hw->instance, precision_info_of(c->precision)->peak_name, env->ht->path);
+                         cr->where, c->hw.instance, precision_info_of(c->precision)->peak_name, env->ht->path);
     return 0;
 }
 

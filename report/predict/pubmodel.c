@@ -8,6 +8,7 @@
 
 #include "../../common/err.h"
 #include "../../common/machine.h"
+#include "measrun.h"
 #include "stepmodel.h"
 
 int hw_this_machine(const hw_table *ht, const char *instance, double peak_tflops_per_rank, long ranks, hw_row *hw,
@@ -65,20 +66,26 @@ static int pub_hardware(const pub_row *r, const pub_model_env *env, hw_row *hw, 
 }
 
 /* The precision as the step model's, and the peak it runs against in the model's slot for it
- * (fp16-mixed: the device's FP16 peak in the 16-bit slot). */
-static int pub_precision(const pub_row *r, scale_model *s, char *why, size_t n)
+ * (fp16-mixed: the device's FP16 peak in the 16-bit slot; fp8: its GEMMs at the FP8 peak). */
+static int pub_precision(const pub_row *r, meas_run *run, char *why, size_t n)
 {
     const char *p = r->precision;
     const int fp16 = strcmp(p, PRECISION_NAME_FP16_MIXED) == 0, fp8 = strcmp(p, PRECISION_NAME_FP8) == 0;
-    if (!*p || fp16 || fp8) s->precision = PRECISION_BF16_MIXED; /* the 16-bit slot; fp8 GEMMs at the FP8 peak */
-    else if (precision_parse(p, &s->precision) != 0)
+    if (!*p || fp16 || fp8) run->precision = PRECISION_BF16_MIXED; /* the 16-bit slot; fp8 GEMMs at the FP8 peak */
+    else if (precision_parse(p, &run->precision) != 0)
         return snprintf(why, n, "column 'precision': '%s' is none of %s", p, precision_column_names_text()), CB_EUSAGE;
-    if (fp16) scale_hw_for_precision(&s->hw, p);
-    if (fp8) {
-        s->fp8 = 1;
-        if (!(s->hw.fp8_tflops > 0))
-            return snprintf(why, n, "column 'precision': fp8 on %s, which has no dense FP8 peak", r->device), CB_EUSAGE;
-    }
+    if (fp16) scale_hw_for_precision(&run->hw, p);
+    if (fp8) run->fp8 = 1;
+    return 0;
+}
+
+/* The configuration has the peak its precision runs against (fp8: a dense FP8 peak). */
+static int pub_peak_check(const pub_row *r, const scale_model *s, char *why, size_t n)
+{
+    const char *p = r->precision;
+    const int fp16 = strcmp(p, PRECISION_NAME_FP16_MIXED) == 0, fp8 = strcmp(p, PRECISION_NAME_FP8) == 0;
+    if (fp8 && !(s->hw.fp8_tflops > 0))
+        return snprintf(why, n, "column 'precision': fp8 on %s, which has no dense FP8 peak", r->device), CB_EUSAGE;
     double tf = scale_dense_tflops(s);
     if (!(tf > 0))
         return snprintf(why, n, "column 'precision': %s has no dense %s peak to run %s against", r->device,
@@ -88,8 +95,8 @@ static int pub_precision(const pub_row *r, scale_model *s, char *why, size_t n)
     return 0;
 }
 
-/* The layout: nodes, tp/pp/vp against the shape and the node, cp, the batch split. */
-static int pub_layout(const pub_row *r, scale_model *s, long *nodes, char *why, size_t n)
+/* The layout: nodes, tp/pp against the shape and the node, cp, the batch split, the stated dp. */
+static int pub_layout_check(const pub_row *r, const scale_model *s, long *nodes, char *why, size_t n)
 {
     long per_node = s->hw.accelerators;
     if (r->devices % per_node != 0)
@@ -97,7 +104,6 @@ static int pub_layout(const pub_row *r, scale_model *s, long *nodes, char *why, 
                         per_node),
                CB_EUSAGE;
     *nodes = r->devices / per_node;
-    s->tp = r->tp, s->pp = r->pp, s->interleave = r->vp > 1 ? r->vp : 1, s->cp = r->cp > 1 ? r->cp : 1;
     if ((long)r->seq_len % s->cp != 0)
         return snprintf(why, n, "column 'cp': cp %d does not divide seq_len %ld", s->cp, r->seq_len), CB_EUSAGE;
     long D = per_node * s->hw.workers;
@@ -114,8 +120,6 @@ static int pub_layout(const pub_row *r, scale_model *s, long *nodes, char *why, 
                CB_EUSAGE;
     if (s->pp > s->cfg.L)
         return snprintf(why, n, "column 'pp': pp %d exceeds the %d layers", s->pp, s->cfg.L), CB_EUSAGE;
-    s->seq = r->seq_len, s->global_batch = r->global_batch, s->batch_per_replica = 0;
-    s->micro_batch = r->micro_batch > 0 ? r->micro_batch : 1;
     char lay[512];
     scale_layout_issue li = scale_layout_describe(s, *nodes, lay, sizeof lay);
     if (li != SCALE_LAYOUT_OK)
@@ -132,32 +136,48 @@ static int pub_layout(const pub_row *r, scale_model *s, long *nodes, char *why, 
     return 0;
 }
 
+/* The run a published row states (report/predict/measrun.h): its shape, node, precision, layout,
+ * sharding, recomputation and framework; what it cannot state from `defaults`. */
+static int pub_run(const pub_row *r, const char *path, const pub_model_env *env, const scale_model *defaults,
+                   meas_run *run, char *why, size_t n)
+{
+    meas_run_init(run, defaults);
+    run->cfg = defaults->cfg;
+    if (published_config(r, path, &run->cfg) != 0)
+        return snprintf(why, n, "columns 'arch' to 'vocab': a model shape the step model cannot take (above)"),
+               CB_EUSAGE;
+    int rc = pub_hardware(r, env, &run->hw, why, n);
+    if (rc == 0) rc = pub_precision(r, run, why, n);
+    if (rc != 0) return rc;
+    run->tp = r->tp, run->pp = r->pp, run->vp = r->vp, run->cp = r->cp > 1 ? r->cp : 1;
+    run->seq = r->seq_len, run->global_batch = r->global_batch, run->micro_batch = r->micro_batch;
+    static const int zero_of[5] = {
+        [SHARD_NONE] = 0, [SHARD_ZERO1] = 1, [SHARD_ZERO2] = 2, [SHARD_ZERO3] = 3, [SHARD_HYBRID] = 2};
+    run->zero = zero_of[r->sharding];
+    run->hybrid = r->sharding == SHARD_HYBRID;
+    run->recompute = r->recompute == RECOMPUTE_FULL;
+    run->selective = r->recompute == RECOMPUTE_SELECTIVE;
+    run->sp = r->sequence_parallel == 1 && r->tp > 1;
+    /* the framework's features: its attention kernel and what it overlaps (report/predict/stepmodel.h) */
+    const step_framework *fw = step_framework_find(r->framework);
+    run->attn_flash = fw->tiled_attention;
+    run->grad_overlap = fw->grad_overlap, run->gather_prefetch = fw->gather_prefetch, run->tp_overlap = fw->tp_overlap;
+    run->seq_per_s = r->seq_per_s;
+    return 0;
+}
+
 int pub_scale_model(const pub_row *r, const char *path, const pub_model_env *env, const scale_model *defaults,
                     scale_model *s, long *nodes, char *why, size_t n)
 {
-    *s = *defaults;
+    meas_run run;
     why[0] = '\0';
-    if (published_config(r, path, &s->cfg) != 0)
-        return snprintf(why, n, "columns 'arch' to 'vocab': a model shape the step model cannot take (above)"),
-               CB_EUSAGE;
-    int rc = pub_hardware(r, env, &s->hw, why, n);
-    if (rc == 0) rc = pub_precision(r, s, why, n);
-    if (rc == 0) rc = pub_layout(r, s, nodes, why, n);
+    *s = *defaults;
+    int rc = pub_run(r, path, env, defaults, &run, why, n);
+    if (rc != 0) s->cfg = run.cfg; /* validate's naive baseline reads a shape that mapped */
+    if (rc == 0) meas_run_model(&run, defaults, env->latency_us, s);
+    if (rc == 0) rc = pub_peak_check(r, s, why, n);
+    if (rc == 0) rc = pub_layout_check(r, s, nodes, why, n);
     if (rc != 0) return rc;
-    static const int zero_of[5] = {
-        [SHARD_NONE] = 0, [SHARD_ZERO1] = 1, [SHARD_ZERO2] = 2, [SHARD_ZERO3] = 3, [SHARD_HYBRID] = 2};
-    s->zero = zero_of[r->sharding];
-    s->hybrid = r->sharding == SHARD_HYBRID;
-    s->recompute = r->recompute == RECOMPUTE_FULL;
-    s->selective = r->recompute == RECOMPUTE_SELECTIVE;
-    s->sp = r->sequence_parallel == 1 && s->tp > 1;
-    /* the framework's features: its attention kernel and what it overlaps (report/predict/stepmodel.h) */
-    const step_framework *fw = step_framework_find(r->framework);
-    s->attn_flash = fw->tiled_attention;
-    s->grad_overlap = fw->grad_overlap, s->gather_prefetch = fw->gather_prefetch, s->tp_overlap = fw->tp_overlap;
-    s->latency_s = env->latency_us >= 0             ? env->latency_us * 1e-6
-                   : isfinite(s->hw.net_latency_us) ? s->hw.net_latency_us * 1e-6
-                                                    : STEP_NET_LATENCY_US * 1e-6;
     s->t_mb_s = NAN;
     step_profile_fill(s); /* the row's step, once */
     return 0;

@@ -1,0 +1,43 @@
+/* measrun.h: a measured run (a throughput row of `costbench train`/bench, or a published run) as
+ * the step model of report/predict/scale.h: the one path from "what the run states" to its
+ * configuration and its calibration point. Two adapters fill a meas_run, each with its own checks
+ * and its own column names in its errors: calib_row.c (a throughput row: the model preset,
+ * tp/pp/seq/batch, the settings it does not state from the target's) and pubmodel.c (a published
+ * row: every field, the framework's features). meas_run_model then makes the configuration the
+ * same way for both. */
+#ifndef CB_MEASRUN_H
+#define CB_MEASRUN_H
+
+#include "calibration.h"
+#include "scale.h"
+
+typedef struct {
+    model_config cfg;            /* the preset the row names, or the published shape */
+    hw_row hw;                   /* one node: peaks in the run's precision, the flags' link overrides applied */
+    train_precision precision;   /* the model's precision slot (fp16-mixed: the 16-bit slot at the FP16 peak) */
+    int fp8;                     /* the GEMMs at the FP8 peak */
+    int tp, pp, vp, cp, sp;      /* vp <= 1: no interleaving; cp >= 1 */
+    long seq, micro_batch;       /* micro_batch <= 0: not stated, 1 */
+    long global_batch;           /* the run's global batch (strong scaling) */
+    int zero, hybrid;            /* ZeRO stage; FSDP hybrid sharding */
+    int recompute, selective;    /* full; selective (the attention core again) */
+    int attn_flash;              /* no s x s scores kept (tiled attention, or selective recomputation) */
+    int grad_overlap, gather_prefetch, tp_overlap; /* what the framework overlaps */
+    long nodes;                  /* the nodes it ran on */
+    double seq_per_s;            /* its measured throughput */
+} meas_run;
+
+/* A run that states nothing yet: the settings a row may leave unstated (precision, fp8, cp, sp,
+ * ZeRO, hybrid, recomputation, attention, overlaps) as `defaults` has them. */
+void meas_run_init(meas_run *r, const scale_model *defaults);
+
+/* The run's configuration: `defaults` for what a run never states (buckets, network efficiency,
+ * overlap), the run's fields for the rest; latency --latency-us (latency_us >= 0), else the
+ * hardware's, else STEP_NET_LATENCY_US. Checks nothing (the adapters check what they read). */
+void meas_run_model(const meas_run *r, const scale_model *defaults, double latency_us, scale_model *s);
+
+/* The run as a calibration point (report/predict/calibration.h's calib_fit): its configuration
+ * (meas_run_model) in fc->cal, its nodes and its seq/s; the fit itself is calib_fit_point's. */
+void meas_run_point(const meas_run *r, const scale_model *defaults, double latency_us, calib_fit *fc);
+
+#endif
