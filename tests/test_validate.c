@@ -4,7 +4,8 @@
  * prediction of the original configuration the way the model says it must; validate's CSV
  * columns, its summary and naive baseline worked by hand; exit 0 whatever the errors, 2 on bad
  * input; a row the model cannot predict says why; the link overrides reach the calibration row;
- * throughput rows' configuration columns (recompute, sharding) are honoured. */
+ * throughput rows' configuration columns (recompute, sharding) are honoured; one run as a throughput
+ * row and as a published row predicts alike. */
 #include <glob.h>
 #include <math.h>
 #include <stdio.h>
@@ -436,6 +437,46 @@ static void test_validate_tput_columns(void)
     rm_tree(dir);
 }
 
+/* `scale`'s output for --calibrate spec (pythia-410m on 2 x p4d.24xlarge, TP 2) without the lines
+ * that name the calibration file, into buf. Returns the exit code. */
+static int scale_from(const char *spec, char *buf, size_t n)
+{
+    const char *args[] = {"scale", "--calibrate", spec, "--model", "pythia-410m", "--instance", "p4d.24xlarge",
+                          "--nodes", "2", "--tp", "2", "--seq", "2048", "--global-batch", "64", NULL};
+    int rc = run(args);
+    size_t len = 0;
+    buf[0] = '\0';
+    for (char *line = strtok(g_out, "\n"); line && len < n; line = strtok(NULL, "\n"))
+        if (!strstr(line, ".csv:")) len += (size_t)snprintf(buf + len, n - len, "%s\n", line);
+    return rc;
+}
+
+/* One run stated as a throughput row and as a published row (report/predict/measrun.h: one path
+ * from a measured run to its configuration): pythia-160m on one p4d.24xlarge, TP 4, seq 2048,
+ * global batch 64, 20 seq/s; the framework `plain` (tiled attention, nothing overlapped) is what a
+ * throughput row leaves to the target's flags. Both predict the target alike, to the digit. */
+static void test_validate_same_run(void)
+{
+    char *dir = test_tmpdir(), tput[256], pub[256], a[1 << 14], b[1 << 14];
+    if (!dir) return;
+    snprintf(tput, sizeof tput, "%s/tput.csv", dir);
+    snprintf(pub, sizeof pub, "%s/pub.csv", dir);
+    write_text(tput, "model,tensor_parallel,pipeline_parallel,instances,instance_type,seq_len,global_batch,seq_per_s\n"
+                     "pythia-160m,4,1,1,p4d.24xlarge,2048,64,20\n");
+    char text[2048];
+    snprintf(text, sizeof text,
+             "%ssame,made up for tests,plain,a100-sxm4-40gb,8,8,,p4d.24xlarge,pythia-160m,neox,12,768,12,,,50304,,"
+             "false,2048,64,1,4,1,2,,,false,none,none,bf16-mixed,seq_per_s,20,,,20,\n",
+             g_head);
+    write_text(pub, text);
+    char spec[300];
+    snprintf(spec, sizeof spec, "%s:same", pub);
+    int rc_t = scale_from(tput, a, sizeof a), rc_p = scale_from(spec, b, sizeof b);
+    CHECK(rc_t == 0 && rc_p == 0 && strstr(a, "seq_per_s") && strcmp(a, b) == 0,
+          "the same prediction: exit %d and %d\n%.2000s\n--- vs ---\n%.2000s", rc_t, rc_p, a, b);
+    rm_tree(dir);
+}
+
 const test_case tests_validate[] = {
     {"validate: every row of every shipped file gives itself back calibrated on itself (validate, and --calibrate "
      "FILE:ID)",
@@ -453,5 +494,7 @@ const test_case tests_validate[] = {
     {"validate: --net-gbps reaches the calibration row (validate and scale --calibrate)", test_validate_overrides},
     {"calibrate: a throughput row's recompute, sharding and vp columns are honoured (the row back with the same flags)",
      test_validate_tput_columns},
+    {"calibrate: one run as a throughput row and as a published row predicts the target alike (one path)",
+     test_validate_same_run},
     {0},
 };
