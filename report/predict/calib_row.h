@@ -46,7 +46,8 @@ int calib_point_add(scale_points *pl, const scale_model *s, long nodes, double s
 /* Reads the row the spec names: FILE:LINE, FILE:ID (a published-runs file) or FILE alone (its only
  * data row). A throughput row's configuration comes from its columns (model preset, instance of
  * ht, tp, pp, seq, batch, precision; the settings a row does not describe from `defaults`); a
- * published row's from every field (report/predict/pubmodel.h). The flags' link overrides apply to it.
+ * published row's from every field (report/predict/pubmodel.h); both through one measured run
+ * (report/predict/measrun.h). The flags' link overrides apply to it.
  * Fits the compute time to its point (verified within tol_pct) and computes its efficiencies and
  * e(K, N) on `eff` (outside the curve's range: at its edge, and a warning naming the row). A row
  * measured on this machine (instance "this machine") runs on the peak it records (peak_gflops).

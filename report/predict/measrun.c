@@ -29,7 +29,7 @@ void meas_run_model(const meas_run *r, const scale_model *defaults, double laten
     s->zero = r->zero, s->hybrid = r->hybrid;
     s->recompute = r->recompute, s->selective = r->selective, s->attn_flash = r->attn_flash;
     s->grad_overlap = r->grad_overlap, s->gather_prefetch = r->gather_prefetch, s->tp_overlap = r->tp_overlap;
-    s->latency_s = latency_us >= 0              ? latency_us * 1e-6
+    s->latency_s = latency_us >= 0                  ? latency_us * 1e-6
                    : isfinite(r->hw.net_latency_us) ? r->hw.net_latency_us * 1e-6
                                                     : STEP_NET_LATENCY_US * 1e-6;
 }

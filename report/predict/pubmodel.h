@@ -1,5 +1,6 @@
 /* pubmodel.h: a published run (report/formats/published.h's pub_row) as the step model of report/predict/scale.h:
- * the one mapping that `--calibrate FILE:ID` (scale, plan) and `costbench validate` share.
+ * the one mapping that `--calibrate FILE:ID` (scale, plan) and `costbench validate` share. The row is
+ * read into a measured run (report/predict/measrun.h), made a configuration as a throughput row is.
  *
  * What each field becomes (and what the step model cannot represent, refused with the reason):
  *   model shape     published_config: the row's own architecture and shape, no preset
