@@ -89,6 +89,10 @@ int train_micro_step(struct gpt_model_s *m, float scale, double *loss);
 /* out[i] == bf16_from_float(ref[i]) for every i; prints the first element that is not. */
 int bf16_is_rounding(const char *what, const uint16_t *out, const float *ref, size_t n);
 
+/* Overwrites element `elem` of the F32 or BF16 tensor `name` of a safetensors file with v (a bf16
+ * tensor gets v rounded to nearest even); a failed check when it cannot. */
+void st_poke(const char *path, const char *name, long elem, float v);
+
 /* The binary under test, for CLI tests (argv[1] of the runner). */
 extern const char *g_costbench;
 

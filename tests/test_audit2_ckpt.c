@@ -42,33 +42,6 @@ static void copy_file(const char *from, const char *to)
     CHECK(cmd_run(argv, NULL, 0, NULL, 0) == 0, "cp %s %s", from, to);
 }
 
-/* Overwrites element `elem` of tensor `name` (F32 or BF16) of a safetensors file with v. */
-static void poke(const char *path, const char *name, long elem, float v)
-{
-    st_file f;
-    if (st_open(&f, path) != 0) {
-        CHECK(0, "cannot open %s", path);
-        return;
-    }
-    const st_tensor *t = st_find(&f, name);
-    FILE *fp = fopen(path, "r+b");
-    unsigned char h8[8] = {0};
-    int ok = t && fp && fread(h8, 1, 8, fp) == 8;
-    if (ok) {
-        uint64_t hl = 0;
-        for (int i = 7; i >= 0; i--) hl = hl << 8 | h8[i];
-        int bf = strcmp(t->dtype, "BF16") == 0;
-        uint32_t bits;
-        memcpy(&bits, &v, 4);
-        uint16_t b16 = (uint16_t)((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
-        ok = fseek(fp, (long)(8 + hl + t->begin) + (bf ? 2 : 4) * elem, SEEK_SET) == 0 &&
-             fwrite(bf ? (const void *)&b16 : (const void *)&v, bf ? 2 : 4, 1, fp) == 1;
-    }
-    if (fp) fclose(fp);
-    st_close(&f);
-    CHECK(ok, "cannot set element %ld of '%s' in %s", elem, name, path);
-}
-
 /* Rewrites a safetensors file with the same tensors and its metadata changed: only the keys of
  * `keep` kept (NULL: all), and `key` set to `value` (key NULL: none). */
 static void rewrite_meta(const char *path, const char *const *keep, const char *key, const char *value)
@@ -144,7 +117,7 @@ static void moments_in(const char *prec)
     const char *r[] = {"train", TINY, "--precision", prec, "--steps", "4", "--resume", ck, "--save", ck, NULL};
     /* an impossible moment: refused at load, naming the file and the tensor */
     const char *vq = "exp_avg_sq/gpt_neox.layers.0.attention.query_key_value.weight";
-    poke(opt, vq, 7, -1.0f);
+    st_poke(opt, vq, 7, -1.0f);
     int rc = run(r);
     CHECK(rc == 1 && strstr(g_err, opt) && strstr(g_err, vq) && strstr(g_err, ">= 0") && count_of(g_err, "error:") == 1,
           "%s: a negative exp_avg_sq: exit %d: %s", prec, rc, g_err);
@@ -155,7 +128,7 @@ static void moments_in(const char *prec)
     const char *bias = "gpt_neox.layers.1.mlp.dense_4h_to_h.bias";
     char mname[128];
     snprintf(mname, sizeof mname, "exp_avg/%s", bias);
-    poke(opt, mname, 3, 3e38f);
+    st_poke(opt, mname, 3, 3e38f);
     rc = run(r);
     CHECK(rc == 1 && strstr(g_err, opt) && strstr(g_err, mname) && strstr(g_err, "AdamW's bound") &&
               count_of(g_err, "error:") == 1,
@@ -212,7 +185,7 @@ static void test_moments_zero1(void)
     snprintf(opt, sizeof opt, "%s/step-00000003/optimizer.safetensors", ck);
     const char *g2[] = {"--global-batch", "2", NULL};
     make_checkpoint(ck, "fp32", "3", g2);
-    poke(opt, "exp_avg/embed_out.weight", 512 * 128 - 1, 3e38f); /* the last parameter: rank 1's shard */
+    st_poke(opt, "exp_avg/embed_out.weight", 512 * 128 - 1, 3e38f); /* the last parameter: rank 1's shard */
     const char *r[] = {"train", TINY, "--global-batch", "2", "--zero", "1", "--steps", "4", "--resume", ck, "--save",
                        ck, NULL};
     int rc = mpi_run(2, r, g_out, sizeof g_out, g_err, sizeof g_err);
@@ -311,7 +284,7 @@ static void test_messages(void)
     char keep[512];
     snprintf(keep, sizeof keep, "%s/keep.safetensors", dir);
     copy_file(w, keep);
-    for (int i = 0; i < 128; i++) poke(keep, "gpt_neox.final_layer_norm.weight", i, 3.4e38f);
+    for (int i = 0; i < 128; i++) st_poke(keep, "gpt_neox.final_layer_norm.weight", i, 3.4e38f);
     const char *a[] = {"train", TINY, "--steps", "2", "--init", keep, "--save", out, NULL};
     int rc = run(a);
     const char *hint = strstr(g_err, "hint:");

@@ -12,6 +12,7 @@
 #include "../model/gpt.h"
 #include "../common/presets.h"
 #include "../kernels/bf16.h"
+#include "../model/safetensors.h"
 #include "check.h"
 
 int allclose(const char *what, const float *x, const double *ref, size_t n, double atol, double rtol)
@@ -348,4 +349,30 @@ double note_value(const char *text, const char *line_prefix, const char *key)
     const char *p = strstr(text, line_prefix), *q = p ? strstr(p, key) : NULL, *eol = p ? strchr(p, '\n') : NULL;
     if (!q || (eol && q > eol)) return NAN;
     return strtod(q + strlen(key), NULL);
+}
+
+void st_poke(const char *path, const char *name, long elem, float v)
+{
+    st_file f;
+    if (st_open(&f, path) != 0) {
+        CHECK(0, "cannot open %s", path);
+        return;
+    }
+    const st_tensor *t = st_find(&f, name);
+    FILE *fp = fopen(path, "r+b");
+    unsigned char h8[8] = {0};
+    int ok = t && fp && fread(h8, 1, 8, fp) == 8;
+    if (ok) {
+        uint64_t hl = 0;
+        for (int i = 7; i >= 0; i--) hl = hl << 8 | h8[i];
+        int bf = strcmp(t->dtype, "BF16") == 0;
+        uint32_t bits;
+        memcpy(&bits, &v, 4);
+        uint16_t b16 = (uint16_t)((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+        ok = fseek(fp, (long)(8 + hl + t->begin) + (bf ? 2 : 4) * elem, SEEK_SET) == 0 &&
+             fwrite(bf ? (const void *)&b16 : (const void *)&v, bf ? 2 : 4, 1, fp) == 1;
+    }
+    if (fp) fclose(fp);
+    st_close(&f);
+    CHECK(ok, "cannot set element %ld of '%s' in %s", elem, name, path);
 }
