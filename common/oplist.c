@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "params.h"
+
 const char *const op_kind_names[8] = {"gemm", "attention", "memory", "tp_comm",
                                       "dp_comm", "gather", "pp_send", "optimizer"};
 const char *const op_pass_names[4] = {"fwd", "bwd", "recompute", "step"};
@@ -160,12 +162,23 @@ int op_list(const model_config *c, const op_layout *l, op_entry *out, int cap)
     double layer_params = model_params_non_embedding(c) / c->L / l->tp;
     double rank_params = model_params_total(c) / ((double)l->tp * l->pp);
     if (l->zero >= 3) {
-        op_entry *g = put(&k, "param_gather", OPK_GATHER, OPP_FWD, OPS_LAYER, "fwd", 1);
-        if (g) g->bytes = layer_params * l->weight_bytes;
-        g = put(&k, "param_gather", OPK_GATHER, OPP_BWD, OPS_LAYER, "bwd", 1);
-        if (g) g->bytes = layer_params * l->weight_bytes;
-        g = put(&k, "grad_sync", OPK_DP_COMM, OPP_BWD, OPS_LAYER, "bwd", 1);
-        if (g) g->bytes = layer_params * l->grad_bytes;
+        /* the model-wide tensors too: the first stage's embeddings (token, learned positions), the
+         * last stage's final norm and output layer (with tied embeddings, none: the first stage's
+         * table is the one gathered), each the TP rank's share */
+        double first = (double)(param_size(c, P_WTE) + param_size(c, P_WPE)) / l->tp;
+        double last = (model_params_total(c) - model_params_non_embedding(c)) / l->tp - first;
+        const struct {
+            op_scope scope;
+            double params;
+        } parts[3] = {{OPS_LAYER, layer_params}, {OPS_FIRST, first}, {OPS_LAST, last}};
+        for (int i = 0; i < 3; i++) {
+            op_entry *g = put(&k, "param_gather", OPK_GATHER, OPP_FWD, parts[i].scope, "fwd", 1);
+            if (g) g->bytes = parts[i].params * l->weight_bytes;
+            g = put(&k, "param_gather", OPK_GATHER, OPP_BWD, parts[i].scope, "bwd", 1);
+            if (g) g->bytes = parts[i].params * l->weight_bytes;
+            g = put(&k, "grad_sync", OPK_DP_COMM, OPP_BWD, parts[i].scope, "bwd", 1);
+            if (g) g->bytes = parts[i].params * l->grad_bytes;
+        }
     } else {
         op_entry *g = put(&k, "grad_sync", OPK_DP_COMM, OPP_STEP, OPS_STEP, "step", 1);
         if (g) g->bytes = rank_params * l->grad_bytes;

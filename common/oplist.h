@@ -39,7 +39,8 @@
  *            traffic) again (Korthikanti et al. 2022)
  * and the data movement around them: the gradient bytes a rank synchronises once per step
  * (grad_sync; ZeRO-3/FSDP: a reduce-scatter per layer and micro-batch instead), the weights a
- * ZeRO-3/FSDP rank gathers per layer in every forward and backward (param_gather), the activation
+ * ZeRO-3/FSDP rank gathers in every forward and backward (param_gather: per layer, and the
+ * embeddings and the output layer on the first and last stage), the activation
  * a pipeline stage sends forward and the gradient it sends back per micro-batch (pp_send), and
  * the bytes AdamW streams once per step (optimizer). Who overlaps what with which is the
  * framework's (report/predict/stepmodel.h), not the list's. */

@@ -135,6 +135,7 @@ static int model_build(scale_run *r)
     const scale_opts *o = &r->o;
     scale_model *s = &r->s;
     s->hw = *r->hw;
+    s->gemm_curve = &r->eff; /* the step on the device's measured curve, when --matmul-csv gives one */
     s->tp = (int)o->tp, s->pp = (int)o->pp, s->interleave = (int)o->interleave;
     s->seq = o->seq, s->micro_batch = o->micro_batch, s->global_batch = o->global_batch,
     s->batch_per_replica = o->batch_per_device;
@@ -234,7 +235,7 @@ static int calib_carry(scale_run *r)
     if (!isfinite(scale_stage_peak(s)))
         return err_usage("flag '--instance': %s has no %s peak in %s to carry an MFU to", r->o.instance,
                          precision_info_of(r->o.prec)->peak_name, r->ht.path);
-    int rc = calib_row_carry(&r->cr, s, &r->eff, &r->hfu_tgt, &r->eff_clamped, &r->e_tgt);
+    int rc = calib_row_carry(&r->cr, s, &r->hfu_tgt, &r->eff_clamped, &r->e_tgt);
     if (rc != 0) return rc;
     s->t_mb_s = scale_t_mb_from_peak(s, r->hfu_tgt);
     r->mfu_tgt = r->hfu_tgt * scale_stage_flops(s, 0) / scale_stage_flops(s, 1);

@@ -140,7 +140,7 @@ static void val_predict(const val_file *f, int i, int k, val_row *out)
     scale_model s = f->model[i];
     double eff_t, e_t;
     int clamped;
-    if (calib_fit_carry(&f->fit[k], &s, f->env->eff, &eff_t, &clamped, &e_t, out->note, sizeof out->note) != 0) return;
+    if (calib_fit_carry(&f->fit[k], &s, &eff_t, &clamped, &e_t, out->note, sizeof out->note) != 0) return;
     s.t_mb_s = calib_t_mb(&s, eff_t);
     scale_point p;
     scale_eval(&s, f->nodes[i], &p);

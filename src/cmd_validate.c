@@ -98,6 +98,7 @@ static int val_run(const val_opts *o, const hw_table *ht, const dev_table *dt, c
     scale_model d;
     memset(&d, 0, sizeof d);
     d.interleave = 1, d.bucket_bytes = 25.0 * 1048576.0, d.net_eff = 1.0; /* costbench scale's defaults */
+    d.gemm_curve = eff; /* every row's step on the curve its calibration is carried on */
     const val_env env = {ht, dt, &ov, o->latency_us, eff, o->fit_tol_pct, &d};
     int *found = calloc((size_t)o->nids + 1, sizeof *found), rc = found ? 0 : err_msg("out of memory");
     for (int i = 0; i < o->nfiles && rc == 0; i++)

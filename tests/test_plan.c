@@ -219,9 +219,10 @@ static void test_plan_calibrated(void)
           t_own, c->t_mb_s);
     scale_model t = *c;
     t.micro_batch = 4, t.recompute = 1, t.precision = PRECISION_BF16_SR;
+    step_profile_fill(&t); /* a configuration changed: its step computed again */
     double eff_t, e_t;
     int clamped;
-    CHECK(calib_fit_carry(&cf, &t, &def, &eff_t, &clamped, &e_t, why, sizeof why) == 0, "carried: %s", why);
+    CHECK(calib_fit_carry(&cf, &t, &eff_t, &clamped, &e_t, why, sizeof why) == 0, "carried: %s", why);
     CHECK(!clamped && !cf.clamped, "the assumed curve (no --matmul-csv) has no edge to clamp at");
     double t_plan = plan_t_mb_s(&t, &in), t_carry = calib_t_mb(&t, eff_t);
     CHECK(isfinite(t_plan) && t_plan == t_carry,

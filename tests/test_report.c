@@ -11,6 +11,7 @@
 
 #include "../common/csvio.h"
 #include "../common/presets.h"
+#include "../report/predict/stepmodel.h"
 #include "../report/predict/scale.h"
 #include "check.h"
 
@@ -270,13 +271,16 @@ static void test_scale_closed_forms(void)
     s.overlap = 0;
     /* pipeline bubble: (p - 1) micro-batch times, (p - 1)/v interleaved */
     s.tp = 2, s.pp = 4;
+    step_profile_fill(&s); /* a new layout: its step */
     scale_eval(&s, 1, &p1);
     CHECK(p1.micro_batches == 64 && fabs(p1.bubble_s - 3 * 0.5) < 1e-12, "bubble %g s, expected 3 x 0.5", p1.bubble_s);
     s.interleave = 3;
+    step_profile_fill(&s);
     scale_eval(&s, 1, &p1);
     CHECK(fabs(p1.bubble_s - 0.5) < 1e-12, "interleaved bubble %g s, expected 0.5", p1.bubble_s);
     /* ZeRO shards the optimizer state: memory falls */
     s.interleave = 1, s.tp = 8, s.pp = 1;
+    step_profile_fill(&s);
     scale_eval(&s, 4, &p4);
     double m0 = p4.mem_gib;
     s.zero = 1;

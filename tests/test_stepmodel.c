@@ -100,10 +100,12 @@ static void test_one_allreduce(void)
     CHECK(fabs(step_op_time(&s, t) / want - 1) < 1e-9, "one all-reduce: %.9g s, by hand %.9g s", step_op_time(&s, t),
           want);
     /* per micro-batch: 2 forward + 2 backward per layer, 2 layers */
+    step_profile_fill(&s);
     CHECK(fabs(step_comm_per_mb(&s) / (8 * want) - 1) < 1e-9, "TP per micro-batch: 8 all-reduces: %.9g s",
           step_comm_per_mb(&s));
     /* an unknown link carries no modelled time */
     s.hw.intra_gb_per_s = NAN;
+    step_profile_fill(&s);
     CHECK(step_comm_per_mb(&s) == 0, "unknown link: 0");
 }
 
@@ -112,11 +114,13 @@ static void test_one_bubble(void)
     scale_model s;
     toy(&s);
     s.pp = 2, s.t_mb_s = 0.1, s.hw.intra_gb_per_s = NAN; /* no TP or PP link time */
+    step_profile_fill(&s);
     scale_point p;
     scale_eval(&s, 1, &p); /* 8 ranks, pp 2: 4 replicas of 16 / 4 = 4 sequences, 2 micro-batches */
     CHECK(p.micro_batches == 2 && fabs(p.bubble_s - 0.1) < 1e-12 && fabs(p.compute_s - 0.2) < 1e-12,
           "1F1B: (p - 1) x t_mb = 0.1 s beside 2 x 0.1 s: m %ld, bubble %.9g", p.micro_batches, p.bubble_s);
     s.interleave = 2, s.cfg.L = 4;
+    step_profile_fill(&s);
     scale_eval(&s, 1, &p);
     CHECK(fabs(p.bubble_s - 0.05) < 1e-12, "interleaved, vp 2: (p - 1) / v x t_mb = 0.05 s: %.9g", p.bubble_s);
 }
@@ -126,6 +130,7 @@ static void test_one_overlap(void)
     scale_model s;
     toy(&s);
     s.t_mb_s = 0.3, s.hw.intra_gb_per_s = NAN, s.global_batch = 128; /* 32 replicas of 2 micro-batches */
+    step_profile_fill(&s);
     scale_point p;
     scale_eval(&s, 4, &p); /* across 4 nodes: a gradient all-reduce over the network */
     double dp = p.dp_s;
@@ -142,12 +147,41 @@ static void test_one_overlap(void)
           p.exposed_s);
 }
 
+/* ZeRO-3's gathers from the list's own param_gather entries: every weight of the replica (the
+ * embeddings and the output layer included) once in the forward and once in the backward; the
+ * profile's memory terms the same weights, gradients and state a rank holds. Toy: V 1024, C 256,
+ * L 2, learned positions over max_T, untied output: 2 x 1 x total params x 2 bytes per micro-batch. */
+static void test_zero3_gathers(void)
+{
+    scale_model s;
+    toy(&s);
+    s.tp = 2, s.pp = 2, s.zero = 3;
+    step_profile_fill(&s);
+    const step_profile *p = step_profile_get(&s);
+    double total = model_params_total(&s.cfg), wb = precision_info_of(s.precision)->weight_bytes;
+    CHECK(fabs(p->gather_bytes / (2.0 * total * wb) - 1) < 1e-12,
+          "a replica gathers its %.0f weights twice a micro-batch: %.9g bytes, by hand %.9g", total, p->gather_bytes,
+          2.0 * total * wb);
+    CHECK(fabs(p->weight_bytes / (total / 4 * wb) - 1) < 1e-12 &&
+              fabs(p->grad_bytes / (total / 4 * precision_info_of(s.precision)->grad_bytes) - 1) < 1e-12 &&
+              fabs(p->state_bytes / (total / 4 * precision_optimizer_bytes(s.precision)) - 1) < 1e-12,
+          "a rank of tp 2 x pp 2 holds a quarter: weights %.9g, gradients %.9g, state %.9g bytes", p->weight_bytes,
+          p->grad_bytes, p->state_bytes);
+    op_entry ops[OP_LIST_MAX];
+    int n = step_ops(&s, 4, ops, OP_LIST_MAX), first = 0, last = 0;
+    for (int i = 0; i < n; i++)
+        if (ops[i].kind == OPK_GATHER) first += ops[i].scope == OPS_FIRST, last += ops[i].scope == OPS_LAST;
+    CHECK(first == 2 && last == 2, "the embeddings and the output layer gathered forward and backward: %d, %d", first,
+          last);
+}
+
 static void test_joint_fit_recovers(void)
 {
     scale_model rows[2];
     long nodes[2] = {1, 4};
     toy(&rows[0]), toy(&rows[1]);
     rows[1].global_batch = 256; /* 8 micro-batches per replica against 1: the overhead weighs differently */
+    step_profile_fill(&rows[0]), step_profile_fill(&rows[1]);
     calib_joint truth = {.phi = 0.7, .overhead_s = 0.002};
     double sps[2] = {calib_joint_predict(&truth, &rows[0], nodes[0]), calib_joint_predict(&truth, &rows[1], nodes[1])};
     calib_joint j;
@@ -251,6 +285,9 @@ const test_case tests_stepmodel[] = {
     {"step model: one tensor-parallel all-reduce worked by hand; an unknown link carries no time", test_one_allreduce},
     {"step model: one 1F1B bubble and one interleaved, worked by hand", test_one_bubble},
     {"step model: the gradient overlap and the ZeRO-3 prefetch, worked by hand", test_one_overlap},
+    {"step model: ZeRO-3 gathers every weight (embeddings and output layer too) from the list's entries, worked by "
+     "hand",
+     test_zero3_gathers},
     {"step model: the joint fit recovers phi and the overhead from two synthetic rows", test_joint_fit_recovers},
     {"step model: the frameworks' named features", test_frameworks},
     {"step model: validate's targets on the shipped published runs (met ones, and the misses at today's figure)",

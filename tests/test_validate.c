@@ -162,7 +162,7 @@ static int every_row_calibrate(const char *file, const pub_table *t, const hw_ta
         int rc = calib_row_load(c, spec, &env, &d, NULL, 5.0);
         double eff = NAN, e;
         int clamped;
-        if (rc == 0) rc = calib_row_carry(c, &c->cal, NULL, &eff, &clamped, &e);
+        if (rc == 0) rc = calib_row_carry(c, &c->cal, &eff, &clamped, &e);
         const char *err = capture_stderr_end();
         CHECK(rc == 0, "--calibrate %s: %d: %s", spec, rc, err);
         if (rc != 0) continue;

@@ -11,6 +11,7 @@
 #include "../common/csvio.h"
 #include "../model/gpt.h"
 #include "../common/presets.h"
+#include "../report/predict/stepmodel.h"
 #include "../kernels/bf16.h"
 #include "../model/safetensors.h"
 #include "check.h"
@@ -292,6 +293,7 @@ void test_scale_model(scale_model *m)
     s.hw.mem_gb_per_s = NAN, s.hw.intra_gb_per_s = NAN, s.hw.net_gbit_per_s = 800, s.hw.net_latency_us = NAN;
     s.tp = 8, s.pp = 1, s.interleave = 1, s.seq = 2048, s.micro_batch = 1, s.global_batch = 64;
     s.precision = PRECISION_BF16_MIXED, s.bucket_bytes = 25 << 20, s.t_mb_s = 0.5, s.net_eff = 1;
+    step_profile_fill(&s); /* its step, as every builder of a configuration computes it */
     *m = s;
 }
 

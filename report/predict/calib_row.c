@@ -380,12 +380,11 @@ int calib_row_load(calib_row *c, const char *spec, const calib_env *env, const s
     return 0;
 }
 
-int calib_row_carry(const calib_row *c, const scale_model *target, const scale_eff_curve *eff, double *eff_t,
-                    int *clamped, double *e_target)
+int calib_row_carry(const calib_row *c, const scale_model *target, double *eff_t, int *clamped, double *e_target)
 {
     char why[1024];
     double e;
-    if (calib_fit_carry(&c->fc, target, eff, eff_t, clamped, &e, why, sizeof why) != 0)
+    if (calib_fit_carry(&c->fc, target, eff_t, clamped, &e, why, sizeof why) != 0)
         return err_usage("%s: %s; calibrate on a row nearer the target", c->where, why);
     if (e_target) *e_target = e;
     return 0;

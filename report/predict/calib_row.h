@@ -63,7 +63,6 @@ int calib_row_hardware(const char *spec, const calib_env *env, const scale_model
  * *e_target, may be NULL; *clamped 1 when a GEMM lies outside a measured curve); the target's t_mb is then scale_t_mb_from_peak(target,
  * *eff_t) = t_device(target) / phi. Returns 0, or CB_EUSAGE after one error naming the row when
  * the carry comes out above 100% of the peak or the target has no device time. */
-int calib_row_carry(const calib_row *c, const scale_model *target, const scale_eff_curve *eff, double *eff_t,
-                    int *clamped, double *e_target);
+int calib_row_carry(const calib_row *c, const scale_model *target, double *eff_t, int *clamped, double *e_target);
 
 #endif

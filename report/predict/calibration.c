@@ -48,6 +48,8 @@ int calib_fit_point(calib_fit *c, const char *src, int line, const scale_eff_cur
                     size_t n)
 {
     why[0] = '\0';
+    c->cal.gemm_curve = eff;
+    step_profile_fill(&c->cal); /* its step on that curve, once (nothing to do when its builder filled it so) */
     c->meas = (scale_points){.n = 1};
     c->meas.nodes[0] = c->nodes, c->meas.seq_per_s[0] = c->seq_per_s, c->meas.src[0] = src, c->meas.line[0] = line;
     if (!isfinite(scale_stage_peak(&c->cal)))
@@ -68,8 +70,6 @@ int calib_fit_point(calib_fit *c, const char *src, int line, const scale_eff_cur
         return snprintf(why, n, "the row's compute efficiency comes out %.4g%% of the peak, outside (0, 100%%]",
                         100 * c->eff_cal),
                CB_EUSAGE;
-    c->cal.gemm_curve = eff;
-    step_profile_fill(&c->cal); /* its step on that curve, once (nothing to do when the curve is the one it had) */
     step_parts parts;
     double t_dev = step_t_mb_device(&c->cal, &parts);
     c->clamped = parts.gemm_clamped;
@@ -98,18 +98,17 @@ double calib_gemm_share(const scale_model *s, double phi)
     return g * phi;
 }
 
-int calib_fit_carry(const calib_fit *c, const scale_model *target, const scale_eff_curve *eff, double *eff_t,
-                    int *clamped, double *e_t, char *why, size_t n)
+int calib_fit_carry(const calib_fit *c, const scale_model *target, double *eff_t, int *clamped, double *e_t, char *why,
+                    size_t n)
 {
     why[0] = '\0';
-    scale_model t = *target;
-    t.gemm_curve = eff;
+    const scale_model *t = target;
     step_parts parts;
-    double t_mb = step_t_mb_device(&t, &parts) / c->phi_cal;
+    double t_mb = step_t_mb_device(t, &parts) / c->phi_cal;
     *clamped = parts.gemm_clamped;
-    double e = calib_gemm_share(&t, c->phi_cal);
+    double e = calib_gemm_share(t, c->phi_cal);
     if (e_t) *e_t = e;
-    *eff_t = scale_stage_flops(&t, 1) / (t_mb * scale_stage_peak(&t));
+    *eff_t = scale_stage_flops(t, 1) / (t_mb * scale_stage_peak(t));
     if (!isfinite(t_mb))
         return snprintf(why, n,
                         "the step model has no device time for the target (its device's peak or memory bandwidth is "
@@ -122,7 +121,7 @@ int calib_fit_carry(const calib_fit *c, const scale_model *target, const scale_e
              "the calibration's framework efficiency %.4g carried to the target's %s on %s gives %.4g%% of the dense "
              "peak in hardware "
              "FLOPs (its GEMMs at %.4g%%), above 100%%: the row and the target differ by a term the model lacks",
-             c->phi_cal, kn, t.hw.instance, 100 * *eff_t, 100 * e);
+             c->phi_cal, kn, t->hw.instance, 100 * *eff_t, 100 * e);
     return CB_EUSAGE;
 }
 

@@ -42,14 +42,15 @@ typedef struct {
 int calib_fit_point(calib_fit *c, const char *src, int line, const scale_eff_curve *eff, double tol_pct, char *why,
                     size_t n);
 
-/* The calibration's phi carried to `target`: its compute efficiency in hardware FLOPs into *eff_t
- * (calib_t_mb turns it into t_device(target) / phi), the share of the peak its GEMMs reach into
- * *e_t (may be NULL); *clamped 1 when one of the target's GEMMs lies outside a measured curve
- * (`eff` from a `costbench matmul` CSV: e taken at its edge), else 0. Returns 0, or CB_EUSAGE
- * with the reason in why when the target has no device time or the carry comes out above 100% of
- * the peak. */
-int calib_fit_carry(const calib_fit *c, const scale_model *target, const scale_eff_curve *eff, double *eff_t,
-                    int *clamped, double *e_t, char *why, size_t n);
+/* The calibration's phi carried to `target` (its step filled on the GEMM curve the calibration was
+ * fitted on: its builder sets target->gemm_curve before step_profile_fill): its compute efficiency
+ * in hardware FLOPs into *eff_t (calib_t_mb turns it into t_device(target) / phi), the share of the
+ * peak its GEMMs reach into *e_t (may be NULL); *clamped 1 when one of the target's GEMMs lies
+ * outside a measured curve (a `costbench matmul` CSV: e taken at its edge), else 0. Returns 0, or
+ * CB_EUSAGE with the reason in why when the target has no device time or the carry comes out above
+ * 100% of the peak. */
+int calib_fit_carry(const calib_fit *c, const scale_model *target, double *eff_t, int *clamped, double *e_t, char *why,
+                    size_t n);
 
 /* The share of the dense peak a model's GEMMs reach at framework efficiency phi (its device's
  * gemm_eff x phi; 1 x phi on a measured curve). */

@@ -76,7 +76,7 @@ static double t_mb_of(const scale_model *s, const plan_inputs *in, int *over, do
     *over = 0, *clamped = 0, *eff_t = NAN;
     if (!in->cal) return scale_t_mb_from_peak(s, in->mfu);
     double e = NAN;
-    if (calib_fit_carry(in->cal, s, in->eff, eff_t, clamped, &e, why, n) == 0) return calib_t_mb(s, *eff_t);
+    if (calib_fit_carry(in->cal, s, eff_t, clamped, &e, why, n) == 0) return calib_t_mb(s, *eff_t);
     *over = *eff_t > 1 || e > 1;
     if (*over) *eff_t = fmax(*eff_t, e);
     return NAN;

@@ -32,14 +32,6 @@ int scale_precision_matches(train_precision p, const char *precision)
     return precision_parse(precision, &q) == 0 && same_storage(p, q);
 }
 
-/* Bytes per parameter: weights, gradients, optimizer state (precision_table's: the ZeRO paper's
- * accounting; mixed precision keeps 2 + 2 + 12 bytes: bf16 weights and gradients, fp32 master, m
- * and v; full bf16 as on Trainium keeps m and v in bf16 too). */
-static void bytes_per_param(train_precision p, double *w, double *g, double *o)
-{
-    *w = precision_info_of(p)->weight_bytes, *g = precision_info_of(p)->grad_bytes, *o = precision_optimizer_bytes(p);
-}
-
 static long ranks_per_node(const scale_model *s) { return (long)s->hw.accelerators * s->hw.workers; }
 /* Context-parallel degree (0 in a model made before the field: 1). */
 static long cp_of(const scale_model *s) { return s->cp > 1 ? s->cp : 1; }
@@ -94,8 +86,7 @@ double scale_t_mb_from_peak(const scale_model *s, double mfu)
 {
     /* hardware FLOPs of one micro-batch through one stage, shared by the tp ranks of the stage */
     double peak_rank = scale_peak_per_instance(s) / (double)ranks_per_node(s);
-    double flops =
-        model_hardware_flops_per_token(&s->cfg, (int)s->seq, s->recompute) * (double)s->micro_batch * (double)s->seq;
+    double flops = step_profile_get(s)->hw_flops_per_token * (double)s->micro_batch * (double)s->seq;
     return flops / ((double)scale_replica_ranks(s) * peak_rank * mfu);
 }
 
@@ -109,13 +100,12 @@ static double dp_sync_s(const scale_model *s, const step_profile *pr, long nodes
     double dp = 0;
     double r_node = D / M; /* replicas per node (< 1: a replica spans 1/r nodes) */
     double shard = pr->grad_bytes / (double)cp_of(s); /* gradient bytes one rank holds (the list's grad_sync) */
-    double weights = pr->weight_bytes * TPP; /* a replica's weights, what ZeRO-3 gathers */
     double link = s->hw.intra_gb_per_s * 1e9 * STEP_LINK_EFF;
     if (r_node > 1 && isfinite(s->hw.intra_gb_per_s)) {
         dp += 2.0 * (r_node - 1) / r_node * shard / link;
         /* hybrid sharding (FSDP HYBRID_SHARD): ZeRO-3 inside the node, each micro-batch's forward
          * and backward gathering the weights over the device links */
-        if (s->hybrid) dp += (double)m * 2.0 * (r_node - 1) / r_node * (pr->weight_bytes / (double)cp_of(s)) / link;
+        if (s->hybrid) dp += (double)m * (r_node - 1) / r_node * (pr->gather_bytes / TPP / (double)cp_of(s)) / link;
     }
     double k = r_node >= 1 ? (double)nodes : (double)R; /* ring size across nodes */
     if (k > 1 && isfinite(s->hw.net_gbit_per_s)) { /* an unknown network: not modelled (as an unknown device link) */
@@ -124,7 +114,7 @@ static double dp_sync_s(const scale_model *s, const step_profile *pr, long nodes
         double ring = 2.0 * (k - 1) / k;
         double bytes = ring * node_bytes;
         if (s->zero == 3) /* reduce-scatter of gradients once, all-gather of weights in every forward and backward */
-            bytes = (k - 1) / k * node_bytes + (double)m * 2.0 * (k - 1) / k * weights * fmin(1.0, r_node);
+            bytes = (k - 1) / k * node_bytes + (double)m * (k - 1) / k * pr->gather_bytes * fmin(1.0, r_node);
         /* latency: 2 log2 k hops a bucket (NCCL's double binary trees across nodes, since 2.4: logarithmic latency; the
          * ring's 2 (k - 1) hops only below 4 nodes, where they are fewer or equal) */
         double buckets = ceil(shard / s->bucket_bytes), hops = fmin(2.0 * (k - 1), 2.0 * ceil(log2(k)));
@@ -142,17 +132,16 @@ static double optimizer_time_s(const scale_model *s, const step_profile *pr, lon
     return pr->optimizer_bytes / (s->zero >= 1 ? (double)R : 1.0) / (s->hw.mem_gb_per_s * 1e9 / s->hw.workers);
 }
 
-/* Memory per rank: weights, gradients and optimizer state as the ZeRO stage shards them over R
- * replicas, plus L layers of activations (the step profile's act_bytes: Korthikanti et al. 2022). */
+/* Memory per rank: the weights, gradients and optimizer state a rank holds (the step profile's) as
+ * the ZeRO stage shards them over R replicas (the ZeRO paper's accounting: mixed precision keeps
+ * 2 + 2 + 12 bytes a parameter, bf16 weights and gradients, fp32 master, m and v; full bf16 as on
+ * Trainium keeps m and v in bf16 too), plus L layers of activations (Korthikanti et al. 2022). */
 static double mem_per_rank_gib(const scale_model *s, const step_profile *pr, long R)
 {
-    const model_config *c = &s->cfg;
-    double wb, gb, ob;
-    bytes_per_param(s->precision, &wb, &gb, &ob);
     double Rd = (double)R;
-    double w = wb / (s->zero >= 3 ? Rd : 1), g = gb / (s->zero >= 2 ? Rd : 1), o = ob / (s->zero >= 1 ? Rd : 1);
-    double states = model_params_total(c) / ((double)s->tp * s->pp) * (w + g + o);
-    return (states + pr->act_bytes) / 1073741824.0;
+    double w = pr->weight_bytes / (s->zero >= 3 ? Rd : 1), g = pr->grad_bytes / (s->zero >= 2 ? Rd : 1);
+    double o = pr->state_bytes / (s->zero >= 1 ? Rd : 1);
+    return (w + g + o + pr->act_bytes) / 1073741824.0;
 }
 
 /* What of the data-parallel traffic the step waits for. ZeRO-3/FSDP with prefetching gathers:
@@ -179,8 +168,7 @@ void scale_eval(const scale_model *s, long nodes, scale_point *p)
     p->replicas = R;
     p->global_batch = per_replica * R;
     p->micro_batches = m;
-    step_profile tmp;
-    const step_profile *pr = step_profile_of(s, &tmp); /* the step, computed once per configuration */
+    const step_profile *pr = step_profile_get(s); /* the step, computed once per configuration */
     double tp_mb = step_comm_of(s, pr);
     p->compute_s = (double)m * s->t_mb_s;
     p->tp_s = (double)m * tp_mb;
@@ -191,7 +179,7 @@ void scale_eval(const scale_model *s, long nodes, scale_point *p)
     p->step_s = p->compute_s + p->tp_s + p->bubble_s + p->exposed_s + p->optimizer_s + s->step_overhead_s;
     p->seq_per_s = (double)p->global_batch / p->step_s;
     p->tokens_per_s = p->seq_per_s * (double)s->seq;
-    p->mfu_pct = mfu_pct(model_flops_per_token(&s->cfg, (int)s->seq), p->tokens_per_s,
+    p->mfu_pct = mfu_pct(pr->model_flops_per_token, p->tokens_per_s,
                          scale_peak_per_instance(s) * (double)nodes);
     p->mem_gib = mem_per_rank_gib(s, pr, R);
     p->mem_avail_gib = s->hw.mem_gib / s->hw.workers;
@@ -526,8 +514,8 @@ double scale_eff_n(const scale_model *s) { return (double)s->micro_batch * (doub
 
 double scale_stage_flops(const scale_model *s, int hardware)
 {
-    double per_token = hardware ? model_hardware_flops_per_token(&s->cfg, (int)s->seq, s->recompute)
-                                : model_flops_per_token(&s->cfg, (int)s->seq);
+    const step_profile *pr = step_profile_get(s);
+    double per_token = hardware ? pr->hw_flops_per_token : pr->model_flops_per_token;
     return per_token * (double)s->micro_batch * (double)s->seq / (double)s->pp;
 }
 

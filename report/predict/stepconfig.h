@@ -42,11 +42,18 @@ typedef struct {
     double pp_per_mb_s;      /* pipeline sends, at the network's line rate when they cross nodes */
     int pp_over_net;         /* 1: the stages span nodes (the sends run at net_eff of the line rate) */
     double grad_bytes;       /* per step: the list's grad_sync entry, the gradients a rank holds (any ZeRO stage) */
-    double weight_bytes;     /* the weights a rank holds, what ZeRO-3 gathers in each forward and backward */
+    double gather_bytes;     /* per micro-batch under ZeRO-3/FSDP: the weights one replica gathers in the forward
+                              * and again in the backward (the list's param_gather entries, every stage, its tp
+                              * ranks) */
     double optimizer_bytes;  /* per step: the list's optimizer entry, AdamW's traffic on the rank's parameters
                               * before ZeRO shards it (common/precision.h's adamw_traffic_bytes) */
-    double act_bytes;        /* memory: the activations a rank keeps, L layers' worth (scale.c adds the
-                              * weights, gradients and optimizer state as the ZeRO stage shards them) */
+    /* memory per rank before ZeRO shards it (scale.c divides each by the replicas its stage shards over) */
+    double weight_bytes;     /* the weights a rank holds: one forward's gathers of a replica over its tp x pp ranks */
+    double state_bytes;      /* the optimizer state (common/precision.h's precision_optimizer_bytes per parameter) */
+    double act_bytes;        /* the activations a rank keeps, L layers' worth */
+    /* FLOPs a token (common/presets.h's counts) */
+    double model_flops_per_token;    /* model FLOPs (PaLM: 6 N + 12 L C T) */
+    double hw_flops_per_token;       /* hardware FLOPs: the recomputed forward included */
 } step_profile;
 
 typedef struct {

@@ -3,8 +3,10 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "../../common/err.h"
 #include "../../common/frameworks.h"
 #include "effcurve.h"
 
@@ -172,14 +174,24 @@ static void step_key_of(const scale_model *s, step_key *k)
     k->gemm_curve = s->gemm_curve && s->gemm_curve->nk > 0 ? s->gemm_curve : NULL; /* an empty curve: the rule */
 }
 
-/* The list's per-step entries: the gradient a rank synchronises and AdamW's traffic. */
-static void profile_bytes(const scale_model *s, const op_entry *ops, int n, step_profile *p)
+/* The list's per-step entries (the gradient a rank synchronises, AdamW's traffic) of `ops` (built
+ * at ZeRO 0), the weights a replica gathers per micro-batch of `z3` (the same layout at ZeRO 3), the
+ * state a rank holds and the FLOPs a token. */
+static void profile_bytes(const scale_model *s, const op_entry *ops, int n, const op_entry *z3, int n3,
+                          step_profile *p)
 {
     for (int i = 0; i < n; i++) {
         if (ops[i].kind == OPK_DP_COMM && ops[i].scope == OPS_STEP) p->grad_bytes += ops[i].bytes;
         if (ops[i].kind == OPK_OPTIM) p->optimizer_bytes += ops[i].bytes;
     }
-    p->weight_bytes = model_params_total(&s->cfg) / ((double)s->tp * s->pp) * precision_info_of(s->precision)->weight_bytes;
+    for (int i = 0; i < n3; i++) /* every layer, the first stage's and the last's: the whole replica */
+        if (z3[i].kind == OPK_GATHER) p->gather_bytes += z3[i].bytes * op_times(&z3[i], s->cfg.L, 1, 1) * s->tp;
+    const precision_info *pi = precision_info_of(s->precision);
+    double rank_params = p->grad_bytes / pi->grad_bytes; /* the gradients a rank holds: one per parameter */
+    p->weight_bytes = p->gather_bytes / 2.0 / ((double)s->tp * s->pp);
+    p->state_bytes = rank_params * precision_optimizer_bytes(s->precision);
+    p->model_flops_per_token = model_flops_per_token(&s->cfg, (int)s->seq);
+    p->hw_flops_per_token = model_hardware_flops_per_token(&s->cfg, (int)s->seq, s->recompute);
 }
 
 /* Activations a rank keeps for the backward, L layers' worth (the first stage's, which holds the
@@ -202,8 +214,8 @@ static double act_bytes_of(const scale_model *s)
 
 /* The list of s's layout built once and timed: the slowest stage's compute, the exposed
  * communication every stage runs, the per-step bytes. The list is built at ZeRO 0 (the stage
- * changes only what moves per step, which scale.c shards by its replicas), so the profile holds
- * for every stage. */
+ * changes only what moves per step, which scale.c shards by its replicas) and once more at ZeRO 3
+ * for its gathers, so the profile holds for every stage. */
 static void profile_build(const scale_model *s, step_profile *p)
 {
     memset(p, 0, sizeof *p);
@@ -213,9 +225,11 @@ static void profile_build(const scale_model *s, step_profile *p)
     op_layout l;
     step_layout(s, 1, &l);
     l.zero = 0;
-    op_entry ops[OP_LIST_MAX];
+    op_entry ops[OP_LIST_MAX], z3[OP_LIST_MAX];
     int n = op_list(&s->cfg, &l, ops, OP_LIST_MAX);
     if (n < 0) return;
+    l.zero = 3;
+    int n3 = op_list(&s->cfg, &l, z3, OP_LIST_MAX);
     /* timed at the line rate: a pipeline send across nodes is divided by the network efficiency,
      * a fitted parameter, when it is read (step_comm_of) */
     scale_model u = *s;
@@ -236,30 +250,31 @@ static void profile_build(const scale_model *s, step_profile *p)
         p->parts = a;
         p->t_device_s = a.gemm_s + a.attn_s + a.mem_s;
     }
-    profile_bytes(s, ops, n, p);
+    profile_bytes(s, ops, n, z3, n3 > 0 ? n3 : 0, p);
 }
 
 void step_profile_fill(scale_model *s)
 {
-    step_profile tmp;
-    if (step_profile_of(s, &tmp) == &tmp) s->prof = tmp;
+    step_key k;
+    step_key_of(s, &k);
+    if (s->prof.valid && memcmp(&k, &s->prof.key, sizeof k) == 0) return; /* its step already */
+    profile_build(s, &s->prof);
 }
 
-const step_profile *step_profile_of(const scale_model *s, step_profile *tmp)
+const step_profile *step_profile_get(const scale_model *s)
 {
-    if (s->prof.valid) {
-        step_key k;
-        step_key_of(s, &k);
-        if (memcmp(&k, &s->prof.key, sizeof k) == 0) return &s->prof;
-    }
-    profile_build(s, tmp);
-    return tmp;
+    step_key k;
+    step_key_of(s, &k);
+    if (s->prof.valid && memcmp(&k, &s->prof.key, sizeof k) == 0) return &s->prof;
+    err_msg("internal: the step of %s on %s was read before it was computed for its configuration "
+            "(report/predict/stepmodel.h's step_profile_fill); no figure printed",
+            s->cfg.name, s->hw.instance);
+    exit(1);
 }
 
 double step_t_mb_device(const scale_model *s, step_parts *parts)
 {
-    step_profile tmp;
-    const step_profile *p = step_profile_of(s, &tmp);
+    const step_profile *p = step_profile_get(s);
     if (parts) *parts = p->parts;
     return p->t_device_s;
 }
@@ -270,8 +285,4 @@ double step_comm_of(const scale_model *s, const step_profile *p)
     return p->tp_per_mb_s + p->pp_per_mb_s;
 }
 
-double step_comm_per_mb(const scale_model *s)
-{
-    step_profile tmp;
-    return step_comm_of(s, step_profile_of(s, &tmp));
-}
+double step_comm_per_mb(const scale_model *s) { return step_comm_of(s, step_profile_get(s)); }

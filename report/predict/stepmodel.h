@@ -65,18 +65,21 @@ void step_framework_flag_help(char *buf, size_t n);
  * count or -1 (a layout the list cannot split). */
 int step_ops(const scale_model *s, long dp, op_entry *ops, int cap);
 /* The step of s as a value (stepconfig.h's step_profile): its operation list built and timed once.
- * step_profile_fill stores it in s (s->prof; nothing to do when s holds its step already), where
- * every function below and report/predict/scale.c read it while s's configuration is the one it
- * was computed for (step_profile_of); a model whose configuration changed since, or that was never
- * filled, gets its step computed again, into tmp. Whoever builds a configuration fills it once. */
+ * Whoever builds or changes a configuration (its model, device, layout, precision, recomputation,
+ * attention, GEMM curve: step_key) fills it: step_profile_fill computes it into s->prof (nothing to
+ * do when s holds the step of its configuration already). Everything else reads it,
+ * step_profile_get and the functions below, report/predict/scale.c and calibration.c: arithmetic on
+ * the value, never the list again. Reading a model whose configuration changed since it was filled,
+ * or that was never filled, is a defect of its builder: one error line naming the model and device
+ * and exit 1, never a figure of another configuration. */
 void step_profile_fill(scale_model *s);
-const step_profile *step_profile_of(const scale_model *s, step_profile *tmp);
+const step_profile *step_profile_get(const scale_model *s);
 /* Device time at phi = 1 of one micro-batch through the slowest pipeline stage: GEMMs, attention
  * and memory-bound ops (parts may be NULL). NaN when the device's peak or bandwidth is unknown. */
 double step_t_mb_device(const scale_model *s, step_parts *parts);
 /* Exposed tensor-parallel and pipeline communication of one micro-batch (the step's tp_s term):
- * of s's profile p (step_comm_of: its pipeline sends across nodes at s->net_eff of the line rate),
- * or of s's own. */
+ * of the profile p (step_comm_of: its pipeline sends across nodes at s->net_eff of the line rate),
+ * or of s's own (step_comm_per_mb). */
 double step_comm_of(const scale_model *s, const step_profile *p);
 double step_comm_per_mb(const scale_model *s);
 /* The time of one op once (phi = 1), for breakdowns and tests. */
