@@ -197,17 +197,23 @@ static int calib_layout_check(const scale_model *c, long nodes, const char *wher
                      why);
 }
 
-/* The configuration columns a throughput row states (those it does not: no recomputation, plain
- * 1F1B, `defaults`' ZeRO stage and attention): recompute full, or selective (no s x s scores kept,
- * as flash attention); sharding as a ZeRO stage (hybrid as ZeRO-2, report/predict/pubmodel.h); vp;
- * sequence parallelism moves the bytes of the all-reduces it replaces (no term of its own). */
+/* The configuration columns a throughput row states, by the rules a published row's follow
+ * (report/predict/measrun.h: meas_run_sharding, meas_run_recompute); those it does not state: no
+ * full recomputation (selective as `defaults`), plain 1F1B, `defaults`' ZeRO stage and attention.
+ * The attention column alone sets the kernel; sequence parallelism is not read (the target's). */
 static void calib_config_tput(const tput_row *row, meas_run *run)
 {
-    static const int zero_of[TPUT_NSHARDINGS] = {0, 1, 2, 3, 2};
-    run->recompute = row->recompute == TPUT_RECOMPUTE_FULL;
-    if (row->recompute == TPUT_RECOMPUTE_SELECTIVE || row->attention == TPUT_ATTN_FLASH) run->attn_flash = 1;
+    static const pub_sharding shard_of[TPUT_NSHARDINGS] = {
+        [TPUT_SHARD_NONE] = SHARD_NONE,   [TPUT_SHARD_ZERO1] = SHARD_ZERO1,  [TPUT_SHARD_ZERO2] = SHARD_ZERO2,
+        [TPUT_SHARD_ZERO3] = SHARD_ZERO3, [TPUT_SHARD_HYBRID] = SHARD_HYBRID};
+    static const pub_recompute recompute_of[TPUT_NRECOMPUTES] = {[TPUT_RECOMPUTE_NONE] = RECOMPUTE_NONE,
+                                                                 [TPUT_RECOMPUTE_SELECTIVE] = RECOMPUTE_SELECTIVE,
+                                                                 [TPUT_RECOMPUTE_FULL] = RECOMPUTE_FULL};
+    if (row->recompute != TPUT_NOT_STATED) meas_run_recompute(run, recompute_of[row->recompute]);
+    else run->recompute = 0;
+    if (row->attention == TPUT_ATTN_FLASH) run->attn_flash = 1;
     else if (row->attention == TPUT_ATTN_FULL) run->attn_flash = 0;
-    if (row->sharding != TPUT_NOT_STATED) run->zero = zero_of[row->sharding];
+    if (row->sharding != TPUT_NOT_STATED) meas_run_sharding(run, shard_of[row->sharding]);
     run->tp = row->tp, run->pp = row->pp, run->vp = row->vp;
     run->seq = row->seq_len, run->micro_batch = row->micro_batch, run->global_batch = row->global_batch;
 }

@@ -18,6 +18,20 @@ void meas_run_init(meas_run *r, const scale_model *defaults)
     r->seq_per_s = NAN;
 }
 
+void meas_run_sharding(meas_run *r, pub_sharding sharding)
+{
+    static const int zero_of[5] = {
+        [SHARD_NONE] = 0, [SHARD_ZERO1] = 1, [SHARD_ZERO2] = 2, [SHARD_ZERO3] = 3, [SHARD_HYBRID] = 2};
+    r->zero = zero_of[sharding];
+    r->hybrid = sharding == SHARD_HYBRID;
+}
+
+void meas_run_recompute(meas_run *r, pub_recompute recompute)
+{
+    r->recompute = recompute == RECOMPUTE_FULL;
+    r->selective = recompute == RECOMPUTE_SELECTIVE;
+}
+
 void meas_run_model(const meas_run *r, const scale_model *defaults, double latency_us, scale_model *s)
 {
     *s = *defaults;

@@ -3,11 +3,13 @@
  * configuration and its calibration point. Two adapters fill a meas_run, each with its own checks
  * and its own column names in its errors: calib_row.c (a throughput row: the model preset,
  * tp/pp/seq/batch, the settings it does not state from the target's) and pubmodel.c (a published
- * row: every field, the framework's features). meas_run_model then makes the configuration the
+ * row: every field, the framework's features). Both state sharding and recomputation by the same
+ * rule (meas_run_sharding, meas_run_recompute); meas_run_model then makes the configuration the
  * same way for both. */
 #ifndef CB_MEASRUN_H
 #define CB_MEASRUN_H
 
+#include "../formats/published.h"
 #include "calibration.h"
 #include "scale.h"
 
@@ -30,6 +32,18 @@ typedef struct {
 /* A run that states nothing yet: the settings a row may leave unstated (precision, fp8, cp, sp,
  * ZeRO, hybrid, recomputation, attention, overlaps) as `defaults` has them. */
 void meas_run_init(meas_run *r, const scale_model *defaults);
+
+/* The sharding a run states (the published-runs schema's names; a throughput row's sharding
+ * column spells them alike): none, zero1, zero2, zero3 that ZeRO stage; hybrid (FSDP
+ * HYBRID_SHARD) ZeRO stage 2 and `hybrid`: ZeRO-3 inside a node (its weight gathers over the
+ * device links, per micro-batch), a gradient all-reduce's bytes across nodes (scale.c). */
+void meas_run_sharding(meas_run *r, pub_sharding sharding);
+
+/* The recomputation a run states: full every forward op again; selective the attention core
+ * again (and no s x s scores kept, whatever the kernel: report/predict/stepmodel.c); none neither.
+ * The attention kernel (attn_flash) is not the recomputation's to set: the run's framework or its
+ * attention column says it. */
+void meas_run_recompute(meas_run *r, pub_recompute recompute);
 
 /* The run's configuration: `defaults` for what a run never states (buckets, network efficiency,
  * overlap), the run's fields for the rest; latency --latency-us (latency_us >= 0), else the

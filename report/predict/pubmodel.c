@@ -151,12 +151,8 @@ static int pub_run(const pub_row *r, const char *path, const pub_model_env *env,
     if (rc != 0) return rc;
     run->tp = r->tp, run->pp = r->pp, run->vp = r->vp, run->cp = r->cp > 1 ? r->cp : 1;
     run->seq = r->seq_len, run->global_batch = r->global_batch, run->micro_batch = r->micro_batch;
-    static const int zero_of[5] = {
-        [SHARD_NONE] = 0, [SHARD_ZERO1] = 1, [SHARD_ZERO2] = 2, [SHARD_ZERO3] = 3, [SHARD_HYBRID] = 2};
-    run->zero = zero_of[r->sharding];
-    run->hybrid = r->sharding == SHARD_HYBRID;
-    run->recompute = r->recompute == RECOMPUTE_FULL;
-    run->selective = r->recompute == RECOMPUTE_SELECTIVE;
+    meas_run_sharding(run, r->sharding);
+    meas_run_recompute(run, r->recompute);
     run->sp = r->sequence_parallel == 1 && r->tp > 1;
     /* the framework's features: its attention kernel and what it overlaps (report/predict/stepmodel.h) */
     const step_framework *fw = step_framework_find(r->framework);
