@@ -172,31 +172,6 @@ static int calib_hardware(const tput_row *row, const hw_table *ht, const char *w
     return 0;
 }
 
-/* The row's parallelism and batch against its model and instance: TP inside one instance and
- * dividing the heads, PP at most the layers, the ranks and the batch splitting (scale_layout). */
-static int calib_layout_check(const scale_model *c, long nodes, const char *where)
-{
-    long D = (long)c->hw.accelerators * c->hw.workers;
-    if (c->cfg.NH % c->tp != 0)
-        return err_usage("%s: column 'tensor_parallel': tp %d does not divide %s's %d heads", where, c->tp, c->cfg.name,
-                         c->cfg.NH);
-    if (c->tp > D)
-        return err_usage("%s: column 'tensor_parallel': tp %d exceeds the %ld ranks of one %s (tensor parallelism "
-                         "stays inside an instance)",
-                         where, c->tp, D, c->hw.instance);
-    if (c->pp > c->cfg.L)
-        return err_usage("%s: column 'pipeline_parallel': pp %d exceeds %s's %d layers", where, c->pp, c->cfg.name,
-                         c->cfg.L);
-    char why[512];
-    scale_layout_issue li = scale_layout_describe(c, nodes, why, sizeof why);
-    if (li == SCALE_LAYOUT_OK) return 0;
-    return err_usage("%s: column '%s': %s", where,
-                     li == SCALE_LAYOUT_BATCH   ? "global_batch"
-                     : li == SCALE_LAYOUT_RANKS ? "tensor_parallel"
-                                                : "instances",
-                     why);
-}
-
 /* The configuration columns a throughput row states, by the rules a published row's follow
  * (report/predict/measrun.h: meas_run_sharding, meas_run_recompute); those it does not state: no
  * full recomputation (selective as `defaults`), plain 1F1B, `defaults`' ZeRO stage and attention.
@@ -260,18 +235,20 @@ static int calib_run_tput(const calib_row *cr, const calib_env *env, const scale
 }
 
 /* The scale model of a throughput row's own configuration (compute time still unknown) and its
- * point, checked: its layout, and a dense peak to measure its MFU against. */
+ * point, checked as a published row's is (measrun.h's meas_run_check: its layout, and a dense peak
+ * to measure its MFU against), in the throughput schema's column names. */
 static int calib_model_tput(calib_row *cr, const calib_env *env, const scale_model *defaults)
 {
     meas_run run;
     int rc = calib_run_tput(cr, env, defaults, &run);
     if (rc != 0) return rc;
     meas_run_point(&run, defaults, env->latency_us, &cr->fc);
-    const scale_model *c = &cr->fc.cal;
-    if ((rc = calib_layout_check(c, cr->fc.nodes, cr->where)) != 0) return rc;
-    if (!isfinite(scale_stage_peak(c)))
-        return err_usage("%s: column 'instance_type': %s has no dense %s peak in %s to measure the row's MFU against",
-                         cr->where, c->hw.instance, precision_info_of(c->precision)->peak_name, env->ht->path);
+    const meas_run_columns cols = {.tp = "tensor_parallel", .pp = "pipeline_parallel", .micro_batch = "micro_batch",
+                                   .global_batch = "global_batch", .ranks = "tensor_parallel", .nodes = "instances",
+                                   .peak = cr->row.device[0] ? "device" : "instance_type"};
+    char why[1024];
+    if (meas_run_check(&run, &cr->fc.cal, &cols, cr->row.precision, why, sizeof why) != 0)
+        return err_usage("%s: %s", cr->where, why);
     return 0;
 }
 
