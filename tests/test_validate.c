@@ -490,6 +490,33 @@ static void test_validate_same_run(void)
     rm_tree(dir);
 }
 
+/* One bad layout stated as a throughput row and as a published row: one check (measrun.h's
+ * meas_run_check), one wording, each naming its row's file:line and its own schema's column. */
+static void test_validate_same_checks(void)
+{
+    char *dir = test_tmpdir(), tput[256], pub[256], text[2048], spec[300], lead[400];
+    if (!dir) return;
+    snprintf(tput, sizeof tput, "%s/tput.csv", dir);
+    snprintf(pub, sizeof pub, "%s/pub.csv", dir);
+    write_text(tput, "model,tensor_parallel,pipeline_parallel,instances,instance_type,seq_len,global_batch,seq_per_s\n"
+                     "pythia-160m,8,1,1,p4d.24xlarge,2048,64,20\n");
+    snprintf(text, sizeof text,
+             "%ssame,made up for tests,plain,a100-sxm4-40gb,8,8,,p4d.24xlarge,pythia-160m,neox,12,768,12,,,50304,,"
+             "false,2048,64,1,8,1,1,,,false,none,none,bf16-mixed,seq_per_s,20,,,20,\n",
+             g_head);
+    write_text(pub, text);
+    snprintf(spec, sizeof spec, "%s:same", pub);
+    static const char want[] = "tp 8 does not divide pythia-160m's 12 heads";
+    char a[1024];
+    int rc = scale_from(tput, a, sizeof a);
+    snprintf(lead, sizeof lead, "%s:2: column 'tensor_parallel': %s", tput, want);
+    CHECK(rc == 2 && strstr(g_err, lead), "the throughput row: exit %d: %.500s", rc, g_err);
+    rc = scale_from(spec, a, sizeof a);
+    snprintf(lead, sizeof lead, "%s:2: row 'same': column 'tp': %s", pub, want);
+    CHECK(rc == 2 && strstr(g_err, lead), "the published row: exit %d: %.500s", rc, g_err);
+    rm_tree(dir);
+}
+
 const test_case tests_validate[] = {
     {"validate: every row of every shipped file gives itself back calibrated on itself (validate, and --calibrate "
      "FILE:ID)",
@@ -510,5 +537,8 @@ const test_case tests_validate[] = {
     {"calibrate: one run as a throughput row and as a published row predicts the target alike (one path; plain, and "
      "sharding hybrid with recompute selective)",
      test_validate_same_run},
+    {"calibrate: one bad layout as a throughput row and as a published row: one check, one wording, each row's "
+     "file:line and column",
+     test_validate_same_checks},
     {0},
 };
