@@ -454,26 +454,66 @@ static int scale_from(const char *spec, char *buf, size_t n)
 /* One run stated as a throughput row and as a published row (report/predict/measrun.h: one path
  * from a measured run to its configuration): pythia-160m on one p4d.24xlarge, TP 4, seq 2048,
  * global batch 64, 20 seq/s; the framework `plain` (tiled attention, nothing overlapped) is what a
- * throughput row leaves to the target's flags. Both predict the target alike, to the digit. */
+ * throughput row leaves to the target's flags. Both predict the target alike, to the digit: as
+ * the plain run, and as a run that states sharding hybrid and recompute selective (both rows set
+ * hybrid and selective by measrun.c's one rule). */
 static void test_validate_same_run(void)
 {
     char *dir = test_tmpdir(), tput[256], pub[256], a[1 << 14], b[1 << 14];
     if (!dir) return;
     snprintf(tput, sizeof tput, "%s/tput.csv", dir);
     snprintf(pub, sizeof pub, "%s/pub.csv", dir);
+    static const struct {
+        const char *sharding, *recompute; /* the throughput row's cells ("" not stated) and the published row's */
+        const char *pub_sharding, *pub_recompute;
+    } runs[] = {{"", "", "none", "none"}, {"hybrid", "selective", "hybrid", "selective"}};
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        char text[2048];
+        snprintf(text, sizeof text,
+                 "model,tensor_parallel,pipeline_parallel,instances,instance_type,seq_len,global_batch,seq_per_s,"
+                 "sharding,recompute\n"
+                 "pythia-160m,4,1,1,p4d.24xlarge,2048,64,20,%s,%s\n",
+                 runs[i].sharding, runs[i].recompute);
+        write_text(tput, text);
+        snprintf(text, sizeof text,
+                 "%ssame,made up for tests,plain,a100-sxm4-40gb,8,8,,p4d.24xlarge,pythia-160m,neox,12,768,12,,,50304,,"
+                 "false,2048,64,1,4,1,2,,,false,%s,%s,bf16-mixed,seq_per_s,20,,,20,\n",
+                 g_head, runs[i].pub_sharding, runs[i].pub_recompute);
+        write_text(pub, text);
+        char spec[300];
+        snprintf(spec, sizeof spec, "%s:same", pub);
+        int rc_t = scale_from(tput, a, sizeof a), rc_p = scale_from(spec, b, sizeof b);
+        CHECK(rc_t == 0 && rc_p == 0 && strstr(a, "seq_per_s") && strcmp(a, b) == 0,
+              "sharding '%s', recompute '%s': the same prediction: exit %d and %d\n%.2000s\n--- vs ---\n%.2000s",
+              runs[i].pub_sharding, runs[i].pub_recompute, rc_t, rc_p, a, b);
+    }
+    rm_tree(dir);
+}
+
+/* One bad layout stated as a throughput row and as a published row: one check (measrun.h's
+ * meas_run_check), one wording, each naming its row's file:line and its own schema's column. */
+static void test_validate_same_checks(void)
+{
+    char *dir = test_tmpdir(), tput[256], pub[256], text[2048], spec[300], lead[400];
+    if (!dir) return;
+    snprintf(tput, sizeof tput, "%s/tput.csv", dir);
+    snprintf(pub, sizeof pub, "%s/pub.csv", dir);
     write_text(tput, "model,tensor_parallel,pipeline_parallel,instances,instance_type,seq_len,global_batch,seq_per_s\n"
-                     "pythia-160m,4,1,1,p4d.24xlarge,2048,64,20\n");
-    char text[2048];
+                     "pythia-160m,8,1,1,p4d.24xlarge,2048,64,20\n");
     snprintf(text, sizeof text,
              "%ssame,made up for tests,plain,a100-sxm4-40gb,8,8,,p4d.24xlarge,pythia-160m,neox,12,768,12,,,50304,,"
-             "false,2048,64,1,4,1,2,,,false,none,none,bf16-mixed,seq_per_s,20,,,20,\n",
+             "false,2048,64,1,8,1,1,,,false,none,none,bf16-mixed,seq_per_s,20,,,20,\n",
              g_head);
     write_text(pub, text);
-    char spec[300];
     snprintf(spec, sizeof spec, "%s:same", pub);
-    int rc_t = scale_from(tput, a, sizeof a), rc_p = scale_from(spec, b, sizeof b);
-    CHECK(rc_t == 0 && rc_p == 0 && strstr(a, "seq_per_s") && strcmp(a, b) == 0,
-          "the same prediction: exit %d and %d\n%.2000s\n--- vs ---\n%.2000s", rc_t, rc_p, a, b);
+    static const char want[] = "tp 8 does not divide pythia-160m's 12 heads";
+    char a[1024];
+    int rc = scale_from(tput, a, sizeof a);
+    snprintf(lead, sizeof lead, "%s:2: column 'tensor_parallel': %s", tput, want);
+    CHECK(rc == 2 && strstr(g_err, lead), "the throughput row: exit %d: %.500s", rc, g_err);
+    rc = scale_from(spec, a, sizeof a);
+    snprintf(lead, sizeof lead, "%s:2: row 'same': column 'tp': %s", pub, want);
+    CHECK(rc == 2 && strstr(g_err, lead), "the published row: exit %d: %.500s", rc, g_err);
     rm_tree(dir);
 }
 
@@ -494,7 +534,11 @@ const test_case tests_validate[] = {
     {"validate: --net-gbps reaches the calibration row (validate and scale --calibrate)", test_validate_overrides},
     {"calibrate: a throughput row's recompute, sharding and vp columns are honoured (the row back with the same flags)",
      test_validate_tput_columns},
-    {"calibrate: one run as a throughput row and as a published row predicts the target alike (one path)",
+    {"calibrate: one run as a throughput row and as a published row predicts the target alike (one path; plain, and "
+     "sharding hybrid with recompute selective)",
      test_validate_same_run},
+    {"calibrate: one bad layout as a throughput row and as a published row: one check, one wording, each row's "
+     "file:line and column",
+     test_validate_same_checks},
     {0},
 };

@@ -172,42 +172,23 @@ static int calib_hardware(const tput_row *row, const hw_table *ht, const char *w
     return 0;
 }
 
-/* The row's parallelism and batch against its model and instance: TP inside one instance and
- * dividing the heads, PP at most the layers, the ranks and the batch splitting (scale_layout). */
-static int calib_layout_check(const scale_model *c, long nodes, const char *where)
-{
-    long D = (long)c->hw.accelerators * c->hw.workers;
-    if (c->cfg.NH % c->tp != 0)
-        return err_usage("%s: column 'tensor_parallel': tp %d does not divide %s's %d heads", where, c->tp, c->cfg.name,
-                         c->cfg.NH);
-    if (c->tp > D)
-        return err_usage("%s: column 'tensor_parallel': tp %d exceeds the %ld ranks of one %s (tensor parallelism "
-                         "stays inside an instance)",
-                         where, c->tp, D, c->hw.instance);
-    if (c->pp > c->cfg.L)
-        return err_usage("%s: column 'pipeline_parallel': pp %d exceeds %s's %d layers", where, c->pp, c->cfg.name,
-                         c->cfg.L);
-    char why[512];
-    scale_layout_issue li = scale_layout_describe(c, nodes, why, sizeof why);
-    if (li == SCALE_LAYOUT_OK) return 0;
-    return err_usage("%s: column '%s': %s", where,
-                     li == SCALE_LAYOUT_BATCH   ? "global_batch"
-                     : li == SCALE_LAYOUT_RANKS ? "tensor_parallel"
-                                                : "instances",
-                     why);
-}
-
-/* The configuration columns a throughput row states (those it does not: no recomputation, plain
- * 1F1B, `defaults`' ZeRO stage and attention): recompute full, or selective (no s x s scores kept,
- * as flash attention); sharding as a ZeRO stage (hybrid as ZeRO-2, report/predict/pubmodel.h); vp;
- * sequence parallelism moves the bytes of the all-reduces it replaces (no term of its own). */
+/* The configuration columns a throughput row states, by the rules a published row's follow
+ * (report/predict/measrun.h: meas_run_sharding, meas_run_recompute); those it does not state: no
+ * full recomputation (selective as `defaults`), plain 1F1B, `defaults`' ZeRO stage and attention.
+ * The attention column alone sets the kernel; sequence parallelism is not read (the target's). */
 static void calib_config_tput(const tput_row *row, meas_run *run)
 {
-    static const int zero_of[TPUT_NSHARDINGS] = {0, 1, 2, 3, 2};
-    run->recompute = row->recompute == TPUT_RECOMPUTE_FULL;
-    if (row->recompute == TPUT_RECOMPUTE_SELECTIVE || row->attention == TPUT_ATTN_FLASH) run->attn_flash = 1;
+    static const pub_sharding shard_of[TPUT_NSHARDINGS] = {
+        [TPUT_SHARD_NONE] = SHARD_NONE,   [TPUT_SHARD_ZERO1] = SHARD_ZERO1,  [TPUT_SHARD_ZERO2] = SHARD_ZERO2,
+        [TPUT_SHARD_ZERO3] = SHARD_ZERO3, [TPUT_SHARD_HYBRID] = SHARD_HYBRID};
+    static const pub_recompute recompute_of[TPUT_NRECOMPUTES] = {[TPUT_RECOMPUTE_NONE] = RECOMPUTE_NONE,
+                                                                 [TPUT_RECOMPUTE_SELECTIVE] = RECOMPUTE_SELECTIVE,
+                                                                 [TPUT_RECOMPUTE_FULL] = RECOMPUTE_FULL};
+    if (row->recompute != TPUT_NOT_STATED) meas_run_recompute(run, recompute_of[row->recompute]);
+    else run->recompute = 0;
+    if (row->attention == TPUT_ATTN_FLASH) run->attn_flash = 1;
     else if (row->attention == TPUT_ATTN_FULL) run->attn_flash = 0;
-    if (row->sharding != TPUT_NOT_STATED) run->zero = zero_of[row->sharding];
+    if (row->sharding != TPUT_NOT_STATED) meas_run_sharding(run, shard_of[row->sharding]);
     run->tp = row->tp, run->pp = row->pp, run->vp = row->vp;
     run->seq = row->seq_len, run->micro_batch = row->micro_batch, run->global_batch = row->global_batch;
 }
@@ -254,18 +235,20 @@ static int calib_run_tput(const calib_row *cr, const calib_env *env, const scale
 }
 
 /* The scale model of a throughput row's own configuration (compute time still unknown) and its
- * point, checked: its layout, and a dense peak to measure its MFU against. */
+ * point, checked as a published row's is (measrun.h's meas_run_check: its layout, and a dense peak
+ * to measure its MFU against), in the throughput schema's column names. */
 static int calib_model_tput(calib_row *cr, const calib_env *env, const scale_model *defaults)
 {
     meas_run run;
     int rc = calib_run_tput(cr, env, defaults, &run);
     if (rc != 0) return rc;
     meas_run_point(&run, defaults, env->latency_us, &cr->fc);
-    const scale_model *c = &cr->fc.cal;
-    if ((rc = calib_layout_check(c, cr->fc.nodes, cr->where)) != 0) return rc;
-    if (!isfinite(scale_stage_peak(c)))
-        return err_usage("%s: column 'instance_type': %s has no dense %s peak in %s to measure the row's MFU against",
-                         cr->where, c->hw.instance, precision_info_of(c->precision)->peak_name, env->ht->path);
+    const meas_run_columns cols = {.tp = "tensor_parallel", .pp = "pipeline_parallel", .micro_batch = "micro_batch",
+                                   .global_batch = "global_batch", .ranks = "tensor_parallel", .nodes = "instances",
+                                   .peak = cr->row.device[0] ? "device" : "instance_type"};
+    char why[1024];
+    if (meas_run_check(&run, &cr->fc.cal, &cols, cr->row.precision, why, sizeof why) != 0)
+        return err_usage("%s: %s", cr->where, why);
     return 0;
 }
 

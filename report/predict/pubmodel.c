@@ -79,59 +79,31 @@ static int pub_precision(const pub_row *r, meas_run *run, char *why, size_t n)
     return 0;
 }
 
-/* The configuration has the peak its precision runs against (fp8: a dense FP8 peak). */
-static int pub_peak_check(const pub_row *r, const scale_model *s, char *why, size_t n)
+/* What only a published row states, checked: an fp8 run's FP8 peak, its devices filling whole
+ * nodes (its node count into run->nodes), its cp dividing seq_len. */
+static int pub_own_check(const pub_row *r, meas_run *run, char *why, size_t n)
 {
-    const char *p = r->precision;
-    const int fp16 = strcmp(p, PRECISION_NAME_FP16_MIXED) == 0, fp8 = strcmp(p, PRECISION_NAME_FP8) == 0;
-    if (fp8 && !(s->hw.fp8_tflops > 0))
+    if (run->fp8 && !(run->hw.fp8_tflops > 0))
         return snprintf(why, n, "column 'precision': fp8 on %s, which has no dense FP8 peak", r->device), CB_EUSAGE;
-    double tf = scale_dense_tflops(s);
-    if (!(tf > 0))
-        return snprintf(why, n, "column 'precision': %s has no dense %s peak to run %s against", r->device,
-                        fp16 ? "FP16" : precision_info_of(s->precision)->peak_name,
-                        *p ? p : "mixed precision"),
-               CB_EUSAGE;
-    return 0;
-}
-
-/* The layout: nodes, tp/pp against the shape and the node, cp, the batch split, the stated dp. */
-static int pub_layout_check(const pub_row *r, const scale_model *s, long *nodes, char *why, size_t n)
-{
-    long per_node = s->hw.accelerators;
+    long per_node = run->hw.accelerators;
     if (r->devices % per_node != 0)
         return snprintf(why, n, "column 'devices': %ld devices fill no whole number of %ld-device nodes", r->devices,
                         per_node),
                CB_EUSAGE;
-    *nodes = r->devices / per_node;
-    if ((long)r->seq_len % s->cp != 0)
-        return snprintf(why, n, "column 'cp': cp %d does not divide seq_len %ld", s->cp, r->seq_len), CB_EUSAGE;
-    long D = per_node * s->hw.workers;
-    if (s->cfg.NH % s->tp != 0)
-        return snprintf(why, n, "column 'tp': tp %d does not divide the %d heads", s->tp, s->cfg.NH), CB_EUSAGE;
-    if (!op_tp_splits(&s->cfg, s->tp))
-        return snprintf(why, n, "column 'tp': tp %d does not split the %d key/value heads or the MLP width %d", s->tp,
-                        model_kv_heads(&s->cfg), model_ffn(&s->cfg)),
-               CB_EUSAGE;
-    if (s->tp > D)
-        return snprintf(why, n,
-                        "column 'tp': tp %d exceeds the %ld ranks of one node (tensor parallelism stays inside a node)",
-                        s->tp, D),
-               CB_EUSAGE;
-    if (s->pp > s->cfg.L)
-        return snprintf(why, n, "column 'pp': pp %d exceeds the %d layers", s->pp, s->cfg.L), CB_EUSAGE;
-    char lay[512];
-    scale_layout_issue li = scale_layout_describe(s, *nodes, lay, sizeof lay);
-    if (li != SCALE_LAYOUT_OK)
-        return snprintf(why, n, "column '%s': %s",
-                        li == SCALE_LAYOUT_BATCH ? (r->micro_batch > 0 ? "micro_batch" : "global_batch") : "devices",
-                        lay),
-               CB_EUSAGE;
-    long R = *nodes * D / scale_replica_ranks(s);
+    run->nodes = r->devices / per_node;
+    if ((long)r->seq_len % run->cp != 0)
+        return snprintf(why, n, "column 'cp': cp %d does not divide seq_len %ld", run->cp, r->seq_len), CB_EUSAGE;
+    return 0;
+}
+
+/* The stated dp against the replicas the layout makes. */
+static int pub_dp_check(const pub_row *r, const scale_model *s, long nodes, char *why, size_t n)
+{
+    long D = (long)s->hw.accelerators * s->hw.workers, R = nodes * D / scale_replica_ranks(s);
     if (r->dp > 0 && r->dp != R)
         return snprintf(why, n,
                         "column 'dp': %d, but %ld nodes of %ld ranks at tp %d x pp %d x cp %d make %ld replicas", r->dp,
-                        *nodes, D, s->tp, s->pp, s->cp, R),
+                        nodes, D, s->tp, s->pp, s->cp, R),
                CB_EUSAGE;
     return 0;
 }
@@ -151,20 +123,21 @@ static int pub_run(const pub_row *r, const char *path, const pub_model_env *env,
     if (rc != 0) return rc;
     run->tp = r->tp, run->pp = r->pp, run->vp = r->vp, run->cp = r->cp > 1 ? r->cp : 1;
     run->seq = r->seq_len, run->global_batch = r->global_batch, run->micro_batch = r->micro_batch;
-    static const int zero_of[5] = {
-        [SHARD_NONE] = 0, [SHARD_ZERO1] = 1, [SHARD_ZERO2] = 2, [SHARD_ZERO3] = 3, [SHARD_HYBRID] = 2};
-    run->zero = zero_of[r->sharding];
-    run->hybrid = r->sharding == SHARD_HYBRID;
-    run->recompute = r->recompute == RECOMPUTE_FULL;
-    run->selective = r->recompute == RECOMPUTE_SELECTIVE;
+    meas_run_sharding(run, r->sharding);
+    meas_run_recompute(run, r->recompute);
     run->sp = r->sequence_parallel == 1 && r->tp > 1;
     /* the framework's features: its attention kernel and what it overlaps (report/predict/stepmodel.h) */
     const step_framework *fw = step_framework_find(r->framework);
     run->attn_flash = fw->tiled_attention;
     run->grad_overlap = fw->grad_overlap, run->gather_prefetch = fw->gather_prefetch, run->tp_overlap = fw->tp_overlap;
     run->seq_per_s = r->seq_per_s;
-    return 0;
+    return pub_own_check(r, run, why, n);
 }
+
+/* The published-runs schema's columns, as meas_run_check names them. */
+static const meas_run_columns pub_columns = {.tp = "tp", .pp = "pp", .micro_batch = "micro_batch",
+                                             .global_batch = "global_batch", .ranks = "devices", .nodes = "devices",
+                                             .peak = "precision"};
 
 int pub_scale_model(const pub_row *r, const char *path, const pub_model_env *env, const scale_model *defaults,
                     scale_model *s, long *nodes, char *why, size_t n)
@@ -175,9 +148,10 @@ int pub_scale_model(const pub_row *r, const char *path, const pub_model_env *env
     int rc = pub_run(r, path, env, defaults, &run, why, n);
     if (rc != 0) s->cfg = run.cfg; /* validate's naive baseline reads a shape that mapped */
     if (rc == 0) meas_run_model(&run, defaults, env->latency_us, s);
-    if (rc == 0) rc = pub_peak_check(r, s, why, n);
-    if (rc == 0) rc = pub_layout_check(r, s, nodes, why, n);
+    if (rc == 0) rc = meas_run_check(&run, s, &pub_columns, r->precision, why, n);
+    if (rc == 0) rc = pub_dp_check(r, s, run.nodes, why, n);
     if (rc != 0) return rc;
+    *nodes = run.nodes;
     s->t_mb_s = NAN;
     step_profile_fill(s); /* the row's step, once */
     return 0;
