@@ -455,8 +455,8 @@ static int scale_from(const char *spec, char *buf, size_t n)
  * from a measured run to its configuration): pythia-160m on one p4d.24xlarge, TP 4, seq 2048,
  * global batch 64, 20 seq/s; the framework `plain` (tiled attention, nothing overlapped) is what a
  * throughput row leaves to the target's flags. Both predict the target alike, to the digit: as
- * the plain run, and as a run that states sharding hybrid and recompute selective (both rows set
- * hybrid and selective by measrun.c's one rule). */
+ * the plain run, as a run that states sharding hybrid and recompute selective (both rows set
+ * hybrid and selective by measrun.c's one rule), and as one that states sequence parallelism. */
 static void test_validate_same_run(void)
 {
     char *dir = test_tmpdir(), tput[256], pub[256], a[1 << 14], b[1 << 14];
@@ -464,21 +464,23 @@ static void test_validate_same_run(void)
     snprintf(tput, sizeof tput, "%s/tput.csv", dir);
     snprintf(pub, sizeof pub, "%s/pub.csv", dir);
     static const struct {
-        const char *sharding, *recompute; /* the throughput row's cells ("" not stated) and the published row's */
-        const char *pub_sharding, *pub_recompute;
-    } runs[] = {{"", "", "none", "none"}, {"hybrid", "selective", "hybrid", "selective"}};
+        const char *sharding, *recompute, *sp; /* the throughput row's cells ("" not stated) and the published row's */
+        const char *pub_sharding, *pub_recompute, *pub_sp;
+    } runs[] = {{"", "", "", "none", "none", "false"},
+                {"hybrid", "selective", "", "hybrid", "selective", "false"},
+                {"zero1", "full", "true", "zero1", "full", "true"}};
     for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
         char text[2048];
         snprintf(text, sizeof text,
                  "model,tensor_parallel,pipeline_parallel,instances,instance_type,seq_len,global_batch,seq_per_s,"
-                 "sharding,recompute\n"
-                 "pythia-160m,4,1,1,p4d.24xlarge,2048,64,20,%s,%s\n",
-                 runs[i].sharding, runs[i].recompute);
+                 "sharding,recompute,sequence_parallel\n"
+                 "pythia-160m,4,1,1,p4d.24xlarge,2048,64,20,%s,%s,%s\n",
+                 runs[i].sharding, runs[i].recompute, runs[i].sp);
         write_text(tput, text);
         snprintf(text, sizeof text,
                  "%ssame,made up for tests,plain,a100-sxm4-40gb,8,8,,p4d.24xlarge,pythia-160m,neox,12,768,12,,,50304,,"
-                 "false,2048,64,1,4,1,2,,,false,%s,%s,bf16-mixed,seq_per_s,20,,,20,\n",
-                 g_head, runs[i].pub_sharding, runs[i].pub_recompute);
+                 "false,2048,64,1,4,1,2,,,%s,%s,%s,bf16-mixed,seq_per_s,20,,,20,\n",
+                 g_head, runs[i].pub_sp, runs[i].pub_sharding, runs[i].pub_recompute);
         write_text(pub, text);
         char spec[300];
         snprintf(spec, sizeof spec, "%s:same", pub);
@@ -535,7 +537,7 @@ const test_case tests_validate[] = {
     {"calibrate: a throughput row's recompute, sharding and vp columns are honoured (the row back with the same flags)",
      test_validate_tput_columns},
     {"calibrate: one run as a throughput row and as a published row predicts the target alike (one path; plain, and "
-     "sharding hybrid with recompute selective)",
+     "sharding hybrid with recompute selective, sequence parallelism)",
      test_validate_same_run},
     {"calibrate: one bad layout as a throughput row and as a published row: one check, one wording, each row's "
      "file:line and column",

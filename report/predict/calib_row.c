@@ -174,8 +174,8 @@ static int calib_hardware(const tput_row *row, const hw_table *ht, const char *w
 
 /* The configuration columns a throughput row states, by the rules a published row's follow
  * (report/predict/measrun.h: meas_run_sharding, meas_run_recompute); those it does not state: no
- * full recomputation (selective as `defaults`), plain 1F1B, `defaults`' ZeRO stage and attention.
- * The attention column alone sets the kernel; sequence parallelism is not read (the target's). */
+ * recomputation (as a published row's empty column), plain 1F1B, `defaults`' ZeRO stage, attention
+ * and sequence parallelism. The attention column alone sets the kernel. */
 static void calib_config_tput(const tput_row *row, meas_run *run)
 {
     static const pub_sharding shard_of[TPUT_NSHARDINGS] = {
@@ -185,7 +185,8 @@ static void calib_config_tput(const tput_row *row, meas_run *run)
                                                                  [TPUT_RECOMPUTE_SELECTIVE] = RECOMPUTE_SELECTIVE,
                                                                  [TPUT_RECOMPUTE_FULL] = RECOMPUTE_FULL};
     if (row->recompute != TPUT_NOT_STATED) meas_run_recompute(run, recompute_of[row->recompute]);
-    else run->recompute = 0;
+    else meas_run_recompute(run, RECOMPUTE_NONE);
+    if (row->sequence_parallel != TPUT_NOT_STATED) run->sp = row->sequence_parallel == 1 && row->tp > 1;
     if (row->attention == TPUT_ATTN_FLASH) run->attn_flash = 1;
     else if (row->attention == TPUT_ATTN_FULL) run->attn_flash = 0;
     if (row->sharding != TPUT_NOT_STATED) meas_run_sharding(run, shard_of[row->sharding]);
