@@ -56,6 +56,9 @@ char *test_tmpdir(void);
 const char *test_path(const char *name);
 /* Writes text to path (a failed check when it cannot). */
 void write_text(const char *path, const char *text);
+/* A corpus of made-up text built once (costbench dataset build) for the tiny training runs of the
+ * tests: its prefix (a directory that does not exist when the build failed, after a failed check). */
+const char *test_corpus(void);
 /* Writes n bytes to path; 0, or -1 when it cannot. */
 int write_file_bytes(const char *path, const void *data, size_t n);
 /* Runs the binary under test with args in a child whose files may not grow past fsize bytes, with

@@ -116,23 +116,8 @@ static int run(const char *const *args) { return cli_run(args, g_out, sizeof g_o
 /* The tiny model of the audit ($B) on a corpus of made-up text (built once). */
 #define TINY_TRAIN                                                                                                   \
     "--model", "pythia-14m", "--layers", "2", "--vocab", "512", "--micro-batch", "1", "--seq", "64", "--no-predict", \
-        "--peak-gflops", "10000", "--quiet", "--data", corpus()
+        "--peak-gflops", "10000", "--quiet", "--data", test_corpus()
 
-static const char *corpus(void)
-{
-    static char prefix[256];
-    if (prefix[0]) return prefix;
-    const char *dir = test_tmpdir();
-    if (!dir) return "/nonexistent";
-    char txt[256], text[8192] = "";
-    snprintf(txt, sizeof txt, "%s/text.txt", dir);
-    for (int i = 0; i < 100; i++) strcat(text, i % 3 ? "tokens per dollar, " : "the cost of a step. ");
-    write_text(txt, text);
-    snprintf(prefix, sizeof prefix, "%s/corpus", dir);
-    const char *a[] = {"dataset", "build", "--out", prefix, txt, NULL};
-    CHECK(run(a) == 0, "dataset build: %s", g_err);
-    return prefix;
-}
 
 /* The step column of a --csv log as "1,2,3," (at most n characters). */
 static void steps_of(const char *path, char *out, size_t n)

@@ -378,3 +378,19 @@ void st_poke(const char *path, const char *name, long elem, float v)
     st_close(&f);
     CHECK(ok, "cannot set element %ld of '%s' in %s", elem, name, path);
 }
+
+const char *test_corpus(void)
+{
+    static char prefix[256];
+    if (prefix[0]) return prefix;
+    const char *dir = test_tmpdir();
+    if (!dir) return "/nonexistent";
+    char txt[256], text[8192] = "", out[4096], err[4096];
+    snprintf(txt, sizeof txt, "%s/text.txt", dir);
+    for (int i = 0; i < 100; i++) strcat(text, i % 3 ? "tokens per dollar, " : "the cost of a step. ");
+    write_text(txt, text);
+    snprintf(prefix, sizeof prefix, "%s/corpus", dir);
+    const char *a[] = {"dataset", "build", "--out", prefix, txt, NULL};
+    CHECK(cli_run(a, out, sizeof out, err, sizeof err) == 0, "dataset build: %s", err);
+    return prefix;
+}
