@@ -127,7 +127,8 @@ FUZZ_BUILD   := build-fuzz
 # without a change here); when a parser gains a dependency on a file of common/ or model/, add
 # that file here.
 FUZZ_LIB_SRC := common/csvio.c common/err.c common/parse.c common/files.c common/schema.c model/safetensors.c model/dataset.c \
-                model/ckpt_meta.c common/precision.c common/machine_data.c common/presets.c common/stats.c common/params.c \
+                model/ckpt_meta.c common/precision.c common/machine_data.c common/presets.c common/counts.c common/stats.c \
+                common/params.c \
                 common/frameworks.c \
                 $(wildcard report/formats/*.c report/logs/*.c)
 # GSL (the fits) with its own CBLAS: the harnesses link no OpenBLAS.

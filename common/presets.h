@@ -89,9 +89,9 @@ typedef struct {
  * preset's name: the weights are the same). Returns 0, or CB_EUSAGE after one line naming the flag. */
 int model_config_override(model_config *cfg, const model_overrides *ov);
 
-/* Parameter counts, summed over common/params.h's tensors: total = every tensor (token
- * embeddings, learned positions, the layers, the final norm, an untied output layer and its
- * bias); non-embedding = the per-layer tensors (GPT-NeoX: L x (12 C^2 + 13 C)). */
+/* Counts (common/counts.c). Parameters, summed over common/params.h's tensors: total = every
+ * tensor (token embeddings, learned positions, the layers, the final norm, an untied output layer
+ * and its bias); non-embedding = the per-layer tensors (GPT-NeoX: L x (12 C^2 + 13 C)). */
 double model_params_total(const model_config *cfg);
 double model_params_non_embedding(const model_config *cfg);
 /* One layer's matrices: (NH + 2 KVH) HS C + C^2 + (2, or 3 for SwiGLU) C ffn. */

@@ -31,17 +31,6 @@ size_t attn_scratch_f32(int T, int HS)
     return up16((size_t)T) + 2 * up16((size_t)HS * ATTN_TILE) + 2 * up16((size_t)ATTN_TILE * ATTN_TILE);
 }
 
-size_t attention_scratch_floats(int T, int HS, int threads)
-{
-    size_t a = attn_scratch_f32(T, HS), b = attn_scratch_bf16(T, HS);
-    return (a > b ? a : b) * (size_t)(threads > 0 ? threads : 1);
-}
-
-/* A thread reuses its part for each query head of a group, one after the other. */
-size_t attention_scratch_floats_gqa(const attn_shape *s, int threads)
-{
-    return attention_scratch_floats(s->T, s->HS, threads);
-}
 
 /* One block of queries [i0, i0 + nq) of query head h of batch b against keys [0, i0 + nq) of its
  * kv head. */

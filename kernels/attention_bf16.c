@@ -128,6 +128,19 @@ static size_t scratch_layout(bf16_scratch *s, float *ws, int T, int HS)
 
 size_t attn_scratch_bf16(int T, int HS) { return scratch_layout(NULL, NULL, T, HS); }
 
+/* The scratch of either element type's backward (the fp32 one's: attention.c), so one buffer serves both. */
+size_t attention_scratch_floats(int T, int HS, int threads)
+{
+    size_t a = attn_scratch_f32(T, HS), b = attn_scratch_bf16(T, HS);
+    return (a > b ? a : b) * (size_t)(threads > 0 ? threads : 1);
+}
+
+/* A thread reuses its part for each query head of a group, one after the other. */
+size_t attention_scratch_floats_gqa(const attn_shape *s, int threads)
+{
+    return attention_scratch_floats(s->T, s->HS, threads);
+}
+
 typedef struct {
     const attn_geom *g;
     int native, q_in_place; /* the queries read where they are (rows_in_place), else from qb */
