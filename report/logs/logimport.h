@@ -1,5 +1,5 @@
 /* logimport.h: a training run's log (and its config file) read into what it states: the
- * configuration and one record per step line. `costbench import` (src/cmd_import.c) turns that
+ * configuration and one record per step line. `costbench import` (report/importrun.c) turns that
  * into one row of the published-runs schema (data/reference/published/SCHEMA.md): the steady
  * state's median and spread, the configuration from the log, the config file or flags.
  *
