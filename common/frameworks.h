@@ -12,6 +12,9 @@
 /* The canonical name of a spelling: an alias's name ("megatron" -> "megatron-lm", "composer" ->
  * "llm-foundry"), else `name` itself (NULL for NULL). */
 const char *framework_canonical(const char *name);
+/* spec "name" or "name@version" (scale/plan --framework, report/predict/frameworks.h): the
+ * canonical name of its name part into name (n bytes) and *version the text after '@' (NULL: none). */
+void framework_split(const char *spec, char *name, size_t n, const char **version);
 /* The aliases as "megatron (megatron-lm), composer (llm-foundry)" into buf. */
 void framework_aliases(char *buf, size_t n);
 /* The one error of a --framework the command does not know: "flag '--framework': expected one of
