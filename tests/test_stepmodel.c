@@ -284,6 +284,34 @@ static void test_framework_versions(void)
           "find takes NAME@VERSION");
 }
 
+/* scale and plan take --framework NAME@VERSION: the era's features; an unknown version is named in
+ * the output (the default era used); an unknown name is one usage error. */
+static void test_framework_flag_version(void)
+{
+    static char out[65536], err[4096];
+    const char *a[] = {"scale", "--model", "pythia-6.9b", "--instance", "p4d.24xlarge", "--tp", "8", "--global-batch",
+                       "1024", "--nodes", "1,2", "--framework", "megatron-lm@core_r0.8.0", NULL};
+    int rc = cli_run(a, out, sizeof out, err, sizeof err);
+    CHECK(rc == 0 && strstr(out, "# framework features (--framework megatron-core: Megatron-Core core_v0.6+") &&
+              strstr(out, "tiled (flash) attention (the framework's)"),
+          "scale --framework megatron-lm@core_r0.8.0: %d\n%s%s", rc, out, err);
+    a[12] = "megatron-lm@2030";
+    rc = cli_run(a, out, sizeof out, err, sizeof err);
+    CHECK(rc == 0 && strstr(out, "# framework megatron-lm: unknown version '2030' (known: 2020, 2021, 2022): its "
+                                 "default era 2021 assumed") &&
+              strstr(out, "materialised (full) attention"),
+          "scale --framework megatron-lm@2030: %d\n%s%s", rc, out, err);
+    a[12] = "nosuch@1";
+    rc = cli_run(a, out, sizeof out, err, sizeof err);
+    CHECK(rc == 2 && count_lines(err) == 1 && strstr(err, "got 'nosuch@1'"), "scale --framework nosuch@1: %d %s", rc,
+          err);
+    const char *p[] = {"plan", "--model", "llama2-7b", "--tokens", "140B", "--deadline-days", "300", "--instances",
+                       "p5.48xlarge", "--max-nodes", "2", "--framework", "nemo@1.23.0", "--top", "2", NULL};
+    rc = cli_run(p, out, sizeof out, err, sizeof err);
+    CHECK(rc == 0 && strstr(out, "# framework features (--framework nemo: NeMo 1.x") && !strstr(out, "unknown version"),
+          "plan --framework nemo@1.23.0: %d %s", rc, err);
+}
+
 /* ---------------------------------------------------------------- the validation targets */
 
 typedef struct {
@@ -372,6 +400,7 @@ const test_case tests_stepmodel[] = {
     {"step model: the frameworks' named features", test_frameworks},
     {"step model: the framework table against the research's cited defaults", test_framework_table},
     {"step model: a framework version picks its era, an unknown one is named", test_framework_versions},
+    {"step model: scale and plan --framework NAME@VERSION", test_framework_flag_version},
     {"step model: validate's targets on the shipped published runs (met ones, and the misses at today's figure)",
      test_validate_targets},
     {0},
