@@ -19,7 +19,7 @@
  * A calibration fits one framework efficiency phi against this device time (t_mb = t_device /
  * phi) and carries phi, which is not a property of a device, to other devices and layouts.
  *
- * Framework features (overlap) are named, with the frameworks' defaults (step_framework_find). */
+ * Framework features (overlap) are named, with the frameworks' defaults (frameworks.h). */
 #ifndef CB_STEPMODEL_H
 #define CB_STEPMODEL_H
 
