@@ -137,7 +137,10 @@ static int framework_pick(plan_run *r)
 {
     const plan_opts *o = &r->o;
     r->fw = o->framework ? step_framework_find(o->framework) : step_framework_default();
-    if (o->framework && strcmp(r->fw->name, framework_canonical(o->framework)) != 0) {
+    char fw_name[64];
+    const char *fw_version;
+    framework_split(o->framework, fw_name, sizeof fw_name, &fw_version); /* NAME[@VERSION] */
+    if (o->framework && strcmp(step_framework_find(fw_name)->name, fw_name) != 0) {
         char names[512];
         step_framework_list(names, sizeof names);
         return framework_unknown(o->framework, names);
@@ -350,6 +353,9 @@ static void notes_compute(record *rec, const plan_run *r)
 static void notes_framework(record *rec, const plan_run *r)
 {
     const step_framework *fw = r->fw;
+    char vnote[512];
+    step_framework_find_spec(r->o.framework, vnote, sizeof vnote);
+    if (r->o.framework && vnote[0]) record_note(rec, "%s", vnote); /* an unknown version, named */
     record_note(rec,
                 "framework features (--framework %s: %s): %s attention (%s), gradient reduction under the backward %s, "
                 "ZeRO-3 gathers "

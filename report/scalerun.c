@@ -457,7 +457,9 @@ static void notes_carry(record *rec, const scale_run *r)
 static void notes_framework(record *rec, const scale_run *r)
 {
     if (!r->o.framework) return;
-    const step_framework *fw = step_framework_find(r->o.framework);
+    char vnote[512];
+    const step_framework *fw = step_framework_find_spec(r->o.framework, vnote, sizeof vnote);
+    if (vnote[0]) record_note(rec, "%s", vnote); /* an unknown version, named */
     record_note(rec,
                 "framework features (--framework %s: %s): %s attention (%s), gradient reduction under the backward "
                 "%s, ZeRO-3 gathers prefetched under compute %s, TP collectives under the GEMMs %s",

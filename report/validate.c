@@ -159,6 +159,9 @@ static void val_predict(const val_file *f, int i, int k, val_row *out)
                  "%snetwork not published: the data-parallel traffic across nodes is not modelled "
                  "(--net-gbps)",
                  len ? "; " : "");
+    len = strlen(out->note);
+    if (f->why[i][0] && len + 2 < sizeof out->note) /* the row's framework note (pubmodel.h) */
+        snprintf(out->note + len, sizeof out->note - len, "%s%s", len ? "; " : "", f->why[i]);
 }
 
 /* Model FLOP/s per device of row i by costbench's count (PaLM), NaN when its shape is unknown. */

@@ -5,7 +5,12 @@
 
 #include "../common/csvio.h"
 #include "../common/err.h"
+#include "../common/machine.h"
+#include "../report/formats/inputs.h"
 #include "../report/formats/published.h"
+#include "../report/logs/logrow.h"
+#include "../report/predict/pubmodel.h"
+#include "../report/predict/stepmodel.h"
 #include "check.h"
 
 /* The devices the shipped files name, as data/devices.csv describes them (workers: ranks a device). */
@@ -382,6 +387,157 @@ static void test_good_row(void)
     CHECK(published_is_schema("data/models.csv") == 0, "models.csv is not the published schema");
 }
 
+/* ---- the framework columns (issue 30): framework_version, overlap, attention, compile */
+
+static const char *const fw_header =
+    "id,source,framework,framework_version,device,devices,devices_per_node,model,arch,layers,d_model,heads,vocab,"
+    "seq_len,global_batch,micro_batch,tp,pp,dp,sequence_parallel,sharding,recompute,precision,metric,value,overlap,"
+    "attention,compile\n";
+/* a 4-layer GPT at TP 8 with sequence parallelism on one DGX A100: TP traffic and GEMMs to compare */
+static const char *const fw_row_start = "test,megatron-core,%s,a100-sxm4-80gb,8,8,t,gpt,4,1024,16,51200,2048,8,1,8,1,1,true,"
+                                        "none,none,bf16-mixed,step_time_s,1,%s,%s,%s\n";
+
+/* The rows "id,<fw_row_start with version, overlap, attention, compile>" loaded from memory. */
+static int fw_load(pub_table *t, const dev_table *dt, const char *const rows[][5], int n)
+{
+    char text[8192], fmt[512];
+    size_t len = (size_t)snprintf(text, sizeof text, "%s", fw_header);
+    for (int i = 0; i < n && len < sizeof text; i++) {
+        snprintf(fmt, sizeof fmt, "%%s,%s", fw_row_start);
+        len += (size_t)snprintf(text + len, sizeof text - len, fmt, rows[i][0], rows[i][1], rows[i][2], rows[i][3],
+                                rows[i][4]);
+    }
+    return published_load_text(t, "fw.csv", text, strlen(text), dt);
+}
+
+static void test_fw_columns_read(void)
+{
+    dev_table dt = test_dev_table();
+    const char *const rows[][5] = {{"empty", "", "", "", ""},
+                                   {"stated", "core_r0.8.0", "grad_reduce+tp_comm", "materialised", "true"},
+                                   {"none", "2021", "none", "cudnn", "false"}};
+    pub_table t;
+    CHECK(fw_load(&t, &dt, rows, 3) == 0 && t.n == 3, "three rows with the framework columns");
+    if (t.n == 3) {
+        const pub_row *e = &t.rows[0], *s = &t.rows[1], *z = &t.rows[2];
+        CHECK(!*e->framework_version && e->overlap == -1 && e->attention == -1 && e->compile == -1,
+              "empty cells: not published");
+        CHECK(strcmp(s->framework_version, "core_r0.8.0") == 0 && s->overlap == (PUB_OVERLAP_GRAD | PUB_OVERLAP_TP) &&
+                  s->attention == PUB_ATTN_MATERIALISED && s->compile == 1,
+              "stated: %s %d %d %d", s->framework_version, s->overlap, s->attention, s->compile);
+        CHECK(z->overlap == 0 && z->attention == PUB_ATTN_CUDNN && z->compile == 0, "none, cudnn, false");
+    }
+    published_free(&t);
+    static const char *const bad[] = {"grad", "grad_reduce+grad_reduce", "grad_reduce+", "+tp_comm", "none+tp_comm"};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        const char *const one[][5] = {{"bad", "", bad[k], "", ""}};
+        capture_stderr_begin();
+        int rc = fw_load(&t, &dt, one, 1);
+        const char *err = capture_stderr_end();
+        CHECK(rc == CB_EUSAGE && strstr(err, "error: fw.csv:2: column 'overlap': expected grad_reduce, param_gather, "
+                                             "tp_comm joined by '+'") &&
+                  strstr(err, bad[k]),
+              "overlap '%s': %d %s", bad[k], rc, err);
+    }
+    const char *const attn[][5] = {{"bad", "", "", "tiled", ""}};
+    capture_stderr_begin();
+    int rc = fw_load(&t, &dt, attn, 1);
+    const char *err = capture_stderr_end();
+    CHECK(rc == CB_EUSAGE && strstr(err, "fw.csv:2: column 'attention'"), "attention 'tiled': %d %s", rc, err);
+}
+
+/* The writer (import's logrow_save) writes the four columns and the loader reads them back. */
+static void test_fw_columns_roundtrip(void)
+{
+    char *d = test_tmpdir(), path[256], text[2048];
+    if (!d) return;
+    snprintf(text, sizeof text, "%s", fw_header);
+    snprintf(text + strlen(text), sizeof text - strlen(text), "rt,");
+    snprintf(text + strlen(text), sizeof text - strlen(text), fw_row_start, "25.09", "param_gather+grad_reduce",
+             "flash", "false");
+    table tb;
+    logrow row;
+    memset(&row, 0, sizeof row);
+    if (table_load_text(&tb, "rt.csv", text, strlen(text)) != 0) return;
+    for (int c = 0; c < PUB_NCOLS; c++) {
+        int j = table_col(&tb, pub_cols[c].name, 0);
+        if (j >= 0) snprintf(row.cell[c], sizeof row.cell[c], "%s", table_cell(&tb, 0, j));
+    }
+    table_free(&tb);
+    snprintf(path, sizeof path, "%s/rt.csv", d);
+    const char *comments[] = {"written by the round-trip test"};
+    capture_stderr_begin();
+    int rc = logrow_save(&row, comments, 1, path);
+    const char *err = capture_stderr_end();
+    CHECK(rc == 0, "logrow_save: %d %s", rc, err);
+    dev_table dt;
+    pub_table t;
+    if (devices_load(&dt, NULL) != 0) return;
+    CHECK(published_load(&t, path, &dt) == 0 && t.n == 1, "the written file loads");
+    CHECK(t.n == 1 && strcmp(t.rows[0].framework_version, "25.09") == 0 &&
+              t.rows[0].overlap == (PUB_OVERLAP_GRAD | PUB_OVERLAP_PARAM) && t.rows[0].attention == PUB_ATTN_FLASH &&
+              t.rows[0].compile == 0,
+          "round trip: '%s' %d %d %d", t.n ? t.rows[0].framework_version : "", t.n ? t.rows[0].overlap : -9,
+          t.n ? t.rows[0].attention : -9, t.n ? t.rows[0].compile : -9);
+    published_free(&t);
+    devices_free(&dt);
+}
+
+/* Row k of t as the step model (pubmodel.h) and its step profile (*p); why into why. */
+static int fw_model(const pub_table *t, int k, const hw_table *ht, const dev_table *dt, scale_model *s,
+                    step_profile *p, char *why, size_t n)
+{
+    scale_model d;
+    memset(&d, 0, sizeof d);
+    d.interleave = 1, d.bucket_bytes = 25.0 * 1048576.0, d.net_eff = 1.0; /* validate's defaults */
+    const pub_model_env pe = {ht, dt, NULL, -1};
+    long nodes = 0;
+    int rc = pub_scale_model(&t->rows[k], "fw.csv", &pe, &d, s, &nodes, why, n);
+    if (rc == 0) *p = *step_profile_get(s);
+    return rc;
+}
+
+/* A row's stated overlap and attention beat its framework's defaults: tp_comm hides the TP
+ * collectives under the layer's GEMMs; materialised attention charges the s x s scores. */
+static void test_fw_columns_applied(void)
+{
+    dev_table dt;
+    hw_table ht;
+    if (devices_load(&dt, NULL) != 0) return;
+    char hw_path[4096];
+    if (machine_data_file(hw_path, sizeof hw_path, "hardware.csv") != 0 || hardware_load_dev(&ht, hw_path, &dt) != 0) {
+        devices_free(&dt);
+        return;
+    }
+    const char *const rows[][5] = {{"default", "", "", "", ""},
+                                   {"tp", "", "tp_comm", "", ""},
+                                   {"mat", "", "", "materialised", ""},
+                                   {"old", "core_v0.4.0", "", "", ""},
+                                   {"unknown", "banana", "", "", ""}};
+    pub_table t;
+    CHECK(fw_load(&t, &dt, rows, 5) == 0 && t.n == 5, "five rows");
+    scale_model s[5];
+    step_profile p[5];
+    char why[5][512];
+    for (int k = 0; k < t.n; k++) CHECK(fw_model(&t, k, &ht, &dt, &s[k], &p[k], why[k], sizeof why[k]) == 0, "row %d maps: %s", k, why[k]);
+    if (t.n == 5) {
+        /* megatron-core core_v0.6+: TE attention, nothing overlapped */
+        CHECK(s[0].attn_flash && !s[0].tp_overlap && !s[0].grad_overlap && !why[0][0], "the default era");
+        CHECK(s[1].tp_overlap && p[1].tp_per_mb_s < p[0].tp_per_mb_s && p[0].tp_per_mb_s > 0 &&
+                  fabs(p[1].tp_per_mb_s - fmax(0.0, p[0].tp_per_mb_s - p[0].parts.gemm_s)) < 1e-12,
+              "tp_comm: TP %.6g s a micro-batch, under GEMMs %.6g s: %.6g exposed", p[0].tp_per_mb_s,
+              p[0].parts.gemm_s, p[1].tp_per_mb_s);
+        CHECK(!s[2].attn_flash && p[2].t_device_s > p[0].t_device_s, "materialised: %.6g s > tiled %.6g s",
+              p[2].t_device_s, p[0].t_device_s);
+        CHECK(!s[3].attn_flash && p[3].t_device_s == p[2].t_device_s, "core_v0.4.0: the local (materialised) kernel");
+        CHECK(s[4].attn_flash && strstr(why[4], "unknown version 'banana'") && strstr(why[4], "core_v0.6+ assumed"),
+              "an unknown version: the default era, named: '%s'", why[4]);
+    }
+    published_free(&t);
+    hardware_free(&ht);
+    devices_free(&dt);
+}
+
 const test_case tests_published[] = {
     {"published flops gpt", test_flops_gpt},
     {"published flops llama", test_flops_llama},
@@ -392,5 +548,9 @@ const test_case tests_published[] = {
     {"published malformed", test_malformed},
     {"published good rows", test_good_row},
     {"published unknown device", test_unknown_device},
+    {"published framework columns: read, checked", test_fw_columns_read},
+    {"published framework columns: the writer round-trips them", test_fw_columns_roundtrip},
+    {"published framework columns: a row's overlap and attention beat the framework's defaults",
+     test_fw_columns_applied},
     {0},
 };

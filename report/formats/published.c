@@ -17,6 +17,8 @@
 const char *const pub_metric_names[6] = {"seq_per_s",         "tokens_per_s", "tokens_per_s_per_device",
                                          "tflops_per_device", "mfu_pct",      "step_time_s"};
 const char *const flop_convention_names[5] = {"", "megatron-2021", "megatron-core", "llm-foundry", "palm"};
+const char *const pub_overlap_names[PUB_NOVERLAPS] = {"grad_reduce", "param_gather", "tp_comm"};
+const char *const pub_attention_names[PUB_NATTN] = {"flash", "cudnn", "materialised"};
 static const char *const sharding_names[5] = {"none", "zero1", "zero2", "zero3", "hybrid"};
 static const char *const recompute_names[3] = {"none", "selective", "full"};
 /* The precisions SCHEMA.md allows: names of common/precision.h, bf16 its alias (full bf16 of
@@ -72,6 +74,10 @@ const pub_col pub_cols[PUB_NCOLS] = {
     [PUB_COL_CONVENTION] = {"flop_convention", 0, 0, 0},
     [PUB_COL_PEAK] = {"peak_tflops", 0, 1e-6, 1e7},
     [PUB_COL_SEQ_PER_S] = {"seq_per_s", 0, 1e-12, 1e15},
+    [PUB_COL_FW_VERSION] = {"framework_version", 0, 0, 0},
+    [PUB_COL_OVERLAP] = {"overlap", 0, 0, 0},
+    [PUB_COL_ATTENTION] = {"attention", 0, 0, 0},
+    [PUB_COL_COMPILE] = {"compile", 0, 0, 0},
     [PUB_COL_NOTES] = {"notes", 0, 0, 0},
 };
 
@@ -268,13 +274,50 @@ static int row_rules(const pub_row *r, const dev_row *dev, const char *path)
     return 0;
 }
 
+/* The overlap cell: names of pub_overlap_names joined by '+', or "none"; -1 when empty. */
+static int get_overlap(const table *t, int row, const int *col, int *out)
+{
+    *out = -1;
+    if (cell_empty(t, row, col[PUB_COL_OVERLAP])) return 0;
+    const char *cell = table_cell(t, row, col[PUB_COL_OVERLAP]), *p = cell;
+    if (strcmp(cell, "none") == 0) return *out = 0, 0;
+    int bits = 0;
+    while (*p) {
+        size_t len = strcspn(p, "+");
+        int k = 0;
+        while (k < PUB_NOVERLAPS && !(strlen(pub_overlap_names[k]) == len && strncmp(p, pub_overlap_names[k], len) == 0))
+            k++;
+        if (k == PUB_NOVERLAPS || (bits & (1 << k)) || (p[len] == '+' && !p[len + 1]))
+            return err_usage("%s:%d: column 'overlap': expected grad_reduce, param_gather, tp_comm joined by '+' (each "
+                             "once), or none, got '%s'",
+                             t->path, t->lines[row], cell);
+        bits |= 1 << k;
+        p += len + (p[len] == '+');
+    }
+    *out = bits;
+    return 0;
+}
+
+/* What the row states of its framework: version, overlap, attention kernel, compile. */
+static int row_framework(const table *t, int i, const int *col, pub_row *r)
+{
+    int attention = -1;
+    if (get_text(t, i, col, PUB_COL_FW_VERSION, r->framework_version, sizeof r->framework_version) ||
+        get_overlap(t, i, col, &r->overlap) ||
+        get_word(t, i, col, PUB_COL_ATTENTION, pub_attention_names, PUB_NATTN, -1, &attention) ||
+        get_flag(t, i, col, PUB_COL_COMPILE, &r->compile))
+        return CB_EUSAGE;
+    r->attention = attention;
+    return 0;
+}
+
 /* Row i of t into r, every cell and rule checked. */
 static int row_load(const table *t, int i, const int *col, const dev_table *dt, pub_row *r)
 {
     const dev_row *dev = NULL;
     r->line = t->lines[i];
     if (row_run(t, i, col, dt, r, &dev) || row_model(t, i, col, r) || row_layout(t, i, col, r) ||
-        row_metric(t, i, col, r))
+        row_metric(t, i, col, r) || row_framework(t, i, col, r))
         return CB_EUSAGE;
     if (!dev && isnan(r->peak_tflops))
         return err_usage("%s:%d: column 'peak_tflops': a run on '%s' needs the peak measured there (per device = per "

@@ -29,6 +29,13 @@ extern const char *const pub_precision_names[PUB_NPRECISIONS];
 typedef enum { FLOPS_NONE, FLOPS_MEGATRON_2021, FLOPS_MEGATRON_CORE, FLOPS_LLM_FOUNDRY, FLOPS_PALM } flop_convention;
 extern const char *const flop_convention_names[5]; /* "", megatron-2021, megatron-core, llm-foundry, palm */
 
+/* The optional framework columns (SCHEMA.md): overlap, a list of these joined by '+' ("none": nothing
+ * overlapped), as bits; attention, one of pub_attention_names. */
+enum { PUB_OVERLAP_GRAD = 1, PUB_OVERLAP_PARAM = 2, PUB_OVERLAP_TP = 4, PUB_NOVERLAPS = 3 };
+extern const char *const pub_overlap_names[PUB_NOVERLAPS]; /* grad_reduce, param_gather, tp_comm */
+typedef enum { PUB_ATTN_FLASH, PUB_ATTN_CUDNN, PUB_ATTN_MATERIALISED, PUB_NATTN } pub_attention;
+extern const char *const pub_attention_names[PUB_NATTN]; /* flash, cudnn, materialised */
+
 typedef enum { SHARD_NONE, SHARD_ZERO1, SHARD_ZERO2, SHARD_ZERO3, SHARD_HYBRID } pub_sharding;
 typedef enum { RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL } pub_recompute;
 
@@ -51,6 +58,10 @@ typedef struct {
     double peak_tflops;                               /* NaN: not published (mfu_pct needs it) */
     double seq_per_s_column;                          /* the file's seq_per_s cell; NaN when empty */
     double seq_per_s;                                 /* metric and value converted (published_seq_per_s) */
+    char framework_version[32];                       /* "": the framework's default era */
+    int overlap;                                      /* PUB_OVERLAP_* bits; -1: not published (the defaults) */
+    int attention;                                    /* pub_attention; -1: not published (the default) */
+    int compile;                                      /* 1, 0; -1: not published */
     int line;
 } pub_row;
 
@@ -62,7 +73,8 @@ enum { PUB_COL_ID, PUB_COL_SOURCE, PUB_COL_FRAMEWORK, PUB_COL_DEVICE, PUB_COL_DE
        PUB_COL_KV_HEADS, PUB_COL_FFN, PUB_COL_VOCAB, PUB_COL_PARAMS, PUB_COL_TIED, PUB_COL_SEQ_LEN,
        PUB_COL_GLOBAL_BATCH, PUB_COL_MICRO_BATCH, PUB_COL_TP, PUB_COL_PP, PUB_COL_DP, PUB_COL_CP, PUB_COL_VP,
        PUB_COL_SEQ_PAR, PUB_COL_SHARDING, PUB_COL_RECOMPUTE, PUB_COL_PRECISION, PUB_COL_METRIC, PUB_COL_VALUE,
-       PUB_COL_CONVENTION, PUB_COL_PEAK, PUB_COL_SEQ_PER_S, PUB_COL_NOTES, PUB_NCOLS };
+       PUB_COL_CONVENTION, PUB_COL_PEAK, PUB_COL_SEQ_PER_S, PUB_COL_FW_VERSION, PUB_COL_OVERLAP, PUB_COL_ATTENTION,
+       PUB_COL_COMPILE, PUB_COL_NOTES, PUB_NCOLS };
 typedef struct {
     const char *name;
     int required;

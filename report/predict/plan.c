@@ -58,7 +58,8 @@ static void model_fill(const plan_inputs *in, const plan_layout *l, scale_model 
     s->seq = in->seq, s->micro_batch = l->mb, s->global_batch = in->global_batch;
     s->zero = l->zero, s->precision = l->prec, s->recompute = l->recompute;
     s->attn_flash = in->attn_flash;
-    s->grad_overlap = fw->grad_overlap, s->gather_prefetch = fw->gather_prefetch, s->tp_overlap = fw->tp_overlap;
+    s->grad_overlap = fw->grad_overlap, s->gather_prefetch = fw->gather_prefetch;
+    s->tp_overlap = fw->tp_overlap && s->sp; /* userbuffers TP overlap needs SP (report/predict/pubmodel.c) */
     s->gemm_curve = in->eff;
     s->bucket_bytes = 25.0 * 1048576.0;
     s->net_eff = 1.0;

@@ -8,7 +8,7 @@
  * an instance with a BF16 peak, else fp32) x recomputation (off, full) x micro-batch 1,2,4,8,
  * then ZeRO stage 0,1,3; each layout is the step model of
  * report/predict/scale.h at a fixed global batch, with the framework features of one framework
- * (report/predict/stepmodel.h's step_framework), priced once per pricing option. The compute time of a
+ * (report/predict/frameworks.h: step_framework), priced once per pricing option. The compute time of a
  * micro-batch through a stage depends on neither the node count nor the ZeRO stage: it is found
  * once per layout of the other dimensions, from the data-sheet peak at an assumed MFU, or from a
  * calibration (report/predict/calibration.h: calib_fit_carry, then calib_t_mb, the rule costbench scale
@@ -50,7 +50,7 @@ typedef struct {
     long seq, global_batch, max_nodes;
     double tokens;       /* to train on */
     double mfu;          /* without a calibration: the assumed share of the data-sheet peak, 0..1 */
-    /* the framework features of every candidate (report/predict/stepmodel.h; NULL: step_framework_default)
+    /* the framework features of every candidate (report/predict/frameworks.h; NULL: step_framework_default)
      * and its attention: tiled (flash: causal FLOPs, no s x s scores kept) or materialised */
     const step_framework *fw;
     int attn_flash;

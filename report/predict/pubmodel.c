@@ -108,6 +108,27 @@ static int pub_dp_check(const pub_row *r, const scale_model *s, long nodes, char
     return 0;
 }
 
+/* The framework's features (report/predict/frameworks.h), its version's era, then what the row
+ * states: its overlap list and attention kernel beat the era's defaults. A default TP overlap needs
+ * sequence parallelism (Megatron asserts it: megatron/training/arguments.py:1401-1402
+ * @core_v0.19.0; NeMo's MegatronCommOverlapCallback and Megatron-Bridge's CommOverlapConfig force it
+ * off without: megatron_comm_overlap.py:141-151 @v2.4.0, comm_overlap.py:439-449 @v0.6.0). An
+ * unknown version is named in why (the row still maps: the default era). compile is recorded, not
+ * a term: no kernel-level measurement gives it a figure. */
+static void pub_framework(const pub_row *r, meas_run *run, char *why, size_t n)
+{
+    const step_framework *fw = step_framework_find_version(r->framework, r->framework_version, why, n);
+    run->attn_flash = fw->tiled_attention;
+    run->grad_overlap = fw->grad_overlap, run->gather_prefetch = fw->gather_prefetch;
+    run->tp_overlap = fw->tp_overlap && run->sp;
+    if (r->overlap >= 0) {
+        run->grad_overlap = (r->overlap & PUB_OVERLAP_GRAD) != 0;
+        run->gather_prefetch = (r->overlap & PUB_OVERLAP_PARAM) != 0;
+        run->tp_overlap = (r->overlap & PUB_OVERLAP_TP) != 0;
+    }
+    if (r->attention >= 0) run->attn_flash = r->attention != PUB_ATTN_MATERIALISED;
+}
+
 /* The run a published row states (report/predict/measrun.h): its shape, node, precision, layout,
  * sharding, recomputation and framework; what it cannot state from `defaults`. */
 static int pub_run(const pub_row *r, const char *path, const pub_model_env *env, const scale_model *defaults,
@@ -126,10 +147,7 @@ static int pub_run(const pub_row *r, const char *path, const pub_model_env *env,
     meas_run_sharding(run, r->sharding);
     meas_run_recompute(run, r->recompute);
     run->sp = r->sequence_parallel == 1 && r->tp > 1;
-    /* the framework's features: its attention kernel and what it overlaps (report/predict/stepmodel.h) */
-    const step_framework *fw = step_framework_find(r->framework);
-    run->attn_flash = fw->tiled_attention;
-    run->grad_overlap = fw->grad_overlap, run->gather_prefetch = fw->gather_prefetch, run->tp_overlap = fw->tp_overlap;
+    pub_framework(r, run, why, n);
     run->seq_per_s = r->seq_per_s;
     return pub_own_check(r, run, why, n);
 }

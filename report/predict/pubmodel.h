@@ -24,8 +24,11 @@
  *   recompute       full: every forward op again; selective: the attention core again
  *   sequence_par.   the norms and residuals on seq / tp rows, the TP collectives as reduce-scatter
  *                   + all-gather (Korthikanti et al. 2022)
- *   framework       its attention kernel and overlaps (report/predict/stepmodel.h's step_framework_find;
- *                   an unknown name: `plain`)
+ *   framework       its attention kernel and overlaps: the era of framework_version
+ *                   (report/predict/frameworks.h: empty or unknown: the name's default era; an
+ *                   unknown name: `plain`; either named in why), then the row's own overlap list
+ *                   and attention kernel over the era's defaults; a default TP overlap needs
+ *                   sequence parallelism; compile is recorded, not modelled
  *   precision       fp32 against the FP32 peak; bf16-mixed (and empty) mixed against the BF16 peak;
  *                   fp16-mixed mixed against the device's FP16 peak; bf16 full bf16 against the
  *                   BF16 peak; fp8 its GEMMs against the FP8 peak, the rest as bf16-mixed (refused
@@ -58,7 +61,8 @@ int hw_this_machine(const hw_table *ht, const char *instance, double peak_tflops
                     char *why, size_t n);
 
 /* The row (of the file at path) as a step model (compute time unset) and its node count. Returns
- * 0, or CB_EUSAGE with the reason in why ("column 'cp': ..."; nothing printed, except by
+ * 0 (why "" or a note naming an unknown framework version or name: the row still maps), or
+ * CB_EUSAGE with the reason in why ("column 'cp': ..."; nothing printed, except by
  * published_config for a shape it rejects). */
 int pub_scale_model(const pub_row *r, const char *path, const pub_model_env *env, const scale_model *defaults,
                     scale_model *s, long *nodes, char *why, size_t n);
