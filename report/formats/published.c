@@ -448,8 +448,8 @@ static int rows_load(pub_table *pt, const table *t, const int *col, const dev_ta
 }
 
 /* The loaded table t (its path the name messages use) into pt: the header's required columns, at
- * least one row, every row. t is freed. */
-static int table_rows_load(pub_table *pt, table *t, const dev_table *dt)
+ * least one row, every row (strict: an unknown device fails the file, rows_load). t is freed. */
+static int table_rows_load(pub_table *pt, table *t, const dev_table *dt, int strict)
 {
     int col[PUB_NCOLS], rc = 0;
     for (int i = 0; i < PUB_NCOLS && rc == 0; i++)
@@ -457,7 +457,7 @@ static int table_rows_load(pub_table *pt, table *t, const dev_table *dt)
             rc = CB_EUSAGE;
     if (rc == 0 && t->nrows == 0) rc = err_usage("%s: no published runs (a header and no rows)", t->path);
     if (rc == 0 && !(pt->rows = calloc((size_t)t->nrows, sizeof *pt->rows))) rc = err_msg("out of memory");
-    if (rc == 0) rc = rows_load(pt, t, col, dt, 0);
+    if (rc == 0) rc = rows_load(pt, t, col, dt, strict);
     table_free(t);
     if (rc) published_free(pt);
     return rc ? CB_EUSAGE : 0;
@@ -469,7 +469,7 @@ int published_load(pub_table *pt, const char *path, const dev_table *dt)
     snprintf(pt->path, sizeof pt->path, "%s", path);
     table t;
     if (table_load(&t, path) != 0) return CB_EUSAGE;
-    return table_rows_load(pt, &t, dt);
+    return table_rows_load(pt, &t, dt, 0);
 }
 
 int published_load_text(pub_table *pt, const char *shown, const char *text, size_t len, const dev_table *dt)
@@ -478,7 +478,7 @@ int published_load_text(pub_table *pt, const char *shown, const char *text, size
     snprintf(pt->path, sizeof pt->path, "%s", shown);
     table t;
     if (table_load_text(&t, shown, text, len) != 0) return CB_EUSAGE;
-    return table_rows_load(pt, &t, dt);
+    return table_rows_load(pt, &t, dt, 1); /* a file about to be written */
 }
 
 int published_row_check(const char *const *cells, const char *shown, int line, const dev_table *dt, pub_row *r)

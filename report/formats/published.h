@@ -91,7 +91,8 @@ int published_is_schema(const char *path);
  * conversion or the file is wrong: one error naming both). Returns 0 or CB_EUSAGE. */
 int published_load(pub_table *t, const char *path, const dev_table *dt);
 /* The same for the text in memory (len bytes) of the file `shown` (import --out checking the whole
- * file it is about to write): every message names `shown` and the line a row has there. */
+ * file it is about to write): every message names `shown` and the line a row has there; a file
+ * about to be written is checked strictly: an unknown device is an error of the file, as before. */
 int published_load_text(pub_table *t, const char *shown, const char *text, size_t len, const dev_table *dt);
 /* One row given as cells (cells[c]: column c of pub_cols, "" when empty), checked as published_load
  * checks a row of the file `shown` at line `line` (every cell, the device known to dt: an unknown one
