@@ -33,7 +33,7 @@ int hw_this_machine(const hw_table *ht, const char *instance, double peak_tflops
     return 0;
 }
 
-/* One more "; "-less, ", "-separated item onto buf (k characters used); the new length. */
+/* item appended to the ", "-separated list in buf (k characters used so far); the new length. */
 static size_t diff_add(char *buf, size_t n, size_t k, const char *item)
 {
     if (k < n) k += (size_t)snprintf(buf + k, n - k, "%s%s", k ? ", " : "", item);
@@ -85,7 +85,7 @@ static const hw_row *pub_instance(const char *name, const hw_table *ht, char *no
                NULL;
     char diff[256] = "";
     if (ha && hb) instance_diff(ha, hb, diff, sizeof diff);
-    snprintf(note, n, "instance '%s': %s used (%s%s%s)", name, used->instance, ha && hb ? b : ha ? b : a,
+    snprintf(note, n, "instance '%s': %s used (%s%s%s)", name, used->instance, ha ? b : a,
              !(ha && hb) ? " unknown" : diff[0] ? " differs: " : " the same figures", diff);
     return used;
 }
