@@ -78,6 +78,7 @@ const schema_col dev_schema[DV_NCOLS] = {
     [DV_NODE_NET_GBPS] = {{"node_net_gbps", "Gbit/s", REC_NUM, 0}, 1, 1e-3, 1e7},
     [DV_MODEL_SOURCE] = {{"model_source", "", REC_STR, 0}, 1, 0, 0},
     [DV_SOURCE] = {{"source", "", REC_STR, 0}, 1, 0, 0},
+    [DV_FAMILY] = {{"family", "", REC_STR, 0}, 1, 0, 0},
 };
 
 const schema_col price_schema[PR_NCOLS] = {

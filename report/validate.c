@@ -49,7 +49,8 @@ static int val_file_alloc(val_file *f, int n)
     return err_msg("out of memory for %d rows", n);
 }
 
-/* The calibration rows: those of ids[] in this file (found[] marked), else the first row. */
+/* The calibration rows: those of ids[] in this file (found[] marked), else the first row whose
+ * names are known (pub_names_resolve; none: the first row, whose note says why). */
 static void val_pick_calibration(val_file *f, const char *const *ids, int nids, int *found)
 {
     f->ncal = 0;
@@ -61,7 +62,12 @@ static void val_pick_calibration(val_file *f, const char *const *ids, int nids, 
         for (int j = 0; j < f->ncal; j++) dup |= f->cal[j] == i;
         if (!dup) f->cal[f->ncal++] = i;
     }
-    if (f->ncal == 0 && f->t->n > 0) f->cal[f->ncal++] = 0;
+    if (f->ncal > 0 || f->t->n == 0) return;
+    const pub_model_env pe = {f->env->ht, f->env->dt, f->env->ov, f->env->latency_us};
+    char note[1024];
+    int first = 0;
+    while (first < f->t->n && pub_names_resolve(&f->t->rows[first], &pe, note, sizeof note) != 0) first++;
+    f->cal[f->ncal++] = first < f->t->n ? first : 0;
 }
 
 /* A mapped row whose seq/s is impossible on its own hardware, by the rule scale --calibrate
@@ -197,6 +203,18 @@ static val_row *val_row_add(val_result *res)
     return v;
 }
 
+/* What resolving row i's names took (pub_names_resolve) before its note; an unknown name counted. */
+static void val_names(const val_file *f, int i, val_row *v)
+{
+    const val_env *e = f->env;
+    const pub_model_env pe = {e->ht, e->dt, e->ov, e->latency_us};
+    char names[sizeof v->note], old[sizeof v->note];
+    v->unknown_names = pub_names_resolve(&f->t->rows[i], &pe, names, sizeof names) != 0;
+    if (v->unknown_names || !names[0]) return; /* an unknown name: the note is its reason already */
+    snprintf(old, sizeof old, "%s", v->note);
+    snprintf(v->note, sizeof v->note, "%.500s%s%.500s", names, old[0] ? "; " : "", old);
+}
+
 /* Every row of the file into res. */
 static int val_rows(val_result *res, const val_file *f, const char *file)
 {
@@ -210,6 +228,7 @@ static int val_rows(val_result *res, const val_file *f, const char *file)
         for (int k = 0; k < f->ncal; k++) v->calibration |= f->cal[k] == i;
         int k = f->mapped[i] ? val_nearest(f, i) : -1;
         val_predict(f, i, k, v);
+        val_names(f, i, v);
         int c = k >= 0 ? f->cal[k] : f->cal[0];
         snprintf(v->calibrated_on, sizeof v->calibrated_on, "%s", f->t->rows[c].id);
         val_naive(f, i, c, v);
@@ -236,6 +255,7 @@ static int val_summarize(val_result *res, int first, const char *file)
     for (int i = first; i < res->n; i++) {
         const val_row *v = &res->rows[i];
         s->rows++, s->calibration_rows += v->calibration, s->refused += v->refused;
+        s->unknown_names += v->unknown_names;
         if (v->calibration || !isfinite(v->predicted)) continue;
         a[m++] = fabs(v->error_pct);
         if (isfinite(v->naive_error_pct)) b[mb++] = fabs(v->naive_error_pct);

@@ -18,7 +18,10 @@
  * fitted, a carry above 100% of the peak) has no predicted figure and says why. A row whose seq/s
  * is impossible on its own hardware (more than 100% MFU of its data-sheet peak: the rule by which
  * scale --calibrate refuses it, calib_point_plausible) is refused: no prediction, no naive figure,
- * not a calibration, its note "refused: " and the reason, counted in the summary. The summary's
+ * not a calibration, its note "refused: " and the reason, counted in the summary. A row whose
+ * device or instance type is unknown (pubmodel.h's pub_names_resolve) is not predicted, its note
+ * names it, counted in the summary's unknown_names apart from refused; a row that took a family, an
+ * `A/B` instance or an unknown framework to resolve says so first in its note. The summary's
  * median and max |error| are over the rows that are not calibration rows and have a prediction,
  * the naive figures over the same rows. It reports; it does not judge. */
 #ifndef CB_VALIDATE_H
@@ -35,6 +38,7 @@ typedef struct {
     int line;
     int calibration;        /* a row the model was fitted on */
     int refused;            /* its seq/s is impossible on its hardware (note says why): not scored */
+    int unknown_names;      /* its device or instance type is unknown (note says which): not predicted */
     double published;       /* seq/s */
     double predicted;       /* seq/s; NaN: no prediction (reason says why) */
     double error_pct;       /* predicted / published - 1, % */
@@ -51,6 +55,7 @@ typedef struct {
     const char *file;       /* not owned */
     int rows, calibration_rows, predicted; /* predicted: rows other than calibration rows with a prediction */
     int refused;                           /* rows refused as impossible (val_row.refused) */
+    int unknown_names;                     /* rows on an unknown device or instance (val_row.unknown_names) */
     double median_abs_pct, max_abs_pct, naive_median_abs_pct, naive_max_abs_pct; /* NaN when none */
     /* the joint fit on every row the model maps (calibration.h's calib_fit_joint): what the file
      * says of the model's two parameters; NaN when it did not fit */
@@ -77,7 +82,8 @@ typedef struct {
 } val_env;
 
 /* Validates one file into res: its rows, then its summary. ids[0..nids) are the calibration ids
- * of every file (found[i] set for those in this one); none in this file: its first row. Returns 0,
+ * of every file (found[i] set for those in this one); none in this file: its first row whose
+ * device and instance type are known. Returns 0,
  * or CB_EUSAGE when the file does not load (its file:line error printed), CB_EFAIL out of memory. */
 int validate_file(val_result *res, const char *path, const char *const *ids, int nids, int *found, const val_env *env);
 void validate_free(val_result *res);

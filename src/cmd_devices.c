@@ -22,7 +22,8 @@ static void devices_row(record *rec, int row, const dev_row *d)
                                   [DV_MEM_EFF] = d->mem_eff,           [DV_LAUNCH_US] = d->launch_us,
                                   [DV_NODE_NET_GBPS] = d->node_net_gbps};
     const char *str[DV_NCOLS] = {
-        [DV_DEVICE] = d->device, [DV_VENDOR] = d->vendor, [DV_MODEL_SOURCE] = d->model_source, [DV_SOURCE] = d->source};
+        [DV_DEVICE] = d->device, [DV_VENDOR] = d->vendor, [DV_MODEL_SOURCE] = d->model_source, [DV_SOURCE] = d->source,
+        [DV_FAMILY] = d->family};
     for (int c = 0; c < DV_NCOLS; c++) {
         if (dev_schema[c].col.kind == REC_STR) record_str(rec, row, c, str[c]);
         else record_num(rec, row, c, num[c]);
@@ -51,6 +52,9 @@ int cmd_devices(int argc, char **argv)
     record_note(&rec, "from %s: dense peaks per device (never the sparsity figures); link_gb_per_s: scale-up link, one "
                       "direction; scaleup_domain: devices sharing it; '-': none or not published", dt.path);
     for (int i = 0; i < dt.n; i++) {
+        char note[400];
+        devices_family_note(&dt.rows[i], note, sizeof note);
+        if (note[0]) record_note(&rec, "%s", note); /* a variant: its figures, resolved through its family */
         int row = record_add_row(&rec);
         if (row < 0) {
             rc = CB_EFAIL;

@@ -44,7 +44,7 @@ static const rec_col val_cols[VC_NCOLS] = {{"file", "", REC_STR, 0}, {"id", "", 
 
 /* Columns are added at the end (scripts read the earlier ones by position too). */
 enum { VS_FILE, VS_ROWS, VS_CAL, VS_PRED, VS_MED, VS_MAX, VS_NMED, VS_NMAX, VS_FROWS, VS_PHI, VS_PHISE, VS_OVH, VS_OVHSE,
-       VS_FRMS, VS_FWORST, VS_FWORSTID, VS_REFUSED, VS_NCOLS };
+       VS_FRMS, VS_FWORST, VS_FWORSTID, VS_REFUSED, VS_UNKNOWN, VS_NCOLS };
 static const rec_col sum_cols[VS_NCOLS] = {{"file", "", REC_STR, 0}, {"rows", "", REC_NUM, 0},
                                            {"calibration_rows", "", REC_NUM, 0}, {"predicted", "", REC_NUM, 0},
                                            {"median_abs_error_pct", "%", REC_NUM, 1},
@@ -54,7 +54,8 @@ static const rec_col sum_cols[VS_NCOLS] = {{"file", "", REC_STR, 0}, {"rows", ""
                                            {"fit_phi", "", REC_NUM, 3}, {"fit_phi_se", "", REC_NUM, 3},
                                            {"fit_overhead_s", "s", REC_NUM, 3}, {"fit_overhead_se", "s", REC_NUM, 3},
                                            {"fit_rms_pct", "%", REC_NUM, 1}, {"fit_worst_pct", "%", REC_NUM, 1},
-                                           {"fit_worst", "", REC_STR, 0}, {"refused", "", REC_NUM, 0}};
+                                           {"fit_worst", "", REC_STR, 0}, {"refused", "", REC_NUM, 0},
+                                           {"unknown_names", "", REC_NUM, 0}};
 
 /* Parses the flags and the files. Returns 0, 1 after --help, or CB_EUSAGE. */
 static int val_opts_parse(val_opts *o, int argc, char **argv)
@@ -62,7 +63,7 @@ static int val_opts_parse(val_opts *o, int argc, char **argv)
     *o = (val_opts){.fit_tol_pct = 5, .latency_us = -1, .nfiles = VAL_MAX_FILES};
     const opt_spec specs[] = {
         {"calibrate", OPT_STR, &o->calibrate, 0, 0, 0, 0, "ID[,ID...]",
-         "rows to calibrate on (ids of the files' rows; a file none of them is in: its first row)"},
+         "rows to calibrate on (ids of the files' rows; a file none of them is in: its first row on a known device)"},
         CSV_FLAG_SPEC(&o->csv, "one line per row: file, id, calibration, published, predicted, errors, naive"),
         {"summary-csv", OPT_STR, &o->summary_csv, 0, 0, 0, 0, "FILE",
          "one line per file: rows, median and max |error|, the naive's"},
@@ -158,6 +159,7 @@ static int val_summary_record(record *rec, const val_result *res)
         record_num(rec, r, VS_CAL, s->calibration_rows);
         record_num(rec, r, VS_PRED, s->predicted);
         record_num(rec, r, VS_REFUSED, s->refused);
+        record_num(rec, r, VS_UNKNOWN, s->unknown_names);
         record_num(rec, r, VS_MED, s->median_abs_pct);
         record_num(rec, r, VS_MAX, s->max_abs_pct);
         record_num(rec, r, VS_NMED, s->naive_median_abs_pct);
@@ -175,6 +177,9 @@ static int val_summary_record(record *rec, const val_result *res)
         rec, "per file: |error| over the rows predicted (calibration rows left out); the naive's over the same rows");
     record_note(rec, "refused: rows whose seq/s is impossible on their own hardware (more than 100%% of its dense "
                      "peak, as scale --calibrate refuses them): not scored");
+    record_note(rec, "unknown_names: rows on a device or instance type the tables do not know, not even through a "
+                     "family or as one of a published 'A/B' (each row's note names it): not predicted, the rest of "
+                     "the file is");
     record_note(rec, "fit_*: the step model fitted to every row of the file at once (least squares): phi, the "
                      "framework's efficiency "
                      "against the device model, and a fixed overhead per step ('-': the rows cannot tell it from phi); "

@@ -19,6 +19,10 @@
  *   node_net_gbps     the network per node of the vendor's reference system (Gbit/s)
  *   model_source      where the step model's figures come from (most are assumptions, and say so)
  *   source            where the figures come from (data sheet, with its date or URL)
+ *   family            (last, optional) a variant row: the device listed above it that it is a variant
+ *                     of (an other memory, form factor or spelling of the same chip). Its empty cells
+ *                     are the family's figures; the cells it gives are its own (d->own lists them);
+ *                     its source says where its own come from. A family is never itself a variant.
  * report/formats/README.md describes each column at length. */
 #ifndef CB_DEVICES_H
 #define CB_DEVICES_H
@@ -41,6 +45,8 @@ typedef struct {
     double gemm_eff, attn_eff, mem_eff, launch_us, node_net_gbps;
     char model_source[512];
     char source[256];
+    char family[48]; /* the device this row is a variant of; "" for a device row */
+    char own[256];   /* a variant's own figures, "hbm_gib 96, hbm_gb_per_s 3900" ("": all the family's) */
     int line;
 } dev_row;
 
@@ -54,10 +60,14 @@ typedef struct dev_table_s {
  * one is one error "file:line: column 'x': ...". Returns 0 or CB_EFAIL. */
 int devices_load(dev_table *t, const char *path);
 void devices_free(dev_table *t);
-/* NULL when the device is not listed (no error printed). */
+/* NULL when the device is not listed (no error printed). A variant row is found by its own name,
+ * with its figures resolved through its family (dev_row.family, .own). */
 const dev_row *devices_find(const dev_table *t, const char *device);
 /* "a100-sxm4-40gb, a100-sxm4-80gb, ..." into buf: for "unknown device" messages. */
 void devices_list(const dev_table *t, char *buf, size_t n);
+/* "resolved through family h100-sxm5-80gb (its own: hbm_gib 96)" into buf for a variant, "" for a
+ * device row: what every output that uses a variant says of it. */
+void devices_family_note(const dev_row *d, char *buf, size_t n);
 
 /* A node of `per_node` devices `d` on a network of net_gbit_per_s (per node; NaN: unknown) and
  * net_latency_us (NaN: unknown): the hw_row the scaling model takes, its instance name

@@ -62,6 +62,7 @@ typedef struct {
     int overlap;                                      /* PUB_OVERLAP_* bits; -1: not published (the defaults) */
     int attention;                                    /* pub_attention; -1: not published (the default) */
     int compile;                                      /* 1, 0; -1: not published */
+    char unknown[512]; /* "column 'device': unknown device 'x' (known: ...)": the row loads, is not predicted; "" */
     int line;
 } pub_row;
 
@@ -91,19 +92,23 @@ typedef struct {
 /* 1 when the CSV at path has the schema's header (columns id, metric and value at least), 0 when
  * it has another header, CB_EFAIL (error printed) when it cannot be read. */
 int published_is_schema(const char *path);
-/* Loads path: every cell checked, the device looked up in dt (unknown: one error naming
- * file:line, column 'device' and the known devices; "this machine", CB_THIS_MACHINE, is a run
- * measured here, one device per rank, and needs peak_tflops), ids unique, the layout consistent (tp x pp x
+/* Loads path: every cell checked, the device looked up in dt ("this machine", CB_THIS_MACHINE, is a
+ * run measured here, one device per rank, and needs peak_tflops; a device dt does not know, not
+ * even as a variant of a family, is an error of that row alone, not of the file: the row loads with
+ * the reason in r->unknown, "column 'device': unknown device 'x' (known: ...)", its layout not
+ * checked against workers per device, and is not predicted), ids unique, the layout consistent (tp x pp x
  * dp x cp = devices x the device's workers: a Trainium chip runs 2 NeuronCore ranks; whole nodes or
  * part of one; global_batch a multiple of dp x micro_batch), and seq_per_s computed from
  * metric and value; a seq_per_s cell the file gives must agree with it within 0.5% (else the
  * conversion or the file is wrong: one error naming both). Returns 0 or CB_EUSAGE. */
 int published_load(pub_table *t, const char *path, const dev_table *dt);
 /* The same for the text in memory (len bytes) of the file `shown` (import --out checking the whole
- * file it is about to write): every message names `shown` and the line a row has there. */
+ * file it is about to write): every message names `shown` and the line a row has there; a file
+ * about to be written is checked strictly: an unknown device is an error of the file, as before. */
 int published_load_text(pub_table *t, const char *shown, const char *text, size_t len, const dev_table *dt);
 /* One row given as cells (cells[c]: column c of pub_cols, "" when empty), checked as published_load
- * checks a row of the file `shown` at line `line` (every cell, the device known to dt, the rules between
+ * checks a row of the file `shown` at line `line` (every cell, the device known to dt: an unknown one
+ * is an error here, a row about to be written; the rules between
  * cells, seq_per_s from metric and value) and loaded into r. Returns 0 or CB_EUSAGE after one error
  * naming shown:line and the column. */
 int published_row_check(const char *const *cells, const char *shown, int line, const dev_table *dt, pub_row *r);
