@@ -48,6 +48,18 @@ static int dev_key_check(const table *t, int row, int col, const char *key)
     return 0;
 }
 
+/* The optional column `stochastic_rounding` of row i (column sr_col, < 0: absent): true, false, or
+ * empty (-1: not known). */
+static int dev_sr_read(const table *t, int i, int sr_col, int *out)
+{
+    *out = -1;
+    const char *s = sr_col >= 0 ? table_cell(t, i, sr_col) : "";
+    if (!*s) return 0;
+    if (strcmp(s, "true") == 0 || strcmp(s, "false") == 0) return *out = s[0] == 't', 0;
+    return err_msg("%s:%d: column 'stochastic_rounding': expected true, false or empty, got '%.40s'", t->path,
+                   t->lines[i], s);
+}
+
 /* Row i into d, every cell checked. */
 static int dev_row_read(const table *t, int i, const int *col, dev_row *d)
 {
@@ -94,11 +106,13 @@ int devices_load(dev_table *dt, const char *path)
         if ((col[i] = table_col(&t, dev_schema[i].col.name, i < DV_FIRST_OPTIONAL || i > DV_LAST_OPTIONAL)) < 0 &&
             (i < DV_FIRST_OPTIONAL || i > DV_LAST_OPTIONAL))
             rc = CB_EFAIL;
+    int sr_col = rc == 0 ? table_col(&t, "stochastic_rounding", 0) : -1; /* optional: read by name */
     if (rc == 0 && t.nrows == 0) rc = err_msg("%s: no devices", path);
     if (rc == 0 && !(dt->rows = calloc((size_t)t.nrows, sizeof *dt->rows))) rc = err_msg("out of memory");
     for (int i = 0; rc == 0 && i < t.nrows; i++) {
         dev_row *d = &dt->rows[i];
-        if ((rc = dev_row_read(&t, i, col, d)) != 0) break;
+        if ((rc = dev_row_read(&t, i, col, d)) != 0 || (rc = dev_sr_read(&t, i, sr_col, &d->stochastic_rounding)) != 0)
+            break;
         for (int j = 0; j < i && rc == 0; j++)
             if (strcmp(dt->rows[j].device, d->device) == 0)
                 rc = err_msg("%s:%d: column 'device': '%s' appears twice (first at line %d)", path, d->line, d->device,

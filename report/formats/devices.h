@@ -19,6 +19,8 @@
  *   node_net_gbps     the network per node of the vendor's reference system (Gbit/s)
  *   model_source      where the step model's figures come from (most are assumptions, and say so)
  *   source            where the figures come from (data sheet, with its date or URL)
+ *   stochastic_rounding  true/false: the hardware rounds bf16 results stochastically and the
+ *                     device's frameworks train full bf16 with it (Trainium); optional, read by name
  * report/formats/README.md describes each column at length. */
 #ifndef CB_DEVICES_H
 #define CB_DEVICES_H
@@ -41,6 +43,7 @@ typedef struct {
     double gemm_eff, attn_eff, mem_eff, launch_us, node_net_gbps;
     char model_source[512];
     char source[256];
+    int stochastic_rounding; /* 1 true, 0 false, -1 not known (the column absent or empty) */
     int line;
 } dev_row;
 
