@@ -227,6 +227,9 @@ static int inputs_build(plan_run *r)
     in->budget_usd = o->budget_usd;
     in->mtbf_s = o->mtbf_hours * 3600.0;
     in->ckpt_s = o->ckpt_s, in->restart_s = o->restart_s;
+    if (o->all && (o->per_instance || o->runners_up > 0))
+        return err_usage("flag '--all': ranks every layout; give it without '%s' (the best of each instance type)",
+                         o->per_instance ? "--per-instance" : "--runners-up");
     if (o->price_warnings && strcmp(o->price_warnings, "one") != 0 && strcmp(o->price_warnings, "all") != 0)
         return err_usage("flag '--price-warnings': expected one or all, got '%s'", o->price_warnings);
     if (data_tables_load(o->prices_path, o->hw_path, &r->pt, &r->ht) != 0) return CB_EFAIL;
@@ -281,14 +284,13 @@ static void row_fill(record *rec, const plan_run *r, const plan_cand *c, int ran
     record_num(rec, row, PC_COMPUTE, c->pt.compute_s);
     record_str(rec, row, PC_FRAMEWORK, r->fw->name);
     record_str(rec, row, PC_ATTN, tput_attentions[r->in.attn_flash ? TPUT_ATTN_FLASH : TPUT_ATTN_FULL]);
-    char band_text[64];
-    plan_view_band(r, c, band_text, sizeof band_text);
+    double band;
+    char far[256], band_text[64];
+    calib_case k = plan_cand_case(&r->in, c, &band, far, sizeof far);
+    plan_view_band(band, band_text, sizeof band_text);
     record_str(rec, row, PC_BAND_TEXT, band_text);
     if (why) record_str(rec, row, PC_WHY, why);
-    if (!r->in.cal) return; /* an assumed MFU: no band, not a prediction from a measurement */
-    double band;
-    char far[256];
-    calib_case k = plan_cand_case(&r->in, c, &band, far, sizeof far);
+    if (!r->in.cal) return; /* an assumed MFU: no band_pct, not a prediction from a measurement */
     record_num(rec, row, PC_BAND, band);
     record_str(rec, row, PC_EXTRAP, k == CALIB_NEAR ? "no" : far);
 }

@@ -156,12 +156,10 @@ void plan_view_why(const plan_run *r, const plan_keys *k, int ci, char *buf, siz
     snprintf(buf, n, "cheapest of %ld layouts meeting %s; %s; %s", k->count[key], what, lay, tail);
 }
 
-void plan_view_band(const plan_run *r, const plan_cand *c, char *buf, size_t n)
+void plan_view_band(double band_pct, char *buf, size_t n)
 {
-    double band;
-    plan_cand_case(&r->in, c, &band, NULL, 0);
-    if (isfinite(band)) snprintf(buf, n, "+-%.0f%%", band);
-    else snprintf(buf, n, "none: uncalibrated at an assumed MFU");
+    if (isfinite(band_pct)) snprintf(buf, n, "+-%.0f%%", band_pct);
+    else snprintf(buf, n, "no band: uncalibrated at an assumed MFU");
 }
 
 /* Appends name to list (", "-separated) unless it is there. */

@@ -34,9 +34,9 @@ int plan_view_select(const plan_run *r, const plan_keys *k, int **idx, int *n, l
  * deadline; 4 nodes, TP 8 PP 1 ZeRO 1, bf16-mixed; next: +4% with TP 4", another "+4% over the
  * best p5.48xlarge on_demand layout; TP 4, ZeRO 0". */
 void plan_view_why(const plan_run *r, const plan_keys *k, int ci, char *buf, size_t n);
-/* The band of a candidate as text: "+-12%" (plan_cand_case's band), or "none: uncalibrated at an
- * assumed MFU" when the prediction carries none. */
-void plan_view_band(const plan_run *r, const plan_cand *c, char *buf, size_t n);
+/* A candidate's band (plan_cand_case's band_pct) as text: "+-12%", or "no band: uncalibrated at an
+ * assumed MFU" when the prediction carries none (NaN). */
+void plan_view_band(double band_pct, char *buf, size_t n);
 
 /* The notes on what the table shows and the precisions searched on each device. */
 void plan_view_notes(record *rec, const plan_run *r);

@@ -118,8 +118,8 @@ static void test_planview_sr_column(void)
 }
 
 /* The default view: one row per instance type, cheapest first, each saying why it wins and that it
- * has no band (uncalibrated); no bf16-sr on an H100, fp8 among its layouts (--all), bf16-sr on
- * Trainium. */
+ * has no band (uncalibrated); --all: no bf16-sr on an H100, bf16-sr and no fp8 on Trainium;
+ * calibrated, fp8 layouts on an H100, each with its band; --all with --runners-up is an error. */
 static void test_planview_default(void)
 {
     char *dir = test_tmpdir();
@@ -136,7 +136,7 @@ static void test_planview_default(void)
             if (i) CHECK(num(&t, i - 1, "cost_usd") <= num(&t, i, "cost_usd"), "cheapest first at %d", i);
             CHECK(strncmp(cell(&t, i, "why"), "cheapest of ", 12) == 0 && strstr(cell(&t, i, "why"), "; next: "),
                   "row %d why: '%s'", i, cell(&t, i, "why"));
-            CHECK(strcmp(cell(&t, i, "band"), "none: uncalibrated at an assumed MFU") == 0, "row %d band '%s'", i,
+            CHECK(strcmp(cell(&t, i, "band"), "no band: uncalibrated at an assumed MFU") == 0, "row %d band '%s'", i,
                   cell(&t, i, "band"));
             CHECK(strcmp(it, "p5.48xlarge") != 0 || strcmp(cell(&t, i, "precision"), "bf16-sr") != 0,
                   "no bf16-sr on an H100");
@@ -152,19 +152,34 @@ static void test_planview_default(void)
     const char *all[] = {"plan", "--model", "llama2-7b", "--tokens", "140B", "--deadline-days", "300", "--instances",
                          "p5.48xlarge,trn1.32xlarge", "--max-nodes", "2", "--all", "--top", "100000", NULL};
     if (view_csv(all, dir, "all.csv", &t) == 0) {
-        int p5_fp8 = 0, p5_sr = 0, trn_sr = 0, trn_fp8 = 0;
+        int p5_sr = 0, trn_sr = 0, trn_fp8 = 0;
         for (int i = 0; i < t.nrows; i++) {
             int p5 = strcmp(cell(&t, i, "instance_type"), "p5.48xlarge") == 0;
             const char *p = cell(&t, i, "precision");
-            p5_fp8 += p5 && !strcmp(p, "fp8"), p5_sr += p5 && !strcmp(p, "bf16-sr");
+            p5_sr += p5 && !strcmp(p, "bf16-sr");
             trn_sr += !p5 && !strcmp(p, "bf16-sr"), trn_fp8 += !p5 && !strcmp(p, "fp8");
         }
         CHECK(p5_sr == 0 && trn_fp8 == 0 && trn_sr > 0, "--all: bf16-sr %d on p5, %d on trn1; fp8 on trn1 %d", p5_sr,
               trn_sr, trn_fp8);
-        (void)p5_fp8; /* at an assumed MFU of the BF16 peak fp8 ties bf16-mixed: its rows are counted as ties */
         CHECK(strstr(g_out, "# view: every layout that meets the deadline"), "--all said: %s", g_out);
     }
     table_free(&t);
+    /* calibrated, fp8's GEMMs run at the FP8 peak: its layouts differ from bf16-mixed's and are shown */
+    const char *cal[] = {"plan", "--model", "llama2-7b", "--tokens", "140B", "--deadline-days", "300", "--instances",
+                         "p5.48xlarge", "--max-nodes", "2", "--calibrate",
+                         "data/reference/published/trn1_table1.csv:trn1blog-pythia-6.9b-4x", "--top", "100000", NULL};
+    if (view_csv(cal, dir, "cal.csv", &t) == 0) {
+        int fp8 = 0, banded = 0;
+        for (int i = 0; i < t.nrows; i++)
+            fp8 += !strcmp(cell(&t, i, "precision"), "fp8"), banded += cell(&t, i, "band")[0] == '+';
+        CHECK(fp8 > 0 && banded == t.nrows, "calibrated: %d fp8 rows on p5, a band on %d of %d", fp8, banded, t.nrows);
+    }
+    table_free(&t);
+    const char *both[] = {"plan", "--model", "llama2-7b", "--tokens", "1B", "--deadline-days", "30", "--all",
+                          "--runners-up", "1", NULL};
+    int rc = cli_run(both, g_out, sizeof g_out, g_err, sizeof g_err);
+    CHECK(rc == 2 && count_lines(g_err) == 1 && strstr(g_err, "error: flag '--all'"), "--all --runners-up: %d %s", rc,
+          g_err);
     rm_tree(dir);
 }
 
