@@ -56,6 +56,20 @@ static int ties_shown(const plan_result *res, const int *idx, int n, const plan_
     return 0;
 }
 
+/* The rows of one instance type and offer together, the types in the order of their best (idx is
+ * by cost: each type's rows keep their order); an insertion sort: a handful of rows a type. */
+static void group_by_type(const plan_result *res, const plan_keys *k, int *idx, int n)
+{
+    for (int i = 1; i < n; i++) {
+        int v = idx[i], bv = k->best[key_of(&res->c[v])], j = i - 1;
+        while (j >= 0 && k->best[key_of(&res->c[idx[j]])] > bv) {
+            idx[j + 1] = idx[j];
+            j--;
+        }
+        idx[j + 1] = v;
+    }
+}
+
 int plan_view_select(const plan_run *r, const plan_keys *k, int **idx, int *n, long *hidden)
 {
     const plan_result *res = &r->res;
@@ -80,6 +94,7 @@ int plan_view_select(const plan_run *r, const plan_keys *k, int **idx, int *n, l
         out[(*n)++] = i;
     }
     free(shown);
+    if (!all) group_by_type(res, k, out, *n);
     *idx = out;
     return 0;
 }

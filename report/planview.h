@@ -25,7 +25,8 @@ void plan_keys_free(plan_keys *k);
  * rather than the best of each instance type and offer. */
 int plan_view_all(const plan_opts *o);
 
-/* The candidates the table shows, in order, into *idx (allocated; *n of them); *hidden the
+/* The candidates the table shows, in order (by cost; by type, each type's rows together, with
+ * --runners-up), into *idx (allocated; *n of them); *hidden the
  * layouts left out because they tie with a row shown (same offer, nodes, time and cost).
  * Returns 0 or CB_EFAIL. */
 int plan_view_select(const plan_run *r, const plan_keys *k, int **idx, int *n, long *hidden);

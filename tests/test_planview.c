@@ -184,7 +184,7 @@ static void test_planview_default(void)
 }
 
 /* --runners-up 2: up to three rows per type; the best's "next" is the first runner-up, with the same
- * percentage and its change named. */
+ * percentage and its change named; with two types, each type's rows together. */
 static void test_planview_runners_up(void)
 {
     char *dir = test_tmpdir();
@@ -203,6 +203,21 @@ static void test_planview_runners_up(void)
                       strstr(second, " over the best p5.48xlarge on_demand layout; "),
                   "next '%s' is the first runner-up '%s'", best, second);
             CHECK(num(&t, 1, "cost_usd") > num(&t, 0, "cost_usd"), "the runner-up costs more");
+        }
+    }
+    table_free(&t);
+    /* two types: each type's best then its runner-up, the types cheapest first */
+    const char *two[] = {"plan", "--model", "llama2-7b", "--tokens", "140B", "--deadline-days", "300", "--instances",
+                         "p5.48xlarge,p4d.24xlarge", "--max-nodes", "4", "--runners-up", "1", NULL};
+    if (view_csv(two, dir, "two.csv", &t) == 0) {
+        CHECK(t.nrows == 4, "2 types x (best + 1 runner-up): %d rows", t.nrows);
+        if (t.nrows == 4) {
+            CHECK(!strcmp(cell(&t, 0, "instance_type"), cell(&t, 1, "instance_type")) &&
+                      !strcmp(cell(&t, 2, "instance_type"), cell(&t, 3, "instance_type")) &&
+                      num(&t, 0, "cost_usd") <= num(&t, 2, "cost_usd"),
+                  "grouped by type, the cheaper type first");
+            CHECK(strncmp(cell(&t, 2, "why"), "cheapest of ", 12) == 0 && cell(&t, 3, "why")[0] == '+',
+                  "the second type's best, then its runner-up: '%s', '%s'", cell(&t, 2, "why"), cell(&t, 3, "why"));
         }
     }
     table_free(&t);
