@@ -94,6 +94,18 @@ static int dev_nums_read(const table *t, int i, const int *col, const dev_row *f
     return rc;
 }
 
+/* The optional column `stochastic_rounding` of row i (column sr_col, < 0: absent): true, false, or
+ * empty (-1: not known). */
+static int dev_sr_read(const table *t, int i, int sr_col, int *out)
+{
+    *out = -1;
+    const char *s = sr_col >= 0 ? table_cell(t, i, sr_col) : "";
+    if (!*s) return 0;
+    if (strcmp(s, "true") == 0 || strcmp(s, "false") == 0) return *out = s[0] == 't', 0;
+    return err_msg("%s:%d: column 'stochastic_rounding': expected true, false or empty, got '%.40s'", t->path,
+                   t->lines[i], s);
+}
+
 /* Row i into d, every cell checked; fam: the device it is a variant of (NULL: none). */
 static int dev_row_read(const table *t, int i, const int *col, const dev_row *fam, dev_row *d)
 {
@@ -144,12 +156,16 @@ int devices_load(dev_table *dt, const char *path)
     for (int i = 0; i < DV_NCOLS && rc == 0; i++)
         if ((col[i] = table_col(&t, dev_schema[i].col.name, !dev_col_optional(i))) < 0 && !dev_col_optional(i))
             rc = CB_EFAIL;
+    int sr_col = rc == 0 ? table_col(&t, "stochastic_rounding", 0) : -1; /* optional: read by name */
     if (rc == 0 && t.nrows == 0) rc = err_msg("%s: no devices", path);
     if (rc == 0 && !(dt->rows = calloc((size_t)t.nrows, sizeof *dt->rows))) rc = err_msg("out of memory");
     for (int i = 0; rc == 0 && i < t.nrows; i++) {
         dev_row *d = &dt->rows[i];
         const dev_row *fam;
-        if ((rc = dev_family(&t, i, col, dt, &fam)) != 0 || (rc = dev_row_read(&t, i, col, fam, d)) != 0) break;
+        if ((rc = dev_family(&t, i, col, dt, &fam)) != 0 || (rc = dev_row_read(&t, i, col, fam, d)) != 0 ||
+            (rc = dev_sr_read(&t, i, sr_col, &d->stochastic_rounding)) != 0)
+            break;
+        if (fam && d->stochastic_rounding < 0) d->stochastic_rounding = fam->stochastic_rounding; /* the family's */
         for (int j = 0; j < i && rc == 0; j++)
             if (strcmp(dt->rows[j].device, d->device) == 0)
                 rc = err_msg("%s:%d: column 'device': '%s' appears twice (first at line %d)", path, d->line, d->device,

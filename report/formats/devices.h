@@ -19,6 +19,8 @@
  *   node_net_gbps     the network per node of the vendor's reference system (Gbit/s)
  *   model_source      where the step model's figures come from (most are assumptions, and say so)
  *   source            where the figures come from (data sheet, with its date or URL)
+ *   stochastic_rounding  true/false: the hardware rounds bf16 results stochastically and the
+ *                     device's frameworks train full bf16 with it (Trainium); optional, read by name
  *   family            (last, optional) a variant row: the device listed above it that it is a variant
  *                     of (an other memory, form factor or spelling of the same chip). Its empty cells
  *                     are the family's figures; the cells it gives are its own (d->own lists them);
@@ -47,6 +49,7 @@ typedef struct {
     char source[256];
     char family[48]; /* the device this row is a variant of; "" for a device row */
     char own[256];   /* a variant's own figures, "hbm_gib 96, hbm_gb_per_s 3900" ("": all the family's) */
+    int stochastic_rounding; /* 1 true, 0 false, -1 not known (the column absent or empty) */
     int line;
 } dev_row;
 
