@@ -9,6 +9,7 @@
 #include "../common/modelflags.h"
 #include "../common/record.h"
 #include "predict/calib_row.h"
+#include "predict/fweff.h"
 #include "formats/inputs.h"
 #include "formats/netfit.h"
 #include "predict/netapply.h"
@@ -45,6 +46,7 @@ typedef struct {
     plan_result res;
     calib_row cal;       /* --calibrate */
     const step_framework *fw; /* --framework */
+    fweff_entry fweff;        /* without --calibrate and --mfu: the framework's default efficiency (in.phi) */
     scale_eff_curve eff; /* --matmul-csv (nk 0: the default curve) */
     char skipped[512]; /* (instance, option) pairs without a price */
     net_table net;     /* --net-from (n 0: none) */

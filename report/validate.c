@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../common/err.h"
+#include "../common/frameworks.h"
 #include "../common/stats.h"
 #include "predict/calib_row.h"
 #include "predict/calibration.h"
@@ -337,7 +338,7 @@ static int val_pool_rows(const val_loaded *l, int nl, int self, const char *fw, 
         int from = 0;
         for (int i = 0; i < l[a].t.n && n < CALIB_JOINT_MAX; i++) {
             const pub_row *r = &l[a].t.rows[i];
-            if (!val_fittable(&l[a].f, i) || (fw && strcmp(r->framework, fw) != 0)) continue;
+            if (!val_fittable(&l[a].f, i) || (fw && strcmp(framework_canonical(r->framework), fw) != 0)) continue;
             if (m) m[n] = l[a].f.model[i], nodes[n] = l[a].f.nodes[i], sps[n] = r->seq_per_s;
             *dev_seen |= strcmp(l[a].f.model[i].hw.accelerator, dev) == 0;
             n++, from = 1;
@@ -431,10 +432,12 @@ static int val_pool_file(val_result *res, const val_loaded *l, int nl, int self,
         v->file = f->path, v->line = r->line, v->published = r->seq_per_s, v->refused = f->refused[i];
         v->predicted = v->error_pct = v->eff_pct = v->band_pct = NAN;
         snprintf(v->id, sizeof v->id, "%s", r->id);
+        const char *fw = framework_canonical(r->framework);
+        snprintf(v->framework, sizeof v->framework, "%s", fw);
         int k = 0;
-        while (k < nfit && strcmp(fits[k].fw, r->framework) != 0) k++;
-        if (k == nfit && nfit < NFIT) val_pool_fit_make(l, nl, self, r->framework, mode, &fits[nfit++]);
-        if (k >= nfit) k = nfit - 1, val_pool_fit_make(l, nl, self, r->framework, mode, &fits[k]);
+        while (k < nfit && strcmp(fits[k].fw, fw) != 0) k++;
+        if (k == nfit && nfit < NFIT) val_pool_fit_make(l, nl, self, fw, mode, &fits[nfit++]);
+        if (k >= nfit) k = nfit - 1, val_pool_fit_make(l, nl, self, fw, mode, &fits[k]);
         val_pool_predict(l, nl, self, i, mode, &fits[k], v);
         val_pool_naive(f, i, v);
         val_inside(v);
@@ -442,7 +445,10 @@ static int val_pool_file(val_result *res, const val_loaded *l, int nl, int self,
     return 0;
 }
 
-int validate_pooled(val_result *res, char *const *paths, int n, val_mode mode, const val_env *env)
+/* Every file of paths[0..n) loaded as step models (no calibration rows) into *out. Returns 0, or
+ * CB_EUSAGE when one does not load, CB_EFAIL out of memory (nothing to free then). */
+static void val_unload_all(val_loaded *l, int n);
+static int val_load_all(val_loaded **out, char *const *paths, int n, const val_env *env)
 {
     val_loaded *l = calloc((size_t)(n > 0 ? n : 1), sizeof *l);
     if (!l) return err_msg("out of memory for %d files", n);
@@ -457,17 +463,87 @@ int validate_pooled(val_result *res, char *const *paths, int n, val_mode mode, c
         l[a].loaded = 1;
         val_build(&l[a].f, paths[a]); /* no calibration rows: ncal 0 */
     }
+    if (rc != 0) val_unload_all(l, n), l = NULL;
+    *out = l;
+    return rc;
+}
+
+static void val_unload_all(val_loaded *l, int n)
+{
+    for (int a = 0; l && a < n; a++) {
+        if (l[a].loaded) val_file_free(&l[a].f);
+        published_free(&l[a].t);
+    }
+    free(l);
+}
+
+int validate_pooled(val_result *res, char *const *paths, int n, val_mode mode, const val_env *env)
+{
+    val_loaded *l;
+    int rc = val_load_all(&l, paths, n, env);
     for (int a = 0; a < n && rc == 0; a++) {
         int first = res->n;
         rc = val_pool_file(res, l, n, a, mode);
         if (rc == 0) rc = val_summarize(res, first, paths[a]);
         if (rc == 0) val_fit_all(&res->files[res->nfiles - 1], &l[a].f);
     }
-    for (int a = 0; a < n; a++) {
-        if (l[a].loaded) val_file_free(&l[a].f);
-        published_free(&l[a].t);
-    }
-    free(l);
+    val_unload_all(l, n);
+    return rc;
+}
+
+/* phi of framework fw (NULL: every framework) fitted on every file's rows into e. */
+static int val_fweff_fit(const val_loaded *l, int n, const char *fw, fweff_entry *e)
+{
+    scale_model *m = malloc(CALIB_JOINT_MAX * sizeof *m);
+    long nodes[CALIB_JOINT_MAX];
+    double sps[CALIB_JOINT_MAX];
+    int dev_seen;
+    if (!m) return err_msg("out of memory for the fit");
+    snprintf(e->framework, sizeof e->framework, "%s", fw ? fw : FWEFF_ANY);
+    e->rows = val_pool_rows(l, n, -1, fw, "", m, nodes, sps, &e->files, &dev_seen);
+    calib_joint j;
+    char why[256];
+    int rc = e->rows > 0 && calib_fit_phi(m, nodes, sps, e->rows, &j, why, sizeof why) == 0 ? 0 : CB_EFAIL;
+    free(m);
+    if (rc != 0) return err_msg("framework '%s': phi did not fit on %d rows", e->framework, e->rows);
+    e->phi = j.phi;
+    snprintf(e->derived, sizeof e->derived, "phi fitted on %d rows of %d files; spread out of sample (%s)", e->rows,
+             e->files, fw ? "each file from its framework's other files, else every other file" : "each file from the others");
+    return 0;
+}
+
+/* The spread of e: P90 of |error| of the uncalibrated predictions (res) of its framework's rows. */
+static void val_fweff_spread(const val_result *res, fweff_entry *e)
+{
+    double *x = malloc((size_t)(res->n > 0 ? res->n : 1) * sizeof *x);
+    int c = 0, any = strcmp(e->framework, FWEFF_ANY) == 0;
+    for (int i = 0; x && i < res->n; i++)
+        if (isfinite(res->rows[i].predicted) && (any || strcmp(res->rows[i].framework, e->framework) == 0))
+            x[c++] = fabs(res->rows[i].error_pct);
+    e->spread_pct = c > 0 ? ceil(10.0 * band_p90(x, c) - 1e-9) / 10.0 : NAN;
+    free(x);
+}
+
+int validate_framework_eff(char *const *paths, int n, const val_env *env, fweff_table *out)
+{
+    memset(out, 0, sizeof *out);
+    val_loaded *l;
+    val_result res = {0};
+    int rc = val_load_all(&l, paths, n, env);
+    for (int a = 0; a < n && rc == 0; a++)
+        for (int i = 0; i < l[a].t.n && rc == 0; i++) {
+            const char *fw = framework_canonical(l[a].t.rows[i].framework);
+            if (!val_fittable(&l[a].f, i) || fweff_find(out, fw) != NULL) continue;
+            fweff_entry *e = fweff_add(out);
+            rc = e ? val_fweff_fit(l, n, fw, e) : err_msg("out of memory");
+        }
+    fweff_entry *e = rc == 0 ? fweff_add(out) : NULL;
+    if (rc == 0) rc = e ? val_fweff_fit(l, n, NULL, e) : err_msg("out of memory");
+    val_unload_all(l, n);
+    if (rc == 0) rc = validate_pooled(&res, paths, n, VAL_NONE, env);
+    for (int k = 0; k < out->n && rc == 0; k++) val_fweff_spread(&res, &out->e[k]);
+    validate_free(&res);
+    if (rc != 0) fweff_free(out);
     return rc;
 }
 

@@ -28,11 +28,13 @@
 #include "formats/inputs.h"
 #include "formats/published.h"
 #include "predict/band.h"
+#include "predict/fweff.h"
 #include "predict/scale.h"
 
 typedef struct {
     const char *file;       /* not owned */
     char id[64];
+    char framework[32];     /* canonical (common/frameworks.h); set in the lofo and none modes */
     int line;
     int calibration;        /* a row the model was fitted on */
     int refused;            /* its seq/s is impossible on its hardware (note says why): not scored */
@@ -102,6 +104,10 @@ int validate_file(val_result *res, const char *path, const char *const *ids, int
 /* Every file of paths[0..n) predicted in mode (VAL_LOFO or VAL_NONE) into res, each from the
  * others. Returns 0, or CB_EUSAGE when a file does not load, CB_EFAIL out of memory. */
 int validate_pooled(val_result *res, char *const *paths, int n, val_mode mode, const val_env *env);
+/* data/framework_eff.csv's table from paths[0..n) (report/predict/fweff.h: phi per framework and
+ * `any` fitted on every file, the spread from validate_pooled's VAL_NONE errors). Returns 0, or
+ * CB_EUSAGE when a file does not load, CB_EFAIL when a fit fails (its error printed). */
+int validate_framework_eff(char *const *paths, int n, const val_env *env, fweff_table *out);
 /* The out-of-sample |errors| of res's predicted rows (calibration rows left out) in mode m into
  * samples (band.h), appended at *ns (capacity cap). */
 void validate_band_samples(const val_result *res, band_mode m, band_sample *samples, int *ns, int cap);

@@ -22,7 +22,7 @@
 enum { VAL_MAX_FILES = 64 };
 
 typedef struct {
-    const char *calibrate, *csv, *summary_csv, *plot, *hw_path, *matmul_csv, *band_csv;
+    const char *calibrate, *csv, *summary_csv, *plot, *hw_path, *matmul_csv, *band_csv, *fweff_csv;
     int lofo;      /* --leave-one-out */
     val_mode mode; /* first_row, lofo (--leave-one-out), none (--calibrate none) */
     double fit_tol_pct, net_gbps, intra_gbps, latency_us;
@@ -75,6 +75,9 @@ static int val_opts_parse(val_opts *o, int argc, char **argv)
         {"band-csv", OPT_STR, &o->band_csv, 0, 0, 0, 0, "FILE",
          "derive the band (report/predict/band.h) from the files in all three modes and write it (data/band.csv is "
          "this of data/reference/published/*.csv)"},
+        {"framework-eff-csv", OPT_STR, &o->fweff_csv, 0, 0, 0, 0, "FILE",
+         "fit each framework's default efficiency phi on the files and write it with its out-of-sample spread "
+         "(data/framework_eff.csv is this of data/reference/published/*.csv: what scale and plan use uncalibrated)"},
         CSV_FLAG_SPEC(&o->csv, "one line per row: file, id, calibration, published, predicted, errors, naive"),
         {"summary-csv", OPT_STR, &o->summary_csv, 0, 0, 0, 0, "FILE",
          "one line per file: rows, median and max |error|, the naive's"},
@@ -155,6 +158,12 @@ static int val_run(const val_opts *o, const hw_table *ht, const dev_table *dt, c
     band_table bt = {0};
     val_env env = {ht, dt, &ov, o->latency_us, eff, o->fit_tol_pct, &d, &bt};
     int rc = o->band_csv ? val_band_derive(o, env, &bt) : band_load(&bt, NULL);
+    if (rc == 0 && o->fweff_csv) {
+        fweff_table ft;
+        rc = validate_framework_eff(o->files, o->nfiles, &env, &ft);
+        if (rc == 0 && (rc = fweff_write(&ft, o->fweff_csv)) == 0) fprintf(stderr, "wrote %s\n", o->fweff_csv);
+        fweff_free(&ft);
+    }
     if (rc == 0) rc = val_mode_run(o, o->mode, &env, res);
     band_free(&bt);
     return rc;

@@ -13,6 +13,7 @@
 #include "../report/formats/devices.h"
 #include "../report/predict/band.h"
 #include "../report/predict/calibration.h"
+#include "../report/predict/fweff.h"
 #include "../report/validate.h"
 #include "check.h"
 
@@ -187,7 +188,73 @@ static void test_band_bad_input(void)
     CHECK(rc == CB_EUSAGE && strstr(err, ":2: column 'case'") && strstr(err, "'far'"), "rc %d: %s", rc, err);
 }
 
+/* data/framework_eff.csv is what the shipped files give: phi per framework and `any` refitted, its
+ * spread from the uncalibrated mode's out-of-sample errors. */
+static void test_fweff_table(void)
+{
+    glob_t g;
+    int n = shipped(&g);
+    band_env e;
+    CHECK(env_init(&e, NULL) == 0, "the data tables load");
+    fweff_table want = {0}, have = {0};
+    CHECK(validate_framework_eff(g.gl_pathv, n, &e.env, &want) == 0 && fweff_load(&have, "data/framework_eff.csv") == 0,
+          "refitted and loaded");
+    CHECK(want.n == have.n && want.n >= 4, "%d frameworks, the file has %d", want.n, have.n);
+    for (int i = 0; i < want.n && i < have.n; i++) {
+        const fweff_entry *a = &want.e[i], *b = &have.e[i];
+        CHECK(strcmp(a->framework, b->framework) == 0 && fabs(a->phi / b->phi - 1) < 1e-6 &&
+                  fabs(a->spread_pct - b->spread_pct) < 1e-9 && a->rows == b->rows && a->files == b->files,
+              "%s: phi %.9g spread %.1f%% on %d rows of %d files; the file: %s %.9g %.1f%% %d %d (rewrite it: costbench "
+              "validate --framework-eff-csv data/framework_eff.csv data/reference/published/*.csv)",
+              a->framework, a->phi, a->spread_pct, a->rows, a->files, b->framework, b->phi, b->spread_pct, b->rows,
+              b->files);
+    }
+    const fweff_entry *any = fweff_find(&have, "torchtitan"), *mlm = fweff_find(&have, "megatron");
+    CHECK(any && strcmp(any->framework, FWEFF_ANY) == 0 && mlm && strcmp(mlm->framework, "megatron-lm") == 0,
+          "a framework the files lack: any; an alias: its framework");
+    fweff_free(&want), fweff_free(&have);
+    env_free(&e);
+    globfree(&g);
+}
+
+/* scale and plan with no --calibrate and no --mfu: the device model x the framework's default phi,
+ * its spread the band; --mfu the assumption, as before. */
+static void test_fweff_scale_plan(void)
+{
+    fweff_table ft;
+    CHECK(fweff_load(&ft, "data/framework_eff.csv") == 0, "loaded");
+    const fweff_entry *mlm = fweff_find(&ft, "megatron-lm"), *any = fweff_find(&ft, "plain");
+    char want[256];
+    const char *sc[] = {"scale", "--model", "llama2-7b", "--instance", "p4d.24xlarge", "--nodes", "1,4", "--tp", "2",
+                        "--global-batch", "512", "--seq", "4096", "--framework", "megatron-lm", NULL};
+    int rc = cli_run(sc, g_out, sizeof g_out, g_err, sizeof g_err);
+    snprintf(want, sizeof want, "megatron-lm's default efficiency phi %.3g", mlm ? mlm->phi : NAN);
+    CHECK(rc == 0 && strstr(g_out, want) && strstr(g_out, "the device model's time / the framework's default phi"),
+          "scale: exit %d, '%s' in %.1500s", rc, want, g_out);
+    const char *sc_mfu[] = {"scale", "--model", "llama2-7b", "--instance", "p4d.24xlarge", "--nodes", "1,4", "--tp",
+                            "2", "--global-batch", "512", "--seq", "4096", "--mfu", "40", NULL};
+    rc = cli_run(sc_mfu, g_out, sizeof g_out, g_err, sizeof g_err);
+    CHECK(rc == 0 && strstr(g_out, "assumed MFU of 40%") && !strstr(g_out, "default efficiency"),
+          "scale --mfu 40: the assumption: %.800s", g_out);
+    const char *csv = test_path("plan.csv");
+    const char *pl[] = {"plan", "--model", "llama2-7b", "--tokens", "140B", "--deadline-days", "300", "--instances",
+                        "p4d.24xlarge", "--max-nodes", "4", "--top", "5", "--csv", csv, NULL};
+    rc = cli_run(pl, g_out, sizeof g_out, g_err, sizeof g_err);
+    double band[16];
+    int nb = rc == 0 ? csv_column(csv, "band_pct", band, 16) : -1, ok = nb > 0;
+    for (int i = 0; i < nb; i++) ok &= any && fabs(band[i] - any->spread_pct) < 1e-9;
+    CHECK(rc == 0 && ok && strstr(g_out, "every framework's default efficiency"),
+          "plan: exit %d, %d rows each with the spread of 'any' (%g): %.600s", rc, nb, any ? any->spread_pct : NAN,
+          g_out);
+    fweff_free(&ft);
+}
+
 const test_case tests_band[] = {
+    {"band: data/framework_eff.csv refitted from the shipped files (phi per framework, its out-of-sample spread)",
+     test_fweff_table},
+    {"band: scale and plan uncalibrated use the device model x the framework's default phi, its spread the band; --mfu "
+     "overrides",
+     test_fweff_scale_plan},
     {"band: data/band.csv recomputed from the shipped files' out-of-sample errors; calibration.h's constants its own",
      test_band_table},
     {"band: the derivation worked by hand (nearest rank, the file left out, pooling, never narrower)",

@@ -189,8 +189,9 @@ static void test_plansearch_band(void)
               g_out);
     }
     table_free(&t);
+    /* --mfu given: the assumption, no band (without it: the framework's default phi, tests/test_band.c) */
     const char *plain[] = {"plan", "--model", "llama2-7b", "--tokens", "140B", "--deadline-days", "300", "--instances",
-                           "p5.48xlarge", "--max-nodes", "4", "--top", "5", NULL};
+                           "p5.48xlarge", "--max-nodes", "4", "--top", "5", "--mfu", "40", NULL};
     if (plan_csv(plain, dir, "plain.csv", &t) == 0) {
         int empty = 0;
         for (int i = 0; i < t.nrows; i++) empty += !*cell(&t, i, "band_pct") && !*cell(&t, i, "extrapolated");
