@@ -348,7 +348,7 @@ static int val_pool_rows(const val_loaded *l, int nl, int self, const char *fw, 
     return n;
 }
 
-/* The fit for row `dev`/`fw` of file self: the framework's rows of the other files, else all. */
+/* The fit for framework fw's rows of file self: that framework's rows of the other files, else all of them. */
 static void val_pool_fit_make(const val_loaded *l, int nl, int self, const char *fw, val_mode mode, val_pool_fit *pf)
 {
     memset(pf, 0, sizeof *pf);
