@@ -112,6 +112,21 @@ static int instances_fill(plan_run *r)
     return 0;
 }
 
+/* Without --calibrate and --mfu: the framework's default efficiency phi (report/predict/fweff.h:
+ * --framework's, else every framework's) and its spread, the band of every candidate. */
+static int framework_default(plan_run *r)
+{
+    fweff_table ft;
+    if (fweff_load(&ft, NULL) != 0) return CB_EUSAGE;
+    const fweff_entry *e = fweff_find(&ft, r->fw->name);
+    if (e) {
+        r->in.phi = e->phi, r->in.phi_band_pct = e->spread_pct;
+        r->fweff = *e;
+    }
+    fweff_free(&ft);
+    return 0;
+}
+
 /* --calibrate: the row's configuration with its compute time fitted (report/predict/calibration.h),
  * whose framework efficiency plan_t_mb_s carries to each candidate. The settings a throughput row
  * does not describe are the candidates' (ZeRO 0, 25 MiB buckets, the full line rate, mixed
@@ -224,8 +239,10 @@ static int inputs_build(plan_run *r)
     in->max_nodes = o->max_nodes;
     if ((rc = framework_pick(r)) != 0) return rc;
     if (o->calibrate && o->mfu_pct > 0) return err_usage("flag '--calibrate': give it alone, not with '--mfu'");
-    if (!(o->mfu_pct > 0)) r->o.mfu_pct = SCALE_ASSUMED_MFU_PCT;
+    int mfu_assumed = !(o->mfu_pct > 0);
+    if (mfu_assumed) r->o.mfu_pct = SCALE_ASSUMED_MFU_PCT;
     in->mfu = o->mfu_pct / 100.0;
+    if (!o->calibrate && mfu_assumed && (rc = framework_default(r)) != 0) return rc;
     in->deadline_s = o->deadline_days * 86400.0;
     in->budget_usd = o->budget_usd;
     in->mtbf_s = o->mtbf_hours * 3600.0;
@@ -289,24 +306,26 @@ static void row_fill(record *rec, const plan_run *r, const plan_cand *c, int ran
     record_str(rec, row, PC_ATTN, tput_attentions[r->in.attn_flash ? TPUT_ATTN_FLASH : TPUT_ATTN_FULL]);
     double band;
     char far[256], band_text[64];
-    calib_case k = plan_cand_case(&r->in, c, &band, far, sizeof far);
+    calib_case k = plan_cand_case(&r->in, c, &band, far, sizeof far); /* uncalibrated: the default phi's spread */
     plan_view_band(band, band_text, sizeof band_text);
     record_str(rec, row, PC_BAND_TEXT, band_text);
     if (why) record_str(rec, row, PC_WHY, why);
-    if (!r->in.cal) return; /* an assumed MFU: no band_pct, not a prediction from a measurement */
+    if (!r->in.cal && !(r->in.phi > 0)) return; /* an assumed MFU: no band, not a prediction from a measurement */
     record_num(rec, row, PC_BAND, band);
-    record_str(rec, row, PC_EXTRAP, k == CALIB_NEAR ? "no" : far);
+    if (r->in.cal) record_str(rec, row, PC_EXTRAP, k == CALIB_NEAR ? "no" : far);
 }
 
-/* The table (human: the columns before PC_TRAIN_S, the band's text and why; without a
- * calibration, no band_pct or extrapolation to show, the CSV keeps them empty). */
-static int record_make(record *rec, int human, int calibrated)
+/* The table (human: the columns before PC_TRAIN_S, the band's text and why; sure 2 calibrated, 1
+ * the framework's default phi (a band, no extrapolation), 0 an assumed MFU (neither): what it lacks
+ * the CSV keeps empty). */
+static int record_make(record *rec, int human, int sure)
 {
     if (record_init(rec, plan_cols, PC_NCOLS) != 0) return CB_EFAIL;
     if (!human) return 0;
     for (int c = PC_TRAIN_S; c < PC_BAND_TEXT; c++) record_csv_only(rec, c);
-    if (!calibrated) record_csv_only(rec, PC_BAND), record_csv_only(rec, PC_EXTRAP);
-    else record_csv_only(rec, PC_BAND_TEXT); /* band_pct shows it */
+    if (sure < 1) record_csv_only(rec, PC_BAND);
+    if (sure < 2) record_csv_only(rec, PC_EXTRAP);
+    if (sure >= 1) record_csv_only(rec, PC_BAND_TEXT); /* band_pct shows it */
     return 0;
 }
 
@@ -319,7 +338,7 @@ static void cand_describe(const plan_run *r, const plan_cand *c, char *buf, size
     if (c->vp > 1) snprintf(vp, sizeof vp, " x %d virtual", c->vp);
     double band;
     calib_case k = plan_cand_case(&r->in, c, &band, why, sizeof why);
-    if (r->in.cal)
+    if (r->in.cal || r->in.phi > 0)
         snprintf(sure, sizeof sure, " (+-%.0f%%%s%s)", band,
                  k == CALIB_NEAR ? "" : ", extrapolated: ", k == CALIB_NEAR ? "" : why);
     char usd[32];
@@ -334,6 +353,17 @@ static void cand_describe(const plan_run *r, const plan_cand *c, char *buf, size
 static void notes_compute(record *rec, const plan_run *r)
 {
     const calib_row *c = &r->cal;
+    if (!r->in.cal && r->in.phi > 0) {
+        const fweff_entry *e = &r->fweff;
+        int any = strcmp(e->framework, FWEFF_ANY) == 0;
+        record_note(rec,
+                    "compute: the device model's time of each candidate / %s%s default efficiency phi %.3g "
+                    "(data/framework_eff.csv: fitted on %d published rows of %d files%s); band +-%.3g%%, its "
+                    "out-of-sample spread (--calibrate FILE:ROW predicts from a run of yours; --mfu assumes an MFU)",
+                    any ? "every framework" : e->framework, "'s", e->phi, e->rows, e->files,
+                    any ? ": the shipped files lack this framework" : "", e->spread_pct);
+        return;
+    }
     if (!r->in.cal) {
         record_note(rec,
                     "assumption: compute at %g%% MFU of the data-sheet dense peak (--mfu; not measured): no band, the "
@@ -356,11 +386,10 @@ static void notes_compute(record *rec, const plan_run *r)
                 c->fc.phi_cal, r->o.matmul_csv ? "; GEMMs at --matmul-csv's measured efficiency" : "");
     record_note(rec,
                 "how sure: band_pct = +-(|the calibration's residual| + the 90th percentile of |error| costbench "
-                "validate measures on the "
-                "published runs in the candidate's case: %g%% near it, %g%% at another TP degree or 4x the tokens per "
-                "device, %g%% on "
-                "another device), on time and cost alike; a candidate outside the first case is extrapolated, and says "
-                "what changed",
+                "validate measures out of sample on the published runs in the candidate's case, data/band.csv: %g%% "
+                "near it, %g%% at another TP/PP/CP, recomputation, attention share or 4x the tokens per device, %g%% "
+                "on another device, precision or framework), on time and cost alike; a candidate outside the first "
+                "case is extrapolated, and says what changed",
                 CALIB_BAND_NEAR_PCT, CALIB_BAND_LAYOUT_PCT, CALIB_BAND_DEVICE_PCT);
 }
 
@@ -563,7 +592,7 @@ static int pareto_csv(const plan_run *r, const int *idx, int n, const machine_in
     record rec;
     plan_keys k;
     if (plan_keys_build(r, &k) != 0) return CB_EFAIL;
-    if (record_make(&rec, 0, r->in.cal != NULL) != 0) {
+    if (record_make(&rec, 0, r->in.cal ? 2 : r->in.phi > 0) != 0) {
         plan_keys_free(&k);
         return CB_EFAIL;
     }
@@ -629,6 +658,9 @@ static int plan_plot(const plan_run *r, const int *idx, int n)
     if (r->in.cal)
         snprintf(subt, sizeof subt, "%d feasible candidates; compute calibrated on %.120s:%d (%s)", r->res.n,
                  r->cal.path, r->cal.row.line, r->cal.row.model);
+    else if (r->in.phi > 0)
+        snprintf(subt, sizeof subt, "%d feasible candidates; compute from the device model at phi %.3g (+-%.3g%%)",
+                 r->res.n, r->in.phi, r->in.phi_band_pct);
     else
         snprintf(subt, sizeof subt, "%d feasible candidates; compute at %g%% MFU of the data-sheet peak", r->res.n,
                  r->o.mfu_pct);
@@ -674,7 +706,7 @@ int plan_run_record(const plan_run *r, record *rec, int human, long *hidden)
 {
     plan_keys k;
     if (plan_keys_build(r, &k) != 0) return CB_EFAIL;
-    if (record_make(rec, human, r->in.cal != NULL) != 0) {
+    if (record_make(rec, human, r->in.cal ? 2 : r->in.phi > 0) != 0) {
         plan_keys_free(&k);
         return CB_EFAIL;
     }

@@ -10,6 +10,7 @@
 #include "../common/record.h"
 #include "predict/calib_row.h"
 #include "formats/devices.h"
+#include "predict/fweff.h"
 #include "formats/inputs.h"
 #include "formats/netfit.h"
 #include "predict/netapply.h"
@@ -53,6 +54,7 @@ typedef struct {
     plan_result res;
     calib_row cal;       /* --calibrate */
     const step_framework *fw; /* --framework */
+    fweff_entry fweff;        /* without --calibrate and --mfu: the framework's default efficiency (in.phi) */
     scale_eff_curve eff; /* --matmul-csv (nk 0: the default curve) */
     char skipped[512]; /* (instance, option) pairs without a price */
     net_table net;     /* --net-from (n 0: none) */

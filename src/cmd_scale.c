@@ -117,7 +117,7 @@ static int compute_source_check(scale_opts *o)
     if (o->fit_list && !points && !o->calibrate)
         return err_usage(
             "flag '--fit' needs measured points to fit ('--base-nodes' and '--base-seq-per-s', or '--measured')");
-    if (!mfu) o->mfu_pct = SCALE_ASSUMED_MFU_PCT;
+    if (!mfu) o->mfu_pct = SCALE_ASSUMED_MFU_PCT, o->mfu_assumed = 1;
     return 0;
 }
 

@@ -117,8 +117,8 @@ static void test_planview_sr_column(void)
     rm_tree(dir);
 }
 
-/* The default view: one row per instance type, cheapest first, each saying why it wins and that it
- * has no band (uncalibrated); --all: no bf16-sr on an H100, bf16-sr and no fp8 on Trainium;
+/* The default view: one row per instance type, cheapest first, each saying why it wins and its band
+ * (uncalibrated: the framework's default efficiency's spread, data/framework_eff.csv); --all: no bf16-sr on an H100, bf16-sr and no fp8 on Trainium;
  * calibrated, fp8 layouts on an H100, each with its band; --all with --runners-up is an error. */
 static void test_planview_default(void)
 {
@@ -136,8 +136,8 @@ static void test_planview_default(void)
             if (i) CHECK(num(&t, i - 1, "cost_usd") <= num(&t, i, "cost_usd"), "cheapest first at %d", i);
             CHECK(strncmp(cell(&t, i, "why"), "cheapest of ", 12) == 0 && strstr(cell(&t, i, "why"), "; next: "),
                   "row %d why: '%s'", i, cell(&t, i, "why"));
-            CHECK(strcmp(cell(&t, i, "band"), "no band: uncalibrated at an assumed MFU") == 0, "row %d band '%s'", i,
-                  cell(&t, i, "band"));
+            CHECK(strncmp(cell(&t, i, "band"), "+-", 2) == 0 && strchr(cell(&t, i, "band"), '%'), "row %d band '%s'",
+                  i, cell(&t, i, "band")); /* uncalibrated: the framework's default phi's spread */
             CHECK(strcmp(it, "p5.48xlarge") != 0 || strcmp(cell(&t, i, "precision"), "bf16-sr") != 0,
                   "no bf16-sr on an H100");
         }

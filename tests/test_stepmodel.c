@@ -339,7 +339,7 @@ static void test_validate_targets(void)
     CHECK(devices_load(&dt, NULL) == 0 && hardware_load(&ht, "data/hardware.csv") == 0, "the data tables load");
     scale_model d = {0};
     d.interleave = 1, d.bucket_bytes = 25.0 * 1048576.0, d.net_eff = 1.0;
-    val_env env = {&ht, &dt, NULL, -1, NULL, 5, &d};
+    val_env env = {&ht, &dt, NULL, -1, NULL, 5, &d, NULL};
     double err[3][512];
     int nerr[3] = {0};
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
@@ -367,8 +367,9 @@ static void test_validate_targets(void)
                 err[res.rows[r].calib_case][nerr[res.rows[r].calib_case]++] = fabs(res.rows[r].error_pct);
         validate_free(&res);
     }
-    /* the band's constants: each case's 90th percentile (nearest rank) of |error|, rounded up to at most 2 points above
-     */
+    /* the band's constants (report/predict/band.h: data/band.csv, checked in tests/test_band.c): each case's
+     * 90th percentile (nearest rank) of |error|, never narrower than a nearer case's: at or above the
+     * in-sample percentile (it was at most 2 points above it when it was the in-sample percentile itself) */
     static const double band[3] = {CALIB_BAND_NEAR_PCT, CALIB_BAND_LAYOUT_PCT, CALIB_BAND_DEVICE_PCT};
     for (int k = 0; k < 3; k++) {
         if (nerr[k] == 0) continue;
@@ -379,7 +380,7 @@ static void test_validate_targets(void)
                 x[b] = x[b - 1], x[b - 1] = tmp;
             }
         int rank = (int)ceil(0.9 * nerr[k]) - 1;
-        CHECK(band[k] >= x[rank] && band[k] <= x[rank] + 2,
+        CHECK(band[k] >= x[rank],
               "case %d: band %g%% against the P90 %.2f%% of %d predictions", k, band[k], x[rank], nerr[k]);
     }
     hardware_free(&ht);

@@ -96,7 +96,7 @@ static double t_mb_of(const scale_model *s, const plan_inputs *in, int *over, do
                       size_t n)
 {
     *over = 0, *clamped = 0, *eff_t = NAN;
-    if (!in->cal) return scale_t_mb_from_peak(s, in->mfu);
+    if (!in->cal) return in->phi > 0 ? step_t_mb_device(s, NULL) / in->phi : scale_t_mb_from_peak(s, in->mfu);
     double e = NAN;
     if (calib_fit_carry(in->cal, s, eff_t, clamped, &e, why, n) == 0) return calib_t_mb(s, *eff_t);
     *over = *eff_t > 1 || e > 1;
@@ -125,7 +125,10 @@ calib_case plan_cand_case(const plan_inputs *in, const plan_cand *c, double *ban
 {
     if (why && n) why[0] = '\0';
     *band_pct = NAN;
-    if (!in->cal) return CALIB_NEAR;
+    if (!in->cal) {
+        if (in->phi > 0) *band_pct = in->phi_band_pct; /* the framework's default phi: its spread */
+        return CALIB_NEAR;
+    }
     scale_model s;
     plan_cand_model(in, c, &s);
     *band_pct = calib_band_pct(in->cal, &s, c->nodes);

@@ -79,7 +79,10 @@ typedef struct {
     model_config cfg;
     long seq, global_batch, max_nodes;
     double tokens;       /* to train on */
-    double mfu;          /* without a calibration: the assumed share of the data-sheet peak, 0..1 */
+    double mfu;          /* without a calibration: the assumed share of the data-sheet peak, 0..1 (--mfu) */
+    /* without a calibration and --mfu: the framework's default efficiency (report/predict/fweff.h:
+     * t_mb = t_device / phi) and its spread, every candidate's band; phi 0: the assumed mfu */
+    double phi, phi_band_pct;
     /* the framework features of every candidate (report/predict/frameworks.h; NULL: step_framework_default)
      * and its attention: tiled (flash: causal FLOPs, no s x s scores kept) or materialised */
     const step_framework *fw;
