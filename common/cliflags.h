@@ -64,16 +64,18 @@ int attention_flag_parse(const char *s, int framework_flash, int *flash);
      "with a calibration: the GEMM efficiency curve from a costbench matmul CSV"}
 /* The calibration of a prediction (scale, plan; dst: const char **, const char **, double *): one
  * throughput row's efficiency carried by the step model (report/predict/calib_row.h), the GEMM curve of a
- * matmul CSV, or an assumed MFU when nothing is calibrated. */
+ * matmul CSV, or an assumed MFU in place of the framework's default efficiency (report/predict/fweff.h)
+ * when nothing is calibrated. */
 #define CALIBRATE_FLAG_SPECS(cal_dst, mm_dst, mfu_dst)                                                   \
     {"calibrate", OPT_STR, (cal_dst), 0, 0, 0, 0, "FILE[:ROW]",                                          \
      "a measured or published throughput row (ROW: its line, or a published run's id): its framework "   \
      "efficiency carried to every configuration by the step model"},                                     \
     MATMUL_CSV_FLAG_SPEC(mm_dst),                                                                        \
     {"mfu", OPT_DOUBLE, (mfu_dst), 0, 0, 0.1, 100, "PCT",                                                \
-     "assumed MFU of the data-sheet peak when nothing is calibrated (default 40)"}
+     "when nothing is calibrated: an assumed MFU of the data-sheet peak in place of the step model at the "   \
+     "framework's default efficiency (data/framework_eff.csv; 40 was the old default)"}
 /* --framework (dst: const char **; help: the text step_framework_flag_help writes, which lists the
- * frameworks report/predict/stepmodel.h knows). */
+ * frameworks report/predict/frameworks.h knows). */
 #define FRAMEWORK_FLAG_SPEC(dst, help) {"framework", OPT_STR, (dst), 0, 0, 0, 0, "NAME", (help)}
 
 /* --fit-tolerance (dst: double *): how closely a calibration must reproduce its rows (scale, validate). */
