@@ -75,6 +75,17 @@ static int dev_row_read(const table *t, int i, const int *col, dev_row *d)
     if (rc == 0 && col[DV_MODEL_SOURCE] >= 0 && *table_cell(t, i, col[DV_MODEL_SOURCE]))
         rc = dev_str(t, i, col[DV_MODEL_SOURCE], d->model_source, sizeof d->model_source);
     if (rc == 0) rc = dev_str(t, i, col[DV_SOURCE], d->source, sizeof d->source);
+    double *fig[] = {&d->fp8_gemm_eff, &d->attn_eff_max, &d->attn_s_half, &d->link_eff, &d->link_latency_us};
+    for (int k = 0; k < 5; k++) {
+        *fig[k] = NAN;
+        if (rc == 0 && col[DV_FP8_GEMM_EFF + k] >= 0) rc = dev_num(t, i, col, DV_FP8_GEMM_EFF + k, 1, fig[k]);
+    }
+    if (rc == 0 && isnan(d->attn_eff_max) != isnan(d->attn_s_half))
+        rc = err_msg("%s:%d: columns 'attn_eff_max' and 'attn_s_half': a curve needs both (or neither)", t->path,
+                     d->line);
+    d->eff_source[0] = '\0';
+    if (rc == 0 && col[DV_EFF_SOURCE] >= 0 && *table_cell(t, i, col[DV_EFF_SOURCE]))
+        rc = dev_str(t, i, col[DV_EFF_SOURCE], d->eff_source, sizeof d->eff_source);
     return rc;
 }
 
@@ -91,8 +102,7 @@ int devices_load(dev_table *dt, const char *path)
     if (table_load(&t, path) != 0) return CB_EFAIL;
     int col[DV_NCOLS], rc = 0;
     for (int i = 0; i < DV_NCOLS && rc == 0; i++)
-        if ((col[i] = table_col(&t, dev_schema[i].col.name, i < DV_FIRST_OPTIONAL || i > DV_LAST_OPTIONAL)) < 0 &&
-            (i < DV_FIRST_OPTIONAL || i > DV_LAST_OPTIONAL))
+        if ((col[i] = table_col(&t, dev_schema[i].col.name, !DV_COL_OPTIONAL(i))) < 0 && !DV_COL_OPTIONAL(i))
             rc = CB_EFAIL;
     if (rc == 0 && t.nrows == 0) rc = err_msg("%s: no devices", path);
     if (rc == 0 && !(dt->rows = calloc((size_t)t.nrows, sizeof *dt->rows))) rc = err_msg("out of memory");
@@ -148,6 +158,8 @@ void hw_from_device(const dev_row *d, int per_node, double net_gbit_per_s, doubl
     out->intra_gb_per_s = d->link_gb_per_s;
     out->scaleup_domain = d->scaleup_domain;
     out->gemm_eff = d->gemm_eff, out->attn_eff = d->attn_eff, out->mem_eff = d->mem_eff, out->launch_us = d->launch_us;
+    out->fp8_gemm_eff = d->fp8_gemm_eff, out->attn_eff_max = d->attn_eff_max, out->attn_s_half = d->attn_s_half;
+    out->link_eff = d->link_eff, out->link_latency_us = d->link_latency_us;
     out->net_gbit_per_s = net_gbit_per_s, out->net_latency_us = net_latency_us;
     snprintf(out->source, sizeof out->source, "%s", d->source);
 }

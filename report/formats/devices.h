@@ -19,6 +19,15 @@
  *   node_net_gbps     the network per node of the vendor's reference system (Gbit/s)
  *   model_source      where the step model's figures come from (most are assumptions, and say so)
  *   source            where the figures come from (data sheet, with its date or URL)
+ * and, at the end of the header (optional; empty: the step model's defaults or the figure above):
+ *   fp8_gemm_eff      large fp8 GEMMs' share of the dense FP8 peak (empty: gemm_eff)
+ *   attn_eff_max, attn_s_half   the tiled attention kernel's share of the peak as a curve in the
+ *                     sequence length s the kernel sees, causal, forward + backward:
+ *                     attn_eff(s) = attn_eff_max x s / (s + attn_s_half) (empty: the flat attn_eff)
+ *   link_eff          achieved ring all-reduce bus bandwidth / link_gb_per_s (empty: STEP_LINK_EFF)
+ *   link_latency_us   a ring step's latency over the link (empty: STEP_LINK_LATENCY_US)
+ *   eff_source        each kernel figure's source: measured (repository, path, commit or URL and
+ *                     table, with the arithmetic), data sheet, or assumption
  * report/formats/README.md describes each column at length. */
 #ifndef CB_DEVICES_H
 #define CB_DEVICES_H
@@ -41,6 +50,9 @@ typedef struct {
     double gemm_eff, attn_eff, mem_eff, launch_us, node_net_gbps;
     char model_source[512];
     char source[256];
+    /* the kernel figures (NaN: the step model's default or the figure above, see the header) */
+    double fp8_gemm_eff, attn_eff_max, attn_s_half, link_eff, link_latency_us;
+    char eff_source[2048];
     int line;
 } dev_row;
 
