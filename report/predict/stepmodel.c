@@ -99,11 +99,22 @@ static double shape_factor(double x) { return x / (x + STEP_GEMM_HALF_DIM); }
 static double gemm_time(const scale_model *s, double n, double k, double m, double flops)
 {
     double launch = or_default(s->hw.launch_us, STEP_LAUNCH_US) * 1e-6, e;
-    double peak = s->fp8 && s->hw.fp8_tflops > 0 ? s->hw.fp8_tflops * 1e12 / (s->hw.workers > 0 ? s->hw.workers : 1)
-                                                 : rank_peak(s);
+    int fp8 = s->fp8 && s->hw.fp8_tflops > 0;
+    double peak = fp8 ? s->hw.fp8_tflops * 1e12 / (s->hw.workers > 0 ? s->hw.workers : 1) : rank_peak(s);
+    /* fp8 GEMMs reach their own share of the FP8 peak (Hopper's 0.71 against bf16's 0.80: MAMF) */
+    double g = or_default(s->hw.gemm_eff, STEP_GEMM_EFF), g8 = fp8 ? or_default(s->hw.fp8_gemm_eff, g) : g;
     if (s->gemm_curve && s->gemm_curve->nk > 0) e = scale_eff(s->gemm_curve, k, n, NULL);
-    else e = or_default(s->hw.gemm_eff, STEP_GEMM_EFF) * shape_factor(n) * shape_factor(k) * shape_factor(m);
+    else e = g8 * shape_factor(n) * shape_factor(k) * shape_factor(m);
     return flops / (e * peak) + launch;
+}
+
+double step_link_eff(const hw_row *hw) { return or_default(hw->link_eff, STEP_LINK_EFF); }
+double step_link_latency_s(const hw_row *hw) { return or_default(hw->link_latency_us, STEP_LINK_LATENCY_US) * 1e-6; }
+
+double step_attn_eff(const hw_row *hw, double s)
+{
+    if (hw->attn_eff_max > 0 && hw->attn_s_half >= 0 && s > 0) return hw->attn_eff_max * s / (s + hw->attn_s_half);
+    return or_default(hw->attn_eff, STEP_ATTN_EFF);
 }
 
 /* A ring collective over the scale-up link among `t` ranks of `bytes` each (all-reduce when
@@ -111,8 +122,8 @@ static double gemm_time(const scale_model *s, double n, double k, double m, doub
 static double link_ring(const scale_model *s, double t, double bytes, double halves)
 {
     if (t <= 1 || !(s->hw.intra_gb_per_s > 0)) return 0;
-    double bw = s->hw.intra_gb_per_s * 1e9 * STEP_LINK_EFF;
-    return halves * (t - 1) / t * bytes / bw + halves * (t - 1) * STEP_LINK_LATENCY_US * 1e-6;
+    double bw = s->hw.intra_gb_per_s * 1e9 * step_link_eff(&s->hw);
+    return halves * (t - 1) / t * bytes / bw + halves * (t - 1) * step_link_latency_s(&s->hw);
 }
 
 double step_op_time(const scale_model *s, const op_entry *op)
@@ -121,7 +132,9 @@ double step_op_time(const scale_model *s, const op_entry *op)
     switch (op->kind) {
     case OPK_GEMM: return gemm_time(s, (double)op->n, (double)op->k, (double)op->m, op->flops);
     case OPK_ATTN:
-        if (s->attn_flash) return op->flops / (or_default(s->hw.attn_eff, STEP_ATTN_EFF) * rank_peak(s)) + launch;
+        /* the kernel's share at the sequence length it sees: a context-parallel rank's s / cp queries
+         * against one s / cp chunk of keys per ring step (op->n) */
+        if (s->attn_flash) return op->flops / (step_attn_eff(&s->hw, (double)op->n) * rank_peak(s)) + launch;
         /* batched over the heads: the batch fills the device, no shape loss */
         return op->flops / (or_default(s->hw.gemm_eff, STEP_GEMM_EFF) * rank_peak(s)) + 2.0 * launch;
     case OPK_MEM: /* a memory bandwidth that is not known carries no modelled time (as an unknown link) */
@@ -130,7 +143,7 @@ double step_op_time(const scale_model *s, const op_entry *op)
     case OPK_PP_SEND: {
         long per_node = (long)s->hw.accelerators * (s->hw.workers > 0 ? s->hw.workers : 1);
         if (scale_replica_ranks(s) <= per_node) /* the stages share a node: its link (unknown: no modelled time) */
-            return s->hw.intra_gb_per_s > 0 ? op->bytes / (s->hw.intra_gb_per_s * 1e9 * STEP_LINK_EFF) : 0;
+            return s->hw.intra_gb_per_s > 0 ? op->bytes / (s->hw.intra_gb_per_s * 1e9 * step_link_eff(&s->hw)) : 0;
         if (!(s->hw.net_gbit_per_s > 0)) return 0;
         return op->bytes / (s->hw.net_gbit_per_s * 1e9 / 8.0 * s->net_eff / (double)per_node);
     }
