@@ -129,7 +129,8 @@ static double dp_sync_s(const scale_model *s, const step_profile *pr, long nodes
 static double optimizer_time_s(const scale_model *s, const step_profile *pr, long R)
 {
     if (!isfinite(s->hw.mem_gb_per_s)) return 0;
-    return pr->optimizer_bytes / (s->zero >= 1 ? (double)R : 1.0) / (s->hw.mem_gb_per_s * 1e9 / s->hw.workers);
+    double bytes = pr->optimizer_bytes / (s->zero >= 1 ? (double)R : 1.0) + pr->step_mem_bytes; /* + fp8 weight casts */
+    return bytes / (s->hw.mem_gb_per_s * 1e9 / s->hw.workers);
 }
 
 /* Memory per rank: the weights, gradients and optimizer state a rank holds (the step profile's) as

@@ -47,6 +47,9 @@ typedef struct {
                               * ranks) */
     double optimizer_bytes;  /* per step: the list's optimizer entry, AdamW's traffic on the rank's parameters
                               * before ZeRO shards it (common/precision.h's adamw_traffic_bytes) */
+    double step_mem_bytes;   /* per step, not sharded: the list's other once-a-step memory traffic (fp8_cast of
+                              * the weights) */
+    double fp8_flops_share;  /* the share of a stage's GEMM and attention FLOPs at the FP8 peak (fp8 rows) */
     /* memory per rank before ZeRO shards it (scale.c divides each by the replicas its stage shards over) */
     double weight_bytes;     /* the weights a rank holds: one forward's gathers of a replica over its tp x pp ranks */
     double state_bytes;      /* the optimizer state (common/precision.h's precision_optimizer_bytes per parameter) */
@@ -89,7 +92,14 @@ long scale_replica_ranks(const scale_model *s);
 /* The dense peak per accelerator, TFLOP/s, the run's precision computes at (common/precision.h:
  * FP32 for fp32, else BF16). */
 double scale_dense_tflops(const scale_model *s);
-/* The peak the model's MFU is against, FLOP/s per instance (NaN when unknown). */
+/* The peak an fp8 run's FLOPs run against, as a factor of its 16-bit peak: the FP8 peak for the
+ * block Linear layers' share x of the hardware FLOPs (step_profile.fp8_flops_share) and the BF16
+ * peak for the rest (the output layer, attention), blended so that every FLOP at 100% of its own
+ * peak takes the same time: 1 / ((1 - x) + x BF16 / FP8). 1 for a run that is not fp8. */
+double scale_peak_blend(const scale_model *s);
+/* The peak the model's MFU and every peak check (the calibration's compute floor, the <= 100%
+ * checks, the throughput rule) are against, FLOP/s per instance (NaN when unknown): the dense peak
+ * of the precision, x scale_peak_blend for an fp8 run. */
 double scale_peak_per_instance(const scale_model *s);
 
 #endif

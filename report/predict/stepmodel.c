@@ -75,6 +75,7 @@ static void step_layout(const scale_model *s, long dp, op_layout *l)
     l->act_bytes = (int)pi->act_bytes, l->weight_bytes = (int)pi->weight_bytes, l->grad_bytes = (int)pi->grad_bytes;
     l->optim_bytes = (int)precision_adamw_traffic_bytes(s->precision);
     l->zero = s->zero, l->dp = dp;
+    l->fp8 = s->fp8 && s->hw.fp8_tflops > 0; /* an fp8 row on a device without an FP8 peak: refused by its reader */
 }
 
 int step_ops(const scale_model *s, long dp, op_entry *ops, int cap)
@@ -96,16 +97,17 @@ static double rank_bw(const scale_model *s)
 
 static double shape_factor(double x) { return x / (x + STEP_GEMM_HALF_DIM); }
 
-static double gemm_time(const scale_model *s, double n, double k, double m, double flops)
+static double gemm_time(const scale_model *s, const op_entry *op)
 {
     double launch = or_default(s->hw.launch_us, STEP_LAUNCH_US) * 1e-6, e;
-    int fp8 = s->fp8 && s->hw.fp8_tflops > 0;
+    double n = (double)op->n, k = (double)op->k, m = (double)op->m;
+    int fp8 = op->fp8 && s->hw.fp8_tflops > 0;
     double peak = fp8 ? s->hw.fp8_tflops * 1e12 / (s->hw.workers > 0 ? s->hw.workers : 1) : rank_peak(s);
     /* fp8 GEMMs reach their own share of the FP8 peak (Hopper's 0.71 against bf16's 0.80: MAMF) */
     double g = or_default(s->hw.gemm_eff, STEP_GEMM_EFF), g8 = fp8 ? or_default(s->hw.fp8_gemm_eff, g) : g;
     if (s->gemm_curve && s->gemm_curve->nk > 0) e = scale_eff(s->gemm_curve, k, n, NULL);
     else e = g8 * shape_factor(n) * shape_factor(k) * shape_factor(m);
-    return flops / (e * peak) + launch;
+    return op->flops / (e * peak) + launch;
 }
 
 double step_link_eff(const hw_row *hw) { return or_default(hw->link_eff, STEP_LINK_EFF); }
@@ -130,7 +132,7 @@ double step_op_time(const scale_model *s, const op_entry *op)
 {
     double launch = or_default(s->hw.launch_us, STEP_LAUNCH_US) * 1e-6;
     switch (op->kind) {
-    case OPK_GEMM: return gemm_time(s, (double)op->n, (double)op->k, (double)op->m, op->flops);
+    case OPK_GEMM: return gemm_time(s, op);
     case OPK_ATTN:
         /* the kernel's share at the sequence length it sees: a context-parallel rank's s / cp queries
          * against one s / cp chunk of keys per ring step (op->n) */
@@ -193,10 +195,16 @@ static void step_key_of(const scale_model *s, step_key *k)
 static void profile_bytes(const scale_model *s, const op_entry *ops, int n, const op_entry *z3, int n3,
                           step_profile *p)
 {
+    double f8 = 0, f = 0, layers = (double)s->cfg.L / s->pp;
     for (int i = 0; i < n; i++) {
         if (ops[i].kind == OPK_DP_COMM && ops[i].scope == OPS_STEP) p->grad_bytes += ops[i].bytes;
         if (ops[i].kind == OPK_OPTIM) p->optimizer_bytes += ops[i].bytes;
+        if (ops[i].kind == OPK_MEM && ops[i].scope == OPS_STEP) p->step_mem_bytes += ops[i].bytes;
+        if (ops[i].kind != OPK_GEMM && ops[i].kind != OPK_ATTN) continue;
+        double fl = ops[i].flops * op_times(&ops[i], layers, 1, 1); /* a stage that is first and last: every kind */
+        f += fl, f8 += ops[i].fp8 ? fl : 0;
     }
+    p->fp8_flops_share = f > 0 ? f8 / f : 0;
     for (int i = 0; i < n3; i++) /* every layer, the first stage's and the last's: the whole replica */
         if (z3[i].kind == OPK_GATHER) p->gather_bytes += z3[i].bytes * op_times(&z3[i], s->cfg.L, 1, 1) * s->tp;
     const precision_info *pi = precision_info_of(s->precision);
@@ -299,3 +307,4 @@ double step_comm_of(const scale_model *s, const step_profile *p)
 }
 
 double step_comm_per_mb(const scale_model *s) { return step_comm_of(s, step_profile_get(s)); }
+
