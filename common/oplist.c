@@ -7,8 +7,8 @@
 
 #include "params.h"
 
-const char *const op_kind_names[8] = {"gemm", "attention", "memory", "tp_comm",
-                                      "dp_comm", "gather", "pp_send", "optimizer"};
+const char *const op_kind_names[9] = {"gemm",   "attention", "memory", "tp_comm", "dp_comm",
+                                      "gather", "pp_send",   "optimizer", "cp_send"};
 const char *const op_pass_names[4] = {"fwd", "bwd", "recompute", "step"};
 
 typedef struct {
@@ -140,6 +140,21 @@ static void tp_comm(op_sink *k, const model_config *c, const op_layout *l, long 
     if (e) e->bytes = (double)n * c->C * l->act_bytes;
 }
 
+/* Ring attention's K and V chunks (and their gradients backward) around the cp ranks of a layer:
+ * each send s / cp tokens x the rank's key/value heads x HS x 2 (K and V), cp - 1 of them a pass. */
+static void cp_sends(op_sink *k, const model_config *c, const op_layout *l, int recompute_core)
+{
+    if (l->cp <= 1) return;
+    const model_config r = tp_shard(c, l->tp);
+    double kv = (double)l->micro_batch * ((double)l->seq / l->cp) * model_kv_heads(&r) * c->HS * 2.0 * l->act_bytes;
+    const op_pass pass[3] = {OPP_FWD, OPP_BWD, OPP_RECOMPUTE};
+    for (int j = 0; j < (recompute_core ? 3 : 2); j++) {
+        op_entry *e = put(k, "cp_kv_send", OPK_CP_SEND, pass[j], OPS_LAYER, pass[j] == OPP_BWD ? "bwd" : "fwd",
+                          (double)(l->cp - 1));
+        if (e) e->bytes = pass[j] == OPP_BWD ? 2.0 * kv : kv; /* backward: dK and dV ride with K and V */
+    }
+}
+
 int op_tp_splits(const model_config *c, int t)
 {
     int kv = model_kv_heads(c);
@@ -158,6 +173,7 @@ int op_list(const model_config *c, const op_layout *l, op_entry *out, int cap)
     const long lin[4][2] = {{C, model_qkv_rows(&r)}, {(long)r.NH * r.HS, C}, {C, model_mlp_in_rows(&r)}, {model_ffn(&r), C}};
     linear(&k, "qkv", OPS_LAYER, n, lin[0][0], lin[0][1], 1, full, f8);
     attention(&k, c, l, n, l->recompute != OP_RECOMPUTE_NONE);
+    cp_sends(&k, c, l, l->recompute != OP_RECOMPUTE_NONE);
     linear(&k, "attn_out", OPS_LAYER, n, lin[1][0], lin[1][1], 1, full, f8);
     linear(&k, "mlp_up", OPS_LAYER, n, lin[2][0], lin[2][1], 1, full, f8);
     linear(&k, "mlp_down", OPS_LAYER, n, lin[3][0], lin[3][1], 1, full, f8);

@@ -44,9 +44,13 @@
  *            rows) forward, and again under full recompute, and the output gradient dY (n x m)
  *            backward; the weights once per step (TE caches them across micro-batches; none with fp8
  *            parameters), OPS_STEP
+ *   CP       (cp > 1) ring attention (Transformer Engine's cp_comm_type p2p, Megatron's default): per
+ *            layer each rank sends its K and V chunk, s / cp tokens x its key/value heads x HS, to
+ *            the next rank cp - 1 times forward (cp_kv_send, count cp - 1), and the K, V and their
+ *            gradients dK, dV backward (twice the bytes; TE context_parallel.py's p2p_comm_buffers)
  *   recompute full: every forward op of the layers again in the backward pass (TP collectives
  *            included); selective: the attention core (and a materialised attention's memory
- *            traffic) again (Korthikanti et al. 2022)
+ *            traffic, and the ring's K and V sends) again (Korthikanti et al. 2022)
  * and the data movement around them: the gradient bytes a rank synchronises once per step
  * (grad_sync; ZeRO-3/FSDP: a reduce-scatter per layer and micro-batch instead), the weights a
  * ZeRO-3/FSDP rank gathers in every forward and backward (param_gather: per layer, and the
@@ -59,12 +63,12 @@
 
 #include "presets.h"
 
-typedef enum { OPK_GEMM, OPK_ATTN, OPK_MEM, OPK_TP_COMM, OPK_DP_COMM, OPK_GATHER, OPK_PP_SEND, OPK_OPTIM } op_kind;
+typedef enum { OPK_GEMM, OPK_ATTN, OPK_MEM, OPK_TP_COMM, OPK_DP_COMM, OPK_GATHER, OPK_PP_SEND, OPK_OPTIM, OPK_CP_SEND } op_kind;
 typedef enum { OPP_FWD, OPP_BWD, OPP_RECOMPUTE, OPP_STEP } op_pass;
 /* How often an op runs: per layer (times the layers of a stage), once per micro-batch on the
  * first or the last pipeline stage, once per micro-batch on every stage, or once per step. */
 typedef enum { OPS_LAYER, OPS_FIRST, OPS_LAST, OPS_MB, OPS_STEP } op_scope;
-extern const char *const op_kind_names[8];
+extern const char *const op_kind_names[9];
 extern const char *const op_pass_names[4];
 
 typedef enum { OP_RECOMPUTE_NONE, OP_RECOMPUTE_SELECTIVE, OP_RECOMPUTE_FULL } op_recompute;

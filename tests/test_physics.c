@@ -141,7 +141,40 @@ static void test_fp8_blend(void)
           "the blended peak %.4f x BF16, by hand %.4f", scale_peak_per_instance(&s) / bf16, want);
 }
 
+/* Ring attention at cp 2: per layer one K/V send forward (b x s / cp x KVH x HS x 2 x 2 B) and one of
+ * twice the bytes backward, each bytes / (100 GB/s x 0.8) + 2 us; exposed only past the attention. */
+static void test_cp_sends(void)
+{
+    scale_model s;
+    toy(&s);
+    s.cp = 2;
+    op_entry ops[OP_LIST_MAX];
+    int n = step_ops(&s, 1, ops, OP_LIST_MAX);
+    const op_entry *f = find_op(ops, n, "cp_kv_send", "fwd"), *b = find_op(ops, n, "cp_kv_send", "bwd");
+    double kv = 2.0 * 64 * 4 * 64 * 2 * 2;
+    CHECK(f && b && f->bytes == kv && b->bytes == 2 * kv && f->count == 1, "K/V chunk %g bytes, backward %g",
+          f ? f->bytes : 0, b ? b->bytes : 0);
+    CHECK(f && fabs(step_op_time(&s, f) / (kv / 80e9 + 2e-6) - 1) < 1e-9, "one ring step over the link");
+    step_profile_fill(&s);
+    const step_profile *p = step_profile_get(&s);
+    double sends = 2.0 * (step_op_time(&s, f) + step_op_time(&s, b)); /* 2 layers */
+    CHECK(fabs(p->parts.cp_s / sends - 1) < 1e-9 && p->cp_per_mb_s == fmax(0, sends - p->parts.attn_s),
+          "exposed %.4g s of %.4g s sent against %.4g s of attention", p->cp_per_mb_s, sends, p->parts.attn_s);
+    s.hw.intra_gb_per_s = 0.01; /* a slow link: the sends outlast the attention */
+    step_profile_fill(&s);
+    p = step_profile_get(&s);
+    CHECK(p->cp_per_mb_s > 0 && fabs(p->cp_per_mb_s - (p->parts.cp_s - p->parts.attn_s)) < 1e-12 &&
+              step_comm_per_mb(&s) >= p->cp_per_mb_s,
+          "a slow link: %.4g s exposed", p->cp_per_mb_s);
+    s.cp = 1;
+    n = step_ops(&s, 1, ops, OP_LIST_MAX);
+    CHECK(!find_op(ops, n, "cp_kv_send", "fwd"), "cp 1: no sends");
+}
+
 const test_case tests_physics[] = {
+    {"physics: ring attention (cp 2) sends K and V cp - 1 times forward, twice the bytes backward, exposed past the "
+     "attention",
+     test_cp_sends},
     {"physics: attention at the device's curve at the kernel's sequence length (s / cp), flat without one",
      test_attention_curve},
     {"physics: a TP ring at the device's link_eff and latency, the defaults without them", test_link_figures},

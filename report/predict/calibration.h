@@ -94,7 +94,7 @@ double calib_joint_predict(const calib_joint *j, const scale_model *s, long node
  * published runs in that case (tests/test_stepmodel.c checks the constants against it). A target
  * outside CALIB_NEAR is extrapolated, and says what changed. */
 typedef enum { CALIB_NEAR, CALIB_LAYOUT, CALIB_DEVICE } calib_case;
-#define CALIB_BAND_NEAR_PCT 12.0   /* 84 predictions, P90 11.2% */
+#define CALIB_BAND_NEAR_PCT 13.0   /* 84 predictions, P90 12.35% (trn1's TP rings charged on its NeuronLink) */
 #define CALIB_BAND_LAYOUT_PCT 11.0 /* 78 predictions, P90 10.1% */
 #define CALIB_BAND_DEVICE_PCT 10.0 /* 8 predictions (Megatron 2020, V100 -> A100), P90 9.9% */
 /* The case of target against the calibration's configuration; what changed into why ("another TP

@@ -14,6 +14,7 @@ struct matmul_curve_s; /* report/formats/matmulcsv.h (effcurve.h calls it scale_
 
 typedef struct {
     double gemm_s, attn_s, mem_s, tp_s, pp_s;   /* one micro-batch through the slowest stage, phi = 1 */
+    double cp_s;                                  /* ring attention's K/V sends (context parallelism) */
     double bwd_s;                                 /* of which the backward (what gradient reduction can hide under) */
     double layer_s;                               /* one layer's compute (a ZeRO-3 gather's hiding unit) */
     int gemm_clamped; /* 1: a GEMM's K or N lies outside the measured curve (s->gemm_curve): e at its edge */
@@ -41,6 +42,8 @@ typedef struct {
     double tp_per_mb_s;      /* exposed tensor-parallel collectives */
     double pp_per_mb_s;      /* pipeline sends, at the network's line rate when they cross nodes */
     int pp_over_net;         /* 1: the stages span nodes (the sends run at net_eff of the line rate) */
+    double cp_per_mb_s;      /* ring attention's K/V sends not hidden under the attention they feed */
+    int cp_over_net;         /* 1: a context-parallel group spans nodes (its sends run at net_eff too) */
     double grad_bytes;       /* per step: the list's grad_sync entry, the gradients a rank holds (any ZeRO stage) */
     double gather_bytes;     /* per micro-batch under ZeRO-3/FSDP: the weights one replica gathers in the forward
                               * and again in the backward (the list's param_gather entries, every stage, its tp

@@ -142,6 +142,16 @@ double step_op_time(const scale_model *s, const op_entry *op)
     case OPK_MEM: /* a memory bandwidth that is not known carries no modelled time (as an unknown link) */
         return rank_bw(s) > 0 ? op->bytes / (or_default(s->hw.mem_eff, STEP_MEM_EFF) * rank_bw(s)) + launch : 0;
     case OPK_TP_COMM: return link_ring(s, s->tp, op->bytes, 2.0);
+    case OPK_CP_SEND: { /* one ring step: a send to the next rank over the link, or the network past a node */
+        long per_node = (long)s->hw.accelerators * (s->hw.workers > 0 ? s->hw.workers : 1);
+        if ((long)s->tp * (s->cp > 1 ? s->cp : 1) <= per_node)
+            return s->hw.intra_gb_per_s > 0
+                       ? op->bytes / (s->hw.intra_gb_per_s * 1e9 * step_link_eff(&s->hw)) + step_link_latency_s(&s->hw)
+                       : 0;
+        if (!(s->hw.net_gbit_per_s > 0)) return 0;
+        double lat = (s->hw.net_latency_us > 0 ? s->hw.net_latency_us : STEP_NET_LATENCY_US) * 1e-6;
+        return op->bytes / (s->hw.net_gbit_per_s * 1e9 / 8.0 * s->net_eff / (double)per_node) + lat;
+    }
     case OPK_PP_SEND: {
         long per_node = (long)s->hw.accelerators * (s->hw.workers > 0 ? s->hw.workers : 1);
         if (scale_replica_ranks(s) <= per_node) /* the stages share a node: its link (unknown: no modelled time) */
@@ -171,6 +181,7 @@ static void stage_time(const scale_model *s, const op_entry *ops, int n, int fir
         case OPK_MEM: p->mem_s += t; break;
         case OPK_TP_COMM: p->tp_s += t; break;
         case OPK_PP_SEND: p->pp_s += t; break;
+        case OPK_CP_SEND: p->cp_s += t; break;
         default: break;
         }
         if (ops[i].pass == OPP_BWD && ops[i].kind <= OPK_MEM) p->bwd_s += t;
@@ -266,6 +277,10 @@ static void profile_build(const scale_model *s, step_profile *p)
     if (s->tp_overlap && isfinite(c->gemm_s)) tp = fmax(0.0, tp - c->gemm_s); /* hidden under the layer's GEMMs */
     long per_node = (long)s->hw.accelerators * (s->hw.workers > 0 ? s->hw.workers : 1);
     p->tp_per_mb_s = tp, p->pp_per_mb_s = c->pp_s, p->pp_over_net = scale_replica_ranks(s) > per_node;
+    /* ring attention overlaps each K/V send with the attention of the chunk in hand (TE's p2p ring,
+     * async and double-buffered: context_parallel.py); what the attention cannot cover is exposed */
+    p->cp_per_mb_s = fmax(0.0, c->cp_s - (isfinite(c->attn_s) ? c->attn_s : 0.0));
+    p->cp_over_net = (long)s->tp * (s->cp > 1 ? s->cp : 1) > per_node;
     if (rank_peak(s) > 0) {
         if (s->pp > 1 && b.gemm_s + b.attn_s + b.mem_s > a.gemm_s + a.attn_s + a.mem_s) a = b;
         p->parts = a;
@@ -302,8 +317,9 @@ double step_t_mb_device(const scale_model *s, step_parts *parts)
 
 double step_comm_of(const scale_model *s, const step_profile *p)
 {
-    if (p->pp_over_net && p->pp_per_mb_s > 0) return p->tp_per_mb_s + p->pp_per_mb_s / s->net_eff;
-    return p->tp_per_mb_s + p->pp_per_mb_s;
+    double cp = p->cp_over_net && p->cp_per_mb_s > 0 ? p->cp_per_mb_s / s->net_eff : p->cp_per_mb_s;
+    if (p->pp_over_net && p->pp_per_mb_s > 0) return p->tp_per_mb_s + p->pp_per_mb_s / s->net_eff + cp;
+    return p->tp_per_mb_s + p->pp_per_mb_s + cp;
 }
 
 double step_comm_per_mb(const scale_model *s) { return step_comm_of(s, step_profile_get(s)); }

@@ -18,6 +18,10 @@
  *              bandwidth share and ring-step latency; STEP_LINK_EFF, STEP_LINK_LATENCY_US where empty)
  *   PP         the activation forward and the gradient back per micro-batch, over the scale-up
  *              link when the stages share a node, else over the rank's share of the network
+ *   CP         ring attention's K/V chunks (oplist.h), each ring step bytes / (link x link_eff) +
+ *              link_latency_us when the tp x cp group shares a node, else over the rank's share of
+ *              the network + its hop latency; hidden under the attention compute it feeds (TE's
+ *              async p2p ring, megatron-core's default): exposed max(0, sends - attention)
  * The device's gemm_eff, attn_eff, mem_eff and launch_us come from data/devices.csv (defaults
  * below when a device leaves them empty); the peaks, bandwidths and links from the device too.
  * A calibration fits one framework efficiency phi against this device time (t_mb = t_device /
@@ -81,7 +85,7 @@ const step_profile *step_profile_get(const scale_model *s);
 /* Device time at phi = 1 of one micro-batch through the slowest pipeline stage: GEMMs, attention
  * and memory-bound ops (parts may be NULL). NaN when the device's peak or bandwidth is unknown. */
 double step_t_mb_device(const scale_model *s, step_parts *parts);
-/* Exposed tensor-parallel and pipeline communication of one micro-batch (the step's tp_s term):
+/* Exposed tensor-parallel, context-parallel and pipeline communication of one micro-batch (the step's tp_s term):
  * of the profile p (step_comm_of: its pipeline sends across nodes at s->net_eff of the line rate),
  * or of s's own (step_comm_per_mb). */
 double step_comm_of(const scale_model *s, const step_profile *p);
