@@ -131,7 +131,34 @@ static void test_rows_carry(void)
     devices_free(&dt);
 }
 
+/* The figure columns are optional and read by name; half a curve is one error naming file:line. */
+static void test_reader(void)
+{
+    char *d = test_tmpdir(), path[256];
+    if (!d) return;
+    snprintf(path, sizeof path, "%s/devices.csv", d);
+    const char *head = "device,vendor,workers,fp32_tflops,tf32_tflops,bf16_tflops,fp16_tflops,fp8_tflops,hbm_gib,"
+                       "hbm_gb_per_s,link_gb_per_s,scaleup_domain,source";
+    char text[1024];
+    snprintf(text, sizeof text, "%s,attn_eff_max,attn_s_half,link_eff,eff_source\n"
+                                "toy,acme,1,10,20,40,40,80,16,1000,100,8,made up,0.5,256,0.8,made up\n", head);
+    write_text(path, text);
+    dev_table dt;
+    CHECK(devices_load(&dt, path) == 0 && dt.rows[0].attn_eff_max == 0.5 && dt.rows[0].attn_s_half == 256 &&
+              dt.rows[0].link_eff == 0.8 && isnan(dt.rows[0].fp8_gemm_eff) && isnan(dt.rows[0].link_latency_us),
+          "the figures read by name, the absent ones NaN");
+    if (dt.rows) devices_free(&dt);
+    snprintf(text, sizeof text, "%s,attn_eff_max,attn_s_half\ntoy,acme,1,10,20,40,40,80,16,1000,100,8,made up,0.5,\n",
+             head);
+    write_text(path, text);
+    capture_stderr_begin();
+    int rc = devices_load(&dt, path);
+    const char *err = capture_stderr_end();
+    CHECK(rc != 0 && strstr(err, "devices.csv:2: columns 'attn_eff_max' and 'attn_s_half'"), "half a curve: %s", err);
+}
+
 const test_case tests_devicefigs[] = {
+    {"devicefigs: the figure columns are optional, read by name; half an attention curve is an error", test_reader},
     {"devicefigs: each GEMM and link figure is the cited measurement over the data sheet's peak",
      test_figures_arithmetic},
     {"devicefigs: each attention curve fits the cited kernel measurements", test_attention_curves},
