@@ -6,12 +6,17 @@
 
 #include "err.h"
 
-/* The spellings import accepted before every command took the schema's names. */
+/* The spellings import accepted before every command took the schema's names (megatron,
+ * composer), and the repositories' own names of three frameworks (mcore: Megatron-Core;
+ * neuronx-nemo-megatron: aws-neuron's repository of neuron-nemo; nxd: neuronx-distributed). */
 static const struct {
     const char *alias, *name;
 } aliases[] = {
     {"megatron", "megatron-lm"},
     {"composer", "llm-foundry"},
+    {"mcore", "megatron-core"},
+    {"neuronx-nemo-megatron", "neuron-nemo"},
+    {"nxd", "neuronx-distributed"},
 };
 enum { NALIASES = sizeof aliases / sizeof aliases[0] };
 
@@ -20,6 +25,15 @@ const char *framework_canonical(const char *name)
     for (int k = 0; name && k < NALIASES; k++)
         if (strcmp(name, aliases[k].alias) == 0) return aliases[k].name;
     return name;
+}
+
+void framework_split(const char *spec, char *name, size_t n, const char **version)
+{
+    const char *at = spec ? strchr(spec, '@') : NULL;
+    *version = at ? at + 1 : NULL;
+    snprintf(name, n, "%.*s", at ? (int)(at - spec) : (int)(spec ? strlen(spec) : 0), spec ? spec : "");
+    const char *c = framework_canonical(name);
+    if (c != name) snprintf(name, n, "%s", c);
 }
 
 void framework_aliases(char *buf, size_t n)

@@ -78,6 +78,7 @@ const schema_col dev_schema[DV_NCOLS] = {
     [DV_NODE_NET_GBPS] = {{"node_net_gbps", "Gbit/s", REC_NUM, 0}, 1, 1e-3, 1e7},
     [DV_MODEL_SOURCE] = {{"model_source", "", REC_STR, 0}, 1, 0, 0},
     [DV_SOURCE] = {{"source", "", REC_STR, 0}, 1, 0, 0},
+    [DV_FAMILY] = {{"family", "", REC_STR, 0}, 1, 0, 0},
     /* the kernel figures (report/formats/devices.h): fp8 GEMMs' share of the FP8 peak, the attention
      * curve E s / (s + s_half), the link's achieved share and its latency per ring step */
     [DV_FP8_GEMM_EFF] = {{"fp8_gemm_eff", "", REC_NUM, 2}, 1, 0.01, 1},

@@ -13,6 +13,7 @@
 #include "../common/frameworks.h"
 #include "../common/parse.h"
 #include "../common/schema.h"
+#include "planview.h"
 #include "plot.h"
 
 const rec_col plan_cols[PC_NCOLS] = {{"rank", "", REC_NUM, 0}, TPUT_INSTANCE_TYPE, {"provider", "", REC_STR, 0},
@@ -27,7 +28,8 @@ const rec_col plan_cols[PC_NCOLS] = {{"rank", "", REC_NUM, 0}, TPUT_INSTANCE_TYP
                                      {"price_age", "", REC_STR, 0}, {"price_source", "", REC_STR, 0},
                                      {"train_s", "s", REC_NUM, 0}, TPUT_TOKENS_PER_S, {"step_s", "s", REC_NUM, 3},
                                      {"mem_avail_gib", "GiB", REC_NUM, 1}, TPUT_MODEL, TPUT_SEQ_LEN, TPUT_GLOBAL_BATCH,
-                                     {"compute_s", "s", REC_NUM, 3}, {"framework", "", REC_STR, 0}, TPUT_ATTENTION};
+                                     {"compute_s", "s", REC_NUM, 3}, {"framework", "", REC_STR, 0}, TPUT_ATTENTION,
+                                     {"band", "", REC_STR, 0}, {"why", "", REC_STR, 0}};
 
 /* "140B" -> 1.4e11: a decimal count with parse_long's suffixes (K, M, B, T: 1e3 .. 1e12). Returns 0 or CB_EUSAGE. */
 static int tokens_parse(const char *s, double *out)
@@ -55,6 +57,7 @@ static int instance_add(plan_run *r, const hw_row *hw, char **opts, int nopts)
     plan_instance *pi = &r->in.inst[r->in.ninst];
     memset(pi, 0, sizeof *pi);
     pi->hw = *hw;
+    plan_instance_device(pi, devices_find(&r->dt, hw->accelerator));
     for (int k = 0; k < nopts; k++) {
         const price_row *pr = price_lookup(&r->pt, hw->instance, opts[k]);
         if (!pr) {
@@ -69,6 +72,7 @@ static int instance_add(plan_run *r, const hw_row *hw, char **opts, int nopts)
         /* the price's age (a warning when older than a year: notes_inputs) */
         snprintf(pi->price_from[j], sizeof pi->price_from[j], "%s", pr->source);
         snprintf(pi->provider[j], sizeof pi->provider[j], "%s", pr->provider);
+        snprintf(pi->as_of[j], sizeof pi->as_of[j], "%s", pr->as_of);
         pi->price_age_days[j] = price_age_days(pr, (long)time(NULL));
     }
     if (pi->noffers == 0) return 0;
@@ -108,6 +112,21 @@ static int instances_fill(plan_run *r)
     return 0;
 }
 
+/* Without --calibrate and --mfu: the framework's default efficiency phi (report/predict/fweff.h:
+ * --framework's, else every framework's) and its spread, the band of every candidate. */
+static int framework_default(plan_run *r)
+{
+    fweff_table ft;
+    if (fweff_load(&ft, NULL) != 0) return CB_EUSAGE;
+    const fweff_entry *e = fweff_find(&ft, r->fw->name);
+    if (e) {
+        r->in.phi = e->phi, r->in.phi_band_pct = e->spread_pct;
+        r->fweff = *e;
+    }
+    fweff_free(&ft);
+    return 0;
+}
+
 /* --calibrate: the row's configuration with its compute time fitted (report/predict/calibration.h),
  * whose framework efficiency plan_t_mb_s carries to each candidate. The settings a throughput row
  * does not describe are the candidates' (ZeRO 0, 25 MiB buckets, the full line rate, mixed
@@ -137,7 +156,10 @@ static int framework_pick(plan_run *r)
 {
     const plan_opts *o = &r->o;
     r->fw = o->framework ? step_framework_find(o->framework) : step_framework_default();
-    if (o->framework && strcmp(r->fw->name, framework_canonical(o->framework)) != 0) {
+    char fw_name[64];
+    const char *fw_version;
+    framework_split(o->framework, fw_name, sizeof fw_name, &fw_version); /* NAME[@VERSION] */
+    if (o->framework && strcmp(step_framework_find(fw_name)->name, fw_name) != 0) {
         char names[512];
         step_framework_list(names, sizeof names);
         return framework_unknown(o->framework, names);
@@ -217,13 +239,21 @@ static int inputs_build(plan_run *r)
     in->max_nodes = o->max_nodes;
     if ((rc = framework_pick(r)) != 0) return rc;
     if (o->calibrate && o->mfu_pct > 0) return err_usage("flag '--calibrate': give it alone, not with '--mfu'");
-    if (!(o->mfu_pct > 0)) r->o.mfu_pct = SCALE_ASSUMED_MFU_PCT;
+    int mfu_assumed = !(o->mfu_pct > 0);
+    if (mfu_assumed) r->o.mfu_pct = SCALE_ASSUMED_MFU_PCT;
     in->mfu = o->mfu_pct / 100.0;
+    if (!o->calibrate && mfu_assumed && (rc = framework_default(r)) != 0) return rc;
     in->deadline_s = o->deadline_days * 86400.0;
     in->budget_usd = o->budget_usd;
     in->mtbf_s = o->mtbf_hours * 3600.0;
     in->ckpt_s = o->ckpt_s, in->restart_s = o->restart_s;
+    if (o->all && (o->per_instance || o->runners_up > 0))
+        return err_usage("flag '--all': ranks every layout; give it without '%s' (the best of each instance type)",
+                         o->per_instance ? "--per-instance" : "--runners-up");
+    if (o->price_warnings && strcmp(o->price_warnings, "one") != 0 && strcmp(o->price_warnings, "all") != 0)
+        return err_usage("flag '--price-warnings': expected one or all, got '%s'", o->price_warnings);
     if (data_tables_load(o->prices_path, o->hw_path, &r->pt, &r->ht) != 0) return CB_EFAIL;
+    if (devices_load(&r->dt, NULL) != 0) return CB_EFAIL;
     if ((rc = net_from_apply(r)) != 0) return rc;
     if ((rc = calibration_load(r)) != 0) return rc;
     if ((rc = instances_fill(r)) != 0) return rc;
@@ -232,7 +262,8 @@ static int inputs_build(plan_run *r)
 
 /* ------------------------------------------------------------------ outputs */
 
-static void row_fill(record *rec, const plan_run *r, const plan_cand *c, int rank)
+/* Row rec->nrows - 1 from candidate c at `rank`, with why it ranks there (NULL: empty). */
+static void row_fill(record *rec, const plan_run *r, const plan_cand *c, int rank, const char *why)
 {
     int row = rec->nrows - 1;
     const plan_instance *pi = &r->in.inst[c->inst];
@@ -253,7 +284,7 @@ static void row_fill(record *rec, const plan_run *r, const plan_cand *c, int ran
     record_num(rec, row, PC_ZERO, c->zero);
     record_num(rec, row, PC_MB, c->micro_batch);
     record_str(rec, row, PC_RECOMP, c->recompute ? "full" : "off");
-    record_str(rec, row, PC_PREC, precision_name(c->prec));
+    record_str(rec, row, PC_PREC, plan_prec_name(c->prec, c->fp8));
     record_num(rec, row, PC_DAYS, c->train_s / 86400.0);
     record_num(rec, row, PC_COST, c->cost_usd);
     record_num(rec, row, PC_TPU, r->in.tokens / c->cost_usd);
@@ -273,22 +304,28 @@ static void row_fill(record *rec, const plan_run *r, const plan_cand *c, int ran
     record_num(rec, row, PC_COMPUTE, c->pt.compute_s);
     record_str(rec, row, PC_FRAMEWORK, r->fw->name);
     record_str(rec, row, PC_ATTN, tput_attentions[r->in.attn_flash ? TPUT_ATTN_FLASH : TPUT_ATTN_FULL]);
-    if (!r->in.cal) return; /* an assumed MFU: no band, not a prediction from a measurement */
     double band;
-    char why[256];
-    calib_case k = plan_cand_case(&r->in, c, &band, why, sizeof why);
+    char far[256], band_text[64];
+    calib_case k = plan_cand_case(&r->in, c, &band, far, sizeof far); /* uncalibrated: the default phi's spread */
+    plan_view_band(band, band_text, sizeof band_text);
+    record_str(rec, row, PC_BAND_TEXT, band_text);
+    if (why) record_str(rec, row, PC_WHY, why);
+    if (!r->in.cal && !(r->in.phi > 0)) return; /* an assumed MFU: no band, not a prediction from a measurement */
     record_num(rec, row, PC_BAND, band);
-    record_str(rec, row, PC_EXTRAP, k == CALIB_NEAR ? "no" : why);
+    if (r->in.cal) record_str(rec, row, PC_EXTRAP, k == CALIB_NEAR ? "no" : far);
 }
 
-/* The table (human: the columns before PC_TRAIN_S; without a calibration, no band or
- * extrapolation to show, the CSV keeps them empty). */
-static int record_make(record *rec, int human, int calibrated)
+/* The table (human: the columns before PC_TRAIN_S, the band's text and why; sure 2 calibrated, 1
+ * the framework's default phi (a band, no extrapolation), 0 an assumed MFU (neither): what it lacks
+ * the CSV keeps empty). */
+static int record_make(record *rec, int human, int sure)
 {
     if (record_init(rec, plan_cols, PC_NCOLS) != 0) return CB_EFAIL;
     if (!human) return 0;
-    for (int c = PC_TRAIN_S; c < PC_NCOLS; c++) record_csv_only(rec, c);
-    if (!calibrated) record_csv_only(rec, PC_BAND), record_csv_only(rec, PC_EXTRAP);
+    for (int c = PC_TRAIN_S; c < PC_BAND_TEXT; c++) record_csv_only(rec, c);
+    if (sure < 1) record_csv_only(rec, PC_BAND);
+    if (sure < 2) record_csv_only(rec, PC_EXTRAP);
+    if (sure >= 1) record_csv_only(rec, PC_BAND_TEXT); /* band_pct shows it */
     return 0;
 }
 
@@ -301,7 +338,7 @@ static void cand_describe(const plan_run *r, const plan_cand *c, char *buf, size
     if (c->vp > 1) snprintf(vp, sizeof vp, " x %d virtual", c->vp);
     double band;
     calib_case k = plan_cand_case(&r->in, c, &band, why, sizeof why);
-    if (r->in.cal)
+    if (r->in.cal || r->in.phi > 0)
         snprintf(sure, sizeof sure, " (+-%.0f%%%s%s)", band,
                  k == CALIB_NEAR ? "" : ", extrapolated: ", k == CALIB_NEAR ? "" : why);
     char usd[32];
@@ -309,13 +346,24 @@ static void cand_describe(const plan_run *r, const plan_cand *c, char *buf, size
     snprintf(buf, n, "%s %s x %ld node%s, TP %d%s PP %d%s ZeRO %d micro-batch %d, recompute %s, %s: %.2f days, $%s%s",
              pi->hw.instance, pi->option[c->offer], c->nodes, c->nodes == 1 ? "" : "s", c->tp,
              c->sp ? " (sequence parallel)" : "", c->pp, vp, c->zero, c->micro_batch, c->recompute ? "full" : "off",
-             precision_name(c->prec), c->train_s / 86400.0, usd, sure);
+             plan_prec_name(c->prec, c->fp8), c->train_s / 86400.0, usd, sure);
 }
 
 /* Where the compute time comes from (a calibration, or an assumed MFU) and how sure it is. */
 static void notes_compute(record *rec, const plan_run *r)
 {
     const calib_row *c = &r->cal;
+    if (!r->in.cal && r->in.phi > 0) {
+        const fweff_entry *e = &r->fweff;
+        int any = strcmp(e->framework, FWEFF_ANY) == 0;
+        record_note(rec,
+                    "compute: the device model's time of each candidate / %s%s default efficiency phi %.3g "
+                    "(data/framework_eff.csv: fitted on %d published rows of %d files%s); band +-%.3g%%, its "
+                    "out-of-sample spread (--calibrate FILE:ROW predicts from a run of yours; --mfu assumes an MFU)",
+                    any ? "every framework" : e->framework, "'s", e->phi, e->rows, e->files,
+                    any ? ": the shipped files lack this framework" : "", e->spread_pct);
+        return;
+    }
     if (!r->in.cal) {
         record_note(rec,
                     "assumption: compute at %g%% MFU of the data-sheet dense peak (--mfu; not measured): no band, the "
@@ -338,11 +386,10 @@ static void notes_compute(record *rec, const plan_run *r)
                 c->fc.phi_cal, r->o.matmul_csv ? "; GEMMs at --matmul-csv's measured efficiency" : "");
     record_note(rec,
                 "how sure: band_pct = +-(|the calibration's residual| + the 90th percentile of |error| costbench "
-                "validate measures on the "
-                "published runs in the candidate's case: %g%% near it, %g%% at another TP degree or 4x the tokens per "
-                "device, %g%% on "
-                "another device), on time and cost alike; a candidate outside the first case is extrapolated, and says "
-                "what changed",
+                "validate measures out of sample on the published runs in the candidate's case, data/band.csv: %g%% "
+                "near it, %g%% at another TP/PP/CP, recomputation, attention share or 4x the tokens per device, %g%% "
+                "on another device, precision or framework), on time and cost alike; a candidate outside the first "
+                "case is extrapolated, and says what changed",
                 CALIB_BAND_NEAR_PCT, CALIB_BAND_LAYOUT_PCT, CALIB_BAND_DEVICE_PCT);
 }
 
@@ -350,6 +397,9 @@ static void notes_compute(record *rec, const plan_run *r)
 static void notes_framework(record *rec, const plan_run *r)
 {
     const step_framework *fw = r->fw;
+    char vnote[512];
+    step_framework_find_spec(r->o.framework, vnote, sizeof vnote);
+    if (r->o.framework && vnote[0]) record_note(rec, "%s", vnote); /* an unknown version, named */
     record_note(rec,
                 "framework features (--framework %s: %s): %s attention (%s), gradient reduction under the backward %s, "
                 "ZeRO-3 gathers "
@@ -383,12 +433,7 @@ static void notes_inputs(record *rec, const plan_run *r)
         for (int k = 0; k < in->inst[i].noffers; k++)
             record_note(rec, "  %s %s $%.4g per instance-hour (%s)", in->inst[i].hw.instance, in->inst[i].option[k],
                         in->inst[i].usd_per_hour[k], in->inst[i].price_source[k]);
-    for (int i = 0; i < in->ninst; i++) /* stale prices */
-        for (int k = 0; k < in->inst[i].noffers; k++)
-            if (in->inst[i].price_age_days[k] > PRICE_STALE_DAYS)
-                err_warn("plan uses a price older than a year: %s %s $%.6g per instance-hour (as of %s)",
-                         in->inst[i].hw.instance, in->inst[i].option[k], in->inst[i].usd_per_hour[k],
-                         in->inst[i].price_source[k]);
+    plan_view_stale_prices(r);
     for (int i = 0; i < in->ninst; i++)
         if (!isfinite(in->inst[i].hw.intra_gb_per_s))
             record_note(rec,
@@ -442,35 +487,23 @@ static void notes_counts(record *rec, const plan_run *r)
     }
 }
 
-/* The top N candidates that meet the deadline and the budget (--per-instance: the first of each
- * instance type and offer); a layout the model cannot tell from one shown above it (same offer,
- * nodes, time and cost) is counted, not shown. */
-static int rows_top(record *rec, const plan_run *r, long *hidden)
+/* The rows planview.h chooses (the best of each instance type and offer, or every layout), each
+ * with why it ranks there; a layout the model cannot tell from one shown (same offer, nodes, time
+ * and cost) is counted in *hidden, not shown. */
+static int rows_top(record *rec, const plan_run *r, const plan_keys *k, long *hidden)
 {
-    int shown = 0;
-    const plan_cand *prev[64];
-    *hidden = 0;
-    unsigned char *seen = r->o.per_instance ? calloc((size_t)r->in.ninst * PLAN_MAX_OFFERS, 1) : NULL;
-    if (r->o.per_instance && !seen) return err_msg("out of memory");
-    for (int i = 0; i < r->res.n && shown < r->o.top; i++) {
-        const plan_cand *c = &r->res.c[i];
-        if (!c->meets_deadline || !c->within_budget) continue;
-        if (seen && seen[c->inst * PLAN_MAX_OFFERS + c->offer]) continue;
-        if (seen) seen[c->inst * PLAN_MAX_OFFERS + c->offer] = 1;
-        int dup = 0;
-        for (int k = shown < 64 ? 0 : shown - 64; k < shown && !dup; k++) dup = plan_same_result(prev[k % 64], c);
-        if (dup) {
-            (*hidden)++;
-            continue;
-        }
+    int *idx = NULL, n = 0;
+    if (plan_view_select(r, k, &idx, &n, hidden) != 0) return CB_EFAIL;
+    char why[640];
+    for (int i = 0; i < n; i++) {
         if (record_add_row(rec) < 0) {
-            free(seen);
+            free(idx);
             return CB_EFAIL;
         }
-        prev[shown % 64] = c;
-        row_fill(rec, r, c, ++shown);
+        plan_view_why(r, k, idx[i], why, sizeof why);
+        row_fill(rec, r, &r->res.c[idx[i]], i + 1, why);
     }
-    free(seen);
+    free(idx);
     return 0;
 }
 
@@ -478,7 +511,7 @@ static int rows_top(record *rec, const plan_run *r, long *hidden)
  * type and offer that meets the deadline and the budget, cheapest first, with its cloud. */
 static int note_per_instance(record *rec, const plan_run *r)
 {
-    if (r->o.per_instance) return 0;
+    if (!plan_view_all(&r->o)) return 0;
     unsigned char *seen = calloc((size_t)r->in.ninst * PLAN_MAX_OFFERS, 1);
     if (!seen) return err_msg("out of memory");
     char buf[4096];
@@ -496,7 +529,7 @@ static int note_per_instance(record *rec, const plan_run *r)
                                 c->train_s / 86400.0);
     }
     free(seen);
-    if (n > 1) record_note(rec, "the best of each instance type (--per-instance ranks them): %s", buf);
+    if (n > 1) record_note(rec, "the best of each instance type (the view without --all or --top): %s", buf);
     return 0;
 }
 
@@ -557,12 +590,22 @@ static void verdict_none(const plan_run *r)
 static int pareto_csv(const plan_run *r, const int *idx, int n, const machine_info *mi)
 {
     record rec;
-    if (record_make(&rec, 0, r->in.cal != NULL) != 0) return CB_EFAIL;
+    plan_keys k;
+    if (plan_keys_build(r, &k) != 0) return CB_EFAIL;
+    if (record_make(&rec, 0, r->in.cal ? 2 : r->in.phi > 0) != 0) {
+        plan_keys_free(&k);
+        return CB_EFAIL;
+    }
     int rc = 0;
+    char why[640];
     for (int i = 0; i < n && rc == 0; i++) {
         if (record_add_row(&rec) < 0) rc = CB_EFAIL;
-        else row_fill(&rec, r, &r->res.c[idx[i]], i + 1);
+        else {
+            plan_view_why(r, &k, idx[i], why, sizeof why);
+            row_fill(&rec, r, &r->res.c[idx[i]], i + 1, why);
+        }
     }
+    plan_keys_free(&k);
     record_note(&rec, "cost/time Pareto frontier over all %d feasible candidates (rank: by time)", r->res.n);
     if (rc == 0) rc = record_write_csv(&rec, r->o.pareto_csv, mi);
     record_free(&rec);
@@ -615,6 +658,9 @@ static int plan_plot(const plan_run *r, const int *idx, int n)
     if (r->in.cal)
         snprintf(subt, sizeof subt, "%d feasible candidates; compute calibrated on %.120s:%d (%s)", r->res.n,
                  r->cal.path, r->cal.row.line, r->cal.row.model);
+    else if (r->in.phi > 0)
+        snprintf(subt, sizeof subt, "%d feasible candidates; compute from the device model at phi %.3g (+-%.3g%%)",
+                 r->res.n, r->in.phi, r->in.phi_band_pct);
     else
         snprintf(subt, sizeof subt, "%d feasible candidates; compute at %g%% MFU of the data-sheet peak", r->res.n,
                  r->o.mfu_pct);
@@ -658,11 +704,19 @@ int plan_run_build(plan_run *r) { return inputs_build(r); }
 
 int plan_run_record(const plan_run *r, record *rec, int human, long *hidden)
 {
-    if (record_make(rec, human, r->in.cal != NULL) != 0) return CB_EFAIL;
+    plan_keys k;
+    if (plan_keys_build(r, &k) != 0) return CB_EFAIL;
+    if (record_make(rec, human, r->in.cal ? 2 : r->in.phi > 0) != 0) {
+        plan_keys_free(&k);
+        return CB_EFAIL;
+    }
     notes_inputs(rec, r);
+    plan_view_notes(rec, r);
     notes_counts(rec, r);
     *hidden = 0;
-    int rc = rows_top(rec, r, hidden);
+    int rc = rows_top(rec, r, &k, hidden);
+    if (rc == 0 && !plan_view_all(&r->o)) plan_view_unmet(rec, r, &k);
+    plan_keys_free(&k);
     if (rc == 0 && *hidden > 0)
         record_note(rec,
                     "%ld more layouts tie with a row shown (same instance, nodes, time and cost: the model cannot tell "
@@ -685,6 +739,7 @@ void plan_run_free(plan_run *r)
     plan_result_free(&r->res);
     prices_free(&r->pt);
     hardware_free(&r->ht);
+    devices_free(&r->dt);
     net_table_free(&r->net);
     free(r->net_used);
 }

@@ -9,6 +9,8 @@
 #include "../common/modelflags.h"
 #include "../common/record.h"
 #include "predict/calib_row.h"
+#include "formats/devices.h"
+#include "predict/fweff.h"
 #include "formats/inputs.h"
 #include "formats/netfit.h"
 #include "predict/netapply.h"
@@ -18,21 +20,27 @@
 #define PLAN_DEFAULT_BATCH_TOKENS 4194304L /* 4M tokens a step (llama2: 1024 x 4096) */
 #define PLAN_MAX_TOKENS 1e16
 
-/* The human table shows the columns before PC_TRAIN_S; the CSV all of them. */
+/* The human table shows the columns before PC_TRAIN_S and PC_WHY (PC_BAND_TEXT without a
+ * calibration, in place of band_pct); the CSV all of them. */
 enum { PC_RANK, PC_ITYPE, PC_PROVIDER, PC_PRICING, PC_NODES, PC_TP, PC_PP, PC_VP, PC_SP, PC_ZERO, PC_MB, PC_RECOMP,
        PC_PREC, PC_DAYS, PC_COST, PC_BAND, PC_TPU, PC_SEQS, PC_MFU, PC_MEM, PC_TAU, PC_LOST, PC_USD, PC_EXTRAP,
        PC_PRICE_AGE, PC_PRICE_SOURCE, PC_TRAIN_S, PC_TOKS, PC_STEP, PC_MEM_AVAIL, PC_MODEL, PC_SEQ, PC_GB, PC_COMPUTE,
-       PC_FRAMEWORK, PC_ATTN, PC_NCOLS };
+       PC_FRAMEWORK, PC_ATTN, PC_BAND_TEXT, PC_WHY, PC_NCOLS };
 extern const rec_col plan_cols[PC_NCOLS];
 
 /* The flags as given (strings point into argv). */
 typedef struct {
     const char *model, *tokens, *instances, *pricing, *csv, *pareto_csv, *plot, *prices_path, *hw_path, *calibrate,
         *matmul_csv, *attention, *framework;
+    const char *price_warnings; /* --price-warnings: "one" (NULL: the default) or "all" */
     const char *net_from; /* --net-from: a measured network (report/formats/netfit.h, applied by report/predict/netapply.h) */
     model_flags mf; /* --models, the model overrides, --max-seq-len */
-    long seq, global_batch, max_nodes, top;
-    int per_instance; /* --per-instance: the best configuration of each instance type and pricing option */
+    long seq, global_batch, max_nodes;
+    long top;          /* --top: rows shown (0: not given: every type's best, or 10 with --all) */
+    long runners_up;   /* --runners-up: the next N layouts of each instance type and offer */
+    int per_instance;  /* --per-instance: the best configuration of each instance type and pricing option (the
+                        * default unless --all or --top) */
+    int all;           /* --all: rank every layout (report/planview.h) */
     double deadline_days, budget_usd, mfu_pct, mtbf_hours, ckpt_s, restart_s;
 } plan_opts;
 
@@ -41,10 +49,12 @@ typedef struct {
     plan_opts o;
     price_table pt;
     hw_table ht;
+    dev_table dt;      /* data/devices.csv: what each instance's device trains in */
     plan_inputs in;
     plan_result res;
     calib_row cal;       /* --calibrate */
     const step_framework *fw; /* --framework */
+    fweff_entry fweff;        /* without --calibrate and --mfu: the framework's default efficiency (in.phi) */
     scale_eff_curve eff; /* --matmul-csv (nk 0: the default curve) */
     char skipped[512]; /* (instance, option) pairs without a price */
     net_table net;     /* --net-from (n 0: none) */

@@ -12,6 +12,7 @@
 #include "../common/schema.h"
 #include "formats/devices.h"
 #include "formats/netfit.h"
+#include "predict/fweff.h"
 #include "predict/netapply.h"
 #include "plot.h"
 #include "predict/stepmodel.h"
@@ -264,6 +265,34 @@ static int points_gather(scale_run *r)
     return rc;
 }
 
+/* Uncalibrated, no --mfu: t_mb = t_device / phi, phi the framework's default efficiency
+ * (report/predict/fweff.h: --framework's, else every framework's), its spread the band. Returns 0,
+ * 1 when the device model has no time for the run (the assumed MFU then), or CB_EUSAGE when the
+ * table does not load. */
+static int framework_default(scale_run *r)
+{
+    scale_model *s = &r->s;
+    fweff_table ft;
+    if (fweff_load(&ft, NULL) != 0) return CB_EUSAGE;
+    const step_framework *fw = step_framework_find(r->o.framework);
+    const fweff_entry *e = fweff_find(&ft, fw->name);
+    step_profile_fill(s);
+    double t_dev = step_t_mb_device(s, NULL);
+    int rc = e && isfinite(t_dev) ? 0 : 1;
+    if (rc == 0) {
+        s->t_mb_s = t_dev / e->phi, r->band_pct = e->spread_pct;
+        snprintf(r->calib, sizeof r->calib,
+                 "from the device model x %s%s default efficiency phi %.3g (data/framework_eff.csv: %d published "
+                 "rows of %d files%s), band +-%.3g%% (its out-of-sample spread); --mfu overrides",
+                 strcmp(e->framework, FWEFF_ANY) == 0 ? "every framework" : e->framework,
+                 "'s", e->phi, e->rows, e->files,
+                 strcmp(e->framework, fw->name) != 0 ? ", every framework: the shipped files lack this one" : "",
+                 e->spread_pct);
+    }
+    fweff_free(&ft);
+    return rc;
+}
+
 /* The compute time: fitted to the calibration points and verified against every one of them
  * (--fit-tolerance), or without points the data-sheet peak at the assumed --mfu. */
 static int calibrate(scale_run *r)
@@ -271,6 +300,10 @@ static int calibrate(scale_run *r)
     const scale_opts *o = &r->o;
     scale_model *s = &r->s;
     if (o->calibrate) return calib_carry(r);
+    if (r->meas.n == 0 && o->mfu_assumed) {
+        int rc = framework_default(r);
+        if (rc <= 0) return rc;
+    }
     s->t_mb_s = scale_t_mb_from_peak(s, o->mfu_pct / 100.0);
     if (r->meas.n == 0) {
         if (!isfinite(s->t_mb_s))
@@ -405,6 +438,7 @@ static void notes_calibration(record *rec, const scale_run *r)
     }
     record_note(rec, "compute %.4g s per micro-batch per stage (%s)", r->s.t_mb_s,
                 r->o.calibrate              ? "carried from the calibration"
+                : r->meas.n == 0 && r->band_pct > 0 ? "the device model's time / the framework's default phi"
                 : r->meas.n == 0            ? "data-sheet peak x assumed MFU"
                 : f->at_bound[SP_COMPUTE] ? "held at the data-sheet peak, the edge of its range: not a fit"
                                           : "fitted");
@@ -440,8 +474,8 @@ static void notes_carry(record *rec, const scale_run *r)
     calib_case k = calib_case_of(c, r->cr.fc.nodes, s, nodes, why, sizeof why);
     record_note(rec,
                 "band: +-%.3g%% (the calibration's residual %.2g%% + %s's %.3g%%: the 90th percentile of |error| "
-                "`costbench validate` "
-                "measures on the shipped published runs in that case)%s%s",
+                "`costbench validate` measures out of sample on the shipped published runs in that case, "
+                "data/band.csv)%s%s",
                 calib_band_pct(&r->cr.fc, s, nodes), fabs(r->cr.fc.fit.resid_pct[0]),
                 k == CALIB_NEAR     ? "a near target"
                 : k == CALIB_LAYOUT ? "another layout"
@@ -457,7 +491,9 @@ static void notes_carry(record *rec, const scale_run *r)
 static void notes_framework(record *rec, const scale_run *r)
 {
     if (!r->o.framework) return;
-    const step_framework *fw = step_framework_find(r->o.framework);
+    char vnote[512];
+    const step_framework *fw = step_framework_find_spec(r->o.framework, vnote, sizeof vnote);
+    if (vnote[0]) record_note(rec, "%s", vnote); /* an unknown version, named */
     record_note(rec,
                 "framework features (--framework %s: %s): %s attention (%s), gradient reduction under the backward "
                 "%s, ZeRO-3 gathers prefetched under compute %s, TP collectives under the GEMMs %s",

@@ -31,6 +31,9 @@ typedef struct {
     int recompute;
     const char *attention; /* full | flash */
     const char *framework; /* --framework: its attention kernel and overlaps (report/predict/stepmodel.h) */
+    int mfu_assumed;       /* 1: --mfu not given (mfu_pct holds SCALE_ASSUMED_MFU_PCT): without --calibrate or measured
+                              points the compute comes from the device model x the framework's default phi
+                              (report/predict/fweff.h), mfu_pct only when that has no device time */
     const char *net_from;  /* --net-from: a measured network (report/formats/netfit.h, applied by report/predict/netapply.h) */
     int selective;         /* --selective-recompute */
     opt_list nodes;
@@ -52,6 +55,7 @@ typedef struct {
     scale_points cmp;    /* --compare: shown beside the prediction, not fitted */
     scale_fit fit;
     char calib[512];     /* how the compute time was obtained (notes, source column) */
+    double band_pct;     /* uncalibrated with the framework's default phi: its spread (fweff.h); 0 else */
     /* --calibrate: the row's own configuration, its point and what carries to the target */
     calib_row cr;
     scale_eff_curve eff; /* --matmul-csv (nk 0: the default curve) */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../common/err.h"
+#include "../common/frameworks.h"
 #include "../common/stats.h"
 #include "predict/calib_row.h"
 #include "predict/calibration.h"
@@ -17,6 +18,7 @@
 typedef struct {
     const pub_table *t;
     const val_env *env;
+    const char *path;
     scale_model *model; /* (n) */
     long *nodes;        /* (n) */
     int *mapped;        /* (n) 1: the row is a step model */
@@ -49,7 +51,8 @@ static int val_file_alloc(val_file *f, int n)
     return err_msg("out of memory for %d rows", n);
 }
 
-/* The calibration rows: those of ids[] in this file (found[] marked), else the first row. */
+/* The calibration rows: those of ids[] in this file (found[] marked), else the first row whose
+ * names are known (pub_names_resolve; none: the first row, whose note says why). */
 static void val_pick_calibration(val_file *f, const char *const *ids, int nids, int *found)
 {
     f->ncal = 0;
@@ -61,7 +64,12 @@ static void val_pick_calibration(val_file *f, const char *const *ids, int nids, 
         for (int j = 0; j < f->ncal; j++) dup |= f->cal[j] == i;
         if (!dup) f->cal[f->ncal++] = i;
     }
-    if (f->ncal == 0 && f->t->n > 0) f->cal[f->ncal++] = 0;
+    if (f->ncal > 0 || f->t->n == 0) return;
+    const pub_model_env pe = {f->env->ht, f->env->dt, f->env->ov, f->env->latency_us};
+    char note[1024];
+    int first = 0;
+    while (first < f->t->n && pub_names_resolve(&f->t->rows[first], &pe, note, sizeof note) != 0) first++;
+    f->cal[f->ncal++] = first < f->t->n ? first : 0;
 }
 
 /* A mapped row whose seq/s is impossible on its own hardware, by the rule scale --calibrate
@@ -150,6 +158,9 @@ static void val_predict(const val_file *f, int i, int k, val_row *out)
     out->calib_case = (int)calib_case_of(&f->fit[k].cal, f->fit[k].nodes, &s, f->nodes[i], out->extrapolated,
                                          sizeof out->extrapolated);
     out->band_pct = calib_band_pct(&f->fit[k], &s, f->nodes[i]);
+    if (f->env->band)
+        out->band_pct = fabs(f->fit[k].fit.resid_pct[0]) +
+                        band_lookup(f->env->band, BAND_FIRST_ROW, out->calib_case, f->path);
     size_t len = 0;
     if (clamped || f->fit[k].clamped)
         len = (size_t)snprintf(out->note, sizeof out->note, "e(K, N) of the %s taken at the curve's edge",
@@ -159,6 +170,9 @@ static void val_predict(const val_file *f, int i, int k, val_row *out)
                  "%snetwork not published: the data-parallel traffic across nodes is not modelled "
                  "(--net-gbps)",
                  len ? "; " : "");
+    len = strlen(out->note);
+    if (f->why[i][0] && len + 2 < sizeof out->note) /* the row's framework note (pubmodel.h) */
+        snprintf(out->note + len, sizeof out->note - len, "%s%s", len ? "; " : "", f->why[i]);
 }
 
 /* Model FLOP/s per device of row i by costbench's count (PaLM), NaN when its shape is unknown. */
@@ -181,6 +195,14 @@ static void val_naive(const val_file *f, int i, int c, val_row *out)
     out->naive_error_pct = 100.0 * (out->naive / r->seq_per_s - 1.0);
 }
 
+/* Whether the row's |error| lies inside its band (-1: no band or no prediction; a calibration row: -1). */
+static void val_inside(val_row *v)
+{
+    v->inside_band = -1;
+    if (!v->calibration && isfinite(v->predicted) && isfinite(v->band_pct))
+        v->inside_band = fabs(v->error_pct) <= v->band_pct;
+}
+
 static val_row *val_row_add(val_result *res)
 {
     if (res->n == res->cap) {
@@ -192,6 +214,18 @@ static val_row *val_row_add(val_result *res)
     val_row *v = &res->rows[res->n++];
     memset(v, 0, sizeof *v);
     return v;
+}
+
+/* What resolving row i's names took (pub_names_resolve) before its note; an unknown name counted. */
+static void val_names(const val_file *f, int i, val_row *v)
+{
+    const val_env *e = f->env;
+    const pub_model_env pe = {e->ht, e->dt, e->ov, e->latency_us};
+    char names[sizeof v->note], old[sizeof v->note];
+    v->unknown_names = pub_names_resolve(&f->t->rows[i], &pe, names, sizeof names) != 0;
+    if (v->unknown_names || !names[0]) return; /* an unknown name: the note is its reason already */
+    snprintf(old, sizeof old, "%s", v->note);
+    snprintf(v->note, sizeof v->note, "%.500s%s%.500s", names, old[0] ? "; " : "", old);
 }
 
 /* Every row of the file into res. */
@@ -207,9 +241,11 @@ static int val_rows(val_result *res, const val_file *f, const char *file)
         for (int k = 0; k < f->ncal; k++) v->calibration |= f->cal[k] == i;
         int k = f->mapped[i] ? val_nearest(f, i) : -1;
         val_predict(f, i, k, v);
+        val_names(f, i, v);
         int c = k >= 0 ? f->cal[k] : f->cal[0];
         snprintf(v->calibrated_on, sizeof v->calibrated_on, "%s", f->t->rows[c].id);
         val_naive(f, i, c, v);
+        val_inside(v);
     }
     return 0;
 }
@@ -225,19 +261,23 @@ static int val_summarize(val_result *res, int first, const char *file)
     }
     val_summary *s = &res->files[res->nfiles++];
     *s = (val_summary){
-        .file = file, .median_abs_pct = NAN, .max_abs_pct = NAN, .naive_median_abs_pct = NAN, .naive_max_abs_pct = NAN};
+        .file = file, .median_abs_pct = NAN, .max_abs_pct = NAN, .naive_median_abs_pct = NAN, .naive_max_abs_pct = NAN,
+        .band_coverage_pct = NAN};
     int n = res->n - first, m = 0;
     double *a = malloc((size_t)(n > 0 ? n : 1) * sizeof *a), *b = malloc((size_t)(n > 0 ? n : 1) * sizeof *b);
     if (!a || !b) return free(a), free(b), err_msg("out of memory for the validation summary");
-    int mb = 0;
+    int mb = 0, inside = 0;
     for (int i = first; i < res->n; i++) {
         const val_row *v = &res->rows[i];
         s->rows++, s->calibration_rows += v->calibration, s->refused += v->refused;
+        s->unknown_names += v->unknown_names;
         if (v->calibration || !isfinite(v->predicted)) continue;
         a[m++] = fabs(v->error_pct);
+        if (v->inside_band >= 0) s->band_rows++, inside += v->inside_band;
         if (isfinite(v->naive_error_pct)) b[mb++] = fabs(v->naive_error_pct);
     }
     s->predicted = m;
+    if (s->band_rows > 0) s->band_coverage_pct = 100.0 * inside / s->band_rows;
     stats_summary sa, sb;
     if (m > 0) stats_summarize(a, m, &sa), s->median_abs_pct = sa.median, s->max_abs_pct = sa.max;
     if (mb > 0) stats_summarize(b, mb, &sb), s->naive_median_abs_pct = sb.median, s->naive_max_abs_pct = sb.max;
@@ -273,7 +313,7 @@ int validate_file(val_result *res, const char *path, const char *const *ids, int
 {
     pub_table t = {0};
     if (published_load(&t, path, env->dt) != 0) return CB_EUSAGE;
-    val_file f = {.t = &t, .env = env};
+    val_file f = {.t = &t, .env = env, .path = path};
     int rc = val_file_alloc(&f, t.n), first = res->n;
     if (rc == 0) {
         val_pick_calibration(&f, ids, nids, found);
@@ -285,6 +325,260 @@ int validate_file(val_result *res, const char *path, const char *const *ids, int
     }
     published_free(&t);
     return rc;
+}
+
+/* ------------------------------------------------------------------ every file from the others (lofo, none) */
+
+typedef struct {
+    pub_table t;
+    val_file f;
+    int loaded;
+} val_loaded;
+
+/* One file's fit from the others, for one framework (validate.h: the rows fitted). */
+typedef struct {
+    char fw[32];
+    int by_fw, ok, rows, files;
+    calib_joint j;
+    char why[256];
+} val_pool_fit;
+
+/* Whether row i can enter a fit: a step model (not refused) with a device time. */
+static int val_fittable(const val_file *f, int i)
+{
+    return f->mapped[i] && isfinite(step_t_mb_device(&f->model[i], NULL));
+}
+
+/* The rows of the files other than `self` with framework fw (NULL: any) into m/nodes/sps (at most
+ * CALIB_JOINT_MAX); *files the files they come from; *dev set when one runs on device `dev`. */
+static int val_pool_rows(const val_loaded *l, int nl, int self, const char *fw, const char *dev, scale_model *m,
+                         long *nodes, double *sps, int *files, int *dev_seen)
+{
+    int n = 0;
+    *files = 0, *dev_seen = 0;
+    for (int a = 0; a < nl; a++) {
+        if (a == self) continue;
+        int from = 0;
+        for (int i = 0; i < l[a].t.n && n < CALIB_JOINT_MAX; i++) {
+            const pub_row *r = &l[a].t.rows[i];
+            if (!val_fittable(&l[a].f, i) || (fw && strcmp(framework_canonical(r->framework), fw) != 0)) continue;
+            if (m) m[n] = l[a].f.model[i], nodes[n] = l[a].f.nodes[i], sps[n] = r->seq_per_s;
+            *dev_seen |= strcmp(l[a].f.model[i].hw.accelerator, dev) == 0;
+            n++, from = 1;
+        }
+        *files += from;
+    }
+    return n;
+}
+
+/* The fit for framework fw's rows of file self: that framework's rows of the other files, else all of them. */
+static void val_pool_fit_make(const val_loaded *l, int nl, int self, const char *fw, val_mode mode, val_pool_fit *pf)
+{
+    memset(pf, 0, sizeof *pf);
+    snprintf(pf->fw, sizeof pf->fw, "%s", fw);
+    scale_model *m = malloc(CALIB_JOINT_MAX * sizeof *m);
+    long nodes[CALIB_JOINT_MAX];
+    double sps[CALIB_JOINT_MAX];
+    int dev_seen;
+    if (!m) {
+        snprintf(pf->why, sizeof pf->why, "out of memory for the fit");
+        return;
+    }
+    pf->by_fw = 1;
+    pf->rows = val_pool_rows(l, nl, self, fw, "", m, nodes, sps, &pf->files, &dev_seen);
+    if (pf->rows == 0) pf->by_fw = 0, pf->rows = val_pool_rows(l, nl, self, NULL, "", m, nodes, sps, &pf->files, &dev_seen);
+    if (pf->rows == 0) snprintf(pf->why, sizeof pf->why, "no row of another file to fit on");
+    else if (mode == VAL_LOFO) pf->ok = calib_fit_joint(m, nodes, sps, pf->rows, &pf->j, pf->why, sizeof pf->why) == 0;
+    else pf->ok = calib_fit_phi(m, nodes, sps, pf->rows, &pf->j, pf->why, sizeof pf->why) == 0;
+    free(m);
+}
+
+/* The naive of a pooled row: the flat SCALE_ASSUMED_MFU_PCT of the data-sheet peak. */
+static void val_pool_naive(const val_file *f, int i, val_row *v)
+{
+    v->naive = v->naive_error_pct = NAN;
+    if (!f->mapped[i]) return;
+    scale_model s = f->model[i];
+    s.t_mb_s = scale_t_mb_from_peak(&s, SCALE_ASSUMED_MFU_PCT / 100.0), s.step_overhead_s = 0;
+    scale_point p;
+    scale_eval(&s, f->nodes[i], &p);
+    v->naive = p.seq_per_s, v->naive_error_pct = 100.0 * (p.seq_per_s / v->published - 1.0);
+}
+
+/* Row i of file self predicted from pf (its case and band from the rows fitted). */
+/* Row i of file self predicted from pf (its case and band from the rows fitted). Returns the length
+ * of its note when it has no prediction, else 0. */
+static int val_pool_predict(const val_loaded *l, int nl, int self, int i, val_mode mode, const val_pool_fit *pf,
+                             val_row *v)
+{
+    const val_file *f = &l[self].f;
+    const scale_model *s = &f->model[i];
+    snprintf(v->calibrated_on, sizeof v->calibrated_on, "%s: %d rows, %d files", pf->by_fw ? pf->fw : "every framework",
+             pf->rows, pf->files);
+    if (!f->mapped[i]) return snprintf(v->note, sizeof v->note, "%s", f->why[i]);
+    if (!pf->ok) return snprintf(v->note, sizeof v->note, "no fit: %s", pf->why);
+    double t_dev = step_t_mb_device(s, NULL), e = calib_gemm_share(s, pf->j.phi);
+    if (!isfinite(t_dev))
+        return snprintf(v->note, sizeof v->note, "the step model has no device time for the row");
+    if (e > 1)
+        return snprintf(v->note, sizeof v->note,
+                              "phi %.4g puts the row's GEMMs at %.4g%% of the dense peak, above 100%%", pf->j.phi,
+                              100 * e);
+    v->predicted = calib_joint_predict(&pf->j, s, f->nodes[i]);
+    v->error_pct = 100.0 * (v->predicted / v->published - 1.0);
+    v->eff_pct = 100.0 * scale_stage_flops(s, 1) / (t_dev / pf->j.phi * scale_stage_peak(s));
+    int files, dev_seen;
+    val_pool_rows(l, nl, self, pf->by_fw ? pf->fw : NULL, s->hw.accelerator, NULL, NULL, NULL, &files, &dev_seen);
+    v->calib_case = !pf->by_fw ? CALIB_DEVICE : dev_seen ? CALIB_NEAR : CALIB_LAYOUT;
+    snprintf(v->extrapolated, sizeof v->extrapolated, "%s",
+             !pf->by_fw ? "no other file has its framework: phi of every framework"
+             : dev_seen ? ""
+                        : "its framework's rows are on other devices");
+    band_mode bm = mode == VAL_LOFO ? BAND_LOFO : BAND_NONE;
+    v->band_pct = f->env->band ? band_lookup(f->env->band, bm, v->calib_case, f->path) : NAN;
+    if (pf->j.overhead_fitted) snprintf(v->note, sizeof v->note, "phi %.4g, overhead %.4g s a step", pf->j.phi, pf->j.overhead_s);
+    else snprintf(v->note, sizeof v->note, "phi %.4g", pf->j.phi);
+    return 0;
+}
+
+/* Every row of file self into res, each from the other files' fit for its framework. */
+static int val_pool_file(val_result *res, const val_loaded *l, int nl, int self, val_mode mode)
+{
+    enum { NFIT = 8 };
+    val_pool_fit fits[NFIT];
+    int nfit = 0;
+    const val_file *f = &l[self].f;
+    for (int i = 0; i < l[self].t.n; i++) {
+        const pub_row *r = &l[self].t.rows[i];
+        val_row *v = val_row_add(res);
+        if (!v) return err_msg("out of memory for the validation rows");
+        v->file = f->path, v->line = r->line, v->published = r->seq_per_s, v->refused = f->refused[i];
+        v->predicted = v->error_pct = v->eff_pct = v->band_pct = NAN;
+        snprintf(v->id, sizeof v->id, "%s", r->id);
+        const char *fw = framework_canonical(r->framework);
+        snprintf(v->framework, sizeof v->framework, "%s", fw);
+        int k = 0;
+        while (k < nfit && strcmp(fits[k].fw, fw) != 0) k++;
+        if (k == nfit && nfit < NFIT) val_pool_fit_make(l, nl, self, fw, mode, &fits[nfit++]);
+        if (k >= nfit) k = nfit - 1, val_pool_fit_make(l, nl, self, fw, mode, &fits[k]);
+        val_pool_predict(l, nl, self, i, mode, &fits[k], v);
+        val_pool_naive(f, i, v);
+        val_inside(v);
+    }
+    return 0;
+}
+
+/* Every file of paths[0..n) loaded as step models (no calibration rows) into *out. Returns 0, or
+ * CB_EUSAGE when one does not load, CB_EFAIL out of memory (nothing to free then). */
+static void val_unload_all(val_loaded *l, int n);
+static int val_load_all(val_loaded **out, char *const *paths, int n, const val_env *env)
+{
+    val_loaded *l = calloc((size_t)(n > 0 ? n : 1), sizeof *l);
+    if (!l) return err_msg("out of memory for %d files", n);
+    int rc = 0;
+    for (int a = 0; a < n && rc == 0; a++) {
+        if (published_load(&l[a].t, paths[a], env->dt) != 0) {
+            rc = CB_EUSAGE;
+            break;
+        }
+        l[a].f = (val_file){.t = &l[a].t, .env = env, .path = paths[a]};
+        if ((rc = val_file_alloc(&l[a].f, l[a].t.n)) != 0) break; /* frees its own on failure */
+        l[a].loaded = 1;
+        val_build(&l[a].f, paths[a]); /* no calibration rows: ncal 0 */
+    }
+    if (rc != 0) val_unload_all(l, n), l = NULL;
+    *out = l;
+    return rc;
+}
+
+static void val_unload_all(val_loaded *l, int n)
+{
+    for (int a = 0; l && a < n; a++) {
+        if (l[a].loaded) val_file_free(&l[a].f);
+        published_free(&l[a].t);
+    }
+    free(l);
+}
+
+int validate_pooled(val_result *res, char *const *paths, int n, val_mode mode, const val_env *env)
+{
+    val_loaded *l;
+    int rc = val_load_all(&l, paths, n, env);
+    for (int a = 0; a < n && rc == 0; a++) {
+        int first = res->n;
+        rc = val_pool_file(res, l, n, a, mode);
+        if (rc == 0) rc = val_summarize(res, first, paths[a]);
+        if (rc == 0) val_fit_all(&res->files[res->nfiles - 1], &l[a].f);
+    }
+    val_unload_all(l, n);
+    return rc;
+}
+
+/* phi of framework fw (NULL: every framework) fitted on every file's rows into e. */
+static int val_fweff_fit(const val_loaded *l, int n, const char *fw, fweff_entry *e)
+{
+    scale_model *m = malloc(CALIB_JOINT_MAX * sizeof *m);
+    long nodes[CALIB_JOINT_MAX];
+    double sps[CALIB_JOINT_MAX];
+    int dev_seen;
+    if (!m) return err_msg("out of memory for the fit");
+    snprintf(e->framework, sizeof e->framework, "%s", fw ? fw : FWEFF_ANY);
+    e->rows = val_pool_rows(l, n, -1, fw, "", m, nodes, sps, &e->files, &dev_seen);
+    calib_joint j;
+    char why[256];
+    int rc = e->rows > 0 && calib_fit_phi(m, nodes, sps, e->rows, &j, why, sizeof why) == 0 ? 0 : CB_EFAIL;
+    free(m);
+    if (rc != 0) return err_msg("framework '%s': phi did not fit on %d rows", e->framework, e->rows);
+    e->phi = j.phi;
+    snprintf(e->derived, sizeof e->derived, "phi fitted on %d rows of %d files; spread out of sample (%s)", e->rows,
+             e->files, fw ? "each file from its framework's other files, else every other file" : "each file from the others");
+    return 0;
+}
+
+/* The spread of e: P90 of |error| of the uncalibrated predictions (res) of its framework's rows. */
+static void val_fweff_spread(const val_result *res, fweff_entry *e)
+{
+    double *x = malloc((size_t)(res->n > 0 ? res->n : 1) * sizeof *x);
+    int c = 0, any = strcmp(e->framework, FWEFF_ANY) == 0;
+    for (int i = 0; x && i < res->n; i++)
+        if (isfinite(res->rows[i].predicted) && (any || strcmp(res->rows[i].framework, e->framework) == 0))
+            x[c++] = fabs(res->rows[i].error_pct);
+    e->spread_pct = c > 0 ? ceil(10.0 * band_p90(x, c) - 1e-9) / 10.0 : NAN;
+    free(x);
+}
+
+int validate_framework_eff(char *const *paths, int n, const val_env *env, fweff_table *out)
+{
+    memset(out, 0, sizeof *out);
+    val_loaded *l;
+    val_result res = {0};
+    int rc = val_load_all(&l, paths, n, env);
+    for (int a = 0; a < n && rc == 0; a++)
+        for (int i = 0; i < l[a].t.n && rc == 0; i++) {
+            const char *fw = framework_canonical(l[a].t.rows[i].framework);
+            if (!val_fittable(&l[a].f, i) || fweff_find(out, fw) != NULL) continue;
+            fweff_entry *e = fweff_add(out);
+            rc = e ? val_fweff_fit(l, n, fw, e) : err_msg("out of memory");
+        }
+    fweff_entry *e = rc == 0 ? fweff_add(out) : NULL;
+    if (rc == 0) rc = e ? val_fweff_fit(l, n, NULL, e) : err_msg("out of memory");
+    val_unload_all(l, n);
+    if (rc == 0) rc = validate_pooled(&res, paths, n, VAL_NONE, env);
+    for (int k = 0; k < out->n && rc == 0; k++) val_fweff_spread(&res, &out->e[k]);
+    validate_free(&res);
+    if (rc != 0) fweff_free(out);
+    return rc;
+}
+
+void validate_band_samples(const val_result *res, band_mode m, band_sample *samples, int *ns, int cap)
+{
+    for (int i = 0; i < res->n && *ns < cap; i++) {
+        const val_row *v = &res->rows[i];
+        if (v->calibration || !isfinite(v->predicted)) continue;
+        band_sample *b = &samples[(*ns)++];
+        b->mode = m, b->kase = v->calib_case, b->abs_err_pct = fabs(v->error_pct);
+        snprintf(b->file, sizeof b->file, "%s", band_base(v->file));
+    }
 }
 
 void validate_free(val_result *res)

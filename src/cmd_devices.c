@@ -25,7 +25,7 @@ static void devices_row(record *rec, int row, const dev_row *d)
                                   [DV_LINK_EFF] = d->link_eff,         [DV_LINK_LATENCY_US] = d->link_latency_us};
     const char *str[DV_NCOLS] = {
         [DV_DEVICE] = d->device, [DV_VENDOR] = d->vendor, [DV_MODEL_SOURCE] = d->model_source, [DV_SOURCE] = d->source,
-        [DV_EFF_SOURCE] = d->eff_source};
+        [DV_EFF_SOURCE] = d->eff_source, [DV_FAMILY] = d->family};
     for (int c = 0; c < DV_NCOLS; c++) {
         if (dev_schema[c].col.kind == REC_STR) record_str(rec, row, c, str[c]);
         else record_num(rec, row, c, num[c]);
@@ -54,6 +54,9 @@ int cmd_devices(int argc, char **argv)
     record_note(&rec, "from %s: dense peaks per device (never the sparsity figures); link_gb_per_s: scale-up link, one "
                       "direction; scaleup_domain: devices sharing it; '-': none or not published", dt.path);
     for (int i = 0; i < dt.n; i++) {
+        char note[400];
+        devices_family_note(&dt.rows[i], note, sizeof note);
+        if (note[0]) record_note(&rec, "%s", note); /* a variant: its figures, resolved through its family */
         int row = record_add_row(&rec);
         if (row < 0) {
             rc = CB_EFAIL;

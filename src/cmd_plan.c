@@ -16,7 +16,7 @@
 /* Parses the flags into o (defaults first). Returns 0, 1 after --help, or CB_EUSAGE. */
 static int plan_opts_parse(plan_opts *o, int argc, char **argv)
 {
-    *o = (plan_opts){.pricing = "on_demand", .max_nodes = 256, .top = 10, .ckpt_s = 60, .restart_s = 300};
+    *o = (plan_opts){.pricing = "on_demand", .max_nodes = 256, .ckpt_s = 60, .restart_s = 300};
     char fw_help[700];
     step_framework_flag_help(fw_help, sizeof fw_help);
     const opt_spec specs[] = {
@@ -37,9 +37,17 @@ static int plan_opts_parse(plan_opts *o, int argc, char **argv)
         SEQ_FLAG_SPEC(&o->seq, "the model's max_seq_len"),
         {"global-batch", OPT_LONG, &o->global_batch, 1, CB_MAX_GLOBAL_BATCH, 0, 0, "G",
          "sequences per step (default: 4M tokens)"},
-        {"top", OPT_LONG, &o->top, 1, 100000, 0, 0, "N", "configurations shown (default 10)"},
+        {"top", OPT_LONG, &o->top, 1, 100000, 0, 0, "N",
+         "configurations shown: the N cheapest of every layout (as --all; default 10 there), or with --per-instance "
+         "or --runners-up at most N rows"},
         {"per-instance", OPT_FLAG, &o->per_instance, 0, 0, 0, 0, NULL,
-         "rank the best configuration of each instance type and pricing option (one row each)"},
+         "the best configuration of each instance type and pricing option, one row each (the default)"},
+        {"all", OPT_FLAG, &o->all, 0, 0, 0, 0, NULL,
+         "rank every layout, cheapest first, whatever its instance type (the runner-ups of the best type)"},
+        {"runners-up", OPT_LONG, &o->runners_up, 0, 100, 0, 0, "N",
+         "with each instance type's best, its next N layouts (default 0)"},
+        {"price-warnings", OPT_STR, &o->price_warnings, 0, 0, 0, 0, "one|all",
+         "prices older than a year: one line with their count and the oldest (default), or one line each"},
         {"mtbf-hours", OPT_DOUBLE, &o->mtbf_hours, 0, 0, 1e-3, 1e9, "H",
          "mean time between failures of one instance: model failures"},
         {"checkpoint-s", OPT_DOUBLE, &o->ckpt_s, 0, 0, 1e-3, 1e6, "S", "time to write a checkpoint (default 60)"},

@@ -117,7 +117,7 @@ static int compute_source_check(scale_opts *o)
     if (o->fit_list && !points && !o->calibrate)
         return err_usage(
             "flag '--fit' needs measured points to fit ('--base-nodes' and '--base-seq-per-s', or '--measured')");
-    if (!mfu) o->mfu_pct = SCALE_ASSUMED_MFU_PCT;
+    if (!mfu) o->mfu_pct = SCALE_ASSUMED_MFU_PCT, o->mfu_assumed = 1;
     return 0;
 }
 
@@ -143,7 +143,10 @@ static int scale_opts_check(scale_opts *o)
         return err_usage("flag '--pricing': expected one of %s, got '%s'", PRICE_OPTIONS, o->pricing);
     if (o->selective && o->recompute)
         return err_usage("flags '--recompute' and '--selective-recompute' exclude each other");
-    if (o->framework && strcmp(step_framework_find(o->framework)->name, framework_canonical(o->framework)) != 0) {
+    char fw_name[64];
+    const char *fw_version;
+    framework_split(o->framework, fw_name, sizeof fw_name, &fw_version); /* NAME[@VERSION] */
+    if (o->framework && strcmp(step_framework_find(fw_name)->name, fw_name) != 0) {
         char list[256];
         step_framework_list(list, sizeof list);
         return framework_unknown(o->framework, list);

@@ -22,7 +22,9 @@
 enum { VAL_MAX_FILES = 64 };
 
 typedef struct {
-    const char *calibrate, *csv, *summary_csv, *plot, *hw_path, *matmul_csv;
+    const char *calibrate, *csv, *summary_csv, *plot, *hw_path, *matmul_csv, *band_csv, *fweff_csv;
+    int lofo;      /* --leave-one-out */
+    val_mode mode; /* first_row, lofo (--leave-one-out), none (--calibrate none) */
     double fit_tol_pct, net_gbps, intra_gbps, latency_us;
     char *files[VAL_MAX_FILES];
     int nfiles;
@@ -44,7 +46,7 @@ static const rec_col val_cols[VC_NCOLS] = {{"file", "", REC_STR, 0}, {"id", "", 
 
 /* Columns are added at the end (scripts read the earlier ones by position too). */
 enum { VS_FILE, VS_ROWS, VS_CAL, VS_PRED, VS_MED, VS_MAX, VS_NMED, VS_NMAX, VS_FROWS, VS_PHI, VS_PHISE, VS_OVH, VS_OVHSE,
-       VS_FRMS, VS_FWORST, VS_FWORSTID, VS_REFUSED, VS_NCOLS };
+       VS_FRMS, VS_FWORST, VS_FWORSTID, VS_REFUSED, VS_UNKNOWN, VS_COVER, VS_NCOLS };
 static const rec_col sum_cols[VS_NCOLS] = {{"file", "", REC_STR, 0}, {"rows", "", REC_NUM, 0},
                                            {"calibration_rows", "", REC_NUM, 0}, {"predicted", "", REC_NUM, 0},
                                            {"median_abs_error_pct", "%", REC_NUM, 1},
@@ -54,15 +56,29 @@ static const rec_col sum_cols[VS_NCOLS] = {{"file", "", REC_STR, 0}, {"rows", ""
                                            {"fit_phi", "", REC_NUM, 3}, {"fit_phi_se", "", REC_NUM, 3},
                                            {"fit_overhead_s", "s", REC_NUM, 3}, {"fit_overhead_se", "s", REC_NUM, 3},
                                            {"fit_rms_pct", "%", REC_NUM, 1}, {"fit_worst_pct", "%", REC_NUM, 1},
-                                           {"fit_worst", "", REC_STR, 0}, {"refused", "", REC_NUM, 0}};
+                                           {"fit_worst", "", REC_STR, 0}, {"refused", "", REC_NUM, 0},
+                                           {"unknown_names", "", REC_NUM, 0},
+                                           {"band_coverage_pct", "%", REC_NUM, 0}};
 
 /* Parses the flags and the files. Returns 0, 1 after --help, or CB_EUSAGE. */
 static int val_opts_parse(val_opts *o, int argc, char **argv)
 {
     *o = (val_opts){.fit_tol_pct = 5, .latency_us = -1, .nfiles = VAL_MAX_FILES};
     const opt_spec specs[] = {
-        {"calibrate", OPT_STR, &o->calibrate, 0, 0, 0, 0, "ID[,ID...]",
-         "rows to calibrate on (ids of the files' rows; a file none of them is in: its first row)"},
+        {"calibrate", OPT_STR, &o->calibrate, 0, 0, 0, 0, "ID[,ID...]|none",
+         "rows to calibrate on (ids of the files' rows; a file none of them is in: its first row on a known device); 'none': no row of "
+         "the file, every row from the device model x its framework's default efficiency phi fitted on the OTHER "
+         "files (data/framework_eff.csv's rule, the file left out), naive = a flat 40% MFU of the data-sheet peak"},
+        {"leave-one-out", OPT_FLAG, &o->lofo, 0, 0, 0, 0, NULL,
+         "each file from a joint fit (phi and a per-step overhead) on the rows of the OTHER files with its framework "
+         "(every framework when no other file has it), no row of its own; naive = a flat 40% MFU of the data-sheet "
+         "peak"},
+        {"band-csv", OPT_STR, &o->band_csv, 0, 0, 0, 0, "FILE",
+         "derive the band (report/predict/band.h) from the files in all three modes and write it (data/band.csv is "
+         "this of data/reference/published/*.csv)"},
+        {"framework-eff-csv", OPT_STR, &o->fweff_csv, 0, 0, 0, 0, "FILE",
+         "fit each framework's default efficiency phi on the files and write it with its out-of-sample spread "
+         "(data/framework_eff.csv is this of data/reference/published/*.csv: what scale and plan use uncalibrated)"},
         CSV_FLAG_SPEC(&o->csv, "one line per row: file, id, calibration, published, predicted, errors, naive"),
         {"summary-csv", OPT_STR, &o->summary_csv, 0, 0, 0, 0, "FILE",
          "one line per file: rows, median and max |error|, the naive's"},
@@ -82,6 +98,10 @@ static int val_opts_parse(val_opts *o, int argc, char **argv)
             "costbench validate: no file given (published-runs CSVs, e.g. data/reference/published/*.csv)");
     if (o->plot && !strstr(o->plot, ".png") && !strstr(o->plot, ".svg"))
         return err_usage("flag '--plot': expected a file name ending in .png or .svg, got '%s'", o->plot);
+    if (o->calibrate && strcmp(o->calibrate, "none") == 0) o->mode = VAL_NONE, o->calibrate = NULL;
+    if (o->lofo && (o->mode == VAL_NONE || o->calibrate))
+        return err_usage("flag '--leave-one-out': give it without '--calibrate'");
+    if (o->lofo) o->mode = VAL_LOFO;
     if (!o->calibrate) return 0;
     size_t len = strlen(o->calibrate) + 1, cap = len / 2 + 1; /* words of one character at the most */
     o->idbuf = malloc(len), o->ids = malloc(cap * sizeof *o->ids);
@@ -90,19 +110,13 @@ static int val_opts_parse(val_opts *o, int argc, char **argv)
     return o->nids < 0 ? o->nids : 0;
 }
 
-/* Every file validated into res; every --calibrate id must be in one of them. */
-static int val_run(const val_opts *o, const hw_table *ht, const dev_table *dt, const scale_eff_curve *eff,
-                   val_result *res)
+/* Every file validated into res in `mode`; every --calibrate id must be in one of them. */
+static int val_mode_run(const val_opts *o, val_mode mode, const val_env *env, val_result *res)
 {
-    const hw_overrides ov = {o->net_gbps > 0 ? o->net_gbps : NAN, o->intra_gbps > 0 ? o->intra_gbps : NAN, NAN};
-    scale_model d;
-    memset(&d, 0, sizeof d);
-    d.interleave = 1, d.bucket_bytes = 25.0 * 1048576.0, d.net_eff = 1.0; /* costbench scale's defaults */
-    d.gemm_curve = eff; /* every row's step on the curve its calibration is carried on */
-    const val_env env = {ht, dt, &ov, o->latency_us, eff, o->fit_tol_pct, &d};
+    if (mode != VAL_FIRST_ROW) return validate_pooled(res, o->files, o->nfiles, mode, env);
     int *found = calloc((size_t)o->nids + 1, sizeof *found), rc = found ? 0 : err_msg("out of memory");
     for (int i = 0; i < o->nfiles && rc == 0; i++)
-        rc = validate_file(res, o->files[i], (const char *const *)o->ids, o->nids, found, &env);
+        rc = validate_file(res, o->files[i], (const char *const *)o->ids, o->nids, found, env);
     for (int k = 0; k < o->nids && rc == 0; k++)
         if (!found[k])
             rc = err_usage("flag '--calibrate': no row of the %d file%s has the id '%s'", o->nfiles,
@@ -111,7 +125,52 @@ static int val_run(const val_opts *o, const hw_table *ht, const dev_table *dt, c
     return rc;
 }
 
-static int val_rows_record(record *rec, const val_result *res)
+/* --band-csv: the files validated in every mode without a band, their out-of-sample errors into
+ * the band's table (report/predict/band.h), written to the flag's file. */
+static int val_band_derive(const val_opts *o, val_env env, band_table *bt)
+{
+    env.band = NULL;
+    band_sample *smp = NULL;
+    int ns = 0, rc = 0;
+    for (int m = 0; m < BAND_NMODES && rc == 0; m++) {
+        val_result r = {0};
+        static const val_mode modes[BAND_NMODES] = {VAL_FIRST_ROW, VAL_LOFO, VAL_NONE};
+        rc = val_mode_run(o, modes[m], &env, &r);
+        band_sample *grown = rc == 0 ? realloc(smp, (size_t)(ns + r.n + 1) * sizeof *smp) : NULL;
+        if (rc == 0 && !grown) rc = err_msg("out of memory for the band");
+        if (rc == 0) smp = grown, validate_band_samples(&r, (band_mode)m, smp, &ns, ns + r.n);
+        validate_free(&r);
+    }
+    if (rc == 0) rc = band_derive(bt, smp, ns);
+    if (rc == 0 && (rc = band_write(bt, o->band_csv)) == 0) fprintf(stderr, "wrote %s\n", o->band_csv);
+    free(smp);
+    return rc;
+}
+
+/* The band (data/band.csv, or derived by --band-csv), then every file in the mode asked. */
+static int val_run(const val_opts *o, const hw_table *ht, const dev_table *dt, const scale_eff_curve *eff,
+                   val_result *res)
+{
+    const hw_overrides ov = {o->net_gbps > 0 ? o->net_gbps : NAN, o->intra_gbps > 0 ? o->intra_gbps : NAN, NAN};
+    scale_model d;
+    memset(&d, 0, sizeof d);
+    d.interleave = 1, d.bucket_bytes = 25.0 * 1048576.0, d.net_eff = 1.0; /* costbench scale's defaults */
+    d.gemm_curve = eff; /* every row's step on the curve its calibration is carried on */
+    band_table bt = {0};
+    val_env env = {ht, dt, &ov, o->latency_us, eff, o->fit_tol_pct, &d, &bt};
+    int rc = o->band_csv ? val_band_derive(o, env, &bt) : band_load(&bt, NULL);
+    if (rc == 0 && o->fweff_csv) {
+        fweff_table ft;
+        rc = validate_framework_eff(o->files, o->nfiles, &env, &ft);
+        if (rc == 0 && (rc = fweff_write(&ft, o->fweff_csv)) == 0) fprintf(stderr, "wrote %s\n", o->fweff_csv);
+        fweff_free(&ft);
+    }
+    if (rc == 0) rc = val_mode_run(o, o->mode, &env, res);
+    band_free(&bt);
+    return rc;
+}
+
+static int val_rows_record(record *rec, const val_result *res, val_mode mode)
 {
     for (int i = 0; i < res->n; i++) {
         const val_row *v = &res->rows[i];
@@ -141,14 +200,35 @@ static int val_rows_record(record *rec, const val_result *res)
                 "model: costbench scale's step model, each row's configuration from its columns; the compute time "
                 "fitted to the "
                 "calibration row, its framework efficiency carried by the step model (README: costbench validate)");
-    record_note(
-        rec, "naive: the calibration row's model FLOP/s per device (6N + 12 L C T per token, PaLM) carried unchanged");
+    record_note(rec, "naive: %s",
+                mode == VAL_FIRST_ROW
+                    ? "the calibration row's model FLOP/s per device (6N + 12 L C T per token, PaLM) carried unchanged"
+                    : "a flat 40% MFU of the data-sheet peak through the same step arithmetic");
     record_note(rec, "error = predicted / published - 1; a row without a prediction says why in 'note'");
     return 0;
 }
 
-static int val_summary_record(record *rec, const val_result *res)
+static const char *const mode_notes[3] = {
+    "mode: each file calibrated on its own row(s) (first row unless --calibrate names others); band = |the "
+    "calibration's residual| + data/band.csv's first_row percentile of its case, that file left out",
+    "mode: leave-one-file-out (--leave-one-out): each file from a joint fit (phi, per-step overhead) on the other "
+    "files' rows of its framework (every framework when none has it), no row of its own; naive: a flat 40% MFU of "
+    "the data-sheet peak; band: data/band.csv's lofo percentile, that file left out",
+    "mode: uncalibrated (--calibrate none): each row from the device model x its framework's default phi fitted on "
+    "the other files (the file left out); naive: a flat 40% MFU of the data-sheet peak (the uncalibrated default "
+    "before); band: data/band.csv's none percentile, that file left out"};
+
+static int val_summary_record(record *rec, const val_result *res, val_mode mode)
 {
+    int rows = 0;
+    double inside = 0;
+    for (int i = 0; i < res->nfiles; i++)
+        if (res->files[i].band_rows > 0)
+            rows += res->files[i].band_rows, inside += res->files[i].band_rows * res->files[i].band_coverage_pct / 100;
+    record_note(rec, "%s", mode_notes[mode]);
+    if (rows > 0)
+        record_note(rec, "band coverage over every file: %.0f%% of %d predictions inside their band", 100 * inside / rows,
+                    rows);
     for (int i = 0; i < res->nfiles; i++) {
         const val_summary *s = &res->files[i];
         int r = record_add_row(rec);
@@ -158,6 +238,7 @@ static int val_summary_record(record *rec, const val_result *res)
         record_num(rec, r, VS_CAL, s->calibration_rows);
         record_num(rec, r, VS_PRED, s->predicted);
         record_num(rec, r, VS_REFUSED, s->refused);
+        record_num(rec, r, VS_UNKNOWN, s->unknown_names);
         record_num(rec, r, VS_MED, s->median_abs_pct);
         record_num(rec, r, VS_MAX, s->max_abs_pct);
         record_num(rec, r, VS_NMED, s->naive_median_abs_pct);
@@ -170,11 +251,15 @@ static int val_summary_record(record *rec, const val_result *res)
         record_num(rec, r, VS_FRMS, s->fit_rms_pct);
         record_num(rec, r, VS_FWORST, s->fit_worst_pct);
         record_str(rec, r, VS_FWORSTID, s->fit_worst);
+        record_num(rec, r, VS_COVER, s->band_coverage_pct);
     }
     record_note(
         rec, "per file: |error| over the rows predicted (calibration rows left out); the naive's over the same rows");
     record_note(rec, "refused: rows whose seq/s is impossible on their own hardware (more than 100%% of its dense "
                      "peak, as scale --calibrate refuses them): not scored");
+    record_note(rec, "unknown_names: rows on a device or instance type the tables do not know, not even through a "
+                     "family or as one of a published 'A/B' (each row's note names it): not predicted, the rest of "
+                     "the file is");
     record_note(rec, "fit_*: the step model fitted to every row of the file at once (least squares): phi, the "
                      "framework's efficiency "
                      "against the device model, and a fixed overhead per step ('-': the rows cannot tell it from phi); "
@@ -215,8 +300,8 @@ static int val_write(const val_opts *o, const val_result *res)
     record rows, sum;
     record_init(&rows, val_cols, VC_NCOLS);
     record_init(&sum, sum_cols, VS_NCOLS);
-    int rc = val_rows_record(&rows, res);
-    if (rc == 0) rc = val_summary_record(&sum, res);
+    int rc = val_rows_record(&rows, res, o->mode);
+    if (rc == 0) rc = val_summary_record(&sum, res, o->mode);
     if (rc == 0) {
         record_print(&rows, stdout);
         printf("\n");

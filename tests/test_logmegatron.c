@@ -124,6 +124,23 @@ static void test_megatron_2021(void)
     parsed_free();
 }
 
+/* The published-runs columns overlap and attention from the arguments block (issue 30): Megatron-Core's
+ * three flags, 2021's DDP_impl and local attention; Transformer Engine's kernel is the device's (logrow.c). */
+static void test_megatron_framework_columns(void)
+{
+    const log_run *r = parse_ok("megatron-lm", "tests/logs/megatron_core.log", NULL);
+    CHECK(strcmp(r->overlap, "grad_reduce+param_gather") == 0 && strcmp(r->attention, LOG_ATTN_TE) == 0,
+          "core: overlap '%s', attention '%s'", r->overlap, r->attention);
+    parsed_free();
+    r = parse_ok("megatron-lm", "tests/logs/megatron_2021.log", NULL);
+    CHECK(strcmp(r->overlap, "none") == 0 && strcmp(r->attention, "materialised") == 0,
+          "2021 (DDP_impl local, no flash): overlap '%s', attention '%s'", r->overlap, r->attention);
+    parsed_free();
+    r = parse_ok("megatron-lm", "tests/logs/megatron_excerpt.log", NULL);
+    CHECK(!r->overlap[0] && !r->attention[0], "iteration lines alone state neither");
+    parsed_free();
+}
+
 /* Iteration lines alone: timing and throughput; the configuration stays unset; the interval is the
  * difference between the last two lines. */
 static void test_megatron_excerpt(void)
@@ -290,6 +307,7 @@ const test_case tests_logmegatron[] = {
     {"megatron log: current Megatron-LM, arguments block and iteration lines with throughput", test_megatron_core},
     {"megatron log: 2021 Megatron-LM, no throughput, fp16 with a skipped iteration", test_megatron_2021},
     {"megatron log: iteration lines alone give steps and no configuration", test_megatron_excerpt},
+    {"megatron log: the overlap and attention columns from the arguments block", test_megatron_framework_columns},
     {"megatron log: data-parallel size from the world size when not printed", test_megatron_dp_from_world},
     {"megatron log: malformed fields, another format, an empty file: one error naming the line", test_megatron_errors},
     {"nemo log: the config it prints and the progress bar's updates", test_nemo_printed_config},

@@ -1,5 +1,5 @@
 /* test_netfit.c: collective benchmark outputs fitted into network file rows (report/formats/netfit.h,
- * src/cmd_import_net.c, through `costbench import`) and the rows used by scale and plan (--net-from).
+ * report/netimportrun.c, through `costbench import`) and the rows used by scale and plan (--net-from).
  *
  * The fixtures in tests/logs/ are written as the benchmarks print them, with times built so the
  * fit's answer is known exactly (up to the printed rounding of the times):

@@ -173,21 +173,25 @@ static void test_plansearch_band(void)
                 p5++;
                 p5_named += strcmp(x, "another device (h100-sxm5-80gb, calibrated on trainium1)") == 0 &&
                             band >= CALIB_BAND_DEVICE_PCT;
-            } else if (num(&t, i, "tp") == 8 && num(&t, i, "nodes") == 32) {
+            } else if (num(&t, i, "tp") == 8 && num(&t, i, "nodes") == 32 && num(&t, i, "pp") == 1 &&
+                       strcmp(cell(&t, i, "precision"), "bf16-sr") == 0) {
+                /* llama2-7b at seq 4096 from pythia-6.9b at 2048: attention's share of the step moved,
+                 * so not near (calib_case_of); the band of another layout */
                 near++;
-                near_ok += strcmp(x, "no") == 0 &&
-                           fabs(band - CALIB_BAND_NEAR_PCT) < 1; /* the calibration's residual is below 1% */
+                near_ok += strstr(x, "attention ") && strstr(x, "of the device time") &&
+                           fabs(band - CALIB_BAND_LAYOUT_PCT) < 1; /* the calibration's residual is below 1% */
             }
         }
         CHECK(banded == t.nrows, "a band on every row: %d of %d", banded, t.nrows);
         CHECK(p5 > 0 && p5_named == p5, "p5 rows extrapolated from trainium1, said so: %d of %d", p5_named, p5);
-        CHECK(near > 0 && near_ok == near, "trn1 TP 8 at 32 nodes near the calibration: %d of %d", near_ok, near);
+        CHECK(near > 0 && near_ok == near, "trn1 TP 8 PP 1 bf16-sr at 32 nodes: another attention share, a layout band: %d of %d", near_ok, near);
         CHECK(strstr(g_out, "extrapolated") && strstr(g_out, "band_pct"), "the table shows the band and the mark: %s",
               g_out);
     }
     table_free(&t);
+    /* --mfu given: the assumption, no band (without it: the framework's default phi, tests/test_band.c) */
     const char *plain[] = {"plan", "--model", "llama2-7b", "--tokens", "140B", "--deadline-days", "300", "--instances",
-                           "p5.48xlarge", "--max-nodes", "4", "--top", "5", NULL};
+                           "p5.48xlarge", "--max-nodes", "4", "--top", "5", "--mfu", "40", NULL};
     if (plan_csv(plain, dir, "plain.csv", &t) == 0) {
         int empty = 0;
         for (int i = 0; i < t.nrows; i++) empty += !*cell(&t, i, "band_pct") && !*cell(&t, i, "extrapolated");

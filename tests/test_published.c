@@ -5,7 +5,12 @@
 
 #include "../common/csvio.h"
 #include "../common/err.h"
+#include "../common/machine.h"
+#include "../report/formats/inputs.h"
 #include "../report/formats/published.h"
+#include "../report/logs/logrow.h"
+#include "../report/predict/pubmodel.h"
+#include "../report/predict/stepmodel.h"
 #include "check.h"
 
 /* The devices the shipped files name, as data/devices.csv describes them (workers: ranks a device). */
@@ -312,10 +317,18 @@ static void test_malformed(void)
     expect_bad("conv-enum", good_header, row_with("step_time_s,2,,,2", "tflops_per_device,100,Megatron,,"), 3,
                "column 'flop_convention': expected megatron-2021");
     expect_bad("disagree", good_header, row_with("step_time_s,2,,,2", "step_time_s,2,,,2.02"), 3, "column 'seq_per_s'");
-    expect_bad("device", good_header, row_with("a100-sxm4-80gb", "h100-sxm5-80gb"), 3,
-               "column 'device': expected a device of data/devices.csv (a100-sxm4-40gb, a100-sxm4-80gb, "
-               "v100-sxm3-32gb, trainium1), got "
-               "'h100-sxm5-80gb'");
+    /* an unknown device is an error of its row, not of the file (test_unknown_device); a row about
+     * to be written is refused for it (published_row_check): the message this case asserted before */
+    {
+        char one[2048], err[4096];
+        pub_row r;
+        snprintf(one, sizeof one, "%s%s", good_header, row_with("a100-sxm4-80gb", "h100-sxm5-80gb"));
+        int rc = row_check_cells("device.csv", one, err, sizeof err, &r);
+        CHECK(rc == CB_EUSAGE && strstr(err, "device.csv:2: column 'device': expected a device of data/devices.csv "
+                                             "(a100-sxm4-40gb, a100-sxm4-80gb, v100-sxm3-32gb, trainium1), got "
+                                             "'h100-sxm5-80gb'"),
+              "unknown device as cells: rc %d, '%s'", rc, err);
+    }
     expect_bad("heads", good_header, row_with(",64,4,1024,", ",64,5,1024,"), 3, "column 'heads'");
     /* a Trainium chip runs 2 ranks: 8 chips at tp 8 leave half the NeuronCores idle */
     expect_bad("trainium", good_header, row_with("a100-sxm4-80gb", "trainium1"), 3,
@@ -327,27 +340,40 @@ static void test_malformed(void)
     expect_bad("missing", hdr, row_with("step_time_s,", ""), 2, "missing column 'metric'");
 }
 
-/* An unknown device against data/devices.csv: one line listing what it knows. */
+/* An unknown device against data/devices.csv: an error of that row alone, naming the device and
+ * listing what the table knows; the file loads, its other rows too, nothing printed. */
 static void test_unknown_device(void)
 {
-    char *d = test_tmpdir(), path[256], text[2048];
+    char *d = test_tmpdir(), path[256], text[4096];
     dev_table dt;
     if (!d || devices_load(&dt, NULL) != 0) {
         CHECK(0, "no tmpdir or data/devices.csv");
         return;
     }
     snprintf(path, sizeof path, "%s/tpu.csv", d);
-    snprintf(text, sizeof text, "%s%s", good_header, row_with("a100-sxm4-80gb", "tpu-v4"));
+    snprintf(text, sizeof text, "%s%s", good_header, good_row);
+    snprintf(text + strlen(text), sizeof text - strlen(text), "%s", row_with("r1,test,megatron-lm,a100-sxm4-80gb",
+                                                                          "r2,test,megatron-lm,tpu-v4"));
     write_text(path, text);
     pub_table t;
     capture_stderr_begin();
     int rc = published_load(&t, path, &dt);
     const char *err = capture_stderr_end();
-    char want[4608];
-    snprintf(want, sizeof want, "error: %s:2: column 'device': expected a device of %.4000s (", path, dt.path);
-    CHECK(rc == CB_EUSAGE && strncmp(err, want, strlen(want)) == 0 && strstr(err, "a100-sxm4-80gb") &&
-              strstr(err, "trainium1") && strstr(err, "got 'tpu-v4'") && strchr(err, '\n') == err + strlen(err) - 1,
-          "unknown device: %d %s", rc, err);
+    CHECK(rc == 0 && t.n == 2 && !*err, "a file with an unknown device loads: rc %d, %d rows, '%s'", rc, t.n, err);
+    const char *why = t.n == 2 ? t.rows[1].unknown : "";
+    CHECK(t.n == 2 && !t.rows[0].unknown[0] && strncmp(why, "column 'device': unknown device 'tpu-v4' (known: ", 49) == 0 &&
+              strstr(why, "a100-sxm4-80gb") && strstr(why, "trainium1") && t.rows[1].seq_per_s == 2,
+          "the row's reason: '%s'", why);
+    /* as a row about to be written: refused, one line naming the file, the column and what is known */
+    char one[2048], cerr[4096], want[4608];
+    pub_row r;
+    snprintf(one, sizeof one, "%s%s", good_header, row_with("a100-sxm4-80gb", "tpu-v4"));
+    snprintf(want, sizeof want, "error: %s:2: column 'device': expected a device of data/devices.csv (", path);
+    rc = row_check_cells(path, one, cerr, sizeof cerr, &r);
+    CHECK(rc == CB_EUSAGE && strncmp(cerr, want, strlen(want)) == 0 && strstr(cerr, "got 'tpu-v4'") &&
+              strchr(cerr, '\n') == cerr + strlen(cerr) - 1,
+          "unknown device as cells: %d %s", rc, cerr);
+    published_free(&t);
     devices_free(&dt);
 }
 
@@ -382,6 +408,157 @@ static void test_good_row(void)
     CHECK(published_is_schema("data/models.csv") == 0, "models.csv is not the published schema");
 }
 
+/* ---- the framework columns (issue 30): framework_version, overlap, attention, compile */
+
+static const char *const fw_header =
+    "id,source,framework,framework_version,device,devices,devices_per_node,model,arch,layers,d_model,heads,vocab,"
+    "seq_len,global_batch,micro_batch,tp,pp,dp,sequence_parallel,sharding,recompute,precision,metric,value,overlap,"
+    "attention,compile\n";
+/* a 4-layer GPT at TP 8 with sequence parallelism on one DGX A100: TP traffic and GEMMs to compare */
+static const char *const fw_row_start = "test,megatron-core,%s,a100-sxm4-80gb,8,8,t,gpt,4,1024,16,51200,2048,8,1,8,1,1,true,"
+                                        "none,none,bf16-mixed,step_time_s,1,%s,%s,%s\n";
+
+/* The rows "id,<fw_row_start with version, overlap, attention, compile>" loaded from memory. */
+static int fw_load(pub_table *t, const dev_table *dt, const char *const rows[][5], int n)
+{
+    char text[8192], fmt[512];
+    size_t len = (size_t)snprintf(text, sizeof text, "%s", fw_header);
+    for (int i = 0; i < n && len < sizeof text; i++) {
+        snprintf(fmt, sizeof fmt, "%%s,%s", fw_row_start);
+        len += (size_t)snprintf(text + len, sizeof text - len, fmt, rows[i][0], rows[i][1], rows[i][2], rows[i][3],
+                                rows[i][4]);
+    }
+    return published_load_text(t, "fw.csv", text, strlen(text), dt);
+}
+
+static void test_fw_columns_read(void)
+{
+    dev_table dt = test_dev_table();
+    const char *const rows[][5] = {{"empty", "", "", "", ""},
+                                   {"stated", "core_r0.8.0", "grad_reduce+tp_comm", "materialised", "true"},
+                                   {"none", "2021", "none", "cudnn", "false"}};
+    pub_table t;
+    CHECK(fw_load(&t, &dt, rows, 3) == 0 && t.n == 3, "three rows with the framework columns");
+    if (t.n == 3) {
+        const pub_row *e = &t.rows[0], *s = &t.rows[1], *z = &t.rows[2];
+        CHECK(!*e->framework_version && e->overlap == -1 && e->attention == -1 && e->compile == -1,
+              "empty cells: not published");
+        CHECK(strcmp(s->framework_version, "core_r0.8.0") == 0 && s->overlap == (PUB_OVERLAP_GRAD | PUB_OVERLAP_TP) &&
+                  s->attention == PUB_ATTN_MATERIALISED && s->compile == 1,
+              "stated: %s %d %d %d", s->framework_version, s->overlap, s->attention, s->compile);
+        CHECK(z->overlap == 0 && z->attention == PUB_ATTN_CUDNN && z->compile == 0, "none, cudnn, false");
+    }
+    published_free(&t);
+    static const char *const bad[] = {"grad", "grad_reduce+grad_reduce", "grad_reduce+", "+tp_comm", "none+tp_comm"};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        const char *const one[][5] = {{"bad", "", bad[k], "", ""}};
+        capture_stderr_begin();
+        int rc = fw_load(&t, &dt, one, 1);
+        const char *err = capture_stderr_end();
+        CHECK(rc == CB_EUSAGE && strstr(err, "error: fw.csv:2: column 'overlap': expected grad_reduce, param_gather, "
+                                             "tp_comm joined by '+'") &&
+                  strstr(err, bad[k]),
+              "overlap '%s': %d %s", bad[k], rc, err);
+    }
+    const char *const attn[][5] = {{"bad", "", "", "tiled", ""}};
+    capture_stderr_begin();
+    int rc = fw_load(&t, &dt, attn, 1);
+    const char *err = capture_stderr_end();
+    CHECK(rc == CB_EUSAGE && strstr(err, "fw.csv:2: column 'attention'"), "attention 'tiled': %d %s", rc, err);
+}
+
+/* The writer (import's logrow_save) writes the four columns and the loader reads them back. */
+static void test_fw_columns_roundtrip(void)
+{
+    char *d = test_tmpdir(), path[256], text[2048];
+    if (!d) return;
+    snprintf(text, sizeof text, "%s", fw_header);
+    snprintf(text + strlen(text), sizeof text - strlen(text), "rt,");
+    snprintf(text + strlen(text), sizeof text - strlen(text), fw_row_start, "25.09", "param_gather+grad_reduce",
+             "flash", "false");
+    table tb;
+    logrow row;
+    memset(&row, 0, sizeof row);
+    if (table_load_text(&tb, "rt.csv", text, strlen(text)) != 0) return;
+    for (int c = 0; c < PUB_NCOLS; c++) {
+        int j = table_col(&tb, pub_cols[c].name, 0);
+        if (j >= 0) snprintf(row.cell[c], sizeof row.cell[c], "%s", table_cell(&tb, 0, j));
+    }
+    table_free(&tb);
+    snprintf(path, sizeof path, "%s/rt.csv", d);
+    const char *comments[] = {"written by the round-trip test"};
+    capture_stderr_begin();
+    int rc = logrow_save(&row, comments, 1, path);
+    const char *err = capture_stderr_end();
+    CHECK(rc == 0, "logrow_save: %d %s", rc, err);
+    dev_table dt;
+    pub_table t;
+    if (devices_load(&dt, NULL) != 0) return;
+    CHECK(published_load(&t, path, &dt) == 0 && t.n == 1, "the written file loads");
+    CHECK(t.n == 1 && strcmp(t.rows[0].framework_version, "25.09") == 0 &&
+              t.rows[0].overlap == (PUB_OVERLAP_GRAD | PUB_OVERLAP_PARAM) && t.rows[0].attention == PUB_ATTN_FLASH &&
+              t.rows[0].compile == 0,
+          "round trip: '%s' %d %d %d", t.n ? t.rows[0].framework_version : "", t.n ? t.rows[0].overlap : -9,
+          t.n ? t.rows[0].attention : -9, t.n ? t.rows[0].compile : -9);
+    published_free(&t);
+    devices_free(&dt);
+}
+
+/* Row k of t as the step model (pubmodel.h) and its step profile (*p); why into why. */
+static int fw_model(const pub_table *t, int k, const hw_table *ht, const dev_table *dt, scale_model *s,
+                    step_profile *p, char *why, size_t n)
+{
+    scale_model d;
+    memset(&d, 0, sizeof d);
+    d.interleave = 1, d.bucket_bytes = 25.0 * 1048576.0, d.net_eff = 1.0; /* validate's defaults */
+    const pub_model_env pe = {ht, dt, NULL, -1};
+    long nodes = 0;
+    int rc = pub_scale_model(&t->rows[k], "fw.csv", &pe, &d, s, &nodes, why, n);
+    if (rc == 0) *p = *step_profile_get(s);
+    return rc;
+}
+
+/* A row's stated overlap and attention beat its framework's defaults: tp_comm hides the TP
+ * collectives under the layer's GEMMs; materialised attention charges the s x s scores. */
+static void test_fw_columns_applied(void)
+{
+    dev_table dt;
+    hw_table ht;
+    if (devices_load(&dt, NULL) != 0) return;
+    char hw_path[4096];
+    if (machine_data_file(hw_path, sizeof hw_path, "hardware.csv") != 0 || hardware_load_dev(&ht, hw_path, &dt) != 0) {
+        devices_free(&dt);
+        return;
+    }
+    const char *const rows[][5] = {{"default", "", "", "", ""},
+                                   {"tp", "", "tp_comm", "", ""},
+                                   {"mat", "", "", "materialised", ""},
+                                   {"old", "core_v0.4.0", "", "", ""},
+                                   {"unknown", "banana", "", "", ""}};
+    pub_table t;
+    CHECK(fw_load(&t, &dt, rows, 5) == 0 && t.n == 5, "five rows");
+    scale_model s[5];
+    step_profile p[5];
+    char why[5][512];
+    for (int k = 0; k < t.n; k++) CHECK(fw_model(&t, k, &ht, &dt, &s[k], &p[k], why[k], sizeof why[k]) == 0, "row %d maps: %s", k, why[k]);
+    if (t.n == 5) {
+        /* megatron-core core_v0.6+: TE attention, nothing overlapped */
+        CHECK(s[0].attn_flash && !s[0].tp_overlap && !s[0].grad_overlap && !why[0][0], "the default era");
+        CHECK(s[1].tp_overlap && p[1].tp_per_mb_s < p[0].tp_per_mb_s && p[0].tp_per_mb_s > 0 &&
+                  fabs(p[1].tp_per_mb_s - fmax(0.0, p[0].tp_per_mb_s - p[0].parts.gemm_s)) < 1e-12,
+              "tp_comm: TP %.6g s a micro-batch, under GEMMs %.6g s: %.6g exposed", p[0].tp_per_mb_s,
+              p[0].parts.gemm_s, p[1].tp_per_mb_s);
+        CHECK(!s[2].attn_flash && p[2].t_device_s > p[0].t_device_s, "materialised: %.6g s > tiled %.6g s",
+              p[2].t_device_s, p[0].t_device_s);
+        CHECK(!s[3].attn_flash && p[3].t_device_s == p[2].t_device_s, "core_v0.4.0: the local (materialised) kernel");
+        CHECK(s[4].attn_flash && strstr(why[4], "unknown version 'banana'") && strstr(why[4], "core_v0.6+ assumed"),
+              "an unknown version: the default era, named: '%s'", why[4]);
+    }
+    published_free(&t);
+    hardware_free(&ht);
+    devices_free(&dt);
+}
+
 const test_case tests_published[] = {
     {"published flops gpt", test_flops_gpt},
     {"published flops llama", test_flops_llama},
@@ -392,5 +569,9 @@ const test_case tests_published[] = {
     {"published malformed", test_malformed},
     {"published good rows", test_good_row},
     {"published unknown device", test_unknown_device},
+    {"published framework columns: read, checked", test_fw_columns_read},
+    {"published framework columns: the writer round-trips them", test_fw_columns_roundtrip},
+    {"published framework columns: a row's overlap and attention beat the framework's defaults",
+     test_fw_columns_applied},
     {0},
 };

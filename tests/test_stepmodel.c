@@ -199,9 +199,117 @@ static void test_frameworks(void)
 {
     const step_framework *m = step_framework_find("megatron-lm"), *f = step_framework_find("llm-foundry"),
                          *u = step_framework_find("nonesuch");
-    CHECK(!m->tiled_attention && !m->grad_overlap && f->tiled_attention && f->gather_prefetch &&
+    /* llm-foundry's gather_prefetch was 1 ("forward_prefetch and BACKWARD_PRE") until issue 30: Composer's
+     * defaults are BACKWARD_POST and no forward_prefetch, and the shipped yamls set neither */
+    CHECK(!m->tiled_attention && !m->grad_overlap && f->tiled_attention && !f->gather_prefetch && f->grad_overlap &&
               u == step_framework_default(),
-          "megatron-lm: materialised attention, no overlap; llm-foundry: flash, prefetch; unknown: the default");
+          "megatron-lm: materialised attention, no overlap; llm-foundry: flash, BACKWARD_POST; unknown: the default");
+}
+
+/* Every era's features against the research's cited defaults (issue 30, /work/briefs/out_r30_frameworks.md
+ * section 1), and the source each names: a row here changes only with its source. */
+static void test_framework_table(void)
+{
+    static const struct {
+        const char *name, *version;
+        int attn, grad, gather, tp;
+        const char *cites; /* in the feature sources */
+    } want[] = {
+        {"megatron-lm", "2020", 0, 0, 0, 0, "arguments.py:285 @v1.0"},
+        {"megatron-lm", "2021", 0, 0, 0, 0, "transformer.py:275-338 @v2.0"},
+        {"megatron-lm", "2022", 0, 0, 0, 0, "arguments.py:755 @23.04"},
+        {"megatron-core", "core_v0.4", 0, 0, 0, 0, "arguments.py:1102 @core_v0.4.0"},
+        {"megatron-core", "core_v0.6+", 1, 0, 0, 0, "distributed_data_parallel_config.py:18 @core_v0.19.0"},
+        {"nemo", "1.x", 1, 1, 1, 0, "megatron_gpt_config.yaml:194 @v1.23.0"},
+        {"nemo", "2.x", 1, 1, 1, 1, "megatron_comm_overlap.py:168-194 @v2.4.0"},
+        {"megatron-bridge", "25.x-26.x", 1, 1, 1, 1, "comm_overlap.py:572-579 @v0.6.0"},
+        {"torchtitan", "v0.x", 1, 1, 1, 0, "job_config.py:315 @v0.2.0"},
+        {"llm-foundry", "v0.x", 1, 1, 0, 0, "backward_prefetch 'BACKWARD_POST', forward_prefetch False"},
+        {"deepspeed", "0.x", 1, 0, 1, 0, "overlap_comm = (stage == 3)"},
+        {"neuron-nemo", "2023-2024", 0, 0, 0, 0, "BUCKET_CAP_MB=1024"},
+        {"neuronx-distributed", "2.x", 1, 0, 0, 0, "USE_FLASH_ATTENTION=1"},
+        {"costbench", "", 1, 1, 0, 0, "costbench train"},
+    };
+    int n, nwant = (int)(sizeof want / sizeof want[0]);
+    const step_framework *t = step_framework_table(&n);
+    CHECK(n == nwant + 1 && strcmp(t[0].name, "plain") == 0, "the table: plain and %d eras, got %d rows", nwant, n);
+    for (int k = 0; k < nwant; k++) {
+        const step_framework *f = NULL;
+        for (int i = 0; i < n; i++)
+            if (strcmp(t[i].name, want[k].name) == 0 && strcmp(t[i].version, want[k].version) == 0) f = &t[i];
+        CHECK(f != NULL, "%s %s in the table", want[k].name, want[k].version);
+        if (!f) continue;
+        int cited = 0;
+        for (int j = 0; j < FW_NFEATURES; j++) cited |= f->feature_source[j] && strstr(f->feature_source[j], want[k].cites);
+        CHECK(f->tiled_attention == want[k].attn && f->grad_overlap == want[k].grad &&
+                  f->gather_prefetch == want[k].gather && f->tp_overlap == want[k].tp && cited,
+              "%s %s: attention %d grad %d gather %d tp %d (want %d %d %d %d), cites '%s': %d", f->name, f->version,
+              f->tiled_attention, f->grad_overlap, f->gather_prefetch, f->tp_overlap, want[k].attn, want[k].grad,
+              want[k].gather, want[k].tp, want[k].cites, cited);
+        for (int j = 0; j < FW_NFEATURES; j++) CHECK(f->feature_source[j] && *f->feature_source[j], "%s: a source", f->name);
+    }
+}
+
+/* A version picks its era; none, the default era; an unknown one the default era, named. */
+static void test_framework_versions(void)
+{
+    static const struct {
+        const char *spec, *name, *version;
+        int noted;
+    } want[] = {
+        {"megatron-lm", "megatron-lm", "2021", 0},       {"megatron@2020", "megatron-lm", "2020", 0},
+        {"megatron-lm@v2.5", "megatron-lm", "2021", 0},  {"megatron-lm@23.04", "megatron-lm", "2022", 0},
+        {"megatron-lm@core_r0.8.0", "megatron-core", "core_v0.6+", 0},
+        {"megatron-core@core_v0.4.0", "megatron-core", "core_v0.4", 0},
+        {"megatron-core@0.10", "megatron-core", "core_v0.6+", 0}, {"megatron-core", "megatron-core", "core_v0.6+", 0},
+        {"nemo@1.23.0", "nemo", "1.x", 0},               {"nemo@2.x", "nemo", "2.x", 0},
+        {"megatron-bridge@25.09", "megatron-bridge", "25.x-26.x", 0},
+        {"llm-foundry@v0.7.0", "llm-foundry", "v0.x", 0}, {"composer", "llm-foundry", "v0.x", 0},
+        {"megatron-lm@2030", "megatron-lm", "2021", 1},  {"nemo@24.07", "nemo", "2.x", 1},
+        {"megatron-core@banana", "megatron-core", "core_v0.6+", 1}, {"nosuch@1", "plain", "", 1},
+    };
+    for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
+        char note[512];
+        const step_framework *f = step_framework_find_spec(want[k].spec, note, sizeof note);
+        CHECK(strcmp(f->name, want[k].name) == 0 && strcmp(f->version, want[k].version) == 0 &&
+                  (note[0] != 0) == want[k].noted,
+              "%s: %s %s, note '%s' (want %s %s, %s)", want[k].spec, f->name, f->version, note, want[k].name,
+              want[k].version, want[k].noted ? "noted" : "no note");
+    }
+    char note[512];
+    step_framework_find_version("megatron-lm", "2030", note, sizeof note);
+    CHECK(strstr(note, "unknown version '2030'") && strstr(note, "2020, 2021, 2022") && strstr(note, "2021 assumed"),
+          "the unknown version named with the known eras: '%s'", note);
+    CHECK(step_framework_find("megatron-lm@2020") == step_framework_find_version("megatron-lm", "2020", NULL, 0),
+          "find takes NAME@VERSION");
+}
+
+/* scale and plan take --framework NAME@VERSION: the era's features; an unknown version is named in
+ * the output (the default era used); an unknown name is one usage error. */
+static void test_framework_flag_version(void)
+{
+    static char out[65536], err[4096];
+    const char *a[] = {"scale", "--model", "pythia-6.9b", "--instance", "p4d.24xlarge", "--tp", "8", "--global-batch",
+                       "1024", "--nodes", "1,2", "--framework", "megatron-lm@core_r0.8.0", NULL};
+    int rc = cli_run(a, out, sizeof out, err, sizeof err);
+    CHECK(rc == 0 && strstr(out, "# framework features (--framework megatron-core: Megatron-Core core_v0.6+") &&
+              strstr(out, "tiled (flash) attention (the framework's)"),
+          "scale --framework megatron-lm@core_r0.8.0: %d\n%s%s", rc, out, err);
+    a[12] = "megatron-lm@2030";
+    rc = cli_run(a, out, sizeof out, err, sizeof err);
+    CHECK(rc == 0 && strstr(out, "# framework megatron-lm: unknown version '2030' (known: 2020, 2021, 2022): its "
+                                 "default era 2021 assumed") &&
+              strstr(out, "materialised (full) attention"),
+          "scale --framework megatron-lm@2030: %d\n%s%s", rc, out, err);
+    a[12] = "nosuch@1";
+    rc = cli_run(a, out, sizeof out, err, sizeof err);
+    CHECK(rc == 2 && count_lines(err) == 1 && strstr(err, "got 'nosuch@1'"), "scale --framework nosuch@1: %d %s", rc,
+          err);
+    const char *p[] = {"plan", "--model", "llama2-7b", "--tokens", "140B", "--deadline-days", "300", "--instances",
+                       "p5.48xlarge", "--max-nodes", "2", "--framework", "nemo@1.23.0", "--top", "2", NULL};
+    rc = cli_run(p, out, sizeof out, err, sizeof err);
+    CHECK(rc == 0 && strstr(out, "# framework features (--framework nemo: NeMo 1.x") && !strstr(out, "unknown version"),
+          "plan --framework nemo@1.23.0: %d %s", rc, err);
 }
 
 /* ---------------------------------------------------------------- the validation targets */
@@ -217,21 +325,22 @@ static void test_validate_targets(void)
     /* The issue's targets: median <= 8%, max <= 25%, median below the naive's on every file. Met:
      * the rows marked so. Not met, asserted at today's figure so it cannot get worse: the two
      * llm-foundry files' max (a 70B run on 64 A100-40GB and a 30B on 8, both slower than their
-     * neighbours in the same table), trn1's median (calibrated on its only one-node row; 9.7% before
-     * its TP rings were charged on the NeuronLink figure, an assumption of data/devices.csv: 12.9%), and
-     * megatron_a100_2021's median, which ties the naive's. */
+     * neighbours in the same table) and trn1's median (calibrated on its only one-node row; 9.7% before
+     * its TP rings were charged on the NeuronLink figure, an assumption of data/devices.csv: 12.9%).
+     * megatron_a100_2021's median tied the naive's (2.9% against 2.7%) until its rows stated their
+     * --DDP-impl as the overlap column (issue 30): 1.7%, below the naive's. */
     static const val_target t[] = {{"data/reference/published/korthikanti_2022.csv", 8, 25, 1},
                                    {"data/reference/published/llmfoundry_a100_40gb.csv", 8, 35, 1},
                                    {"data/reference/published/llmfoundry_a100_80gb.csv", 8, 32, 1},
                                    {"data/reference/published/megatron_2020.csv", 8, 15, 1},
-                                   {"data/reference/published/megatron_a100_2021.csv", 3.5, 25, 0},
+                                   {"data/reference/published/megatron_a100_2021.csv", 8, 25, 1},
                                    {"data/reference/published/trn1_table1.csv", 13, 25, 0}};
     dev_table dt = {0};
     hw_table ht = {0};
     CHECK(devices_load(&dt, NULL) == 0 && hardware_load(&ht, "data/hardware.csv") == 0, "the data tables load");
     scale_model d = {0};
     d.interleave = 1, d.bucket_bytes = 25.0 * 1048576.0, d.net_eff = 1.0;
-    val_env env = {&ht, &dt, NULL, -1, NULL, 5, &d};
+    val_env env = {&ht, &dt, NULL, -1, NULL, 5, &d, NULL};
     double err[3][512];
     int nerr[3] = {0};
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
@@ -259,8 +368,9 @@ static void test_validate_targets(void)
                 err[res.rows[r].calib_case][nerr[res.rows[r].calib_case]++] = fabs(res.rows[r].error_pct);
         validate_free(&res);
     }
-    /* the band's constants: each case's 90th percentile (nearest rank) of |error|, rounded up to at most 2 points above
-     */
+    /* the band's constants (report/predict/band.h: data/band.csv, checked in tests/test_band.c): each case's
+     * 90th percentile (nearest rank) of |error|, never narrower than a nearer case's: at or above the
+     * in-sample percentile (it was at most 2 points above it when it was the in-sample percentile itself) */
     static const double band[3] = {CALIB_BAND_NEAR_PCT, CALIB_BAND_LAYOUT_PCT, CALIB_BAND_DEVICE_PCT};
     for (int k = 0; k < 3; k++) {
         if (nerr[k] == 0) continue;
@@ -271,7 +381,7 @@ static void test_validate_targets(void)
                 x[b] = x[b - 1], x[b - 1] = tmp;
             }
         int rank = (int)ceil(0.9 * nerr[k]) - 1;
-        CHECK(band[k] >= x[rank] && band[k] <= x[rank] + 2,
+        CHECK(band[k] >= x[rank],
               "case %d: band %g%% against the P90 %.2f%% of %d predictions", k, band[k], x[rank], nerr[k]);
     }
     hardware_free(&ht);
@@ -291,6 +401,9 @@ const test_case tests_stepmodel[] = {
      test_zero3_gathers},
     {"step model: the joint fit recovers phi and the overhead from two synthetic rows", test_joint_fit_recovers},
     {"step model: the frameworks' named features", test_frameworks},
+    {"step model: the framework table against the research's cited defaults", test_framework_table},
+    {"step model: a framework version picks its era, an unknown one is named", test_framework_versions},
+    {"step model: scale and plan --framework NAME@VERSION", test_framework_flag_version},
     {"step model: validate's targets on the shipped published runs (met ones, and the misses at today's figure)",
      test_validate_targets},
     {0},

@@ -2,6 +2,7 @@
 
 #include <ctype.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,9 +31,12 @@ static int dev_num(const table *t, int row, const int *col, int i, int optional,
     return table_get_double(t, row, col[i], dev_schema[i].lo, dev_schema[i].hi, out);
 }
 
-static int dev_int(const table *t, int row, const int *col, int i, int *out)
+/* An integer column; `dflt` for an empty cell when `optional`. */
+static int dev_int(const table *t, int row, const int *col, int i, int optional, int dflt, int *out)
 {
     long v;
+    *out = dflt;
+    if (optional && *table_cell(t, row, col[i]) == '\0') return 0;
     if (table_get_long(t, row, col[i], (long)dev_schema[i].lo, (long)dev_schema[i].hi, &v) != 0) return CB_EFAIL;
     *out = (int)v;
     return 0;
@@ -48,45 +52,104 @@ static int dev_key_check(const table *t, int row, int col, const char *key)
     return 0;
 }
 
-/* Row i into d, every cell checked. */
-static int dev_row_read(const table *t, int i, const int *col, dev_row *d)
+/* The columns a file may leave out: the step model's (its kernel figures too), and family. */
+static int dev_col_optional(int i)
+{
+    return (i >= DV_FIRST_OPTIONAL && i <= DV_LAST_OPTIONAL) || i == DV_FAMILY || i >= DV_FIRST_FIGURE;
+}
+
+/* Where each number column of dev_schema lands in a dev_row (0: not a double; the ints apart). */
+static const size_t dev_num_off[DV_NCOLS] = {
+    [DV_FP32_TFLOPS] = offsetof(dev_row, fp32_tflops), [DV_TF32_TFLOPS] = offsetof(dev_row, tf32_tflops),
+    [DV_BF16_TFLOPS] = offsetof(dev_row, bf16_tflops), [DV_FP16_TFLOPS] = offsetof(dev_row, fp16_tflops),
+    [DV_FP8_TFLOPS] = offsetof(dev_row, fp8_tflops),   [DV_HBM_GIB] = offsetof(dev_row, hbm_gib),
+    [DV_HBM_GB_PER_S] = offsetof(dev_row, hbm_gb_per_s), [DV_LINK_GB_PER_S] = offsetof(dev_row, link_gb_per_s),
+    [DV_GEMM_EFF] = offsetof(dev_row, gemm_eff),       [DV_ATTN_EFF] = offsetof(dev_row, attn_eff),
+    [DV_MEM_EFF] = offsetof(dev_row, mem_eff),         [DV_LAUNCH_US] = offsetof(dev_row, launch_us),
+    [DV_NODE_NET_GBPS] = offsetof(dev_row, node_net_gbps), [DV_FP8_GEMM_EFF] = offsetof(dev_row, fp8_gemm_eff),
+    [DV_ATTN_EFF_MAX] = offsetof(dev_row, attn_eff_max), [DV_ATTN_S_HALF] = offsetof(dev_row, attn_s_half),
+    [DV_LINK_EFF] = offsetof(dev_row, link_eff),       [DV_LINK_LATENCY_US] = offsetof(dev_row, link_latency_us)};
+
+/* The number cells of row i into d: a variant row (fam) takes the family's figure for every empty
+ * cell and lists the columns it states in d->own; a device row needs its required cells. */
+static int dev_nums_read(const table *t, int i, const int *col, const dev_row *fam, dev_row *d)
+{
+    int rc = 0;
+    size_t used = 0;
+    for (int c = 0; c < DV_NCOLS && rc == 0; c++) {
+        if (!dev_num_off[c]) continue;
+        double *x = (double *)((char *)d + dev_num_off[c]);
+        *x = NAN;
+        if (col[c] < 0) continue; /* an optional column the file leaves out: the model's default */
+        rc = dev_num(t, i, col, c, fam || c != DV_HBM_GIB, x); /* a device's memory is the one required figure */
+        if (rc == 0 && fam && isnan(*x)) *x = *(const double *)((const char *)fam + dev_num_off[c]);
+        else if (rc == 0 && fam && used + 1 < sizeof d->own)
+            used += (size_t)snprintf(d->own + used, sizeof d->own - used, "%s%s %g", used ? ", " : "",
+                                     dev_schema[c].col.name, *x);
+    }
+    int *ints[2] = {&d->workers, &d->scaleup_domain};
+    const int ic[2] = {DV_WORKERS, DV_SCALEUP_DOMAIN};
+    const int inherit[2] = {fam ? fam->workers : 0, fam ? fam->scaleup_domain : 0};
+    for (int k = 0; k < 2 && rc == 0; k++) {
+        rc = dev_int(t, i, col, ic[k], fam != NULL, inherit[k], ints[k]);
+        if (rc == 0 && fam && *table_cell(t, i, col[ic[k]]) && used + 1 < sizeof d->own)
+            used += (size_t)snprintf(d->own + used, sizeof d->own - used, "%s%s %d", used ? ", " : "",
+                                     dev_schema[ic[k]].col.name, *ints[k]);
+    }
+    return rc;
+}
+
+/* The optional column `stochastic_rounding` of row i (column sr_col, < 0: absent): true, false, or
+ * empty (-1: not known). */
+static int dev_sr_read(const table *t, int i, int sr_col, int *out)
+{
+    *out = -1;
+    const char *s = sr_col >= 0 ? table_cell(t, i, sr_col) : "";
+    if (!*s) return 0;
+    if (strcmp(s, "true") == 0 || strcmp(s, "false") == 0) return *out = s[0] == 't', 0;
+    return err_msg("%s:%d: column 'stochastic_rounding': expected true, false or empty, got '%.40s'", t->path,
+                   t->lines[i], s);
+}
+
+/* Row i into d, every cell checked; fam: the device it is a variant of (NULL: none). */
+static int dev_row_read(const table *t, int i, const int *col, const dev_row *fam, dev_row *d)
 {
     int rc = 0;
     d->line = t->lines[i];
     if (rc == 0) rc = dev_str(t, i, col[DV_DEVICE], d->device, sizeof d->device);
     if (rc == 0) rc = dev_key_check(t, i, col[DV_DEVICE], d->device);
-    if (rc == 0) rc = dev_str(t, i, col[DV_VENDOR], d->vendor, sizeof d->vendor);
-    if (rc == 0) rc = dev_int(t, i, col, DV_WORKERS, &d->workers);
-    if (rc == 0) rc = dev_num(t, i, col, DV_FP32_TFLOPS, 1, &d->fp32_tflops);
-    if (rc == 0) rc = dev_num(t, i, col, DV_TF32_TFLOPS, 1, &d->tf32_tflops);
-    if (rc == 0) rc = dev_num(t, i, col, DV_BF16_TFLOPS, 1, &d->bf16_tflops);
-    if (rc == 0) rc = dev_num(t, i, col, DV_FP16_TFLOPS, 1, &d->fp16_tflops);
-    if (rc == 0) rc = dev_num(t, i, col, DV_FP8_TFLOPS, 1, &d->fp8_tflops);
-    if (rc == 0) rc = dev_num(t, i, col, DV_HBM_GIB, 0, &d->hbm_gib);
-    if (rc == 0) rc = dev_num(t, i, col, DV_HBM_GB_PER_S, 1, &d->hbm_gb_per_s);
-    if (rc == 0) rc = dev_num(t, i, col, DV_LINK_GB_PER_S, 1, &d->link_gb_per_s);
-    if (rc == 0) rc = dev_int(t, i, col, DV_SCALEUP_DOMAIN, &d->scaleup_domain);
-    double *model[] = {&d->gemm_eff, &d->attn_eff, &d->mem_eff, &d->launch_us, &d->node_net_gbps};
-    for (int k = 0; k < 5; k++) {
-        *model[k] = NAN;
-        if (rc == 0 && col[DV_GEMM_EFF + k] >= 0) rc = dev_num(t, i, col, DV_GEMM_EFF + k, 1, model[k]);
-    }
-    d->model_source[0] = '\0';
+    if (rc == 0 && fam && *table_cell(t, i, col[DV_VENDOR]) == '\0')
+        snprintf(d->vendor, sizeof d->vendor, "%s", fam->vendor);
+    else if (rc == 0)
+        rc = dev_str(t, i, col[DV_VENDOR], d->vendor, sizeof d->vendor);
+    if (rc == 0) rc = dev_nums_read(t, i, col, fam, d);
+    snprintf(d->model_source, sizeof d->model_source, "%s", fam ? fam->model_source : "");
     if (rc == 0 && col[DV_MODEL_SOURCE] >= 0 && *table_cell(t, i, col[DV_MODEL_SOURCE]))
         rc = dev_str(t, i, col[DV_MODEL_SOURCE], d->model_source, sizeof d->model_source);
     if (rc == 0) rc = dev_str(t, i, col[DV_SOURCE], d->source, sizeof d->source);
-    double *fig[] = {&d->fp8_gemm_eff, &d->attn_eff_max, &d->attn_s_half, &d->link_eff, &d->link_latency_us};
-    for (int k = 0; k < 5; k++) {
-        *fig[k] = NAN;
-        if (rc == 0 && col[DV_FP8_GEMM_EFF + k] >= 0) rc = dev_num(t, i, col, DV_FP8_GEMM_EFF + k, 1, fig[k]);
-    }
     if (rc == 0 && isnan(d->attn_eff_max) != isnan(d->attn_s_half))
         rc = err_msg("%s:%d: columns 'attn_eff_max' and 'attn_s_half': a curve needs both (or neither)", t->path,
                      d->line);
-    d->eff_source[0] = '\0';
+    snprintf(d->eff_source, sizeof d->eff_source, "%s", fam ? fam->eff_source : "");
     if (rc == 0 && col[DV_EFF_SOURCE] >= 0 && *table_cell(t, i, col[DV_EFF_SOURCE]))
         rc = dev_str(t, i, col[DV_EFF_SOURCE], d->eff_source, sizeof d->eff_source);
+    if (rc == 0 && fam) snprintf(d->family, sizeof d->family, "%s", fam->device);
     return rc;
+}
+
+/* The family row i names (its `family` cell): a device listed above it with no family of its own;
+ * *fam NULL when the cell is empty or the column absent. */
+static int dev_family(const table *t, int i, const int *col, const dev_table *dt, const dev_row **fam)
+{
+    *fam = NULL;
+    if (col[DV_FAMILY] < 0) return 0;
+    const char *name = table_cell(t, i, col[DV_FAMILY]);
+    if (!*name) return 0;
+    *fam = devices_find(dt, name);
+    if (!*fam || (*fam)->family[0])
+        return err_msg("%s:%d: column 'family': expected a device listed above that is not itself a variant, got '%s'",
+                       t->path, t->lines[i], name);
+    return 0;
 }
 
 int devices_load(dev_table *dt, const char *path)
@@ -102,13 +165,18 @@ int devices_load(dev_table *dt, const char *path)
     if (table_load(&t, path) != 0) return CB_EFAIL;
     int col[DV_NCOLS], rc = 0;
     for (int i = 0; i < DV_NCOLS && rc == 0; i++)
-        if ((col[i] = table_col(&t, dev_schema[i].col.name, !DV_COL_OPTIONAL(i))) < 0 && !DV_COL_OPTIONAL(i))
+        if ((col[i] = table_col(&t, dev_schema[i].col.name, !dev_col_optional(i))) < 0 && !dev_col_optional(i))
             rc = CB_EFAIL;
+    int sr_col = rc == 0 ? table_col(&t, "stochastic_rounding", 0) : -1; /* optional: read by name */
     if (rc == 0 && t.nrows == 0) rc = err_msg("%s: no devices", path);
     if (rc == 0 && !(dt->rows = calloc((size_t)t.nrows, sizeof *dt->rows))) rc = err_msg("out of memory");
     for (int i = 0; rc == 0 && i < t.nrows; i++) {
         dev_row *d = &dt->rows[i];
-        if ((rc = dev_row_read(&t, i, col, d)) != 0) break;
+        const dev_row *fam;
+        if ((rc = dev_family(&t, i, col, dt, &fam)) != 0 || (rc = dev_row_read(&t, i, col, fam, d)) != 0 ||
+            (rc = dev_sr_read(&t, i, sr_col, &d->stochastic_rounding)) != 0)
+            break;
+        if (fam && d->stochastic_rounding < 0) d->stochastic_rounding = fam->stochastic_rounding; /* the family's */
         for (int j = 0; j < i && rc == 0; j++)
             if (strcmp(dt->rows[j].device, d->device) == 0)
                 rc = err_msg("%s:%d: column 'device': '%s' appears twice (first at line %d)", path, d->line, d->device,
@@ -170,4 +238,13 @@ void hw_apply_overrides(hw_row *hw, const hw_overrides *o)
     if (!isnan(o->net_gbit_per_s)) hw->net_gbit_per_s = o->net_gbit_per_s;
     if (!isnan(o->intra_gb_per_s)) hw->intra_gb_per_s = o->intra_gb_per_s;
     if (!isnan(o->net_latency_us)) hw->net_latency_us = o->net_latency_us;
+}
+
+void devices_family_note(const dev_row *d, char *buf, size_t n)
+{
+    if (n == 0) return;
+    buf[0] = '\0';
+    if (!d->family[0]) return;
+    snprintf(buf, n, "device '%s' resolved through family %s (%s%s)", d->device, d->family,
+             d->own[0] ? "its own: " : "every figure the family's", d->own);
 }

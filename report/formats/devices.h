@@ -19,7 +19,13 @@
  *   node_net_gbps     the network per node of the vendor's reference system (Gbit/s)
  *   model_source      where the step model's figures come from (most are assumptions, and say so)
  *   source            where the figures come from (data sheet, with its date or URL)
- * and, at the end of the header (optional; empty: the step model's defaults or the figure above):
+ *   stochastic_rounding  true/false: the hardware rounds bf16 results stochastically and the
+ *                     device's frameworks train full bf16 with it (Trainium); optional, read by name
+ *   family            (optional) a variant row: the device listed above it that it is a variant
+ *                     of (an other memory, form factor or spelling of the same chip). Its empty cells
+ *                     are the family's figures; the cells it gives are its own (d->own lists them);
+ *                     its source says where its own come from. A family is never itself a variant.
+ * and the kernel figures, at the end of the header (optional; empty: the step model's defaults or the figure above):
  *   fp8_gemm_eff      large fp8 GEMMs' share of the dense FP8 peak (empty: gemm_eff)
  *   attn_eff_max, attn_s_half   the tiled attention kernel's share of the peak as a curve in the
  *                     sequence length s the kernel sees, causal, forward + backward:
@@ -53,6 +59,9 @@ typedef struct {
     /* the kernel figures (NaN: the step model's default or the figure above, see the header) */
     double fp8_gemm_eff, attn_eff_max, attn_s_half, link_eff, link_latency_us;
     char eff_source[2048];
+    char family[48]; /* the device this row is a variant of; "" for a device row */
+    char own[256];   /* a variant's own figures, "hbm_gib 96, hbm_gb_per_s 3900" ("": all the family's) */
+    int stochastic_rounding; /* 1 true, 0 false, -1 not known (the column absent or empty) */
     int line;
 } dev_row;
 
@@ -66,10 +75,14 @@ typedef struct dev_table_s {
  * one is one error "file:line: column 'x': ...". Returns 0 or CB_EFAIL. */
 int devices_load(dev_table *t, const char *path);
 void devices_free(dev_table *t);
-/* NULL when the device is not listed (no error printed). */
+/* NULL when the device is not listed (no error printed). A variant row is found by its own name,
+ * with its figures resolved through its family (dev_row.family, .own). */
 const dev_row *devices_find(const dev_table *t, const char *device);
 /* "a100-sxm4-40gb, a100-sxm4-80gb, ..." into buf: for "unknown device" messages. */
 void devices_list(const dev_table *t, char *buf, size_t n);
+/* "resolved through family h100-sxm5-80gb (its own: hbm_gib 96)" into buf for a variant, "" for a
+ * device row: what every output that uses a variant says of it. */
+void devices_family_note(const dev_row *d, char *buf, size_t n);
 
 /* A node of `per_node` devices `d` on a network of net_gbit_per_s (per node; NaN: unknown) and
  * net_latency_us (NaN: unknown): the hw_row the scaling model takes, its instance name

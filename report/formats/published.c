@@ -17,6 +17,8 @@
 const char *const pub_metric_names[6] = {"seq_per_s",         "tokens_per_s", "tokens_per_s_per_device",
                                          "tflops_per_device", "mfu_pct",      "step_time_s"};
 const char *const flop_convention_names[5] = {"", "megatron-2021", "megatron-core", "llm-foundry", "palm"};
+const char *const pub_overlap_names[PUB_NOVERLAPS] = {"grad_reduce", "param_gather", "tp_comm"};
+const char *const pub_attention_names[PUB_NATTN] = {"flash", "cudnn", "materialised"};
 static const char *const sharding_names[5] = {"none", "zero1", "zero2", "zero3", "hybrid"};
 static const char *const recompute_names[3] = {"none", "selective", "full"};
 /* The precisions SCHEMA.md allows: names of common/precision.h, bf16 its alias (full bf16 of
@@ -72,6 +74,10 @@ const pub_col pub_cols[PUB_NCOLS] = {
     [PUB_COL_CONVENTION] = {"flop_convention", 0, 0, 0},
     [PUB_COL_PEAK] = {"peak_tflops", 0, 1e-6, 1e7},
     [PUB_COL_SEQ_PER_S] = {"seq_per_s", 0, 1e-12, 1e15},
+    [PUB_COL_FW_VERSION] = {"framework_version", 0, 0, 0},
+    [PUB_COL_OVERLAP] = {"overlap", 0, 0, 0},
+    [PUB_COL_ATTENTION] = {"attention", 0, 0, 0},
+    [PUB_COL_COMPILE] = {"compile", 0, 0, 0},
     [PUB_COL_NOTES] = {"notes", 0, 0, 0},
 };
 
@@ -137,8 +143,11 @@ static int get_flag(const table *t, int row, const int *col, int i, int *out)
 
 /* ------------------------------------------------------------------ one row */
 
-/* What ran where: id, source, framework, device (known to dt), the nodes, the precision. */
-static int row_run(const table *t, int i, const int *col, const dev_table *dt, pub_row *r, const dev_row **dev)
+/* What ran where: id, source, framework, device, the nodes, the precision. A device unknown to dt
+ * is an error of the file when `strict` (a row about to be written), else of the row alone: its
+ * reason in r->unknown, the rest of the row checked as any other. */
+static int row_run(const table *t, int i, const int *col, const dev_table *dt, int strict, pub_row *r,
+                   const dev_row **dev)
 {
     int prec = 0;
     if (get_text(t, i, col, PUB_COL_ID, r->id, sizeof r->id) ||
@@ -146,13 +155,17 @@ static int row_run(const table *t, int i, const int *col, const dev_table *dt, p
         get_text(t, i, col, PUB_COL_FRAMEWORK, r->framework, sizeof r->framework) ||
         get_text(t, i, col, PUB_COL_DEVICE, r->device, sizeof r->device))
         return CB_EUSAGE;
+    r->unknown[0] = '\0';
     /* a run measured here (costbench train): its peak is the measured one, in peak_tflops */
     if (!(*dev = devices_find(dt, r->device)) && strcmp(r->device, CB_THIS_MACHINE) != 0) {
         char known[1024];
         devices_list(dt, known, sizeof known);
-        return err_usage("%s:%d: column 'device': expected a device of %s (%s), got '%s' (or '%s': a run measured "
-                         "here)",
-                         t->path, t->lines[i], dt->path, known, r->device, CB_THIS_MACHINE);
+        if (strict)
+            return err_usage("%s:%d: column 'device': expected a device of %s (%s), got '%s' (or '%s': a run "
+                             "measured here)",
+                             t->path, t->lines[i], dt->path, known, r->device, CB_THIS_MACHINE);
+        snprintf(r->unknown, sizeof r->unknown, "column 'device': unknown device '%s' (known: %.400s)", r->device,
+                 known);
     }
     if (get_long(t, i, col, PUB_COL_DEVICES, 0, &r->devices) || get_long(t, i, col, PUB_COL_PER_NODE, 0, &r->devices_per_node) ||
         get_num(t, i, col, PUB_COL_NET, &r->node_net_gbps) ||
@@ -245,7 +258,8 @@ static int row_rules(const pub_row *r, const dev_row *dev, const char *path)
     int over = __builtin_mul_overflow((long)r->tp * r->pp, (long)r->dp, &ranks) ||
                __builtin_mul_overflow(ranks, (long)r->cp, &ranks) ||
                __builtin_mul_overflow(r->devices, (long)(dev ? dev->workers : 1), &workers);
-    if (over || ranks != workers)
+    /* a device unknown to the table: its workers per device are not known, nor checked */
+    if (over || (ranks != workers && !r->unknown[0]))
         return err_usage("%s:%d: column 'dp': expected tp x pp x dp x cp = devices x workers per %s = %ld x %d = %ld, "
                          "got %d x %d x %d "
                          "x %d",
@@ -268,15 +282,52 @@ static int row_rules(const pub_row *r, const dev_row *dev, const char *path)
     return 0;
 }
 
+/* The overlap cell: names of pub_overlap_names joined by '+', or "none"; -1 when empty. */
+static int get_overlap(const table *t, int row, const int *col, int *out)
+{
+    *out = -1;
+    if (cell_empty(t, row, col[PUB_COL_OVERLAP])) return 0;
+    const char *cell = table_cell(t, row, col[PUB_COL_OVERLAP]), *p = cell;
+    if (strcmp(cell, "none") == 0) return *out = 0, 0;
+    int bits = 0;
+    while (*p) {
+        size_t len = strcspn(p, "+");
+        int k = 0;
+        while (k < PUB_NOVERLAPS && !(strlen(pub_overlap_names[k]) == len && strncmp(p, pub_overlap_names[k], len) == 0))
+            k++;
+        if (k == PUB_NOVERLAPS || (bits & (1 << k)) || (p[len] == '+' && !p[len + 1]))
+            return err_usage("%s:%d: column 'overlap': expected grad_reduce, param_gather, tp_comm joined by '+' (each "
+                             "once), or none, got '%s'",
+                             t->path, t->lines[row], cell);
+        bits |= 1 << k;
+        p += len + (p[len] == '+');
+    }
+    *out = bits;
+    return 0;
+}
+
+/* What the row states of its framework: version, overlap, attention kernel, compile. */
+static int row_framework(const table *t, int i, const int *col, pub_row *r)
+{
+    int attention = -1;
+    if (get_text(t, i, col, PUB_COL_FW_VERSION, r->framework_version, sizeof r->framework_version) ||
+        get_overlap(t, i, col, &r->overlap) ||
+        get_word(t, i, col, PUB_COL_ATTENTION, pub_attention_names, PUB_NATTN, -1, &attention) ||
+        get_flag(t, i, col, PUB_COL_COMPILE, &r->compile))
+        return CB_EUSAGE;
+    r->attention = attention;
+    return 0;
+}
+
 /* Row i of t into r, every cell and rule checked. */
-static int row_load(const table *t, int i, const int *col, const dev_table *dt, pub_row *r)
+static int row_load(const table *t, int i, const int *col, const dev_table *dt, int strict, pub_row *r)
 {
     const dev_row *dev = NULL;
     r->line = t->lines[i];
-    if (row_run(t, i, col, dt, r, &dev) || row_model(t, i, col, r) || row_layout(t, i, col, r) ||
-        row_metric(t, i, col, r))
+    if (row_run(t, i, col, dt, strict, r, &dev) || row_model(t, i, col, r) || row_layout(t, i, col, r) ||
+        row_metric(t, i, col, r) || row_framework(t, i, col, r))
         return CB_EUSAGE;
-    if (!dev && isnan(r->peak_tflops))
+    if (!dev && !r->unknown[0] && isnan(r->peak_tflops))
         return err_usage("%s:%d: column 'peak_tflops': a run on '%s' needs the peak measured there (per device = per "
                          "rank, in the row's precision), got an empty cell",
                          t->path, r->line, CB_THIS_MACHINE);
@@ -418,15 +469,16 @@ static int row_convert(pub_row *r, const char *path, const model_config *presets
     return 0;
 }
 
-/* Every row of t into pt: cells, rules, unique ids, seq/s. */
-static int rows_load(pub_table *pt, const table *t, const int *col, const dev_table *dt)
+/* Every row of t into pt: cells, rules, unique ids, seq/s; strict: an unknown device is an error
+ * of the file (row_run). */
+static int rows_load(pub_table *pt, const table *t, const int *col, const dev_table *dt, int strict)
 {
     model_config *presets;
     int npresets, rc = 0;
     if (presets_load(&presets, &npresets) != 0) return CB_EUSAGE;
     for (int i = 0; i < t->nrows && rc == 0; i++) {
         pub_row *r = &pt->rows[i];
-        if ((rc = row_load(t, i, col, dt, r)) != 0) break;
+        if ((rc = row_load(t, i, col, dt, strict, r)) != 0) break;
         for (int j = 0; j < i && rc == 0; j++)
             if (strcmp(pt->rows[j].id, r->id) == 0)
                 rc = err_usage("%s:%d: column 'id': expected an id unique in the file, got '%s' (first at line %d)",
@@ -439,8 +491,8 @@ static int rows_load(pub_table *pt, const table *t, const int *col, const dev_ta
 }
 
 /* The loaded table t (its path the name messages use) into pt: the header's required columns, at
- * least one row, every row. t is freed. */
-static int table_rows_load(pub_table *pt, table *t, const dev_table *dt)
+ * least one row, every row (strict: an unknown device fails the file, rows_load). t is freed. */
+static int table_rows_load(pub_table *pt, table *t, const dev_table *dt, int strict)
 {
     int col[PUB_NCOLS], rc = 0;
     for (int i = 0; i < PUB_NCOLS && rc == 0; i++)
@@ -448,7 +500,7 @@ static int table_rows_load(pub_table *pt, table *t, const dev_table *dt)
             rc = CB_EUSAGE;
     if (rc == 0 && t->nrows == 0) rc = err_usage("%s: no published runs (a header and no rows)", t->path);
     if (rc == 0 && !(pt->rows = calloc((size_t)t->nrows, sizeof *pt->rows))) rc = err_msg("out of memory");
-    if (rc == 0) rc = rows_load(pt, t, col, dt);
+    if (rc == 0) rc = rows_load(pt, t, col, dt, strict);
     table_free(t);
     if (rc) published_free(pt);
     return rc ? CB_EUSAGE : 0;
@@ -460,7 +512,7 @@ int published_load(pub_table *pt, const char *path, const dev_table *dt)
     snprintf(pt->path, sizeof pt->path, "%s", path);
     table t;
     if (table_load(&t, path) != 0) return CB_EUSAGE;
-    return table_rows_load(pt, &t, dt);
+    return table_rows_load(pt, &t, dt, 0);
 }
 
 int published_load_text(pub_table *pt, const char *shown, const char *text, size_t len, const dev_table *dt)
@@ -469,7 +521,7 @@ int published_load_text(pub_table *pt, const char *shown, const char *text, size
     snprintf(pt->path, sizeof pt->path, "%s", shown);
     table t;
     if (table_load_text(&t, shown, text, len) != 0) return CB_EUSAGE;
-    return table_rows_load(pt, &t, dt);
+    return table_rows_load(pt, &t, dt, 1); /* a file about to be written */
 }
 
 int published_row_check(const char *const *cells, const char *shown, int line, const dev_table *dt, pub_row *r)
@@ -483,7 +535,7 @@ int published_row_check(const char *const *cells, const char *shown, int line, c
     table t = {.path = (char *)shown, .nrows = 1, .ncols = PUB_NCOLS, .header = header, .cells = row,
                .lines = &line, .header_line = line - 1};
     pub_table pt = {.rows = r};
-    return rows_load(&pt, &t, col, dt) == 0 ? 0 : CB_EUSAGE;
+    return rows_load(&pt, &t, col, dt, 1) == 0 ? 0 : CB_EUSAGE;
 }
 
 void published_free(pub_table *t)

@@ -29,6 +29,13 @@ extern const char *const pub_precision_names[PUB_NPRECISIONS];
 typedef enum { FLOPS_NONE, FLOPS_MEGATRON_2021, FLOPS_MEGATRON_CORE, FLOPS_LLM_FOUNDRY, FLOPS_PALM } flop_convention;
 extern const char *const flop_convention_names[5]; /* "", megatron-2021, megatron-core, llm-foundry, palm */
 
+/* The optional framework columns (SCHEMA.md): overlap, a list of these joined by '+' ("none": nothing
+ * overlapped), as bits; attention, one of pub_attention_names. */
+enum { PUB_OVERLAP_GRAD = 1, PUB_OVERLAP_PARAM = 2, PUB_OVERLAP_TP = 4, PUB_NOVERLAPS = 3 };
+extern const char *const pub_overlap_names[PUB_NOVERLAPS]; /* grad_reduce, param_gather, tp_comm */
+typedef enum { PUB_ATTN_FLASH, PUB_ATTN_CUDNN, PUB_ATTN_MATERIALISED, PUB_NATTN } pub_attention;
+extern const char *const pub_attention_names[PUB_NATTN]; /* flash, cudnn, materialised */
+
 typedef enum { SHARD_NONE, SHARD_ZERO1, SHARD_ZERO2, SHARD_ZERO3, SHARD_HYBRID } pub_sharding;
 typedef enum { RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL } pub_recompute;
 
@@ -51,6 +58,11 @@ typedef struct {
     double peak_tflops;                               /* NaN: not published (mfu_pct needs it) */
     double seq_per_s_column;                          /* the file's seq_per_s cell; NaN when empty */
     double seq_per_s;                                 /* metric and value converted (published_seq_per_s) */
+    char framework_version[32];                       /* "": the framework's default era */
+    int overlap;                                      /* PUB_OVERLAP_* bits; -1: not published (the defaults) */
+    int attention;                                    /* pub_attention; -1: not published (the default) */
+    int compile;                                      /* 1, 0; -1: not published */
+    char unknown[512]; /* "column 'device': unknown device 'x' (known: ...)": the row loads, is not predicted; "" */
     int line;
 } pub_row;
 
@@ -62,7 +74,8 @@ enum { PUB_COL_ID, PUB_COL_SOURCE, PUB_COL_FRAMEWORK, PUB_COL_DEVICE, PUB_COL_DE
        PUB_COL_KV_HEADS, PUB_COL_FFN, PUB_COL_VOCAB, PUB_COL_PARAMS, PUB_COL_TIED, PUB_COL_SEQ_LEN,
        PUB_COL_GLOBAL_BATCH, PUB_COL_MICRO_BATCH, PUB_COL_TP, PUB_COL_PP, PUB_COL_DP, PUB_COL_CP, PUB_COL_VP,
        PUB_COL_SEQ_PAR, PUB_COL_SHARDING, PUB_COL_RECOMPUTE, PUB_COL_PRECISION, PUB_COL_METRIC, PUB_COL_VALUE,
-       PUB_COL_CONVENTION, PUB_COL_PEAK, PUB_COL_SEQ_PER_S, PUB_COL_NOTES, PUB_NCOLS };
+       PUB_COL_CONVENTION, PUB_COL_PEAK, PUB_COL_SEQ_PER_S, PUB_COL_FW_VERSION, PUB_COL_OVERLAP, PUB_COL_ATTENTION,
+       PUB_COL_COMPILE, PUB_COL_NOTES, PUB_NCOLS };
 typedef struct {
     const char *name;
     int required;
@@ -79,19 +92,23 @@ typedef struct {
 /* 1 when the CSV at path has the schema's header (columns id, metric and value at least), 0 when
  * it has another header, CB_EFAIL (error printed) when it cannot be read. */
 int published_is_schema(const char *path);
-/* Loads path: every cell checked, the device looked up in dt (unknown: one error naming
- * file:line, column 'device' and the known devices; "this machine", CB_THIS_MACHINE, is a run
- * measured here, one device per rank, and needs peak_tflops), ids unique, the layout consistent (tp x pp x
+/* Loads path: every cell checked, the device looked up in dt ("this machine", CB_THIS_MACHINE, is a
+ * run measured here, one device per rank, and needs peak_tflops; a device dt does not know, not
+ * even as a variant of a family, is an error of that row alone, not of the file: the row loads with
+ * the reason in r->unknown, "column 'device': unknown device 'x' (known: ...)", its layout not
+ * checked against workers per device, and is not predicted), ids unique, the layout consistent (tp x pp x
  * dp x cp = devices x the device's workers: a Trainium chip runs 2 NeuronCore ranks; whole nodes or
  * part of one; global_batch a multiple of dp x micro_batch), and seq_per_s computed from
  * metric and value; a seq_per_s cell the file gives must agree with it within 0.5% (else the
  * conversion or the file is wrong: one error naming both). Returns 0 or CB_EUSAGE. */
 int published_load(pub_table *t, const char *path, const dev_table *dt);
 /* The same for the text in memory (len bytes) of the file `shown` (import --out checking the whole
- * file it is about to write): every message names `shown` and the line a row has there. */
+ * file it is about to write): every message names `shown` and the line a row has there; a file
+ * about to be written is checked strictly: an unknown device is an error of the file, as before. */
 int published_load_text(pub_table *t, const char *shown, const char *text, size_t len, const dev_table *dt);
 /* One row given as cells (cells[c]: column c of pub_cols, "" when empty), checked as published_load
- * checks a row of the file `shown` at line `line` (every cell, the device known to dt, the rules between
+ * checks a row of the file `shown` at line `line` (every cell, the device known to dt: an unknown one
+ * is an error here, a row about to be written; the rules between
  * cells, seq_per_s from metric and value) and loaded into r. Returns 0 or CB_EUSAGE after one error
  * naming shown:line and the column. */
 int published_row_check(const char *const *cells, const char *shown, int line, const dev_table *dt, pub_row *r);

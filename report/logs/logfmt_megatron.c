@@ -172,6 +172,39 @@ static void args_precision(const mg_args *A, log_run *r)
     if (line) log_run_stated(r, LF_PRECISION, line, 0);
 }
 
+/* The published-runs columns overlap and attention (SCHEMA.md) as the block states them. overlap:
+ * the three flags of Megatron-Core (core_v0.4.0 on) when a closed block prints them or a truncated
+ * one prints all three; before them a closed block's DDP_impl (torch all-reduces buckets under the
+ * backward, local after it: Megatron-LM README.md:175 @23.04). attention: attention_backend flash /
+ * fused (cuDNN) / unfused; else, in a closed block, the local implementation's kernel
+ * (use_flash_attn: flash, else materialised); with transformer_impl transformer_engine and no
+ * backend named, LOG_ATTN_TE: Transformer Engine's own choice, which depends on the GPU (logrow.c). */
+static void args_framework(const mg_args *A, log_run *r)
+{
+    static const char *const flags[3] = {"overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap"};
+    static const char *const names[3] = {"grad_reduce", "param_gather", "tp_comm"};
+    int printed = 0;
+    size_t len = 0;
+    for (int i = 0; i < 3; i++) {
+        int b = arg_bool(A, flags[i]);
+        printed += b >= 0;
+        if (b == 1) len += (size_t)snprintf(r->overlap + len, sizeof r->overlap - len, "%s%s", len ? "+" : "", names[i]);
+    }
+    const char *ddp = arg_get(A, "DDP_impl", NULL);
+    if (!(printed == 3 || (printed && A->closed))) r->overlap[0] = '\0';
+    else if (!len) snprintf(r->overlap, sizeof r->overlap, "none");
+    if (!printed && A->closed && ddp) snprintf(r->overlap, sizeof r->overlap, "%s", strcmp(ddp, "torch") == 0 ? "grad_reduce" : "none");
+    const char *backend = arg_get(A, "attention_backend", NULL), *impl = arg_get(A, "transformer_impl", NULL);
+    const char *attn = "";
+    if (backend && strstr(backend, "unfused")) attn = "materialised";
+    else if (backend && strstr(backend, "fused")) attn = "cudnn";
+    else if (backend && strstr(backend, "flash")) attn = "flash";
+    else if (impl && strcmp(impl, "transformer_engine") == 0) attn = LOG_ATTN_TE;
+    else if (A->closed && (!impl || strcmp(impl, "local") == 0))
+        attn = arg_bool(A, "use_flash_attn") == 1 ? "flash" : "materialised";
+    snprintf(r->attention, sizeof r->attention, "%s", attn);
+}
+
 /* The names: precision, sharding, recompute, arch, and what else matters (notes). A switch a closed
  * block does not print is off (older Megatron had no distributed optimizer, fp8 or
  * recompute_granularity); a truncated block leaves what it does not print unset. */
@@ -197,6 +230,7 @@ static void args_names(const mg_args *A, log_run *r)
                        : strcmp(pos, "learned_absolute") == 0   ? "gpt"
                                                                 : "";
     snprintf(r->arch, sizeof r->arch, "%s", arch);
+    args_framework(A, r);
     static const char *const notes[] = {"overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap"};
     for (size_t i = 0; i < sizeof notes / sizeof notes[0]; i++)
         if (arg_bool(A, notes[i]) == 1) log_run_note(r, "%s", notes[i]);

@@ -1,5 +1,5 @@
 /* logimport.h: a training run's log (and its config file) read into what it states: the
- * configuration and one record per step line. `costbench import` (src/cmd_import.c) turns that
+ * configuration and one record per step line. `costbench import` (report/importrun.c) turns that
  * into one row of the published-runs schema (data/reference/published/SCHEMA.md): the steady
  * state's median and spread, the configuration from the log, the config file or flags.
  *
@@ -65,11 +65,14 @@ typedef struct {
     char device[48], instance[64];
     char config_from[256];          /* "the arguments block (lines 3-190)", "--config run.yaml", "" */
     char notes[512];                /* what else the log says that matters ("; "-separated) */
+    char overlap[48], attention[24]; /* the schema's overlap list and attention kernel, when the log states them;
+                                      * attention LOG_ATTN_TE: Transformer Engine's choice (logrow.c maps it) */
     log_where stated[LF_NFIELDS];   /* the line that states each field (log_run_stated) */
     log_step *steps;
     int nsteps, cap;
 } log_run;
 
+#define LOG_ATTN_TE "transformer_engine"
 void log_run_init(log_run *r, log_format f); /* every field unset */
 void log_run_free(log_run *r);
 /* Appends a copy of *s. Returns 0 or CB_EFAIL (out of memory, error printed). */

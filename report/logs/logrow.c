@@ -90,6 +90,20 @@ static void row_notes(const log_run *r, const log_steady *st, char *buf, size_t 
     if (*r->notes && len + 3 < n) snprintf(buf + len, n - len, "; %s", r->notes);
 }
 
+/* The attention cell: Transformer Engine's DotProductAttention picks cuDNN fused attention on sm90
+ * and later (H100, H200, Blackwell) and flash-attn 2 before (NVIDIA/TransformerEngine
+ * transformer_engine/pytorch/attention.py:2894-2899 @v1.5; dot_product_attention/utils.py:1554-1560
+ * @v2.18): by the device, empty while the device is unknown. */
+static const char *row_attention(const log_run *r)
+{
+    if (strcmp(r->attention, LOG_ATTN_TE) != 0) return r->attention;
+    static const char *const sm90[] = {"h100", "h200", "gh200", "b200", "gb200", "b300", "gb300"};
+    if (!*r->device) return "";
+    for (size_t i = 0; i < sizeof sm90 / sizeof sm90[0]; i++)
+        if (strncmp(r->device, sm90[i], strlen(sm90[i])) == 0) return "cudnn";
+    return "flash";
+}
+
 /* The configuration cells: hardware, model, batch and layout. */
 static void row_config(const log_run *r, logrow *row)
 {
@@ -109,6 +123,7 @@ static void row_config(const log_run *r, logrow *row)
     if (r->sequence_parallel >= 0) cell_text(row, PUB_COL_SEQ_PAR, r->sequence_parallel ? "true" : "false");
     cell_text(row, PUB_COL_SHARDING, r->sharding), cell_text(row, PUB_COL_RECOMPUTE, r->recompute);
     cell_text(row, PUB_COL_PRECISION, r->precision);
+    cell_text(row, PUB_COL_OVERLAP, r->overlap), cell_text(row, PUB_COL_ATTENTION, row_attention(r));
 }
 
 void logrow_build(const log_run *r, const log_steady *st, const char *id, const char *source, logrow *row)

@@ -1,7 +1,8 @@
 /* registry.h: the one list of training-log formats `costbench import` reads. One row per format:
  * its name, the published-runs schema's framework it writes, its title in messages, its step-line
- * signature and its parser. The command (src/cmd_import.c: --framework, its help and errors), the
- * detection of a log's format, the parsers' "not this format" errors and the fuzzers
+ * signature and its parser. The command (src/cmd_import.c: --framework and its help;
+ * report/importrun.c: its errors), the detection of a log's format, the parsers' "not this format"
+ * errors and the fuzzers
  * (tests/fuzz/fuzz_logs.c, fuzz_import_out.c) all read it.
  *
  * Adding a format: a parser file logfmt_NAME.c (its parser and signature, log_parse_fn and

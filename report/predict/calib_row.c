@@ -310,6 +310,8 @@ static int calib_model_published(calib_row *cr, int line, const char *id, const 
         const pub_model_env pe = {env->ht, &dt, env->ov, env->latency_us};
         if (pub_scale_model(p, cr->path, &pe, defaults, &cr->fc.cal, &cr->fc.nodes, why, sizeof why) != 0)
             rc = err_usage("%s: row '%s': %s", cr->where, p->id, why);
+        else if (why[0]) /* the row maps; its framework note (pubmodel.h) */
+            fprintf(stderr, "note: %s: row '%s': %s\n", cr->where, p->id, why);
     }
     if (rc == 0) {
         cr->fc.seq_per_s = p->seq_per_s;

@@ -3,6 +3,7 @@
 #include "calibration.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -136,26 +137,80 @@ static double tokens_per_device(const scale_model *s, long nodes)
     return (double)p.global_batch * (double)s->seq / devices;
 }
 
+double calib_attn_share(const scale_model *s)
+{
+    const step_profile *p = step_profile_get(s);
+    return p->t_device_s > 0 && isfinite(p->t_device_s) ? p->parts.attn_s / p->t_device_s : 0;
+}
+
+/* Appends "; " (when why holds something) and the formatted reason to why[0..n). */
+static void why_add(char *why, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void why_add(char *why, size_t n, const char *fmt, ...)
+{
+    size_t len = strlen(why);
+    if (len + 3 >= n) return;
+    if (len) why[len++] = ';', why[len++] = ' ', why[len] = '\0';
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why + len, n - len, fmt, ap);
+    va_end(ap);
+}
+
+static const char *recompute_name(const scale_model *s)
+{
+    return s->recompute ? "full" : s->selective ? "selective" : "none";
+}
+
+/* What keeps phi from carrying at all (CALIB_DEVICE): another device, precision or framework
+ * feature; the first of them into why (the rest matter less than the first). Returns 1 when any. */
+static int case_device(const scale_model *c, const scale_model *t, char *why, size_t n)
+{
+    if (strcmp(c->hw.accelerator, t->hw.accelerator) != 0)
+        return why_add(why, n, "another device (%s, calibrated on %s)", t->hw.accelerator, c->hw.accelerator), 1;
+    if (c->precision != t->precision || c->fp8 != t->fp8)
+        return why_add(why, n, "another precision (%s%s, calibrated in %s%s)", precision_info_of(t->precision)->name,
+                         t->fp8 ? " + fp8 GEMMs" : "", precision_info_of(c->precision)->name,
+                       c->fp8 ? " + fp8 GEMMs" : ""),
+               1;
+    if (c->grad_overlap != t->grad_overlap || c->gather_prefetch != t->gather_prefetch || c->tp_overlap != t->tp_overlap)
+        return why_add(why, n, "another framework's overlaps (gradient %d, prefetch %d, tp %d; calibrated with %d, %d, %d)",
+                         t->grad_overlap, t->gather_prefetch, t->tp_overlap, c->grad_overlap, c->gather_prefetch,
+                       c->tp_overlap),
+               1;
+    return 0;
+}
+
+/* A parallel degree, 0 (not stated) read as 1. */
+static int degree(int d) { return d > 1 ? d : 1; }
+
+/* Another layout on the same device and framework (CALIB_LAYOUT); every change into why. Returns 1
+ * when any. */
+static int case_layout(const scale_model *c, long cn, const scale_model *t, long tn, char *why, size_t n)
+{
+    int any = 0;
+    if (c->tp != t->tp)
+        any = 1, why_add(why, n, "another TP degree (%d, calibrated at %d)", t->tp, c->tp);
+    if (degree(c->pp) != degree(t->pp) || degree(c->cp) != degree(t->cp))
+        any = 1, why_add(why, n, "another PP/CP (%d/%d, calibrated at %d/%d)", degree(t->pp), degree(t->cp),
+                         degree(c->pp), degree(c->cp));
+    if (c->recompute != t->recompute || c->selective != t->selective)
+        any = 1, why_add(why, n, "another recomputation (%s, calibrated with %s)", recompute_name(t), recompute_name(c));
+    double ac = calib_attn_share(c), at = calib_attn_share(t);
+    if (fabs(at - ac) > CALIB_ATTN_SHARE_NEAR)
+        any = 1, why_add(why, n, "attention %.0f%% of the device time (calibrated at %.0f%%)", 100 * at, 100 * ac);
+    double r = tokens_per_device(t, tn) / tokens_per_device(c, cn);
+    if (r >= 4.0 || r <= 0.25) any = 1, why_add(why, n, "%.3gx the tokens per device per step of the calibration", r);
+    return any;
+}
+
 calib_case calib_case_of(const scale_model *cal, long cal_nodes, const scale_model *target, long nodes, char *why,
                          size_t n)
 {
     char tmp[256];
     if (!why) why = tmp, n = sizeof tmp;
     why[0] = '\0';
-    if (strcmp(cal->hw.accelerator, target->hw.accelerator) != 0) {
-        snprintf(why, n, "another device (%s, calibrated on %s)", target->hw.accelerator, cal->hw.accelerator);
-        return CALIB_DEVICE;
-    }
-    if (cal->tp != target->tp) {
-        snprintf(why, n, "another TP degree (%d, calibrated at %d)", target->tp, cal->tp);
-        return CALIB_LAYOUT;
-    }
-    double r = tokens_per_device(target, nodes) / tokens_per_device(cal, cal_nodes);
-    if (r >= 4.0 || r <= 0.25) {
-        snprintf(why, n, "%.3gx the tokens per device per step of the calibration", r);
-        return CALIB_LAYOUT;
-    }
-    return CALIB_NEAR;
+    if (case_device(cal, target, why, n)) return CALIB_DEVICE;
+    return case_layout(cal, cal_nodes, target, nodes, why, n) ? CALIB_LAYOUT : CALIB_NEAR;
 }
 
 double calib_band_pct(const calib_fit *c, const scale_model *target, long nodes)
@@ -217,8 +272,9 @@ static int overhead_determined(const joint_ctx *c, double phi)
     return hi / lo - 1.0 >= 0.002;
 }
 
-int calib_fit_joint(const scale_model *rows, const long *nodes, const double *seq_per_s, int n, calib_joint *out,
-                    char *why, size_t wn)
+/* calib_fit_joint, the overhead allowed or held at 0. */
+static int fit_joint(const scale_model *rows, const long *nodes, const double *seq_per_s, int n, int allow_overhead,
+                     calib_joint *out, char *why, size_t wn)
 {
     memset(out, 0, sizeof *out);
     why[0] = '\0';
@@ -238,7 +294,7 @@ int calib_fit_joint(const scale_model *rows, const long *nodes, const double *se
     /* d phi / dx = phi (1 - phi / phi_max) */
     out->phi = joint_phi(&c, x[0]), out->phi_se = n > 1 ? r.se[0] * out->phi * (1 - out->phi / c.phi_max) : NAN,
     out->overhead_se = NAN;
-    if (overhead_determined(&c, out->phi)) {
+    if (allow_overhead && overhead_determined(&c, out->phi)) {
         c.with_overhead = 1;
         x[1] = 0.1;
         if (stats_fit_nls(joint_residuals, &c, 2, n, x, &r) != 0)
@@ -256,4 +312,16 @@ int calib_fit_joint(const scale_model *rows, const long *nodes, const double *se
     }
     out->rms_pct = sqrt(ss / n);
     return 0;
+}
+
+int calib_fit_joint(const scale_model *rows, const long *nodes, const double *seq_per_s, int n, calib_joint *out,
+                    char *why, size_t wn)
+{
+    return fit_joint(rows, nodes, seq_per_s, n, 1, out, why, wn);
+}
+
+int calib_fit_phi(const scale_model *rows, const long *nodes, const double *seq_per_s, int n, calib_joint *out,
+                  char *why, size_t wn)
+{
+    return fit_joint(rows, nodes, seq_per_s, n, 0, out, why, wn);
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../../common/err.h"
+#include "../../common/precision.h"
 
 const char *const plan_bad_names[PLAN_NBAD] = {
     "TP past the scale-up domain of a node or not dividing its ranks",
@@ -41,11 +42,31 @@ int plan_tp_max(const hw_row *hw)
     return (int)(dom < D ? dom : D);
 }
 
+void plan_instance_device(plan_instance *pi, const dev_row *d)
+{
+    pi->stochastic_rounding = d && d->stochastic_rounding == 1;
+    if (!d) pi->fp8 = pi->hw.fp8_tflops > 0;
+    else pi->fp8 = d->fp8_tflops > 0 && strcmp(d->vendor, "aws") != 0; /* Neuron's stacks: no fp8 (plan.h) */
+}
+
+int plan_precisions(const plan_instance *pi, plan_prec *out)
+{
+    if (!isfinite(pi->hw.bf16_tflops)) return out[0] = (plan_prec){PRECISION_FP32, 0}, 1;
+    int n = 0;
+    out[n++] = (plan_prec){PRECISION_BF16_MIXED, 0};
+    if (pi->fp8) out[n++] = (plan_prec){PRECISION_BF16_MIXED, 1};
+    if (pi->stochastic_rounding) out[n++] = (plan_prec){PRECISION_BF16_SR, 0};
+    return n;
+}
+
+const char *plan_prec_name(train_precision prec, int fp8) { return fp8 ? PRECISION_NAME_FP8 : precision_name(prec); }
+
 /* One layout of the search. */
 typedef struct {
     int inst, tp, sp, pp, vp, mb, recompute, zero;
     long nodes;
     train_precision prec;
+    int fp8;
 } plan_layout;
 
 static void model_fill(const plan_inputs *in, const plan_layout *l, scale_model *s)
@@ -56,9 +77,10 @@ static void model_fill(const plan_inputs *in, const plan_layout *l, scale_model 
     s->hw = in->inst[l->inst].hw;
     s->tp = l->tp, s->pp = l->pp, s->interleave = l->vp, s->sp = l->sp, s->cp = 1;
     s->seq = in->seq, s->micro_batch = l->mb, s->global_batch = in->global_batch;
-    s->zero = l->zero, s->precision = l->prec, s->recompute = l->recompute;
+    s->zero = l->zero, s->precision = l->prec, s->recompute = l->recompute, s->fp8 = l->fp8;
     s->attn_flash = in->attn_flash;
-    s->grad_overlap = fw->grad_overlap, s->gather_prefetch = fw->gather_prefetch, s->tp_overlap = fw->tp_overlap;
+    s->grad_overlap = fw->grad_overlap, s->gather_prefetch = fw->gather_prefetch;
+    s->tp_overlap = fw->tp_overlap && s->sp; /* userbuffers TP overlap needs SP (report/predict/pubmodel.c) */
     s->gemm_curve = in->eff;
     s->bucket_bytes = 25.0 * 1048576.0;
     s->net_eff = 1.0;
@@ -74,7 +96,7 @@ static double t_mb_of(const scale_model *s, const plan_inputs *in, int *over, do
                       size_t n)
 {
     *over = 0, *clamped = 0, *eff_t = NAN;
-    if (!in->cal) return scale_t_mb_from_peak(s, in->mfu);
+    if (!in->cal) return in->phi > 0 ? step_t_mb_device(s, NULL) / in->phi : scale_t_mb_from_peak(s, in->mfu);
     double e = NAN;
     if (calib_fit_carry(in->cal, s, eff_t, clamped, &e, why, n) == 0) return calib_t_mb(s, *eff_t);
     *over = *eff_t > 1 || e > 1;
@@ -93,7 +115,8 @@ double plan_t_mb_s(const scale_model *s, const plan_inputs *in)
 void plan_cand_model(const plan_inputs *in, const plan_cand *c, scale_model *s)
 {
     const plan_layout l = {.inst = c->inst, .tp = c->tp, .sp = c->sp, .pp = c->pp, .vp = c->vp, .mb = c->micro_batch,
-                           .recompute = c->recompute, .zero = c->zero, .nodes = c->nodes, .prec = c->prec};
+                           .recompute = c->recompute, .zero = c->zero, .nodes = c->nodes, .prec = c->prec,
+                           .fp8 = c->fp8};
     model_fill(in, &l, s);
     s->t_mb_s = plan_t_mb_s(s, in);
 }
@@ -102,7 +125,10 @@ calib_case plan_cand_case(const plan_inputs *in, const plan_cand *c, double *ban
 {
     if (why && n) why[0] = '\0';
     *band_pct = NAN;
-    if (!in->cal) return CALIB_NEAR;
+    if (!in->cal) {
+        if (in->phi > 0) *band_pct = in->phi_band_pct; /* the framework's default phi: its spread */
+        return CALIB_NEAR;
+    }
     scale_model s;
     plan_cand_model(in, c, &s);
     *band_pct = calib_band_pct(in->cal, &s, c->nodes);
@@ -153,7 +179,7 @@ static int layout_price(const plan_inputs *in, const plan_layout *l, const scale
     }
     for (int o = 0; o < pi->noffers; o++) {
         plan_cand c = {.inst = l->inst, .offer = o, .nodes = l->nodes, .tp = l->tp, .pp = l->pp, .vp = l->vp,
-                       .sp = l->sp, .zero = l->zero, .micro_batch = l->mb, .recompute = l->recompute, .prec = l->prec,
+                       .sp = l->sp, .zero = l->zero, .micro_batch = l->mb, .recompute = l->recompute, .prec = l->prec, .fp8 = l->fp8,
                        .pt = *pt, .usd_per_hour = pi->usd_per_hour[o], .train_s = train_s, .tau_s = tau,
                        .lost_pct = 100.0 * (train_s - work_s) / train_s};
         c.cost_usd = train_s / 3600.0 * (double)l->nodes * c.usd_per_hour;
@@ -238,15 +264,16 @@ static int key_search(plan_walk *w, const plan_layout *k)
     return 0;
 }
 
-/* The keys of one parallel layout: precision, recomputation, micro-batch. */
+/* The keys of one parallel layout: precision (plan_precisions), recomputation, micro-batch. */
 static int keys_search(plan_walk *w, const plan_layout *base)
 {
-    int nprec = isfinite(w->in->inst[base->inst].hw.bf16_tflops) ? 2 : 1;
+    plan_prec precs[PLAN_MAX_PRECS];
+    int nprec = plan_precisions(&w->in->inst[base->inst], precs);
     for (int prec = 0; prec < nprec; prec++)
         for (int rc = 0; rc < 2; rc++)
             for (int m = 0; m < NMBS; m++) {
                 plan_layout k = *base;
-                k.prec = nprec == 1 ? PRECISION_FP32 : prec == 0 ? PRECISION_BF16_MIXED : PRECISION_BF16_SR;
+                k.prec = precs[prec].prec, k.fp8 = precs[prec].fp8;
                 k.recompute = rc, k.mb = plan_mbs[m];
                 if (key_search(w, &k) != 0) return CB_EFAIL;
             }
@@ -270,8 +297,8 @@ static int inst_search(plan_walk *w, int inst)
 }
 
 /* Cost, then time; among equals the simpler layout (fewer model-parallel ranks, no virtual
- * stages, no sequence parallelism, lower ZeRO stage, no recomputation), then the one with more
- * memory to spare. */
+ * stages, no sequence parallelism, lower ZeRO stage, no recomputation, bf16-mixed before fp8 and
+ * full bf16), then the one with more memory to spare. */
 static int cand_cmp(const void *a, const void *b)
 {
     const plan_cand *x = a, *y = b;
@@ -282,6 +309,8 @@ static int cand_cmp(const void *a, const void *b)
     if (x->sp != y->sp) return x->sp < y->sp ? -1 : 1;
     if (x->zero != y->zero) return x->zero < y->zero ? -1 : 1;
     if (x->recompute != y->recompute) return x->recompute < y->recompute ? -1 : 1;
+    if (x->fp8 != y->fp8) return x->fp8 < y->fp8 ? -1 : 1;
+    if (x->prec != y->prec) return x->prec < y->prec ? -1 : 1;
     if (x->pt.mem_gib != y->pt.mem_gib) return x->pt.mem_gib < y->pt.mem_gib ? -1 : 1;
     return 0;
 }

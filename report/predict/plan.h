@@ -4,11 +4,11 @@
  * splits the model, common/oplist.h's op_tp_splits: it divides the heads and the MLP width, and
  * the kv heads divide by it or it by them; up to the node's scale-up domain, plan_tp_max) x
  * sequence parallelism (off, and on when TP > 1) x PP 1,2,4,8 x virtual stages (1, 2, 4; more
- * than 1 only when PP > 1 and PP x stages divide the layers) x precision (bf16-mixed and bf16 on
- * an instance with a BF16 peak, else fp32) x recomputation (off, full) x micro-batch 1,2,4,8,
+ * than 1 only when PP > 1 and PP x stages divide the layers) x precision (the precisions the
+ * device's frameworks train in: plan_precisions) x recomputation (off, full) x micro-batch 1,2,4,8,
  * then ZeRO stage 0,1,3; each layout is the step model of
  * report/predict/scale.h at a fixed global batch, with the framework features of one framework
- * (report/predict/stepmodel.h's step_framework), priced once per pricing option. The compute time of a
+ * (report/predict/frameworks.h: step_framework), priced once per pricing option. The compute time of a
  * micro-batch through a stage depends on neither the node count nor the ZeRO stage: it is found
  * once per layout of the other dimensions, from the data-sheet peak at an assumed MFU, or from a
  * calibration (report/predict/calibration.h: calib_fit_carry, then calib_t_mb, the rule costbench scale
@@ -25,6 +25,7 @@
 
 #include "../../common/presets.h"
 #include "calibration.h"
+#include "../formats/devices.h"
 #include "../formats/inputs.h"
 #include "scale.h"
 #include "stepmodel.h"
@@ -43,14 +44,46 @@ typedef struct {
     char price_from[PLAN_MAX_OFFERS][256];   /* the price row's source (plan's price_source column) */
     char provider[PLAN_MAX_OFFERS][32];      /* the price row's cloud */
     double price_age_days[PLAN_MAX_OFFERS];  /* days since its as_of (report/formats/inputs.h price_age_days) */
+    char as_of[PLAN_MAX_OFFERS][24];         /* the price row's as_of */
+    /* what the device's frameworks train in (plan_instance_device): full bf16 with stochastic
+     * rounding, fp8 GEMMs */
+    int stochastic_rounding, fp8;
 } plan_instance;
+
+/* One precision searched: a training precision, and whether the GEMMs run in fp8 (the step
+ * model's fp8: transformer-block GEMMs at the device's FP8 peak, the rest as bf16-mixed). */
+typedef struct {
+    train_precision prec;
+    int fp8;
+} plan_prec;
+enum { PLAN_MAX_PRECS = 3 };
+
+/* What an instance's device trains in, from its data/devices.csv row (NULL: a hardware row that
+ * names no device: no stochastic rounding known, fp8 where the row has an FP8 peak):
+ * stochastic_rounding from the device's column (1 only when true); fp8 where the device has a
+ * dense FP8 peak and its frameworks train in fp8: every GPU framework does (Transformer Engine's
+ * Linear layers: Megatron-Core --fp8-format, NeMo fp8, llm-foundry amp_fp8, torchtitan float8),
+ * AWS Neuron's do not (neuronx-nemo-megatron trains bf16 with stochastic rounding, no fp8;
+ * neuronx-distributed's training scripts run mixed precision, no fp8 recipe: Trainium's cFP8
+ * peak is not offered). */
+void plan_instance_device(plan_instance *pi, const dev_row *d);
+/* The precisions searched on an instance, into out (PLAN_MAX_PRECS): fp32 alone without a BF16
+ * peak; else bf16-mixed (every GPU framework's default: fp32 master weights), fp8 where
+ * pi->fp8, full bf16 with stochastic rounding (bf16-sr) where pi->stochastic_rounding. fp32 is
+ * never searched where a BF16 peak exists. Returns the count. */
+int plan_precisions(const plan_instance *pi, plan_prec *out);
+/* "bf16-mixed", "fp8" (bf16-mixed with fp8 GEMMs: the precision column's fp8), "bf16-sr", ... */
+const char *plan_prec_name(train_precision prec, int fp8);
 
 typedef struct {
     model_config cfg;
     long seq, global_batch, max_nodes;
     double tokens;       /* to train on */
-    double mfu;          /* without a calibration: the assumed share of the data-sheet peak, 0..1 */
-    /* the framework features of every candidate (report/predict/stepmodel.h; NULL: step_framework_default)
+    double mfu;          /* without a calibration: the assumed share of the data-sheet peak, 0..1 (--mfu) */
+    /* without a calibration and --mfu: the framework's default efficiency (report/predict/fweff.h:
+     * t_mb = t_device / phi) and its spread, every candidate's band; phi 0: the assumed mfu */
+    double phi, phi_band_pct;
+    /* the framework features of every candidate (report/predict/frameworks.h; NULL: step_framework_default)
      * and its attention: tiled (flash: causal FLOPs, no s x s scores kept) or materialised */
     const step_framework *fw;
     int attn_flash;
@@ -77,6 +110,7 @@ typedef struct {
     long nodes;
     int tp, pp, vp, sp, zero, micro_batch, recompute;
     train_precision prec;
+    int fp8;             /* the GEMMs in fp8 (prec bf16-mixed) */
     scale_point pt;
     double usd_per_hour; /* per instance */
     double train_s;      /* wall-clock time to train, failures included */
@@ -87,7 +121,7 @@ typedef struct {
 } plan_cand;
 
 typedef struct {
-    plan_cand *c; /* cost ascending; ties: faster, then the simpler layout */
+    plan_cand *c; /* cost ascending; ties: faster, then the simpler layout (bf16-mixed before fp8 and bf16-sr) */
     int n, cap;
     long layouts;           /* layouts searched (before pricing) */
     long bad[PLAN_NBAD];    /* invalid layouts by reason */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../../common/err.h"
+#include "../../common/frameworks.h"
 #include "../../common/machine.h"
 #include "measrun.h"
 #include "stepmodel.h"
@@ -32,6 +33,81 @@ int hw_this_machine(const hw_table *ht, const char *instance, double peak_tflops
     return 0;
 }
 
+/* item appended to the ", "-separated list in buf (k characters used so far); the new length. */
+static size_t diff_add(char *buf, size_t n, size_t k, const char *item)
+{
+    if (k < n) k += (size_t)snprintf(buf + k, n - k, "%s%s", k ? ", " : "", item);
+    return k;
+}
+
+/* Two figures the same (both unknown: the same). */
+static int same_figure(double a, double b) { return a == b || (isnan(a) && isnan(b)); }
+
+/* The figures two instance types differ in, "network 1600 Gbit/s against 800" ("" when none). */
+static void instance_diff(const hw_row *used, const hw_row *other, char *buf, size_t n)
+{
+    char item[160];
+    size_t k = 0;
+    buf[0] = '\0';
+    if (strcmp(used->accelerator, other->accelerator) != 0)
+        snprintf(item, sizeof item, "device %s against %s", other->accelerator, used->accelerator),
+            k = diff_add(buf, n, k, item);
+    if (used->accelerators != other->accelerators)
+        snprintf(item, sizeof item, "%d devices against %d", other->accelerators, used->accelerators),
+            k = diff_add(buf, n, k, item);
+    if (!same_figure(used->net_gbit_per_s, other->net_gbit_per_s))
+        snprintf(item, sizeof item, "network %g Gbit/s against %g", other->net_gbit_per_s, used->net_gbit_per_s),
+            k = diff_add(buf, n, k, item);
+    if (!same_figure(used->intra_gb_per_s, other->intra_gb_per_s))
+        snprintf(item, sizeof item, "device link %g GB/s against %g", other->intra_gb_per_s, used->intra_gb_per_s),
+            k = diff_add(buf, n, k, item);
+}
+
+/* The instance type a row names, in ht: as written; or a published "A/B" (either of two, the
+ * source does not say which: trn1.32xlarge/trn1n.32xlarge): the first of them ht knows, the note
+ * saying which was used and how the other differs. NULL with the reason in note when none is. */
+static const hw_row *pub_instance(const char *name, const hw_table *ht, char *note, size_t n)
+{
+    const hw_row *h = hardware_find(ht, name);
+    const char *slash = strchr(name, '/');
+    note[0] = '\0';
+    if (h || !slash) {
+        if (!h) snprintf(note, n, "column 'instance_type': unknown instance type '%s' (not in %s)", name, ht->path);
+        return h;
+    }
+    char a[64], b[64];
+    snprintf(a, sizeof a, "%.*s", (int)(slash - name), name);
+    snprintf(b, sizeof b, "%s", slash + 1);
+    const hw_row *ha = hardware_find(ht, a), *hb = hardware_find(ht, b), *used = ha ? ha : hb;
+    if (!used)
+        return snprintf(note, n, "column 'instance_type': unknown instance type '%s' (neither '%s' nor '%s' is in %s)",
+                        name, a, b, ht->path),
+               NULL;
+    char diff[256] = "";
+    if (ha && hb) instance_diff(ha, hb, diff, sizeof diff);
+    snprintf(note, n, "instance '%s': %s used (%s%s%s)", name, used->instance, ha ? b : a,
+             !(ha && hb) ? " unknown" : diff[0] ? " differs: " : " the same figures", diff);
+    return used;
+}
+
+
+int pub_names_resolve(const pub_row *r, const pub_model_env *env, char *note, size_t n)
+{
+    note[0] = '\0';
+    if (r->unknown[0]) return snprintf(note, n, "%s", r->unknown), CB_EUSAGE;
+    char dev[400] = "", inst[320] = "";
+    const dev_row *d = devices_find(env->dt, r->device);
+    if (d) devices_family_note(d, dev, sizeof dev);
+    if (*r->instance && !pub_instance(r->instance, env->ht, inst, sizeof inst))
+        return snprintf(note, n, "%s", inst), CB_EUSAGE;
+    /* an unknown framework (or version) is named by pub_framework's note (frameworks.h) */
+    const char *part[2] = {dev, inst};
+    size_t k = 0;
+    for (int i = 0; i < 2; i++)
+        if (part[i][0] && k < n) k += (size_t)snprintf(note + k, n - k, "%s%s", k ? "; " : "", part[i]);
+    return 0;
+}
+
 /* The node the row ran on: its instance type, or `per_node` of its device on its network; the
  * flags' link overrides applied. A run on part of one node is one node of the devices it used. */
 static int pub_hardware(const pub_row *r, const pub_model_env *env, hw_row *hw, char *why, size_t n)
@@ -42,17 +118,16 @@ static int pub_hardware(const pub_row *r, const pub_model_env *env, hw_row *hw, 
         return rc;
     }
     const dev_row *d = devices_find(env->dt, r->device);
-    if (!d) return snprintf(why, n, "column 'device': unknown device '%s'", r->device), CB_EUSAGE;
+    if (!d)
+        return snprintf(why, n, "%s", r->unknown[0] ? r->unknown : "column 'device': unknown device"), CB_EUSAGE;
     long per_node = r->devices < r->devices_per_node ? r->devices : r->devices_per_node;
     if (*r->instance) {
-        const hw_row *h = hardware_find(env->ht, r->instance);
-        if (!h)
-            return snprintf(why, n, "column 'instance_type': unknown instance type '%s' (not in %s)", r->instance,
-                            env->ht->path),
-                   CB_EUSAGE;
+        const hw_row *h = pub_instance(r->instance, env->ht, why, n);
+        if (!h) return CB_EUSAGE;
+        why[0] = '\0'; /* the A/B note is validate's (pub_names_resolve), not a reason */
         if (h->accelerators != r->devices_per_node)
             return snprintf(why, n, "column 'devices_per_node': %ld, but %s holds %d accelerators (%s)",
-                            r->devices_per_node, r->instance, h->accelerators, env->ht->path),
+                            r->devices_per_node, h->instance, h->accelerators, env->ht->path),
                    CB_EUSAGE;
         *hw = *h;
         hw->accelerators = (int)per_node;
@@ -108,6 +183,27 @@ static int pub_dp_check(const pub_row *r, const scale_model *s, long nodes, char
     return 0;
 }
 
+/* The framework's features (report/predict/frameworks.h), its version's era, then what the row
+ * states: its overlap list and attention kernel beat the era's defaults. A default TP overlap needs
+ * sequence parallelism (Megatron asserts it: megatron/training/arguments.py:1401-1402
+ * @core_v0.19.0; NeMo's MegatronCommOverlapCallback and Megatron-Bridge's CommOverlapConfig force it
+ * off without: megatron_comm_overlap.py:141-151 @v2.4.0, comm_overlap.py:439-449 @v0.6.0). An
+ * unknown version is named in why (the row still maps: the default era). compile is recorded, not
+ * a term: no kernel-level measurement gives it a figure. */
+static void pub_framework(const pub_row *r, meas_run *run, char *why, size_t n)
+{
+    const step_framework *fw = step_framework_find_version(r->framework, r->framework_version, why, n);
+    run->attn_flash = fw->tiled_attention;
+    run->grad_overlap = fw->grad_overlap, run->gather_prefetch = fw->gather_prefetch;
+    run->tp_overlap = fw->tp_overlap && run->sp;
+    if (r->overlap >= 0) {
+        run->grad_overlap = (r->overlap & PUB_OVERLAP_GRAD) != 0;
+        run->gather_prefetch = (r->overlap & PUB_OVERLAP_PARAM) != 0;
+        run->tp_overlap = (r->overlap & PUB_OVERLAP_TP) != 0;
+    }
+    if (r->attention >= 0) run->attn_flash = r->attention != PUB_ATTN_MATERIALISED;
+}
+
 /* The run a published row states (report/predict/measrun.h): its shape, node, precision, layout,
  * sharding, recomputation and framework; what it cannot state from `defaults`. */
 static int pub_run(const pub_row *r, const char *path, const pub_model_env *env, const scale_model *defaults,
@@ -126,10 +222,7 @@ static int pub_run(const pub_row *r, const char *path, const pub_model_env *env,
     meas_run_sharding(run, r->sharding);
     meas_run_recompute(run, r->recompute);
     run->sp = r->sequence_parallel == 1 && r->tp > 1;
-    /* the framework's features: its attention kernel and what it overlaps (report/predict/stepmodel.h) */
-    const step_framework *fw = step_framework_find(r->framework);
-    run->attn_flash = fw->tiled_attention;
-    run->grad_overlap = fw->grad_overlap, run->gather_prefetch = fw->gather_prefetch, run->tp_overlap = fw->tp_overlap;
+    pub_framework(r, run, why, n);
     run->seq_per_s = r->seq_per_s;
     return pub_own_check(r, run, why, n);
 }

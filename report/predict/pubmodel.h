@@ -5,7 +5,8 @@
  * What each field becomes (and what the step model cannot represent, refused with the reason):
  *   model shape     published_config: the row's own architecture and shape, no preset
  *   hardware        device "this machine": hw_this_machine at peak_tflops, one node per device;
- *                   else instance_type: its row of data/hardware.csv; else hw_from_device(device,
+ *                   else instance_type: its row of data/hardware.csv (a published "A/B": the first
+                   of the two it lists, pub_names_resolve); else hw_from_device(device,
  *                   devices_per_node, node_net_gbps; empty: the device's reference node's
  *                   node_net_gbps, e.g. a DGX A100's 1600); a run on fewer devices than one node
  *                   holds is one node of that many devices (same links); then the link overrides
@@ -24,8 +25,11 @@
  *   recompute       full: every forward op again; selective: the attention core again
  *   sequence_par.   the norms and residuals on seq / tp rows, the TP collectives as reduce-scatter
  *                   + all-gather (Korthikanti et al. 2022)
- *   framework       its attention kernel and overlaps (report/predict/stepmodel.h's step_framework_find;
- *                   an unknown name: `plain`)
+ *   framework       its attention kernel and overlaps: the era of framework_version
+ *                   (report/predict/frameworks.h: empty or unknown: the name's default era; an
+ *                   unknown name: `plain`'s features; either named in why), then the row's own
+ *                   overlap list and attention kernel over the era's defaults; a default TP overlap needs
+ *                   sequence parallelism; compile is recorded, not modelled
  *   precision       fp32 against the FP32 peak; bf16-mixed (and empty) mixed against the BF16 peak;
  *                   fp16-mixed mixed against the device's FP16 peak; bf16 full bf16 against the
  *                   BF16 peak; fp8 its GEMMs against the FP8 peak, the rest as bf16-mixed (refused
@@ -57,8 +61,17 @@ typedef struct {
 int hw_this_machine(const hw_table *ht, const char *instance, double peak_tflops_per_rank, long ranks, hw_row *hw,
                     char *why, size_t n);
 
+/* The names of row r (device, instance type) resolved against env, with what it took: 0 and a
+ * note, "" when every name is known as written, else "; "-separated: "device 'x' resolved through
+ * family y (its own: hbm_gib 96)", "instance 'a/b': a used (b differs: network 1600 Gbit/s against
+ * 800)" (an unknown framework: pub_scale_model's why names it); CB_EUSAGE and the reason in
+ * note when the device (published.h: r->unknown) or the instance type is unknown: the row is not
+ * predicted. Nothing printed. */
+int pub_names_resolve(const pub_row *r, const pub_model_env *env, char *note, size_t n);
+
 /* The row (of the file at path) as a step model (compute time unset) and its node count. Returns
- * 0, or CB_EUSAGE with the reason in why ("column 'cp': ..."; nothing printed, except by
+ * 0 (why "" or a note naming an unknown framework version or name: the row still maps), or
+ * CB_EUSAGE with the reason in why ("column 'cp': ..."; nothing printed, except by
  * published_config for a shape it rejects). */
 int pub_scale_model(const pub_row *r, const char *path, const pub_model_env *env, const scale_model *defaults,
                     scale_model *s, long *nodes, char *why, size_t n);

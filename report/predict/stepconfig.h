@@ -78,7 +78,7 @@ typedef struct {
     int selective;          /* selective recomputation: the attention core recomputed */
     int fp8;                /* the GEMMs in fp8 against the device's FP8 peak (the rest as the precision says) */
     int hybrid;             /* FSDP hybrid sharding: ZeRO-3 inside a node (zero 2 across nodes) */
-    /* framework features (report/predict/stepmodel.h's step_framework): what overlaps what */
+    /* framework features (report/predict/frameworks.h: step_framework): what overlaps what */
     int grad_overlap, gather_prefetch, tp_overlap;
     const struct matmul_curve_s *gemm_curve; /* a measured GEMM efficiency curve of the device; NULL: its rule */
     double step_overhead_s; /* a fixed cost per optimizer step (a joint calibration's second parameter; 0 else) */

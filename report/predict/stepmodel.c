@@ -7,59 +7,7 @@
 #include <string.h>
 
 #include "../../common/err.h"
-#include "../../common/frameworks.h"
 #include "effcurve.h"
-
-static const step_framework frameworks[] = {
-    {"plain", 1, 0, 0, 0,
-     "the default: a tiled (flash) attention kernel, nothing overlapped (the conservative choice)"},
-    {"megatron-lm", 0, 0, 0, 0,
-     "Megatron-LM: materialised attention unless --use-flash-attn; --overlap-grad-reduce and --tp-comm-overlap off by "
-     "default"},
-    {"nemo", 1, 1, 1, 0,
-     "NeMo (Megatron core): flash attention, overlap_grad_sync and overlap_param_sync on, tp_comm_overlap off by "
-     "default"},
-    {"neuron-nemo", 0, 0, 0, 0, "neuronx-nemo-megatron (2023): materialised attention under XLA, no gradient overlap"},
-    {"llm-foundry", 1, 1, 1, 0,
-     "llm-foundry (Composer FSDP): flash/triton attention, forward_prefetch and BACKWARD_PRE"},
-    {"torchtitan", 1, 1, 1, 0,
-     "torchtitan (FSDP2): SDPA flash attention, prefetching all-gathers, overlapped reduce-scatter"},
-    {"deepspeed", 1, 1, 1, 0, "DeepSpeed ZeRO: overlap_comm true, prefetching parameter gathers (stage 3)"},
-    {"costbench", 1, 1, 0, 0,
-     "costbench train: the tiled attention kernel, the all-reduce overlapped with the backward"},
-};
-enum { NFRAMEWORKS = sizeof frameworks / sizeof frameworks[0] };
-
-const step_framework *step_framework_default(void) { return &frameworks[0]; }
-
-const step_framework *step_framework_find(const char *name)
-{
-    name = framework_canonical(name); /* "megatron" -> "megatron-lm" (common/frameworks.h) */
-    for (int i = 0; name && i < NFRAMEWORKS; i++)
-        if (strcmp(frameworks[i].name, name) == 0) return &frameworks[i];
-    return step_framework_default();
-}
-
-void step_framework_list(char *buf, size_t n)
-{
-    size_t used = 0;
-    buf[0] = '\0';
-    for (int i = 0; i < NFRAMEWORKS && used < n; i++) {
-        int w = snprintf(buf + used, n - used, "%s%s", i ? ", " : "", frameworks[i].name);
-        if (w < 0) break;
-        used += (size_t)w;
-    }
-}
-
-void step_framework_flag_help(char *buf, size_t n)
-{
-    char names[512];
-    step_framework_list(names, sizeof names);
-    snprintf(buf, n,
-             "the framework's features (attention kernel, gradient overlap, prefetched gathers, TP overlap): %s "
-             "(default %s: flash attention, nothing overlapped)",
-             names, step_framework_default()->name);
-}
 
 static double or_default(double v, double d) { return v > 0 && isfinite(v) ? v : d; }
 

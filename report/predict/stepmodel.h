@@ -27,11 +27,12 @@
  * A calibration fits one framework efficiency phi against this device time (t_mb = t_device /
  * phi) and carries phi, which is not a property of a device, to other devices and layouts.
  *
- * Framework features (overlap) are named, with the frameworks' defaults (step_framework_find). */
+ * Framework features (overlap) are named, with the frameworks' defaults (frameworks.h). */
 #ifndef CB_STEPMODEL_H
 #define CB_STEPMODEL_H
 
 #include "../../common/oplist.h"
+#include "frameworks.h"
 #include "stepconfig.h"
 
 #define STEP_GEMM_EFF 0.75      /* a device's gemm_eff when data/devices.csv leaves it empty */
@@ -45,29 +46,8 @@
 #define STEP_LINK_LATENCY_US 5.0
 #define STEP_NET_LATENCY_US 10.0 /* a network hop when the hardware states none (InfiniBand, EFA: wire + NCCL's step) */
 
-/* What a framework overlaps, by default (each a named feature the README documents):
- *   tiled_attention  a tiled (flash) attention kernel, causal FLOPs, no s x s scores in memory
- *   grad_overlap     the gradient reduction runs under the backward (DDP buckets; Megatron-LM's
- *                    --overlap-grad-reduce, off by default; NeMo's overlap_grad_sync, on)
- *   gather_prefetch  ZeRO-3/FSDP parameter gathers run ahead of the layer that needs them, under
- *                    compute (FSDP forward_prefetch / BACKWARD_PRE, llm-foundry's defaults)
- *   tp_overlap       tensor-parallel collectives hidden under the layer's GEMMs (Transformer
- *                    Engine userbuffers; NeMo tp_comm_overlap), off unless a row says so */
-typedef struct {
-    const char *name;
-    int tiled_attention, grad_overlap, gather_prefetch, tp_overlap;
-    const char *source;
-} step_framework;
-/* The features of `name` (plain, megatron-lm, nemo, neuron-nemo, llm-foundry, torchtitan,
- * deepspeed, costbench, or an alias: megatron, composer, common/frameworks.h); an unknown or empty
- * name: `plain` (step_framework_default): a tiled attention kernel and nothing overlapped, the
- * conservative default of scale and plan. */
-const step_framework *step_framework_find(const char *name);
-const step_framework *step_framework_default(void);
-/* "megatron-lm, nemo, ..." for messages and help. */
-void step_framework_list(char *buf, size_t n);
-/* --framework's help (common/cliflags.h, FRAMEWORK_FLAG_SPEC): what a framework sets and the names. */
-void step_framework_flag_help(char *buf, size_t n);
+/* What a framework overlaps, by default: the framework table with versions and the source of
+ * every default is report/predict/frameworks.h (step_framework_find, step_framework_find_version). */
 
 /* The operation list of s's layout (dp replicas: the ZeRO sharding of the optimizer). Returns the
  * count or -1 (a layout the list cannot split). */

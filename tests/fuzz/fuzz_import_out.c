@@ -1,5 +1,5 @@
 /* fuzz_import_out.c: libFuzzer harness of `costbench import LOG --out FILE` end to end, FILE an
- * existing published-runs file: the same calls src/cmd_import.c makes without configuration
+ * existing published-runs file: the same calls report/importrun.c makes without configuration
  * flags (format detection from the first step line, the format's parser, import_merge's part that
  * needs no flag, the steady state, the row, its load-back check where it is complete, logrow_save),
  * with FILE a scratch copy of data/reference/published/trn1_table1.csv restored before each input.
@@ -56,7 +56,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     return 0;
 }
 
-/* import_merge with no flag given (src/cmd_import.c): the data-parallel degree from the others
+/* import_merge with no flag given (report/importrun.c): the data-parallel degree from the others
  * (import_dp), and the global batch for the steps that do not print theirs. */
 static void merge_no_flags(log_run *r)
 {
@@ -71,7 +71,7 @@ static void merge_no_flags(log_run *r)
         if (r->steps[k].global_batch <= 0) r->steps[k].global_batch = r->global_batch;
 }
 
-/* import_emit: what cmd_import does after parsing (src/cmd_import.c's import_emit, without flags):
+/* import_emit: what cmd_import does after parsing (report/importrun.c's import_emit, without flags):
  * the step order checked, the steady state, the row, and --out (logrow_save loads a complete row
  * back with the file it goes into, and refuses to append an incomplete one). */
 static int import_emit(const text_lines *t, log_run *r)

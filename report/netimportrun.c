@@ -1,6 +1,8 @@
-/* costbench import of a collective benchmark's output: each collective's table fitted
+/* netimportrun.c: costbench import of a collective benchmark's output: each collective's table fitted
  * (report/formats/netfit.h) into a row of a network file, with `#` lines saying what it came from and
  * what the step model takes from it. */
+#include "netimportrun.h"
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -9,9 +11,8 @@
 #include "../common/err.h"
 #include "../common/files.h"
 #include "../common/machine.h"
-#include "../report/formats/netfit.h"
-#include "../report/predict/stepmodel.h"
-#include "import_net.h"
+#include "formats/netfit.h"
+#include "predict/stepmodel.h"
 
 enum { NOTES_PER_RUN = 4, NOTE_LEN = 1024 };
 

@@ -1,10 +1,10 @@
-/* import_net.h: `costbench import FILE` of a collective benchmark's output (nccl-tests'
+/* netimportrun.h: `costbench import FILE` of a collective benchmark's output (nccl-tests'
  * all_reduce_perf, all_gather_perf, reduce_scatter_perf; `costbench allreduce --csv`): the fitted
  * network as rows of a network file (report/formats/netfit.h). */
-#ifndef CB_IMPORT_NET_H
-#define CB_IMPORT_NET_H
+#ifndef CB_NETIMPORTRUN_H
+#define CB_NETIMPORTRUN_H
 
-#include "../report/formats/kvconf.h"
+#include "formats/kvconf.h"
 
 /* What `costbench import`'s flags say of a collective benchmark (NULL: not given): --out FILE,
  * --instance TYPE (the node type, a row of the hardware table --hardware FILE names), --collective
