@@ -7,8 +7,8 @@
 
 #include "params.h"
 
-const char *const op_kind_names[8] = {"gemm", "attention", "memory", "tp_comm",
-                                      "dp_comm", "gather", "pp_send", "optimizer"};
+const char *const op_kind_names[9] = {"gemm",   "attention", "memory", "tp_comm", "dp_comm",
+                                      "gather", "pp_send",   "optimizer", "cp_send"};
 const char *const op_pass_names[4] = {"fwd", "bwd", "recompute", "step"};
 
 typedef struct {
@@ -31,8 +31,10 @@ static op_entry *put(op_sink *k, const char *name, op_kind kind, op_pass pass, o
     return e;
 }
 
-/* A linear layer Y (n x out) = X (n x in) W^T: forward, input gradient, weight gradient. */
-static void linear(op_sink *k, const char *name, op_scope scope, long n, long in, long out, double count, int recompute)
+/* A linear layer Y (n x out) = X (n x in) W^T: forward, input gradient, weight gradient (fp8: at the
+ * FP8 peak). */
+static void linear(op_sink *k, const char *name, op_scope scope, long n, long in, long out, double count, int recompute,
+                   int fp8)
 {
     const struct {
         const char *phase;
@@ -45,14 +47,30 @@ static void linear(op_sink *k, const char *name, op_scope scope, long n, long in
         if (!e) return;
         e->n = p[j].r, e->k = p[j].i, e->m = p[j].o;
         e->flops = 2.0 * (double)e->n * (double)e->k * (double)e->m;
-        e->bytes = 0;
+        e->bytes = 0, e->fp8 = fp8;
     }
 }
 
 static void mem(op_sink *k, const char *name, op_pass pass, op_scope scope, double bytes, double count)
 {
-    op_entry *e = put(k, name, OPK_MEM, pass, scope, pass == OPP_BWD ? "bwd" : "fwd", count);
+    op_entry *e = put(k, name, OPK_MEM, pass, scope, pass == OPP_BWD ? "bwd" : pass == OPP_STEP ? "step" : "fwd", count);
     if (e) e->bytes = bytes;
+}
+
+/* Delayed scaling's cast + transpose of a 16-bit tensor to fp8 (Transformer Engine
+ * fp8_cast_transpose_fused / cast_transpose_dbias: read 2 B, write 1 B twice): bytes per element. */
+#define OP_FP8_CAST_BYTES 4.0
+
+/* The quantisation of one fp8 block Linear (n x in -> out) of a layer: its input forward (a C-wide
+ * input with sequence parallelism is cast on its n / tp rows, before the all-gather), again under
+ * full recompute, and its output gradient backward; its weight once per step. */
+static void fp8_casts(op_sink *k, const op_layout *l, long n, long in, long out, long C)
+{
+    double sp = l->sp && l->tp > 1 ? (double)l->tp : 1.0;
+    double x = (double)n * in / (in == C ? sp : 1.0), dy = (double)n * out / (out == C ? sp : 1.0);
+    mem(k, "fp8_cast", OPP_FWD, OPS_LAYER, x * OP_FP8_CAST_BYTES, 1);
+    if (l->recompute == OP_RECOMPUTE_FULL) mem(k, "fp8_cast", OPP_RECOMPUTE, OPS_LAYER, x * OP_FP8_CAST_BYTES, 1);
+    mem(k, "fp8_cast", OPP_BWD, OPS_LAYER, dy * OP_FP8_CAST_BYTES, 1);
 }
 
 /* The attention core of the rank's heads (and a materialised attention's traffic of scores). */
@@ -122,6 +140,21 @@ static void tp_comm(op_sink *k, const model_config *c, const op_layout *l, long 
     if (e) e->bytes = (double)n * c->C * l->act_bytes;
 }
 
+/* Ring attention's K and V chunks (and their gradients backward) around the cp ranks of a layer:
+ * each send s / cp tokens x the rank's key/value heads x HS x 2 (K and V), cp - 1 of them a pass. */
+static void cp_sends(op_sink *k, const model_config *c, const op_layout *l, int recompute_core)
+{
+    if (l->cp <= 1) return;
+    const model_config r = tp_shard(c, l->tp);
+    double kv = (double)l->micro_batch * ((double)l->seq / l->cp) * model_kv_heads(&r) * c->HS * 2.0 * l->act_bytes;
+    const op_pass pass[3] = {OPP_FWD, OPP_BWD, OPP_RECOMPUTE};
+    for (int j = 0; j < (recompute_core ? 3 : 2); j++) {
+        op_entry *e = put(k, "cp_kv_send", OPK_CP_SEND, pass[j], OPS_LAYER, pass[j] == OPP_BWD ? "bwd" : "fwd",
+                          (double)(l->cp - 1));
+        if (e) e->bytes = pass[j] == OPP_BWD ? 2.0 * kv : kv; /* backward: dK and dV ride with K and V */
+    }
+}
+
 int op_tp_splits(const model_config *c, int t)
 {
     int kv = model_kv_heads(c);
@@ -136,12 +169,21 @@ int op_list(const model_config *c, const op_layout *l, op_entry *out, int cap)
     op_sink k = {out, 0, cap};
     const model_config r = tp_shard(c, l->tp);
     long n = l->micro_batch * l->seq / l->cp, C = c->C;
-    int full = l->recompute == OP_RECOMPUTE_FULL;
-    linear(&k, "qkv", OPS_LAYER, n, C, model_qkv_rows(&r), 1, full);
+    int full = l->recompute == OP_RECOMPUTE_FULL, f8 = l->fp8 != 0;
+    const long lin[4][2] = {{C, model_qkv_rows(&r)}, {(long)r.NH * r.HS, C}, {C, model_mlp_in_rows(&r)}, {model_ffn(&r), C}};
+    linear(&k, "qkv", OPS_LAYER, n, lin[0][0], lin[0][1], 1, full, f8);
     attention(&k, c, l, n, l->recompute != OP_RECOMPUTE_NONE);
-    linear(&k, "attn_out", OPS_LAYER, n, (long)r.NH * r.HS, C, 1, full);
-    linear(&k, "mlp_up", OPS_LAYER, n, C, model_mlp_in_rows(&r), 1, full);
-    linear(&k, "mlp_down", OPS_LAYER, n, model_ffn(&r), C, 1, full);
+    cp_sends(&k, c, l, l->recompute != OP_RECOMPUTE_NONE);
+    linear(&k, "attn_out", OPS_LAYER, n, lin[1][0], lin[1][1], 1, full, f8);
+    linear(&k, "mlp_up", OPS_LAYER, n, lin[2][0], lin[2][1], 1, full, f8);
+    linear(&k, "mlp_down", OPS_LAYER, n, lin[3][0], lin[3][1], 1, full, f8);
+    double wcast = 0;
+    for (int i = 0; f8 && i < 4; i++) {
+        fp8_casts(&k, l, n, lin[i][0], lin[i][1], C);
+        wcast += (double)lin[i][0] * (double)lin[i][1];
+    }
+    if (f8) /* the stage's weights, once per step (its layers: c->L / pp) */
+        mem(&k, "fp8_cast", OPP_STEP, OPS_STEP, wcast * (double)c->L / l->pp * OP_FP8_CAST_BYTES, 1);
     layer_memory(&k, c, l, n, OPP_FWD);
     layer_memory(&k, c, l, n, OPP_BWD);
     tp_comm(&k, c, l, n, OPP_FWD);
@@ -155,7 +197,7 @@ int op_list(const model_config *c, const op_layout *l, op_entry *out, int cap)
     mem(&k, "norm", OPP_FWD, OPS_LAST, rows_sp * C * B * 2.0, 1); /* the final norm */
     mem(&k, "norm", OPP_BWD, OPS_LAST, rows_sp * C * B * 3.0, 1);
     /* a vocabulary the TP ranks do not divide is padded (Megatron-LM pads it to a multiple of 128 x tp) */
-    linear(&k, "logits", OPS_LAST, n, C, (long)((c->V + l->tp - 1) / l->tp), 1, 0);
+    linear(&k, "logits", OPS_LAST, n, C, (long)((c->V + l->tp - 1) / l->tp), 1, 0, 0); /* 16-bit under fp8 too */
     mem(&k, "cross_entropy", OPP_FWD, OPS_LAST, (double)n * V * (B + 4.0), 1);
     mem(&k, "cross_entropy", OPP_BWD, OPS_LAST, (double)n * V * (4.0 + B), 1);
     /* data movement: weights per layer of the rank's tensor-parallel shard */

@@ -34,9 +34,23 @@
  *   TP       per layer, the all-reduces of an n x C activation: 2 forward, 2 backward (input
  *            gradients); with sequence parallelism each is an all-gather + a reduce-scatter of
  *            the same bytes (Korthikanti et al. 2022)
+ *   fp8      (op_layout.fp8) the four block Linear layers run fp8 forward and backward (Transformer
+ *            Engine's te.Linear / LayerNormLinear / LayerNormMLP, torchao's Float8Linear with the
+ *            output filtered: the frameworks' defaults; the logits GEMM and the attention core stay
+ *            16-bit), and their inputs are quantised, memory-bound ops `fp8_cast` at delayed
+ *            scaling's traffic (TE cast_transpose: read 2 B, write 1 B + 1 B transposed = 4 B per
+ *            element; current scaling's separate amax pass, 6 B, is not charged): per micro-batch the
+ *            activation X (n x k; with sequence parallelism a C-wide one before its all-gather, n / tp
+ *            rows) forward, and again under full recompute, and the output gradient dY (n x m)
+ *            backward; the weights once per step (TE caches them across micro-batches; none with fp8
+ *            parameters), OPS_STEP
+ *   CP       (cp > 1) ring attention (Transformer Engine's cp_comm_type p2p, Megatron's default): per
+ *            layer each rank sends its K and V chunk, s / cp tokens x its key/value heads x HS, to
+ *            the next rank cp - 1 times forward (cp_kv_send, count cp - 1), and the K, V and their
+ *            gradients dK, dV backward (twice the bytes; TE context_parallel.py's p2p_comm_buffers)
  *   recompute full: every forward op of the layers again in the backward pass (TP collectives
  *            included); selective: the attention core (and a materialised attention's memory
- *            traffic) again (Korthikanti et al. 2022)
+ *            traffic, and the ring's K and V sends) again (Korthikanti et al. 2022)
  * and the data movement around them: the gradient bytes a rank synchronises once per step
  * (grad_sync; ZeRO-3/FSDP: a reduce-scatter per layer and micro-batch instead), the weights a
  * ZeRO-3/FSDP rank gathers in every forward and backward (param_gather: per layer, and the
@@ -49,12 +63,12 @@
 
 #include "presets.h"
 
-typedef enum { OPK_GEMM, OPK_ATTN, OPK_MEM, OPK_TP_COMM, OPK_DP_COMM, OPK_GATHER, OPK_PP_SEND, OPK_OPTIM } op_kind;
+typedef enum { OPK_GEMM, OPK_ATTN, OPK_MEM, OPK_TP_COMM, OPK_DP_COMM, OPK_GATHER, OPK_PP_SEND, OPK_OPTIM, OPK_CP_SEND } op_kind;
 typedef enum { OPP_FWD, OPP_BWD, OPP_RECOMPUTE, OPP_STEP } op_pass;
 /* How often an op runs: per layer (times the layers of a stage), once per micro-batch on the
  * first or the last pipeline stage, once per micro-batch on every stage, or once per step. */
 typedef enum { OPS_LAYER, OPS_FIRST, OPS_LAST, OPS_MB, OPS_STEP } op_scope;
-extern const char *const op_kind_names[8];
+extern const char *const op_kind_names[9];
 extern const char *const op_pass_names[4];
 
 typedef enum { OP_RECOMPUTE_NONE, OP_RECOMPUTE_SELECTIVE, OP_RECOMPUTE_FULL } op_recompute;
@@ -73,6 +87,8 @@ typedef struct {
     int optim_bytes;        /* bytes AdamW reads and writes per parameter (weights, gradients, state) */
     int zero;               /* 0..3: ZeRO-3 gathers the weights per micro-batch */
     long dp;                /* data-parallel replicas (sharding of the optimizer state and gathers) */
+    int fp8;                /* the transformer blocks' Linear layers in fp8 (qkv, attn_out, mlp_up, mlp_down), as
+                             * Transformer Engine / torchao run them; the output layer and attention stay 16-bit */
 } op_layout;
 
 typedef struct {
@@ -87,9 +103,10 @@ typedef struct {
     double count;   /* kernel calls per scope */
     double flops;   /* per call (attention: all of its heads) */
     double bytes;   /* per instance: memory moved (MEM, OPTIM) or the message (collectives, sends) */
+    int fp8;        /* a GEMM at the FP8 peak (op_layout.fp8's block Linear layers) */
 } op_entry;
 
-#define OP_LIST_MAX 96
+#define OP_LIST_MAX 128
 
 /* Whether TP t splits the model: it divides the query heads, and the key/value heads divide by it
  * or it by them (fewer key/value heads than ranks: each rank holds one, replicated, as

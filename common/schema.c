@@ -79,6 +79,14 @@ const schema_col dev_schema[DV_NCOLS] = {
     [DV_MODEL_SOURCE] = {{"model_source", "", REC_STR, 0}, 1, 0, 0},
     [DV_SOURCE] = {{"source", "", REC_STR, 0}, 1, 0, 0},
     [DV_FAMILY] = {{"family", "", REC_STR, 0}, 1, 0, 0},
+    /* the kernel figures (report/formats/devices.h): fp8 GEMMs' share of the FP8 peak, the attention
+     * curve E s / (s + s_half), the link's achieved share and its latency per ring step */
+    [DV_FP8_GEMM_EFF] = {{"fp8_gemm_eff", "", REC_NUM, 2}, 1, 0.01, 1},
+    [DV_ATTN_EFF_MAX] = {{"attn_eff_max", "", REC_NUM, 3}, 1, 0.01, 1},
+    [DV_ATTN_S_HALF] = {{"attn_s_half", "tokens", REC_NUM, 0}, 1, 0, 1e7},
+    [DV_LINK_EFF] = {{"link_eff", "", REC_NUM, 2}, 1, 0.01, 2},
+    [DV_LINK_LATENCY_US] = {{"link_latency_us", "us", REC_NUM, 1}, 1, 0, 1e4},
+    [DV_EFF_SOURCE] = {{"eff_source", "", REC_STR, 0}, 1, 0, 0},
 };
 
 const schema_col price_schema[PR_NCOLS] = {

@@ -68,7 +68,8 @@ static void test_shipped_rows_load(void)
         CHECK(v->fp16_tflops == 125 && isnan(v->bf16_tflops) && isnan(v->tf32_tflops) && v->fp32_tflops == 15.7,
               "V100 peaks");
         CHECK(v->scaleup_domain == 16, "DGX-2's V100: 16 on NVSwitch");
-        CHECK(t->bf16_tflops == 190 && t->workers == 2 && isnan(t->link_gb_per_s), "Trainium1 per chip, 2 NeuronCores");
+        CHECK(t->bf16_tflops == 190 && t->workers == 2 && t->link_gb_per_s == 192,
+              "Trainium1 per chip, 2 NeuronCores, NeuronLink 192 GB/s each way (an assumption: half of AWS's 384)");
         CHECK(h->fp8_tflops == 1979 && h->bf16_tflops == 989.5, "H100 dense = half the sparse figures");
     }
     char list[1024];
@@ -132,7 +133,7 @@ static void test_hw_from_device(void)
     const dev_row *t = devices_find(&dt, "trainium1");
     if (t) {
         hw_from_device(t, 16, 800, 20, &h);
-        CHECK(h.accelerators * h.workers == 32 && isnan(h.intra_gb_per_s) && h.net_latency_us == 20,
+        CHECK(h.accelerators * h.workers == 32 && h.intra_gb_per_s == 192 && h.net_latency_us == 20,
               "a trn1 node: 32 ranks");
     }
     devices_free(&dt);
@@ -173,7 +174,7 @@ static void test_hardware_derives(void)
                   p4d->tf32_tflops == 156,
               "p4d.24xlarge: 8 x the A100 40GB row on 400 Gbit/s");
         CHECK(trn1->workers == 2 && trn1->accelerators == 16 && trn1->bf16_tflops == 190 && trn1->fp32_tflops == 47.5 &&
-                  trn1->mem_gb_per_s == 880.5 && isnan(trn1->intra_gb_per_s),
+                  trn1->mem_gb_per_s == 880.5 && trn1->intra_gb_per_s == 192,
               "trn1.32xlarge: Table 1's figures, from trainium1");
         CHECK(dgx->net_gbit_per_s == 1600 && dgx->mem_gib == 80 && h100->net_gbit_per_s == 3200 &&
                   h100->fp8_tflops == 1979,

@@ -86,10 +86,11 @@ static void test_scale_reproducer_absurd_base(void)
               "--base-seq-per-s %s: exit %d: %s", fast[i], rc, g_err);
         CHECK(access(csv, F_OK) != 0 && g_out[0] == '\0', "--base-seq-per-s %s: output written", fast[i]);
     }
-    /* 46 seq/s is 99.4% of the peak: possible, and reproduced */
-    const char *edge[] = {"--base-nodes", "4", "--base-seq-per-s", "46", NULL};
+    /* 38 seq/s is 82% of the peak: possible, and reproduced (46, 99.4%, was before the TP rings were
+     * charged on trn1's NeuronLink: at the peak the model now gives 38.8) */
+    const char *edge[] = {"--base-nodes", "4", "--base-seq-per-s", "38", NULL};
     int rc = run_neox(csv, edge);
-    CHECK(rc == 0 && strstr(g_out, "reproduces its 1 point within 5%"), "46 seq/s: exit %d: %s", rc, g_err);
+    CHECK(rc == 0 && strstr(g_out, "reproduces its 1 point within 5%"), "38 seq/s: exit %d: %s", rc, g_err);
     unlink(csv);
     /* with full recomputation the hardware does 4/3 the FLOPs: 40 seq/s needs more than the peak */
     const char *rec[] = {"--base-nodes", "4", "--base-seq-per-s", "40", "--recompute", NULL};
@@ -152,7 +153,8 @@ static void test_scale_fit_tolerance(void)
               strstr(g_err, "\nhint: residuals (model / measured - 1) at the 5 points: 4 nodes -0.3%, 8 nodes +1.0%"),
           "--fit-tolerance 0.5: exit %d: %s", rc, g_err);
     CHECK(access(csv, F_OK) != 0, "--fit-tolerance 0.5: CSV written");
-    /* Pythia-6.9B at 1 and 4 nodes with the compute time alone: 5.8% apart either way */
+    /* Pythia-6.9B at 1 and 4 nodes with the compute time alone: 5.7% apart either way (5.8% before trn1's
+     * TP rings were charged) */
     const char *py[] = {"scale", "--model", "pythia-6.9b", "--instance", "trn1.32xlarge", "--tp", "8", "--global-batch",
                         "256", "--nodes", "1,4", "--measured", g_table1, "--fit", "compute", "--csv", csv, NULL, NULL,
                         NULL};
@@ -163,7 +165,7 @@ static void test_scale_fit_tolerance(void)
     py[17] = "--fit-tolerance", py[18] = "10";
     rc = run(py);
     CHECK(rc == 0 &&
-              strstr(g_out, "reproduces its 2 points within 10% (--fit-tolerance): worst residual -5.8% at 1 nodes") &&
+              strstr(g_out, "reproduces its 2 points within 10% (--fit-tolerance): worst residual -5.7% at 1 nodes") &&
               access(csv, R_OK) == 0,
           "pythia compute-only fit at 10%%: exit %d: %s%s", rc, g_out, g_err);
     const char *bad[] = {"--base-nodes", "4", "--base-seq-per-s", "13.6", "--fit-tolerance", "0", NULL};

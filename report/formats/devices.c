@@ -52,8 +52,11 @@ static int dev_key_check(const table *t, int row, int col, const char *key)
     return 0;
 }
 
-/* The columns a file may leave out: the step model's, and family. */
-static int dev_col_optional(int i) { return (i >= DV_FIRST_OPTIONAL && i <= DV_LAST_OPTIONAL) || i == DV_FAMILY; }
+/* The columns a file may leave out: the step model's (its kernel figures too), and family. */
+static int dev_col_optional(int i)
+{
+    return (i >= DV_FIRST_OPTIONAL && i <= DV_LAST_OPTIONAL) || i == DV_FAMILY || i >= DV_FIRST_FIGURE;
+}
 
 /* Where each number column of dev_schema lands in a dev_row (0: not a double; the ints apart). */
 static const size_t dev_num_off[DV_NCOLS] = {
@@ -63,7 +66,9 @@ static const size_t dev_num_off[DV_NCOLS] = {
     [DV_HBM_GB_PER_S] = offsetof(dev_row, hbm_gb_per_s), [DV_LINK_GB_PER_S] = offsetof(dev_row, link_gb_per_s),
     [DV_GEMM_EFF] = offsetof(dev_row, gemm_eff),       [DV_ATTN_EFF] = offsetof(dev_row, attn_eff),
     [DV_MEM_EFF] = offsetof(dev_row, mem_eff),         [DV_LAUNCH_US] = offsetof(dev_row, launch_us),
-    [DV_NODE_NET_GBPS] = offsetof(dev_row, node_net_gbps)};
+    [DV_NODE_NET_GBPS] = offsetof(dev_row, node_net_gbps), [DV_FP8_GEMM_EFF] = offsetof(dev_row, fp8_gemm_eff),
+    [DV_ATTN_EFF_MAX] = offsetof(dev_row, attn_eff_max), [DV_ATTN_S_HALF] = offsetof(dev_row, attn_s_half),
+    [DV_LINK_EFF] = offsetof(dev_row, link_eff),       [DV_LINK_LATENCY_US] = offsetof(dev_row, link_latency_us)};
 
 /* The number cells of row i into d: a variant row (fam) takes the family's figure for every empty
  * cell and lists the columns it states in d->own; a device row needs its required cells. */
@@ -122,6 +127,12 @@ static int dev_row_read(const table *t, int i, const int *col, const dev_row *fa
     if (rc == 0 && col[DV_MODEL_SOURCE] >= 0 && *table_cell(t, i, col[DV_MODEL_SOURCE]))
         rc = dev_str(t, i, col[DV_MODEL_SOURCE], d->model_source, sizeof d->model_source);
     if (rc == 0) rc = dev_str(t, i, col[DV_SOURCE], d->source, sizeof d->source);
+    if (rc == 0 && isnan(d->attn_eff_max) != isnan(d->attn_s_half))
+        rc = err_msg("%s:%d: columns 'attn_eff_max' and 'attn_s_half': a curve needs both (or neither)", t->path,
+                     d->line);
+    snprintf(d->eff_source, sizeof d->eff_source, "%s", fam ? fam->eff_source : "");
+    if (rc == 0 && col[DV_EFF_SOURCE] >= 0 && *table_cell(t, i, col[DV_EFF_SOURCE]))
+        rc = dev_str(t, i, col[DV_EFF_SOURCE], d->eff_source, sizeof d->eff_source);
     if (rc == 0 && fam) snprintf(d->family, sizeof d->family, "%s", fam->device);
     return rc;
 }
@@ -215,6 +226,8 @@ void hw_from_device(const dev_row *d, int per_node, double net_gbit_per_s, doubl
     out->intra_gb_per_s = d->link_gb_per_s;
     out->scaleup_domain = d->scaleup_domain;
     out->gemm_eff = d->gemm_eff, out->attn_eff = d->attn_eff, out->mem_eff = d->mem_eff, out->launch_us = d->launch_us;
+    out->fp8_gemm_eff = d->fp8_gemm_eff, out->attn_eff_max = d->attn_eff_max, out->attn_s_half = d->attn_s_half;
+    out->link_eff = d->link_eff, out->link_latency_us = d->link_latency_us;
     out->net_gbit_per_s = net_gbit_per_s, out->net_latency_us = net_latency_us;
     snprintf(out->source, sizeof out->source, "%s", d->source);
 }

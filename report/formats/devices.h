@@ -21,10 +21,19 @@
  *   source            where the figures come from (data sheet, with its date or URL)
  *   stochastic_rounding  true/false: the hardware rounds bf16 results stochastically and the
  *                     device's frameworks train full bf16 with it (Trainium); optional, read by name
- *   family            (last, optional) a variant row: the device listed above it that it is a variant
+ *   family            (optional) a variant row: the device listed above it that it is a variant
  *                     of (an other memory, form factor or spelling of the same chip). Its empty cells
  *                     are the family's figures; the cells it gives are its own (d->own lists them);
  *                     its source says where its own come from. A family is never itself a variant.
+ * and the kernel figures, at the end of the header (optional; empty: the step model's defaults or the figure above):
+ *   fp8_gemm_eff      large fp8 GEMMs' share of the dense FP8 peak (empty: gemm_eff)
+ *   attn_eff_max, attn_s_half   the tiled attention kernel's share of the peak as a curve in the
+ *                     sequence length s the kernel sees, causal, forward + backward:
+ *                     attn_eff(s) = attn_eff_max x s / (s + attn_s_half) (empty: the flat attn_eff)
+ *   link_eff          achieved ring all-reduce bus bandwidth / link_gb_per_s (empty: STEP_LINK_EFF)
+ *   link_latency_us   a ring step's latency over the link (empty: STEP_LINK_LATENCY_US)
+ *   eff_source        each kernel figure's source: measured (repository, path, commit or URL and
+ *                     table, with the arithmetic), data sheet, or assumption
  * report/formats/README.md describes each column at length. */
 #ifndef CB_DEVICES_H
 #define CB_DEVICES_H
@@ -47,6 +56,9 @@ typedef struct {
     double gemm_eff, attn_eff, mem_eff, launch_us, node_net_gbps;
     char model_source[512];
     char source[256];
+    /* the kernel figures (NaN: the step model's default or the figure above, see the header) */
+    double fp8_gemm_eff, attn_eff_max, attn_s_half, link_eff, link_latency_us;
+    char eff_source[2048];
     char family[48]; /* the device this row is a variant of; "" for a device row */
     char own[256];   /* a variant's own figures, "hbm_gib 96, hbm_gb_per_s 3900" ("": all the family's) */
     int stochastic_rounding; /* 1 true, 0 false, -1 not known (the column absent or empty) */

@@ -33,7 +33,8 @@ int netfit_apply(const net_table *t, hw_row *hw, net_applied *a)
         hw->net_gbit_per_s = a->inter->busbw_gb_per_s * 8.0;
         hw->net_latency_us = netfit_hop_latency_us(a->inter->latency_us, a->inter->nodes);
     }
-    if (a->intra) hw->intra_gb_per_s = a->intra->busbw_gb_per_s / STEP_LINK_EFF;
+    a->link_eff = step_link_eff(hw);
+    if (a->intra) hw->intra_gb_per_s = a->intra->busbw_gb_per_s / a->link_eff; /* the model's link x eff = busbw */
     return a->inter || a->intra;
 }
 
@@ -74,8 +75,8 @@ void netfit_describe(const net_table *t, const net_applied *a, char *buf, size_t
         snprintf(buf + len, n - len,
                  "%sdevice link: measured (%s): %.4g GB/s bus bandwidth, a link of %.4g GB/s (busbw / %.2f), in "
                  "place of the hardware table's %s",
-                 len ? "; " : "", where, a->intra->busbw_gb_per_s, a->intra->busbw_gb_per_s / STEP_LINK_EFF,
-                 STEP_LINK_EFF, figure(a->table_intra_gb_per_s, "GB/s", was, sizeof was));
+                 len ? "; " : "", where, a->intra->busbw_gb_per_s, a->intra->busbw_gb_per_s / a->link_eff,
+                 a->link_eff, figure(a->table_intra_gb_per_s, "GB/s", was, sizeof was));
     }
 }
 

@@ -13,11 +13,12 @@
 typedef struct {
     const net_row *inter, *intra; /* the all_reduce rows used (NULL: none) */
     double table_gbit_per_s, table_intra_gb_per_s; /* the hardware table's figures they replaced */
+    double link_eff; /* the device's link efficiency the intra row was divided by */
 } net_applied;
 
 /* Sets hw's network from t's all_reduce rows for hw->instance: an inter row its net_gbit_per_s
  * (busbw x 8) and net_latency_us (per hop), an intra row its intra_gb_per_s (busbw /
- * STEP_LINK_EFF). Returns 1 when a row applied, 0 when t has none for that node type. */
+ * the device's link_eff, STEP_LINK_EFF where it gives none). Returns 1 when a row applied, 0 when t has none for that node type. */
 int netfit_apply(const net_table *t, hw_row *hw, net_applied *a);
 /* "network: measured (FILE:LINE, nccl-tests all_reduce_perf on 16 ranks over 2 nodes of X): ..."
  * for a note. */

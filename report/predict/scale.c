@@ -100,7 +100,7 @@ static double dp_sync_s(const scale_model *s, const step_profile *pr, long nodes
     double dp = 0;
     double r_node = D / M; /* replicas per node (< 1: a replica spans 1/r nodes) */
     double shard = pr->grad_bytes / (double)cp_of(s); /* gradient bytes one rank holds (the list's grad_sync) */
-    double link = s->hw.intra_gb_per_s * 1e9 * STEP_LINK_EFF;
+    double link = s->hw.intra_gb_per_s * 1e9 * step_link_eff(&s->hw);
     if (r_node > 1 && isfinite(s->hw.intra_gb_per_s)) {
         dp += 2.0 * (r_node - 1) / r_node * shard / link;
         /* hybrid sharding (FSDP HYBRID_SHARD): ZeRO-3 inside the node, each micro-batch's forward
@@ -129,7 +129,8 @@ static double dp_sync_s(const scale_model *s, const step_profile *pr, long nodes
 static double optimizer_time_s(const scale_model *s, const step_profile *pr, long R)
 {
     if (!isfinite(s->hw.mem_gb_per_s)) return 0;
-    return pr->optimizer_bytes / (s->zero >= 1 ? (double)R : 1.0) / (s->hw.mem_gb_per_s * 1e9 / s->hw.workers);
+    double bytes = pr->optimizer_bytes / (s->zero >= 1 ? (double)R : 1.0) + pr->step_mem_bytes; /* + fp8 weight casts */
+    return bytes / (s->hw.mem_gb_per_s * 1e9 / s->hw.workers);
 }
 
 /* Memory per rank: the weights, gradients and optimizer state a rank holds (the step profile's) as

@@ -10,4 +10,15 @@ double scale_dense_tflops(const scale_model *s)
     return precision_info_of(s->precision)->fp32_peak ? s->hw.fp32_tflops : s->hw.bf16_tflops;
 }
 
-double scale_peak_per_instance(const scale_model *s) { return scale_dense_tflops(s) * 1e12 * s->hw.accelerators; }
+double scale_peak_blend(const scale_model *s)
+{
+    if (!s->fp8 || !(s->hw.fp8_tflops > 0) || !(s->hw.bf16_tflops > 0)) return 1.0;
+    /* the share its step profile counted (an fp8 run is only built by pub_scale_model, which fills it) */
+    double x = s->prof.valid ? s->prof.fp8_flops_share : 0.0, r = s->hw.fp8_tflops / s->hw.bf16_tflops;
+    return 1.0 / ((1.0 - x) + x / r);
+}
+
+double scale_peak_per_instance(const scale_model *s)
+{
+    return scale_dense_tflops(s) * 1e12 * s->hw.accelerators * scale_peak_blend(s);
+}

@@ -14,6 +14,7 @@ struct matmul_curve_s; /* report/formats/matmulcsv.h (effcurve.h calls it scale_
 
 typedef struct {
     double gemm_s, attn_s, mem_s, tp_s, pp_s;   /* one micro-batch through the slowest stage, phi = 1 */
+    double cp_s;                                  /* ring attention's K/V sends (context parallelism) */
     double bwd_s;                                 /* of which the backward (what gradient reduction can hide under) */
     double layer_s;                               /* one layer's compute (a ZeRO-3 gather's hiding unit) */
     int gemm_clamped; /* 1: a GEMM's K or N lies outside the measured curve (s->gemm_curve): e at its edge */
@@ -41,12 +42,17 @@ typedef struct {
     double tp_per_mb_s;      /* exposed tensor-parallel collectives */
     double pp_per_mb_s;      /* pipeline sends, at the network's line rate when they cross nodes */
     int pp_over_net;         /* 1: the stages span nodes (the sends run at net_eff of the line rate) */
+    double cp_per_mb_s;      /* ring attention's K/V sends not hidden under the attention they feed */
+    int cp_over_net;         /* 1: a context-parallel group spans nodes (its sends run at net_eff too) */
     double grad_bytes;       /* per step: the list's grad_sync entry, the gradients a rank holds (any ZeRO stage) */
     double gather_bytes;     /* per micro-batch under ZeRO-3/FSDP: the weights one replica gathers in the forward
                               * and again in the backward (the list's param_gather entries, every stage, its tp
                               * ranks) */
     double optimizer_bytes;  /* per step: the list's optimizer entry, AdamW's traffic on the rank's parameters
                               * before ZeRO shards it (common/precision.h's adamw_traffic_bytes) */
+    double step_mem_bytes;   /* per step, not sharded: the list's other once-a-step memory traffic (fp8_cast of
+                              * the weights) */
+    double fp8_flops_share;  /* the share of a stage's GEMM and attention FLOPs at the FP8 peak (fp8 rows) */
     /* memory per rank before ZeRO shards it (scale.c divides each by the replicas its stage shards over) */
     double weight_bytes;     /* the weights a rank holds: one forward's gathers of a replica over its tp x pp ranks */
     double state_bytes;      /* the optimizer state (common/precision.h's precision_optimizer_bytes per parameter) */
@@ -89,7 +95,14 @@ long scale_replica_ranks(const scale_model *s);
 /* The dense peak per accelerator, TFLOP/s, the run's precision computes at (common/precision.h:
  * FP32 for fp32, else BF16). */
 double scale_dense_tflops(const scale_model *s);
-/* The peak the model's MFU is against, FLOP/s per instance (NaN when unknown). */
+/* The peak an fp8 run's FLOPs run against, as a factor of its 16-bit peak: the FP8 peak for the
+ * block Linear layers' share x of the hardware FLOPs (step_profile.fp8_flops_share) and the BF16
+ * peak for the rest (the output layer, attention), blended so that every FLOP at 100% of its own
+ * peak takes the same time: 1 / ((1 - x) + x BF16 / FP8). 1 for a run that is not fp8. */
+double scale_peak_blend(const scale_model *s);
+/* The peak the model's MFU and every peak check (the calibration's compute floor, the <= 100%
+ * checks, the throughput rule) are against, FLOP/s per instance (NaN when unknown): the dense peak
+ * of the precision, x scale_peak_blend for an fp8 run. */
 double scale_peak_per_instance(const scale_model *s);
 
 #endif

@@ -23,6 +23,7 @@ static void step_layout(const scale_model *s, long dp, op_layout *l)
     l->act_bytes = (int)pi->act_bytes, l->weight_bytes = (int)pi->weight_bytes, l->grad_bytes = (int)pi->grad_bytes;
     l->optim_bytes = (int)precision_adamw_traffic_bytes(s->precision);
     l->zero = s->zero, l->dp = dp;
+    l->fp8 = s->fp8 && s->hw.fp8_tflops > 0; /* an fp8 row on a device without an FP8 peak: refused by its reader */
 }
 
 int step_ops(const scale_model *s, long dp, op_entry *ops, int cap)
@@ -44,14 +45,26 @@ static double rank_bw(const scale_model *s)
 
 static double shape_factor(double x) { return x / (x + STEP_GEMM_HALF_DIM); }
 
-static double gemm_time(const scale_model *s, double n, double k, double m, double flops)
+static double gemm_time(const scale_model *s, const op_entry *op)
 {
     double launch = or_default(s->hw.launch_us, STEP_LAUNCH_US) * 1e-6, e;
-    double peak = s->fp8 && s->hw.fp8_tflops > 0 ? s->hw.fp8_tflops * 1e12 / (s->hw.workers > 0 ? s->hw.workers : 1)
-                                                 : rank_peak(s);
+    double n = (double)op->n, k = (double)op->k, m = (double)op->m;
+    int fp8 = op->fp8 && s->hw.fp8_tflops > 0;
+    double peak = fp8 ? s->hw.fp8_tflops * 1e12 / (s->hw.workers > 0 ? s->hw.workers : 1) : rank_peak(s);
+    /* fp8 GEMMs reach their own share of the FP8 peak (Hopper's 0.71 against bf16's 0.80: MAMF) */
+    double g = or_default(s->hw.gemm_eff, STEP_GEMM_EFF), g8 = fp8 ? or_default(s->hw.fp8_gemm_eff, g) : g;
     if (s->gemm_curve && s->gemm_curve->nk > 0) e = scale_eff(s->gemm_curve, k, n, NULL);
-    else e = or_default(s->hw.gemm_eff, STEP_GEMM_EFF) * shape_factor(n) * shape_factor(k) * shape_factor(m);
-    return flops / (e * peak) + launch;
+    else e = g8 * shape_factor(n) * shape_factor(k) * shape_factor(m);
+    return op->flops / (e * peak) + launch;
+}
+
+double step_link_eff(const hw_row *hw) { return or_default(hw->link_eff, STEP_LINK_EFF); }
+double step_link_latency_s(const hw_row *hw) { return or_default(hw->link_latency_us, STEP_LINK_LATENCY_US) * 1e-6; }
+
+double step_attn_eff(const hw_row *hw, double s)
+{
+    if (hw->attn_eff_max > 0 && hw->attn_s_half >= 0 && s > 0) return hw->attn_eff_max * s / (s + hw->attn_s_half);
+    return or_default(hw->attn_eff, STEP_ATTN_EFF);
 }
 
 /* A ring collective over the scale-up link among `t` ranks of `bytes` each (all-reduce when
@@ -59,26 +72,38 @@ static double gemm_time(const scale_model *s, double n, double k, double m, doub
 static double link_ring(const scale_model *s, double t, double bytes, double halves)
 {
     if (t <= 1 || !(s->hw.intra_gb_per_s > 0)) return 0;
-    double bw = s->hw.intra_gb_per_s * 1e9 * STEP_LINK_EFF;
-    return halves * (t - 1) / t * bytes / bw + halves * (t - 1) * STEP_LINK_LATENCY_US * 1e-6;
+    double bw = s->hw.intra_gb_per_s * 1e9 * step_link_eff(&s->hw);
+    return halves * (t - 1) / t * bytes / bw + halves * (t - 1) * step_link_latency_s(&s->hw);
 }
 
 double step_op_time(const scale_model *s, const op_entry *op)
 {
     double launch = or_default(s->hw.launch_us, STEP_LAUNCH_US) * 1e-6;
     switch (op->kind) {
-    case OPK_GEMM: return gemm_time(s, (double)op->n, (double)op->k, (double)op->m, op->flops);
+    case OPK_GEMM: return gemm_time(s, op);
     case OPK_ATTN:
-        if (s->attn_flash) return op->flops / (or_default(s->hw.attn_eff, STEP_ATTN_EFF) * rank_peak(s)) + launch;
+        /* the kernel's share at the sequence length it sees: a context-parallel rank's s / cp queries
+         * against one s / cp chunk of keys per ring step (op->n) */
+        if (s->attn_flash) return op->flops / (step_attn_eff(&s->hw, (double)op->n) * rank_peak(s)) + launch;
         /* batched over the heads: the batch fills the device, no shape loss */
         return op->flops / (or_default(s->hw.gemm_eff, STEP_GEMM_EFF) * rank_peak(s)) + 2.0 * launch;
     case OPK_MEM: /* a memory bandwidth that is not known carries no modelled time (as an unknown link) */
         return rank_bw(s) > 0 ? op->bytes / (or_default(s->hw.mem_eff, STEP_MEM_EFF) * rank_bw(s)) + launch : 0;
     case OPK_TP_COMM: return link_ring(s, s->tp, op->bytes, 2.0);
+    case OPK_CP_SEND: { /* one ring step: a send to the next rank over the link, or the network past a node */
+        long per_node = (long)s->hw.accelerators * (s->hw.workers > 0 ? s->hw.workers : 1);
+        if ((long)s->tp * (s->cp > 1 ? s->cp : 1) <= per_node)
+            return s->hw.intra_gb_per_s > 0
+                       ? op->bytes / (s->hw.intra_gb_per_s * 1e9 * step_link_eff(&s->hw)) + step_link_latency_s(&s->hw)
+                       : 0;
+        if (!(s->hw.net_gbit_per_s > 0)) return 0;
+        double lat = (s->hw.net_latency_us > 0 ? s->hw.net_latency_us : STEP_NET_LATENCY_US) * 1e-6;
+        return op->bytes / (s->hw.net_gbit_per_s * 1e9 / 8.0 * s->net_eff / (double)per_node) + lat;
+    }
     case OPK_PP_SEND: {
         long per_node = (long)s->hw.accelerators * (s->hw.workers > 0 ? s->hw.workers : 1);
         if (scale_replica_ranks(s) <= per_node) /* the stages share a node: its link (unknown: no modelled time) */
-            return s->hw.intra_gb_per_s > 0 ? op->bytes / (s->hw.intra_gb_per_s * 1e9 * STEP_LINK_EFF) : 0;
+            return s->hw.intra_gb_per_s > 0 ? op->bytes / (s->hw.intra_gb_per_s * 1e9 * step_link_eff(&s->hw)) : 0;
         if (!(s->hw.net_gbit_per_s > 0)) return 0;
         return op->bytes / (s->hw.net_gbit_per_s * 1e9 / 8.0 * s->net_eff / (double)per_node);
     }
@@ -104,6 +129,7 @@ static void stage_time(const scale_model *s, const op_entry *ops, int n, int fir
         case OPK_MEM: p->mem_s += t; break;
         case OPK_TP_COMM: p->tp_s += t; break;
         case OPK_PP_SEND: p->pp_s += t; break;
+        case OPK_CP_SEND: p->cp_s += t; break;
         default: break;
         }
         if (ops[i].pass == OPP_BWD && ops[i].kind <= OPK_MEM) p->bwd_s += t;
@@ -128,10 +154,16 @@ static void step_key_of(const scale_model *s, step_key *k)
 static void profile_bytes(const scale_model *s, const op_entry *ops, int n, const op_entry *z3, int n3,
                           step_profile *p)
 {
+    double f8 = 0, f = 0, layers = (double)s->cfg.L / s->pp;
     for (int i = 0; i < n; i++) {
         if (ops[i].kind == OPK_DP_COMM && ops[i].scope == OPS_STEP) p->grad_bytes += ops[i].bytes;
         if (ops[i].kind == OPK_OPTIM) p->optimizer_bytes += ops[i].bytes;
+        if (ops[i].kind == OPK_MEM && ops[i].scope == OPS_STEP) p->step_mem_bytes += ops[i].bytes;
+        if (ops[i].kind != OPK_GEMM && ops[i].kind != OPK_ATTN) continue;
+        double fl = ops[i].flops * op_times(&ops[i], layers, 1, 1); /* a stage that is first and last: every kind */
+        f += fl, f8 += ops[i].fp8 ? fl : 0;
     }
+    p->fp8_flops_share = f > 0 ? f8 / f : 0;
     for (int i = 0; i < n3; i++) /* every layer, the first stage's and the last's: the whole replica */
         if (z3[i].kind == OPK_GATHER) p->gather_bytes += z3[i].bytes * op_times(&z3[i], s->cfg.L, 1, 1) * s->tp;
     const precision_info *pi = precision_info_of(s->precision);
@@ -193,6 +225,10 @@ static void profile_build(const scale_model *s, step_profile *p)
     if (s->tp_overlap && isfinite(c->gemm_s)) tp = fmax(0.0, tp - c->gemm_s); /* hidden under the layer's GEMMs */
     long per_node = (long)s->hw.accelerators * (s->hw.workers > 0 ? s->hw.workers : 1);
     p->tp_per_mb_s = tp, p->pp_per_mb_s = c->pp_s, p->pp_over_net = scale_replica_ranks(s) > per_node;
+    /* ring attention overlaps each K/V send with the attention of the chunk in hand (TE's p2p ring,
+     * async and double-buffered: context_parallel.py); what the attention cannot cover is exposed */
+    p->cp_per_mb_s = fmax(0.0, c->cp_s - (isfinite(c->attn_s) ? c->attn_s : 0.0));
+    p->cp_over_net = (long)s->tp * (s->cp > 1 ? s->cp : 1) > per_node;
     if (rank_peak(s) > 0) {
         if (s->pp > 1 && b.gemm_s + b.attn_s + b.mem_s > a.gemm_s + a.attn_s + a.mem_s) a = b;
         p->parts = a;
@@ -229,8 +265,10 @@ double step_t_mb_device(const scale_model *s, step_parts *parts)
 
 double step_comm_of(const scale_model *s, const step_profile *p)
 {
-    if (p->pp_over_net && p->pp_per_mb_s > 0) return p->tp_per_mb_s + p->pp_per_mb_s / s->net_eff;
-    return p->tp_per_mb_s + p->pp_per_mb_s;
+    double cp = p->cp_over_net && p->cp_per_mb_s > 0 ? p->cp_per_mb_s / s->net_eff : p->cp_per_mb_s;
+    if (p->pp_over_net && p->pp_per_mb_s > 0) return p->tp_per_mb_s + p->pp_per_mb_s / s->net_eff + cp;
+    return p->tp_per_mb_s + p->pp_per_mb_s + cp;
 }
 
 double step_comm_per_mb(const scale_model *s) { return step_comm_of(s, step_profile_get(s)); }
+

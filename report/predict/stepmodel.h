@@ -6,14 +6,22 @@
  *              f(x) = x / (x + STEP_GEMM_HALF_DIM) (narrow dimensions lose to tile and wave
  *              quantisation), + launch_us; or, given a `costbench matmul` CSV of the device, at its
  *              measured share e(k, n) (report/predict/effcurve.h's curve)
- *   attention  tiled: its FLOPs (causal) at attn_eff of the peak; materialised: at gemm_eff (batched
+ *   attention  tiled: its FLOPs (causal) at attn_eff(s) of the peak, s the sequence length the
+ *              kernel sees (a CP rank's s / cp), attn_eff(s) = attn_eff_max s / (s + attn_s_half)
+ *              (measured FlashAttention/cuDNN curves; a flat attn_eff where a device gives none);
+ *              fp8 GEMMs at fp8_gemm_eff of the FP8 peak; materialised: at gemm_eff (batched
  *              over the heads, the batch fills the device: no shape loss), its two products two
  *              launches, its scores' traffic a memory-bound op
  *   memory     bytes at mem_eff of the memory bandwidth, + launch_us
  *   TP         ring collective over the scale-up link: 2 (t - 1) / t x bytes / (link x
- *              STEP_LINK_EFF) + 2 (t - 1) x STEP_LINK_LATENCY_US
+ *              link_eff) + 2 (t - 1) x link_latency_us (the device's measured all-reduce bus
+ *              bandwidth share and ring-step latency; STEP_LINK_EFF, STEP_LINK_LATENCY_US where empty)
  *   PP         the activation forward and the gradient back per micro-batch, over the scale-up
  *              link when the stages share a node, else over the rank's share of the network
+ *   CP         ring attention's K/V chunks (oplist.h), each ring step bytes / (link x link_eff) +
+ *              link_latency_us when the tp x cp group shares a node, else over the rank's share of
+ *              the network + its hop latency; hidden under the attention compute it feeds (TE's
+ *              async p2p ring, megatron-core's default): exposed max(0, sends - attention)
  * The device's gemm_eff, attn_eff, mem_eff and launch_us come from data/devices.csv (defaults
  * below when a device leaves them empty); the peaks, bandwidths and links from the device too.
  * A calibration fits one framework efficiency phi against this device time (t_mb = t_device /
@@ -57,11 +65,18 @@ const step_profile *step_profile_get(const scale_model *s);
 /* Device time at phi = 1 of one micro-batch through the slowest pipeline stage: GEMMs, attention
  * and memory-bound ops (parts may be NULL). NaN when the device's peak or bandwidth is unknown. */
 double step_t_mb_device(const scale_model *s, step_parts *parts);
-/* Exposed tensor-parallel and pipeline communication of one micro-batch (the step's tp_s term):
+/* Exposed tensor-parallel, context-parallel and pipeline communication of one micro-batch (the step's tp_s term):
  * of the profile p (step_comm_of: its pipeline sends across nodes at s->net_eff of the line rate),
  * or of s's own (step_comm_per_mb). */
 double step_comm_of(const scale_model *s, const step_profile *p);
 double step_comm_per_mb(const scale_model *s);
+/* The device's figures with the defaults above (report/formats/devices.h): the link's achieved share
+ * of link_gb_per_s and its latency per ring step; the tiled attention kernel's share of the peak at
+ * a sequence length s it sees, attn_eff_max s / (s + attn_s_half) when the device gives the curve,
+ * else its flat attn_eff. */
+double step_link_eff(const hw_row *hw);
+double step_link_latency_s(const hw_row *hw);
+double step_attn_eff(const hw_row *hw, double s);
 /* The time of one op once (phi = 1), for breakdowns and tests. */
 double step_op_time(const scale_model *s, const op_entry *op);
 

@@ -1,0 +1,168 @@
+/* The kernel figures of data/devices.csv (gemm_eff, fp8_gemm_eff, the attention curve, link_eff,
+ * link_latency_us) against the numbers their eff_source cites, the arithmetic redone here: a
+ * GEMM figure is the measured TFLOP/s over the data sheet's dense peak, at its measured ratio to
+ * the A100's (anchored at the A100's 0.80); an attention
+ * curve is fitted to the measured points within the fit error the source states; a link figure
+ * is the measured ring bus bandwidth over the link, its latency the 32 KiB all-reduce over its
+ * 2 (n - 1) ring steps. Every figure of a row that says "measured" comes with a number here. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../report/formats/devices.h"
+#include "check.h"
+
+/* The step model's f(x) = x / (x + 128) (report/predict/stepmodel.h's STEP_GEMM_HALF_DIM) cubed at
+ * 8192, the size of an LLM GEMM: the measured best-shape share is gemm_eff times this. */
+static const double g_f3 = (8192.0 / 8320.0) * (8192.0 / 8320.0) * (8192.0 / 8320.0);
+
+typedef struct {
+    const char *device; /* a prefix: every row that starts with it */
+    double gemm_eff, fp8_gemm_eff, link_eff, link_latency_us; /* the expected figure (NaN: empty) */
+    double e_max, s_half;
+} dev_figs;
+
+/* What each row's arithmetic gives, rounded as the table carries it (2 decimals; the curve as fitted).
+ * GEMMs: each device at its measured MAMF ratio to the A100 (stas00/ml-engineering @744d01e1), the
+ * A100 anchored at its gemm_eff 0.80 (MAMF 271.2 / 312 = 0.869): gemm_eff = MAMF / peak x 0.80 / 0.869. */
+static double ratio_to_a100(double tflops, double peak) { return tflops / peak * 0.80 / (271.2 / 312.0); }
+
+static void test_figures_arithmetic(void)
+{
+    CHECK(fabs(g_f3 - 0.954) < 0.001, "f(8192)^3 = %.4f", g_f3);
+    CHECK(fabs(ratio_to_a100(271.2, 312.0) - 0.80) < 1e-9, "a100 gemm_eff: the anchor");
+    CHECK(fabs(ratio_to_a100(794.5, 989.5) - 0.74) < 0.005, "h100 gemm_eff %.3f", ratio_to_a100(794.5, 989.5));
+    CHECK(fabs(ratio_to_a100(1402.6, 1979.0) - 0.65) < 0.005, "h100 fp8_gemm_eff %.3f", ratio_to_a100(1402.6, 1979.0));
+    CHECK(fabs(ratio_to_a100(1453.4, 1979.0) - 0.68) < 0.005, "h200 fp8_gemm_eff %.3f", ratio_to_a100(1453.4, 1979.0));
+    CHECK(fabs(ratio_to_a100(1745.0, 2250.0) - 0.71) < 0.005, "b200 gemm_eff %.3f", ratio_to_a100(1745.0, 2250.0));
+    CHECK(fabs(ratio_to_a100(3432.5, 4500.0) - 0.70) < 0.005, "b200 fp8_gemm_eff %.3f", ratio_to_a100(3432.5, 4500.0));
+    CHECK(fabs(ratio_to_a100(1822.0, 2500.0) - 0.67) < 0.005, "gb200 gemm_eff %.3f", ratio_to_a100(1822.0, 2500.0));
+    CHECK(fabs(ratio_to_a100(3615.6, 5000.0) - 0.67) < 0.005, "gb200 fp8_gemm_eff %.3f", ratio_to_a100(3615.6, 5000.0));
+    /* the H100 / A100 large-GEMM speed the figures give is the measured one */
+    CHECK(fabs(0.74 * 989.5 / (0.80 * 312.0) - 794.5 / 271.2) < 0.03, "h100/a100 GEMM speed %.3f (measured %.3f)",
+          0.74 * 989.5 / (0.80 * 312.0), 794.5 / 271.2);
+    /* MI300X: the mean of torch's MAMF and AMD's hipBLASLt MAF, the latter at its shape 4096x4864x32896
+     * (f = 0.941) brought to an 8192-class one (0.954) */
+    double mi = 0.5 * (668.4 / 1307.4 + 708.0 / 1307.4 / 0.941 * g_f3) * 0.80 / (271.2 / 312.0);
+    CHECK(fabs(mi - 0.49) < 0.005, "mi300x gemm_eff %.3f", mi);
+    double mi8 = 1223.6 / 2614.9 / 0.941 * g_f3 * 0.80 / (271.2 / 312.0);
+    CHECK(fabs(mi8 - 0.44) < 0.005, "mi300x fp8_gemm_eff %.3f", mi8);
+    /* V100: kept at 0.85; the one measurement (95-100 of 125 at m = 2048) over the step model's shape
+     * factor f(2048) f(4096) f(4096) is 0.88, not below it */
+    double f2 = 2048.0 / 2176.0 * (4096.0 / 4224.0) * (4096.0 / 4224.0);
+    CHECK(97.5 / 125.0 / f2 >= 0.85, "v100: the measurement %.3f is not below the figure kept", 97.5 / 125.0 / f2);
+    /* links: ring all-reduce bus bandwidth over the per-direction link; latency over 2 (8 - 1) steps */
+    CHECK(fabs(234.9 / 300.0 - 0.78) < 0.005, "a100 link_eff %.3f", 234.9 / 300.0);
+    CHECK(fabs(43.8 / 14.0 - 3.1) < 0.05, "a100 link_latency_us %.2f", 43.8 / 14.0);
+    CHECK(fabs(367.2 / 450.0 - 0.82) < 0.005, "h100/h200 link_eff %.3f", 367.2 / 450.0);
+    CHECK(fabs(32768.0 / 0.82e9 * 1e6 / 14.0 - 2.9) < 0.05, "h200 link_latency_us %.2f", 32768.0 / 0.82e9 * 1e6 / 14);
+    CHECK(fabs(682.2 / 900.0 - 0.76) < 0.005, "b200 link_eff %.3f", 682.2 / 900.0);
+    CHECK(fabs(32768.0 / 0.686e9 * 1e6 / 14.0 - 3.4) < 0.05, "b200 link_latency_us %.2f", 32768.0 / 0.686e9 * 1e6 / 14);
+    CHECK(fabs(680.0 / 900.0 - 0.76) < 0.005, "gb200 link_eff %.3f", 680.0 / 900.0);
+    CHECK(fabs(312.9 / 448.0 - 0.70) < 0.005, "mi300x link_eff %.3f", 312.9 / 448.0);
+}
+
+/* A measured attention curve (TFLOP/s at the sequence lengths s) against E s / (s + s_half) of `peak`:
+ * every point within tol (relative). */
+static void curve_check(const char *what, const double *s, const double *tflops, int n, double peak, double e,
+                        double s_half, double tol)
+{
+    double worst = 0;
+    for (int i = 0; i < n; i++) {
+        double fit = e * s[i] / (s[i] + s_half), meas = tflops[i] / peak;
+        worst = fmax(worst, fabs(fit / meas - 1.0));
+    }
+    CHECK(worst <= tol, "%s: the curve %.3f s / (s + %.0f) misses a measured point by %.1f%% (<= %.0f%%)", what, e,
+          s_half, 100 * worst, 100 * tol);
+}
+
+static void test_attention_curves(void)
+{
+    const double s6[6] = {512, 1024, 2048, 4096, 8192, 16384};
+    /* FA2 paper fig. 4, A100 causal d=128; FA2 README H100 figure, causal d=128 */
+    const double a100[6] = {99, 133, 155, 173, 182, 189}, h100[6] = {163, 221, 265, 294, 308, 328};
+    curve_check("a100 FA2", s6, a100, 6, 312.0, 0.618, 475, 0.02);
+    /* the same figure's Triton kernel, which the A100 row's eff_source weighs against FA2 */
+    const double a100t[6] = {50, 61, 68, 74, 78, 80};
+    curve_check("a100 Triton", s6, a100t, 6, 312.0, 0.256, 305, 0.025);
+    curve_check("h100 FA2", s6, h100, 6, 989.5, 0.336, 525, 0.02);
+    /* cudnn-frontend GB200 cuDNN 9.27 causal d=128 GQA, 2k..16k */
+    const double s4[4] = {2048, 4096, 8192, 16384}, gb200[4] = {888, 1156, 1362, 1365};
+    curve_check("gb200 cuDNN", s4, gb200, 4, 2500.0, 0.580, 1175, 0.08);
+}
+
+/* Each shipped row carries the figures above, and every kernel figure it states is cited. */
+static void test_rows_carry(void)
+{
+    static const dev_figs want[] = {
+        {"v100-", 0.85, NAN, 0.75, 5, NAN, NAN},
+        {"a100-", 0.80, NAN, 0.78, 3.1, NAN, NAN}, /* flat attn_eff 0.33: see its eff_source */
+        {"h100-sxm5", 0.74, 0.65, 0.82, 2.9, 0.336, 525},
+        {"h200-sxm5", 0.74, 0.68, 0.82, 2.9, 0.336, 525},
+        {"b200", 0.71, 0.70, 0.76, 3.4, 0.580, 1175},
+        {"gb200-nvl72", 0.67, 0.67, 0.76, 3.4, 0.580, 1175},
+        {"mi300x", 0.49, 0.44, 0.70, 5, 0.35, 600},
+        {"trainium1", 0.75, NAN, 0.75, 5, 0.35, 600},
+        {"trainium2", 0.75, 0.75, 0.75, 5, 0.35, 600},
+    };
+    dev_table dt;
+    CHECK(devices_load(&dt, NULL) == 0, "data/devices.csv loads");
+    for (size_t w = 0; w < sizeof want / sizeof want[0]; w++) {
+        int seen = 0;
+        for (int i = 0; i < dt.n; i++) {
+            const dev_row *d = &dt.rows[i];
+            if (strncmp(d->device, want[w].device, strlen(want[w].device)) != 0) continue;
+            seen++;
+            const double got[6] = {d->gemm_eff, d->fp8_gemm_eff, d->link_eff, d->link_latency_us, d->attn_eff_max,
+                                   d->attn_s_half};
+            const double exp[6] = {want[w].gemm_eff,        want[w].fp8_gemm_eff, want[w].link_eff,
+                                   want[w].link_latency_us, want[w].e_max,        want[w].s_half};
+            for (int k = 0; k < 6; k++)
+                CHECK(isnan(exp[k]) ? isnan(got[k]) : fabs(got[k] - exp[k]) < 1e-9, "%s: figure %d: %g, expected %g",
+                      d->device, k, got[k], exp[k]);
+            CHECK(strlen(d->eff_source) > 40, "%s: eff_source cites its figures", d->device);
+            int assumed = strstr(d->device, "trainium") != NULL;
+            CHECK(assumed ? strstr(d->eff_source, "assumption") && !strstr(d->eff_source, "measured")
+                          : strstr(d->eff_source, "measured") != NULL,
+                  "%s: eff_source says measured or assumption: %.80s", d->device, d->eff_source);
+        }
+        CHECK(seen > 0, "%s: a row in data/devices.csv", want[w].device);
+    }
+    devices_free(&dt);
+}
+
+/* The figure columns are optional and read by name; half a curve is one error naming file:line. */
+static void test_reader(void)
+{
+    char *d = test_tmpdir(), path[256];
+    if (!d) return;
+    snprintf(path, sizeof path, "%s/devices.csv", d);
+    const char *head = "device,vendor,workers,fp32_tflops,tf32_tflops,bf16_tflops,fp16_tflops,fp8_tflops,hbm_gib,"
+                       "hbm_gb_per_s,link_gb_per_s,scaleup_domain,source";
+    char text[1024];
+    snprintf(text, sizeof text, "%s,attn_eff_max,attn_s_half,link_eff,eff_source\n"
+                                "toy,acme,1,10,20,40,40,80,16,1000,100,8,made up,0.5,256,0.8,made up\n", head);
+    write_text(path, text);
+    dev_table dt;
+    CHECK(devices_load(&dt, path) == 0 && dt.rows[0].attn_eff_max == 0.5 && dt.rows[0].attn_s_half == 256 &&
+              dt.rows[0].link_eff == 0.8 && isnan(dt.rows[0].fp8_gemm_eff) && isnan(dt.rows[0].link_latency_us),
+          "the figures read by name, the absent ones NaN");
+    if (dt.rows) devices_free(&dt);
+    snprintf(text, sizeof text, "%s,attn_eff_max,attn_s_half\ntoy,acme,1,10,20,40,40,80,16,1000,100,8,made up,0.5,\n",
+             head);
+    write_text(path, text);
+    capture_stderr_begin();
+    int rc = devices_load(&dt, path);
+    const char *err = capture_stderr_end();
+    CHECK(rc != 0 && strstr(err, "devices.csv:2: columns 'attn_eff_max' and 'attn_s_half'"), "half a curve: %s", err);
+}
+
+const test_case tests_devicefigs[] = {
+    {"devicefigs: the figure columns are optional, read by name; half an attention curve is an error", test_reader},
+    {"devicefigs: each GEMM and link figure is the cited measurement over the data sheet's peak",
+     test_figures_arithmetic},
+    {"devicefigs: each attention curve fits the cited kernel measurements", test_attention_curves},
+    {"devicefigs: each row of data/devices.csv carries the figures and cites them (measured or assumption)",
+     test_rows_carry},
+    {0},
+};
