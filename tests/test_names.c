@@ -190,6 +190,30 @@ static void test_validate_rows(void)
           "calibrated on b1: rc %d, '%s'", rc, csv_cell(rows, "b1", "calibration"));
 }
 
+/* A published run whose layers do not split evenly over pp x vp stages (Megatron-Core's uneven
+ * pipelines, Llama 3.1 405B's 126 layers over 8 x 4): the file loads, the row is not predicted and
+ * says why, the others are. */
+static void test_uneven_pipeline(void)
+{
+    char text[8192];
+    snprintf(text, sizeof text, "%s", g_head);
+    gpt_row(text, sizeof text, "e1", "megatron-lm", "a100-sxm4-80gb", 32, 200);
+    size_t k = strlen(text);
+    snprintf(text + k, sizeof text - k,
+             "u1,test,megatron-lm,a100-sxm4-80gb,32,8,800,,gpt-1.3b,gpt,24,2048,16,,,50257,,,2048,256,2,2,2,8,,5,,"
+             "zero1,none,bf16-mixed,seq_per_s,200,,,,\n");
+    gpt_row(text, sizeof text, "e2", "megatron-lm", "a100-sxm4-80gb", 64, 390);
+    const char *pub = test_path("names_uneven.csv"), *rows = test_path("names_uneven_rows.csv");
+    write_text(pub, text);
+    const char *args[] = {"validate", pub, "--csv", rows, NULL};
+    int rc = cli_run(args, g_out, sizeof g_out, g_err, sizeof g_err);
+    CHECK(rc == 0, "validate with an uneven pipeline row: rc %d, %s", rc, g_err);
+    CHECK(*csv_cell(rows, "e2", "predicted_seq_per_s") && !*csv_cell(rows, "u1", "predicted_seq_per_s"),
+          "e2 predicted, u1 not");
+    CHECK(strstr(csv_cell(rows, "u1", "note"), "24 layers do not split evenly into pp 2 x vp 5 stages"),
+          "u1's note: '%s'", csv_cell(rows, "u1", "note"));
+}
+
 /* A published "A/B" instance: the first of the two the hardware table knows, the note saying which
  * and how the other differs; neither known: an error of that row, counted. */
 static void test_instance_pairs(void)
@@ -256,5 +280,7 @@ const test_case tests_names[] = {
     {"names validate unknown device row", test_validate_rows},
     {"names validate A/B instance", test_instance_pairs},
     {"names resolve and framework flag", test_resolve},
+    {"names: a run whose layers do not split evenly over its pipeline stages loads, is not predicted, says why",
+     test_uneven_pipeline},
     {0},
 };

@@ -214,6 +214,7 @@ static int pub_run(const pub_row *r, const char *path, const pub_model_env *env,
     if (published_config(r, path, &run->cfg) != 0)
         return snprintf(why, n, "columns 'arch' to 'vocab': a model shape the step model cannot take (above)"),
                CB_EUSAGE;
+    if (r->unmodelled[0]) return snprintf(why, n, "%s", r->unmodelled), CB_EUSAGE; /* its shape read: the naive's */
     int rc = pub_hardware(r, env, &run->hw, why, n);
     if (rc == 0) rc = pub_precision(r, run, why, n);
     if (rc != 0) return rc;
