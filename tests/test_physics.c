@@ -8,33 +8,20 @@
 
 #include "../report/predict/stepmodel.h"
 #include "check.h"
+#include "steptoy.h"
 
 /* A made-up device: 100 TFLOP/s BF16, 200 FP8, 1000 GB/s, 8 per node on a 100 GB/s link, gemm_eff
  * 0.5, fp8_gemm_eff 0.4, attention 0.6 s / (s + 128), mem_eff 0.5, link_eff 0.8, 2 us a ring
  * step, no launch cost; a 2-layer toy model. */
+/* The step model's toy device (tests/util.c test_toy_step) with the kernel figures of
+ * data/devices.csv's new columns: an FP8 peak of 200 TFLOP/s at fp8_gemm_eff 0.4, the attention
+ * curve 0.6 s / (s + 128), a link at 0.8 of its bandwidth and 2 us a hop. */
 static void toy(scale_model *s)
 {
-    memset(s, 0, sizeof *s);
-    model_config *c = &s->cfg;
-    snprintf(c->name, sizeof c->name, "toy");
-    c->L = 2, c->C = 256, c->NH = 4, c->HS = 64, c->V = 1024, c->rotary_pct = 0, c->pos = POS_LEARNED;
+    test_toy_step(s);
     hw_row *h = &s->hw;
-    snprintf(h->instance, sizeof h->instance, "toy.8x");
-    snprintf(h->accelerator, sizeof h->accelerator, "toy");
-    h->accelerators = 8, h->workers = 1, h->bf16_tflops = 100, h->fp8_tflops = 200, h->fp32_tflops = 25;
-    h->mem_gib = 80, h->mem_gb_per_s = 1000, h->intra_gb_per_s = 100, h->net_gbit_per_s = 800;
-    h->net_latency_us = NAN, h->scaleup_domain = 8;
-    h->gemm_eff = 0.5, h->fp8_gemm_eff = 0.4, h->attn_eff = 0.25, h->attn_eff_max = 0.6, h->attn_s_half = 128;
-    h->mem_eff = 0.5, h->launch_us = 1e-9, h->link_eff = 0.8, h->link_latency_us = 2;
-    s->tp = 1, s->pp = 1, s->cp = 1, s->interleave = 1, s->seq = 128, s->micro_batch = 2, s->global_batch = 16;
-    s->precision = PRECISION_BF16_MIXED, s->attn_flash = 1, s->net_eff = 1, s->bucket_bytes = 25 << 20;
-}
-
-static const op_entry *find_op(const op_entry *ops, int n, const char *name, const char *phase)
-{
-    for (int i = 0; i < n; i++)
-        if (strcmp(ops[i].name, name) == 0 && strcmp(ops[i].phase, phase) == 0) return &ops[i];
-    return NULL;
+    h->fp8_tflops = 200, h->fp8_gemm_eff = 0.4, h->attn_eff_max = 0.6, h->attn_s_half = 128;
+    h->link_eff = 0.8, h->link_latency_us = 2;
 }
 
 static double f_dim(double x) { return x / (x + STEP_GEMM_HALF_DIM); }
@@ -47,11 +34,11 @@ static void test_attention_curve(void)
     toy(&s);
     op_entry ops[OP_LIST_MAX];
     int n = step_ops(&s, 1, ops, OP_LIST_MAX);
-    const op_entry *a = find_op(ops, n, "attn_core", "fwd");
+    const op_entry *a = test_find_op(ops, n, "attn_core", "fwd");
     CHECK(a && fabs(step_op_time(&s, a) / (a->flops / (0.3 * 100e12)) - 1) < 1e-6, "cp 1: attention at 0.3 of the peak");
     s.cp = 2;
     n = step_ops(&s, 1, ops, OP_LIST_MAX);
-    a = find_op(ops, n, "attn_core", "fwd");
+    a = test_find_op(ops, n, "attn_core", "fwd");
     CHECK(a && a->n == 64 && fabs(step_op_time(&s, a) / (a->flops / (0.2 * 100e12)) - 1) < 1e-6,
           "cp 2: the kernel sees 64 queries, at 0.2 of the peak");
     s.hw.attn_eff_max = NAN, s.hw.attn_s_half = NAN;
@@ -68,7 +55,7 @@ static void test_link_figures(void)
     s.tp = 2;
     op_entry ops[OP_LIST_MAX];
     int n = step_ops(&s, 1, ops, OP_LIST_MAX);
-    const op_entry *t = find_op(ops, n, "tp_collective", "fwd");
+    const op_entry *t = test_find_op(ops, n, "tp_collective", "fwd");
     double bytes = 256.0 * 256 * 2, want = bytes / 80e9 + 2 * 2e-6;
     CHECK(t && t->bytes == bytes && fabs(step_op_time(&s, t) / want - 1) < 1e-9, "all-reduce: %.9g s, by hand %.9g",
           t ? step_op_time(&s, t) : 0, want);
@@ -107,10 +94,10 @@ static void test_fp8_list(void)
     CHECK(cast_f == 256.0 * (256 + 256 + 256 + 1024) * 4 && cast_b == 256.0 * (768 + 256 + 1024 + 256) * 4,
           "cast bytes forward %g, backward %g", cast_f, cast_b);
     CHECK(cast_step == 2.0 * (256 * 768 + 256 * 256 + 256 * 1024 + 1024 * 256) * 4, "weight casts %g a step", cast_step);
-    const op_entry *q = find_op(ops, n, "qkv", "fwd");
+    const op_entry *q = test_find_op(ops, n, "qkv", "fwd");
     double want = q ? q->flops / (0.4 * f_dim(256) * f_dim(256) * f_dim(768) * 200e12) : 0;
     CHECK(q && fabs(step_op_time(&s, q) / want - 1) < 1e-6, "an fp8 GEMM at 0.4 of the FP8 peak");
-    const op_entry *lg = find_op(ops, n, "logits", "fwd");
+    const op_entry *lg = test_find_op(ops, n, "logits", "fwd");
     want = lg ? lg->flops / (0.5 * f_dim(256) * f_dim(256) * f_dim(1024) * 100e12) : 0;
     CHECK(lg && fabs(step_op_time(&s, lg) / want - 1) < 1e-6, "the logits at 0.5 of the BF16 peak");
 }
@@ -150,7 +137,7 @@ static void test_cp_sends(void)
     s.cp = 2;
     op_entry ops[OP_LIST_MAX];
     int n = step_ops(&s, 1, ops, OP_LIST_MAX);
-    const op_entry *f = find_op(ops, n, "cp_kv_send", "fwd"), *b = find_op(ops, n, "cp_kv_send", "bwd");
+    const op_entry *f = test_find_op(ops, n, "cp_kv_send", "fwd"), *b = test_find_op(ops, n, "cp_kv_send", "bwd");
     double kv = 2.0 * 64 * 4 * 64 * 2 * 2;
     CHECK(f && b && f->bytes == kv && b->bytes == 2 * kv && f->count == 1, "K/V chunk %g bytes, backward %g",
           f ? f->bytes : 0, b ? b->bytes : 0);
@@ -168,7 +155,7 @@ static void test_cp_sends(void)
           "a slow link: %.4g s exposed", p->cp_per_mb_s);
     s.cp = 1;
     n = step_ops(&s, 1, ops, OP_LIST_MAX);
-    CHECK(!find_op(ops, n, "cp_kv_send", "fwd"), "cp 1: no sends");
+    CHECK(!test_find_op(ops, n, "cp_kv_send", "fwd"), "cp 1: no sends");
 }
 
 const test_case tests_physics[] = {

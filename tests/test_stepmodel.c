@@ -11,42 +11,17 @@
 #include "../report/predict/stepmodel.h"
 #include "../report/validate.h"
 #include "check.h"
-
-/* A made-up device: 100 TFLOP/s BF16 and 1000 GB/s per accelerator, 8 per node, a 100 GB/s link,
- * gemm_eff 0.5, attn_eff 0.25, mem_eff 0.5, no launch cost; a 2-layer toy model. */
-static void toy(scale_model *s)
-{
-    memset(s, 0, sizeof *s);
-    model_config *c = &s->cfg;
-    snprintf(c->name, sizeof c->name, "toy");
-    c->L = 2, c->C = 256, c->NH = 4, c->HS = 64, c->V = 1024, c->rotary_pct = 0, c->pos = POS_LEARNED;
-    hw_row *h = &s->hw;
-    snprintf(h->instance, sizeof h->instance, "toy.8x");
-    snprintf(h->accelerator, sizeof h->accelerator, "toy");
-    h->accelerators = 8, h->workers = 1, h->bf16_tflops = 100, h->fp32_tflops = 25, h->mem_gib = 80,
-    h->mem_gb_per_s = 1000;
-    h->intra_gb_per_s = 100, h->net_gbit_per_s = 800, h->net_latency_us = NAN, h->scaleup_domain = 8;
-    h->gemm_eff = 0.5, h->attn_eff = 0.25, h->mem_eff = 0.5, h->launch_us = 1e-9;
-    s->tp = 1, s->pp = 1, s->cp = 1, s->interleave = 1, s->seq = 128, s->micro_batch = 2, s->global_batch = 16;
-    s->precision = PRECISION_BF16_MIXED, s->attn_flash = 1, s->net_eff = 1, s->bucket_bytes = 25 << 20;
-}
-
-static const op_entry *find_op(const op_entry *ops, int n, const char *name, const char *phase)
-{
-    for (int i = 0; i < n; i++)
-        if (strcmp(ops[i].name, name) == 0 && strcmp(ops[i].phase, phase) == 0) return &ops[i];
-    return NULL;
-}
+#include "steptoy.h"
 
 static double f_dim(double x) { return x / (x + STEP_GEMM_HALF_DIM); }
 
 static void test_one_gemm(void)
 {
     scale_model s;
-    toy(&s);
+    test_toy_step(&s);
     op_entry ops[OP_LIST_MAX];
     int n = step_ops(&s, 1, ops, OP_LIST_MAX);
-    const op_entry *q = find_op(ops, n, "qkv", "fwd");
+    const op_entry *q = test_find_op(ops, n, "qkv", "fwd");
     CHECK(n > 0 && q && q->n == 256 && q->k == 256 && q->m == 768, "qkv fwd is 256 x 256 -> 768: %ld %ld %ld",
           q ? q->n : 0, q ? q->k : 0, q ? q->m : 0);
     if (!q) return;
@@ -56,14 +31,14 @@ static void test_one_gemm(void)
     /* tp 2: the weight dimension halves, the rows stay */
     s.tp = 2;
     n = step_ops(&s, 1, ops, OP_LIST_MAX);
-    q = find_op(ops, n, "qkv", "fwd");
+    q = test_find_op(ops, n, "qkv", "fwd");
     CHECK(q && q->n == 256 && q->m == 384, "tp 2: rows 256, width 384: %ld %ld", q ? q->n : 0, q ? q->m : 0);
     /* a memory-bound op: bytes at 0.5 of 1000 GB/s */
-    const op_entry *norm = find_op(ops, n, "norm", "fwd");
+    const op_entry *norm = test_find_op(ops, n, "norm", "fwd");
     CHECK(norm && fabs(step_op_time(&s, norm) / (norm->bytes / 500e9) - 1) < 1e-6 && norm->bytes == 256.0 * 256 * 2 * 2,
           "a norm reads and writes 256 x 256 16-bit values at 500 GB/s");
     /* the tiled attention core: the causal half at attn_eff: 4 HS s (s + 1) / 2 FLOPs per head, b x heads / tp heads */
-    const op_entry *a = find_op(ops, n, "attn_core", "fwd");
+    const op_entry *a = test_find_op(ops, n, "attn_core", "fwd");
     double fl = 4.0 * 64 * 128 * 129 / 2.0 * 2 * 2;
     CHECK(a && fabs(a->flops / fl - 1) < 1e-12 && fabs(step_op_time(&s, a) / (fl / (0.25 * 100e12)) - 1) < 1e-6,
           "attention: %.9g FLOPs, by hand %.9g", a ? a->flops : 0, fl);
@@ -74,11 +49,11 @@ static void test_one_gemm(void)
 static void test_gqa_tp(void)
 {
     scale_model s;
-    toy(&s);
+    test_toy_step(&s);
     s.cfg.C = 8192, s.cfg.NH = 64, s.cfg.HS = 128, s.cfg.KVH = 8, s.cfg.ffn = 28672, s.cfg.mlp = MLP_SWIGLU, s.tp = 16;
     op_entry ops[OP_LIST_MAX];
     int n = step_ops(&s, 1, ops, OP_LIST_MAX);
-    const op_entry *q = find_op(ops, n, "qkv", "fwd");
+    const op_entry *q = test_find_op(ops, n, "qkv", "fwd");
     CHECK(q && q->m == (64 / 16 + 2 * 1) * 128, "qkv at TP 16: (4 + 2 x 1) x 128 = 768 wide: %ld", q ? q->m : -1);
     s.cfg.NH = 48, s.cfg.KVH = 6, s.cfg.C = 6144, s.tp = 4;
     CHECK(!op_tp_splits(&s.cfg, 4) && step_ops(&s, 1, ops, OP_LIST_MAX) < 0, "6 key/value heads at TP 4: refused");
@@ -87,11 +62,11 @@ static void test_gqa_tp(void)
 static void test_one_allreduce(void)
 {
     scale_model s;
-    toy(&s);
+    test_toy_step(&s);
     s.tp = 4;
     op_entry ops[OP_LIST_MAX];
     int n = step_ops(&s, 1, ops, OP_LIST_MAX);
-    const op_entry *t = find_op(ops, n, "tp_collective", "fwd");
+    const op_entry *t = test_find_op(ops, n, "tp_collective", "fwd");
     CHECK(t && t->bytes == 256.0 * 256 * 2 && t->count == 2,
           "2 all-reduces of the 256 x 256 activation per layer forward");
     if (!t) return;
@@ -112,7 +87,7 @@ static void test_one_allreduce(void)
 static void test_one_bubble(void)
 {
     scale_model s;
-    toy(&s);
+    test_toy_step(&s);
     s.pp = 2, s.t_mb_s = 0.1, s.hw.intra_gb_per_s = NAN; /* no TP or PP link time */
     step_profile_fill(&s);
     scale_point p;
@@ -128,7 +103,7 @@ static void test_one_bubble(void)
 static void test_one_overlap(void)
 {
     scale_model s;
-    toy(&s);
+    test_toy_step(&s);
     s.t_mb_s = 0.3, s.hw.intra_gb_per_s = NAN, s.global_batch = 128; /* 32 replicas of 2 micro-batches */
     step_profile_fill(&s);
     scale_point p;
@@ -154,7 +129,7 @@ static void test_one_overlap(void)
 static void test_zero3_gathers(void)
 {
     scale_model s;
-    toy(&s);
+    test_toy_step(&s);
     s.tp = 2, s.pp = 2, s.zero = 3;
     step_profile_fill(&s);
     const step_profile *p = step_profile_get(&s);
@@ -179,7 +154,7 @@ static void test_joint_fit_recovers(void)
 {
     scale_model rows[2];
     long nodes[2] = {1, 4};
-    toy(&rows[0]), toy(&rows[1]);
+    test_toy_step(&rows[0]), test_toy_step(&rows[1]);
     rows[1].global_batch = 256; /* 8 micro-batches per replica against 1: the overhead weighs differently */
     step_profile_fill(&rows[0]), step_profile_fill(&rows[1]);
     calib_joint truth = {.phi = 0.7, .overhead_s = 0.002};

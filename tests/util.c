@@ -12,6 +12,7 @@
 #include "../model/gpt.h"
 #include "../common/presets.h"
 #include "../report/predict/stepmodel.h"
+#include "steptoy.h"
 #include "../kernels/bf16.h"
 #include "../model/safetensors.h"
 #include "check.h"
@@ -394,3 +395,28 @@ const char *test_corpus(void)
     CHECK(cli_run(a, out, sizeof out, err, sizeof err) == 0, "dataset build: %s", err);
     return prefix;
 }
+
+void test_toy_step(scale_model *s)
+{
+    memset(s, 0, sizeof *s);
+    model_config *c = &s->cfg;
+    snprintf(c->name, sizeof c->name, "toy");
+    c->L = 2, c->C = 256, c->NH = 4, c->HS = 64, c->V = 1024, c->rotary_pct = 0, c->pos = POS_LEARNED;
+    hw_row *h = &s->hw;
+    snprintf(h->instance, sizeof h->instance, "toy.8x");
+    snprintf(h->accelerator, sizeof h->accelerator, "toy");
+    h->accelerators = 8, h->workers = 1, h->bf16_tflops = 100, h->fp32_tflops = 25, h->mem_gib = 80,
+    h->mem_gb_per_s = 1000;
+    h->intra_gb_per_s = 100, h->net_gbit_per_s = 800, h->net_latency_us = NAN, h->scaleup_domain = 8;
+    h->gemm_eff = 0.5, h->attn_eff = 0.25, h->mem_eff = 0.5, h->launch_us = 1e-9;
+    s->tp = 1, s->pp = 1, s->cp = 1, s->interleave = 1, s->seq = 128, s->micro_batch = 2, s->global_batch = 16;
+    s->precision = PRECISION_BF16_MIXED, s->attn_flash = 1, s->net_eff = 1, s->bucket_bytes = 25 << 20;
+}
+
+const op_entry *test_find_op(const op_entry *ops, int n, const char *name, const char *phase)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(ops[i].name, name) == 0 && strcmp(ops[i].phase, phase) == 0) return &ops[i];
+    return NULL;
+}
+
