@@ -10,6 +10,7 @@
 #include "../common/csvio.h"
 #include "../report/predict/plan.h"
 #include "check.h"
+#include "csvrun.h"
 
 static char g_out[65536], g_err[16384];
 
@@ -21,26 +22,8 @@ static int plan_csv(const char *const *args, const char *dir, const char *name, 
 {
     char path[256];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    const char *a[48];
-    int n = 0;
-    for (; args[n] && n < 44; n++) a[n] = args[n];
-    a[n++] = "--csv", a[n++] = path, a[n] = NULL;
-    int rc = cli_run(a, g_out, sizeof g_out, g_err, sizeof g_err);
-    CHECK(rc == 0, "plan: exit %d: %s", rc, g_err);
-    if (rc != 0) return -1;
-    int lrc = table_load(t, path);
-    CHECK(lrc == 0, "plan's CSV %s loads", path);
-    return lrc == 0 ? 0 : -1;
+    return test_cmd_csv(args, path, g_out, sizeof g_out, g_err, sizeof g_err, t);
 }
-
-/* The cell of row i in column `name` ("" when the column is missing, after a failed check). */
-static const char *cell(const table *t, int i, const char *name)
-{
-    int c = table_col(t, name, 0);
-    CHECK(c >= 0, "column '%s' in %s", name, t->path);
-    return c >= 0 ? table_cell(t, i, c) : "";
-}
-static double num(const table *t, int i, const char *name) { return strtod(cell(t, i, name), NULL); }
 
 /* The row with the same layout as row i but sequence parallelism `sp` ("on", "off"); -1 when none. */
 static int twin(const table *t, int i, const char *sp)
@@ -48,9 +31,9 @@ static int twin(const table *t, int i, const char *sp)
     static const char *const same[] = {"instance_type", "pricing", "nodes", "tp", "pp", "vp", "zero", "micro_batch",
                                        "recompute", "precision"};
     for (int j = 0; j < t->nrows; j++) {
-        int eq = strcmp(cell(t, j, "sp"), sp) == 0;
+        int eq = strcmp(test_cell(t, j, "sp"), sp) == 0;
         for (size_t k = 0; eq && k < sizeof same / sizeof same[0]; k++)
-            eq = strcmp(cell(t, i, same[k]), cell(t, j, same[k])) == 0;
+            eq = strcmp(test_cell(t, i, same[k]), test_cell(t, j, same[k])) == 0;
         if (eq) return j;
     }
     return -1;
@@ -93,15 +76,15 @@ static void test_plansearch_trn1_layouts(void)
     if (plan_csv(args, dir, "trn1.csv", &t) == 0) {
         int tp16 = 0, tp32 = 0, vp = 0, sp = 0, less = 0, pairs = 0, alone = 0;
         for (int i = 0; i < t.nrows; i++) {
-            int tp = (int)num(&t, i, "tp");
-            tp16 += tp == 16, tp32 += tp == 32, vp += num(&t, i, "vp") > 1;
-            if (strcmp(cell(&t, i, "sp"), "on") != 0) continue;
+            int tp = (int)test_num(&t, i, "tp");
+            tp16 += tp == 16, tp32 += tp == 32, vp += test_num(&t, i, "vp") > 1;
+            if (strcmp(test_cell(&t, i, "sp"), "on") != 0) continue;
             sp++;
             int j = twin(&t, i, "off");
             alone += j < 0; /* its twin without sequence parallelism does not fit the memory */
             if (j < 0 || pairs >= 50) continue;
             pairs++;
-            less += num(&t, i, "mem_per_rank_gib") < num(&t, j, "mem_per_rank_gib");
+            less += test_num(&t, i, "mem_per_rank_gib") < test_num(&t, j, "mem_per_rank_gib");
         }
         CHECK(tp16 > 0 && tp32 > 0, "TP 16 (%d rows) and TP 32 (%d rows) on trn1.32xlarge", tp16, tp32);
         CHECK(vp > 0 && sp > 0, "virtual stages (%d rows) and sequence parallelism (%d rows)", vp, sp);
@@ -126,9 +109,9 @@ static void test_plansearch_nodes(void)
     if (plan_csv(args, dir, "nodes.csv", &t) == 0) {
         int n19 = 0, split = 0;
         for (int i = 0; i < t.nrows; i++) {
-            long nodes = (long)num(&t, i, "nodes"), R = nodes * 8 / ((long)num(&t, i, "tp") * (long)num(&t, i, "pp"));
+            long nodes = (long)test_num(&t, i, "nodes"), R = nodes * 8 / ((long)test_num(&t, i, "tp") * (long)test_num(&t, i, "pp"));
             n19 += nodes == 19;
-            split += R > 0 && 1216 % (R * (long)num(&t, i, "micro_batch")) == 0;
+            split += R > 0 && 1216 % (R * (long)test_num(&t, i, "micro_batch")) == 0;
         }
         CHECK(n19 > 0, "19 nodes searched and priced (%d rows of %d)", n19, t.nrows);
         CHECK(split == t.nrows, "every row's replicas x micro-batch divide the batch: %d of %d", split, t.nrows);
@@ -165,16 +148,16 @@ static void test_plansearch_band(void)
     if (plan_csv(args, dir, "band.csv", &t) == 0) {
         int p5 = 0, p5_named = 0, near = 0, near_ok = 0, banded = 0;
         for (int i = 0; i < t.nrows; i++) {
-            const char *x = cell(&t, i, "extrapolated");
-            double band = num(&t, i, "band_pct");
+            const char *x = test_cell(&t, i, "extrapolated");
+            double band = test_num(&t, i, "band_pct");
             banded +=
                 band >= fmin(CALIB_BAND_NEAR_PCT, fmin(CALIB_BAND_LAYOUT_PCT, CALIB_BAND_DEVICE_PCT)) && band < 100;
-            if (strcmp(cell(&t, i, "instance_type"), "p5.48xlarge") == 0) {
+            if (strcmp(test_cell(&t, i, "instance_type"), "p5.48xlarge") == 0) {
                 p5++;
                 p5_named += strcmp(x, "another device (h100-sxm5-80gb, calibrated on trainium1)") == 0 &&
                             band >= CALIB_BAND_DEVICE_PCT;
-            } else if (num(&t, i, "tp") == 8 && num(&t, i, "nodes") == 32 && num(&t, i, "pp") == 1 &&
-                       strcmp(cell(&t, i, "precision"), "bf16-sr") == 0) {
+            } else if (test_num(&t, i, "tp") == 8 && test_num(&t, i, "nodes") == 32 && test_num(&t, i, "pp") == 1 &&
+                       strcmp(test_cell(&t, i, "precision"), "bf16-sr") == 0) {
                 /* llama2-7b at seq 4096 from pythia-6.9b at 2048: attention's share of the step moved,
                  * so not near (calib_case_of); the band of another layout */
                 near++;
@@ -194,7 +177,7 @@ static void test_plansearch_band(void)
                            "p5.48xlarge", "--max-nodes", "4", "--top", "5", "--mfu", "40", NULL};
     if (plan_csv(plain, dir, "plain.csv", &t) == 0) {
         int empty = 0;
-        for (int i = 0; i < t.nrows; i++) empty += !*cell(&t, i, "band_pct") && !*cell(&t, i, "extrapolated");
+        for (int i = 0; i < t.nrows; i++) empty += !*test_cell(&t, i, "band_pct") && !*test_cell(&t, i, "extrapolated");
         CHECK(t.nrows > 0 && empty == t.nrows, "an assumed MFU: no band, no mark (%d of %d rows empty)", empty,
               t.nrows);
         CHECK(strstr(g_out, "# assumption: compute at 40% MFU") && strstr(g_out, "no band"), "the assumption said: %s",
@@ -218,10 +201,10 @@ static void test_plansearch_same_as_scale(void)
     double plan_c = NAN, scale_c = NAN;
     if (plan_csv(args, dir, "plan.csv", &t) == 0)
         for (int i = 0; i < t.nrows; i++)
-            if (num(&t, i, "nodes") == 4 && num(&t, i, "tp") == 8 && num(&t, i, "pp") == 1 &&
-                !strcmp(cell(&t, i, "sp"), "off") && num(&t, i, "zero") == 1 && num(&t, i, "micro_batch") == 1 &&
-                !strcmp(cell(&t, i, "recompute"), "off") && !strcmp(cell(&t, i, "precision"), "bf16-mixed"))
-                plan_c = num(&t, i, "compute_s");
+            if (test_num(&t, i, "nodes") == 4 && test_num(&t, i, "tp") == 8 && test_num(&t, i, "pp") == 1 &&
+                !strcmp(test_cell(&t, i, "sp"), "off") && test_num(&t, i, "zero") == 1 && test_num(&t, i, "micro_batch") == 1 &&
+                !strcmp(test_cell(&t, i, "recompute"), "off") && !strcmp(test_cell(&t, i, "precision"), "bf16-mixed"))
+                plan_c = test_num(&t, i, "compute_s");
     char path[256];
     snprintf(path, sizeof path, "%s/scale.csv", dir);
     const char *sc[] = {"scale", "--model", "llama2-7b", "--instance", "trn1.32xlarge", "--tp", "8", "--pp", "1",
@@ -229,7 +212,7 @@ static void test_plansearch_same_as_scale(void)
                         "--precision", "mixed", "--attention", "flash", "--calibrate", spec, "--csv", path, NULL};
     int rc = cli_run(sc, g_out, sizeof g_out, g_err, sizeof g_err);
     CHECK(rc == 0, "scale: exit %d: %s", rc, g_err);
-    if (rc == 0 && table_load(&s, path) == 0 && s.nrows == 1) scale_c = num(&s, 0, "compute_s");
+    if (rc == 0 && table_load(&s, path) == 0 && s.nrows == 1) scale_c = test_num(&s, 0, "compute_s");
     CHECK(isfinite(plan_c) && fabs(plan_c - scale_c) <= 1e-8 * scale_c, "compute per step: plan %.9g s, scale %.9g s",
           plan_c, scale_c);
     table_free(&t);

@@ -12,6 +12,7 @@
 #include "../report/formats/devices.h"
 #include "../report/predict/plan.h"
 #include "check.h"
+#include "csvrun.h"
 
 static char g_out[131072], g_err[16384];
 
@@ -19,27 +20,10 @@ static char g_out[131072], g_err[16384];
  * or -1 after a failed check. */
 static int view_csv(const char *const *args, const char *dir, const char *name, table *t)
 {
-    char path[CB_PATH_MAX];
+    char path[256];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    const char *a[48];
-    int n = 0;
-    for (; args[n] && n < 44; n++) a[n] = args[n];
-    a[n++] = "--csv", a[n++] = path, a[n] = NULL;
-    int rc = cli_run(a, g_out, sizeof g_out, g_err, sizeof g_err);
-    CHECK(rc == 0, "plan: exit %d: %s", rc, g_err);
-    if (rc != 0) return -1;
-    int lrc = table_load(t, path);
-    CHECK(lrc == 0, "plan's CSV %s loads", path);
-    return lrc == 0 ? 0 : -1;
+    return test_cmd_csv(args, path, g_out, sizeof g_out, g_err, sizeof g_err, t);
 }
-
-static const char *cell(const table *t, int i, const char *name)
-{
-    int c = table_col(t, name, 0);
-    CHECK(c >= 0, "column '%s' in %s", name, t->path);
-    return c >= 0 ? table_cell(t, i, c) : "";
-}
-static double num(const table *t, int i, const char *name) { return strtod(cell(t, i, name), NULL); }
 
 /* The precisions of an instance of device `name` (NULL: a hardware row naming no device). */
 static int precs_of(const dev_table *dt, const char *name, double fp8_tflops, plan_prec *out)
@@ -131,14 +115,14 @@ static void test_planview_default(void)
         CHECK(t.nrows == 3, "one row per instance type: %d rows", t.nrows);
         int seen = 0;
         for (int i = 0; i < t.nrows; i++) {
-            const char *it = cell(&t, i, "instance_type");
+            const char *it = test_cell(&t, i, "instance_type");
             seen |= strcmp(it, "p5.48xlarge") == 0 ? 1 : strcmp(it, "trn1.32xlarge") == 0 ? 2 : 4;
-            if (i) CHECK(num(&t, i - 1, "cost_usd") <= num(&t, i, "cost_usd"), "cheapest first at %d", i);
-            CHECK(strncmp(cell(&t, i, "why"), "cheapest of ", 12) == 0 && strstr(cell(&t, i, "why"), "; next: "),
-                  "row %d why: '%s'", i, cell(&t, i, "why"));
-            CHECK(strncmp(cell(&t, i, "band"), "+-", 2) == 0 && strchr(cell(&t, i, "band"), '%'), "row %d band '%s'",
-                  i, cell(&t, i, "band")); /* uncalibrated: the framework's default phi's spread */
-            CHECK(strcmp(it, "p5.48xlarge") != 0 || strcmp(cell(&t, i, "precision"), "bf16-sr") != 0,
+            if (i) CHECK(test_num(&t, i - 1, "cost_usd") <= test_num(&t, i, "cost_usd"), "cheapest first at %d", i);
+            CHECK(strncmp(test_cell(&t, i, "why"), "cheapest of ", 12) == 0 && strstr(test_cell(&t, i, "why"), "; next: "),
+                  "row %d why: '%s'", i, test_cell(&t, i, "why"));
+            CHECK(strncmp(test_cell(&t, i, "band"), "+-", 2) == 0 && strchr(test_cell(&t, i, "band"), '%'), "row %d band '%s'",
+                  i, test_cell(&t, i, "band")); /* uncalibrated: the framework's default phi's spread */
+            CHECK(strcmp(it, "p5.48xlarge") != 0 || strcmp(test_cell(&t, i, "precision"), "bf16-sr") != 0,
                   "no bf16-sr on an H100");
         }
         CHECK(seen == 7, "each instance type once");
@@ -154,8 +138,8 @@ static void test_planview_default(void)
     if (view_csv(all, dir, "all.csv", &t) == 0) {
         int p5_sr = 0, trn_sr = 0, trn_fp8 = 0;
         for (int i = 0; i < t.nrows; i++) {
-            int p5 = strcmp(cell(&t, i, "instance_type"), "p5.48xlarge") == 0;
-            const char *p = cell(&t, i, "precision");
+            int p5 = strcmp(test_cell(&t, i, "instance_type"), "p5.48xlarge") == 0;
+            const char *p = test_cell(&t, i, "precision");
             p5_sr += p5 && !strcmp(p, "bf16-sr");
             trn_sr += !p5 && !strcmp(p, "bf16-sr"), trn_fp8 += !p5 && !strcmp(p, "fp8");
         }
@@ -171,7 +155,7 @@ static void test_planview_default(void)
     if (view_csv(cal, dir, "cal.csv", &t) == 0) {
         int fp8 = 0, banded = 0;
         for (int i = 0; i < t.nrows; i++)
-            fp8 += !strcmp(cell(&t, i, "precision"), "fp8"), banded += cell(&t, i, "band")[0] == '+';
+            fp8 += !strcmp(test_cell(&t, i, "precision"), "fp8"), banded += test_cell(&t, i, "band")[0] == '+';
         CHECK(fp8 > 0 && banded == t.nrows, "calibrated: %d fp8 rows on p5, a band on %d of %d", fp8, banded, t.nrows);
     }
     table_free(&t);
@@ -195,14 +179,14 @@ static void test_planview_runners_up(void)
     if (view_csv(args, dir, "ru.csv", &t) == 0) {
         CHECK(t.nrows == 3, "the best and 2 runner-ups: %d rows", t.nrows);
         if (t.nrows == 3) {
-            const char *best = cell(&t, 0, "why"), *second = cell(&t, 1, "why");
+            const char *best = test_cell(&t, 0, "why"), *second = test_cell(&t, 1, "why");
             const char *nx = strstr(best, "; next: ");
             char pct[16] = "";
             if (nx) sscanf(nx + 8, "%15s", pct);
             CHECK(pct[0] == '+' && strncmp(second, pct, strlen(pct)) == 0 &&
                       strstr(second, " over the best p5.48xlarge on_demand layout; "),
                   "next '%s' is the first runner-up '%s'", best, second);
-            CHECK(num(&t, 1, "cost_usd") > num(&t, 0, "cost_usd"), "the runner-up costs more");
+            CHECK(test_num(&t, 1, "cost_usd") > test_num(&t, 0, "cost_usd"), "the runner-up costs more");
         }
     }
     table_free(&t);
@@ -212,12 +196,12 @@ static void test_planview_runners_up(void)
     if (view_csv(two, dir, "two.csv", &t) == 0) {
         CHECK(t.nrows == 4, "2 types x (best + 1 runner-up): %d rows", t.nrows);
         if (t.nrows == 4) {
-            CHECK(!strcmp(cell(&t, 0, "instance_type"), cell(&t, 1, "instance_type")) &&
-                      !strcmp(cell(&t, 2, "instance_type"), cell(&t, 3, "instance_type")) &&
-                      num(&t, 0, "cost_usd") <= num(&t, 2, "cost_usd"),
+            CHECK(!strcmp(test_cell(&t, 0, "instance_type"), test_cell(&t, 1, "instance_type")) &&
+                      !strcmp(test_cell(&t, 2, "instance_type"), test_cell(&t, 3, "instance_type")) &&
+                      test_num(&t, 0, "cost_usd") <= test_num(&t, 2, "cost_usd"),
                   "grouped by type, the cheaper type first");
-            CHECK(strncmp(cell(&t, 2, "why"), "cheapest of ", 12) == 0 && cell(&t, 3, "why")[0] == '+',
-                  "the second type's best, then its runner-up: '%s', '%s'", cell(&t, 2, "why"), cell(&t, 3, "why"));
+            CHECK(strncmp(test_cell(&t, 2, "why"), "cheapest of ", 12) == 0 && test_cell(&t, 3, "why")[0] == '+',
+                  "the second type's best, then its runner-up: '%s', '%s'", test_cell(&t, 2, "why"), test_cell(&t, 3, "why"));
         }
     }
     table_free(&t);

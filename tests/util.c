@@ -13,6 +13,7 @@
 #include "../common/presets.h"
 #include "../report/predict/stepmodel.h"
 #include "steptoy.h"
+#include "csvrun.h"
 #include "../kernels/bf16.h"
 #include "../model/safetensors.h"
 #include "check.h"
@@ -420,3 +421,26 @@ const op_entry *test_find_op(const op_entry *ops, int n, const char *name, const
     return NULL;
 }
 
+
+int test_cmd_csv(const char *const *args, const char *path, char *out, size_t on, char *err, size_t en, table *t)
+{
+    const char *a[48];
+    int n = 0;
+    for (; args[n] && n < 44; n++) a[n] = args[n];
+    a[n++] = "--csv", a[n++] = path, a[n] = NULL;
+    int rc = cli_run(a, out, on, err, en);
+    CHECK(rc == 0, "%s: exit %d: %s", args[0], rc, err);
+    if (rc != 0) return -1;
+    int lrc = table_load(t, path);
+    CHECK(lrc == 0, "%s's CSV %s loads", args[0], path);
+    return lrc == 0 ? 0 : -1;
+}
+
+const char *test_cell(const table *t, int i, const char *name)
+{
+    int c = table_col(t, name, 0);
+    CHECK(c >= 0, "column '%s' in %s", name, t->path);
+    return c >= 0 ? table_cell(t, i, c) : "";
+}
+
+double test_num(const table *t, int i, const char *name) { return strtod(test_cell(t, i, name), NULL); }
