@@ -242,6 +242,7 @@ static int val_rows(val_result *res, const val_file *f, const char *file)
         int k = f->mapped[i] ? val_nearest(f, i) : -1;
         val_predict(f, i, k, v);
         val_names(f, i, v);
+        v->unmodelled = !v->refused && !v->unknown_names && !isfinite(v->predicted);
         int c = k >= 0 ? f->cal[k] : f->cal[0];
         snprintf(v->calibrated_on, sizeof v->calibrated_on, "%s", f->t->rows[c].id);
         val_naive(f, i, c, v);
@@ -270,7 +271,7 @@ static int val_summarize(val_result *res, int first, const char *file)
     for (int i = first; i < res->n; i++) {
         const val_row *v = &res->rows[i];
         s->rows++, s->calibration_rows += v->calibration, s->refused += v->refused;
-        s->unknown_names += v->unknown_names;
+        s->unknown_names += v->unknown_names, s->unmodelled += v->unmodelled;
         if (v->calibration || !isfinite(v->predicted)) continue;
         a[m++] = fabs(v->error_pct);
         if (v->inside_band >= 0) s->band_rows++, inside += v->inside_band;
@@ -405,7 +406,6 @@ static void val_pool_naive(const val_file *f, int i, val_row *v)
     v->naive = p.seq_per_s, v->naive_error_pct = 100.0 * (p.seq_per_s / v->published - 1.0);
 }
 
-/* Row i of file self predicted from pf (its case and band from the rows fitted). */
 /* Row i of file self predicted from pf (its case and band from the rows fitted). Returns the length
  * of its note when it has no prediction, else 0. */
 static int val_pool_predict(const val_loaded *l, int nl, int self, int i, val_mode mode, const val_pool_fit *pf,
@@ -441,6 +441,18 @@ static int val_pool_predict(const val_loaded *l, int nl, int self, int i, val_mo
     return 0;
 }
 
+/* Why row i has no prediction, as a count (the note says it already): an unknown name
+ * (pub_names_resolve), else unmodelled unless refused. */
+static void val_unmapped(const val_file *f, int i, val_row *v)
+{
+    if (isfinite(v->predicted)) return;
+    const val_env *e = f->env;
+    const pub_model_env pe = {e->ht, e->dt, e->ov, e->latency_us};
+    char names[256];
+    v->unknown_names = pub_names_resolve(&f->t->rows[i], &pe, names, sizeof names) != 0;
+    v->unmodelled = !v->refused && !v->unknown_names;
+}
+
 /* Every row of file self into res, each from the other files' fit for its framework. */
 static int val_pool_file(val_result *res, const val_loaded *l, int nl, int self, val_mode mode)
 {
@@ -462,6 +474,7 @@ static int val_pool_file(val_result *res, const val_loaded *l, int nl, int self,
         if (k == nfit && nfit < NFIT) val_pool_fit_make(l, nl, self, fw, mode, &fits[nfit++]);
         if (k >= nfit) k = nfit - 1, val_pool_fit_make(l, nl, self, fw, mode, &fits[k]);
         val_pool_predict(l, nl, self, i, mode, &fits[k], v);
+        val_unmapped(f, i, v);
         val_pool_naive(f, i, v);
         val_inside(v);
     }

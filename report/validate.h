@@ -20,7 +20,9 @@
  * scale --calibrate refuses it, calib_point_plausible) is refused: no prediction, no naive figure,
  * not a calibration, its note "refused: " and the reason, counted in the summary. A row whose
  * device or instance type is unknown (pubmodel.h's pub_names_resolve) is not predicted, its note
- * names it, counted in the summary's unknown_names apart from refused; a row that took a family, an
+ * names it, counted in the summary's unknown_names apart from refused; any other row without a
+ * prediction (a configuration outside the step model, no calibration that fitted, a calibration row
+ * that did not fit) is counted in unmodelled, its note saying why; a row that took a family, an
  * `A/B` instance or an unknown framework to resolve says so first in its note. The summary's
  * median and max |error| are over the rows that are not calibration rows and have a prediction,
  * the naive figures over the same rows. It reports; it does not judge. */
@@ -42,6 +44,8 @@ typedef struct {
     int calibration;        /* a row the model was fitted on */
     int refused;            /* its seq/s is impossible on its hardware (note says why): not scored */
     int unknown_names;      /* its device or instance type is unknown (note says which): not predicted */
+    int unmodelled;         /* neither refused nor of an unknown name, and no prediction: the model cannot map it
+                             * or no calibration fitted (note says why) */
     double published;       /* seq/s */
     double predicted;       /* seq/s; NaN: no prediction (reason says why) */
     double error_pct;       /* predicted / published - 1, % */
@@ -60,6 +64,7 @@ typedef struct {
     int rows, calibration_rows, predicted; /* predicted: rows other than calibration rows with a prediction */
     int refused;                           /* rows refused as impossible (val_row.refused) */
     int unknown_names;                     /* rows on an unknown device or instance (val_row.unknown_names) */
+    int unmodelled;                        /* rows with no prediction for another reason (val_row.unmodelled) */
     double median_abs_pct, max_abs_pct, naive_median_abs_pct, naive_max_abs_pct; /* NaN when none */
     /* the joint fit on every row the model maps (calibration.h's calib_fit_joint): what the file
      * says of the model's two parameters; NaN when it did not fit */

@@ -30,7 +30,7 @@ static const rec_col val_cols[VC_NCOLS] = {{"file", "", REC_STR, 0}, {"id", "", 
 
 /* Columns are added at the end (scripts read the earlier ones by position too). */
 enum { VS_FILE, VS_ROWS, VS_CAL, VS_PRED, VS_MED, VS_MAX, VS_NMED, VS_NMAX, VS_FROWS, VS_PHI, VS_PHISE, VS_OVH, VS_OVHSE,
-       VS_FRMS, VS_FWORST, VS_FWORSTID, VS_REFUSED, VS_UNKNOWN, VS_COVER, VS_NCOLS };
+       VS_FRMS, VS_FWORST, VS_FWORSTID, VS_REFUSED, VS_UNKNOWN, VS_COVER, VS_UNMODELLED, VS_NCOLS };
 static const rec_col sum_cols[VS_NCOLS] = {{"file", "", REC_STR, 0}, {"rows", "", REC_NUM, 0},
                                            {"calibration_rows", "", REC_NUM, 0}, {"predicted", "", REC_NUM, 0},
                                            {"median_abs_error_pct", "%", REC_NUM, 1},
@@ -42,7 +42,7 @@ static const rec_col sum_cols[VS_NCOLS] = {{"file", "", REC_STR, 0}, {"rows", ""
                                            {"fit_rms_pct", "%", REC_NUM, 1}, {"fit_worst_pct", "%", REC_NUM, 1},
                                            {"fit_worst", "", REC_STR, 0}, {"refused", "", REC_NUM, 0},
                                            {"unknown_names", "", REC_NUM, 0},
-                                           {"band_coverage_pct", "%", REC_NUM, 0}};
+                                           {"band_coverage_pct", "%", REC_NUM, 0}, {"unmodelled", "", REC_NUM, 0}};
 
 /* Every file validated into res in `mode`; every --calibrate id must be in one of them. */
 static int val_mode_run(const val_opts *o, val_mode mode, const val_env *env, val_result *res)
@@ -186,6 +186,7 @@ static int val_summary_record(record *rec, const val_result *res, val_mode mode)
         record_num(rec, r, VS_FWORST, s->fit_worst_pct);
         record_str(rec, r, VS_FWORSTID, s->fit_worst);
         record_num(rec, r, VS_COVER, s->band_coverage_pct);
+        record_num(rec, r, VS_UNMODELLED, s->unmodelled);
     }
     record_note(
         rec, "per file: |error| over the rows predicted (calibration rows left out); the naive's over the same rows");
@@ -194,6 +195,9 @@ static int val_summary_record(record *rec, const val_result *res, val_mode mode)
     record_note(rec, "unknown_names: rows on a device or instance type the tables do not know, not even through a "
                      "family or as one of a published 'A/B' (each row's note names it): not predicted, the rest of "
                      "the file is");
+    record_note(rec, "unmodelled: rows with no prediction for another reason, each row's note saying why (a "
+                     "configuration outside the step model, no calibration row that fitted): rows = predicted + "
+                     "calibration rows predicted + refused + unknown_names + unmodelled");
     record_note(rec, "fit_*: the step model fitted to every row of the file at once (least squares): phi, the "
                      "framework's efficiency "
                      "against the device model, and a fixed overhead per step ('-': the rows cannot tell it from phi); "

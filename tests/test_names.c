@@ -191,8 +191,8 @@ static void test_validate_rows(void)
 }
 
 /* A published run whose layers do not split evenly over pp x vp stages (Megatron-Core's uneven
- * pipelines, Llama 3.1 405B's 126 layers over 8 x 4): the file loads, the row is not predicted and
- * says why, the others are. */
+ * pipelines, Llama 3.1 405B's 126 layers over 8 x 4): the file loads; on a framework with no
+ * documented split the row is not predicted and says why, the others are. */
 static void test_uneven_pipeline(void)
 {
     char text[8192];
@@ -203,6 +203,14 @@ static void test_uneven_pipeline(void)
              "u1,test,megatron-lm,a100-sxm4-80gb,32,8,800,,gpt-1.3b,gpt,24,2048,16,,,50257,,,2048,256,2,2,2,8,,5,,"
              "zero1,none,bf16-mixed,seq_per_s,200,,,,\n");
     gpt_row(text, sizeof text, "e2", "megatron-lm", "a100-sxm4-80gb", 64, 390);
+    /* Megatron-Bridge documents its split (frameworks.h: the embedding and the loss as layers): 22 + 2
+     * over pp 2 x vp 3 loads and is predicted; 23 + 2 does not split either: not predicted */
+    k = strlen(text);
+    snprintf(text + k, sizeof text - k,
+             "b1,test,megatron-bridge,a100-sxm4-80gb,32,8,800,,gpt-1.3b,gpt,22,2048,16,,,50257,,,2048,256,2,2,2,8,,3,,"
+             "zero1,none,bf16-mixed,seq_per_s,200,,,,\n"
+             "b2,test,megatron-bridge,a100-sxm4-80gb,32,8,800,,gpt-1.3b,gpt,23,2048,16,,,50257,,,2048,256,2,2,2,8,,3,,"
+             "zero1,none,bf16-mixed,seq_per_s,200,,,,\n");
     const char *pub = test_path("names_uneven.csv"), *rows = test_path("names_uneven_rows.csv");
     write_text(pub, text);
     const char *args[] = {"validate", pub, "--csv", rows, NULL};
@@ -212,6 +220,9 @@ static void test_uneven_pipeline(void)
           "e2 predicted, u1 not");
     CHECK(strstr(csv_cell(rows, "u1", "note"), "24 layers do not split evenly into pp 2 x vp 5 stages"),
           "u1's note: '%s'", csv_cell(rows, "u1", "note"));
+    CHECK(*csv_cell(rows, "b1", "predicted_seq_per_s") && !*csv_cell(rows, "b2", "predicted_seq_per_s") &&
+              strstr(csv_cell(rows, "b2", "note"), "23 layers do not split evenly into pp 2 x vp 3 stages"),
+          "b1 predicted, b2 not: '%s'", csv_cell(rows, "b2", "note"));
 }
 
 /* A published "A/B" instance: the first of the two the hardware table knows, the note saying which
@@ -280,7 +291,8 @@ const test_case tests_names[] = {
     {"names validate unknown device row", test_validate_rows},
     {"names validate A/B instance", test_instance_pairs},
     {"names resolve and framework flag", test_resolve},
-    {"names: a run whose layers do not split evenly over its pipeline stages loads, is not predicted, says why",
+    {"names: a run whose layers do not split evenly over its pipeline stages loads; predicted by its framework's "
+     "documented split, else not, saying why",
      test_uneven_pipeline},
     {0},
 };

@@ -363,7 +363,47 @@ static void test_validate_targets(void)
     devices_free(&dt);
 }
 
+/* An uneven pipeline (stepconfig.h's pp_uneven), worked by hand on the toy (L 10, pp 4): the
+ * embedding and the loss counted as layers (Megatron-Bridge's 405B recipe: (10 + 2) / 4 = 3 a rank,
+ * one fewer on the first and the last) gives 2, 3, 3, 2 layers; the middle stages are the slowest
+ * (3 layers; the last's 2 plus the logits: the toy's output layer is 6 C V = 1.6 MFLOP a token
+ * against a layer's 72 C^2 = 4.7 MFLOP and its attention), so a micro-batch takes 3 x one layer.
+ * First 4, last 1 (middle 2.5 each): the first stage, 4 layers and the embedding (its forward
+ * gather and backward scatter). An even count
+ * stated as uneven (3, 3 of L 12) times as the even split. */
+static void test_uneven_pipeline(void)
+{
+    scale_model s;
+    test_toy_step(&s);
+    s.cfg.L = 10, s.pp = 4, s.pp_uneven = 1, s.pp_first_layers = 2, s.pp_last_layers = 2;
+    step_profile_fill(&s);
+    step_parts p;
+    double t = step_t_mb_device(&s, &p);
+    CHECK(isfinite(t) && fabs(t / (3 * p.layer_s) - 1) < 1e-12, "2/3/3/2: %.9g s a micro-batch, 3 layers %.9g", t,
+          3 * p.layer_s);
+    s.pp_first_layers = 4, s.pp_last_layers = 1;
+    step_profile_fill(&s);
+    t = step_t_mb_device(&s, &p);
+    op_entry ops[OP_LIST_MAX];
+    int n = step_ops(&s, 1, ops, OP_LIST_MAX);
+    const op_entry *ef = n > 0 ? test_find_op(ops, n, "embedding", "fwd") : NULL,
+                   *eb = n > 0 ? test_find_op(ops, n, "embedding", "bwd") : NULL;
+    double t_emb = ef && eb ? step_op_time(&s, ef) * ef->count + step_op_time(&s, eb) * eb->count : NAN;
+    CHECK(fabs(t / (4 * p.layer_s + t_emb) - 1) < 1e-12, "4/2.5/2.5/1: %.9g s, 4 layers and the embedding %.9g", t,
+          4 * p.layer_s + t_emb);
+    s.cfg.L = 12, s.pp_first_layers = 3, s.pp_last_layers = 3;
+    step_profile_fill(&s);
+    double uneven = step_t_mb_device(&s, NULL), ucomm = step_comm_per_mb(&s), uact = step_profile_get(&s)->act_bytes;
+    s.pp_uneven = 0;
+    step_profile_fill(&s);
+    CHECK(uneven == step_t_mb_device(&s, NULL) && ucomm == step_comm_per_mb(&s) &&
+              uact == step_profile_get(&s)->act_bytes,
+          "3/3/3/3 stated as uneven: %.9g s, even %.9g s", uneven, step_t_mb_device(&s, NULL));
+}
+
 const test_case tests_stepmodel[] = {
+    {"step model: an uneven pipeline (the embedding and loss counted as layers), worked by hand: the slowest stage",
+     test_uneven_pipeline},
     {"step model: one GEMM, a norm and the tiled attention core, worked by hand", test_one_gemm},
     {"step model: grouped-query attention at TP past its key/value heads holds one each; a TP that splits neither way "
      "is refused",

@@ -155,7 +155,7 @@ static int row_run(const table *t, int i, const int *col, const dev_table *dt, i
         get_text(t, i, col, PUB_COL_FRAMEWORK, r->framework, sizeof r->framework) ||
         get_text(t, i, col, PUB_COL_DEVICE, r->device, sizeof r->device))
         return CB_EUSAGE;
-    r->unknown[0] = '\0', r->unmodelled[0] = '\0';
+    r->unknown[0] = '\0';
     /* a run measured here (costbench train): its peak is the measured one, in peak_tflops */
     if (!(*dev = devices_find(dt, r->device)) && strcmp(r->device, CB_THIS_MACHINE) != 0) {
         char known[1024];
@@ -244,8 +244,9 @@ static int row_metric(const table *t, int i, const int *col, pub_row *r)
 
 /* The rules between cells: whole nodes (or part of one), the layout covering every worker (tp x pp x dp x cp =
  * devices x the device's workers: Trainium ranks are NeuronCores, 2 a chip), whole
- * micro-batches; layers that do not split evenly over the stages: the row loads, not predicted. */
-static int row_rules(pub_row *r, const dev_row *dev, const char *path)
+ * micro-batches. Layers that do not split evenly over the stages load: whether the step model maps
+ * such a run (Megatron-Core's uneven pipelines) is report/predict/pubmodel.c's to say. */
+static int row_rules(const pub_row *r, const dev_row *dev, const char *path)
 {
     int line = r->line;
     /* whole nodes, or part of one (Megatron-LM 2020: 1-8 of a DGX-2's 16 V100s) */
@@ -278,15 +279,6 @@ static int row_rules(pub_row *r, const dev_row *dev, const char *path)
     if (r->vp > 1 && r->pp < 2)
         return err_usage("%s:%d: column 'vp': interleaving needs pp 2 or more, got vp '%d' at pp %d", path, line, r->vp,
                          r->pp);
-    /* a published run whose layers do not split evenly (Megatron-Core's uneven pipelines: the first
-     * and last stages hold fewer layers, the embedding and the loss counted as layers) is a run
-     * that happened: it loads, and is not predicted (the step model splits layers evenly) */
-    int stages = r->pp * (r->vp > 1 ? r->vp : 1);
-    if (stages > 1 && r->layers % stages != 0)
-        snprintf(r->unmodelled, sizeof r->unmodelled,
-                 "columns 'layers', 'pp', 'vp': %d layers do not split evenly into pp %d x vp %d stages (an uneven "
-                 "pipeline; the step model splits layers evenly): not predicted",
-                 r->layers, r->pp, r->vp > 1 ? r->vp : 1);
     return 0;
 }
 

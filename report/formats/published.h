@@ -63,7 +63,6 @@ typedef struct {
     int attention;                                    /* pub_attention; -1: not published (the default) */
     int compile;                                      /* 1, 0; -1: not published */
     char unknown[512]; /* "column 'device': unknown device 'x' (known: ...)": the row loads, is not predicted; "" */
-    char unmodelled[256]; /* a run the step model cannot split (an uneven pipeline): loads, not predicted; "" */
     int line;
 } pub_row;
 

@@ -38,6 +38,12 @@ typedef struct {
     int tiled_attention, grad_overlap, gather_prefetch, tp_overlap;
     const char *source;                      /* the era in one line (shown in notes) */
     const char *feature_source[FW_NFEATURES]; /* where each default is read: repo path @tag or flag */
+    /* non-NULL: where a run's layers do not split evenly over its pp x vp stages, the framework's
+     * recipes count the embedding and the loss as one pipeline layer each (Megatron-Core's
+     * account_for_embedding_in_pipeline_split / account_for_loss_in_pipeline_split): the first and
+     * the last stage hold (L + 2) / pp - 1 layers, the others (L + 2) / pp (stepconfig.h's
+     * pp_first_layers); the text is its source. NULL: such a run is not predicted */
+    const char *uneven_split_source;
 } step_framework;
 
 /* The default era of the framework `spec` ("name" or "name@version"; an alias resolved:

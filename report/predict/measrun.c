@@ -87,6 +87,7 @@ void meas_run_model(const meas_run *r, const scale_model *defaults, double laten
     s->cfg = r->cfg, s->hw = r->hw;
     s->precision = r->precision, s->fp8 = r->fp8;
     s->tp = r->tp, s->pp = r->pp, s->interleave = r->vp > 1 ? r->vp : 1, s->cp = r->cp, s->sp = r->sp;
+    s->pp_uneven = r->pp_uneven, s->pp_first_layers = r->pp_first_layers, s->pp_last_layers = r->pp_last_layers;
     s->seq = r->seq, s->micro_batch = r->micro_batch > 0 ? r->micro_batch : 1;
     s->global_batch = r->global_batch, s->batch_per_replica = 0;
     s->zero = r->zero, s->hybrid = r->hybrid;

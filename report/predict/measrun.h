@@ -21,6 +21,7 @@ typedef struct {
     train_precision precision;   /* the model's precision slot (fp16-mixed: the 16-bit slot at the FP16 peak) */
     int fp8;                     /* the GEMMs at the FP8 peak */
     int tp, pp, vp, cp, sp;      /* vp <= 1: no interleaving; cp >= 1 */
+    int pp_uneven, pp_first_layers, pp_last_layers; /* an uneven pipeline (stepconfig.h); pp_uneven 0: even */
     long seq, micro_batch;       /* micro_batch <= 0: not stated, 1 */
     long global_batch;           /* the run's global batch (strong scaling) */
     int zero, hybrid;            /* ZeRO stage; FSDP hybrid sharding */

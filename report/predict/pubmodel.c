@@ -204,6 +204,32 @@ static void pub_framework(const pub_row *r, meas_run *run, char *why, size_t n)
     if (r->attention >= 0) run->attn_flash = r->attention != PUB_ATTN_MATERIALISED;
 }
 
+/* Layers that do not split evenly into pp x vp stages (Megatron-Core's uneven pipelines: Llama 3.1
+ * 405B's 126 layers over 8 x 4): the split the row's framework documents for them
+ * (frameworks.h's uneven_split_source: the embedding and the loss counted as one layer each, L + 2
+ * split evenly, so the first and the last rank hold (L + 2) / pp - 1 layers over their vp chunks);
+ * none, or L + 2 not splitting either: not predicted, why says so. */
+static int pub_pipeline_split(const pub_row *r, meas_run *run, char *why, size_t n)
+{
+    int vp = r->vp > 1 ? r->vp : 1, stages = r->pp * vp;
+    if (stages < 2 || r->layers % stages == 0) return 0;
+    char note[256];
+    const step_framework *fw = step_framework_find_version(r->framework, r->framework_version, note, sizeof note);
+    if (fw->uneven_split_source && (r->layers + 2) % stages == 0 && (r->layers + 2) / stages >= 1 &&
+        (r->layers + 2) / r->pp >= 2) {
+        run->pp_uneven = 1;
+        run->pp_first_layers = run->pp_last_layers = (r->layers + 2) / r->pp - 1;
+        return 0;
+    }
+    return snprintf(why, n,
+                    "columns 'layers', 'pp', 'vp': %d layers do not split evenly into pp %d x vp %d stages (an uneven "
+                    "pipeline; %s): not predicted",
+                    r->layers, r->pp, vp,
+                    fw->uneven_split_source ? "nor do the layers plus the embedding and the loss"
+                                            : "the framework documents no split for it"),
+           CB_EUSAGE;
+}
+
 /* The run a published row states (report/predict/measrun.h): its shape, node, precision, layout,
  * sharding, recomputation and framework; what it cannot state from `defaults`. */
 static int pub_run(const pub_row *r, const char *path, const pub_model_env *env, const scale_model *defaults,
@@ -214,8 +240,8 @@ static int pub_run(const pub_row *r, const char *path, const pub_model_env *env,
     if (published_config(r, path, &run->cfg) != 0)
         return snprintf(why, n, "columns 'arch' to 'vocab': a model shape the step model cannot take (above)"),
                CB_EUSAGE;
-    if (r->unmodelled[0]) return snprintf(why, n, "%s", r->unmodelled), CB_EUSAGE; /* its shape read: the naive's */
-    int rc = pub_hardware(r, env, &run->hw, why, n);
+    int rc = pub_pipeline_split(r, run, why, n); /* its shape read: the naive's */
+    if (rc == 0) rc = pub_hardware(r, env, &run->hw, why, n);
     if (rc == 0) rc = pub_precision(r, run, why, n);
     if (rc != 0) return rc;
     run->tp = r->tp, run->pp = r->pp, run->vp = r->vp, run->cp = r->cp > 1 ? r->cp : 1;

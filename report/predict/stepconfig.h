@@ -26,6 +26,7 @@ typedef struct {
     model_config cfg;
     hw_row hw;
     int tp, pp, interleave, cp, sp, recompute, selective, attn_flash, fp8, tp_overlap;
+    int pp_uneven, pp_first_layers, pp_last_layers;
     long seq, micro_batch;
     train_precision precision;
     const struct matmul_curve_s *gemm_curve;
@@ -66,6 +67,12 @@ typedef struct {
     model_config cfg;
     hw_row hw;
     int tp, pp, interleave;
+    /* an uneven pipeline (Megatron-Core's num_layers_in_first_pipeline_stage /
+     * num_layers_in_last_pipeline_stage, or its account_for_embedding/loss_in_pipeline_split,
+     * frameworks.h): pp_uneven 1, the first and the last stage hold pp_first_layers and
+     * pp_last_layers layers (over their vp chunks), the pp - 2 others (L - first - last) / (pp - 2)
+     * each; pp_uneven 0: every stage L / pp */
+    int pp_uneven, pp_first_layers, pp_last_layers;
     long seq, micro_batch;
     long global_batch;      /* strong scaling: fixed global batch (0 for weak) */
     long batch_per_replica; /* weak scaling: fixed batch per data-parallel replica (0 for strong) */

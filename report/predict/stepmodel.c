@@ -112,10 +112,20 @@ double step_op_time(const scale_model *s, const op_entry *op)
     }
 }
 
-/* One stage (first and/or last) of the slowest kind: its compute parts. */
+/* The layers one stage holds (over its vp chunks): L / pp, or an uneven pipeline's count
+ * (stepconfig.h's pp_uneven: the first's, the last's, (L - first - last) / (pp - 2) the others'). */
+static double stage_layers(const scale_model *s, int first, int last)
+{
+    if (!s->pp_uneven || s->pp < 2) return (double)s->cfg.L / s->pp;
+    if (first) return s->pp_first_layers;
+    if (last) return s->pp_last_layers;
+    return (double)(s->cfg.L - s->pp_first_layers - s->pp_last_layers) / (s->pp - 2);
+}
+
+/* One stage (first and/or last, or neither: a middle one) of the slowest kind: its compute parts. */
 static void stage_time(const scale_model *s, const op_entry *ops, int n, int first, int last, step_parts *p)
 {
-    double layers = (double)s->cfg.L / s->pp;
+    double layers = stage_layers(s, first, last);
     memset(p, 0, sizeof *p);
     for (int i = 0; i < n; i++) {
         double times = op_times(&ops[i], layers, first, last);
@@ -133,8 +143,22 @@ static void stage_time(const scale_model *s, const op_entry *ops, int n, int fir
         default: break;
         }
         if (ops[i].pass == OPP_BWD && ops[i].kind <= OPK_MEM) p->bwd_s += t;
-        if (ops[i].scope == OPS_LAYER && ops[i].kind <= OPK_MEM) p->layer_s += t / layers;
+        if (ops[i].scope == OPS_LAYER && ops[i].kind <= OPK_MEM) p->layer_s += t / layers; /* times > 0: layers > 0 */
     }
+}
+
+/* An uneven pipeline's stages: b becomes the slowest of the first (a), the last (b) and a middle
+ * one (pp > 2), and a the same stage, so the even path's choices (a's compute when slower than b's,
+ * b's communication) both read it. */
+static void uneven_slowest(const scale_model *s, const op_entry *ops, int n, step_parts *a, step_parts *b)
+{
+    step_parts m;
+    if (s->pp > 2) {
+        stage_time(s, ops, n, 0, 0, &m);
+        if (m.gemm_s + m.attn_s + m.mem_s > b->gemm_s + b->attn_s + b->mem_s) *b = m;
+    }
+    if (a->gemm_s + a->attn_s + a->mem_s > b->gemm_s + b->attn_s + b->mem_s) *b = *a;
+    *a = *b;
 }
 
 /* The fields of s its step depends on (zeroed first: the key is compared byte for byte). */
@@ -145,6 +169,7 @@ static void step_key_of(const scale_model *s, step_key *k)
     k->tp = s->tp, k->pp = s->pp, k->interleave = s->interleave, k->cp = s->cp, k->sp = s->sp;
     k->recompute = s->recompute, k->selective = s->selective, k->attn_flash = s->attn_flash, k->fp8 = s->fp8;
     k->tp_overlap = s->tp_overlap, k->seq = s->seq, k->micro_batch = s->micro_batch, k->precision = s->precision;
+    k->pp_uneven = s->pp_uneven, k->pp_first_layers = s->pp_first_layers, k->pp_last_layers = s->pp_last_layers;
     k->gemm_curve = s->gemm_curve && s->gemm_curve->nk > 0 ? s->gemm_curve : NULL; /* an empty curve: the rule */
 }
 
@@ -189,7 +214,9 @@ static double act_bytes_of(const scale_model *s)
     double sp_div = s->sp && s->tp > 1 ? (double)s->tp : 1.0;
     double per_layer = s->recompute ? 2.0 * sbh / sp_div : sbh * (10.0 / sp_div + 24.0 / s->tp + scores);
     per_layer *= precision_info_of(s->precision)->act_bytes / 2.0; /* the formula's bytes are 16-bit ones */
-    return c->L * per_layer;
+    /* the first stage keeps pp micro-batches of its layers: L / pp each when even */
+    double layers = s->pp_uneven && s->pp > 1 ? (double)s->pp_first_layers * s->pp : (double)c->L;
+    return layers * per_layer;
 }
 
 /* The list of s's layout built once and timed: the slowest stage's compute, the exposed
@@ -217,9 +244,12 @@ static void profile_build(const scale_model *s, step_profile *p)
     step_parts a, b;
     stage_time(&u, ops, n, 1, s->pp == 1, &a);
     if (s->pp > 1) stage_time(&u, ops, n, 0, 1, &b);
+    /* an uneven pipeline: the step is set by its slowest stage, the first, the last or a middle
+     * one (which holds the most layers and neither the embedding nor the logits) */
+    if (s->pp_uneven && s->pp > 1) uneven_slowest(&u, ops, n, &a, &b);
     /* every stage runs the same collectives and sends per layer and micro-batch (the last stage's
-     * here); the links time them whether or not the device has peaks (its GEMM time is then NaN,
-     * and hides nothing) */
+     * here; an uneven pipeline's slowest stage's); the links time them whether or not the device
+     * has peaks (its GEMM time is then NaN, and hides nothing) */
     const step_parts *c = s->pp > 1 ? &b : &a;
     double tp = c->tp_s;
     if (s->tp_overlap && isfinite(c->gemm_s)) tp = fmax(0.0, tp - c->gemm_s); /* hidden under the layer's GEMMs */
