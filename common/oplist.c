@@ -57,20 +57,29 @@ static void mem(op_sink *k, const char *name, op_pass pass, op_scope scope, doub
     if (e) e->bytes = bytes;
 }
 
-/* Delayed scaling's cast + transpose of a 16-bit tensor to fp8 (Transformer Engine
- * fp8_cast_transpose_fused / cast_transpose_dbias: read 2 B, write 1 B twice): bytes per element. */
-#define OP_FP8_CAST_BYTES 4.0
+double op_fp8_cast_bytes(op_fp8_recipe recipe, int amax_known)
+{
+    const double cast = 2.0 + 1.0 + 1.0; /* read 16-bit, write the two fp8 copies */
+    switch (recipe) {
+    case OP_FP8_CURRENT: return cast + (amax_known ? 0.0 : 2.0); /* + the amax pass's read */
+    case OP_FP8_MXFP8: return cast + 2.0 / 32.0;                 /* + an E8M0 scale per 32 elements, each copy */
+    default: return cast;
+    }
+}
 
 /* The quantisation of one fp8 block Linear (n x in -> out) of a layer: its input forward (a C-wide
  * input with sequence parallelism is cast on its n / tp rows, before the all-gather), again under
- * full recompute, and its output gradient backward; its weight once per step. */
-static void fp8_casts(op_sink *k, const op_layout *l, long n, long in, long out, long C)
+ * full recompute, and its output gradient backward. `norm_fed`: a norm produces the input (qkv and
+ * mlp_up, TE's LayerNormLinear in Megatron-Core's TE layer spec), whose kernel takes the amax under
+ * current scaling (TE pytorch/csrc/extensions/normalization.cpp:116-120 @v2.8, FUSED_NORM_AMAX_FP8). */
+static void fp8_casts(op_sink *k, const op_layout *l, long n, long in, long out, long C, int norm_fed)
 {
     double sp = l->sp && l->tp > 1 ? (double)l->tp : 1.0;
     double x = (double)n * in / (in == C ? sp : 1.0), dy = (double)n * out / (out == C ? sp : 1.0);
-    mem(k, "fp8_cast", OPP_FWD, OPS_LAYER, x * OP_FP8_CAST_BYTES, 1);
-    if (l->recompute == OP_RECOMPUTE_FULL) mem(k, "fp8_cast", OPP_RECOMPUTE, OPS_LAYER, x * OP_FP8_CAST_BYTES, 1);
-    mem(k, "fp8_cast", OPP_BWD, OPS_LAYER, dy * OP_FP8_CAST_BYTES, 1);
+    double bx = op_fp8_cast_bytes(l->fp8_recipe, norm_fed), bdy = op_fp8_cast_bytes(l->fp8_recipe, 0);
+    mem(k, "fp8_cast", OPP_FWD, OPS_LAYER, x * bx, 1);
+    if (l->recompute == OP_RECOMPUTE_FULL) mem(k, "fp8_cast", OPP_RECOMPUTE, OPS_LAYER, x * bx, 1);
+    mem(k, "fp8_cast", OPP_BWD, OPS_LAYER, dy * bdy, 1);
 }
 
 /* The attention core of the rank's heads (and a materialised attention's traffic of scores). */
@@ -179,11 +188,11 @@ int op_list(const model_config *c, const op_layout *l, op_entry *out, int cap)
     linear(&k, "mlp_down", OPS_LAYER, n, lin[3][0], lin[3][1], 1, full, f8);
     double wcast = 0;
     for (int i = 0; f8 && i < 4; i++) {
-        fp8_casts(&k, l, n, lin[i][0], lin[i][1], C);
+        fp8_casts(&k, l, n, lin[i][0], lin[i][1], C, i == 0 || i == 2);
         wcast += (double)lin[i][0] * (double)lin[i][1];
     }
-    if (f8) /* the stage's weights, once per step (its layers: c->L / pp) */
-        mem(&k, "fp8_cast", OPP_STEP, OPS_STEP, wcast * (double)c->L / l->pp * OP_FP8_CAST_BYTES, 1);
+    if (f8) /* the stage's weights, once per step (its layers: c->L / pp; no norm takes their amax) */
+        mem(&k, "fp8_cast", OPP_STEP, OPS_STEP, wcast * (double)c->L / l->pp * op_fp8_cast_bytes(l->fp8_recipe, 0), 1);
     layer_memory(&k, c, l, n, OPP_FWD);
     layer_memory(&k, c, l, n, OPP_BWD);
     tp_comm(&k, c, l, n, OPP_FWD);

@@ -37,9 +37,8 @@
  *   fp8      (op_layout.fp8) the four block Linear layers run fp8 forward and backward (Transformer
  *            Engine's te.Linear / LayerNormLinear / LayerNormMLP, torchao's Float8Linear with the
  *            output filtered: the frameworks' defaults; the logits GEMM and the attention core stay
- *            16-bit), and their inputs are quantised, memory-bound ops `fp8_cast` at delayed
- *            scaling's traffic (TE cast_transpose: read 2 B, write 1 B + 1 B transposed = 4 B per
- *            element; current scaling's separate amax pass, 6 B, is not charged): per micro-batch the
+ *            16-bit), and their inputs are quantised, memory-bound ops `fp8_cast` at the traffic of
+ *            the layout's recipe (op_layout.fp8_recipe, op_fp8_cast_bytes): per micro-batch the
  *            activation X (n x k; with sequence parallelism a C-wide one before its all-gather, n / tp
  *            rows) forward, and again under full recompute, and the output gradient dY (n x m)
  *            backward; the weights once per step (TE caches them across micro-batches; none with fp8
@@ -73,6 +72,11 @@ extern const char *const op_pass_names[4];
 
 typedef enum { OP_RECOMPUTE_NONE, OP_RECOMPUTE_SELECTIVE, OP_RECOMPUTE_FULL } op_recompute;
 typedef enum { OP_ATTN_TILED, OP_ATTN_FULL } op_attention;
+/* How an fp8 run scales its tensors (Transformer Engine's recipes; Megatron-Core --fp8-recipe
+ * delayed / tensorwise / mxfp8): delayed (the default: last steps' amax history), current (per-tensor
+ * scale from the tensor itself: "FP8-CS", torchao's tensorwise dynamic), mxfp8 (1 x 32 blocks with
+ * an 8-bit power-of-two scale each: Blackwell's "FP8-MX"). */
+typedef enum { OP_FP8_DELAYED, OP_FP8_CURRENT, OP_FP8_MXFP8, OP_FP8_NRECIPES } op_fp8_recipe;
 
 typedef struct {
     long micro_batch, seq;
@@ -89,6 +93,7 @@ typedef struct {
     long dp;                /* data-parallel replicas (sharding of the optimizer state and gathers) */
     int fp8;                /* the transformer blocks' Linear layers in fp8 (qkv, attn_out, mlp_up, mlp_down), as
                              * Transformer Engine / torchao run them; the output layer and attention stay 16-bit */
+    op_fp8_recipe fp8_recipe; /* the casts' traffic (op_fp8_cast_bytes); delayed when zeroed */
 } op_layout;
 
 typedef struct {
@@ -107,6 +112,22 @@ typedef struct {
 } op_entry;
 
 #define OP_LIST_MAX 128
+
+/* Bytes moved per element of a 16-bit tensor quantised to fp8 for two GEMMs (the row-major copy
+ * and the one its second GEMM reads transposed, as Hopper's TN-only fp8 GEMMs and MXFP8's two block
+ * directions need), under `recipe`; `amax_known`: a previous fused kernel already produced the
+ * tensor's amax (Transformer Engine's LayerNorm under current scaling):
+ *   delayed  4: one cast_transpose kernel reads 2 B, writes 1 B + 1 B; the scale is last step's, the
+ *            amax is taken in the same kernel (TE common/transpose/cast_transpose.cu:148-211 @v1.8)
+ *   current  6: a separate amax pass reads the tensor first (2 B: nvte_compute_amax), then the cast
+ *            reads 2 B and writes 1 B + 1 B (TE pytorch/csrc/quantizer.cpp:960-1009 @v2.18,
+ *            Float8CurrentScalingQuantizer::quantize_impl); 4 when amax_known (quantize_with_amax,
+ *            :1019-1025)
+ *   mxfp8    4 + 2/32: one kernel reads 2 B and writes the row-wise (1 x 32 blocks) and column-wise
+ *            (32 x 1 blocks) fp8 copies, 1 B each, with an E8M0 scale byte per 32 elements for each
+ *            (TE common/util/cast_kernels.cuh:47-55 @v2.8, cast_mxfp8_2D_kernel: scales_rowwise,
+ *            scales_colwise); no amax pass (each block's scale comes from the block itself) */
+double op_fp8_cast_bytes(op_fp8_recipe recipe, int amax_known);
 
 /* Whether TP t splits the model: it divides the query heads, and the key/value heads divide by it
  * or it by them (fewer key/value heads than ranks: each rank holds one, replicated, as

@@ -143,6 +143,7 @@ static int calibration_load(plan_run *r)
     d.precision = PRECISION_BF16_MIXED, d.interleave = 1, d.cp = 1, d.bucket_bytes = 25.0 * 1048576.0, d.net_eff = 1.0;
     d.attn_flash = r->in.attn_flash;
     d.grad_overlap = r->fw->grad_overlap, d.gather_prefetch = r->fw->gather_prefetch, d.tp_overlap = r->fw->tp_overlap;
+    d.tp_bwd_overlap = r->fw->tp_bwd_overlap;
     const calib_env env = {&r->ht, NULL, -1, o->mf.models_path};
     int rc = calib_row_load(&r->cal, o->calibrate, &env, &d, &r->eff, 5.0);
     if (rc != 0) return rc;
@@ -402,12 +403,12 @@ static void notes_framework(record *rec, const plan_run *r)
     if (r->o.framework && vnote[0]) record_note(rec, "%s", vnote); /* an unknown version, named */
     record_note(rec,
                 "framework features (--framework %s: %s): %s attention (%s), gradient reduction under the backward %s, "
-                "ZeRO-3 gathers "
-                "prefetched under compute %s, TP collectives under the GEMMs %s; network at its full line rate "
-                "(report/predict/stepmodel.h)",
+                "ZeRO-3 gathers prefetched under compute %s, TP collectives under the GEMMs %s (backward ones under "
+                "their wgrad GEMMs %s); network at its full line rate (report/predict/stepmodel.h)",
                 fw->name, fw->source, r->in.attn_flash ? "tiled (flash)" : "materialised (full)",
                 r->o.attention ? "--attention" : "the framework's", fw->grad_overlap ? "on" : "off",
-                fw->gather_prefetch ? "on" : "off", fw->tp_overlap ? "on" : "off");
+                fw->gather_prefetch ? "on" : "off", fw->tp_overlap ? "on" : "off",
+                fw->tp_overlap || fw->tp_bwd_overlap ? "on" : "off");
 }
 
 static void notes_inputs(record *rec, const plan_run *r)

@@ -145,6 +145,7 @@ static int model_build(scale_run *r)
     if (attention_flag_parse(o->attention, fw->tiled_attention, &s->attn_flash) != 0) return CB_EUSAGE;
     s->selective = o->selective;
     s->grad_overlap = fw->grad_overlap, s->gather_prefetch = fw->gather_prefetch, s->tp_overlap = fw->tp_overlap;
+    s->tp_bwd_overlap = fw->tp_bwd_overlap;
     s->bucket_bytes = o->bucket_mib * 1048576.0;
     s->net_eff = o->net_eff;
     s->latency_s = o->latency_us >= 0                ? o->latency_us * 1e-6
@@ -496,10 +497,12 @@ static void notes_framework(record *rec, const scale_run *r)
     if (vnote[0]) record_note(rec, "%s", vnote); /* an unknown version, named */
     record_note(rec,
                 "framework features (--framework %s: %s): %s attention (%s), gradient reduction under the backward "
-                "%s, ZeRO-3 gathers prefetched under compute %s, TP collectives under the GEMMs %s",
+                "%s, ZeRO-3 gathers prefetched under compute %s, TP collectives under the GEMMs %s (backward ones "
+                "under their wgrad GEMMs %s)",
                 fw->name, fw->source, r->s.attn_flash ? "tiled (flash)" : "materialised (full)",
                 r->o.attention ? "--attention" : "the framework's", r->s.grad_overlap ? "on" : "off",
-                r->s.gather_prefetch ? "on" : "off", r->s.tp_overlap ? "on" : "off");
+                r->s.gather_prefetch ? "on" : "off", r->s.tp_overlap ? "on" : "off",
+                r->s.tp_overlap || r->s.tp_bwd_overlap ? "on" : "off");
 }
 
 static void notes_write(record *rec, const scale_run *r, int over_mem)

@@ -175,6 +175,38 @@ static void test_megatron_dp_from_world(void)
     parsed_free();
 }
 
+/* An fp8 block's --fp8-recipe as the schema's fp8_recipe: tensorwise is current scaling, mxfp8 mxfp8;
+ * blockwise has no term (noted, the cell empty: delayed); a run that is not fp8 states none. */
+static void test_megatron_fp8_recipe(void)
+{
+    static const struct {
+        const char *fp8, *recipe, *want, *note;
+    } cases[] = {{"hybrid", "tensorwise", "current", ""},
+                 {"e4m3", "mxfp8", "mxfp8", ""},
+                 {"hybrid", "delayed", "delayed", ""},
+                 {"hybrid", "blockwise", "", "fp8_recipe 'blockwise'"},
+                 {"None", "delayed", "", ""}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        char text[1024];
+        snprintf(text, sizeof text,
+                 "------------------------ arguments ------------------------\n"
+                 "  bf16 ............................................ True\n"
+                 "  fp8 ............................................. %s\n"
+                 "  fp8_recipe ...................................... %s\n"
+                 "-------------------- end of arguments ---------------------\n"
+                 " iteration       10/     100 | consumed samples:          640 | elapsed time per iteration "
+                 "(ms): 1500.0 | global batch size:    64 | lm loss: 9.000000E+00 |\n",
+                 cases[k].fp8, cases[k].recipe);
+        const char *path = test_path("mg_fp8.log");
+        write_text(path, text);
+        const log_run *r = parse_ok("megatron-lm", path, NULL);
+        CHECK(strcmp(r->fp8_recipe, cases[k].want) == 0 && strstr(r->notes, cases[k].note),
+              "fp8 %s, fp8_recipe %s: '%s' (want '%s'), notes '%s'", cases[k].fp8, cases[k].recipe, r->fp8_recipe,
+              cases[k].want, r->notes);
+        parsed_free();
+    }
+}
+
 /* A log that parser p refuses with one error naming `want` (and holding `got`). */
 typedef struct {
     const char *name, *text, *cfg, *want, *got;
@@ -309,6 +341,8 @@ const test_case tests_logmegatron[] = {
     {"megatron log: iteration lines alone give steps and no configuration", test_megatron_excerpt},
     {"megatron log: the overlap and attention columns from the arguments block", test_megatron_framework_columns},
     {"megatron log: data-parallel size from the world size when not printed", test_megatron_dp_from_world},
+    {"megatron log: an fp8 block's --fp8-recipe as the fp8_recipe column (tensorwise: current)",
+     test_megatron_fp8_recipe},
     {"megatron log: malformed fields, another format, an empty file: one error naming the line", test_megatron_errors},
     {"nemo log: the config it prints and the progress bar's updates", test_nemo_printed_config},
     {"nemo log: ProgressPrinter lines with --config", test_nemo_excerpt_config},

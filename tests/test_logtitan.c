@@ -215,8 +215,22 @@ static void test_titan_wps(void)
           r.global_batch);
     CHECK(strcmp(r.precision, "fp8") == 0 && strstr(r.notes, "float8") && strcmp(r.recompute, "full") == 0,
           "precision %s recompute %s notes %s", r.precision, r.recompute, r.notes);
+    /* float8 with no recipe named: torchao's tensorwise dynamic scaling, per-tensor current scaling */
+    CHECK(strcmp(r.fp8_recipe, "current") == 0, "fp8_recipe '%s'", r.fp8_recipe);
     CHECK(strcmp(r.model, "llama2-7B") == 0 && strcmp(r.flop_convention, "palm") == 0, "%s", r.model);
     log_run_free(&r);
+    /* a rowwise recipe: no fp8_recipe term (noted, the cell empty) */
+    {
+        char toml[4096], text[4200];
+        slurp("tests/logs/torchtitan_llama2_7b_old.toml", toml, sizeof toml);
+        snprintf(text, sizeof text, "%srecipe_name = \"rowwise\"\n", toml);
+        const char *rw = test_path("titan_rowwise.toml");
+        write_text(rw, text);
+        if (parsed("torchtitan", "tests/logs/torchtitan_llama2_7b_wps.log", rw, 5, &r))
+            CHECK(strcmp(r.precision, "fp8") == 0 && !r.fp8_recipe[0] && strstr(r.notes, "float8 recipe 'rowwise'"),
+                  "rowwise: '%s', notes %s", r.fp8_recipe, r.notes);
+        log_run_free(&r);
+    }
     /* the same log without --config: the log's own lines only */
     parsed("torchtitan", "tests/logs/torchtitan_llama2_7b_wps.log", NULL, 5, &r);
     CHECK(r.config_from[0] == '\0' && strcmp(r.model, "llama2-7B") == 0 &&

@@ -158,7 +158,99 @@ static void test_cp_sends(void)
     CHECK(!test_find_op(ops, n, "cp_kv_send", "fwd"), "cp 1: no sends");
 }
 
+/* The fp8 casts of the toy (tests above: n = 256 rows; inputs 256, 256, 256, 1024 wide, qkv's and
+ * mlp_up's from a norm; output gradients 768, 256, 1024, 256; weights 2 layers of 256 x 768, 256 x
+ * 256, 256 x 1024, 1024 x 256) under each recipe, bytes by pass: forward, backward, per step. */
+static void fp8_cast_bytes_of(scale_model *s, int recipe, double out[3])
+{
+    s->fp8 = 1, s->fp8_recipe = recipe;
+    op_entry ops[OP_LIST_MAX];
+    int n = step_ops(s, 1, ops, OP_LIST_MAX);
+    out[0] = out[1] = out[2] = 0;
+    for (int i = 0; i < n; i++)
+        if (strcmp(ops[i].name, "fp8_cast") == 0)
+            out[ops[i].pass == OPP_FWD ? 0 : ops[i].pass == OPP_BWD ? 1 : 2] += ops[i].bytes;
+}
+
+/* Current scaling adds the amax pass, a 2-byte read of each tensor before its cast, except the inputs a
+ * norm feeds (qkv, mlp_up: TE's LayerNorm takes their amax); MXFP8 adds a 1-byte scale per 32
+ * elements to each of its two copies and no amax pass; delayed stays at 4 B. */
+static void test_fp8_recipes(void)
+{
+    scale_model s;
+    toy(&s);
+    double d[3], c[3], m[3];
+    fp8_cast_bytes_of(&s, OP_FP8_DELAYED, d);
+    fp8_cast_bytes_of(&s, OP_FP8_CURRENT, c);
+    fp8_cast_bytes_of(&s, OP_FP8_MXFP8, m);
+    const double x = 256.0 * (256 + 256 + 256 + 1024), dy = 256.0 * (768 + 256 + 1024 + 256);
+    const double w = 2.0 * (256 * 768 + 256 * 256 + 256 * 1024 + 1024 * 256);
+    CHECK(d[0] == 4 * x && d[1] == 4 * dy && d[2] == 4 * w, "delayed: 4 B an element: %g %g %g", d[0], d[1], d[2]);
+    /* the amax pass: attn_out's (256 wide) and mlp_down's (1024) inputs, every output gradient, every weight */
+    const double amax_x = 256.0 * (256 + 1024) * 2;
+    CHECK(c[0] - d[0] == amax_x && c[0] == 256.0 * (256 * 4 + 256 * 6 + 256 * 4 + 1024 * 6),
+          "current, forward: + %g B of amax reads (by hand %g)", c[0] - d[0], amax_x);
+    CHECK(c[1] == 6 * dy && c[2] == 6 * w, "current: 6 B an element backward and for the weights: %g %g", c[1], c[2]);
+    CHECK(m[0] == x * (4 + 2.0 / 32) && m[1] == dy * (4 + 2.0 / 32) && m[2] == w * (4 + 2.0 / 32),
+          "mxfp8: 4 + 2/32 B an element: %g %g %g", m[0], m[1], m[2]);
+    CHECK(op_fp8_cast_bytes(OP_FP8_CURRENT, 1) == 4 && op_fp8_cast_bytes(OP_FP8_CURRENT, 0) == 6 &&
+              op_fp8_cast_bytes(OP_FP8_MXFP8, 0) == 4.0625 && op_fp8_cast_bytes(OP_FP8_DELAYED, 0) == 4,
+          "bytes an element: current 4 (amax known) / 6, mxfp8 4.0625, delayed 4");
+    /* the recipe is part of the step: a profile filled for delayed is not the current one's */
+    s.fp8_recipe = OP_FP8_DELAYED;
+    step_profile_fill(&s);
+    double md = step_profile_get(&s)->parts.mem_s;
+    s.fp8_recipe = OP_FP8_CURRENT;
+    step_profile_fill(&s);
+    CHECK(step_profile_get(&s)->parts.mem_s > md, "current scaling's memory time %.4g s > delayed's %.4g s",
+          step_profile_get(&s)->parts.mem_s, md);
+}
+
+/* The backward TP collectives under the column-parallel layers' weight gradients (tp_bwd_overlap) on
+ * the toy at tp 2: one collective is the all-reduce of test_link_figures, c = 2 (1/2) 131072 B / 80 GB/s
+ * + 2 x 2 us; the wgrads at tp 2 are qkv 384 x 256 x 256 (2 x 384 x 256 x 256 FLOPs at 0.5 f(384) f(256)
+ * f(256) of 100 TFLOP/s) and mlp_up 512 x 256 x 256; per layer each block's backward collective exposes
+ * max(0, c - wgrad); with sequence parallelism only its reduce-scatter half (c / 2) hides, the
+ * all-gather half stays exposed. Forward: 2 collectives a layer, all exposed. */
+static void test_tp_bwd_overlap(void)
+{
+    scale_model s;
+    toy(&s);
+    s.tp = 2;
+    double c = 2 * 0.5 * 131072.0 / 80e9 + 2 * 2e-6;
+    double wq = 2.0 * 384 * 256 * 256 / (0.5 * f_dim(384) * f_dim(256) * f_dim(256) * 100e12);
+    double wu = 2.0 * 512 * 256 * 256 / (0.5 * f_dim(512) * f_dim(256) * f_dim(256) * 100e12);
+    double fwd = 2 * 2 * c; /* 2 layers, 2 collectives each */
+    step_profile_fill(&s);
+    const step_profile *p = step_profile_get(&s);
+    CHECK(fabs(p->tp_per_mb_s / (fwd + 2 * 2 * c) - 1) < 1e-6, "off: all 8 collectives exposed, %.6g s (by hand %.6g)",
+          p->tp_per_mb_s, fwd + 4 * c);
+    s.tp_bwd_overlap = 1;
+    step_profile_fill(&s);
+    p = step_profile_get(&s);
+    double want = fwd + 2 * (fmax(0, c - wq) + fmax(0, c - wu));
+    CHECK(wq < c && wu < c && fabs(p->tp_per_mb_s / want - 1) < 1e-6,
+          "on: backward exposed past the wgrads (c %.4g us, wgrads %.4g %.4g us): %.6g s, by hand %.6g", c * 1e6,
+          wq * 1e6, wu * 1e6, p->tp_per_mb_s, want);
+    s.sp = 1;
+    step_profile_fill(&s);
+    p = step_profile_get(&s);
+    want = fwd + 2 * (c / 2 + fmax(0, c / 2 - wq) + c / 2 + fmax(0, c / 2 - wu));
+    CHECK(c / 2 < wq && fabs(p->tp_per_mb_s / want - 1) < 1e-6,
+          "sequence parallel: the all-gather halves exposed, the reduce-scatters hidden: %.6g s, by hand %.6g",
+          p->tp_per_mb_s, want);
+    s.tp_overlap = 1; /* userbuffers: every collective under the stage's GEMMs, as before */
+    step_profile_fill(&s);
+    p = step_profile_get(&s);
+    CHECK(p->tp_per_mb_s == fmax(0, p->parts.tp_s - p->parts.gemm_s), "tp_overlap: under all the GEMMs");
+}
+
 const test_case tests_physics[] = {
+    {"physics: fp8 recipes: current scaling's amax pass (+2 B), mxfp8's block scales (+2/32 B), delayed 4 B",
+     test_fp8_recipes},
+    {"physics: the backward TP collectives under the wgrad GEMMs: exposed max(0, comm - wgrad), SP's all-gathers "
+     "exposed",
+     test_tp_bwd_overlap},
     {"physics: ring attention (cp 2) sends K and V cp - 1 times forward, twice the bytes backward, exposed past the "
      "attention",
      test_cp_sends},

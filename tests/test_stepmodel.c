@@ -187,23 +187,23 @@ static void test_framework_table(void)
 {
     static const struct {
         const char *name, *version;
-        int attn, grad, gather, tp;
+        int attn, grad, gather, tp, tp_bwd;
         const char *cites; /* in the feature sources */
     } want[] = {
-        {"megatron-lm", "2020", 0, 0, 0, 0, "arguments.py:285 @v1.0"},
-        {"megatron-lm", "2021", 0, 0, 0, 0, "transformer.py:275-338 @v2.0"},
-        {"megatron-lm", "2022", 0, 0, 0, 0, "arguments.py:755 @23.04"},
-        {"megatron-core", "core_v0.4", 0, 0, 0, 0, "arguments.py:1102 @core_v0.4.0"},
-        {"megatron-core", "core_v0.6+", 1, 0, 0, 0, "distributed_data_parallel_config.py:18 @core_v0.19.0"},
-        {"nemo", "1.x", 1, 1, 1, 0, "megatron_gpt_config.yaml:194 @v1.23.0"},
-        {"nemo", "2.x", 1, 1, 1, 1, "megatron_comm_overlap.py:168-194 @v2.4.0"},
-        {"megatron-bridge", "25.x-26.x", 1, 1, 1, 1, "comm_overlap.py:572-579 @v0.6.0"},
-        {"torchtitan", "v0.x", 1, 1, 1, 0, "job_config.py:315 @v0.2.0"},
-        {"llm-foundry", "v0.x", 1, 1, 0, 0, "backward_prefetch 'BACKWARD_POST', forward_prefetch False"},
-        {"deepspeed", "0.x", 1, 0, 1, 0, "overlap_comm = (stage == 3)"},
-        {"neuron-nemo", "2023-2024", 0, 0, 0, 0, "BUCKET_CAP_MB=1024"},
-        {"neuronx-distributed", "2.x", 1, 0, 0, 0, "USE_FLASH_ATTENTION=1"},
-        {"costbench", "", 1, 1, 0, 0, "costbench train"},
+        {"megatron-lm", "2020", 0, 0, 0, 0, 0, "arguments.py:285 @v1.0"},
+        {"megatron-lm", "2021", 0, 0, 0, 0, 0, "transformer.py:275-338 @v2.0"},
+        {"megatron-lm", "2022", 0, 0, 0, 0, 1, "arguments.py:755 @23.04"},
+        {"megatron-core", "core_v0.4", 0, 0, 0, 0, 1, "arguments.py:1102 @core_v0.4.0"},
+        {"megatron-core", "core_v0.6+", 1, 0, 0, 0, 1, "distributed_data_parallel_config.py:18 @core_v0.19.0"},
+        {"nemo", "1.x", 1, 1, 1, 0, 1, "megatron_gpt_config.yaml:194 @v1.23.0"},
+        {"nemo", "2.x", 1, 1, 1, 1, 1, "megatron_comm_overlap.py:168-194 @v2.4.0"},
+        {"megatron-bridge", "25.x-26.x", 1, 1, 1, 1, 1, "comm_overlap.py:572-579 @v0.6.0"},
+        {"torchtitan", "v0.x", 1, 1, 1, 0, 0, "job_config.py:315 @v0.2.0"},
+        {"llm-foundry", "v0.x", 1, 1, 0, 0, 0, "backward_prefetch 'BACKWARD_POST', forward_prefetch False"},
+        {"deepspeed", "0.x", 1, 0, 1, 0, 0, "overlap_comm = (stage == 3)"},
+        {"neuron-nemo", "2023-2024", 0, 0, 0, 0, 0, "BUCKET_CAP_MB=1024"},
+        {"neuronx-distributed", "2.x", 1, 0, 0, 0, 0, "USE_FLASH_ATTENTION=1"},
+        {"costbench", "", 1, 1, 0, 0, 0, "costbench train"},
     };
     int n, nwant = (int)(sizeof want / sizeof want[0]);
     const step_framework *t = step_framework_table(&n);
@@ -222,6 +222,10 @@ static void test_framework_table(void)
               f->tiled_attention, f->grad_overlap, f->gather_prefetch, f->tp_overlap, want[k].attn, want[k].grad,
               want[k].gather, want[k].tp, want[k].cites, cited);
         for (int j = 0; j < FW_NFEATURES; j++) CHECK(f->feature_source[j] && *f->feature_source[j], "%s: a source", f->name);
+        /* the async backward TP collectives (Megatron 16c90445e7, 2021-09-02; TE Linear): on from Megatron 2022 on */
+        CHECK(f->tp_bwd_overlap == want[k].tp_bwd && (!f->tp_bwd_overlap || strstr(f->feature_source[FW_TP_BWD], "@")),
+              "%s %s: tp_bwd_overlap %d (want %d), source '%s'", f->name, f->version, f->tp_bwd_overlap,
+              want[k].tp_bwd, f->feature_source[FW_TP_BWD]);
     }
 }
 

@@ -19,6 +19,7 @@ const char *const pub_metric_names[6] = {"seq_per_s",         "tokens_per_s", "t
 const char *const flop_convention_names[5] = {"", "megatron-2021", "megatron-core", "llm-foundry", "palm"};
 const char *const pub_overlap_names[PUB_NOVERLAPS] = {"grad_reduce", "param_gather", "tp_comm"};
 const char *const pub_attention_names[PUB_NATTN] = {"flash", "cudnn", "materialised"};
+const char *const pub_fp8_recipe_names[PUB_NFP8_RECIPES] = {"delayed", "current", "mxfp8"};
 static const char *const sharding_names[5] = {"none", "zero1", "zero2", "zero3", "hybrid"};
 static const char *const recompute_names[3] = {"none", "selective", "full"};
 /* The precisions SCHEMA.md allows: names of common/precision.h, bf16 its alias (full bf16 of
@@ -78,6 +79,7 @@ const pub_col pub_cols[PUB_NCOLS] = {
     [PUB_COL_OVERLAP] = {"overlap", 0, 0, 0},
     [PUB_COL_ATTENTION] = {"attention", 0, 0, 0},
     [PUB_COL_COMPILE] = {"compile", 0, 0, 0},
+    [PUB_COL_FP8_RECIPE] = {"fp8_recipe", 0, 0, 0},
     [PUB_COL_NOTES] = {"notes", 0, 0, 0},
 };
 
@@ -306,16 +308,21 @@ static int get_overlap(const table *t, int row, const int *col, int *out)
     return 0;
 }
 
-/* What the row states of its framework: version, overlap, attention kernel, compile. */
+/* What the row states of its framework: version, overlap, attention kernel, compile, fp8 recipe
+ * (an fp8 row's alone). */
 static int row_framework(const table *t, int i, const int *col, pub_row *r)
 {
-    int attention = -1;
+    int attention = -1, recipe = -1;
     if (get_text(t, i, col, PUB_COL_FW_VERSION, r->framework_version, sizeof r->framework_version) ||
         get_overlap(t, i, col, &r->overlap) ||
         get_word(t, i, col, PUB_COL_ATTENTION, pub_attention_names, PUB_NATTN, -1, &attention) ||
-        get_flag(t, i, col, PUB_COL_COMPILE, &r->compile))
+        get_flag(t, i, col, PUB_COL_COMPILE, &r->compile) ||
+        get_word(t, i, col, PUB_COL_FP8_RECIPE, pub_fp8_recipe_names, PUB_NFP8_RECIPES, -1, &recipe))
         return CB_EUSAGE;
-    r->attention = attention;
+    r->attention = attention, r->fp8_recipe = recipe;
+    if (recipe >= 0 && strcmp(r->precision, PRECISION_NAME_FP8) != 0)
+        return err_usage("%s:%d: column 'fp8_recipe': '%s' is an fp8 run's scaling, but precision is '%s'", t->path,
+                         t->lines[i], pub_fp8_recipe_names[recipe], r->precision);
     return 0;
 }
 

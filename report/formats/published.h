@@ -35,6 +35,9 @@ enum { PUB_OVERLAP_GRAD = 1, PUB_OVERLAP_PARAM = 2, PUB_OVERLAP_TP = 4, PUB_NOVE
 extern const char *const pub_overlap_names[PUB_NOVERLAPS]; /* grad_reduce, param_gather, tp_comm */
 typedef enum { PUB_ATTN_FLASH, PUB_ATTN_CUDNN, PUB_ATTN_MATERIALISED, PUB_NATTN } pub_attention;
 extern const char *const pub_attention_names[PUB_NATTN]; /* flash, cudnn, materialised */
+/* The optional fp8_recipe column (an fp8 row's scaling: SCHEMA.md): one of pub_fp8_recipe_names. */
+typedef enum { PUB_FP8_DELAYED, PUB_FP8_CURRENT, PUB_FP8_MXFP8, PUB_NFP8_RECIPES } pub_fp8_recipe;
+extern const char *const pub_fp8_recipe_names[PUB_NFP8_RECIPES]; /* delayed, current, mxfp8 */
 
 typedef enum { SHARD_NONE, SHARD_ZERO1, SHARD_ZERO2, SHARD_ZERO3, SHARD_HYBRID } pub_sharding;
 typedef enum { RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL } pub_recompute;
@@ -62,6 +65,7 @@ typedef struct {
     int overlap;                                      /* PUB_OVERLAP_* bits; -1: not published (the defaults) */
     int attention;                                    /* pub_attention; -1: not published (the default) */
     int compile;                                      /* 1, 0; -1: not published */
+    int fp8_recipe;                                   /* pub_fp8_recipe; -1: not published (delayed) */
     char unknown[512]; /* "column 'device': unknown device 'x' (known: ...)": the row loads, is not predicted; "" */
     int line;
 } pub_row;
@@ -75,7 +79,7 @@ enum { PUB_COL_ID, PUB_COL_SOURCE, PUB_COL_FRAMEWORK, PUB_COL_DEVICE, PUB_COL_DE
        PUB_COL_GLOBAL_BATCH, PUB_COL_MICRO_BATCH, PUB_COL_TP, PUB_COL_PP, PUB_COL_DP, PUB_COL_CP, PUB_COL_VP,
        PUB_COL_SEQ_PAR, PUB_COL_SHARDING, PUB_COL_RECOMPUTE, PUB_COL_PRECISION, PUB_COL_METRIC, PUB_COL_VALUE,
        PUB_COL_CONVENTION, PUB_COL_PEAK, PUB_COL_SEQ_PER_S, PUB_COL_FW_VERSION, PUB_COL_OVERLAP, PUB_COL_ATTENTION,
-       PUB_COL_COMPILE, PUB_COL_NOTES, PUB_NCOLS };
+       PUB_COL_COMPILE, PUB_COL_FP8_RECIPE, PUB_COL_NOTES, PUB_NCOLS };
 typedef struct {
     const char *name;
     int required;

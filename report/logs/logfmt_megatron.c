@@ -170,6 +170,15 @@ static void args_precision(const mg_args *A, log_run *r)
     else if (A->closed || (fp8 && bf16 && fp16)) prec = "fp32", line = bf16 ? bf16->line : 0;
     snprintf(r->precision, sizeof r->precision, "%s", prec);
     if (line) log_run_stated(r, LF_PRECISION, line, 0);
+    /* --fp8-recipe (megatron/training/arguments.py:1057 @core_v0.12.0, default delayed): tensorwise is
+     * TE's per-tensor current scaling; blockwise and custom have no term (noted) */
+    static const char *const mg[3] = {"delayed", "tensorwise", "mxfp8"};
+    static const char *const schema[3] = {"delayed", "current", "mxfp8"};
+    const char *recipe = strcmp(prec, "fp8") == 0 ? arg_get(A, "fp8_recipe", NULL) : NULL;
+    for (int i = 0; recipe && i < 3; i++)
+        if (strcmp(recipe, mg[i]) == 0) snprintf(r->fp8_recipe, sizeof r->fp8_recipe, "%s", schema[i]);
+    if (recipe && !r->fp8_recipe[0])
+        log_run_note(r, "fp8_recipe '%.24s' (no fp8_recipe term: delayed assumed)", recipe);
 }
 
 /* The published-runs columns overlap and attention (SCHEMA.md) as the block states them. overlap:

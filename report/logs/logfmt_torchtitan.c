@@ -339,6 +339,12 @@ static int tt_config_training(const kv_conf *c, log_run *r)
     if (f8) {
         snprintf(r->precision, sizeof r->precision, "fp8");
         log_run_note(r, "float8 linear layers");
+        /* torchao's default recipe is tensorwise dynamic (per-tensor current scaling); rowwise has no term */
+        const kv_item *rn = kvconf_find(c, "recipe_name");
+        if (!rn || strcmp(rn->value, "tensorwise") == 0 || strcmp(rn->value, "None") == 0)
+            snprintf(r->fp8_recipe, sizeof r->fp8_recipe, "current");
+        else
+            log_run_note(r, "float8 recipe '%.24s' (no fp8_recipe term)", rn->value);
     }
     if (compile) log_run_note(r, "torch.compile");
     log_run_stated_kv(r, LF_MICRO_BATCH, c, local_k, 1), log_run_stated_kv(r, LF_SEQ, c, seq_k, 1);

@@ -67,6 +67,7 @@ typedef struct {
     char notes[512];                /* what else the log says that matters ("; "-separated) */
     char overlap[48], attention[24]; /* the schema's overlap list and attention kernel, when the log states them;
                                       * attention LOG_ATTN_TE: Transformer Engine's choice (logrow.c maps it) */
+    char fp8_recipe[12];            /* the schema's fp8_recipe (delayed, current, mxfp8) when an fp8 log states it */
     log_where stated[LF_NFIELDS];   /* the line that states each field (log_run_stated) */
     log_step *steps;
     int nsteps, cap;

@@ -122,7 +122,7 @@ static void row_config(const log_run *r, logrow *row)
     cell_long(row, PUB_COL_CP, r->cp), cell_long(row, PUB_COL_VP, r->vp);
     if (r->sequence_parallel >= 0) cell_text(row, PUB_COL_SEQ_PAR, r->sequence_parallel ? "true" : "false");
     cell_text(row, PUB_COL_SHARDING, r->sharding), cell_text(row, PUB_COL_RECOMPUTE, r->recompute);
-    cell_text(row, PUB_COL_PRECISION, r->precision);
+    cell_text(row, PUB_COL_PRECISION, r->precision), cell_text(row, PUB_COL_FP8_RECIPE, r->fp8_recipe);
     cell_text(row, PUB_COL_OVERLAP, r->overlap), cell_text(row, PUB_COL_ATTENTION, row_attention(r));
 }
 

@@ -4,7 +4,7 @@
  * vocabulary and its aliases are common/frameworks.h's. Research behind every row:
  * report/predict/README.md, "Frameworks".
  *
- * The four features (each a named term of the step model, report/predict/stepmodel.h):
+ * The five features (each a named term of the step model, report/predict/stepmodel.h):
  *   tiled_attention  a tiled (flash / cuDNN fused) attention kernel: causal FLOPs, no s x s scores
  *                    in memory; off = materialised s x s scores (softmax through HBM)
  *   grad_overlap     the gradient reduction runs under the backward (DDP buckets, FSDP
@@ -14,6 +14,11 @@
  *   tp_overlap       tensor-parallel collectives hidden under the layer's GEMMs (TE userbuffers:
  *                    Megatron --tp-comm-overlap, NeMo ub_tp_comm_overlap / tp_comm_overlap,
  *                    torchtitan async TP)
+ *   tp_bwd_overlap   without tp_overlap: the backward TP collective of each column-parallel layer
+ *                    (the input gradient's all-reduce, or its reduce-scatter under sequence
+ *                    parallelism) runs asynchronously under that layer's weight-gradient GEMM
+ *                    (Megatron's LinearWithGradAccumulationAndAsyncCommunication, TE's Linear);
+ *                    the forward collectives and the backward all-gathers stay exposed
  *
  * Versions: a version string is read as major.minor after an optional prefix core_v, core_r, v or
  * r ("2021", "core_r0.8.0", "v0.7.0", "25.09", "1.x"); each era holds the versions in its spans.
@@ -24,7 +29,7 @@
 
 #include <stddef.h>
 
-enum { FW_ATTENTION, FW_GRAD, FW_GATHER, FW_TP, FW_NFEATURES };
+enum { FW_ATTENTION, FW_GRAD, FW_GATHER, FW_TP, FW_TP_BWD, FW_NFEATURES };
 
 typedef struct {
     double lo, hi; /* version keys major + minor / 1000, [lo, hi); lo == hi: unused */
@@ -44,6 +49,7 @@ typedef struct {
      * the last stage hold (L + 2) / pp - 1 layers, the others (L + 2) / pp (stepconfig.h's
      * pp_first_layers); the text is its source. NULL: such a run is not predicted */
     const char *uneven_split_source;
+    int tp_bwd_overlap;                       /* its source: feature_source[FW_TP_BWD] */
 } step_framework;
 
 /* The default era of the framework `spec` ("name" or "name@version"; an alias resolved:

@@ -12,12 +12,12 @@
 void meas_run_init(meas_run *r, const scale_model *defaults)
 {
     memset(r, 0, sizeof *r);
-    r->precision = defaults->precision, r->fp8 = defaults->fp8;
+    r->precision = defaults->precision, r->fp8 = defaults->fp8, r->fp8_recipe = defaults->fp8_recipe;
     r->cp = defaults->cp, r->sp = defaults->sp;
     r->zero = defaults->zero, r->hybrid = defaults->hybrid;
     r->recompute = defaults->recompute, r->selective = defaults->selective, r->attn_flash = defaults->attn_flash;
     r->grad_overlap = defaults->grad_overlap, r->gather_prefetch = defaults->gather_prefetch;
-    r->tp_overlap = defaults->tp_overlap;
+    r->tp_overlap = defaults->tp_overlap, r->tp_bwd_overlap = defaults->tp_bwd_overlap;
     r->seq_per_s = NAN;
 }
 
@@ -85,7 +85,7 @@ void meas_run_model(const meas_run *r, const scale_model *defaults, double laten
 {
     *s = *defaults;
     s->cfg = r->cfg, s->hw = r->hw;
-    s->precision = r->precision, s->fp8 = r->fp8;
+    s->precision = r->precision, s->fp8 = r->fp8, s->fp8_recipe = r->fp8_recipe;
     s->tp = r->tp, s->pp = r->pp, s->interleave = r->vp > 1 ? r->vp : 1, s->cp = r->cp, s->sp = r->sp;
     s->pp_uneven = r->pp_uneven, s->pp_first_layers = r->pp_first_layers, s->pp_last_layers = r->pp_last_layers;
     s->seq = r->seq, s->micro_batch = r->micro_batch > 0 ? r->micro_batch : 1;
@@ -93,6 +93,7 @@ void meas_run_model(const meas_run *r, const scale_model *defaults, double laten
     s->zero = r->zero, s->hybrid = r->hybrid;
     s->recompute = r->recompute, s->selective = r->selective, s->attn_flash = r->attn_flash;
     s->grad_overlap = r->grad_overlap, s->gather_prefetch = r->gather_prefetch, s->tp_overlap = r->tp_overlap;
+    s->tp_bwd_overlap = r->tp_bwd_overlap;
     s->latency_s = latency_us >= 0                  ? latency_us * 1e-6
                    : isfinite(r->hw.net_latency_us) ? r->hw.net_latency_us * 1e-6
                                                     : STEP_NET_LATENCY_US * 1e-6;

@@ -20,6 +20,7 @@ typedef struct {
     hw_row hw;                   /* one node: peaks in the run's precision, the flags' link overrides applied */
     train_precision precision;   /* the model's precision slot (fp16-mixed: the 16-bit slot at the FP16 peak) */
     int fp8;                     /* the GEMMs at the FP8 peak */
+    int fp8_recipe;              /* op_fp8_recipe (common/oplist.h): delayed, current, mxfp8 */
     int tp, pp, vp, cp, sp;      /* vp <= 1: no interleaving; cp >= 1 */
     int pp_uneven, pp_first_layers, pp_last_layers; /* an uneven pipeline (stepconfig.h); pp_uneven 0: even */
     long seq, micro_batch;       /* micro_batch <= 0: not stated, 1 */
@@ -28,6 +29,7 @@ typedef struct {
     int recompute, selective;    /* full; selective (the attention core again) */
     int attn_flash;              /* no s x s scores kept (tiled attention, or selective recomputation) */
     int grad_overlap, gather_prefetch, tp_overlap; /* what the framework overlaps */
+    int tp_bwd_overlap;          /* the backward TP collectives under the wgrad GEMMs (frameworks.h) */
     long nodes;                  /* the nodes it ran on */
     double seq_per_s;            /* its measured throughput */
 } meas_run;

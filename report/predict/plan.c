@@ -81,6 +81,7 @@ static void model_fill(const plan_inputs *in, const plan_layout *l, scale_model 
     s->attn_flash = in->attn_flash;
     s->grad_overlap = fw->grad_overlap, s->gather_prefetch = fw->gather_prefetch;
     s->tp_overlap = fw->tp_overlap && s->sp; /* userbuffers TP overlap needs SP (report/predict/pubmodel.c) */
+    s->tp_bwd_overlap = fw->tp_bwd_overlap;
     s->gemm_curve = in->eff;
     s->bucket_bytes = 25.0 * 1048576.0;
     s->net_eff = 1.0;

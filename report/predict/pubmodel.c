@@ -141,7 +141,9 @@ static int pub_hardware(const pub_row *r, const pub_model_env *env, hw_row *hw, 
 }
 
 /* The precision as the step model's, and the peak it runs against in the model's slot for it
- * (fp16-mixed: the device's FP16 peak in the 16-bit slot; fp8: its GEMMs at the FP8 peak). */
+ * (fp16-mixed: the device's FP16 peak in the 16-bit slot; fp8: its GEMMs at the FP8 peak, its casts
+ * as its fp8_recipe column says: delayed scaling when empty, Megatron-Core's default --fp8-recipe,
+ * megatron/core/transformer/transformer_config.py:573 @core_v0.19.0). */
 static int pub_precision(const pub_row *r, meas_run *run, char *why, size_t n)
 {
     const char *p = r->precision;
@@ -151,6 +153,10 @@ static int pub_precision(const pub_row *r, meas_run *run, char *why, size_t n)
         return snprintf(why, n, "column 'precision': '%s' is none of %s", p, precision_column_names_text()), CB_EUSAGE;
     if (fp16) scale_hw_for_precision(&run->hw, p);
     if (fp8) run->fp8 = 1;
+    static const op_fp8_recipe recipe[PUB_NFP8_RECIPES] = {[PUB_FP8_DELAYED] = OP_FP8_DELAYED,
+                                                           [PUB_FP8_CURRENT] = OP_FP8_CURRENT,
+                                                           [PUB_FP8_MXFP8] = OP_FP8_MXFP8};
+    run->fp8_recipe = fp8 && r->fp8_recipe >= 0 ? recipe[r->fp8_recipe] : OP_FP8_DELAYED;
     return 0;
 }
 
@@ -196,6 +202,7 @@ static void pub_framework(const pub_row *r, meas_run *run, char *why, size_t n)
     run->attn_flash = fw->tiled_attention;
     run->grad_overlap = fw->grad_overlap, run->gather_prefetch = fw->gather_prefetch;
     run->tp_overlap = fw->tp_overlap && run->sp;
+    run->tp_bwd_overlap = fw->tp_bwd_overlap; /* the async backward collectives: no flag a row states turns them off */
     if (r->overlap >= 0) {
         run->grad_overlap = (r->overlap & PUB_OVERLAP_GRAD) != 0;
         run->gather_prefetch = (r->overlap & PUB_OVERLAP_PARAM) != 0;

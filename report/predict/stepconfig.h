@@ -25,7 +25,7 @@ typedef struct {
 typedef struct {
     model_config cfg;
     hw_row hw;
-    int tp, pp, interleave, cp, sp, recompute, selective, attn_flash, fp8, tp_overlap;
+    int tp, pp, interleave, cp, sp, recompute, selective, attn_flash, fp8, fp8_recipe, tp_overlap, tp_bwd_overlap;
     int pp_uneven, pp_first_layers, pp_last_layers;
     long seq, micro_batch;
     train_precision precision;
@@ -84,9 +84,12 @@ typedef struct {
     int sp, cp;             /* sequence parallelism; context-parallel degree (1: none) */
     int selective;          /* selective recomputation: the attention core recomputed */
     int fp8;                /* the GEMMs in fp8 against the device's FP8 peak (the rest as the precision says) */
+    int fp8_recipe;         /* op_fp8_recipe (common/oplist.h): the casts' traffic; 0 delayed scaling */
     int hybrid;             /* FSDP hybrid sharding: ZeRO-3 inside a node (zero 2 across nodes) */
     /* framework features (report/predict/frameworks.h: step_framework): what overlaps what */
     int grad_overlap, gather_prefetch, tp_overlap;
+    int tp_bwd_overlap;     /* the backward TP collectives of the column-parallel layers under their weight
+                             * gradient (Megatron / TE Linear's async dgrad all-reduce or reduce-scatter) */
     const struct matmul_curve_s *gemm_curve; /* a measured GEMM efficiency curve of the device; NULL: its rule */
     double step_overhead_s; /* a fixed cost per optimizer step (a joint calibration's second parameter; 0 else) */
     /* the free parameters */

@@ -24,6 +24,8 @@ static void step_layout(const scale_model *s, long dp, op_layout *l)
     l->optim_bytes = (int)precision_adamw_traffic_bytes(s->precision);
     l->zero = s->zero, l->dp = dp;
     l->fp8 = s->fp8 && s->hw.fp8_tflops > 0; /* an fp8 row on a device without an FP8 peak: refused by its reader */
+    int r = s->fp8_recipe;
+    l->fp8_recipe = r > 0 && r < OP_FP8_NRECIPES ? (op_fp8_recipe)r : OP_FP8_DELAYED;
 }
 
 int step_ops(const scale_model *s, long dp, op_entry *ops, int cap)
@@ -161,6 +163,43 @@ static void uneven_slowest(const scale_model *s, const op_entry *ops, int n, ste
     *a = *b;
 }
 
+/* The backward TP collective time the weight-gradient GEMMs hide per micro-batch (the framework
+ * feature tp_bwd_overlap: Megatron-Core's and Transformer Engine's column-parallel Linear issue the
+ * input gradient's all-reduce, or with sequence parallelism its reduce-scatter, asynchronously and
+ * compute the weight gradient meanwhile: megatron/core/tensor_parallel/layers.py:534-548
+ * @core_v0.14.0, TE pytorch/module/layernorm_linear.py:746-752 @v2.8). Per layer, each block's
+ * backward collective (the tp_collective entry) hides under its column-parallel layer's wgrad (qkv,
+ * mlp_up), up to that GEMM's time; with sequence parallelism only the reduce-scatter half does: the
+ * all-gather of the row-parallel layer's output gradient is synchronous (mappings.py:368-377
+ * @core_v0.14.0, _ReduceScatterToSequenceParallelRegion.backward; TE module/base.py:1145-1151 @v2.8). */
+static double tp_bwd_hidden(const scale_model *s, const op_entry *ops, int n)
+{
+    const op_entry *tp = NULL, *wgrad[2] = {NULL, NULL};
+    for (int i = 0; i < n; i++) {
+        if (ops[i].kind == OPK_TP_COMM && ops[i].pass == OPP_BWD) tp = &ops[i];
+        if (ops[i].kind != OPK_GEMM || strcmp(ops[i].phase, "bwd_weight") != 0) continue;
+        if (strcmp(ops[i].name, "qkv") == 0) wgrad[0] = &ops[i];
+        if (strcmp(ops[i].name, "mlp_up") == 0) wgrad[1] = &ops[i];
+    }
+    if (!tp || !wgrad[0] || !wgrad[1]) return 0;
+    double comm = step_op_time(s, tp) * (s->sp && s->tp > 1 ? 0.5 : 1.0), hidden = 0;
+    for (int k = 0; k < 2; k++) {
+        double w = step_op_time(s, wgrad[k]);
+        if (isfinite(w)) hidden += fmin(comm, w); /* a device without peaks: its GEMM time hides nothing */
+    }
+    return hidden * (double)s->cfg.L / s->pp;
+}
+
+/* The TP collectives one micro-batch exposes on a stage of parts c: with tp_overlap (userbuffers)
+ * hidden under the stage's GEMMs, forward and backward; else with tp_bwd_overlap the backward ones
+ * the wgrad GEMMs hide (tp_bwd_hidden); else all of them. */
+static double tp_exposed(const scale_model *s, const op_entry *ops, int n, const step_parts *c)
+{
+    if (s->tp_overlap) return isfinite(c->gemm_s) ? fmax(0.0, c->tp_s - c->gemm_s) : c->tp_s;
+    if (s->tp_bwd_overlap) return fmax(0.0, c->tp_s - tp_bwd_hidden(s, ops, n));
+    return c->tp_s;
+}
+
 /* The fields of s its step depends on (zeroed first: the key is compared byte for byte). */
 static void step_key_of(const scale_model *s, step_key *k)
 {
@@ -168,6 +207,7 @@ static void step_key_of(const scale_model *s, step_key *k)
     k->cfg = s->cfg, k->hw = s->hw;
     k->tp = s->tp, k->pp = s->pp, k->interleave = s->interleave, k->cp = s->cp, k->sp = s->sp;
     k->recompute = s->recompute, k->selective = s->selective, k->attn_flash = s->attn_flash, k->fp8 = s->fp8;
+    k->fp8_recipe = s->fp8_recipe, k->tp_bwd_overlap = s->tp_bwd_overlap;
     k->tp_overlap = s->tp_overlap, k->seq = s->seq, k->micro_batch = s->micro_batch, k->precision = s->precision;
     k->pp_uneven = s->pp_uneven, k->pp_first_layers = s->pp_first_layers, k->pp_last_layers = s->pp_last_layers;
     k->gemm_curve = s->gemm_curve && s->gemm_curve->nk > 0 ? s->gemm_curve : NULL; /* an empty curve: the rule */
@@ -251,8 +291,7 @@ static void profile_build(const scale_model *s, step_profile *p)
      * here; an uneven pipeline's slowest stage's); the links time them whether or not the device
      * has peaks (its GEMM time is then NaN, and hides nothing) */
     const step_parts *c = s->pp > 1 ? &b : &a;
-    double tp = c->tp_s;
-    if (s->tp_overlap && isfinite(c->gemm_s)) tp = fmax(0.0, tp - c->gemm_s); /* hidden under the layer's GEMMs */
+    double tp = tp_exposed(&u, ops, n, c);
     long per_node = (long)s->hw.accelerators * (s->hw.workers > 0 ? s->hw.workers : 1);
     p->tp_per_mb_s = tp, p->pp_per_mb_s = c->pp_s, p->pp_over_net = scale_replica_ranks(s) > per_node;
     /* ring attention overlaps each K/V send with the attention of the chunk in hand (TE's p2p ring,
