@@ -4,11 +4,12 @@
  * the A100's (anchored at the A100's 0.80); an attention
  * curve is fitted to the measured points within the fit error the source states; a link figure
  * is the measured ring bus bandwidth over the link, its latency the 32 KiB all-reduce over its
- * 2 (n - 1) ring steps. Every figure of a row that says "measured" comes with a number here. */
+ * 2 (n - 1) ring steps. The attention kernels' curves of data/attention.csv too. Every figure of a row that says "measured" comes with a number here. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "../report/formats/attncurves.h"
 #include "../report/formats/devices.h"
 #include "check.h"
 
@@ -157,6 +158,95 @@ static void test_reader(void)
     CHECK(rc != 0 && strstr(err, "devices.csv:2: columns 'attn_eff_max' and 'attn_s_half'"), "half a curve: %s", err);
 }
 
+/* Every curve of data/attention.csv reproduces the measured points it cites within its stated fit
+ * error; the rows the frameworks' kernels need are there; each says measured, estimated or
+ * assumption, and an assumption names whose curve it borrows. */
+static void test_kernel_curves(void)
+{
+    dev_table dt;
+    CHECK(devices_load(&dt, NULL) == 0 && dt.kernels && dt.kernels->n > 0, "data/attention.csv loads with the devices");
+    if (!dt.kernels) return;
+    const attn_table *k = dt.kernels;
+    for (int i = 0; i < k->n; i++) {
+        const attn_curve *c = &k->rows[i];
+        char what[96];
+        snprintf(what, sizeof what, "%s %s (line %d)", c->device, c->kernel, c->line);
+        curve_check(what, c->s, c->tflops, c->npoints, c->peak_tflops, c->e_max, c->s_half, c->fit_err_pct / 100.0);
+        const dev_row *d = devices_find(&dt, c->device);
+        CHECK(d && (d->bf16_tflops == c->peak_tflops || strcmp(c->basis, "assumption") == 0),
+              "%s: the points are over the device's own BF16 peak", what);
+        CHECK(strcmp(c->basis, "assumption") != 0 || strstr(c->source, "assumption"), "%s: says whose curve", what);
+        CHECK(strcmp(c->basis, "measured") != 0 || strstr(c->source, "@") || strstr(c->source, "arXiv") ||
+                  strstr(c->source, "blob "),
+              "%s: cites where it was measured", what);
+    }
+    static const struct {
+        const char *device, *kernel;
+        double e_max, s_half;
+    } want[] = {{"a100-sxm4-80gb", "flash2", 0.618, 475}, {"a100-sxm4-40gb", "triton", 0.256, 305},
+                {"a100-sxm4-80gb", "flash1", 0.261, 275}, {"a100-sxm4-80gb", "cudnn", 0.496, 575},
+                {"h100-sxm5-80gb", "flash2", 0.336, 525}, {"h100-sxm5-80gb", "cudnn", 0.522, 675},
+                {"h100-sxm5-80gb", "flash3", 0.612, 850}, {"h200-sxm5-141gb", "cudnn", 0.522, 675},
+                {"gb200-nvl72", "cudnn", 0.580, 1175},   {"b200", "cudnn", 0.580, 1175}};
+    for (size_t w = 0; w < sizeof want / sizeof want[0]; w++) {
+        const dev_row *d = devices_find(&dt, want[w].device);
+        const attn_curve *c = d ? attn_table_find(k, d, want[w].kernel) : NULL;
+        CHECK(c && c->e_max == want[w].e_max && c->s_half == want[w].s_half, "%s %s: %g, %g", want[w].device,
+              want[w].kernel, c ? c->e_max : NAN, c ? c->s_half : NAN);
+    }
+    const dev_row *pcie = devices_find(&dt, "h100-pcie-80gb"), *a100 = devices_find(&dt, "a100-sxm4-80gb");
+    CHECK(pcie && attn_table_find(k, pcie, "cudnn") == attn_table_find(k, devices_find(&dt, "h100-sxm5-80gb"), "cudnn") &&
+              attn_table_sm(k, pcie) == 9.0 && a100 && attn_table_sm(k, a100) == 8.0,
+          "a variant takes its family's curves and compute capability");
+    devices_free(&dt);
+}
+
+/* A devices table given by path takes attention.csv beside it; each bad cell is one error file:line. */
+static void test_kernel_reader(void)
+{
+    char *d = test_tmpdir(), dev[256], att[256];
+    if (!d) return;
+    snprintf(dev, sizeof dev, "%s/devices.csv", d);
+    snprintf(att, sizeof att, "%s/attention.csv", d);
+    write_text(dev, "device,vendor,workers,fp32_tflops,tf32_tflops,bf16_tflops,fp16_tflops,fp8_tflops,hbm_gib,"
+                    "hbm_gb_per_s,link_gb_per_s,scaleup_domain,source,family\n"
+                    "toy,acme,1,10,20,40,40,80,16,1000,100,8,made up,\ntoy-2,,,,,,,,32,,,,made up,toy\n");
+    const char *head = "device,kernel,sm,attn_eff_max,attn_s_half,fit_err_pct,peak_tflops,points,basis,source\n";
+    char text[1024];
+    snprintf(text, sizeof text, "%stoy,flash2,9.0,0.5,256,5,40,512:13.3 1024:16,measured,made up @x\n", head);
+    write_text(att, text);
+    dev_table dt;
+    CHECK(devices_load(&dt, dev) == 0 && dt.kernels && dt.kernels->n == 1 &&
+              attn_table_find(dt.kernels, devices_find(&dt, "toy-2"), "flash2") == &dt.kernels->rows[0] &&
+              dt.kernels->rows[0].npoints == 2 && dt.kernels->rows[0].tflops[1] == 16,
+          "attention.csv beside the table: read, a variant takes its family's row");
+    devices_free(&dt);
+    static const struct {
+        const char *row, *want;
+    } bad[] = {
+        {"toy,flash9,9.0,0.5,256,5,40,512:13 1024:16,measured,x\n", "attention.csv:2: column 'kernel'"},
+        {"toy-2,flash2,9.0,0.5,256,5,40,512:13 1024:16,measured,x\n", "attention.csv:2: column 'device'"},
+        {"toy,flash2,9.0,0.5,256,5,40,512:13 256:16,measured,x\n", "attention.csv:2: column 'points'"},
+        {"toy,flash2,9.0,0.5,256,5,40,512:13,measured,x\n", "attention.csv:2: column 'points'"},
+        {"toy,flash2,9.0,0.5,256,5,40,512:13 1024:16,guessed,x\n", "attention.csv:2: column 'basis'"},
+        {"toy,flash2,9.0,1.5,256,5,40,512:13 1024:16,measured,x\n", "attention.csv:2: column 'attn_eff_max'"},
+        {"toy,flash2,9.0,0.5,256,5,40,512:13 1024:16,measured,x\ntoy,cudnn,8.0,0.5,256,5,40,512:13 1024:16,"
+         "measured,x\n",
+         "attention.csv:3: column 'sm'"},
+        {"toy,flash2,9.0,0.5,256,5,40,512:13 1024:16,measured,x\ntoy,flash2,9.0,0.5,256,5,40,512:13 1024:16,"
+         "measured,x\n",
+         "attention.csv:3: columns 'device', 'kernel'"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(text, sizeof text, "%s%s", head, bad[i].row);
+        write_text(att, text);
+        capture_stderr_begin();
+        int rc = devices_load(&dt, dev);
+        const char *err = capture_stderr_end();
+        CHECK(rc != 0 && strstr(err, bad[i].want) && !dt.kernels, "bad row %zu: %s", i, err);
+    }
+}
+
 const test_case tests_devicefigs[] = {
     {"devicefigs: the figure columns are optional, read by name; half an attention curve is an error", test_reader},
     {"devicefigs: each GEMM and link figure is the cited measurement over the data sheet's peak",
@@ -164,5 +254,7 @@ const test_case tests_devicefigs[] = {
     {"devicefigs: each attention curve fits the cited kernel measurements", test_attention_curves},
     {"devicefigs: each row of data/devices.csv carries the figures and cites them (measured or assumption)",
      test_rows_carry},
+    {"devicefigs: each attention kernel curve of data/attention.csv fits the points it cites", test_kernel_curves},
+    {"devicefigs: attention.csv beside a devices table; each bad cell one error file:line", test_kernel_reader},
     {0},
 };

@@ -18,41 +18,51 @@
 static const step_framework frameworks[] = {
     {"plain", "", 1, {NONE_SPAN, NONE_SPAN}, 1, 0, 0, 0,
      "the default: a tiled (flash) attention kernel, nothing overlapped (the conservative choice)",
-     {"costbench's assumption", "costbench's assumption", "costbench's assumption", "costbench's assumption"}},
+     {"costbench's assumption", "costbench's assumption", "costbench's assumption", "costbench's assumption"},
+     "", "", ""},
     {"megatron-lm", "2020", 0, {SPAN(2020, 2021), SPAN(1.0, 2.0)}, 0, 0, 0, 0,
      "Megatron-LM v1.0 (2020): materialised attention, local DDP (all-reduce after the backward), TP only",
      {MLM "megatron/model/transformer.py @v1.0 (03d2880923ff): QK^T over the full s x s, softmax through HBM",
       MLM "megatron/arguments.py:285 @v1.0: --DDP-impl default local (all-reduce after the whole backward)",
-      "no ZeRO in v1.0 (nothing to gather)", "no TP overlap in v1.0 (async backward TP from 16c90445e7, 2021-09)"}},
+      "no ZeRO in v1.0 (nothing to gather)", "no TP overlap in v1.0 (async backward TP from 16c90445e7, 2021-09)"},
+     "", "", ""},
     {"megatron-lm", "2021", 1, {SPAN(2021, 2022), SPAN(2.0, 3.0)}, 0, 0, 0, 0,
      "Megatron-LM v2.x (2021, PTD-P): materialised attention with fused softmax, local DDP, nothing overlapped",
      {MLM "megatron/model/transformer.py:275-338 @v2.0 (be473a5bd22e): baddbmm s x s, FusedScaleMaskSoftmax, bmm",
       MLM "megatron/arguments.py @v2.0-v2.6: --DDP-impl default local; --DDP-impl torch overlaps (state it)",
       "no ZeRO in v2.x (nothing to gather)",
-      "none: the async backward TP collectives arrive in 16c90445e7 (2021-09-02), after v2.6"}},
+      "none: the async backward TP collectives arrive in 16c90445e7 (2021-09-02), after v2.6"},
+     "", "", ""},
     {"megatron-lm", "2022", 0, {SPAN(2022, 2024), SPAN(22.0, 24.0)}, 0, 0, 0, 0,
      "Megatron-LM 2022 to 23.06: sequence parallel, selective recompute; flash and TE opt-in, no overlap flags",
      {MLM "megatron/arguments.py:755 @23.04 (2360d732a399): --use-flash-attn opt-in (store_true), "
-          "--transformer-impl default local: materialised",
+          "--transformer-impl default local: materialised; flash: flash-attn 1.x (megatron/model/transformer.py:27 "
+          "@23.04 imports flash_attn_unpadded_func, the 1.x API; flash-attn 2.0 came 2023-07)",
       MLM "megatron/arguments.py @23.04: --DDP-impl default local, no --overlap-grad-reduce yet",
       MLM "--use-distributed-optimizer opt-in (329fe5820f): gathers after the step",
       MLM "no --tp-comm-overlap; the backward async TP collectives (16c90445e7, core/tensor_parallel/layers.py) "
-          "are not modelled"}},
+          "are not modelled"},
+     "", "", "flash1"},
     {"megatron-core", "core_v0.4", 0, {SPAN(0.004, 0.006), NONE_SPAN}, 0, 0, 0, 0,
      "Megatron-Core core_v0.4-v0.5 (2023-12 to 2024-03): overlap flags exist, all off; local attention",
      {MLM "megatron/arguments.py @core_v0.4.0 (38879f8b3f0e): --transformer-impl default local, materialised unless "
-          "--use-flash-attn",
+          "--use-flash-attn: flash-attn 2.x (megatron/model/transformer.py:34-39 @core_v0.4.0 falls back to its "
+          "flash_attn_varlen_func)",
       MLM "megatron/arguments.py:1102 @core_v0.4.0: --overlap-grad-reduce default off",
       MLM "megatron/arguments.py:1107 @core_v0.4.0: --overlap-param-gather default off",
-      MLM "--tp-comm-overlap default off (116ffddc58, core_v0.4.0; needs --sequence-parallel)"}},
+      MLM "--tp-comm-overlap default off (116ffddc58, core_v0.4.0; needs --sequence-parallel)"},
+     "", "", "flash2"},
     {"megatron-core", "core_v0.6+", 1, {SPAN(0.006, 1.0), NONE_SPAN}, 1, 0, 0, 0,
      "Megatron-Core core_v0.6+ (2024-04 on): TE attention; --overlap-grad-reduce, --overlap-param-gather, "
      "--tp-comm-overlap off by default (on in NVIDIA's published H100 runs: state them in the row's overlap)",
      {MLM "megatron/training/arguments.py:602 @core_v0.6.0 (cac60ce4c820): --transformer-impl default "
-          "transformer_engine (e7b74a4b7e): TE DotProductAttention, cuDNN fused on H100, flash-attn 2 on A100",
+          "transformer_engine (e7b74a4b7e): TE DotProductAttention, cuDNN fused on sm 9.0+ (NVIDIA/TransformerEngine "
+          "transformer_engine/pytorch/attention.py:2894-2899 @v1.5; dot_product_attention/utils.py:1554-1560 "
+          "@v2.18: FusedAttention preferred on Hopper+), flash-attn 2 on A100",
       MLM "megatron/core/distributed/distributed_data_parallel_config.py:18 @core_v0.19.0: overlap_grad_reduce = False",
       MLM "megatron/core/distributed/distributed_data_parallel_config.py:21 @core_v0.19.0: overlap_param_gather = False",
-      MLM "megatron/core/model_parallel_config.py:265 @core_v0.19.0: tp_comm_overlap = False"}},
+      MLM "megatron/core/model_parallel_config.py:265 @core_v0.19.0: tp_comm_overlap = False"},
+     "flash2", "cudnn", "flash2"},
     {"nemo", "1.x", 0, {SPAN(1.0, 2.0), NONE_SPAN}, 1, 1, 1, 0,
      "NeMo 1.x (yaml, NeMo-Framework-Launcher configs): TE attention, overlap_grad_sync and overlap_param_sync on, "
      "ub_tp_comm_overlap per config (off in the base config)",
@@ -62,7 +72,8 @@ static const step_framework frameworks[] = {
       "True from 23.05",
       "launcher configs overlap_param_sync: true from 23.05 (apex's own default False)",
       "NVIDIA/NeMo examples/nlp/language_modeling/conf/megatron_gpt_config.yaml:194 @v1.23.0: ub_tp_comm_overlap "
-      "False (True in launcher gpt3/20b, llama2_70b, llama3_1_70b @24.07: state it)"}},
+      "False (True in launcher gpt3/20b, llama2_70b, llama3_1_70b @24.07: state it)"},
+     "flash2", "cudnn", "flash2"},
     {"nemo", "2.x", 1, {SPAN(2.0, 3.0), NONE_SPAN}, 1, 1, 1, 1,
      "NeMo 2.x (Python recipes): TE attention; DP overlaps on when DP > 1; TP overlap on in the recipes with TP >= 2 "
      "and sequence parallelism",
@@ -71,7 +82,8 @@ static const step_framework frameworks[] = {
       "True when DP > 1; recipes' DDP config (llama3_70b.py:116-121)",
       "megatron_comm_overlap.py:168-194 @v2.4.0: overlap_param_gather True when DP > 1",
       "NVIDIA/NeMo nemo/collections/llm/recipes/llama3_70b.py:230-237 @v2.4.0 (gpt3_175b, llama31_405b, ...): "
-      "tp_comm_overlap True; forced off when TP < 2 or without sequence parallelism (megatron_comm_overlap.py:141-151)"}},
+      "tp_comm_overlap True; forced off when TP < 2 or without sequence parallelism (megatron_comm_overlap.py:141-151)"},
+     "flash2", "cudnn", "flash2"},
     {"megatron-bridge", "25.x-26.x", 1, {SPAN(25.0, 27.0), SPAN(0.0, 1.0)}, 1, 1, 1, 1,
      "Megatron-Bridge (containers 25.x/26.x, v0.x): TE attention; its recipes set the DP overlaps (DP > 1) and "
      "userbuffers TP overlap where TP >= 2",
@@ -80,41 +92,60 @@ static const step_framework frameworks[] = {
       "overlap_grad_reduce True when DP > 1",
       "comm_overlap.py:572-579 @v0.6.0: overlap_param_gather True when DP > 1",
       "src/megatron/bridge/perf_recipes/llama/h100/llama3.py @v0.6.0: userbuffers cfg where TP >= 2 (llama3_70b); "
-      "forced off when TP < 2 or without sequence parallelism (comm_overlap.py:439-449)"}},
+      "forced off when TP < 2 or without sequence parallelism (comm_overlap.py:439-449)"},
+     "flash2", "cudnn", "flash2"},
     {"torchtitan", "v0.x", 1, {SPAN(0.0, 1.0), SPAN(2024, 2027)}, 1, 1, 1, 0,
      "torchtitan (FSDP2): SDPA attention, implicit forward / explicit backward prefetch, reduce-scatter under the "
      "backward, async TP opt-in (needs compile)",
      {"pytorch/torchtitan torchtitan/models/attention.py:84-104 @v0.2.0 (29624e37fa6d): SDPA is_causal, priority "
-      "cuDNN, flash, efficient",
+      "cuDNN, flash, efficient: cuDNN on sm 9.0+, flash-attn 2 before (an assumption for sm 8.0)",
       "FSDP2 reduce-scatter overlapped with the backward (implicit); mixed_precision_reduce float32 "
       "(torchtitan/config/job_config.py:239 @v0.2.0)",
       "FSDP2: implicit forward prefetch, explicit backward prefetch in reverse post-forward order (pytorch/pytorch "
       "f2805a0408cf, PR #128884)",
       "torchtitan/config/job_config.py:315 @v0.2.0: enable_async_tensor_parallel = False (requires compile: "
-      "distributed/tensor_parallel.py:15-25)"}},
-    {"llm-foundry", "v0.x", 1, {SPAN(0.0, 1.0), NONE_SPAN}, 1, 1, 0, 0,
-     "llm-foundry (Composer FSDP1): flash attention, reduce-scatter under the backward; backward_prefetch "
-     "BACKWARD_POST and no forward_prefetch (Composer's defaults; the yamls set neither)",
-     {"mosaicml/llm-foundry llmfoundry/models/utils/config_defaults.py: attn_impl 'triton' to v0.6.0, 'flash' from "
-      "v0.7.0 (c26309de5)",
+      "distributed/tensor_parallel.py:15-25)"},
+     "flash2", "cudnn", "flash2"},
+    {"llm-foundry", "v0.1-v0.6", 1, {SPAN(0.0, 0.007), NONE_SPAN}, 1, 1, 0, 0,
+     "llm-foundry v0.1-v0.6 (Composer FSDP1, 2023-05 to 2024-03; the default: every published benchmark table's "
+     "era): the Triton flash kernel, reduce-scatter under the backward; backward_prefetch BACKWARD_POST and no "
+     "forward_prefetch (Composer's defaults; the yamls set neither)",
+     {"mosaicml/llm-foundry llmfoundry/models/utils/config_defaults.py: attn_impl 'triton' to v0.6.0 "
+      "(flash_attn.flash_attn_triton); the benchmark tables' sweep too: scripts/train/benchmarking/"
+      "submit_benchmarks.py:119 @300cc5c58 (the A100 tables, 2023-05) and :144 @b2a43a147 (2023-10) --attn_impl "
+      "default 'triton', 'flash' from 7f0fdae66 (v0.7.0, 2024-03-26)",
       "FSDP1 reduce-scatter overlapped with the backward (implicit)",
       "mosaicml/composer composer/trainer/dist_strategy.py:131-137 @v0.15.0 .. composer/utils/parallelism.py:22-31 "
       "@640518880: backward_prefetch 'BACKWARD_POST', forward_prefetch False; llm-foundry "
       "scripts/train/yamls/pretrain/mpt-7b.yaml:92-97 sets neither",
-      "no tensor parallelism"}},
+      "no tensor parallelism"},
+     "triton", "triton", "triton"},
+    {"llm-foundry", "v0.7+", 0, {SPAN(0.007, 1.0), NONE_SPAN}, 1, 1, 0, 0,
+     "llm-foundry v0.7+ (Composer FSDP1, 2024-03 on): flash-attn 2, reduce-scatter under the backward; "
+     "backward_prefetch BACKWARD_POST and no forward_prefetch (Composer's defaults; the yamls set neither)",
+     {"mosaicml/llm-foundry llmfoundry/models/utils/config_defaults.py: attn_impl 'flash' (the flash-attn "
+      "package, 2.x) from v0.7.0 (c26309de5; submit_benchmarks.py --attn_impl default 'flash' from 7f0fdae66)",
+      "FSDP1 reduce-scatter overlapped with the backward (implicit)",
+      "mosaicml/composer composer/trainer/dist_strategy.py:131-137 @v0.15.0 .. composer/utils/parallelism.py:22-31 "
+      "@640518880: backward_prefetch 'BACKWARD_POST', forward_prefetch False; llm-foundry "
+      "scripts/train/yamls/pretrain/mpt-7b.yaml:92-97 sets neither",
+      "no tensor parallelism"},
+     "flash2", "flash2", "flash2"},
     {"deepspeed", "0.x", 1, {SPAN(0.0, 1.0), NONE_SPAN}, 1, 0, 1, 0,
      "DeepSpeed ZeRO: overlap_comm only at stage 3 (False at 0-2), ZeRO-3 gathers prefetched",
      {"the model's kernel (Megatron-DeepSpeed: Megatron's); tiled assumed",
       "microsoft/DeepSpeed deepspeed/runtime/zero/config.py:133, :351-354 @38327e07f6cd: overlap_comm = (stage == 3); "
       "False at stages 0-2 since v0.3.0 (constants.py:49)",
       "deepspeed/runtime/zero/config.py:208 @38327e07f6cd: stage3_prefetch_bucket_size 5e7",
-      "no tensor parallelism of its own (Megatron-DeepSpeed: Megatron's)"}},
+      "no tensor parallelism of its own (Megatron-DeepSpeed: Megatron's)"},
+     "", "", ""},
     {"neuron-nemo", "2023-2024", 1, {SPAN(2023, 2025), NONE_SPAN}, 0, 0, 0, 0,
      "neuronx-nemo-megatron: materialised attention under XLA, compiler-scheduled gradient all-reduce, no flags",
      {"aws-neuron/neuronx-nemo-megatron test_llama.sh @f4743cef5a1c: use_flash_attention default False (option "
       "from 200cf63, 2024-07); NEURON_FUSE_SOFTMAX=1",
       "train_setup.sh:64 @f4743cef5a1c: BUCKET_CAP_MB=1024, scheduling left to the Neuron compiler (no flag)",
-      "train_setup.sh:76-84 @f4743cef5a1c: wrap_with_zero=false (no ZeRO)", "no TP overlap flag"}},
+      "train_setup.sh:76-84 @f4743cef5a1c: wrap_with_zero=false (no ZeRO)", "no TP overlap flag"},
+     "", "", ""},
     {"neuronx-distributed", "2.x", 1, {SPAN(2.0, 3.0), NONE_SPAN}, 1, 0, 0, 0,
      "neuronx-distributed: NKI flash attention in the llama scripts, compiler-scheduled all-reduce, ZeRO-1",
      {"aws-neuron/neuronx-distributed examples/training/llama/tp_zero1_llama_hf_pretrain/"
@@ -122,11 +153,13 @@ static const step_framework frameworks[] = {
       "src/neuronx_distributed/parallel_layers/grads.py:277-280 @v2.28.0: bucketed all-reduce, a compiler hint "
       "under XLA (not a stream overlap)",
       "--use_zero_1: ZeRO-1 (no parameter gathers under compute)",
-      "parallel_layers/layers.py:434-536 @v2.28.0: LinearWithAsyncCommunication (backward only; not modelled)"}},
+      "parallel_layers/layers.py:434-536 @v2.28.0: LinearWithAsyncCommunication (backward only; not modelled)"},
+     "", "", ""},
     {"costbench", "", 1, {NONE_SPAN, NONE_SPAN}, 1, 1, 0, 0,
      "costbench train: the tiled attention kernel, the all-reduce overlapped with the backward",
      {"kernels/attention.c (tiled)", "costbench train: bucketed all-reduce under the backward",
-      "no ZeRO-3", "no tensor parallelism"}},
+      "no ZeRO-3", "no tensor parallelism"},
+     "", "", ""},
 };
 enum { NFRAMEWORKS = sizeof frameworks / sizeof frameworks[0] };
 

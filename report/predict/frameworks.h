@@ -38,6 +38,11 @@ typedef struct {
     int tiled_attention, grad_overlap, gather_prefetch, tp_overlap;
     const char *source;                      /* the era in one line (shown in notes) */
     const char *feature_source[FW_NFEATURES]; /* where each default is read: repo path @tag or flag */
+    /* The tiled attention kernel (data/attention.csv's names; "": the device's own curve): the era's
+     * default before compute capability 9.0 and from it (Transformer Engine and PyTorch SDPA pick
+     * cuDNN fused attention on Hopper and later), and what a row stating `flash` runs. Their
+     * sources: feature_source[FW_ATTENTION]. */
+    const char *attn_kernel, *attn_kernel_sm90, *flash_kernel;
 } step_framework;
 
 /* The default era of the framework `spec` ("name" or "name@version"; an alias resolved:
