@@ -270,8 +270,9 @@ static void test_framework_flag_version(void)
                        "1024", "--nodes", "1,2", "--framework", "megatron-lm@core_r0.8.0", NULL};
     int rc = cli_run(a, out, sizeof out, err, sizeof err);
     CHECK(rc == 0 && strstr(out, "# framework features (--framework megatron-core: Megatron-Core core_v0.6+") &&
-              strstr(out, "tiled (flash) attention (the framework's)"),
-          "scale --framework megatron-lm@core_r0.8.0: %d\n%s%s", rc, out, err);
+              strstr(out, "tiled (flash) attention (the framework's)") &&
+              strstr(out, "# attention kernel on a100-sxm4-40gb: flash2, 0.618 s / (s + 475)"),
+          "scale --framework megatron-lm@core_r0.8.0 (TE: flash-attn 2 on an A100): %d\n%s%s", rc, out, err);
     a[12] = "megatron-lm@2030";
     rc = cli_run(a, out, sizeof out, err, sizeof err);
     CHECK(rc == 0 && strstr(out, "# framework megatron-lm: unknown version '2030' (known: 2020, 2021, 2022): its "
@@ -285,8 +286,9 @@ static void test_framework_flag_version(void)
     const char *p[] = {"plan", "--model", "llama2-7b", "--tokens", "140B", "--deadline-days", "300", "--instances",
                        "p5.48xlarge", "--max-nodes", "2", "--framework", "nemo@1.23.0", "--top", "2", NULL};
     rc = cli_run(p, out, sizeof out, err, sizeof err);
-    CHECK(rc == 0 && strstr(out, "# framework features (--framework nemo: NeMo 1.x") && !strstr(out, "unknown version"),
-          "plan --framework nemo@1.23.0: %d %s", rc, err);
+    CHECK(rc == 0 && strstr(out, "# framework features (--framework nemo: NeMo 1.x") && !strstr(out, "unknown version") &&
+              strstr(out, "attention kernel per device (data/attention.csv's measured curve): h100-sxm5-80gb cudnn"),
+          "plan --framework nemo@1.23.0 (TE: cuDNN on an H100): %d %s", rc, err);
 }
 
 /* ---------------------------------------------------------------- the validation targets */

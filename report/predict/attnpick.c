@@ -16,6 +16,11 @@ const char *step_attn_kernel(const step_framework *fw, int stated, double sm)
     return sm >= 9.0 ? fw->attn_kernel_sm90 : fw->attn_kernel;
 }
 
+int step_attn_stated(const char *flag, int flash)
+{
+    return !flag ? ATTN_STATED_NONE : flash ? PUB_ATTN_FLASH : PUB_ATTN_MATERIALISED;
+}
+
 void step_attn_apply(const dev_table *dt, const step_framework *fw, int stated, hw_row *hw, char *note, size_t n)
 {
     if (n) note[0] = '\0';
@@ -31,4 +36,12 @@ void step_attn_apply(const dev_table *dt, const step_framework *fw, int stated, 
     }
     hw->attn_eff_max = c->e_max, hw->attn_s_half = c->s_half;
     snprintf(hw->attn_kernel, sizeof hw->attn_kernel, "%s", k);
+}
+
+void step_attn_describe(const hw_row *hw, const char *note, char *buf, size_t n)
+{
+    if (!hw->attn_kernel[0]) snprintf(buf, n, "%s", note);
+    else
+        snprintf(buf, n, "attention kernel on %s: %s, %.3g s / (s + %g) (data/attention.csv)",
+                 hw->accelerator, hw->attn_kernel, hw->attn_eff_max, hw->attn_s_half);
 }

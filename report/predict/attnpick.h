@@ -19,11 +19,17 @@
 
 enum { ATTN_STATED_NONE = -1 }; /* else report/formats/published.h's pub_attention */
 
+/* What an --attention flag states (NULL: nothing, the framework's kernel; else flash or full, as
+ * `flash` says): ATTN_STATED_NONE or report/formats/published.h's pub_attention. */
+int step_attn_stated(const char *flag, int flash);
 /* The kernel name ("" for materialised attention or the device's own curve). */
 const char *step_attn_kernel(const step_framework *fw, int stated, double sm);
 /* Sets hw's attention curve to the kernel's on its device (hw->accelerator, a key of dt) and
  * hw->attn_kernel to its name; note (n bytes) gets "" or one line naming a kernel the device has no
  * curve for (its own kept). */
 void step_attn_apply(const dev_table *dt, const step_framework *fw, int stated, hw_row *hw, char *note, size_t n);
+/* "attention kernel on h100-sxm5-80gb: cudnn, 0.522 s / (s + 675) (data/attention.csv)" into buf for a
+ * hw that step_attn_apply gave a kernel's curve, else `note` (its line: "" or the kernel it lacks). */
+void step_attn_describe(const hw_row *hw, const char *note, char *buf, size_t n);
 
 #endif
