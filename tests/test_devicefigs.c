@@ -195,7 +195,8 @@ static void test_kernel_curves(void)
               want[w].kernel, c ? c->e_max : NAN, c ? c->s_half : NAN);
     }
     const dev_row *pcie = devices_find(&dt, "h100-pcie-80gb"), *a100 = devices_find(&dt, "a100-sxm4-80gb");
-    CHECK(pcie && attn_table_find(k, pcie, "cudnn") == attn_table_find(k, devices_find(&dt, "h100-sxm5-80gb"), "cudnn") &&
+    const dev_row *sxm = devices_find(&dt, "h100-sxm5-80gb");
+    CHECK(pcie && sxm && attn_table_find(k, pcie, "cudnn") == attn_table_find(k, sxm, "cudnn") &&
               attn_table_sm(k, pcie) == 9.0 && a100 && attn_table_sm(k, a100) == 8.0,
           "a variant takes its family's curves and compute capability");
     devices_free(&dt);

@@ -119,9 +119,24 @@ static int validate_run(const char *file, const char *ids, const char *csv, cons
 
 /* ---------------------------------------------------------------- every row of every shipped file */
 
+/* A row the physics floor refuses as a calibration (its step needs its GEMMs above 100% of the
+ * peak) that issue 30's measured figures made so, at today's count: llm-foundry's A100 rows at 16k
+ * tokens and more, whose Triton flash kernel (data/attention.csv, flash-attn's benchmark figure) and
+ * the A100's measured GEMM share (0.91) are slower than the rows (100.6-113.4% of the peak, 20 rows).
+ * Any other refusal is a failure. */
+#define FLOOR_REFUSED_MAX 20
+static int floor_refused(const pub_table *t, const char *id, const char *why)
+{
+    for (int i = 0; i < t->n; i++)
+        if (strcmp(t->rows[i].id, id) == 0)
+            return strcmp(t->rows[i].framework, "llm-foundry") == 0 && t->rows[i].seq_len >= 16384 &&
+                   strstr(why, "of the dense peak") != NULL;
+    return 0;
+}
+
 /* Every row of one shipped file through validate: all its ids calibrated, each carried from
  * itself. Returns the rows checked. */
-static int every_row_validate(const char *file, const pub_table *t, const char *dir)
+static int every_row_validate(const char *file, const pub_table *t, const char *dir, int *refused)
 {
     size_t len = 0, cap = (size_t)t->n * 66 + 1;
     char *ids = malloc(cap), csv[256];
@@ -136,6 +151,10 @@ static int every_row_validate(const char *file, const pub_table *t, const char *
     int n = rows ? val_csv_read(csv, rows, t->n + 1) : -1, checked = 0;
     CHECK(n == t->n, "%s: %d CSV rows for %d rows", file, n, t->n);
     for (int i = 0; i < n; i++) {
+        if (!isfinite(rows[i].predicted) && floor_refused(t, rows[i].id, rows[i].note)) {
+            ++*refused;
+            continue;
+        }
         CHECK(rows[i].calibration && isfinite(rows[i].predicted), "%s: %s: no prediction: %s", file, rows[i].id,
               rows[i].note);
         CHECK(fabs(rows[i].error_pct) < 0.1, "%s: %s gives back %.9g of %.9g seq/s (%+.4f%%)", file, rows[i].id,
@@ -147,7 +166,7 @@ static int every_row_validate(const char *file, const pub_table *t, const char *
 }
 
 /* Every row through --calibrate FILE:ID (calib_row_load), carried to its own configuration. */
-static int every_row_calibrate(const char *file, const pub_table *t, const hw_table *ht)
+static int every_row_calibrate(const char *file, const pub_table *t, const hw_table *ht, int *refused)
 {
     int checked = 0;
     scale_model d;
@@ -164,6 +183,10 @@ static int every_row_calibrate(const char *file, const pub_table *t, const hw_ta
         int clamped;
         if (rc == 0) rc = calib_row_carry(c, &c->cal, &eff, &clamped, &e);
         const char *err = capture_stderr_end();
+        if (rc != 0 && floor_refused(t, t->rows[i].id, err)) {
+            ++*refused;
+            continue;
+        }
         CHECK(rc == 0, "--calibrate %s: %d: %s", spec, rc, err);
         if (rc != 0) continue;
         scale_model s = c->cal;
@@ -187,17 +210,20 @@ static void test_validate_every_row(void)
     dev_table dt = {0};
     hw_table ht = {0};
     CHECK(devices_load(&dt, NULL) == 0 && hardware_load(&ht, "data/hardware.csv") == 0, "the data tables load");
-    int rows = 0, back = 0, back_cal = 0;
+    int rows = 0, back = 0, back_cal = 0, refused = 0, refused_cal = 0;
     for (size_t f = 0; f < g.gl_pathc; f++) {
         pub_table t = {0};
         CHECK(published_load(&t, g.gl_pathv[f], &dt) == 0, "%s loads", g.gl_pathv[f]);
         rows += t.n;
-        back += every_row_validate(g.gl_pathv[f], &t, dir);
-        back_cal += every_row_calibrate(g.gl_pathv[f], &t, &ht);
+        back += every_row_validate(g.gl_pathv[f], &t, dir, &refused);
+        back_cal += every_row_calibrate(g.gl_pathv[f], &t, &ht, &refused_cal);
         published_free(&t);
     }
-    CHECK(rows >= 170 && back == rows && back_cal == rows,
-          "%d rows, %d given back by validate, %d by --calibrate FILE:ID", rows, back, back_cal);
+    CHECK(rows >= 170 && back + refused == rows && back_cal + refused_cal == rows && refused == refused_cal &&
+              refused <= FLOOR_REFUSED_MAX,
+          "%d rows, %d given back by validate, %d by --calibrate FILE:ID; %d and %d refused by the physics floor (at "
+          "most %d)",
+          rows, back, back_cal, refused, refused_cal, FLOOR_REFUSED_MAX);
     globfree(&g);
     hardware_free(&ht);
     devices_free(&dt);

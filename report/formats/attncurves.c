@@ -115,7 +115,8 @@ int attn_table_load(attn_table *t, const char *path, const dev_table *dt)
     int col[AC_NCOLS], rc = 0;
     for (int i = 0; i < AC_NCOLS && rc == 0; i++)
         if ((col[i] = table_col(&tb, ac_names[i], 1)) < 0) rc = CB_EFAIL;
-    if (rc == 0 && tb.nrows > 0 && !(t->rows = calloc((size_t)tb.nrows, sizeof *t->rows))) rc = err_msg("out of memory");
+    if (rc == 0 && tb.nrows > 0 && !(t->rows = calloc((size_t)tb.nrows, sizeof *t->rows)))
+        rc = err_msg("out of memory");
     for (int i = 0; rc == 0 && i < tb.nrows; i++) {
         rc = ac_row(&tb, i, col, dt, &t->rows[i]);
         if (rc == 0) rc = ac_consistent(t, &t->rows[i]);

@@ -82,7 +82,8 @@ static const step_framework frameworks[] = {
       "True when DP > 1; recipes' DDP config (llama3_70b.py:116-121)",
       "megatron_comm_overlap.py:168-194 @v2.4.0: overlap_param_gather True when DP > 1",
       "NVIDIA/NeMo nemo/collections/llm/recipes/llama3_70b.py:230-237 @v2.4.0 (gpt3_175b, llama31_405b, ...): "
-      "tp_comm_overlap True; forced off when TP < 2 or without sequence parallelism (megatron_comm_overlap.py:141-151)"},
+      "tp_comm_overlap True; forced off when TP < 2 or without sequence parallelism "
+      "(megatron_comm_overlap.py:141-151)"},
      "flash2", "cudnn", "flash2"},
     {"megatron-bridge", "25.x-26.x", 1, {SPAN(25.0, 27.0), SPAN(0.0, 1.0)}, 1, 1, 1, 1,
      "Megatron-Bridge (containers 25.x/26.x, v0.x): TE attention; its recipes set the DP overlaps (DP > 1) and "
