@@ -14,6 +14,7 @@
 #include "../common/parse.h"
 #include "../common/schema.h"
 #include "planview.h"
+#include "predict/attnpick.h"
 #include "plot.h"
 
 const rec_col plan_cols[PC_NCOLS] = {{"rank", "", REC_NUM, 0}, TPUT_INSTANCE_TYPE, {"provider", "", REC_STR, 0},
@@ -58,6 +59,8 @@ static int instance_add(plan_run *r, const hw_row *hw, char **opts, int nopts)
     memset(pi, 0, sizeof *pi);
     pi->hw = *hw;
     plan_instance_device(pi, devices_find(&r->dt, hw->accelerator));
+    char note[512]; /* the framework's attention kernel on the device: its measured curve (attnpick.h) */
+    step_attn_apply(&r->dt, r->fw, step_attn_stated(r->o.attention, r->in.attn_flash), &pi->hw, note, sizeof note);
     for (int k = 0; k < nopts; k++) {
         const price_row *pr = price_lookup(&r->pt, hw->instance, opts[k]);
         if (!pr) {
@@ -394,6 +397,24 @@ static void notes_compute(record *rec, const plan_run *r)
                 CALIB_BAND_NEAR_PCT, CALIB_BAND_LAYOUT_PCT, CALIB_BAND_DEVICE_PCT);
 }
 
+/* The attention kernel each device of the candidates runs (attnpick.h), each device once. */
+static void notes_kernels(record *rec, const plan_run *r)
+{
+    char line[1024];
+    size_t used = 0;
+    for (int i = 0; i < r->in.ninst && used + 1 < sizeof line; i++) {
+        const hw_row *h = &r->in.inst[i].hw;
+        int seen = !h->attn_kernel[0];
+        for (int j = 0; j < i && !seen; j++) seen = strcmp(r->in.inst[j].hw.accelerator, h->accelerator) == 0;
+        if (!seen)
+            used += (size_t)snprintf(line + used, sizeof line - used, "%s%s %s", used ? ", " : "", h->accelerator,
+                                     h->attn_kernel);
+    }
+    if (used)
+        record_note(rec, "attention kernel per device (data/attention.csv's measured curve): %s; the device's own "
+                         "curve elsewhere", line);
+}
+
 /* The framework features every candidate was given. */
 static void notes_framework(record *rec, const plan_run *r)
 {
@@ -409,6 +430,7 @@ static void notes_framework(record *rec, const plan_run *r)
                 r->o.attention ? "--attention" : "the framework's", fw->grad_overlap ? "on" : "off",
                 fw->gather_prefetch ? "on" : "off", fw->tp_overlap ? "on" : "off",
                 fw->tp_overlap || fw->tp_bwd_overlap ? "on" : "off");
+    notes_kernels(rec, r);
 }
 
 static void notes_inputs(record *rec, const plan_run *r)

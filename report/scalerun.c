@@ -12,6 +12,7 @@
 #include "../common/schema.h"
 #include "formats/devices.h"
 #include "formats/netfit.h"
+#include "predict/attnpick.h"
 #include "predict/fweff.h"
 #include "predict/netapply.h"
 #include "plot.h"
@@ -143,6 +144,12 @@ static int model_build(scale_run *r)
     s->zero = (int)o->zero, s->precision = o->prec, s->recompute = o->recompute;
     const step_framework *fw = step_framework_find(o->framework);
     if (attention_flag_parse(o->attention, fw->tiled_attention, &s->attn_flash) != 0) return CB_EUSAGE;
+    dev_table dt; /* the kernel's measured curve on the device (report/predict/attnpick.h) */
+    if (devices_load(&dt, NULL) != 0) return CB_EFAIL;
+    char note[512];
+    step_attn_apply(&dt, fw, step_attn_stated(o->attention, s->attn_flash), &s->hw, note, sizeof note);
+    step_attn_describe(&s->hw, note, r->attn_note, sizeof r->attn_note);
+    devices_free(&dt);
     s->selective = o->selective;
     s->grad_overlap = fw->grad_overlap, s->gather_prefetch = fw->gather_prefetch, s->tp_overlap = fw->tp_overlap;
     s->tp_bwd_overlap = fw->tp_bwd_overlap;
@@ -503,6 +510,7 @@ static void notes_framework(record *rec, const scale_run *r)
                 r->o.attention ? "--attention" : "the framework's", r->s.grad_overlap ? "on" : "off",
                 r->s.gather_prefetch ? "on" : "off", r->s.tp_overlap ? "on" : "off",
                 r->s.tp_overlap || r->s.tp_bwd_overlap ? "on" : "off");
+    if (r->attn_note[0]) record_note(rec, "%s", r->attn_note);
 }
 
 static void notes_write(record *rec, const scale_run *r, int over_mem)

@@ -63,6 +63,7 @@ typedef struct {
     double hfu_tgt; /* the compute efficiency carried, in hardware FLOPs (mfu_tgt in model FLOPs) */
     int eff_clamped;
     char net_note[2048]; /* --net-from: what the measured network replaced ("" without it) */
+    char attn_note[640]; /* the attention kernel the framework runs on the device (attnpick.h; "": its own) */
 } scale_run;
 
 /* Loads the tables, builds the model, gathers the points and calibrates. Returns 0, CB_EUSAGE or

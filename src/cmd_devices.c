@@ -1,5 +1,6 @@
 /* costbench devices: the device table (data/devices.csv), one row per accelerator. */
 #include <stdio.h>
+#include <string.h>
 
 #include "../common/cliflags.h"
 #include "../common/err.h"
@@ -7,8 +8,23 @@
 #include "../common/opts.h"
 #include "../common/record.h"
 #include "../common/schema.h"
+#include "../report/formats/attncurves.h"
 #include "../report/formats/devices.h"
 #include "commands.h"
+
+/* The attention kernels' curves of device d (data/attention.csv) as one note line, none when it has none. */
+static void devices_kernels_note(record *rec, const dev_table *dt, const dev_row *d)
+{
+    char line[512];
+    size_t used = 0;
+    for (int i = 0; dt->kernels && i < dt->kernels->n && used + 1 < sizeof line; i++) {
+        const attn_curve *c = &dt->kernels->rows[i];
+        if (strcmp(c->device, d->device) != 0) continue;
+        used += (size_t)snprintf(line + used, sizeof line - used, "%s%s %.3g s / (s + %g) (%s)", used ? ", " : "",
+                                 c->kernel, c->e_max, c->s_half, c->basis);
+    }
+    if (used) record_note(rec, "%s: attention kernels (%s): %s", d->device, dt->kernels->path, line);
+}
 
 /* One row of the listing: the columns of data/devices.csv, as common/schema.h defines them. */
 static void devices_row(record *rec, int row, const dev_row *d)
@@ -57,6 +73,7 @@ int cmd_devices(int argc, char **argv)
         char note[400];
         devices_family_note(&dt.rows[i], note, sizeof note);
         if (note[0]) record_note(&rec, "%s", note); /* a variant: its figures, resolved through its family */
+        devices_kernels_note(&rec, &dt, &dt.rows[i]);
         int row = record_add_row(&rec);
         if (row < 0) {
             rc = CB_EFAIL;

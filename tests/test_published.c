@@ -629,6 +629,63 @@ static void test_fp8_recipe_column(void)
     devices_free(&dt);
 }
 
+/* The attention kernel a row runs (report/predict/attnpick.h): its attention column, else its framework
+ * era's by the device's compute capability; its curve the device's row of data/attention.csv, a kernel
+ * the device has none for named (the device's own curve kept). One-node rows, 4-layer GPT, TP 1. */
+static void test_fw_attention_kernel(void)
+{
+    dev_table dt;
+    hw_table ht;
+    if (devices_load(&dt, NULL) != 0) return;
+    char hw_path[4096];
+    if (machine_data_file(hw_path, sizeof hw_path, "hardware.csv") != 0 || hardware_load_dev(&ht, hw_path, &dt) != 0) {
+        devices_free(&dt);
+        return;
+    }
+    static const struct {
+        const char *fw, *version, *device, *attention, *kernel;
+        double e_max; /* the curve the row runs at */
+        int noted;
+    } want[] = {
+        {"megatron-core", "", "h100-sxm5-80gb", "", "cudnn", 0.522, 0},  /* TE: cuDNN fused on sm 9.0 */
+        {"megatron-core", "", "a100-sxm4-80gb", "", "flash2", 0.618, 0}, /* TE: flash-attn 2 on sm 8.0 */
+        {"megatron-bridge", "25.09", "b200", "", "cudnn", 0.580, 0},
+        {"megatron-core", "", "h100-pcie-80gb", "", "cudnn", 0.522, 0}, /* a variant: its family's */
+        {"llm-foundry", "", "a100-sxm4-40gb", "", "triton", 0.256, 0},  /* the 2023 tables' era */
+        {"llm-foundry", "v0.2.0", "a100-sxm4-80gb", "", "triton", 0.256, 0},
+        {"llm-foundry", "v0.7.0", "a100-sxm4-80gb", "", "flash2", 0.618, 0},
+        {"megatron-core", "", "h100-sxm5-80gb", "flash", "flash2", 0.336, 0}, /* stated: the era's flash */
+        {"megatron-core", "", "a100-sxm4-80gb", "cudnn", "cudnn", 0.496, 0},
+        {"megatron-lm", "2022", "a100-sxm4-80gb", "flash", "flash1", 0.261, 0},
+        {"megatron-core", "", "h100-sxm5-80gb", "materialised", "", 0.336, 0}, /* not a curve */
+        {"torchtitan", "", "mi300x", "", "", 0.35, 1}, /* no flash2 curve: its own, named */
+    };
+    const int n = (int)(sizeof want / sizeof want[0]);
+    char text[8192];
+    size_t len = (size_t)snprintf(text, sizeof text, "%s", fw_header);
+    for (int k = 0; k < n && len < sizeof text; k++)
+        len += (size_t)snprintf(text + len, sizeof text - len,
+                                "k%d,test,%s,%s,%s,8,8,t,gpt,4,1024,16,51200,2048,8,1,1,1,8,false,none,none,"
+                                "bf16-mixed,step_time_s,1,,%s,\n",
+                                k, want[k].fw, want[k].version, want[k].device, want[k].attention);
+    pub_table t;
+    CHECK(published_load_text(&t, "fw.csv", text, strlen(text), &dt) == 0 && t.n == n, "%d rows", n);
+    for (int k = 0; k < n && t.n == n; k++) {
+        scale_model s;
+        step_profile p;
+        char why[512];
+        int rc = fw_model(&t, k, &ht, &dt, &s, &p, why, sizeof why);
+        CHECK(rc == 0 && strcmp(s.hw.attn_kernel, want[k].kernel) == 0 && fabs(s.hw.attn_eff_max - want[k].e_max) < 1e-9 &&
+                  (strstr(why, "attention: no flash2 curve for mi300x") != NULL) == want[k].noted,
+              "%s@%s on %s, attention '%s': kernel '%s' (want '%s'), curve %g (want %g), note '%s'", want[k].fw,
+              want[k].version, want[k].device, want[k].attention, s.hw.attn_kernel, want[k].kernel, s.hw.attn_eff_max,
+              want[k].e_max, why);
+    }
+    published_free(&t);
+    hardware_free(&ht);
+    devices_free(&dt);
+}
+
 const test_case tests_published[] = {
     {"published fp8_recipe column: read, checked, its casts' traffic in the step", test_fp8_recipe_column},
     {"published flops gpt", test_flops_gpt},
@@ -644,5 +701,7 @@ const test_case tests_published[] = {
     {"published framework columns: the writer round-trips them", test_fw_columns_roundtrip},
     {"published framework columns: a row's overlap and attention beat the framework's defaults",
      test_fw_columns_applied},
+    {"published attention kernel: a row runs the kernel its attention column, else its era and device, say",
+     test_fw_attention_kernel},
     {0},
 };

@@ -119,11 +119,27 @@ static int validate_run(const char *file, const char *ids, const char *csv, cons
 
 /* ---------------------------------------------------------------- every row of every shipped file */
 
+/* A row the physics floor refuses as a calibration (its step needs its GEMMs above 100% of the
+ * peak) that issue 30's measured figures made so, at today's count: llm-foundry's A100 rows at 16k
+ * tokens and more, whose Triton flash kernel (data/attention.csv, flash-attn's benchmark figure) and
+ * the A100's measured GEMM share (0.91) are slower than the rows (100.6-113.4% of the peak, 20 rows).
+ * Any other refusal is a failure. */
+#define FLOOR_REFUSED_MAX 20
+static int floor_refused(const pub_table *t, const char *id, const char *why)
+{
+    for (int i = 0; i < t->n; i++)
+        if (strcmp(t->rows[i].id, id) == 0)
+            return strcmp(t->rows[i].framework, "llm-foundry") == 0 && t->rows[i].seq_len >= 16384 &&
+                   strstr(why, "of the dense peak") != NULL;
+    return 0;
+}
+
 /* Every row of one shipped file through validate: all its ids calibrated, each carried from
  * itself. Returns the rows given back (back[i] set for each); a row with no prediction must say
  * why (its note: an unknown name, a configuration the step model cannot map, a calibration that
- * does not fit), counted in *why. */
-static int every_row_validate(const char *file, const pub_table *t, const char *dir, int *back, int *why)
+ * does not fit), counted in *why, or be one the physics floor refuses (floor_refused), counted in
+ * *floor. */
+static int every_row_validate(const char *file, const pub_table *t, const char *dir, int *back, int *why, int *floor)
 {
     size_t len = 0, cap = (size_t)t->n * 66 + 1;
     char *ids = malloc(cap), csv[256];
@@ -140,6 +156,10 @@ static int every_row_validate(const char *file, const pub_table *t, const char *
     for (int i = 0; i < n; i++) {
         CHECK(rows[i].calibration, "%s: %s: not a calibration row", file, rows[i].id);
         if (!isfinite(rows[i].predicted)) {
+            if (floor_refused(t, rows[i].id, rows[i].note)) {
+                ++*floor;
+                continue;
+            }
             CHECK(rows[i].note[0] != '\0', "%s: %s: no prediction and no reason", file, rows[i].id);
             *why += rows[i].note[0] != '\0';
             printf("    %s: %s: not given back: %.150s\n", file, rows[i].id, rows[i].note);
@@ -200,22 +220,26 @@ static void test_validate_every_row(void)
     dev_table dt = {0};
     hw_table ht = {0};
     CHECK(devices_load(&dt, NULL) == 0 && hardware_load(&ht, "data/hardware.csv") == 0, "the data tables load");
-    /* the six files of issue 30's targets: every row given back; the files added since: every row
-     * given back or saying why (GB300 has no device row, a calibration above the physics) */
-    int rows = 0, back = 0, back_cal = 0, why = 0, six_rows = 0, six_back = 0;
+    /* the six files of issue 30's targets: every row given back but those the physics floor refuses
+     * (floor_refused); the files added since: every row given back or saying why (GB300 has no
+     * device row, a calibration above the physics) */
+    int rows = 0, back = 0, back_cal = 0, why = 0, floor = 0, six_rows = 0, six_back = 0, six_floor = 0;
     for (size_t f = 0; f < g.gl_pathc; f++) {
         pub_table t = {0};
         CHECK(published_load(&t, g.gl_pathv[f], &dt) == 0, "%s loads", g.gl_pathv[f]);
-        int *ok = calloc((size_t)t.n + 1, sizeof *ok), b = ok ? every_row_validate(g.gl_pathv[f], &t, dir, ok, &why) : 0;
-        rows += t.n, back += b;
-        if (!strstr(g.gl_pathv[f], "megatron_bridge_")) six_rows += t.n, six_back += b;
+        int fl = 0, *ok = calloc((size_t)t.n + 1, sizeof *ok);
+        int b = ok ? every_row_validate(g.gl_pathv[f], &t, dir, ok, &why, &fl) : 0;
+        rows += t.n, back += b, floor += fl;
+        if (!strstr(g.gl_pathv[f], "megatron_bridge_")) six_rows += t.n, six_back += b, six_floor += fl;
         if (ok) back_cal += every_row_calibrate(g.gl_pathv[f], &t, &ht, ok);
         free(ok);
         published_free(&t);
     }
-    CHECK(six_rows >= 170 && six_back == six_rows && back == back_cal && back + why == rows,
-          "%d rows, %d given back by validate, %d by --calibrate FILE:ID, %d saying why not (the six files: %d of %d)",
-          rows, back, back_cal, why, six_back, six_rows);
+    CHECK(six_rows >= 170 && six_back + six_floor == six_rows && floor <= FLOOR_REFUSED_MAX && back == back_cal &&
+              back + why + floor == rows,
+          "%d rows, %d given back by validate, %d by --calibrate FILE:ID, %d saying why not, %d refused by the "
+          "physics floor (at most %d; the six files: %d of %d given back)",
+          rows, back, back_cal, why, floor, FLOOR_REFUSED_MAX, six_back, six_rows);
     globfree(&g);
     hardware_free(&ht);
     devices_free(&dt);

@@ -11,6 +11,7 @@
 #include "../../common/err.h"
 #include "../../common/machine.h"
 #include "../../common/schema.h"
+#include "attncurves.h"
 
 /* A required string cell into a fixed buffer. */
 static int dev_str(const table *t, int row, int col, char *dst, size_t n)
@@ -152,6 +153,25 @@ static int dev_family(const table *t, int i, const int *col, const dev_table *dt
     return 0;
 }
 
+/* The kernel curves beside dt's file (see devices.h): data/attention.csv for the default table,
+ * required; attention.csv in the directory of another, when there is one. */
+static int devices_kernels_load(dev_table *dt, int is_default)
+{
+    char path[sizeof dt->path];
+    if (is_default) {
+        if (machine_data_file(path, sizeof path, "attention.csv") != 0) return CB_EFAIL;
+    } else {
+        const char *slash = strrchr(dt->path, '/');
+        int dir = slash ? (int)(slash - dt->path) + 1 : 0;
+        if (snprintf(path, sizeof path, "%.*sattention.csv", dir, dt->path) >= (int)sizeof path) return 0;
+        FILE *f = fopen(path, "r");
+        if (!f) return 0; /* a table of its own without kernel curves: each device its own curve */
+        fclose(f);
+    }
+    if (!(dt->kernels = calloc(1, sizeof *dt->kernels))) return err_msg("out of memory");
+    return attn_table_load(dt->kernels, path, dt);
+}
+
 int devices_load(dev_table *dt, const char *path)
 {
     char dflt[sizeof dt->path];
@@ -184,6 +204,7 @@ int devices_load(dev_table *dt, const char *path)
         dt->n = i + 1;
     }
     table_free(&t);
+    if (rc == 0) rc = devices_kernels_load(dt, path == dflt);
     if (rc) devices_free(dt);
     return rc ? CB_EFAIL : 0;
 }
@@ -193,6 +214,9 @@ void devices_free(dev_table *t)
     free(t->rows);
     t->rows = NULL;
     t->n = 0;
+    attn_table_free(t->kernels);
+    free(t->kernels);
+    t->kernels = NULL;
 }
 
 const dev_row *devices_find(const dev_table *t, const char *device)

@@ -65,14 +65,20 @@ typedef struct {
     int line;
 } dev_row;
 
+struct attn_table_s; /* report/formats/attncurves.h */
+
 typedef struct dev_table_s {
     char path[4096];
     dev_row *rows;
     int n;
+    struct attn_table_s *kernels; /* the attention kernels' curves (data/attention.csv); NULL: none */
 } dev_table;
 
-/* Loads path (NULL: data/devices.csv through machine_data_file). Every cell is checked; a bad
- * one is one error "file:line: column 'x': ...". Returns 0 or CB_EFAIL. */
+/* Loads path (NULL: data/devices.csv through machine_data_file) and the attention kernels' curves
+ * beside it (attncurves.h): data/attention.csv with the default table (required), attention.csv in
+ * the directory of a table given by path when there is one (none: every device keeps its own
+ * curve). Every cell is checked; a bad one is one error "file:line: column 'x': ...". Returns 0
+ * or CB_EFAIL. */
 int devices_load(dev_table *t, const char *path);
 void devices_free(dev_table *t);
 /* NULL when the device is not listed (no error printed). A variant row is found by its own name,

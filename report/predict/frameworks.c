@@ -31,14 +31,14 @@ static const step_framework frameworks[] = {
      "the default: a tiled (flash) attention kernel, nothing overlapped (the conservative choice)",
      {"costbench's assumption", "costbench's assumption", "costbench's assumption", "costbench's assumption",
       "costbench's assumption"},
-     NULL, 0},
+     NULL, 0, "", "", ""},
     {"megatron-lm", "2020", 0, {SPAN(2020, 2021), SPAN(1.0, 2.0)}, 0, 0, 0, 0,
      "Megatron-LM v1.0 (2020): materialised attention, local DDP (all-reduce after the backward), TP only",
      {MLM "megatron/model/transformer.py @v1.0 (03d2880923ff): QK^T over the full s x s, softmax through HBM",
       MLM "megatron/arguments.py:285 @v1.0: --DDP-impl default local (all-reduce after the whole backward)",
       "no ZeRO in v1.0 (nothing to gather)", "no TP overlap in v1.0 (async backward TP from 16c90445e7, 2021-09)",
       "none in v1.0: the async backward TP collectives arrive in 16c90445e7 (2021-09-02)"},
-     NULL, 0},
+     NULL, 0, "", "", ""},
     {"megatron-lm", "2021", 1, {SPAN(2021, 2022), SPAN(2.0, 3.0)}, 0, 0, 0, 0,
      "Megatron-LM v2.x (2021, PTD-P): materialised attention with fused softmax, local DDP, nothing overlapped",
      {MLM "megatron/model/transformer.py:275-338 @v2.0 (be473a5bd22e): baddbmm s x s, FusedScaleMaskSoftmax, bmm",
@@ -47,41 +47,45 @@ static const step_framework frameworks[] = {
       "none: the async backward TP collectives arrive in 16c90445e7 (2021-09-02), after v2.6",
       "none: megatron/mpu/layers.py:280 @v2.6 copy_to_tensor_model_parallel_region, whose backward all-reduces "
       "synchronously (mpu/mappings.py:88-89; async from 16c90445e7, 2021-09-02)"},
-     NULL, 0},
+     NULL, 0, "", "", ""},
     {"megatron-lm", "2022", 0, {SPAN(2022, 2024), SPAN(22.0, 24.0)}, 0, 0, 0, 0,
      "Megatron-LM 2022 to 23.06: sequence parallel, selective recompute; flash and TE opt-in, no overlap flags",
      {MLM "megatron/arguments.py:755 @23.04 (2360d732a399): --use-flash-attn opt-in (store_true), "
-          "--transformer-impl default local: materialised",
+          "--transformer-impl default local: materialised; flash: flash-attn 1.x (megatron/model/transformer.py:27 "
+          "@23.04 imports flash_attn_unpadded_func, the 1.x API; flash-attn 2.0 came 2023-07)",
       MLM "megatron/arguments.py @23.04: --DDP-impl default local, no --overlap-grad-reduce yet",
       MLM "--use-distributed-optimizer opt-in (329fe5820f): gathers after the step",
       MLM "no --tp-comm-overlap (the backward async collectives: the next feature)",
       MLM "megatron/core/tensor_parallel/layers.py:283-303 @23.04 (2360d732a399): the input gradient's all-reduce or "
           "reduce-scatter async under the wgrad GEMM (16c90445e7, 2021-09-02); off only with "
           "--no-async-tensor-model-parallel-allreduce (megatron/arguments.py:767 @23.04)"},
-     NULL, 1},
+     NULL, 1, "", "", "flash1"},
     {"megatron-core", "core_v0.4", 0, {SPAN(0.004, 0.006), NONE_SPAN}, 0, 0, 0, 0,
      "Megatron-Core core_v0.4-v0.5 (2023-12 to 2024-03): overlap flags exist, all off; local attention",
      {MLM "megatron/arguments.py @core_v0.4.0 (38879f8b3f0e): --transformer-impl default local, materialised unless "
-          "--use-flash-attn",
+          "--use-flash-attn: flash-attn 2.x (megatron/model/transformer.py:34-39 @core_v0.4.0 falls back to its "
+          "flash_attn_varlen_func)",
       MLM "megatron/arguments.py:1102 @core_v0.4.0: --overlap-grad-reduce default off",
       MLM "megatron/arguments.py:1107 @core_v0.4.0: --overlap-param-gather default off",
       MLM "--tp-comm-overlap default off (116ffddc58, core_v0.4.0; needs --sequence-parallel)",
       MLM "megatron/core/tensor_parallel/layers.py:378-400 @core_v0.4.0: async all-reduce / reduce-scatter of the "
           "input gradient under the wgrad GEMM (off only with --no-async-tensor-model-parallel-allreduce, "
           "megatron/arguments.py:897)"},
-     NULL, 1},
+     NULL, 1, "", "", "flash2"},
     {"megatron-core", "core_v0.6+", 1, {SPAN(0.006, 1.0), NONE_SPAN}, 1, 0, 0, 0,
      "Megatron-Core core_v0.6+ (2024-04 on): TE attention; --overlap-grad-reduce, --overlap-param-gather, "
      "--tp-comm-overlap off by default (on in NVIDIA's published H100 runs: state them in the row's overlap)",
      {MLM "megatron/training/arguments.py:602 @core_v0.6.0 (cac60ce4c820): --transformer-impl default "
-          "transformer_engine (e7b74a4b7e): TE DotProductAttention, cuDNN fused on H100, flash-attn 2 on A100",
+          "transformer_engine (e7b74a4b7e): TE DotProductAttention, cuDNN fused on sm 9.0+ (NVIDIA/TransformerEngine "
+          "transformer_engine/pytorch/attention.py:2894-2899 @v1.5; dot_product_attention/utils.py:1554-1560 "
+          "@v2.18: FusedAttention preferred on Hopper+), flash-attn 2 on A100",
       MLM "megatron/core/distributed/distributed_data_parallel_config.py:18 @core_v0.19.0: overlap_grad_reduce = False",
       MLM "megatron/core/distributed/distributed_data_parallel_config.py:21 @core_v0.19.0: overlap_param_gather = False",
       MLM "megatron/core/model_parallel_config.py:265 @core_v0.19.0: tp_comm_overlap = False",
       "NVIDIA/TransformerEngine transformer_engine/pytorch/module/layernorm_linear.py:746-752 @v2.8 (40c69e751a47): "
       "column-parallel dgrad reduce-scatter / all-reduce async_op=True under the wgrad GEMM (TE Linear, the default "
       "transformer_impl); local layers: megatron/core/tensor_parallel/layers.py:534-548 @core_v0.14.0"},
-     NULL, 1},
+     NULL, 1, "flash2", "cudnn", "flash2"},
     {"nemo", "1.x", 0, {SPAN(1.0, 2.0), NONE_SPAN}, 1, 1, 1, 0,
      "NeMo 1.x (yaml, NeMo-Framework-Launcher configs): TE attention, overlap_grad_sync and overlap_param_sync on, "
      "ub_tp_comm_overlap per config (off in the base config)",
@@ -94,7 +98,7 @@ static const step_framework frameworks[] = {
       "False (True in launcher gpt3/20b, llama2_70b, llama3_1_70b @24.07: state it)",
       "NVIDIA/NeMo nemo/collections/nlp/models/language_modeling/megatron_base_model.py:1078 @v1.23.0: "
       "async_tensor_model_parallel_allreduce when TP > 1 (megatron.core layers); TE Linear: always async"},
-     NULL, 1},
+     NULL, 1, "flash2", "cudnn", "flash2"},
     {"nemo", "2.x", 1, {SPAN(2.0, 3.0), NONE_SPAN}, 1, 1, 1, 1,
      "NeMo 2.x (Python recipes): TE attention; DP overlaps on when DP > 1; TP overlap on in the recipes with TP >= 2 "
      "and sequence parallelism",
@@ -106,7 +110,7 @@ static const step_framework frameworks[] = {
       "tp_comm_overlap True; forced off when TP < 2 or without sequence parallelism (megatron_comm_overlap.py:141-151)",
       "NVIDIA/TransformerEngine transformer_engine/pytorch/module/layernorm_linear.py:746-752 @v2.8 (40c69e751a47): "
       "async dgrad reduce-scatter / all-reduce under the wgrad GEMM (Megatron-Core's TE layers)"},
-     NULL, 1},
+     NULL, 1, "flash2", "cudnn", "flash2"},
     {"megatron-bridge", "25.x-26.x", 1, {SPAN(25.0, 27.0), SPAN(0.0, 1.0)}, 1, 1, 1, 1,
      "Megatron-Bridge (containers 25.x/26.x, v0.x): TE attention; its recipes set the DP overlaps (DP > 1) and "
      "userbuffers TP overlap where TP >= 2",
@@ -118,12 +122,12 @@ static const step_framework frameworks[] = {
       "forced off when TP < 2 or without sequence parallelism (comm_overlap.py:439-449)",
       "NVIDIA/TransformerEngine transformer_engine/pytorch/module/layernorm_linear.py:746-752 @v2.8 (40c69e751a47): "
       "async dgrad reduce-scatter / all-reduce under the wgrad GEMM (Megatron-Core's TE layers)"},
-     MB_UNEVEN_SPLIT, 1},
+     MB_UNEVEN_SPLIT, 1, "flash2", "cudnn", "flash2"},
     {"torchtitan", "v0.x", 1, {SPAN(0.0, 1.0), SPAN(2024, 2027)}, 1, 1, 1, 0,
      "torchtitan (FSDP2): SDPA attention, implicit forward / explicit backward prefetch, reduce-scatter under the "
      "backward, async TP opt-in (needs compile)",
      {"pytorch/torchtitan torchtitan/models/attention.py:84-104 @v0.2.0 (29624e37fa6d): SDPA is_causal, priority "
-      "cuDNN, flash, efficient",
+      "cuDNN, flash, efficient: cuDNN on sm 9.0+, flash-attn 2 before (an assumption for sm 8.0)",
       "FSDP2 reduce-scatter overlapped with the backward (implicit); mixed_precision_reduce float32 "
       "(torchtitan/config/job_config.py:239 @v0.2.0)",
       "FSDP2: implicit forward prefetch, explicit backward prefetch in reverse post-forward order (pytorch/pytorch "
@@ -131,18 +135,32 @@ static const step_framework frameworks[] = {
       "torchtitan/config/job_config.py:315 @v0.2.0: enable_async_tensor_parallel = False (requires compile: "
       "distributed/tensor_parallel.py:15-25)",
       "DTensor TP: the backward collectives run in the graph's order, synchronous (async TP opt-in, with compile)"},
-     NULL, 0},
-    {"llm-foundry", "v0.x", 1, {SPAN(0.0, 1.0), NONE_SPAN}, 1, 1, 0, 0,
-     "llm-foundry (Composer FSDP1): flash attention, reduce-scatter under the backward; backward_prefetch "
-     "BACKWARD_POST and no forward_prefetch (Composer's defaults; the yamls set neither)",
-     {"mosaicml/llm-foundry llmfoundry/models/utils/config_defaults.py: attn_impl 'triton' to v0.6.0, 'flash' from "
-      "v0.7.0 (c26309de5)",
+     NULL, 0, "flash2", "cudnn", "flash2"},
+    {"llm-foundry", "v0.1-v0.6", 1, {SPAN(0.0, 0.007), NONE_SPAN}, 1, 1, 0, 0,
+     "llm-foundry v0.1-v0.6 (Composer FSDP1, 2023-05 to 2024-03; the default: every published benchmark table's "
+     "era): the Triton flash kernel, reduce-scatter under the backward; backward_prefetch BACKWARD_POST and no "
+     "forward_prefetch (Composer's defaults; the yamls set neither)",
+     {"mosaicml/llm-foundry llmfoundry/models/utils/config_defaults.py: attn_impl 'triton' to v0.6.0 "
+      "(flash_attn.flash_attn_triton); the benchmark tables' sweep too: scripts/train/benchmarking/"
+      "submit_benchmarks.py:119 @300cc5c58 (the A100 tables, 2023-05) and :144 @b2a43a147 (2023-10) --attn_impl "
+      "default 'triton', 'flash' from 7f0fdae66 (v0.7.0, 2024-03-26)",
       "FSDP1 reduce-scatter overlapped with the backward (implicit)",
       "mosaicml/composer composer/trainer/dist_strategy.py:131-137 @v0.15.0 .. composer/utils/parallelism.py:22-31 "
       "@640518880: backward_prefetch 'BACKWARD_POST', forward_prefetch False; llm-foundry "
       "scripts/train/yamls/pretrain/mpt-7b.yaml:92-97 sets neither",
       "no tensor parallelism", "no tensor parallelism"},
-     NULL, 0},
+     NULL, 0, "triton", "triton", "triton"},
+    {"llm-foundry", "v0.7+", 0, {SPAN(0.007, 1.0), NONE_SPAN}, 1, 1, 0, 0,
+     "llm-foundry v0.7+ (Composer FSDP1, 2024-03 on): flash-attn 2, reduce-scatter under the backward; "
+     "backward_prefetch BACKWARD_POST and no forward_prefetch (Composer's defaults; the yamls set neither)",
+     {"mosaicml/llm-foundry llmfoundry/models/utils/config_defaults.py: attn_impl 'flash' (the flash-attn "
+      "package, 2.x) from v0.7.0 (c26309de5; submit_benchmarks.py --attn_impl default 'flash' from 7f0fdae66)",
+      "FSDP1 reduce-scatter overlapped with the backward (implicit)",
+      "mosaicml/composer composer/trainer/dist_strategy.py:131-137 @v0.15.0 .. composer/utils/parallelism.py:22-31 "
+      "@640518880: backward_prefetch 'BACKWARD_POST', forward_prefetch False; llm-foundry "
+      "scripts/train/yamls/pretrain/mpt-7b.yaml:92-97 sets neither",
+      "no tensor parallelism", "no tensor parallelism"},
+     NULL, 0, "flash2", "flash2", "flash2"},
     {"deepspeed", "0.x", 1, {SPAN(0.0, 1.0), NONE_SPAN}, 1, 0, 1, 0,
      "DeepSpeed ZeRO: overlap_comm only at stage 3 (False at 0-2), ZeRO-3 gathers prefetched",
      {"the model's kernel (Megatron-DeepSpeed: Megatron's); tiled assumed",
@@ -151,7 +169,7 @@ static const step_framework frameworks[] = {
       "deepspeed/runtime/zero/config.py:208 @38327e07f6cd: stage3_prefetch_bucket_size 5e7",
       "no tensor parallelism of its own (Megatron-DeepSpeed: Megatron's)",
       "no tensor parallelism of its own (Megatron-DeepSpeed: Megatron's)"},
-     NULL, 0},
+     NULL, 0, "", "", ""},
     {"neuron-nemo", "2023-2024", 1, {SPAN(2023, 2025), NONE_SPAN}, 0, 0, 0, 0,
      "neuronx-nemo-megatron: materialised attention under XLA, compiler-scheduled gradient all-reduce, no flags",
      {"aws-neuron/neuronx-nemo-megatron test_llama.sh @f4743cef5a1c: use_flash_attention default False (option "
@@ -159,7 +177,7 @@ static const step_framework frameworks[] = {
       "train_setup.sh:64 @f4743cef5a1c: BUCKET_CAP_MB=1024, scheduling left to the Neuron compiler (no flag)",
       "train_setup.sh:76-84 @f4743cef5a1c: wrap_with_zero=false (no ZeRO)", "no TP overlap flag",
       "XLA: the Neuron compiler schedules the collectives (no async flag; not modelled)"},
-     NULL, 0},
+     NULL, 0, "", "", ""},
     {"neuronx-distributed", "2.x", 1, {SPAN(2.0, 3.0), NONE_SPAN}, 1, 0, 0, 0,
      "neuronx-distributed: NKI flash attention in the llama scripts, compiler-scheduled all-reduce, ZeRO-1",
      {"aws-neuron/neuronx-distributed examples/training/llama/tp_zero1_llama_hf_pretrain/"
@@ -170,12 +188,12 @@ static const step_framework frameworks[] = {
       "parallel_layers/layers.py:434-536 @v2.28.0: LinearWithAsyncCommunication (backward only; next feature)",
       "parallel_layers/layers.py:434-536 @v2.28.0: the async grad all-reduce is a scheduling hint under XLA (the "
       "compiler orders it): not modelled"},
-     NULL, 0},
+     NULL, 0, "", "", ""},
     {"costbench", "", 1, {NONE_SPAN, NONE_SPAN}, 1, 1, 0, 0,
      "costbench train: the tiled attention kernel, the all-reduce overlapped with the backward",
      {"kernels/attention.c (tiled)", "costbench train: bucketed all-reduce under the backward",
       "no ZeRO-3", "no tensor parallelism", "no tensor parallelism"},
-     NULL, 0},
+     NULL, 0, "", "", ""},
 };
 enum { NFRAMEWORKS = sizeof frameworks / sizeof frameworks[0] };
 

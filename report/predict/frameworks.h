@@ -50,6 +50,11 @@ typedef struct {
      * pp_first_layers); the text is its source. NULL: such a run is not predicted */
     const char *uneven_split_source;
     int tp_bwd_overlap;                       /* its source: feature_source[FW_TP_BWD] */
+    /* The tiled attention kernel (data/attention.csv's names; "": the device's own curve): the era's
+     * default before compute capability 9.0 and from it (Transformer Engine and PyTorch SDPA pick
+     * cuDNN fused attention on Hopper and later), and what a row stating `flash` runs. Their
+     * sources: feature_source[FW_ATTENTION]. */
+    const char *attn_kernel, *attn_kernel_sm90, *flash_kernel;
 } step_framework;
 
 /* The default era of the framework `spec` ("name" or "name@version"; an alias resolved:

@@ -9,6 +9,7 @@
 #include "../../common/err.h"
 #include "../../common/frameworks.h"
 #include "../../common/machine.h"
+#include "attnpick.h"
 #include "measrun.h"
 #include "stepmodel.h"
 
@@ -194,9 +195,10 @@ static int pub_dp_check(const pub_row *r, const scale_model *s, long nodes, char
  * sequence parallelism (Megatron asserts it: megatron/training/arguments.py:1401-1402
  * @core_v0.19.0; NeMo's MegatronCommOverlapCallback and Megatron-Bridge's CommOverlapConfig force it
  * off without: megatron_comm_overlap.py:141-151 @v2.4.0, comm_overlap.py:439-449 @v0.6.0). An
- * unknown version is named in why (the row still maps: the default era). compile is recorded, not
- * a term: no kernel-level measurement gives it a figure. */
-static void pub_framework(const pub_row *r, meas_run *run, char *why, size_t n)
+ * unknown version is named in why (the row still maps: the default era), as a kernel the device has
+ * no attention curve for. compile is recorded, not a term: no kernel-level measurement gives it a
+ * figure. */
+static void pub_framework(const pub_row *r, const pub_model_env *env, meas_run *run, char *why, size_t n)
 {
     const step_framework *fw = step_framework_find_version(r->framework, r->framework_version, why, n);
     run->attn_flash = fw->tiled_attention;
@@ -209,6 +211,11 @@ static void pub_framework(const pub_row *r, meas_run *run, char *why, size_t n)
         run->tp_overlap = (r->overlap & PUB_OVERLAP_TP) != 0;
     }
     if (r->attention >= 0) run->attn_flash = r->attention != PUB_ATTN_MATERIALISED;
+    /* the kernel's measured curve on the device (attnpick.h); a kernel it has none for is named */
+    char note[512];
+    step_attn_apply(env->dt, fw, r->attention >= 0 ? r->attention : ATTN_STATED_NONE, &run->hw, note, sizeof note);
+    size_t used = strlen(why);
+    if (note[0] && used + 3 < n) snprintf(why + used, n - used, "%s%s", used ? "; " : "", note);
 }
 
 /* Layers that do not split evenly into pp x vp stages (Megatron-Core's uneven pipelines: Llama 3.1
@@ -256,7 +263,7 @@ static int pub_run(const pub_row *r, const char *path, const pub_model_env *env,
     meas_run_sharding(run, r->sharding);
     meas_run_recompute(run, r->recompute);
     run->sp = r->sequence_parallel == 1 && r->tp > 1;
-    pub_framework(r, run, why, n);
+    pub_framework(r, env, run, why, n);
     run->seq_per_s = r->seq_per_s;
     return pub_own_check(r, run, why, n);
 }
