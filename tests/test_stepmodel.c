@@ -347,8 +347,10 @@ static void test_validate_targets(void)
     /* The issue's targets: median <= 8%, max <= 25%, median below the naive's on every file. Met:
      * the rows marked so. Not met, asserted at today's figure so it cannot get worse: the two
      * llm-foundry files' max (a 70B run on 64 A100-40GB and a 30B on 8, both slower than their
-     * neighbours in the same table) and trn1's median (calibrated on its only one-node row; 9.7% before
-     * its TP rings were charged on the NeuronLink figure, an assumption of data/devices.csv: 12.9%).
+     * neighbours in the same table) and trn1's median against the naive's (calibrated on its only
+     * one-node row; 9.7% before its TP rings were charged on the NeuronLink figure, an assumption of
+     * data/devices.csv: 12.9%; 5.1% with the recipe's settings stated, the stages' sends placed by the
+     * rank order and trn1.32xlarge's measured network (issue 30), the naive's 4.3%).
      * megatron_a100_2021's median tied the naive's (2.9% against 2.7%) until its rows stated their
      * --DDP-impl as the overlap column (issue 30): 1.7%, below the naive's. */
     static const val_target t[] = {{"data/reference/published/korthikanti_2022.csv", 8, 25, 1},
@@ -356,7 +358,7 @@ static void test_validate_targets(void)
                                    {"data/reference/published/llmfoundry_a100_80gb.csv", 8, 32, 1},
                                    {"data/reference/published/megatron_2020.csv", 8, 15, 1},
                                    {"data/reference/published/megatron_a100_2021.csv", 8, 25, 1},
-                                   {"data/reference/published/trn1_table1.csv", 13, 25, 0}};
+                                   {"data/reference/published/trn1_table1.csv", 8, 25, 0}};
     dev_table dt = {0};
     hw_table ht = {0};
     CHECK(devices_load(&dt, NULL) == 0 && hardware_load(&ht, "data/hardware.csv") == 0, "the data tables load");

@@ -70,9 +70,11 @@ typedef struct {
         launch_us;                   /* the device's step-model figures; NaN: report/predict/stepmodel.h's defaults */
     double fp8_gemm_eff, attn_eff_max, attn_s_half, link_eff,
         link_latency_us;             /* the device's kernel figures (report/formats/devices.h); NaN: defaults */
-    double net_gbit_per_s;           /* instance network */
+    double net_gbit_per_s;           /* instance network: the measured bus bandwidth x 8 where one is given */
+    double net_line_gbit_per_s;      /* its line rate (network_gbit_per_s) */
     double net_latency_us;           /* NaN when unknown */
     char source[256];
+    char net_source[512];            /* the measurement's source; "": the line rate */
     int line;
 } hw_row;
 
