@@ -54,6 +54,8 @@ const schema_col hw_schema[HW_NCOLS] = {
     [HW_NETWORK_GBIT_PER_S] = {{"network_gbit_per_s", "Gbit/s", REC_NUM, 1}, 1, 1e-3, 1e6},
     [HW_NETWORK_LATENCY_US] = {{"network_latency_us", "us", REC_NUM, 2}, 1, 0, 1e6},
     [HW_SOURCE] = {{"source", "", REC_STR, 0}, 1, 0, 0},
+    [HW_NETWORK_BUSBW_GBIT_PER_S] = {{"network_busbw_gbit_per_s", "Gbit/s", REC_NUM, 1}, 0, 1e-3, 1e6},
+    [HW_NETWORK_SOURCE] = {{"network_source", "", REC_STR, 0}, 0, 0, 0},
 };
 
 /* Peaks are dense, per device, from 1 GFLOP/s to 1 EFLOP/s; empty: none (no such precision) or

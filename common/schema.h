@@ -111,8 +111,11 @@ extern const schema_col tput_peak_rss;
  * from it and leaves their cells empty (accelerator .. intra_node_gb_per_s); a row with no device
  * (an empty cell, or a file without the column: the format before data/devices.csv) gives them. */
 enum { HW_INSTANCE_TYPE, HW_DEVICE, HW_ACCELERATOR, HW_ACCELERATORS, HW_WORKERS, HW_BF16_TFLOPS, HW_FP32_TFLOPS,
-       HW_MEM_GIB, HW_MEM_GB_PER_S, HW_INTRA_GB_PER_S, HW_NETWORK_GBIT_PER_S, HW_NETWORK_LATENCY_US, HW_SOURCE, HW_NCOLS
-};
+       HW_MEM_GIB, HW_MEM_GB_PER_S, HW_INTRA_GB_PER_S, HW_NETWORK_GBIT_PER_S, HW_NETWORK_LATENCY_US, HW_SOURCE,
+       HW_NETWORK_BUSBW_GBIT_PER_S, HW_NETWORK_SOURCE, HW_NCOLS };
+/* network_busbw_gbit_per_s (optional): a vendor's or a user's measured all-reduce bus bandwidth across
+ * nodes, x 8 (nccl-tests' busbw, GB/s, per node): where filled, the step model's network in place
+ * of the line rate network_gbit_per_s; network_source cites it (and a measured network_latency_us). */
 extern const schema_col hw_schema[HW_NCOLS];
 
 /* ---- devices (data/devices.csv, report/formats/devices.h): one row per accelerator model */

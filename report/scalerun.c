@@ -58,7 +58,14 @@ static int net_from_apply(scale_run *r, hw_row *hw)
     const scale_opts *o = &r->o;
     if (net_from_flag_check(o->net_from, o->net_gbps, o->intra_gbps, o->latency_us, o->net_eff) != 0)
         return CB_EUSAGE;
-    if (!o->net_from) return 0;
+    if (!o->net_from) {
+        if (hw->net_source[0] && !(o->net_gbps > 0)) /* the hardware table's measured network (data/hardware.csv) */
+            snprintf(r->net_note, sizeof r->net_note,
+                     "network: %s's measured %.4g Gbit/s (all-reduce busbw x 8) in place of its %.4g Gbit/s line rate, "
+                     "%.4g us a hop (%.1000s: network_source)",
+                     hw->instance, hw->net_gbit_per_s, hw->net_line_gbit_per_s, hw->net_latency_us, r->ht.path);
+        return 0;
+    }
     net_table nt;
     if (net_table_load(&nt, o->net_from) != 0) return CB_EUSAGE;
     net_applied a;

@@ -38,11 +38,11 @@ static int write_profile(const char *path, const record *rec, const machine_info
     /* one data/hardware.csv row, its columns as common/schema.h defines them (NaN: unknown) */
     const char *str[HW_NCOLS] = {[HW_INSTANCE_TYPE] = CB_THIS_MACHINE " (per rank)",
                                  [HW_ACCELERATOR] = "CPU cores of one rank",
-                                 [HW_SOURCE] = src};
+                                 [HW_SOURCE] = src, [HW_NETWORK_SOURCE] = ""};
     double num[HW_NCOLS] = {[HW_ACCELERATORS] = 1, [HW_WORKERS] = 1, [HW_BF16_TFLOPS] = NAN, [HW_FP32_TFLOPS] = NAN,
                             [HW_MEM_GIB] = m->mem_total_bytes / 1073741824.0 / n, [HW_MEM_GB_PER_S] = NAN,
                             [HW_INTRA_GB_PER_S] = NAN, [HW_NETWORK_GBIT_PER_S] = busbw * 8,
-                            [HW_NETWORK_LATENCY_US] = small_us / (2.0 * (n - 1))};
+                            [HW_NETWORK_LATENCY_US] = small_us / (2.0 * (n - 1)), [HW_NETWORK_BUSBW_GBIT_PER_S] = NAN};
     csv_writer w;
     if (csvw_open(&w, path) != 0) return CB_EFAIL;
     for (int i = 0; i < HW_NCOLS; i++) csvw_str(&w, hw_schema[i].col.name);

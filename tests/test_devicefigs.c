@@ -28,6 +28,34 @@ typedef struct {
  * 8192-class LLM GEMM through the step model's shape factor lands on the measured share. */
 static double mamf_eff(double tflops, double peak) { return tflops / peak / g_f3; }
 
+/* Trainium: its own measured GEMM share (no A100 ratio), the memory and link figures from the vendor's
+ * tables (aws-neuron/aws-neuron-sdk, the commits data/devices.csv's eff_source names). */
+static void test_trainium_arithmetic(void)
+{
+    /* NKI matmul tutorial: bf16 [4096,8192] @ [8192,8192] in 6.97 ms on one NeuronCore-v2 (95 TFLOPS = 190 / 2) */
+    double trn1_tflops = 2.0 * 4096 * 8192 * 8192 / 6.97e-3 / 1e12;
+    CHECK(fabs(trn1_tflops - 78.9) < 0.05, "trn1 NKI matmul %.2f TFLOP/s", trn1_tflops);
+    /* its share over the step model's shape factor at that shape, as the GPUs' MAMF shares are over f(8192)^3 */
+    double trn1_f3 = 4096.0 / (4096 + 128) * pow(8192.0 / (8192 + 128), 2);
+    CHECK(fabs(trn1_tflops / 95.0 - 0.830) < 0.0005 && fabs(trn1_f3 - 0.940) < 0.0005 &&
+              fabs(trn1_tflops / 95.0 / trn1_f3 - 0.88) < 0.005,
+          "trainium1 gemm_eff %.3f / %.3f = %.3f", trn1_tflops / 95.0, trn1_f3, trn1_tflops / 95.0 / trn1_f3);
+    /* mem_eff 0.60 under the DMA ceiling: 16 engines x 17 B/ns a NeuronCore over the rank's half of 880.5 GB/s;
+     * trn2: 16 x 23 B/ns, 2 NeuronCores a rank (LNC=2), above the rank's quarter of 2.9 TB/s: no cap */
+    double trn1_dma = 16 * 17.0 / (880.5 / 2);
+    CHECK(fabs(trn1_dma - 0.62) < 0.005 && 0.60 <= trn1_dma, "trainium1 DMA ceiling %.3f, mem_eff 0.60 under it",
+          trn1_dma);
+    CHECK(2 * 16 * 23.0 >= 2900.0 / 4, "trainium2: the DMA ceiling %.0f GB/s a rank does not bind", 2 * 16 * 23.0);
+    /* trn2: 1,024 GB/s intra-instance NeuronLink-v3 per chip (1.28 TB/s less the UltraServer's 256), both directions */
+    CHECK(fabs(1280.0 - 256.0 - 2 * 512.0) < 1e-9, "trainium2 link_gb_per_s 512");
+    dev_table dt;
+    CHECK(devices_load(&dt, NULL) == 0, "data/devices.csv loads");
+    const dev_row *t1 = devices_find(&dt, "trainium1"), *t2 = devices_find(&dt, "trainium2");
+    CHECK(t1 && t1->mem_eff == 0.60 && t1->mem_eff <= trn1_dma, "trainium1 carries mem_eff 0.60");
+    CHECK(t2 && t2->link_gb_per_s == 512, "trainium2 carries link_gb_per_s 512");
+    devices_free(&dt);
+}
+
 static void test_figures_arithmetic(void)
 {
     CHECK(fabs(g_f3 - 0.954) < 0.001, "f(8192)^3 = %.4f", g_f3);
@@ -61,6 +89,7 @@ static void test_figures_arithmetic(void)
     CHECK(fabs(32768.0 / 0.686e9 * 1e6 / 14.0 - 3.4) < 0.05, "b200 link_latency_us %.2f", 32768.0 / 0.686e9 * 1e6 / 14);
     CHECK(fabs(680.0 / 900.0 - 0.76) < 0.005, "gb200 link_eff %.3f", 680.0 / 900.0);
     CHECK(fabs(312.9 / 448.0 - 0.70) < 0.005, "mi300x link_eff %.3f", 312.9 / 448.0);
+    test_trainium_arithmetic();
 }
 
 /* A measured attention curve (TFLOP/s at the sequence lengths s) against E s / (s + s_half) of `peak`:
@@ -103,7 +132,7 @@ static void test_rows_carry(void)
         {"b200", 0.81, 0.80, 0.76, 3.4, 0.580, 1175},
         {"gb200-nvl72", 0.76, 0.76, 0.76, 3.4, 0.580, 1175},
         {"mi300x", 0.56, 0.50, 0.70, 5, 0.35, 600},
-        {"trainium1", 0.75, NAN, 0.75, 5, 0.35, 600},
+        {"trainium1", 0.88, NAN, 0.75, 5, 0.35, 600},
         {"trainium2", 0.75, 0.75, 0.75, 5, 0.35, 600},
     };
     dev_table dt;
@@ -122,8 +151,10 @@ static void test_rows_carry(void)
                 CHECK(isnan(exp[k]) ? isnan(got[k]) : fabs(got[k] - exp[k]) < 1e-9, "%s: figure %d: %g, expected %g",
                       d->device, k, got[k], exp[k]);
             CHECK(strlen(d->eff_source) > 40, "%s: eff_source cites its figures", d->device);
-            int assumed = strstr(d->device, "trainium") != NULL;
+            /* trainium2: every kernel figure assumed; trainium1: its GEMM measured, the rest assumed */
+            int assumed = strstr(d->device, "trainium2") != NULL, mixed = strstr(d->device, "trainium1") != NULL;
             CHECK(assumed ? strstr(d->eff_source, "assumption") && !strstr(d->eff_source, "measured")
+                  : mixed ? strstr(d->eff_source, "assumption") && strstr(d->eff_source, "gemm_eff 0.83 measured")
                           : strstr(d->eff_source, "measured") != NULL,
                   "%s: eff_source says measured or assumption: %.80s", d->device, d->eff_source);
         }

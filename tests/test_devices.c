@@ -249,6 +249,39 @@ static void test_hardware_bad(void)
           "an old-format file must have the old columns: %s", g_err);
 }
 
+/* A measured network in place of the line rate: data/hardware.csv's trn1.32xlarge from AWS's nccom-test
+ * example (64 ranks on 2 instances, fp32 all-reduce: 1 GiB in 41,806 us, 8 B in 520 us), the
+ * arithmetic redone; a measurement without its source is refused; --net-gbps replaces both. */
+static void test_hardware_measured_net(void)
+{
+    double busbw = 2.0 * 63 / 64 * 1073741824.0 / 41.806e-3 * 8 / 1e9, hop_us = 520.0 / 2; /* 2 inter-node hops */
+    CHECK(fabs(busbw - 404.5) < 0.05, "nccom-test 2 x 32: busbw x 8 = %.2f Gbit/s", busbw);
+    hw_table ht;
+    CHECK(hardware_load(&ht, "data/hardware.csv") == 0, "data/hardware.csv loads");
+    const hw_row *t = hardware_find(&ht, "trn1.32xlarge"), *tn = hardware_find(&ht, "trn1n.32xlarge");
+    CHECK(t && t->net_gbit_per_s == 404.5 && t->net_line_gbit_per_s == 800 && t->net_latency_us == hop_us &&
+              strstr(t->net_source, "nccom-test.rst:217-253") && strstr(t->net_source, "trn1 or trn1n: not stated"),
+          "trn1.32xlarge: the measured 404.5 Gbit/s and 260 us a hop in place of 800 Gbit/s, cited");
+    CHECK(tn && tn->net_gbit_per_s == 1600 && tn->net_line_gbit_per_s == 1600 && tn->net_source[0] == '\0',
+          "trn1n.32xlarge: no measurement of its own, its line rate");
+    if (t) {
+        hw_row h = *t;
+        hw_overrides net = {1000, NAN, NAN};
+        hw_apply_overrides(&h, &net);
+        CHECK(h.net_gbit_per_s == 1000 && h.net_line_gbit_per_s == 1000 && h.net_source[0] == '\0',
+              "--net-gbps replaces the measurement too");
+    }
+    hardware_free(&ht);
+    static const char head[] = "instance_type,device,accelerators,network_gbit_per_s,network_latency_us,source,"
+                               "network_busbw_gbit_per_s,network_source\n";
+    CHECK(hw_bad(head, "n1,toy-a,4,100,,x,40,\n") == CB_EFAIL &&
+              strstr(g_err, "hardware.csv:2: column 'network_source': empty, but 'network_busbw_gbit_per_s'"),
+          "a measurement without its source: %s", g_err);
+    CHECK(hw_bad(head, "n1,toy-a,4,100,,x,-1,somewhere\n") == CB_EFAIL &&
+              strstr(g_err, "hardware.csv:2: column 'network_busbw_gbit_per_s'"),
+          "a bad measured figure names its column: %s", g_err);
+}
+
 static void test_hardware_old_format(void)
 {
     hw_table ht;
@@ -314,6 +347,9 @@ const test_case tests_devices[] = {
      test_hardware_derives},
     {"devices: a bad hardware.csv row (unknown device, a figure the device defines, no figures) is one error",
      test_hardware_bad},
+    {"devices: a measured network (network_busbw_gbit_per_s, cited) in place of the line rate; trn1.32xlarge's "
+     "from nccom-test",
+     test_hardware_measured_net},
     {"devices: an old-format hardware.csv (no device column) still loads with its own figures",
      test_hardware_old_format},
     {"devices: costbench devices lists the table; --csv reads back; a bad --devices file exits 2 naming file:line",

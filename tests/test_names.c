@@ -244,7 +244,7 @@ static void test_instance_pairs(void)
               !*csv_cell(rows, "t4", "predicted_seq_per_s"),
           "t2, t3 predicted, t4 not");
     CHECK(strstr(csv_cell(rows, "t2", "note"), "instance 'trn1.32xlarge/trn1n.32xlarge': trn1.32xlarge used "
-                                               "(trn1n.32xlarge differs: network 1600 Gbit/s against 800)"),
+                                               "(trn1n.32xlarge differs: network 1600 Gbit/s against 404.5 (measured"),
           "t2's note: '%s'", csv_cell(rows, "t2", "note"));
     CHECK(strstr(csv_cell(rows, "t3", "note"), "trn1n.32xlarge used (trn1x.32xlarge unknown)"), "t3's note: '%s'",
           csv_cell(rows, "t3", "note"));

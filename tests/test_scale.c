@@ -41,7 +41,8 @@ static int run_neox(const char *csv, const char *const *extra)
 
 /* The audit's reproducer: ZeRO-3 all-gathers the weights in each of 4096 micro-batches, which the
  * model prices at more than the measured step; it used to print "calibrated ... (fitted)" and miss
- * its own point by 52%. */
+ * its own point by 52%. (-5x% until trn1.32xlarge's network was its measured 404.5 Gbit/s, not the
+ * 800 line rate: -77.8%.) */
 static void test_scale_reproducer_zero3(void)
 {
     char *d = test_tmpdir(), csv[128];
@@ -52,7 +53,7 @@ static void test_scale_reproducer_zero3(void)
     CHECK(strncmp(g_err, "error: ", 7) == 0 && count_lines_starting(g_err, "error: ") == 1, "one error line: %s",
           g_err);
     CHECK(strstr(g_err, "does not reproduce") &&
-              strstr(g_err, "at 4 nodes (flag '--base-seq-per-s') measured 13.6 seq/s") && strstr(g_err, "(error -5"),
+              strstr(g_err, "at 4 nodes (flag '--base-seq-per-s') measured 13.6 seq/s") && strstr(g_err, "(error -7"),
           "the error names the worst point and its residual: %s", g_err);
     CHECK(strstr(g_err, "\nhint: the modelled communication alone takes") != NULL, "hint with the cause: %s", g_err);
     CHECK(strstr(g_out, "fitted") == NULL && g_out[0] == '\0', "nothing on stdout, never 'fitted': %s", g_out);
@@ -60,9 +61,9 @@ static void test_scale_reproducer_zero3(void)
     /* the same flags with the tolerance opened past the residual: accepted, but the compute time
      * pinned at the peak is not called fitted */
     const char *loose[] = {"--base-nodes", "4", "--base-seq-per-s", "13.6", "--zero", "3", "--overlap", "1",
-                           "--fit-tolerance", "60", NULL};
+                           "--fit-tolerance", "80", NULL};
     rc = run_neox(csv, loose);
-    CHECK(rc == 0 && strstr(g_out, "reproduces its 1 point within 60%") != NULL, "--fit-tolerance 60: exit %d: %s%s",
+    CHECK(rc == 0 && strstr(g_out, "reproduces its 1 point within 80%") != NULL, "--fit-tolerance 80: exit %d: %s%s",
           rc, g_out, g_err);
     CHECK(strstr(g_out, "(fitted)") == NULL && strstr(g_out, "held at the data-sheet peak") != NULL,
           "a compute time at the edge of its range is not 'fitted': %s", g_out);
@@ -143,29 +144,29 @@ static void test_scale_fit_tolerance(void)
     int rc = run_neox(csv, good);
     CHECK(rc == 0 && strstr(g_out, "fitted to 5 points") &&
               strstr(g_out, "# the calibration reproduces its 5 points within 5% (--fit-tolerance): worst residual "
-                            "+1.0% at 8 nodes (") &&
+                            "+1.3% at 8 nodes (") &&
               strstr(g_out, "trn1_table1.csv:9)") && strstr(g_out, "# residuals (model / measured - 1): 4 nodes "),
           "Table 1 fit: exit %d: %s%s", rc, g_out, g_err);
     unlink(csv);
     const char *tight[] = {"--measured", g_table1, "--fit-tolerance", "0.5", NULL};
     rc = run_neox(csv, tight);
-    CHECK(rc == 1 && strstr(g_err, "within 0.5% (--fit-tolerance): at 8 nodes") && strstr(g_err, "(error +1.0%)") &&
-              strstr(g_err, "\nhint: residuals (model / measured - 1) at the 5 points: 4 nodes -0.3%, 8 nodes +1.0%"),
+    CHECK(rc == 1 && strstr(g_err, "within 0.5% (--fit-tolerance): at 8 nodes") && strstr(g_err, "(error +1.3%)") &&
+              strstr(g_err, "\nhint: residuals (model / measured - 1) at the 5 points: 4 nodes +0.0%, 8 nodes +1.3%"),
           "--fit-tolerance 0.5: exit %d: %s", rc, g_err);
     CHECK(access(csv, F_OK) != 0, "--fit-tolerance 0.5: CSV written");
-    /* Pythia-6.9B at 1 and 4 nodes with the compute time alone: 5.7% apart either way (5.8% before trn1's
-     * TP rings were charged) */
+    /* Pythia-6.9B at 1 and 4 nodes with the compute time alone: 3.5% apart either way (5.7% on the 800 Gbit/s
+     * line rate before trn1.32xlarge's measured network; 5.8% before trn1's TP rings were charged): fails at 3% */
     const char *py[] = {"scale", "--model", "pythia-6.9b", "--instance", "trn1.32xlarge", "--tp", "8", "--global-batch",
-                        "256", "--nodes", "1,4", "--measured", g_table1, "--fit", "compute", "--csv", csv, NULL, NULL,
-                        NULL};
+                        "256", "--nodes", "1,4", "--measured", g_table1, "--fit", "compute", "--csv", csv,
+                        "--fit-tolerance", "3", NULL};
     rc = run(py);
-    CHECK(rc == 1 && strstr(g_err, "at 1 nodes") &&
+    CHECK(rc == 1 && strstr(g_err, "at 4 nodes") &&
               strstr(g_err, "\nhint: with 1 parameter fitted the model's shape does not follow"),
-          "pythia compute-only fit at 5%%: exit %d: %s", rc, g_err);
-    py[17] = "--fit-tolerance", py[18] = "10";
+          "pythia compute-only fit at 3%%: exit %d: %s", rc, g_err);
+    py[18] = "10";
     rc = run(py);
     CHECK(rc == 0 &&
-              strstr(g_out, "reproduces its 2 points within 10% (--fit-tolerance): worst residual -5.7% at 1 nodes") &&
+              strstr(g_out, "reproduces its 2 points within 10% (--fit-tolerance): worst residual +3.5% at 4 nodes") &&
               access(csv, R_OK) == 0,
           "pythia compute-only fit at 10%%: exit %d: %s%s", rc, g_out, g_err);
     const char *bad[] = {"--base-nodes", "4", "--base-seq-per-s", "13.6", "--fit-tolerance", "0", NULL};

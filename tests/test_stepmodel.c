@@ -84,6 +84,53 @@ static void test_one_allreduce(void)
     CHECK(step_comm_per_mb(&s) == 0, "unknown link: 0");
 }
 
+/* Megatron's rank order (PP outermost: pipeline group i = range(i, world, world / pp), rank r on node
+ * r / D) enumerated: some stage boundary crosses a node exactly when the run spans several nodes. */
+static int megatron_order_crosses(long nodes, long D, long pp)
+{
+    long world = nodes * D, stride = world / pp;
+    for (long i = 0; i < stride; i++)
+        for (long r = i; r + stride < world; r += stride)
+            if (r / D != (r + stride) / D) return 1;
+    return 0;
+}
+
+/* Pipeline sends placed by the rank order, worked by hand on the toy (8 ranks a node, a 100 GB/s link,
+ * 800 Gb/s a node): TP 1 x PP 2, one micro-batch of 2 x 128 tokens sends 2 x 128 x 256 x 2 B = 131,072 B
+ * forward and the same back. */
+static void test_pp_placement(void)
+{
+    const long cases[][3] = {{1, 8, 2}, {1, 8, 8}, {2, 8, 2}, {2, 8, 4}, {4, 32, 4}, {2, 32, 4}, {3, 8, 2}, {8, 8, 8}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+        CHECK(step_pp_over_net(cases[c][0]) == megatron_order_crosses(cases[c][0], cases[c][1], cases[c][2]),
+              "%ld nodes of %ld ranks, pp %ld: the rule says %d, Megatron's order %d", cases[c][0], cases[c][1],
+              cases[c][2], step_pp_over_net(cases[c][0]), megatron_order_crosses(cases[c][0], cases[c][1], cases[c][2]));
+    scale_model s;
+    test_toy_step(&s);
+    s.pp = 2, s.latency_s = 20e-6;
+    step_profile_fill(&s);
+    const step_profile *p = step_profile_get(&s);
+    /* one node: both sends over the link at link_eff: 2 x 131072 / (0.75 x 100e9) */
+    double link = 2.0 * 131072 / (STEP_LINK_EFF * 100e9);
+    CHECK(fabs(step_comm_of(&s, p, 1) / link - 1) < 1e-9, "stages on one node: %.9g s, by hand %.9g s",
+          step_comm_of(&s, p, 1), link);
+    /* two nodes (the replica's 2 ranks fit one, but stage 1 is world / pp = 8 ranks on): each send at the rank's
+     * 1/8 of 800 Gb/s = 12.5 GB/s, + a 20 us hop; at net_eff 0.5 the bandwidth halves, not the latency */
+    double net = 2.0 * 131072 / 12.5e9 + 2 * 20e-6;
+    CHECK(fabs(step_comm_of(&s, p, 2) / net - 1) < 1e-9, "stages across nodes: %.9g s, by hand %.9g s",
+          step_comm_of(&s, p, 2), net);
+    s.net_eff = 0.5;
+    net = 2.0 * 131072 / 6.25e9 + 2 * 20e-6;
+    CHECK(fabs(step_comm_of(&s, p, 2) / net - 1) < 1e-9, "at net_eff 0.5: %.9g s, by hand %.9g s",
+          step_comm_of(&s, p, 2), net);
+    /* scale on 2 nodes charges it per micro-batch: 16 ranks / 2 = 8 replicas of 2 sequences, one micro-batch */
+    scale_point pt;
+    s.t_mb_s = 0.01;
+    scale_eval(&s, 2, &pt);
+    CHECK(pt.micro_batches == 1 && fabs(pt.tp_s / net - 1) < 1e-9, "scale: m %ld, sends %.9g s", pt.micro_batches,
+          pt.tp_s);
+}
+
 static void test_one_bubble(void)
 {
     scale_model s;
@@ -308,8 +355,10 @@ static void test_validate_targets(void)
     /* The issue's targets: median <= 8%, max <= 25%, median below the naive's on every file. Met:
      * the rows marked so. Not met, asserted at today's figure so it cannot get worse: the two
      * llm-foundry files' max (a 70B run on 64 A100-40GB and a 30B on 8, both slower than their
-     * neighbours in the same table) and trn1's median (calibrated on its only one-node row; 9.7% before
-     * its TP rings were charged on the NeuronLink figure, an assumption of data/devices.csv: 12.9%).
+     * neighbours in the same table) and trn1's median against the naive's (calibrated on its only
+     * one-node row; 9.7% before its TP rings were charged on the NeuronLink figure, an assumption of
+     * data/devices.csv: 12.9%; 5.1% with the recipe's settings stated, the stages' sends placed by the
+     * rank order and trn1.32xlarge's measured network (issue 30), the naive's 4.3%).
      * megatron_a100_2021's median tied the naive's (2.9% against 2.7%) until its rows stated their
      * --DDP-impl as the overlap column (issue 30): 1.7%, below the naive's.
      * Issue 30's measured kernel figures moved three files, asserted at their new figure: the A100's
@@ -322,7 +371,7 @@ static void test_validate_targets(void)
                                    {"data/reference/published/llmfoundry_a100_80gb.csv", 14, 32, 0},
                                    {"data/reference/published/megatron_2020.csv", 15.5, 18, 1},
                                    {"data/reference/published/megatron_a100_2021.csv", 8, 25, 1},
-                                   {"data/reference/published/trn1_table1.csv", 13, 25, 0}};
+                                   {"data/reference/published/trn1_table1.csv", 8, 25, 0}};
     dev_table dt = {0};
     hw_table ht = {0};
     CHECK(devices_load(&dt, NULL) == 0 && hardware_load(&ht, "data/hardware.csv") == 0, "the data tables load");
@@ -422,6 +471,9 @@ const test_case tests_stepmodel[] = {
      "is refused",
      test_gqa_tp},
     {"step model: one tensor-parallel all-reduce worked by hand; an unknown link carries no time", test_one_allreduce},
+    {"step model: pipeline sends placed by the frameworks' rank order (one node: the link; across nodes: the "
+     "network + a hop), worked by hand",
+     test_pp_placement},
     {"step model: one 1F1B bubble and one interleaved, worked by hand", test_one_bubble},
     {"step model: the gradient overlap and the ZeRO-3 prefetch, worked by hand", test_one_overlap},
     {"step model: ZeRO-3 gathers every weight (embeddings and output layer too) from the list's entries, worked by "

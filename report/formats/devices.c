@@ -252,14 +252,15 @@ void hw_from_device(const dev_row *d, int per_node, double net_gbit_per_s, doubl
     out->gemm_eff = d->gemm_eff, out->attn_eff = d->attn_eff, out->mem_eff = d->mem_eff, out->launch_us = d->launch_us;
     out->fp8_gemm_eff = d->fp8_gemm_eff, out->attn_eff_max = d->attn_eff_max, out->attn_s_half = d->attn_s_half;
     out->link_eff = d->link_eff, out->link_latency_us = d->link_latency_us;
-    out->net_gbit_per_s = net_gbit_per_s, out->net_latency_us = net_latency_us;
+    out->net_gbit_per_s = out->net_line_gbit_per_s = net_gbit_per_s, out->net_latency_us = net_latency_us;
     snprintf(out->source, sizeof out->source, "%s", d->source);
 }
 
 void hw_apply_overrides(hw_row *hw, const hw_overrides *o)
 {
     if (!o) return;
-    if (!isnan(o->net_gbit_per_s)) hw->net_gbit_per_s = o->net_gbit_per_s;
+    if (!isnan(o->net_gbit_per_s)) /* the user's network, in place of the table's (and its measurement) */
+        hw->net_gbit_per_s = hw->net_line_gbit_per_s = o->net_gbit_per_s, hw->net_source[0] = '\0';
     if (!isnan(o->intra_gb_per_s)) hw->intra_gb_per_s = o->intra_gb_per_s;
     if (!isnan(o->net_latency_us)) hw->net_latency_us = o->net_latency_us;
 }

@@ -333,6 +333,24 @@ static const int hw_device_cols[] = {HW_ACCELERATOR, HW_WORKERS,      HW_BF16_TF
                                      HW_MEM_GIB,     HW_MEM_GB_PER_S, HW_INTRA_GB_PER_S};
 enum { HW_NDEVICE_COLS = sizeof hw_device_cols / sizeof hw_device_cols[0] };
 
+/* The row's measured network (network_busbw_gbit_per_s, network_source), where it gives one: the
+ * network the step model takes in place of the line rate; a measurement must cite its source. */
+static int hardware_net_measured(const table *t, int i, const int *col, hw_row *h)
+{
+    double busbw;
+    h->net_line_gbit_per_s = h->net_gbit_per_s, h->net_source[0] = '\0';
+    int rc = opt_num(t, i, col, hw_schema, HW_NETWORK_BUSBW_GBIT_PER_S, &busbw);
+    if (rc == 0 && col[HW_NETWORK_SOURCE] >= 0 && *table_cell(t, i, col[HW_NETWORK_SOURCE]))
+        rc = get_str(t, i, col[HW_NETWORK_SOURCE], h->net_source, sizeof h->net_source);
+    if (rc != 0 || isnan(busbw)) return rc;
+    if (!h->net_source[0])
+        return err_msg("%s:%d: column 'network_source': empty, but 'network_busbw_gbit_per_s' gives a measurement "
+                       "(cite it)",
+                       t->path, t->lines[i]);
+    h->net_gbit_per_s = busbw;
+    return 0;
+}
+
 /* A row that gives its own per-accelerator figures (no device). */
 static int hardware_row(const table *t, int i, const int *col, hw_row *h)
 {
@@ -360,6 +378,7 @@ static int hardware_row(const table *t, int i, const int *col, hw_row *h)
     if (rc == 0) rc = req_num(t, i, col, hw_schema, HW_NETWORK_GBIT_PER_S, &h->net_gbit_per_s);
     if (rc == 0) rc = opt_num(t, i, col, hw_schema, HW_NETWORK_LATENCY_US, &h->net_latency_us);
     if (rc == 0) rc = get_str(t, i, col[HW_SOURCE], h->source, sizeof h->source);
+    if (rc == 0) rc = hardware_net_measured(t, i, col, h);
     return rc;
 }
 
@@ -394,7 +413,7 @@ static int hardware_row_dev(const table *t, int i, const int *col, const dev_tab
     snprintf(h->instance, sizeof h->instance, "%s", instance);
     snprintf(h->source, sizeof h->source, "%s", source);
     h->line = t->lines[i];
-    return 0;
+    return hardware_net_measured(t, i, col, h);
 }
 
 /* The columns of t (a file without the device column must have every column of the format
@@ -404,7 +423,7 @@ static int hardware_cols(const table *t, int *col, int *need_dev)
     if (find_cols(t, hw_schema, HW_NCOLS, col) != 0) return CB_EFAIL;
     *need_dev = 0;
     if (col[HW_DEVICE] < 0) {
-        for (int i = 0; i < HW_NCOLS; i++)
+        for (int i = 0; i <= HW_SOURCE; i++) /* the measured network's columns stay optional */
             if (i != HW_DEVICE && col[i] < 0 && table_col(t, hw_schema[i].col.name, 1) < 0) return CB_EFAIL;
         return 0;
     }

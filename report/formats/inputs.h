@@ -72,9 +72,11 @@ typedef struct {
         link_latency_us;             /* the device's kernel figures (report/formats/devices.h); NaN: defaults */
     char attn_kernel[16];            /* the attention kernel whose curve attn_eff_max/attn_s_half hold
                                       * (report/formats/attncurves.h); "": the device's own curve */
-    double net_gbit_per_s;           /* instance network */
+    double net_gbit_per_s;           /* instance network: the measured bus bandwidth x 8 where one is given */
+    double net_line_gbit_per_s;      /* its line rate (network_gbit_per_s) */
     double net_latency_us;           /* NaN when unknown */
     char source[256];
+    char net_source[512];            /* the measurement's source; "": the line rate */
     int line;
 } hw_row;
 

@@ -32,6 +32,7 @@ int netfit_apply(const net_table *t, hw_row *hw, net_applied *a)
     if (a->inter) {
         hw->net_gbit_per_s = a->inter->busbw_gb_per_s * 8.0;
         hw->net_latency_us = netfit_hop_latency_us(a->inter->latency_us, a->inter->nodes);
+        hw->net_source[0] = '\0'; /* the file's measurement replaces the table's */
     }
     a->link_eff = step_link_eff(hw);
     if (a->intra) hw->intra_gb_per_s = a->intra->busbw_gb_per_s / a->link_eff; /* the model's link x eff = busbw */

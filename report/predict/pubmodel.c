@@ -57,7 +57,8 @@ static void instance_diff(const hw_row *used, const hw_row *other, char *buf, si
         snprintf(item, sizeof item, "%d devices against %d", other->accelerators, used->accelerators),
             k = diff_add(buf, n, k, item);
     if (!same_figure(used->net_gbit_per_s, other->net_gbit_per_s))
-        snprintf(item, sizeof item, "network %g Gbit/s against %g", other->net_gbit_per_s, used->net_gbit_per_s),
+        snprintf(item, sizeof item, "network %g Gbit/s against %g%s", other->net_gbit_per_s, used->net_gbit_per_s,
+                 used->net_source[0] ? " (measured: data/hardware.csv network_source)" : ""),
             k = diff_add(buf, n, k, item);
     if (!same_figure(used->intra_gb_per_s, other->intra_gb_per_s))
         snprintf(item, sizeof item, "device link %g GB/s against %g", other->intra_gb_per_s, used->intra_gb_per_s),

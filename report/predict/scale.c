@@ -170,7 +170,7 @@ void scale_eval(const scale_model *s, long nodes, scale_point *p)
     p->global_batch = per_replica * R;
     p->micro_batches = m;
     const step_profile *pr = step_profile_get(s); /* the step, computed once per configuration */
-    double tp_mb = step_comm_of(s, pr);
+    double tp_mb = step_comm_of(s, pr, nodes);
     p->compute_s = (double)m * s->t_mb_s;
     p->tp_s = (double)m * tp_mb;
     p->bubble_s = (s->pp - 1) / (double)s->interleave * (s->t_mb_s + tp_mb);

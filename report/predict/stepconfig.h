@@ -14,6 +14,8 @@ struct matmul_curve_s; /* report/formats/matmulcsv.h (effcurve.h calls it scale_
 
 typedef struct {
     double gemm_s, attn_s, mem_s, tp_s, pp_s;   /* one micro-batch through the slowest stage, phi = 1 */
+    double pp_net_s;                              /* its pipeline sends were the stages on other nodes (line rate) */
+    double pp_sends;                              /* how many sends (network hops) that is */
     double cp_s;                                  /* ring attention's K/V sends (context parallelism) */
     double bwd_s;                                 /* of which the backward (what gradient reduction can hide under) */
     double layer_s;                               /* one layer's compute (a ZeRO-3 gather's hiding unit) */
@@ -41,8 +43,9 @@ typedef struct {
     step_parts parts;        /* the slowest stage's compute (phi = 1) */
     double t_device_s;       /* its GEMMs + attention + memory-bound ops; NaN when the device's peak is unknown */
     double tp_per_mb_s;      /* exposed tensor-parallel collectives */
-    double pp_per_mb_s;      /* pipeline sends, at the network's line rate when they cross nodes */
-    int pp_over_net;         /* 1: the stages span nodes (the sends run at net_eff of the line rate) */
+    double pp_link_per_mb_s; /* pipeline sends over the scale-up link (the stages on one node) */
+    double pp_net_per_mb_s;  /* the same sends across nodes, at the network's line rate (read at net_eff) */
+    double pp_sends;         /* sends a micro-batch: each a network hop's latency across nodes */
     double cp_per_mb_s;      /* ring attention's K/V sends not hidden under the attention they feed */
     int cp_over_net;         /* 1: a context-parallel group spans nodes (its sends run at net_eff too) */
     double grad_bytes;       /* per step: the list's grad_sync entry, the gradients a rank holds (any ZeRO stage) */

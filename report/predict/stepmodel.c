@@ -102,16 +102,19 @@ double step_op_time(const scale_model *s, const op_entry *op)
         double lat = (s->hw.net_latency_us > 0 ? s->hw.net_latency_us : STEP_NET_LATENCY_US) * 1e-6;
         return op->bytes / (s->hw.net_gbit_per_s * 1e9 / 8.0 * s->net_eff / (double)per_node) + lat;
     }
-    case OPK_PP_SEND: {
-        long per_node = (long)s->hw.accelerators * (s->hw.workers > 0 ? s->hw.workers : 1);
-        if (scale_replica_ranks(s) <= per_node) /* the stages share a node: its link (unknown: no modelled time) */
-            return s->hw.intra_gb_per_s > 0 ? op->bytes / (s->hw.intra_gb_per_s * 1e9 * step_link_eff(&s->hw)) : 0;
-        if (!(s->hw.net_gbit_per_s > 0)) return 0;
-        return op->bytes / (s->hw.net_gbit_per_s * 1e9 / 8.0 * s->net_eff / (double)per_node);
-    }
+    case OPK_PP_SEND: /* the stages on one node: its link (unknown: no modelled time); across nodes: pp_send_net */
+        return s->hw.intra_gb_per_s > 0 ? op->bytes / (s->hw.intra_gb_per_s * 1e9 * step_link_eff(&s->hw)) : 0;
     default: return 0; /* data-parallel movement and the optimizer: their bytes go into the step profile
                         * (step_profile_fill), which report/predict/scale.c times per step */
     }
+}
+
+/* A pipeline send across nodes at the line rate, over the rank's share of its node's network (the
+ * hop's latency is added when it is read: step_comm_of). */
+static double pp_send_net(const scale_model *s, const op_entry *op)
+{
+    long per_node = (long)s->hw.accelerators * (s->hw.workers > 0 ? s->hw.workers : 1);
+    return s->hw.net_gbit_per_s > 0 ? op->bytes / (s->hw.net_gbit_per_s * 1e9 / 8.0 / (double)per_node) : 0;
 }
 
 /* The layers one stage holds (over its vp chunks): L / pp, or an uneven pipeline's count
@@ -140,7 +143,9 @@ static void stage_time(const scale_model *s, const op_entry *ops, int n, int fir
         case OPK_ATTN: p->attn_s += t; break;
         case OPK_MEM: p->mem_s += t; break;
         case OPK_TP_COMM: p->tp_s += t; break;
-        case OPK_PP_SEND: p->pp_s += t; break;
+        case OPK_PP_SEND:
+            p->pp_s += t, p->pp_net_s += pp_send_net(s, &ops[i]) * times, p->pp_sends += times;
+            break;
         case OPK_CP_SEND: p->cp_s += t; break;
         default: break;
         }
@@ -277,8 +282,8 @@ static void profile_build(const scale_model *s, step_profile *p)
     if (n < 0) return;
     l.zero = 3;
     int n3 = op_list(&s->cfg, &l, z3, OP_LIST_MAX);
-    /* timed at the line rate: a pipeline send across nodes is divided by the network efficiency,
-     * a fitted parameter, when it is read (step_comm_of) */
+    /* timed at the line rate: a send across nodes is divided by the network efficiency, a fitted
+     * parameter, when it is read (step_comm_of) */
     scale_model u = *s;
     u.net_eff = 1.0;
     step_parts a, b;
@@ -293,7 +298,7 @@ static void profile_build(const scale_model *s, step_profile *p)
     const step_parts *c = s->pp > 1 ? &b : &a;
     double tp = tp_exposed(&u, ops, n, c);
     long per_node = (long)s->hw.accelerators * (s->hw.workers > 0 ? s->hw.workers : 1);
-    p->tp_per_mb_s = tp, p->pp_per_mb_s = c->pp_s, p->pp_over_net = scale_replica_ranks(s) > per_node;
+    p->tp_per_mb_s = tp, p->pp_link_per_mb_s = c->pp_s, p->pp_net_per_mb_s = c->pp_net_s, p->pp_sends = c->pp_sends;
     /* ring attention overlaps each K/V send with the attention of the chunk in hand (TE's p2p ring,
      * async and double-buffered: context_parallel.py); what the attention cannot cover is exposed */
     p->cp_per_mb_s = fmax(0.0, c->cp_s - (isfinite(c->attn_s) ? c->attn_s : 0.0));
@@ -332,12 +337,23 @@ double step_t_mb_device(const scale_model *s, step_parts *parts)
     return p->t_device_s;
 }
 
-double step_comm_of(const scale_model *s, const step_profile *p)
+int step_pp_over_net(long nodes) { return nodes > 1; }
+
+double step_comm_of(const scale_model *s, const step_profile *p, long nodes)
 {
     double cp = p->cp_over_net && p->cp_per_mb_s > 0 ? p->cp_per_mb_s / s->net_eff : p->cp_per_mb_s;
-    if (p->pp_over_net && p->pp_per_mb_s > 0) return p->tp_per_mb_s + p->pp_per_mb_s / s->net_eff + cp;
-    return p->tp_per_mb_s + p->pp_per_mb_s + cp;
+    double pp = p->pp_link_per_mb_s;
+    if (p->pp_sends > 0 && step_pp_over_net(nodes)) /* each send a network hop: its latency, not shared; an */
+        pp = p->pp_net_per_mb_s > 0                   /* unknown network: not modelled (as an unknown link) */
+                 ? p->pp_net_per_mb_s / s->net_eff + p->pp_sends * (s->latency_s > 0 ? s->latency_s : 0)
+                 : 0;
+    return p->tp_per_mb_s + pp + cp;
 }
 
-double step_comm_per_mb(const scale_model *s) { return step_comm_of(s, step_profile_get(s)); }
+double step_comm_per_mb(const scale_model *s)
+{
+    long per_node = (long)s->hw.accelerators * (s->hw.workers > 0 ? s->hw.workers : 1);
+    long nodes = per_node > 0 ? (scale_replica_ranks(s) + per_node - 1) / per_node : 1;
+    return step_comm_of(s, step_profile_get(s), nodes);
+}
 

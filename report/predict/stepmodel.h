@@ -17,7 +17,8 @@
  *              link_eff) + 2 (t - 1) x link_latency_us (the device's measured all-reduce bus
  *              bandwidth share and ring-step latency; STEP_LINK_EFF, STEP_LINK_LATENCY_US where empty)
  *   PP         the activation forward and the gradient back per micro-batch, over the scale-up
- *              link when the stages share a node, else over the rank's share of the network
+ *              link when the run is on one node, else over the rank's share of the network + a
+ *              network hop's latency each (the frameworks' rank order: step_pp_over_net)
  *   CP         ring attention's K/V chunks (oplist.h), each ring step bytes / (link x link_eff) +
  *              link_latency_us when the tp x cp group shares a node, else over the rank's share of
  *              the network + its hop latency; hidden under the attention compute it feeds (TE's
@@ -65,10 +66,32 @@ const step_profile *step_profile_get(const scale_model *s);
 /* Device time at phi = 1 of one micro-batch through the slowest pipeline stage: GEMMs, attention
  * and memory-bound ops (parts may be NULL). NaN when the device's peak or bandwidth is unknown. */
 double step_t_mb_device(const scale_model *s, step_parts *parts);
-/* Exposed tensor-parallel, context-parallel and pipeline communication of one micro-batch (the step's tp_s term):
- * of the profile p (step_comm_of: its pipeline sends across nodes at s->net_eff of the line rate),
- * or of s's own (step_comm_per_mb). */
-double step_comm_of(const scale_model *s, const step_profile *p);
+/* Whether a run on `nodes` nodes sends its pipeline traffic across nodes. The frameworks place the
+ * pipeline stages outermost in their rank order, so neighbouring stages are world / pp ranks apart:
+ *   Megatron-LM v2.0 megatron/mpu/initialize.py:143-144 (range(i, world_size, world_size / pp));
+ *   Megatron-Core megatron/core/parallel_state.py:395 @core_v0.6.0, order "tp-cp-ep-dp-pp" (pp last,
+ *   outermost) :617 @core_v0.19.0; NeMo 2.x nemo/lightning/megatron_init.py:347 @v2.4.0 and
+ *   Megatron-Bridge src/megatron/bridge/training/initialize.py:817 @067f987df03b: that order unless the
+ *   opt-in use_tp_pp_dp_mapping; aws-neuron/neuronx-nemo-megatron@05dde85a00da
+ *   apex/apex/transformer/parallel_state.py:171,280 (Megatron's range); torchtitan v0.2.0
+ *   torchtitan/distributed/parallel_dims.py:150-153 (mesh ["pp", "dp_replicate", "dp_shard", "cp",
+ *   "tp"], pp the outermost, row-major, dimension). DeepSpeed's PipeModelDataParallelTopology
+ *   (axes pipe, data, model) does the same.
+ * With the stages world / pp ranks apart, a run on more than one node has a stage boundary that
+ * crosses a node in some pipeline (ranks r and r + world / pp on either side of a node's edge),
+ * and every replica waits for the slowest at the step's gradient reduction: so the sends cross
+ * nodes whenever the run spans several, even when tp x pp fits one node (a trn1.32xlarge holds
+ * TP 8 x PP 4, yet on 4 nodes each of the 4 stages is on its own node). */
+int step_pp_over_net(long nodes);
+/* Exposed tensor-parallel, context-parallel and pipeline communication of one micro-batch (the step's tp_s term)
+ * of the profile p on `nodes` nodes (step_comm_of): the pipeline sends over the scale-up link on one
+ * node; across nodes (step_pp_over_net) at s->net_eff of the rank's share of the network's line rate,
+ * + s->latency_s a send (a network hop). Every send is exposed: the 1F1B schedules wait on them
+ * (Megatron's p2p_communication; Neuron's apex fork makes each a blocking 2-rank xm.all_reduce
+ * between two mark_step()s, apex/apex/transformer/pipeline_parallel/p2p_communication.py:108,199-211
+ * @05dde85a00da: the same, nothing added). step_comm_per_mb: s's own, its replica alone on the nodes
+ * it needs. */
+double step_comm_of(const scale_model *s, const step_profile *p, long nodes);
 double step_comm_per_mb(const scale_model *s);
 /* The device's figures with the defaults above (report/formats/devices.h): the link's achieved share
  * of link_gb_per_s and its latency per ring step; the tiled attention kernel's share of the peak at
