@@ -154,7 +154,7 @@ static void test_rows_carry(void)
             /* trainium2: every kernel figure assumed; trainium1: its GEMM measured, the rest assumed */
             int assumed = strstr(d->device, "trainium2") != NULL, mixed = strstr(d->device, "trainium1") != NULL;
             CHECK(assumed ? strstr(d->eff_source, "assumption") && !strstr(d->eff_source, "measured")
-                  : mixed ? strstr(d->eff_source, "assumption") && strstr(d->eff_source, "gemm_eff 0.83 measured")
+                  : mixed ? strstr(d->eff_source, "assumption") && strstr(d->eff_source, "gemm_eff 0.88 measured")
                           : strstr(d->eff_source, "measured") != NULL,
                   "%s: eff_source says measured or assumption: %.80s", d->device, d->eff_source);
         }
