@@ -164,6 +164,16 @@ static void cp_sends(op_sink *k, const model_config *c, const op_layout *l, int 
     }
 }
 
+/* Full recompute of a share of the stage's layers (op_layout.recompute_share): every per-layer
+ * recompute entry (GEMMs, attention, ring sends, fp8 casts, memory-bound ops, TP collectives) runs
+ * `share` times a layer, the recomputed layers' work spread over all of the stage's layers. */
+static void recompute_share_apply(op_sink *k, const op_layout *l)
+{
+    double share = l->recompute_share > 0 && l->recompute_share < 1 ? l->recompute_share : 1.0;
+    for (int i = 0; i < k->n && i < k->cap; i++)
+        if (k->out[i].pass == OPP_RECOMPUTE && k->out[i].scope == OPS_LAYER) k->out[i].count *= share;
+}
+
 int op_tp_splits(const model_config *c, int t)
 {
     int kv = model_kv_heads(c);
@@ -198,6 +208,7 @@ int op_list(const model_config *c, const op_layout *l, op_entry *out, int cap)
     tp_comm(&k, c, l, n, OPP_FWD);
     tp_comm(&k, c, l, n, OPP_BWD);
     if (full) layer_memory(&k, c, l, n, OPP_RECOMPUTE), tp_comm(&k, c, l, n, OPP_RECOMPUTE);
+    if (full) recompute_share_apply(&k, l);
     /* the first stage's embedding, the last stage's logits and loss */
     double rows_sp = l->sp && l->tp > 1 ? (double)n / l->tp : (double)n, B = l->act_bytes;
     double V = ceil((double)c->V / l->tp);

@@ -49,7 +49,9 @@
  *            gradients dK, dV backward (twice the bytes; TE context_parallel.py's p2p_comm_buffers)
  *   recompute full: every forward op of the layers again in the backward pass (TP collectives
  *            included); selective: the attention core (and a materialised attention's memory
- *            traffic, and the ring's K and V sends) again (Korthikanti et al. 2022)
+ *            traffic, and the ring's K and V sends) again (Korthikanti et al. 2022); full on a share
+ *            of a stage's layers (op_layout.recompute_share, Megatron's --recompute-method block):
+ *            each per-layer recompute entry counts that share of a layer
  * and the data movement around them: the gradient bytes a rank synchronises once per step
  * (grad_sync; ZeRO-3/FSDP: a reduce-scatter per layer and micro-batch instead), the weights a
  * ZeRO-3/FSDP rank gathers in every forward and backward (param_gather: per layer, and the
@@ -84,6 +86,9 @@ typedef struct {
     int vp;                 /* interleaved chunks per rank (0 or 1: plain 1F1B): v sends per micro-batch each way */
     int sp;                 /* sequence parallelism (needs tp > 1 to matter) */
     op_recompute recompute;
+    double recompute_share; /* full recompute: the share of a stage's layers recomputed (Megatron-Core's
+                             * --recompute-method block recomputes the first --recompute-num-layers of each
+                             * (virtual) stage, the others keep their activations); 0 or 1: all of them */
     op_attention attention;
     int act_bytes;          /* bytes per activation element: 2 (16-bit) or 4 (fp32) */
     int weight_bytes;       /* bytes per weight the GEMMs read and a ZeRO-3 rank gathers */

@@ -629,6 +629,73 @@ static void test_fp8_recipe_column(void)
     devices_free(&dt);
 }
 
+/* ---- the recompute_layers column (issue 30): full recompute of that many layers of each stage */
+
+static const char *const rcl_header =
+    "id,source,framework,device,devices,devices_per_node,model,arch,layers,d_model,heads,vocab,seq_len,global_batch,"
+    "micro_batch,tp,pp,dp,sequence_parallel,sharding,recompute,precision,metric,value,recompute_layers\n";
+/* a 4-layer GPT on one DGX H100 at TP 8, one stage of 4 layers */
+static const char *const rcl_row =
+    "%s,t,megatron-core,h100-sxm5-80gb,8,8,t,gpt,4,1024,16,51200,2048,8,1,8,1,1,true,none,%s,bf16-mixed,step_time_s,1,"
+    "%s\n";
+
+static int rcl_load(pub_table *t, const dev_table *dt, const char *const rows[][3], int n)
+{
+    char text[4096];
+    size_t len = (size_t)snprintf(text, sizeof text, "%s", rcl_header);
+    for (int i = 0; i < n && len < sizeof text; i++)
+        len += (size_t)snprintf(text + len, sizeof text - len, rcl_row, rows[i][0], rows[i][1], rows[i][2]);
+    return published_load_text(t, "rcl.csv", text, strlen(text), dt);
+}
+
+/* Read (empty: 0, every layer); the model's share: 4 of the stage's 4 layers is full recompute, 2 of
+ * them half of its recompute time; a count under recompute none, past the stage's layers, 0 or not a
+ * number: one error naming the column. */
+static void test_recompute_layers_column(void)
+{
+    dev_table dt;
+    hw_table ht;
+    if (devices_load(&dt, NULL) != 0) return;
+    char hw_path[4096];
+    if (machine_data_file(hw_path, sizeof hw_path, "hardware.csv") != 0 || hardware_load_dev(&ht, hw_path, &dt) != 0) {
+        devices_free(&dt);
+        return;
+    }
+    const char *const rows[][3] = {{"all", "full", ""}, {"four", "full", "4"}, {"two", "full", "2"}, {"none", "none", ""}};
+    pub_table t;
+    CHECK(rcl_load(&t, &dt, rows, 4) == 0 && t.n == 4, "four rows");
+    if (t.n == 4) {
+        CHECK(t.rows[0].recompute_layers == 0 && t.rows[1].recompute_layers == 4 && t.rows[2].recompute_layers == 2,
+              "read: %d %d %d", t.rows[0].recompute_layers, t.rows[1].recompute_layers, t.rows[2].recompute_layers);
+        scale_model s[4];
+        step_profile p[4];
+        char why[4][512];
+        for (int k = 0; k < 4; k++)
+            CHECK(fw_model(&t, k, &ht, &dt, &s[k], &p[k], why[k], sizeof why[k]) == 0, "row %d maps: %s", k, why[k]);
+        double want = p[3].t_device_s + 0.5 * (p[0].t_device_s - p[3].t_device_s);
+        CHECK(scale_recompute_share(&s[1]) == 1 && p[1].t_device_s == p[0].t_device_s &&
+                  scale_recompute_share(&s[2]) == 0.5 && fabs(p[2].t_device_s / want - 1) < 1e-12,
+              "4 of 4 layers: full (%.9g s); 2 of 4: %.9g s, by hand %.9g", p[1].t_device_s, p[2].t_device_s, want);
+    }
+    published_free(&t);
+    const char *const bad[][3] = {
+        {"sel", "selective", "2"}, {"many", "full", "5"}, {"zero", "full", "0"}, {"word", "full", "half"}};
+    const char *const said[] = {
+        "column 'recompute_layers': the layers a stage recomputes in full need recompute full, got recompute "
+        "'selective'",
+        "column 'recompute_layers': expected at most the 4 layers a pipeline stage holds (layers 4 over pp 1 x vp 1), "
+        "got '5'",
+        "column 'recompute_layers'", "column 'recompute_layers'"};
+    for (int k = 0; k < 4; k++) {
+        capture_stderr_begin();
+        int rc = rcl_load(&t, &dt, &bad[k], 1);
+        const char *err = capture_stderr_end();
+        CHECK(rc == CB_EUSAGE && strstr(err, "rcl.csv:2: ") && strstr(err, said[k]), "%s: %d %s", bad[k][0], rc, err);
+    }
+    hardware_free(&ht);
+    devices_free(&dt);
+}
+
 /* The attention kernel a row runs (report/predict/attnpick.h): its attention column, else its framework
  * era's by the device's compute capability; its curve the device's row of data/attention.csv, a kernel
  * the device has none for named (the device's own curve kept). One-node rows, 4-layer GPT, TP 1. */
@@ -688,6 +755,8 @@ static void test_fw_attention_kernel(void)
 
 const test_case tests_published[] = {
     {"published fp8_recipe column: read, checked, its casts' traffic in the step", test_fp8_recipe_column},
+    {"published recompute_layers column: read, checked, the share of the layers recomputed in the step",
+     test_recompute_layers_column},
     {"published flops gpt", test_flops_gpt},
     {"published flops llama", test_flops_llama},
     {"published mfu crosscheck", test_mfu_crosscheck},

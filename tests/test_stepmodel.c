@@ -463,7 +463,51 @@ static void test_uneven_pipeline(void)
           "3/3/3/3 stated as uneven: %.9g s, even %.9g s", uneven, step_t_mb_device(&s, NULL));
 }
 
+
+/* Full recompute of a share of the layers (Megatron-Core's block method) on the toy at 4 layers:
+ * a share of 1 (all 4 of a stage's 4 layers) is full recompute; half of them adds half of full's
+ * recompute time, half of its recomputed FLOPs, and keeps the activations of the other half. */
+static void test_partial_recompute(void)
+{
+    scale_model s;
+    test_toy_step(&s);
+    s.cfg.L = 4;
+    step_profile_fill(&s);
+    double t_none = step_t_mb_device(&s, NULL), act_none = step_profile_get(&s)->act_bytes;
+    double hw_none = step_profile_get(&s)->hw_flops_per_token;
+    s.recompute = 1;
+    step_profile_fill(&s);
+    double t_full = step_t_mb_device(&s, NULL), act_full = step_profile_get(&s)->act_bytes;
+    double hw_full = step_profile_get(&s)->hw_flops_per_token;
+    s.recompute_share = 4.0 / 4.0; /* recompute_layers = L / pp */
+    step_profile_fill(&s);
+    CHECK(step_t_mb_device(&s, NULL) == t_full && step_profile_get(&s)->act_bytes == act_full &&
+              step_profile_get(&s)->hw_flops_per_token == hw_full,
+          "4 of 4 layers: full recompute, %.9g s", t_full);
+    s.recompute_share = 2.0 / 4.0;
+    step_profile_fill(&s); /* the share is in the step's key: a new profile */
+    const step_profile *p = step_profile_get(&s);
+    double t_half = step_t_mb_device(&s, NULL), want = t_none + 0.5 * (t_full - t_none);
+    CHECK(t_full > t_none && fabs(t_half / want - 1) < 1e-12, "2 of 4 layers: %.9g s, by hand %.9g (none %.9g, full %.9g)",
+          t_half, want, t_none, t_full);
+    CHECK(fabs(p->hw_flops_per_token / (hw_none + 0.5 * (hw_full - hw_none)) - 1) < 1e-12 &&
+              fabs(p->act_bytes / (0.5 * (act_none + act_full)) - 1) < 1e-12,
+          "2 of 4 layers: half the recomputed FLOPs (%.9g), half the activations kept (%.9g)", p->hw_flops_per_token,
+          p->act_bytes);
+    op_entry ops[OP_LIST_MAX];
+    int n = step_ops(&s, 1, ops, OP_LIST_MAX);
+    int rec = 0, halved = 0;
+    for (int i = 0; i < n; i++)
+        if (ops[i].pass == OPP_RECOMPUTE && ops[i].scope == OPS_LAYER) {
+            const op_entry *f = test_find_op(ops, n, ops[i].name, "fwd"); /* the forward entry, first in the list */
+            rec++, halved += f && f->pass == OPP_FWD && ops[i].count == 0.5 * f->count;
+        }
+    CHECK(rec > 0 && halved == rec, "every per-layer recompute entry at half its forward's count: %d of %d", halved, rec);
+}
+
 const test_case tests_stepmodel[] = {
+    {"step model: full recompute of a share of the layers (the block method), worked by hand on the toy",
+     test_partial_recompute},
     {"step model: an uneven pipeline (the embedding and loss counted as layers), worked by hand: the slowest stage",
      test_uneven_pipeline},
     {"step model: one GEMM, a norm and the tiled attention core, worked by hand", test_one_gemm},

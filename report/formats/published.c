@@ -80,6 +80,7 @@ const pub_col pub_cols[PUB_NCOLS] = {
     [PUB_COL_ATTENTION] = {"attention", 0, 0, 0},
     [PUB_COL_COMPILE] = {"compile", 0, 0, 0},
     [PUB_COL_FP8_RECIPE] = {"fp8_recipe", 0, 0, 0},
+    [PUB_COL_RECOMPUTE_LAYERS] = {"recompute_layers", 0, 1, 1000},
     [PUB_COL_NOTES] = {"notes", 0, 0, 0},
 };
 
@@ -200,7 +201,7 @@ static int row_model(const table *t, int i, const int *col, pub_row *r)
 }
 
 /* Batch and parallel layout: global and micro batch, tp pp dp cp vp, sequence parallelism,
- * sharding, recomputation. */
+ * sharding, recomputation (and the layers of a stage it recomputes). */
 static int row_layout(const table *t, int i, const int *col, pub_row *r)
 {
     int sharding = SHARD_NONE, recompute = RECOMPUTE_NONE;
@@ -210,7 +211,8 @@ static int row_layout(const table *t, int i, const int *col, pub_row *r)
         get_int(t, i, col, PUB_COL_CP, 1, &r->cp) || get_int(t, i, col, PUB_COL_VP, 1, &r->vp) ||
         get_flag(t, i, col, PUB_COL_SEQ_PAR, &r->sequence_parallel) ||
         get_word(t, i, col, PUB_COL_SHARDING, sharding_names, 5, SHARD_NONE, &sharding) ||
-        get_word(t, i, col, PUB_COL_RECOMPUTE, recompute_names, 3, RECOMPUTE_NONE, &recompute))
+        get_word(t, i, col, PUB_COL_RECOMPUTE, recompute_names, 3, RECOMPUTE_NONE, &recompute) ||
+        get_int(t, i, col, PUB_COL_RECOMPUTE_LAYERS, 0, &r->recompute_layers))
         return CB_EUSAGE;
     r->sharding = (pub_sharding)sharding;
     r->recompute = (pub_recompute)recompute;
@@ -241,6 +243,24 @@ static int row_metric(const table *t, int i, const int *col, pub_row *r)
     if (r->metric == PUB_MFU_PCT && r->value > 100)
         return err_usage("%s:%d: column 'value': expected a percentage from 0 to 100 for mfu_pct, got '%s'", t->path,
                          t->lines[i], table_cell(t, i, col[PUB_COL_VALUE]));
+    return 0;
+}
+
+/* recompute_layers: only with recompute full, at most the layers a (virtual) pipeline stage holds,
+ * ceil(layers / (pp x vp)) (Megatron's block method counts --recompute-num-layers per virtual stage
+ * under interleaving: NeMo docs/source/features/optimizations/activation_recomputation.rst). */
+static int row_recompute_layers(const pub_row *r, const char *path)
+{
+    if (r->recompute_layers == 0) return 0;
+    if (r->recompute != RECOMPUTE_FULL)
+        return err_usage("%s:%d: column 'recompute_layers': the layers a stage recomputes in full need recompute "
+                         "full, got recompute '%s'",
+                         path, r->line, recompute_names[r->recompute]);
+    long stages = (long)r->pp * (r->vp > 1 ? r->vp : 1), most = (r->layers + stages - 1) / stages;
+    if (r->recompute_layers > most)
+        return err_usage("%s:%d: column 'recompute_layers': expected at most the %ld layers a pipeline stage holds "
+                         "(layers %d over pp %d x vp %d), got '%d'",
+                         path, r->line, most, r->layers, r->pp, r->vp > 1 ? r->vp : 1, r->recompute_layers);
     return 0;
 }
 
@@ -281,7 +301,7 @@ static int row_rules(const pub_row *r, const dev_row *dev, const char *path)
     if (r->vp > 1 && r->pp < 2)
         return err_usage("%s:%d: column 'vp': interleaving needs pp 2 or more, got vp '%d' at pp %d", path, line, r->vp,
                          r->pp);
-    return 0;
+    return row_recompute_layers(r, path);
 }
 
 /* The overlap cell: names of pub_overlap_names joined by '+', or "none"; -1 when empty. */

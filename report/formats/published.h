@@ -55,6 +55,9 @@ typedef struct {
     int sequence_parallel;                            /* 1, 0; -1: not published */
     pub_sharding sharding;                            /* none when empty */
     pub_recompute recompute;                          /* none when empty */
+    int recompute_layers;                             /* full recompute of that many layers of each (virtual)
+                                                       * pipeline stage (Megatron's --recompute-method block
+                                                       * --recompute-num-layers); 0: not published (all) */
     pub_metric metric;
     double value;
     flop_convention convention;                       /* FLOPS_NONE unless the metric needs one */
@@ -79,7 +82,7 @@ enum { PUB_COL_ID, PUB_COL_SOURCE, PUB_COL_FRAMEWORK, PUB_COL_DEVICE, PUB_COL_DE
        PUB_COL_GLOBAL_BATCH, PUB_COL_MICRO_BATCH, PUB_COL_TP, PUB_COL_PP, PUB_COL_DP, PUB_COL_CP, PUB_COL_VP,
        PUB_COL_SEQ_PAR, PUB_COL_SHARDING, PUB_COL_RECOMPUTE, PUB_COL_PRECISION, PUB_COL_METRIC, PUB_COL_VALUE,
        PUB_COL_CONVENTION, PUB_COL_PEAK, PUB_COL_SEQ_PER_S, PUB_COL_FW_VERSION, PUB_COL_OVERLAP, PUB_COL_ATTENTION,
-       PUB_COL_COMPILE, PUB_COL_FP8_RECIPE, PUB_COL_NOTES, PUB_NCOLS };
+       PUB_COL_COMPILE, PUB_COL_FP8_RECIPE, PUB_COL_RECOMPUTE_LAYERS, PUB_COL_NOTES, PUB_NCOLS };
 typedef struct {
     const char *name;
     int required;

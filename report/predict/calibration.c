@@ -156,9 +156,13 @@ static void why_add(char *why, size_t n, const char *fmt, ...)
     va_end(ap);
 }
 
-static const char *recompute_name(const scale_model *s)
+/* The recomputation of s as text: none, selective, full, or full of a share of the layers. */
+static const char *recompute_name(const scale_model *s, char *buf, size_t n)
 {
-    return s->recompute ? "full" : s->selective ? "selective" : "none";
+    double share = scale_recompute_share(s);
+    if (s->recompute && share < 1) snprintf(buf, n, "full of %.0f%% of the layers", 100 * share);
+    else snprintf(buf, n, "%s", s->recompute ? "full" : s->selective ? "selective" : "none");
+    return buf;
 }
 
 /* What keeps phi from carrying at all (CALIB_DEVICE): another device, precision or framework
@@ -193,8 +197,11 @@ static int case_layout(const scale_model *c, long cn, const scale_model *t, long
     if (degree(c->pp) != degree(t->pp) || degree(c->cp) != degree(t->cp))
         any = 1, why_add(why, n, "another PP/CP (%d/%d, calibrated at %d/%d)", degree(t->pp), degree(t->cp),
                          degree(c->pp), degree(c->cp));
-    if (c->recompute != t->recompute || c->selective != t->selective)
-        any = 1, why_add(why, n, "another recomputation (%s, calibrated with %s)", recompute_name(t), recompute_name(c));
+    char rt[48], rc[48];
+    if (c->recompute != t->recompute || c->selective != t->selective ||
+        scale_recompute_share(c) != scale_recompute_share(t))
+        any = 1, why_add(why, n, "another recomputation (%s, calibrated with %s)", recompute_name(t, rt, sizeof rt),
+                         recompute_name(c, rc, sizeof rc));
     double ac = calib_attn_share(c), at = calib_attn_share(t);
     if (fabs(at - ac) > CALIB_ATTN_SHARE_NEAR)
         any = 1, why_add(why, n, "attention %.0f%% of the device time (calibrated at %.0f%%)", 100 * at, 100 * ac);

@@ -16,6 +16,7 @@ void meas_run_init(meas_run *r, const scale_model *defaults)
     r->cp = defaults->cp, r->sp = defaults->sp;
     r->zero = defaults->zero, r->hybrid = defaults->hybrid;
     r->recompute = defaults->recompute, r->selective = defaults->selective, r->attn_flash = defaults->attn_flash;
+    r->recompute_share = defaults->recompute_share;
     r->grad_overlap = defaults->grad_overlap, r->gather_prefetch = defaults->gather_prefetch;
     r->tp_overlap = defaults->tp_overlap, r->tp_bwd_overlap = defaults->tp_bwd_overlap;
     r->seq_per_s = NAN;
@@ -33,6 +34,7 @@ void meas_run_recompute(meas_run *r, pub_recompute recompute)
 {
     r->recompute = recompute == RECOMPUTE_FULL;
     r->selective = recompute == RECOMPUTE_SELECTIVE;
+    r->recompute_share = 0; /* every layer */
 }
 
 /* tp and pp against the model's shape and one node. */
@@ -92,6 +94,7 @@ void meas_run_model(const meas_run *r, const scale_model *defaults, double laten
     s->global_batch = r->global_batch, s->batch_per_replica = 0;
     s->zero = r->zero, s->hybrid = r->hybrid;
     s->recompute = r->recompute, s->selective = r->selective, s->attn_flash = r->attn_flash;
+    s->recompute_share = r->recompute_share;
     s->grad_overlap = r->grad_overlap, s->gather_prefetch = r->gather_prefetch, s->tp_overlap = r->tp_overlap;
     s->tp_bwd_overlap = r->tp_bwd_overlap;
     s->latency_s = latency_us >= 0                  ? latency_us * 1e-6

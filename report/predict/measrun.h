@@ -27,6 +27,7 @@ typedef struct {
     long global_batch;           /* the run's global batch (strong scaling) */
     int zero, hybrid;            /* ZeRO stage; FSDP hybrid sharding */
     int recompute, selective;    /* full; selective (the attention core again) */
+    double recompute_share;      /* full recompute of that share of a stage's layers; 0: all (stepconfig.h) */
     int attn_flash;              /* no s x s scores kept (tiled attention, or selective recomputation) */
     int grad_overlap, gather_prefetch, tp_overlap; /* what the framework overlaps */
     int tp_bwd_overlap;          /* the backward TP collectives under the wgrad GEMMs (frameworks.h) */
@@ -44,7 +45,8 @@ void meas_run_init(meas_run *r, const scale_model *defaults);
  * device links, per micro-batch), a gradient all-reduce's bytes across nodes (scale.c). */
 void meas_run_sharding(meas_run *r, pub_sharding sharding);
 
-/* The recomputation a run states: full every forward op again; selective the attention core
+/* The recomputation a run states: full every forward op again (of every layer: recompute_share 0,
+ * which an adapter sets after it when the run states fewer); selective the attention core
  * again (and no s x s scores kept, whatever the kernel: report/predict/stepmodel.c); none neither.
  * The attention kernel (attn_flash) is not the recomputation's to set: the run's framework or its
  * attention column says it. */

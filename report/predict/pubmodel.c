@@ -245,6 +245,18 @@ static int pub_pipeline_split(const pub_row *r, meas_run *run, char *why, size_t
            CB_EUSAGE;
 }
 
+/* The share of a stage's layers a row's full recompute covers: recompute_layers N of the L / (pp vp)
+ * layers of a (virtual) stage (Megatron-Core's --recompute-method block recomputes the first N of
+ * each: megatron/core/transformer/transformer_block.py, _checkpointed_forward); 0 (all) when the row
+ * states none. The uniform method recomputes every layer (in groups of N), i.e. full: such a row
+ * leaves the column empty. */
+static double pub_recompute_share(const pub_row *r)
+{
+    if (r->recompute != RECOMPUTE_FULL || r->recompute_layers < 1) return 0;
+    double per_stage = (double)r->layers / ((double)r->pp * (r->vp > 1 ? r->vp : 1));
+    return r->recompute_layers >= per_stage ? 0 : r->recompute_layers / per_stage;
+}
+
 /* The run a published row states (report/predict/measrun.h): its shape, node, precision, layout,
  * sharding, recomputation and framework; what it cannot state from `defaults`. */
 static int pub_run(const pub_row *r, const char *path, const pub_model_env *env, const scale_model *defaults,
@@ -263,6 +275,7 @@ static int pub_run(const pub_row *r, const char *path, const pub_model_env *env,
     run->seq = r->seq_len, run->global_batch = r->global_batch, run->micro_batch = r->micro_batch;
     meas_run_sharding(run, r->sharding);
     meas_run_recompute(run, r->recompute);
+    run->recompute_share = pub_recompute_share(r);
     run->sp = r->sequence_parallel == 1 && r->tp > 1;
     pub_framework(r, env, run, why, n);
     run->seq_per_s = r->seq_per_s;

@@ -3,6 +3,12 @@
 
 /* Context-parallel degree (0 in a model made before the field: 1). */
 static long cp_of(const scale_model *s) { return s->cp > 1 ? s->cp : 1; }
+double scale_recompute_share(const scale_model *s)
+{
+    if (!s->recompute) return 0;
+    return s->recompute_share > 0 && s->recompute_share < 1 ? s->recompute_share : 1.0;
+}
+
 long scale_replica_ranks(const scale_model *s) { return (long)s->tp * s->pp * cp_of(s); }
 
 double scale_dense_tflops(const scale_model *s)

@@ -29,6 +29,7 @@ typedef struct {
     hw_row hw;
     int tp, pp, interleave, cp, sp, recompute, selective, attn_flash, fp8, fp8_recipe, tp_overlap, tp_bwd_overlap;
     int pp_uneven, pp_first_layers, pp_last_layers;
+    double recompute_share; /* scale_recompute_share */
     long seq, micro_batch;
     train_precision precision;
     const struct matmul_curve_s *gemm_curve;
@@ -82,6 +83,9 @@ typedef struct {
     int zero;               /* 0..3 */
     train_precision precision;
     int recompute;
+    double recompute_share; /* full recompute of a share of each stage's layers (Megatron-Core's --recompute-method
+                             * block, --recompute-num-layers N of a (virtual) stage's L / (pp vp): N / (L / (pp vp)));
+                             * 0 or 1: all of them (scale_recompute_share reads it) */
     int attn_flash;         /* tiled (flash) attention or selective recomputation: no (s x s) scores kept */
     double bucket_bytes;
     int sp, cp;             /* sequence parallelism; context-parallel degree (1: none) */
@@ -103,6 +107,9 @@ typedef struct {
     step_profile prof;   /* the step, once computed (report/predict/stepmodel.h's step_profile_fill) */
 } scale_model;
 
+/* The share of a stage's layers the backward recomputes in full: 0 without full recompute,
+ * s->recompute_share when it is inside (0, 1), else 1 (all). */
+double scale_recompute_share(const scale_model *s);
 /* Ranks of one data-parallel replica: tp x pp x cp. */
 long scale_replica_ranks(const scale_model *s);
 /* The dense peak per accelerator, TFLOP/s, the run's precision computes at (common/precision.h:

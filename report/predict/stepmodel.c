@@ -18,6 +18,7 @@ static void step_layout(const scale_model *s, long dp, op_layout *l)
     l->micro_batch = s->micro_batch, l->seq = s->seq;
     l->tp = s->tp, l->pp = s->pp, l->cp = s->cp > 1 ? s->cp : 1, l->sp = s->sp, l->vp = s->interleave;
     l->recompute = s->recompute ? OP_RECOMPUTE_FULL : s->selective ? OP_RECOMPUTE_SELECTIVE : OP_RECOMPUTE_NONE;
+    l->recompute_share = scale_recompute_share(s);
     l->attention = s->attn_flash ? OP_ATTN_TILED : OP_ATTN_FULL;
     const precision_info *pi = precision_info_of(s->precision);
     l->act_bytes = (int)pi->act_bytes, l->weight_bytes = (int)pi->weight_bytes, l->grad_bytes = (int)pi->grad_bytes;
@@ -215,6 +216,7 @@ static void step_key_of(const scale_model *s, step_key *k)
     k->fp8_recipe = s->fp8_recipe, k->tp_bwd_overlap = s->tp_bwd_overlap;
     k->tp_overlap = s->tp_overlap, k->seq = s->seq, k->micro_batch = s->micro_batch, k->precision = s->precision;
     k->pp_uneven = s->pp_uneven, k->pp_first_layers = s->pp_first_layers, k->pp_last_layers = s->pp_last_layers;
+    k->recompute_share = scale_recompute_share(s);
     k->gemm_curve = s->gemm_curve && s->gemm_curve->nk > 0 ? s->gemm_curve : NULL; /* an empty curve: the rule */
 }
 
@@ -241,7 +243,9 @@ static void profile_bytes(const scale_model *s, const op_entry *ops, int n, cons
     p->weight_bytes = p->gather_bytes / 2.0 / ((double)s->tp * s->pp);
     p->state_bytes = rank_params * precision_optimizer_bytes(s->precision);
     p->model_flops_per_token = model_flops_per_token(&s->cfg, (int)s->seq);
-    p->hw_flops_per_token = model_hardware_flops_per_token(&s->cfg, (int)s->seq, s->recompute);
+    /* with the recomputed forward of the share of the layers full recompute runs again (all: common/counts.c's) */
+    double hw_all = model_hardware_flops_per_token(&s->cfg, (int)s->seq, s->recompute), share = scale_recompute_share(s);
+    p->hw_flops_per_token = share < 1 ? p->model_flops_per_token + share * (hw_all - p->model_flops_per_token) : hw_all;
 }
 
 /* Activations a rank keeps for the backward, L layers' worth (the first stage's, which holds the
@@ -257,7 +261,10 @@ static double act_bytes_of(const scale_model *s)
     /* sequence parallelism splits the 10 s b h outside the TP regions (and the recomputed inputs) over the TP ranks too
      * (Korthikanti et al. 2022, Table 2: s b h (34 / t + 5 a s / (h t))) */
     double sp_div = s->sp && s->tp > 1 ? (double)s->tp : 1.0;
-    double per_layer = s->recompute ? 2.0 * sbh / sp_div : sbh * (10.0 / sp_div + 24.0 / s->tp + scores);
+    /* full recompute keeps a layer's input alone, on the share of the layers it recomputes (the others
+     * keep all of theirs: Megatron-Core's block method) */
+    double kept = sbh * (10.0 / sp_div + 24.0 / s->tp + scores), share = scale_recompute_share(s);
+    double per_layer = share * 2.0 * sbh / sp_div + (1.0 - share) * kept;
     per_layer *= precision_info_of(s->precision)->act_bytes / 2.0; /* the formula's bytes are 16-bit ones */
     /* the first stage keeps pp micro-batches of its layers: L / pp each when even */
     double layers = s->pp_uneven && s->pp > 1 ? (double)s->pp_first_layers * s->pp : (double)c->L;
