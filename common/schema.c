@@ -89,6 +89,8 @@ const schema_col dev_schema[DV_NCOLS] = {
     [DV_LINK_EFF] = {{"link_eff", "", REC_NUM, 2}, 1, 0.01, 2},
     [DV_LINK_LATENCY_US] = {{"link_latency_us", "us", REC_NUM, 1}, 1, 0, 1e4},
     [DV_EFF_SOURCE] = {{"eff_source", "", REC_STR, 0}, 1, 0, 0},
+    /* the GEMM shape factor's half dimension h of f(x) = x / (x + h) (report/predict/stepmodel.h) */
+    [DV_GEMM_HALF_DIM] = {{"gemm_half_dim", "", REC_NUM, 0}, 1, 1, 1e5},
 };
 
 const schema_col price_schema[PR_NCOLS] = {

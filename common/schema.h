@@ -122,9 +122,9 @@ extern const schema_col hw_schema[HW_NCOLS];
 enum { DV_DEVICE, DV_VENDOR, DV_WORKERS, DV_FP32_TFLOPS, DV_TF32_TFLOPS, DV_BF16_TFLOPS, DV_FP16_TFLOPS, DV_FP8_TFLOPS,
        DV_HBM_GIB, DV_HBM_GB_PER_S, DV_LINK_GB_PER_S, DV_SCALEUP_DOMAIN, DV_GEMM_EFF, DV_ATTN_EFF, DV_MEM_EFF,
        DV_LAUNCH_US, DV_NODE_NET_GBPS, DV_MODEL_SOURCE, DV_SOURCE, DV_FAMILY, DV_FP8_GEMM_EFF, DV_ATTN_EFF_MAX,
-       DV_ATTN_S_HALF, DV_LINK_EFF, DV_LINK_LATENCY_US, DV_EFF_SOURCE, DV_NCOLS };
+       DV_ATTN_S_HALF, DV_LINK_EFF, DV_LINK_LATENCY_US, DV_EFF_SOURCE, DV_GEMM_HALF_DIM, DV_NCOLS };
 /* The step model's columns (gemm_eff .. model_source, and the kernel figures at the end of the
- * header: fp8_gemm_eff .. eff_source) may be absent from a file: the defaults of
+ * header: fp8_gemm_eff .. gemm_half_dim) may be absent from a file: the defaults of
  * report/predict/stepmodel.h then. */
 #define DV_FIRST_OPTIONAL DV_GEMM_EFF
 #define DV_LAST_OPTIONAL DV_MODEL_SOURCE

@@ -38,7 +38,8 @@ static void devices_row(record *rec, int row, const dev_row *d)
                                   [DV_MEM_EFF] = d->mem_eff,           [DV_LAUNCH_US] = d->launch_us,
                                   [DV_NODE_NET_GBPS] = d->node_net_gbps, [DV_FP8_GEMM_EFF] = d->fp8_gemm_eff,
                                   [DV_ATTN_EFF_MAX] = d->attn_eff_max, [DV_ATTN_S_HALF] = d->attn_s_half,
-                                  [DV_LINK_EFF] = d->link_eff,         [DV_LINK_LATENCY_US] = d->link_latency_us};
+                                  [DV_LINK_EFF] = d->link_eff,         [DV_LINK_LATENCY_US] = d->link_latency_us,
+                                  [DV_GEMM_HALF_DIM] = d->gemm_half_dim};
     const char *str[DV_NCOLS] = {
         [DV_DEVICE] = d->device, [DV_VENDOR] = d->vendor, [DV_MODEL_SOURCE] = d->model_source, [DV_SOURCE] = d->source,
         [DV_EFF_SOURCE] = d->eff_source, [DV_FAMILY] = d->family};

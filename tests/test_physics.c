@@ -245,7 +245,25 @@ static void test_tp_bwd_overlap(void)
     CHECK(p->tp_per_mb_s == fmax(0, p->parts.tp_s - p->parts.gemm_s), "tp_overlap: under all the GEMMs");
 }
 
+/* gemm_half_dim: a device's own h in the shape factor, f(x) = x / (x + h); STEP_GEMM_HALF_DIM without one. */
+static void test_gemm_half_dim(void)
+{
+    scale_model s;
+    toy(&s);
+    op_entry ops[OP_LIST_MAX];
+    int n = step_ops(&s, 1, ops, OP_LIST_MAX);
+    const op_entry *q = test_find_op(ops, n, "qkv", "fwd");
+    double f448 = q ? (q->n / (q->n + 448.0)) * (q->k / (q->k + 448.0)) * (q->m / (q->m + 448.0)) : 0;
+    double f128 = q ? f_dim((double)q->n) * f_dim((double)q->k) * f_dim((double)q->m) : 0;
+    double t128 = q ? step_op_time(&s, q) : 0;
+    s.hw.gemm_half_dim = 448;
+    CHECK(q && fabs(step_op_time(&s, q) / (q->flops / (0.5 * f448 * 100e12)) - 1) < 1e-6,
+          "h 448: the GEMM at 0.5 x f(n) f(k) f(m) of the peak");
+    CHECK(q && fabs(t128 / (q->flops / (0.5 * f128 * 100e12)) - 1) < 1e-6, "no gemm_half_dim: 128");
+}
+
 const test_case tests_physics[] = {
+    {"physics: a GEMM at the shape factor of the device's gemm_half_dim, 128 without one", test_gemm_half_dim},
     {"physics: fp8 recipes: current scaling's amax pass (+2 B), mxfp8's block scales (+2/32 B), delayed 4 B",
      test_fp8_recipes},
     {"physics: the backward TP collectives under the wgrad GEMMs: exposed max(0, comm - wgrad), SP's all-gathers "

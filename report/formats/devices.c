@@ -69,7 +69,8 @@ static const size_t dev_num_off[DV_NCOLS] = {
     [DV_MEM_EFF] = offsetof(dev_row, mem_eff),         [DV_LAUNCH_US] = offsetof(dev_row, launch_us),
     [DV_NODE_NET_GBPS] = offsetof(dev_row, node_net_gbps), [DV_FP8_GEMM_EFF] = offsetof(dev_row, fp8_gemm_eff),
     [DV_ATTN_EFF_MAX] = offsetof(dev_row, attn_eff_max), [DV_ATTN_S_HALF] = offsetof(dev_row, attn_s_half),
-    [DV_LINK_EFF] = offsetof(dev_row, link_eff),       [DV_LINK_LATENCY_US] = offsetof(dev_row, link_latency_us)};
+    [DV_LINK_EFF] = offsetof(dev_row, link_eff),       [DV_LINK_LATENCY_US] = offsetof(dev_row, link_latency_us),
+    [DV_GEMM_HALF_DIM] = offsetof(dev_row, gemm_half_dim)};
 
 /* The number cells of row i into d: a variant row (fam) takes the family's figure for every empty
  * cell and lists the columns it states in d->own; a device row needs its required cells. */
@@ -251,7 +252,7 @@ void hw_from_device(const dev_row *d, int per_node, double net_gbit_per_s, doubl
     out->scaleup_domain = d->scaleup_domain;
     out->gemm_eff = d->gemm_eff, out->attn_eff = d->attn_eff, out->mem_eff = d->mem_eff, out->launch_us = d->launch_us;
     out->fp8_gemm_eff = d->fp8_gemm_eff, out->attn_eff_max = d->attn_eff_max, out->attn_s_half = d->attn_s_half;
-    out->link_eff = d->link_eff, out->link_latency_us = d->link_latency_us;
+    out->link_eff = d->link_eff, out->link_latency_us = d->link_latency_us, out->gemm_half_dim = d->gemm_half_dim;
     out->net_gbit_per_s = out->net_line_gbit_per_s = net_gbit_per_s, out->net_latency_us = net_latency_us;
     snprintf(out->source, sizeof out->source, "%s", d->source);
 }

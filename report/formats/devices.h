@@ -34,6 +34,8 @@
  *   link_latency_us   a ring step's latency over the link (empty: STEP_LINK_LATENCY_US)
  *   eff_source        each kernel figure's source: measured (repository, path, commit or URL and
  *                     table, with the arithmetic), data sheet, or assumption
+ *   gemm_half_dim     h of the GEMM shape factor f(x) = x / (x + h): how wide a GEMM dimension must
+ *                     be to fill the device (empty: STEP_GEMM_HALF_DIM, 128)
  * report/formats/README.md describes each column at length. */
 #ifndef CB_DEVICES_H
 #define CB_DEVICES_H
@@ -59,6 +61,7 @@ typedef struct {
     /* the kernel figures (NaN: the step model's default or the figure above, see the header) */
     double fp8_gemm_eff, attn_eff_max, attn_s_half, link_eff, link_latency_us;
     char eff_source[2048];
+    double gemm_half_dim; /* NaN: STEP_GEMM_HALF_DIM */
     char family[48]; /* the device this row is a variant of; "" for a device row */
     char own[256];   /* a variant's own figures, "hbm_gib 96, hbm_gb_per_s 3900" ("": all the family's) */
     int stochastic_rounding; /* 1 true, 0 false, -1 not known (the column absent or empty) */

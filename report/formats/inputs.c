@@ -359,6 +359,7 @@ static int hardware_row(const table *t, int i, const int *col, hw_row *h)
     h->fp16_tflops = h->fp8_tflops = h->tf32_tflops = NAN;
     h->gemm_eff = h->attn_eff = h->mem_eff = h->launch_us = NAN;
     h->fp8_gemm_eff = h->attn_eff_max = h->attn_s_half = h->link_eff = h->link_latency_us = NAN;
+    h->gemm_half_dim = NAN;
     if (rc == 0) rc = get_str(t, i, col[HW_INSTANCE_TYPE], h->instance, sizeof h->instance);
     for (int k = 0; rc == 0 && k < 2; k++) {
         int c = k == 0 ? HW_ACCELERATOR : HW_MEM_GIB;

@@ -68,8 +68,8 @@ typedef struct {
     int scaleup_domain;              /* accelerators sharing that link (the device's); 0: unknown */
     double gemm_eff, attn_eff, mem_eff,
         launch_us;                   /* the device's step-model figures; NaN: report/predict/stepmodel.h's defaults */
-    double fp8_gemm_eff, attn_eff_max, attn_s_half, link_eff,
-        link_latency_us;             /* the device's kernel figures (report/formats/devices.h); NaN: defaults */
+    double fp8_gemm_eff, attn_eff_max, attn_s_half, link_eff, link_latency_us,
+        gemm_half_dim;               /* the device's kernel figures (report/formats/devices.h); NaN: defaults */
     char attn_kernel[16];            /* the attention kernel whose curve attn_eff_max/attn_s_half hold
                                       * (report/formats/attncurves.h); "": the device's own curve */
     double net_gbit_per_s;           /* instance network: the measured bus bandwidth x 8 where one is given */

@@ -46,7 +46,12 @@ static double rank_bw(const scale_model *s)
     return s->hw.mem_gb_per_s * 1e9 / (s->hw.workers > 0 ? s->hw.workers : 1);
 }
 
-static double shape_factor(double x) { return x / (x + STEP_GEMM_HALF_DIM); }
+/* f(x) = x / (x + h), h the device's gemm_half_dim (data/devices.csv: fitted to measured GEMM tables;
+ * Blackwell's and CDNA3's tensor cores need wider dimensions to fill than Hopper's) */
+static double shape_factor(const scale_model *s, double x)
+{
+    return x / (x + or_default(s->hw.gemm_half_dim, STEP_GEMM_HALF_DIM));
+}
 
 static double gemm_time(const scale_model *s, const op_entry *op)
 {
@@ -57,7 +62,7 @@ static double gemm_time(const scale_model *s, const op_entry *op)
     /* fp8 GEMMs reach their own share of the FP8 peak (Hopper's 0.71 against bf16's 0.80: MAMF) */
     double g = or_default(s->hw.gemm_eff, STEP_GEMM_EFF), g8 = fp8 ? or_default(s->hw.fp8_gemm_eff, g) : g;
     if (s->gemm_curve && s->gemm_curve->nk > 0) e = scale_eff(s->gemm_curve, k, n, NULL);
-    else e = g8 * shape_factor(n) * shape_factor(k) * shape_factor(m);
+    else e = g8 * shape_factor(s, n) * shape_factor(s, k) * shape_factor(s, m);
     return op->flops / (e * peak) + launch;
 }
 

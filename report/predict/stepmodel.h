@@ -3,9 +3,10 @@
  *
  * Per op, on one rank (a device's share when it runs several ranks: Trainium's NeuronCores):
  *   GEMM       2 n k m FLOPs at gemm_eff x f(n) f(k) f(m) of the dense peak of the run's precision,
- *              f(x) = x / (x + STEP_GEMM_HALF_DIM) (narrow dimensions lose to tile and wave
- *              quantisation), + launch_us; or, given a `costbench matmul` CSV of the device, at its
- *              measured share e(k, n) (report/predict/effcurve.h's curve)
+ *              f(x) = x / (x + h), h the device's gemm_half_dim (STEP_GEMM_HALF_DIM where empty;
+ *              narrow dimensions lose to tile and wave quantisation), + launch_us; or, given a
+ *              `costbench matmul` CSV of the device, at its measured share e(k, n)
+ *              (report/predict/effcurve.h's curve)
  *   attention  tiled: its FLOPs (causal) at attn_eff(s) of the peak, s the sequence length the
  *              kernel sees (a CP rank's s / cp), attn_eff(s) = attn_eff_max s / (s + attn_s_half)
  *              (measured FlashAttention/cuDNN curves; a flat attn_eff where a device gives none);
@@ -42,7 +43,7 @@
     0.60 /* mem_eff: memory-bound kernels, the small unfused ops the list does not name (bias adds, casts, copies) \
             included */
 #define STEP_LAUNCH_US 5.0      /* a kernel's fixed cost (launch, tail) */
-#define STEP_GEMM_HALF_DIM 128.0
+#define STEP_GEMM_HALF_DIM 128.0 /* gemm_half_dim where a device leaves it empty: the H100 fit (data/devices.csv) */
 #define STEP_LINK_EFF 0.75      /* NCCL's all-reduce bus bandwidth over NVLink: ~225 of 300 GB/s on A100 */
 #define STEP_LINK_LATENCY_US 5.0
 #define STEP_NET_LATENCY_US 10.0 /* a network hop when the hardware states none (InfiniBand, EFA: wire + NCCL's step) */
