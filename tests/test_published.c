@@ -571,13 +571,21 @@ static const char *const recipe_header =
 static const char *const recipe_row =
     "%s,t,megatron-core,h100-sxm5-80gb,8,8,t,gpt,4,1024,16,51200,2048,8,1,8,1,1,true,none,none,%s,step_time_s,1,%s\n";
 
-static int recipe_load(pub_table *t, const dev_table *dt, const char *const rows[][3], int n)
+/* A published file of `header` and one row a triple (id and two cells) through the printf format `row`,
+ * loaded as `name`. */
+static int rows3_load(pub_table *t, const dev_table *dt, const char *name, const char *header, const char *row,
+                      const char *const rows[][3], int n)
 {
     char text[4096];
-    size_t len = (size_t)snprintf(text, sizeof text, "%s", recipe_header);
+    size_t len = (size_t)snprintf(text, sizeof text, "%s", header);
     for (int i = 0; i < n && len < sizeof text; i++)
-        len += (size_t)snprintf(text + len, sizeof text - len, recipe_row, rows[i][0], rows[i][1], rows[i][2]);
-    return published_load_text(t, "recipe.csv", text, strlen(text), dt);
+        len += (size_t)snprintf(text + len, sizeof text - len, row, rows[i][0], rows[i][1], rows[i][2]);
+    return published_load_text(t, name, text, strlen(text), dt);
+}
+
+static int recipe_load(pub_table *t, const dev_table *dt, const char *const rows[][3], int n)
+{
+    return rows3_load(t, dt, "recipe.csv", recipe_header, recipe_row, rows, n);
 }
 
 /* delayed, current, mxfp8 read; empty: not published (delayed); another word, or a recipe on a row that
@@ -641,11 +649,7 @@ static const char *const rcl_row =
 
 static int rcl_load(pub_table *t, const dev_table *dt, const char *const rows[][3], int n)
 {
-    char text[4096];
-    size_t len = (size_t)snprintf(text, sizeof text, "%s", rcl_header);
-    for (int i = 0; i < n && len < sizeof text; i++)
-        len += (size_t)snprintf(text + len, sizeof text - len, rcl_row, rows[i][0], rows[i][1], rows[i][2]);
-    return published_load_text(t, "rcl.csv", text, strlen(text), dt);
+    return rows3_load(t, dt, "rcl.csv", rcl_header, rcl_row, rows, n);
 }
 
 /* Read (empty: 0, every layer); the model's share: 4 of the stage's 4 layers is full recompute, 2 of
