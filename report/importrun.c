@@ -202,8 +202,10 @@ static int import_comments(const log_run *r, const log_steady *st, const logrow 
                  missing);
     snprintf(lines[n++], 1200,
              "steps: %d step lines; %d dropped for a global batch other than the last (ramp-up); %d without %s "
-             "(before the framework's throughput window filled); %d dropped as warm-up (%s); %d kept, %ld steps",
-             st->nlines, st->ramp, st->unprinted, pub_metric_names[st->metric], st->warm, st->why, st->n, st->iters);
+             "(before the framework's throughput window filled); %d dropped as warm-up (%s); %d kept, %ld steps; "
+             "%d dropped as repeats of a step number (several ranks' copies: each step counted once)",
+             st->nlines, st->ramp, st->unprinted, pub_metric_names[st->metric], st->warm, st->why, st->n, st->iters,
+             st->dup);
     snprintf(lines[n++], 1200, "steady state: %s median %.6g, min %.6g, max %.6g, spread (IQR) %.2f%% of the median",
              pub_metric_names[st->metric], st->median, st->min, st->max, st->iqr_pct);
     snprintf(lines[n++], 1200, "metric %s: of step_time_s (with the global batch), seq_per_s, tokens_per_s, "

@@ -58,20 +58,30 @@ static void steady_printed(const log_run *r, log_steady *st)
 }
 
 /* The warm-up at the start of the figures v[0..n): how many leading values to drop.
- * Start-up: with 3 or more steps the first is always dropped (allocation, first-touch, caches).
- * Then the reference is the last half of the rest (a run settles; its end is its steady state):
- * its median m and its median absolute deviation. Leading values outside m +- band are warm-up,
- * band = max(5%, 3 x 1.4826 MAD / m): 1.4826 MAD estimates the standard deviation of normal
- * noise without being moved by outliers, so the band is 3 sigma of the run's own noise, never
- * tighter than 5% (a quiet run would otherwise call its ordinary jitter warm-up). The drop stops at
- * the first value inside the band and never reaches into the reference half. */
-static int warmup_detect(const double *v, int n, char *why, size_t wn)
+ * Start-up: with 3 or more steps the first is dropped (allocation, first-touch, caches) when the
+ * log starts with the run (`startup`: the log's first step line numbered within its own log
+ * interval, or unnumbered); a log whose first line is past its log interval is a mid-run excerpt,
+ * and its first line a steady one.
+ * Then, with 6 or more lines left, the reference is the last half of the rest (a run settles; its
+ * end is its steady state): its median m and its median absolute deviation. Leading values outside
+ * m +- band are warm-up, band = max(5%, 3 x 1.4826 MAD / m): 1.4826 MAD estimates the standard
+ * deviation of normal noise without being moved by outliers, so the band is 3 sigma of the run's
+ * own noise, never tighter than 5% (a quiet run would otherwise call its ordinary jitter warm-up).
+ * The drop stops at the first value inside the band and never reaches into the reference half.
+ * With 2 to 5 lines left there is no band (a median of one or two lines is no reference): all are
+ * kept. */
+static int warmup_detect(const double *v, int n, int startup, char *why, size_t wn)
 {
-    if (n < 3) return snprintf(why, wn, "none: fewer than 3 steps"), 0;
-    int first = 1, half = (n - first) / 2, ref0 = n - ((n - first) - half);
+    if (n < 3) return snprintf(why, wn, "none: fewer than 3 steps, the median of all %d kept", n), 0;
+    int first = startup ? 1 : 0;
+    const char *head = startup ? "the first step (start-up)" : "none as start-up (the first line is past its log interval)";
+    if (n - first < 6)
+        return snprintf(why, wn, "%s; %d lines left: too few for a band, the median of all of them", head, n - first),
+               first;
+    int half = (n - first) / 2, ref0 = n - ((n - first) - half);
     int nr = n - ref0;
     double *x = malloc(2 * (size_t)nr * sizeof *x);
-    if (!x) return snprintf(why, wn, "the first step (start-up)"), 1;
+    if (!x) return snprintf(why, wn, "%s", head), first;
     memcpy(x, v + ref0, (size_t)nr * sizeof *x);
     stats_summary s;
     stats_summarize(x, nr, &s);
@@ -83,10 +93,18 @@ static int warmup_detect(const double *v, int n, char *why, size_t wn)
     int w = first;
     while (w < ref0 && fabs(v[w] - s.median) > band * s.median) w++;
     snprintf(why, wn,
-             "the first step (start-up)%s: %d more outside +-%.1f%% of the median %.6g of the last %d (max(5%%, 3 x "
+             "%s%s: %d more outside +-%.1f%% of the median %.6g of the last %d (max(5%%, 3 x "
              "1.4826 MAD/median))",
-             w > first ? " and" : ", none other", w - first, 100 * band, s.median, nr);
+             head, w > first ? " and" : ", none other", w - first, 100 * band, s.median, nr);
     return w;
+}
+
+/* 1 when step s covers the run's first iterations (a log that starts with the run): its number
+ * unknown, or within its own log interval (Megatron's iteration 10 of interval 10 averages
+ * iterations 1-10; iteration 71 of interval 1 is mid-run). */
+static int step_is_startup(const log_step *s)
+{
+    return s->iter <= 0 || s->iter <= (s->iters > 0 ? s->iters : 1);
 }
 
 /* The kept steps' figures summarised into st. */
@@ -112,14 +130,48 @@ static int steady_stats(const log_run *r, const char *path, log_steady *st)
     return 0;
 }
 
-/* The steps whose global batch is the last step's (those before it: ramp-up) into st->keep. */
-static void steady_ramp(const log_run *r, log_steady *st)
+/* A step line's number and index, ordered by number, then by index (qsort). */
+typedef struct {
+    long iter;
+    int k;
+} step_key;
+
+static int key_cmp(const void *a, const void *b)
 {
+    const step_key *x = a, *y = b;
+    return x->iter != y->iter ? (x->iter > y->iter) - (x->iter < y->iter) : (x->k > y->k) - (x->k < y->k);
+}
+
+/* dup[k] = 1 for a step line whose step number an earlier line already gave (the same step printed
+ * by several ranks): counted once. Returns how many. */
+static int steady_dups(const log_run *r, char *dup)
+{
+    step_key *ix = malloc((size_t)r->nsteps * sizeof *ix);
+    int n = 0;
+    memset(dup, 0, (size_t)r->nsteps);
+    if (!ix) return 0;
+    for (int k = 0; k < r->nsteps; k++) ix[k] = (step_key){r->steps[k].iter, k};
+    qsort(ix, (size_t)r->nsteps, sizeof *ix, key_cmp);
+    for (int k = 1; k < r->nsteps; k++)
+        if (ix[k].iter > 0 && ix[k].iter == ix[k - 1].iter) dup[ix[k].k] = 1, n++;
+    free(ix);
+    return n;
+}
+
+/* The steps whose global batch is the last step's (those before it: ramp-up) into st->keep, each
+ * step number once (st->dup: the repeats dropped). */
+static int steady_ramp(const log_run *r, log_steady *st)
+{
+    char *dup = malloc((size_t)r->nsteps);
+    if (!dup) return err_msg("out of memory");
+    st->dup = steady_dups(r, dup);
     long last = r->steps[r->nsteps - 1].global_batch;
     st->n = 0;
     for (int k = 0; k < r->nsteps; k++)
-        if (r->steps[k].global_batch == last) st->keep[st->n++] = k;
-    st->ramp = r->nsteps - st->n;
+        if (!dup[k] && r->steps[k].global_batch == last) st->keep[st->n++] = k;
+    st->ramp = r->nsteps - st->dup - st->n;
+    free(dup);
+    return 0;
 }
 
 int log_steady_compute(const log_run *r, long skip, const char *path, log_steady *st)
@@ -128,8 +180,8 @@ int log_steady_compute(const log_run *r, long skip, const char *path, log_steady
     st->nlines = r->nsteps;
     if (r->nsteps == 0) return err_usage("%s:1: no step lines", path);
     if (!(st->keep = malloc((size_t)r->nsteps * sizeof *st->keep))) return err_msg("out of memory");
-    steady_ramp(r, st);
-    int rc = log_metric_pick(r, st, path, &st->metric);
+    int rc = steady_ramp(r, st);
+    if (rc == 0) rc = log_metric_pick(r, st, path, &st->metric);
     if (rc != 0) return rc;
     steady_printed(r, st);
     st->auto_warm = skip < 0 && r->stated_warmup < 0;
@@ -143,13 +195,13 @@ int log_steady_compute(const log_run *r, long skip, const char *path, log_steady
         double *v = malloc((size_t)st->n * sizeof *v);
         if (!v) return err_msg("out of memory");
         for (int k = 0; k < st->n; k++) v[k] = log_step_figure(&r->steps[st->keep[k]], st->metric);
-        st->warm = warmup_detect(v, st->n, st->why, sizeof st->why);
+        st->warm = warmup_detect(v, st->n, step_is_startup(&r->steps[0]), st->why, sizeof st->why);
         free(v);
     }
     if (st->warm >= st->n)
-        return err_usage("%s:%d: no step line left after the warm-up: %d step lines, %d of another global batch, %d "
-                         "without %s, %d dropped by %s",
-                         path, r->steps[r->nsteps - 1].line, st->nlines, st->ramp, st->unprinted,
+        return err_usage("%s:%d: no step line left after the warm-up: %d step lines, %d repeated step numbers, %d of "
+                         "another global batch, %d without %s, %d dropped by %s",
+                         path, r->steps[r->nsteps - 1].line, st->nlines, st->dup, st->ramp, st->unprinted,
                          pub_metric_names[st->metric], st->warm, st->why);
     memmove(st->keep, st->keep + st->warm, (size_t)(st->n - st->warm) * sizeof *st->keep);
     st->n -= st->warm;

@@ -13,6 +13,7 @@ typedef struct {
     int *keep;         /* indices into log_run.steps of the steps kept, in order */
     int n;             /* how many */
     int nlines;        /* step lines in the log */
+    int dup;           /* dropped: a step number an earlier line gave (the same step printed by several ranks) */
     int ramp;          /* dropped: a global batch other than the last step's (batch ramp-up) */
     int unprinted;     /* dropped: lines that do not print the metric (before a throughput window filled) */
     int warm;          /* dropped: warm-up (the first `warm` of the others) */
