@@ -164,14 +164,15 @@ static int yaml_in_log(const text_lines *t, kv_conf *c, int *first, int *last)
     return rc ? CB_EUSAGE : 0;
 }
 
-/* One metric of an update: train_step_timing in s, reduced_train_loss, global_step, global_batch_size. */
+/* One metric of an update: train_step_timing in s, reduced_train_loss, global_step, global_batch_size,
+ * consumed_samples. */
 static int nm_metric(const char *path, int line, const char *key, const char *v, log_step *s, double *gstep)
 {
     static const char *const keys[] = {"train_step_timing in s", "reduced_train_loss", "global_step",
-                                       "global_batch_size"};
+                                       "global_batch_size", "consumed_samples"};
     int f = 0;
-    while (f < 4 && strcmp(key, keys[f]) != 0) f++;
-    if (f == 4 || (f == 1 && strcmp(v, "nan") == 0)) return 0; /* a NaN loss: unset */
+    while (f < 5 && strcmp(key, keys[f]) != 0) f++;
+    if (f == 5 || (f == 1 && strcmp(v, "nan") == 0)) return 0; /* a NaN loss: unset */
     char what[4200];
     snprintf(what, sizeof what, "%s:%d: '%s'", path, line, key);
     double d = 0;
@@ -180,6 +181,7 @@ static int nm_metric(const char *path, int line, const char *key, const char *v,
     if (f == 1) s->loss = d;
     if (f == 2) *gstep = floor(d);
     if (f == 3) s->global_batch = (long)d;
+    if (f == 4) s->consumed_samples = d;
     return 0;
 }
 
@@ -241,6 +243,7 @@ static int nm_update(const char *path, int line, char *u, log_run *r)
     double gstep = NAN;
     long count = 0;
     int tqdm = strstr(u, "train_step_timing in s=") != NULL;
+    if (!tqdm && !strstr(u, "train_step_timing in s:")) return 0; /* names the metric, prints none: a command */
     int rc = tqdm ? nm_tqdm(path, line, u, &s, &gstep, &count) : nm_printer(path, line, u, &s, &gstep, &count);
     if (rc) return rc;
     if (isnan(s.step_s))
@@ -304,6 +307,35 @@ static int nm_config(const text_lines *t, const char *config_path, log_run *r)
     return rc;
 }
 
+/* NeMo 1.x's bar states no global batch, but consumed_samples / (global_step + 1) on each line
+ * (nlp_overrides.py: the samples consumed up to and including the step). When every line that prints
+ * both gives the same whole number, it is each step's global batch; otherwise (a ramp-up, a restart
+ * or a rounded print: dgxc's GPT-3 175B bar gives 76800 / 51 = 1505.9) it is not used, and a note
+ * says why. Not where the configuration states the batch. */
+static void nm_batch_from_consumed(log_run *r)
+{
+    long b = 0;
+    int n = 0, bad = 0;
+    if (r->global_batch > 0) return; /* the configuration states it */
+    for (int k = 0; k < r->nsteps; k++) {
+        const log_step *s = &r->steps[k];
+        if (s->global_batch > 0) return; /* the lines state it (NeMo 2.0) */
+        if (!isfinite(s->consumed_samples) || s->iter <= 0) continue;
+        double x = s->consumed_samples / (double)s->iter;
+        if (!bad && (x < 1 || x > 1e15 || fabs(x - round(x)) > 1e-9 * x || (n && (long)round(x) != b))) {
+            bad = s->line;
+            log_run_note(r, "consumed_samples / (global_step + 1) = %.9g / %ld = %.6g at line %d%s: not used as the "
+                            "global batch",
+                         s->consumed_samples, s->iter, x, s->line,
+                         n && fabs(x - round(x)) <= 1e-9 * x ? " disagrees with the lines before" : " is not a whole number");
+        }
+        if (!n++) b = (long)round(x);
+    }
+    if (bad || !n) return;
+    for (int k = 0; k < r->nsteps; k++) r->steps[k].global_batch = b;
+    log_run_note(r, "global batch %ld: consumed_samples / (global_step + 1) on %d line%s", b, n, n > 1 ? "s" : "");
+}
+
 int log_parse_nemo(const text_lines *t, const char *config_path, log_run *r)
 {
     int rc = nm_config(t, config_path, r);
@@ -314,5 +346,6 @@ int log_parse_nemo(const text_lines *t, const char *config_path, log_run *r)
         return log_not_format(t, r->format,
                               "'Epoch 0: :  10%|#  | 10/100 [00:21<03:09, reduced_train_loss=10.40, "
                               "global_step=9.000, train_step_timing in s=1.210]'");
+    nm_batch_from_consumed(r);
     return 0;
 }

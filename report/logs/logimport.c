@@ -28,7 +28,7 @@ log_step log_step_unset(int line)
 {
     return (log_step){.iters = 1, .step_s = NAN, .tflops_per_device = NAN, .tokens_per_s = NAN,
                       .tokens_per_s_per_device = NAN, .samples_per_s = NAN, .mfu_pct = NAN, .loss = NAN,
-                      .mem_gib = NAN, .line = line};
+                      .mem_gib = NAN, .consumed_samples = NAN, .line = line};
 }
 
 int log_run_add_step(log_run *r, const log_step *s)

@@ -31,6 +31,7 @@ typedef struct {
     double loss;
     double mem_gib;            /* peak device memory the line reports */
     long global_batch;         /* sequences in this step (0: not printed) */
+    double consumed_samples;   /* sequences consumed up to and including this step (NeMo 1.x; NaN: not printed) */
     int line;                  /* 1-based line in the log */
 } log_step;
 
