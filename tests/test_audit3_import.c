@@ -118,7 +118,8 @@ static void test_truncated_args(void)
     CHECK(rc == 0, "a flag the truncated block does not contradict: rc %d, %s", rc, err);
 }
 
-/* #10: interleaved ranks and restarted logs are refused, and so is a world size stated twice differently. */
+/* #10: restarted logs are refused (interleaved ranks' repeats count once: issue 31), and so is a world size
+ * stated twice differently. */
 static void test_repeated_iterations(void)
 {
     const char *twice = test_path("a3i_twice.log"), *inter = test_path("a3i_inter.log"), *ws = test_path("a3i_ws.log");
@@ -127,7 +128,9 @@ static void test_repeated_iterations(void)
     CHECK(rc == 2 && strstr(err, EXCERPT) == NULL && strstr(err, ":6: step 30 after step 70 at line 5"), "restarted: rc %d, %s", rc, err);
     log_copy(EXCERPT, NULL, NULL, 1, 2, inter);
     rc = cli_run((const char *const[]){"import", inter, EXCERPT_FLAGS, NULL}, out, sizeof out, err, sizeof err);
-    CHECK(rc == 2 && strstr(err, ":2: step 30 again, after step 30 at line 1"), "interleaved: rc %d, %s", rc, err);
+    /* moved on purpose (issue 31): a step printed by several ranks counts once, the repeats counted */
+    CHECK(rc == 0 && strstr(out, "5 kept, 50 steps; 5 dropped as repeats of a step number"), "interleaved: rc %d, %s%s",
+          rc, out, err);
     log_copy(CORE, "using world size: 32", "using world size: 16", 1, 1, ws);
     rc = cli_run((const char *const[]){"import", ws, NULL}, out, sizeof out, err, sizeof err);
     CHECK(rc == 2 && strstr(err, ":1:") && strstr(err, "32"), "world size: rc %d, %s", rc, err);

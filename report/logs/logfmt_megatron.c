@@ -322,11 +322,13 @@ static int mg_step(const text_lines *t, int i, log_run *r, mg_tally *k)
 
 /* Iterations each line's figures average over. training_log logs when iteration % log_interval == 0,
  * averaging over the interval, and once after the first iteration of a run (one iteration). Without
- * the arguments' log_interval, the difference between the last two lines stands in for it. */
+ * the arguments' log_interval, the difference between the last two step numbers stands in for it. */
 static void mg_intervals(log_run *r, long log_interval)
 {
     long every = log_interval;
-    if (!every && r->nsteps > 1) every = r->steps[r->nsteps - 1].iter - r->steps[r->nsteps - 2].iter;
+    int k = r->nsteps - 2; /* the last line before the last step (a step repeated by several ranks: once) */
+    while (k >= 0 && r->steps[k].iter == r->steps[r->nsteps - 1].iter) k--;
+    if (!every && k >= 0) every = r->steps[r->nsteps - 1].iter - r->steps[k].iter;
     if (every < 1) every = 1;
     for (int i = 0; i < r->nsteps; i++) r->steps[i].iters = r->steps[i].iter % every == 0 ? every : 1;
 }

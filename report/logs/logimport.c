@@ -78,10 +78,11 @@ int log_steps_check(const log_run *r, const char *path)
                              r->steps[k].line);
     for (int k = 1; k < r->nsteps; k++) {
         const log_step *a = &r->steps[k - 1], *b = &r->steps[k];
-        if (a->iter <= 0 || b->iter <= 0 || b->iter > a->iter) continue;
-        err_usage("%s:%d: step %ld %s step %ld at line %d: the log holds several ranks' lines or several runs "
-                  "(a restart, or the file twice); their steps would be summarised together",
-                  path, b->line, b->iter, b->iter == a->iter ? "again, after" : "after", a->iter, a->line);
+        /* the same step again (printed by several ranks) counts once: steady.c drops the repeats and counts them */
+        if (a->iter <= 0 || b->iter <= 0 || b->iter >= a->iter) continue;
+        err_usage("%s:%d: step %ld after step %ld at line %d: the log holds several runs (a restart, or the file "
+                  "twice); their steps would be summarised together",
+                  path, b->line, b->iter, a->iter, a->line);
         err_hint("import one rank's lines of one run (cut the log at the restart)");
         return CB_EUSAGE;
     }

@@ -86,9 +86,10 @@ void log_run_stated(log_run *r, log_field f, int line, int in_config);
 /* The same for the line of the first of `names` (kvconf_find) that c gives a value (not "", null,
  * None, auto or -1, which state nothing). */
 void log_run_stated_kv(log_run *r, log_field f, const kv_conf *c, const char *const *names, int in_config);
-/* No step time is 0, and the steps' iteration numbers strictly increase (those that print one): 0,
- * or CB_EUSAGE after one error naming path:line of the first 0 s step, or of the first step that
- * repeats or goes back (several ranks' lines interleaved, a restarted run, the file twice). */
+/* No step time is 0, and the steps' iteration numbers never go back (those that print one; a step
+ * repeated at once, printed by several ranks, is allowed: the steady state counts it once): 0, or
+ * CB_EUSAGE after one error naming path:line of the first 0 s step, or of the first step that goes
+ * back (a restarted run, the file twice). */
 int log_steps_check(const log_run *r, const char *path);
 /* Appends "; "-separated text to r->notes (cut at the buffer's end). */
 void log_run_note(log_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

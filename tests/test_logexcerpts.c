@@ -1,0 +1,116 @@
+/* test_logexcerpts.c: real training-log excerpts (tests/logs/README.md: source, commit, licence and
+ * the truth worked by hand) imported into their rows: the global batch the lines state, seq/s from
+ * it, and the steady-state rule's counts on mid-run excerpts of 1 to 5 lines. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "check.h"
+#include "csvrun.h"
+
+/* One excerpt: its file, the row's global_batch and seq_per_s ("" / 0: empty), the steps line's
+ * counts (kept, dropped as warm-up, dropped as repeats) and a phrase its notes or # lines hold. */
+typedef struct {
+    const char *file, *gb;
+    double seq_per_s;
+    int kept, warm, dup;
+    const char *says;
+} excerpt;
+
+static const excerpt cases[] = {
+    /* 3 lines from iteration 25, interval 1: no start-up, no band; median(87.0, 86.5, 88.4) ms = 87.0 ms */
+    {"megatron-lm_2024-07_awsome-gpt3-srun-prefix-3lines.log", "2", 2 / 0.0870, 3, 0, 0,
+     "the first line is past its log interval"},
+    /* iterations 1-3 of a fresh run: iteration 1 start-up; median(129028.8, 128891.5) ms = 128.96015 s */
+    {"megatron-lm_2021-05_bigscience-gpt2-perf-n16.log", "1024", 1024 / 128.96015, 2, 1, 0,
+     "2 lines left: too few for a band"},
+    /* issue 756's iterations 71-73 of 100: all kept; median(5361.6, 5470.7, 5829.9) ms = 5.4707 s */
+    {"megatron-lm_2024-04_issue756-mixtral-iter71-73-midrun.log", "128", 128 / 5.4707, 3, 0, 0,
+     "3 lines left: too few for a band"},
+    /* iterations 1-3: iteration 1 start-up; median(243438.3, 243344.4) ms = 243.39135 s */
+    {"megatron-lm_2024-07_awsome-gpt3-abbreviated-args-elided.log", "288", 288 / 243.39135, 2, 1, 0,
+     "2 lines left: too few for a band"},
+    /* NeMo 1.x: consumed_samples 12800 / (global_step 99 + 1) = 128; 11.20 s */
+    {"nemo1_24.x_dgxc-llama3.1-70b-lastline.log", "128", 128 / 11.20, 1, 0, 0,
+     "global batch 128: consumed_samples / (global_step + 1) on 1 line"},
+    /* NeMo 1.x: 76800 / (50 + 1) = 1505.88 is no batch: left empty, and the note says why */
+    {"nemo1_24.x_dgxc-gpt3-175b-valloss.log", "", 0, 1, 0, 0,
+     "76800 / 51 = 1505.88 at line 2 is not a whole number: not used as the global batch"},
+    /* NeMo 2.0: global_step 45, 46, 48 (past the interval): median(47.12, 47.15, 46.81) = 47.12 s */
+    {"nemo2_2025-05_awsome-skypilot-ray-prefix-b.log", "512", 512 / 47.12, 3, 0, 0,
+     "3 lines left: too few for a band"},
+    /* NeMo 2.0: global_step 19, 29: median(46.86, 46.84) = 46.85 s */
+    {"nemo2_2025-05_awsome-nemorun-ray-prefix-a.log", "512", 512 / 46.85, 2, 0, 0, "the median of all 2 kept"},
+    /* NeMo 2.0: one line, global_batch_size 128, 12.39 s */
+    {"nemo2_25.x_dgxc-llama3.1-lastline.log", "128", 128 / 12.39, 1, 0, 0, "the median of all 1 kept"},
+};
+
+/* One excerpt imported into a new file and its row checked against the hand truth. */
+static void excerpt_check(const excerpt *e, const char *dir)
+{
+    char log[512], csv[600], steps[200];
+    static char out[65536], err[8192], text[65536];
+    snprintf(log, sizeof log, "tests/logs/%s", e->file);
+    snprintf(csv, sizeof csv, "%s/%s.csv", dir, e->file);
+    int rc = cli_run((const char *const[]){"import", log, "--out", csv, NULL}, out, sizeof out, err, sizeof err);
+    CHECK(rc == 0, "%s: exit %d: %s", e->file, rc, err);
+    if (rc != 0) return;
+    FILE *f = fopen(csv, "r");
+    size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+    text[n] = '\0';
+    if (f) fclose(f);
+    snprintf(steps, sizeof steps, "dropped as warm-up (%s", e->warm ? "the first step" : "none");
+    CHECK(strstr(text, steps) != NULL, "%s: warm-up %d: %s", e->file, e->warm, text);
+    snprintf(steps, sizeof steps, "%d dropped as warm-up", e->warm);
+    CHECK(strstr(text, steps) != NULL, "%s: '%s' in %s", e->file, steps, text);
+    snprintf(steps, sizeof steps, "; %d kept, ", e->kept);
+    CHECK(strstr(text, steps) != NULL, "%s: '%s' in %s", e->file, steps, text);
+    snprintf(steps, sizeof steps, "; %d dropped as repeats of a step number", e->dup);
+    CHECK(strstr(text, steps) != NULL, "%s: '%s' in %s", e->file, steps, text);
+    CHECK(strstr(text, e->says) != NULL, "%s: '%s' in %s", e->file, e->says, text);
+    table t;
+    if (table_load(&t, csv) != 0) {
+        CHECK(0, "%s: %s loads", e->file, csv);
+        return;
+    }
+    CHECK(strcmp(test_cell(&t, 0, "global_batch"), e->gb) == 0, "%s: global_batch '%s', want '%s'", e->file,
+          test_cell(&t, 0, "global_batch"), e->gb);
+    const char *sps = test_cell(&t, 0, "seq_per_s");
+    if (e->seq_per_s > 0)
+        CHECK(fabs(test_num(&t, 0, "seq_per_s") - e->seq_per_s) <= 1e-6 * e->seq_per_s, "%s: seq_per_s %s, want %.9g",
+              e->file, sps, e->seq_per_s);
+    else
+        CHECK(!*sps, "%s: seq_per_s '%s', want empty", e->file, sps);
+    table_free(&t);
+}
+
+static void test_excerpts(void)
+{
+    char *dir = test_tmpdir();
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) excerpt_check(&cases[k], dir);
+}
+
+/* The same step printed by several ranks counts once: issue 756's excerpt with each line twice. */
+static void test_rank_repeats(void)
+{
+    char *dir = test_tmpdir(), path[600];
+    static char out[65536], err[8192];
+    snprintf(path, sizeof path, "%s/twice.log", dir);
+    FILE *in = fopen("tests/logs/megatron-lm_2024-04_issue756-mixtral-iter71-73-midrun.log", "r"), *f = fopen(path, "w");
+    char line[4096];
+    while (in && f && fgets(line, sizeof line, in))
+        if (strstr(line, "elapsed time per iteration")) fputs(line, f), fputs(line, f);
+    if (in) fclose(in);
+    if (f) fclose(f);
+    int rc = cli_run((const char *const[]){"import", path, NULL}, out, sizeof out, err, sizeof err);
+    CHECK(rc == 0 && strstr(out, "# steps: 6 step lines;") && strstr(out, "; 3 kept, 3 steps; 3 dropped as repeats") &&
+              strstr(out, ",23.3973715,"),
+          "exit %d: %s%s", rc, out, err);
+}
+
+const test_case tests_logexcerpts[] = {
+    {"log excerpts: real Megatron-LM and NeMo excerpts into their rows (global batch, seq/s, dropped lines)",
+     test_excerpts},
+    {"log excerpts: a step printed by several ranks counts once", test_rank_repeats},
+    {NULL, NULL},
+};
