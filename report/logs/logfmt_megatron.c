@@ -379,16 +379,34 @@ static int mg_config(const text_lines *t, log_run *r, long *log_interval)
     return rc == 0 ? mg_preamble(t, r) : rc;
 }
 
+/* 1 when line s opens like an iteration line ("iteration  74/  100 | consumed samples: ...") but
+ * lacks its time: a line cut short (a pasted excerpt's last line), not a step. */
+static int mg_cut_line(const char *s)
+{
+    const char *p = strstr(s, "iteration");
+    if (!p || log_is_megatron_line(s)) return 0;
+    p += strlen("iteration");
+    p += strspn(p, " ");
+    size_t n = strspn(p, "0123456789");
+    return n && p[n] == '/' && strstr(p, "| consumed samples:") != NULL;
+}
+
 int log_parse_megatron(const text_lines *t, const char *config_path, log_run *r)
 {
     if (config_path)
         return err_usage("flag '--config': Megatron-LM logs carry their arguments; no config file is read");
     long log_interval = 0;
-    int rc = mg_config(t, r, &log_interval);
+    int rc = mg_config(t, r, &log_interval), cut = 0, cut_line = 0;
     mg_tally k = {0};
-    for (int i = 0; rc == 0 && i < t->n; i++)
+    for (int i = 0; rc == 0 && i < t->n; i++) {
         if (log_is_megatron_line(t->line[i])) rc = mg_step(t, i, r, &k);
+        else if (mg_cut_line(t->line[i]) && !cut++) cut_line = i + 1;
+    }
     if (rc) return rc;
+    if (cut)
+        log_run_note(r, "%d iteration line%s without 'elapsed time per iteration (ms)' (cut short) dropped, the first "
+                        "at line %d",
+                     cut, cut > 1 ? "s" : "", cut_line);
     if (!r->nsteps)
         return log_not_format(t, r->format, "' iteration 10/ 100 | ... | elapsed time per iteration (ms): 812.3 |'");
     mg_intervals(r, log_interval);
