@@ -94,22 +94,35 @@ static void test_excerpts(void)
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) excerpt_check(&cases[k], dir);
 }
 
-/* The same step printed by several ranks counts once: issue 756's excerpt with each line twice. */
-static void test_rank_repeats(void)
+/* A copy of tests/logs/NAME with each line holding `step` written twice (as several ranks print it),
+ * imported; its output into out. */
+static int import_twice(const char *name, const char *step, char *out, size_t on, char *err, size_t en)
 {
-    char *dir = test_tmpdir(), path[600];
-    static char out[65536], err[8192];
-    snprintf(path, sizeof path, "%s/twice.log", dir);
-    FILE *in = fopen("tests/logs/megatron-lm_2024-04_issue756-mixtral-iter71-73-midrun.log", "r"), *f = fopen(path, "w");
-    char line[4096];
+    char *dir = test_tmpdir(), src[512], path[600], line[4096];
+    snprintf(src, sizeof src, "tests/logs/%s", name);
+    snprintf(path, sizeof path, "%s/twice-%s", dir, name);
+    FILE *in = fopen(src, "r"), *f = fopen(path, "w");
     while (in && f && fgets(line, sizeof line, in))
-        if (strstr(line, "elapsed time per iteration")) fputs(line, f), fputs(line, f);
+        if (strstr(line, step)) fputs(line, f), fputs(line, f);
     if (in) fclose(in);
     if (f) fclose(f);
-    int rc = cli_run((const char *const[]){"import", path, NULL}, out, sizeof out, err, sizeof err);
+    return cli_run((const char *const[]){"import", path, NULL}, out, on, err, en);
+}
+
+/* The same step printed by several ranks counts once: issue 756's excerpt and a NeMo 1.x bar with each
+ * step line twice. */
+static void test_rank_repeats(void)
+{
+    static char out[65536], err[8192];
+    int rc = import_twice("megatron-lm_2024-04_issue756-mixtral-iter71-73-midrun.log", "elapsed time per iteration",
+                          out, sizeof out, err, sizeof err);
     CHECK(rc == 0 && strstr(out, "# steps: 6 step lines;") && strstr(out, "; 3 kept, 3 steps; 3 dropped as repeats") &&
               strstr(out, ",23.3973715,"),
-          "exit %d: %s%s", rc, out, err);
+          "megatron: exit %d: %s%s", rc, out, err);
+    rc = import_twice("nemo1_24.x_dgxc-llama3.1-70b-lastline.log", "Epoch 0:", out, sizeof out, err, sizeof err);
+    CHECK(rc == 0 && strstr(out, "# steps: 2 step lines;") && strstr(out, "; 1 kept, 1 steps; 1 dropped as repeats") &&
+              strstr(out, ",11.4285714,"),
+          "nemo: exit %d: %s%s", rc, out, err);
 }
 
 const test_case tests_logexcerpts[] = {

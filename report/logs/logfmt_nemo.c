@@ -235,8 +235,9 @@ static int nm_printer(const char *path, int line, char *u, log_step *s, double *
     return 0;
 }
 
-/* One progress update u of line `line`: a step, unless it repeats the last step's number (the bar
- * redrawn at the same step). */
+/* One progress update u of line `line`: a step, unless it repeats the last step's number on the same
+ * line (the bar redrawn at the same step); a step printed again on another line (several ranks'
+ * bars) is a step line the steady state counts once (steady.c). */
 static int nm_update(const char *path, int line, char *u, log_run *r)
 {
     log_step s = log_step_unset(line);
@@ -250,8 +251,10 @@ static int nm_update(const char *path, int line, char *u, log_run *r)
         return err_usage("%s:%d: 'train_step_timing in s': expected a number, got nothing", path, line);
     s.iter = !isnan(gstep) ? (long)gstep + 1 : count; /* global_step is logged before the step counts */
     const log_step *prev = r->nsteps ? &r->steps[r->nsteps - 1] : NULL;
-    if (prev && s.iter && prev->iter == s.iter) return 0;
-    if (!tqdm && prev && s.iter > prev->iter) s.iters = s.iter - prev->iter; /* averaged over log_interval */
+    if (prev && s.iter && prev->iter == s.iter && prev->line == line) return 0; /* the bar redrawn on its line */
+    int k = r->nsteps - 1; /* the step before (a step printed again by another rank: the repeats count once) */
+    while (k >= 0 && r->steps[k].iter == s.iter) k--;
+    if (!tqdm && k >= 0 && s.iter > r->steps[k].iter) s.iters = s.iter - r->steps[k].iter; /* over log_interval */
     return log_run_add_step(r, &s);
 }
 
