@@ -518,18 +518,26 @@ static int fw_model(const pub_table *t, int k, const hw_table *ht, const dev_tab
     return rc;
 }
 
+/* The shipped device and hardware tables (a failure is a failed check, not a skipped test). */
+static int tables_load(dev_table *dt, hw_table *ht)
+{
+    char hw_path[4096];
+    int rc = devices_load(dt, NULL);
+    CHECK(rc == 0, "data/devices.csv loads");
+    if (rc != 0) return -1;
+    rc = machine_data_file(hw_path, sizeof hw_path, "hardware.csv") == 0 ? hardware_load_dev(ht, hw_path, dt) : -1;
+    CHECK(rc == 0, "data/hardware.csv loads");
+    if (rc != 0) devices_free(dt);
+    return rc;
+}
+
 /* A row's stated overlap and attention beat its framework's defaults: tp_comm hides the TP
  * collectives under the layer's GEMMs; materialised attention charges the s x s scores. */
 static void test_fw_columns_applied(void)
 {
     dev_table dt;
     hw_table ht;
-    if (devices_load(&dt, NULL) != 0) return;
-    char hw_path[4096];
-    if (machine_data_file(hw_path, sizeof hw_path, "hardware.csv") != 0 || hardware_load_dev(&ht, hw_path, &dt) != 0) {
-        devices_free(&dt);
-        return;
-    }
+    if (tables_load(&dt, &ht) != 0) return;
     const char *const rows[][5] = {{"default", "", "", "", ""},
                                    {"tp", "", "tp_comm", "", ""},
                                    {"mat", "", "", "materialised", ""},
@@ -594,12 +602,7 @@ static void test_fp8_recipe_column(void)
 {
     dev_table dt;
     hw_table ht;
-    if (devices_load(&dt, NULL) != 0) return;
-    char hw_path[4096];
-    if (machine_data_file(hw_path, sizeof hw_path, "hardware.csv") != 0 || hardware_load_dev(&ht, hw_path, &dt) != 0) {
-        devices_free(&dt);
-        return;
-    }
+    if (tables_load(&dt, &ht) != 0) return;
     const char *const rows[][3] = {
         {"empty", "fp8", ""}, {"delayed", "fp8", "delayed"}, {"current", "fp8", "current"}, {"mx", "fp8", "mxfp8"}};
     pub_table t;
@@ -659,12 +662,7 @@ static void test_recompute_layers_column(void)
 {
     dev_table dt;
     hw_table ht;
-    if (devices_load(&dt, NULL) != 0) return;
-    char hw_path[4096];
-    if (machine_data_file(hw_path, sizeof hw_path, "hardware.csv") != 0 || hardware_load_dev(&ht, hw_path, &dt) != 0) {
-        devices_free(&dt);
-        return;
-    }
+    if (tables_load(&dt, &ht) != 0) return;
     const char *const rows[][3] = {{"all", "full", ""}, {"four", "full", "4"}, {"two", "full", "2"}, {"none", "none", ""}};
     pub_table t;
     CHECK(rcl_load(&t, &dt, rows, 4) == 0 && t.n == 4, "four rows");
@@ -707,12 +705,7 @@ static void test_fw_attention_kernel(void)
 {
     dev_table dt;
     hw_table ht;
-    if (devices_load(&dt, NULL) != 0) return;
-    char hw_path[4096];
-    if (machine_data_file(hw_path, sizeof hw_path, "hardware.csv") != 0 || hardware_load_dev(&ht, hw_path, &dt) != 0) {
-        devices_free(&dt);
-        return;
-    }
+    if (tables_load(&dt, &ht) != 0) return;
     static const struct {
         const char *fw, *version, *device, *attention, *kernel;
         double e_max; /* the curve the row runs at */
