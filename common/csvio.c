@@ -1,6 +1,5 @@
 #include "csvio.h"
 
-#include <csv.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -11,6 +10,12 @@
 
 #include "err.h"
 #include "parse.h"
+/* libcsv; the GPU build (bench/gpu/, CUDA toolkit alone) has its subset in csvmini.h instead */
+#ifdef CB_NO_LIBCSV
+#include "csvmini.h"
+#else
+#include <csv.h>
+#endif
 
 #define ROW_NOT_BEGUN 0 /* libcsv's pstate at a record boundary */
 
