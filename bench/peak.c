@@ -21,14 +21,6 @@
 #include "../kernels/matmul.h"
 #include "blascore.h"
 
-const rec_col peak_cols[PK_NCOLS] = {
-    {"probe", "", REC_STR, 0},          {"threads", "", REC_NUM, 0},       {"isa", "", REC_STR, 0},
-    {"sgemm_core", "", REC_STR, 0},     {"gflops_median", "GFLOP/s", REC_NUM, 1},
-    {"gflops_min", "GFLOP/s", REC_NUM, 1}, {"gflops_max", "GFLOP/s", REC_NUM, 1},
-    {"gbps_median", "GB/s", REC_NUM, 2}, {"gbps_min", "GB/s", REC_NUM, 2},   {"gbps_max", "GB/s", REC_NUM, 2},
-    {"cv_pct", "%", REC_NUM, 1},        {"pct_of_fma_peak", "%", REC_NUM, 1}, {"array_mib", "MiB", REC_NUM, 0},
-    {"mfu_peak", "", REC_STR, 0}, /* "fp32" / "bf16": the row MFU of that precision is measured against */
-};
 
 /* ---------------------------------------------------------------- compute probes
  * 16 independent accumulator chains hide the FMA latency (4-5 cycles) on two ports.

@@ -12,6 +12,7 @@
 
 #include "../common/machine.h"
 #include "../common/record.h"
+#include "../common/schema.h"
 #include "runner.h"
 
 typedef struct {
@@ -20,10 +21,7 @@ typedef struct {
     char **argv0;       /* this program's argv (for child probes) */
 } peak_opts;
 
-/* Columns of the peak table. */
-enum { PK_PROBE, PK_THREADS, PK_ISA, PK_BLAS, PK_GF_MED, PK_GF_MIN, PK_GF_MAX, PK_GB_MED, PK_GB_MIN, PK_GB_MAX,
-       PK_CV, PK_PCT, PK_MIB, PK_MFU_PEAK, PK_NCOLS };
-extern const rec_col peak_cols[PK_NCOLS];
+/* Columns of the peak table: peak_cols (common/schema.h). */
 
 int peak_run(const peak_opts *o, const runner_opts *ro, record *rec, machine_info *m);
 

@@ -9,15 +9,6 @@
 #include "../common/mem.h"
 #include "../kernels/rope.h"
 
-const rec_col rb_cols[RB_NCOLS] = {
-    {"model", "", REC_STR, 0},      {"variant", "", REC_STR, 0},         {"direction", "", REC_STR, 0},
-    {"cache", "", REC_STR, 0},      {"dtype", "", REC_STR, 0},
-    {"tokens", "", REC_NUM, 0},     {"heads", "", REC_NUM, 0},           {"head_dim", "", REC_NUM, 0},
-    {"rotary_dims", "", REC_NUM, 0}, {"ns_per_token_median", "ns", REC_NUM, 2},
-    {"ns_per_token_min", "ns", REC_NUM, 2}, {"ns_per_token_max", "ns", REC_NUM, 2}, {"cv_pct", "%", REC_NUM, 1},
-    {"bytes_per_token", "B", REC_NUM, 0}, {"gbps_median", "GB/s", REC_NUM, 2}, {"pct_of_copy_bw", "%", REC_NUM, 1},
-    {"speedup_vs_reference", "x", REC_NUM, 2},
-};
 
 const char *rope_bench_dtype_name(rb_dtype dt) { return dt == RB_BF16 ? "bf16" : "fp32"; }
 

@@ -6,11 +6,9 @@
 
 #include "../common/record.h"
 #include "../common/presets.h"
+#include "../common/schema.h"
 #include "runner.h"
 
-enum { RB_MODEL, RB_VARIANT, RB_DIR, RB_CACHE, RB_DTYPE, RB_TOKENS, RB_HEADS, RB_HS, RB_R, RB_NS_MED, RB_NS_MIN,
-       RB_NS_MAX, RB_CV, RB_BYTES, RB_GBPS, RB_PCT_BW, RB_SPEEDUP, RB_NCOLS };
-extern const rec_col rb_cols[RB_NCOLS];
 
 /* The element type of q and k (and their gradients): fp32, or bf16 with fp32 arithmetic. */
 typedef enum { RB_FP32, RB_BF16 } rb_dtype;

@@ -168,6 +168,25 @@ const rec_col mm_cols[MM_NCOLS] = {
     [MM_PACK_MS] = {"pack_ms", "ms", REC_NUM, 3},
 };
 
+const rec_col rb_cols[RB_NCOLS] = {
+    {"model", "", REC_STR, 0},      {"variant", "", REC_STR, 0},         {"direction", "", REC_STR, 0},
+    {"cache", "", REC_STR, 0},      {"dtype", "", REC_STR, 0},
+    {"tokens", "", REC_NUM, 0},     {"heads", "", REC_NUM, 0},           {"head_dim", "", REC_NUM, 0},
+    {"rotary_dims", "", REC_NUM, 0}, {"ns_per_token_median", "ns", REC_NUM, 2},
+    {"ns_per_token_min", "ns", REC_NUM, 2}, {"ns_per_token_max", "ns", REC_NUM, 2}, {"cv_pct", "%", REC_NUM, 1},
+    {"bytes_per_token", "B", REC_NUM, 0}, {"gbps_median", "GB/s", REC_NUM, 2}, {"pct_of_copy_bw", "%", REC_NUM, 1},
+    {"speedup_vs_reference", "x", REC_NUM, 2},
+};
+
+const rec_col peak_cols[PK_NCOLS] = {
+    {"probe", "", REC_STR, 0},          {"threads", "", REC_NUM, 0},       {"isa", "", REC_STR, 0},
+    {"sgemm_core", "", REC_STR, 0},     {"gflops_median", "GFLOP/s", REC_NUM, 1},
+    {"gflops_min", "GFLOP/s", REC_NUM, 1}, {"gflops_max", "GFLOP/s", REC_NUM, 1},
+    {"gbps_median", "GB/s", REC_NUM, 2}, {"gbps_min", "GB/s", REC_NUM, 2},   {"gbps_max", "GB/s", REC_NUM, 2},
+    {"cv_pct", "%", REC_NUM, 1},        {"pct_of_fma_peak", "%", REC_NUM, 1}, {"array_mib", "MiB", REC_NUM, 0},
+    {"mfu_peak", "", REC_STR, 0}, /* "fp32" / "bf16": the row MFU of that precision is measured against */
+};
+
 const rec_col allreduce_cols[AR_NCOLS] = {
     [AR_OP] = {"op", "", REC_STR, 0},
     [AR_RANKS] = {"ranks", "", REC_NUM, 0},

@@ -183,6 +183,16 @@ enum { MM_OP, MM_PHASE, MM_N, MM_K, MM_M, MM_COUNT, MM_GF_MED, MM_GF_MIN, MM_GF_
        MM_STEP_MS, MM_DTYPE, MM_BACKEND, MM_IMPL, MM_ISA, MM_PACK_MS, MM_NCOLS };
 extern const rec_col mm_cols[MM_NCOLS];
 
+/* ---- rope (rope --csv; costbench-gpu rope --csv): one row per (model, variant, direction, dtype) */
+enum { RB_MODEL, RB_VARIANT, RB_DIR, RB_CACHE, RB_DTYPE, RB_TOKENS, RB_HEADS, RB_HS, RB_R, RB_NS_MED, RB_NS_MIN,
+       RB_NS_MAX, RB_CV, RB_BYTES, RB_GBPS, RB_PCT_BW, RB_SPEEDUP, RB_NCOLS };
+extern const rec_col rb_cols[RB_NCOLS];
+
+/* ---- peak (peak --csv; costbench-gpu peak --csv): one row per probe */
+enum { PK_PROBE, PK_THREADS, PK_ISA, PK_BLAS, PK_GF_MED, PK_GF_MIN, PK_GF_MAX, PK_GB_MED, PK_GB_MIN, PK_GB_MAX,
+       PK_CV, PK_PCT, PK_MIB, PK_MFU_PEAK, PK_NCOLS };
+extern const rec_col peak_cols[PK_NCOLS];
+
 /* ---- collectives (`costbench allreduce --csv`: bench/coll_bench.c writes it, report/formats/netfit.c
  * reads it): one row per (op, size), the machine's provenance columns after these (date_utc among
  * them). size_bytes is the payload (count floats); times are the slowest rank's per call; check is
