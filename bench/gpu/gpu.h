@@ -97,6 +97,22 @@ void gpu_note(record *r, const gpu_dev *d);
  * <the runtime's reason>" when there is none (the driver missing, no device). */
 int gpu_open(gpu_dev *d);
 
+/* The HBM copy bandwidth as the copy probe of `costbench-gpu peak` measures it (bytes read + bytes
+ * written over time, 16-byte loads, arrays far past L2), GB/s (median): the bandwidth memory-bound
+ * kernels are measured against (rope's pct_of_copy_bw). Returns 0 or CB_EFAIL. */
+int gpu_copy_gbps(const gpu_dev *d, double *gbps);
+
+/* ---- the subcommands: each parses its own flags (argv[0] is its name) and returns the exit
+ * status (0, or CB_EUSAGE / CB_EFAIL after one error line) */
+int gpu_matmul_main(const gpu_dev *d, int argc, char **argv); /* bench/gpu/matmul_gpu.cu */
+int gpu_rope_main(const gpu_dev *d, int argc, char **argv);   /* bench/gpu/rope_gpu.cu */
+int gpu_peak_main(const gpu_dev *d, int argc, char **argv);   /* bench/gpu/peak_gpu.cu */
+/* The kernel checks of `costbench-gpu test` (make test-gpu): each check prints "ok NAME" or "FAIL
+ * NAME: why" on stdout; returns the number of failed checks, adding the passed ones to *passed. */
+int gpu_matmul_selftest(const gpu_dev *d, int *passed);
+int gpu_rope_selftest(const gpu_dev *d, int *passed);
+int gpu_peak_selftest(const gpu_dev *d, int *passed);
+
 #ifdef __cplusplus
 }
 #endif
