@@ -7,18 +7,19 @@
  * The plain C here (bench/gpu/gpuinfo.c) is linked into the main build too and tested by `make
  * test` on every machine: device names to data/devices.csv keys, the dense peaks from clocks and
  * SM counts, the tolerances of the reference checks, the provenance columns. The CUDA side
- * (bench/gpu/*.cu, kernels/cuda/*.cu) is built by nvcc alone. */
+ * (the .cu files of bench/gpu/ and kernels/cuda/) is built by nvcc alone. */
 #ifndef CB_GPU_H
 #define CB_GPU_H
-
-#include <stddef.h>
-
-#include "../../common/machine.h"
-#include "../../common/record.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+#include <stddef.h>
+
+#include "../../common/err.h"
+#include "../../common/machine.h"
+#include "../../common/record.h"
 
 /* The precisions of the GPU matmul (the dtype column): fp32 (CUDA cores), tf32 (fp32 operands on
  * the tensor cores), fp16 and bf16 (16-bit operands, fp32 accumulation, 16-bit output), fp8 (e4m3

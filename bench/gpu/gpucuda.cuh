@@ -10,8 +10,7 @@
 
 #include <stddef.h>
 
-#include "../../common/err.h"
-#include "gpu.h"
+#include "gpu.h" // and common/err.h, as C
 
 // Returns CB_EFAIL with one line naming the call and the runtime's message when it fails.
 #define GPU_CK(call)                                                                                   \

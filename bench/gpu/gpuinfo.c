@@ -1,0 +1,193 @@
+/* gpuinfo.c: the plain C of the GPU microbenchmarks (gpu.h): linked into the main build and tested
+ * by `make test` on every machine, GPU or not. */
+#include "gpu.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+const char *const gpu_dtype_names[GPU_NDTYPES] = {"fp32", "tf32", "fp16", "bf16", "fp8"};
+
+int gpu_dtype_parse(const char *name)
+{
+    for (int i = 0; i < GPU_NDTYPES; i++)
+        if (strcmp(name, gpu_dtype_names[i]) == 0) return i;
+    return strcmp(name, "e4m3") == 0 ? GPU_FP8 : -1;
+}
+
+/* The names NVIDIA's drivers give (cudaDeviceProp.name), matched by the words in them. */
+const char *gpu_device_key(const char *name, double mem_gib)
+{
+    int nvl = strstr(name, "NVL") != NULL, pcie = strstr(name, "PCIe") != NULL;
+    if (strstr(name, "GB200")) return "gb200-nvl72";
+    if (strstr(name, "B200")) return "b200";
+    if (strstr(name, "H200")) return nvl ? "" : "h200-sxm5-141gb";
+    if (strstr(name, "H100")) {
+        if (nvl) return "h100-nvl-94gb";
+        if (pcie) return "h100-pcie-80gb";
+        return mem_gib > 85 ? "h100-sxm5-96gb" : "h100-sxm5-80gb";
+    }
+    if (strstr(name, "A100") && !pcie) {
+        if (strstr(name, "80GB")) return "a100-sxm4-80gb";
+        if (strstr(name, "40GB")) return "a100-sxm4-40gb";
+    }
+    if (strstr(name, "A10G")) return "a10g";
+    return "";
+}
+
+/* Dense FLOP per clock per SM: each data sheet's dense TFLOP/s over its SM count and the boost
+ * clock it is quoted at (NVIDIA A100 Tensor Core GPU Architecture, 2020, Table 3: 108 SMs at
+ * 1410 MHz, 19.5 / 156 / 312 TFLOP/s fp32 / tf32 / fp16 = 128 / 1024 / 2048; NVIDIA H100 Tensor
+ * Core GPU Architecture, 2022, Table 3: H100 SXM5 132 SMs, 989.4 TFLOP/s fp16 dense at 1830 MHz =
+ * 4096, tf32 and fp8 half and twice that, fp32 66.9 at 1980 MHz = 256; NVIDIA Blackwell
+ * Architecture Technical Brief, 2024: B200 2.25 PFLOP/s dense fp16 from 148 SMs = 8192 a clock at
+ * its 1.86 GHz, fp8 twice). */
+double gpu_flop_per_clk_sm(int cc_major, int cc_minor, gpu_dtype dt)
+{
+    static const double sm80[GPU_NDTYPES] = {128, 1024, 2048, 2048, 0};
+    static const double sm90[GPU_NDTYPES] = {256, 2048, 4096, 4096, 8192};
+    static const double sm100[GPU_NDTYPES] = {256, 4096, 8192, 8192, 16384};
+    if (dt < 0 || dt >= GPU_NDTYPES) return 0;
+    if (cc_major == 8 && cc_minor == 0) return sm80[dt];
+    if (cc_major == 9 && cc_minor == 0) return sm90[dt];
+    if (cc_major == 10 && cc_minor == 0) return sm100[dt];
+    return 0;
+}
+
+double gpu_clock_peak_tflops(const gpu_dev *d, gpu_dtype dt)
+{
+    double f = gpu_flop_per_clk_sm(d->cc_major, d->cc_minor, dt);
+    if (!(f > 0) || d->sms <= 0 || !(d->sm_clock_mhz > 0)) return NAN;
+    return f * d->sms * d->sm_clock_mhz * 1e6 / 1e12;
+}
+
+double gpu_clock_mem_gbps(const gpu_dev *d)
+{
+    if (!(d->mem_clock_mhz > 0) || d->bus_bits <= 0) return NAN;
+    return 2.0 * d->mem_clock_mhz * 1e6 * d->bus_bits / 8.0 / 1e9;
+}
+
+double gpu_check_tol(gpu_dtype dt)
+{
+    /* fp32: accumulation order over K up to 65536 (sqrt(K) 2^-24 ~ 2e-5) with margin */
+    static const double tol[GPU_NDTYPES] = {1e-4, 5e-3, 2e-3, 1e-2, 1e-2};
+    return dt >= 0 && dt < GPU_NDTYPES ? tol[dt] : 0;
+}
+
+double gpu_rel_err(const double *out, const double *ref, size_t n)
+{
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(out[i]) || !isfinite(ref[i])) return NAN;
+        num += (out[i] - ref[i]) * (out[i] - ref[i]);
+        den += ref[i] * ref[i];
+    }
+    return den > 0 ? sqrt(num / den) : NAN;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+void gpu_stats(double *x, int n, double *med, double *lo, double *hi, double *cv_pct)
+{
+    if (n <= 0) {
+        *med = *lo = *hi = *cv_pct = NAN;
+        return;
+    }
+    qsort(x, (size_t)n, sizeof *x, cmp_double);
+    *med = n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
+    *lo = x[0], *hi = x[n - 1];
+    double mean = 0, var = 0;
+    for (int i = 0; i < n; i++) mean += x[i] / n;
+    for (int i = 0; i < n; i++) var += (x[i] - mean) * (x[i] - mean) / (n > 1 ? n - 1 : 1);
+    *cv_pct = mean > 0 ? 100.0 * sqrt(var) / mean : NAN;
+}
+
+const rec_col gpu_cols[GC_NCOLS] = {
+    [GC_DEVICE] = {"device", "", REC_STR, 0},         [GC_NAME] = {"gpu_name", "", REC_STR, 0},
+    [GC_CC] = {"compute_capability", "", REC_STR, 0},  [GC_SMS] = {"sm_count", "", REC_NUM, 0},
+    [GC_SM_CLOCK] = {"sm_clock_mhz", "MHz", REC_NUM, 0}, [GC_MEM_CLOCK] = {"mem_clock_mhz", "MHz", REC_NUM, 0},
+    [GC_L2] = {"l2_mib", "MiB", REC_NUM, 1},          [GC_MEM] = {"gpu_mem_gib", "GiB", REC_NUM, 1},
+    [GC_DRIVER] = {"driver", "", REC_STR, 0},         [GC_RUNTIME] = {"cuda_runtime", "", REC_STR, 0},
+    [GC_CUBLASLT] = {"cublaslt", "", REC_STR, 0},     [GC_CLOCKS_NOW] = {"clocks_at_start", "", REC_STR, 0},
+};
+
+int gpu_cols_join(rec_col *out, int cap, const rec_col *own, int nown)
+{
+    if (nown + GC_NCOLS > cap) return -1;
+    memcpy(out, own, (size_t)nown * sizeof *own);
+    memcpy(out + nown, gpu_cols, sizeof gpu_cols);
+    return nown + GC_NCOLS;
+}
+
+void gpu_cols_fill(record *r, int row, int first, const gpu_dev *d)
+{
+    char cc[16];
+    snprintf(cc, sizeof cc, "%d.%d", d->cc_major, d->cc_minor);
+    record_str(r, row, first + GC_DEVICE, d->key);
+    record_str(r, row, first + GC_NAME, d->name);
+    record_str(r, row, first + GC_CC, cc);
+    record_num(r, row, first + GC_SMS, d->sms);
+    record_num(r, row, first + GC_SM_CLOCK, d->sm_clock_mhz);
+    record_num(r, row, first + GC_MEM_CLOCK, d->mem_clock_mhz);
+    record_num(r, row, first + GC_L2, d->l2_mib);
+    record_num(r, row, first + GC_MEM, d->mem_gib);
+    record_str(r, row, first + GC_DRIVER, d->driver);
+    record_str(r, row, first + GC_RUNTIME, d->runtime);
+    record_str(r, row, first + GC_CUBLASLT, d->cublaslt);
+    record_str(r, row, first + GC_CLOCKS_NOW, d->clocks_now);
+    for (int c = 0; c < GC_NCOLS; c++) record_csv_only(r, first + c);
+}
+
+#ifndef CB_GIT_REV
+#define CB_GIT_REV "unknown"
+#endif
+
+static void cpu_model(char *out, size_t n)
+{
+    snprintf(out, n, "unknown");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        char *colon = strchr(line, ':');
+        if (strncmp(line, "model name", 10) != 0 || !colon) continue;
+        colon += 1 + (colon[1] == ' ');
+        colon[strcspn(colon, "\n")] = '\0';
+        snprintf(out, n, "%s", colon);
+        break;
+    }
+    fclose(f);
+}
+
+void gpu_machine_info(machine_info *m, const char *cflags)
+{
+    memset(m, 0, sizeof *m);
+    cpu_model(m->cpu_model, sizeof m->cpu_model);
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    m->cores = cores > 0 ? (int)cores : 1;
+    m->threads = 1; /* the host side of the GPU benchmarks runs on one thread, without a BLAS */
+    snprintf(m->blas_core, sizeof m->blas_core, "none");
+    snprintf(m->blas_core_choice, sizeof m->blas_core_choice, "none");
+    snprintf(m->omp_wait_policy, sizeof m->omp_wait_policy, "none");
+    snprintf(m->cflags, sizeof m->cflags, "%s", cflags);
+    snprintf(m->git_rev, sizeof m->git_rev, "%s", CB_GIT_REV);
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(m->date_utc, sizeof m->date_utc, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+void gpu_note(record *r, const gpu_dev *d)
+{
+    record_note(r, "GPU: %s (%s), sm_%d%d, %d SMs at %.0f MHz, %.0f MiB L2, %.1f GiB; driver %s, CUDA %s, cuBLASLt %s%s%s",
+                d->name, *d->key ? d->key : "not in data/devices.csv", d->cc_major, d->cc_minor, d->sms, d->sm_clock_mhz,
+                d->l2_mib, d->mem_gib, d->driver, d->runtime, d->cublaslt, *d->clocks_now ? "; at start: " : "",
+                d->clocks_now);
+}
