@@ -32,7 +32,7 @@ int gpu_dtype_parse(const char *name);
 /* One device as the CUDA runtime, cuBLASLt and NVML describe it (gpu_open, bench/gpu/gpudev.cu). */
 typedef struct {
     int ordinal;
-    char name[128];        /* "NVIDIA H100 80GB HBM3" */
+    char name[256];        /* "NVIDIA H100 80GB HBM3" */
     char key[64];          /* data/devices.csv key (gpu_device_key), "" when not recognised */
     int cc_major, cc_minor;
     int sms;
@@ -40,9 +40,9 @@ typedef struct {
     double mem_clock_mhz;  /* the memory clock (HBM: data rate / 2) */
     int bus_bits;          /* memory bus width */
     double l2_mib, mem_gib;
-    char driver[32];       /* the NVIDIA driver ("580.159.04", from NVML), else the CUDA driver API's ("13.0") */
-    char runtime[16];      /* the CUDA runtime ("13.0") */
-    char cublaslt[16];     /* cuBLASLt ("13.0.2") */
+    char driver[80];       /* the NVIDIA driver ("580.159.04", from NVML), else the CUDA driver API's ("13.0") */
+    char runtime[24];      /* the CUDA runtime ("13.0") */
+    char cublaslt[32];     /* cuBLASLt ("13.0.2") */
     char clocks_now[96];   /* "SM 1980 MHz, memory 2619 MHz, 700 W limit" as NVML reads them at start; "" unknown */
 } gpu_dev;
 
