@@ -4,6 +4,10 @@
 #   make report   measure this machine and write out/report.md
 #   make test SAN=1   the same tests built with -fsanitize=address,undefined,float-cast-overflow (in build-san/)
 #   make WERROR=1     warnings as errors (CI)
+#   make gpu          ./costbench-gpu, the GPU microbenchmarks (bench/gpu/, kernels/cuda/, src/gpu/),
+#                     with the CUDA toolkit and a C compiler alone (no Debian package: a rented GPU
+#                     node builds it); `make` builds it too where nvcc is found, and says so where not
+#   make test-gpu     the GPU kernels against their references ("no GPU: skipped" without one)
 #   make fuzz         libFuzzer runs of the CSV, safetensors and .idx/.bin parsers, the checkpoint
 #                     checks of --resume, the log parsers, and `import --out` and `prices import
 #                     --out` end to end, built with clang in build-fuzz/ (tests/fuzz/): each harness
@@ -51,7 +55,7 @@ PKG_LIBS   = $(filter-out -lgslcblas,$(shell $(PKG_CONFIG_ENV) pkg-config --libs
 ALL_CFLAGS = $(BASE_CFLAGS) $(PKG_CFLAGS) -I$(BUILD) $(CFLAGS)
 ALL_LDFLAGS = -fopenmp $(OPT) $(LDFLAGS)
 
-LIB_SRC  := $(wildcard common/*.c kernels/*.c model/*.c bench/*.c report/*.c report/*/*.c)
+LIB_SRC  := $(wildcard common/*.c kernels/*.c model/*.c bench/*.c bench/gpu/*.c report/*.c report/*/*.c)
 CLI_SRC  := $(wildcard src/*.c)
 TEST_SRC := $(wildcard tests/*.c)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
@@ -66,8 +70,8 @@ BIN := costbench
 endif
 TEST_BIN := $(BUILD)/tests/costbench_tests
 
-.PHONY: all deps test report clean FORCE fuzz fuzz-explore fuzz-toolchain fuzz-corpus
-all: $(BIN)
+.PHONY: all deps test report clean FORCE fuzz fuzz-explore fuzz-toolchain fuzz-corpus gpu gpu-if-nvcc test-gpu
+all: $(BIN) gpu-if-nvcc
 
 deps:
 	@missing=""; \
@@ -115,6 +119,57 @@ test: $(BIN) $(TEST_BIN)
 # The main job: measure this machine and write out/ (see README.md).
 report: $(BIN)
 	@./report/make_report.sh
+
+# ---- the GPU microbenchmarks: ./costbench-gpu from the CUDA toolkit (nvcc, cudart, cuBLASLt) and a
+# C compiler alone, so that `make gpu` works on a rented GPU node without Debian's -dev packages:
+# the host C is built without libcsv (common/csvmini.h), OpenMP, a BLAS or GSL. Warnings are errors.
+# GPU_ARCHS: the machine code built in (A100, H100/H200, B200), with PTX for newer devices.
+NVCC      ?= $(or $(shell command -v nvcc 2>/dev/null),$(wildcard /usr/local/cuda/bin/nvcc))
+GPU_BUILD := build-gpu
+GPU_BIN   := costbench-gpu
+GPU_ARCHS ?= 80 90 100
+GPU_GENCODE := $(foreach a,$(GPU_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) -gencode arch=compute_100,code=compute_100
+GPU_HOST_SRC := common/csvio.c common/err.c common/parse.c common/files.c common/schema.c common/precision.c \
+                common/machine_data.c common/presets.c common/params.c common/counts.c common/oplist.c common/record.c common/opts.c \
+                report/formats/devices.c report/formats/attncurves.c report/formats/inputs.c \
+                kernels/rope.c kernels/bf16.c bench/mmshapes.c $(wildcard bench/gpu/*.c src/gpu/*.c)
+GPU_CU_SRC   := $(wildcard bench/gpu/*.cu kernels/cuda/*.cu)
+GPU_OBJ      := $(GPU_HOST_SRC:%.c=$(GPU_BUILD)/%.o) $(GPU_CU_SRC:%.cu=$(GPU_BUILD)/%.o)
+GPU_CFLAGS   := -std=c11 -D_GNU_SOURCE -DCB_NO_LIBCSV -g -O2 -march=native $(WARN) -Werror -Wno-unknown-pragmas \
+                -include $(GPU_BUILD)/gpu_version.h
+NVCC_FLAGS   := -std=c++17 -O3 -g -lineinfo $(GPU_GENCODE) -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror \
+                -include $(GPU_BUILD)/gpu_version.h
+
+gpu-if-nvcc:
+ifeq ($(NVCC),)
+	@echo "costbench: no nvcc (CUDA toolkit) found: the GPU microbenchmarks (make gpu) are skipped"
+else
+	@$(MAKE) --no-print-directory gpu
+endif
+
+gpu: $(GPU_BIN)
+
+$(GPU_BUILD)/gpu_version.h: FORCE
+	@mkdir -p $(GPU_BUILD)
+	@rev=$${GPU_REV:-$$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)}; \
+	git diff --quiet HEAD 2>/dev/null || [ -n "$$GPU_REV" ] || rev="$$rev-dirty"; \
+	printf '#define CB_GIT_REV "%s"\n#define CB_GPU_FLAGS "%s"\n' "$$rev" "$(notdir $(NVCC)) -O3 $(GPU_ARCHS:%=sm_%)" > $@.tmp; \
+	cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
+
+$(GPU_BUILD)/%.o: %.c $(GPU_BUILD)/gpu_version.h
+	@mkdir -p $(dir $@)
+	$(CC) $(GPU_CFLAGS) -MMD -MP -c $< -o $@
+
+$(GPU_BUILD)/%.o: %.cu $(GPU_BUILD)/gpu_version.h
+	@test -n "$(NVCC)" || { echo "error: make gpu needs nvcc (the CUDA toolkit): not found in PATH or /usr/local/cuda/bin" >&2; exit 1; }
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCC_FLAGS) -I. -MMD -MP -c $< -o $@
+
+$(GPU_BIN): $(GPU_OBJ)
+	$(NVCC) $(GPU_GENCODE) -o $@ $^ -lcublasLt -lm -ldl
+
+test-gpu: $(GPU_BIN)
+	./$(GPU_BIN) test
 
 # ---- fuzzing: libFuzzer harnesses of the parsers of untrusted files (tests/fuzz/), built with
 # clang into build-fuzz/, apart from the gcc builds above. CI installs clang and
@@ -194,6 +249,7 @@ fuzz-corpus: | deps fuzz-toolchain
 	$(FUZZ_BUILD)/gen_corpus tests/fuzz/corpus data tests/logs tests/catalogs
 
 clean:
-	rm -rf build build-san build-fuzz costbench
+	rm -rf build build-san build-fuzz build-gpu costbench costbench-gpu
 
+-include $(GPU_OBJ:.o=.d)
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(FUZZ_LIB_OBJ:.o=.d) $(FUZZ_BIN:=.d)

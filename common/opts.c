@@ -5,9 +5,13 @@
 #include "err.h"
 #include "parse.h"
 
+/* "costbench " before a subcommand's name; nothing before one that names its program itself
+ * ("costbench-gpu matmul"). */
+static const char *opts_prog(const char *cmd) { return strncmp(cmd, "costbench", 9) == 0 ? "" : "costbench "; }
+
 void opts_help(FILE *f, const char *cmd, const char *synopsis, const opt_spec *specs)
 {
-    fprintf(f, "usage: costbench %s %s\n", cmd, synopsis ? synopsis : "[options]");
+    fprintf(f, "usage: %s%s %s\n", opts_prog(cmd), cmd, synopsis ? synopsis : "[options]");
     if (!specs || !specs[0].name) return;
     fprintf(f, "\noptions:\n");
     for (int i = 0; specs[i].name; i++) {
@@ -61,7 +65,7 @@ int opts_parse(const char *cmd, const char *synopsis, const opt_spec *specs, int
                 positional[npos++] = argv[i];
                 continue;
             }
-            err_usage("costbench %s: unexpected argument '%s'", cmd, a);
+            err_usage("%s%s: unexpected argument '%s'", opts_prog(cmd), cmd, a);
             opts_help(stderr, cmd, synopsis, specs);
             return CB_EUSAGE;
         }
@@ -71,7 +75,7 @@ int opts_parse(const char *cmd, const char *synopsis, const opt_spec *specs, int
         for (int j = 0; specs[j].name; j++)
             if (strlen(specs[j].name) == len && strncmp(specs[j].name, name, len) == 0) { k = j; break; }
         if (k < 0) {
-            err_usage("costbench %s: unknown flag '--%.*s'", cmd, (int)len, name);
+            err_usage("%s%s: unknown flag '--%.*s'", opts_prog(cmd), cmd, (int)len, name);
             opts_help(stderr, cmd, synopsis, specs);
             return CB_EUSAGE;
         }

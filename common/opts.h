@@ -31,8 +31,9 @@ typedef struct {
     const char *help;
 } opt_spec;
 
-/* Parses argv[first..argc). Returns 0 on success, 1 if --help was printed, CB_EUSAGE on a bad
- * flag (after printing the error and a usage hint to stderr). Positional arguments are refused
+/* Parses argv[first..argc). `cmd` is the subcommand ("train": messages say "costbench train"), or a
+ * program and its subcommand ("costbench-gpu matmul"). Returns 0 on success, 1 if --help was
+ * printed, CB_EUSAGE on a bad flag (after printing the error and a usage hint to stderr). Positional arguments are refused
  * unless `positional` is non-NULL, in which case they are stored there (up to *npositional). */
 int opts_parse(const char *cmd, const char *synopsis, const opt_spec *specs, int argc, char **argv,
                int first, char **positional, int *npositional);

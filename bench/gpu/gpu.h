@@ -20,6 +20,7 @@ extern "C" {
 #include "../../common/err.h"
 #include "../../common/machine.h"
 #include "../../common/record.h"
+#include "../../common/schema.h"
 
 /* The precisions of the GPU matmul (the dtype column): fp32 (CUDA cores), tf32 (fp32 operands on
  * the tensor cores), fp16 and bf16 (16-bit operands, fp32 accumulation, 16-bit output), fp8 (e4m3
@@ -82,11 +83,21 @@ enum { GC_DEVICE, GC_NAME, GC_CC, GC_SMS, GC_SM_CLOCK, GC_MEM_CLOCK, GC_L2, GC_M
 extern const rec_col gpu_cols[GC_NCOLS];
 /* A benchmark's columns followed by gpu_cols into out (cap entries). Returns the count, or -1. */
 int gpu_cols_join(rec_col *out, int cap, const rec_col *own, int nown);
+
+/* The GPU matmul table: mm_cols, then peak_gflops (the dense peak pct_of_peak is against) and
+ * peak_source (the data sheet's, data/devices.csv, or the clocks'), then gpu_cols. */
+enum { GM_PEAK = MM_NCOLS, GM_PEAK_SRC, GM_NOWN, GM_NCOLS = GM_NOWN + GC_NCOLS };
+extern const rec_col gpu_matmul_cols[GM_NCOLS];
+/* The GPU peak table: peak_cols, then datasheet (data/devices.csv's figure of the probe: GB/s or
+ * GFLOP/s), pct_of_datasheet, clocks_figure (the same from the clocks: gpu_clock_mem_gbps,
+ * gpu_clock_peak_tflops) and source, then gpu_cols. */
+enum { GP_SHEET = PK_NCOLS, GP_PCT_SHEET, GP_CLOCKS, GP_SOURCE, GP_NOWN, GP_NCOLS = GP_NOWN + GC_NCOLS };
+extern const rec_col gpu_peak_cols[GP_NCOLS];
 /* Fills gpu_cols (starting at column `first` of row `row`) from d, and hides them from the human
  * table (they stay in the CSV). */
 void gpu_cols_fill(record *r, int row, int first, const gpu_dev *d);
 /* The host's provenance without OpenMP or a BLAS (what machine_probe fills in the main build):
- * CPU model, cores, build flags and revision, date. */
+ * CPU model, cores, build flags (cflags; NULL: the GPU build's own) and revision, date. */
 void gpu_machine_info(machine_info *m, const char *cflags);
 /* One line on stdout before a benchmark's table: "# GPU: NVIDIA H100 80GB HBM3 (h100-sxm5-80gb),
  * sm_90, 132 SMs at 1980 MHz, 50 MiB L2, 79.1 GiB; driver ..., CUDA ..., cuBLASLt ...". */
@@ -102,6 +113,11 @@ int gpu_open(gpu_dev *d);
  * written over time, 16-byte loads, arrays far past L2), GB/s (median): the bandwidth memory-bound
  * kernels are measured against (rope's pct_of_copy_bw). Returns 0 or CB_EFAIL. */
 int gpu_copy_gbps(const gpu_dev *d, double *gbps);
+
+/* The largest-GEMM probe of `peak`: a size x size x size product in dt through cuBLASLt as `matmul`
+ * runs it (autotuned, checked first), GFLOP/s median, min, max and the algorithm. Returns 0 or
+ * CB_EFAIL. */
+int gpu_gemm_probe(const gpu_dev *d, gpu_dtype dt, int size, double gflops[3], char *impl, size_t n);
 
 /* ---- the subcommands: each parses its own flags (argv[0] is its name) and returns the exit
  * status (0, or CB_EUSAGE / CB_EFAIL after one error line) */

@@ -62,6 +62,9 @@ extern "C" int gpu_open(gpu_dev *d)
     memset(d, 0, sizeof *d);
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
+    if (e == cudaErrorInsufficientDriver)
+        return err_usage("no GPU: no NVIDIA driver is loaded, or it is older than this CUDA runtime (%s)",
+                         cudaGetErrorString(e));
     if (e != cudaSuccess || n == 0)
         return err_usage("no GPU: %s", e != cudaSuccess ? cudaGetErrorString(e) : "the CUDA runtime sees no device");
     GPU_CK(cudaSetDevice(0));

@@ -109,14 +109,35 @@ void gpu_stats(double *x, int n, double *med, double *lo, double *hi, double *cv
     *cv_pct = mean > 0 ? 100.0 * sqrt(var) / mean : NAN;
 }
 
-const rec_col gpu_cols[GC_NCOLS] = {
-    [GC_DEVICE] = {"device", "", REC_STR, 0},         [GC_NAME] = {"gpu_name", "", REC_STR, 0},
-    [GC_CC] = {"compute_capability", "", REC_STR, 0},  [GC_SMS] = {"sm_count", "", REC_NUM, 0},
-    [GC_SM_CLOCK] = {"sm_clock_mhz", "MHz", REC_NUM, 0}, [GC_MEM_CLOCK] = {"mem_clock_mhz", "MHz", REC_NUM, 0},
-    [GC_L2] = {"l2_mib", "MiB", REC_NUM, 1},          [GC_MEM] = {"gpu_mem_gib", "GiB", REC_NUM, 1},
-    [GC_DRIVER] = {"driver", "", REC_STR, 0},         [GC_RUNTIME] = {"cuda_runtime", "", REC_STR, 0},
-    [GC_CUBLASLT] = {"cublaslt", "", REC_STR, 0},     [GC_CLOCKS_NOW] = {"clocks_at_start", "", REC_STR, 0},
-};
+
+#define GPU_COLS                                                                                            \
+    {"device", "", REC_STR, 0}, {"gpu_name", "", REC_STR, 0}, {"compute_capability", "", REC_STR, 0},            \
+        {"sm_count", "", REC_NUM, 0}, {"sm_clock_mhz", "MHz", REC_NUM, 0}, {"mem_clock_mhz", "MHz", REC_NUM, 0},  \
+        {"l2_mib", "MiB", REC_NUM, 1}, {"gpu_mem_gib", "GiB", REC_NUM, 1}, {"driver", "", REC_STR, 0},           \
+        {"cuda_runtime", "", REC_STR, 0}, {"cublaslt", "", REC_STR, 0}, {"clocks_at_start", "", REC_STR, 0}
+
+/* In the order of GC_x; tests/test_gpu.c checks the two tables below against mm_cols and peak_cols. */
+const rec_col gpu_cols[GC_NCOLS] = {GPU_COLS};
+
+const rec_col gpu_matmul_cols[GM_NCOLS] = {
+    /* mm_cols (common/schema.c), in its order */
+    {"op", "", REC_STR, 0}, {"phase", "", REC_STR, 0}, {"n", "", REC_NUM, 0}, {"k", "", REC_NUM, 0},
+    {"m", "", REC_NUM, 0}, {"count", "per step", REC_NUM, 0}, {"gflops_median", "GFLOP/s", REC_NUM, 1},
+    {"gflops_min", "GFLOP/s", REC_NUM, 1}, {"gflops_max", "GFLOP/s", REC_NUM, 1}, {"cv_pct", "%", REC_NUM, 1},
+    {"ms_median", "ms", REC_NUM, 3}, {"pct_of_peak", "%", REC_NUM, 1}, {"step_ms", "ms", REC_NUM, 2},
+    {"dtype", "", REC_STR, 0}, {"backend", "", REC_STR, 0}, {"impl", "", REC_STR, 0}, {"isa", "", REC_STR, 0},
+    {"pack_ms", "ms", REC_NUM, 3},
+    {"peak_gflops", "GFLOP/s", REC_NUM, 1}, {"peak_source", "", REC_STR, 0}, GPU_COLS};
+
+const rec_col gpu_peak_cols[GP_NCOLS] = {
+    /* peak_cols (common/schema.c), in its order */
+    {"probe", "", REC_STR, 0}, {"threads", "", REC_NUM, 0}, {"isa", "", REC_STR, 0}, {"sgemm_core", "", REC_STR, 0},
+    {"gflops_median", "GFLOP/s", REC_NUM, 1}, {"gflops_min", "GFLOP/s", REC_NUM, 1},
+    {"gflops_max", "GFLOP/s", REC_NUM, 1}, {"gbps_median", "GB/s", REC_NUM, 2}, {"gbps_min", "GB/s", REC_NUM, 2},
+    {"gbps_max", "GB/s", REC_NUM, 2}, {"cv_pct", "%", REC_NUM, 1}, {"pct_of_fma_peak", "%", REC_NUM, 1},
+    {"array_mib", "MiB", REC_NUM, 0}, {"mfu_peak", "", REC_STR, 0},
+    {"datasheet", "", REC_NUM, 1}, {"pct_of_datasheet", "%", REC_NUM, 1}, {"clocks_figure", "", REC_NUM, 1},
+    {"source", "", REC_STR, 0}, GPU_COLS};
 
 int gpu_cols_join(rec_col *out, int cap, const rec_col *own, int nown)
 {
@@ -145,8 +166,12 @@ void gpu_cols_fill(record *r, int row, int first, const gpu_dev *d)
     for (int c = 0; c < GC_NCOLS; c++) record_csv_only(r, first + c);
 }
 
+/* The GPU build's revision and flags (build-gpu/gpu_version.h, included by the Makefile). */
 #ifndef CB_GIT_REV
 #define CB_GIT_REV "unknown"
+#endif
+#ifndef CB_GPU_FLAGS
+#define CB_GPU_FLAGS ""
 #endif
 
 static void cpu_model(char *out, size_t n)
@@ -176,7 +201,7 @@ void gpu_machine_info(machine_info *m, const char *cflags)
     snprintf(m->blas_core, sizeof m->blas_core, "none");
     snprintf(m->blas_core_choice, sizeof m->blas_core_choice, "none");
     snprintf(m->omp_wait_policy, sizeof m->omp_wait_policy, "none");
-    snprintf(m->cflags, sizeof m->cflags, "%s", cflags);
+    snprintf(m->cflags, sizeof m->cflags, "%s", cflags && *cflags ? cflags : CB_GPU_FLAGS);
     snprintf(m->git_rev, sizeof m->git_rev, "%s", CB_GIT_REV);
     time_t now = time(NULL);
     struct tm tm;
