@@ -166,7 +166,7 @@ $(GPU_BUILD)/%.o: %.cu $(GPU_BUILD)/gpu_version.h
 	$(NVCC) $(NVCC_FLAGS) -I. -MMD -MP -c $< -o $@
 
 $(GPU_BIN): $(GPU_OBJ)
-	$(NVCC) $(GPU_GENCODE) -o $@ $^ -lcublasLt -lm -ldl
+	$(NVCC) $(GPU_GENCODE) -o $@ $^ -lcublasLt -lm -ldl -Xlinker -rpath=$(dir $(NVCC))../lib64
 
 test-gpu: $(GPU_BIN)
 	./$(GPU_BIN) test

@@ -111,7 +111,7 @@ int alloc_bufs(mg_bufs *b, gpu_dtype dt, const mm_shape &s)
     b->x_elems = (size_t)s.n * s.k, b->w_elems = (size_t)s.m * s.k;
     size_t set_bytes = (b->x_elems + b->w_elems) * t.ab_size;
     b->sets = (int)((ROTATE_BYTES + set_bytes - 1) / set_bytes);
-    if (b->sets > 16) b->sets = 16;
+    if (b->sets > 64) b->sets = 64;
     if (b->sets < 1) b->sets = 1;
     GPU_CK(cudaMalloc(&b->x, b->x_elems * t.ab_size * b->sets));
     GPU_CK(cudaMalloc(&b->w, b->w_elems * t.ab_size * b->sets));
