@@ -167,15 +167,21 @@ struct mg_run {
     int call = 0;
 };
 
-int run_once(mg_run *r, const cublasLtMatmulAlgo_t *algo)
+// One product on the next input set; cuBLASLt's status.
+cublasStatus_t lt_call(mg_run *r, const cublasLtMatmulAlgo_t *algo)
 {
     float alpha = 1.0f, beta = 0.0f;
     mg_types t = types_of(r->dt);
     int set = r->call++ % r->b->sets;
     const char *x = (const char *)r->b->x + (size_t)set * r->b->x_elems * t.ab_size;
     const char *w = (const char *)r->b->w + (size_t)set * r->b->w_elems * t.ab_size;
-    LT_CK(cublasLtMatmul(r->lt, r->g->op, &alpha, w, r->g->a, x, r->g->b, &beta, r->b->y, r->g->d, r->b->y, r->g->d,
-                         algo, r->b->ws, WORKSPACE, 0));
+    return cublasLtMatmul(r->lt, r->g->op, &alpha, w, r->g->a, x, r->g->b, &beta, r->b->y, r->g->d, r->b->y, r->g->d,
+                          algo, r->b->ws, WORKSPACE, 0);
+}
+
+int run_once(mg_run *r, const cublasLtMatmulAlgo_t *algo)
+{
+    LT_CK(lt_call(r, algo));
     return 0;
 }
 
@@ -280,23 +286,31 @@ int pick_algo(mg_run *r, int tries, cublasLtMatmulAlgo_t *best, double *est_ms, 
                                          &got));
     if (got == 0) return err_msg("cuBLASLt offers no algorithm for this case");
     double t_best = INFINITY, t_heur = INFINITY;
-    int i_best = 0;
+    int i_best = -1, refused = 0;
     for (int i = 0; i < got; i++) {
         double ms[3], med, lo, hi, cv;
-        if (res[i].state != CUBLAS_STATUS_SUCCESS) continue;
-        if (time_algo(r, &res[i].algo, 1, 1, ms) != 0) return CB_EFAIL; // warm-up
+        // a candidate the library then refuses to run (its heuristic gives no guarantee) is skipped
+        if (res[i].state != CUBLAS_STATUS_SUCCESS || lt_call(r, &res[i].algo) != CUBLAS_STATUS_SUCCESS) {
+            refused++;
+            continue;
+        }
         if (time_algo(r, &res[i].algo, 2, 3, ms) != 0) return CB_EFAIL;
         gpu_stats(ms, 3, &med, &lo, &hi, &cv);
         if (i == 0) t_heur = med;
         if (med < t_best) t_best = med, i_best = i;
     }
+    GPU_CK(cudaGetLastError());
+    if (i_best < 0) return err_msg("cuBLASLt refused to run each of the %d algorithms its heuristic offered", got);
     *best = res[i_best].algo, *est_ms = t_best;
     char name[96];
     algo_name(best, name, sizeof name);
+    char why[48] = "";
+    if (refused) snprintf(why, sizeof why, "; %d refused to run", refused);
     if (got == 1) snprintf(impl, n, "%s (the heuristic's only candidate)", name);
-    else if (i_best == 0) snprintf(impl, n, "%s (heuristic's first; fastest of %d tried)", name, got);
-    else snprintf(impl, n, "%s (autotuned: candidate %d of %d, heuristic's first %.2fx slower)", name, i_best + 1, got,
-                  t_heur / t_best);
+    else if (i_best == 0) snprintf(impl, n, "%s (heuristic's first; fastest of %d%s)", name, got, why);
+    else if (isinf(t_heur)) snprintf(impl, n, "%s (autotuned: candidate %d of %d%s, the first among them)", name, i_best + 1, got, why);
+    else snprintf(impl, n, "%s (autotuned: candidate %d of %d%s, heuristic's first %.2fx slower)", name, i_best + 1, got,
+                  why, t_heur / t_best);
     return 0;
 }
 

@@ -128,12 +128,16 @@ int bw_rows(record *rec, const gpu_dev *d, const dev_row *sheet)
 
 int gemm_rows(record *rec, const gpu_dev *d, const dev_row *sheet, int size)
 {
-    int fp8 = d->cc_major > 8 || (d->cc_major == 8 && d->cc_minor >= 9);
+    int fp8 = d->cc_major > 8 || (d->cc_major == 8 && d->cc_minor >= 9), failed = 0;
     for (int dt = 0; dt < GPU_NDTYPES; dt++) {
         if (dt == GPU_FP8 && !fp8) continue;
         double g[3];
         char impl[160], probe[32], isa[16];
-        if (gpu_gemm_probe(d, (gpu_dtype)dt, size, g, impl, sizeof impl) != 0) return CB_EFAIL;
+        /* a precision that fails (its error line printed) leaves the others' rows; the run fails */
+        if (gpu_gemm_probe(d, (gpu_dtype)dt, size, g, impl, sizeof impl) != 0) {
+            failed = CB_EFAIL;
+            continue;
+        }
         snprintf(probe, sizeof probe, "gemm_%s_%d", gpu_dtype_names[dt], size);
         snprintf(isa, sizeof isa, "sm_%d%d", d->cc_major, d->cc_minor);
         int r = add(rec, d, probe, isa);
@@ -151,7 +155,7 @@ int gemm_rows(record *rec, const gpu_dev *d, const dev_row *sheet, int size)
         record_num(rec, r, PG_CLOCKS, clk), record_str(rec, r, PG_SOURCE, impl);
         record_str(rec, r, PK_BLAS, "cublaslt");
     }
-    return 0;
+    return failed;
 }
 
 const char SYNOPSIS[] = "[options]";
@@ -183,7 +187,7 @@ extern "C" int gpu_peak_main(const gpu_dev *d, int argc, char **argv)
     if (*d->key && devices_load(&sh.t, NULL) == 0) sh.row = devices_find(&sh.t, d->key);
     rc = bw_rows(&rec, d, sh.row);
     if (rc == 0) rc = gemm_rows(&rec, d, sh.row, (int)size);
-    if (rc == 0) {
+    if (rec.nrows > 0) { /* what was measured is shown and written even when a probe failed */
         gpu_note(&rec, d);
         record_note(&rec, "L2 %.0f MiB; datasheet: %s; pct_of_fma_peak: of the dense peak from the clocks "
                           "(clocks_figure: SMs x max SM clock x FLOP/clk/SM)",
@@ -191,7 +195,7 @@ extern "C" int gpu_peak_main(const gpu_dev *d, int argc, char **argv)
         record_print(&rec, stdout);
         machine_info m;
         gpu_machine_info(&m, NULL);
-        if (csv) rc = record_write_csv(&rec, csv, &m);
+        if (csv && record_write_csv(&rec, csv, &m) != 0) rc = CB_EFAIL;
     }
     devices_free(&sh.t);
     record_free(&rec);
