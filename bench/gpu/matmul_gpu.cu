@@ -68,13 +68,14 @@ mg_types types_of(gpu_dtype dt)
 // One case's device buffers: `sets` copies of X and W (rotated so that small shapes stream from
 // memory, not L2), one output, the fp8 scales, the workspace.
 struct mg_bufs {
-    void *x = nullptr, *w = nullptr, *y = nullptr, *ws = nullptr;
-    float *scales = nullptr; // a_scale (W), b_scale (X)
+    void *x = nullptr, *w = nullptr, *y = nullptr, *c = nullptr, *ws = nullptr;
+    float *scales = nullptr; // a_scale (W) at [0], b_scale (X) at [SCALE_STRIDE], each 256-byte aligned
     int sets = 1;
     size_t x_elems = 0, w_elems = 0;
 };
 
 const float A_SCALE = 2.0f, B_SCALE = 1.0f; // fp8: W's dequantisation scale 2 (checked), X's 1
+const int SCALE_STRIDE = 64;                 // floats between the two scales
 
 unsigned long long seed_x(int set) { return 1000ull + 2ull * (unsigned long long)set; }
 unsigned long long seed_w(int set) { return 1001ull + 2ull * (unsigned long long)set; }
@@ -101,7 +102,7 @@ int fill_inputs(gpu_dtype dt, const mg_bufs &b)
 
 void free_bufs(mg_bufs *b)
 {
-    cudaFree(b->x), cudaFree(b->w), cudaFree(b->y), cudaFree(b->ws), cudaFree(b->scales);
+    cudaFree(b->x), cudaFree(b->w), cudaFree(b->y), cudaFree(b->c), cudaFree(b->ws), cudaFree(b->scales);
     *b = mg_bufs();
 }
 
@@ -116,9 +117,13 @@ int alloc_bufs(mg_bufs *b, gpu_dtype dt, const mm_shape &s)
     GPU_CK(cudaMalloc(&b->x, b->x_elems * t.ab_size * b->sets));
     GPU_CK(cudaMalloc(&b->w, b->w_elems * t.ab_size * b->sets));
     GPU_CK(cudaMalloc(&b->y, (size_t)s.n * s.m * t.cd_size));
+    // C (read with beta 0: never) apart from D: cuBLASLt runs fp8 products out of place only
+    GPU_CK(cudaMalloc(&b->c, (size_t)s.n * s.m * t.cd_size));
+    GPU_CK(cudaMemset(b->c, 0, (size_t)s.n * s.m * t.cd_size));
     GPU_CK(cudaMalloc(&b->ws, WORKSPACE));
-    GPU_CK(cudaMalloc((void **)&b->scales, 2 * sizeof(float)));
-    float sc[2] = {A_SCALE, B_SCALE};
+    GPU_CK(cudaMalloc((void **)&b->scales, 2 * SCALE_STRIDE * sizeof(float)));
+    float sc[2 * SCALE_STRIDE] = {A_SCALE};
+    sc[SCALE_STRIDE] = B_SCALE;
     GPU_CK(cudaMemcpy(b->scales, sc, sizeof sc, cudaMemcpyHostToDevice));
     return fill_inputs(dt, *b);
 }
@@ -146,7 +151,7 @@ int make_desc(mg_desc *g, gpu_dtype dt, const mm_shape &s, const mg_bufs &b)
     LT_CK(cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
     LT_CK(cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
     if (dt == GPU_FP8) {
-        const float *as = b.scales, *bs = b.scales + 1;
+        const float *as = b.scales, *bs = b.scales + SCALE_STRIDE;
         LT_CK(cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &as, sizeof as));
         LT_CK(cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &bs, sizeof bs));
     }
@@ -175,7 +180,7 @@ cublasStatus_t lt_call(mg_run *r, const cublasLtMatmulAlgo_t *algo)
     int set = r->call++ % r->b->sets;
     const char *x = (const char *)r->b->x + (size_t)set * r->b->x_elems * t.ab_size;
     const char *w = (const char *)r->b->w + (size_t)set * r->b->w_elems * t.ab_size;
-    return cublasLtMatmul(r->lt, r->g->op, &alpha, w, r->g->a, x, r->g->b, &beta, r->b->y, r->g->d, r->b->y, r->g->d,
+    return cublasLtMatmul(r->lt, r->g->op, &alpha, w, r->g->a, x, r->g->b, &beta, r->b->c, r->g->d, r->b->y, r->g->d,
                           algo, r->b->ws, WORKSPACE, 0);
 }
 

@@ -20,19 +20,31 @@ namespace {
 
 enum { PG_SHEET = GP_SHEET, PG_PCT_SHEET = GP_PCT_SHEET, PG_CLOCKS = GP_CLOCKS, PG_SOURCE = GP_SOURCE, PG_NOWN = GP_NOWN };
 
+// 16-byte elements, four independent loads in flight per thread before the first store.
 __global__ void copy_kernel(int4 *__restrict__ dst, const int4 *__restrict__ src, size_t n)
 {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-        dst[i] = src[i];
+    size_t st = (size_t)gridDim.x * blockDim.x, i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    for (; i + 3 * st < n; i += 4 * st) {
+        int4 a = src[i], b = src[i + st], c = src[i + 2 * st], d = src[i + 3 * st];
+        dst[i] = a, dst[i + st] = b, dst[i + 2 * st] = c, dst[i + 3 * st] = d;
+    }
+    for (; i < n; i += st) dst[i] = src[i];
+}
+
+__device__ inline float4 axpy4(float4 x, float s, float4 y)
+{
+    return make_float4(x.x + s * y.x, x.y + s * y.y, x.z + s * y.z, x.w + s * y.w);
 }
 
 __global__ void triad_kernel(float4 *__restrict__ a, const float4 *__restrict__ b, const float4 *__restrict__ c,
                              float s, size_t n)
 {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        float4 x = b[i], y = c[i];
-        a[i] = make_float4(x.x + s * y.x, x.y + s * y.y, x.z + s * y.z, x.w + s * y.w);
+    size_t st = (size_t)gridDim.x * blockDim.x, i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    for (; i + st < n; i += 2 * st) {
+        float4 x0 = b[i], y0 = c[i], x1 = b[i + st], y1 = c[i + st];
+        a[i] = axpy4(x0, s, y0), a[i + st] = axpy4(x1, s, y1);
     }
+    for (; i < n; i += st) a[i] = axpy4(b[i], s, c[i]);
 }
 
 enum probe_kind { P_COPY, P_TRIAD, P_MEMCPY };
