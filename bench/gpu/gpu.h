@@ -109,9 +109,10 @@ void gpu_note(record *r, const gpu_dev *d);
  * <the runtime's reason>" when there is none (the driver missing, no device). */
 int gpu_open(gpu_dev *d);
 
-/* The HBM copy bandwidth as the copy probe of `costbench-gpu peak` measures it (bytes read + bytes
- * written over time, 16-byte loads, arrays far past L2), GB/s (median): the bandwidth memory-bound
- * kernels are measured against (rope's pct_of_copy_bw). Returns 0 or CB_EFAIL. */
+/* The HBM copy bandwidth as the copy probes of `costbench-gpu peak` measure it (bytes read + bytes
+ * written over time, arrays far past L2), GB/s (median): the faster of the copy kernel (16-byte
+ * loads) and cudaMemcpy, the bandwidth memory-bound kernels are measured against (rope's
+ * pct_of_copy_bw). Returns 0 or CB_EFAIL. */
 int gpu_copy_gbps(const gpu_dev *d, double *gbps);
 
 /* The largest-GEMM probe of `peak`: a size x size x size product in dt through cuBLASLt as `matmul`

@@ -174,11 +174,14 @@ const char SYNOPSIS[] = "[options]";
 
 } // namespace
 
+// The faster of the copy kernel and cudaMemcpy: the larger denominator, so a memory-bound kernel's
+// share of it is never flattered.
 extern "C" int gpu_copy_gbps(const gpu_dev *d, double *gbps)
 {
-    double g[3], cv;
-    if (bw_measure(d, P_COPY, hbm_bytes(d), 5, 9, g, &cv) != 0) return CB_EFAIL;
-    *gbps = g[0];
+    double g[3], m[3], cv;
+    if (bw_measure(d, P_COPY, hbm_bytes(d), 5, 9, g, &cv) != 0 || bw_measure(d, P_MEMCPY, hbm_bytes(d), 5, 9, m, &cv) != 0)
+        return CB_EFAIL;
+    *gbps = g[0] > m[0] ? g[0] : m[0];
     return 0;
 }
 
