@@ -244,7 +244,7 @@ int geo_of(const rope_shape *s, const rope_tables *tb, geo *g)
 template <typename F> int map_launch(size_t n, const F &f)
 {
     if (n == 0) return 0;
-    map_kernel<<<ropeplan_blocks(n, 65535u * 16u), ROPEPLAN_THREADS>>>(n, f);
+    map_kernel<F><<<ropeplan_blocks(n, 65535u * 16u), ROPEPLAN_THREADS>>>(n, f);
     GPU_CK(cudaGetLastError());
     return 0;
 }
