@@ -51,7 +51,7 @@ PKG_LIBS   = $(filter-out -lgslcblas,$(shell $(PKG_CONFIG_ENV) pkg-config --libs
 ALL_CFLAGS = $(BASE_CFLAGS) $(PKG_CFLAGS) -I$(BUILD) $(CFLAGS)
 ALL_LDFLAGS = -fopenmp $(OPT) $(LDFLAGS)
 
-LIB_SRC  := $(wildcard common/*.c kernels/*.c model/*.c bench/*.c report/*.c report/*/*.c)
+LIB_SRC  := $(wildcard common/*.c kernels/*.c model/*.c bench/*.c report/*.c report/*/*.c) bench/gpu/ropeplan.c
 CLI_SRC  := $(wildcard src/*.c)
 TEST_SRC := $(wildcard tests/*.c)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)

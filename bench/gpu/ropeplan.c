@@ -9,8 +9,8 @@ int ropeplan_vec(int h, int HS, int elem_bytes)
 
 static int fill(size_t items, int vec, ropeplan_launch *out)
 {
+    if (items > 4294967295u) return -1;
     size_t blocks = (items + ROPEPLAN_THREADS - 1) / ROPEPLAN_THREADS;
-    if (blocks > 2147483647u) return -1;
     out->vec = vec;
     out->items = items;
     out->blocks = (unsigned)blocks;
@@ -33,4 +33,14 @@ unsigned ropeplan_blocks(size_t n, unsigned max_blocks)
 {
     size_t b = (n + ROPEPLAN_THREADS - 1) / ROPEPLAN_THREADS;
     return b < max_blocks ? (unsigned)b : max_blocks;
+}
+
+ropeplan_div ropeplan_divider(unsigned d)
+{
+    ropeplan_div v = {d, 0, 0};
+    if (d == 0) return v;
+    while (v.shift < 32 && (UINT64_C(1) << v.shift) < d) v.shift++; /* ceil(log2 d) */
+    /* magic = floor(2^32 (2^shift - d) / d) + 1 < 2^32 */
+    v.magic = (unsigned)(((UINT64_C(1) << 32) * ((UINT64_C(1) << v.shift) - d)) / d + 1);
+    return v;
 }

@@ -9,6 +9,7 @@
 #define CB_ROPEPLAN_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -24,11 +25,28 @@ typedef struct {
 
 /* The vector width for half-rotation h, head size HS and elements of elem_bytes (4 fp32, 2 bf16). */
 int ropeplan_vec(int h, int HS, int elem_bytes);
-/* fused: B*T tokens x 2 NH head blocks (q and k) x h/vec vectors. Returns 0, or -1 when the grid
- * would pass 2^31 - 1 blocks. */
+/* fused: B*T tokens x 2 NH head blocks (q and k) x h/vec vectors. Returns 0, or -1 when the
+ * items pass 2^32 - 1 (the kernels index in 32 bits). */
 int ropeplan_fused(long tokens, int NH, int HS, int r, int elem_bytes, ropeplan_launch *out);
 /* zero_freq: 2 tensors (q, k) x B*T*NH rows x HS/vec vectors. Returns 0 or -1 as above. */
 int ropeplan_zero_freq(long tokens, int NH, int HS, int r, int elem_bytes, ropeplan_launch *out);
+/* Division of a 32-bit index by a divisor fixed at launch, as a multiply-high, an add and a shift
+ * (Granlund and Montgomery 1994, "Division by invariant integers using multiplication", fig. 4.1;
+ * PyTorch's IntDivider): n / d = (umulhi(n, magic) + n) >> shift, the sum taken in 64 bits, for
+ * every n < 2^32. Integer division is a long instruction sequence on a GPU, and the index
+ * arithmetic is most of what the kernels compute besides their loads and stores. */
+typedef struct {
+    unsigned d, magic, shift;
+} ropeplan_div;
+/* The divider of d >= 1 (d = 0 gives one that returns 0: a kernel dividing by it never runs). */
+ropeplan_div ropeplan_divider(unsigned d);
+/* n / d as the kernels compute it (the host's twin of their __umulhi). */
+static inline unsigned ropeplan_quot(const ropeplan_div *v, unsigned n)
+{
+    const uint64_t hi = ((uint64_t)n * v->magic) >> 32;
+    return v->d ? (unsigned)((hi + n) >> v->shift) : 0;
+}
+
 /* One element per thread over n elements (the reference's ops), the grid capped at `max_blocks`
  * blocks (each thread then strides over the rest). */
 unsigned ropeplan_blocks(size_t n, unsigned max_blocks);

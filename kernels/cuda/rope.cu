@@ -18,14 +18,32 @@ template <typename T, int V> struct alignas(sizeof(T) * V) rvec {
 template <typename E> __device__ __forceinline__ float ld(E v) { return gpu_elem<E>::to_f(v); }
 template <typename E> __device__ __forceinline__ E st(float v) { return gpu_elem<E>::from(v); }
 
+// n / d and n % d for a divisor fixed at launch (ropeplan_divider: a multiply-high, an add and a
+// shift in place of the long sequence of an integer division).
+struct fdiv {
+    unsigned d, magic, shift;
+    __device__ __forceinline__ unsigned q(unsigned n) const
+    {
+        return (unsigned)(((unsigned long long)__umulhi(n, magic) + n) >> shift);
+    }
+    __device__ __forceinline__ unsigned r(unsigned n) const { return n - q(n) * d; }
+};
+
+fdiv fdiv_of(unsigned d)
+{
+    const ropeplan_div v = ropeplan_divider(d);
+    return fdiv{v.d, v.magic, v.shift};
+}
+
 // The shape as the kernels index it. Rows enumerate (b, head, t) in (B, NH, T) order, as the
 // (B, NH, T, HS) outputs and the reference's (B, NH, T, w) temporaries are laid out.
 struct geo {
     unsigned T, NH, HS, r, h, rows; // rows = B * NH * T
+    fdiv dT, dNH, dHS, dr, dh, drows, d2NH; // dividers by T, NH, HS, r, h, rows, 2 NH
     // Element offset in qkv (B, T, NH, 3*HS) of block `which` (0 q, 1 k) of row `row`.
     __device__ __forceinline__ size_t qkv_row(unsigned row, unsigned which) const
     {
-        const unsigned t = row % T, bh = row / T, head = bh % NH, b = bh / NH;
+        const unsigned bh = dT.q(row), t = row - bh * T, b = dNH.q(bh), head = bh - b * NH;
         return (((size_t)b * T + t) * NH + head) * 3 * (size_t)HS + (size_t)which * HS;
     }
 };
@@ -47,7 +65,7 @@ template <typename E> struct op_neg_x {
     unsigned which;
     __device__ void operator()(unsigned i) const
     {
-        const unsigned row = i / g.h, j = i % g.h;
+        const unsigned row = g.dh.q(i), j = i - row * g.h;
         neg[i] = st<E>(-ld(x[g.qkv_row(row, which) + g.h + j]));
     }
 };
@@ -60,7 +78,7 @@ template <typename E> struct op_cat_half {
     unsigned which;
     __device__ void operator()(unsigned i) const
     {
-        const unsigned row = i / g.r, j = i % g.r;
+        const unsigned row = g.dr.q(i), j = i - row * g.r;
         half[i] = j < g.h ? neg[(size_t)row * g.h + j] : x[g.qkv_row(row, which) + (j - g.h)];
     }
 };
@@ -74,8 +92,8 @@ template <typename E> struct op_mul_qkv {
     unsigned which;
     __device__ void operator()(unsigned i) const
     {
-        const unsigned row = i / g.r, j = i % g.r;
-        o[i] = st<E>(ld(x[g.qkv_row(row, which) + j]) * tab[(size_t)(row % g.T) * g.r + j]);
+        const unsigned row = g.dr.q(i), j = i - row * g.r;
+        o[i] = st<E>(ld(x[g.qkv_row(row, which) + j]) * tab[(size_t)g.dT.r(row) * g.r + j]);
     }
 };
 
@@ -88,8 +106,8 @@ template <typename E> struct op_mul_flat {
     unsigned lda;
     __device__ void operator()(unsigned i) const
     {
-        const unsigned row = i / g.r, j = i % g.r;
-        o[i] = st<E>(ld(a[(size_t)row * lda + j]) * tab[(size_t)(row % g.T) * g.r + j]);
+        const unsigned row = g.dr.q(i), j = i - row * g.r;
+        o[i] = st<E>(ld(a[(size_t)row * lda + j]) * tab[(size_t)g.dT.r(row) * g.r + j]);
     }
 };
 
@@ -108,7 +126,7 @@ template <typename E> struct op_cat_out {
     unsigned which;
     __device__ void operator()(unsigned i) const
     {
-        const unsigned row = i / g.HS, j = i % g.HS;
+        const unsigned row = g.dHS.q(i), j = i - row * g.HS;
         out[i] = j < g.r ? emb[(size_t)row * g.r + j] : x[g.qkv_row(row, which) + j];
     }
 };
@@ -120,7 +138,7 @@ template <typename E> struct op_neg_flat {
     geo g;
     __device__ void operator()(unsigned i) const
     {
-        const unsigned row = i / g.h, j = i % g.h;
+        const unsigned row = g.dh.q(i), j = i - row * g.h;
         dx2[i] = st<E>(-ld(dhalf[(size_t)row * g.r + j]));
     }
 };
@@ -132,7 +150,7 @@ template <typename E> struct op_cat_bwd {
     geo g;
     __device__ void operator()(unsigned i) const
     {
-        const unsigned row = i / g.r, j = i % g.r;
+        const unsigned row = g.dr.q(i), j = i - row * g.r;
         cat[i] = j < g.h ? dhalf[(size_t)row * g.r + g.h + j] : dx2[(size_t)row * g.h + (j - g.h)];
     }
 };
@@ -145,7 +163,7 @@ template <typename E> struct op_cat_dqkv {
     unsigned which;
     __device__ void operator()(unsigned i) const
     {
-        const unsigned row = i / g.HS, j = i % g.HS;
+        const unsigned row = g.dHS.q(i), j = i - row * g.HS;
         dqkv[g.qkv_row(row, which) + j] = j < g.r ? grad[(size_t)row * g.r + j] : dy[i];
     }
 };
@@ -157,21 +175,22 @@ template <typename E> struct op_cat_dqkv {
 // their sum or difference), so the same value as the CPU's.
 template <typename E, int V>
 __global__ void zf_forward_kernel(E *q_out, E *k_out, const E *qkv, const float *C, const float *S, unsigned items,
-                                  geo g)
+                                  geo g, fdiv dvec)
 {
     const unsigned it = blockIdx.x * blockDim.x + threadIdx.x;
     if (it >= items) return;
-    const unsigned per_row = g.HS / V, c = it % per_row, rest = it / per_row, row = rest % g.rows,
-                   which = rest / g.rows, d = c * V;
+    const unsigned rest = dvec.q(it), c = it - rest * (g.HS / V), which = g.drows.q(rest),
+                   row = rest - which * g.rows, d = c * V;
     const E *x = qkv + g.qkv_row(row, which);
-    const size_t tab = (size_t)(row % g.T) * g.HS + d;
+    const size_t tab = (size_t)g.dT.r(row) * g.HS + d;
     const int partner = d < g.h ? (int)g.h : d < g.r ? -(int)g.h : 0; // where R(x)[d..] comes from
     const float sign = d < g.h ? -1.0f : 1.0f;
     const rvec<E, V> xv = *(const rvec<E, V> *)(x + d), yv = *(const rvec<E, V> *)(x + (int)d + partner);
     const rvec<float, V> cv = *(const rvec<float, V> *)(C + tab), sv = *(const rvec<float, V> *)(S + tab);
     rvec<E, V> o;
 #pragma unroll
-    for (int k = 0; k < V; k++) o.v[k] = st<E>(__fadd_rn(__fmul_rn(ld(xv.v[k]), cv.v[k]), sign * __fmul_rn(ld(yv.v[k]), sv.v[k])));
+    for (int k = 0; k < V; k++)
+        o.v[k] = st<E>(__fadd_rn(__fmul_rn(ld(xv.v[k]), cv.v[k]), sign * __fmul_rn(ld(yv.v[k]), sv.v[k])));
     *(rvec<E, V> *)((which ? k_out : q_out) + (size_t)row * g.HS + d) = o;
 }
 
@@ -179,14 +198,14 @@ __global__ void zf_forward_kernel(E *q_out, E *k_out, const E *qkv, const float 
 // (zf_head_backward).
 template <typename E, int V>
 __global__ void zf_backward_kernel(E *dqkv, const E *dq_out, const E *dk_out, const float *C, const float *S,
-                                   unsigned items, geo g)
+                                   unsigned items, geo g, fdiv dvec)
 {
     const unsigned it = blockIdx.x * blockDim.x + threadIdx.x;
     if (it >= items) return;
-    const unsigned per_row = g.HS / V, c = it % per_row, rest = it / per_row, row = rest % g.rows,
-                   which = rest / g.rows, d = c * V;
+    const unsigned rest = dvec.q(it), c = it - rest * (g.HS / V), which = g.drows.q(rest),
+                   row = rest - which * g.rows, d = c * V;
     const E *dy = (which ? dk_out : dq_out) + (size_t)row * g.HS;
-    const size_t tab = (size_t)(row % g.T) * g.HS;
+    const size_t tab = (size_t)g.dT.r(row) * g.HS;
     const int partner = d < g.h ? (int)g.h : d < g.r ? -(int)g.h : 0;
     const float sign = d < g.h || d >= g.r ? 1.0f : -1.0f;
     const rvec<E, V> yv = *(const rvec<E, V> *)(dy + d), zv = *(const rvec<E, V> *)(dy + (int)d + partner);
@@ -194,7 +213,8 @@ __global__ void zf_backward_kernel(E *dqkv, const E *dq_out, const E *dk_out, co
                          sv = *(const rvec<float, V> *)(S + tab + (int)d + partner);
     rvec<E, V> o;
 #pragma unroll
-    for (int k = 0; k < V; k++) o.v[k] = st<E>(__fadd_rn(__fmul_rn(ld(yv.v[k]), cv.v[k]), sign * __fmul_rn(ld(zv.v[k]), sv.v[k])));
+    for (int k = 0; k < V; k++)
+        o.v[k] = st<E>(__fadd_rn(__fmul_rn(ld(yv.v[k]), cv.v[k]), sign * __fmul_rn(ld(zv.v[k]), sv.v[k])));
     *(rvec<E, V> *)(dqkv + g.qkv_row(row, which) + d) = o;
 }
 
@@ -202,14 +222,15 @@ __global__ void zf_backward_kernel(E *dqkv, const E *dq_out, const E *dk_out, co
 // (x[i], x[i + h]) for i in c V .. c V + V - 1, rotated by sign x angle in place. Consecutive
 // threads take consecutive vectors of one head's rotated dims, then its k, then the next head.
 template <typename E, int V>
-__global__ void fused_kernel(E *qkv, const float *cos_half, const float *sin_half, unsigned items, geo g, float sign)
+__global__ void fused_kernel(E *qkv, const float *cos_half, const float *sin_half, unsigned items, geo g, fdiv dvec,
+                             float sign)
 {
     const unsigned it = blockIdx.x * blockDim.x + threadIdx.x;
     if (it >= items) return;
-    const unsigned per_block = g.h / V, c = it % per_block, rest = it / per_block, hb = rest % (2 * g.NH),
-                   n = rest / (2 * g.NH), i = c * V;
+    const unsigned rest = dvec.q(it), c = it - rest * (g.h / V), n = g.d2NH.q(rest), hb = rest - n * 2 * g.NH,
+                   i = c * V;
     E *x = qkv + ((size_t)n * g.NH + hb / 2) * 3 * (size_t)g.HS + (size_t)(hb % 2) * g.HS + i;
-    const size_t tab = (size_t)(n % g.T) * g.h + i;
+    const size_t tab = (size_t)g.dT.r(n) * g.h + i;
     rvec<E, V> a = *(const rvec<E, V> *)x, b = *(const rvec<E, V> *)(x + g.h);
     const rvec<float, V> cv = *(const rvec<float, V> *)(cos_half + tab), sv = *(const rvec<float, V> *)(sin_half + tab);
 #pragma unroll
@@ -236,8 +257,10 @@ int geo_of(const rope_shape *s, const rope_tables *tb, geo *g)
     if (tb->T != s->T || tb->r != s->r || tb->HS != s->HS)
         return err_usage("rope (CUDA): tables for T=%d r=%d HS=%d, shape T=%d r=%d HS=%d", tb->T, tb->r, tb->HS, s->T,
                          s->r, s->HS);
-    *g = geo{(unsigned)s->T, (unsigned)s->NH, (unsigned)s->HS, (unsigned)s->r, (unsigned)s->r / 2,
-             (unsigned)(s->B * s->T * s->NH)};
+    const unsigned T = (unsigned)s->T, NH = (unsigned)s->NH, HS = (unsigned)s->HS, r = (unsigned)s->r,
+                   rows = (unsigned)s->B * T * NH;
+    *g = geo{T, NH, HS, r, r / 2, rows, fdiv_of(T), fdiv_of(NH), fdiv_of(HS), fdiv_of(r), fdiv_of(r / 2),
+             fdiv_of(rows), fdiv_of(2 * NH)};
     return 0;
 }
 
@@ -282,7 +305,7 @@ template <typename E> int ref_backward_one(E *dqkv, const E *dy, const geo &g, c
     return rc;
 }
 
-// Launches kernel<E, V> for the plan's vector width. `K` is a functor template that launches.
+// LAUNCH(V) (a macro launching a kernel of vector width V) for the plan's width.
 #define ROPE_DISPATCH_VEC(vec, LAUNCH)                                                                                \
     switch (vec) {                                                                                                    \
     case 8: LAUNCH(8); break;                                                                                         \
@@ -302,13 +325,14 @@ template <typename E> int zf_launch(E *heads, E *flat_q, E *flat_k, const rope_s
         return err_usage("rope (CUDA): zero_freq grid too large");
     if (p.items == 0) return 0;
     const unsigned items = (unsigned)p.items;
+    const fdiv dvec = fdiv_of((unsigned)(s->HS / p.vec)); // vectors per row
 #define ZF_LAUNCH(V)                                                                                                  \
     if (backward)                                                                                                     \
         zf_backward_kernel<E, V><<<p.blocks, ROPEPLAN_THREADS>>>(heads, flat_q, flat_k, tb->cos_full, tb->sin_full,  \
-                                                                 items, g);                                           \
+                                                                 items, g, dvec);                                     \
     else                                                                                                              \
         zf_forward_kernel<E, V><<<p.blocks, ROPEPLAN_THREADS>>>(flat_q, flat_k, heads, tb->cos_full, tb->sin_full,   \
-                                                                items, g)
+                                                                items, g, dvec)
     ROPE_DISPATCH_VEC(p.vec, ZF_LAUNCH)
 #undef ZF_LAUNCH
     GPU_CK(cudaGetLastError());
@@ -325,8 +349,9 @@ template <typename E> int fused_launch(E *qkv, const rope_shape *s, const rope_t
         return err_usage("rope (CUDA): fused grid too large");
     if (p.items == 0) return 0;
     const unsigned items = (unsigned)p.items;
+    const fdiv dvec = fdiv_of((unsigned)(s->r / 2 / p.vec)); // vectors per head block
 #define FU_LAUNCH(V)                                                                                                  \
-    fused_kernel<E, V><<<p.blocks, ROPEPLAN_THREADS>>>(qkv, tb->cos_half, tb->sin_half, items, g, sign)
+    fused_kernel<E, V><<<p.blocks, ROPEPLAN_THREADS>>>(qkv, tb->cos_half, tb->sin_half, items, g, dvec, sign)
     ROPE_DISPATCH_VEC(p.vec, FU_LAUNCH)
 #undef FU_LAUNCH
     GPU_CK(cudaGetLastError());
