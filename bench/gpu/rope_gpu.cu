@@ -158,29 +158,32 @@ template <typename E, typename H> int rg_down(std::vector<H> *dst, const E *src,
     return 0;
 }
 
-// Copies sequence b's inputs (before the device runs) into q.
-template <typename E> int rg_seq_inputs(const rg_bufs<E> *c, int b, rg_seq<E> *q)
+// Copies sequence b's inputs to variant (v, d) (before the device runs) into q: qkv (forward), or
+// dqkv (its v blocks, which the backward leaves alone, and the fused backward's input) and the
+// output gradients dq, dk (backward).
+template <typename E> int rg_seq_inputs(const rg_bufs<E> *c, int b, int v, int d, rg_seq<E> *q)
 {
     q->s1 = c->s;
     q->s1.B = 1;
     const size_t nq = rg_qkv_elems(&q->s1), no = rg_out_elems(&q->s1);
-    int rc = rg_down(&q->qkv, c->qkv, (size_t)b * nq, nq);
-    if (rc == 0) rc = rg_down(&q->dqkv, c->dqkv, (size_t)b * nq, nq);
-    if (rc == 0) rc = rg_down(&q->dq, c->dq, (size_t)b * no, no);
-    if (rc == 0) rc = rg_down(&q->dk, c->dk, (size_t)b * no, no);
-    q->q.assign(no, 0);
-    q->k.assign(no, 0);
-    q->scratch.assign(rope_ref_scratch_floats(&q->s1) + 1, 0);
+    int rc = 0;
+    if (d == 0) rc = rg_down(&q->qkv, c->qkv, (size_t)b * nq, nq);
+    if (d == 1 && rc == 0) rc = rg_down(&q->dqkv, c->dqkv, (size_t)b * nq, nq);
+    if (d == 1 && v < 2 && rc == 0) rc = rg_down(&q->dq, c->dq, (size_t)b * no, no);
+    if (d == 1 && v < 2 && rc == 0) rc = rg_down(&q->dk, c->dk, (size_t)b * no, no);
+    if (d == 0 && v < 2) q->q.assign(no, 0), q->k.assign(no, 0);
+    if (v == 0) q->scratch.assign(rope_ref_scratch_floats(&q->s1) + 1, 0);
     return rc;
 }
 
-// Copies sequence b's device outputs (after the run) into q.
-template <typename E> int rg_seq_outputs(const rg_bufs<E> *c, int b, rg_seq<E> *q)
+// Copies sequence b's outputs of variant (v, d) (after the run) into q: q_out and k_out (forward
+// reference and zero_freq), qkv (forward fused) or dqkv (backward).
+template <typename E> int rg_seq_outputs(const rg_bufs<E> *c, int b, int v, int d, rg_seq<E> *q)
 {
     const size_t nq = rg_qkv_elems(&q->s1), no = rg_out_elems(&q->s1);
-    int rc = rg_down(&q->gqkv, c->qkv, (size_t)b * nq, nq);
-    if (rc == 0) rc = rg_down(&q->gdqkv, c->dqkv, (size_t)b * nq, nq);
-    if (rc == 0) rc = rg_down(&q->gq, c->q_out, (size_t)b * no, no);
+    if (d == 1) return rg_down(&q->gdqkv, c->dqkv, (size_t)b * nq, nq);
+    if (v == 2) return rg_down(&q->gqkv, c->qkv, (size_t)b * nq, nq);
+    int rc = rg_down(&q->gq, c->q_out, (size_t)b * no, no);
     if (rc == 0) rc = rg_down(&q->gk, c->k_out, (size_t)b * no, no);
     return rc;
 }
@@ -226,10 +229,10 @@ template <typename E> int rg_check(rg_bufs<E> *c, int v, int d, int perturb, dou
     const int nseq = c->s.B > 1 ? 2 : 1;
     rg_seq<E> q[2];
     int rc = rg_fill(c);
-    for (int i = 0; i < nseq && rc == 0; i++) rc = rg_seq_inputs(c, seqs[i], &q[i]);
+    for (int i = 0; i < nseq && rc == 0; i++) rc = rg_seq_inputs(c, seqs[i], v, d, &q[i]);
     if (rc == 0) rc = rg_call(c, v, d);
     if (rc == 0) GPU_CK_LAUNCH();
-    for (int i = 0; i < nseq && rc == 0; i++) rc = rg_seq_outputs(c, seqs[i], &q[i]);
+    for (int i = 0; i < nseq && rc == 0; i++) rc = rg_seq_outputs(c, seqs[i], v, d, &q[i]);
     *err = 0;
     for (int i = 0; i < nseq && rc == 0; i++) {
         double e = rg_seq_err(&q[i], v, d, c, perturb);
