@@ -105,9 +105,10 @@ void gpu_note(record *r, const gpu_dev *d);
 
 /* ---- CUDA side (gpudev.cu) */
 
-/* Opens device 0 (or $CUDA_VISIBLE_DEVICES' first). Returns 0; CB_EUSAGE with one line "no GPU:
- * <the runtime's reason>" when there is none (the driver missing, no device). */
-int gpu_open(gpu_dev *d);
+/* Opens device 0 (or $CUDA_VISIBLE_DEVICES' first). Returns 0; CB_EUSAGE when there is none (the
+ * driver missing, no device), the runtime's reason in why (printed by the caller); CB_EFAIL after
+ * one error line when the device is there but cannot be read. */
+int gpu_open(gpu_dev *d, char *why, size_t nwhy);
 
 /* The HBM copy bandwidth as the copy probes of `costbench-gpu peak` measure it (bytes read + bytes
  * written over time, arrays far past L2), GB/s (median): the faster of the copy kernel (16-byte

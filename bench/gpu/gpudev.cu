@@ -57,16 +57,19 @@ int attr(int *v, cudaDeviceAttr a, int dev)
 
 } // namespace
 
-extern "C" int gpu_open(gpu_dev *d)
+extern "C" int gpu_open(gpu_dev *d, char *why, size_t nwhy)
 {
     memset(d, 0, sizeof *d);
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
-    if (e == cudaErrorInsufficientDriver)
-        return err_usage("no GPU: no NVIDIA driver is loaded, or it is older than this CUDA runtime (%s)",
-                         cudaGetErrorString(e));
-    if (e != cudaSuccess || n == 0)
-        return err_usage("no GPU: %s", e != cudaSuccess ? cudaGetErrorString(e) : "the CUDA runtime sees no device");
+    if (e == cudaErrorInsufficientDriver) {
+        snprintf(why, nwhy, "no NVIDIA driver is loaded, or it is older than this CUDA runtime (%s)", cudaGetErrorString(e));
+        return CB_EUSAGE;
+    }
+    if (e != cudaSuccess || n == 0) {
+        snprintf(why, nwhy, "%s", e != cudaSuccess ? cudaGetErrorString(e) : "the CUDA runtime sees no device");
+        return CB_EUSAGE;
+    }
     GPU_CK(cudaSetDevice(0));
     cudaDeviceProp p;
     GPU_CK(cudaGetDeviceProperties(&p, 0));

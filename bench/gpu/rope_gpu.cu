@@ -24,10 +24,6 @@ extern "C" {
 #include "../../common/schema.h"
 }
 
-#ifndef CB_GPU_CFLAGS
-#define CB_GPU_CFLAGS "nvcc -O3" /* the build's flags, as the Makefile passes them (-DCB_GPU_CFLAGS=...) */
-#endif
-
 namespace {
 
 const char *const rg_vname[3] = {"reference", "zero_freq", "fused"};
@@ -425,7 +421,7 @@ extern "C" int gpu_rope_main(const gpu_dev *d, int argc, char **argv)
         {"min-samples", OPT_LONG, &min_samples, 1, RG_MAX_SAMPLES, 0, 0, "N", "minimum samples per case (default 5)"},
         {NULL, OPT_FLAG, NULL, 0, 0, 0, 0, NULL, NULL}, // the end
     };
-    int rc = opts_parse("rope", "[options]", specs, argc, argv, 1, NULL, NULL);
+    int rc = opts_parse("costbench-gpu rope", "[options]", specs, argc, argv, 1, NULL, NULL);
     if (rc != 0) return rc > 0 ? 0 : rc;
     model_config cfgs[32];
     int dts[4], ndt = 0;
@@ -445,7 +441,7 @@ extern "C" int gpu_rope_main(const gpu_dev *d, int argc, char **argv)
         record_print(&rec, stdout);
         if (csv) {
             machine_info m;
-            gpu_machine_info(&m, CB_GPU_CFLAGS);
+            gpu_machine_info(&m, NULL);
             rc = record_write_csv(&rec, csv, &m);
         }
     }

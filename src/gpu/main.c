@@ -46,14 +46,14 @@ int main(int argc, char **argv)
     int help = 0;
     for (int i = 2; i < argc; i++) help |= strcmp(argv[i], "--help") == 0;
     /* a subcommand's --help needs no device: it is answered before the device is used */
-    int rc = help && strcmp(cmd, "test") != 0 && strcmp(cmd, "info") != 0 ? 0 : gpu_open(&d);
-    if (rc != 0) {
-        if (strcmp(cmd, "test") == 0) { /* make test-gpu on a machine without one */
-            printf("no GPU: skipped\n");
-            return 0;
-        }
-        return 1;
+    char why[256] = "";
+    int rc = help && strcmp(cmd, "test") != 0 && strcmp(cmd, "info") != 0 ? 0 : gpu_open(&d, why, sizeof why);
+    if (rc == CB_EUSAGE && strcmp(cmd, "test") == 0) { /* make test-gpu on a machine without one */
+        printf("no GPU: skipped (%s)\n", why);
+        return 0;
     }
+    if (rc == CB_EUSAGE) return err_msg("no GPU: %s", why), 1;
+    if (rc != 0) return 1;
     if (!strcmp(cmd, "matmul")) return exit_code(gpu_matmul_main(&d, argc - 1, argv + 1));
     if (!strcmp(cmd, "rope")) return exit_code(gpu_rope_main(&d, argc - 1, argv + 1));
     if (!strcmp(cmd, "peak")) return exit_code(gpu_peak_main(&d, argc - 1, argv + 1));
