@@ -83,6 +83,7 @@ static void model_fill(const plan_inputs *in, const plan_layout *l, scale_model 
     s->tp_overlap = fw->tp_overlap && s->sp; /* userbuffers TP overlap needs SP (report/predict/pubmodel.c) */
     s->tp_bwd_overlap = fw->tp_bwd_overlap;
     s->gemm_curve = in->eff;
+    s->gemm_measured = in->gemm;
     s->bucket_bytes = 25.0 * 1048576.0;
     s->net_eff = 1.0;
     s->latency_s = isfinite(s->hw.net_latency_us) ? s->hw.net_latency_us * 1e-6 : 0;
