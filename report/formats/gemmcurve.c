@@ -38,10 +38,6 @@ static void curve_peaks(gemm_dev_curve *c, const dev_row *d)
 static int curve_device(gemm_dev_curve *c, const table *t, const gemm_cols *k, const dev_table *dt)
 {
     const char *dev = table_cell(t, 0, k->device);
-    for (int r = 1; r < t->nrows; r++)
-        if (strcmp(table_cell(t, r, k->device), dev) != 0)
-            return err_msg("%s:%d: column 'device': '%s' after '%s': one device a file (a curve is one device's)",
-                           t->path, t->lines[r], table_cell(t, r, k->device), dev);
     const dev_row *d = devices_find(dt, dev);
     if (!d || strlen(dev) >= sizeof c->device) {
         err_msg("%s:%d: column 'device': '%s' is not a device of %s: a curve needs the device's data-sheet peaks",
@@ -50,6 +46,10 @@ static int curve_device(gemm_dev_curve *c, const table *t, const gemm_cols *k, c
                  "first");
         return CB_EFAIL;
     }
+    for (int r = 1; r < t->nrows; r++)
+        if (strcmp(table_cell(t, r, k->device), dev) != 0)
+            return err_msg("%s:%d: column 'device': '%s' after '%s': one device a file (a curve is one device's)",
+                           t->path, t->lines[r], table_cell(t, r, k->device), dev);
     snprintf(c->device, sizeof c->device, "%s", dev);
     curve_peaks(c, d);
     snprintf(c->names[c->nnames++], sizeof c->names[0], "%s", dev);
@@ -78,7 +78,7 @@ static int row_read(const gemm_dev_curve *c, const table *t, const gemm_cols *k,
                        t->path, t->lines[r], c->device, gemm_dtype_names[*d]);
     *e = gf / c->peak_gflops[*d];
     if (*e > 1)
-        return err_msg("%s:%d: column 'gflops_median': %g GFLOP/s is %.4g of %s's data-sheet dense %s peak %g GFLOP/s: "
+        return err_msg("%s:%d: column 'gflops_median': %.9g GFLOP/s is %.4g of %s's data-sheet dense %s peak %.9g GFLOP/s: "
                        "e above 1 says the measurement or the peak is wrong",
                        t->path, t->lines[r], gf, *e, c->device, gemm_dtype_names[*d], c->peak_gflops[*d]);
     return 1;
