@@ -739,7 +739,11 @@ int plan_run_check(const plan_run *r)
                          in->mtbf_s, r->o.mtbf_hours, in->mtbf_s, in->ckpt_s, in->restart_s, s->endless);
     char range[160];
     scale_eff_range(in->eff, range, sizeof range);
-    if (in->cal && s->eff_clamped)
+    if (s->eff_clamped && r->gemm.n > 0 && r->eff.nk == 0)
+        err_warn("at %ld layouts a GEMM's k or n lies outside its device's measured curve (the note 'GEMMs on' gives "
+                 "its grid): e(k, n) is taken at the nearest edge there, not extrapolated",
+                 s->eff_clamped);
+    else if (in->cal && s->eff_clamped)
         err_warn(
             "%s: at %ld layouts K or N lies outside %s: e(K, N) is taken at the nearest edge there, not extrapolated",
             r->cal.where, s->eff_clamped, range);

@@ -530,6 +530,9 @@ static void notes_gemm(record *rec, const scale_run *r)
     char line[1024];
     step_gemm_source(&r->s, line, sizeof line);
     record_note(rec, "%s", line);
+    if (step_device_grid(&r->s, 0, NULL) && r->s.prof.valid && r->s.prof.parts.gemm_clamped)
+        record_note(rec, "some GEMMs' k or n lie outside the measured curve's grid: e(k, n) taken at its nearest edge "
+                         "there, not extrapolated");
     if (r->o.calibrate && strcmp(r->cr.fc.cal.hw.accelerator, r->s.hw.accelerator) != 0) {
         step_gemm_source(&r->cr.fc.cal, line, sizeof line);
         record_note(rec, "%s (the calibration row's)", line);

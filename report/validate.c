@@ -128,8 +128,11 @@ static int val_nearest(const val_file *f, int i)
 /* "GEMMs on the measured curve of DEVICE" after the row's note when its GEMMs ran on one. */
 static void val_gemm_note(const scale_model *s, val_row *v)
 {
-    char gemm[128];
+    char gemm[160];
     step_gemm_brief(s, gemm, sizeof gemm);
+    step_parts parts;
+    if (gemm[0] && isfinite(step_t_mb_device(s, &parts)) && parts.gemm_clamped)
+        strcat(gemm, " (some GEMMs at its edge)");
     size_t len = strlen(v->note);
     if (gemm[0] && len + 2 + strlen(gemm) < sizeof v->note)
         snprintf(v->note + len, sizeof v->note - len, "%s%s", len ? "; " : "", gemm);

@@ -290,6 +290,32 @@ static void test_gemm_flags(void)
     rm_tree(d);
 }
 
+/* scale says which figures and when a GEMM falls outside the grid (n = seq 512 < 1024); devices lists the curve. */
+static void test_gemm_scale_devices(void)
+{
+    const char *a[] = {"scale", "--model", "llama2-7b", "--instance", "p5.48xlarge", "--seq", "512", "--global-batch",
+                       "512", "--matmul-csv", FIXTURE, NULL};
+    int rc = run(a);
+    CHECK(rc == 0 && strstr(g_out, "# GEMMs on h100-sxm5-80gb: measured curve " FIXTURE) &&
+              strstr(g_out, "# some GEMMs' k or n lie outside the measured curve's grid"),
+          "scale: the line and the clamp: exit %d: %.2000s %s", rc, g_out, g_err);
+    const char *b[] = {"scale", "--model", "llama2-7b", "--instance", "p4d.24xlarge", "--global-batch", "512",
+                       "--matmul-csv", FIXTURE, NULL};
+    rc = run(b);
+    CHECK(rc == 0 && strstr(g_out, "# GEMMs on a100-sxm4-40gb: cited figures (gemm_eff 0.91 x shape factors"),
+          "another device keeps the cited figures: exit %d: %.2000s %s", rc, g_out, g_err);
+    char dir[256], env[300];
+    if (data_with_curve(dir, sizeof dir, env, sizeof env) != 0) return;
+    const char *dv[] = {"devices", NULL};
+    rc = run_env(env, dv, g_out, sizeof g_out);
+    CHECK(rc == 0 && strstr(g_out, "# h100-sxm5-80gb: measured GEMM curve data/gemm/h100-sxm5-80gb.csv (NVIDIA H100 "
+                                   "80GB HBM3 (synthetic), bf16, fp8)"),
+          "devices lists the measured curve: exit %d: %s", rc, g_err);
+    rc = run_env(NULL, dv, g_out, sizeof g_out);
+    CHECK(rc == 0 && !strstr(g_out, "measured GEMM curve"), "none shipped: no line");
+    rm_tree(dir);
+}
+
 const test_case tests_gemmcurve[] = {
     {"gemm curve: a synthetic GPU matmul CSV into a grid, e = gflops / the data-sheet peak (worked by hand)",
      test_gemm_grid},
@@ -303,5 +329,7 @@ const test_case tests_gemmcurve[] = {
      test_gemm_plan},
     {"gemm curve: a CPU matmul CSV keeps needing --calibrate; --gemm's values; a misnamed data/gemm file",
      test_gemm_flags},
+    {"gemm curve: scale says which figures per device and when a GEMM falls outside; devices lists the curve",
+     test_gemm_scale_devices},
     {NULL, NULL},
 };
