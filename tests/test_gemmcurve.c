@@ -95,6 +95,16 @@ static void test_gemm_step_ratio(void)
     model_on(&v, &dt, "h100-sxm5-96gb", PRECISION_BF16_MIXED, &s);
     CHECK(step_op_time(&v, &op) == step_op_time(&meas, &op) && step_device_curve(&v) == &s.c[0],
           "a variant row of the family runs on its curve");
+    char vl[1024];
+    step_gemm_source(&v, vl, sizeof vl);
+    CHECK(strstr(vl, "GEMMs on h100-sxm5-96gb: its family h100-sxm5-80gb's measured curve"), "says so: %s", vl);
+    double t16 = step_op_time(&meas, &op);
+    s.c[0].grid[GEMM_FP16] = s.c[0].grid[GEMM_BF16], s.c[0].grid[GEMM_BF16].nk = 0; /* only fp16 measured */
+    meas.prof.valid = 0;
+    step_gemm_source(&meas, vl, sizeof vl);
+    CHECK(step_op_time(&meas, &op) == t16 && strstr(vl, "; fp16 e 0.40-0.80"),
+          "only fp16 measured: 16-bit GEMMs on it (its peak, 989.5, the same): %s", vl);
+    s.c[0].grid[GEMM_BF16] = s.c[0].grid[GEMM_FP16], s.c[0].grid[GEMM_FP16].nk = 0;
     model_on(&f32c, &dt, "h100-sxm5-80gb", PRECISION_FP32, NULL);
     model_on(&f32m, &dt, "h100-sxm5-80gb", PRECISION_FP32, &s);
     CHECK(step_op_time(&f32c, &op) == step_op_time(&f32m, &op) && !step_device_curve(&f32m),
