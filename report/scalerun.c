@@ -478,9 +478,12 @@ static void notes_carry(record *rec, const scale_run *r)
     else
         record_note(
             rec,
-            "GEMMs at the device's gemm_eff x f(n) f(k) f(m), f(x) = x / (x + %g); tiled attention at attn_eff, "
+            "GEMMs %sat the device's gemm_eff x f(n) f(k) f(m), f(x) = x / (x + %g); tiled attention at attn_eff, "
             "memory-bound "
             "ops at mem_eff of the bandwidth, + %g us per kernel (data/devices.csv; defaults %g, %g, %g when empty)",
+            step_device_grid(s, 0, NULL) || step_device_grid(c, 0, NULL)
+                ? "on the measured device curve where a 'GEMMs on' line says so, else "
+                : "",
             STEP_GEMM_HALF_DIM, STEP_LAUNCH_US, STEP_GEMM_EFF, STEP_ATTN_EFF, STEP_MEM_EFF);
     double t_dc = step_t_mb_device(c, NULL), t_dt = step_t_mb_device(s, NULL);
     record_note(rec, "calibration %s: t_device %.9g s, t_mb %.9g s, phi %.17g, e %.17g, compute MFU %.17g, HFU %.17g",
