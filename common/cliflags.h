@@ -61,7 +61,14 @@ int attention_flag_parse(const char *s, int framework_flash, int *flash);
 /* --matmul-csv FILE (dst: const char **): the GEMM efficiency curve a calibration carries. */
 #define MATMUL_CSV_FLAG_SPEC(dst)                                                                        \
     {"matmul-csv", OPT_STR, (dst), 0, 0, 0, 0, "FILE",                                                   \
-     "with a calibration: the GEMM efficiency curve from a costbench matmul CSV"}
+     "a costbench-gpu matmul CSV: its device's measured GEMM curve (no --calibrate needed); a costbench " \
+     "matmul CSV (CPU): with a calibration, the GEMM efficiency curve"}
+/* --gemm (dst: const char **): the measured device curves (data/gemm/, a GPU --matmul-csv) or the
+ * cited figures of data/devices.csv (scale, plan, validate). */
+#define GEMM_FLAG_SPEC(dst)                                                                              \
+    {"gemm", OPT_STR, (dst), 0, 0, 0, 0, "measured|cited",                                               \
+     "GEMM efficiency: a device's measured curve where one exists (data/gemm/DEVICE.csv, a GPU "         \
+     "--matmul-csv; the default), or the cited figures of data/devices.csv for every device"}
 /* The calibration of a prediction (scale, plan; dst: const char **, const char **, double *): one
  * throughput row's efficiency carried by the step model (report/predict/calib_row.h), the GEMM curve of a
  * matmul CSV, or an assumed MFU in place of the framework's default efficiency (report/predict/fweff.h)

@@ -138,17 +138,20 @@ static int framework_default(plan_run *r)
 static int calibration_load(plan_run *r)
 {
     const plan_opts *o = &r->o;
-    if (!o->calibrate)
-        return o->matmul_csv ? err_usage("flag '--matmul-csv' needs '--calibrate' (it carries a calibration)") : 0;
-    if (o->matmul_csv && matmul_curve_load(&r->eff, o->matmul_csv) != 0) return CB_EUSAGE; /* a bad file given by a flag */
+    int cpu_csv, rc = gemm_curves_from_flags(&r->gemm, o->matmul_csv, o->gemm, o->calibrate != NULL, &cpu_csv);
+    if (rc != 0) return rc;
+    r->in.gemm = &r->gemm;
+    if (!o->calibrate) return 0;
+    if (cpu_csv && matmul_curve_load(&r->eff, o->matmul_csv) != 0) return CB_EUSAGE; /* a bad file given by a flag */
     scale_model d;
     memset(&d, 0, sizeof d);
     d.precision = PRECISION_BF16_MIXED, d.interleave = 1, d.cp = 1, d.bucket_bytes = 25.0 * 1048576.0, d.net_eff = 1.0;
     d.attn_flash = r->in.attn_flash;
     d.grad_overlap = r->fw->grad_overlap, d.gather_prefetch = r->fw->gather_prefetch, d.tp_overlap = r->fw->tp_overlap;
     d.tp_bwd_overlap = r->fw->tp_bwd_overlap;
+    d.gemm_measured = &r->gemm;
     const calib_env env = {&r->ht, NULL, -1, o->mf.models_path};
-    int rc = calib_row_load(&r->cal, o->calibrate, &env, &d, &r->eff, 5.0);
+    rc = calib_row_load(&r->cal, o->calibrate, &env, &d, &r->eff, 5.0);
     if (rc != 0) return rc;
     r->in.cal = &r->cal.fc, r->in.eff = &r->eff;
     return 0;
@@ -199,6 +202,23 @@ static int net_from_check(const plan_run *r)
     for (int i = 0; i < r->in.ninst; i++)
         if (net_of(r, i)) return 0;
     return netfit_no_row(&r->net, r->in.inst[0].hw.instance);
+}
+
+/* What the GEMMs run on, one line per device searched (a 16-bit step: the precision of the curves). */
+static void notes_gemm(record *rec, const plan_run *r)
+{
+    for (int i = 0; i < r->in.ninst; i++) {
+        int seen = 0;
+        for (int j = 0; j < i; j++) seen |= strcmp(r->in.inst[j].hw.accelerator, r->in.inst[i].hw.accelerator) == 0;
+        if (seen) continue;
+        scale_model s;
+        memset(&s, 0, sizeof s);
+        s.hw = r->in.inst[i].hw, s.precision = PRECISION_BF16_MIXED, s.gemm_measured = &r->gemm;
+        s.gemm_curve = r->eff.nk > 0 ? &r->eff : NULL;
+        char line[1024];
+        step_gemm_source(&s, line, sizeof line);
+        record_note(rec, "%s", line);
+    }
 }
 
 /* What --net-from set for each candidate, and which kept the hardware table's network. */
@@ -313,7 +333,14 @@ static void row_fill(record *rec, const plan_run *r, const plan_cand *c, int ran
     calib_case k = plan_cand_case(&r->in, c, &band, far, sizeof far); /* uncalibrated: the default phi's spread */
     plan_view_band(band, band_text, sizeof band_text);
     record_str(rec, row, PC_BAND_TEXT, band_text);
-    if (why) record_str(rec, row, PC_WHY, why);
+    char gemm[128], why_gemm[1024];
+    scale_model s; /* the candidate's device and precision: what its GEMMs ran on, when a measured curve */
+    memset(&s, 0, sizeof s);
+    s.hw = pi->hw, s.precision = c->prec;
+    s.gemm_measured = &r->gemm;
+    step_gemm_brief(&s, gemm, sizeof gemm);
+    if (why && gemm[0]) snprintf(why_gemm, sizeof why_gemm, "%.800s%s%s", why, why[0] ? "; " : "", gemm);
+    if (why) record_str(rec, row, PC_WHY, gemm[0] ? why_gemm : why);
     if (!r->in.cal && !(r->in.phi > 0)) return; /* an assumed MFU: no band, not a prediction from a measurement */
     record_num(rec, row, PC_BAND, band);
     if (r->in.cal) record_str(rec, row, PC_EXTRAP, k == CALIB_NEAR ? "no" : far);
@@ -465,6 +492,7 @@ static void notes_inputs(record *rec, const plan_run *r)
                         in->inst[i].hw.instance);
     if (r->skipped[0]) record_note(rec, "no price, not searched: %s", r->skipped);
     notes_net(rec, r);
+    notes_gemm(rec, r);
     if (in->mtbf_s > 0)
         record_note(rec,
                     "failures: MTBF %g h per instance (job: / nodes), checkpoint %g s, restart %g s; "
@@ -711,7 +739,11 @@ int plan_run_check(const plan_run *r)
                          in->mtbf_s, r->o.mtbf_hours, in->mtbf_s, in->ckpt_s, in->restart_s, s->endless);
     char range[160];
     scale_eff_range(in->eff, range, sizeof range);
-    if (in->cal && s->eff_clamped)
+    if (s->eff_clamped && r->gemm.n > 0 && r->eff.nk == 0)
+        err_warn("at %ld layouts a GEMM's k or n lies outside its device's measured curve (the note 'GEMMs on' gives "
+                 "its grid): e(k, n) is taken at the nearest edge there, not extrapolated",
+                 s->eff_clamped);
+    else if (in->cal && s->eff_clamped)
         err_warn(
             "%s: at %ld layouts K or N lies outside %s: e(K, N) is taken at the nearest edge there, not extrapolated",
             r->cal.where, s->eff_clamped, range);
@@ -765,4 +797,5 @@ void plan_run_free(plan_run *r)
     devices_free(&r->dt);
     net_table_free(&r->net);
     free(r->net_used);
+    gemm_curves_free(&r->gemm);
 }

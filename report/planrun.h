@@ -10,6 +10,7 @@
 #include "../common/record.h"
 #include "predict/calib_row.h"
 #include "formats/devices.h"
+#include "formats/gemmcurve.h"
 #include "predict/fweff.h"
 #include "formats/inputs.h"
 #include "formats/netfit.h"
@@ -32,6 +33,7 @@ extern const rec_col plan_cols[PC_NCOLS];
 typedef struct {
     const char *model, *tokens, *instances, *pricing, *csv, *pareto_csv, *plot, *prices_path, *hw_path, *calibrate,
         *matmul_csv, *attention, *framework;
+    const char *gemm; /* --gemm measured|cited (NULL: measured) */
     const char *price_warnings; /* --price-warnings: "one" (NULL: the default) or "all" */
     const char *net_from; /* --net-from: a measured network (report/formats/netfit.h, applied by report/predict/netapply.h) */
     model_flags mf; /* --models, the model overrides, --max-seq-len */
@@ -55,7 +57,8 @@ typedef struct {
     calib_row cal;       /* --calibrate */
     const step_framework *fw; /* --framework */
     fweff_entry fweff;        /* without --calibrate and --mfu: the framework's default efficiency (in.phi) */
-    scale_eff_curve eff; /* --matmul-csv (nk 0: the default curve) */
+    scale_eff_curve eff; /* --matmul-csv of a CPU (nk 0: the default curve) */
+    gemm_curves gemm;    /* the measured device curves (formats/gemmcurve.h; n 0: none, or --gemm cited) */
     char skipped[512]; /* (instance, option) pairs without a price */
     net_table net;     /* --net-from (n 0: none) */
     net_applied *net_used; /* what it set for each row of the hardware table (ht.n; NULL: none) */

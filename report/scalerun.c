@@ -121,7 +121,9 @@ static int run_load(scale_run *r)
                              o->latency_us >= 0 ? o->latency_us : NAN};
     hw_apply_overrides(&r->ht.rows[r->hw - r->ht.rows], &ov);
     if ((rc = net_from_apply(r, &r->ht.rows[r->hw - r->ht.rows])) != 0) return rc;
-    if (o->matmul_csv && matmul_curve_load(&r->eff, o->matmul_csv) != 0) return CB_EUSAGE; /* a bad file given by a flag */
+    int cpu_csv;
+    if ((rc = gemm_curves_from_flags(&r->gemm, o->matmul_csv, o->gemm, o->calibrate != NULL, &cpu_csv)) != 0) return rc;
+    if (cpu_csv && matmul_curve_load(&r->eff, o->matmul_csv) != 0) return CB_EUSAGE; /* a bad file given by a flag */
     r->usd_per_hour = o->usd_per_hour;
     if (r->usd_per_hour <= 0 && strcmp(o->instance, CB_THIS_MACHINE) == 0) r->usd_per_hour = NAN; /* no price */
     else if (r->usd_per_hour <= 0) {
@@ -135,6 +137,7 @@ static void run_free(scale_run *r)
 {
     prices_free(&r->pt);
     hardware_free(&r->ht);
+    gemm_curves_free(&r->gemm);
 }
 
 /* The step model of the flags on the instance's hardware (compute time still unknown); every
@@ -145,6 +148,7 @@ static int model_build(scale_run *r)
     scale_model *s = &r->s;
     s->hw = *r->hw;
     s->gemm_curve = &r->eff; /* the step on the device's measured curve, when --matmul-csv gives one */
+    s->gemm_measured = &r->gemm; /* a GPU's measured curve (data/gemm/, a GPU --matmul-csv) */
     s->tp = (int)o->tp, s->pp = (int)o->pp, s->interleave = (int)o->interleave;
     s->seq = o->seq, s->micro_batch = o->micro_batch, s->global_batch = o->global_batch,
     s->batch_per_replica = o->batch_per_device;
@@ -474,9 +478,12 @@ static void notes_carry(record *rec, const scale_run *r)
     else
         record_note(
             rec,
-            "GEMMs at the device's gemm_eff x f(n) f(k) f(m), f(x) = x / (x + %g); tiled attention at attn_eff, "
+            "GEMMs %sat the device's gemm_eff x f(n) f(k) f(m), f(x) = x / (x + %g); tiled attention at attn_eff, "
             "memory-bound "
             "ops at mem_eff of the bandwidth, + %g us per kernel (data/devices.csv; defaults %g, %g, %g when empty)",
+            step_device_grid(s, 0, NULL) || step_device_grid(c, 0, NULL)
+                ? "on the measured device curve where a 'GEMMs on' line says so, else "
+                : "",
             STEP_GEMM_HALF_DIM, STEP_LAUNCH_US, STEP_GEMM_EFF, STEP_ATTN_EFF, STEP_MEM_EFF);
     double t_dc = step_t_mb_device(c, NULL), t_dt = step_t_mb_device(s, NULL);
     record_note(rec, "calibration %s: t_device %.9g s, t_mb %.9g s, phi %.17g, e %.17g, compute MFU %.17g, HFU %.17g",
@@ -520,6 +527,21 @@ static void notes_framework(record *rec, const scale_run *r)
     if (r->attn_note[0]) record_note(rec, "%s", r->attn_note);
 }
 
+/* What the GEMMs run on, per device: the target's, and the calibration row's when on another device. */
+static void notes_gemm(record *rec, const scale_run *r)
+{
+    char line[1024];
+    step_gemm_source(&r->s, line, sizeof line);
+    record_note(rec, "%s", line);
+    if (step_device_grid(&r->s, 0, NULL) && r->s.prof.valid && r->s.prof.parts.gemm_clamped)
+        record_note(rec, "some GEMMs' k or n lie outside the measured curve's grid: e(k, n) taken at its nearest edge "
+                         "there, not extrapolated");
+    if (r->o.calibrate && strcmp(r->cr.fc.cal.hw.accelerator, r->s.hw.accelerator) != 0) {
+        step_gemm_source(&r->cr.fc.cal, line, sizeof line);
+        record_note(rec, "%s (the calibration row's)", line);
+    }
+}
+
 static void notes_write(record *rec, const scale_run *r, int over_mem)
 {
     const scale_opts *o = &r->o;
@@ -529,6 +551,7 @@ static void notes_write(record *rec, const scale_run *r, int over_mem)
                 hw->workers,
                 o->global_batch > 0 ? "strong scaling (fixed global batch)" : "weak scaling (fixed batch per replica)");
     notes_framework(rec, r);
+    notes_gemm(rec, r);
     notes_calibration(rec, r);
     if (o->calibrate) notes_carry(rec, r);
     if (!isfinite(hw->intra_gb_per_s) && (o->tp > 1 || hw->accelerators * hw->workers > o->tp * o->pp))

@@ -10,6 +10,7 @@
 #include "../common/opts.h"
 #include "../common/record.h"
 #include "predict/calib_row.h"
+#include "formats/gemmcurve.h"
 #include "formats/inputs.h"
 #include "predict/scale.h"
 
@@ -24,6 +25,7 @@ extern const rec_col scale_cols[SC_NCOLS];
 typedef struct {
     const char *model, *instance, *pricing, *region, *precision, *measured, *compare, *csv, *plot, *prices_path,
         *hw_path, *fit_list, *calibrate, *matmul_csv;
+    const char *gemm; /* --gemm measured|cited (NULL: measured) */
     long tp, pp, seq, global_batch, batch_per_device, micro_batch, base_nodes, zero, interleave;
     model_flags mf; /* --models, the model overrides, --max-seq-len */
     double base_seq_per_s, usd_per_hour, mfu_pct, overlap, bucket_mib, latency_us, net_eff, fit_tol_pct, net_gbps,
@@ -58,7 +60,8 @@ typedef struct {
     double band_pct;     /* uncalibrated with the framework's default phi: its spread (fweff.h); 0 else */
     /* --calibrate: the row's own configuration, its point and what carries to the target */
     calib_row cr;
-    scale_eff_curve eff; /* --matmul-csv (nk 0: the default curve) */
+    scale_eff_curve eff; /* --matmul-csv of a CPU (nk 0: the default curve) */
+    gemm_curves gemm;    /* the measured device curves (formats/gemmcurve.h; n 0: none, or --gemm cited) */
     double mfu_cal, mfu_tgt, e_cal, e_tgt;
     double hfu_tgt; /* the compute efficiency carried, in hardware FLOPs (mfu_tgt in model FLOPs) */
     int eff_clamped;

@@ -125,6 +125,19 @@ static int val_nearest(const val_file *f, int i)
     return best;
 }
 
+/* "GEMMs on the measured curve of DEVICE" after the row's note when its GEMMs ran on one. */
+static void val_gemm_note(const scale_model *s, val_row *v)
+{
+    char gemm[160];
+    step_gemm_brief(s, gemm, sizeof gemm);
+    step_parts parts;
+    if (gemm[0] && isfinite(step_t_mb_device(s, &parts)) && parts.gemm_clamped)
+        strcat(gemm, " (some GEMMs at its edge)");
+    size_t len = strlen(v->note);
+    if (gemm[0] && len + 2 + strlen(gemm) < sizeof v->note)
+        snprintf(v->note + len, sizeof v->note - len, "%s%s", len ? "; " : "", gemm);
+}
+
 /* The model's prediction of row i from calibration k (NaN and the reason when there is none). */
 static void val_predict(const val_file *f, int i, int k, val_row *out)
 {
@@ -173,6 +186,7 @@ static void val_predict(const val_file *f, int i, int k, val_row *out)
     len = strlen(out->note);
     if (f->why[i][0] && len + 2 < sizeof out->note) /* the row's framework note (pubmodel.h) */
         snprintf(out->note + len, sizeof out->note - len, "%s%s", len ? "; " : "", f->why[i]);
+    val_gemm_note(&s, out);
 }
 
 /* Model FLOP/s per device of row i by costbench's count (PaLM), NaN when its shape is unknown. */
@@ -438,6 +452,7 @@ static int val_pool_predict(const val_loaded *l, int nl, int self, int i, val_mo
     v->band_pct = f->env->band ? band_lookup(f->env->band, bm, v->calib_case, f->path) : NAN;
     if (pf->j.overhead_fitted) snprintf(v->note, sizeof v->note, "phi %.4g, overhead %.4g s a step", pf->j.phi, pf->j.overhead_s);
     else snprintf(v->note, sizeof v->note, "phi %.4g", pf->j.phi);
+    val_gemm_note(s, v);
     return 0;
 }
 

@@ -15,6 +15,8 @@
 #include "../common/record.h"
 #include "charts.h"
 #include "formats/devices.h"
+#include "formats/gemmcurve.h"
+#include "predict/stepmodel.h"
 
 enum { VC_FILE, VC_ID, VC_LINE, VC_CAL, VC_PUB, VC_PRED, VC_ERR, VC_NAIVE, VC_NERR, VC_FROM, VC_HFU, VC_BAND, VC_EXTRA,
        VC_NOTE, VC_NCOLS };
@@ -83,13 +85,14 @@ static int val_band_derive(const val_opts *o, val_env env, band_table *bt)
 
 /* The band (data/band.csv, or derived by --band-csv), then every file in the mode asked. */
 static int val_run(const val_opts *o, const hw_table *ht, const dev_table *dt, const scale_eff_curve *eff,
-                   val_result *res)
+                   const gemm_curves *gemm, val_result *res)
 {
     const hw_overrides ov = {o->net_gbps > 0 ? o->net_gbps : NAN, o->intra_gbps > 0 ? o->intra_gbps : NAN, NAN};
     scale_model d;
     memset(&d, 0, sizeof d);
     d.interleave = 1, d.bucket_bytes = 25.0 * 1048576.0, d.net_eff = 1.0; /* costbench scale's defaults */
     d.gemm_curve = eff; /* every row's step on the curve its calibration is carried on */
+    d.gemm_measured = gemm; /* a row on a device with a measured curve: its GEMMs on it */
     band_table bt = {0};
     val_env env = {ht, dt, &ov, o->latency_us, eff, o->fit_tol_pct, &d, &bt};
     int rc = o->band_csv ? val_band_derive(o, env, &bt) : band_load(&bt, NULL);
@@ -233,12 +236,32 @@ static int val_plot(const char *path, const val_result *res)
     return rc;
 }
 
-static int val_write(const val_opts *o, const val_result *res)
+/* With measured device curves: one line each (report/predict/stepmodel.h's step_gemm_source), and
+ * that every other device is on the cited figures. Nothing without one. */
+static void val_gemm_notes(record *rec, const dev_table *dt, const gemm_curves *gemm)
+{
+    for (int i = 0; i < gemm->n; i++) {
+        const dev_row *d = devices_find(dt, gemm->c[i].device);
+        if (!d) continue;
+        scale_model s;
+        memset(&s, 0, sizeof s);
+        hw_from_device(d, 1, NAN, NAN, &s.hw);
+        s.precision = PRECISION_BF16_MIXED, s.gemm_measured = gemm;
+        char line[1024];
+        step_gemm_source(&s, line, sizeof line);
+        record_note(rec, "%s (its rows' note says so; fp32 rows stay on the cited figures)", line);
+    }
+    if (gemm->n > 0)
+        record_note(rec, "GEMMs on every other device: cited figures (gemm_eff x shape factors, data/devices.csv)");
+}
+
+static int val_write(const val_opts *o, const val_result *res, const dev_table *dt, const gemm_curves *gemm)
 {
     record rows, sum;
     record_init(&rows, val_cols, VC_NCOLS);
     record_init(&sum, sum_cols, VS_NCOLS);
     int rc = val_rows_record(&rows, res, o->mode);
+    val_gemm_notes(&rows, dt, gemm);
     if (rc == 0) rc = val_summary_record(&sum, res, o->mode);
     if (rc == 0) {
         record_print(&rows, stdout);
@@ -260,16 +283,20 @@ int validate_run(const val_opts *o)
     hw_table ht = {0};
     dev_table dt = {0};
     scale_eff_curve eff = {0};
+    gemm_curves gemm = {0};
     val_result res = {0};
     char path[CB_PATH_MAX];
     int rc = 0;
     if (!o->hw_path && machine_data_file(path, sizeof path, "hardware.csv") != 0) rc = CB_EUSAGE;
     if (rc == 0 && hardware_load(&ht, o->hw_path ? o->hw_path : path) != 0) rc = CB_EUSAGE;
     if (rc == 0 && devices_load(&dt, NULL) != 0) rc = CB_EFAIL;
-    if (rc == 0 && o->matmul_csv && matmul_curve_load(&eff, o->matmul_csv) != 0) rc = CB_EUSAGE;
-    if (rc == 0) rc = val_run(o, &ht, &dt, &eff, &res);
-    if (rc == 0) rc = val_write(o, &res);
+    int cpu_csv = 0; /* validate always calibrates: a CPU curve needs no flag more */
+    if (rc == 0) rc = gemm_curves_from_flags(&gemm, o->matmul_csv, o->gemm, 1, &cpu_csv);
+    if (rc == 0 && cpu_csv && matmul_curve_load(&eff, o->matmul_csv) != 0) rc = CB_EUSAGE;
+    if (rc == 0) rc = val_run(o, &ht, &dt, &eff, &gemm, &res);
+    if (rc == 0) rc = val_write(o, &res, &dt, &gemm);
     validate_free(&res);
+    gemm_curves_free(&gemm);
     devices_free(&dt);
     hardware_free(&ht);
     return rc;

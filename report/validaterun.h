@@ -10,6 +10,7 @@ enum { VAL_MAX_FILES = 64 };
 
 typedef struct {
     const char *calibrate, *csv, *summary_csv, *plot, *hw_path, *matmul_csv, *band_csv, *fweff_csv;
+    const char *gemm; /* --gemm measured|cited (NULL: measured) */
     int lofo;      /* --leave-one-out */
     val_mode mode; /* first_row, lofo (--leave-one-out), none (--calibrate none) */
     double fit_tol_pct, net_gbps, intra_gbps, latency_us;

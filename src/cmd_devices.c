@@ -10,6 +10,7 @@
 #include "../common/schema.h"
 #include "../report/formats/attncurves.h"
 #include "../report/formats/devices.h"
+#include "../report/formats/gemmcurve.h"
 #include "commands.h"
 
 /* The attention kernels' curves of device d (data/attention.csv) as one note line, none when it has none. */
@@ -24,6 +25,27 @@ static void devices_kernels_note(record *rec, const dev_table *dt, const dev_row
                                  c->kernel, c->e_max, c->s_half, c->basis);
     }
     if (used) record_note(rec, "%s: attention kernels (%s): %s", d->device, dt->kernels->path, line);
+}
+
+/* The devices with a measured GEMM curve (data/gemm/DEVICE.csv, report/formats/gemmcurve.h), one
+ * note each; nothing when none ships. Returns 0 or CB_EFAIL (a bad curve file). */
+static int devices_gemm_notes(record *rec, const dev_table *dt)
+{
+    gemm_curves s;
+    if (gemm_curves_load(&s, dt, NULL) != 0) return CB_EFAIL;
+    for (int i = 0; i < s.n; i++) {
+        const gemm_dev_curve *c = &s.c[i];
+        char grids[128] = "";
+        for (int d = 0; d < GEMM_NDTYPES; d++)
+            if (c->grid[d].nk > 0)
+                snprintf(grids + strlen(grids), sizeof grids - strlen(grids), "%s%s", grids[0] ? ", " : "",
+                         gemm_dtype_names[d]);
+        record_note(rec, "%s: measured GEMM curve %s (%s, %s): scale, plan and validate time its GEMMs on it "
+                         "(--gemm cited: its gemm_eff)",
+                    c->device, c->path, c->gpu_name[0] ? c->gpu_name : "GPU not named", grids);
+    }
+    gemm_curves_free(&s);
+    return 0;
 }
 
 /* One row of the listing: the columns of data/devices.csv, as common/schema.h defines them. */
@@ -70,7 +92,8 @@ int cmd_devices(int argc, char **argv)
     }
     record_note(&rec, "from %s: dense peaks per device (never the sparsity figures); link_gb_per_s: scale-up link, one "
                       "direction; scaleup_domain: devices sharing it; '-': none or not published", dt.path);
-    for (int i = 0; i < dt.n; i++) {
+    rc = devices_gemm_notes(&rec, &dt);
+    for (int i = 0; i < dt.n && rc == 0; i++) {
         char note[400];
         devices_family_note(&dt.rows[i], note, sizeof note);
         if (note[0]) record_note(&rec, "%s", note); /* a variant: its figures, resolved through its family */

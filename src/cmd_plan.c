@@ -32,6 +32,7 @@ static int plan_opts_parse(plan_opts *o, int argc, char **argv)
         FRAMEWORK_FLAG_SPEC(&o->framework, fw_help),
         ATTENTION_FLAG_SPEC(&o->attention),
         CALIBRATE_FLAG_SPECS(&o->calibrate, &o->matmul_csv, &o->mfu_pct),
+        GEMM_FLAG_SPEC(&o->gemm),
         {"max-nodes", OPT_LONG, &o->max_nodes, 1, 65536, 0, 0, "N",
          "largest node count searched: 1..16, then 4 per octave and the powers of two (default 256)"},
         SEQ_FLAG_SPEC(&o->seq, "the model's max_seq_len"),

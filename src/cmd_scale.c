@@ -43,6 +43,7 @@ static int scale_opts_parse(scale_opts *o, int argc, char **argv)
         {"base-nodes", OPT_LONG, &o->base_nodes, 1, 1000000, 0, 0, "N", "a measured point: node count ..."},
         {"base-seq-per-s", OPT_DOUBLE, &o->base_seq_per_s, 0, 0, 1e-9, 1e12, "S", "... and its throughput in seq/s"},
         CALIBRATE_FLAG_SPECS(&o->calibrate, &o->matmul_csv, &o->mfu_pct),
+        GEMM_FLAG_SPEC(&o->gemm),
         {"measured", OPT_STR, &o->measured, 0, 0, 0, 0, "FILE", "throughput CSV: fit the model to its matching rows"},
         {"compare", OPT_STR, &o->compare, 0, 0, 0, 0, "FILE",
          "throughput CSV: show its matching rows and the error, not fitted"},
@@ -137,8 +138,6 @@ static int scale_opts_check(scale_opts *o)
     if ((o->base_nodes > 0) != (o->base_seq_per_s > 0))
         return err_usage("flags '--base-nodes' and '--base-seq-per-s' go together");
     if ((rc = compute_source_check(o)) != 0) return rc;
-    if (o->matmul_csv && !o->calibrate)
-        return err_usage("flag '--matmul-csv' needs '--calibrate' (it carries a calibration)");
     if (!price_option_valid(o->pricing))
         return err_usage("flag '--pricing': expected one of %s, got '%s'", PRICE_OPTIONS, o->pricing);
     if (o->selective && o->recompute)

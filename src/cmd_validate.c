@@ -38,6 +38,7 @@ static int val_opts_parse(val_opts *o, int argc, char **argv)
          "predicted against published, log-log, with the +-10% and +-25% bands"},
         HARDWARE_FLAG_SPEC(&o->hw_path),
         MATMUL_CSV_FLAG_SPEC(&o->matmul_csv),
+        GEMM_FLAG_SPEC(&o->gemm),
         FIT_TOLERANCE_FLAG_SPEC(&o->fit_tol_pct),
         NETWORK_FLAG_SPECS(&o->net_gbps, &o->intra_gbps, &o->latency_us),
         {0},

@@ -37,7 +37,7 @@ int main(int argc, char **argv)
                                  tests_models, tests_opbench, tests_stepmodel, tests_plansearch, tests_planview, tests_ops,
                                  tests_import, tests_logmegatron, tests_logtitan, tests_netfit, tests_prices,
                                  tests_audit3_import, tests_audit3_prices, tests_audit3_files, tests_audit3_net,
-                                 tests_layout, tests_names, tests_band, tests_logexcerpts, tests_gpu, tests_gpurope};
+                                 tests_layout, tests_names, tests_band, tests_logexcerpts, tests_gpu, tests_gpurope, tests_gemmcurve};
     int passed = 0, failed = 0;
     for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++)
         for (const test_case *t = groups[g]; t->name; t++) {

@@ -9,6 +9,7 @@
 
 #include "../../common/err.h"
 #include "../../common/stats.h"
+#include "../formats/gemmcurve.h"
 #include "stepmodel.h"
 
 void calib_kn_describe(const scale_model *s, char *buf, size_t n)
@@ -95,7 +96,9 @@ int calib_fit_point(calib_fit *c, const char *src, int line, const scale_eff_cur
 
 double calib_gemm_share(const scale_model *s, double phi)
 {
-    double g = s->gemm_curve && s->gemm_curve->nk > 0 ? 1.0 : s->hw.gemm_eff > 0 ? s->hw.gemm_eff : STEP_GEMM_EFF;
+    double g = s->gemm_curve && s->gemm_curve->nk > 0 ? 1.0 : s->hw.gemm_eff > 0 ? s->hw.gemm_eff : STEP_GEMM_EFF, lo;
+    const matmul_curve *dg = step_device_grid(s, 0, NULL);
+    if (dg) gemm_grid_range(dg, &lo, &g); /* a measured device curve: its largest e */
     return g * phi;
 }
 

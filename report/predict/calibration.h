@@ -53,7 +53,8 @@ int calib_fit_carry(const calib_fit *c, const scale_model *target, double *eff_t
                     size_t n);
 
 /* The share of the dense peak a model's GEMMs reach at framework efficiency phi (its device's
- * gemm_eff x phi; 1 x phi on a measured curve). */
+ * gemm_eff x phi; 1 x phi on a measured CPU curve; the largest e of its grid x phi on a measured
+ * device curve, report/formats/gemmcurve.h). */
 double calib_gemm_share(const scale_model *s, double phi);
 
 /* The target's compute time from the carried efficiency (its hardware FLOPs at eff_t of its peak). */

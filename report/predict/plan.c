@@ -83,6 +83,7 @@ static void model_fill(const plan_inputs *in, const plan_layout *l, scale_model 
     s->tp_overlap = fw->tp_overlap && s->sp; /* userbuffers TP overlap needs SP (report/predict/pubmodel.c) */
     s->tp_bwd_overlap = fw->tp_bwd_overlap;
     s->gemm_curve = in->eff;
+    s->gemm_measured = in->gemm;
     s->bucket_bytes = 25.0 * 1048576.0;
     s->net_eff = 1.0;
     s->latency_s = isfinite(s->hw.net_latency_us) ? s->hw.net_latency_us * 1e-6 : 0;
@@ -97,7 +98,13 @@ static double t_mb_of(const scale_model *s, const plan_inputs *in, int *over, do
                       size_t n)
 {
     *over = 0, *clamped = 0, *eff_t = NAN;
-    if (!in->cal) return in->phi > 0 ? step_t_mb_device(s, NULL) / in->phi : scale_t_mb_from_peak(s, in->mfu);
+    if (!in->cal && !(in->phi > 0)) return scale_t_mb_from_peak(s, in->mfu);
+    if (!in->cal) {
+        step_parts parts; /* a GEMM outside its device's measured curve (report/formats/gemmcurve.h) */
+        double t_dev = step_t_mb_device(s, &parts);
+        *clamped = parts.gemm_clamped;
+        return t_dev / in->phi;
+    }
     double e = NAN;
     if (calib_fit_carry(in->cal, s, eff_t, clamped, &e, why, n) == 0) return calib_t_mb(s, *eff_t);
     *over = *eff_t > 1 || e > 1;

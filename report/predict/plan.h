@@ -92,6 +92,7 @@ typedef struct {
      * NULL: the assumed mfu */
     const calib_fit *cal;
     const scale_eff_curve *eff;
+    const struct gemm_curves_s *gemm; /* the measured device curves (report/formats/gemmcurve.h; NULL: none) */
     double deadline_s;
     double budget_usd;   /* 0: none */
     double mtbf_s;       /* per instance; 0: failures not modelled */

@@ -11,6 +11,8 @@
 #include "../formats/inputs.h"
 
 struct matmul_curve_s; /* report/formats/matmulcsv.h (effcurve.h calls it scale_eff_curve) */
+struct gemm_curves_s;  /* report/formats/gemmcurve.h: the measured device curves */
+struct gemm_dev_curve_s;
 
 typedef struct {
     double gemm_s, attn_s, mem_s, tp_s, pp_s;   /* one micro-batch through the slowest stage, phi = 1 */
@@ -33,6 +35,7 @@ typedef struct {
     long seq, micro_batch;
     train_precision precision;
     const struct matmul_curve_s *gemm_curve;
+    const struct gemm_dev_curve_s *gemm_device; /* the measured device curve its GEMMs run on (NULL: none) */
 } step_key;
 
 /* The step of one configuration as a value: the operation list (common/oplist.h) timed once on the
@@ -98,6 +101,9 @@ typedef struct {
     int tp_bwd_overlap;     /* the backward TP collectives of the column-parallel layers under their weight
                              * gradient (Megatron / TE Linear's async dgrad all-reduce or reduce-scatter) */
     const struct matmul_curve_s *gemm_curve; /* a measured GEMM efficiency curve of the device; NULL: its rule */
+    const struct gemm_curves_s *gemm_measured; /* the measured device curves (data/gemm/, a GPU --matmul-csv): the
+                                                * one of hw's device, when there is one, times its GEMMs (stepmodel.h);
+                                                * NULL: the cited figures (--gemm cited) */
     double step_overhead_s; /* a fixed cost per optimizer step (a joint calibration's second parameter; 0 else) */
     /* the free parameters */
     double t_mb_s;       /* compute time of one micro-batch through one pipeline stage */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../../common/err.h"
+#include "../formats/gemmcurve.h"
 #include "effcurve.h"
 
 static double or_default(double v, double d) { return v > 0 && isfinite(v) ? v : d; }
@@ -53,6 +54,22 @@ static double shape_factor(const scale_model *s, double x)
     return x / (x + or_default(s->hw.gemm_half_dim, STEP_GEMM_HALF_DIM));
 }
 
+const struct gemm_dev_curve_s *step_device_curve(const scale_model *s)
+{
+    if (precision_info_of(s->precision)->fp32_peak) return NULL; /* the CUDA-core FP32 peak: no grid measures it */
+    return gemm_curves_find(s->gemm_measured, s->hw.accelerator);
+}
+
+const matmul_curve *step_device_grid(const scale_model *s, int fp8, double *peak)
+{
+    const gemm_dev_curve *c = step_device_curve(s);
+    if (!c) return NULL;
+    int d = fp8 ? GEMM_FP8 : c->grid[GEMM_BF16].nk > 0 ? GEMM_BF16 : GEMM_FP16;
+    if (c->grid[d].nk == 0) return NULL;
+    if (peak) *peak = c->peak_gflops[d] * 1e9;
+    return &c->grid[d];
+}
+
 static double gemm_time(const scale_model *s, const op_entry *op)
 {
     double launch = or_default(s->hw.launch_us, STEP_LAUNCH_US) * 1e-6, e;
@@ -61,9 +78,19 @@ static double gemm_time(const scale_model *s, const op_entry *op)
     double peak = fp8 ? s->hw.fp8_tflops * 1e12 / (s->hw.workers > 0 ? s->hw.workers : 1) : rank_peak(s);
     /* fp8 GEMMs reach their own share of the FP8 peak (Hopper's 0.71 against bf16's 0.80: MAMF) */
     double g = or_default(s->hw.gemm_eff, STEP_GEMM_EFF), g8 = fp8 ? or_default(s->hw.fp8_gemm_eff, g) : g;
-    if (s->gemm_curve && s->gemm_curve->nk > 0) e = scale_eff(s->gemm_curve, k, n, NULL);
+    const matmul_curve *dg = step_device_grid(s, fp8, &peak); /* the device's measured grid: its e, its peak */
+    if (dg) e = scale_eff(dg, k, n, NULL);
+    else if (s->gemm_curve && s->gemm_curve->nk > 0) e = scale_eff(s->gemm_curve, k, n, NULL);
     else e = g8 * shape_factor(s, n) * shape_factor(s, k) * shape_factor(s, m);
     return op->flops / (e * peak) + launch;
+}
+
+/* Sets *clamped when the curve a GEMM runs on does not reach its K or N. */
+static void gemm_clamp_check(const scale_model *s, const op_entry *op, int *clamped)
+{
+    const matmul_curve *dg = step_device_grid(s, op->fp8 && s->hw.fp8_tflops > 0, NULL);
+    if (!dg && s->gemm_curve && s->gemm_curve->nk > 0) dg = s->gemm_curve;
+    if (dg) scale_eff(dg, (double)op->k, (double)op->n, clamped);
 }
 
 double step_link_eff(const hw_row *hw) { return or_default(hw->link_eff, STEP_LINK_EFF); }
@@ -142,8 +169,7 @@ static void stage_time(const scale_model *s, const op_entry *ops, int n, int fir
         double times = op_times(&ops[i], layers, first, last);
         if (times <= 0) continue;
         double t = step_op_time(s, &ops[i]) * times;
-        if (ops[i].kind == OPK_GEMM && s->gemm_curve && s->gemm_curve->nk > 0)
-            scale_eff(s->gemm_curve, (double)ops[i].k, (double)ops[i].n, &p->gemm_clamped);
+        if (ops[i].kind == OPK_GEMM) gemm_clamp_check(s, &ops[i], &p->gemm_clamped);
         switch (ops[i].kind) {
         case OPK_GEMM: p->gemm_s += t; break;
         case OPK_ATTN: p->attn_s += t; break;
@@ -223,6 +249,7 @@ static void step_key_of(const scale_model *s, step_key *k)
     k->pp_uneven = s->pp_uneven, k->pp_first_layers = s->pp_first_layers, k->pp_last_layers = s->pp_last_layers;
     k->recompute_share = scale_recompute_share(s);
     k->gemm_curve = s->gemm_curve && s->gemm_curve->nk > 0 ? s->gemm_curve : NULL; /* an empty curve: the rule */
+    k->gemm_device = step_device_curve(s);
 }
 
 /* The list's per-step entries (the gradient a rank synchronises, AdamW's traffic) of `ops` (built
@@ -369,3 +396,61 @@ double step_comm_per_mb(const scale_model *s)
     return step_comm_of(s, step_profile_get(s), nodes);
 }
 
+
+/* "bf16 e 0.52-0.80 over k 1024-16384, n 1024-32768" of grid d into buf. */
+static void grid_text(const gemm_dev_curve *c, int d, char *buf, size_t n)
+{
+    const matmul_curve *g = &c->grid[d];
+    double lo, hi;
+    gemm_grid_range(g, &lo, &hi);
+    snprintf(buf, n, "%s e %.2f-%.2f over k %g-%g, n %g-%g", gemm_dtype_names[d], lo, hi, g->k[0], g->k[g->nk - 1],
+             g->n[0], g->n[g->nn - 1]);
+}
+
+/* The measured curve's line: its file, provenance, the grids the run's GEMMs are on. */
+static void source_measured(const scale_model *s, const gemm_dev_curve *c, const char *dev, char *buf, size_t n)
+{
+    char fam[96] = "", g16[160], g8[200] = "";
+    if (strcmp(c->device, dev) != 0) snprintf(fam, sizeof fam, "its family %s's ", c->device);
+    double lo, hi;
+    const matmul_curve *dg = step_device_grid(s, 0, NULL);
+    grid_text(c, dg == &c->grid[GEMM_BF16] ? GEMM_BF16 : GEMM_FP16, g16, sizeof g16);
+    if (c->grid[GEMM_FP8].nk > 0 && s->hw.fp8_tflops > 0) { /* an fp8 run's fp8 GEMMs */
+        grid_text(c, GEMM_FP8, g8 + 2, sizeof g8 - 2);
+        g8[0] = ';', g8[1] = ' ';
+    } else if (s->fp8 && s->hw.fp8_tflops > 0)
+        snprintf(g8, sizeof g8, "; fp8 GEMMs on the cited figures (fp8 not measured: fp8_gemm_eff %.2f x shape factors)",
+                 or_default(s->hw.fp8_gemm_eff, or_default(s->hw.gemm_eff, STEP_GEMM_EFF)));
+    gemm_grid_range(dg, &lo, &hi);
+    snprintf(buf, n, "GEMMs on %s: %smeasured curve %s (%s%s%s%s%s; %s%s)", dev, fam, c->path,
+             c->gpu_name[0] ? c->gpu_name : "GPU not named", c->cublaslt[0] ? ", cuBLASLt " : "", c->cublaslt,
+             c->date[0] ? ", " : "", c->date, g16, g8);
+}
+
+void step_gemm_source(const scale_model *s, char *buf, size_t n)
+{
+    const char *dev = s->hw.accelerator[0] ? s->hw.accelerator : s->hw.instance;
+    const gemm_dev_curve *c = gemm_curves_find(s->gemm_measured, s->hw.accelerator);
+    if (step_device_grid(s, 0, NULL)) {
+        source_measured(s, c, dev, buf, n);
+        return;
+    }
+    char eff[96], why[256] = "";
+    if (s->hw.gemm_eff > 0) snprintf(eff, sizeof eff, "gemm_eff %.2f", s->hw.gemm_eff);
+    else snprintf(eff, sizeof eff, "gemm_eff %.2f, the default: data/devices.csv leaves it empty", STEP_GEMM_EFF);
+    if (c && precision_info_of(s->precision)->fp32_peak)
+        snprintf(why, sizeof why, "; its measured curve %.60s is not used at fp32 (the step model's fp32 peak is the "
+                 "CUDA-core FP32 one, which no tensor-core grid measures)", c->path);
+    else if (c) snprintf(why, sizeof why, "; its measured curve %.150s has no bf16 or fp16 sweep", c->path);
+    if (s->gemm_curve && s->gemm_curve->nk > 0)
+        snprintf(buf, n, "GEMMs on %s: the --matmul-csv curve (its %s, log-linear in K and N)", dev,
+                 s->gemm_curve->column);
+    else snprintf(buf, n, "GEMMs on %s: cited figures (%s x shape factors, data/devices.csv)%s", dev, eff, why);
+}
+
+void step_gemm_brief(const scale_model *s, char *buf, size_t n)
+{
+    const gemm_dev_curve *c = step_device_grid(s, 0, NULL) ? step_device_curve(s) : NULL;
+    if (c) snprintf(buf, n, "GEMMs on the measured curve of %s", c->device);
+    else if (n) buf[0] = '\0';
+}

@@ -6,7 +6,10 @@
  *              f(x) = x / (x + h), h the device's gemm_half_dim (STEP_GEMM_HALF_DIM where empty;
  *              narrow dimensions lose to tile and wave quantisation), + launch_us; or, given a
  *              `costbench matmul` CSV of the device, at its measured share e(k, n)
- *              (report/predict/effcurve.h's curve)
+ *              (report/predict/effcurve.h's curve); on a device with a measured GPU curve
+ *              (report/formats/gemmcurve.h: data/gemm/DEVICE.csv or a GPU --matmul-csv), at e(k, n)
+ *              of its bf16 sweep (fp16 when only that; fp8 GEMMs its fp8 sweep, else the cited
+ *              figures) of that dtype's data-sheet peak, clamped at the grid's edges
  *   attention  tiled: its FLOPs (causal) at attn_eff(s) of the peak, s the sequence length the
  *              kernel sees (a CP rank's s / cp), attn_eff(s) = attn_eff_max s / (s + attn_s_half)
  *              (measured FlashAttention/cuDNN curves; a flat attn_eff where a device gives none);
@@ -103,5 +106,20 @@ double step_link_latency_s(const hw_row *hw);
 double step_attn_eff(const hw_row *hw, double s);
 /* The time of one op once (phi = 1), for breakdowns and tests. */
 double step_op_time(const scale_model *s, const op_entry *op);
+
+/* The measured device curve (report/formats/gemmcurve.h) of s's device in s->gemm_measured, NULL
+ * when none or when the run is fp32 (its peak, scale_dense_tflops, is the CUDA-core FP32 figure,
+ * not TF32: no tensor-core grid measures it; such a run stays on the cited figures). The grid a
+ * GEMM runs on (fp8: the op's op->fp8 on a device with an FP8 peak): fp8 the fp8 sweep, others the
+ * bf16 sweep, else the fp16 one; NULL when that dtype was not measured (the cited figures then),
+ * its data-sheet peak per rank (FLOP/s) into *peak (may be NULL). */
+const struct gemm_dev_curve_s *step_device_curve(const scale_model *s);
+const struct matmul_curve_s *step_device_grid(const scale_model *s, int fp8, double *peak);
+/* One line: what s's GEMMs run on: "GEMMs on DEVICE: measured curve FILE (GPU, cuBLASLt V, DATE;
+ * bf16 e LO-HI over k .., n ..)" or "GEMMs on DEVICE: cited figures (gemm_eff G x shape factors,
+ * data/devices.csv)", and why a curve of the device is not used. step_gemm_brief: "GEMMs on the
+ * measured curve of DEVICE" for a row's note, "" on the cited figures. */
+void step_gemm_source(const scale_model *s, char *buf, size_t n);
+void step_gemm_brief(const scale_model *s, char *buf, size_t n);
 
 #endif
