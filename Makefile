@@ -132,7 +132,7 @@ GPU_GENCODE := $(foreach a,$(GPU_ARCHS),-gencode arch=compute_$(a),code=sm_$(a))
 GPU_HOST_SRC := common/csvio.c common/err.c common/parse.c common/files.c common/schema.c common/precision.c \
                 common/machine_data.c common/presets.c common/params.c common/counts.c common/oplist.c common/record.c common/opts.c \
                 report/formats/devices.c report/formats/attncurves.c report/formats/inputs.c \
-                kernels/rope.c kernels/bf16.c bench/mmshapes.c $(wildcard bench/gpu/*.c src/gpu/*.c)
+                kernels/rope.c kernels/bf16.c kernels/ropeplan.c bench/mmshapes.c $(wildcard bench/gpu/*.c src/gpu/*.c)
 GPU_CU_SRC   := $(wildcard bench/gpu/*.cu kernels/cuda/*.cu)
 GPU_OBJ      := $(GPU_HOST_SRC:%.c=$(GPU_BUILD)/%.o) $(GPU_CU_SRC:%.cu=$(GPU_BUILD)/%.o)
 GPU_CFLAGS   := -std=c11 -D_GNU_SOURCE -DCB_NO_LIBCSV -g -O2 -march=native $(WARN) -Werror -Wno-unknown-pragmas \

@@ -1,11 +1,11 @@
-/* test_gpurope.c: the launch geometry of the rotary CUDA kernels (bench/gpu/ropeplan.h), which
+/* test_gpurope.c: the launch geometry of the rotary CUDA kernels (kernels/ropeplan.h), which
  * runs on every machine: the vector widths the presets' heads get, the thread counts worked by
  * hand, the refusal past 32-bit indexing, and the multiply-shift division against '/'. The
  * kernels themselves are checked by `costbench-gpu test` on a GPU. */
 #include <stdint.h>
 
 #include "check.h"
-#include "../bench/gpu/ropeplan.h"
+#include "../kernels/ropeplan.h"
 
 static void test_gpurope_vec(void)
 {

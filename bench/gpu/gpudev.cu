@@ -9,7 +9,8 @@
 #include <string.h>
 
 #include "gpu.h"
-#include "gpucuda.cuh"
+#include "../../kernels/cuda/cudautil.cuh"
+#include "gpu.h"
 
 namespace {
 

@@ -24,7 +24,8 @@ extern "C" { // the project's C headers
 #include "../../report/formats/devices.h"
 #include "../mmshapes.h"
 }
-#include "gpucuda.cuh"
+#include "../../kernels/cuda/cudautil.cuh"
+#include "gpu.h"
 
 namespace {
 

@@ -14,7 +14,8 @@ extern "C" { // the project's C headers
 #include "../../common/schema.h"
 #include "../../report/formats/devices.h"
 }
-#include "gpucuda.cuh"
+#include "../../kernels/cuda/cudautil.cuh"
+#include "gpu.h"
 
 namespace {
 

@@ -12,7 +12,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "gpucuda.cuh"
+#include "../../kernels/cuda/cudautil.cuh"
+#include "gpu.h"
 #include "../../kernels/cuda/rope.cuh"
 
 extern "C" {

@@ -5,8 +5,8 @@
 
 #include <stdint.h>
 
-#include "../../bench/gpu/gpucuda.cuh"
-#include "../../bench/gpu/ropeplan.h"
+#include "cudautil.cuh"
+#include "../ropeplan.h"
 
 namespace {
 

@@ -1,7 +1,7 @@
-// gpucuda.cuh: CUDA helpers of the GPU microbenchmarks (nvcc only): error checks, inputs that the
-// host can recompute for its reference checks, event timing.
-#ifndef CB_GPUCUDA_CUH
-#define CB_GPUCUDA_CUH
+// cudautil.cuh: CUDA helpers of the GPU kernels and microbenchmarks (nvcc only): error checks,
+// element conversions, inputs that the host can recompute for its reference checks, event timing.
+#ifndef CB_CUDAUTIL_CUH
+#define CB_CUDAUTIL_CUH
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -10,7 +10,9 @@
 
 #include <stddef.h>
 
-#include "gpu.h" // and common/err.h, as C
+extern "C" {
+#include "../../common/err.h"
+}
 
 // Returns CB_EFAIL with one line naming the call and the runtime's message when it fails.
 #define GPU_CK(call)                                                                                   \
