@@ -187,19 +187,26 @@ static void test_gemm_refusals(void)
 }
 
 /* A temporary data directory: a copy of data/ with the fixture as data/gemm/h100-sxm5-80gb.csv. */
-static int data_with_curve(char *dir, size_t n, char *env, size_t en)
+/* A copy of data/ whose data/gemm/ holds the synthetic curve (with), or no curve (the figures
+ * without any: what --gemm cited must reproduce). */
+static int data_curve_copy(char *dir, size_t n, char *env, size_t en, int with)
 {
     char *d = test_tmpdir(), cmd[1024];
     if (!d) return -1;
     snprintf(dir, n, "%s", d);
-    snprintf(cmd, sizeof cmd, "cp -r data/. %s/ && mkdir -p %s/gemm && cp " FIXTURE " %s/gemm/h100-sxm5-80gb.csv", d, d,
-             d);
+    if (with)
+        snprintf(cmd, sizeof cmd, "cp -r data/. %s/ && mkdir -p %s/gemm && cp " FIXTURE " %s/gemm/h100-sxm5-80gb.csv", d,
+                 d, d);
+    else
+        snprintf(cmd, sizeof cmd, "cp -r data/. %s/ && rm -f %s/gemm/*.csv", d, d);
     const char *sh[] = {"sh", "-c", cmd, NULL};
     int rc = cmd_run(sh, NULL, 0, NULL, 0);
     CHECK(rc == 0, "cannot prepare %s", d);
     snprintf(env, en, "COSTBENCH_DATA=%s", d);
     return rc;
 }
+
+static int data_with_curve(char *dir, size_t n, char *env, size_t en) { return data_curve_copy(dir, n, env, en, 1); }
 
 /* `costbench ARGS` with env (NULL: none) into out. */
 static int run_env(const char *env, const char *const *args, char *out, size_t on)
@@ -215,14 +222,15 @@ static int run_env(const char *env, const char *const *args, char *out, size_t o
 
 static void test_gemm_validate(void)
 {
-    char dir[256], env[300];
-    if (data_with_curve(dir, sizeof dir, env, sizeof env) != 0) return;
+    char dir[256], env[300], dir0[256], env0[300];
+    if (data_with_curve(dir, sizeof dir, env, sizeof env) != 0 || data_curve_copy(dir0, sizeof dir0, env0, sizeof env0, 0))
+        return;
     const char *base[] = {"validate", "data/reference/published/megatron_bridge_25.09.csv",
                           "data/reference/published/megatron_bridge_25.11.csv", "--calibrate", "none", NULL};
     const char *cited[] = {"validate", "data/reference/published/megatron_bridge_25.09.csv",
                            "data/reference/published/megatron_bridge_25.11.csv", "--calibrate", "none", "--gemm",
                            "cited", NULL};
-    int rc0 = run_env(NULL, base, g_out, sizeof g_out), rc1 = run_env(env, base, g_out2, sizeof g_out2);
+    int rc0 = run_env(env0, base, g_out, sizeof g_out), rc1 = run_env(env, base, g_out2, sizeof g_out2);
     CHECK(rc0 == 0 && rc1 == 0, "exit %d %d: %s", rc0, rc1, g_err);
     CHECK(strstr(g_out2, "# GEMMs on h100-sxm5-80gb: measured curve data/gemm/h100-sxm5-80gb.csv (NVIDIA H100 80GB "
                          "HBM3 (synthetic), cuBLASLt 13.0.2, 2026-11-27; bf16 e 0.40-0.80") &&
@@ -230,8 +238,10 @@ static void test_gemm_validate(void)
           "data/gemm/ picked up; the line and each H100 row's note say so: %.2000s", g_out2);
     CHECK(strcmp(g_out, g_out2) != 0, "the H100 rows' predictions change on the curve");
     int rc2 = run_env(env, cited, g_out2, sizeof g_out2);
-    CHECK(rc2 == 0 && strcmp(g_out, g_out2) == 0, "--gemm cited gives today's output exactly (exit %d)", rc2);
-    rm_tree(dir);
+    CHECK(rc2 == 0 && strcmp(g_out, g_out2) == 0, "--gemm cited gives the output without a curve exactly (exit %d)", rc2);
+    rc2 = run_env(NULL, cited, g_out2, sizeof g_out2);
+    CHECK(rc2 == 0 && strcmp(g_out, g_out2) == 0, "... and so on the shipped tables (exit %d)", rc2);
+    rm_tree(dir), rm_tree(dir0);
 }
 
 static void test_gemm_plan(void)
@@ -242,7 +252,9 @@ static void test_gemm_plan(void)
                           "p5.48xlarge", "--max-nodes", "16", "--matmul-csv", FIXTURE, NULL};
     const char *cited[] = {"plan", "--model", "llama2-7b", "--tokens", "100B", "--deadline-days", "30", "--instances",
                            "p5.48xlarge", "--max-nodes", "16", "--gemm", "cited", NULL};
-    int rc0 = run_env(NULL, base, g_out, sizeof g_out), rc1 = run_env(NULL, meas, g_out2, sizeof g_out2);
+    char dir0[256], env0[300];
+    if (data_curve_copy(dir0, sizeof dir0, env0, sizeof env0, 0) != 0) return;
+    int rc0 = run_env(env0, base, g_out, sizeof g_out), rc1 = run_env(env0, meas, g_out2, sizeof g_out2);
     CHECK(rc0 == 0 && rc1 == 0, "exit %d %d: %s", rc0, rc1, g_err);
     CHECK(strstr(g_out2, "# GEMMs on h100-sxm5-80gb: measured curve " FIXTURE) &&
               strstr(g_out, "# GEMMs on h100-sxm5-80gb: cited figures (gemm_eff 0.84 x shape factors"),
@@ -257,8 +269,13 @@ static void test_gemm_plan(void)
     static char text[65536];
     slurp(csv, text, sizeof text);
     CHECK(strstr(text, "GEMMs on the measured curve of h100-sxm5-80gb"), "the why column says so: %.1000s", text);
-    int rc2 = run_env(NULL, cited, g_out2, sizeof g_out2);
-    CHECK(rc2 == 0 && strcmp(g_out, g_out2) == 0, "--gemm cited is today's plan exactly (exit %d)", rc2);
+    int rc2 = run_env(env0, cited, g_out2, sizeof g_out2);
+    CHECK(rc2 == 0 && strcmp(g_out, g_out2) == 0, "--gemm cited is the plan without a curve exactly (exit %d)", rc2);
+    /* and on the shipped tables (their curve left out): the same but for the tables' directory */
+    rc2 = run_env(NULL, cited, g_out2, sizeof g_out2);
+    const char *a = strstr(g_out, "# GEMMs on"), *b = strstr(g_out2, "# GEMMs on");
+    CHECK(rc2 == 0 && a && b && strcmp(a, b) == 0, "--gemm cited on the shipped tables (exit %d)", rc2);
+    rm_tree(dir0);
 }
 
 static void test_gemm_flags(void)
@@ -322,7 +339,9 @@ static void test_gemm_scale_devices(void)
                                    "80GB HBM3 (synthetic), bf16, fp8)"),
           "devices lists the measured curve: exit %d: %s", rc, g_err);
     rc = run_env(NULL, dv, g_out, sizeof g_out);
-    CHECK(rc == 0 && !strstr(g_out, "measured GEMM curve"), "none shipped: no line");
+    CHECK(rc == 0 && strstr(g_out, "# h100-sxm5-80gb: measured GEMM curve data/gemm/h100-sxm5-80gb.csv (NVIDIA H100 "
+                                   "80GB HBM3, tf32, fp16, bf16, fp8)"),
+          "the shipped H100 curve (measured by costbench-gpu) listed: %.1500s", g_out);
     rm_tree(dir);
 }
 
