@@ -15,6 +15,7 @@
 #include "../report/predict/calibration.h"
 #include "../report/predict/fweff.h"
 #include "../report/validate.h"
+#include "../report/formats/gemmcurve.h"
 #include "check.h"
 
 static char g_out[1 << 18], g_err[1 << 15];
@@ -30,6 +31,7 @@ static int shipped(glob_t *g)
 typedef struct {
     dev_table dt;
     hw_table ht;
+    gemm_curves gemm; /* data/gemm/: the measured device curves validate times those devices on */
     scale_model d;
     val_env env;
 } band_env;
@@ -37,14 +39,18 @@ typedef struct {
 static int env_init(band_env *e, const band_table *bt)
 {
     memset(e, 0, sizeof *e);
-    if (devices_load(&e->dt, NULL) != 0 || hardware_load(&e->ht, "data/hardware.csv") != 0) return -1;
+    if (devices_load(&e->dt, NULL) != 0 || hardware_load(&e->ht, "data/hardware.csv") != 0 ||
+        gemm_curves_load(&e->gemm, &e->dt, NULL) != 0)
+        return -1;
     e->d.interleave = 1, e->d.bucket_bytes = 25.0 * 1048576.0, e->d.net_eff = 1.0; /* validate's defaults */
+    e->d.gemm_measured = &e->gemm;
     e->env = (val_env){&e->ht, &e->dt, NULL, -1, NULL, 5, &e->d, bt};
     return 0;
 }
 
 static void env_free(band_env *e)
 {
+    gemm_curves_free(&e->gemm);
     hardware_free(&e->ht);
     devices_free(&e->dt);
 }
