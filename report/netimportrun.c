@@ -34,9 +34,11 @@ static void note_add(net_notes *c, const char *fmt, ...)
     c->n++;
 }
 
-/* --instance must name an instance of the hardware table; --scope one of its two words. */
-static int net_opts_check(const net_import_opts *o)
+/* --instance must name an instance of the hardware table (*per_node: its ranks, accelerators x
+ * workers; 0 without --instance); --scope one of its two words. */
+static int net_opts_check(const net_import_opts *o, int *per_node)
 {
+    *per_node = 0;
     if (o->scope && strcmp(o->scope, "intra") != 0 && strcmp(o->scope, "inter") != 0)
         return err_usage("flag '--scope': expected intra or inter, got '%s'", o->scope);
     if (!o->instance) return 0;
@@ -44,10 +46,39 @@ static int net_opts_check(const net_import_opts *o)
     char def[CB_PATH_MAX];
     if (!o->hw_path && machine_data_file(def, sizeof def, "hardware.csv") != 0) return CB_EFAIL;
     if (hardware_load(&ht, o->hw_path ? o->hw_path : def) != 0) return CB_EUSAGE;
-    int found = hardware_find(&ht, o->instance) != NULL;
+    const hw_row *hw = hardware_find(&ht, o->instance);
+    int found = hw != NULL;
+    if (hw) *per_node = hw->accelerators * (hw->workers > 0 ? hw->workers : 1);
     if (!found) err_usage("flag '--instance': unknown instance type '%s' (not in %s)", o->instance, ht.path);
     hardware_free(&ht);
     return found ? 0 : CB_EUSAGE;
+}
+
+/* The nodes of a run whose rank list is elided or absent: its ranks over the ranks a node of
+ * --instance holds (per_node), checked against the hosts and ranks the lines that are there show. */
+static int nodes_resolve(const net_import_opts *o, const text_lines *t, net_run *r, int per_node)
+{
+    if (r->nodes > 0) return 0;
+    if (!per_node)
+        return err_usage("%s: %d ranks, but the rank lines do not list them all (%d shown; %s): the number of nodes "
+                         "is unknown; give --instance (the node type: its accelerators per node divide the ranks)",
+                         t->path, r->ranks, r->ranks_seen, r->notes);
+    int nodes = r->ranks <= per_node ? 1 : r->ranks / per_node;
+    if (r->ranks > per_node && r->ranks % per_node != 0)
+        return err_usage("flag '--instance': %s holds %d ranks a node, but %s has %d ranks: not a whole number of "
+                         "nodes",
+                         o->instance, per_node, t->path, r->ranks);
+    if (r->hosts_seen > nodes)
+        return err_usage("flag '--instance': %d ranks on nodes of %d (%s) make %d node%s, but the rank lines of %s "
+                         "name %d hosts",
+                         r->ranks, per_node, o->instance, nodes, nodes == 1 ? "" : "s", t->path, r->hosts_seen);
+    r->nodes = nodes, r->inter = nodes > 1, r->nodes_given = 1;
+    char note[160];
+    snprintf(note, sizeof note, "%d node%s = %d ranks / %d a node of %s (--instance)", nodes, nodes == 1 ? "" : "s",
+             r->ranks, per_node, o->instance);
+    size_t len = strlen(r->notes);
+    snprintf(r->notes + len, sizeof r->notes - len, "%s%s", len ? "; " : "", note);
+    return 0;
 }
 
 /* --scope over what the hosts say. Across nodes on one host contradicts the rank lines (or the
@@ -88,12 +119,19 @@ static int row_make(const net_import_opts *o, const text_lines *t, const net_run
 static void notes_fit(net_notes *c, const net_run *r, const net_fit *f)
 {
     const char *coll = net_coll_names[r->coll], *scope = r->inter ? "inter" : "intra";
+    char lat[160];
+    if (f->latency_rows)
+        snprintf(lat, sizeof lat, "latency %.4g us (median over the %d latency-bound sizes up to %.0f bytes)%s",
+                 f->latency_us, f->latency_rows, f->latency_max_bytes, f->clamped ? ", held at 0" : "");
+    else
+        snprintf(lat, sizeof lat, "latency not measured (no size near the table's shortest time spends under 10%% "
+                                  "of it moving data): held at 0");
     note_add(c,
-             "%s %s: time = %.4g us + bus bytes / %.4g GB/s (weighted least squares, 1/t^2) over %d sizes %.0f .. "
-             "%.0f bytes: R^2 %.6f, worst residual %.2f%%; largest size measured at %.4g GB/s%s",
-             coll, scope, f->latency_us, f->busbw_gb_per_s, f->sizes, f->min_bytes, f->max_bytes, f->r2,
-             f->max_resid_pct, f->busbw_max_gb_per_s,
-             f->clamped ? "; the intercept came out negative: latency held at 0, the slope refitted through 0" : "");
+             "%s %s: time = %.4g us + bus bytes / %.4g GB/s over %d sizes %.0f .. %.0f bytes: busbw %.4g GB/s (median "
+             "over the %d plateau sizes from %.0f bytes, within 5%% of the best), %s; R^2 %.6f, worst residual "
+             "%.2f%%; largest size measured at %.4g GB/s",
+             coll, scope, f->latency_us, f->busbw_gb_per_s, f->sizes, f->min_bytes, f->max_bytes, f->busbw_gb_per_s,
+             f->plateau_rows, f->plateau_min_bytes, lat, f->r2, f->max_resid_pct, f->busbw_max_gb_per_s);
     if (isfinite(f->inplace_busbw_gb_per_s))
         note_add(c, "%s %s in-place (not used): %.4g us + bus bytes / %.4g GB/s", coll, scope, f->inplace_latency_us,
                  f->inplace_busbw_gb_per_s);
@@ -114,17 +152,19 @@ static void notes_fit(net_notes *c, const net_run *r, const net_fit *f)
 
 /* Fits each run into its row and its comment lines. */
 static int runs_fit(const net_import_opts *o, const text_lines *t, net_run *runs, int nruns, net_row *rows,
-                    net_notes *c)
+                    net_notes *c, int per_node)
 {
     for (int i = 0; i < nruns; i++) {
         net_run *r = &runs[i];
         net_fit f;
-        int rc = scope_apply(o, t, r);
+        int rc = nodes_resolve(o, t, r, per_node);
+        if (rc == 0) rc = scope_apply(o, t, r);
         if (rc == 0) rc = netfit_fit(r, t->path, &f);
         if (rc == 0) rc = row_make(o, t, r, &f, &rows[i]);
         if (rc != 0) return rc;
-        note_add(c, "%s: %s (collective from %s), %d ranks on %d host%s%s%s", t->path, r->program, r->coll_from,
-                 r->ranks, r->nodes, r->nodes == 1 ? "" : "s", r->notes[0] ? "; " : "", r->notes);
+        note_add(c, "%s: %s (collective from %s), %d ranks on %d %s%s%s%s", t->path, r->program, r->coll_from,
+                 r->ranks, r->nodes, r->nodes_given ? "node" : "host", r->nodes == 1 ? "" : "s", r->notes[0] ? "; " : "",
+                 r->notes);
         notes_fit(c, r, &f);
     }
     return 0;
@@ -133,7 +173,7 @@ static int runs_fit(const net_import_opts *o, const text_lines *t, net_run *runs
 int import_network(const text_lines *t, const net_import_opts *op)
 {
     const net_import_opts o = *op;
-    int rc = net_opts_check(&o);
+    int per_node, rc = net_opts_check(&o, &per_node);
     if (rc != 0) return rc;
     net_run runs[NET_NCOLL];
     int nruns = 0;
@@ -142,7 +182,7 @@ int import_network(const text_lines *t, const net_import_opts *op)
     static net_notes notes;
     notes.n = 0;
     note_add(&notes, "network file: collective benchmarks fitted by costbench import (report/formats/netfit.h)");
-    rc = runs_fit(&o, t, runs, nruns, rows, &notes);
+    rc = runs_fit(&o, t, runs, nruns, rows, &notes, per_node);
     for (int i = 0; i < nruns; i++) net_run_free(&runs[i]);
     if (rc != 0) return rc;
     if ((rc = net_table_write(o.out ? o.out : "-", notes.ptr, notes.n, rows, nruns)) != 0) return rc;

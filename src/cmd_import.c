@@ -84,8 +84,10 @@ int cmd_import(int argc, char **argv)
     const char *net_only = o.collective ? "collective" : o.scope ? "scope" : o.hw_path ? "hardware" : NULL;
     if (net_only) {
         text_lines_free(&t);
-        return err_usage("flag '--%s': for nccl-tests or `costbench allreduce` output; %s is a training log", net_only,
-                         o.files[0]);
+        return err_usage("flag '--%s': for nccl-tests or `costbench allreduce` output; %s has no nccl-tests table "
+                         "('#  size  count  type ... busbw' header, tags of mpirun --tag-output read off) and no "
+                         "'op,ranks,size_bytes,...' header",
+                         net_only, o.files[0]);
     }
     rc = import_run(&o, &t);
     text_lines_free(&t);

@@ -376,6 +376,94 @@ static void test_netfit_plan_calibrated(void)
     CHECK(fabs(phi_plan - phi_scale) < 1e-3 * phi_scale, "phi: plan %g, scale %g", phi_plan, phi_scale);
 }
 
+
+/* Real nccl-tests outputs (tests/logs/README.md: sources and the hand arithmetic of each figure).
+ * The rank count from the table's busbw / algbw where the rank list is elided or absent, the nodes
+ * from --instance's accelerators per node; busbw the plateau's median, latency the small sizes'. */
+static void test_netfit_real_outputs(void)
+{
+    static const struct {
+        const char *file, *instance, *scope;
+        int ranks, nodes;
+        double busbw, latency_us;
+    } want[] = {
+        {"nccl-tests_2022_coreweave-a100-mpijob-5of32-ranks-elided.txt", "p4d.24xlarge", "inter", 32, 4, 157.745, 0},
+        {"nccl-tests_2023_coreweave-h100-64-mpijob-ranklist-elided.txt", "p5.48xlarge", "inter", 96, 12, 383.23, 0},
+        {"nccl-tests_2024_awsome-eks-2xp5-tagoutput-rows-elided.txt", "p5.48xlarge", "inter", 16, 2, 437.79, 0},
+        {"nccl-tests_2025_awsome-batch-tagoutput-full-table.txt", "p5.48xlarge", "intra", 8, 1, 480.69, 16.745},
+        {"nccl-tests_2025_awsome-topology-16node-rows-elided.txt", "p5en.48xlarge", "inter", 128, 16, 370.53, 167.3},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        char path[512], out[4096];
+        net_table nt;
+        snprintf(path, sizeof path, LOGS "%s", want[i].file);
+        const char *flags[] = {"--instance", want[i].instance, NULL};
+        if (import_load(path, flags, out, sizeof out, &nt) != 0) continue;
+        const net_row *r = &nt.rows[0];
+        CHECK(nt.n == 1 && strcmp(r->collective, "all_reduce") == 0 && strcmp(r->scope, want[i].scope) == 0 &&
+                  r->ranks == want[i].ranks && r->nodes == want[i].nodes,
+              "%s: %s %s %d ranks %d nodes, expected all_reduce %s %d %d", want[i].file, r->collective, r->scope,
+              r->ranks, r->nodes, want[i].scope, want[i].ranks, want[i].nodes);
+        CHECK(close_to(r->busbw_gb_per_s, want[i].busbw, 1e-3), "%s: busbw %.6g, expected %g", want[i].file,
+              r->busbw_gb_per_s, want[i].busbw);
+        CHECK(fabs(r->latency_us - want[i].latency_us) < 0.05, "%s: latency %.6g us, expected %g", want[i].file,
+              r->latency_us, want[i].latency_us);
+        net_table_free(&nt);
+    }
+    /* the full table: the plateau honoured (480.69 against 483.05 measured; the 1/t^2 least squares
+     * gave 413.1, 14.5% under) */
+    char out[4096], text[8192];
+    net_table nt;
+    const char *f[] = {"--instance", "p5.48xlarge", NULL};
+    if (import_load(LOGS "nccl-tests_2025_awsome-batch-tagoutput-full-table.txt", f, out, sizeof out, &nt) == 0) {
+        CHECK(nt.rows[0].busbw_gb_per_s > 0.99 * nt.rows[0].busbw_max_gb_per_s, "busbw %g against the plateau %g",
+              nt.rows[0].busbw_gb_per_s, nt.rows[0].busbw_max_gb_per_s);
+        slurp(out, text, sizeof text);
+        CHECK(strstr(text, "8 ranks from the table's busbw / algbw 1.7500") &&
+                  strstr(text, "'mpirun --tag-output' tags read off every line") &&
+                  strstr(text, "latency 16.75 us (median over the 17 latency-bound sizes"),
+              "the # lines say where ranks, busbw and latency came from: %s", text);
+        net_table_free(&nt);
+    }
+}
+
+/* What the elided outputs need and what they refuse: no --instance, the nodes are unknown (the
+ * GB200 excerpt shows rank 71 alone: 72 ranks, its nodes not said); the tagged output with
+ * --collective is nccl-tests, not a training log; the 5 visible rank lines are not 5 ranks. */
+static void test_netfit_real_refusals(void)
+{
+    const char *none[] = {NULL};
+    expect_error(LOGS "nccl-tests_2025_coreweave-gb200-nvl72-last-rank-only.txt", none,
+                 "72 ranks, but the rank lines do not list them all (1 shown; the rank lines list 1 ranks numbered up "
+                 "to 71: 72 ranks from the table's busbw / algbw 1.97");
+    expect_error(LOGS "nccl-tests_2022_coreweave-a100-mpijob-5of32-ranks-elided.txt", none,
+                 "32 ranks, but the rank lines do not list them all (5 shown; the rank list is elided at line 17");
+    char out[4096];
+    net_table nt;
+    const char *coll[] = {"--collective", "all_reduce", "--instance", "p5.48xlarge", NULL};
+    if (import_load(LOGS "nccl-tests_2024_awsome-eks-2xp5-tagoutput-rows-elided.txt", coll, out, sizeof out, &nt) == 0) {
+        CHECK(nt.n == 1 && nt.rows[0].ranks == 16 && nt.rows[0].nodes == 2, "tagged output with --collective");
+        net_table_free(&nt);
+    }
+    const char *plain = test_path("ratio.txt");
+    const char *hdr = "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   "
+                      "algbw   busbw #wrong\n";
+    char text[2048];
+    /* 0.97 / 0.50 within their printed digits: 0.965 / 0.505 .. 0.975 / 0.495 = 1.911 .. 1.970, n = 2 / (2 - r)
+     * = 22.5 .. 66.4: 23 to 66 ranks, not decided */
+    snprintf(text, sizeof text, "%s     1048576        262144     float     sum      -1   2000.0    0.50    0.97      0 "
+                                "  2000.0    0.50    0.97      0\n", hdr);
+    write_text(plain, text);
+    const char *inst[] = {"--instance", "p4d.24xlarge", NULL};
+    expect_error(plain, inst, "allows 23 to 66 ranks for all_reduce: the number of ranks is not decided");
+    /* rank 40 shown, the ratio says 32: no count fits both */
+    snprintf(text, sizeof text, "# nThread 1 nGpus 1\n#  Rank 40 Group  0 Pid 1 on h-a device  0 [0x01] X\n...\n%s"
+                                "  2147483648     536870912     float     sum      -1    26476   81.11  157.15      0"
+                                "    26677   80.50  155.97      0\n", hdr);
+    write_text(plain, text);
+    expect_error(plain, inst, "allows no count of at least the highest rank seen");
+}
+
 const test_case tests_netfit[] = {
     {"netfit: a calibration on a measured instance reads the measured network (plan as scale)",
      test_netfit_plan_calibrated},
@@ -390,5 +478,7 @@ const test_case tests_netfit[] = {
     {"netfit: scale --net-from as the model says", test_netfit_scale},
     {"netfit: scale --net-from errors", test_netfit_scale_errors},
     {"netfit: plan --net-from", test_netfit_plan},
+    {"netfit: real nccl-tests outputs: ranks from busbw / algbw, nodes from --instance, the plateau", test_netfit_real_outputs},
+    {"netfit: real nccl-tests outputs: what is refused and why", test_netfit_real_refusals},
     {NULL, NULL},
 };

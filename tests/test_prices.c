@@ -86,7 +86,8 @@ static void t_azure(void)
         "prices",     "import", "tests/catalogs/azure-retail.json", "--format", "azure-retail", "--as-of",
         "2025-03-01", NULL};
     CHECK(cli_run(a, out, sizeof out, err, sizeof err) == 0, "exit: %s", err);
-    CHECK(strstr(out, "azure,Standard_ND96asr_v4,eastus,on_demand,27.197,2025-03-01,\"tests/catalogs/azure-retail.json "
+    /* as_of: the item's effectiveStartDate, 2021-06-01 (was --as-of's 2025-03-01 before issue 31) */
+    CHECK(strstr(out, "azure,Standard_ND96asr_v4,eastus,on_demand,27.197,2021-06-01,\"tests/catalogs/azure-retail.json "
                       "(azure-retail, item 0)\""),
           "%s", out);
     CHECK(strstr(out, "azure,Standard_ND96asr_v4,eastus,spot,8.1591,"), "%s", out);
@@ -225,7 +226,7 @@ static void t_format_registry(void)
     const char *h[] = {"prices", "import", "--help", NULL};
     int rc = cli_run(h, out, sizeof out, err, sizeof err);
     CHECK(rc == 0 && strstr(out, "--format skypilot|aws-offer|azure-retail") &&
-              strstr(out, "(required for skypilot and azure-retail)"),
+              strstr(out, "(required for skypilot)"), /* azure-retail: was required; its items are dated */
           "help: rc %d, %s", rc, out);
     CHECK(price_nformats >= 3, "%d formats", price_nformats);
     for (int i = 0; i < price_nformats; i++) {
@@ -237,6 +238,81 @@ static void t_format_registry(void)
     CHECK(price_format_find("nope") == NULL && price_format_find(NULL) == NULL, "an unknown name is found");
 }
 
+
+/* The price row of (instance, region, option) in t, or NULL. */
+static const price_row *row_of(const price_table *t, const char *inst, const char *region, const char *option)
+{
+    for (int i = 0; i < t->n; i++)
+        if (!strcmp(t->rows[i].instance, inst) && !strcmp(t->rows[i].region, region) &&
+            !strcmp(t->rows[i].option, option))
+            return &t->rows[i];
+    return NULL;
+}
+
+/* A real answer's 1,000 items saved as a list (tests/logs/README.md: source and the counts by hand):
+ * no --as-of (each row dated by its item), non-VM services, Cloud Services and Dedicated Host
+ * products, Windows and Low Priority dropped and counted; a "Series Linux" product kept. */
+static void t_azure_real(void)
+{
+    const char *path = test_path("azure-real.csv");
+    remove(path);
+    const char *a[] = {"prices", "import", "tests/catalogs/azure-retail_2026-08-22_carbonandfinch-1000items.json",
+                       "--format", "azure-retail", "--out", path, NULL};
+    CHECK(cli_run(a, out, sizeof out, err, sizeof err) == 0, "exit: %s", err);
+    CHECK(strstr(err, "read 1000 rows; kept 240 price rows; dropped: Windows (372), not a virtual machine (318), Low "
+                      "Priority (46), Cloud Services (not a VM price) (9), Dedicated Host (not a VM price) (15)"),
+          "%s", err);
+    price_table t;
+    if (prices_load(&t, path) != 0) return;
+    CHECK(t.n == 240, "%d rows", t.n);
+    const price_row *od = row_of(&t, "Standard_NC48ads_A100_v4", "eastus2", "on_demand");
+    const price_row *r1 = row_of(&t, "Standard_NC48ads_A100_v4", "eastus2", "reserved_1y");
+    const price_row *r3 = row_of(&t, "Standard_NC48ads_A100_v4", "eastus2", "reserved_3y");
+    const price_row *sp = row_of(&t, "Standard_ND96ams_A100_v4", "switzerlandwest", "spot");
+    CHECK(od && od->usd_per_hour == 7.346 && !strcmp(od->as_of, "2022-06-01"), "NC48ads on demand");
+    /* 42066 / 8760 = 4.80205479; 71642 / (3 x 8760) = 2.7261035 */
+    CHECK(r1 && fabs(r1->usd_per_hour - 4.80205479) < 1e-8 && r3 && fabs(r3->usd_per_hour - 2.7261035) < 1e-8,
+          "NC48ads reservations");
+    CHECK(sp && sp->usd_per_hour == 15.83894 && !strcmp(sp->as_of, "2025-06-01"), "ND96ams spot");
+    prices_free(&t);
+}
+
+/* Price changes, one-line JSON, a page of a longer answer, Windows spelled "Srs Win" (items written
+ * in the answer's shape, the fields the reader uses). */
+static void t_azure_changes(void)
+{
+#define AZ_ITEM(sku, meter, product, price, date)                                                                     \
+    "{\"currencyCode\":\"USD\",\"retailPrice\":" price ",\"armRegionName\":\"eastus\",\"effectiveStartDate\":\"" date \
+    "T00:00:00Z\",\"meterName\":\"" meter "\",\"productName\":\"" product "\",\"skuName\":\"" meter                      \
+    "\",\"serviceName\":\"Virtual Machines\",\"unitOfMeasure\":\"1 Hour\",\"type\":\"Consumption\",\"armSkuName\":\"" sku "\"}"
+    const char *j = test_path("az-changes.json");
+    write_text(j, "{\"Items\":[" AZ_ITEM("Standard_X8", "X8", "Virtual Machines X Series", "10", "2024-01-01") ","
+                  AZ_ITEM("Standard_X8", "X8", "Virtual Machines X Series", "8", "2025-06-01") ","
+                  AZ_ITEM("Standard_X8", "X8", "Virtual Machines X Series", "12", "2023-01-01") ","
+                  AZ_ITEM("Standard_X8", "X8", "Virtual Machines X Srs Win", "14", "2025-06-01") ","
+                  AZ_ITEM("Standard_X8", "X8", "X Series Cloud Services", "9", "2025-06-01") "],"
+                  "\"NextPageLink\":\"https://prices.azure.com:443/api/retail/prices?$skip=1000\",\"Count\":5}");
+    const char *a[] = {"prices", "import", j, "--format", "azure-retail", NULL};
+    CHECK(cli_run(a, out, sizeof out, err, sizeof err) == 0, "exit: %s", err);
+    CHECK(strstr(out, "azure,Standard_X8,eastus,on_demand,8,2025-06-01,") && !strstr(out, ",10,") &&
+              !strstr(out, ",12,") && !strstr(out, ",14,"),
+          "the latest price kept: %s", out);
+    CHECK(strstr(err, "kept 1 price rows; superseded: 2 (a price of the same SKU, region and option with an earlier "
+                      "effectiveStartDate); one page of a longer answer (NextPageLink set); dropped: Windows (1), "
+                      "Cloud Services (not a VM price) (1)") &&
+              strstr(err, "az-changes.json is one page of a longer answer (NextPageLink https://prices.azure.com"),
+          "%s", err);
+    /* the same date at two prices: one error at file:1 naming the item */
+    write_text(j, "{\"Items\":[" AZ_ITEM("Standard_X8", "X8", "Virtual Machines X Series", "10", "2024-01-01") ","
+                  AZ_ITEM("Standard_X8", "X8 v2", "Virtual Machines X Series Linux", "11", "2024-01-01") "]}");
+    CHECK(cli_run(a, out, sizeof out, err, sizeof err) == 2 && count_of(err, "error:") == 1 &&
+              strstr(err, "az-changes.json:1: Items[1] (Standard_X8, meterName 'X8 v2'): Standard_X8 eastus "
+                          "on_demand: 11 $/h from 2024-01-01, but ") &&
+              strstr(err, "(azure-retail, item 0) has 10 $/h from the same date"),
+          "%s", err);
+#undef AZ_ITEM
+}
+
 const test_case tests_prices[] = {
     {"prices: the catalogue format registry feeds import's check, help and errors", t_format_registry},
     {"prices: plan --per-instance ranks three clouds, each price's source and age", t_plan_clouds},
@@ -245,6 +321,8 @@ const test_case tests_prices[] = {
     {"prices: skypilot gcp: host + GPU row of the same zone, a host without its GPUs dropped", t_gcp_join},
     {"prices: aws offer file: filters, reserved effective rate", t_aws},
     {"prices: azure retail json: Windows and low priority dropped, reservation per hour", t_azure},
+    {"prices: azure retail, a real answer's 1000 items: non-VM, Cloud Services, Windows dropped and counted", t_azure_real},
+    {"prices: azure retail: price changes keep the latest date, pages noted, Srs Win is Windows", t_azure_changes},
     {"prices: --out: duplicate reported, conflict refused, --replace", t_merge},
     {"prices: malformed catalogues name file:line", t_malformed},
     {"prices: json reader: depth bound and values", t_json_depth},

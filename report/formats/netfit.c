@@ -1,4 +1,4 @@
-/* netfit.c: collective benchmark tables read, fitted, and kept in network files (see netfit.h). */
+/* netfit.c: collective benchmark tables read and fitted (see netfit.h; the network file: netfile.c). */
 #include "netfit.h"
 
 #include <ctype.h>
@@ -27,9 +27,6 @@ static const net_coll costbench_colls[AR_NOPS] = {
 /* The columns that start a costbench allreduce CSV's header: op .. time_us_median, in its order. */
 enum { COSTBENCH_HEADER_COLS = AR_T_MED + 1 };
 
-const char *const netfile_cols[NETFILE_NCOLS] = {
-    "collective", "scope", "node_type", "ranks", "nodes", "ranks_per_node", "latency_us", "busbw_gb_per_s",
-    "busbw_max_gb_per_s", "sizes", "min_bytes", "max_bytes", "r2", "source", "as_of"};
 
 enum { NCCL_MAX_TOKENS = 64 };
 
@@ -53,6 +50,25 @@ static const char *skip_space(const char *s)
 {
     while (*s == ' ' || *s == '\t') s++;
     return s;
+}
+
+/* The text of a line after its blanks and the tag `mpirun --tag-output` puts on every line
+ * ("[1,0]<stdout>:", Open MPI's [job,rank]<stream>:); *rank: the tag's rank (-1: no tag). */
+static const char *tag_skip(const char *line, long *rank)
+{
+    const char *l = skip_space(line), *p = l;
+    *rank = -1;
+    if (*p++ != '[' || !isdigit((unsigned char)*p)) return l;
+    while (isdigit((unsigned char)*p)) p++;
+    if (*p++ != ',' || !isdigit((unsigned char)*p)) return l;
+    char *end;
+    long r = strtol(p, &end, 10);
+    p = end;
+    if (*p++ != ']' || *p++ != '<') return l;
+    while (isalpha((unsigned char)*p)) p++;
+    if (*p++ != '>' || *p++ != ':') return l;
+    *rank = r;
+    return skip_space(p);
 }
 
 /* A table header of nccl-tests: "#  size  count  type ... busbw ...". */
@@ -81,7 +97,8 @@ static int is_costbench_header(const char *l)
 int netfit_detect(const text_lines *t)
 {
     for (int i = 0; i < t->n; i++) {
-        const char *l = skip_space(t->line[i]);
+        long tag;
+        const char *l = tag_skip(t->line[i], &tag);
         if (*l == '\0') continue;
         if (is_costbench_header(l)) return NETFIT_COSTBENCH;
         if (strncmp(l, "# nThread ", 10) == 0 || strstr(l, "# Collective test starting:") || is_nccl_header(l))
@@ -156,6 +173,13 @@ typedef struct {
     } *rank;            /* (rank_cap) by rank number */
     int rank_cap, rank_repeats, nthread_line, start_line; /* start_line: this line began the run */
     int other, other_line[4];             /* lines inside the table that are not rows (the first 4) */
+    int per_process;                      /* ranks a process drives: the header's nThread x nGpus */
+    int rank_hi, rank_first, rank_last;   /* the highest rank number + 1; the first and last rank lines */
+    int tag_ranks, dots_line, rows_dots;  /* tags' highest rank + 1; the last "..." before the
+                                           * header; "..." lines among the rows */
+    double r_lo, r_hi;                    /* busbw / algbw: the range every row's printed pair allows */
+    int r_rows, r_line;                   /* rows in it; the row of the largest algbw */
+    double best_algbw, best_lo, best_hi;  /* that row's own range */
 } nccl_scan;
 
 enum { NCCL_MAX_RANK = 1000000 };
@@ -195,6 +219,9 @@ static int rank_mark(nccl_scan *s, long rank, int host, int lineno)
         s->rank = r, s->rank_cap = cap;
     }
     struct nccl_rank *r = &s->rank[rank];
+    if (rank + 1 > s->rank_hi) s->rank_hi = (int)rank + 1;
+    if (!s->rank_first) s->rank_first = lineno;
+    s->rank_last = lineno;
     if (r->line == 0) return r->line = lineno, r->host = host, s->ranks++, 0;
     if (r->host != host)
         return err_usage("%s:%d: rank %ld on host '%s', but line %d puts it on '%s': the output of two runs",
@@ -253,6 +280,43 @@ static int row_number(const nccl_scan *s, int lineno, char **tok, int col, const
     return parse_double(tok[col], 0, 1e18, what, out);
 }
 
+/* Half the last printed digit of a number as text ("76.31": 0.005). */
+static double half_ulp(const char *tok)
+{
+    const char *dot = strchr(tok, '.');
+    int d = 0;
+    if (dot)
+        while (isdigit((unsigned char)dot[1 + d])) d++;
+    return 0.5 * pow(10.0, -d);
+}
+
+/* A row's busbw / algbw as the printed digits allow it (each printed value within half its last
+ * digit), intersected with the other rows'; the row of the largest algbw kept apart (its range is
+ * the narrowest, the fallback when the rows disagree). */
+static void ratio_add(nccl_scan *s, const char *ta, double algbw, const char *tb, double busbw, int lineno)
+{
+    double ea = half_ulp(ta), eb = half_ulp(tb);
+    if (!(algbw - ea > 0) || !(busbw - eb > 0)) return;
+    double lo = (busbw - eb) / (algbw + ea), hi = (busbw + eb) / (algbw - ea);
+    if (s->r_rows == 0) s->r_lo = lo, s->r_hi = hi;
+    else s->r_lo = fmax(s->r_lo, lo), s->r_hi = fmin(s->r_hi, hi);
+    s->r_rows++;
+    if (algbw > s->best_algbw) s->best_algbw = algbw, s->best_lo = lo, s->best_hi = hi, s->r_line = lineno;
+}
+
+/* "# nThread T nGpus G ...": each process drives T x G ranks. */
+static void nthread_read(nccl_scan *s, const char *l)
+{
+    char buf[1024], *tok[NCCL_MAX_TOKENS];
+    int n = tokens_split(l, buf, sizeof buf, tok);
+    long th = 1, g = 1;
+    for (int i = 1; i + 1 < n; i++) {
+        if (strcmp(tok[i], "nThread") == 0) th = strtol(tok[i + 1], NULL, 10);
+        if (strcmp(tok[i], "nGpus") == 0) g = strtol(tok[i + 1], NULL, 10);
+    }
+    s->per_process = th >= 1 && g >= 1 && th * g <= 1024 ? (int)(th * g) : 1;
+}
+
 /* One data row: its size and times into r (rows of another type or reduction than the first are
  * counted and left out). */
 static int data_row(nccl_scan *s, const char *line, int lineno, net_run *r)
@@ -282,6 +346,7 @@ static int data_row(nccl_scan *s, const char *line, int lineno, net_run *r)
     if (!(t_us > 0)) return err_usage("%s:%d: column 'time': expected more than 0 us, got '%s'", s->t->path, lineno,
                                       tok[s->col_time]);
     if (size >= s->big_bytes && algbw > 0) s->big_bytes = size, s->big_ratio = busbw / algbw;
+    ratio_add(s, tok[s->col_algbw], algbw, tok[s->col_busbw], busbw, lineno);
     return run_add(r, size, t_us, in_us, lineno);
 }
 
@@ -298,7 +363,7 @@ static int run_start(nccl_scan *s, const char *l, int lineno)
         return err_usage("%s:%d: a second nccl-tests run (the first began at line %d): import one run at a time",
                          s->t->path, lineno, first);
     s->start_line = lineno;
-    if (nthread) return s->nthread_line = lineno, 0;
+    if (nthread) return nthread_read(s, l), s->nthread_line = lineno, 0;
     char prog[256];
     snprintf(prog, sizeof prog, "%s", skip_space(banner + 27));
     prog[strcspn(prog, " \t")] = '\0';
@@ -328,10 +393,20 @@ static int nccl_scan_lines(nccl_scan *s, net_run *r)
 {
     const text_lines *t = s->t;
     for (int i = 0; i < t->n; i++) {
-        const char *l = skip_space(t->line[i]);
+        long tag;
+        const char *l = tag_skip(t->line[i], &tag);
+        if (tag >= 0 && tag < NCCL_MAX_RANK && tag + 1 > s->tag_ranks) s->tag_ranks = (int)tag + 1;
         int rc = run_start(s, l, i + 1), in_table = s->header_line && !s->footer;
         if (rc != 0) return rc;
         if (s->start_line == i + 1) continue;
+        if (strncmp(l, "...", 3) == 0 && !s->header_line) { /* the rank list elided (or a list before the run) */
+            s->dots_line = i + 1;
+            continue;
+        }
+        if (strncmp(l, "...", 3) == 0 && in_table) { /* rows elided */
+            s->rows_dots++;
+            continue;
+        }
         if (strncmp(l, "# Avg bus bandwidth", 19) == 0 && s->header_line) s->footer = i + 1;
         else if (is_nccl_header(l) && s->header_line)
             return err_usage("%s:%d: a second nccl-tests table (the first's header at line %d): import one table at "
@@ -348,12 +423,13 @@ static int nccl_scan_lines(nccl_scan *s, net_run *r)
     if (s->col_time < 0 || s->col_algbw < 0 || s->col_busbw < 0)
         return err_usage("%s:%d: the table header has no 'time', 'algbw' or 'busbw' column", t->path, s->header_line);
     if (r->n == 0) return err_usage("%s:%d: the table has no rows", t->path, s->header_line);
-    if (s->ranks == 0)
-        return err_usage("%s: no '#  Rank N ... on HOST device D' lines: the number of ranks is unknown (paste the "
-                         "output from its start)",
-                         t->path);
-    if (s->ranks == 1) return err_usage("%s: one rank: no traffic between ranks to fit", t->path);
     return 0;
+}
+
+/* 1 when a "..." line after the run's start (or with no start line seen) stands for rank lines. */
+static int rank_list_elided(const nccl_scan *s)
+{
+    return s->dots_line && (!s->start_line || s->dots_line > s->start_line);
 }
 
 /* The collective: the banner's program, else --collective, else the columns. */
@@ -378,16 +454,107 @@ static int nccl_collective(const nccl_scan *s, const char *flag, net_run *r)
         snprintf(r->coll_from, sizeof r->coll_from, "--collective");
         return coll_parse(flag, "flag '--collective'", &r->coll);
     }
-    double ar = bus_factor(NET_ALL_REDUCE, s->ranks), rs = bus_factor(NET_REDUCE_SCATTER, s->ranks);
     if (s->col_redop < 0 || strcmp(s->redop0, "none") == 0) {
         r->coll = NET_ALL_GATHER;
         snprintf(r->coll_from, sizeof r->coll_from, "the columns: %s", s->col_redop < 0 ? "no redop" : "redop none");
-    } else {
+    } else if (s->ranks >= 2 && s->ranks == s->rank_hi && !rank_list_elided(s)) {
+        /* the rank lines' count: whichever factor is nearer the ratio */
+        double ar = bus_factor(NET_ALL_REDUCE, s->ranks), rs = bus_factor(NET_REDUCE_SCATTER, s->ranks);
         r->coll = fabs(s->big_ratio - ar) <= fabs(s->big_ratio - rs) ? NET_ALL_REDUCE : NET_REDUCE_SCATTER;
         snprintf(r->coll_from, sizeof r->coll_from, "the columns: busbw / algbw %.3g at %d ranks", s->big_ratio,
                  s->ranks);
+    } else { /* all_reduce's 2(n-1)/n is 1 or more, reduce_scatter's (n-1)/n less */
+        r->coll = s->big_ratio >= 1 ? NET_ALL_REDUCE : NET_REDUCE_SCATTER;
+        snprintf(r->coll_from, sizeof r->coll_from, "the columns: busbw / algbw %.3g", s->big_ratio);
     }
     return 0;
+}
+
+/* The rank count n whose bus factor is `ratio` (busbw / algbw): all_reduce 2(n-1)/n, n = 2/(2-r);
+ * all_gather and reduce_scatter (n-1)/n, n = 1/(1-r); infinite past the factor's limit. */
+static double ratio_ranks(net_coll c, double ratio)
+{
+    double top = c == NET_ALL_REDUCE ? 2.0 : 1.0;
+    return ratio >= top ? INFINITY : top / (top - ratio);
+}
+
+/* The rank counts the table's busbw / algbw allows ([*lo, *hi], 0 when no row has both), each a
+ * multiple of the ranks a process drives; the ratio used into *ratio. */
+static void table_ranks(const nccl_scan *s, net_coll c, int *lo, int *hi, double *ratio, net_run *r)
+{
+    *lo = *hi = 0;
+    if (s->r_rows == 0) return;
+    double rl = s->r_lo, rh = s->r_hi;
+    if (rl > rh) {
+        rl = s->best_lo, rh = s->best_hi;
+        run_note(r, "the rows' busbw / algbw disagree beyond their printed digits: the largest algbw's (line %d) "
+                    "taken", s->r_line);
+    }
+    *ratio = 0.5 * (rl + rh);
+    double nl = ratio_ranks(c, rl), nh = fmin(ratio_ranks(c, rh), NCCL_MAX_RANK);
+    if (!(nl <= NCCL_MAX_RANK)) return; /* the factor's limit or past it: no count */
+    int g = s->per_process > 1 ? s->per_process : 1;
+    for (long k = (long)ceil(nl - 1e-9); k <= (long)floor(nh + 1e-9); k++)
+        if (k >= 2 && k % g == 0) {
+            if (!*lo) *lo = (int)k;
+            *hi = (int)k;
+        }
+}
+
+/* The rank lines complete (none elided, numbers 0 .. n-1): the count, the table's ratio compared
+ * (a disagreement noted: the lines name every rank, the ratio is a version's convention). */
+static int ranks_listed(const nccl_scan *s, net_run *r, int lo, int hi, double ratio)
+{
+    r->ranks = s->ranks, r->nodes = s->nhosts, r->inter = s->nhosts > 1;
+    if (!s->r_rows) return 0;
+    if (lo && s->ranks >= lo && s->ranks <= hi) run_note(r, "busbw / algbw %.4f agrees with %d ranks", ratio, s->ranks);
+    else /* nccl-tests versions have counted busbw differently (all_gather's before 2.0): the lines win */
+        run_note(r, "DISAGREE: the table's busbw / algbw %.4f (line %d) is not %s's factor at the %d ranks the rank "
+                    "lines (%d-%d) list, every one of them: the rank lines taken",
+                 ratio, s->r_line, net_coll_names[r->coll], s->ranks, s->rank_first, s->rank_last);
+    return 0;
+}
+
+/* The rank lines incomplete (elided at a "..." line, numbers missing, or none): the count from the
+ * table's busbw / algbw, at least the highest rank number seen; the nodes left 0 (unknown). */
+static int ranks_from_table(const nccl_scan *s, net_run *r, int lo, int hi, double ratio, const char *why)
+{
+    int least = s->rank_hi > s->tag_ranks ? s->rank_hi : s->tag_ranks;
+    while (lo && lo < least && lo <= hi) lo++;
+    if (!lo || lo > hi)
+        return err_usage("%s: %s, and %s: the number of ranks is unknown (paste the output from its start)",
+                         s->t->path, why,
+                         !s->r_rows ? "no row has both algbw and busbw"
+                                    : "the table's busbw / algbw allows no count of at least the highest rank seen");
+    if (hi > lo)
+        return err_usage("%s:%d: %s, and the table's busbw / algbw (%.4f) allows %d to %d ranks for %s: the number of "
+                         "ranks is not decided (paste the rank lines)",
+                         s->t->path, s->r_line, why, ratio, lo, hi, net_coll_names[r->coll]);
+    r->ranks = lo, r->nodes = 0, r->inter = 0, r->hosts_seen = s->nhosts;
+    for (int k = 0; k < s->rank_cap; k++)
+        if (s->rank[k].line) r->ranks_seen++;
+    run_note(r, "%s: %d ranks from the table's busbw / algbw %.4f (line %d) = %s's factor at n = %d%s", why, lo, ratio,
+             s->r_line, net_coll_names[r->coll], lo, s->per_process > 1 ? " (a multiple of nThread x nGpus)" : "");
+    return 0;
+}
+
+/* The rank count and hosts from every signal the output has: the rank lines (complete or
+ * elided), the table's busbw / algbw, the header's nThread x nGpus, the tags' ranks. */
+static int nccl_ranks(const nccl_scan *s, net_run *r)
+{
+    int lo, hi;
+    double ratio = 0;
+    table_ranks(s, r->coll, &lo, &hi, &ratio, r);
+    int elided = rank_list_elided(s);
+    char why[160];
+    if (elided) snprintf(why, sizeof why, "the rank list is elided at line %d (%d rank line%s shown)", s->dots_line,
+                         s->ranks, s->ranks == 1 ? "" : "s");
+    else if (s->ranks == 0) snprintf(why, sizeof why, "no '#  Rank N ... on HOST device D' lines");
+    else snprintf(why, sizeof why, "the rank lines list %d ranks numbered up to %d", s->ranks, s->rank_hi - 1);
+    int rc = !elided && s->ranks > 0 && s->ranks == s->rank_hi ? ranks_listed(s, r, lo, hi, ratio)
+                                                               : ranks_from_table(s, r, lo, hi, ratio, why);
+    if (rc == 0 && r->ranks < 2) return err_usage("%s: one rank: no traffic between ranks to fit", s->t->path);
+    return rc;
 }
 
 /* "2 lines inside the table that are not rows left out (lines 30, 31)". */
@@ -407,8 +574,8 @@ static int nccl_parse(const text_lines *t, const char *flag, net_run *r)
     nccl_scan s = {.t = t};
     int rc = nccl_scan_lines(&s, r);
     if (rc == 0) rc = nccl_collective(&s, flag, r);
+    if (rc == 0) rc = nccl_ranks(&s, r);
     if (rc == 0) {
-        r->ranks = s.ranks, r->nodes = s.nhosts, r->inter = s.nhosts > 1;
         snprintf(r->device, sizeof r->device, "%s", s.device);
         snprintf(r->program, sizeof r->program, "nccl-tests %s_perf", net_coll_names[r->coll]);
         file_date(t->path, r->as_of, sizeof r->as_of);
@@ -418,6 +585,8 @@ static int nccl_parse(const text_lines *t, const char *flag, net_run *r)
         if (s.zero_rows) run_note(r, "%d rows of size 0 left out (nothing moves)", s.zero_rows);
         if (s.rank_repeats) run_note(r, "%d repeated rank lines (a rank already listed) counted once", s.rank_repeats);
         if (s.other) other_note(&s, r);
+        if (s.rows_dots) run_note(r, "rows elided ('...') in the table: the fit has the %d printed", r->n);
+        if (s.tag_ranks) run_note(r, "'mpirun --tag-output' tags read off every line");
     }
     scan_free(&s);
     return rc;
@@ -513,31 +682,82 @@ int netfit_parse(const text_lines *t, const char *coll, net_run runs[NET_NCOLL],
 
 /* ------------------------------------------------------------------ the fit */
 
-/* Weighted least squares with weights 1 / t^2: every point counts by its relative error, so the
- * microsecond times of small sizes fix the latency as the millisecond times of large sizes fix
- * the bandwidth (unweighted, the largest sizes would decide both). gsl_multifit_robust would
- * guard against outliers, but a benchmark table's rows are medians already; the fit's worst
- * relative residual is reported instead. Returns 0, or 1 when the slope is not positive. */
-static int fit_line(const double *x, const double *y, int n, double *lat_s, double *slope, double *r2, double *worst,
-                    int *clamped)
+/* The fit (netfit.h): the bus bandwidth from the large-message plateau, the latency from the
+ * small-message times, each a median of per-row figures, so that neither decides the other and the
+ * model honours the measured plateau (a least-squares line weighted 1/t^2 over every row let the
+ * many small rows pull its slope 12.5% under a real table's plateau).
+ *   plateau       the rows whose measured busbw (bus bytes / time) is at least NETFIT_PLATEAU of
+ *                 the best row's; busbw = median over them of bus bytes / (time - latency)
+ *   latency-bound the rows that spend at most NETFIT_LAT_MOVING of their time moving data at that
+ *                 busbw and take at most twice the table's shortest time (a table cut to its large
+ *                 sizes, whose smallest rows still run below the plateau, has none); latency =
+ *                 median over them of time - bus bytes / busbw
+ * Rounds until the busbw settles (the plateau's busbw takes the latency off, the latency the
+ * busbw's transfer time).
+ * No latency-bound row (a table from 512 MiB up): the latency is not measured, held at 0 (noted). */
+#define NETFIT_PLATEAU 0.95
+#define NETFIT_LAT_MOVING 0.1
+
+static int dbl_cmp(const void *a, const void *b)
 {
-    double *w = calloc((size_t)n, sizeof *w);
-    if (!w) return err_msg("out of memory for the fit");
-    double sw = 0, swy = 0;
-    for (int i = 0; i < n; i++) w[i] = 1.0 / (y[i] * y[i]), sw += w[i], swy += w[i] * y[i];
-    double c0, c1, c00, c01, c11, chisq;
-    gsl_fit_wlinear(x, 1, w, 1, y, 1, (size_t)n, &c0, &c1, &c00, &c01, &c11, &chisq);
-    *clamped = c0 < 0;
-    if (*clamped) c0 = 0, gsl_fit_wmul(x, 1, w, 1, y, 1, (size_t)n, &c1, &c11, &chisq);
-    double ybar = swy / sw, tss = 0;
-    *worst = 0;
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median_of(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, dbl_cmp);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+typedef struct {
+    double lat_s, bw, r2, worst;
+    int bw_rows, lat_rows, clamped;
+    double bw_min_bytes, lat_max_bytes; /* (x units) the plateau's smallest, the latency rows' largest */
+} line_fit;
+
+/* One round: the plateau's busbw with latency lat_s taken off, then the latency at that busbw. */
+static void fit_round(const double *x, const double *y, int n, double best, double *tmp, line_fit *lf)
+{
+    int k = 0;
+    lf->bw_min_bytes = INFINITY;
+    for (int i = 0; i < n; i++)
+        if (x[i] / y[i] >= NETFIT_PLATEAU * best && y[i] - lf->lat_s > 0)
+            tmp[k++] = x[i] / (y[i] - lf->lat_s), lf->bw_min_bytes = fmin(lf->bw_min_bytes, x[i]);
+    lf->bw = k ? median_of(tmp, k) : best, lf->bw_rows = k;
+    k = 0;
+    lf->lat_max_bytes = 0;
+    double t_min = INFINITY;
+    for (int i = 0; i < n; i++) t_min = fmin(t_min, y[i]);
+    for (int i = 0; i < n; i++)
+        if (x[i] / lf->bw <= NETFIT_LAT_MOVING * y[i] && y[i] <= 2 * t_min)
+            tmp[k++] = y[i] - x[i] / lf->bw, lf->lat_max_bytes = fmax(lf->lat_max_bytes, x[i]);
+    lf->lat_rows = k;
+    lf->lat_s = k ? median_of(tmp, k) : 0;
+    lf->clamped = !k || lf->lat_s < 0;
+    if (lf->lat_s < 0) lf->lat_s = 0;
+}
+
+/* x: bus bytes, y: times (s). Returns 0, 1 when no row moves data, or a negative code. */
+static int fit_line(const double *x, const double *y, int n, line_fit *lf)
+{
+    double *tmp = malloc((size_t)n * sizeof *tmp), best = 0;
+    if (!tmp) return err_msg("out of memory for the fit");
+    for (int i = 0; i < n; i++) best = fmax(best, x[i] / y[i]);
+    memset(lf, 0, sizeof *lf);
+    double prev = -1;
+    for (int round = 0; round < 16 && best > 0 && fabs(lf->bw - prev) > 1e-12 * lf->bw; round++)
+        prev = lf->bw, fit_round(x, y, n, best, tmp, lf);
+    free(tmp);
+    if (!(best > 0) || !(lf->bw > 0)) return 1;
+    double sw = 0, swy = 0, tss = 0, rss = 0; /* R^2 in relative terms (weights 1/t^2) */
+    for (int i = 0; i < n; i++) sw += 1 / (y[i] * y[i]), swy += 1 / y[i];
     for (int i = 0; i < n; i++) {
-        tss += w[i] * (y[i] - ybar) * (y[i] - ybar);
-        *worst = fmax(*worst, fabs((c0 + c1 * x[i]) / y[i] - 1));
+        double m = lf->lat_s + x[i] / lf->bw, e = (m - y[i]) / y[i], d = (y[i] - swy / sw) / y[i];
+        rss += e * e, tss += d * d, lf->worst = fmax(lf->worst, fabs(e));
     }
-    free(w);
-    *lat_s = c0, *slope = c1, *r2 = tss > 0 ? 1 - chisq / tss : 1;
-    return !(c1 > 0);
+    lf->r2 = tss > 0 ? 1 - rss / tss : 1;
+    return 0;
 }
 
 int netfit_fit(const net_run *r, const char *path, net_fit *f)
@@ -557,17 +777,19 @@ int netfit_fit(const net_run *r, const char *path, net_fit *f)
         f->max_bytes = i == 0 ? r->pts[i].bytes : fmax(f->max_bytes, r->pts[i].bytes);
         f->min_bytes = i == 0 ? r->pts[i].bytes : fmin(f->min_bytes, r->pts[i].bytes);
     }
-    double lat, slope, r2, worst, il, is, ir2, iw;
-    int cl, icl, rc = fit_line(x, y, r->n, &lat, &slope, &r2, &worst, &cl);
+    line_fit lf, li;
+    int rc = fit_line(x, y, r->n, &lf);
     f->inplace_latency_us = f->inplace_busbw_gb_per_s = NAN;
-    if (rc == 0 && inplace && fit_line(x, yi, r->n, &il, &is, &ir2, &iw, &icl) == 0)
-        f->inplace_latency_us = il * 1e6, f->inplace_busbw_gb_per_s = 1.0 / is / 1e9;
+    if (rc == 0 && inplace && fit_line(x, yi, r->n, &li) == 0)
+        f->inplace_latency_us = li.lat_s * 1e6, f->inplace_busbw_gb_per_s = li.bw / 1e9;
     free(x);
+    if (rc < 0) return rc;
     if (rc != 0)
         return err_usage("%s:%d-%d: %s: the times do not grow with the size: no bandwidth to fit", path,
                          r->first_line, r->last_line, net_coll_names[r->coll]);
-    f->latency_us = lat * 1e6, f->busbw_gb_per_s = 1.0 / slope / 1e9, f->r2 = r2, f->max_resid_pct = 100 * worst;
-    f->sizes = r->n, f->clamped = cl;
+    f->latency_us = lf.lat_s * 1e6, f->busbw_gb_per_s = lf.bw / 1e9, f->r2 = lf.r2, f->max_resid_pct = 100 * lf.worst;
+    f->sizes = r->n, f->clamped = lf.clamped, f->plateau_rows = lf.bw_rows, f->latency_rows = lf.lat_rows;
+    f->plateau_min_bytes = lf.bw_min_bytes / fac, f->latency_max_bytes = lf.lat_max_bytes / fac;
     return 0;
 }
 
@@ -575,262 +797,4 @@ double netfit_hop_latency_us(double latency_us, int nodes)
 {
     double k = nodes > 1 ? (double)nodes : 2.0, hops = fmin(2.0 * (k - 1), 2.0 * ceil(log2(k)));
     return latency_us / hops;
-}
-
-/* ------------------------------------------------------------------ network files */
-
-void net_table_free(net_table *t)
-{
-    free(t->rows);
-    t->rows = NULL, t->n = 0;
-}
-
-static int cell_str(const table *tb, int i, int c, char *out, size_t n)
-{
-    const char *s;
-    if (table_get_str(tb, i, c, &s) != 0) return CB_EUSAGE;
-    if (strlen(s) >= n)
-        return err_usage("%s:%d: column '%s': longer than %zu characters", tb->path, tb->lines[i], netfile_cols[c],
-                         n - 1);
-    snprintf(out, n, "%s", s);
-    return 0;
-}
-
-/* The one range rule of a network file's numbers: the loader reads each cell in its range, and
- * net_row_check holds a row about to be written to the same ranges and cross-column rules. A bus
- * bandwidth or latency outside them is no measured network (1e-9 GB/s made scale print 0 seq/s). */
-enum { NC_RANKS = 3, NC_NODES, NC_PER_NODE, NC_LATENCY, NC_BUSBW, NC_BUSBW_MAX, NC_SIZES, NC_MIN, NC_MAX, NC_R2 };
-static const struct {
-    int col;
-    double lo, hi;
-} net_ranges[] = {
-    {NC_RANKS, 2, 1e8},
-    {NC_NODES, 1, 1e8},
-    {NC_PER_NODE, 1, 1e8},
-    {NC_LATENCY, 0, NETFILE_MAX_LATENCY_US},
-    {NC_BUSBW, NETFILE_MIN_BUSBW_GB_PER_S, NETFILE_MAX_BUSBW_GB_PER_S},
-    {NC_BUSBW_MAX, 0, 10 * NETFILE_MAX_BUSBW_GB_PER_S},
-    {NC_SIZES, 2, 1e8},
-    {NC_MIN, 1, 1e18},
-    {NC_MAX, 1, 1e18},
-    {NC_R2, -1e9, 1},
-};
-enum { NET_NRANGES = (int)(sizeof net_ranges / sizeof net_ranges[0]) };
-
-/* The range of column col (one of net_ranges'). */
-static void range_of(int col, double *lo, double *hi)
-{
-    for (int k = 0; k < NET_NRANGES; k++)
-        if (net_ranges[k].col == col) *lo = net_ranges[k].lo, *hi = net_ranges[k].hi;
-}
-
-/* The row's number in column col (one of net_ranges'), integers as doubles. */
-static double row_value(const net_row *r, int col)
-{
-    switch (col) {
-    case NC_RANKS: return r->ranks;
-    case NC_NODES: return r->nodes;
-    case NC_PER_NODE: return r->ranks_per_node;
-    case NC_LATENCY: return r->latency_us;
-    case NC_BUSBW: return r->busbw_gb_per_s;
-    case NC_BUSBW_MAX: return r->busbw_max_gb_per_s;
-    case NC_SIZES: return r->sizes;
-    case NC_MIN: return r->min_bytes;
-    case NC_MAX: return r->max_bytes;
-    default: return r->r2;
-    }
-}
-
-/* The rules across a row's columns: as_of a date, ranks = nodes x ranks_per_node, across nodes on
- * 2 nodes at least, the smallest size at most the largest. Returns 0, or -1 with why. */
-static int row_rules(const net_row *r, char *why, size_t n)
-{
-    if (strlen(r->as_of) != 10 || price_as_of_check(r->as_of) != 0)
-        return snprintf(why, n, "column 'as_of': expected a date YYYY-MM-DD, got '%s'", r->as_of), -1;
-    if ((long)r->nodes * r->ranks_per_node != r->ranks)
-        return snprintf(why, n, "column 'ranks': %d, but nodes x ranks_per_node is %d x %d = %ld", r->ranks, r->nodes,
-                        r->ranks_per_node, (long)r->nodes * r->ranks_per_node),
-               -1;
-    if (strcmp(r->scope, "inter") == 0 && r->nodes < 2)
-        return snprintf(why, n, "column 'scope': inter (across nodes), but column 'nodes' is %d", r->nodes), -1;
-    if (r->min_bytes > r->max_bytes)
-        return snprintf(why, n, "column 'min_bytes': %.9g, more than max_bytes %.9g", r->min_bytes, r->max_bytes), -1;
-    return 0;
-}
-
-int net_row_check(const net_row *r, char *why, size_t n)
-{
-    for (int k = 0; k < NET_NRANGES; k++) {
-        double v = row_value(r, net_ranges[k].col);
-        if (!(v >= net_ranges[k].lo && v <= net_ranges[k].hi))
-            return snprintf(why, n, "column '%s': expected a number from %g to %g, got %.9g",
-                            netfile_cols[net_ranges[k].col], net_ranges[k].lo, net_ranges[k].hi, v),
-                   -1;
-    }
-    if (!r->node_type[0] || !r->source[0])
-        return snprintf(why, n, "column '%s': expected a value, got an empty cell",
-                        r->node_type[0] ? "source" : "node_type"),
-               -1;
-    return row_rules(r, why, n);
-}
-
-static int cell_int(const table *tb, int i, int c, int *out)
-{
-    long v;
-    double lo = 1, hi = 1e8;
-    range_of(c, &lo, &hi);
-    if (table_get_long(tb, i, c, (long)lo, (long)hi, &v) != 0) return CB_EUSAGE;
-    *out = (int)v;
-    return 0;
-}
-
-static int cell_num(const table *tb, int i, int c, double *out)
-{
-    double lo = 0, hi = 0;
-    range_of(c, &lo, &hi);
-    return table_get_double(tb, i, c, lo, hi, out);
-}
-
-/* One row; the columns are netfile_cols' in their order (the header was checked). */
-static int row_read(const table *tb, int i, net_row *r)
-{
-    static const char *const scopes[2] = {"intra", "inter"};
-    int coll, scope;
-    memset(r, 0, sizeof *r);
-    r->line = tb->lines[i];
-    if (table_get_word(tb, i, 0, net_coll_names, NET_NCOLL, &coll) != 0 ||
-        table_get_word(tb, i, 1, scopes, 2, &scope) != 0 || cell_str(tb, i, 2, r->node_type, sizeof r->node_type) ||
-        cell_int(tb, i, NC_RANKS, &r->ranks) || cell_int(tb, i, NC_NODES, &r->nodes) ||
-        cell_int(tb, i, NC_PER_NODE, &r->ranks_per_node) || cell_num(tb, i, NC_LATENCY, &r->latency_us) ||
-        cell_num(tb, i, NC_BUSBW, &r->busbw_gb_per_s) || cell_num(tb, i, NC_BUSBW_MAX, &r->busbw_max_gb_per_s) ||
-        cell_int(tb, i, NC_SIZES, &r->sizes) || cell_num(tb, i, NC_MIN, &r->min_bytes) ||
-        cell_num(tb, i, NC_MAX, &r->max_bytes) || cell_num(tb, i, NC_R2, &r->r2) ||
-        cell_str(tb, i, 13, r->source, sizeof r->source) || cell_str(tb, i, 14, r->as_of, sizeof r->as_of))
-        return CB_EUSAGE;
-    snprintf(r->collective, sizeof r->collective, "%s", net_coll_names[coll]);
-    snprintf(r->scope, sizeof r->scope, "%s", scopes[scope]);
-    char why[256];
-    if (row_rules(r, why, sizeof why) != 0) return err_usage("%s:%d: %s", tb->path, r->line, why);
-    return 0;
-}
-
-static int same_key(const net_row *a, const net_row *b)
-{
-    return strcmp(a->collective, b->collective) == 0 && strcmp(a->scope, b->scope) == 0 &&
-           strcmp(a->node_type, b->node_type) == 0 && a->ranks == b->ranks;
-}
-
-/* Rows by key (collective, scope, node type, ranks), then by line. */
-static int key_cmp(const void *pa, const void *pb)
-{
-    const net_row *a = *(const net_row *const *)pa, *b = *(const net_row *const *)pb;
-    int c = strcmp(a->collective, b->collective);
-    if (c == 0) c = strcmp(a->scope, b->scope);
-    if (c == 0) c = strcmp(a->node_type, b->node_type);
-    if (c == 0) c = (a->ranks > b->ranks) - (a->ranks < b->ranks);
-    return c ? c : (a->line > b->line) - (a->line < b->line);
-}
-
-/* Two rows of the same key are an error naming the earliest repeat and the line it repeats
- * (sorted: n log n, not every pair). */
-static int dup_check(const net_table *t)
-{
-    if (t->n < 2) return 0;
-    const net_row **by = malloc((size_t)t->n * sizeof *by);
-    if (!by) return err_msg("out of memory for %s", t->path);
-    for (int i = 0; i < t->n; i++) by[i] = &t->rows[i];
-    qsort(by, (size_t)t->n, sizeof *by, key_cmp);
-    const net_row *dup = NULL, *first = NULL;
-    for (int i = 0; i + 1 < t->n; i++)
-        if (same_key(by[i], by[i + 1]) && (!dup || by[i + 1]->line < dup->line)) dup = by[i + 1], first = by[i];
-    free(by);
-    if (!dup) return 0;
-    return err_usage("%s:%d: the same collective, scope, node type and ranks as line %d (%s %s %s at %d ranks): one "
-                     "measurement of each",
-                     t->path, dup->line, first->line, dup->collective, dup->scope, dup->node_type, dup->ranks);
-}
-
-int net_table_load(net_table *t, const char *path)
-{
-    memset(t, 0, sizeof *t);
-    snprintf(t->path, sizeof t->path, "%s", path);
-    table tb;
-    if (table_load(&tb, path) != 0) return CB_EUSAGE;
-    int ok = tb.ncols == NETFILE_NCOLS;
-    for (int c = 0; ok && c < NETFILE_NCOLS; c++) ok = strcmp(tb.header[c], netfile_cols[c]) == 0;
-    int rc = 0;
-    if (!ok)
-        rc = err_usage("%s:%d: not a network file: expected the columns %s,%s,%s,... (costbench import of an "
-                       "nccl-tests or costbench allreduce output writes one), got '%s,...'",
-                       path, tb.header_line, netfile_cols[0], netfile_cols[1], netfile_cols[2],
-                       tb.ncols > 0 ? tb.header[0] : "");
-    if (rc == 0 && tb.nrows > 0 && !(t->rows = calloc((size_t)tb.nrows, sizeof *t->rows)))
-        rc = err_msg("out of memory for %s", path);
-    for (int i = 0; rc == 0 && i < tb.nrows; i++) rc = row_read(&tb, i, &t->rows[t->n++]);
-    if (rc == 0) rc = dup_check(t);
-    table_free(&tb);
-    if (rc != 0) net_table_free(t);
-    return rc;
-}
-
-static void row_write(csv_writer *w, const net_row *r)
-{
-    csvw_str(w, r->collective), csvw_str(w, r->scope), csvw_str(w, r->node_type);
-    csvw_num(w, r->ranks), csvw_num(w, r->nodes), csvw_num(w, r->ranks_per_node);
-    csvw_num(w, r->latency_us), csvw_num(w, r->busbw_gb_per_s), csvw_num(w, r->busbw_max_gb_per_s);
-    csvw_num(w, r->sizes), csvw_num(w, r->min_bytes), csvw_num(w, r->max_bytes), csvw_num(w, r->r2);
-    csvw_str(w, r->source), csvw_str(w, r->as_of);
-    csvw_endrow(w);
-}
-
-/* An existing file's rows against the new ones: a conflict is one error naming both. */
-static int conflicts_check(const net_table *old, const net_row *rows, int nrows)
-{
-    for (int i = 0; i < nrows; i++)
-        for (int k = 0; k < old->n; k++)
-            if (same_key(&rows[i], &old->rows[k]))
-                return err_usage("%s:%d: already has %s %s %s at %d ranks (%s); the new row from %s conflicts with "
-                                 "it: nothing written",
-                                 old->path, old->rows[k].line, rows[i].collective, rows[i].scope, rows[i].node_type,
-                                 rows[i].ranks, old->rows[k].source, rows[i].source);
-    return 0;
-}
-
-/* Each new row against the loader's rules (net_row_check): a row the loader would refuse is an
- * error naming where it came from; nothing is written. */
-static int rows_check(const char *path, const net_row *rows, int nrows)
-{
-    char why[512];
-    for (int i = 0; i < nrows; i++)
-        if (net_row_check(&rows[i], why, sizeof why) != 0)
-            return err_usage("%s: the row from %s: %s: nothing written", strcmp(path, "-") ? path : "the output",
-                             rows[i].source, why);
-    return 0;
-}
-
-int net_table_write(const char *path, char *const *comments, int ncomments, const net_row *rows, int nrows)
-{
-    if (rows_check(path, rows, nrows) != 0) return CB_EUSAGE;
-    int append = strcmp(path, "-") != 0 && access(path, F_OK) == 0;
-    net_table old = {.n = 0};
-    text_lines prev = {.n = 0};
-    if (append && net_table_load(&old, path) != 0) return CB_EUSAGE;
-    int rc = append ? conflicts_check(&old, rows, nrows) : 0;
-    if (rc == 0 && append) rc = text_lines_load(&prev, path);
-    net_table_free(&old);
-    csv_writer w = {.f = NULL};
-    if (rc == 0 && csvw_open(&w, path) != 0) rc = CB_EFAIL;
-    if (rc != 0) {
-        if (append) text_lines_free(&prev);
-        return rc;
-    }
-    for (int i = 0; i < prev.n; i++) fprintf(w.f, "%s\n", prev.line[i]); /* its rows as they are */
-    for (int i = 0; i < ncomments; i++) fprintf(w.f, "# %s\n", comments[i]);
-    if (!append) {
-        for (int c = 0; c < NETFILE_NCOLS; c++) csvw_str(&w, netfile_cols[c]);
-        csvw_endrow(&w);
-    }
-    for (int i = 0; i < nrows; i++) row_write(&w, &rows[i]);
-    if (append) text_lines_free(&prev);
-    return csvw_commit(&w) != 0 ? CB_EFAIL : 0;
 }

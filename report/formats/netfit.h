@@ -16,8 +16,19 @@
  * The fit, per collective: time(size) = latency + bus_bytes / busbw, bus_bytes = size x the
  * collective's bus factor (2(n-1)/n for all-reduce, (n-1)/n for all-gather and reduce-scatter,
  * n ranks: the traffic the busiest link carries, as nccl-tests' busbw counts it), over the
- * out-of-place times; latency_us the intercept (held at 0, the slope refitted through the
- * origin, when the intercept comes out negative), busbw_gb_per_s 1 / slope.
+ * out-of-place times: busbw_gb_per_s from the large-message plateau (the median over the rows
+ * within 5% of the best measured busbw, latency taken off), latency_us from the small-message
+ * times (the median over the rows that spend at most half their time moving data, transfer taken
+ * off); held at 0 (clamped) when no row is latency-bound.
+ *
+ * The rank count: the rank lines when they list every rank; when they are elided ("...") or
+ * absent, the table's busbw / algbw (the bus factor above, within the printed digits, a multiple
+ * of the header's nThread x nGpus, at least the highest rank number seen), nodes then unknown (0:
+ * `costbench import` takes them from --instance). A complete list the ratio contradicts is taken
+ * and the disagreement noted (nccl-tests versions counted busbw differently); an incomplete list
+ * whose ratio allows several counts, or none of at least its highest rank, is refused with the
+ * reason. Lines tagged by
+ * `mpirun --tag-output` ("[1,0]<stdout>:") are read without their tag.
  *
  * How the step model takes the figures (this file fits, writes and reads them; they are applied to
  * the hardware rows by report/predict/netapply.c, read by report/predict/scale.c dp_sync_s and
@@ -37,6 +48,7 @@
 
 #include "inputs.h"
 #include "kvconf.h"
+#include "netfile.h"
 
 typedef enum { NET_ALL_REDUCE, NET_ALL_GATHER, NET_REDUCE_SCATTER, NET_NCOLL } net_coll;
 extern const char *const net_coll_names[NET_NCOLL]; /* all_reduce, all_gather, reduce_scatter */
@@ -57,7 +69,9 @@ typedef struct {
     net_coll coll;
     char coll_from[96];  /* how the collective was known: "the banner, line 2", "--collective", ... */
     char program[64];    /* "nccl-tests all_reduce_perf", "costbench allreduce" */
-    int ranks, nodes;    /* nodes: distinct hosts */
+    int ranks, nodes;    /* nodes: distinct hosts; 0: unknown (the rank list elided or absent) */
+    int hosts_seen, ranks_seen; /* nodes 0: the hosts and ranks the rank lines that are there name */
+    int nodes_given;            /* 1: nodes from --instance's ranks a node (report/netimportrun.c) */
     int inter;           /* 1: across nodes (nodes > 1, unless --scope intra says otherwise) */
     char device[96];     /* the device name the rank lines give ("" for costbench) */
     char as_of[24];      /* YYYY-MM-DD of the measurement (the CSV's date, else the file's time) */
@@ -76,55 +90,15 @@ typedef struct {
     double latency_us, busbw_gb_per_s, busbw_max_gb_per_s, r2, max_resid_pct;
     double inplace_latency_us, inplace_busbw_gb_per_s; /* NaN: no in-place times */
     double min_bytes, max_bytes;
-    int sizes, clamped; /* clamped: the intercept came out negative, latency held at 0 */
+    int sizes, clamped; /* clamped: no latency-bound row (or a negative median), latency held at 0 */
+    int plateau_rows, latency_rows;            /* the rows each figure is the median over */
+    double plateau_min_bytes, latency_max_bytes; /* the plateau from this size up; latency rows up to this */
 } net_fit;
 
-/* The weighted least-squares fit of r (see above). Returns 0 or CB_EUSAGE (fewer than 2 sizes,
+/* The fit of r (see above; netfit.c says how each figure is taken). Returns 0 or CB_EUSAGE (fewer than 2 sizes,
  * times that do not grow with size: one error naming the file). */
 int netfit_fit(const net_run *r, const char *path, net_fit *f);
 /* The per-hop latency the model takes from an across-nodes latency over `nodes` nodes. */
 double netfit_hop_latency_us(double latency_us, int nodes);
-
-/* One row of a network file. */
-typedef struct {
-    char collective[24], scope[8], node_type[96], source[320], as_of[24];
-    int ranks, nodes, ranks_per_node, sizes;
-    double latency_us, busbw_gb_per_s, busbw_max_gb_per_s, min_bytes, max_bytes, r2;
-    int line;
-} net_row;
-
-enum { NETFILE_NCOLS = 15 };
-extern const char *const netfile_cols[NETFILE_NCOLS];
-
-/* What a network row may hold: a bus bandwidth from 0.01 GB/s (80 Mbit/s) to 10 TB/s and a
- * latency up to 0.1 s; no collective benchmark measures a network outside them. */
-#define NETFILE_MIN_BUSBW_GB_PER_S 0.01
-#define NETFILE_MAX_BUSBW_GB_PER_S 1e4
-#define NETFILE_MAX_LATENCY_US 1e5
-
-/* The loader's rules for one row (every number in its column's range; as_of a date YYYY-MM-DD;
- * ranks = nodes x ranks_per_node; scope inter on 2 nodes at least; min_bytes <= max_bytes): the
- * writer checks each new row with it, so a row written is one the loader reads. Returns 0, or -1
- * with why ("column 'X': ..."). */
-int net_row_check(const net_row *r, char *why, size_t n);
-
-typedef struct {
-    char path[4096];
-    net_row *rows;
-    int n;
-} net_table;
-
-/* Loads a network file (every cell checked, each row by net_row_check's rules; two rows of the
- * same collective, scope, node type and ranks, or a file with another header: one error naming
- * it). Returns 0 or CB_EUSAGE. */
-int net_table_load(net_table *t, const char *path);
-void net_table_free(net_table *t);
-
-/* Writes rows (with the `#` comment lines, each without its "# ") to path ("-": stdout), each
- * row checked by net_row_check first (an error naming its source; nothing written). An existing
- * path must be a network file: the rows are appended after its own, unless one has the same
- * collective, scope, node type and ranks (an error naming both; nothing written). Returns 0 or
- * CB_EUSAGE / CB_EFAIL. */
-int net_table_write(const char *path, char *const *comments, int ncomments, const net_row *rows, int nrows);
 
 #endif

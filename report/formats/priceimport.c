@@ -1,5 +1,6 @@
 #include "priceimport.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -23,6 +24,9 @@ typedef struct pi_ctx {
     FILE *notes;
     int fold_zones;     /* skypilot: a key seen again is another zone of the region */
     char as_of_buf[24]; /* the date a catalogue states (aws-offer), where as_of points then */
+    const char *item_date; /* azure-retail: the item's effectiveStartDate (YYYY-MM-DD): a key seen
+                            * again is a price change, the latest date kept */
+    char item_name[200];   /* azure-retail: "Items[N] (armSkuName, meterName)" for errors */
 } pi_ctx;
 
 static void drop(price_import *pi, const char *reason)
@@ -45,6 +49,27 @@ static int in_list(char *const *list, int n, const char *word)
     return n == 0;
 }
 
+/* A price of a key already kept (q) from an item dated c->item_date: the latest effectiveStartDate
+ * wins, the other is counted as superseded; the same date at the same price is a repeat, at
+ * another price a conflict naming both items. */
+static int pi_supersede(price_import *pi, const pi_ctx *c, price_row *q, double usd_per_hour, int line,
+                        const char *where)
+{
+    int cmp = strcmp(c->item_date, q->as_of);
+    if (cmp == 0 && q->usd_per_hour == usd_per_hour) return drop(pi, "the same price repeated"), 0;
+    if (cmp == 0)
+        return err_usage("%s:%d: %s: %s %s %s: %.9g $/h from %s, but %s has %.9g $/h from the same date: two prices "
+                         "of one SKU and option",
+                         c->path, line, c->item_name, q->instance, q->region, q->option, usd_per_hour, c->item_date,
+                         q->source, q->usd_per_hour);
+    pi->nsuperseded++;
+    if (cmp < 0) return 0; /* older than the price kept */
+    q->usd_per_hour = usd_per_hour, q->line = line;
+    snprintf(q->as_of, sizeof q->as_of, "%s", c->item_date);
+    snprintf(q->source, sizeof q->source, "%s (%s, %s)", c->path, c->format, where);
+    return 0;
+}
+
 /* Adds one price; `where` is "line N" or "item N". Returns 0 or CB_EUSAGE on a conflict. */
 static int pi_add(price_import *pi, const pi_ctx *c, const char *instance, const char *region, const char *option,
                   double usd_per_hour, int line, const char *where)
@@ -55,6 +80,7 @@ static int pi_add(price_import *pi, const pi_ctx *c, const char *instance, const
     for (int i = 0; i < pi->n; i++) {
         price_row *q = &pi->rows[i];
         if (strcmp(q->instance, instance) || strcmp(q->region, region) || strcmp(q->option, option)) continue;
+        if (c->item_date) return pi_supersede(pi, c, q, usd_per_hour, line, where);
         if (q->usd_per_hour == usd_per_hour) {
             if (c->fold_zones)
                 pi->nfolded++;
@@ -91,7 +117,7 @@ static int pi_add(price_import *pi, const pi_ctx *c, const char *instance, const
     snprintf(p->instance, sizeof p->instance, "%s", instance);
     snprintf(p->region, sizeof p->region, "%s", region);
     snprintf(p->option, sizeof p->option, "%s", option);
-    snprintf(p->as_of, sizeof p->as_of, "%s", c->as_of);
+    snprintf(p->as_of, sizeof p->as_of, "%s", c->item_date ? c->item_date : c->as_of);
     snprintf(p->source, sizeof p->source, "%s (%s, %s)", c->path, c->format, where);
     p->usd_per_hour = usd_per_hour;
     p->line = line;
@@ -444,14 +470,47 @@ static int read_aws(price_import *pi, pi_ctx *c)
 static const char *const az_fields[] = {"currencyCode", "retailPrice",   "armRegionName", "productName", "skuName",
                                         "serviceName",  "unitOfMeasure", "type",          "armSkuName"};
 
+/* Product names of the Virtual Machines service that price no VM hour: (a word of productName, the
+ * reason counted). */
+static const char *const az_not_vm[][2] = {
+    {"Cloud Services", "Cloud Services (not a VM price)"}, {"CloudServices", "Cloud Services (not a VM price)"},
+    {"Dedicated Host", "Dedicated Host (not a VM price)"}, {"DedicatedHost", "Dedicated Host (not a VM price)"},
+};
+
+/* 1 when `word` stands in s as a word of its own (not inside another: "Win" in "Srs Win", not in
+ * "Twin"). */
+static int has_word(const char *s, const char *word)
+{
+    size_t n = strlen(word);
+    for (const char *p = strstr(s, word); p; p = strstr(p + 1, word)) {
+        int before = p == s || !isalnum((unsigned char)p[-1]), after = !isalnum((unsigned char)p[n]);
+        if (before && after) return 1;
+    }
+    return 0;
+}
+
+/* A Windows price: "Windows" or "Win" as a word in the product, meter or SKU name. */
+static int azure_windows(const json_val *it)
+{
+    static const char *const fields[] = {"productName", "meterName", "skuName"};
+    for (size_t k = 0; k < sizeof fields / sizeof fields[0]; k++) {
+        const char *v = json_get_str(it, fields[k]);
+        if (v && (has_word(v, "Windows") || has_word(v, "Win"))) return 1;
+    }
+    return 0;
+}
+
 /* The option of a kept item, or NULL after counting why it is dropped. */
 static const char *azure_option(price_import *pi, const json_val *it, int *years)
 {
     const char *type = json_get_str(it, "type"), *sku = json_get_str(it, "skuName");
+    const char *product = json_get_str(it, "productName");
     *years = 0;
     if (strcmp(json_get_str(it, "serviceName"), "Virtual Machines") != 0)
         return drop(pi, "not a virtual machine"), NULL;
-    if (strstr(json_get_str(it, "productName"), "Windows")) return drop(pi, "Windows"), NULL;
+    for (size_t k = 0; k < sizeof az_not_vm / sizeof az_not_vm[0]; k++)
+        if (strstr(product, az_not_vm[k][0])) return drop(pi, az_not_vm[k][1]), NULL;
+    if (azure_windows(it)) return drop(pi, "Windows"), NULL;
     if (strstr(sku, "Low Priority")) return drop(pi, "Low Priority"), NULL;
     if (strcmp(json_get_str(it, "currencyCode"), "USD") != 0) return drop(pi, "currency not USD"), NULL;
     if (strcmp(json_get_str(it, "unitOfMeasure"), "1 Hour") != 0) return drop(pi, "unit not '1 Hour'"), NULL;
@@ -464,7 +523,23 @@ static const char *azure_option(price_import *pi, const json_val *it, int *years
     return *years == 1 ? "reserved_1y" : "reserved_3y";
 }
 
-static int azure_item(price_import *pi, const pi_ctx *c, const json_val *it, int index)
+/* The item's date (effectiveStartDate's YYYY-MM-DD, else --as-of) into date; its name into c. */
+static int azure_item_date(pi_ctx *c, const json_val *it, int index, char *date, size_t n)
+{
+    const char *start = json_get_str(it, "effectiveStartDate"), *meter = json_get_str(it, "meterName");
+    snprintf(c->item_name, sizeof c->item_name, "Items[%d] (%.64s, meterName '%.64s')", index,
+             json_get_str(it, "armSkuName"), meter ? meter : "");
+    if (!start && !c->o->as_of)
+        return err_usage("%s:%d: %s: no 'effectiveStartDate' and no --as-of: the price's date is unknown", c->path,
+                         it->line, c->item_name);
+    snprintf(date, n, "%.10s", start ? start : c->o->as_of);
+    if (start && (strlen(date) != 10 || price_as_of_check(date) != 0))
+        return err_usage("%s:%d: %s: 'effectiveStartDate': expected YYYY-MM-DD..., got '%.40s'", c->path, it->line,
+                         c->item_name, start);
+    return 0;
+}
+
+static int azure_item(price_import *pi, pi_ctx *c, const json_val *it, int index)
 {
     if (it->kind != JSON_OBJECT) return err_usage("%s:%d: Items[%d]: expected an object", c->path, it->line, index);
     for (size_t k = 0; k < sizeof az_fields / sizeof az_fields[0]; k++) {
@@ -480,20 +555,34 @@ static int azure_item(price_import *pi, const pi_ctx *c, const json_val *it, int
     double usd = json_get(it, "retailPrice")->number;
     if (usd < 0) return err_usage("%s:%d: Items[%d]: negative 'retailPrice'", c->path, it->line, index);
     if (years) usd /= years * HOURS_PER_YEAR; /* a reservation's price is for the whole term */
-    char where[32];
+    char where[32], date[24];
     snprintf(where, sizeof where, "item %d", index);
-    return pi_add(pi, c, json_get_str(it, "armSkuName"), json_get_str(it, "armRegionName"), option, usd, it->line,
-                  where);
+    if (azure_item_date(c, it, index, date, sizeof date) != 0) return CB_EUSAGE;
+    c->item_date = date;
+    int rc = pi_add(pi, c, json_get_str(it, "armSkuName"), json_get_str(it, "armRegionName"), option, usd, it->line,
+                    where);
+    c->item_date = NULL;
+    return rc;
 }
 
+/* The items: the answer's 'Items' array, or a saved list of items (a top-level array, as scripts
+ * that follow NextPageLink write the pages' items); a NextPageLink set says this is one page. */
 static int read_azure(price_import *pi, pi_ctx *c)
 {
     json_val doc;
     if (json_load(c->path, &doc) != 0) return CB_EUSAGE;
-    const json_val *items = json_get(&doc, "Items");
+    const json_val *items = doc.kind == JSON_ARRAY ? &doc : json_get(&doc, "Items");
     int rc = 0;
     if (!items || items->kind != JSON_ARRAY)
-        rc = err_usage("%s:%d: not an Azure retail prices document: no 'Items' array", c->path, doc.line);
+        rc = err_usage("%s:%d: not an Azure retail prices document: no 'Items' array (nor a list of items)", c->path,
+                       doc.line);
+    const char *next = doc.kind == JSON_OBJECT ? json_get_str(&doc, "NextPageLink") : NULL;
+    if (rc == 0 && next && *next) {
+        pi->next_page = 1;
+        if (c->notes)
+            fprintf(c->notes, "note: %s is one page of a longer answer (NextPageLink %.200s): only its %d items are "
+                    "read (`prices update` follows the links)\n", c->path, next, items->n);
+    }
     for (int i = 0; rc == 0 && i < items->n; i++) {
         pi->nread++;
         rc = azure_item(pi, c, &items->items[i], i);
@@ -528,8 +617,7 @@ static int provider_from_path(const char *path, char *out, size_t n)
 const price_format price_formats[] = {
     {"skypilot", "SkyPilot's catalogue of one cloud (<cloud>/vms.csv)", NULL, "", read_skypilot},
     {"aws-offer", "the AWS Price List offer file of AmazonEC2 as CSV", "aws", NULL, read_aws},
-    {"azure-retail", "the Azure Retail Prices API's JSON", "azure",
-     " (effectiveStartDate is when a price took effect)", read_azure},
+    {"azure-retail", "the Azure Retail Prices API's JSON", "azure", NULL, read_azure},
 };
 const int price_nformats = (int)(sizeof price_formats / sizeof price_formats[0]);
 
@@ -614,6 +702,10 @@ void price_import_summary(const price_import *pi, FILE *f)
 {
     fprintf(f, "read %d rows; kept %d price rows", pi->nread, pi->n);
     if (pi->nfolded) fprintf(f, " (%d zone rows folded into their region's row)", pi->nfolded);
+    if (pi->nsuperseded)
+        fprintf(f, "; superseded: %d (a price of the same SKU, region and option with an earlier effectiveStartDate)",
+                pi->nsuperseded);
+    if (pi->next_page) fprintf(f, "; one page of a longer answer (NextPageLink set)");
     fprintf(f, "; dropped: ");
     if (!pi->nreasons) fprintf(f, "none");
     for (int i = 0; i < pi->nreasons; i++) fprintf(f, "%s%s (%d)", i ? ", " : "", pi->reasons[i], pi->dropped[i]);

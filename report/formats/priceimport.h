@@ -10,9 +10,14 @@
  *   aws-offer     the AWS Price List offer file of AmazonEC2 as CSV (5 metadata rows, then the
  *                 header); OnDemand -> on_demand; standard Reserved terms -> reserved_1y /
  *                 reserved_3y at hourly + upfront / (years x 8760), the cheapest purchase option.
- *   azure-retail  the Azure Retail Prices API JSON (Items[]): Consumption -> on_demand (spot
- *                 for a "Spot" skuName), Reservation -> reserved_1y / reserved_3y at the term's
- *                 price / (years x 8760).
+ *   azure-retail  the Azure Retail Prices API JSON (Items[], or a saved list of items):
+ *                 Consumption -> on_demand (spot for a "Spot" skuName), Reservation -> reserved_1y
+ *                 / reserved_3y at the term's price / (years x 8760); as_of the item's
+ *                 effectiveStartDate (--as-of only for an item without one); a (SKU, region,
+ *                 option) priced again is a price change: the latest effectiveStartDate kept, the
+ *                 others counted as superseded; Cloud Services and Dedicated Host products and
+ *                 Windows prices ("Windows" or "Win" as a word of the product, meter or SKU
+ *                 name) dropped and counted; a NextPageLink set is noted (one page read).
  * Every row names its catalogue file and line (or item). What was dropped is counted by reason.
  * The formats are the rows of price_formats (priceimport.c): adding one = its reader in
  * priceimport.c (described above) and its row there; `prices import` takes its flag, help and
@@ -60,6 +65,8 @@ typedef struct price_import {
     int n, cap;
     int nread;   /* catalogue rows or items read */
     int nfolded; /* rows folded into an earlier row of the same key (zones of a region) */
+    int nsuperseded; /* azure-retail: prices of a key another item's later effectiveStartDate replaced */
+    int next_page;   /* azure-retail: the answer's NextPageLink is set (one page of a longer answer) */
     char reasons[PI_MAX_REASONS][96];
     int dropped[PI_MAX_REASONS];
     int nreasons;
