@@ -114,6 +114,7 @@ static int by_price(const void *a, const void *b)
 static void prices_print(const listed *v, int n)
 {
     long now = (long)time(NULL);
+    int stale = 0;
     printf("%-28s %-6s %-16s %-12s %12s %10s %-10s %-12s %s\n", "instance_type", "cloud", "region", "option",
            "usd_per_hour", "usd/acc-h", "as_of", "age", "source");
     for (int i = 0; i < n; i++) {
@@ -124,7 +125,9 @@ static void prices_print(const listed *v, int n)
         if (isfinite(v[i].per_acc)) snprintf(acc, sizeof acc, "%.4g", v[i].per_acc);
         printf("%-28s %-6s %-16s %-12s %12.6g %10s %-10s %-12s %s%s\n", p->instance, p->provider, p->region, p->option,
                p->usd_per_hour, acc, p->as_of, age, p->source, days > PRICE_STALE_DAYS ? "  [!] >1y old" : "");
+        stale += days > PRICE_STALE_DAYS;
     }
+    if (stale) err_hint("%d of these prices are over a year old: 'costbench prices update' downloads the current ones", stale);
 }
 
 /* --pricing: the options (count into *n), each a pricing option prices.csv may name. */
