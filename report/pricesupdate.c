@@ -104,8 +104,10 @@ static int import_downloaded(update_ctx *u, const char *tmp, const char *url, co
                             .nregions = 1, .instances = u->instances, .ninstances = u->ninstances};
     if (io.format->as_of_why) io.as_of = u->today; /* the catalogue states no date: the download's */
     price_import pi;
-    if (price_import_read(&pi, tmp, &io, NULL) != 0)
-        return err_usage("%s: the downloaded catalogue was refused (above): nothing written", url);
+    if (price_import_read(&pi, tmp, &io, NULL) != 0) {
+        fprintf(stderr, "note: the file above is %s as downloaded: refused, nothing written\n", url);
+        return CB_EUSAGE;
+    }
     printf("%s %s: %s: ", cloud, region, url);
     price_import_summary(&pi, stdout);
     int rc = sources_name(&pi, tmp, url);

@@ -50,7 +50,7 @@ static void srv_send(int fd, const char *head, const char *body, size_t n)
 
 /* One request: GET PATH. Prefixes: /moved/X answers 302 to /X; /cut/X sends X with a Content-Length
  * 100 bytes larger than what follows; /half/X sends X's first half with no Content-Length;
- * /fail/X answers 500. */
+ * /fail/X answers 500; /wrong/X sends an Azure page whatever X asks for. */
 static void srv_answer(int fd, int port, FILE *log)
 {
     char req[8192];
@@ -64,9 +64,9 @@ static void srv_answer(int fd, int port, FILE *log)
     char *q = strchr(path, '?');
     const char *query = q ? q + 1 : "";
     if (q) *q = '\0';
-    int mode = 0; /* 1 moved, 2 cut, 3 half, 4 fail */
-    static const char *const pre[] = {"/moved/", "/cut/", "/half/", "/fail/"};
-    for (int k = 0; k < 4 && !mode; k++)
+    int mode = 0; /* 1 moved, 2 cut, 3 half, 4 fail, 5 wrong */
+    static const char *const pre[] = {"/moved/", "/cut/", "/half/", "/fail/", "/wrong/"};
+    for (int k = 0; k < 5 && !mode; k++)
         if (strncmp(path, pre[k], strlen(pre[k])) == 0) mode = k + 1;
     const char *rest = mode ? path + strlen(pre[mode - 1]) - 1 : path;
     if (mode == 1) {
@@ -80,7 +80,7 @@ static void srv_answer(int fd, int port, FILE *log)
                  5);
         return;
     }
-    const char *file = srv_file(rest, query);
+    const char *file = mode == 5 ? "tests/catalogs/update/azure-page1.json" : srv_file(rest, query);
     char body[65536];
     size_t len = 0;
     FILE *f = file ? fopen(file, "rb") : NULL;
@@ -232,8 +232,9 @@ static void t_azure_pages(void)
     srv_stop(&s);
 }
 
-/* Failures: a 500, an answer short of its Content-Length, a JSON page cut in half, a catalogue the
- * importer refuses: one error naming the URL, exit non-zero, the price file byte-identical. */
+/* Failures: a 500, an answer short of its Content-Length, a JSON page cut in half, a 404, a
+ * catalogue the importer refuses (JSON where a CSV is expected): one error (naming the URL, or for
+ * the refused catalogue the importer's, then a note naming the URL), exit non-zero, the price file byte-identical. */
 static void t_failures(void)
 {
     http_srv s = {0};
@@ -255,6 +256,7 @@ static void t_failures(void)
         {"/half", az, 2, "/half/api/retail/prices?$filter="},
         {"/fail", all, 1, "/fail/catalogs/v8/aws/vms.csv: HTTP status 500"},
         {"/nowhere", lambda, 1, "HTTP status 404"},
+        {"/wrong", lambda, 2, "/wrong/catalogs/v8/lambda/vms.csv as downloaded: refused, nothing written"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         int rc = update(&s, cases[i].prefix, p, cases[i].extra);
@@ -279,7 +281,7 @@ const test_case tests_pricesupdate[] = {
     {"prices update: skypilot catalogues of four clouds over HTTP, a redirect followed, rows refreshed",
      t_skypilot},
     {"prices update: azure retail pages followed (NextPageLink) and imported as one answer, page cap", t_azure_pages},
-    {"prices update: 500, short answer, cut JSON, 404: one error naming the URL, the price file unchanged",
+    {"prices update: 500, short answer, cut JSON, 404, a refused catalogue: one error, the price file unchanged",
      t_failures},
     {NULL, NULL},
 };
