@@ -30,8 +30,8 @@ endif
 # kernels share one thread pool instead of two pools spinning against each other on the cores;
 # the binary is linked with an rpath to it, whatever the system's libopenblas alternative.
 DEBIAN_PKGS := libopenblas-dev libopenblas-openmp-dev libgsl-dev libcsv-dev libplplot-dev plplot-driver-cairo pkg-config \
-               libopenmpi-dev openmpi-bin libdnnl-dev
-PC_PKGS     := openblas gsl plplot
+               libopenmpi-dev openmpi-bin libdnnl-dev libcurl4-openssl-dev
+PC_PKGS     := openblas gsl plplot libcurl
 MULTIARCH   := $(shell $(CC) -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
 OPENBLAS_DIR := /usr/lib/$(MULTIARCH)/openblas-openmp
 

@@ -1,5 +1,6 @@
 /* costbench prices: the known instance prices (data/prices.csv) cheapest first with their age,
- * and `prices import`: price rows read from a cloud price catalogue (report/formats/priceimport.h). */
+ * `prices import`: price rows read from a cloud price catalogue (report/formats/priceimport.h),
+ * and `prices update`: the current public catalogues downloaded and imported (report/pricesupdate.h). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include "../common/parse.h"
 #include "../report/formats/inputs.h"
 #include "../report/formats/priceimport.h"
+#include "../report/pricesupdate.h"
 #include "commands.h"
 
 /* The help words of --format and --as-of, from the registry of catalogue formats (priceimport.h). */
@@ -71,6 +73,32 @@ static int prices_import(int argc, char **argv)
     return price_import_file(pos[0], &o, out, replace, stderr);
 }
 
+static int prices_update(int argc, char **argv)
+{
+    prices_update_opts o = {0};
+    long pages = 0;
+    const opt_spec specs[] = {
+        {"cloud", OPT_STR, &o.cloud, 0, 0, 0, 0, "aws|azure|gcp|lambda", "only this cloud (default: all four)"},
+        {"region", OPT_STR, &o.region, 0, 0, 0, 0, "R",
+         "with --cloud: the region (default us-east-1, eastus, us-central1, us-east-1)"},
+        {"source", OPT_STR, &o.source, 0, 0, 0, 0, "skypilot|vendor",
+         "SkyPilot's hosted catalogue, or the vendor's price list (aws: the region's EC2 offer file, GBs; azure: "
+         "the Retail Prices API); default vendor for azure, skypilot for the others"},
+        {"out", OPT_STR, &o.out, 0, 0, 0, 0, "FILE", "the price file updated (default data/prices.csv)"},
+        {"url-base", OPT_STR, &o.url_base, 0, 0, 0, 0, "URL",
+         "fetch from this base instead of the public hosts (default $COSTBENCH_PRICES_URL; a mirror, a test server)"},
+        HARDWARE_FLAG_SPEC(&o.hw_path),
+        {"all-instances", OPT_FLAG, &o.all_instances, 0, 0, 0, 0, NULL,
+         "keep every instance type (default: those of the hardware table)"},
+        {"max-pages", OPT_LONG, &pages, 1, 100000, 0, 0, "N", "Azure: read at most N pages (default 200)"},
+        {0},
+    };
+    int rc = opts_parse("prices update", "[--cloud C] [--region R] [options]", specs, argc, argv, 3, NULL, NULL);
+    if (rc != 0) return rc > 0 ? 0 : rc;
+    o.max_pages = (int)pages;
+    return prices_update_run(&o);
+}
+
 typedef struct {
     const price_row *p;
     double per_acc; /* $/accelerator-hour, NaN when the hardware table does not know the instance */
@@ -86,6 +114,7 @@ static int by_price(const void *a, const void *b)
 static void prices_print(const listed *v, int n)
 {
     long now = (long)time(NULL);
+    int stale = 0;
     printf("%-28s %-6s %-16s %-12s %12s %10s %-10s %-12s %s\n", "instance_type", "cloud", "region", "option",
            "usd_per_hour", "usd/acc-h", "as_of", "age", "source");
     for (int i = 0; i < n; i++) {
@@ -96,7 +125,9 @@ static void prices_print(const listed *v, int n)
         if (isfinite(v[i].per_acc)) snprintf(acc, sizeof acc, "%.4g", v[i].per_acc);
         printf("%-28s %-6s %-16s %-12s %12.6g %10s %-10s %-12s %s%s\n", p->instance, p->provider, p->region, p->option,
                p->usd_per_hour, acc, p->as_of, age, p->source, days > PRICE_STALE_DAYS ? "  [!] >1y old" : "");
+        stale += days > PRICE_STALE_DAYS;
     }
+    if (stale) err_hint("%d of these prices are over a year old: 'costbench prices update' downloads the current ones", stale);
 }
 
 /* --pricing: the options (count into *n), each a pricing option prices.csv may name. */
@@ -124,6 +155,7 @@ static int option_listed(char *const *words, int n, const char *option)
 int cmd_prices(int argc, char **argv)
 {
     if (argc >= 3 && strcmp(argv[2], "import") == 0) return prices_import(argc, argv);
+    if (argc >= 3 && strcmp(argv[2], "update") == 0) return prices_update(argc, argv);
     const char *instance = NULL, *pricing = NULL, *region = NULL, *prices = NULL, *hw = NULL, *csv = NULL;
     const opt_spec specs[] = {
         {"instance", OPT_STR, &instance, 0, 0, 0, 0, "TYPE", "only this instance type"},
@@ -133,7 +165,7 @@ int cmd_prices(int argc, char **argv)
         {"csv", OPT_STR, &csv, 0, 0, 0, 0, "FILE", "also write the listed rows as a price CSV"},
         {0},
     };
-    int rc = opts_parse("prices", "[options] | import FILE --format F [options]", specs, argc, argv, 2, NULL, NULL);
+    int rc = opts_parse("prices", "[options] | import FILE --format F [options] | update [options]", specs, argc, argv, 2, NULL, NULL);
     if (rc != 0) return rc > 0 ? 0 : rc;
     char pbuf[256], *options[8];
     int nopt;

@@ -37,7 +37,7 @@ static const command commands[] = {
      "nccl-tests output as a network fit"},
     {"prices", cmd_prices,
      "instance prices cheapest first with their age; 'prices import' reads cloud price catalogues ('prices import "
-     "--help' lists their formats)"},
+     "--help' lists their formats); 'prices update' downloads the current ones"},
     {"dataset", cmd_dataset, "build or inspect a Megatron indexed dataset (PREFIX.bin/.idx)"},
 };
 enum { NCOMMANDS = sizeof commands / sizeof commands[0] };

@@ -105,7 +105,7 @@ extern const test_case tests_common[], tests_kernels[], tests_rope[], tests_mode
     tests_presets[], tests_plan[], tests_calib[], tests_audit2_ckpt[], tests_audit2_clean[], tests_audit2_traj[],
     tests_audit2_cli[], tests_audit2_calib[], tests_devices[], tests_devicefigs[], tests_physics[], tests_published[], tests_validate[], tests_tputcols[],
     tests_models[], tests_opbench[], tests_stepmodel[], tests_plansearch[], tests_planview[], tests_ops[], tests_import[],
-    tests_logmegatron[], tests_logtitan[], tests_netfit[], tests_prices[],
+    tests_logmegatron[], tests_logtitan[], tests_netfit[], tests_prices[], tests_pricesupdate[],
     tests_audit3_import[], tests_audit3_prices[], tests_audit3_files[], tests_audit3_net[], tests_layout[], tests_names[],
     tests_band[], tests_logexcerpts[], tests_gpu[], tests_gpurope[], tests_gemmcurve[];
 

@@ -749,10 +749,15 @@ static int merge_plan(const price_import *pi, const price_table *old, int replac
             const price_row *q = &old->rows[j];
             if (strcmp(p->instance, q->instance) || strcmp(p->region, q->region) || strcmp(p->option, q->option))
                 continue;
-            if (p->usd_per_hour == q->usd_per_hour) {
+            int refresh = replace == PI_MERGE_REFRESH && strcmp(p->as_of, q->as_of) != 0;
+            if (p->usd_per_hour == q->usd_per_hour && !refresh) {
                 fprintf(report, "duplicate: %s %s %s %.9g $/h is already %s:%d: not added\n", p->instance, p->region,
                         p->option, p->usd_per_hour, old->path, q->line);
                 fate[i] = -2;
+            } else if (refresh && p->usd_per_hour == q->usd_per_hour) {
+                fprintf(report, "refreshed: %s:%d %s %s %s %.9g $/h (as of %s) confirmed as of %s by %s\n", old->path,
+                        q->line, p->instance, p->region, p->option, q->usd_per_hour, q->as_of, p->as_of, p->source);
+                fate[i] = j;
             } else if (replace) {
                 fprintf(report, "replaced: %s:%d %s %s %s %.9g $/h by %.9g $/h from %s\n", old->path, q->line,
                         p->instance, p->region, p->option, q->usd_per_hour, p->usd_per_hour, p->source);

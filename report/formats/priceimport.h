@@ -87,7 +87,10 @@ void price_import_summary(const price_import *pi, FILE *f);
  * written, unless `replace`: the old record then stays as '#' lines saying what replaced it. The
  * merged text is loaded back by prices_load's rules (errors name `out`) before it replaces `out`
  * (temporary file and rename): `out` is untouched unless the result loads. No rows to add is an
- * error. Returns 0, CB_EUSAGE (conflicts, a result that would not load) or CB_EFAIL. */
+ * error. `replace` PI_MERGE_REFRESH (`prices update`): as `replace`, and a row at the same price
+ * but another as_of is replaced too (the price confirmed at a newer date). Returns 0, CB_EUSAGE
+ * (conflicts, a result that would not load) or CB_EFAIL. */
+#define PI_MERGE_REFRESH 2
 int price_import_merge(const price_import *pi, const char *out, int replace, FILE *report);
 /* `prices import` end to end: reads `catalogue` (price_import_read), prints the summary, then
  * merges into `out` (price_import_merge) or, for NULL, writes CSV to stdout. Notes, the summary
