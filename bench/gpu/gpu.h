@@ -58,6 +58,10 @@ const char *gpu_device_key(const char *name, double mem_gib);
  * major.minor in dtype, from NVIDIA's architecture white papers (gpuinfo.c cites each); 0 when not
  * known (the peak from clocks is then unknown). */
 double gpu_flop_per_clk_sm(int cc_major, int cc_minor, gpu_dtype dt);
+struct dev_row_s;
+/* The data sheet's dense TFLOP/s of dt in a data/devices.csv row (report/formats/devices.h), per
+ * device; NaN when the row is NULL or gives none. */
+double gpu_sheet_tflops(const struct dev_row_s *row, gpu_dtype dt);
 /* sms x clock x FLOP/clk/SM in TFLOP/s; NaN when the architecture's rate is not known. */
 double gpu_clock_peak_tflops(const gpu_dev *d, gpu_dtype dt);
 /* The memory bandwidth from the memory clock and bus width (GB/s, HBM's two transfers a clock). */

@@ -9,6 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../../report/formats/devices.h"
+
 const char *const gpu_dtype_names[GPU_NDTYPES] = {"fp32", "tf32", "fp16", "bf16", "fp8"};
 
 int gpu_dtype_parse(const char *name)
@@ -55,6 +57,18 @@ double gpu_flop_per_clk_sm(int cc_major, int cc_minor, gpu_dtype dt)
     if (cc_major == 9 && cc_minor == 0) return sm90[dt];
     if (cc_major == 10 && cc_minor == 0) return sm100[dt];
     return 0;
+}
+
+double gpu_sheet_tflops(const dev_row *row, gpu_dtype dt)
+{
+    if (!row) return NAN;
+    switch (dt) {
+    case GPU_FP32: return row->fp32_tflops;
+    case GPU_TF32: return row->tf32_tflops;
+    case GPU_FP16: return row->fp16_tflops;
+    case GPU_BF16: return row->bf16_tflops;
+    default: return row->fp8_tflops;
+    }
 }
 
 double gpu_clock_peak_tflops(const gpu_dev *d, gpu_dtype dt)

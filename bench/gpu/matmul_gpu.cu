@@ -185,6 +185,22 @@ cublasStatus_t lt_call(mg_run *r, const cublasLtMatmulAlgo_t *algo)
                           algo, r->b->ws, WORKSPACE, 0);
 }
 
+// One case ready to run: its buffers, descriptors and runner (buffers freed by the destructor).
+struct mg_case {
+    mg_bufs b;
+    mg_desc g;
+    mg_run r{};
+    ~mg_case() { free_bufs(&b); }
+};
+
+int case_open(mg_case *c, cublasLtHandle_t lt, gpu_dtype dt, const mm_shape &s)
+{
+    int rc = alloc_bufs(&c->b, dt, s);
+    if (rc == 0) rc = make_desc(&c->g, dt, s, c->b);
+    c->r = {lt, &c->g, &c->b, dt};
+    return rc;
+}
+
 int run_once(mg_run *r, const cublasLtMatmulAlgo_t *algo)
 {
     LT_CK(lt_call(r, algo));
@@ -340,12 +356,7 @@ void peaks_of(const gpu_dev *d, mg_peaks *p)
     static const char *const col[GPU_NDTYPES] = {"fp32_tflops", "tf32_tflops", "fp16_tflops", "bf16_tflops",
                                                  "fp8_tflops"};
     for (int i = 0; i < GPU_NDTYPES; i++) {
-        double sheet = !row ? NAN
-                       : i == GPU_FP32 ? row->fp32_tflops
-                       : i == GPU_TF32 ? row->tf32_tflops
-                       : i == GPU_FP16 ? row->fp16_tflops
-                       : i == GPU_BF16 ? row->bf16_tflops
-                                       : row->fp8_tflops;
+        double sheet = gpu_sheet_tflops(row, (gpu_dtype)i);
         double clocks = gpu_clock_peak_tflops(d, (gpu_dtype)i);
         if (sheet > 0) {
             p->gflops[i] = sheet * 1e3 / (row->workers > 0 ? row->workers : 1);
@@ -388,11 +399,9 @@ void add_row(record *rec, const gpu_dev *d, const mm_shape &s, gpu_dtype dt, dou
 int measure(cublasLtHandle_t lt, const gpu_dev *d, gpu_dtype dt, const mm_shape &s, const mg_opts &o,
             const mg_peaks &pk, record *rec, double *worst)
 {
-    mg_bufs b;
-    mg_desc g;
-    int rc = alloc_bufs(&b, dt, s);
-    if (rc == 0) rc = make_desc(&g, dt, s, b);
-    mg_run r = {lt, &g, &b, dt};
+    mg_case c;
+    int rc = case_open(&c, lt, dt, s);
+    mg_run &r = c.r;
     cublasLtMatmulAlgo_t algo;
     double est = 0, err = 0;
     char impl[160] = "";
@@ -408,7 +417,6 @@ int measure(cublasLtHandle_t lt, const gpu_dev *d, gpu_dtype dt, const mm_shape 
         if (rc == 0) add_row(rec, d, s, dt, res.ms, samples, impl, pk);
         if (err > *worst) *worst = err;
     }
-    free_bufs(&b);
     return rc;
 }
 
@@ -457,11 +465,10 @@ int record_init_mg(record *rec)
 // A NaN in X's row 3 (bf16) makes Y's row 3 NaN and leaves row 4 finite.
 int nan_case(cublasLtHandle_t lt, const mm_shape &s)
 {
-    mg_bufs b;
-    mg_desc g;
-    int rc = alloc_bufs(&b, GPU_BF16, s);
-    if (rc == 0) rc = make_desc(&g, GPU_BF16, s, b);
-    mg_run r = {lt, &g, &b, GPU_BF16};
+    mg_case c;
+    int rc = case_open(&c, lt, GPU_BF16, s);
+    mg_run &r = c.r;
+    const mg_bufs &b = c.b;
     cublasLtMatmulAlgo_t algo;
     double est, y3 = 0, y4 = 0;
     char impl[160];
@@ -476,7 +483,6 @@ int nan_case(cublasLtHandle_t lt, const mm_shape &s)
     if (rc == 0 && cudaDeviceSynchronize() != cudaSuccess) rc = err_msg("the product failed");
     if (rc == 0) rc = read_y(b, GPU_BF16, s, 3, s.m / 2, &y3);
     if (rc == 0) rc = read_y(b, GPU_BF16, s, 4, s.m / 2, &y4);
-    free_bufs(&b);
     if (rc == 0 && !(isnan(y3) && isfinite(y4))) rc = err_msg("a NaN in X row 3 gave Y %g (row 3), %g (row 4)", y3, y4);
     return rc;
 }

@@ -155,12 +155,7 @@ int gemm_rows(record *rec, const gpu_dev *d, const dev_row *sheet, int size)
         snprintf(isa, sizeof isa, "sm_%d%d", d->cc_major, d->cc_minor);
         int r = add(rec, d, probe, isa);
         if (r < 0) return r;
-        double s = !sheet ? NAN
-                   : dt == GPU_FP32 ? sheet->fp32_tflops
-                   : dt == GPU_TF32 ? sheet->tf32_tflops
-                   : dt == GPU_FP16 ? sheet->fp16_tflops
-                   : dt == GPU_BF16 ? sheet->bf16_tflops
-                                    : sheet->fp8_tflops;
+        double s = gpu_sheet_tflops(sheet, (gpu_dtype)dt);
         double clk = gpu_clock_peak_tflops(d, (gpu_dtype)dt) * 1e3;
         record_num(rec, r, PK_GF_MED, g[0]), record_num(rec, r, PK_GF_MIN, g[1]), record_num(rec, r, PK_GF_MAX, g[2]);
         record_num(rec, r, PK_PCT, 100 * g[0] / clk), record_str(rec, r, PK_MFU_PEAK, gpu_dtype_names[dt]);

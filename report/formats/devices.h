@@ -44,7 +44,7 @@
 
 #include "inputs.h"
 
-typedef struct {
+typedef struct dev_row_s {
     char device[48], vendor[32];
     int workers;
     double fp32_tflops, tf32_tflops, bf16_tflops, fp16_tflops, fp8_tflops; /* NaN: none */

@@ -84,19 +84,6 @@ static int row_read(const gemm_dev_curve *c, const table *t, const gemm_cols *k,
     return 1;
 }
 
-/* Index of v on the ascending axis xs (added when new); -1 when full. */
-static int axis_add(double *xs, int *n, double v)
-{
-    int i = 0;
-    while (i < *n && xs[i] < v) i++;
-    if (i < *n && xs[i] == v) return i;
-    if (*n == MATMUL_CURVE_MAX) return -1;
-    memmove(xs + i + 1, xs + i, (size_t)(*n - i) * sizeof *xs);
-    (*n)++;
-    xs[i] = v;
-    return i;
-}
-
 /* Every row checked, the sweep rows' axes per dtype; first[d]: the line of dtype d's first sweep row. */
 static int curve_axes(gemm_dev_curve *c, const table *t, const gemm_cols *k, int *first)
 {
@@ -109,7 +96,7 @@ static int curve_axes(gemm_dev_curve *c, const table *t, const gemm_cols *k, int
         if (rc < 0) return rc;
         if (rc == 0) continue;
         matmul_curve *g = &c->grid[d];
-        if (axis_add(g->k, &g->nk, (double)kk) < 0 || axis_add(g->n, &g->nn, (double)nn) < 0)
+        if (matmul_axis_add(g->k, &g->nk, (double)kk) < 0 || matmul_axis_add(g->n, &g->nn, (double)nn) < 0)
             return err_msg("%s:%d: more than %d distinct values of k or n for %s", t->path, t->lines[r],
                            MATMUL_CURVE_MAX, gemm_dtype_names[d]);
         if (!first[d]) first[d] = t->lines[r];
@@ -130,7 +117,7 @@ static int curve_fill(gemm_dev_curve *c, const table *t, const gemm_cols *k, con
         double e;
         if (row_read(c, t, k, r, &d, &kk, &nn, &e) != 1) continue; /* checked by curve_axes */
         matmul_curve *g = &c->grid[d];
-        int i = axis_add(g->k, &g->nk, (double)kk), j = axis_add(g->n, &g->nn, (double)nn);
+        int i = matmul_axis_add(g->k, &g->nk, (double)kk), j = matmul_axis_add(g->n, &g->nn, (double)nn);
         g->e[i][j] += e, count[d][i][j]++;
     }
     for (int d = 0; d < GEMM_NDTYPES && rc == 0; d++) {

@@ -8,8 +8,7 @@
 #include "../../common/err.h"
 #include "../../common/schema.h"
 
-/* Index of v in the ascending list xs[0..*n), added in order when new; -1 when full. */
-static int grid_index(double *xs, int *n, double v)
+int matmul_axis_add(double *xs, int *n, double v)
 {
     int i = 0;
     while (i < *n && xs[i] < v) i++;
@@ -29,7 +28,7 @@ static int eff_axes(matmul_curve *c, const table *t, int ck, int cn, int cm)
         if (table_get_long(t, r, ck, 1, 1L << 30, &k) != 0 || table_get_long(t, r, cn, 1, 1L << 30, &n) != 0 ||
             (cm >= 0 && table_get_long(t, r, cm, 1, 1L << 30, &m) != 0))
             return CB_EFAIL;
-        if (grid_index(c->k, &c->nk, (double)k) < 0 || grid_index(c->n, &c->nn, (double)n) < 0)
+        if (matmul_axis_add(c->k, &c->nk, (double)k) < 0 || matmul_axis_add(c->n, &c->nn, (double)n) < 0)
             return err_msg("%s:%d: more than %d distinct values of k or n", t->path, t->lines[r], MATMUL_CURVE_MAX);
     }
     return 0;
@@ -59,7 +58,7 @@ static int eff_fill(matmul_curve *c, const table *t, int ck, int cn, int ce)
         double v;
         table_get_long(t, r, ck, 1, 1L << 30, &k), table_get_long(t, r, cn, 1, 1L << 30, &n);
         if (eff_value(c, t, r, ce, &v) != 0) return CB_EFAIL;
-        int ik = grid_index(c->k, &c->nk, (double)k), in = grid_index(c->n, &c->nn, (double)n);
+        int ik = matmul_axis_add(c->k, &c->nk, (double)k), in = matmul_axis_add(c->n, &c->nn, (double)n);
         c->e[ik][in] += v, count[ik][in]++;
     }
     for (int i = 0; i < c->nk; i++)

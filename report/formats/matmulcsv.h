@@ -12,6 +12,10 @@ typedef struct matmul_curve_s {
     char column[16];                               /* "pct_of_peak" or "gflops_median" */
 } matmul_curve;
 
+/* Index of v on the ascending axis xs[0..*n) of a grid, added in order when new; -1 when the axis
+ * holds MATMUL_CURVE_MAX values already. */
+int matmul_axis_add(double *xs, int *n, double v);
+
 /* Loads a `costbench matmul` CSV (columns n, k and pct_of_peak, else gflops_median; m checked
  * when present): n, k, m at least 1, pct_of_peak in (0, 100], gflops_median positive and finite;
  * every (k, n) of the grid its distinct values span must be measured. A file without those
