@@ -159,7 +159,7 @@ static int import_format(const import_opts *o, const text_lines *t, log_format *
         snprintf(how, n, "--framework %s", log_formats[*f].framework);
         return 0;
     }
-    int i = log_detect_line(t, f);
+    int marker = -1, i = log_detect_line(t, f, &marker);
     if (i < 0) {
         int first = 0;
         while (first < t->n && !t->line[first][strspn(t->line[first], " \t")]) first++;
@@ -168,7 +168,10 @@ static int import_format(const import_opts *o, const text_lines *t, log_format *
                          "--framework to name the format (the first line reads '%.80s')",
                          t->path, first < t->n ? first + 1 : 1, names, first < t->n ? t->line[first] : "");
     }
-    snprintf(how, n, "detected from line %d: '%.80s'", i + 1, t->line[i] + strspn(t->line[i], " "));
+    int w = snprintf(how, n, "detected from line %d: '%.80s'", i + 1, t->line[i] + strspn(t->line[i], " "));
+    if (marker >= 0 && w >= 0 && (size_t)w < n)
+        snprintf(how + w, n - (size_t)w, " and line %d: '%.60s'", marker + 1,
+                 t->line[marker] + strspn(t->line[marker], " "));
     return 0;
 }
 
@@ -250,7 +253,7 @@ static int import_emit(const import_opts *o, const text_lines *t, log_run *r, co
 int import_run(const import_opts *o, const text_lines *t)
 {
     log_format f = 0;
-    char how[160];
+    char how[320];
     int rc = import_format(o, t, &f, how, sizeof how);
     log_run r;
     log_run_init(&r, f);

@@ -9,44 +9,97 @@
 #include "csvrun.h"
 
 /* One excerpt: its file, the row's global_batch and seq_per_s ("" / 0: empty), the steps line's
- * counts (kept, dropped as warm-up, dropped as repeats) and a phrase its notes or # lines hold. */
+ * counts (kept, dropped as warm-up, dropped as repeats), a phrase its notes or # lines hold; then
+ * (NULL: not checked) the row's framework, other cells as "column=value;..." ("column=" for an
+ * empty cell) and one flag given to import with its value. */
 typedef struct {
     const char *file, *gb;
     double seq_per_s;
     int kept, warm, dup;
     const char *says;
+    const char *framework, *cells, *flag, *flag_value;
 } excerpt;
 
 static const excerpt cases[] = {
     /* 3 lines from iteration 25, interval 1: no start-up, no band; median(87.0, 86.5, 88.4) ms = 87.0 ms */
     {"megatron-lm_2024-07_awsome-gpt3-srun-prefix-3lines.log", "2", 2 / 0.0870, 3, 0, 0,
-     "the first line is past its log interval"},
+     "the first line is past its log interval", NULL, NULL, NULL, NULL},
     /* iterations 1-3 of a fresh run: iteration 1 start-up; median(129028.8, 128891.5) ms = 128.96015 s */
     {"megatron-lm_2021-05_bigscience-gpt2-perf-n16.log", "1024", 1024 / 128.96015, 2, 1, 0,
-     "2 lines left: too few for a band"},
+     "2 lines left: too few for a band", NULL, NULL, NULL, NULL},
     /* issue 756's iterations 71-73 of 100: all kept; median(5361.6, 5470.7, 5829.9) ms = 5.4707 s */
     {"megatron-lm_2024-04_issue756-mixtral-iter71-73-midrun.log", "128", 128 / 5.4707, 3, 0, 0,
-     "3 lines left: too few for a band"},
+     "3 lines left: too few for a band", NULL, NULL, NULL, NULL},
     /* its 4th line, cut after "consumed samples: 9472 | elapse", is dropped and counted */
     {"megatron-lm_2024-04_issue756-mixtral-iter71-73-midrun.log", "128", 128 / 5.4707, 3, 0, 0,
-     "1 iteration line without 'elapsed time per iteration (ms)' (cut short) dropped, the first at line 4"},
+     "1 iteration line without 'elapsed time per iteration (ms)' (cut short) dropped, the first at line 4", NULL, NULL,
+     NULL, NULL},
     /* iterations 1-3: iteration 1 start-up; median(243438.3, 243344.4) ms = 243.39135 s */
     {"megatron-lm_2024-07_awsome-gpt3-abbreviated-args-elided.log", "288", 288 / 243.39135, 2, 1, 0,
-     "2 lines left: too few for a band"},
+     "2 lines left: too few for a band", NULL, NULL, NULL, NULL},
     /* NeMo 1.x: consumed_samples 12800 / (global_step 99 + 1) = 128; 11.20 s */
     {"nemo1_24.x_dgxc-llama3.1-70b-lastline.log", "128", 128 / 11.20, 1, 0, 0,
-     "global batch 128: consumed_samples / (global_step + 1) on 1 line"},
+     "global batch 128: consumed_samples / (global_step + 1) on 1 line", NULL, NULL, NULL, NULL},
     /* NeMo 1.x: 76800 / (50 + 1) = 1505.88 is no batch: left empty, and the note says why */
     {"nemo1_24.x_dgxc-gpt3-175b-valloss.log", "", 0, 1, 0, 0,
-     "76800 / 51 = 1505.88 at line 2 is not a whole number: not used as the global batch"},
+     "76800 / 51 = 1505.88 at line 2 is not a whole number: not used as the global batch", NULL, NULL, NULL, NULL},
     /* NeMo 2.0: global_step 45, 46, 48 (past the interval): median(47.12, 47.15, 46.81) = 47.12 s */
     {"nemo2_2025-05_awsome-skypilot-ray-prefix-b.log", "512", 512 / 47.12, 3, 0, 0,
-     "3 lines left: too few for a band"},
+     "3 lines left: too few for a band", NULL, NULL, NULL, NULL},
     /* NeMo 2.0: global_step 19, 29: median(46.86, 46.84) = 46.85 s */
-    {"nemo2_2025-05_awsome-nemorun-ray-prefix-a.log", "512", 512 / 46.85, 2, 0, 0, "the median of all 2 kept"},
+    {"nemo2_2025-05_awsome-nemorun-ray-prefix-a.log", "512", 512 / 46.85, 2, 0, 0, "the median of all 2 kept", NULL,
+     NULL, NULL, NULL},
     /* NeMo 2.0: one line, global_batch_size 128, 12.39 s */
-    {"nemo2_25.x_dgxc-llama3.1-lastline.log", "128", 128 / 12.39, 1, 0, 0, "the median of all 1 kept"},
+    {"nemo2_25.x_dgxc-llama3.1-lastline.log", "128", 128 / 12.39, 1, 0, 0, "the median of all 1 kept", NULL, NULL, NULL,
+     NULL},
+    /* Megatron-DeepSpeed 2021 (ms lines, told apart by the block's "deepspeed ... True"): iterations 1-49,
+     * interval 1: iteration 1 start-up; median of 48 = (137068.7 + 137138.4) / 2 ms = 137.10355 s */
+    {"megatron-deepspeed_2021-06_bigscience-3d-ds-on-n16.log", "1024", 1024 / 137.10355, 48, 1, 0,
+     "megatron-deepspeed format (detected from line 901: 'iteration        1/    1000 |", "megatron-deepspeed",
+     "seq_len=1024;devices=64;vocab=50688;recompute=full;tp=4;pp=16;dp=1;precision=fp16-mixed", NULL, NULL},
+    /* the same line, and DeepSpeed's own lines, name the marker */
+    {"megatron-deepspeed_2021-06_bigscience-3d-ds-on-n16.log", "1024", 1024 / 137.10355, 48, 1, 0,
+     "and line 86: 'deepspeed ....", "megatron-deepspeed", NULL, NULL, NULL},
+    /* tr1-13B: Megatron-LM's ms lines and nothing else: detected as Megatron-LM; named, the fork's;
+     * iterations 29020-29090 (interval 10, mid-run): median of 8 = (22148.5 + 22181.7) / 2 ms */
+    {"megatron-deepspeed_2021-09_tr1-13b-spike.log", "1024", 1024 / 22.1651, 8, 0, 0, "megatron format (detected",
+     "megatron-lm", NULL, NULL, NULL},
+    {"megatron-deepspeed_2021-09_tr1-13b-spike.log", "1024", 1024 / 22.1651, 8, 0, 0,
+     "megatron-deepspeed format (--framework megatron-deepspeed)", "megatron-deepspeed", "seq_len=", "--framework",
+     "megatron-deepspeed"},
+    /* 2022's s lines: one line, iteration 2 of a fresh run, 769.99 s; 8388608 tokens / 4096 samples = 2048 */
+    {"megatron-deepspeed_2022-02_bloom-prequel-20b-1node.log", "2048", 2048 / 769.99, 1, 0, 0,
+     "sequence length 2048: consumed tokens / consumed samples on every line", "megatron-deepspeed",
+     "seq_len=2048;flop_convention=", NULL, NULL},
+    /* BLOOM 176B: 11 lines (31214-31222, a "[...]" line, 31250-31251), all inside the band: median 106.33 s */
+    {"megatron-deepspeed_2022-04_bloom176b-spike.log", "2048", 2048 / 106.33, 11, 0, 0,
+     "TFLOPs dropped: Megatron-DeepSpeed counts", "megatron-deepspeed", "seq_len=2048", NULL, NULL},
+    /* two lines with a prose line between: median(215.82, 215.99) = 215.905 s */
+    {"megatron-deepspeed_2022-07_bloom176b-reshape-afterrestart.log", "2048", 2048 / 215.905, 2, 0, 0,
+     "the median of all 2 kept", "megatron-deepspeed", "seq_len=2048", NULL, NULL},
+    /* JUBE's 175B: iterations 10-50, interval 10: iteration 10 start-up; median(5.3551, 5.6192, 5.3291,
+     * 5.3247) = 5.3421 s; no consumed tokens: no sequence length */
+    {"megatron-deepspeed_2024_jubench-juwels-175b.log", "96", 96 / 5.3421, 4, 1, 0,
+     "4 lines left: too few for a band", "megatron-deepspeed", "seq_len=", NULL, NULL},
 };
+
+/* The row's cells e->framework and e->cells ("column=value;...") against t's row 0. */
+static void excerpt_cells(const excerpt *e, table *t)
+{
+    if (e->framework)
+        CHECK(strcmp(test_cell(t, 0, "framework"), e->framework) == 0, "%s: framework '%s', want '%s'", e->file,
+              test_cell(t, 0, "framework"), e->framework);
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", e->cells ? e->cells : "");
+    char *save = NULL;
+    for (char *kv = strtok_r(buf, ";", &save); kv; kv = strtok_r(NULL, ";", &save)) {
+        char *eq = strchr(kv, '=');
+        if (!eq) continue;
+        *eq = '\0';
+        CHECK(strcmp(test_cell(t, 0, kv), eq + 1) == 0, "%s: %s '%s', want '%s'", e->file, kv, test_cell(t, 0, kv),
+              eq + 1);
+    }
+}
 
 /* One excerpt imported into a new file and its row checked against the hand truth. */
 static void excerpt_check(const excerpt *e, const char *dir)
@@ -56,7 +109,8 @@ static void excerpt_check(const excerpt *e, const char *dir)
     snprintf(log, sizeof log, "tests/logs/%s", e->file);
     static int seq;
     snprintf(csv, sizeof csv, "%s/%d-%s.csv", dir, seq++, e->file);
-    int rc = cli_run((const char *const[]){"import", log, "--out", csv, NULL}, out, sizeof out, err, sizeof err);
+    const char *argv[] = {"import", log, "--out", csv, e->flag, e->flag_value, NULL};
+    int rc = cli_run(argv, out, sizeof out, err, sizeof err);
     CHECK(rc == 0, "%s: exit %d: %s", e->file, rc, err);
     if (rc != 0) return;
     FILE *f = fopen(csv, "r");
@@ -85,6 +139,7 @@ static void excerpt_check(const excerpt *e, const char *dir)
               e->file, sps, e->seq_per_s);
     else
         CHECK(!*sps, "%s: seq_per_s '%s', want empty", e->file, sps);
+    excerpt_cells(e, &t);
     table_free(&t);
 }
 
@@ -125,9 +180,22 @@ static void test_rank_repeats(void)
           "nemo: exit %d: %s%s", rc, out, err);
 }
 
+/* Megatron-DeepSpeed's s lines named as Megatron-LM's: one error naming the line and the format. */
+static void test_ds_named(void)
+{
+    static char out[65536], err[8192];
+    int rc = cli_run((const char *const[]){"import", "tests/logs/megatron-deepspeed_2022-04_bloom176b-spike.log",
+                                           "--framework", "megatron-lm", NULL},
+                     out, sizeof out, err, sizeof err);
+    CHECK(rc == 2 && strstr(err, "megatron-deepspeed_2022-04_bloom176b-spike.log:1: a Megatron-DeepSpeed line, not "
+                                 "Megatron-LM: give --framework megatron-deepspeed"),
+          "exit %d: %s%s", rc, out, err);
+}
+
 const test_case tests_logexcerpts[] = {
     {"log excerpts: real Megatron-LM and NeMo excerpts into their rows (global batch, seq/s, dropped lines)",
      test_excerpts},
     {"log excerpts: a step printed by several ranks counts once", test_rank_repeats},
+    {"log excerpts: Megatron-DeepSpeed's lines given as Megatron-LM's name the format", test_ds_named},
     {NULL, NULL},
 };
