@@ -52,6 +52,34 @@ static const excerpt cases[] = {
     /* NeMo 2.0: one line, global_batch_size 128, 12.39 s */
     {"nemo2_25.x_dgxc-llama3.1-lastline.log", "128", 128 / 12.39, 1, 0, 0, "the median of all 1 kept", NULL, NULL, NULL,
      NULL},
+    /* NeMo 1.x, issue 31 point 6: the bar with a validation bar's residue glued after its ']': 1.900 s;
+     * consumed 1.28e+6 / (2e+3 + 1) = 639.68 (3 digits printed) is no batch */
+    {"nemo1_24.01_awsome-eks-valbar-glued.log", "", 0, 1, 0, 0,
+     "1280000 / 2001 = 639.68 at line 1 is not a whole number", "nemo", "seq_len=", NULL, NULL},
+    /* point 6: a bar with "[rank: 1] ..." glued, and on line 10 two bars joined by a literal "^M": one step
+     * (global_step 6023) on two lines; 96384 / 6024 = 16; 2.590 s */
+    {"nemo1_24.03_jpdoc-ptuning-4gpu-rank-stop-glued-caretM.log", "16", 16 / 2.59, 1, 0, 1,
+     "global batch 16: consumed_samples / (global_step + 1) on 2 lines", "nemo", NULL, NULL, NULL},
+    /* dgxc's last bars: 12600 / (49 + 1) = 252, 12.80 s; 25600 / (99 + 1) = 256, 3.590 s */
+    {"nemo1_24.x_dgxc-llama3.1-405b-vnum.log", "252", 252 / 12.80, 1, 0, 0,
+     "global batch 252: consumed_samples / (global_step + 1) on 1 line", "nemo", NULL, NULL, NULL},
+    {"nemo1_24.x_dgxc-nemotron4-340b-lastline.log", "256", 256 / 3.59, 1, 0, 0,
+     "global batch 256: consumed_samples / (global_step + 1) on 1 line", "nemo", NULL, NULL, NULL},
+    /* NeMo 2.0: one ProgressPrinter line wrapped over 3 lines after its '|': gbs 512 on the first, 46.84 s on
+     * the second */
+    {"nemo2_2026-02_awsome-perf-wrapped-3lines.log", "512", 512 / 46.84, 1, 0, 0, "the median of all 1 kept", "nemo",
+     NULL, NULL, NULL},
+    /* BioNeMo on NeMo 2: iterations 120-125 (mid-run), gbs 1; median of 6 = (0.03157 + 0.03163) / 2 = 0.0316 s;
+     * the 7th line, cut after "train_step_timing in s:", dropped and counted */
+    {"nemo2_2025_bionemo-pr740-gbs1-valloss.log", "1", 1 / 0.0316, 6, 0, 0,
+     "1 progress line ending at 'train_step_timing in s:' (cut short) dropped, the first at line 7", "nemo", NULL,
+     NULL, NULL},
+    /* dgxc's NeMo 2 Nemotron line: gbs 256, 2.693 s */
+    {"nemo2_25.x_dgxc-nemotron-lastline.log", "256", 256 / 2.693, 1, 0, 0, "the median of all 1 kept", "nemo", NULL,
+     NULL, NULL},
+    /* NeMo 2 AutoModel's bar with a "[default0]:" prefix glued at its end: 2.200 s, no batch in the log */
+    {"nemo2-automodel_2025-06_speech-issue13903-default0-prefix-tps.log", "", 0, 1, 0, 0, "the median of all 1 kept",
+     "nemo", NULL, NULL, NULL},
     /* Megatron-DeepSpeed 2021 (ms lines, told apart by the block's "deepspeed ... True"): iterations 1-49,
      * interval 1: iteration 1 start-up; median of 48 = (137068.7 + 137138.4) / 2 ms = 137.10355 s */
     {"megatron-deepspeed_2021-06_bigscience-3d-ds-on-n16.log", "1024", 1024 / 137.10355, 48, 1, 0,
