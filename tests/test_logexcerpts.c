@@ -80,6 +80,58 @@ static const excerpt cases[] = {
     /* NeMo 2 AutoModel's bar with a "[default0]:" prefix glued at its end: 2.200 s, no batch in the log */
     {"nemo2-automodel_2025-06_speech-issue13903-default0-prefix-tps.log", "", 0, 1, 0, 0, "the median of all 1 kept",
      "nemo", NULL, NULL, NULL},
+    /* torchtitan 2025-11, issue 31 point 7: "Trainer is initialized with local batch size 8, global batch size
+     * 64, gradient accumulation steps 1, sequence length 2048", "Building llama3 debugmodel" (no preset),
+     * "Applied selective activation checkpointing", mesh [8]; steps 1-10: step 1 start-up; median tps of
+     * steps 2-10 = 338287 tok/s/device; seq/s = 338287 x 8 / 2048 = 1321.43 */
+    {"torchtitan_2025-11_hpcdoc-h200-debugmodel-full-trainerinit.log", "64", 338287.0 * 8 / 2048, 9, 1, 0,
+     "model 'llama3-debugmodel': not a preset of data/models.csv", "torchtitan",
+     "seq_len=2048;micro_batch=8;devices=8;model=llama3-debugmodel;recompute=selective;"
+     "metric=tokens_per_s_per_device;value=338287",
+     NULL, NULL},
+    /* the same step (1990) printed by 9 srun tasks, ANSI colours: one step, 6785 and 7865 tok/s/device */
+    {"torchtitan_2025-03_awsome-llama3-8b-4node-9ranks-ansi.log", "", 0, 1, 0, 8, "the median of all 1 kept",
+     "torchtitan", "metric=tokens_per_s_per_device;value=6785", NULL, NULL},
+    {"torchtitan_2025-03_awsome-llama3-8b-fp8compile-9ranks-ansi.log", "", 0, 1, 0, 8, "the median of all 1 kept",
+     "torchtitan", "value=7865", NULL, NULL},
+    /* steps 22-29 mid-run, a re-looped dataset warning between: median tps = (197367 + 203673) / 2 = 200520 */
+    {"torchtitan_2025-03_pr950-debug-relooped-warning.log", "", 0, 8, 0, 0, "none as start-up", "torchtitan",
+     "value=200520", NULL, NULL},
+    /* steps 200-250 every 10: median = (5862 + 5864) / 2 = 5863 */
+    {"torchtitan_2025-06_pr1287-every10-gc-profiler.log", "", 0, 6, 0, 0, "none as start-up", "torchtitan",
+     "value=5863", NULL, NULL},
+    /* step 1 from 4 ranks, step 10 from rank 2, rank 3's line cut at "tps: 5,6" (dropped, not read as 56);
+     * two steps are too few for the start-up rule: --skip-steps 1 leaves step 10's 5615 */
+    {"torchtitan_2025-10_pr1884-llama3-8b-4ranks-cp2.log", "", 0, 1, 1, 3,
+     "the last line (6) ends inside its tps figure (cut short): dropped", "torchtitan", "value=5615", "--skip-steps",
+     "1"},
+    /* step 4 printed 7 times (10050 x 5, 10049 x 2: the first kept), step 5 once: median(10050, 10007) */
+    {"torchtitan_2026-02_pr2389-moe-7ranks-noprefix.log", "", 0, 2, 0, 6, "the median of all 2 kept", "torchtitan",
+     "value=10028.5", NULL, NULL},
+    /* steps 14-21 on a T4: median = (7304 + 7309) / 2 = 7306.5 */
+    {"torchtitan_2026-05_pr3393-t4-debugmodel-steps.log", "", 0, 8, 0, 0, "none as start-up", "torchtitan",
+     "value=7306.5", NULL, NULL},
+    /* Composer 0.21.3, point 7: the Config block's num_gpus_per_node 8 x num_nodes 2; one batch block:
+     * samples_per_sec 2.7330 */
+    {"composer_0.21.3_rocmblog-mpt30b-2node-config.log", "", 2.733, 1, 0, 0, "the median of all 1 kept",
+     "llm-foundry", "devices=16;devices_per_node=8;metric=seq_per_s", NULL, NULL},
+    {"composer_0.21.3_rocmblog-mpt30b-1node-config.log", "", 1.4307, 1, 0, 0, "the median of all 1 kept",
+     "llm-foundry", "devices=8;devices_per_node=8", NULL, NULL},
+    /* Composer 0.31.0: the [batch=20/20] block, TAB-indented: samples_per_sec 0.2170 on one GPU */
+    {"composer_0.31.0_2025-08_dyna-log-batch20-throughput.log", "", 0.217, 1, 0, 0, "the median of all 1 kept",
+     "llm-foundry", "devices=", NULL, NULL},
+    /* point 7: Megatron's " > padded vocab (size: 50257) with 943 dummy tokens (new size: 51200)" (line 11) */
+    {"megatron-lm_2024-07_awsome-gpt3-abbreviated-args-elided.log", "288", 288 / 243.39135, 2, 1, 0,
+     "2 lines left: too few for a band", "megatron-lm", "vocab=51200;model=", NULL, NULL},
+    /* --vocab wins over it, the difference named */
+    {"megatron-lm_2024-07_awsome-gpt3-abbreviated-args-elided.log", "288", 288 / 243.39135, 2, 1, 0,
+     "vocab 50257 from --vocab, over 51200 that tests/logs/megatron-lm_2024-07_awsome-gpt3-abbreviated-args-elided.log"
+     ":11 states",
+     "megatron-lm", "vocab=50257", "--vocab", "50257"},
+    /* --model that is no preset: kept, and one # line says so */
+    {"megatron-lm_2024-07_awsome-gpt3-abbreviated-args-elided.log", "288", 288 / 243.39135, 2, 1, 0,
+     "# model 'gpt3-5b': not a preset of data/models.csv", "megatron-lm", "model=gpt3-5b;layers=", "--model",
+     "gpt3-5b"},
     /* Megatron-DeepSpeed 2021 (ms lines, told apart by the block's "deepspeed ... True"): iterations 1-49,
      * interval 1: iteration 1 start-up; median of 48 = (137068.7 + 137138.4) / 2 ms = 137.10355 s */
     {"megatron-deepspeed_2021-06_bigscience-3d-ds-on-n16.log", "1024", 1024 / 137.10355, 48, 1, 0,
@@ -145,7 +197,9 @@ static void excerpt_check(const excerpt *e, const char *dir)
     size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
     text[n] = '\0';
     if (f) fclose(f);
-    snprintf(steps, sizeof steps, "dropped as warm-up (%s", e->warm ? "the first step" : "none");
+    int skip = e->flag && strcmp(e->flag, "--skip-steps") == 0;
+    snprintf(steps, sizeof steps, "dropped as warm-up (%s",
+             skip ? "--skip-steps" : e->warm ? "the first step" : "none");
     CHECK(strstr(text, steps) != NULL, "%s: warm-up %d: %s", e->file, e->warm, text);
     snprintf(steps, sizeof steps, "%d dropped as warm-up", e->warm);
     CHECK(strstr(text, steps) != NULL, "%s: '%s' in %s", e->file, steps, text);
@@ -220,10 +274,40 @@ static void test_ds_named(void)
           "exit %d: %s%s", rc, out, err);
 }
 
+/* Real excerpts that give no row: one error naming the line and the rule. And a --model that is a
+ * preset gets no "not a preset" line. */
+static void test_refused(void)
+{
+    static const struct {
+        const char *file, *says;
+    } no_row[] = {
+        {"composer_0.31.0_2025-08_dyna-log-head-config-batch1.log", ":26: the last step line prints none of step time"},
+        {"composer_2023_awsome-mpt7b-batch1-srun-prefix.log", ":2: the last step line prints none of step time"},
+        {"composer_llmfoundry-0.x_readme-mpt125m-no-throughput.log", ":13: the last step line prints none of"},
+        {"composer_llmfoundry_2023-06_issue336-config-only-16gpu.log", ":1: no step line of Megatron-LM"},
+    };
+    static char out[65536], err[8192];
+    char log[512];
+    for (size_t k = 0; k < sizeof no_row / sizeof no_row[0]; k++) {
+        snprintf(log, sizeof log, "tests/logs/%s", no_row[k].file);
+        int rc = cli_run((const char *const[]){"import", log, NULL}, out, sizeof out, err, sizeof err);
+        const char *nl = strchr(err, '\n');
+        CHECK(rc == 2 && strstr(err, log) && strstr(err, no_row[k].says) && nl && !strchr(nl + 1, '\n'),
+              "%s: exit %d: %s", no_row[k].file, rc, err);
+    }
+    const char *argv[] = {"import", "tests/logs/megatron-lm_2024-07_awsome-gpt3-abbreviated-args-elided.log", "--model",
+                          "gpt3-1.3b", NULL};
+    int rc = cli_run(argv, out, sizeof out, err, sizeof err);
+    CHECK(rc == 0 && strstr(out, ",gpt3-1.3b,gpt,") && !strstr(out, "not a preset"), "--model gpt3-1.3b: %d %s%s", rc,
+          out, err);
+}
+
 const test_case tests_logexcerpts[] = {
     {"log excerpts: real Megatron-LM and NeMo excerpts into their rows (global batch, seq/s, dropped lines)",
      test_excerpts},
     {"log excerpts: a step printed by several ranks counts once", test_rank_repeats},
     {"log excerpts: Megatron-DeepSpeed's lines given as Megatron-LM's name the format", test_ds_named},
+    {"log excerpts: real excerpts with no row refused naming the line and the rule; a preset --model is one",
+     test_refused},
     {NULL, NULL},
 };

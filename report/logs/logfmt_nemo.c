@@ -422,7 +422,8 @@ int log_parse_nemo(const text_lines *t, const char *config_path, log_run *r)
     if (rc == 0) rc = nm_steps(t, r, &cut, &cut_line);
     if (rc) return rc;
     if (cut)
-        log_run_note(r, "%d progress line%s ending at 'train_step_timing in s:' (cut short) dropped, the first at line %d",
+        log_run_note(r,
+                     "%d progress line%s ending at 'train_step_timing in s:' (cut short) dropped, the first at line %d",
                      cut, cut > 1 ? "s" : "", cut_line);
     if (!r->nsteps)
         return log_not_format(t, r->format,
