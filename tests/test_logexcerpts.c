@@ -120,6 +120,14 @@ static const excerpt cases[] = {
     /* Composer 0.31.0: the [batch=20/20] block, TAB-indented: samples_per_sec 0.2170 on one GPU */
     {"composer_0.31.0_2025-08_dyna-log-batch20-throughput.log", "", 0.217, 1, 0, 0, "the median of all 1 kept",
      "llm-foundry", "devices=", NULL, NULL},
+    /* issue 756's first comment: iterations 10-12 and a 4th line cut after its time (10269.3 ms survives, read);
+     * iteration 10 is past interval 1: all 4 kept; median = (10036.9 + 10198.4) / 2 ms = 10.11765 s */
+    {"megatron-lm_2024-03_issue756-mixtral-iter10-13-startup.log", "128", 128 / 10.11765, 4, 0, 0,
+     "4 lines left: too few for a band", "megatron-lm", NULL, NULL, NULL},
+    /* epfLLM's Megatron-LLM fork: iterations 122-126, the 5th cut after its time and batch (read): median of 5 =
+     * 89075.2 ms */
+    {"megatron-llm_2023_epfl-issue11-iter122-126-fork.log", "1024", 1024 / 89.0752, 5, 0, 0,
+     "5 lines left: too few for a band", "megatron-lm", NULL, NULL, NULL},
     /* point 7: Megatron's " > padded vocab (size: 50257) with 943 dummy tokens (new size: 51200)" (line 11) */
     {"megatron-lm_2024-07_awsome-gpt3-abbreviated-args-elided.log", "288", 288 / 243.39135, 2, 1, 0,
      "2 lines left: too few for a band", "megatron-lm", "vocab=51200;model=", NULL, NULL},
