@@ -293,6 +293,9 @@ static void test_refused(void)
         {"composer_2023_awsome-mpt7b-batch1-srun-prefix.log", ":2: the last step line prints none of step time"},
         {"composer_llmfoundry-0.x_readme-mpt125m-no-throughput.log", ":13: the last step line prints none of"},
         {"composer_llmfoundry_2023-06_issue336-config-only-16gpu.log", ":1: no step line of Megatron-LM"},
+        {"nemo1_2023-05_launcher-issue55-no-timing.log",
+         ":1: a NeMo progress bar without 'train_step_timing in s': no step time to read"},
+        {"nemo1_2025-01_speech-issue11900-empty-values.log", ":1: 'reduced_train_loss': expected a number"},
     };
     static char out[65536], err[8192];
     char log[512];

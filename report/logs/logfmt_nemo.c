@@ -22,9 +22,17 @@ log_signature_fn log_is_nemo_line;
 
 /* PyTorch Lightning's progress line with NeMo's logged metrics: "Epoch 0: ... train_step_timing in
  * s=1.21 ..." */
-int log_is_nemo_line(const char *line)
+static int nm_has_timing(const char *line)
 {
     return strstr(line, "train_step_timing") != NULL;
+}
+
+/* ... and a Lightning bar of NeMo's metrics without it ("Epoch 0: ... global_step=794.0,
+ * consumed_samples=1.63e+6]": the TimingCallback off), which the parser refuses with that reason. */
+int log_is_nemo_line(const char *line)
+{
+    return nm_has_timing(line) || (strstr(line, "Epoch ") && strstr(line, "global_step=") &&
+                                   strstr(line, "consumed_samples="));
 }
 
 /* The first of names (NULL-terminated) the config sets, as a string; NULL when none is (or null). */
@@ -267,7 +275,7 @@ static int nm_piece(const char *path, int line, char *u, log_run *r)
     int rc = 0;
     while (rc == 0 && u && *u) {
         char *m = strstr(u, "train_step_timing in s="), *close = m ? strchr(m, ']') : NULL, *next = NULL;
-        if (!m) return log_is_nemo_line(u) ? nm_update(path, line, u, r) : 0;
+        if (!m) return nm_has_timing(u) ? nm_update(path, line, u, r) : 0;
         char kept = '\0';
         if (close) next = close + 1, kept = *next, *next = '\0';
         rc = nm_update(path, line, u, r);
@@ -376,7 +384,7 @@ static int nm_wrapped(const text_lines *t, int i, char **joined)
     size_t n = strlen(s);
     while (n && (s[n - 1] == ' ' || s[n - 1] == '\t')) n--;
     *joined = NULL;
-    if (log_is_nemo_line(s) || !strstr(s, "Training epoch ") || !strstr(s, ", iteration ") || !n || s[n - 1] != '|')
+    if (nm_has_timing(s) || !strstr(s, "Training epoch ") || !strstr(s, ", iteration ") || !n || s[n - 1] != '|')
         return i;
     int j = i;
     size_t len = strlen(s);
@@ -390,7 +398,7 @@ static int nm_wrapped(const text_lines *t, int i, char **joined)
     if (j == i || !(*joined = malloc(len + 1))) return i;
     (*joined)[0] = '\0';
     for (int k = i; k <= j; k++) strcat(*joined, t->line[k]);
-    if (log_is_nemo_line(*joined)) return j;
+    if (nm_has_timing(*joined)) return j;
     free(*joined), *joined = NULL;
     return i;
 }
@@ -409,7 +417,7 @@ static int nm_steps(const text_lines *t, log_run *r, int *cut, int *cut_line)
             i = last;
         } else if (nm_cut_line(t->line[i])) {
             if (!(*cut)++) *cut_line = i + 1;
-        } else if (log_is_nemo_line(t->line[i])) {
+        } else if (nm_has_timing(t->line[i])) {
             rc = nm_line(t, i, r);
         }
     }
@@ -425,6 +433,11 @@ int log_parse_nemo(const text_lines *t, const char *config_path, log_run *r)
         log_run_note(r,
                      "%d progress line%s ending at 'train_step_timing in s:' (cut short) dropped, the first at line %d",
                      cut, cut > 1 ? "s" : "", cut_line);
+    for (int i = 0; !r->nsteps && i < t->n; i++)
+        if (!nm_has_timing(t->line[i]) && log_is_nemo_line(t->line[i]))
+            return err_usage("%s:%d: a NeMo progress bar without 'train_step_timing in s': no step time to read "
+                             "(tqdm's s/it rate is not NeMo's step timing); log with NeMo's timing callback on",
+                             t->path, i + 1);
     if (!r->nsteps)
         return log_not_format(t, r->format,
                               "'Epoch 0: :  10%|#  | 10/100 [00:21<03:09, reduced_train_loss=10.40, "
