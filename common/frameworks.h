@@ -1,10 +1,10 @@
 /* frameworks.h: the --framework vocabulary every command shares (import, scale, plan): the names
  * the published-runs schema's `framework` column uses (data/reference/published/SCHEMA.md:
  * megatron-lm, megatron-core, nemo, megatron-bridge, neuron-nemo, neuronx-distributed,
- * llm-foundry, torchtitan, deepspeed, costbench) and the step model's default, plain. Which of them
- * a command knows is its own table's: import the log formats' (report/logs/registry.c), scale and
- * plan the step model's frameworks (report/predict/frameworks.c, which also reads a version:
- * NAME@VERSION). The old spellings stay accepted as aliases, listed here once. */
+ * llm-foundry, torchtitan, deepspeed, megatron-deepspeed, costbench) and the step model's default,
+ * plain. Which of them a command knows is its own table's: import the log formats'
+ * (report/logs/registry.c), scale and plan the step model's frameworks (report/predict/frameworks.c,
+ * which also reads a version: NAME@VERSION). The old spellings stay accepted as aliases, listed here once. */
 #ifndef CB_FRAMEWORKS_H
 #define CB_FRAMEWORKS_H
 

@@ -83,6 +83,24 @@ static void merge_step_batch(log_run *r)
         }
 }
 
+/* --vocab: it wins over the log's vocabulary (the flag is for a log whose tokenizer padding the
+ * user knows better); a different one is named in the notes and the `#` configuration line. */
+static void merge_vocab(const merge_ctx *m, long v)
+{
+    log_run *r = m->r;
+    if (v <= 0 || r->vocab == v) return;
+    char where[4400], flag[700];
+    if (r->vocab > 0 && r->vocab != v) {
+        merge_where(m, LF_VOCAB, where, sizeof where);
+        log_run_note(r, "vocab %ld from --vocab, over %d that %.300s states", v, r->vocab, where);
+        snprintf(flag, sizeof flag, "vocab (%ld, over %d that %.400s states)", v, r->vocab, where);
+    } else {
+        snprintf(flag, sizeof flag, "vocab");
+    }
+    r->vocab = (int)v;
+    merge_from(m, flag);
+}
+
 /* The data-parallel degree, when the log states the ranks and every other degree but not it:
  * devices x ranks per device (data/devices.csv's workers; 1 for a device it does not list) over
  * tp x pp x cp. */
@@ -124,6 +142,7 @@ static int import_merge(const import_opts *o, const char *log_path, log_run *r, 
         merge_long(&m, "seq", LF_SEQ, o->seq, &r->seq_len))
         return CB_EUSAGE;
     if (o->model) log_preset_fill(r, o->model, 1);
+    merge_vocab(&m, o->vocab);
     import_dp(r);
     for (int k = 0; k < r->nsteps; k++)
         if (r->steps[k].global_batch <= 0) r->steps[k].global_batch = r->global_batch;
@@ -143,7 +162,7 @@ const char *import_log_flag(const import_opts *o)
                  {"tp", o->tp > 0},                     {"pp", o->pp > 0},
                  {"dp", o->dp > 0},                     {"micro-batch", o->micro_batch > 0},
                  {"global-batch", o->global_batch > 0}, {"seq", o->seq > 0},
-                 {"precision", o->precision != NULL}};
+                 {"precision", o->precision != NULL},   {"vocab", o->vocab > 0}};
     for (size_t k = 0; k < sizeof flags / sizeof flags[0]; k++)
         if (flags[k].given) return flags[k].name;
     return NULL;
@@ -159,7 +178,7 @@ static int import_format(const import_opts *o, const text_lines *t, log_format *
         snprintf(how, n, "--framework %s", log_formats[*f].framework);
         return 0;
     }
-    int i = log_detect_line(t, f);
+    int marker = -1, i = log_detect_line(t, f, &marker);
     if (i < 0) {
         int first = 0;
         while (first < t->n && !t->line[first][strspn(t->line[first], " \t")]) first++;
@@ -168,7 +187,10 @@ static int import_format(const import_opts *o, const text_lines *t, log_format *
                          "--framework to name the format (the first line reads '%.80s')",
                          t->path, first < t->n ? first + 1 : 1, names, first < t->n ? t->line[first] : "");
     }
-    snprintf(how, n, "detected from line %d: '%.80s'", i + 1, t->line[i] + strspn(t->line[i], " "));
+    int w = snprintf(how, n, "detected from line %d: '%.80s'", i + 1, t->line[i] + strspn(t->line[i], " "));
+    if (marker >= 0 && w >= 0 && (size_t)w < n)
+        snprintf(how + w, n - (size_t)w, " and line %d: '%.60s'", marker + 1,
+                 t->line[marker] + strspn(t->line[marker], " "));
     return 0;
 }
 
@@ -194,6 +216,10 @@ static int import_comments(const log_run *r, const log_steady *st, const logrow 
              how);
     snprintf(lines[n++], 1200, "configuration from %s%s%s%s", *r->config_from ? r->config_from : "no stated block",
              *from ? "; from flags: " : "", from, *from ? "" : "; none from flags");
+    const char *model = row->cell[PUB_COL_MODEL];
+    if (*model && !log_preset_known(model))
+        snprintf(lines[n++], 1200, "model '%.64s': not a preset of data/models.csv (kept as named; the shape is what "
+                                  "the log or the flags state)", model);
     char missing[256];
     logrow_missing(row, missing, sizeof missing);
     if (*missing)
@@ -219,7 +245,7 @@ static int import_comments(const log_run *r, const log_steady *st, const logrow 
 /* The row of the parsed run r, printed and saved. */
 static int import_emit(const import_opts *o, const text_lines *t, log_run *r, const char *how)
 {
-    char from[256];
+    char from[1024];
     int rc = log_steps_check(r, t->path);
     if (rc == 0) rc = import_merge(o, t->path, r, from, sizeof from);
     log_steady st = {0};
@@ -250,7 +276,7 @@ static int import_emit(const import_opts *o, const text_lines *t, log_run *r, co
 int import_run(const import_opts *o, const text_lines *t)
 {
     log_format f = 0;
-    char how[160];
+    char how[320];
     int rc = import_format(o, t, &f, how, sizeof how);
     log_run r;
     log_run_init(&r, f);

@@ -9,7 +9,7 @@
 typedef struct {
     const char *config, *framework, *out, *id, *model, *device, *instance, *precision;
     const char *collective, *scope, *hw_path; /* a collective benchmark's (report/netimportrun.h) */
-    long skip, devices, per_node, tp, pp, dp, micro_batch, global_batch, seq;
+    long skip, devices, per_node, tp, pp, dp, micro_batch, global_batch, seq, vocab;
     char *files[2];
     int nfiles;
 } import_opts;

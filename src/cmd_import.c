@@ -49,6 +49,8 @@ static int import_parse(import_opts *o, int argc, char **argv)
         {"micro-batch", OPT_LONG, &o->micro_batch, 1, 100000000, 0, 0, "B", "sequences per device per micro-batch"},
         {"global-batch", OPT_LONG, &o->global_batch, 1, 100000000, 0, 0, "G", "sequences per optimizer step"},
         {"seq", OPT_LONG, &o->seq, 1, 100000000, 0, 0, "T", "tokens per sequence"},
+        {"vocab", OPT_LONG, &o->vocab, 1, 100000000, 0, 0, "V",
+         "the vocabulary (the embedding's rows); wins over the log's, a difference named"},
         {"precision", OPT_STR, &o->precision, 0, 0, 0, 0, "NAME", "bf16-mixed, fp16-mixed, fp8, fp32 or bf16"},
         {"collective", OPT_STR, &o->collective, 0, 0, 0, 0, "NAME",
          "nccl-tests output: all_reduce, all_gather or reduce_scatter, when the output does not say"},

@@ -319,7 +319,8 @@ static void test_framework_names(void)
     const char *a3[] = {"import", "tests/logs/megatron_core.log", "--framework", "nosuch", NULL};
     int rc = cli_run(a3, out, sizeof out, err, sizeof err);
     CHECK(rc == 2 && count_lines(err) == 1 && strstr(err, "error: flag '--framework': expected one of megatron-lm, "
-                                                          "nemo, torchtitan, llm-foundry or costbench") &&
+                                                          "megatron-deepspeed, nemo, torchtitan, llm-foundry or "
+                                                          "costbench") &&
               strstr(err, "megatron (megatron-lm)") && strstr(err, "got 'nosuch'"),
           "import --framework nosuch: %d %s", rc, err);
     const char *s1[] = {"scale", "--model", "pythia-6.9b", "--instance", "trn1.32xlarge", "--tp", "8", "--global-batch",

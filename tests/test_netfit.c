@@ -220,8 +220,9 @@ static void test_netfit_malformed(void)
     const char *plain = test_path("plain2.txt");
     write_text(plain, "hello\nworld\n");
     /* neither a collective benchmark nor a log: `costbench import` says so, naming line 1 */
-    expect_error(plain, none, "plain2.txt:1: no step line of Megatron-LM, NeMo, torchtitan, Composer / llm-foundry or "
-                              "costbench train, and no nccl-tests or `costbench allreduce` table");
+    expect_error(plain, none,
+                 "plain2.txt:1: no step line of Megatron-LM, Megatron-DeepSpeed, NeMo, torchtitan, Composer / "
+                 "llm-foundry or costbench train, and no nccl-tests or `costbench allreduce` table");
     const char *csv = test_path("badcheck.csv");
     write_text(csv, "op,ranks,size_bytes,count,time_us_median,time_us_min,time_us_max,algbw_gbps,busbw_gbps,check\n"
                     "allreduce,2,1024,256,2.2,2.1,2.3,0.4,0.4,ok\n"

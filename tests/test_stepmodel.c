@@ -249,6 +249,7 @@ static void test_framework_table(void)
         {"llm-foundry", "v0.1-v0.6", 1, 1, 0, 0, 0, "backward_prefetch 'BACKWARD_POST', forward_prefetch False"},
         {"llm-foundry", "v0.7+", 1, 1, 0, 0, 0, "backward_prefetch 'BACKWARD_POST', forward_prefetch False"},
         {"deepspeed", "0.x", 1, 0, 1, 0, 0, "overlap_comm = (stage == 3)"},
+        {"megatron-deepspeed", "2021-2023", 0, 0, 0, 0, 0, "transformer.py:179, :307-330 @8387ae17c470"},
         {"neuron-nemo", "2023-2024", 0, 0, 0, 0, 0, "BUCKET_CAP_MB=1024"},
         {"neuronx-distributed", "2.x", 1, 0, 0, 0, 0, "USE_FLASH_ATTENTION=1"},
         {"costbench", "", 1, 1, 0, 0, 0, "costbench train"},

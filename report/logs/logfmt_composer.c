@@ -176,8 +176,40 @@ static int cm_config(const char *path, log_run *r)
     return rc;
 }
 
+/* The "Config:" block Composer's trainer prints at the start of a run (between lines of stars:
+ * composer_version, num_gpus_per_node, num_nodes, rank_zero_seed, ...): the devices per node and,
+ * with num_nodes, the devices. A block without num_nodes states the devices per node only. */
+static void cm_config_block(const text_lines *t, log_run *r)
+{
+    int i = 0;
+    while (i < t->n &&
+           !(strncmp(t->line[i], "Config:", 7) == 0 && t->line[i][7 + strspn(t->line[i] + 7, " \t")] == '\0'))
+        i++;
+    long per_node = 0, nodes = 0;
+    int per_line = 0, nodes_line = 0;
+    for (i++; i < t->n && strncmp(t->line[i], "****", 4) != 0; i++) {
+        char *end;
+        const char *s = t->line[i];
+        if (strncmp(s, "num_gpus_per_node: ", 19) == 0) {
+            long v = strtol(s + 19, &end, 10);
+            if (end != s + 19 && v > 0 && v <= 100000) per_node = v, per_line = i + 1;
+        } else if (strncmp(s, "num_nodes: ", 11) == 0) {
+            long v = strtol(s + 11, &end, 10);
+            if (end != s + 11 && v > 0 && v <= 1000000) nodes = v, nodes_line = i + 1;
+        }
+    }
+    if (!per_node) return;
+    r->devices_per_node = per_node, log_run_stated(r, LF_PER_NODE, per_line, 0);
+    if (nodes && log_degrees_product((const long[]){per_node, nodes}, 2, LOG_MAX_DEVICES, &r->devices) == 0)
+        log_run_stated(r, LF_DEVICES, nodes_line, 0);
+    else if (!nodes)
+        log_run_note(r, "the Config block (line %d) states num_gpus_per_node %ld but not num_nodes: devices not stated",
+                     per_line, per_node);
+}
+
 int log_parse_composer(const text_lines *t, const char *config_path, log_run *r)
 {
+    cm_config_block(t, r);
     for (int i = 0; i < t->n;) {
         if (!log_is_composer_line(t->line[i])) {
             i++;

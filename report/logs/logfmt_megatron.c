@@ -1,6 +1,10 @@
 /* logfmt_megatron.c: Megatron-LM logs (logimport.h): the arguments block _print_args prints at start
  * (megatron/training/arguments.py, megatron/arguments.py before 2024) and training_log's iteration lines
- * (megatron/training/training.py, megatron/training.py before 2024). */
+ * (megatron/training/training.py, megatron/training.py before 2024). And Megatron-DeepSpeed's, the
+ * fork BigScience (BLOOM) and many HPC centres ran: the same block and lines, its training_log
+ * (bigscience-workshop/Megatron-DeepSpeed megatron/training.py:788-820 @8387ae17) printing the time in
+ * seconds, "consumed tokens", "samples per second" and "TFLOPs" (2022 on; 2021's lines are
+ * Megatron-LM's, in ms). */
 #include "registry.h"
 
 #include <limits.h>
@@ -13,15 +17,36 @@
 #include "../../common/err.h"
 #include "../../common/parse.h"
 
-/* Its row of the registry (registry.c). */
-log_parse_fn log_parse_megatron;
-log_signature_fn log_is_megatron_line;
+/* Its rows of the registry (registry.c). */
+log_parse_fn log_parse_megatron, log_parse_megatron_ds;
+log_signature_fn log_is_megatron_line, log_is_megatron_ds_line, log_is_megatron_ds_marker;
 
 /* training_log's iteration line: " [date] iteration   10/  100 | consumed samples: ... | elapsed
  * time per iteration (ms): ... |" */
 int log_is_megatron_line(const char *line)
 {
     return strstr(line, "iteration") && strstr(line, "elapsed time per iteration (ms):") != NULL;
+}
+
+/* Megatron-DeepSpeed's iteration line: " iteration 31214/ 115311 | consumed samples: ... | consumed
+ * tokens: ... | elapsed time per iteration (s): 106.46 | ...", or Megatron-LM's (its 2021 lines). */
+int log_is_megatron_ds_line(const char *line)
+{
+    return log_is_megatron_line(line) ||
+           (strstr(line, "iteration") && strstr(line, "elapsed time per iteration (s):") != NULL);
+}
+
+/* A line only a Megatron-DeepSpeed run prints: its arguments block's "  deepspeed ..... True", or
+ * DeepSpeed's own start-up ("DeepSpeed is enabled.", "DeepSpeed info: version=..."). With it, a log
+ * of Megatron-LM-style lines (2021's ms layout) is Megatron-DeepSpeed's (registry.c's detection). */
+int log_is_megatron_ds_marker(const char *line)
+{
+    if (strncmp(line, "  deepspeed .", 13) == 0) {
+        size_t n = strlen(line);
+        while (n && line[n - 1] == ' ') n--;
+        return n >= 4 && strncmp(line + n - 4, "True", 4) == 0;
+    }
+    return strstr(line, "DeepSpeed is enabled.") || strstr(line, "DeepSpeed info: version=");
 }
 
 /* One "  name ..... value" line of the arguments block: pointers into the log's lines. */
@@ -224,8 +249,10 @@ static void args_names(const mg_args *A, log_run *r)
     if (A->closed || arg_find(A, "use_distributed_optimizer"))
         snprintf(r->sharding, sizeof r->sharding, "%s",
                  arg_bool(A, "use_distributed_optimizer") == 1 ? "zero1" : "none");
-    /* before recompute_granularity (2022), activations_checkpoint_method uniform/block recomputed whole layers */
-    if (!rg && arg_get(A, "activations_checkpoint_method", NULL)) rg = "full";
+    /* before recompute_granularity (2022), activations_checkpoint_method uniform/block recomputed whole layers,
+     * and before it (2020-2021, and Megatron-DeepSpeed) checkpoint_activations True */
+    if (!rg && (arg_get(A, "activations_checkpoint_method", NULL) || arg_bool(A, "checkpoint_activations") == 1))
+        rg = "full";
     if (A->closed || rg || arg_find(A, "recompute_granularity"))
         snprintf(r->recompute, sizeof r->recompute, "%s", rg ? rg : "none");
     r->sequence_parallel = arg_bool(A, "sequence_parallel");
@@ -246,17 +273,40 @@ static void args_names(const mg_args *A, log_run *r)
 }
 
 /* What the iteration lines say besides the steps: iterations Megatron skipped (inf/NaN gradients
- * under fp16's loss scaling) and those whose loss was NaN. */
+ * under fp16's loss scaling) and those whose loss was NaN; Megatron-DeepSpeed's consumed tokens per
+ * consumed sample (the sequence length, when every line gives the same whole number). */
 typedef struct {
     long skipped, nan;
     int skipped_line, nan_line; /* the first line that counts one */
+    double samples, tokens;     /* this line's consumed samples and tokens (NaN: not printed) */
+    long seq;                   /* tokens / samples of the lines so far (0: none; -1: not one whole number) */
+    int seq_line;               /* the line that gave it, or the first that did not agree */
 } mg_tally;
 
-/* training_log's fields this parser reads; every other "name: value |" field is passed over. */
-enum { MG_MS, MG_TFLOPS, MG_BATCH, MG_LOSS, MG_SKIPPED, MG_NAN, MG_NFIELDS };
+/* training_log's fields this parser reads; every other "name: value |" field is passed over.
+ * Megatron-DeepSpeed's: the time in s, samples per second, TFLOPs, consumed tokens (and 2021's
+ * "lm-loss"). */
+enum {
+    MG_MS, MG_S, MG_TFLOPS, MG_DS_TFLOPS, MG_SPS, MG_BATCH, MG_LOSS, MG_LOSS_DASH, MG_SKIPPED, MG_NAN, MG_SAMPLES,
+    MG_TOKENS, MG_NFIELDS
+};
 static const char *const mg_fields[MG_NFIELDS] = {
-    "elapsed time per iteration (ms)", "throughput per GPU (TFLOP/s/GPU)", "global batch size", "lm loss",
-    "number of skipped iterations", "number of nan iterations"};
+    "elapsed time per iteration (ms)", "elapsed time per iteration (s)", "throughput per GPU (TFLOP/s/GPU)", "TFLOPs",
+    "samples per second", "global batch size", "lm loss", "lm-loss", "number of skipped iterations",
+    "number of nan iterations", "consumed samples", "consumed tokens"};
+
+/* A field's figure into the step and the tally. */
+static void mg_store(int f, double d, long n, log_step *s, mg_tally *k)
+{
+    if (f == MG_MS) s->step_s = d / 1000;
+    if (f == MG_S) s->step_s = d;
+    if (f == MG_TFLOPS || f == MG_DS_TFLOPS) s->tflops_per_device = d;
+    if (f == MG_SPS) s->samples_per_s = d;
+    if (f == MG_LOSS || f == MG_LOSS_DASH) s->loss = d;
+    if (f == MG_BATCH) s->global_batch = n;
+    if (f == MG_SAMPLES) k->samples = (double)n;
+    if (f == MG_TOKENS) k->tokens = (double)n;
+}
 
 /* One " name: value " field of the line at `line` into *s and *k. */
 static int mg_field(const char *path, int line, char *seg, log_step *s, mg_tally *k)
@@ -267,26 +317,37 @@ static int mg_field(const char *path, int line, char *seg, log_step *s, mg_tally
     const char *key = text_trim(seg), *v = text_trim(colon + 1);
     int f = 0;
     while (f < MG_NFIELDS && strcmp(key, mg_fields[f]) != 0) f++;
-    if (f == MG_NFIELDS || (f == MG_LOSS && strcasecmp(v, "inf") == 0)) return 0; /* an infinite loss: unset */
+    if (f == MG_NFIELDS || ((f == MG_LOSS || f == MG_LOSS_DASH) && strcasecmp(v, "inf") == 0))
+        return 0; /* an infinite loss: unset */
     char what[4300];
     snprintf(what, sizeof what, "%s:%d: '%s'", path, line, key);
     double d = 0;
     long n = 0;
-    if (f == MG_BATCH || f == MG_SKIPPED || f == MG_NAN) {
+    int whole = f == MG_BATCH || f == MG_SKIPPED || f == MG_NAN || f == MG_SAMPLES || f == MG_TOKENS;
+    double hi = f == MG_MS ? LOG_STEP_MAX_S * 1e3 : f == MG_S ? LOG_STEP_MAX_S : 1e300;
+    if (whole) {
         if (parse_long(v, f == MG_BATCH, LONG_MAX, 0, what, &n) != 0) return CB_EUSAGE;
-    } else if (parse_double(v, 0, f == MG_MS ? LOG_STEP_MAX_S * 1e3 : 1e300, what, &d) != 0) {
+    } else if (parse_double(v, 0, hi, what, &d) != 0) {
         return CB_EUSAGE;
     }
-    if (f == MG_MS) s->step_s = d / 1000;
-    if (f == MG_TFLOPS) s->tflops_per_device = d;
-    if (f == MG_LOSS) s->loss = d;
-    if (f == MG_BATCH) s->global_batch = n;
+    mg_store(f, d, n, s, k);
     if (f == MG_SKIPPED && n > 0 && !k->skipped_line) k->skipped_line = line;
     if (f == MG_NAN && n > 0 && !k->nan_line) k->nan_line = line;
     if ((f == MG_SKIPPED && __builtin_add_overflow(k->skipped, n, &k->skipped)) ||
         (f == MG_NAN && __builtin_add_overflow(k->nan, n, &k->nan)))
         return err_usage("%s:%d: '%s': %ld brings the log's total past %ld", path, line, key, n, LONG_MAX);
     return 0;
+}
+
+/* Megatron-DeepSpeed's consumed tokens / consumed samples of line `line` into the tally's sequence
+ * length: kept while every line gives the same whole number. */
+static void mg_seq_tally(mg_tally *k, int line)
+{
+    if (k->seq < 0 || !(k->samples > 0) || !(k->tokens > 0)) return;
+    double x = k->tokens / k->samples;
+    long v = (long)round(x);
+    if (x > 1e9 || fabs(x - (double)v) > 1e-9 * x || (k->seq && v != k->seq)) k->seq = -1, k->seq_line = line;
+    else if (!k->seq) k->seq = v, k->seq_line = line;
 }
 
 /* " [date time] iteration   10/  100" (the line's first field): the iteration number into *iter. */
@@ -311,12 +372,15 @@ static int mg_step(const text_lines *t, int i, log_run *r, mg_tally *k)
     char *buf = strdup(t->line[i]);
     if (!buf) return err_msg("out of memory");
     log_step s = log_step_unset(i + 1);
+    k->samples = k->tokens = NAN;
     char *save = NULL, *seg = strtok_r(buf, "|", &save);
     int rc = mg_iteration(t->path, i + 1, seg, &s.iter);
     while (rc == 0 && (seg = strtok_r(NULL, "|", &save))) rc = mg_field(t->path, i + 1, seg, &s, k);
     free(buf);
     if (rc == 0 && isnan(s.step_s))
-        rc = err_usage("%s:%d: '%s': expected a number, got nothing", t->path, i + 1, mg_fields[MG_MS]);
+        rc = err_usage("%s:%d: '%s': expected a number, got nothing", t->path, i + 1,
+                       strstr(t->line[i], mg_fields[MG_S]) ? mg_fields[MG_S] : mg_fields[MG_MS]);
+    if (rc == 0) mg_seq_tally(k, i + 1);
     return rc ? rc : log_run_add_step(r, &s);
 }
 
@@ -339,7 +403,7 @@ static void mg_intervals(log_run *r, long log_interval)
 static int mg_preamble(const text_lines *t, log_run *r)
 {
     static const char *const dtypes[] = {"bfloat16", "bf16-mixed", "float16", "fp16-mixed", "float32", "fp32"};
-    for (int i = 0; i < t->n && !log_is_megatron_line(t->line[i]); i++) {
+    for (int i = 0; i < t->n && !log_is_megatron_ds_line(t->line[i]); i++) {
         const char *ws = strstr(t->line[i], "using world size: "), *dt = strstr(t->line[i], "using torch.");
         for (int k = 0; dt && !*r->precision && k < 6; k += 2)
             if (strncmp(dt + 12, dtypes[k], strlen(dtypes[k])) == 0 && dt[12 + strlen(dtypes[k])] == ' ') {
@@ -362,21 +426,58 @@ static int mg_preamble(const text_lines *t, log_run *r)
     return 0;
 }
 
+/* " > padded vocab (size: 50257) with 943 dummy tokens (new size: 51200)" (the tokenizer's build, before
+ * the first step): the model's vocabulary, the embedding's rows. A block's padded_vocab_size that
+ * differs is noted (the line is what the model was built with). */
+static int mg_padded_vocab(const text_lines *t, log_run *r, int block_line)
+{
+    for (int i = 0; i < t->n && !log_is_megatron_ds_line(t->line[i]); i++) {
+        const char *p = strstr(t->line[i], "> padded vocab (size: "), *q = p ? strstr(p, "(new size: ") : NULL;
+        if (!q) continue;
+        char num[24] = "", what[4200];
+        size_t n = strspn(q + 11, "0123456789");
+        if (n < sizeof num) memcpy(num, q + 11, n);
+        long v = 0;
+        snprintf(what, sizeof what, "%s:%d: 'padded vocab ... new size'", t->path, i + 1);
+        if (parse_long(num, 1, INT_MAX, 0, what, &v) != 0) return CB_EUSAGE;
+        if (block_line && r->vocab != v)
+            log_run_note(r, "padded vocab %ld at line %d, but the arguments block's padded_vocab_size is %d (line %d): "
+                            "the line's is used",
+                         v, i + 1, r->vocab, block_line);
+        r->vocab = (int)v;
+        log_run_stated(r, LF_VOCAB, i + 1, 0);
+        return 0;
+    }
+    return 0;
+}
+
+/* What the arguments block says that the step lines need: the log interval, and whether
+ * Megatron-DeepSpeed's TFLOPs are SCHEMA.md's megatron-2021 count (checkpoint_activations True, no
+ * glu_activation: 24 x 4 B s l h^2 (1 + s/6h + V/16lh), megatron/training.py:759-764 @8387ae17). */
+typedef struct {
+    long log_interval;
+    int ds_flops_2021;
+} mg_block;
+
 /* The run's configuration from its arguments block (none: left unset) and the lines before it. */
-static int mg_config(const text_lines *t, log_run *r, long *log_interval)
+static int mg_config(const text_lines *t, log_run *r, mg_block *B)
 {
     mg_args A;
-    int rc = args_collect(t, &A);
+    int rc = args_collect(t, &A), vocab_line = 0, padded_line = 0;
     if (rc == 0 && A.first) {
-        rc = args_sizes(&A, r, log_interval);
+        rc = args_sizes(&A, r, &B->log_interval);
         if (rc == 0) args_names(&A, r);
         snprintf(r->config_from, sizeof r->config_from, "the arguments block (lines %d-%d%s)", A.first, A.last,
                  A.closed ? "" : ", truncated: no '-- end of arguments --' line");
         if (!A.closed)
             log_run_note(r, "the arguments block is truncated after line %d: only what it printed is stated", A.last);
+        B->ds_flops_2021 = arg_bool(&A, "checkpoint_activations") == 1 && !arg_get(&A, "glu_activation", NULL);
+        if (arg_get(&A, "padded_vocab_size", &padded_line)) log_run_stated(r, LF_VOCAB, padded_line, 0);
+        else if (arg_get(&A, "vocab_size", &vocab_line)) log_run_stated(r, LF_VOCAB, vocab_line, 0);
     }
     free(A.a);
-    return rc == 0 ? mg_preamble(t, r) : rc;
+    if (rc == 0) rc = mg_preamble(t, r);
+    return rc == 0 ? mg_padded_vocab(t, r, padded_line) : rc;
 }
 
 /* 1 when line s opens like an iteration line ("iteration  74/  100 | consumed samples: ...") but
@@ -384,40 +485,76 @@ static int mg_config(const text_lines *t, log_run *r, long *log_interval)
 static int mg_cut_line(const char *s)
 {
     const char *p = strstr(s, "iteration");
-    if (!p || log_is_megatron_line(s)) return 0;
+    if (!p || log_is_megatron_ds_line(s)) return 0;
     p += strlen("iteration");
     p += strspn(p, " ");
     size_t n = strspn(p, "0123456789");
     return n && p[n] == '/' && strstr(p, "| consumed samples:") != NULL;
 }
 
-int log_parse_megatron(const text_lines *t, const char *config_path, log_run *r)
+/* The FLOP count the lines' TFLOP/s are in. Megatron-LM's num_floating_point_operations: 3 passes
+ * (forward, weight and data gradients) x 2 FLOPs per multiply-add over the GEMMs, attention and
+ * logits, no recomputed forward: for a GPT block (ffn 4h, no GQA) 72Bslh^2(1 + s/6h + V/12lh),
+ * SCHEMA.md's megatron-core (versions since 2026 halve the s^2 attention term for the causal mask).
+ * Megatron-DeepSpeed's TFLOPs: megatron-2021 with checkpoint_activations and no GLU; otherwise (3 for
+ * 4 without recompute, 32 for 24 with GLU, or a block that does not say) no schema convention: the
+ * figure is dropped and noted. */
+static void mg_flops(log_run *r, int ds, const mg_block *B)
+{
+    int any = 0;
+    for (int i = 0; i < r->nsteps; i++) any |= !isnan(r->steps[i].tflops_per_device);
+    if (!any) return;
+    if (!ds || B->ds_flops_2021) {
+        snprintf(r->flop_convention, sizeof r->flop_convention, "%s", ds ? "megatron-2021" : "megatron-core");
+        return;
+    }
+    for (int i = 0; i < r->nsteps; i++) r->steps[i].tflops_per_device = NAN;
+    log_run_note(r, "TFLOPs dropped: Megatron-DeepSpeed counts 24 (32 with GLU) x 3 (4 with checkpoint_activations) "
+                    "B s l h^2 (1 + s/6h + V/16lh), SCHEMA.md's megatron-2021 only with checkpoint_activations and "
+                    "no GLU, which %s",
+                 *r->config_from ? "the arguments block does not say" : "no arguments block here states");
+}
+
+/* Megatron-LM's (ds 0) or Megatron-DeepSpeed's (ds 1) log. */
+static int mg_parse(const text_lines *t, const char *config_path, log_run *r, int ds)
 {
     if (config_path)
-        return err_usage("flag '--config': Megatron-LM logs carry their arguments; no config file is read");
-    long log_interval = 0;
-    int rc = mg_config(t, r, &log_interval), cut = 0, cut_line = 0;
+        return err_usage("flag '--config': %s logs carry their arguments; no config file is read",
+                         ds ? "Megatron-DeepSpeed" : "Megatron-LM");
+    mg_block B = {0, 0};
+    int rc = mg_config(t, r, &B), cut = 0, cut_line = 0;
     mg_tally k = {0};
     for (int i = 0; rc == 0 && i < t->n; i++) {
-        if (log_is_megatron_line(t->line[i])) rc = mg_step(t, i, r, &k);
+        if (ds ? log_is_megatron_ds_line(t->line[i]) : log_is_megatron_line(t->line[i])) rc = mg_step(t, i, r, &k);
         else if (mg_cut_line(t->line[i]) && !cut++) cut_line = i + 1;
     }
     if (rc) return rc;
     if (cut)
-        log_run_note(r, "%d iteration line%s without 'elapsed time per iteration (ms)' (cut short) dropped, the first "
+        log_run_note(r, "%d iteration line%s without 'elapsed time per iteration (%s)' (cut short) dropped, the first "
                         "at line %d",
-                     cut, cut > 1 ? "s" : "", cut_line);
+                     cut, cut > 1 ? "s" : "", ds ? "s" : "ms", cut_line);
     if (!r->nsteps)
-        return log_not_format(t, r->format, "' iteration 10/ 100 | ... | elapsed time per iteration (ms): 812.3 |'");
-    mg_intervals(r, log_interval);
-    /* num_floating_point_operations: 3 passes (forward, weight and data gradients) x 2 FLOPs per multiply-add
-     * over the GEMMs, attention and logits, no recomputed forward: for a GPT block (ffn 4h, no GQA)
-     * 72Bslh^2(1 + s/6h + V/12lh), SCHEMA.md's megatron-core (versions since 2026 halve the s^2 attention
-     * term for the causal mask). */
-    for (int i = 0; i < r->nsteps; i++)
-        if (!isnan(r->steps[i].tflops_per_device))
-            snprintf(r->flop_convention, sizeof r->flop_convention, "megatron-core");
+        return log_not_format(t, r->format,
+                              ds ? "' iteration 10/ 100 | ... | elapsed time per iteration (s): 10.2 |'"
+                                 : "' iteration 10/ 100 | ... | elapsed time per iteration (ms): 812.3 |'");
+    mg_intervals(r, B.log_interval);
+    mg_flops(r, ds, &B);
+    if (k.seq > 0 && !r->seq_len) {
+        r->seq_len = k.seq;
+        log_run_note(r, "sequence length %ld: consumed tokens / consumed samples on every line (line %d)", k.seq,
+                     k.seq_line);
+    }
     if (k.skipped) log_run_note(r, "%ld skipped iterations (the first at line %d)", k.skipped, k.skipped_line);
     if (k.nan) log_run_note(r, "%ld iterations with a NaN loss (the first at line %d)", k.nan, k.nan_line);
     return 0;
+}
+
+int log_parse_megatron(const text_lines *t, const char *config_path, log_run *r)
+{
+    return mg_parse(t, config_path, r, 0);
+}
+
+int log_parse_megatron_ds(const text_lines *t, const char *config_path, log_run *r)
+{
+    return mg_parse(t, config_path, r, 1);
 }

@@ -22,9 +22,17 @@ log_signature_fn log_is_nemo_line;
 
 /* PyTorch Lightning's progress line with NeMo's logged metrics: "Epoch 0: ... train_step_timing in
  * s=1.21 ..." */
-int log_is_nemo_line(const char *line)
+static int nm_has_timing(const char *line)
 {
     return strstr(line, "train_step_timing") != NULL;
+}
+
+/* ... and a Lightning bar of NeMo's metrics without it ("Epoch 0: ... global_step=794.0,
+ * consumed_samples=1.63e+6]": the TimingCallback off), which the parser refuses with that reason. */
+int log_is_nemo_line(const char *line)
+{
+    return nm_has_timing(line) || (strstr(line, "Epoch ") && strstr(line, "global_step=") &&
+                                   strstr(line, "consumed_samples="));
 }
 
 /* The first of names (NULL-terminated) the config sets, as a string; NULL when none is (or null). */
@@ -258,6 +266,25 @@ static int nm_update(const char *path, int line, char *u, log_run *r)
     return log_run_add_step(r, &s);
 }
 
+/* The updates of one '\r'-separated piece u of line `line`. A tqdm bar ends at the ']' closing its
+ * metrics: what follows on the line is another update or another printer's text glued to it (a
+ * validation bar's residue "...val_loss=2.800]dation DataLoader 0: : 51it [00:20,  2.53it/s]", a
+ * "[rank: 1] Monitored metric ..." line, a second bar after a literal "^M"), read on its own. */
+static int nm_piece(const char *path, int line, char *u, log_run *r)
+{
+    int rc = 0;
+    while (rc == 0 && u && *u) {
+        char *m = strstr(u, "train_step_timing in s="), *close = m ? strchr(m, ']') : NULL, *next = NULL;
+        if (!m) return nm_has_timing(u) ? nm_update(path, line, u, r) : 0;
+        char kept = '\0';
+        if (close) next = close + 1, kept = *next, *next = '\0';
+        rc = nm_update(path, line, u, r);
+        if (next) *next = kept;
+        u = next;
+    }
+    return rc;
+}
+
 /* Every update of t->line[i] (a tqdm bar rewrites itself with '\r': one physical line, many updates). */
 static int nm_line(const text_lines *t, int i, log_run *r)
 {
@@ -265,7 +292,7 @@ static int nm_line(const text_lines *t, int i, log_run *r)
     if (!buf) return err_msg("out of memory");
     int rc = 0;
     for (char *u = strtok_r(buf, "\r", &save); rc == 0 && u; u = strtok_r(NULL, "\r", &save))
-        if (log_is_nemo_line(u)) rc = nm_update(t->path, i + 1, u, r);
+        rc = nm_piece(t->path, i + 1, u, r);
     free(buf);
     return rc;
 }
@@ -339,12 +366,78 @@ static void nm_batch_from_consumed(log_run *r)
     log_run_note(r, "global batch %ld: consumed_samples / (global_step + 1) on %d line%s", b, n, n > 1 ? "s" : "");
 }
 
+/* 1 when line s ends right after "train_step_timing in s:" (a ProgressPrinter line cut before its
+ * time: a pasted excerpt's last line), not a step. */
+static int nm_cut_line(const char *s)
+{
+    static const char key[] = "train_step_timing in s:";
+    const char *m = strstr(s, key);
+    return m && !strstr(s, "train_step_timing in s=") && m[sizeof key - 1 + strspn(m + sizeof key - 1, " \t")] == '\0';
+}
+
+/* A ProgressPrinter line wrapped after a '|' ("Training epoch 1, iteration 10/999 | lr: ... | " and
+ * the rest on the lines below, as a page re-wraps it): t->line[i] and the lines that continue it
+ * joined into *joined (malloc'd); returns the index of its last line, or i when it is not one. */
+static int nm_wrapped(const text_lines *t, int i, char **joined)
+{
+    const char *s = t->line[i];
+    size_t n = strlen(s);
+    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t')) n--;
+    *joined = NULL;
+    if (nm_has_timing(s) || !strstr(s, "Training epoch ") || !strstr(s, ", iteration ") || !n || s[n - 1] != '|')
+        return i;
+    int j = i;
+    size_t len = strlen(s);
+    while (j + 1 < t->n && !strstr(t->line[j + 1], "Training epoch ") && t->line[j + 1][0]) {
+        len += strlen(t->line[++j]);
+        const char *q = t->line[j];
+        size_t m = strlen(q);
+        while (m && (q[m - 1] == ' ' || q[m - 1] == '\t')) m--;
+        if (!m || q[m - 1] != '|') break;
+    }
+    if (j == i || !(*joined = malloc(len + 1))) return i;
+    (*joined)[0] = '\0';
+    for (int k = i; k <= j; k++) strcat(*joined, t->line[k]);
+    if (nm_has_timing(*joined)) return j;
+    free(*joined), *joined = NULL;
+    return i;
+}
+
+/* The step lines of t: each progress line's updates, a wrapped printer line joined, a line cut
+ * before its time dropped and counted (*cut, the first at *cut_line). */
+static int nm_steps(const text_lines *t, log_run *r, int *cut, int *cut_line)
+{
+    int rc = 0;
+    for (int i = 0; rc == 0 && i < t->n; i++) {
+        char *joined;
+        int last = nm_wrapped(t, i, &joined);
+        if (joined) {
+            rc = nm_update(t->path, i + 1, joined, r);
+            free(joined);
+            i = last;
+        } else if (nm_cut_line(t->line[i])) {
+            if (!(*cut)++) *cut_line = i + 1;
+        } else if (nm_has_timing(t->line[i])) {
+            rc = nm_line(t, i, r);
+        }
+    }
+    return rc;
+}
+
 int log_parse_nemo(const text_lines *t, const char *config_path, log_run *r)
 {
-    int rc = nm_config(t, config_path, r);
-    for (int i = 0; rc == 0 && i < t->n; i++)
-        if (log_is_nemo_line(t->line[i])) rc = nm_line(t, i, r);
+    int rc = nm_config(t, config_path, r), cut = 0, cut_line = 0;
+    if (rc == 0) rc = nm_steps(t, r, &cut, &cut_line);
     if (rc) return rc;
+    if (cut)
+        log_run_note(r,
+                     "%d progress line%s ending at 'train_step_timing in s:' (cut short) dropped, the first at line %d",
+                     cut, cut > 1 ? "s" : "", cut_line);
+    for (int i = 0; !r->nsteps && i < t->n; i++)
+        if (!nm_has_timing(t->line[i]) && log_is_nemo_line(t->line[i]))
+            return err_usage("%s:%d: a NeMo progress bar without 'train_step_timing in s': no step time to read "
+                             "(tqdm's s/it rate is not NeMo's step timing); log with NeMo's timing callback on",
+                             t->path, i + 1);
     if (!r->nsteps)
         return log_not_format(t, r->format,
                               "'Epoch 0: :  10%|#  | 10/100 [00:21<03:09, reduced_train_loss=10.40, "

@@ -20,6 +20,7 @@
  * The TOML job config (--config) gives what the log does not (tt_config below). */
 #include "registry.h"
 
+#include <ctype.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -29,6 +30,7 @@
 #include "../../common/err.h"
 #include "../../common/files.h"
 #include "../../common/parse.h"
+#include "logrow.h"
 
 /* Its row of the registry (registry.c). */
 log_parse_fn log_parse_torchtitan;
@@ -203,6 +205,46 @@ static int tt_mesh(log_run *r, const char *s, const char *path, int line)
     return 0;
 }
 
+/* "with local batch size 8, global batch size 64, gradient accumulation steps 1, sequence length 2048,
+ * ..." (2025's "Trainer is initialized ..."; 2024's "Training starts at step 1, with ..." has no
+ * accumulation steps): the three sizes, 1 when all are there. */
+static int tt_batch_line(const char *p, long *local, long *global, long *seq)
+{
+    static const char *const keys[3] = {"local batch size ", "global batch size ", "sequence length "};
+    long *out[3] = {local, global, seq};
+    for (int k = 0; k < 3; k++) {
+        const char *q = strstr(p, keys[k]);
+        char *end;
+        if (!q) return 0;
+        *out[k] = strtol(q + strlen(keys[k]), &end, 10);
+        if (end == q + strlen(keys[k]) || *out[k] < 1 || *out[k] > 100000000) return 0;
+    }
+    return 1;
+}
+
+/* "Applied selective activation checkpointing to the model" (apply_ac: "Applied {mode} activation
+ * checkpointing"): the recompute column, selective or full. */
+static void tt_recompute(log_run *r, const char *mode)
+{
+    if (strncmp(mode, "selective ", 10) == 0) snprintf(r->recompute, sizeof r->recompute, "selective");
+    else if (strncmp(mode, "full ", 5) == 0) snprintf(r->recompute, sizeof r->recompute, "full");
+}
+
+/* "llama3 8B with ...", "llama3 8Bwith {" or "llama3 8B size: ..." (after "Building " or "Model "):
+ * the model, a preset of data/models.csv when NAME-FLAVOR in lower case is one ("llama2 7B":
+ * llama2-7b, its arch with it), else NAME-FLAVOR as printed (the # lines say it is not a preset). */
+static void tt_model_name(log_run *r, const char *p)
+{
+    char name[32], flavor[32], lower[64];
+    if (sscanf(p, "%31s %31s", name, flavor) != 2 || strcmp(flavor, "with") == 0) return;
+    size_t n = strlen(flavor);
+    if (n > 4 && strcmp(flavor + n - 4, "with") == 0) flavor[n - 4] = '\0'; /* "8Bwith {" */
+    snprintf(lower, sizeof lower, "%s-%s", name, flavor);
+    for (char *q = lower; *q; q++) *q = (char)tolower((unsigned char)*q);
+    if (log_preset_fill(r, lower, 0)) snprintf(r->model, sizeof r->model, "%s", lower);
+    else snprintf(r->model, sizeof r->model, "%s-%s", name, flavor);
+}
+
 /* Line `line` of the log states the batch sizes and the sequence length (batch), else the mesh. */
 static void tt_stated(log_run *r, int line, int batch)
 {
@@ -217,19 +259,20 @@ static int tt_setup_line(log_run *r, const text_lines *t, int i, const char *s)
     const char *p;
     double v;
     long local, global, seq;
-    if ((p = strstr(s, "with local batch size ")) &&
-        sscanf(p, "with local batch size %ld, global batch size %ld, sequence length %ld", &local, &global,
-               &seq) == 3 &&
-        local > 0 && global > 0 && seq > 0)
+    if ((p = strstr(s, "with local batch size ")) && tt_batch_line(p, &local, &global, &seq))
         r->micro_batch = local, r->global_batch = global, r->seq_len = seq, tt_stated(r, i + 1, 1);
+    else if ((p = strstr(s, "Applied ")) && strstr(p, " activation checkpointing"))
+        tt_recompute(r, p + 8);
     else if ((p = strstr(s, "Peak FLOPS used for computing MFU:")) && sscanf(p + 34, "%lf", &v) == 1 && v > 0 &&
              v < 1e20)
         r->peak_tflops = v / 1e12;
     else if (strstr(s, "Building ") && strstr(s, "device mesh")) {
         if (tt_mesh(r, s, t->path, i + 1) != 0) return CB_EUSAGE;
         if (r->devices > 0) tt_stated(r, i + 1, 0);
-    } else if (strstr(s, "Building ") && (strstr(s, "ModelArgs(") || strstr(s, "with {")))
+    } else if (strstr(s, "Building ") && (strstr(s, "ModelArgs(") || strstr(s, "with {"))) {
         tt_model_args(r, t, i);
+        tt_model_name(r, strstr(s, "Building ") + 9);
+    }
     else if ((p = strstr(s, " size: ")) && strstr(p, " total parameters")) {
         char digits[32];
         size_t k = 0;
@@ -237,10 +280,8 @@ static int tt_setup_line(log_run *r, const text_lines *t, int i, const char *s)
             if (*p != ',') digits[k++] = *p;
         digits[k] = '\0';
         if (k && k < 16) r->params = strtod(digits, NULL);
-        char name[32], flavor[32];
         const char *m = strstr(s, "Model ");
-        if (m && sscanf(m, "Model %31s %31s size:", name, flavor) == 2)
-            snprintf(r->model, sizeof r->model, "%s-%s", name, flavor);
+        if (m) tt_model_name(r, m + 6);
     }
     return 0;
 }
@@ -267,7 +308,9 @@ static void tt_config_model(const kv_conf *c, log_run *r)
 {
     const kv_item *name = kvconf_get(c, "model.name"), *flavor = kvconf_get(c, "model.flavor");
     if (!name || !flavor) return;
-    snprintf(r->model, sizeof r->model, "%.31s-%.31s", name->value, flavor->value);
+    char both[80];
+    snprintf(both, sizeof both, "%.31s %.31s", name->value, flavor->value);
+    tt_model_name(r, both);
     if (strncmp(name->value, "llama", 5) == 0) snprintf(r->arch, sizeof r->arch, "llama");
     log_run_note(r, "flavor %s", flavor->value);
     if (r->layers) return;
@@ -370,12 +413,29 @@ static int tt_config(const char *path, log_run *r)
     return rc;
 }
 
+/* 1 when s, line i of t, is the log's last non-blank line and ends inside its tps figure ("tps: 5,6":
+ * a group of fewer than 3 digits after the last ','): a pasted excerpt cut short, not a step. */
+static int tt_cut_last(const text_lines *t, int i, const char *s)
+{
+    for (int j = i + 1; j < t->n; j++)
+        if (t->line[j][strspn(t->line[j], " \t")]) return 0;
+    const char *p = find_key(s, "tps");
+    if (!p) return 0;
+    p += strspn(p, " ");
+    size_t len = strspn(p, "0123456789,");
+    const char *comma = memchr(p, ',', len), *last = comma;
+    while (comma && (comma = memchr(comma + 1, ',', (size_t)(p + len - comma - 1)))) last = comma;
+    return last && p[len + strspn(p + len, " \t")] == '\0' && (size_t)(p + len - last - 1) < 3;
+}
+
 int log_parse_torchtitan(const text_lines *t, const char *config_path, log_run *r)
 {
     char s[TT_LINE_MAX];
     for (int i = 0; i < t->n; i++) {
         strip_ansi(s, sizeof s, t->line[i]);
-        if (log_is_torchtitan_line(s)) {
+        if (log_is_torchtitan_line(s) && tt_cut_last(t, i, s)) {
+            log_run_note(r, "the last line (%d) ends inside its tps figure (cut short): dropped", i + 1);
+        } else if (log_is_torchtitan_line(s)) {
             if (tt_step(r, s, t->path, i + 1) != 0) return CB_EUSAGE;
         } else if (tt_setup_line(r, t, i, s) != 0) {
             return CB_EUSAGE;

@@ -38,7 +38,7 @@ typedef struct {
 /* The configuration fields a flag of `costbench import` also gives, for log_run.stated. */
 typedef enum {
     LF_MODEL, LF_DEVICE, LF_INSTANCE, LF_PRECISION, LF_DEVICES, LF_PER_NODE, LF_TP, LF_PP, LF_DP,
-    LF_MICRO_BATCH, LF_GLOBAL_BATCH, LF_SEQ, LF_NFIELDS
+    LF_MICRO_BATCH, LF_GLOBAL_BATCH, LF_SEQ, LF_VOCAB, LF_NFIELDS
 } log_field;
 
 /* Where a log states a field: its 1-based line (0: not stated on one line: derived, or unset), in

@@ -21,21 +21,36 @@
 
 /* ------------------------------------------------------------------ presets */
 
-void log_preset_fill(log_run *r, const char *name, int shape)
+/* The preset `name` of data/models.csv into *c: 1, or 0 when it is none (or the file cannot be read). */
+static int preset_find(const char *name, model_config *c)
+{
+    char path[CB_PATH_MAX];
+    model_config *all;
+    int n, found = 0;
+    if (!name || !*name || machine_data_file(path, sizeof path, "models.csv") != 0 ||
+        model_presets_load(path, &all, &n) != 0)
+        return 0;
+    for (int i = 0; i < n && !found; i++)
+        if (strcmp(all[i].name, name) == 0) *c = all[i], found = 1;
+    free(all);
+    return found;
+}
+
+int log_preset_known(const char *name)
+{
+    model_config c;
+    return preset_find(name, &c);
+}
+
+int log_preset_fill(log_run *r, const char *name, int shape)
 {
     static const char *const fam[6][2] = {{"pythia", "neox"}, {"neox", "neox"}, {"gpt3", "gpt"},
                                           {"llama2", "llama"}, {"gpt-j", "gptj"}, {"mpt", "mpt"}};
-    char path[CB_PATH_MAX];
-    model_config *all, c;
-    int n, found = 0;
-    if (machine_data_file(path, sizeof path, "models.csv") != 0 || model_presets_load(path, &all, &n) != 0) return;
-    for (int i = 0; i < n && !found; i++)
-        if (strcmp(all[i].name, name) == 0) c = all[i], found = 1;
-    free(all);
-    if (!found) return;
+    model_config c;
+    if (!preset_find(name, &c)) return 0;
     for (int k = 0; k < 6 && !*r->arch; k++)
         if (strcmp(c.family, fam[k][0]) == 0) snprintf(r->arch, sizeof r->arch, "%s", fam[k][1]);
-    if (!shape) return;
+    if (!shape) return 1;
     if (!r->layers) r->layers = c.L;
     if (!r->d_model) r->d_model = c.C;
     if (!r->heads) r->heads = c.NH;
@@ -43,6 +58,7 @@ void log_preset_fill(log_run *r, const char *name, int shape)
     if (!r->ffn_dim) r->ffn_dim = model_ffn(&c);
     if (!r->vocab) r->vocab = c.V;
     if (r->tied_embeddings < 0) r->tied_embeddings = c.tied_embeddings;
+    return 1;
 }
 
 /* ------------------------------------------------------------------ the row */

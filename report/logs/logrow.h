@@ -13,8 +13,11 @@
 #include "../formats/published.h"
 
 /* When `name` is a preset of data/models.csv: r's arch from the preset's family and, when `shape`,
- * the shape fields r leaves unset (layers, d_model, heads, kv_heads, ffn_dim, vocab, params). */
-void log_preset_fill(log_run *r, const char *name, int shape);
+ * the shape fields r leaves unset (layers, d_model, heads, kv_heads, ffn_dim, vocab, params); 1.
+ * 0 when it is none (r untouched). */
+int log_preset_fill(log_run *r, const char *name, int shape);
+/* 1 when `name` is a preset of data/models.csv. */
+int log_preset_known(const char *name);
 
 /* One published-runs row as text, its columns in the schema's order (pub_cols of published.h). */
 typedef struct {

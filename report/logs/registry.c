@@ -8,22 +8,27 @@
 #include "../../common/frameworks.h"
 
 /* Each format's parser and signature, defined in its logfmt_*.c. */
-log_parse_fn log_parse_megatron, log_parse_nemo, log_parse_torchtitan, log_parse_composer, log_parse_costbench;
-log_signature_fn log_is_megatron_line, log_is_nemo_line, log_is_torchtitan_line, log_is_composer_line,
-    log_is_costbench_line;
+log_parse_fn log_parse_megatron, log_parse_megatron_ds, log_parse_nemo, log_parse_torchtitan, log_parse_composer,
+    log_parse_costbench;
+log_signature_fn log_is_megatron_line, log_is_megatron_ds_line, log_is_megatron_ds_marker, log_is_nemo_line,
+    log_is_torchtitan_line, log_is_composer_line, log_is_costbench_line;
 
 /* Detection tries the rows in this order on each line. */
 const log_format_def log_formats[] = {
     /* the arguments block and training_log's iteration lines */
-    {"megatron", "megatron-lm", "Megatron-LM", log_is_megatron_line, log_parse_megatron},
+    {"megatron", "megatron-lm", "Megatron-LM", log_is_megatron_line, log_parse_megatron, NULL},
+    /* the same block; iteration lines in s with samples per second and TFLOPs (2021: Megatron-LM's
+     * lines, told apart by DeepSpeed's lines at start) */
+    {"megatron-deepspeed", "megatron-deepspeed", "Megatron-DeepSpeed", log_is_megatron_ds_line, log_parse_megatron_ds,
+     log_is_megatron_ds_marker},
     /* Megatron core under PyTorch Lightning: its printed config and its progress lines */
-    {"nemo", "nemo", "NeMo", log_is_nemo_line, log_parse_nemo},
+    {"nemo", "nemo", "NeMo", log_is_nemo_line, log_parse_nemo, NULL},
     /* the metrics logger's step lines, and the TOML job config */
-    {"torchtitan", "torchtitan", "torchtitan", log_is_torchtitan_line, log_parse_torchtitan},
+    {"torchtitan", "torchtitan", "torchtitan", log_is_torchtitan_line, log_parse_torchtitan, NULL},
     /* the console logger's metrics, and the YAML run file */
-    {"composer", "llm-foundry", "Composer / llm-foundry", log_is_composer_line, log_parse_composer},
+    {"composer", "llm-foundry", "Composer / llm-foundry", log_is_composer_line, log_parse_composer, NULL},
     /* `costbench train`'s own log: the header, the step table, the summary row */
-    {"costbench", "costbench", "costbench train", log_is_costbench_line, log_parse_costbench},
+    {"costbench", "costbench", "costbench train", log_is_costbench_line, log_parse_costbench, NULL},
 };
 const int log_nformats = (int)(sizeof log_formats / sizeof log_formats[0]);
 
@@ -47,14 +52,30 @@ void log_format_list(char *buf, size_t n, int titles)
     }
 }
 
-int log_detect_line(const text_lines *t, log_format *f)
+/* The first line of t that is a marker of format k (-1: none). */
+static int marker_line(const text_lines *t, int k)
 {
+    for (int i = 0; log_formats[k].is_marker && i < t->n; i++)
+        if (log_formats[k].is_marker(t->line[i])) return i;
+    return -1;
+}
+
+int log_detect_line(const text_lines *t, log_format *f, int *marker)
+{
+    if (marker) *marker = -1;
     for (int i = 0; i < t->n; i++)
-        for (int k = 0; k < log_nformats; k++)
-            if (log_formats[k].is_line(t->line[i])) {
-                *f = k;
-                return i;
+        for (int k = 0; k < log_nformats; k++) {
+            if (!log_formats[k].is_line(t->line[i])) continue;
+            *f = k;
+            for (int j = k + 1; j < log_nformats; j++) {
+                int m = log_formats[j].is_line(t->line[i]) ? marker_line(t, j) : -1;
+                if (m < 0) continue;
+                *f = j;
+                if (marker) *marker = m;
+                break;
             }
+            return i;
+        }
     return -1;
 }
 

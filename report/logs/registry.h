@@ -20,6 +20,9 @@ typedef struct {
     const char *title;          /* in messages: "Megatron-LM" */
     log_signature_fn *is_line;  /* 1 when a line is one of its step lines */
     log_parse_fn *parse;
+    /* NULL, or 1 for a line only this format's runs print (Megatron-DeepSpeed's "deepspeed ... True"):
+     * a log with such a line whose first step line this format reads is this format (log_detect_line) */
+    log_signature_fn *is_marker;
 } log_format_def;
 
 extern const log_format_def log_formats[]; /* indexed by log_format */
@@ -30,8 +33,10 @@ log_format log_format_find(const char *name);
 /* The formats' frameworks (titles when `titles`) as "a, b, c or d" into buf. */
 void log_format_list(char *buf, size_t n, int titles);
 
-/* The first line (index into t->line, or -1) that is a step line of any format, and its format. */
-int log_detect_line(const text_lines *t, log_format *f);
+/* The first line (index into t->line, or -1) that is a step line of any format, and its format: the
+ * first row whose signature it matches, unless a later row that reads it too has a marker line in
+ * the log (then that row; *marker gets the marker's index, else -1; marker may be NULL). */
+int log_detect_line(const text_lines *t, log_format *f, int *marker);
 /* The error a parser gives when t has no step line of `want` (the run's format, log_run.format):
  * names the first line of another format and its --framework when there is one, else the first
  * non-blank line, and `expect` (what a step line of `want` looks like). Returns CB_EUSAGE. */

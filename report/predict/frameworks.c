@@ -14,6 +14,7 @@
 #define SPAN(a, b) {(a), (b)}
 #define NONE_SPAN {0, 0}
 #define MLM "NVIDIA/Megatron-LM "
+#define MDS "bigscience-workshop/Megatron-DeepSpeed "
 /* Megatron-Bridge's Llama 3.1 405B recipe (126 layers, pp 8 x vp 2 by default; the performance
  * recipes scripts/performance/configs/llama31/llama31_llm_pretrain.py build on it with pp 8/16 x vp
  * 2..8) sets both flags; Megatron-Core then splits L + 2 layers evenly and builds one fewer on the
@@ -169,6 +170,17 @@ static const step_framework frameworks[] = {
       "deepspeed/runtime/zero/config.py:208 @38327e07f6cd: stage3_prefetch_bucket_size 5e7",
       "no tensor parallelism of its own (Megatron-DeepSpeed: Megatron's)",
       "no tensor parallelism of its own (Megatron-DeepSpeed: Megatron's)"},
+     NULL, 0, "", "", ""},
+    {"megatron-deepspeed", "2021-2023", 1, {SPAN(2021, 2024), NONE_SPAN}, 0, 0, 0, 0,
+     "Megatron-DeepSpeed (BigScience's fork of Megatron-LM 2021, BLOOM): materialised attention with fused softmax, "
+     "DeepSpeed's engine reducing gradients after the backward (ZeRO 0-2), nothing overlapped",
+     {MDS "megatron/model/transformer.py:179, :307-330 @8387ae17c470: FusedScaleMaskSoftmax over baddbmm s x s "
+          "scores; no flash path",
+      "microsoft/DeepSpeed deepspeed/runtime/zero/config.py:133, :351-354 @38327e07f6cd: overlap_comm = (stage == 3): "
+      "off at the ZeRO stages 0-2 the fork's pipeline runs use",
+      "no ZeRO-3 gathers assumed (the fork's runs pair ZeRO 0-1 with its pipeline engine)",
+      MDS "megatron/mpu/layers.py:331-333 @8387ae17c470: copy_to_tensor_model_parallel_region, no TP overlap",
+      MDS "megatron/mpu/mappings.py:22-33 @8387ae17c470: the backward all-reduce is synchronous (no async path)"},
      NULL, 0, "", "", ""},
     {"neuron-nemo", "2023-2024", 1, {SPAN(2023, 2025), NONE_SPAN}, 0, 0, 0, 0,
      "neuronx-nemo-megatron: materialised attention under XLA, compiler-scheduled gradient all-reduce, no flags",

@@ -131,7 +131,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     text_lines t;
     if (text_lines_load(&t, fuzz_tmp_path(log_file)) != 0) return fuzz_input_done(), 0;
     log_format f;
-    if (!netfit_detect(&t) && log_detect_line(&t, &f) >= 0) {
+    if (!netfit_detect(&t) && log_detect_line(&t, &f, NULL) >= 0) {
         log_run r;
         log_run_init(&r, f);
         int rc = log_formats[f].parse(&t, config ? fuzz_tmp_path(config_file) : NULL, &r);

@@ -61,7 +61,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     text_lines t;
     if (text_lines_load(&t, path) == 0) {
         log_format f;
-        (void)log_detect_line(&t, &f);
+        (void)log_detect_line(&t, &f, NULL);
         for (int k = 0; k < log_nformats; k++) {
             log_run r;
             log_run_init(&r, k);
