@@ -214,7 +214,7 @@ static int import_comments(const log_run *r, const log_steady *st, const logrow 
     int n = 0;
     snprintf(lines[n++], 1200, "%.600s, %s format (%.160s)", row->cell[PUB_COL_SOURCE], log_formats[r->format].name,
              how);
-    snprintf(lines[n++], 1200, "configuration from %s%s%s%s", *r->config_from ? r->config_from : "no stated block",
+    snprintf(lines[n++], 1200, "configuration from %.255s%s%.880s%s", *r->config_from ? r->config_from : "no stated block",
              *from ? "; from flags: " : "", from, *from ? "" : "; none from flags");
     const char *model = row->cell[PUB_COL_MODEL];
     if (*model && !log_preset_known(model))
