@@ -130,15 +130,14 @@ GPU_BIN   := costbench-gpu
 GPU_ARCHS ?= 80 90 100
 GPU_GENCODE := $(foreach a,$(GPU_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) -gencode arch=compute_100,code=compute_100
 GPU_HOST_SRC := common/csvio.c common/err.c common/parse.c common/files.c common/schema.c common/precision.c \
-                common/machine_data.c common/presets.c common/params.c common/counts.c common/oplist.c common/record.c common/opts.c \
+                common/machine.c common/mem.c common/machine_data.c common/presets.c common/params.c common/counts.c common/oplist.c common/record.c common/opts.c \
                 report/formats/devices.c report/formats/attncurves.c report/formats/inputs.c \
                 kernels/rope.c kernels/bf16.c kernels/ropeplan.c bench/mmshapes.c $(wildcard bench/gpu/*.c src/gpu/*.c)
 GPU_CU_SRC   := $(wildcard bench/gpu/*.cu kernels/cuda/*.cu)
 GPU_OBJ      := $(GPU_HOST_SRC:%.c=$(GPU_BUILD)/%.o) $(GPU_CU_SRC:%.cu=$(GPU_BUILD)/%.o)
 GPU_CFLAGS   := -std=c11 -D_GNU_SOURCE -DCB_NO_LIBCSV -g -O2 -march=native $(WARN) -Werror -Wno-unknown-pragmas \
-                -include $(GPU_BUILD)/gpu_version.h
-NVCC_FLAGS   := -std=c++17 -O3 -g -lineinfo $(GPU_GENCODE) -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror \
-                -include $(GPU_BUILD)/gpu_version.h
+                -I$(GPU_BUILD)
+NVCC_FLAGS   := -std=c++17 -O3 -g -lineinfo $(GPU_GENCODE) -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror
 
 gpu-if-nvcc:
 ifeq ($(NVCC),)
@@ -149,18 +148,19 @@ endif
 
 gpu: $(GPU_BIN)
 
-$(GPU_BUILD)/gpu_version.h: FORCE
+# The build identity common/machine.c writes into every row (its own version.h for this build).
+$(GPU_BUILD)/version.h: FORCE
 	@mkdir -p $(GPU_BUILD)
 	@rev=$${GPU_REV:-$$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)}; \
 	git diff --quiet HEAD 2>/dev/null || [ -n "$$GPU_REV" ] || rev="$$rev-dirty"; \
-	printf '#define CB_GIT_REV "%s"\n#define CB_GPU_FLAGS "%s"\n' "$$rev" "$(notdir $(NVCC)) -O3 $(GPU_ARCHS:%=sm_%)" > $@.tmp; \
+	printf '#define CB_GIT_REV "%s"\n#define CB_CFLAGS "%s"\n' "$$rev" "$(notdir $(NVCC)) -O3 $(GPU_ARCHS:%=sm_%)" > $@.tmp; \
 	cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
 
-$(GPU_BUILD)/%.o: %.c $(GPU_BUILD)/gpu_version.h
+$(GPU_BUILD)/%.o: %.c $(GPU_BUILD)/version.h
 	@mkdir -p $(dir $@)
 	$(CC) $(GPU_CFLAGS) -MMD -MP -c $< -o $@
 
-$(GPU_BUILD)/%.o: %.cu $(GPU_BUILD)/gpu_version.h
+$(GPU_BUILD)/%.o: %.cu $(GPU_BUILD)/version.h
 	@test -n "$(NVCC)" || { echo "error: make gpu needs nvcc (the CUDA toolkit): not found in PATH or /usr/local/cuda/bin" >&2; exit 1; }
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCC_FLAGS) -I. -MMD -MP -c $< -o $@

@@ -100,8 +100,8 @@ extern const rec_col gpu_peak_cols[GP_NCOLS];
 /* Fills gpu_cols (starting at column `first` of row `row`) from d, and hides them from the human
  * table (they stay in the CSV). */
 void gpu_cols_fill(record *r, int row, int first, const gpu_dev *d);
-/* The host's provenance without OpenMP or a BLAS (what machine_probe fills in the main build):
- * CPU model, cores, build flags (cflags; NULL: the GPU build's own) and revision, date. */
+/* The host's provenance: machine_probe's (CPU model, cores, build flags and revision, date), no
+ * BLAS; cflags, when given, in place of the build's. */
 void gpu_machine_info(machine_info *m, const char *cflags);
 /* One line on stdout before a benchmark's table: "# GPU: NVIDIA H100 80GB HBM3 (h100-sxm5-80gb),
  * sm_90, 132 SMs at 1980 MHz, 50 MiB L2, 79.1 GiB; driver ..., CUDA ..., cuBLASLt ...". */

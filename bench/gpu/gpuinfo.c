@@ -6,8 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "../../report/formats/devices.h"
 
@@ -180,47 +178,12 @@ void gpu_cols_fill(record *r, int row, int first, const gpu_dev *d)
     for (int c = 0; c < GC_NCOLS; c++) record_csv_only(r, first + c);
 }
 
-/* The GPU build's revision and flags (build-gpu/gpu_version.h, included by the Makefile). */
-#ifndef CB_GIT_REV
-#define CB_GIT_REV "unknown"
-#endif
-#ifndef CB_GPU_FLAGS
-#define CB_GPU_FLAGS ""
-#endif
-
-static void cpu_model(char *out, size_t n)
-{
-    snprintf(out, n, "unknown");
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f) return;
-    char line[512];
-    while (fgets(line, sizeof line, f)) {
-        char *colon = strchr(line, ':');
-        if (strncmp(line, "model name", 10) != 0 || !colon) continue;
-        colon += 1 + (colon[1] == ' ');
-        colon[strcspn(colon, "\n")] = '\0';
-        snprintf(out, n, "%s", colon);
-        break;
-    }
-    fclose(f);
-}
-
 void gpu_machine_info(machine_info *m, const char *cflags)
 {
-    memset(m, 0, sizeof *m);
-    cpu_model(m->cpu_model, sizeof m->cpu_model);
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    m->cores = cores > 0 ? (int)cores : 1;
-    m->threads = 1; /* the host side of the GPU benchmarks runs on one thread, without a BLAS */
-    snprintf(m->blas_core, sizeof m->blas_core, "none");
+    machine_probe(m); /* CPU, cores, build and date; one thread without OpenMP */
+    snprintf(m->blas_core, sizeof m->blas_core, "none"); /* the host side of the GPU benchmarks has no BLAS */
     snprintf(m->blas_core_choice, sizeof m->blas_core_choice, "none");
-    snprintf(m->omp_wait_policy, sizeof m->omp_wait_policy, "none");
-    snprintf(m->cflags, sizeof m->cflags, "%s", cflags && *cflags ? cflags : CB_GPU_FLAGS);
-    snprintf(m->git_rev, sizeof m->git_rev, "%s", CB_GIT_REV);
-    time_t now = time(NULL);
-    struct tm tm;
-    gmtime_r(&now, &tm);
-    strftime(m->date_utc, sizeof m->date_utc, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    if (cflags && *cflags) snprintf(m->cflags, sizeof m->cflags, "%s", cflags);
 }
 
 void gpu_note(record *r, const gpu_dev *d)
