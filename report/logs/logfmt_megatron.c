@@ -85,9 +85,10 @@ static int args_collect(const text_lines *t, mg_args *A)
     A->path = t->path;
     int i = 0;
     while (i < t->n && !strstr(t->line[i], "-- arguments --")) i++;
-    if (i == t->n) return 0;
+    if (i >= t->n) return 0;
     A->first = A->last = i + 1;
-    if (!(A->a = malloc((size_t)(t->n - i) * sizeof *A->a))) return err_msg("out of memory");
+    unsigned rows = (unsigned)(t->n - i); /* at least 1: line i is the block's opening rule */
+    if (!(A->a = malloc((size_t)rows * sizeof *A->a))) return err_msg("out of memory");
     for (i++; i < t->n && !strstr(t->line[i], "-- end of arguments --"); i++) {
         if (!arg_split(t->line[i], i + 1, &A->a[A->n])) break; /* no closing rule: the block ends here */
         A->n++;
@@ -397,6 +398,17 @@ static void mg_intervals(log_run *r, long log_interval)
     for (int i = 0; i < r->nsteps; i++) r->steps[i].iters = r->steps[i].iter % every == 0 ? every : 1;
 }
 
+/* The integer at `at` on line i of t, in 1 .. hi; else CB_EUSAGE after one error naming the line
+ * and what the log calls the figure. */
+static int mg_line_long(const text_lines *t, int i, const char *at, const char *label, long hi, long *out)
+{
+    char num[24] = "", what[4200];
+    size_t n = strspn(at, "0123456789");
+    if (n < sizeof num) memcpy(num, at, n);
+    snprintf(what, sizeof what, "%s:%d: '%s'", t->path, i + 1, label);
+    return parse_long(num, 1, hi, 0, what, out);
+}
+
 /* The lines before the arguments block: "using world size: 32, data-parallel size: 8, ..." (the
  * ranks; checked against the block's world_size) and "using torch.bfloat16 for parameters ..."
  * (the precision, when the block does not state it). */
@@ -411,12 +423,8 @@ static int mg_preamble(const text_lines *t, log_run *r)
                 log_run_stated(r, LF_PRECISION, i + 1, 0);
             }
         if (!ws) continue;
-        char num[24] = "", what[4200];
-        size_t n = strspn(ws + 18, "0123456789");
-        if (n < sizeof num) memcpy(num, ws + 18, n);
         long world = 0;
-        snprintf(what, sizeof what, "%s:%d: 'using world size'", t->path, i + 1);
-        if (parse_long(num, 1, LONG_MAX, 0, what, &world) != 0) return CB_EUSAGE;
+        if (mg_line_long(t, i, ws + 18, "using world size", LONG_MAX, &world) != 0) return CB_EUSAGE;
         if (r->devices > 0 && r->devices != world)
             return err_usage("%s:%d: 'using world size: %ld', but %s:%d says world_size %ld: the lines of two runs in "
                              "one log?",
@@ -434,12 +442,8 @@ static int mg_padded_vocab(const text_lines *t, log_run *r, int block_line)
     for (int i = 0; i < t->n && !log_is_megatron_ds_line(t->line[i]); i++) {
         const char *p = strstr(t->line[i], "> padded vocab (size: "), *q = p ? strstr(p, "(new size: ") : NULL;
         if (!q) continue;
-        char num[24] = "", what[4200];
-        size_t n = strspn(q + 11, "0123456789");
-        if (n < sizeof num) memcpy(num, q + 11, n);
         long v = 0;
-        snprintf(what, sizeof what, "%s:%d: 'padded vocab ... new size'", t->path, i + 1);
-        if (parse_long(num, 1, INT_MAX, 0, what, &v) != 0) return CB_EUSAGE;
+        if (mg_line_long(t, i, q + 11, "padded vocab ... new size", INT_MAX, &v) != 0) return CB_EUSAGE;
         if (block_line && r->vocab != v)
             log_run_note(r, "padded vocab %ld at line %d, but the arguments block's padded_vocab_size is %d (line %d): "
                             "the line's is used",
